@@ -1,0 +1,33 @@
+"""Exceptions of the crawler: each message names the problem and, when there is one, the fix."""
+
+from __future__ import annotations
+
+
+class CrawlError(Exception):
+    """The crawl cannot start or cannot go on (bad start URL, nothing found, robots.txt...)."""
+
+
+class FetchError(Exception):
+    """One URL could not be fetched; the crawl records it and goes on."""
+
+    def __init__(self, url: str, reason: str, *, status: int | None = None):
+        super().__init__(f"{url}: {reason}")
+        self.url = url
+        self.reason = reason
+        self.status = status
+
+
+class Disallowed(FetchError):
+    """robots.txt forbids the URL to our user agent."""
+
+
+class OffSite(FetchError):
+    """The URL (or a redirect) leads to a host the crawl may not visit."""
+
+
+class TooLarge(FetchError):
+    """The response is bigger than the size cap."""
+
+
+class ConnectFailed(FetchError):
+    """No HTTP answer at all: DNS failure, refused or timed-out connection."""

@@ -1,0 +1,214 @@
+"""HTML to clean text: the main content of a page as normalised lines, plus its links.
+
+The same extraction serves WordPress `content.rendered`, feed `content:encoded`, a fetched
+article page and `busca add page.html`, so one article gives one text whatever the source.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import unicodedata
+from dataclasses import dataclass
+from urllib.parse import urldefrag, urljoin
+
+from bs4 import BeautifulSoup, NavigableString, Tag
+
+# Never text: dropped with everything inside.
+DROP_TAGS = ("script", "style", "noscript", "template", "svg", "canvas", "iframe", "object",
+             "embed", "video", "audio", "map", "img", "picture", "figure", "form", "button",
+             "select", "textarea", "input", "nav", "aside", "dialog")
+# Page chrome inside the chosen container: dropped after the title was read.
+CHROME_TAGS = ("header", "footer")
+CHROME_ROLES = ("navigation", "banner", "contentinfo", "complementary", "search")
+# Elements that start and end a line.
+BLOCK_TAGS = frozenset(
+    "address article blockquote caption dd details div dl dt fieldset figcaption h1 h2 h3 h4"
+    " h5 h6 hr li main ol p pre section summary table tbody td tfoot th thead tr ul".split())
+
+_SPACE = re.compile(r"\s+")
+_INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))
+_TAG_LIKE = re.compile(r"<[a-zA-Z!/]")
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([\w.:-]+)""", re.I)
+
+
+@dataclass(frozen=True)
+class HtmlPage:
+    """What a crawler needs from one HTML page."""
+
+    title: str
+    text: str
+    links: tuple[str, ...] = ()
+    is_listing: bool = False
+    noindex: bool = False
+    canonical: str | None = None
+    feeds: tuple[str, ...] = ()
+    api_root: str | None = None
+    modified: str | None = None
+
+
+def html_to_text(html: str) -> tuple[str, str]:
+    """(title, text) of an HTML document or fragment; text lines are blocks of the page."""
+    page = extract_page(html)
+    return page.title, page.text
+
+
+def extract_page(html: str, url: str = "", *, take_title: bool = True) -> HtmlPage:
+    """Parse a page once: main text, title, same-document metadata and outgoing links.
+
+    With take_title, the page's first <h1> (or og:title, or <title>) becomes the title and
+    leaves the text; without it (an article body alone) every heading stays in the text.
+    """
+    soup = BeautifulSoup(html, "html.parser")
+    base = _base_url(soup, url)
+    links = tuple(_links(soup, base)) if url else ()
+    heads = _head_info(soup, base)
+    for tag in soup.find_all(DROP_TAGS):
+        tag.decompose()
+    articles = soup.find_all("article")
+    container = _container(soup, articles)
+    title, title_tag = _title(soup, container) if take_title else ("", None)
+    if title_tag is not None:
+        title_tag.decompose()
+    for tag in container.find_all(CHROME_TAGS):
+        tag.decompose()
+    for tag in container.find_all(attrs={"role": list(CHROME_ROLES)}):
+        tag.decompose()
+    return HtmlPage(title=title, text="\n".join(_lines(container)), links=links,
+                    is_listing=len(articles) > 1, **heads)
+
+
+def plain_text(text: str) -> str:
+    """Plain text normalised like extracted HTML: one stripped, space-collapsed line per line."""
+    return "\n".join(filter(None, (_clean(line) for line in text.splitlines())))
+
+
+def body_text(value: str) -> str:
+    """Clean text of a field that may hold HTML or plain text (feeds, JSON APIs)."""
+    if not _TAG_LIKE.search(value):
+        return plain_text(value)
+    return extract_page(value, take_title=False).text
+
+
+def title_text(value: str) -> str:
+    """A title field (HTML entities and tags allowed) as one clean line."""
+    return _clean(extract_page(f"<p>{value}</p>", take_title=False).text.replace("\n", " "))
+
+
+def decode_html(body: bytes, content_type: str | None) -> str:
+    """Text of an HTML body: charset from the header, else from <meta>, else UTF-8/cp1252."""
+    for charset in (_header_charset(content_type), _meta_charset(body)):
+        if charset:
+            try:
+                return body.decode(_codec(charset), errors="replace")
+            except LookupError:
+                continue
+    try:
+        return body.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return body.decode("cp1252", errors="replace")
+
+
+def _header_charset(content_type: str | None) -> str | None:
+    match = re.search(r"charset\s*=\s*[\"']?([\w.:-]+)", content_type or "", re.I)
+    return match.group(1) if match else None
+
+
+def _meta_charset(body: bytes) -> str | None:
+    match = _META_CHARSET.search(body[:4096])
+    return match.group(1).decode("ascii", "replace") if match else None
+
+
+def _codec(charset: str) -> str:
+    name = codecs.lookup(charset).name
+    # Browsers read "latin-1" as windows-1252 (WHATWG encoding standard).
+    return "cp1252" if name in ("latin-1", "iso8859-1", "ascii") else name
+
+
+def _clean(line: str) -> str:
+    return _SPACE.sub(" ", line.translate(_INVISIBLE)).strip()
+
+
+def _container(soup: BeautifulSoup, articles: list[Tag]) -> Tag:
+    if len(articles) == 1:
+        return articles[0]
+    return soup.find("main") or soup.find(attrs={"role": "main"}) or soup.body or soup
+
+
+def _title(soup: BeautifulSoup, container: Tag) -> tuple[str, Tag | None]:
+    h1 = container.find("h1")
+    if h1 is not None and _clean(h1.get_text(" ")):
+        return _clean(h1.get_text(" ")), h1
+    og = soup.find("meta", attrs={"property": "og:title"})
+    if og is not None and _clean(og.get("content", "")):
+        return _clean(og["content"]), None
+    title = soup.find("title")
+    return (_clean(title.get_text(" ")) if title is not None else ""), None
+
+
+def _lines(container: Tag) -> list[str]:
+    """Text lines in document order: block elements and <br> end lines."""
+    lines: list[str] = []
+    buffer: list[str] = []
+    stack: list = [(iter(container.children), True)]
+    while stack:
+        node = next(stack[-1][0], None)
+        if node is None:
+            if stack.pop()[1]:
+                _flush(buffer, lines)
+            continue
+        if type(node) is NavigableString:
+            buffer.append(str(node))
+        elif isinstance(node, Tag):
+            if node.name == "br":
+                _flush(buffer, lines)
+            elif node.name == "pre":
+                _flush(buffer, lines)
+                lines.extend(filter(None, map(_clean, node.get_text().splitlines())))
+            elif node.name in BLOCK_TAGS:
+                _flush(buffer, lines)
+                stack.append((iter(node.children), True))
+            else:
+                stack.append((iter(node.children), False))
+    _flush(buffer, lines)
+    return [unicodedata.normalize("NFC", line) for line in lines]
+
+
+def _flush(buffer: list[str], lines: list[str]) -> None:
+    line = _clean("".join(buffer))
+    buffer.clear()
+    if line:
+        lines.append(line)
+
+
+def _base_url(soup: BeautifulSoup, url: str) -> str:
+    base = soup.find("base", href=True)
+    return urljoin(url, base["href"]) if base is not None and url else url
+
+
+def _links(soup: BeautifulSoup, base: str):
+    seen = set()
+    for a in soup.find_all("a", href=True):
+        if "nofollow" in (a.get("rel") or []):
+            continue
+        href = urldefrag(urljoin(base, a["href"].strip())).url
+        if href and href not in seen:
+            seen.add(href)
+            yield href
+
+
+def _head_info(soup: BeautifulSoup, base: str) -> dict:
+    robots = soup.find("meta", attrs={"name": re.compile("^robots$", re.I)})
+    canonical = soup.find("link", rel="canonical", href=True)
+    api = soup.find("link", rel="https://api.w.org/", href=True)
+    modified = soup.find("meta", attrs={"property": "article:modified_time"})
+    feeds = [urljoin(base, link["href"]) for link in soup.find_all("link", href=True)
+             if "alternate" in (link.get("rel") or [])
+             and link.get("type") in ("application/rss+xml", "application/atom+xml")]
+    return {
+        "noindex": robots is not None and "noindex" in robots.get("content", "").lower(),
+        "canonical": urljoin(base, canonical["href"]) if canonical is not None else None,
+        "feeds": tuple(dict.fromkeys(feeds)),
+        "api_root": urljoin(base, api["href"]) if api is not None else None,
+        "modified": modified.get("content") if modified is not None else None,
+    }

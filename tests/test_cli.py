@@ -1,0 +1,108 @@
+"""The core commands: add, index, search, stats — and their bad input."""
+
+import json
+
+from conftest import write_jsonl
+
+DOCS = [
+    {"url": "https://ex.com/gatos/", "title": "Gatos", "text": "O gato comeu o rato.\n\nGatos dormem muito."},
+    {"url": "https://ex.com/reembolso/", "title": "Reembolso", "text": "O prazo do estorno é de 7 dias úteis."},
+    {"url": "https://ex.com/cursos/", "title": "Cursos", "text": "A universidade oferece cursos noturnos."},
+]
+
+
+def setup_index(run, tmp_path):
+    assert run("add", str(write_jsonl(tmp_path / "docs.jsonl", DOCS))).exit_code == 0
+    result = run("index")
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def test_add_index_search_stats(run, tmp_path):
+    setup_index(run, tmp_path)
+    result = run("search", "qual o prazo do estorno?")
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[0].startswith("1. ")
+    assert "<https://ex.com/reembolso/>" in result.stdout.splitlines()[0]
+    stats = json.loads(run("stats", "--json").stdout)
+    assert (stats["documents"], stats["words"], stats["chunks"]) == (3, 22, 3)
+    assert stats["chunker"] == {"kind": "words", "size": 200, "overlap": 40}
+
+
+def test_search_json_has_the_promised_fields(run, tmp_path):
+    setup_index(run, tmp_path)
+    lines = run("search", "gato rato", "--json", "-k", "2").stdout.splitlines()
+    hit = json.loads(lines[0])
+    assert {"rank", "score", "url", "title", "chunk_id", "start", "end", "text"} <= set(hit)
+    assert hit["url"] == "https://ex.com/gatos/" and hit["rank"] == 1
+
+
+def test_min_score_says_nothing_found(run, tmp_path):
+    setup_index(run, tmp_path)
+    result = run("search", "gato", "--min-score", "0.99")
+    assert result.exit_code == 0
+    assert "nothing found" in result.stdout
+
+
+def test_query_without_searchable_terms_says_why(run, tmp_path):
+    setup_index(run, tmp_path)
+    result = run("search", "xilofone")
+    assert result.exit_code == 0 and result.stdout == ""
+    assert "none of the query's words occurs" in result.stderr
+
+
+def test_same_url_again_updates(run, tmp_path):
+    setup_index(run, tmp_path)
+    changed = [dict(DOCS[0], text="Agora fala de cachorros.")]
+    result = run("add", str(write_jsonl(tmp_path / "again.jsonl", changed)))
+    assert "0 added, 1 updated" in result.stdout and "3 documents" in result.stdout
+
+
+def test_empty_store(run):
+    result = run("index")
+    assert result.exit_code == 1
+    assert "nothing to index: run busca crawl or busca add first" in result.stderr
+
+
+def test_search_without_index(run):
+    result = run("search", "gato")
+    assert result.exit_code == 1 and 'run "busca index" first' in result.stderr
+
+
+def test_k_zero_and_bad_overlap_are_usage_errors(run, tmp_path):
+    setup_index(run, tmp_path)
+    assert run("search", "gato", "-k", "0").exit_code == 2
+    result = run("index", "--size", "10", "--overlap", "10")
+    assert result.exit_code == 2 and "--overlap" in result.stderr
+
+
+def test_bad_inputs_are_named_and_good_lines_kept(run, tmp_path):
+    bad = tmp_path / "mixed.jsonl"
+    bad.write_text('{"url": "a", "title": "A", "text": "um"}\n{oops\n[1]\n'
+                   '{"url": "b", "text": "dois"}\n', encoding="utf-8")
+    binary = tmp_path / "img.txt"
+    binary.write_bytes(b"\x89PNG\x00\x00")
+    result = run("add", str(bad), str(binary), str(tmp_path / "missing.md"))
+    assert result.exit_code == 1
+    assert f"{bad}:2: invalid JSON" in result.stderr
+    assert f"{bad}:3:" in result.stderr
+    assert "binary" in result.stderr and "missing.md: cannot read" in result.stderr
+    assert "2 added" in result.stdout
+    assert "Traceback" not in result.output
+
+
+def test_add_text_markdown_and_html_files(run, tmp_path):
+    (tmp_path / "nota.md").write_text("# Título da nota\n\nTexto com ação.", encoding="utf-8")
+    (tmp_path / "plain.txt").write_text("Só texto.", encoding="utf-8")
+    (tmp_path / "page.html").write_text(
+        "<html><head><title>Página</title></head><body><nav>menu</nav>"
+        "<article><h1>Artigo</h1><p>Corpo &amp; alma.</p></article></body></html>",
+        encoding="utf-8")
+    result = run("add", *(str(tmp_path / n) for n in ("nota.md", "plain.txt", "page.html")))
+    assert result.exit_code == 0, result.output
+    assert run("index").exit_code == 0
+    hits = [json.loads(line) for line in run("search", "corpo alma ação texto", "--json", "-k", "5").stdout.splitlines()]
+    titles = {h["title"] for h in hits}
+    assert "Título da nota" in titles
+    page = next(h for h in hits if h["url"].endswith("page.html"))
+    assert "Corpo & alma." in page["text"] and "menu" not in page["text"]
