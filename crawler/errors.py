@@ -31,3 +31,7 @@ class TooLarge(FetchError):
 
 class ConnectFailed(FetchError):
     """No HTTP answer at all: DNS failure, refused or timed-out connection."""
+
+
+class CrawlStopped(CrawlError):
+    """The crawl had to stop part way (the API refused us); what was stored stays."""

@@ -7,6 +7,8 @@ Tables:
   character start/end into the document text). The index manifest names its build, so
   a new build can be written beside the old one and swapped in.
 - `meta`: small key/value settings and crawl state (high-water marks, validators).
+- `queries`: the query log of `busca search`/`busca context` (time, command, query, method,
+  k, top scores as JSON, floor, answered, seconds); read by `busca misses`.
 
 Every write is its own transaction, so an interrupted crawl keeps what it stored.
 """
@@ -47,6 +49,18 @@ CREATE TABLE IF NOT EXISTS chunks (
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS queries (
+    id INTEGER PRIMARY KEY,
+    at TEXT NOT NULL,
+    command TEXT NOT NULL,
+    query TEXT NOT NULL,
+    method TEXT NOT NULL,
+    k INTEGER NOT NULL,
+    scores TEXT NOT NULL,
+    floor REAL,
+    answered INTEGER NOT NULL,
+    seconds REAL NOT NULL
 );
 """
 
@@ -207,6 +221,31 @@ class Store:
 
     def _transaction(self):
         return _Transaction(self.db)
+
+    # query log (owned by busca.search.querylog) ---------------------------
+    def log_query(self, *, command: str, query: str, method: str, k: int,
+                  scores: list[float], floor: float | None, answered: bool,
+                  seconds: float, at: str | None = None) -> None:
+        """Append one query to the log; `at` defaults to now (UTC, ISO 8601)."""
+        self.db.execute(
+            "INSERT INTO queries (at, command, query, method, k, scores, floor, answered,"
+            " seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (at or _now(), command, query, method, k, json.dumps(scores), floor,
+             int(answered), seconds),
+        )
+
+    def logged_queries(self, since: str | None = None) -> list[dict]:
+        """Logged queries in time order, optionally only those at or after `since` (ISO)."""
+        sql = ("SELECT at, command, query, method, k, scores, floor, answered, seconds"
+               " FROM queries")
+        args: tuple = ()
+        if since is not None:
+            sql, args = sql + " WHERE at >= ?", (since,)
+        keys = ("at", "command", "query", "method", "k", "scores", "floor", "answered",
+                "seconds")
+        rows = self.db.execute(sql + " ORDER BY at, id", args).fetchall()
+        return [{**dict(zip(keys, r)), "scores": json.loads(r[5]), "answered": bool(r[7])}
+                for r in rows]
 
 
 class _Transaction:

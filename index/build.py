@@ -8,12 +8,14 @@ from pathlib import Path
 from busca import __version__
 from busca.crawler.store import ChunkRow, Store
 from busca.index import storage, tfidf
+from busca.index import dense
 from busca.index.chunking import OVERLAP, SIZE, check_window, chunk_text, chunk_words, words
 
 METHODS = ("tfidf",)
 
 # method name -> build(texts, out_dir, *, options, previous, on_progress) -> manifest entry
 BUILDERS: dict[str, Callable] = {"tfidf": tfidf.build}
+BUILDERS.update(dense=dense.build, hybrid=dense.build_hybrid)  # index/dense.py
 
 Progress = Callable[[str, int, int], None]
 

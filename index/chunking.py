@@ -76,3 +76,86 @@ def chunk_text(text: str, start: int, end: int) -> str:
     """The text of a word chunk rebuilt from its span of the document text."""
     piece = text[start:end]
     return " ".join(piece[a:b] for a, b in words(piece))
+
+
+# --- sentence chunks (the seed's `chunk_por_frase`) and chunker specs -------------------
+
+MAX_CHARS = 220
+SENTENCE_OVERLAP = 1
+
+_SENTENCE_GAP = re.compile(r"(?<=[.!?])\s+")
+
+
+def sentences(text: str) -> list[tuple[int, int]]:
+    """Character spans of the sentences of `text`: cut only at whitespace after . ! or ?."""
+    lo, hi = 0, len(text)
+    while lo < hi and text[lo].isspace():
+        lo += 1
+    while hi > lo and text[hi - 1].isspace():
+        hi -= 1
+    if lo == hi:
+        return []
+    spans, start = [], lo
+    for gap in _SENTENCE_GAP.finditer(text, lo, hi):
+        spans.append((start, gap.start()))
+        start = gap.end()
+    spans.append((start, hi))
+    return spans
+
+
+def chunk_sentences(text: str, *, max_chars: int = MAX_CHARS,
+                    overlap: int = SENTENCE_OVERLAP) -> list[Chunk]:
+    """Whole sentences joined by one space up to `max_chars`; the next chunk repeats the last
+    `overlap` sentences (the seed's `chunk_por_frase`; one long sentence is a chunk alone)."""
+    if max_chars < 1:
+        raise ChunkingError(f"max_chars must be at least 1, got {max_chars}")
+    if overlap < 0:
+        raise ChunkingError(f"overlap must be 0 or more sentences, got {overlap}")
+    spans = sentences(text)
+    groups: list[list[tuple[int, int]]] = []
+    current: list[tuple[int, int]] = []
+    for span in spans:
+        joined = sum(b - a for a, b in current) + len(current) + (span[1] - span[0])
+        if current and joined > max_chars:
+            groups.append(current)
+            current = current[-overlap:] if overlap else []
+        current = current + [span]
+    if current:
+        groups.append(current)
+    return [Chunk(position, group[0][0], group[-1][1], " ".join(text[a:b] for a, b in group))
+            for position, group in enumerate(groups)]
+
+
+CHUNKER_DEFAULTS = {"words": (SIZE, OVERLAP), "sentences": (MAX_CHARS, SENTENCE_OVERLAP)}
+
+
+def parse_chunker(spec: str) -> dict:
+    """A chunker spec ("words:200:40", "sentences:220:1", "words") as a manifest dict."""
+    kind, _, rest = spec.strip().partition(":")
+    if kind not in CHUNKER_DEFAULTS:
+        raise ChunkingError(f"unknown chunker {spec!r}; use words[:SIZE[:OVERLAP]] or "
+                            "sentences[:MAX_CHARS[:OVERLAP]], e.g. words:200:40")
+    parts = rest.split(":") if rest else []
+    if len(parts) > 2 or not all(p.strip().isdigit() for p in parts):
+        raise ChunkingError(f"chunker {spec!r}: expected {kind}:N:M with whole numbers")
+    first, second = [int(p) for p in parts] + list(CHUNKER_DEFAULTS[kind][len(parts):])
+    if kind == "words":
+        check_window(first, second)
+        return {"kind": "words", "size": first, "overlap": second}
+    chunk_sentences("", max_chars=first, overlap=second)  # validates the numbers
+    return {"kind": "sentences", "max_chars": first, "overlap": second}
+
+
+def chunker_label(chunker: dict) -> str:
+    """The spec string of a chunker dict: "words:200:40"."""
+    first = chunker["size"] if chunker["kind"] == "words" else chunker["max_chars"]
+    return f"{chunker['kind']}:{first}:{chunker['overlap']}"
+
+
+def chunk_with(chunker: dict, text: str) -> list[Chunk]:
+    """Chunks of `text` by a chunker dict (from `parse_chunker` or a manifest)."""
+    if chunker["kind"] == "words":
+        return chunk_words(text, size=chunker["size"], overlap=chunker["overlap"])
+    if chunker["kind"] == "sentences":
+        return chunk_sentences(text, max_chars=chunker["max_chars"], overlap=chunker["overlap"])
+    raise ChunkingError(f"unknown chunker kind {chunker['kind']!r}")

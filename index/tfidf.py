@@ -13,8 +13,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from sklearn.feature_extraction.text import CountVectorizer
-
 from busca.index import storage
 from busca.index.analyzers import get_analyzer
 
@@ -28,6 +26,8 @@ class EmptyVocabulary(ValueError):
 
 def count_matrix(texts: Sequence[str], analyzer: str):
     """Chunks x terms raw counts (CSR) and the terms in column order."""
+    from sklearn.feature_extraction.text import CountVectorizer  # slow import: build only
+
     vectorizer = CountVectorizer(analyzer=get_analyzer(analyzer), lowercase=False, dtype=np.int64)
     try:
         counts = vectorizer.fit_transform(texts)

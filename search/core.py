@@ -97,3 +97,10 @@ def hits_for(index: Index, store: Store, ids, scores, method: str) -> list[Hit]:
         hits.append(Hit(rank_, float(score), row.id, row.url, doc.title if doc else "",
                         row.start, row.end, text, method))
     return hits
+
+
+# Dense and hybrid register last, because search/fusion.py imports this module.
+from busca.search.dense import DenseScorer  # noqa: E402
+from busca.search.fusion import HybridScorer  # noqa: E402
+
+SCORERS.update(dense=DenseScorer, hybrid=HybridScorer)

@@ -9,6 +9,8 @@ Store.put -> build_index -> load_index -> search. See docs/parity.md.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import random
 import shutil
@@ -20,10 +22,11 @@ from pathlib import Path
 import pytest
 
 from busca.crawler.store import Document, Store
+from busca.index.analyzers import java_terms
 from busca.index.build import build_index
 from busca.index.chunking import chunk_words
 from busca.index.storage import load_index
-from busca.search.core import search
+from busca.search.core import rank, search
 from busca.search.lexical import NoSearchableTerms
 
 JAVA_SOURCE = Path(__file__).parent / "java" / "Reference.java"
@@ -127,6 +130,7 @@ def _parse_java(output: str) -> Result:
 @dataclass
 class Busca(Result):
     hit_texts: list[list[str]]  # Hit.text of every hit
+    wide: list[dict[int, float]]  # top-JAVA_K scores, to tell rounding ties from errors
     spans_ok: bool  # the store's chunk rows have the spans of chunk_words
 
 
@@ -147,15 +151,17 @@ def run_busca(home: Path, docs: list[str], queries: list[str], *, size=200, over
         terms = dict(zip(index.terms("tfidf"), (indptr[1:] - indptr[:-1]).tolist()))
         assert index.manifest["chunks"] == len(rows)
         assert index.methods["tfidf"]["vocabulary"] == len(terms)
-        hits, texts = [], []
+        hits, texts, wide = [], [], []
         for query in queries:
             try:
                 found = search(index, store, query, k=K)
+                ids, scores = rank(index, query, k=JAVA_K)
             except NoSearchableTerms:
-                found = []
+                found, ids, scores = [], [], []
             hits.append([(h.chunk_id, h.score) for h in found])
             texts.append([h.text for h in found])
-    return Busca([c.text for c in chunks], terms, hits, texts, spans_ok), stored
+            wide.append(dict(zip(ids.tolist(), scores.tolist())) if found else {})
+    return Busca([c.text for c in chunks], terms, hits, texts, wide, spans_ok), stored
 
 
 # --- comparison ----------------------------------------------------------------------------
@@ -170,20 +176,38 @@ def compare(expected: Result, got: Busca, queries: list[str]) -> dict:
         f" only busca {sorted(set(got.terms) - set(expected.terms))[:10]!r}")
     assert got.terms == expected.terms, "vocabulary terms or document frequencies"
     stats = {"queries": len(queries), "hits": 0, "tie_swaps": 0}
-    for query, java_hits, busca_hits in zip(queries, expected.hits, got.hits, strict=True):
+    for query, java_hits, busca_hits, wide in zip(queries, expected.hits, got.hits, got.wide,
+                                                  strict=True):
         where = f"query {query!r}: Java {java_hits[:K]} busca {busca_hits}"
         assert len(busca_hits) == len(java_hits[:K]), where
+        _check_order(java_hits, where)
+        _check_order(busca_hits, where)
         java_score = dict(java_hits)
         for (jid, jscore), (bid, bscore) in zip(java_hits, busca_hits):
             assert abs(bscore - jscore) <= TOLERANCE, where
-            if bid != jid:  # only acceptable between scores equal up to rounding
-                assert bid in java_score and abs(java_score[bid] - jscore) <= TIE, where
+            if bid != jid:
+                assert _rounding_tie(jid, bid, java_score, wide), where
                 stats["tie_swaps"] += 1
         stats["hits"] += len(busca_hits)
     for query, busca_hits, texts in zip(queries, got.hits, got.hit_texts):
         for (bid, _), text in zip(busca_hits, texts):
             assert text == expected.chunks[bid], f"Hit.text of chunk {bid} for query {query!r}"
     return stats
+
+
+def _check_order(hits: list[tuple[int, float]], where: str) -> None:
+    """Scores descending and positive; equal scores in chunk order."""
+    for (a, sa), (b, sb) in zip(hits, hits[1:]):
+        assert sa > sb or (sa == sb and a < b), where
+    assert all(score > 0 for _, score in hits), where
+
+
+def _rounding_tie(jid: int, bid: int, java: dict, busca: dict) -> bool:
+    """Two chunks ranked differently only because their equal scores were rounded apart."""
+    if jid not in busca or bid not in java:
+        return False
+    exact_on_both = java[jid] == java[bid] and busca[jid] == busca[bid]
+    return not exact_on_both and abs(java[jid] - java[bid]) <= TIE
 
 
 def check_parity(java, tmp_path, docs, queries, *, size=200, overlap=40, builds=1) -> dict:
@@ -196,8 +220,13 @@ def check_parity(java, tmp_path, docs, queries, *, size=200, overlap=40, builds=
 
 
 # --- random corpora ------------------------------------------------------------------------
+@functools.cache
+def _zipf(n: int) -> list[float]:
+    return list(itertools.accumulate(1 / (i + 1) for i in range(n)))
+
+
 def _word(rng: random.Random, vocab: list[str]) -> str:
-    w = rng.choices(vocab, weights=[1 / (i + 1) for i in range(len(vocab))])[0]
+    w = rng.choices(vocab, cum_weights=_zipf(len(vocab)))[0]
     r = rng.random()
     if r < 0.08:
         w = w.upper()
@@ -235,6 +264,7 @@ def make_corpus(seed: int, lengths: list[int]) -> list[str]:
     rng = random.Random(seed)
     vocab = make_vocab(rng, 300)
     docs = [make_text(rng, vocab, n) for n in lengths]
+    docs += rng.sample(docs, 3)  # duplicated pages: exact ties, broken by chunk order
     docs += ["", "   ", "\t\n\r\n", "\x01\x02\x1f", "\xa0"]  # no words (the NBSP one has one)
     rng.shuffle(docs)
     return docs
@@ -269,20 +299,22 @@ def _lengths(rng: random.Random, n_docs: int) -> list[int]:
     return special + [rng.randint(1, 900) for _ in range(n_docs)]
 
 
-RANDOM_CORPORA = [  # seed, extra random-length docs, long docs, size, overlap
-    (1, 12, [3000], 200, 40),
-    (2, 20, [5200, 4100], 200, 40),
-    (3, 10, [2500], 50, 10),
-    (4, 5, [], 7, 3),
-    (5, 8, [6000], 200, 0),
+RANDOM_CORPORA = [  # seed, extra random-length docs, long docs, size, overlap, builds
+    (1, 12, [3000], 200, 40, 1),
+    (2, 20, [5200, 4100], 200, 40, 2),
+    (3, 10, [2500], 50, 10, 2),
+    (4, 5, [], 7, 3, 1),
+    (5, 8, [6000], 200, 0, 1),
 ]
 
 
-@pytest.mark.parametrize("seed,n_docs,long_docs,size,overlap", RANDOM_CORPORA)
-def test_random_corpus_matches_java(java, tmp_path, seed, n_docs, long_docs, size, overlap):
+@pytest.mark.parametrize("seed,n_docs,long_docs,size,overlap,builds", RANDOM_CORPORA)
+def test_random_corpus_matches_java(java, tmp_path, seed, n_docs, long_docs, size, overlap,
+                                    builds):
     docs = make_corpus(seed, _lengths(random.Random(seed), n_docs) + long_docs)
     queries = make_queries(seed + 1000, docs)
-    stats = check_parity(java, tmp_path, docs, queries, size=size, overlap=overlap)
+    stats = check_parity(java, tmp_path, docs, queries, size=size, overlap=overlap,
+                         builds=builds)
     assert stats["hits"] > 2 * len(queries)  # the corpus really is searched
 
 
@@ -295,7 +327,7 @@ def test_edge_texts_match_java(java, tmp_path):
         "\x0b".join(n[:361]), "\xa0".join(n),  # NBSP does not split: one word
         "Olá,\u2003mundo\u3000de\u2028novo\x85fim\x1ctudo junto",
         "snake_case kebab-case CamelCase UPPER_CASE 3.14 1,000 x²+y² ½",
-        "ΟΔΟΣ ΣΟΦΙΑ ΑΣ.ΒΣ ΑΣ-Β ΑΣ1 1Σ İSTANBUL ẞ ǅemal ﬁm",
+        "ΟΔΟΣ ΣΟΦΙΑ ΑΣ.ΒΣ ΑΣ1 1Σ ΑΣ,Β Α.Σ İSTANBUL ẞ ǅemal ﬁm",  # see test_final_sigma
         "casa casa casa", "mesa mesa", "cafe\u0301 café CAFÉ",
     ]
     queries = [" ".join(q) for q in (
@@ -321,9 +353,24 @@ def test_fixture_corpus_matches_java(java, tmp_path):
     assert FIXTURE.exists(), f"the bundled fixture corpus {FIXTURE} is missing"
     docs = [json.loads(line)["text"] for line in FIXTURE.read_text("utf-8").splitlines()
             if line.strip()]
-    questions = ["Qual é a capital do Brasil?", "Quando foi fundada a universidade?",
-                 "o que é inteligência artificial", "história do Brasil colonial",
-                 "música popular brasileira", "qual a população de São Paulo"]
+    questions = ["Quantas horas de atividades complementares o curso exige?",
+                 "Quem foi a primeira programadora?", "quando foi criada a UFMS",
+                 "como pedir aproveitamento de estudos", "o que é o POSCOMP",
+                 "regras para renovação de matrícula", "exercícios domiciliares: quem tem direito?",
+                 "história da FACOM", "O QUE É ENGENHARIA DE SOFTWARE", "estagio obrigatorio"]
     queries = questions + make_queries(2024, docs, n=80)
-    stats = check_parity(java, tmp_path, docs, queries)
-    assert stats["hits"] > len(queries)
+    stats = check_parity(java, tmp_path, docs, queries, builds=2)
+    assert stats["hits"] > 2 * len(queries)
+
+
+# Java's String.toLowerCase decides between final "ς" and "σ" with word boundaries
+# (java.text.BreakIterator); Python's str.lower() uses Unicode's Final_Sigma context.
+# They disagree when a capital sigma touches a digit, "-", "_", '"' or ":", "^", "`", "·", "’".
+SIGMA_CASES = ["ΑΣ-Β", "Α-Σ", "ΑΣ2Β", "Α2Σ", "ΑΣ_Β", "Α_Σ", 'ΑΣ"Β', "ΑΣ:Β", "Α:Σ", "ΑΣ’Β"]
+
+
+@pytest.mark.xfail(strict=True, reason="known disagreement: final sigma after str.lower() "
+                   "differs from Java's toLowerCase(Locale.ROOT); see docs/parity.md")
+@pytest.mark.parametrize("text", SIGMA_CASES)
+def test_final_sigma_matches_java(java, text):
+    assert set(java_terms(text)) == set(java([text], [""]).terms)

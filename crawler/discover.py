@@ -1,0 +1,192 @@
+"""Find how to read a site: WordPress REST API, then sitemaps, then a feed, then HTML links.
+
+From the URL a user types (home page or any page):
+1. WordPress: the `Link: <…/wp-json/>; rel="https://api.w.org/"` header or the same
+   `<link>` in the HTML, else `/wp-json/`, else `/?rest_route=/` (plain permalinks);
+   a probe of `/wp/v2/posts` tells whether the API answers anonymous clients.
+2. Sitemaps named in robots.txt, else `/wp-sitemap.xml`, `/sitemap.xml`, `/sitemap_index.xml`.
+3. An RSS/Atom feed linked from the page.
+4. Otherwise the pages themselves, following same-host links.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import urljoin, urlsplit
+
+from busca.crawler.errors import CrawlError, Disallowed, FetchError, OffSite
+from busca.crawler.html import HtmlPage, decode_html, extract_page
+from busca.crawler.http import Fetcher, Response
+from busca.crawler.sitemap import looks_like_sitemap
+from busca.crawler.wordpress import api_url
+
+SITEMAP_PROBES = ("/wp-sitemap.xml", "/sitemap.xml", "/sitemap_index.xml")
+_API_REL = re.compile(r'<([^>]+)>\s*;[^,]*rel="?https://api\.w\.org/"?', re.I)
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """The source to crawl and what discovery learnt on the way."""
+
+    source: str
+    start: str  # the start URL after redirects
+    detail: str
+    api_root: str | None = None
+    sitemaps: tuple[str, ...] = ()
+    feeds: tuple[str, ...] = ()
+    page: HtmlPage | None = None  # the start page, parsed (HTML crawls start from it)
+    notes: tuple[str, ...] = ()
+
+
+def discover(url: str, fetcher: Fetcher, *, source: str = "auto",
+             types: tuple[str, ...] = ("posts",)) -> Discovery:
+    """Decide the source for `url`; CrawlError when there is nothing usable."""
+    response = start_page(url, fetcher)
+    page = _parse(response)
+    kind = _xml_kind(response)
+    notes: list[str] = []
+    if source in ("auto", "sitemap") and kind == "sitemap":
+        return Discovery("sitemap", response.url, "the URL is a sitemap", sitemaps=(response.url,))
+    if source in ("auto", "feed") and kind == "feed":
+        return Discovery("feed", response.url, "the URL is a feed", feeds=(response.url,))
+    if source in ("auto", "wordpress"):
+        found = _wordpress(response, page, fetcher, types, notes, strict=source == "wordpress")
+        if found:
+            return found
+    if source in ("auto", "sitemap"):
+        found = _sitemaps(response.url, fetcher, notes)
+        if found:
+            return found
+        if source == "sitemap":
+            raise CrawlError(f"no sitemap at {response.url}: robots.txt names none and "
+                             f"{', '.join(SITEMAP_PROBES)} are missing; try --source html")
+    if source in ("auto", "feed"):
+        if page is not None and page.feeds:
+            return Discovery("feed", response.url, "feed linked from the page",
+                             feeds=page.feeds, notes=tuple(notes))
+        if source == "feed":
+            raise CrawlError(f"no RSS/Atom feed linked from {response.url}; pass the feed's"
+                             " own URL, or try --source sitemap")
+    if response.status >= 400:
+        raise CrawlError(f"{response.url} answers HTTP {response.status} and no API, sitemap"
+                         " or feed was found; check the URL")
+    if source == "auto":
+        notes.append(f"no WordPress API, sitemap or feed found at {response.url};"
+                     " following its links instead")
+    return Discovery("html", response.url, "following same-host links", page=page,
+                     notes=tuple(notes))
+
+
+def start_page(url: str, fetcher: Fetcher) -> Response:
+    """GET the start URL; CrawlError with the fix when it cannot be fetched."""
+    try:
+        return fetcher.get(url)
+    except Disallowed:
+        raise CrawlError(f"robots.txt of {urlsplit(url).netloc} does not allow"
+                         f" {fetcher.polite.user_agent.split('/')[0]} to fetch {url};"
+                         " nothing was crawled") from None
+    except OffSite as e:
+        host = urlsplit(e.url).hostname
+        raise CrawlError(f"{url} redirects to {e.url}, another host; crawl that URL"
+                         f" instead or add --allow-host {host}") from None
+    except FetchError as e:
+        raise CrawlError(f"cannot fetch {url}: {e.reason}") from None
+
+
+def _parse(response: Response) -> HtmlPage | None:
+    ctype = response.headers.get("Content-Type", "")
+    if response.status >= 400 or ("html" not in ctype and ctype):
+        return None
+    return extract_page(decode_html(response.body, ctype), response.url)
+
+
+def _xml_kind(response: Response) -> str | None:
+    if response.status != 200:
+        return None
+    head = response.body[:2048].lstrip()
+    if looks_like_sitemap(head):
+        return "sitemap"
+    if re.search(rb"<(rss|feed)[\s>]", head) and b"<html" not in head.lower():
+        return "feed"
+    return None
+
+
+def _wordpress(response, page, fetcher, types, notes, *, strict: bool) -> Discovery | None:
+    root, how = _advertised(response, page)
+    if root is None:
+        root, how = _probe_api(response.url, fetcher)
+    if root is None:
+        if strict:
+            raise CrawlError(f"no WordPress REST API at {response.url}: no api.w.org link, and"
+                             " /wp-json/ and /?rest_route=/ do not answer; try --source sitemap")
+        return None
+    probe = _api_probe(root, types[0], fetcher)
+    if probe is None:
+        return Discovery("wordpress", response.url, how, api_root=root, notes=tuple(notes))
+    if probe in ("HTTP 401", "HTTP 403"):
+        message = (f"the site refuses its API to anonymous clients ({probe} from {root});"
+                   " busca does not try again")
+    else:
+        message = f"the WordPress API at {root} does not list {types[0]} ({probe})"
+    if strict:
+        raise CrawlError(message + "; try --source sitemap or --source html")
+    notes.append(message + "; looking for a sitemap instead")
+    return None
+
+
+def _advertised(response: Response, page: HtmlPage | None) -> tuple[str | None, str]:
+    match = _API_REL.search(response.headers.get("Link", ""))
+    if match:
+        return urljoin(response.url, match.group(1)), "Link header rel=\"https://api.w.org/\""
+    if page is not None and page.api_root:
+        return page.api_root, '<link rel="https://api.w.org/"> in the page'
+    return None, ""
+
+
+def _probe_api(url: str, fetcher: Fetcher) -> tuple[str | None, str]:
+    origin = "{0.scheme}://{0.netloc}/".format(urlsplit(url))
+    for root in (origin + "wp-json/", origin + "?rest_route=/"):
+        try:
+            response = fetcher.get(root)
+        except FetchError:
+            continue
+        if response.status == 200 and b'"namespaces"' in response.body[:65536]:
+            try:
+                if "wp/v2" in response.json().get("namespaces", []):
+                    return root, f"{root} answers"
+            except (FetchError, AttributeError):
+                continue
+    return None, ""
+
+
+def _api_probe(root: str, kind: str, fetcher: Fetcher) -> str | None:
+    """None if the collection answers anonymous clients, else the refusal ("HTTP 401")."""
+    try:
+        response = fetcher.get(api_url(root, f"wp/v2/{kind}", {"per_page": 1, "_fields": "id"}))
+    except FetchError as e:
+        return e.reason
+    if response.status >= 400:
+        return f"HTTP {response.status}"
+    return None
+
+
+def _sitemaps(url: str, fetcher: Fetcher, notes: list[str]) -> Discovery | None:
+    try:
+        listed = fetcher.robots(url).sitemaps()
+    except FetchError:
+        listed = []
+    listed = [s for s in listed if fetcher.on_site(s)]
+    if listed:
+        return Discovery("sitemap", url, "sitemap named in robots.txt", sitemaps=tuple(listed),
+                         notes=tuple(notes))
+    origin = "{0.scheme}://{0.netloc}".format(urlsplit(url))
+    for path in SITEMAP_PROBES:
+        try:
+            response = fetcher.get(origin + path)
+        except FetchError:
+            continue
+        if response.status == 200 and looks_like_sitemap(response.body[:2048].lstrip()):
+            return Discovery("sitemap", url, f"{path} found", sitemaps=(response.url,),
+                             notes=tuple(notes))
+    return None

@@ -1,0 +1,96 @@
+"""What `crawl()` yields: progress events, and a final report with counts and failures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+STATUSES = ("added", "updated", "unchanged", "deleted")
+
+
+@dataclass(frozen=True)
+class SourceFound:
+    """Discovery chose a source: how the site will be read, and why."""
+
+    source: str
+    url: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The site says how many documents there are (API totals, sitemap and feed sizes)."""
+
+    total: int
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A document was added, updated, found unchanged (fetched or not) or deleted."""
+
+    url: str
+    status: str
+    fetched: bool = True
+
+
+@dataclass(frozen=True)
+class Failed:
+    """One URL (or API page) could not be used; the crawl goes on."""
+
+    url: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something the user should know (capped Retry-After, Crawl-delay, fallbacks...)."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class CrawlReport:
+    """The outcome of one crawl."""
+
+    url: str
+    source: str
+    counts: dict[str, int]
+    failures: tuple[tuple[str, str], ...]
+    notices: tuple[str, ...]
+    seconds: float
+    requests: int
+    stopped: str | None = None  # why the crawl ended early, if it did
+
+    @property
+    def documents(self) -> int:
+        """Documents the site gave us in this crawl (added, updated or unchanged)."""
+        return sum(self.counts[s] for s in ("added", "updated", "unchanged"))
+
+
+@dataclass(frozen=True)
+class Finished:
+    """The last event of every crawl that got past discovery."""
+
+    report: CrawlReport
+
+
+Event = SourceFound | Expected | Stored | Failed | Notice | Finished
+
+
+@dataclass
+class Tally:
+    """Running counts of a crawl's events."""
+
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STATUSES, 0))
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    source: str = ""
+
+    def add(self, event) -> None:
+        if isinstance(event, Stored):
+            self.counts[event.status] += 1
+        elif isinstance(event, Failed):
+            self.failures.append((event.url, event.reason))
+        elif isinstance(event, Notice):
+            self.notices.append(event.message)
+        elif isinstance(event, SourceFound):
+            self.source = event.source

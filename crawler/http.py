@@ -1,0 +1,289 @@
+"""The polite HTTP client: robots.txt, per-host rate, retries, redirects, size and host limits.
+
+Every request of a crawl goes through one `Fetcher`, which owns the `requests.Session`
+given to it (robots.txt is fetched with the same session), so it is the one place where
+politeness is enforced.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from importlib import metadata
+from urllib.parse import urljoin, urlsplit
+
+import requests
+
+from busca.crawler.errors import ConnectFailed, Disallowed, FetchError, OffSite, TooLarge
+from busca.crawler.robots import Robots
+
+DEFAULT_RATE = 2.0  # requests per second per host
+DEFAULT_TIMEOUT = 20.0  # seconds to connect / between bytes read
+DEFAULT_RETRIES = 3
+DEFAULT_BACKOFF = 0.5  # seconds before the first retry, doubled each time, plus jitter
+DEFAULT_MAX_RETRY_AFTER = 120.0  # longest Retry-After honoured (seconds)
+DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+MAX_REDIRECTS = 5
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+
+
+def _version() -> str:
+    try:
+        return metadata.version("busca")
+    except metadata.PackageNotFoundError:
+        return "0"
+
+
+DEFAULT_USER_AGENT = f"busca/{_version()} (+https://pypi.org/project/busca/)"
+
+
+@dataclass(frozen=True)
+class Response:
+    """A complete answer: final URL after redirects, status, headers and body bytes."""
+
+    url: str
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+    def json(self):
+        """The body as JSON; FetchError naming the URL if it is not valid JSON."""
+        try:
+            return json.loads(self.body.decode("utf-8-sig", errors="replace"))
+        except ValueError as e:
+            raise FetchError(self.url, f"malformed JSON ({e}); {len(self.body)} bytes received",
+                             status=self.status) from None
+
+
+@dataclass
+class Politeness:
+    """The knobs of a Fetcher; the defaults are the CLI's."""
+
+    user_agent: str = DEFAULT_USER_AGENT
+    rate: float = DEFAULT_RATE
+    timeout: float = DEFAULT_TIMEOUT
+    retries: int = DEFAULT_RETRIES
+    backoff: float = DEFAULT_BACKOFF
+    max_retry_after: float = DEFAULT_MAX_RETRY_AFTER
+    max_bytes: int = DEFAULT_MAX_BYTES
+    allow_hosts: tuple[str, ...] = ()
+    workers: int = 1
+    obey_robots: bool = True
+
+
+class RateLimiter:
+    """Spaces the starts of requests to one host by at least 1/rate seconds (thread-safe)."""
+
+    def __init__(self, rate: float, *, clock=time.monotonic, sleep=time.sleep):
+        self.interval = 1.0 / rate if rate > 0 else 0.0
+        self._intervals: dict[str, float] = {}
+        self._next: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._clock, self._sleep = clock, sleep
+
+    def slow_down(self, host: str, interval: float) -> None:
+        """At least `interval` seconds between requests to `host` from now on."""
+        with self._lock:
+            self._intervals[host] = max(interval, self._intervals.get(host, 0.0))
+
+    def hold(self, host: str, seconds: float) -> None:
+        """No request to `host` for the next `seconds` (after a 429 or 503)."""
+        with self._lock:
+            self._next[host] = max(self._next.get(host, 0.0), self._clock() + seconds)
+
+    def wait(self, host: str) -> None:
+        with self._lock:
+            now = self._clock()
+            start = max(now, self._next.get(host, 0.0))
+            self._next[host] = start + max(self.interval, self._intervals.get(host, 0.0))
+        if start > now:
+            self._sleep(start - now)
+
+
+@dataclass
+class Fetcher:
+    """GET with robots.txt, rate limit, retries, redirect and host checks and a size cap."""
+
+    session: requests.Session
+    polite: Politeness = field(default_factory=Politeness)
+    hosts: set[str] = field(default_factory=set)
+    on_notice: Callable[[str], None] = lambda message: None
+    sleep: Callable[[float], None] = time.sleep
+    rng: random.Random = field(default_factory=random.Random)
+
+    def __post_init__(self):
+        self.limiter = RateLimiter(self.polite.rate, sleep=self.sleep)
+        self._robots: dict[str, Robots] = {}
+        self._robots_lock = threading.Lock()
+        self.requests = 0
+        adapter = requests.adapters.HTTPAdapter(pool_maxsize=max(10, self.polite.workers))
+        self.session.mount("http://", adapter)
+        self.session.mount("https://", adapter)
+
+    def get(self, url: str, *, headers: Mapping[str, str] | None = None) -> Response:
+        """Final response of `url` (redirects followed); FetchError when there is none."""
+        for _ in range(MAX_REDIRECTS + 1):
+            self.check(url)
+            response = self._retrying(url, headers or {})
+            location = response.headers.get("Location")
+            if response.status not in REDIRECT_STATUSES or not location:
+                return response
+            url = urljoin(url, location)
+        raise FetchError(url, f"more than {MAX_REDIRECTS} redirects")
+
+    def check(self, url: str) -> None:
+        """Raise unless the URL is http(s), on an allowed host and allowed by robots.txt."""
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise FetchError(url, "only http:// and https:// URLs are crawled")
+        if not self.on_site(url):
+            raise OffSite(url, f"{parts.hostname} is another host; add --allow-host"
+                               f" {parts.hostname} to crawl it too")
+        if self.polite.obey_robots and not self.robots(url).allowed(url, self.polite.user_agent):
+            raise Disallowed(url, "robots.txt disallows it")
+
+    def on_site(self, url: str) -> bool:
+        host = _bare(urlsplit(url).hostname or "")
+        return host in {_bare(h) for h in self.hosts} | {_bare(h) for h in self.polite.allow_hosts}
+
+    def robots(self, url: str) -> Robots:
+        """The robots.txt rules of the URL's origin, fetched once with this session."""
+        parts = urlsplit(url)
+        origin = f"{parts.scheme}://{parts.netloc}"
+        with self._robots_lock:
+            if origin not in self._robots:
+                self._robots[origin] = self._fetch_robots(origin + "/robots.txt")
+            return self._robots[origin]
+
+    def _fetch_robots(self, url: str) -> Robots:
+        response = self._retrying(url, {})
+        for _ in range(MAX_REDIRECTS):
+            location = response.headers.get("Location")
+            if response.status not in REDIRECT_STATUSES or not location:
+                break
+            response = self._retrying(urljoin(url, location), {})
+        if response.status >= 500:
+            raise FetchError(url, f"robots.txt answers HTTP {response.status}; busca does not"
+                                  " crawl a site whose rules it cannot read", status=response.status)
+        robots = Robots(_text(response.body) if response.status == 200 else "", url=url)
+        delay = robots.delay(self.polite.user_agent)
+        if delay:
+            self.limiter.slow_down(urlsplit(url).netloc, delay)
+            if delay > 1.0 / max(self.polite.rate, 1e-9):
+                self.on_notice(f"robots.txt of {urlsplit(url).netloc} asks for {delay:g} s"
+                               " between requests; obeying it")
+        return robots
+
+    def _retrying(self, url: str, headers: Mapping[str, str]) -> Response:
+        host = urlsplit(url).netloc
+        for attempt in range(self.polite.retries + 1):
+            last = attempt == self.polite.retries
+            self.limiter.wait(host)
+            try:
+                response = self._once(url, headers)
+            except ConnectFailed as e:
+                if last or not _transient(e):
+                    raise
+                self.sleep(self._backoff(attempt))
+                continue
+            if response.status not in RETRY_STATUSES:
+                return response
+            if last:
+                raise FetchError(url, f"HTTP {response.status} after {attempt + 1} attempts",
+                                 status=response.status)
+            pause = max(self._backoff(attempt), self._retry_after(url, response))
+            self.limiter.hold(host, pause)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _backoff(self, attempt: int) -> float:
+        base = self.polite.backoff * 2**attempt
+        return base + self.rng.uniform(0, base)
+
+    def _retry_after(self, url: str, response: Response) -> float:
+        value = response.headers.get("Retry-After")
+        seconds = _seconds(value) if value else None
+        if seconds is None:
+            return 0.0
+        if seconds > self.polite.max_retry_after:
+            self.on_notice(f"{urlsplit(url).netloc} asked to wait {seconds:g} s (Retry-After);"
+                           f" waiting the {self.polite.max_retry_after:g} s cap instead")
+            return self.polite.max_retry_after
+        return seconds
+
+    def _once(self, url: str, headers: Mapping[str, str]) -> Response:
+        self.requests += 1
+        all_headers = {"User-Agent": self.polite.user_agent, **headers}
+        timeout = self.polite.timeout
+        try:
+            with self.session.get(url, headers=all_headers, timeout=(min(10.0, timeout), timeout),
+                                  allow_redirects=False, stream=True) as r:
+                body = self._read(url, r)
+                return Response(url, r.status_code, r.headers, body)
+        except requests.RequestException as e:
+            raise ConnectFailed(url, _describe(e, url, timeout)) from None
+
+    def _read(self, url: str, r: requests.Response) -> bytes:
+        cap = self.polite.max_bytes
+        length = r.headers.get("Content-Length", "")
+        if length.isdigit() and int(length) > cap:
+            raise TooLarge(url, f"response of {int(length):,} bytes is over the"
+                                f" {cap:,}-byte cap", status=r.status_code)
+        deadline = time.monotonic() + 4 * self.polite.timeout
+        chunks, size = [], 0
+        for chunk in r.iter_content(64 * 1024):
+            size += len(chunk)
+            if size > cap:
+                raise TooLarge(url, f"response is over the {cap:,}-byte cap", status=r.status_code)
+            if time.monotonic() > deadline:
+                raise ConnectFailed(url, f"response took over {4 * self.polite.timeout:g} s")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def _bare(host: str) -> str:
+    host = host.lower()
+    return host[4:] if host.startswith("www.") else host
+
+
+def _text(body: bytes) -> str:
+    return body.decode("utf-8-sig", errors="replace")
+
+
+def _seconds(value: str) -> float | None:
+    """Retry-After as seconds: delay-seconds or an HTTP date."""
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _transient(error: ConnectFailed) -> bool:
+    return not error.reason.startswith(("DNS", "TLS"))
+
+
+def _describe(error: requests.RequestException, url: str, timeout: float) -> str:
+    host = urlsplit(url).netloc
+    text = str(error)
+    if isinstance(error, requests.exceptions.SSLError):
+        return f"TLS error talking to {host}: {text[:200]}"
+    if isinstance(error, requests.exceptions.ConnectTimeout):
+        return f"no connection to {host} within {min(10.0, timeout):g} s (host unreachable?)"
+    if isinstance(error, requests.exceptions.ReadTimeout):
+        return f"{host} stopped answering (no data for {timeout:g} s)"
+    if "NameResolution" in text or "Name or service not known" in text or "getaddrinfo" in text:
+        return f"DNS lookup failed: the name {urlsplit(url).hostname} does not resolve; check the URL"
+    if "Connection refused" in text or "Errno 111" in text:
+        return f"connection refused by {host}; is the site up and the port right?"
+    if isinstance(error, requests.exceptions.ChunkedEncodingError):
+        return f"{host} closed the connection in the middle of the response"
+    return f"cannot connect to {host}: {text[:200]}"

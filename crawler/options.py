@@ -1,0 +1,94 @@
+"""Crawl options, the context every source works in, and crawl state kept in the store's meta.
+
+State lives in two kinds of meta keys (JSON values):
+- `crawl:doc:<url>`: per document: the source, the site key it came from, and what tells
+  a change without fetching the body (WordPress id and modified_gmt, sitemap lastmod,
+  ETag / Last-Modified validators). Written right after the document is stored.
+- `crawl:site:<key>`: per site and source: WordPress high-water marks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from busca.crawler.events import Stored
+from busca.crawler.http import (DEFAULT_BACKOFF, DEFAULT_MAX_BYTES, DEFAULT_MAX_RETRY_AFTER,
+                                DEFAULT_RATE, DEFAULT_RETRIES, DEFAULT_TIMEOUT,
+                                DEFAULT_USER_AGENT, Fetcher)
+from busca.crawler.store import Store
+
+SOURCES = ("auto", "wordpress", "json", "sitemap", "feed", "html")
+WP_TYPES = ("posts", "pages")
+DEFAULT_TYPES = ("posts",)
+DEFAULT_WORKERS = 2
+DEFAULT_HTML_PAGES = 500  # page budget of the link-following crawl when --max-pages is unset
+PER_PAGE = 100  # WordPress's maximum per_page
+
+
+@dataclass(frozen=True)
+class JsonApiOptions:
+    """Where a generic JSON API keeps its items and their fields (dotted paths)."""
+
+    items: str = ""  # path to the list in each response; "" when the response is the list
+    url: str = "url"  # field path, or a template such as "https://site/artigos/{slug}"
+    title: str = "title"
+    body: str = "content"
+    modified: str | None = None
+    page_param: str | None = None  # e.g. "page": 1, 2, 3... until a page has no items
+    next_path: str | None = None  # path to the next page's URL (or page number)
+
+
+@dataclass(frozen=True)
+class CrawlOptions:
+    """Everything `crawl()` can be told; the defaults are the CLI's."""
+
+    source: str = "auto"
+    types: tuple[str, ...] = DEFAULT_TYPES
+    max_pages: int | None = None
+    rate: float = DEFAULT_RATE
+    workers: int = DEFAULT_WORKERS
+    user_agent: str = DEFAULT_USER_AGENT
+    allow_hosts: tuple[str, ...] = ()
+    full: bool = False
+    timeout: float = DEFAULT_TIMEOUT
+    retries: int = DEFAULT_RETRIES
+    backoff: float = DEFAULT_BACKOFF
+    max_retry_after: float = DEFAULT_MAX_RETRY_AFTER
+    max_bytes: int = DEFAULT_MAX_BYTES
+    per_page: int = PER_PAGE
+    json: JsonApiOptions = field(default_factory=JsonApiOptions)
+
+
+@dataclass
+class Context:
+    """What a source needs: the polite fetcher, the store and the options."""
+
+    fetcher: Fetcher
+    store: Store
+    options: CrawlOptions
+
+    def doc_state(self, url: str) -> dict | None:
+        return self.store.get_meta(f"crawl:doc:{url}")
+
+    def set_doc_state(self, url: str, state: dict | None) -> None:
+        self.store.set_meta(f"crawl:doc:{url}", state)
+
+    def site_state(self, key: str) -> dict:
+        return self.store.get_meta(f"crawl:site:{key}") or {}
+
+    def set_site_state(self, key: str, state: dict) -> None:
+        self.store.set_meta(f"crawl:site:{key}", state)
+
+    def known(self, source: str, site: str) -> list[str]:
+        """URLs of stored documents that this source brought from this site."""
+        return [url for url in self.store.hashes(source)
+                if (self.doc_state(url) or {}).get("site") == site]
+
+    def delete_missing(self, source: str, site: str, seen: set[str]) -> Iterator[Stored]:
+        """Delete this site's documents that a complete listing no longer has."""
+        for url in self.known(source, site):
+            if url not in seen:
+                self.store.delete(url)
+                self.set_doc_state(url, None)
+                yield Stored(url, "deleted", fetched=False)

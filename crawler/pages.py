@@ -1,0 +1,129 @@
+"""Fetching article pages for the sitemap, feed and HTML sources.
+
+The main thread plans each request (conditional headers from the stored validators) and
+stores results; worker threads only fetch and extract, because the store's SQLite
+connection belongs to the main thread.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+
+from busca.crawler.errors import FetchError
+from busca.crawler.events import Failed, Stored
+from busca.crawler.html import HtmlPage, decode_html, extract_page
+from busca.crawler.http import Fetcher
+from busca.crawler.options import Context
+from busca.crawler.store import Document
+
+MAX_KEPT_LINKS = 300
+
+
+@dataclass(frozen=True)
+class Job:
+    """One page to fetch: its URL, conditional headers and the sitemap lastmod, if any."""
+
+    url: str
+    headers: dict = field(default_factory=dict)
+    lastmod: str | None = None
+
+
+@dataclass(frozen=True)
+class Result:
+    """What fetching a page gave: a parsed page, not-modified, gone, or a failure."""
+
+    kind: str  # "page" | "not_modified" | "gone" | "failed"
+    page: HtmlPage | None = None
+    validators: dict = field(default_factory=dict)
+    reason: str = ""
+    final_url: str = ""
+
+
+def plan(ctx: Context, url: str, stored: set[str], lastmod: str | None = None) -> Job | None:
+    """The request for `url`, or None when the sitemap's lastmod says it is unchanged."""
+    state = ctx.doc_state(url) or {}
+    if ctx.options.full or url not in stored:
+        return Job(url, {}, lastmod)
+    if lastmod and state.get("lastmod") == lastmod:
+        return None
+    headers = {}
+    if state.get("etag"):
+        headers["If-None-Match"] = state["etag"]
+    if state.get("last_modified"):
+        headers["If-Modified-Since"] = state["last_modified"]
+    return Job(url, headers, lastmod)
+
+
+def fetch_page(fetcher: Fetcher, job: Job) -> Result:
+    """GET and extract one page (runs in a worker thread)."""
+    try:
+        r = fetcher.get(job.url, headers=job.headers)
+    except FetchError as e:
+        return Result("failed", reason=e.reason)
+    if r.status == 304:
+        return Result("not_modified", final_url=r.url)
+    if r.status in (404, 410):
+        return Result("gone", reason=f"HTTP {r.status}", final_url=r.url)
+    if r.status != 200:
+        return Result("failed", reason=f"HTTP {r.status}", final_url=r.url)
+    ctype = r.headers.get("Content-Type", "")
+    if ctype and "html" not in ctype.lower():
+        return Result("failed", reason=f"not an HTML page ({ctype.split(';')[0]})",
+                      final_url=r.url)
+    page = extract_page(decode_html(r.body, ctype), r.url)
+    validators = {"etag": r.headers.get("ETag"), "last_modified": r.headers.get("Last-Modified")}
+    return Result("page", page, validators, final_url=r.url)
+
+
+def fetch_all(ctx: Context, queue: deque[Job]) -> Iterator[tuple[Job, Result]]:
+    """(job, result) as pages arrive; the caller may append to `queue` meanwhile."""
+    workers = max(1, ctx.options.workers)
+    if workers == 1:
+        while queue:
+            job = queue.popleft()
+            yield job, fetch_page(ctx.fetcher, job)
+        return
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="busca-fetch")
+    running: dict = {}
+    try:
+        while queue or running:
+            while queue and len(running) < workers:
+                job = queue.popleft()
+                running[pool.submit(fetch_page, ctx.fetcher, job)] = job
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield running.pop(future), future.result()
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def store_result(ctx: Context, job: Job, result: Result, *, source: str, site: str,
+                 stored: set[str], keep_links: bool = False) -> Iterator:
+    """Store or delete the document a result stands for; the events that say so."""
+    url = job.url
+    if result.kind == "not_modified":
+        state = ctx.doc_state(url) or {}
+        ctx.set_doc_state(url, {**state, "lastmod": job.lastmod or state.get("lastmod")})
+        yield Stored(url, "unchanged", fetched=False)
+    elif result.kind == "gone" and url in stored:
+        ctx.store.delete(url)
+        ctx.set_doc_state(url, None)
+        stored.discard(url)
+        yield Stored(url, "deleted", fetched=False)
+    elif result.kind in ("gone", "failed"):
+        yield Failed(url, result.reason)
+    elif not result.page.text:
+        yield Failed(url, "no text found in the page (empty article?); nothing stored")
+    else:
+        page = result.page
+        document = Document(url, page.title, page.text, source, job.lastmod or page.modified)
+        status = ctx.store.put(document)
+        stored.add(url)
+        state = {"source": source, "site": site, "lastmod": job.lastmod, **result.validators}
+        if keep_links:
+            state["links"] = list(page.links[:MAX_KEPT_LINKS])
+        ctx.set_doc_state(url, state)
+        yield Stored(url, status)

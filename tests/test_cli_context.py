@@ -1,0 +1,217 @@
+"""The `context`, `misses` and `log` commands, and the query-log hook of `search`."""
+
+import json
+
+import pytest
+
+from busca.cli import cli
+from busca.crawler.store import Store
+from busca.index import storage
+from busca.search import golden as golden_module
+from busca.search import querylog
+from conftest import write_jsonl
+
+REFUND = ("Reembolso. Quando o cliente cancela a assinatura dentro do período de garantia, o"
+          " valor pago é devolvido integralmente. O prazo para o estorno aparecer na fatura é"
+          " de até 7 dias úteis após a confirmação do cancelamento. Pedidos cancelados depois"
+          " da garantia não geram devolução.")
+DOCS = [
+    {"url": "https://loja.example/reembolso/", "title": "Política de reembolso", "text": REFUND},
+    {"url": "https://loja.example/suporte/", "title": "Suporte",
+     "text": "O atendimento funciona de segunda a sexta, das 9h às 18h, pelo chat do painel."},
+    {"url": "https://loja.example/boleto/", "title": "Pagamentos",
+     "text": "Pagamentos por boleto compensam em até três dias úteis. Todo pedido aprovado gera"
+             " uma nota fiscal enviada por e-mail."},
+]
+
+
+@pytest.fixture
+def indexed(run, tmp_path):
+    assert run("add", str(write_jsonl(tmp_path / "docs.jsonl", DOCS))).exit_code == 0
+    assert run("index", "--size", "12", "--overlap", "4", "-q").exit_code == 0
+    return run
+
+
+def _logged(home):
+    with Store(home) as store:
+        return querylog.logged(store)
+
+
+# --- busca context ------------------------------------------------------------------------
+
+def test_context_prints_a_cited_prompt(indexed):
+    result = indexed("context", "qual o prazo do estorno do reembolso?", "-k", "5")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert out.startswith("Responda usando apenas os trechos abaixo.")
+    assert "[fonte: https://loja.example/reembolso/] Política de reembolso\n" in out
+    assert "7 dias úteis" in out
+    assert out.count("O prazo para o estorno aparecer na fatura") == 1  # windows overlap
+    assert out.endswith("Pergunta: qual o prazo do estorno do reembolso?\n")
+
+
+def test_context_json_spans_map_back_to_the_stored_text(indexed, home):
+    result = indexed("context", "prazo do estorno", "--json", "-k", "5")
+    assert result.exit_code == 0
+    data = json.loads(result.stdout)
+    assert data["answered"] and data["prompt"].startswith("Responda")
+    with Store(home) as store:
+        for p in data["passages"]:
+            text = store.get(p["url"]).text
+            assert p["title"] == store.get(p["url"]).title
+            for span in p["spans"]:
+                assert text[span["start"]:span["end"]] == span["text"]
+            assert p["score"] == max(h["score"] for h in p["hits"])
+
+
+def test_context_in_english(indexed):
+    out = indexed("context", "prazo do estorno", "--lang", "en").stdout
+    assert out.startswith("Answer using only the passages below.")
+    assert "\n\nPassages:\n\n[fonte: https://loja.example/reembolso/]" in out
+    assert out.endswith("Question: prazo do estorno\n")
+
+
+def test_context_with_a_user_template(indexed, tmp_path):
+    template = tmp_path / "t.txt"
+    template.write_text("Contexto:\n{context}\nPergunta do cliente: {question}", encoding="utf-8")
+    out = indexed("context", "boleto", "--template", str(template)).stdout
+    assert out.startswith("Contexto:\n[fonte: https://loja.example/boleto/] Pagamentos\n")
+    assert out.endswith("\nPergunta do cliente: boleto\n")
+
+
+def test_max_chars_cuts_at_a_sentence_end(indexed):
+    result = indexed("context", "prazo do estorno", "--json", "--max-chars", "150", "-k", "1")
+    data = json.loads(result.stdout)
+    assert data["chars"] <= 150
+    for p in data["passages"]:
+        for span in p["spans"]:
+            assert span["text"].endswith((".", "!", "?"))
+
+
+# --- below the floor -----------------------------------------------------------------------
+
+def test_below_the_floor_exits_3_with_no_prompt(indexed, home):
+    result = indexed("context", "qual a senha do wifi do escritório?", "--min-score", "0.99")
+    assert result.exit_code == 3
+    assert result.stdout == ""
+    assert "não encontrei" in result.stderr and "0.9900" in result.stderr
+    result = indexed("context", "xilofone", "--json")
+    assert (result.exit_code, result.stdout) == (3, "")
+    assert "não encontrei" in result.stderr and "xilofone" in result.stderr
+
+
+def test_the_calibrated_floor_refuses_without_an_option(indexed, home):
+    index = storage.load_index(home)
+    storage.update_manifest(index, {"methods": {"tfidf": {"floor": 0.99}}})
+    result = indexed("context", "prazo do estorno")
+    assert (result.exit_code, result.stdout) == (3, "")
+    assert "calibrated floor 0.9900" in result.stderr and "não encontrei" in result.stderr
+    assert indexed("context", "prazo do estorno", "--min-score", "0").exit_code == 0
+
+
+# --- bad input -----------------------------------------------------------------------------
+
+def test_template_without_a_placeholder_is_a_usage_error(indexed, tmp_path):
+    template = tmp_path / "t.txt"
+    template.write_text("Só a pergunta: {question}", encoding="utf-8")
+    result = indexed("context", "boleto", "--template", str(template))
+    assert result.exit_code == 2
+    assert "no {context}" in result.stderr and "Traceback" not in result.output
+
+
+def test_max_chars_too_small_for_one_sentence(indexed):
+    result = indexed("context", "prazo do estorno", "--max-chars", "5")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "too small for even one sentence" in result.stderr
+
+
+def test_unknown_method_and_empty_question(indexed):
+    result = indexed("context", "boleto", "--method", "nope")
+    assert result.exit_code == 1 and "it has: tfidf" in result.stderr
+    result = indexed("context", "   ")
+    assert result.exit_code == 2 and "the question is empty" in result.stderr
+    assert _logged_count(indexed) == 0
+
+
+def _logged_count(run):
+    return int(run("log").stdout.split("(")[1].split()[0])
+
+
+# --- the query log -------------------------------------------------------------------------
+
+def test_search_and_context_are_logged_unless_no_log(indexed, home):
+    indexed("search", "boleto")
+    indexed("search", "boleto", "--min-score", "0.99")
+    indexed("search", "xilofone")
+    indexed("context", "boleto")
+    indexed("context", "boleto", "--no-log")
+    indexed("search", "boleto", "--no-log")
+    entries = _logged(home)
+    assert [(e.command, e.query, e.answered) for e in entries] == [
+        ("search", "boleto", True), ("search", "boleto", False), ("search", "xilofone", False),
+        ("context", "boleto", True)]
+    assert entries[1].floor == 0.99 and entries[1].scores[0] < 0.99
+    assert entries[2].scores == ()
+
+
+def test_log_off_stops_logging(indexed, home):
+    assert indexed("log", "off").stdout == "query log: off (0 queries logged)\n"
+    indexed("search", "boleto")
+    assert _logged(home) == []
+    indexed("log", "on")
+    indexed("search", "boleto")
+    assert indexed("log").stdout == "query log: on (1 queries logged)\n"
+
+
+def test_misses_lists_the_failures_most_frequent_first(indexed):
+    for _ in range(2):
+        indexed("context", "qual a senha do wifi?", "--min-score", "0.5")
+    indexed("search", "xilofone")
+    indexed("context", "prazo do estorno")
+    out = indexed("misses").stdout.splitlines()
+    assert out[0].split() == ["count", "best", "last", "asked", "(UTC)", "question"]
+    assert out[1].split()[0] == "2" and out[1].endswith("qual a senha do wifi?")
+    assert out[2].split()[:2] == ["1", "—"] and out[2].endswith("xilofone")
+    assert len(out) == 3
+    lines = [json.loads(line) for line in indexed("misses", "--json").stdout.splitlines()]
+    assert [(m["question"], m["count"], m["reason"]) for m in lines] == [
+        ("qual a senha do wifi?", 2, "low scores"), ("xilofone", 1, "nothing found")]
+    assert indexed("misses", "--since", "2999-01-01").stdout.startswith("no missed questions")
+
+
+def test_misses_golden_writes_a_skeleton_that_eval_asks_to_fill(indexed, tmp_path):
+    indexed("context", "qual a senha do wifi?", "--min-score", "0.5")
+    indexed("search", "quando compensa o boleto", "--min-score", "0.99")
+    path = tmp_path / "golden.json"
+    result = indexed("misses", "--golden", str(path))
+    assert result.exit_code == 0 and "wrote 2 questions" in result.stdout
+    items = json.loads(path.read_text(encoding="utf-8"))
+    assert items == [{"pergunta": "quando compensa o boleto", "trecho": ""},
+                     {"pergunta": "qual a senha do wifi?", "trecho": ""}]
+    with pytest.raises(golden_module.GoldenError, match="empty; fill it in"):
+        golden_module.load_golden(path)
+    again = indexed("misses", "--golden", str(path))
+    assert again.exit_code == 1 and "already exists" in again.stderr
+    _fill(path)
+    golden = golden_module.load_golden(path)
+    assert [q.answerable for q in golden.questions] == [True, False]
+
+
+def _fill(path):
+    items = json.loads(path.read_text(encoding="utf-8"))
+    items[0]["trecho"] = "compensam em até três dias úteis"
+    items[1]["trecho"] = None  # the site cannot answer it
+    path.write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
+
+
+@pytest.mark.skipif("eval" not in cli.commands, reason="busca eval is not there yet")
+def test_misses_golden_round_trips_into_busca_eval(indexed, tmp_path):
+    indexed("search", "quando compensa o boleto", "--min-score", "0.99")
+    indexed("context", "qual a senha do wifi?", "--min-score", "0.5")
+    path = tmp_path / "golden.json"
+    indexed("misses", "--golden", str(path))
+    unfilled = indexed("eval", str(path))
+    assert unfilled.exit_code == 1 and "fill it in" in unfilled.stderr
+    _fill(path)
+    result = indexed("eval", str(path), "--json")
+    assert result.exit_code == 0, result.output
