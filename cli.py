@@ -18,7 +18,8 @@ from busca import __version__
 from busca.crawler.files import Problem, read_files
 from busca.crawler.store import Store, StoreError
 from busca.index import build as index_build
-from busca.index.analyzers import UnknownAnalyzer
+from busca.index.analyzers import ANALYZERS, MissingStemmer, UnknownAnalyzer
+from busca.index import bm25 as index_bm25
 from busca.index.chunking import OVERLAP, SIZE, ChunkingError
 from busca.index.storage import IndexFormatError, IndexNotFound, load_index
 from busca.index.tfidf import EmptyVocabulary
@@ -30,6 +31,23 @@ from busca.index import dense as index_dense
 from busca.index import encoders
 from busca.search import dense as search_dense
 from busca.search import fusion as hybrid_fusion
+from busca.search import tuning as fusion_tuning
+from busca.index.chunking import parse_chunker
+from busca.index.storage import update_manifest
+from busca.search import evaluate as eval_ranking
+from busca.search import harness as eval_harness
+from busca.search import plots as eval_plots
+from busca.search import report as eval_report
+from busca.search import runs as eval_runs
+from busca.search.floor import Calibration
+from busca.search.golden import GoldenError, load_golden
+from busca.search.metrics import KS, MetricError, default_metrics, parse_ks, parse_metric
+from busca.search.summary import KEY as EVAL_KEY, summarize
+from busca.crawler import events as crawl_events
+from busca.crawler import http as crawl_http
+from busca.crawler import options as crawl_options
+from busca.crawler.crawl import crawl as crawl_site
+from busca.crawler.errors import CrawlError
 
 DEFAULT_HOME = ".busca"
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -42,6 +60,9 @@ USER_ERRORS: tuple[type[Exception], ...] = (
 )
 USER_ERRORS += (encoders.EncoderError, index_dense.BadVectors, search_dense.EncoderMismatch,
                 search_dense.NoVectors, search_dense.EmptyQuery, hybrid_fusion.FusionError)
+USER_ERRORS += (MissingStemmer, index_bm25.Bm25ParameterError)  # busca index (bm25)
+USER_ERRORS += (GoldenError, eval_ranking.StaleIndex, eval_harness.NothingRelevant,
+                eval_runs.RunError, eval_plots.PlotUnavailable)  # busca eval
 
 
 class _Group(click.Group):
@@ -143,8 +164,16 @@ def add(ctx, files):
                    " previous index's encoder, if any.")
 @click.option("--threads", default=encoders.THREADS, show_default=True,
               type=click.IntRange(min=1), help="Threads for the dense encoder.")
+@click.option("--k1", default=index_bm25.K1, show_default=True,
+              type=click.FloatRange(0, index_bm25.K1_MAX),
+              help="BM25 term-frequency saturation (Lucene's k1).")
+@click.option("--b", "b", default=index_bm25.B, show_default=True, type=click.FloatRange(0, 1),
+              help="BM25 length normalisation (Lucene's b).")
+@click.option("--bm25-analyzer", "--analyzer", "bm25_analyzer", default=None,
+              type=click.Choice(sorted(ANALYZERS)),
+              help="Analyzer for bm25 [default: pt when PyStemmer is installed, else simple].")
 @click.pass_context
-def index(ctx, size, overlap, methods, quiet, dense, threads):
+def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyzer):
     """Split the stored documents into word windows and build the index.
 
     Example: busca index --size 200 --overlap 40 --dense use
@@ -153,6 +182,7 @@ def index(ctx, size, overlap, methods, quiet, dense, threads):
         raise click.BadParameter(f"must be smaller than --size ({size})", param_hint="--overlap")
     progress = Progress(quiet)
     options = dict(ctx.obj.get("index_options", {}))
+    options.update(bm25_k1=k1, bm25_b=b, bm25_analyzer=bm25_analyzer)
     methods = _with_dense(ctx, methods, dense, threads, options)
     with _store(ctx) as store:
         manifest = index_build.build_index(
@@ -534,6 +564,316 @@ def log_setting(ctx, state):
         on = querylog.is_enabled(store)
         n = len(store.logged_queries())
     click.echo(f"query log: {'on' if on else 'off'} ({n} queries logged)")
+
+
+@cli.command("eval")
+@click.argument("golden", type=click.Path(exists=True))
+@click.option("--methods", default=None,
+              help="Comma-separated methods [default: every method the index has].")
+@click.option("-k", "ks", default=",".join(map(str, KS)), show_default=True,
+              help="Cutoffs of recall@k, comma-separated.")
+@click.option("--key", default=EVAL_KEY, show_default=True,
+              help="Metric on which questions count as fixed or broken.")
+@click.option("--by", default=None, metavar="TAG,...",
+              help="Tags to report separately [default: every tag with 2 to 12 values].")
+@click.option("--json", "as_json", is_flag=True, help="Everything as one JSON object.")
+@click.option("--report", type=click.Path(dir_okay=False), default=None,
+              help="Also write a Markdown report (date, busca version, index parameters).")
+@click.option("--plot", type=click.Path(file_okay=False), default=None,
+              help="Also write PNG charts into this folder (needs busca[plot]).")
+@click.option("--run-out", type=click.Path(dir_okay=False), default=None,
+              help="Save the run (JSON, plus .trec and .qrels beside it) for --compare.")
+@click.option("--calibrate", is_flag=True,
+              help="Store each method's floor in the index; busca search then applies it.")
+@click.option("--compare", nargs=2, type=click.Path(exists=True, dir_okay=False), default=None,
+              metavar="RUN_A RUN_B", help="Compare two saved runs instead of running.")
+@click.option("--chunkers", default=None, metavar="SPEC,...",
+              help="Evaluate temporary indexes cut by these chunkers, e.g."
+                   " words:200:40,sentences:220:1 (the live index is not touched).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+@click.option("--tune-fusion", is_flag=True,
+              help="Instead, try hybrid's fusion, k and weights (on --methods LEXICAL,dense, or"
+                   " the default pair) and report the best on --key, with its interval.")
+@click.pass_context
+def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_out, calibrate,
+                 compare, chunkers, quiet, tune_fusion):
+    """Recall@k, MRR and nDCG per method on a golden set, with intervals, the questions each
+    change fixed or broke, and the score floor.
+
+    Example: busca eval golden.json --report avaliacao.md --run-out antes.json
+    """
+    metrics, key = _eval_metrics(ks, key)
+    if plot:
+        eval_plots.require_matplotlib()
+    golden_set = load_golden(golden)
+    by_tags = _eval_tags(golden_set, by)
+    if tune_fusion:
+        return _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json, quiet)
+    if compare:
+        if calibrate or chunkers or run_out:
+            raise click.UsageError("--compare reads two saved runs; it cannot be combined with"
+                                   " --calibrate, --chunkers or --run-out")
+        ev = _compare_runs(golden_set, compare, metrics, key, by_tags)
+    else:
+        harness = _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers,
+                            calibrate, quiet)
+        ev = harness.evaluation
+    _eval_outputs(ev, as_json, report, plot)
+    if not compare and run_out:
+        try:
+            paths = eval_runs.save_run(run_out, golden_set, ev.outcomes, harness.judged,
+                                       corpus=harness.corpus, info=ev.info)
+        except OSError as e:
+            raise click.ClickException(f"cannot write {e.filename}: {e.strerror}") from None
+        click.echo(f"saved the run: {', '.join(map(str, paths))}", err=True)
+    if calibrate:
+        _store_floors(ctx, ev)
+
+
+def _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json: bool, quiet: bool) -> None:
+    """`busca eval --tune-fusion`: the fusion grid on the live index."""
+    progress = Progress(quiet)
+    index = load_index(ctx.obj["home"])
+    search_dense.require_vectors(index)
+    with _store(ctx) as store:
+        result = fusion_tuning.tune_fusion(
+            golden_set, index, store, metric=key, components=_split(methods) if methods else None,
+            by=by_tags, on_progress=progress)
+    progress.close()
+    if as_json:
+        click.echo(json.dumps(fusion_tuning.to_json(result), ensure_ascii=False, indent=1))
+        click.echo(f"warning: {result.warning}", err=True)
+    else:
+        click.echo(fusion_tuning.render(result), nl=False)
+
+
+def _eval_tags(golden_set, by: str | None) -> list[str] | None:
+    if not by:
+        return None
+    known = sorted({k for q in golden_set.questions for k in q.tags})
+    unknown = [t for t in _split(by) if t not in known]
+    if unknown:
+        raise click.BadParameter(f"no question has the tag {unknown[0]!r}; tags in this set:"
+                                 f" {', '.join(known) or 'none'}", param_hint="--by")
+    return _split(by)
+
+
+def _eval_metrics(ks: str, key: str):
+    try:
+        metrics = default_metrics(parse_ks(ks))
+    except MetricError as e:
+        raise click.BadParameter(str(e), param_hint="-k") from None
+    try:
+        return metrics, parse_metric(key)
+    except MetricError as e:
+        raise click.BadParameter(str(e), param_hint="--key") from None
+
+
+def _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers, calibrate, quiet):
+    progress = Progress(quiet)
+    names = _split(methods) if methods else None
+    with _store(ctx) as store:
+        if chunkers:
+            if calibrate:
+                raise click.UsageError("--calibrate stores floors in the live index; it cannot"
+                                       " be combined with --chunkers")
+            try:
+                specs = [parse_chunker(s) for s in _split(chunkers)]
+            except ChunkingError as e:
+                raise click.BadParameter(str(e), param_hint="--chunkers") from None
+            names = names or _chunker_methods(ctx)
+            harness = eval_harness.evaluate_chunkers(
+                golden_set, store, specs, methods=names, metrics=metrics, key=key, by=by_tags,
+                options=dict(ctx.obj.get("index_options", {})), on_progress=progress)
+        else:
+            index = load_index(ctx.obj["home"])
+            harness = eval_harness.evaluate_index(
+                golden_set, index, store, methods=names, metrics=metrics, key=key, by=by_tags,
+                on_progress=progress)
+    progress.close()
+    return harness
+
+
+def _chunker_methods(ctx) -> list[str]:
+    try:
+        return core.available_methods(load_index(ctx.obj["home"]))
+    except (IndexNotFound, IndexFormatError):
+        return list(index_build.METHODS)
+
+
+def _compare_runs(golden_set, paths, metrics, key, by_tags):
+    first, second = (eval_runs.load_run(p) for p in paths)
+    systems = eval_runs.align(golden_set, first, second)
+    pairs = eval_runs.run_pairs(list(systems))
+    if not pairs:
+        raise click.ClickException(f"{paths[0]} and {paths[1]} have no method in common")
+    info = {**second.info, "golden": golden_set.path,
+            "runs": {"A": {**first.info, "path": paths[0]}, "B": {**second.info, "path": paths[1]}},
+            "answerable": len(golden_set.answerable),
+            "unanswerable": len(golden_set.unanswerable)}
+    return summarize(golden_set, systems, metrics, key=key, by=by_tags, pairs=pairs, info=info)
+
+
+def _eval_outputs(ev, as_json: bool, report: str | None, plot: str | None) -> None:
+    if as_json:
+        click.echo(json.dumps(eval_report.to_json(ev), ensure_ascii=False, indent=1))
+    else:
+        click.echo(eval_report.render_text(ev), nl=False)
+    try:
+        if report:
+            Path(report).parent.mkdir(parents=True, exist_ok=True)
+            Path(report).write_text(eval_report.render_markdown(ev), encoding="utf-8")
+            click.echo(f"wrote the report {report}", err=True)
+        if plot:
+            paths = eval_plots.write_plots(ev, plot)
+            click.echo(f"wrote {len(paths)} charts into {plot}", err=True)
+    except OSError as e:
+        raise click.ClickException(f"cannot write {e.filename}: {e.strerror}") from None
+
+
+def _store_floors(ctx, ev) -> None:
+    floors = {s: c.floor for s, c in ev.floors.items() if isinstance(c, Calibration)}
+    if floors.pop(hybrid_fusion.METHOD, None) is not None:  # fused scores have no floor
+        click.echo("hybrid stores no floor of its own: a hybrid hit must pass the floor of"
+                   " one of its components", err=True)
+    if not floors:
+        raise click.ClickException(next(iter(ev.floors.values()), "no method to calibrate"))
+    index = load_index(ctx.obj["home"])
+    update_manifest(index, {"methods": {m: {"floor": f} for m, f in floors.items()}})
+    for method, floor in floors.items():
+        click.echo(f"stored the floor {floor:.4g} for {method}: busca search applies it by"
+                   " default (override with --min-score)", err=True)
+
+
+# --- crawl a site (issue 3) ---
+
+
+@cli.command()
+@click.argument("url")
+@click.option("--source", type=click.Choice(crawl_options.SOURCES), default="auto",
+              show_default=True, help="How to read the site; auto tries them in this order.")
+@click.option("--types", default=",".join(crawl_options.DEFAULT_TYPES), show_default=True,
+              help="WordPress post types, comma-separated (posts,pages).")
+@click.option("--max-pages", type=click.IntRange(min=1), default=None,
+              help="Pages to fetch at most: HTML pages (html crawl default"
+                   f" {crawl_options.DEFAULT_HTML_PAGES}), or API result pages.")
+@click.option("--rate", type=click.FloatRange(min=0, min_open=True),
+              default=crawl_http.DEFAULT_RATE, show_default=True,
+              help="Requests per second per host (robots.txt Crawl-delay can lower it).")
+@click.option("--workers", type=click.IntRange(1, 16), default=crawl_options.DEFAULT_WORKERS,
+              show_default=True, help="Pages fetched at the same time (the rate still holds).")
+@click.option("--user-agent", default=crawl_http.DEFAULT_USER_AGENT, show_default=True,
+              help="User-Agent header; robots.txt rules are matched on its first word.")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="HOST",
+              help="Another host the crawl may fetch from (repeatable).")
+@click.option("--full", is_flag=True, help="Fetch everything again, ignoring what is stored.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True),
+              default=crawl_http.DEFAULT_TIMEOUT, show_default=True,
+              help="Seconds to wait for a connection or for data.")
+@click.option("--retries", type=click.IntRange(0, 10), default=crawl_http.DEFAULT_RETRIES,
+              show_default=True, help="Retries on connection errors, 429 and 5xx.")
+@click.option("--json-items", default="", help="--source json: dotted path of the item list"
+              " in each response (empty: the response is the list).")
+@click.option("--json-url", default="url", show_default=True,
+              help="--source json: field with the item's URL, or a template like"
+                   " 'https://site/artigos/{slug}'.")
+@click.option("--json-title", default="title", show_default=True,
+              help="--source json: field with the title.")
+@click.option("--json-body", default="content", show_default=True,
+              help="--source json: field with the body (HTML or text).")
+@click.option("--json-modified", default=None, help="--source json: field with the date.")
+@click.option("--json-page-param", default=None,
+              help="--source json: query parameter that numbers pages (e.g. page).")
+@click.option("--json-next", default=None,
+              help="--source json: dotted path of the next page's URL or number.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+@click.pass_context
+def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_hosts, full,
+          timeout, retries, json_items, json_url, json_title, json_body, json_modified,
+          json_page_param, json_next, as_json, quiet):
+    """Read a site's articles into the store: WordPress API, sitemap, feed or HTML links.
+
+    Example: busca crawl https://example.com --rate 1 --types posts,pages
+    """
+    kinds = tuple(_split(types))
+    unknown = [t for t in kinds if t not in crawl_options.WP_TYPES]
+    if unknown or not kinds:
+        raise click.BadParameter(f"unknown type {', '.join(unknown) or '(none)'}; choose from"
+                                 f" {', '.join(crawl_options.WP_TYPES)}", param_hint="--types")
+    api = crawl_options.JsonApiOptions(
+        items=json_items, url=json_url, title=json_title, body=json_body,
+        modified=json_modified, page_param=json_page_param, next_path=json_next)
+    options = crawl_options.CrawlOptions(
+        source=source, types=kinds, max_pages=max_pages, rate=rate,
+        workers=workers, user_agent=user_agent, allow_hosts=allow_hosts, full=full,
+        timeout=timeout, retries=retries, json=api)
+    progress = Progress(quiet)
+    with _store(ctx) as store:
+        report = _run_crawl(url, store, options, progress)
+    progress.close()
+    _print_crawl_report(report, as_json)
+    if report.documents == 0:
+        why = report.stopped or (report.failures[0][1] if report.failures else
+                                 "the site listed no documents")
+        raise click.ClickException(f"nothing could be fetched from {url}: {why}")
+    if report.stopped:
+        raise click.ClickException(f"the crawl stopped early: {report.stopped}; the"
+                                   f" {report.documents} documents read so far are stored")
+
+
+def _run_crawl(url, store, options, progress) -> crawl_events.CrawlReport:
+    done, total = 0, 0
+    try:
+        for event in crawl_site(url, store, options=options):
+            if isinstance(event, crawl_events.Finished):
+                return event.report
+            if isinstance(event, crawl_events.Expected):
+                total += event.total
+            elif isinstance(event, crawl_events.Stored) and event.status != "deleted":
+                done += 1
+            elif isinstance(event, (crawl_events.Notice, crawl_events.SourceFound,
+                                    crawl_events.Failed)):
+                progress.close()
+                _echo_crawl_event(event, quiet=progress.quiet)
+            progress("documents", done, total if total >= done else 0)
+    except CrawlError as e:
+        progress.close()
+        raise click.ClickException(str(e)) from None
+    except KeyboardInterrupt:
+        progress.close()
+        raise click.ClickException(f"interrupted; the {done} documents read so far are stored,"
+                                   " run the same command again to continue") from None
+    raise AssertionError("crawl() ended without a report")  # pragma: no cover
+
+
+def _echo_crawl_event(event, *, quiet: bool) -> None:
+    if isinstance(event, crawl_events.SourceFound):
+        click.echo(f"source: {event.source} at {event.url} ({event.detail})", err=True)
+    elif isinstance(event, crawl_events.Notice):
+        click.echo(f"note: {event.message}", err=True)
+    elif not quiet:
+        click.echo(f"failed: {event.url}: {event.reason}", err=True)
+
+
+def _print_crawl_report(report: crawl_events.CrawlReport, as_json: bool) -> None:
+    if as_json:
+        data = {"url": report.url, "source": report.source, **report.counts,
+                "failures": [{"url": u, "reason": r} for u, r in report.failures],
+                "notices": list(report.notices), "requests": report.requests,
+                "seconds": round(report.seconds, 3), "stopped": report.stopped}
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        return
+    counts = ", ".join(f"{n} {status}" for status, n in report.counts.items())
+    click.echo(f"crawled {report.url} via {report.source or 'nothing'}: {counts};"
+               f" {len(report.failures)} failed; {report.requests} requests in"
+               f" {report.seconds:.1f} s")
+    by_reason: dict[str, list[str]] = {}
+    for failed_url, reason in report.failures:
+        by_reason.setdefault(reason, []).append(failed_url)
+    for reason, urls in by_reason.items():
+        shown = ", ".join(urls[:3]) + (f" and {len(urls) - 3} more" if len(urls) > 3 else "")
+        click.echo(f"  failed ({len(urls)}): {reason}: {shown}")
 
 
 # --- end of commands ---

@@ -121,12 +121,17 @@ def _wordpress(response, page, fetcher, types, notes, *, strict: bool) -> Discov
             raise CrawlError(f"no WordPress REST API at {response.url}: no api.w.org link, and"
                              " /wp-json/ and /?rest_route=/ do not answer; try --source sitemap")
         return None
+    if not fetcher.on_site(root):  # a headless site: the site itself names its API host
+        fetcher.hosts.add(urlsplit(root).hostname)
+        notes.append(f"the site's API lives on another host, {urlsplit(root).hostname}")
     probe = _api_probe(root, types[0], fetcher)
     if probe is None:
         return Discovery("wordpress", response.url, how, api_root=root, notes=tuple(notes))
     if probe in ("HTTP 401", "HTTP 403"):
         message = (f"the site refuses its API to anonymous clients ({probe} from {root});"
                    " busca does not try again")
+    elif probe == "robots.txt disallows it":
+        message = f"robots.txt disallows the WordPress API at {root}"
     else:
         message = f"the WordPress API at {root} does not list {types[0]} ({probe})"
     if strict:

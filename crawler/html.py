@@ -67,6 +67,7 @@ def extract_page(html: str, url: str = "", *, take_title: bool = True) -> HtmlPa
         tag.decompose()
     articles = soup.find_all("article")
     container = _container(soup, articles)
+    listing = len(articles) > 1 or (len(articles) == 1 and _is_excerpt(articles[0], url, base))
     title, title_tag = _title(soup, container) if take_title else ("", None)
     if title_tag is not None:
         title_tag.decompose()
@@ -75,7 +76,7 @@ def extract_page(html: str, url: str = "", *, take_title: bool = True) -> HtmlPa
     for tag in container.find_all(attrs={"role": list(CHROME_ROLES)}):
         tag.decompose()
     return HtmlPage(title=title, text="\n".join(_lines(container)), links=links,
-                    is_listing=len(articles) > 1, **heads)
+                    is_listing=listing, **heads)
 
 
 def plain_text(text: str) -> str:
@@ -144,6 +145,15 @@ def _title(soup: BeautifulSoup, container: Tag) -> tuple[str, Tag | None]:
         return _clean(og["content"]), None
     title = soup.find("title")
     return (_clean(title.get_text(" ")) if title is not None else ""), None
+
+
+def _is_excerpt(article: Tag, url: str, base: str) -> bool:
+    """An archive with one post: the article's heading links to another page."""
+    heading = article.find(["h1", "h2", "h3"])
+    link = heading.find("a", href=True) if heading is not None else None
+    if link is None or not url:
+        return False
+    return urldefrag(urljoin(base, link["href"])).url.rstrip("/") != url.rstrip("/")
 
 
 def _lines(container: Tag) -> list[str]:

@@ -40,7 +40,7 @@ def _version() -> str:
         return "0"
 
 
-DEFAULT_USER_AGENT = f"busca/{_version()} (+https://pypi.org/project/busca/)"
+DEFAULT_USER_AGENT = f"busca/{_version()} (local search-index crawler; python-requests)"
 
 
 @dataclass(frozen=True)
@@ -121,6 +121,7 @@ class Fetcher:
         self.limiter = RateLimiter(self.polite.rate, sleep=self.sleep)
         self._robots: dict[str, Robots] = {}
         self._robots_lock = threading.Lock()
+        self._count_lock = threading.Lock()
         self.requests = 0
         adapter = requests.adapters.HTTPAdapter(pool_maxsize=max(10, self.polite.workers))
         self.session.mount("http://", adapter)
@@ -162,15 +163,18 @@ class Fetcher:
             return self._robots[origin]
 
     def _fetch_robots(self, url: str) -> Robots:
-        response = self._retrying(url, {})
-        for _ in range(MAX_REDIRECTS):
-            location = response.headers.get("Location")
-            if response.status not in REDIRECT_STATUSES or not location:
-                break
-            response = self._retrying(urljoin(url, location), {})
-        if response.status >= 500:
-            raise FetchError(url, f"robots.txt answers HTTP {response.status}; busca does not"
-                                  " crawl a site whose rules it cannot read", status=response.status)
+        try:
+            response = self._retrying(url, {})
+            for _ in range(MAX_REDIRECTS):
+                location = response.headers.get("Location")
+                if response.status not in REDIRECT_STATUSES or not location:
+                    break
+                response = self._retrying(urljoin(url, location), {})
+        except ConnectFailed:
+            raise
+        except FetchError as e:
+            raise FetchError(url, f"robots.txt answers {e.reason}; busca does not crawl a site"
+                                  " whose rules it cannot read", status=e.status) from None
         robots = Robots(_text(response.body) if response.status == 200 else "", url=url)
         delay = robots.delay(self.polite.user_agent)
         if delay:
@@ -190,7 +194,7 @@ class Fetcher:
             except ConnectFailed as e:
                 if last or not _transient(e):
                     raise
-                self.sleep(self._backoff(attempt))
+                self.limiter.hold(host, self._backoff(attempt))
                 continue
             if response.status not in RETRY_STATUSES:
                 return response
@@ -217,7 +221,8 @@ class Fetcher:
         return seconds
 
     def _once(self, url: str, headers: Mapping[str, str]) -> Response:
-        self.requests += 1
+        with self._count_lock:
+            self.requests += 1
         all_headers = {"User-Agent": self.polite.user_agent, **headers}
         timeout = self.polite.timeout
         try:

@@ -41,44 +41,69 @@ def crawl_wordpress(ctx: Context, api_root: str) -> Iterator:
     for kind in ctx.options.types:
         site = f"{api_root}#{kind}"
         state = ctx.site_state(site)
-        if state.get("started") and not ctx.options.full:
-            yield from _incremental(ctx, api_root, kind, site, state)
+        if ctx.options.full or not state.get("started"):
+            state = {"started": True, "page": 0}
+            ctx.set_site_state(site, state)
+        if "page" in state:  # a full pass, new or interrupted
+            yield from _full(ctx, api_root, kind, site, state["page"])
         else:
-            ctx.set_site_state(site, {"started": True})
-            yield from _full(ctx, api_root, kind, site)
+            yield from _incremental(ctx, api_root, kind, site, state)
 
 
 @dataclass
 class _Listing:
     complete: bool = True
+    capped: bool = False  # stopped by --max-pages
 
 
-def _full(ctx: Context, root: str, kind: str, site: str) -> Iterator:
-    listing, seen, newest = _Listing(), set(), ""
+@dataclass(frozen=True)
+class _Page:
+    number: int
+    posts: list
+
+
+def _full(ctx: Context, root: str, kind: str, site: str, done: int) -> Iterator:
+    """List every post with its body; an interrupted pass resumes after its last page."""
+    listing, seen, newest, fetched = _Listing(), set(), "", set()
     url = _list_url(ctx, root, kind, fields=FIELDS)
-    for page in _pages(ctx, url, listing, expect=True):
-        if not isinstance(page, list):
+    if done:
+        yield Notice(f"resuming the interrupted crawl of {kind} at API page {done + 1}")
+        url = _with_page(url, done + 1)
+    for page in _pages(ctx, url, listing, expect=not done):
+        if not isinstance(page, _Page):
             yield page
             continue
-        for post in page:
+        for post in page.posts:
             if isinstance(post, dict):
                 seen.add(post.get("link"))
+                fetched.add(post.get("id"))
                 newest = max(newest, str(post.get("modified", "")))
             yield _store_post(ctx, post, site)
-    if listing.complete:
+        ctx.set_site_state(site, {"started": True, "page": page.number})
+    if listing.capped:
+        return  # the next run resumes after the last page read
+    if done or not listing.complete:
+        yield from _reconcile(ctx, root, kind, site, fetched)
+    else:
         yield from ctx.delete_missing("wordpress", site, seen)
         ctx.set_site_state(site, {"started": True, "hwm": newest or None})
 
 
 def _incremental(ctx: Context, root: str, kind: str, site: str, state: dict) -> Iterator:
+    """What changed since the high-water mark, then a reconciling sweep."""
     fetched: set = set()
     if state.get("hwm"):
         url = _list_url(ctx, root, kind, fields=FIELDS, modified_after=state["hwm"])
         yield from _fetch_posts(ctx, url, site, fetched)
+    yield from _reconcile(ctx, root, kind, site, fetched)
+
+
+def _reconcile(ctx: Context, root: str, kind: str, site: str, fetched: set) -> Iterator:
+    """Sweep ids and dates without bodies; fetch what differs, delete what is gone."""
     sweep, swept = _Listing(), {}
     for page in _pages(ctx, _list_url(ctx, root, kind, fields=SWEEP_FIELDS), sweep, expect=True):
-        if isinstance(page, list):
-            swept.update((p.get("id"), p) for p in page if isinstance(p, dict))
+        if isinstance(page, _Page):
+            swept.update((p.get("id"), p) for p in page.posts if isinstance(p, dict))
         else:
             yield page
     stored = ctx.store.hashes("wordpress")
@@ -106,10 +131,10 @@ def _incremental(ctx: Context, root: str, kind: str, site: str, state: dict) -> 
 
 def _fetch_posts(ctx: Context, url: str, site: str, fetched: set) -> Iterator:
     for page in _pages(ctx, url, _Listing()):
-        if not isinstance(page, list):
+        if not isinstance(page, _Page):
             yield page
             continue
-        for post in page:
+        for post in page.posts:
             fetched.add(post.get("id") if isinstance(post, dict) else None)
             yield _store_post(ctx, post, site)
 
@@ -143,15 +168,14 @@ def _store_post(ctx: Context, post, site: str):
 
 def _pages(ctx: Context, url: str, listing: _Listing, *, expect: bool = False) -> Iterator:
     """Each page's list of posts (or an event), following Link rel=next / X-WP-TotalPages."""
-    seen, fetched, total_pages = set(), 0, None
+    first, seen, fetched, total_pages = _page_number(url), set(), 0, None
     while url:
         number = _page_number(url)
         if number in seen:
-            listing.complete = False
-            yield Failed(url, "Link rel=\"next\" loops back to a page already read; paging stopped")
-            return
+            url = yield from _loop(url, number, range(first, (total_pages or 0) + 1), seen, listing)
+            continue
         if ctx.options.max_pages and fetched >= ctx.options.max_pages:
-            listing.complete = False
+            listing.complete, listing.capped = False, True
             yield Notice(f"stopped after {fetched} API pages (--max-pages)")
             return
         seen.add(number)
@@ -187,8 +211,25 @@ def _pages(ctx: Context, url: str, listing: _Listing, *, expect: bool = False) -
             listing.complete = False
             yield Failed(url, "expected a JSON list of posts")
             return
-        yield posts
+        yield _Page(number, posts)
         url = next_url
+
+
+def _loop(url: str, number: int, pages: range, seen: set, listing: _Listing):
+    """Link rel=next back to a page already read: go on by page number while pages remain."""
+    missing = [n for n in pages if n not in seen]
+    if missing:
+        yield Notice(f"the API's Link rel=\"next\" loops back to page {number}; going on"
+                     f" with page {missing[0]} of {pages.stop - 1} (X-WP-TotalPages)")
+        return _with_page(url, missing[0])
+    if pages:
+        yield Notice(f"the API's Link rel=\"next\" loops back to page {number} after all"
+                     f" {pages.stop - 1} pages were read; paging stopped")
+        return None
+    listing.complete = False
+    yield Failed(url, "Link rel=\"next\" loops back to a page already read and the API"
+                      " gives no page count; paging stopped")
+    return None
 
 
 def _next(response, url: str, number: int, total_pages: int | None) -> str | None:

@@ -1,13 +1,31 @@
-"""Analyzers: text -> list of terms. Each index stores the name of the one it used."""
+"""Analyzers: text -> list of terms. Each index stores the name of the one it used.
+
+Every analyzer first splits like `java_terms` (lowercase, then runs of Unicode letters or
+digits) and then maps each of those terms to one final term or drops it: its *term filter*.
+The index builder relies on that shape: it tokenises the chunks once and maps the vocabulary.
+
+- `java`: the Java-parity terms, unchanged (the default for `tfidf`).
+- `simple`: java terms with accents folded ("Ação" -> "acao"); no stopwords, no stemming.
+- `pt`: java terms minus Portuguese stopwords, Snowball-stemmed (PyStemmer, the `pt` extra),
+  then accent-folded ("informações" -> "inform"); the default for `bm25` when installed.
+"""
 
 from __future__ import annotations
 
+import functools
 import re
+import unicodedata
 from collections.abc import Callable
+
+from busca.index.stopwords import PORTUGUESE
 
 # Runs of characters for which str.isalnum() is true: Python's \w minus the underscore,
 # the same set as Java's [\p{L}\p{N}].
 _ALNUM_RUN = re.compile(r"[^\W_]+")
+
+PT_EXTRA = "pip install 'busca[pt]'"
+
+TermFilter = Callable[[str], "str | None"]
 
 
 def java_terms(text: str) -> list[str]:
@@ -15,17 +33,104 @@ def java_terms(text: str) -> list[str]:
     return _ALNUM_RUN.findall(text.lower())
 
 
-ANALYZERS: dict[str, Callable[[str], list[str]]] = {"java": java_terms}
-
-
 class UnknownAnalyzer(ValueError):
     """An analyzer name that busca does not know."""
 
 
-def get_analyzer(name: str) -> Callable[[str], list[str]]:
-    """The analyzer called `name`, or an error listing the known ones."""
+class MissingStemmer(RuntimeError):
+    """The `pt` analyzer needs PyStemmer, which is not installed."""
+
+
+def fold_accents(term: str) -> str:
+    """Compatibility-decompose and drop combining marks: "ação" -> "acao", "ª" -> "a"."""
+    if term.isascii():
+        return term
+    decomposed = unicodedata.normalize("NFKD", term)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+@functools.cache
+def portuguese_stemmer():
+    """PyStemmer's Snowball Portuguese stemmer, or MissingStemmer naming the extra."""
     try:
-        return ANALYZERS[name]
-    except KeyError:
+        import Stemmer
+    except ImportError:
+        raise MissingStemmer("the pt analyzer needs PyStemmer (Snowball stemming): "
+                             f"{PT_EXTRA}, or choose the simple analyzer") from None
+    return Stemmer.Stemmer("portuguese")
+
+
+_STOPWORDS = PORTUGUESE | {fold_accents(w) for w in PORTUGUESE}
+
+
+def simple_term(term: str) -> str | None:
+    """A java term with its accents folded."""
+    return fold_accents(term) or None
+
+
+def pt_term(term: str) -> str | None:
+    """A java term stemmed and folded, or None for a Portuguese stopword (with or without
+    accents: "não" and "nao")."""
+    if term in _STOPWORDS or fold_accents(term) in _STOPWORDS:
+        return None
+    return fold_accents(portuguese_stemmer().stemWord(term)) or None
+
+
+TERM_FILTERS: dict[str, TermFilter | None] = {"java": None, "simple": simple_term, "pt": pt_term}
+
+
+def simple_terms(text: str) -> list[str]:
+    """Java terms with accents folded."""
+    return [t for t in map(simple_term, java_terms(text)) if t]
+
+
+def pt_terms(text: str) -> list[str]:
+    """Java terms without Portuguese stopwords, stemmed and accent-folded."""
+    return [t for t in map(pt_term, java_terms(text)) if t]
+
+
+ANALYZERS: dict[str, Callable[[str], list[str]]] = {
+    "java": java_terms, "simple": simple_terms, "pt": pt_terms}
+
+
+def get_analyzer(name: str) -> Callable[[str], list[str]]:
+    """The analyzer called `name`, or an error listing the known ones (or naming the extra
+    it needs)."""
+    _check(name)
+    return ANALYZERS[name]
+
+
+def get_term_filter(name: str) -> TermFilter | None:
+    """The per-term map of analyzer `name` (None: java terms are kept as they are)."""
+    _check(name)
+    return TERM_FILTERS[name]
+
+
+def _check(name: str) -> None:
+    if name not in ANALYZERS or name not in TERM_FILTERS:
         known = ", ".join(sorted(ANALYZERS))
-        raise UnknownAnalyzer(f"unknown analyzer {name!r}; known analyzers: {known}") from None
+        raise UnknownAnalyzer(f"unknown analyzer {name!r}; known analyzers: {known}")
+    if name == "pt":
+        portuguese_stemmer()
+
+
+def has_stemmer() -> bool:
+    """True when PyStemmer is installed (the `pt` analyzer can run)."""
+    try:
+        portuguese_stemmer()
+    except MissingStemmer:
+        return False
+    return True
+
+
+def default_bm25_analyzer() -> str:
+    """`pt` when PyStemmer is installed, else `simple`."""
+    return "pt" if has_stemmer() else "simple"
+
+
+def analyzer_version(name: str) -> str:
+    """What else decides the terms of `name` (the stemmer's version), for the manifest."""
+    if name != "pt":
+        return ""
+    import Stemmer
+    return f"snowball portuguese, PyStemmer {Stemmer.version()}"

@@ -6,16 +6,22 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from busca import __version__
-from busca.crawler.store import ChunkRow, Store
-from busca.index import storage, tfidf
+from busca.crawler.store import Store
+from busca.index import bm25, storage, stream, tfidf
 from busca.index import dense
-from busca.index.chunking import OVERLAP, SIZE, check_window, chunk_text, chunk_words, words
+from busca.index.chunking import OVERLAP, SIZE, check_window
 
-METHODS = ("tfidf",)
+METHODS = ("tfidf", "bm25")
 
 # method name -> build(texts, out_dir, *, options, previous, on_progress) -> manifest entry
-BUILDERS: dict[str, Callable] = {"tfidf": tfidf.build}
+BUILDERS: dict[str, Callable] = {"tfidf": tfidf.build, "bm25": bm25.build}
 BUILDERS.update(dense=dense.build, hybrid=dense.build_hybrid)  # index/dense.py
+
+# Lexical builders that can start from the term counts of one shared tokenising pass
+# (streamed, on every core) instead of the chunk texts: builder -> build(counts, out, *,
+# options, on_progress). A method whose builder is not here gets the texts.
+FROM_COUNTS: dict[Callable, Callable] = {tfidf.build: tfidf.build_counts,
+                                         bm25.build: bm25.build_counts}
 
 Progress = Callable[[str, int, int], None]
 
@@ -37,6 +43,9 @@ def build_index(store: Store, *, size: int = SIZE, overlap: int = OVERLAP,
     if unknown:
         raise UnknownMethodError(
             f"unknown method {unknown[0]!r}; known methods: {', '.join(BUILDERS)}")
+    options = options or {}
+    if "bm25" in methods:
+        bm25.check_options(options)  # a bad k1 or a missing stemmer fails before any work
     progress = on_progress or (lambda stage, done, total: None)
     total = store.count()
     if total == 0:
@@ -44,16 +53,27 @@ def build_index(store: Store, *, size: int = SIZE, overlap: int = OVERLAP,
     chunker = {"kind": "words", "size": size, "overlap": overlap}
     previous = storage.current_dir(store.home)
     reusable = _reusable_rows(store, previous, chunker)
-    rows, texts, figures = _chunk_all(store, chunker, reusable, total, progress)
-    if not texts:
+    from_counts = {m: FROM_COUNTS[BUILDERS[m]] for m in methods if BUILDERS[m] in FROM_COUNTS}
+    chunked = stream.chunk_documents(
+        store.documents(), size=size, overlap=overlap, reusable=reusable, total=total,
+        count=bool(from_counts), keep_texts=len(from_counts) < len(methods),
+        workers=options.get("workers"), on_progress=progress)
+    n_chunks = chunked.chunks
+    if not n_chunks:
         raise NothingToIndex("nothing to index: every document in the store is empty")
     out = storage.new_build_dir(store.home)
     entries = {}
     for method in methods:
-        progress(f"building {method}", 0, len(texts))
-        entries[method] = BUILDERS[method](texts, out, options=options or {},
-                                           previous=previous, on_progress=progress)
-    store.write_chunks(out.name, rows)
+        progress(f"building {method}", 0, n_chunks)
+        if method in from_counts:
+            entries[method] = from_counts[method](chunked.counts, out, options=options,
+                                                  on_progress=progress)
+        else:
+            entries[method] = BUILDERS[method](chunked.texts, out, options=options,
+                                               previous=previous, on_progress=progress)
+    store.write_chunks(out.name, chunked.rows())
+    figures = {"documents": total, "words": chunked.words, "chunks": n_chunks,
+               "rechunked_documents": chunked.rechunked}
     manifest = {"busca_version": __version__, "chunker": chunker, **figures,
                 "methods": entries}
     storage.publish(store.home, out, manifest)
@@ -76,28 +96,3 @@ def _reusable_rows(store: Store, previous: Path | None, chunker: dict) -> dict:
     for row in store.chunks(manifest["build"]):
         by_url.setdefault(row.url, (row.doc_sha256, []))[1].append(row)
     return by_url
-
-
-def _chunk_all(store: Store, chunker: dict, reusable: dict, total: int, progress: Progress):
-    rows: list[ChunkRow] = []
-    texts: list[str] = []
-    n_words = rechunked = 0
-    for done, doc in enumerate(store.documents(), start=1):
-        n_words += len(words(doc.text))
-        old = reusable.get(doc.url)
-        if old and old[0] == doc.sha256:
-            spans = [(r.start, r.end) for r in old[1]]
-            chunk_texts = [chunk_text(doc.text, a, b) for a, b in spans]
-        else:
-            rechunked += 1
-            chunks = chunk_words(doc.text, size=chunker["size"], overlap=chunker["overlap"])
-            spans = [(c.start, c.end) for c in chunks]
-            chunk_texts = [c.text for c in chunks]
-        for position, ((start, end), text) in enumerate(zip(spans, chunk_texts)):
-            rows.append(ChunkRow(len(rows), doc.url, position, start, end, doc.sha256))
-            texts.append(text)
-        progress("chunking", done, total)
-    figures = {"documents": total, "words": n_words, "chunks": len(texts),
-               "rechunked_documents": rechunked}
-    return rows, texts, figures
-

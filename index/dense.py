@@ -49,9 +49,9 @@ def build(texts: Sequence[str], out: Path, *, options: dict, previous: Path | No
     todo = _reuse(vectors, hashes, encoder, previous)
     truncated = encoder.count_truncated([texts[i] for i in todo])
     if truncated:
-        log.warning("%d of %d chunks (%.0f%%) are longer than %s's %d tokens and were truncated",
-                    truncated, len(todo), 100 * truncated / len(todo), encoder.name,
-                    encoder.max_length)
+        log.info("%d of %d chunks (%.0f%%) are longer than %s's %d tokens and were truncated",
+                 truncated, len(todo), 100 * truncated / len(todo), encoder.name,
+                 encoder.max_length)
     seconds = _encode_into(vectors, texts, todo, encoder, progress)
     storage.save_array(out, f"{METHOD}.vectors", vectors)
     storage.save_array(out, f"{METHOD}.hashes", hashes)

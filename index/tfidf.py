@@ -4,7 +4,9 @@ Stored term-major (CSC: one column of chunk ids per term) so that a query touche
 columns of its own terms:
 - `tfidf.indptr` (int64, V+1), `tfidf.indices` (int32 chunk ids), `tfidf.counts` (raw counts),
 - `tfidf.idf` (float64, ln(N/df) per term), `tfidf.norms` (float64, L2 norm of each chunk's
-  weight vector), `tfidf.vocab.txt` (the terms, in column order).
+  weight vector), `tfidf.vocab.txt` (the terms, in column order),
+- `tfidf.bound` (float64 per term: the largest count / norm in its column, so that a query can
+  skip terms that cannot change its top k; see `search.lexical`).
 """
 
 from __future__ import annotations
@@ -13,49 +15,73 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
+
 from busca.index import storage
-from busca.index.analyzers import get_analyzer
+from busca.index.analyzers import get_term_filter
+from busca.index.counting import (EmptyVocabulary, TermCounts, column_blocks, count_texts,
+                                  reanalyze)
 
 METHOD = "tfidf"
 ANALYZER = "java"
+ROW_BLOCK = 1 << 16
 
-
-class EmptyVocabulary(ValueError):
-    """No chunk has a single term."""
-
-
-def count_matrix(texts: Sequence[str], analyzer: str):
-    """Chunks x terms raw counts (CSR) and the terms in column order."""
-    from sklearn.feature_extraction.text import CountVectorizer  # slow import: build only
-
-    vectorizer = CountVectorizer(analyzer=get_analyzer(analyzer), lowercase=False, dtype=np.int64)
-    try:
-        counts = vectorizer.fit_transform(texts)
-    except ValueError as e:  # sklearn: "empty vocabulary"
-        raise EmptyVocabulary("no chunk contains a word or number to index") from e
-    return counts, vectorizer.get_feature_names_out().tolist()
+__all__ = ["EmptyVocabulary", "build", "build_counts"]
 
 
 def build(texts: Sequence[str], out: Path, *, options: dict, previous: Path | None = None,
           on_progress=None) -> dict:
     """Build the TF-IDF arrays for `texts` into `out`; returns the manifest entry."""
+    return build_counts(count_texts(texts), out, options=options, on_progress=on_progress)
+
+
+def build_counts(counts: TermCounts, out: Path, *, options: dict, on_progress=None) -> dict:
+    """Build the TF-IDF arrays from the chunks' java-term counts; the manifest entry."""
     analyzer = options.get("tfidf_analyzer", ANALYZER)
-    counts, terms = count_matrix(texts, analyzer)
-    n = counts.shape[0]
-    df = np.bincount(counts.indices, minlength=counts.shape[1])
+    counts = reanalyze(counts, get_term_filter(analyzer))
+    if not counts.terms:
+        raise EmptyVocabulary("no chunk contains a word or number to index")
+    matrix = counts.matrix
+    n = matrix.shape[0]
+    df = np.bincount(matrix.indices, minlength=matrix.shape[1])
     idf = np.log(n / df)
-    weights = counts.astype(np.float64).multiply(idf).tocsr()
-    norms = np.sqrt(np.asarray(weights.multiply(weights).sum(axis=1)).ravel())
-    csc = counts.tocsc()
-    csc.sort_indices()
+    norms = row_norms(matrix, idf)
+    csc = matrix.tocsc()
     storage.save_array(out, "tfidf.indptr", csc.indptr.astype(np.int64))
-    storage.save_array(out, "tfidf.indices", csc.indices.astype(np.int32))
-    storage.save_array(out, "tfidf.counts", csc.data.astype(_count_dtype(csc.data)))
+    storage.save_array(out, "tfidf.indices", csc.indices.astype(np.int32, copy=False))
+    storage.save_array(out, "tfidf.counts", csc.data.astype(_count_dtype(csc.data), copy=False))
     storage.save_array(out, "tfidf.idf", idf)
     storage.save_array(out, "tfidf.norms", norms)
-    storage.write_terms(out, METHOD, terms)
-    return {"analyzer": analyzer, "vocabulary": len(terms),
+    storage.save_array(out, "tfidf.bound", column_bounds(csc, norms))
+    storage.write_terms(out, METHOD, counts.terms)
+    return {"analyzer": analyzer, "vocabulary": len(counts.terms),
             "weighting": "raw count x ln(N/df), cosine", "floor": None}
+
+
+def row_norms(matrix: sp.csr_matrix, idf: np.ndarray) -> np.ndarray:
+    """L2 norm of each row of count x idf, a block of rows at a time (bounded memory)."""
+    norms = np.empty(matrix.shape[0], dtype=np.float64)
+    for r0 in range(0, matrix.shape[0], ROW_BLOCK):
+        block = matrix[r0:r0 + ROW_BLOCK]
+        weights = block.data * idf[block.indices]
+        rows = np.repeat(np.arange(block.shape[0]), np.diff(block.indptr))
+        norms[r0:r0 + block.shape[0]] = np.bincount(rows, weights=weights * weights,
+                                                    minlength=block.shape[0])
+    return np.sqrt(norms)
+
+
+def column_bounds(csc: sp.csc_matrix, norms: np.ndarray) -> np.ndarray:
+    """Per term, the largest count / norm over its chunks (0 for an empty column)."""
+    bound = np.zeros(csc.shape[1], dtype=np.float64)
+    for c0, c1 in column_blocks(csc.indptr):
+        lo, hi = csc.indptr[c0], csc.indptr[c1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = csc.data[lo:hi] / norms[csc.indices[lo:hi]]
+        ratio[~np.isfinite(ratio)] = 0.0
+        filled = np.flatnonzero(np.diff(csc.indptr[c0:c1 + 1]))
+        if filled.size:
+            bound[c0 + filled] = np.maximum.reduceat(ratio, csc.indptr[c0 + filled] - lo)
+    return bound
 
 
 def _count_dtype(data: np.ndarray):

@@ -10,12 +10,12 @@ import numpy as np
 from busca.crawler.store import Store
 from busca.index.chunking import chunk_text
 from busca.index.storage import Index
-from busca.search.lexical import TfidfScorer
+from busca.search.lexical import Bm25Scorer, TfidfScorer, kth_largest
 
 K = 3
 
 # method name -> scorer factory(index, method) with .score(query) -> (ids, scores)
-SCORERS: dict[str, Callable] = {"tfidf": TfidfScorer}
+SCORERS: dict[str, Callable] = {"tfidf": TfidfScorer, "bm25": Bm25Scorer}
 
 
 class UnknownMethod(ValueError):
@@ -42,8 +42,7 @@ def top_k(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.n
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     if ids.size > k:
-        kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
-        keep = np.flatnonzero(scores >= kth)
+        keep = np.flatnonzero(scores >= kth_largest(scores, k))  # no argpartition trap
         ids, scores = ids[keep], scores[keep]
     order = np.lexsort((ids, -scores))[:k]
     return ids[order], scores[order]
@@ -72,7 +71,10 @@ def floor_of(index: Index, method: str) -> float | None:
 
 def rank(index: Index, query: str, *, method: str = "tfidf", k: int = K):
     """Top-k chunk ids and scores for `query`."""
-    ids, scores = scorer(index, method).score(query)
+    ranker = scorer(index, method)
+    if hasattr(ranker, "top"):  # lexical scorers: the same ranking, pruned (search/lexical.py)
+        return ranker.top(query, k)
+    ids, scores = ranker.score(query)
     return top_k(ids, scores, k)
 
 

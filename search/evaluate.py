@@ -90,8 +90,8 @@ def chunk_table(index: Index, store: Store) -> ChunkTable:
     stale = {r.url for r in rows if r.url not in docs
              or (r.doc_sha256 and docs[r.url].sha256 and r.doc_sha256 != docs[r.url].sha256)}
     if stale or len(rows) != index.manifest.get("chunks", len(rows)):
-        raise StaleIndex(f"{len(stale)} documents changed or vanished since the index was"
-                         ' built — run "busca index" before "busca eval"')
+        raise StaleIndex(f"{len(stale) or 'some'} documents changed or vanished since the"
+                         ' index was built — run "busca index" before "busca eval"')
     chunker = index.manifest.get("chunker", {})
     return ChunkTable(_label(chunker), chunker, tuple(r.url for r in rows),
                       tuple(r.position for r in rows), tuple(r.start for r in rows),

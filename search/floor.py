@@ -89,21 +89,30 @@ def _best_floor(pos: np.ndarray, neg: np.ndarray) -> tuple[float, float]:
     candidates = []
     for i, v in enumerate(values):
         j = round(float(np.mean(pos >= v) + np.mean(neg < v) - 1), 12)
-        gap, floor = (v - values[i - 1], (v + values[i - 1]) / 2) if i else (0.0, v)
+        gap, floor = (v - values[i - 1], _between(values[i - 1], v)) if i else (0.0, v)
         candidates.append((j, float(gap), float(floor)))
     j, _, floor = max(candidates, key=lambda c: (c[0], c[1]))
     return floor, j
 
 
+def _between(low: float, high: float) -> float:
+    """The midpoint of (low, high), rounded to 4 significant digits if it stays inside."""
+    mid = (low + high) / 2
+    for digits in (4, 6):
+        short = float(f"{mid:.{digits}g}")
+        if low < short < high:
+            return short
+    return float(mid)
+
+
 def _table_floors(scores: np.ndarray, chosen: float) -> list[float]:
     finite = scores[np.isfinite(scores)]
-    picks = set()
+    picks = {0.0}
     if finite.size:
-        for q in np.quantile(finite, np.linspace(0, 1, TABLE_ROWS)):
-            picks.add(float(f"{q:.3g}"))
-    picks.add(0.0)
-    picks.add(chosen)
-    return sorted(picks)
+        near = 0.01 * (finite.max() - finite.min())
+        picks |= {float(f"{q:.3g}") for q in np.quantile(finite, np.linspace(0, 1, TABLE_ROWS))
+                  if abs(q - chosen) > near and f"{q:.3g}" != f"{chosen:.3g}"}
+    return sorted(picks | {chosen})
 
 
 def _row(floor: float, answerable: list[Outcome], pos: np.ndarray, neg: np.ndarray,

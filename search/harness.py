@@ -67,7 +67,8 @@ def evaluate_chunkers(golden: Golden, store: Store, chunkers: Sequence[dict], *,
             outcomes.update({f"{m}/{table.label}": o for m, o in ranked.items()})
             judged[table.label] = (judgement, table)
     labels = ", ".join(chunker_label(c) for c in chunkers)
-    info = _info(golden, {"documents": len(documents), "chunker": labels,
+    chunks = " / ".join(str(len(table.urls)) for _, (_, table) in judged.items())
+    info = _info(golden, {"documents": len(documents), "chunks": chunks,
                           "build": "temporary (--chunkers)"}, labels, depth)
     docs = {d.url: d.text for d in documents}
     return _finish(golden, outcomes, judged, docs, metrics, key, by, info)

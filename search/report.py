@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections import Counter
 
 from busca.search.floor import Calibration
@@ -23,7 +24,7 @@ def render_text(ev: Evaluation) -> str:
 
 def render_markdown(ev: Evaluation) -> str:
     """The Markdown report, stamped with date, busca version and index parameters."""
-    return "\n".join(_sections(ev, md=True)) + "\n"
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(_sections(ev, md=True))) + "\n"
 
 
 def to_json(ev: Evaluation) -> dict:
@@ -94,11 +95,16 @@ def _header(ev: Evaluation, md: bool) -> list[str]:
         f"golden set: {i.get('golden')} — {i.get('answerable')} answerable,"
         f" {i.get('unanswerable')} unanswerable questions",
         f"index: {index.get('documents')} documents, {index.get('chunks')} chunks,"
-        f" chunker {index.get('chunker')}, build {index.get('build')}",
+        f" chunker {index.get('chunker')}, build {index.get('build')}" if "runs" not in i
+        else f"comparing two saved runs of {index.get('documents')} documents",
         f"date {i.get('date')}, busca {i.get('busca_version')}; intervals: bootstrap 95%,"
         f" {i.get('bootstrap', {}).get('resamples')} resamples, seed"
         f" {i.get('bootstrap', {}).get('seed')}",
     ]
+    for name, run in i.get("runs", {}).items():
+        ri = run.get("index", {})
+        lines.append(f"run {name}: {run.get('path')} — {ri.get('chunks')} chunks, chunker"
+                     f" {ri.get('chunker')}, made {run.get('date')}")
     if md:
         lines = lines[:2] + [f"- {x}" for x in lines[2:]]
         for method, entry in index.get("methods", {}).items():
@@ -107,12 +113,21 @@ def _header(ev: Evaluation, md: bool) -> list[str]:
 
 
 def _labels(ev: Evaluation, md: bool) -> list[str]:
+    if not ev.problems:
+        return []
     lines = _title("Labels checked against the chunks", md)
     for label, problems in ev.problems.items():
         counts = Counter(ev.found_in.get(label, {}).values())
-        spread = ", ".join(f"{n} in {c} chunk{'s' if c != 1 else ''}"
-                           for c, n in sorted(counts.items()))
-        lines.append(f"[{label}] trechos found: {spread or 'no trecho in this set'}")
+        parts = []
+        if counts:
+            parts.append("trechos found in " + ", ".join(
+                f"{c} chunk{'s' if c != 1 else ''}: {n}" for c, n in sorted(counts.items())))
+        by_doc = len(ev.golden.answerable) - sum(counts.values())
+        if by_doc:
+            missing = sum(1 for p in problems if p.question.trecho is None)
+            parts.append(f"{by_doc - missing} of {by_doc} questions labelled by document have"
+                         " a relevant document in the index")
+        lines.append(f"[{label}] " + "; ".join(parts))
         if problems:
             lines.append(f"{len(problems)} labelled question(s) no chunk answers"
                          " (they score 0 — fix the label or the chunking):")
@@ -144,12 +159,15 @@ def _slices(ev: Evaluation, md: bool) -> list[str]:
 
 def _pairs(ev: Evaluation, md: bool) -> list[str]:
     if not ev.pairs:
-        return []
+        return _title("Fixed and broken questions", md) + [
+            "one method only: save this run with --run-out, change something, and compare"
+            " the two runs with --compare RUN_A RUN_B"]
     texts = {q.id: q.text for q in ev.golden.questions}
     lines = _title("Method against method (b − a, paired)", md)
     headers = ["a → b", "metric", "difference (95% interval)", "p (sign flip)"]
     rows = [[f"{p.a} → {p.b}", name, f"{d.mean:+.3f} ({d.low:+.2f} to {d.high:+.2f})",
-             _num(d.p_value)] for p in ev.pairs for name, d in p.differences.items()]
+             "<0.001" if d.p_value < 0.001 else _num(d.p_value)]
+            for p in ev.pairs for name, d in p.differences.items()]
     lines += _table(headers, rows, md)
     for p in ev.pairs:
         lines += _pair_lists(p, texts, md)
@@ -185,6 +203,10 @@ def _per_question(ev: Evaluation, md: bool) -> list[str]:
     return lines + _table(headers, rows, md)
 
 
+def _sig(x: float | None) -> str:
+    return "—" if x is None else f"{x:.4g}"
+
+
 def _rank(rank: int | None) -> str:
     return "—" if rank is None else str(rank)
 
@@ -208,12 +230,12 @@ def _floors(ev: Evaluation, md: bool) -> list[str]:
         if not isinstance(cal, Calibration):
             lines.append(f"{s}: {cal}")
             continue
-        lines += ["", f"{s}: floor {cal.floor:.4f} (separation J = {cal.separation:.2f});"
-                  f" lowest answerable best hit {_num(cal.lowest_answerable, 4)}, highest"
-                  f" unanswerable {_num(cal.highest_unanswerable, 4)}"]
+        lines += ["", f"{s}: floor {cal.floor:.4g} (separation J = {cal.separation:.2f});"
+                  f" lowest answerable best hit {_sig(cal.lowest_answerable)}, highest"
+                  f" unanswerable {_sig(cal.highest_unanswerable)}"]
         headers = ["floor", f"answered, relevant in top {cal.k}", "answerable refused",
                    "unanswerable refused"]
-        rows = [[f"{r.floor:.4f}" + (" ←" if r.floor == cal.floor else ""),
+        rows = [[f"{r.floor:.4g}" + (" ←" if r.floor == cal.floor else ""),
                  _num(r.answered_right, 2), _num(r.answerable_refused, 2),
                  _num(r.unanswerable_refused, 2)] for r in cal.rows]
         lines += _table(headers, rows, md)

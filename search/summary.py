@@ -109,7 +109,7 @@ def tag_keys(golden: Golden, by: Sequence[str] | None = None) -> list[str]:
         return list(by)
     keys = dict.fromkeys(k for q in questions for k in q.tags)
     return [k for k in keys
-            if 2 <= len({q.tags.get(k) for q in questions}) <= MAX_TAG_VALUES]
+            if 2 <= len({q.tags[k] for q in questions if k in q.tags}) <= MAX_TAG_VALUES]
 
 
 def _slices(golden, answerable, kept, metrics, by):

@@ -35,3 +35,11 @@ def write_jsonl(path: Path, docs: list[dict]) -> Path:
     path.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs),
                     encoding="utf-8")
     return path
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    """A deterministic fake sentence encoder registered as "fake" (see dense_fakes.py)."""
+    from dense_fakes import register
+
+    return register(monkeypatch)

@@ -194,13 +194,16 @@ def test_misses_golden_writes_a_skeleton_that_eval_asks_to_fill(indexed, tmp_pat
     assert again.exit_code == 1 and "already exists" in again.stderr
     _fill(path)
     golden = golden_module.load_golden(path)
-    assert [q.answerable for q in golden.questions] == [True, False]
+    assert [(q.text, q.answerable) for q in golden.questions] == [
+        ("quando compensa o boleto", True), ("qual a senha do wifi?", False)]
 
 
 def _fill(path):
+    trechos = {"quando compensa o boleto": "compensam em até três dias úteis",
+               "qual a senha do wifi?": None}  # the site cannot answer it
     items = json.loads(path.read_text(encoding="utf-8"))
-    items[0]["trecho"] = "compensam em até três dias úteis"
-    items[1]["trecho"] = None  # the site cannot answer it
+    for item in items:
+        item["trecho"] = trechos[item["pergunta"]]
     path.write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
 
 
@@ -213,5 +216,8 @@ def test_misses_golden_round_trips_into_busca_eval(indexed, tmp_path):
     unfilled = indexed("eval", str(path))
     assert unfilled.exit_code == 1 and "fill it in" in unfilled.stderr
     _fill(path)
-    result = indexed("eval", str(path), "--json")
+    result = indexed("eval", str(path), "--json", "-q")
     assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert (data["info"]["answerable"], data["info"]["unanswerable"]) == (1, 1)
+    assert data["summary"]["tfidf"]["recall@3"]["mean"] == 1

@@ -1,0 +1,94 @@
+"""FaQuAD as a BEIR retrieval task ("task A"): each of the 249 paragraphs is a document, each
+of the 900 questions has its own paragraph as the one relevant document.
+
+    python bench/faquad_beir.py [DATASET] --out faquad-beir [--baseline]
+
+writes DIR/corpus.jsonl (`_id`, `url` = `_id`, `title`, `text`: loadable by BEIR tools and
+by `busca add`), DIR/queries.jsonl (`_id`, `text`) and DIR/qrels/test.tsv. DATASET defaults
+to ../shared/data/faquad/dataset.json beside the repository, else fixtures/faquad/dataset.json.
+FaQuAD: Sayama et al., BRACIS 2019, CC BY 4.0 (github.com/liafacom/faquad).
+
+`--baseline` also scores scikit-learn's TfidfVectorizer (defaults, cosine) on the task with
+busca's metric code, the reference point of MEASUREMENTS.md (nDCG@10 0.852).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+CANDIDATES = (REPO.parent / "shared" / "data" / "faquad" / "dataset.json",
+              REPO / "fixtures" / "faquad" / "dataset.json")
+
+
+def paragraphs(dataset: dict) -> list[dict]:
+    """One record per paragraph: id, title, text and its questions (id, text)."""
+    out = []
+    for d, doc in enumerate(dataset["data"]):
+        for p, para in enumerate(doc["paragraphs"]):
+            questions = [(qa["id"], qa["question"].strip()) for qa in para["qas"]]
+            out.append({"_id": f"d{d:02d}p{p:02d}", "title": doc["title"],
+                        "text": para["context"].strip(), "questions": questions})
+    return out
+
+
+def write_beir(records: list[dict], out: Path) -> dict:
+    """Write corpus.jsonl, queries.jsonl and qrels/test.tsv; returns the counts."""
+    (out / "qrels").mkdir(parents=True, exist_ok=True)
+    with open(out / "corpus.jsonl", "w", encoding="utf-8") as corpus, \
+            open(out / "queries.jsonl", "w", encoding="utf-8") as queries, \
+            open(out / "qrels" / "test.tsv", "w", encoding="utf-8") as qrels:
+        qrels.write("query-id\tcorpus-id\tscore\n")
+        n_queries = 0
+        for r in records:
+            doc = {"_id": r["_id"], "url": r["_id"], "title": r["title"], "text": r["text"]}
+            corpus.write(json.dumps(doc, ensure_ascii=False) + "\n")
+            for qid, text in r["questions"]:
+                queries.write(json.dumps({"_id": qid, "text": text}, ensure_ascii=False) + "\n")
+                qrels.write(f"{qid}\t{r['_id']}\t1\n")
+                n_queries += 1
+    return {"documents": len(records), "queries": n_queries}
+
+
+def sklearn_baseline(records: list[dict]) -> dict:
+    """nDCG@10, MRR@10 and recall@k of TfidfVectorizer (defaults) + cosine, per busca's metrics."""
+    import numpy as np
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from busca.search.metrics import Outcome, default_metrics, values
+
+    vectorizer = TfidfVectorizer()
+    docs = vectorizer.fit_transform([r["text"] for r in records])
+    questions = [(qid, text, n) for n, r in enumerate(records) for qid, text in r["questions"]]
+    scores = (vectorizer.transform([t for _, t, _ in questions]) @ docs.T).toarray()
+    outcomes = []
+    for row, (qid, _, relevant) in zip(scores, questions):
+        order = np.lexsort((np.arange(row.size), -row))
+        rank = int(np.flatnonzero(order == relevant)[0]) + 1
+        outcomes.append(Outcome(qid, (rank,), (1.0,), (1.0,), float(row[order[0]]),
+                                float(row[relevant])))
+    return {m.name: round(float(values(m, outcomes).mean()), 4) for m in default_metrics()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("dataset", nargs="?", type=Path, default=None,
+                        help="FaQuAD dataset.json (default: shared data, else fixtures)")
+    parser.add_argument("--out", type=Path, default=Path("faquad-beir"),
+                        help="folder to write (default: ./faquad-beir)")
+    parser.add_argument("--baseline", action="store_true",
+                        help="also print scikit-learn TF-IDF figures on the task")
+    args = parser.parse_args()
+    path = args.dataset or next((p for p in CANDIDATES if p.is_file()), CANDIDATES[-1])
+    records = paragraphs(json.loads(path.read_text(encoding="utf-8")))
+    counts = write_beir(records, args.out)
+    print(f"wrote {args.out}: {counts['documents']} documents, {counts['queries']} queries"
+          f" (from {path})")
+    if args.baseline:
+        print("scikit-learn TfidfVectorizer, defaults, cosine:", json.dumps(sklearn_baseline(records)))
+
+
+if __name__ == "__main__":
+    main()

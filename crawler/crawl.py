@@ -1,0 +1,118 @@
+"""`crawl()`: discover a site's source, read it into the store, yield progress as it goes.
+
+    for event in crawl("https://example.com", store, options=CrawlOptions(rate=1)):
+        ...   # SourceFound, Expected, Stored, Failed, Notice, and last Finished(report)
+
+Each document is committed as it arrives, so an interrupted crawl keeps what it stored
+and the next run continues from there.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import requests
+
+from busca.crawler.discover import Discovery, discover
+from busca.crawler.errors import CrawlError, CrawlStopped
+from busca.crawler.events import CrawlReport, Finished, Notice, SourceFound, Tally
+from busca.crawler.feed import crawl_feed
+from busca.crawler.http import Fetcher, Politeness
+from busca.crawler.jsonapi import crawl_json
+from busca.crawler.options import SOURCES, WP_TYPES, Context, CrawlOptions
+from busca.crawler.sitemap import crawl_sitemaps
+from busca.crawler.spider import crawl_html
+from busca.crawler.store import Store
+from busca.crawler.wordpress import crawl_wordpress
+
+
+def crawl(url: str, store: Store, *, options: CrawlOptions | None = None,
+          session: requests.Session | None = None) -> Iterator:
+    """Events of one crawl; the last one is Finished(report). CrawlError if it cannot start."""
+    options = options or CrawlOptions()
+    url = check_url(url)
+    check_options(options)
+    started = time.monotonic()
+    notices: list[str] = []
+    fetcher = Fetcher(session or requests.Session(), _politeness(options),
+                      hosts={urlsplit(url).hostname}, on_notice=notices.append)
+    ctx = Context(fetcher, store, options)
+    tally, stopped = Tally(), None
+    try:
+        for event in _events(ctx, url):
+            while notices:
+                notice = Notice(notices.pop(0))
+                tally.add(notice)
+                yield notice
+            tally.add(event)
+            yield event
+    except CrawlStopped as e:
+        stopped = str(e)
+    notices_left = [Notice(m) for m in notices]
+    for notice in notices_left:
+        tally.add(notice)
+        yield notice
+    yield Finished(CrawlReport(url, tally.source, tally.counts, tuple(tally.failures),
+                               tuple(tally.notices), time.monotonic() - started,
+                               fetcher.requests, stopped))
+
+
+def check_url(url: str) -> str:
+    """The start URL, or CrawlError naming what is wrong with it."""
+    url = url.strip()
+    parts = urlsplit(url)
+    if not parts.scheme and not parts.netloc and "." in url.split("/")[0]:
+        raise CrawlError(f"{url!r} has no scheme; did you mean https://{url} ?")
+    if parts.scheme not in ("http", "https"):
+        raise CrawlError(f"only http:// and https:// URLs can be crawled, not {url!r}")
+    if not parts.hostname:
+        raise CrawlError(f"{url!r} has no host name")
+    return url if parts.path else url + "/"
+
+
+def check_options(options: CrawlOptions) -> None:
+    """CrawlError for option values that cannot work, listing the valid ones."""
+    if options.source not in SOURCES:
+        raise CrawlError(f"unknown source {options.source!r}; choose one of {', '.join(SOURCES)}")
+    unknown = [t for t in options.types if t not in WP_TYPES]
+    if unknown or not options.types:
+        raise CrawlError(f"unknown post type(s) {', '.join(unknown) or '(none)'};"
+                         f" WordPress types are {', '.join(WP_TYPES)}")
+    if options.rate <= 0 or options.workers < 1:
+        raise CrawlError("the rate must be above 0 requests/s and workers at least 1")
+    if options.max_pages is not None and options.max_pages < 1:
+        raise CrawlError("--max-pages must be at least 1")
+
+
+def _politeness(options: CrawlOptions) -> Politeness:
+    return Politeness(user_agent=options.user_agent, rate=options.rate, timeout=options.timeout,
+                      retries=options.retries, backoff=options.backoff,
+                      max_retry_after=options.max_retry_after, max_bytes=options.max_bytes,
+                      allow_hosts=tuple(options.allow_hosts), workers=options.workers)
+
+
+def _events(ctx: Context, url: str) -> Iterator:
+    if ctx.options.source == "json":
+        yield SourceFound("json", url, "the JSON API named on the command line")
+        yield from crawl_json(ctx, url)
+        return
+    found = discover(url, ctx.fetcher, source=ctx.options.source, types=ctx.options.types)
+    ctx.fetcher.hosts.add(urlsplit(found.start).hostname)
+    for note in found.notes:
+        yield Notice(note)
+    yield SourceFound(found.source, found.api_root or found.start, found.detail)
+    yield from _read(ctx, found)
+
+
+def _read(ctx: Context, found: Discovery) -> Iterator:
+    origin = "{0.scheme}://{0.netloc}".format(urlsplit(found.start))
+    if found.source == "wordpress":
+        yield from crawl_wordpress(ctx, found.api_root)
+    elif found.source == "sitemap":
+        yield from crawl_sitemaps(ctx, found.sitemaps, f"{origin}#sitemap")
+    elif found.source == "feed":
+        yield from crawl_feed(ctx, found.feeds, f"{origin}#feed")
+    else:
+        yield from crawl_html(ctx, found.start, found.page, f"{origin}#html")

@@ -1,0 +1,102 @@
+"""Link-following HTML crawl of one site, bounded by a page budget.
+
+Listing pages (several <article>s), noindex pages and pages whose canonical URL is another
+one are read for links but not stored. On later crawls stored pages are revalidated with
+ETag / Last-Modified (their links are remembered, so a 304 still leads on), and stored
+pages that the links no longer reach are checked once: 404 or 410 deletes them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Iterator
+from urllib.parse import urlsplit, urlunsplit
+
+from busca.crawler.errors import FetchError
+from busca.crawler.events import Notice
+from busca.crawler.html import HtmlPage
+from busca.crawler.options import DEFAULT_HTML_PAGES, Context
+from busca.crawler.pages import Job, Result, fetch_all, plan, store_result
+
+SKIP_EXTENSIONS = re.compile(
+    r"\.(jpe?g|png|gif|webp|avif|svg|ico|bmp|pdf|zip|gz|tgz|rar|7z|mp[34]|m4a|ogg|wav|avi|mov"
+    r"|webm|css|js|json|xml|rss|atom|txt|csv|docx?|xlsx?|pptx?|odt|ods|epub|woff2?|ttf|eot)$",
+    re.I)
+SKIP_PATHS = re.compile(
+    r"/(wp-admin|wp-login\.php|wp-json|xmlrpc\.php|feed|trackback|wp-content|wp-includes)(/|$|\?)"
+    r"|[?&](replytocom|share|s|preview|feed|rest_route|wc-ajax|add-to-cart)=", re.I)
+
+
+def crawl_html(ctx: Context, start_url: str, start_page: HtmlPage | None, site: str) -> Iterator:
+    """Events of a breadth-first crawl from the start page."""
+    budget = ctx.options.max_pages or DEFAULT_HTML_PAGES
+    stored = set(ctx.store.hashes())
+    seen = {normalize(start_url)}
+    queue: deque[Job] = deque()
+    planned = [1, False]  # pages fetched or queued (the start page counts), budget hit
+
+    def enqueue(links) -> None:
+        for link in links:
+            link = normalize(link)
+            if link in seen or not _crawlable(ctx, link):
+                continue
+            if planned[0] >= budget:
+                planned[1] = True
+                return
+            seen.add(link)
+            planned[0] += 1
+            queue.append(plan(ctx, link, stored) or Job(link))
+
+    if start_page is not None:
+        yield from _handle(ctx, Job(start_url), Result("page", start_page), site, stored, enqueue)
+    for job, result in fetch_all(ctx, queue):
+        if result.final_url:
+            seen.add(normalize(result.final_url))
+        yield from _handle(ctx, job, result, site, stored, enqueue)
+    if planned[1]:
+        yield Notice(f"stopped at {budget} pages (--max-pages); raise it to crawl further")
+    revisit = deque(plan(ctx, url, stored) or Job(url)
+                    for url in ctx.known("html", site) if normalize(url) not in seen)
+    for job, result in fetch_all(ctx, revisit):
+        yield from store_result(ctx, job, result, source="html", site=site, stored=stored,
+                                keep_links=True)
+
+
+def _handle(ctx: Context, job: Job, result: Result, site: str, stored: set[str],
+            enqueue) -> Iterator:
+    page = result.page
+    if result.kind == "not_modified":
+        enqueue((ctx.doc_state(job.url) or {}).get("links", []))
+    elif result.kind == "page":
+        enqueue(page.links)
+        canonical = normalize(page.canonical) if page.canonical else None
+        if canonical and canonical != normalize(job.url) and ctx.fetcher.on_site(canonical):
+            enqueue([canonical])
+            return
+        if page.is_listing or page.noindex:
+            return
+    yield from store_result(ctx, job, result, source="html", site=site, stored=stored,
+                            keep_links=True)
+
+
+def normalize(url: str) -> str:
+    """Scheme and host lowercased, default port and fragment dropped, empty path as /."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    port = parts.port
+    if port and not (parts.scheme == "http" and port == 80 or parts.scheme == "https"
+                     and port == 443):
+        host = f"{host}:{port}"
+    return urlunsplit((parts.scheme.lower(), host, parts.path or "/", parts.query, ""))
+
+
+def _crawlable(ctx: Context, url: str) -> bool:
+    path = urlsplit(url).path
+    if SKIP_EXTENSIONS.search(path) or SKIP_PATHS.search(url):
+        return False
+    try:
+        ctx.fetcher.check(url)
+    except FetchError:  # off-site, disallowed by robots.txt, not http(s): not followed
+        return False
+    return True

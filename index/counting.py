@@ -1,0 +1,183 @@
+"""Raw term counts of chunks: the one tokenising pass that every lexical method builds from.
+
+A chunk is tokenised through its whitespace-separated pieces: the java terms of a piece
+(`java_terms(piece)`: lowercase, runs of letters or digits) are computed once per distinct
+piece and cached, so the work per word is a dictionary look-up done in C. Splitting at
+whitespace first changes nothing: whitespace is never part of a term, and lowercasing a piece
+alone gives the same letters as lowercasing the whole text (whitespace is neither cased nor
+case-ignorable, so even a final sigma comes out the same).
+
+Other analyzers map each java term to one term or none (`analyzers.get_term_filter`), so
+their counts are the java counts with columns merged or dropped: `reanalyze`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import chain
+
+import numpy as np
+import scipy.sparse as sp
+
+from busca.index.analyzers import java_terms
+
+UINT16_MAX = np.iinfo(np.uint16).max
+
+
+class EmptyVocabulary(ValueError):
+    """No chunk has a single term."""
+
+
+@dataclass(frozen=True)
+class TermCounts:
+    """Raw counts, chunks x terms (CSR, int32 indices), and the terms in column order."""
+
+    matrix: sp.csr_matrix
+    terms: list[str]
+
+    @property
+    def chunks(self) -> int:
+        return self.matrix.shape[0]
+
+
+@dataclass(frozen=True)
+class CountedBatch:
+    """Counts of a batch of chunks over the batch's own term ids (`terms` in id order)."""
+
+    terms: list[str]
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+
+
+@functools.lru_cache(maxsize=1 << 20)
+def piece_terms(piece: str) -> tuple[str, ...]:
+    """The java terms of one whitespace-free piece of text (cached)."""
+    return tuple(java_terms(piece))
+
+
+def count_pieces(chunks: Sequence[Sequence[str]]) -> CountedBatch:
+    """Term counts of chunks given as lists of whitespace-free pieces."""
+    lengths = np.fromiter(map(len, chunks), dtype=np.int64, count=len(chunks))
+    piece_ids: defaultdict[str, int] = defaultdict()
+    piece_ids.default_factory = piece_ids.__len__
+    occurrences = np.fromiter(map(piece_ids.__getitem__, chain.from_iterable(chunks)),
+                              dtype=np.int64, count=int(lengths.sum()))
+    term_ids: defaultdict[str, int] = defaultdict()
+    term_ids.default_factory = term_ids.__len__
+    per_piece = [tuple(map(term_ids.__getitem__, piece_terms(p))) for p in piece_ids]
+    n_terms = np.fromiter(map(len, per_piece), dtype=np.int64, count=len(per_piece))
+    flat = np.fromiter(chain.from_iterable(per_piece), dtype=np.int64, count=int(n_terms.sum()))
+    rows = np.repeat(np.arange(len(chunks), dtype=np.int64), lengths)
+    columns, rows = _expand(occurrences, rows, n_terms, flat)
+    matrix = sp.coo_matrix((np.ones(columns.size, dtype=np.int32), (rows, columns)),
+                           shape=(len(chunks), len(term_ids))).tocsr()
+    return CountedBatch(list(term_ids), matrix.indptr.astype(np.int64),
+                        matrix.indices.astype(np.int32), _compact(matrix.data))
+
+
+def _expand(occurrences, rows, n_terms, flat):
+    """Term id and row of every term occurrence, from piece occurrences."""
+    if n_terms.size and n_terms.min() == 1 and n_terms.max() == 1:
+        return flat[occurrences], rows
+    counts = n_terms[occurrences]
+    starts = np.cumsum(n_terms) - n_terms
+    first = np.repeat(starts[occurrences], counts)
+    within = np.arange(first.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    return flat[first + within], np.repeat(rows, counts)
+
+
+def _compact(data: np.ndarray) -> np.ndarray:
+    if data.size == 0 or data.max() <= UINT16_MAX:
+        return data.astype(np.uint16)
+    return data.astype(np.int32)
+
+
+class CountMerger:
+    """Accumulates batches in order into one vocabulary; `result()` gives sorted columns."""
+
+    def __init__(self):
+        self.vocabulary: defaultdict[str, int] = defaultdict()
+        self.vocabulary.default_factory = self.vocabulary.__len__
+        self.parts: list[CountedBatch] = []
+        self.rows = 0
+
+    def add(self, batch: CountedBatch) -> None:
+        mapping = np.fromiter(map(self.vocabulary.__getitem__, batch.terms), dtype=np.int32,
+                              count=len(batch.terms))
+        self.parts.append(CountedBatch([], batch.indptr, mapping[batch.indices], batch.data))
+        self.rows += batch.indptr.size - 1
+
+    def result(self) -> TermCounts:
+        """All rows so far; columns renumbered in sorted term order (as CountVectorizer).
+        The batches are moved into the final arrays one by one (memory: the result plus
+        one batch)."""
+        terms = list(self.vocabulary)
+        order = sorted(range(len(terms)), key=terms.__getitem__)
+        rank = np.empty(len(terms), dtype=np.int32)
+        rank[np.asarray(order, dtype=np.int64)] = np.arange(len(terms), dtype=np.int32)
+        parts, self.parts = self.parts, []
+        nnz = sum(p.indices.size for p in parts)
+        index_dtype = np.int32 if nnz < np.iinfo(np.int32).max else np.int64
+        indptr = np.zeros(self.rows + 1, dtype=index_dtype)
+        indices = np.empty(nnz, dtype=np.int32)
+        wide = any(p.data.dtype != np.uint16 for p in parts)
+        data = np.empty(nnz, dtype=np.int32 if wide else np.uint16)
+        row = start = 0
+        while parts:
+            p = parts.pop(0)
+            n, end = p.indptr.size - 1, start + p.indices.size
+            indptr[row + 1:row + n + 1] = p.indptr[1:] + start
+            indices[start:end] = rank[p.indices]
+            data[start:end] = p.data
+            row, start = row + n, end
+        matrix = sp.csr_matrix((data, indices, indptr), shape=(self.rows, len(terms)))
+        return TermCounts(matrix, [terms[i] for i in order])
+
+
+def count_texts(texts: Iterable[str], *, batch: int = 4096) -> TermCounts:
+    """Java-term counts of chunk texts, in one process (the small-corpus path)."""
+    merger = CountMerger()
+    pending: list[list[str]] = []
+    for text in texts:
+        pending.append(text.split())
+        if len(pending) >= batch:
+            merger.add(count_pieces(pending))
+            pending = []
+    if pending or merger.rows == 0:
+        merger.add(count_pieces(pending))
+    return merger.result()
+
+
+def reanalyze(counts: TermCounts, term_filter) -> TermCounts:
+    """The counts under another analyzer: each java column merged into its filtered term's
+    column or dropped (`term_filter(term) -> term | None`)."""
+    if term_filter is None:
+        return counts
+    mapped = [term_filter(t) for t in counts.terms]
+    terms = sorted({t for t in mapped if t})
+    column = {t: i for i, t in enumerate(terms)}
+    keep = np.array([i for i, t in enumerate(mapped) if t], dtype=np.int64)
+    targets = np.array([column[mapped[i]] for i in keep], dtype=np.int64)
+    most = int(counts.matrix.sum(axis=1).max()) if counts.chunks else 0
+    dtype = np.uint16 if most <= UINT16_MAX else np.int32
+    projection = sp.csr_matrix((np.ones(keep.size, dtype=dtype), (keep, targets)),
+                               shape=(len(counts.terms), len(terms)))
+    matrix = counts.matrix.astype(dtype, copy=False) @ projection
+    return TermCounts(sp.csr_matrix(matrix), terms)
+
+
+
+def column_blocks(indptr: np.ndarray, size: int = 1 << 23) -> Iterator[tuple[int, int]]:
+    """Consecutive column ranges [c0, c1) of a compressed matrix holding about `size`
+    entries each (at least one column), to process big arrays in bounded memory."""
+    n = indptr.size - 1
+    c0 = 0
+    while c0 < n:
+        c1 = int(np.searchsorted(indptr, indptr[c0] + size, side="right")) - 1
+        c1 = min(max(c1, c0 + 1), n)
+        yield c0, c1
+        c0 = c1

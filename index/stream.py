@@ -1,0 +1,250 @@
+"""Chunk the store's documents into word windows and count their terms in one streaming pass.
+
+Documents are read in batches; each batch is cut into windows and tokenised in a worker
+process (all cores), and the main process merges the batches in order, so memory holds the
+compact results (spans, term counts) and never all the texts. The windows are exactly those
+of `chunking.chunk_words` (tests/test_stream.py checks it); a document unchanged since the
+previous build keeps its previous chunk spans.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import re
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from multiprocessing import get_all_start_methods, get_context
+
+import numpy as np
+
+from busca.crawler.store import ChunkRow, Document
+from busca.index.chunking import window_starts, words
+from busca.index.counting import CountedBatch, CountMerger, TermCounts, count_pieces
+
+BATCH_DOCS = 2000
+BATCH_CHARS = 4_000_000
+PARALLEL_MIN_DOCS = 5000  # below this, a worker pool costs more than it saves
+
+# Python's str.split() also splits at these, Java's split does not.
+_PYTHON_ONLY_SPACE = ("\xa0\x85\x1c\x1d\x1e\x1f\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
+                      "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+_JAVA_SPACE = " \t\n\x0b\f\r"
+_GAP = re.compile(r"[ \t\n\x0b\f\r]+")
+
+Progress = Callable[[str, int, int], None]
+Spans = list[tuple[int, int]]
+
+
+@dataclass(frozen=True)
+class ChunkedBatch:
+    """Windows of a batch of documents: per document its words and chunk count; per chunk
+    its character span; the chunks' term counts and (if asked) texts."""
+
+    words: np.ndarray
+    chunks: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    counts: CountedBatch | None
+    texts: list[str] | None
+
+
+@dataclass
+class Chunked:
+    """Everything the build needs from the documents: chunk rows, figures, counts, texts."""
+
+    urls: list[str] = field(default_factory=list)
+    hashes: list[str] = field(default_factory=list)
+    per_doc: list[np.ndarray] = field(default_factory=list)
+    starts: list[np.ndarray] = field(default_factory=list)
+    ends: list[np.ndarray] = field(default_factory=list)
+    texts: list[str] | None = None
+    counts: TermCounts | None = None
+    words: int = 0
+    rechunked: int = 0
+
+    @property
+    def chunks(self) -> int:
+        return int(sum(a.sum() for a in self.per_doc))
+
+    def rows(self) -> Iterator[ChunkRow]:
+        """The chunk rows, ids in order."""
+        n_chunks = np.concatenate(self.per_doc) if self.per_doc else np.empty(0, np.int64)
+        starts = np.concatenate(self.starts).tolist() if self.starts else []
+        ends = np.concatenate(self.ends).tolist() if self.ends else []
+        i = 0
+        for url, sha, n in zip(self.urls, self.hashes, n_chunks.tolist()):
+            for position in range(n):
+                yield ChunkRow(i, url, position, starts[i], ends[i], sha)
+                i += 1
+
+
+def chunk_documents(documents: Iterable[Document], *, size: int, overlap: int,
+                    reusable: dict, total: int, count: bool = True, keep_texts: bool = False,
+                    workers: int | None = None, on_progress: Progress | None = None) -> Chunked:
+    """Word windows of every document, with their term counts and, if asked, texts."""
+    progress = on_progress or (lambda stage, done, total: None)
+    workers = default_workers() if workers is None else workers
+    result = Chunked(texts=[] if keep_texts else None)
+    merger = CountMerger() if count else None
+    batches = _batches(documents, reusable, result)
+    job = dict(size=size, overlap=overlap, count=count, keep_texts=keep_texts)
+    done = 0
+    for batch in _run(batches, job, workers if total >= PARALLEL_MIN_DOCS else 1):
+        result.words += int(batch.words.sum())
+        result.per_doc.append(batch.chunks)
+        result.starts.append(batch.starts)
+        result.ends.append(batch.ends)
+        if merger is not None:
+            merger.add(batch.counts)
+        if keep_texts:
+            result.texts.extend(batch.texts)
+        done += batch.chunks.size
+        progress("chunking and counting terms", done, total)
+    if merger is not None and merger.rows:
+        result.counts = merger.result()
+    return result
+
+
+def default_workers() -> int:
+    """Worker processes for tokenising: one per core."""
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+               else os.cpu_count() or 1)
+
+
+def _batches(documents: Iterable[Document], reusable: dict, result: Chunked):
+    """Lists of (text, previous spans or None), recording urls, hashes and reuse."""
+    batch, chars = [], 0
+    for doc in documents:
+        old = reusable.get(doc.url)
+        spans = [(r.start, r.end) for r in old[1]] if old and old[0] == doc.sha256 else None
+        result.rechunked += spans is None
+        result.urls.append(doc.url)
+        result.hashes.append(doc.sha256)
+        batch.append((doc.text, spans))
+        chars += len(doc.text)
+        if len(batch) >= BATCH_DOCS or chars >= BATCH_CHARS:
+            yield batch
+            batch, chars = [], 0
+    if batch:
+        yield batch
+
+
+def _run(batches: Iterator[list], job: dict, workers: int) -> Iterator[ChunkedBatch]:
+    """Results of `chunk_batch` over the batches, in order; at most 2 per worker in flight."""
+    context = _fork_context()
+    if workers <= 1 or context is None:
+        for batch in batches:
+            yield chunk_batch(batch, **job)
+        return
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        pending = []
+        try:
+            for batch in batches:
+                pending.append(pool.submit(chunk_batch, batch, **job))
+                if len(pending) >= 2 * workers:
+                    yield pending.pop(0).result()
+            while pending:
+                yield pending.pop(0).result()
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+
+
+def _fork_context():
+    """Forked workers start at once and need no `__main__` guard in the caller's script; only
+    a process without other Python threads forks safely. None: work in this process."""
+    if "fork" not in get_all_start_methods() or threading.active_count() > 1:
+        return None
+    return get_context("fork")
+
+
+def chunk_batch(docs: list[tuple[str, Spans | None]], *, size: int, overlap: int,
+                count: bool, keep_texts: bool) -> ChunkedBatch:
+    """Windows of each (text, previous spans) and the term counts of all of them."""
+    with _gc_paused():
+        return _chunk_batch(docs, size=size, overlap=overlap, count=count, keep_texts=keep_texts)
+
+
+@contextmanager
+def _gc_paused():
+    """The cyclic garbage collector off for a while: a batch makes millions of small acyclic
+    objects (words, tuples) that would trigger useless collections (a quarter of the time)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _chunk_batch(docs, *, size, overlap, count, keep_texts) -> ChunkedBatch:
+    n_words, n_chunks, starts, ends, pieces = [], [], [], [], []
+    for text, old in docs:
+        count_words, spans, chunk_pieces = windows(text, size=size, overlap=overlap)
+        if old is not None and old != spans:
+            spans, chunk_pieces = old, [_pieces(text[a:b]) for a, b in old]
+        n_words.append(count_words)
+        n_chunks.append(len(spans))
+        starts.extend(a for a, _ in spans)
+        ends.extend(b for _, b in spans)
+        pieces.extend(chunk_pieces)
+    return ChunkedBatch(np.array(n_words, dtype=np.int64), np.array(n_chunks, dtype=np.int64),
+                        np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64),
+                        count_pieces(pieces) if count else None,
+                        [" ".join(p) for p in pieces] if keep_texts else None)
+
+
+def splits_like_java(text: str) -> bool:
+    """True when `text.split()` gives the Java words: no Python-only whitespace, and no
+    control character at either end (Java's trim() drops every char <= U+0020 there)."""
+    if any(c in text for c in _PYTHON_ONLY_SPACE):
+        return False
+    core = text.strip(_JAVA_SPACE)
+    return not core or (core[0] > " " and core[-1] > " ")
+
+
+def windows(text: str, *, size: int, overlap: int) -> tuple[int, Spans, list[list[str]]]:
+    """Word count, window spans and each window's words, as `chunk_words` cuts them."""
+    if not splits_like_java(text):
+        spans = words(text)
+        ws = [text[a:b] for a, b in spans]
+        offsets = [a for a, _ in spans]
+    else:
+        ws = text.split()
+        offsets = None
+    n = len(ws)
+    starts = window_starts(n, size=size, overlap=overlap) if n else []
+    if offsets is None and len(starts) > 1:
+        offsets = _offsets(text, ws)
+    spans, pieces = [], []
+    for s in starts:
+        e = min(s + size, n) - 1
+        if offsets is None:  # one window over the whole (stripped) text
+            spans.append((len(text) - len(text.lstrip()), len(text.rstrip())))
+        else:
+            spans.append((offsets[s], offsets[e] + len(ws[e])))
+        pieces.append(ws[s:e + 1])
+    return n, spans, pieces
+
+
+def _offsets(text: str, ws: list[str]) -> list[int]:
+    """Character offset of each word, from word and gap lengths (fast-path texts only)."""
+    lead = len(text) - len(text.lstrip())
+    gaps = _GAP.findall(text, lead, len(text.rstrip()))
+    steps = np.empty(len(ws), dtype=np.int64)
+    steps[0] = lead
+    steps[1:] = np.fromiter(map(len, ws[:-1]), np.int64, len(ws) - 1) + \
+        np.fromiter(map(len, gaps), np.int64, len(gaps))
+    return np.cumsum(steps).tolist()
+
+
+def _pieces(text: str) -> list[str]:
+    """The words of a span of text (Java split)."""
+    if not splits_like_java(text):
+        return [text[a:b] for a, b in words(text)]
+    return text.split()

@@ -1,0 +1,126 @@
+"""Generic JSON API source: dotted paths, URL templates, page parameter or next link."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import responses
+
+from busca.crawler.crawl import crawl
+from busca.crawler.events import Failed
+from busca.crawler.jsonapi import _MISSING, lookup
+from busca.crawler.options import CrawlOptions, JsonApiOptions
+from busca.crawler.store import Store
+from busca.fixtures.server import FixtureSite, load_articles
+
+API = "https://api.s.example/v1/artigos"
+ARTIGOS = [
+    {"slug": "prazo-de-matricula", "titulo": "Prazo de matrícula",
+     "corpo": {"html": "<p>São <b>sete</b> dias.</p>"}, "atualizado": "2024-03-01"},
+    {"slug": "monitoria", "titulo": "Monitoria", "corpo": {"html": "Texto simples.\n\nOutro."},
+     "atualizado": "2024-03-02"},
+]
+
+
+def test_lookup():
+    data = {"data": {"items": [{"a": 1}, {"a": 2}]}, "n": None}
+    assert lookup(data, "data.items.1.a") == 2
+    assert lookup(data, "") is data
+    assert lookup(data, "data.items.-1.a") == 2
+    assert lookup(data, "data.nada") is _MISSING
+    assert lookup(data, "data.items.7") is _MISSING
+    assert lookup(data, "n") is None
+
+
+def options(**json_options) -> CrawlOptions:
+    return CrawlOptions(source="json", rate=1000, json=JsonApiOptions(**json_options))
+
+
+SEED_LIKE = dict(items="dados", url="https://s.example/artigos/{slug}", title="titulo",
+                 body="corpo.html", modified="atualizado", page_param="pagina")
+
+
+@pytest.fixture
+def api(tmp_path):
+    pages = {1: ARTIGOS[:1], 2: ARTIGOS[1:], 3: []}
+
+    def reply(request):
+        page = int(parse_qs(urlsplit(request.url).query).get("pagina", ["1"])[0])
+        return 200, {}, json.dumps({"dados": pages[page], "total": 2})
+
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps, Store(tmp_path) as s:
+        rsps.get("https://api.s.example/robots.txt", status=404)
+        rsps.add_callback(responses.GET, API, callback=reply)
+        yield rsps, s, pages
+
+
+def test_page_parameter_until_an_empty_page(api):
+    rsps, store, _ = api
+    report = list(crawl(API + "?pagina=1", store, options=options(**SEED_LIKE)))[-1].report
+    assert report.source == "json" and report.counts["added"] == 2
+    document = store.get("https://s.example/artigos/prazo-de-matricula")
+    assert (document.title, document.text, document.modified) == (
+        "Prazo de matrícula", "São sete dias.", "2024-03-01")
+    assert store.get("https://s.example/artigos/monitoria").text == "Texto simples.\nOutro."
+    assert len([c for c in rsps.calls if c.request.url.startswith(API)]) == 3
+
+
+def test_items_removed_from_the_api_are_deleted(api):
+    rsps, store, pages = api
+    list(crawl(API, store, options=options(**SEED_LIKE)))
+    pages[2] = []
+    report = list(crawl(API, store, options=options(**SEED_LIKE)))[-1].report
+    assert report.counts == {"added": 0, "updated": 0, "unchanged": 1, "deleted": 1}
+
+
+def test_missing_fields_name_the_fix(api):
+    rsps, store, _ = api
+    events = list(crawl(API, store, options=options(**{**SEED_LIKE, "body": "texto"})))
+    failed = [e for e in events if isinstance(e, Failed)]
+    assert "no text at 'texto' (the item has: slug, titulo, corpo, atualizado); set --json-body" \
+        in failed[0].reason
+    report = events[-1].report
+    assert report.documents == 0
+
+
+def test_wrong_items_path_stops_with_the_keys(api):
+    rsps, store, _ = api
+    report = list(crawl(API, store, options=options(**{**SEED_LIKE, "items": "data"})))[-1].report
+    assert report.stopped == (f"no list of items at 'data' of {API} (its keys: dados, total);"
+                              " set --json-items to the dotted path of the list")
+
+
+def test_api_that_needs_a_key(tmp_path):
+    with FixtureSite(load_articles()[:2], ghost=True) as site, Store(tmp_path) as store:
+        url = site.url + "ghost/api/content/posts/"
+        report = list(crawl(url, store, options=options(items="posts")))[-1].report
+    assert report.stopped.startswith("the API refuses anonymous clients (HTTP 401")
+
+
+def test_ghost_content_api_with_next_page_number(tmp_path):
+    ghost = dict(items="posts", url="url", title="title", body="html", modified="updated_at",
+                 page_param="page", next_path="meta.pagination.next")
+    articles = load_articles()[:7]
+    with FixtureSite(articles, ghost=True) as site, Store(tmp_path) as store:
+        url = site.url + "ghost/api/content/posts/?key=abc&limit=3"
+        report = list(crawl(url, store, options=options(**ghost)))[-1].report
+        calls = [h.path for h in site.hits("/ghost/")]
+        texts = {d.url: d.text for d in store.documents()}
+    with FixtureSite(articles) as site, Store(tmp_path / "wp") as store:
+        list(crawl(site.url, store, options=CrawlOptions(rate=1000)))
+        wp_texts = {d.url.split("/", 3)[3]: d.text for d in store.documents()}
+    assert report.counts["added"] == 7 and len(calls) == 3
+    assert {u.split("/", 3)[3]: t for u, t in texts.items()} == wp_texts
+
+
+def test_next_link_loop_is_stopped(tmp_path):
+    body = {"items": [{"url": "/a", "title": "A", "content": "texto"}], "next": API}
+    with responses.RequestsMock() as rsps, Store(tmp_path) as store:
+        rsps.get("https://api.s.example/robots.txt", body="")
+        rsps.get(API, json=body)
+        events = list(crawl(API, store, options=options(items="items", next_path="next")))
+    failed = [e for e in events if isinstance(e, Failed)]
+    assert "a paging loop" in failed[0].reason
+    assert events[-1].report.counts["added"] == 1

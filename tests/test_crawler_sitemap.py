@@ -1,0 +1,108 @@
+"""Sitemaps: parsing (plain, index, gzip, Yoast), archive sitemaps skipped, lastmod, deletions."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+
+from busca.crawler.crawl import crawl
+from busca.crawler.options import CrawlOptions
+from busca.crawler.sitemap import ARCHIVE_SITEMAPS, looks_like_sitemap, parse_sitemap
+from busca.crawler.store import Store
+from busca.fixtures.server import FixtureSite, load_articles
+
+URLSET = """<?xml version="1.0" encoding="UTF-8"?><?xml-stylesheet type="text/xsl" href="/s.xsl"?>
+<urlset xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
+        xmlns:image="http://www.google.com/schemas/sitemap-image/1.1"
+        xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+  <url><loc> https://s.example/a/ </loc><lastmod>2024-09-26T17:20:34+00:00</lastmod>
+    <image:image><image:loc>https://s.example/a.jpg</image:loc></image:image></url>
+  <url><loc>https://s.example/b/</loc><changefreq>weekly</changefreq></url>
+  <url><lastmod>2024-01-01</lastmod></url>
+</urlset>"""
+INDEX = """<?xml version="1.0" encoding="UTF-8"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+<sitemap><loc>http://example.org/wp-sitemap-posts-post-1.xml</loc><lastmod>2005-01-01</lastmod></sitemap>
+<sitemap><loc>http://example.org/wp-sitemap-taxonomies-category-1.xml</loc></sitemap></sitemapindex>"""
+
+
+def test_parse_urlset_yoast_style():
+    kind, entries = parse_sitemap(URLSET.encode(), max_bytes=10**6)
+    assert kind == "urlset"
+    assert entries == [("https://s.example/a/", "2024-09-26T17:20:34+00:00"),
+                       ("https://s.example/b/", None)]
+
+
+def test_parse_index_and_gzip():
+    kind, entries = parse_sitemap(gzip.compress(INDEX.encode()), max_bytes=10**6)
+    assert kind == "sitemapindex" and len(entries) == 2
+    assert entries[0] == ("http://example.org/wp-sitemap-posts-post-1.xml", "2005-01-01")
+
+
+def test_gzip_bomb_is_refused():
+    bomb = gzip.compress(b"<urlset>" + b" " * 2_000_000 + b"</urlset>")
+    with pytest.raises(ValueError, match="uncompressed sitemap over 1,000,000 bytes"):
+        parse_sitemap(bomb, max_bytes=1_000_000)
+
+
+@pytest.mark.parametrize("body, message", [
+    (b"<html><body>not found</body></html>", "<html> is not a sitemap"),
+    (b"<urlset><url>", "malformed XML"),
+])
+def test_not_a_sitemap(body, message):
+    with pytest.raises(ValueError, match=message):
+        parse_sitemap(body, max_bytes=10**6)
+
+
+def test_sniffing_and_archive_sitemaps():
+    assert looks_like_sitemap(b'<?xml version="1.0"?><sitemapindex xmlns="x">')
+    assert not looks_like_sitemap(b"<!DOCTYPE html><html>")
+    skipped = ["https://s/wp-sitemap-taxonomies-category-1.xml", "https://s/wp-sitemap-users-1.xml",
+               "https://s/category-sitemap.xml", "https://s/post_tag-sitemap2.xml",
+               "https://s/?sitemap=taxonomies&sitemap-subtype=category&paged=1"]
+    kept = ["https://s/wp-sitemap-posts-post-1.xml", "https://s/post-sitemap2.xml",
+            "https://s/page-sitemap.xml"]
+    assert all(ARCHIVE_SITEMAPS.search(u) for u in skipped)
+    assert not any(ARCHIVE_SITEMAPS.search(u) for u in kept)
+
+
+def run(url, store, **options):
+    events = list(crawl(url, store, options=CrawlOptions(rate=1000, source="sitemap", **options)))
+    return events[-1].report
+
+
+def test_sitemap_crawl_uses_lastmod_and_pages(tmp_path):
+    page = {**load_articles()[0], "id": 2, "slug": "sobre", "title": "Sobre", "content": "<p>nós</p>"}
+    with FixtureSite(load_articles()[1:6], pages=[page], sitemap_size=2) as site, \
+            Store(tmp_path) as store:
+        report = run(site.url, store)
+        assert store.count() == 6 and store.get(site.url + "sobre/").text == "nós"
+        sitemaps = [h.path for h in site.hits("/wp-sitemap")]
+        before = len(site.log)
+        again = run(site.url, store)
+        article_hits = [h for h in site.log[before:] if h.bodies]
+    assert report.counts["added"] == 6
+    assert sitemaps == ["/wp-sitemap.xml", "/wp-sitemap-posts-post-1.xml",
+                        "/wp-sitemap-posts-post-2.xml", "/wp-sitemap-posts-post-3.xml",
+                        "/wp-sitemap-posts-page-1.xml"]  # no category or user sitemaps
+    assert again.counts["unchanged"] == 6 and not article_hits
+
+
+def test_plain_site_sitemap_and_a_page_that_disappears(tmp_path):
+    articles = load_articles()[:3]
+    with FixtureSite(articles, wordpress=False) as site, Store(tmp_path) as store:
+        assert run(site.url, store).counts["added"] == 3
+        site.articles[0]["slug"] = "renomeado"  # old URL now 404, new URL listed
+        site.articles[0]["modified_gmt"] = "2030-01-01T00:00:00"
+        report = run(site.url, store)
+        urls = sorted(store.hashes())
+    assert report.counts == {"added": 1, "updated": 0, "unchanged": 2, "deleted": 1}
+    assert site.url + "renomeado/" in urls and len(urls) == 3
+
+
+def test_full_ignores_lastmod(tmp_path):
+    with FixtureSite(load_articles()[:2]) as site, Store(tmp_path) as store:
+        run(site.url, store)
+        before = len(site.log)
+        run(site.url, store, full=True)
+        assert len([h for h in site.log[before:] if h.bodies]) == 2

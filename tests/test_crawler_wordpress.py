@@ -1,0 +1,170 @@
+"""WordPress REST API source: URLs, paging, fields, incremental state, post types."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import responses
+
+from busca.crawler.crawl import crawl
+from busca.crawler.events import Expected, Failed, Stored
+from busca.crawler.options import CrawlOptions
+from busca.crawler.store import Store
+from busca.crawler.wordpress import FIELDS, SWEEP_FIELDS, api_url
+from busca.fixtures.server import FixtureSite, load_articles
+
+SITE = "https://blog.example"
+FAST = {"rate": 1000.0, "backoff": 0.01}
+
+
+def run(url, store, **options):
+    return list(crawl(url, store, options=CrawlOptions(**{**FAST, **options})))
+
+
+def post(i: int, **extra) -> dict:
+    return {"id": i, "link": f"{SITE}/p{i}/", "modified": f"2024-01-0{i}T10:00:00",
+            "modified_gmt": f"2024-01-0{i}T13:00:00", "title": {"rendered": f"Post {i}"},
+            "content": {"rendered": f"<p>Corpo {i}</p>", "protected": False}, **extra}
+
+
+@pytest.mark.parametrize("root, expected", [
+    ("https://s.example/wp-json/", "https://s.example/wp-json/wp/v2/posts?per_page=100&_fields=id,link"),
+    ("https://s.example/blog/wp-json", "https://s.example/blog/wp-json/wp/v2/posts?per_page=100&_fields=id,link"),
+    ("https://s.example/?rest_route=/",
+     "https://s.example/?rest_route=/wp/v2/posts&per_page=100&_fields=id,link"),
+    ("https://s.example/index.php?rest_route=%2F",
+     "https://s.example/index.php?rest_route=/wp/v2/posts&per_page=100&_fields=id,link"),
+])
+def test_api_url(root, expected):
+    assert api_url(root, "wp/v2/posts", {"per_page": 100, "_fields": "id,link"}) == expected
+
+
+@pytest.fixture
+def api(tmp_path):
+    """A mocked WordPress site whose REST answers each test registers."""
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        rsps.get(f"{SITE}/robots.txt", body="User-agent: *\nDisallow: /wp-admin/\n")
+        rsps.get(f"{SITE}/", body="<html><p>home</p></html>", content_type="text/html",
+                 headers={"Link": f'<{SITE}/wp-json/>; rel="https://api.w.org/"'})
+        with Store(tmp_path) as store:
+            yield rsps, store
+
+
+def posts_route(rsps, pages: dict[int, tuple[int, list | str, dict]]):
+    """Answer /wp/v2/posts by page number: (status, body, headers)."""
+    def reply(request):
+        query = parse_qs(urlsplit(request.url).query)
+        if query.get("per_page") == ["1"]:
+            return 200, {}, "[]"
+        status, body, headers = pages[int(query.get("page", ["1"])[0])]
+        return status, headers, body if isinstance(body, str) else json.dumps(body)
+    rsps.add_callback(responses.GET, f"{SITE}/wp-json/wp/v2/posts", callback=reply)
+
+
+def test_first_crawl_asks_for_stored_fields_in_a_stable_order(api):
+    rsps, store = api
+    posts_route(rsps, {1: (200, [post(1), post(2)], {"X-WP-Total": "2", "X-WP-TotalPages": "1"})})
+    events = run(SITE, store)
+    listing = [c.request.url for c in rsps.calls if "per_page=100" in c.request.url][0]
+    query = parse_qs(urlsplit(listing).query)
+    assert query == {"per_page": ["100"], "_fields": [FIELDS], "orderby": ["id"], "order": ["asc"]}
+    assert Expected(2) in events
+    assert [e.url for e in events if isinstance(e, Stored)] == [f"{SITE}/p1/", f"{SITE}/p2/"]
+    document = store.get(f"{SITE}/p1/")
+    assert (document.title, document.text, document.source) == ("Post 1", "Corpo 1", "wordpress")
+    assert document.modified == "2024-01-01T13:00:00+00:00"
+
+
+def test_paging_by_total_pages_when_link_is_missing_and_400_ends(api):
+    rsps, store = api
+    posts_route(rsps, {
+        1: (200, [post(1)], {"X-WP-Total": "3", "X-WP-TotalPages": "3"}),
+        2: (200, [post(2)], {"X-WP-Total": "3", "X-WP-TotalPages": "3"}),
+        3: (400, {"code": "rest_post_invalid_page_number"}, {}),  # a post was deleted meanwhile
+    })
+    events = run(SITE, store)
+    assert not [e for e in events if isinstance(e, Failed)]
+    assert store.count() == 2
+
+
+def test_api_that_starts_refusing_mid_crawl_stops_and_keeps_what_it_has(api):
+    rsps, store = api
+    posts_route(rsps, {
+        1: (200, [post(1)], {"X-WP-TotalPages": "2", "Link": f'<{SITE}/wp-json/wp/v2/posts?page=2>; rel="next"'}),
+        2: (401, {"code": "rest_not_logged_in"}, {}),
+    })
+    report = run(SITE, store)[-1].report
+    assert report.stopped.startswith("the site refuses its API to anonymous clients (HTTP 401")
+    assert store.count() == 1
+    assert sum("page=2" in c.request.url for c in rsps.calls) == 1  # no retries on 401
+
+
+def test_protected_and_malformed_posts_are_reported(api):
+    rsps, store = api
+    locked = post(2, content={"rendered": "", "protected": True})
+    posts_route(rsps, {1: (200, [post(1), locked, {"title": "sem id"}], {"X-WP-TotalPages": "1"})})
+    failed = [e for e in run(SITE, store) if isinstance(e, Failed)]
+    assert failed[0] == Failed(f"{SITE}/p2/", "password-protected post; its text is not public")
+    assert failed[1].reason.startswith("a post without id or link")
+    assert store.count() == 1
+
+
+def test_incremental_requests(tmp_path):
+    articles = load_articles()[:4]
+    with FixtureSite(articles) as site, Store(tmp_path) as store:
+        run(site.url, store)
+        newest = max(a["modified"] for a in articles)
+        before = len(site.log)
+        site.edit(articles[0]["id"], content="<p>novo</p>")
+        events = run(site.url, store)
+        paths = [h.path for h in site.log[before:] if "/wp/v2/posts" in h.path]
+    fields = [parse_qs(urlsplit(p).query) for p in paths]
+    assert fields[0]["_fields"] == ["id"]  # the discovery probe
+    assert fields[1]["modified_after"] == [newest] and fields[1]["_fields"] == [FIELDS]
+    assert fields[2]["_fields"] == [SWEEP_FIELDS]
+    assert len(fields) == 3
+    statuses = sorted(e.status for e in events if isinstance(e, Stored))
+    assert statuses == ["unchanged"] * 3 + ["updated"]
+
+
+def test_posts_and_pages(tmp_path):
+    page = {**load_articles()[0], "id": 2, "slug": "sobre", "title": "Sobre o site",
+            "content": "<p>Quem somos.</p>"}
+    with FixtureSite(load_articles()[1:3], pages=[page]) as site, Store(tmp_path) as store:
+        run(site.url, store, types=("posts", "pages"))
+        titles = sorted(d.title for d in store.documents())
+        assert store.get(site.link(page, "pages")).text == "Quem somos."
+    assert titles == sorted(["Sobre o site"] + [a["title"] for a in load_articles()[1:3]])
+
+
+def test_deleting_a_page_does_not_touch_posts(tmp_path):
+    page = {**load_articles()[0], "id": 2, "slug": "sobre", "title": "Sobre", "content": "<p>x</p>"}
+    with FixtureSite(load_articles()[1:3], pages=[page]) as site, Store(tmp_path) as store:
+        run(site.url, store, types=("posts", "pages"))
+        site.pages.clear()
+        report = run(site.url, store, types=("posts", "pages"))[-1].report
+        assert store.count() == 2
+    assert report.counts == {"added": 0, "updated": 0, "unchanged": 2, "deleted": 1}
+
+
+def test_plain_permalinks_site_is_crawled_through_rest_route(tmp_path):
+    with FixtureSite(load_articles()[:3], pretty_permalinks=False) as site, Store(tmp_path) as s:
+        events = run(site.url, s)
+        urls = sorted(d.url for d in s.documents())
+        rest = [h.path for h in site.hits() if "rest_route" in h.path]
+    assert urls == sorted(f"{site.url}?p={a['id']}" for a in load_articles()[:3])
+    assert events[0].url == f"{site.url}index.php?rest_route=/"
+    assert all(p.startswith("/index.php?rest_route=/wp/v2/posts") for p in rest)
+
+
+def test_max_pages_limits_api_pages_and_the_next_run_goes_on(tmp_path):
+    with FixtureSite(load_articles()[:6], per_page_cap=2) as site, Store(tmp_path) as store:
+        report = run(site.url, store, max_pages=2)[-1].report
+        assert store.count() == 4 and len(site.hits("/wp-json/wp/v2/posts")) == 3
+        again = run(site.url, store, max_pages=2)[-1].report
+        assert store.count() == 6
+    assert any("stopped after 2 API pages (--max-pages)" in n for n in report.notices)
+    assert any("resuming the interrupted crawl of posts at API page 3" in n for n in again.notices)
+    assert again.counts == {"added": 2, "updated": 0, "unchanged": 4, "deleted": 0}
