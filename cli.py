@@ -198,10 +198,12 @@ def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyz
 def _with_dense(ctx, methods: str, dense: str | None, threads: int, options: dict) -> str:
     """`methods` plus dense and hybrid when an encoder is asked for (or kept from before)."""
     names = [m for m in _split(methods) if dense != "none" or m not in ("dense", "hybrid")]
-    if dense is None and "dense" not in names:
+    if dense is None:
         dense = index_dense.previous_encoder(Path(ctx.obj["home"]))
         if dense:
             click.echo(f"keeping the dense vectors of {dense} (--dense none drops them)", err=True)
+        elif "dense" in names:
+            dense = encoders.DEFAULT_ENCODER
     if dense and dense != "none":
         options.update(dense=dense, threads=threads)
         names += [m for m in ("dense", "hybrid") if m not in names]
@@ -312,13 +314,14 @@ def _print_hits(hits: list[core.Hit], query: str) -> None:
 
 
 def snippet(text: str, query: str, width: int = 240) -> str:
-    """About `width` characters of `text` around the first query word it contains."""
-    lowered = text.lower()
-    positions = [m.start() for w in re.findall(r"[^\W_]{3,}", query.lower())
-                 if (m := re.search(r"\b" + re.escape(w), lowered))]
-    start = max(0, min(positions) - width // 4) if positions else 0
-    if start:
-        start = text.find(" ", start) + 1 or start
+    """About `width` characters of `text` from the sentence that shares most query words."""
+    wanted = set(re.findall(r"[^\W_]{4,}", query.lower()))
+    starts = [0] + [m.end() for m in re.finditer(r"[.!?]\s+", text)]
+
+    def shared(start: int) -> int:
+        return len(wanted & set(re.findall(r"[^\W_]{4,}", text[start:start + width].lower())))
+
+    start = max(starts, key=shared) if wanted else 0
     piece = text[start:start + width]
     if start + width < len(text):
         piece = piece.rsplit(" ", 1)[0] + " …"
@@ -360,25 +363,51 @@ def stats(ctx, as_json):
 def demo(ctx, keep):
     """The whole story offline on the bundled fixture site (FaQuAD, CC BY 4.0).
 
-    Example: busca demo
+    Example: busca demo --keep demo-home
     """
-    with _demo_home(keep) as home:
+    from busca.fixtures.server import FixtureSite, load_articles
+
+    golden = str(FIXTURES / "golden" / "golden.json")
+    with _demo_home(keep) as home, FixtureSite(load_articles()) as site:
         ctx.obj["home"] = str(home)
-        _title("1. Put the fixture site's 39 articles in a fresh store")
-        ctx.invoke(add, files=[str(FIXTURES / "site" / "articles.jsonl")])
-        _title("2. Index them: 200-word windows, 40 words of overlap, TF-IDF")
-        ctx.invoke(index, quiet=True)
-        _title("3. The corpus in the seed's four figures")
+        _title(f"1. busca crawl {site.url}  (the bundled WordPress-like site, on this machine)")
+        ctx.invoke(crawl, url=site.url)
+        dense = _demo_encoder()
+        _title("2. busca index" + (f" --dense {dense}" if dense else "")
+               + "  (200-word windows, 40 words of overlap)")
+        ctx.invoke(index, quiet=True, dense=dense)
+        _title("3. busca stats  (the seed's four figures)")
         ctx.invoke(stats)
-        for question in DEMO_QUESTIONS:
-            _title(f'4. busca search "{question}"')
-            ctx.invoke(search, query=question, k=3)
+        methods = core.available_methods(load_index(home))
+        for question in (DEMO_LEXICAL, DEMO_PARAPHRASE):
+            for method in methods:
+                _title(f'4. busca search "{question}" --method {method} -k 1')
+                ctx.invoke(search, query=question, k=1, method=method, no_log=True)
+        _title(f"5. busca eval {golden} --calibrate  (paraphrases and lexical questions apart)")
+        ctx.invoke(eval_command, golden=golden, quiet=True, calibrate=True, key="recall@3")
+        method = "hybrid" if "hybrid" in methods else "tfidf"
+        _title(f'6. busca context "{DEMO_PARAPHRASE}" --method {method}')
+        _emit_context(ctx, DEMO_PARAPHRASE, method=method)
+        _title(f'7. busca context "{DEMO_REFUSED}" --method {method}  (below the floor)')
+        if not _emit_context(ctx, DEMO_REFUSED, method=method):
+            click.echo(f"(exit code {NOT_FOUND_EXIT}: no prompt, so no LLM call)")
 
 
-DEMO_QUESTIONS = (
-    "Quando foi fundada a Universidade Federal de Mato Grosso do Sul?",
-    "o que é um sistema de informação?",
-)
+# From the bundled golden set: one question that reuses the article's words, one paraphrase
+# that TF-IDF misses, one the site cannot answer.
+DEMO_LEXICAL = "Qual a universidade pioneira no Brasil em engenharia de software?"
+DEMO_PARAPHRASE = ("Como o PC consegue rodar vários aplicativos juntos se o processador só faz"
+                   " uma coisa por vez?")
+DEMO_REFUSED = "Qual a nota de corte do Sisu para Medicina?"
+
+
+def _demo_encoder() -> str | None:
+    try:
+        encoders.get_encoder(encoders.DEFAULT_ENCODER)
+    except encoders.EncoderError as e:
+        click.echo(f"(no dense search in this demo: {e})", err=True)
+        return None
+    return encoders.DEFAULT_ENCODER
 
 
 @contextmanager

@@ -65,7 +65,7 @@ def extract_page(html: str, url: str = "", *, take_title: bool = True) -> HtmlPa
     heads = _head_info(soup, base)
     for tag in soup.find_all(DROP_TAGS):
         tag.decompose()
-    articles = soup.find_all("article")
+    articles = _main_articles(soup.find_all("article"))
     container = _container(soup, articles)
     listing = len(articles) > 1 or (len(articles) == 1 and _is_excerpt(articles[0], url, base))
     title, title_tag = _title(soup, container) if take_title else ("", None)
@@ -128,6 +128,15 @@ def _codec(charset: str) -> str:
 
 def _clean(line: str) -> str:
     return _SPACE.sub(" ", line.translate(_INVISIBLE)).strip()
+
+
+def _main_articles(articles: list[Tag]) -> list[Tag]:
+    """The page's article when only one of several holds an <h1> (others: comments, related)."""
+    if len(articles) > 1:
+        headed = [a for a in articles if a.find("h1") is not None]
+        if len(headed) == 1:
+            return headed
+    return articles
 
 
 def _container(soup: BeautifulSoup, articles: list[Tag]) -> Tag:

@@ -119,7 +119,7 @@ class Fetcher:
 
     def __post_init__(self):
         self.limiter = RateLimiter(self.polite.rate, sleep=self.sleep)
-        self._robots: dict[str, Robots] = {}
+        self._robots: dict[str, Robots | FetchError] = {}
         self._robots_lock = threading.Lock()
         self._count_lock = threading.Lock()
         self.requests = 0
@@ -159,8 +159,14 @@ class Fetcher:
         origin = f"{parts.scheme}://{parts.netloc}"
         with self._robots_lock:
             if origin not in self._robots:
-                self._robots[origin] = self._fetch_robots(origin + "/robots.txt")
-            return self._robots[origin]
+                try:
+                    self._robots[origin] = self._fetch_robots(origin + "/robots.txt")
+                except FetchError as e:
+                    self._robots[origin] = e  # asked once: no hammering a failing host
+            found = self._robots[origin]
+        if isinstance(found, FetchError):
+            raise found
+        return found
 
     def _fetch_robots(self, url: str) -> Robots:
         try:

@@ -125,8 +125,10 @@ class HybridScorer:
 
     def __init__(self, index: Index, method: str = METHOD):
         self.index = index
-        stored = dict(index.methods.get(method, {}).get("fusion") or {})
-        self.settings = check_settings(FusionSettings(**stored))
+        stored = index.methods.get(method, {}).get("fusion") or {}
+        known = FusionSettings.__dataclass_fields__
+        self.settings = check_settings(FusionSettings(**{k: v for k, v in stored.items()
+                                                          if k in known}))
         self.components()  # fail now if the index cannot do hybrid
 
     def components(self) -> dict[str, float]:

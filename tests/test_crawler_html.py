@@ -141,3 +141,12 @@ def test_an_archive_with_one_post_is_a_listing():
     assert extract_page(archive, "https://s.example/category/x/").is_listing
     single = '<main><article><h1><a href="https://s.example/post/">Post</a></h1><p>x</p></article></main>'
     assert not extract_page(single, "https://s.example/post/").is_listing
+
+
+def test_comments_marked_up_as_articles_do_not_make_a_listing():
+    page = ('<main><article><header><h1>Post</h1></header><div><p>Corpo.</p></div></article>'
+            '<div id="comments"><article class="comment-body"><p>Ótimo!</p></article>'
+            '<article class="comment-body"><p>Concordo.</p></article></div></main>')
+    result = extract_page(page, "https://s.example/post/")
+    assert not result.is_listing
+    assert (result.title, result.text) == ("Post", "Corpo.")

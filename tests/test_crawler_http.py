@@ -245,3 +245,12 @@ def test_rate_limiter_hold_and_slow_down():
     before = t.now
     limiter.wait("h")
     assert t.now - before == pytest.approx(1.0)
+
+
+def test_an_unreadable_robots_txt_is_asked_for_once(mocked):
+    mocked.get(f"{SITE}/robots.txt", status=500)
+    f = fetcher(retries=1)
+    for path in ("/a", "/b"):
+        with pytest.raises(FetchError, match="robots.txt answers HTTP 500"):
+            f.get(f"{SITE}{path}")
+    assert len(mocked.calls) == 2  # one request and its retry, not one per URL

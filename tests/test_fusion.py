@@ -4,9 +4,10 @@ from collections import defaultdict
 import numpy as np
 import pytest
 from conftest import write_jsonl
-from dense_fakes import DOCS
+from dense_fakes import DOCS, FakeEncoder
 
 from busca.crawler.store import Document, Store
+from busca.index import encoders
 from busca.index.build import build_index
 from busca.index.storage import load_index, update_manifest
 from busca.search import core, fusion
@@ -228,6 +229,17 @@ def test_cli_index_with_dense_adds_dense_and_hybrid(indexed, run):
     assert "methods: tfidf, dense, hybrid" in again.stdout and "reused 4" in again.stdout
     dropped = run("index", "-q", "--methods", "tfidf", "--dense", "none")
     assert "methods: tfidf\n" in dropped.stdout
+
+
+def test_cli_methods_naming_dense_gets_the_default_encoder_and_hybrid(run, tmp_path,
+                                                                      monkeypatch):
+    monkeypatch.setattr(encoders, "DEFAULT_ENCODER", "fake")
+    monkeypatch.setitem(encoders.ENCODERS, "fake", lambda *, threads=1: FakeEncoder())
+    docs = [{"url": u, "title": t, "text": x} for u, t, x in DOCS]
+    run("add", str(write_jsonl(tmp_path / "docs.jsonl", docs)))
+    result = run("index", "-q", "--methods", "tfidf,dense")
+    assert "methods: tfidf, dense, hybrid" in result.stdout
+    assert "dense: fake (256 dimensions)" in result.stdout
 
 
 def test_cli_hybrid_json_prints_the_fusion_settings(indexed, run):

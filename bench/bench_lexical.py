@@ -1,0 +1,195 @@
+"""Lexical search side by side: busca `tfidf` and `bm25` against bm25s, scikit-learn's
+TfidfVectorizer used naively (`X @ q.T`), rank_bm25 and a dictionary cosine like the seed's
+Java program, on synthetic Portuguese corpora of 10k to 1M chunks.
+
+    python bench/bench_lexical.py --sizes 10000,100000,1000000 --faquad fixtures/faquad/dataset.json
+
+Corpus: chunk i is a random 200-word window of FaQuAD's 249 paragraphs (read in order, 30,337
+words) in which each word is, with probability 1/2, replaced by a word drawn at random from
+the same text, then shuffled (numpy seed 0). Queries: FaQuAD's 900 questions, shuffled
+(seed 0), top 10, one at a time, after 3 warm-up queries, in a process whose OpenMP/BLAS
+pools have one thread. Every system runs in a subprocess of its own, so each peak memory is
+that process's alone. busca builds through the real path (store -> `build_index` with
+`tfidf,bm25`: chunk rows in SQLite, one tokenising pass on every core); bm25s gets the same
+Portuguese Snowball stemmer and stopwords as busca's `pt` analyzer; rank_bm25 gets busca's
+`pt` terms; the dictionary cosine gets the Java-parity terms. rank_bm25 and the dictionary
+cosine run up to 100k chunks only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+FAQUAD = HERE.parent / "fixtures" / "faquad" / "dataset.json"
+WINDOW = 200
+SLOW_PEERS_MAX = 100_000
+ONE_THREAD = {v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                               "NUMBA_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")}
+GOALS = "busca q/s >= 2x bm25s, build >= 1.5x faster than bm25s (100k, 1M); p50 <= 10 ms and" \
+        " search peak <= 1.5 GB at 1M; whole run < 10 min"
+
+
+def faquad_words_and_questions(path: Path) -> tuple[np.ndarray, list[str]]:
+    data = json.loads(path.read_text(encoding="utf-8"))["data"]
+    paragraphs = [p for doc in data for p in doc["paragraphs"]]
+    words = " ".join(p["context"] for p in paragraphs).split()
+    questions = [qa["question"] for p in paragraphs for qa in p["qas"]]
+    random.Random(0).shuffle(questions)
+    return np.array(words, dtype=object), questions
+
+
+def make_corpus(words: np.ndarray, n: int, out: Path) -> None:
+    """n synthetic chunks, one per line (see the module docstring)."""
+    rng = np.random.default_rng(0)
+    with out.open("w", encoding="utf-8") as f:
+        for start in range(0, n, 20_000):
+            m = min(20_000, n - start)
+            pos = (rng.integers(0, words.size, m)[:, None] + np.arange(WINDOW)) % words.size
+            pos = np.where(rng.random((m, WINDOW)) < 0.5, pos,
+                           rng.integers(0, words.size, (m, WINDOW)))
+            pos = np.take_along_axis(pos, rng.random((m, WINDOW)).argsort(axis=1), axis=1)
+            f.write("\n".join(map(" ".join, words[pos])) + "\n")
+
+
+def subprocess_run(cfg: dict, *, one_thread: bool) -> dict:
+    """Run one system in a fresh interpreter; its figures come back as JSON on stdout."""
+    env = {**os.environ, **(ONE_THREAD if one_thread else {})}
+    done = subprocess.run([sys.executable, str(Path(__file__)), "--worker"], env=env,
+                          input=json.dumps(cfg), capture_output=True, text=True)
+    if done.returncode:
+        sys.stderr.write(done.stderr)
+        raise SystemExit(f"{cfg['runner']} failed at {cfg['size']} chunks")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def measure(n: int, base: dict, keep: bool) -> dict:
+    """Every system at n chunks."""
+    def step(label, runner, one_thread=True, **extra):
+        print(f"[{n:,}] {label}…", file=sys.stderr, flush=True)
+        return subprocess_run({**base, "size": n, "runner": runner, **extra},
+                              one_thread=one_thread)
+
+    rows: dict = {}
+    step("filling the busca store (not timed)", "busca-store")
+    build = step("busca index (tfidf + bm25, one pass)", "busca-build", one_thread=False)
+    for method in ("tfidf", "bm25"):
+        found = step(f"busca {method} queries", "busca-query", method=method)
+        rows[f"busca {method}"] = {**found, "build": build["build"],
+                                   "size": build["size"][method],
+                                   "build_peak": build["build_peak"],
+                                   "workers_peak": build["workers_peak"]}
+    rows["bm25s"] = {**step("bm25s build", "bm25s-build"), **step("bm25s queries", "bm25s-query")}
+    rows["sklearn naive"] = step("scikit-learn TfidfVectorizer", "sklearn")
+    if n <= SLOW_PEERS_MAX:
+        rows["rank_bm25"] = step("rank_bm25", "rank_bm25", most=20)
+        rows["dict cosine"] = step("dictionary cosine", "dict-cosine", most=10)
+    if not keep:
+        for name in (f"busca-{n}", f"bm25s-{n}"):
+            shutil.rmtree(Path(base["work"]) / name, ignore_errors=True)
+    return rows
+
+
+def _cell(value, fmt: str) -> str:
+    width = int(fmt.split(".")[0])
+    return "—".rjust(width) if value is None else format(value, fmt)
+
+
+def print_table(n: int, rows: dict) -> None:
+    print(f"\n{n:,} chunks")
+    print(f"{'system':<14}{'build s':>9}{'index MB':>10}{'load s':>8}{'build peak MB':>15}"
+          f"{'search peak MB':>16}{'q/s':>9}{'p50 ms':>9}{'p99 ms':>9}")
+    for name, r in rows.items():
+        print(f"{name:<14}{_cell(r.get('build'), '9.1f')}{_cell(r.get('size'), '10.0f')}"
+              f"{_cell(r.get('load'), '8.2f')}{_cell(r.get('build_peak'), '15.0f')}"
+              f"{_cell(r.get('search_peak'), '16.0f')}{_cell(r.get('qps'), '9.1f')}"
+              f"{_cell(r.get('p50'), '9.2f')}{_cell(r.get('p99'), '9.2f')}")
+    tfidf, bm25 = rows["busca tfidf"], rows["busca bm25"]
+    print(f"busca / peer  {'q/s tfidf':>10}{'q/s bm25':>10}{'build speed':>13}")
+    for name, r in rows.items():
+        if not name.startswith("busca"):
+            print(f"{name:<14}{tfidf['qps'] / r['qps']:>9.1f}x{bm25['qps'] / r['qps']:>9.1f}x"
+                  f"{r['build'] / tfidf['build']:>12.1f}x")
+    print("busca builds both methods in one `busca index` (build s, build peak MB: main"
+          f" process; its {tfidf.get('workers_peak', 0):.0f} MB tokenising workers apart);"
+          " peers without an index file: search peak includes the build")
+
+
+def check_goals(results: dict, seconds: float) -> list[tuple[str, bool]]:
+    checks = []
+    for n, rows in results.items():
+        if n < 100_000:
+            continue
+        peer = rows["bm25s"]
+        for method in ("tfidf", "bm25"):
+            r = rows[f"busca {method}"]
+            checks.append((f"{n:,}: busca {method} q/s {r['qps'] / peer['qps']:.1f}x bm25s >= 2x",
+                           r["qps"] >= 2 * peer["qps"]))
+        checks.append((f"{n:,}: busca build {peer['build'] / rows['busca bm25']['build']:.1f}x"
+                       " faster than bm25s >= 1.5x", peer["build"] >= 1.5 * rows["busca bm25"]["build"]))
+        if n >= 1_000_000:
+            for method in ("tfidf", "bm25"):
+                r = rows[f"busca {method}"]
+                checks.append((f"{n:,}: busca {method} p50 {r['p50']:.1f} ms <= 10 ms",
+                               r["p50"] <= 10))
+                checks.append((f"{n:,}: busca {method} search peak {r['search_peak']:.0f} MB"
+                               " <= 1536 MB", r["search_peak"] <= 1536))
+    checks.append((f"whole run {seconds:.0f} s < 600 s", seconds < 600))
+    return checks
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--faquad", type=Path, default=FAQUAD)
+    parser.add_argument("--work", type=Path, default=None,
+                        help="Folder for corpora and indexes (default: a temporary one).")
+    parser.add_argument("--keep", action="store_true", help="Keep the indexes in --work.")
+    parser.add_argument("--budget", type=float, default=8.0, help="Seconds of queries per system.")
+    parser.add_argument("--most", type=int, default=400, help="Most queries per system.")
+    parser.add_argument("--json", type=Path, default=None, help="Also write the figures here.")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        sys.path.insert(0, str(HERE))
+        from lexical_systems import run
+        print(json.dumps(run(json.loads(sys.stdin.read()))))
+        return
+    started = time.perf_counter()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    work = args.work or Path(tempfile.mkdtemp(prefix="busca-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    words, questions = faquad_words_and_questions(args.faquad)
+    corpus = work / f"corpus-{max(sizes)}.txt"
+    print(f"making {max(sizes):,} chunks from {words.size:,} FaQuAD words…", file=sys.stderr)
+    make_corpus(words, max(sizes), corpus)
+    base = {"work": str(work), "corpus": str(corpus), "queries": questions,
+            "budget": args.budget, "most": args.most}
+    print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    results = {}
+    for n in sizes:
+        results[n] = measure(n, base, args.keep)
+        print_table(n, results[n])
+    seconds = time.perf_counter() - started
+    print(f"\ngoals ({GOALS}):")
+    for label, ok in check_goals(results, seconds):
+        print(f"  {'met ' if ok else 'MISSED'}  {label}")
+    if args.json:
+        args.json.write_text(json.dumps({str(n): r for n, r in results.items()}, indent=1))
+    if args.work is None:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

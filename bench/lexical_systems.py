@@ -1,0 +1,221 @@
+"""The systems of bench_lexical.py, each run in a subprocess of its own: `run(config)` builds
+or searches and returns its figures (times in seconds, sizes and peak memory in MB).
+
+Peak memory is the process's ru_maxrss: for a "query" phase it is the memory of a process
+that only loads the index and searches; for systems without an on-disk index (scikit-learn,
+rank_bm25, the dictionary cosine) it includes the build.
+"""
+
+from __future__ import annotations
+
+import math
+import resource
+import shutil
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+WARMUP = 3  # queries run before timing (first calls page in data, fill caches)
+
+
+def peak_mb(who=resource.RUSAGE_SELF) -> float:
+    return resource.getrusage(who).ru_maxrss / 1024
+
+
+def read_corpus(path: str, n: int) -> list[str]:
+    with open(path, encoding="utf-8") as f:
+        return [next(f).rstrip("\n") for _ in range(n)]
+
+
+def directory_mb(path: Path, pattern: str = "*") -> float:
+    return sum(p.stat().st_size for p in path.rglob(pattern) if p.is_file()) / 2**20
+
+
+def time_queries(search, queries: list[str], budget: float, most: int) -> dict:
+    """Run `search(query)` one query at a time: queries/s, p50 and p99 in ms."""
+    for q in queries[:WARMUP]:
+        search(q)
+    times = []
+    started = time.perf_counter()
+    for q in queries[WARMUP:WARMUP + most]:
+        t = time.perf_counter()
+        search(q)
+        times.append(time.perf_counter() - t)
+        if time.perf_counter() - started > budget and len(times) >= 5:
+            break
+    ms = np.array(times) * 1000
+    return {"queries": len(times), "qps": len(times) / (ms.sum() / 1000),
+            "p50": float(np.percentile(ms, 50)), "p99": float(np.percentile(ms, 99))}
+
+
+# --- busca --------------------------------------------------------------------------------
+
+def busca_store(cfg: dict) -> dict:
+    """The corpus as store documents (one 200-word window each); not part of any figure."""
+    from busca.crawler.store import Document, Store
+    home = Path(cfg["work"]) / f"busca-{cfg['size']}"
+    shutil.rmtree(home, ignore_errors=True)
+    store = Store(home)
+    rows = []
+    for i, text in enumerate(read_corpus(cfg["corpus"], cfg["size"])):
+        doc = Document(f"c{i:07d}", "", text).normalized()
+        rows.append((doc.url, doc.title, doc.text, "bench", doc.sha256, "2026-01-01"))
+    store.db.execute("BEGIN")  # one transaction: Store.put's insert of new documents, in bulk
+    store.db.executemany("INSERT INTO documents (url, title, text, source, sha256, fetched_at)"
+                         " VALUES (?, ?, ?, ?, ?, ?)", rows)
+    store.db.execute("COMMIT")
+    store.close()
+    return {}
+
+
+def busca_build(cfg: dict) -> dict:
+    """One `busca index` of the store with both lexical methods (one tokenising pass)."""
+    from busca.crawler.store import Store
+    from busca.index.build import build_index
+    from busca.index.storage import current_dir
+    home = Path(cfg["work"]) / f"busca-{cfg['size']}"
+    started = time.perf_counter()
+    with Store(home) as store:
+        build_index(store, methods=("tfidf", "bm25"))
+    build = time.perf_counter() - started
+    path = current_dir(home)
+    return {"build": build, "size": {m: directory_mb(path, f"{m}.*") for m in ("tfidf", "bm25")},
+            "build_peak": peak_mb(), "workers_peak": peak_mb(resource.RUSAGE_CHILDREN)}
+
+
+def busca_query(cfg: dict) -> dict:
+    from busca.index.storage import load_index
+    from busca.search import core
+    from busca.search.lexical import NoSearchableTerms
+    method = cfg["method"]
+    started = time.perf_counter()
+    index = load_index(Path(cfg["work"]) / f"busca-{cfg['size']}")
+    core.scorer(index, method)
+    load = time.perf_counter() - started
+
+    def search(query):
+        try:
+            return core.rank(index, query, method=method, k=10)
+        except NoSearchableTerms:
+            return None
+
+    return {"load": load, **time_queries(search, cfg["queries"], cfg["budget"], cfg["most"]),
+            "search_peak": peak_mb()}
+
+
+# --- bm25s --------------------------------------------------------------------------------
+
+def _bm25s_tokenize(texts, stemmer, ids: bool):
+    import bm25s
+    return bm25s.tokenize(texts, stopwords="pt", stemmer=stemmer, return_ids=ids,
+                          show_progress=False)
+
+
+def bm25s_build(cfg: dict) -> dict:
+    """bm25s with the same Portuguese stemmer and stopwords: tokenize, index, save."""
+    import bm25s
+    import Stemmer
+    texts = read_corpus(cfg["corpus"], cfg["size"])
+    out = Path(cfg["work"]) / f"bm25s-{cfg['size']}"
+    started = time.perf_counter()
+    tokens = _bm25s_tokenize(texts, Stemmer.Stemmer("portuguese"), True)
+    retriever = bm25s.BM25(method="lucene")
+    retriever.index(tokens, show_progress=False)
+    retriever.save(str(out))
+    build = time.perf_counter() - started
+    return {"build": build, "size": directory_mb(out), "build_peak": peak_mb()}
+
+
+def bm25s_query(cfg: dict) -> dict:
+    import bm25s
+    import Stemmer
+    stemmer = Stemmer.Stemmer("portuguese")
+    started = time.perf_counter()
+    retriever = bm25s.BM25.load(str(Path(cfg["work"]) / f"bm25s-{cfg['size']}"), mmap=True)
+    load = time.perf_counter() - started
+
+    def search(query):
+        tokens = _bm25s_tokenize([query], stemmer, False)
+        if tokens[0]:
+            return retriever.retrieve(tokens, k=10, show_progress=False, n_threads=1)
+        return None
+
+    return {"load": load, **time_queries(search, cfg["queries"], cfg["budget"], cfg["most"]),
+            "search_peak": peak_mb()}
+
+
+# --- peers without an on-disk index ------------------------------------------------------
+
+def _top10(scores: np.ndarray) -> np.ndarray:
+    top = np.argpartition(-scores, 9)[:10]
+    return top[np.argsort(-scores[top], kind="stable")]
+
+
+def sklearn_naive(cfg: dict) -> dict:
+    """scikit-learn's TfidfVectorizer (defaults) and the naive X @ q.T per query."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    texts = read_corpus(cfg["corpus"], cfg["size"])
+    started = time.perf_counter()
+    vectorizer = TfidfVectorizer()
+    matrix = vectorizer.fit_transform(texts)
+    build = time.perf_counter() - started
+    del texts
+
+    def search(query):
+        return _top10((matrix @ vectorizer.transform([query]).T).toarray().ravel())
+
+    return {"build": build, **time_queries(search, cfg["queries"], cfg["budget"], cfg["most"]),
+            "search_peak": peak_mb()}
+
+
+def rank_bm25(cfg: dict) -> dict:
+    """rank_bm25's BM25Okapi on busca's pt terms."""
+    from rank_bm25 import BM25Okapi
+
+    from busca.index.analyzers import pt_terms
+    texts = read_corpus(cfg["corpus"], cfg["size"])
+    started = time.perf_counter()
+    model = BM25Okapi([pt_terms(t) for t in texts])
+    build = time.perf_counter() - started
+    del texts
+    return {"build": build, **time_queries(lambda q: _top10(model.get_scores(pt_terms(q))),
+                                           cfg["queries"], cfg["budget"], cfg["most"]),
+            "search_peak": peak_mb()}
+
+
+def dict_cosine(cfg: dict) -> dict:
+    """The seed's Java program in Python dictionaries: TF-IDF maps and `cosseno` against every
+    chunk, both norms recomputed at each comparison."""
+    from busca.index.analyzers import java_terms
+    texts = read_corpus(cfg["corpus"], cfg["size"])
+    started = time.perf_counter()
+    counts = [Counter(java_terms(t)) for t in texts]
+    df = Counter(term for c in counts for term in c)
+    idf = {t: math.log(len(texts) / d) for t, d in df.items()}
+    vectors = [{t: n * idf[t] for t, n in c.items()} for c in counts]
+    build = time.perf_counter() - started
+    del texts, counts
+
+    def search(query):
+        q = {t: n * idf[t] for t, n in Counter(java_terms(query)).items() if t in idf}
+        scores = []
+        for v in vectors:
+            dot = sum(w * v.get(t, 0.0) for t, w in q.items())
+            na = math.sqrt(sum(w * w for w in q.values()))
+            nb = math.sqrt(sum(w * w for w in v.values()))
+            scores.append(0.0 if na == 0 or nb == 0 else dot / (na * nb))
+        return sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:10]
+
+    return {"build": build, **time_queries(search, cfg["queries"], cfg["budget"], cfg["most"]),
+            "search_peak": peak_mb()}
+
+
+RUNNERS = {"busca-store": busca_store, "busca-build": busca_build, "busca-query": busca_query,
+           "bm25s-build": bm25s_build, "bm25s-query": bm25s_query,
+           "sklearn": sklearn_naive, "rank_bm25": rank_bm25, "dict-cosine": dict_cosine}
+
+
+def run(cfg: dict) -> dict:
+    return RUNNERS[cfg["runner"]](cfg)
