@@ -2,7 +2,7 @@
 
 import json
 
-from conftest import write_jsonl
+from conftest import FIXTURES, write_jsonl
 
 DOCS = [
     {"url": "https://ex.com/gatos/", "title": "Gatos", "text": "O gato comeu o rato.\n\nGatos dormem muito."},
@@ -106,3 +106,17 @@ def test_add_text_markdown_and_html_files(run, tmp_path):
     assert "Título da nota" in titles
     page = next(h for h in hits if h["url"].endswith("page.html"))
     assert "Corpo & alma." in page["text"] and "menu" not in page["text"]
+
+
+def test_stats_on_the_fixture_corpus_follow_the_window_formula(run):
+    """Chunks per document = windows of 200 words every 160; words = whitespace tokens."""
+    articles = FIXTURES / "site" / "articles.jsonl"
+    assert run("add", str(articles)).exit_code == 0
+    assert run("index", "--methods", "tfidf").exit_code == 0
+    stats = json.loads(run("stats", "--json").stdout)
+    texts = [json.loads(line)["text"] for line in articles.read_text("utf-8").splitlines()]
+    counts = [len(t.split()) for t in texts]
+    windows = [0 if n == 0 else 1 + max(0, -(-(n - 200) // 160)) for n in counts]
+    assert stats["documents"] == len(texts) == 39
+    assert stats["words"] == sum(counts) == 30337
+    assert stats["chunks"] == sum(windows) == 201
