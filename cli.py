@@ -351,7 +351,8 @@ def stats(ctx, as_json):
     click.echo(f"chunks      {figures['chunks']:>10,}   ({c['kind']}: {c['size']} per window,"
                f" {c['overlap']} overlap)")
     for method, entry in manifest["methods"].items():
-        detail = ", ".join(f"{k} {v}" for k, v in entry.items() if k != "vocabulary")
+        detail = ", ".join(f"{k} {round(v, 4) if isinstance(v, float) else v}"
+                           for k, v in entry.items() if k != "vocabulary")
         size = f"{entry['vocabulary']:>10,} terms" if "vocabulary" in entry else " " * 16
         click.echo(f"{method:<11} {size}   ({detail})")
 

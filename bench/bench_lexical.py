@@ -156,7 +156,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=None,
                         help="Folder for corpora and indexes (default: a temporary one).")
     parser.add_argument("--keep", action="store_true", help="Keep the indexes in --work.")
-    parser.add_argument("--budget", type=float, default=8.0, help="Seconds of queries per system.")
+    parser.add_argument("--budget", type=float, default=5.0, help="Seconds of queries per system.")
     parser.add_argument("--most", type=int, default=400, help="Most queries per system.")
     parser.add_argument("--json", type=Path, default=None, help="Also write the figures here.")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)

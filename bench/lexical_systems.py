@@ -1,7 +1,7 @@
 """The systems of bench_lexical.py, each run in a subprocess of its own: `run(config)` builds
 or searches and returns its figures (times in seconds, sizes and peak memory in MB).
 
-Peak memory is the process's ru_maxrss: for a "query" phase it is the memory of a process
+Peak memory is the process's high-water mark of resident memory: for a "query" phase it is the memory of a process
 that only loads the index and searches; for systems without an on-disk index (scikit-learn,
 rank_bm25, the dictionary cosine) it includes the build.
 """
@@ -21,6 +21,14 @@ WARMUP = 3  # queries run before timing (first calls page in data, fill caches)
 
 
 def peak_mb(who=resource.RUSAGE_SELF) -> float:
+    """Peak resident memory. Linux keeps ru_maxrss across exec (a child starts with the
+    parent's peak), so this process's own high-water mark is read from /proc when it can."""
+    if who == resource.RUSAGE_SELF:
+        try:
+            status = Path("/proc/self/status").read_text()
+            return int(status.split("VmHWM:")[1].split()[0]) / 1024
+        except (OSError, IndexError, ValueError):
+            pass
     return resource.getrusage(who).ru_maxrss / 1024
 
 

@@ -18,7 +18,6 @@ Files in the index folder (term-major, like `tfidf`):
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -69,31 +68,32 @@ def build_counts(counts: TermCounts, out: Path, *, options: dict, on_progress=No
     """Build the BM25 arrays from the chunks' java-term counts; the manifest entry."""
     analyzer = check_options(options)
     k1, b = options.get("bm25_k1", K1), options.get("bm25_b", B)
-    counts = reanalyze(counts, get_term_filter(analyzer))
-    if not counts.terms:
+    analyzed = reanalyze(counts, get_term_filter(analyzer))
+    terms = analyzed.terms
+    if not terms:
         log.warning("bm25: no chunk has a term left after the %s analyzer", analyzer)
-    csc, scores, bound, avgdl = bm25_scores(counts.matrix, k1=k1, b=b)
+    lengths = np.asarray(analyzed.matrix.sum(axis=1), dtype=np.float64).ravel()
+    csc = analyzed.matrix.tocsc()
+    del analyzed  # the chunk-major copy is no longer needed: less memory at the peak
+    scores, bound, avgdl = bm25_scores(csc, lengths, k1=k1, b=b)
     storage.save_array(out, "bm25.indptr", csc.indptr.astype(np.int64))
     storage.save_array(out, "bm25.indices", csc.indices.astype(np.int32, copy=False))
     storage.save_array(out, "bm25.scores", scores)
     storage.save_array(out, "bm25.bound", bound)
-    storage.write_terms(out, METHOD, counts.terms)
+    storage.write_terms(out, METHOD, terms)
     return {"analyzer": analyzer, "analyzer_version": analyzer_version(analyzer),
-            "k1": k1, "b": b, "vocabulary": len(counts.terms), "avgdl": avgdl,
+            "k1": k1, "b": b, "vocabulary": len(terms), "avgdl": avgdl,
             "scoring": "Lucene BM25, idf " + IDF, "floor": None}
 
 
-def bm25_scores(matrix: sp.csr_matrix, *, k1: float = K1, b: float = B):
-    """Term-major counts (CSC), the float32 score of each entry, each term's largest score
-    and avgdl, from a chunks x terms count matrix."""
-    n, vocabulary = matrix.shape
-    lengths = np.asarray(matrix.sum(axis=1), dtype=np.float64).ravel()
+def bm25_scores(csc: sp.csc_matrix, lengths: np.ndarray, *, k1: float = K1, b: float = B):
+    """The float32 score of each entry of a chunks x terms count matrix (CSC), each term's
+    largest score, and avgdl; `lengths` = terms per chunk."""
+    n, vocabulary = csc.shape
     avgdl = float(lengths.sum() / n) if n else 0.0
-    df = np.bincount(matrix.indices, minlength=vocabulary)
+    df = np.diff(csc.indptr)
     idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        length_norm = k1 * (1 - b + b * lengths / avgdl) if avgdl else np.zeros(n)
-    csc = matrix.tocsc()
+    length_norm = k1 * (1 - b + b * lengths / avgdl) if avgdl > 0 else np.zeros(n)
     scores = np.empty(csc.nnz, dtype=np.float32)
     bound = np.zeros(vocabulary, dtype=np.float32)
     for c0, c1 in column_blocks(csc.indptr):
@@ -104,4 +104,4 @@ def bm25_scores(matrix: sp.csr_matrix, *, k1: float = K1, b: float = B):
         filled = np.flatnonzero(np.diff(csc.indptr[c0:c1 + 1]))
         if filled.size:
             bound[c0 + filled] = np.maximum.reduceat(scores[lo:hi], csc.indptr[c0 + filled] - lo)
-    return csc, scores, bound, (avgdl if math.isfinite(avgdl) else 0.0)
+    return scores, bound, avgdl

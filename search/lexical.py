@@ -229,7 +229,9 @@ class TfidfScorer(_Postings):
         self.counts = self.data
         self.idf = np.asarray(index.array(method, "idf"))
         self.norms = np.asarray(index.array(method, "norms"))
-        self._inverse_norms = None
+        # 1 / norm (0 for a chunk without weight): orders chunks for `top` before rescoring
+        self.inverse_norms = np.zeros(self.norms.shape[0])
+        np.divide(1.0, self.norms, out=self.inverse_norms, where=self.norms > 0)
 
     def query_weights(self, query: str) -> tuple[list[int], np.ndarray]:
         """Columns of the query's known terms and their weights tf x idf."""
@@ -257,15 +259,7 @@ class TfidfScorer(_Postings):
         def cosine(ids):  # bit for bit what `score` computes
             return self.lookup(ids, columns, scaled) / (self.norms[ids] * qnorm)
 
-        return self.ranked(columns, scaled, k, cosine, self.inverse_norms())
-
-    def inverse_norms(self) -> np.ndarray:
-        """1 / norm of each chunk (0 for a chunk without weight), computed once."""
-        if self._inverse_norms is None:
-            inverse = np.zeros(self.norms.shape[0])
-            np.divide(1.0, self.norms, out=inverse, where=self.norms > 0)
-            self._inverse_norms = inverse
-        return self._inverse_norms
+        return self.ranked(columns, scaled, k, cosine, self.inverse_norms)
 
 
 class Bm25Scorer(_Postings):
