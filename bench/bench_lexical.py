@@ -121,9 +121,10 @@ def print_table(n: int, rows: dict) -> None:
         if not name.startswith("busca"):
             print(f"{name:<14}{tfidf['qps'] / r['qps']:>9.1f}x{bm25['qps'] / r['qps']:>9.1f}x"
                   f"{r['build'] / tfidf['build']:>12.1f}x")
+    workers = tfidf.get("workers_peak", 0)
     print("busca builds both methods in one `busca index` (build s, build peak MB: main"
-          f" process; its {tfidf.get('workers_peak', 0):.0f} MB tokenising workers apart);"
-          " peers without an index file: search peak includes the build")
+          + (f" process; its {workers:.0f} MB tokenising workers apart);" if workers else ");")
+          + " peers without an index file: search peak includes the build")
 
 
 def check_goals(results: dict, seconds: float) -> list[tuple[str, bool]]:
@@ -136,8 +137,9 @@ def check_goals(results: dict, seconds: float) -> list[tuple[str, bool]]:
             r = rows[f"busca {method}"]
             checks.append((f"{n:,}: busca {method} q/s {r['qps'] / peer['qps']:.1f}x bm25s >= 2x",
                            r["qps"] >= 2 * peer["qps"]))
-        checks.append((f"{n:,}: busca build {peer['build'] / rows['busca bm25']['build']:.1f}x"
-                       " faster than bm25s >= 1.5x", peer["build"] >= 1.5 * rows["busca bm25"]["build"]))
+        build = rows["busca bm25"]["build"]  # both methods, one build
+        checks.append((f"{n:,}: busca build {peer['build'] / build:.1f}x faster than bm25s"
+                       " >= 1.5x", peer["build"] >= 1.5 * build))
         if n >= 1_000_000:
             for method in ("tfidf", "bm25"):
                 r = rows[f"busca {method}"]

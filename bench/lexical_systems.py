@@ -1,9 +1,9 @@
 """The systems of bench_lexical.py, each run in a subprocess of its own: `run(config)` builds
 or searches and returns its figures (times in seconds, sizes and peak memory in MB).
 
-Peak memory is the process's high-water mark of resident memory: for a "query" phase it is the memory of a process
-that only loads the index and searches; for systems without an on-disk index (scikit-learn,
-rank_bm25, the dictionary cosine) it includes the build.
+Peak memory is the process's high-water mark of resident memory: for a "query" phase it is
+the memory of a process that only loads the index and searches; for systems without an
+on-disk index (scikit-learn, rank_bm25, the dictionary cosine) it includes the build.
 """
 
 from __future__ import annotations

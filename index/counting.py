@@ -170,7 +170,6 @@ def reanalyze(counts: TermCounts, term_filter) -> TermCounts:
     return TermCounts(sp.csr_matrix(matrix), terms)
 
 
-
 def column_blocks(indptr: np.ndarray, size: int = 1 << 23) -> Iterator[tuple[int, int]]:
     """Consecutive column ranges [c0, c1) of a compressed matrix holding about `size`
     entries each (at least one column), to process big arrays in bounded memory."""

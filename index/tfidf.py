@@ -59,15 +59,18 @@ def build_counts(counts: TermCounts, out: Path, *, options: dict, on_progress=No
 
 
 def row_norms(matrix: sp.csr_matrix, idf: np.ndarray) -> np.ndarray:
-    """L2 norm of each row of count x idf, a block of rows at a time (bounded memory)."""
-    norms = np.empty(matrix.shape[0], dtype=np.float64)
+    """L2 norm of each chunk's count x idf vector, summed exactly as scikit-learn's row sums
+    (np.add.reduceat over the row's terms in column order), so the norms are bit for bit
+    those of the first TF-IDF builder; a block of rows at a time (bounded memory)."""
+    squares = np.zeros(matrix.shape[0], dtype=np.float64)
     for r0 in range(0, matrix.shape[0], ROW_BLOCK):
         block = matrix[r0:r0 + ROW_BLOCK]
+        block.sort_indices()
         weights = block.data * idf[block.indices]
-        rows = np.repeat(np.arange(block.shape[0]), np.diff(block.indptr))
-        norms[r0:r0 + block.shape[0]] = np.bincount(rows, weights=weights * weights,
-                                                    minlength=block.shape[0])
-    return np.sqrt(norms)
+        filled = np.flatnonzero(np.diff(block.indptr))
+        if filled.size:
+            squares[r0 + filled] = np.add.reduceat(weights * weights, block.indptr[filled])
+    return np.sqrt(squares)
 
 
 def column_bounds(csc: sp.csc_matrix, norms: np.ndarray) -> np.ndarray:

@@ -34,7 +34,8 @@ def column_sums(indptr, indices, data, columns, weights, n_rows):
         return np.empty(0, np.int64), np.empty(0)
     if total * 8 < n_rows:  # few candidates: avoid touching a dense vector of n_rows
         rows = np.concatenate([indices[lo:hi] for lo, hi in spans])
-        values = np.concatenate([data[lo:hi] * np.float64(w) for (lo, hi), w in zip(spans, weights)])
+        values = np.concatenate([data[lo:hi] * np.float64(w)
+                                 for (lo, hi), w in zip(spans, weights)])
         ids, inverse = np.unique(rows, return_inverse=True)
         sums = np.bincount(inverse, weights=values, minlength=ids.size)
     else:

@@ -68,3 +68,22 @@ def test_column_blocks_cover_every_column_once():
     assert blocks[0][0] == 0 and blocks[-1][1] == 6
     assert all(a < b for a, b in blocks)
     assert all(blocks[i][1] == blocks[i + 1][0] for i in range(len(blocks) - 1))
+
+
+def test_tfidf_arrays_equal_a_count_vectorizer_build_bit_for_bit(tmp_path):
+    """The streamed counts give the TF-IDF arrays of the first builder (CountVectorizer and
+    scipy row sums), norms included, to the last bit."""
+    from busca.index import tfidf
+    texts = random_texts(random.Random(11), 300)
+    tfidf.build(texts, tmp_path, options={})
+    counts, terms = reference(texts, java_terms)
+    n = counts.shape[0]
+    idf = np.log(n / np.bincount(counts.indices, minlength=counts.shape[1]))
+    weights = counts.astype(np.float64).multiply(idf).tocsr()
+    norms = np.sqrt(np.asarray(weights.multiply(weights).sum(axis=1)).ravel())
+    assert np.load(tmp_path / "tfidf.norms.npy").tolist() == norms.tolist()
+    assert np.load(tmp_path / "tfidf.idf.npy").tolist() == idf.tolist()
+    csc = counts.tocsc()
+    csc.sort_indices()
+    assert np.load(tmp_path / "tfidf.indices.npy").tolist() == csc.indices.tolist()
+    assert (tmp_path / "tfidf.vocab.txt").read_text(encoding="utf-8").split("\n")[:-1] == terms
