@@ -15,39 +15,38 @@ from pathlib import Path
 import click
 
 from busca import __version__
-from busca.crawler.files import Problem, read_files
-from busca.crawler.store import Store, StoreError
-from busca.index import build as index_build
-from busca.index.analyzers import ANALYZERS, MissingStemmer, UnknownAnalyzer
-from busca.index import bm25 as index_bm25
-from busca.index.chunking import OVERLAP, SIZE, ChunkingError
-from busca.index.storage import IndexFormatError, IndexNotFound, load_index
-from busca.index.tfidf import EmptyVocabulary
-from busca.search import core
-from busca.search.lexical import NoSearchableTerms
-from busca.search import context as answer_context
-from busca.search import querylog
-from busca.index import dense as index_dense
-from busca.index import encoders
-from busca.search import dense as search_dense
-from busca.search import fusion as hybrid_fusion
-from busca.search import tuning as fusion_tuning
-from busca.index.chunking import parse_chunker
-from busca.index.storage import update_manifest
-from busca.search import evaluate as eval_ranking
-from busca.search import harness as eval_harness
-from busca.search import plots as eval_plots
-from busca.search import report as eval_report
-from busca.search import runs as eval_runs
-from busca.search.floor import Calibration
-from busca.search.golden import GoldenError, load_golden
-from busca.search.metrics import KS, MetricError, default_metrics, parse_ks, parse_metric
-from busca.search.summary import KEY as EVAL_KEY, summarize
 from busca.crawler import events as crawl_events
 from busca.crawler import http as crawl_http
 from busca.crawler import options as crawl_options
 from busca.crawler.crawl import crawl as crawl_site
 from busca.crawler.errors import CrawlError
+from busca.crawler.files import Problem, read_files
+from busca.crawler.store import Store, StoreError
+from busca.index import bm25 as index_bm25
+from busca.index import build as index_build
+from busca.index import dense as index_dense
+from busca.index import encoders
+from busca.index.analyzers import ANALYZERS, MissingStemmer, UnknownAnalyzer
+from busca.index.chunking import OVERLAP, SIZE, ChunkingError, parse_chunker
+from busca.index.storage import IndexFormatError, IndexNotFound, load_index, update_manifest
+from busca.index.tfidf import EmptyVocabulary
+from busca.search import context as answer_context
+from busca.search import core
+from busca.search import dense as search_dense
+from busca.search import evaluate as eval_ranking
+from busca.search import fusion as hybrid_fusion
+from busca.search import harness as eval_harness
+from busca.search import plots as eval_plots
+from busca.search import querylog
+from busca.search import report as eval_report
+from busca.search import runs as eval_runs
+from busca.search import tuning as fusion_tuning
+from busca.search.floor import Calibration
+from busca.search.golden import GoldenError, load_golden
+from busca.search.lexical import NoSearchableTerms
+from busca.search.metrics import KS, MetricError, default_metrics, parse_ks, parse_metric
+from busca.search.summary import KEY as EVAL_KEY
+from busca.search.summary import summarize
 
 DEFAULT_HOME = ".busca"
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -55,14 +54,13 @@ FIXTURES = Path(__file__).parent / "fixtures"
 # Library errors that are the user's to fix: one line, exit 1, no traceback.
 USER_ERRORS: tuple[type[Exception], ...] = (
     StoreError, IndexNotFound, IndexFormatError, index_build.NothingToIndex,
-    index_build.UnknownMethodError, ChunkingError, UnknownAnalyzer, core.UnknownMethod,
-    EmptyVocabulary,
+    index_build.UnknownMethodError, ChunkingError, UnknownAnalyzer, MissingStemmer,
+    index_bm25.Bm25ParameterError, EmptyVocabulary, core.UnknownMethod,
+    encoders.EncoderError, index_dense.BadVectors, search_dense.EncoderMismatch,
+    search_dense.NoVectors, search_dense.EmptyQuery, hybrid_fusion.FusionError,
+    GoldenError, eval_ranking.StaleIndex, eval_harness.NothingRelevant, eval_runs.RunError,
+    eval_plots.PlotUnavailable, CrawlError,
 )
-USER_ERRORS += (encoders.EncoderError, index_dense.BadVectors, search_dense.EncoderMismatch,
-                search_dense.NoVectors, search_dense.EmptyQuery, hybrid_fusion.FusionError)
-USER_ERRORS += (MissingStemmer, index_bm25.Bm25ParameterError)  # busca index (bm25)
-USER_ERRORS += (GoldenError, eval_ranking.StaleIndex, eval_harness.NothingRelevant,
-                eval_runs.RunError, eval_plots.PlotUnavailable)  # busca eval
 
 
 class _Group(click.Group):
