@@ -382,7 +382,8 @@ def demo(ctx, keep):
             for method in methods:
                 _title(f'4. busca search "{question}" --method {method} -k 1')
                 ctx.invoke(search, query=question, k=1, method=method, no_log=True)
-        _title(f"5. busca eval {golden} --calibrate  (paraphrases and lexical questions apart)")
+        _title("5. busca eval fixtures/golden/golden.json --calibrate  (the bundled golden set;"
+               " paraphrases and lexical questions apart)")
         ctx.invoke(eval_command, golden=golden, quiet=True, calibrate=True, key="recall@3")
         method = "hybrid" if "hybrid" in methods else "tfidf"
         _title(f'6. busca context "{DEMO_PARAPHRASE}" --method {method}')
