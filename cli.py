@@ -203,8 +203,10 @@ def _with_dense(ctx, methods: str, dense: str | None, threads: int, options: dic
         elif "dense" in names:
             dense = encoders.DEFAULT_ENCODER
     if dense and dense != "none":
+        encoders.check_name(dense)  # fail before chunking, not after an hour of it
         options.update(dense=dense, threads=threads)
-        names += [m for m in ("dense", "hybrid") if m not in names]
+        wanted = ("dense", "hybrid") if {"tfidf", "bm25"} & set(names) else ("dense",)
+        names += [m for m in wanted if m not in names]
     return ",".join(names)
 
 
@@ -701,6 +703,7 @@ def _eval_metrics(ks: str, key: str):
 def _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers, calibrate, quiet):
     progress = Progress(quiet)
     names = _split(methods) if methods else None
+    depth = max(eval_ranking.DEPTH, key.k, *(m.k for m in metrics))  # rank deep enough for -k
     with _store(ctx) as store:
         if chunkers:
             if calibrate:
@@ -710,15 +713,19 @@ def _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers, calibra
                 specs = [parse_chunker(s) for s in _split(chunkers)]
             except ChunkingError as e:
                 raise click.BadParameter(str(e), param_hint="--chunkers") from None
+            if not specs:
+                raise click.BadParameter("name at least one chunker, e.g."
+                                         " words:200:40,sentences:220:1", param_hint="--chunkers")
             names = names or _chunker_methods(ctx)
             harness = eval_harness.evaluate_chunkers(
                 golden_set, store, specs, methods=names, metrics=metrics, key=key, by=by_tags,
-                options=dict(ctx.obj.get("index_options", {})), on_progress=progress)
+                options=dict(ctx.obj.get("index_options", {})), depth=depth,
+                on_progress=progress)
         else:
             index = load_index(ctx.obj["home"])
             harness = eval_harness.evaluate_index(
                 golden_set, index, store, methods=names, metrics=metrics, key=key, by=by_tags,
-                on_progress=progress)
+                depth=depth, on_progress=progress)
     progress.close()
     return harness
 
@@ -766,7 +773,10 @@ def _store_floors(ctx, ev) -> None:
         click.echo("hybrid stores no floor of its own: a hybrid hit must pass the floor of"
                    " one of its components", err=True)
     if not floors:
-        raise click.ClickException(next(iter(ev.floors.values()), "no method to calibrate"))
+        reasons = [r for r in ev.floors.values() if isinstance(r, str)]
+        raise click.ClickException(reasons[0] if reasons else
+                                   "no floor to store: calibrate the methods hybrid fuses,"
+                                   " e.g. --methods bm25,dense,hybrid")
     index = load_index(ctx.obj["home"])
     update_manifest(index, {"methods": {m: {"floor": f} for m, f in floors.items()}})
     for method, floor in floors.items():

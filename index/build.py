@@ -25,6 +25,11 @@ FROM_COUNTS: dict[Callable, Callable] = {tfidf.build: tfidf.build_counts,
 
 Progress = Callable[[str, int, int], None]
 
+# Manifest keys that change what a method's scores mean: a calibrated floor survives a
+# rebuild (e.g. after a crawl added articles) only when none of them changed.
+SETTINGS = ("analyzer", "analyzer_version", "weighting", "k1", "b", "encoder", "version",
+            "dimension")
+
 
 class NothingToIndex(Exception):
     """The store has no document."""
@@ -39,10 +44,7 @@ def build_index(store: Store, *, size: int = SIZE, overlap: int = OVERLAP,
                 on_progress: Progress | None = None) -> dict:
     """Chunk the store's documents, build `methods` and swap the new index in."""
     check_window(size, overlap)
-    unknown = [m for m in methods if m not in BUILDERS]
-    if unknown:
-        raise UnknownMethodError(
-            f"unknown method {unknown[0]!r}; known methods: {', '.join(BUILDERS)}")
+    _check_methods(methods)
     options = options or {}
     if "bm25" in methods:
         bm25.check_options(options)  # a bad k1 or a missing stemmer fails before any work
@@ -52,7 +54,8 @@ def build_index(store: Store, *, size: int = SIZE, overlap: int = OVERLAP,
         raise NothingToIndex("nothing to index: run busca crawl or busca add first")
     chunker = {"kind": "words", "size": size, "overlap": overlap}
     previous = storage.current_dir(store.home)
-    reusable = _reusable_rows(store, previous, chunker)
+    before = _same_chunker(previous, chunker)
+    reusable = _reusable_rows(store, before)
     from_counts = {m: FROM_COUNTS[BUILDERS[m]] for m in methods if BUILDERS[m] in FROM_COUNTS}
     chunked = stream.chunk_documents(
         store.documents(), size=size, overlap=overlap, reusable=reusable, total=total,
@@ -71,6 +74,7 @@ def build_index(store: Store, *, size: int = SIZE, overlap: int = OVERLAP,
         else:
             entries[method] = BUILDERS[method](chunked.texts, out, options=options,
                                                previous=previous, on_progress=progress)
+    _keep_floors(entries, before)
     store.write_chunks(out.name, chunked.rows())
     figures = {"documents": total, "words": chunked.words, "chunks": n_chunks,
                "rechunked_documents": chunked.rechunked}
@@ -82,15 +86,39 @@ def build_index(store: Store, *, size: int = SIZE, overlap: int = OVERLAP,
     return storage.read_manifest(out)
 
 
-def _reusable_rows(store: Store, previous: Path | None, chunker: dict) -> dict:
-    """url -> (doc sha256, rows) of the previous build, if it used the same chunker."""
+def _check_methods(methods: Sequence[str]) -> None:
+    """Refuse an empty list, unknown names, and a hybrid without its components."""
+    unknown = [m for m in methods if m not in BUILDERS]
+    if unknown or not methods:
+        what = f"unknown method {unknown[0]!r}" if unknown else "no method to build"
+        raise UnknownMethodError(f"{what}; known methods: {', '.join(BUILDERS)}")
+    if "hybrid" in methods and not ("dense" in methods and {"tfidf", "bm25"} & set(methods)):
+        raise UnknownMethodError("hybrid needs dense vectors and a lexical method:"
+                                 " busca index --methods tfidf,bm25 --dense use")
+
+
+def _same_chunker(previous: Path | None, chunker: dict) -> dict | None:
+    """The previous build's manifest, if there is one and it used the same chunker."""
     if previous is None:
-        return {}
+        return None
     try:
         manifest = storage.read_manifest(previous)
     except storage.IndexFormatError:
-        return {}
-    if manifest.get("chunker") != chunker:
+        return None
+    return manifest if manifest.get("chunker") == chunker else None
+
+
+def _keep_floors(entries: dict, before: dict | None) -> None:
+    """Carry calibrated floors over to methods built with the same settings as before."""
+    for method, entry in entries.items():
+        old = (before or {}).get("methods", {}).get(method, {})
+        if old.get("floor") is not None and all(old.get(k) == entry.get(k) for k in SETTINGS):
+            entry["floor"] = old["floor"]
+
+
+def _reusable_rows(store: Store, manifest: dict | None) -> dict:
+    """url -> (doc sha256, rows) of the previous build (None: nothing to reuse)."""
+    if manifest is None:
         return {}
     by_url: dict = {}
     for row in store.chunks(manifest["build"]):

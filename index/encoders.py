@@ -133,12 +133,7 @@ class SentenceTransformerEncoder:
     """A sentence-transformers model from a local folder; never downloaded."""
 
     def __init__(self, path: str | Path, *, threads: int = THREADS):
-        folder = Path(path).expanduser().resolve()
-        if not (folder / "modules.json").is_file() and not (folder / "config.json").is_file():
-            what = "does not exist" if not folder.exists() else "has no modules.json or config.json"
-            raise ModelNotFound(
-                f"no sentence-transformers model at {folder} (the folder {what}); busca never"
-                f" downloads models — pass the path of a model saved on disk")
+        folder = _model_folder(path)
         st = _require("sentence_transformers", "st", "sentence-transformers")
         torch = _require("torch", "st", "sentence-transformers")
         torch.set_num_threads(threads)
@@ -179,18 +174,33 @@ def encoder_names() -> list[str]:
     return [*ENCODERS, f"{ST_PREFIX}PATH"]
 
 
+def _model_folder(path: str | Path) -> Path:
+    """The folder of a local sentence-transformers model, or ModelNotFound naming it."""
+    folder = Path(path).expanduser().resolve()
+    if not (folder / "modules.json").is_file() and not (folder / "config.json").is_file():
+        what = "does not exist" if not folder.exists() else "has no modules.json or config.json"
+        raise ModelNotFound(
+            f"no sentence-transformers model at {folder} (the folder {what}); busca never"
+            f" downloads models — pass the path of a model saved on disk")
+    return folder
+
+
+def check_name(name: str) -> None:
+    """Refuse a name `get_encoder` would not accept, without loading any model."""
+    if name.startswith(ST_PREFIX):
+        if not name[len(ST_PREFIX):]:
+            raise UnknownEncoder(f"{ST_PREFIX} needs a model folder: {ST_PREFIX}/path/to/model")
+        _model_folder(name[len(ST_PREFIX):])
+    elif name not in ENCODERS:
+        raise UnknownEncoder(
+            f"unknown encoder {name!r}; known encoders: {', '.join(encoder_names())}")
+
+
 def get_encoder(name: str, *, threads: int = THREADS) -> Encoder:
     """The encoder called `name`, loaded; errors name the fix."""
     if threads < 1:
         raise ValueError(f"threads must be at least 1, got {threads}")
+    check_name(name)
     if name.startswith(ST_PREFIX):
-        path = name[len(ST_PREFIX):]
-        if not path:
-            raise UnknownEncoder(f"{ST_PREFIX} needs a model folder: {ST_PREFIX}/path/to/model")
-        return SentenceTransformerEncoder(path, threads=threads)
-    try:
-        factory = ENCODERS[name]
-    except KeyError:
-        raise UnknownEncoder(
-            f"unknown encoder {name!r}; known encoders: {', '.join(encoder_names())}") from None
-    return factory(threads=threads)
+        return SentenceTransformerEncoder(name[len(ST_PREFIX):], threads=threads)
+    return ENCODERS[name](threads=threads)

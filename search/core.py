@@ -22,6 +22,10 @@ class UnknownMethod(ValueError):
     """A method the index was not built with."""
 
 
+class StaleIndex(Exception):
+    """The store changed since the index was built."""
+
+
 @dataclass(frozen=True)
 class Hit:
     """One ranked chunk with its source."""
@@ -95,9 +99,12 @@ def hits_for(index: Index, store: Store, ids, scores, method: str) -> list[Hit]:
     hits = []
     for rank_, (row, score) in enumerate(zip(rows, scores), start=1):
         doc = docs.get(row.url) or docs.setdefault(row.url, store.get(row.url))
-        text = chunk_text(doc.text, row.start, row.end) if doc else ""
-        hits.append(Hit(rank_, float(score), row.id, row.url, doc.title if doc else "",
-                        row.start, row.end, text, method))
+        if doc is None or doc.sha256 != row.doc_sha256:
+            raise StaleIndex(f"{row.url} changed in the store since the index was built —"
+                             ' run "busca index" to search the current text')
+        text = chunk_text(doc.text, row.start, row.end)
+        hits.append(Hit(rank_, float(score), row.id, row.url, doc.title, row.start, row.end,
+                        text, method))
     return hits
 
 

@@ -18,6 +18,7 @@ from busca.crawler.store import Document, Store
 from busca.index.chunking import chunk_with, chunker_label
 from busca.index.storage import Index
 from busca.search import core
+from busca.search.core import StaleIndex  # re-exported: raised here and by core.hits_for
 from busca.search.golden import Golden, Question
 from busca.search.lexical import NoSearchableTerms
 from busca.search.metrics import Outcome
@@ -26,10 +27,6 @@ DEPTH = 100  # hits kept per question: first relevant ranks beyond it count as n
 
 Ranker = Callable[[str], tuple[np.ndarray, np.ndarray]]  # query -> (chunk ids, scores)
 Progress = Callable[[str, int, int], None]
-
-
-class StaleIndex(Exception):
-    """The store changed since the index was built."""
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ component's own calibrated floor (a component without a floor lets every hit pas
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -75,10 +77,13 @@ def parse_weights(text: str) -> dict[str, float]:
     for part in filter(None, (p.strip() for p in text.split(","))):
         name, sep, value = part.partition("=")
         try:
-            weights[name.strip()] = float(value) if sep else 1.0
+            weight = float(value) if sep else 1.0
         except ValueError:
-            raise FusionError(f"bad weight {part!r}: write METHOD=NUMBER, e.g. bm25=1,dense=0.5")\
-                from None
+            weight = math.nan
+        if not (math.isfinite(weight) and weight >= 0):
+            raise FusionError(f"bad weight {part!r}: write METHOD=NUMBER with a number >= 0,"
+                              " e.g. bm25=1,dense=0.5")
+        weights[name.strip()] = weight
     return weights
 
 

@@ -8,7 +8,7 @@ from dense_fakes import DOCS, FakeEncoder
 
 from busca.crawler.store import Document, Store
 from busca.index import encoders
-from busca.index.build import build_index
+from busca.index.build import UnknownMethodError, build_index
 from busca.index.storage import load_index, update_manifest
 from busca.search import core, fusion
 from busca.search.fusion import (FusionError, FusionSettings, check_settings, minmax,
@@ -206,9 +206,10 @@ def test_weights_naming_a_method_the_index_lacks(index):
 def test_hybrid_needs_dense_vectors(tmp_path):
     store = Store(tmp_path)
     store.put(Document("u", "t", "texto qualquer"))
-    build_index(store, methods=("tfidf", "hybrid"))
-    with pytest.raises(FusionError, match="busca index --dense use"):
-        core.rank(load_index(tmp_path), "texto", method="hybrid")
+    with pytest.raises(UnknownMethodError, match="hybrid needs dense vectors.*--dense use"):
+        build_index(store, methods=("tfidf", "hybrid"))
+    with pytest.raises(UnknownMethodError, match="no method to build"):
+        build_index(store, methods=())
 
 
 # --- CLI -------------------------------------------------------------------------------------
