@@ -76,3 +76,15 @@ def test_unknown_format_version_is_refused(store):
 def test_no_index(tmp_path):
     with pytest.raises(IndexNotFound, match="busca index"):
         load_index(tmp_path)
+
+
+def test_calibrated_floors_survive_a_rebuild_with_the_same_settings(store):
+    build_index(store)
+    storage.update_manifest(load_index(store.home), {"methods": {"tfidf": {"floor": 0.2},
+                                                                 "bm25": {"floor": 3.0}}})
+    store.put(Document("c", "C", "um artigo novo"))
+    kept = build_index(store)["methods"]
+    assert (kept["tfidf"]["floor"], kept["bm25"]["floor"]) == (0.2, 3.0)
+    changed = build_index(store, options={"bm25_k1": 0.9})["methods"]
+    assert changed["tfidf"]["floor"] == 0.2 and changed["bm25"]["floor"] is None
+    assert build_index(store, size=50, overlap=10)["methods"]["tfidf"]["floor"] is None

@@ -120,3 +120,34 @@ def test_stats_on_the_fixture_corpus_follow_the_window_formula(run):
     assert stats["documents"] == len(texts) == 39
     assert stats["words"] == sum(counts) == 30337
     assert stats["chunks"] == sum(windows) == 201
+
+
+def test_search_refuses_text_changed_since_the_index(run, tmp_path):
+    setup_index(run, tmp_path)
+    changed = [dict(DOCS[1], text="Novo começo. " + DOCS[1]["text"])]
+    run("add", str(write_jsonl(tmp_path / "changed.jsonl", changed)))
+    result = run("search", "prazo do estorno")
+    assert result.exit_code == 1
+    assert "changed in the store since the index was built" in result.stderr
+    assert run("index").exit_code == 0
+    assert "Novo começo" in run("search", "prazo do estorno", "--json").stdout
+
+
+def test_unknown_encoder_fails_before_any_work(run, tmp_path):
+    setup_index(run, tmp_path)
+    result = run("index", "--dense", "nope")
+    assert result.exit_code == 1 and "unknown encoder 'nope'" in result.stderr
+    assert "building" not in result.stderr
+
+
+def test_eval_ranks_as_deep_as_the_largest_k(run, tmp_path):
+    # 150 chunks that tie on the query: the labelled one comes at rank 141.
+    docs = [{"url": f"https://ex.com/{i:03d}/", "title": str(i), "text": f"comum item{i}"}
+            for i in range(150)] + [{"url": "https://ex.com/z/", "title": "z", "text": "outro"}]
+    run("add", str(write_jsonl(tmp_path / "many.jsonl", docs)))
+    assert run("index", "--methods", "tfidf").exit_code == 0
+    golden = tmp_path / "g.json"
+    golden.write_text(json.dumps([{"pergunta": "comum", "trecho": "comum item140"}]))
+    result = json.loads(run("eval", str(golden), "-k", "100,150", "--json", "-q").stdout)
+    recall = result["summary"]["tfidf"]
+    assert recall["recall@100"]["mean"] == 0 and recall["recall@150"]["mean"] == 1

@@ -282,3 +282,9 @@ def test_cli_errors_are_one_line(run, tmp_path, fake):
     assert "no sentence-transformers model at /nao/existe" in result.output
     result = run("index", "-q", "--dense", "bert")
     assert result.exit_code == 1 and "known encoders: use, e5-small" in result.output
+
+
+@pytest.mark.parametrize("text", ["bm25=nan,dense=1", "bm25=inf", "dense=-1", "bm25=x"])
+def test_weights_must_be_finite_and_not_negative(text):
+    with pytest.raises(FusionError, match="number >= 0"):
+        parse_weights(text)
