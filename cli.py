@@ -853,9 +853,13 @@ def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_h
     progress.close()
     _print_crawl_report(report, as_json)
     if report.documents == 0:
-        why = report.stopped or (report.failures[0][1] if report.failures else
-                                 "the site listed no documents")
-        raise click.ClickException(f"nothing could be fetched from {url}: {why}")
+        why = report.stopped or (report.failures[0][1] if report.failures else None)
+        if not why and any("(--max-pages)" in notice for notice in report.notices):
+            budget = max_pages or crawl_options.DEFAULT_HTML_PAGES
+            why = (f"the --max-pages budget ({budget}) was used up before any document was"
+                   " found; raise --max-pages")
+        raise click.ClickException(f"nothing could be fetched from {url}:"
+                                   f" {why or 'the site listed no documents'}")
     if report.stopped:
         raise click.ClickException(f"the crawl stopped early: {report.stopped}; the"
                                    f" {report.documents} documents read so far are stored")
@@ -863,8 +867,13 @@ def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_h
 
 def _run_crawl(url, store, options, progress) -> crawl_events.CrawlReport:
     done, total = 0, 0
+
+    def notice_now(message: str) -> None:  # before the wait it announces, from any thread
+        progress.close()
+        _echo_crawl_event(crawl_events.Notice(message), quiet=progress.quiet)
+
     try:
-        for event in crawl_site(url, store, options=options):
+        for event in crawl_site(url, store, options=options, on_notice=notice_now):
             if isinstance(event, crawl_events.Finished):
                 return event.report
             if isinstance(event, crawl_events.Expected):

@@ -10,8 +10,8 @@ and the next run continues from there.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from urllib.parse import urlsplit
+from collections.abc import Callable, Iterator
+from urllib.parse import urlsplit, urlunsplit
 
 import requests
 
@@ -29,31 +29,36 @@ from busca.crawler.wordpress import crawl_wordpress
 
 
 def crawl(url: str, store: Store, *, options: CrawlOptions | None = None,
-          session: requests.Session | None = None) -> Iterator:
-    """Events of one crawl; the last one is Finished(report). CrawlError if it cannot start."""
+          session: requests.Session | None = None,
+          on_notice: Callable[[str], None] | None = None) -> Iterator:
+    """Events of one crawl; the last one is Finished(report). CrawlError if it cannot start.
+
+    The fetcher's notices (Crawl-delay, Retry-After) come as Notice events, or, with
+    `on_notice`, go to it at once, before the wait they announce (from any thread).
+    """
     options = options or CrawlOptions()
     url = check_url(url)
     check_options(options)
     started = time.monotonic()
     notices: list[str] = []
+
+    def notify(message: str) -> None:
+        notices.append(message)
+        if on_notice is not None:
+            on_notice(message)
+
     fetcher = Fetcher(session or requests.Session(), _politeness(options),
-                      hosts={urlsplit(url).hostname}, on_notice=notices.append)
+                      hosts={urlsplit(url).hostname}, on_notice=notify)
     ctx = Context(fetcher, store, options)
     tally, stopped = Tally(), None
     try:
         for event in _events(ctx, url):
-            while notices:
-                notice = Notice(notices.pop(0))
-                tally.add(notice)
-                yield notice
+            yield from _notices(notices, tally, told=on_notice is not None)
             tally.add(event)
             yield event
     except CrawlStopped as e:
         stopped = str(e)
-    notices_left = [Notice(m) for m in notices]
-    for notice in notices_left:
-        tally.add(notice)
-        yield notice
+    yield from _notices(notices, tally, told=on_notice is not None)
     yield Finished(CrawlReport(url, tally.source, tally.counts, tuple(tally.failures),
                                tuple(tally.notices), time.monotonic() - started,
                                fetcher.requests, stopped))
@@ -62,14 +67,27 @@ def crawl(url: str, store: Store, *, options: CrawlOptions | None = None,
 def check_url(url: str) -> str:
     """The start URL, or CrawlError naming what is wrong with it."""
     url = url.strip()
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # raises on a port out of range
+    except ValueError as e:
+        raise CrawlError(f"{url!r} is not a valid URL ({e})") from None
     if not parts.scheme and not parts.netloc and "." in url.split("/")[0]:
         raise CrawlError(f"{url!r} has no scheme; did you mean https://{url} ?")
     if parts.scheme not in ("http", "https"):
         raise CrawlError(f"only http:// and https:// URLs can be crawled, not {url!r}")
     if not parts.hostname:
         raise CrawlError(f"{url!r} has no host name")
-    return url if parts.path else url + "/"
+    return url if parts.path else urlunsplit(parts._replace(path="/"))
+
+
+def _notices(notices: list[str], tally: Tally, *, told: bool) -> Iterator[Notice]:
+    """The fetcher's pending notices, counted; yielded unless on_notice already had them."""
+    while notices:
+        notice = Notice(notices.pop(0))
+        tally.add(notice)
+        if not told:
+            yield notice
 
 
 def check_options(options: CrawlOptions) -> None:

@@ -9,12 +9,11 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from urllib.parse import urljoin
 from xml.etree import ElementTree
 
 from busca.crawler.errors import CrawlStopped, FetchError
 from busca.crawler.events import Expected, Failed, Notice, Stored
-from busca.crawler.html import body_text, title_text
+from busca.crawler.html import body_text, join_url, title_text
 from busca.crawler.options import Context
 from busca.crawler.pages import fetch_all, plan, store_result
 from busca.crawler.store import Document
@@ -45,7 +44,7 @@ def parse_feed(body: bytes, base: str) -> list[FeedItem]:
 
 
 def _rss_item(item, base: str) -> FeedItem:
-    link = urljoin(base, (item.findtext("link") or item.findtext("guid") or "").strip())
+    link = join_url(base, (item.findtext("link") or item.findtext("guid") or "").strip()) or ""
     return FeedItem(link, item.findtext("title") or "", item.findtext(CONTENT) or "",
                     _rfc822(item.findtext("pubDate")))
 
@@ -55,7 +54,7 @@ def _atom_entry(entry, base: str) -> FeedItem:
     href = next((a.get("href") for a in links if a.get("rel", "alternate") == "alternate"), "")
     content = entry.find(f"{ATOM}content")
     html = content.text or "" if content is not None else ""
-    return FeedItem(urljoin(base, href or ""), entry.findtext(f"{ATOM}title") or "", html,
+    return FeedItem(join_url(base, href or "") or "", entry.findtext(f"{ATOM}title") or "", html,
                     entry.findtext(f"{ATOM}updated"))
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from busca.crawler.html import decode_html, html_to_text
 from busca.crawler.store import Document
 
 SUFFIXES = (".jsonl", ".txt", ".md", ".html", ".htm")
@@ -32,23 +33,28 @@ def read_files(paths: list[str]) -> Iterator[Document | Problem]:
         if b"\x00" in data:
             yield Problem(name, "looks like a binary file; busca adds .jsonl, .txt, .md, .html")
             continue
+        suffix = path.suffix.lower()
+        if suffix in (".html", ".htm"):  # its <meta charset> tells the encoding
+            title, body = html_to_text(decode_html(data, None))
+            yield _document(name, title or path.stem, body)
+            continue
         try:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as e:
             yield Problem(name, f"is not UTF-8 text (byte {e.start}); convert it to UTF-8")
             continue
-        suffix = path.suffix.lower()
         if suffix == ".jsonl":
             yield from _jsonl(name, text)
-        elif suffix in (".html", ".htm"):
-            from busca.crawler.html import html_to_text
-
-            title, body = html_to_text(text)
-            yield Document(name, title or path.stem, body, source="file")
         elif suffix in (".txt", ".md"):
-            yield Document(name, _first_heading(text) or path.stem, text, source="file")
+            yield _document(name, _first_heading(text) or path.stem, text)
         else:
             yield Problem(name, f"unsupported file type; busca adds {', '.join(SUFFIXES)}")
+
+
+def _document(name: str, title: str, text: str) -> Document | Problem:
+    if not text.strip():
+        return Problem(name, "no text found in it")
+    return Document(name, title, text, source="file")
 
 
 def _jsonl(name: str, text: str) -> Iterator[Document | Problem]:

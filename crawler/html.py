@@ -10,7 +10,7 @@ import codecs
 import re
 import unicodedata
 from dataclasses import dataclass
-from urllib.parse import urldefrag, urljoin
+from urllib.parse import urldefrag, urljoin, urlsplit
 
 from bs4 import BeautifulSoup, NavigableString, Tag
 
@@ -96,6 +96,16 @@ def title_text(value: str) -> str:
     return _clean(extract_page(f"<p>{value}</p>", take_title=False).text.replace("\n", " "))
 
 
+def join_url(base: str, href: str) -> str | None:
+    """`href` resolved against `base`, or None when it is not a valid URL (bad host or port)."""
+    try:
+        url = urljoin(base, href)
+        urlsplit(url).port  # raises on a port out of range
+    except ValueError:
+        return None
+    return url
+
+
 def decode_html(body: bytes, content_type: str | None) -> str:
     """Text of an HTML body: charset from the header, else from <meta>, else UTF-8/cp1252."""
     for charset in (_header_charset(content_type), _meta_charset(body)):
@@ -162,7 +172,8 @@ def _is_excerpt(article: Tag, url: str, base: str) -> bool:
     link = heading.find("a", href=True) if heading is not None else None
     if link is None or not url:
         return False
-    return urldefrag(urljoin(base, link["href"])).url.rstrip("/") != url.rstrip("/")
+    target = join_url(base, link["href"])
+    return target is not None and urldefrag(target).url.rstrip("/") != url.rstrip("/")
 
 
 def _lines(container: Tag) -> list[str]:
@@ -202,7 +213,8 @@ def _flush(buffer: list[str], lines: list[str]) -> None:
 
 def _base_url(soup: BeautifulSoup, url: str) -> str:
     base = soup.find("base", href=True)
-    return urljoin(url, base["href"]) if base is not None and url else url
+    joined = join_url(url, base["href"]) if base is not None and url else None
+    return joined or url
 
 
 def _links(soup: BeautifulSoup, base: str):
@@ -210,7 +222,8 @@ def _links(soup: BeautifulSoup, base: str):
     for a in soup.find_all("a", href=True):
         if "nofollow" in (a.get("rel") or []):
             continue
-        href = urldefrag(urljoin(base, a["href"].strip())).url
+        href = join_url(base, a["href"].strip())
+        href = urldefrag(href).url if href else None
         if href and href not in seen:
             seen.add(href)
             yield href
@@ -221,13 +234,13 @@ def _head_info(soup: BeautifulSoup, base: str) -> dict:
     canonical = soup.find("link", rel="canonical", href=True)
     api = soup.find("link", rel="https://api.w.org/", href=True)
     modified = soup.find("meta", attrs={"property": "article:modified_time"})
-    feeds = [urljoin(base, link["href"]) for link in soup.find_all("link", href=True)
+    feeds = [join_url(base, link["href"]) for link in soup.find_all("link", href=True)
              if "alternate" in (link.get("rel") or [])
              and link.get("type") in ("application/rss+xml", "application/atom+xml")]
     return {
         "noindex": robots is not None and "noindex" in robots.get("content", "").lower(),
-        "canonical": urljoin(base, canonical["href"]) if canonical is not None else None,
-        "feeds": tuple(dict.fromkeys(feeds)),
-        "api_root": urljoin(base, api["href"]) if api is not None else None,
+        "canonical": join_url(base, canonical["href"]) if canonical is not None else None,
+        "feeds": tuple(dict.fromkeys(filter(None, feeds))),
+        "api_root": join_url(base, api["href"]) if api is not None else None,
         "modified": modified.get("content") if modified is not None else None,
     }

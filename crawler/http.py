@@ -84,6 +84,7 @@ class RateLimiter:
         self.interval = 1.0 / rate if rate > 0 else 0.0
         self._intervals: dict[str, float] = {}
         self._next: dict[str, float] = {}
+        self._holds: dict[str, float] = {}  # no request before this time (Retry-After)
         self._lock = threading.Lock()
         self._clock, self._sleep = clock, sleep
 
@@ -95,15 +96,25 @@ class RateLimiter:
     def hold(self, host: str, seconds: float) -> None:
         """No request to `host` for the next `seconds` (after a 429 or 503)."""
         with self._lock:
-            self._next[host] = max(self._next.get(host, 0.0), self._clock() + seconds)
+            self._holds[host] = max(self._holds.get(host, 0.0), self._clock() + seconds)
 
     def wait(self, host: str) -> None:
-        with self._lock:
-            now = self._clock()
-            start = max(now, self._next.get(host, 0.0))
-            self._next[host] = start + max(self.interval, self._intervals.get(host, 0.0))
-        if start > now:
-            self._sleep(start - now)
+        """Sleep until this request may start; a hold() made meanwhile is waited out too."""
+        while True:
+            with self._lock:
+                held = self._holds.get(host, 0.0)
+                start = self._reserve(host)
+                delay = start - self._clock()
+            if delay > 0:
+                self._sleep(delay)
+            with self._lock:
+                if self._holds.get(host, 0.0) == held:  # no new hold while asleep
+                    return
+
+    def _reserve(self, host: str) -> float:
+        start = max(self._clock(), self._next.get(host, 0.0), self._holds.get(host, 0.0))
+        self._next[host] = start + max(self.interval, self._intervals.get(host, 0.0))
+        return start
 
 
 @dataclass
@@ -135,12 +146,16 @@ class Fetcher:
             location = response.headers.get("Location")
             if response.status not in REDIRECT_STATUSES or not location:
                 return response
-            url = urljoin(url, location)
+            url = _redirect(url, location)
         raise FetchError(url, f"more than {MAX_REDIRECTS} redirects")
 
     def check(self, url: str) -> None:
         """Raise unless the URL is http(s), on an allowed host and allowed by robots.txt."""
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+            parts.port  # raises on a port out of range
+        except ValueError as e:
+            raise FetchError(url, f"malformed URL ({e})") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise FetchError(url, "only http:// and https:// URLs are crawled")
         if not self.on_site(url):
@@ -175,7 +190,7 @@ class Fetcher:
                 location = response.headers.get("Location")
                 if response.status not in REDIRECT_STATUSES or not location:
                     break
-                response = self._retrying(urljoin(url, location), {})
+                response = self._retrying(_redirect(url, location), {})
         except ConnectFailed:
             raise
         except FetchError as e:
@@ -184,11 +199,19 @@ class Fetcher:
         robots = Robots(_text(response.body) if response.status == 200 else "", url=url)
         delay = robots.delay(self.polite.user_agent)
         if delay:
-            self.limiter.slow_down(urlsplit(url).netloc, delay)
-            if delay > 1.0 / max(self.polite.rate, 1e-9):
-                self.on_notice(f"robots.txt of {urlsplit(url).netloc} asks for {delay:g} s"
-                               " between requests; obeying it")
+            self._obey_crawl_delay(urlsplit(url).netloc, delay)
         return robots
+
+    def _obey_crawl_delay(self, host: str, delay: float) -> None:
+        cap = self.polite.max_retry_after
+        if delay > cap:
+            self.on_notice(f"robots.txt of {host} asks for {delay:g} s between requests"
+                           f" (Crawl-delay); waiting the {cap:g} s cap instead")
+            delay = cap
+        elif delay > 1.0 / max(self.polite.rate, 1e-9):
+            self.on_notice(f"robots.txt of {host} asks for {delay:g} s between requests;"
+                           " obeying it")
+        self.limiter.slow_down(host, delay)
 
     def _retrying(self, url: str, headers: Mapping[str, str]) -> Response:
         host = urlsplit(url).netloc
@@ -238,6 +261,8 @@ class Fetcher:
                 return Response(url, r.status_code, r.headers, body)
         except requests.RequestException as e:
             raise ConnectFailed(url, _describe(e, url, timeout)) from None
+        except ValueError as e:  # requests parses a redirect's Location even when not following
+            raise FetchError(url, f"bad redirect Location ({e})") from None
 
     def _read(self, url: str, r: requests.Response) -> bytes:
         cap = self.polite.max_bytes
@@ -255,6 +280,15 @@ class Fetcher:
                 raise ConnectFailed(url, f"response took over {4 * self.polite.timeout:g} s")
             chunks.append(chunk)
         return b"".join(chunks)
+
+
+def _redirect(url: str, location: str) -> str:
+    try:
+        target = urljoin(url, location)
+        urlsplit(target).port  # raises on a port out of range
+    except ValueError:
+        raise FetchError(url, f"bad redirect Location {location[:100]!r}") from None
+    return target
 
 
 def _bare(host: str) -> str:

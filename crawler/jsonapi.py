@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from busca.crawler.errors import CrawlStopped, FetchError
 from busca.crawler.events import Failed, Notice, Stored
-from busca.crawler.html import body_text, title_text
+from busca.crawler.html import body_text, join_url, title_text
 from busca.crawler.options import Context, JsonApiOptions
 from busca.crawler.store import Document
 
@@ -62,10 +62,36 @@ def crawl_json(ctx: Context, list_url: str) -> Iterator:
             event = _store_item(ctx, item, opts, url, number, site)
             if isinstance(event, Stored):
                 seen_urls.add(event.url)
+            else:
+                complete = False  # an item we could not read may be a stored document
             yield event
-        url = _next_url(data, opts, url, bool(items))
-    if complete:
-        yield from ctx.delete_missing("json", site, seen_urls)
+        try:
+            url = _next_url(data, opts, url, bool(items))
+        except FetchError as e:
+            yield Failed(e.url, e.reason)
+            complete = False
+            break
+    yield from _delete_missing(ctx, site, seen_urls, complete=complete)
+
+
+def _delete_missing(ctx: Context, site: str, seen: set[str], *, complete: bool) -> Iterator:
+    """Delete stored items the listing no longer has, only when it surely is the whole list."""
+    opts = ctx.options.json
+    missing = [url for url in ctx.known("json", site) if url not in seen]
+    if not missing:
+        return
+    if not (opts.page_param or opts.next_path):
+        yield Notice(f"{len(missing)} stored documents of this API were not in the page read;"
+                     " nothing deleted, since without --json-page-param or --json-next busca"
+                     " cannot tell the page is the whole list")
+    elif not complete:
+        yield Notice(f"{len(missing)} stored documents of this API were not seen; nothing"
+                     " deleted, since the listing was not read to its end without failures")
+    elif len(missing) > len(seen):
+        yield Notice(f"the API listed {len(seen)} items but {len(missing)} stored documents"
+                     " are missing from it; nothing deleted (check the --json-* options)")
+    else:
+        yield from ctx.delete_missing("json", site, seen)
 
 
 def _page(ctx: Context, url: str, *, first: bool):
@@ -118,13 +144,13 @@ def _item_url(item, spec: str, page_url: str) -> str | None:
     if "{" in spec:
         try:
             value = spec.format_map(item if isinstance(item, dict) else {})
-        except (KeyError, IndexError, ValueError):
+        except (KeyError, IndexError, ValueError, AttributeError, TypeError):
             return None
     else:
         value = lookup(item, spec)
     if not isinstance(value, (str, int)) or value in ("", _MISSING):
         return None
-    return urljoin(page_url, str(value))
+    return join_url(page_url, str(value))
 
 
 def _fields_hint(item) -> str:
@@ -137,7 +163,10 @@ def _next_url(data, opts: JsonApiOptions, url: str, had_items: bool) -> str | No
         if isinstance(value, int) and not isinstance(value, bool) and opts.page_param:
             return _with_param(url, opts.page_param, value)
         if isinstance(value, str) and value.strip():
-            return urljoin(url, value.strip())
+            target = join_url(url, value.strip())
+            if target is None:
+                raise FetchError(url, f"malformed next-page URL {value.strip()[:100]!r}")
+            return target
         return None
     if opts.page_param and had_items:
         current = dict(parse_qsl(urlsplit(url).query)).get(opts.page_param, "1")

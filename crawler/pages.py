@@ -104,18 +104,19 @@ def store_result(ctx: Context, job: Job, result: Result, *, source: str, site: s
                  stored: set[str], keep_links: bool = False) -> Iterator:
     """Store or delete the document a result stands for; the events that say so."""
     url = job.url
+    emptied = result.kind == "page" and not result.page.text
     if result.kind == "not_modified":
         state = ctx.doc_state(url) or {}
         ctx.set_doc_state(url, {**state, "lastmod": job.lastmod or state.get("lastmod")})
         yield Stored(url, "unchanged", fetched=False)
-    elif result.kind == "gone" and url in stored:
+    elif (result.kind == "gone" or emptied) and url in stored:  # old text must not stay
         ctx.store.delete(url)
         ctx.set_doc_state(url, None)
         stored.discard(url)
-        yield Stored(url, "deleted", fetched=False)
+        yield Stored(url, "deleted", fetched=result.kind == "page")
     elif result.kind in ("gone", "failed"):
         yield Failed(url, result.reason)
-    elif not result.page.text:
+    elif emptied:
         yield Failed(url, "no text found in the page (empty article?); nothing stored")
     else:
         page = result.page

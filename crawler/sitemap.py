@@ -11,11 +11,11 @@ import io
 import re
 from collections import deque
 from collections.abc import Iterator
-from urllib.parse import urljoin
 from xml.etree import ElementTree
 
 from busca.crawler.errors import FetchError
 from busca.crawler.events import Expected, Failed, Notice, Stored
+from busca.crawler.html import join_url
 from busca.crawler.options import Context
 from busca.crawler.pages import fetch_all, plan, store_result
 
@@ -95,13 +95,15 @@ def _collect(ctx: Context, sitemaps: tuple[str, ...], entries: dict) -> Iterator
             complete = False
             yield Failed(url, f"sitemap unusable: {getattr(e, 'reason', e)}")
             continue
-        if kind == "sitemapindex":
-            queue.extend(urljoin(url, loc) for loc, _ in items if not ARCHIVE_SITEMAPS.search(loc))
-            continue
         for loc, lastmod in items:
-            loc = urljoin(url, loc)
-            if _allowed(ctx, loc):
-                entries.setdefault(loc, lastmod)
+            full = join_url(url, loc)
+            if full is None:
+                yield Failed(loc, f"malformed URL in the sitemap {url}; skipped")
+            elif kind == "sitemapindex":
+                if not ARCHIVE_SITEMAPS.search(full):
+                    queue.append(full)
+            elif _allowed(ctx, full):
+                entries.setdefault(full, lastmod)
             else:
                 skipped += 1
     if skipped:

@@ -38,7 +38,10 @@ def crawl_html(ctx: Context, start_url: str, start_page: HtmlPage | None, site: 
 
     def enqueue(links) -> None:
         for link in links:
-            link = normalize(link)
+            try:
+                link = normalize(link)
+            except ValueError:  # a malformed URL (bad port or host): not followed
+                continue
             if link in seen or not _crawlable(ctx, link):
                 continue
             if planned[0] >= budget:

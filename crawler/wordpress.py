@@ -16,7 +16,7 @@ from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 from busca.crawler.errors import CrawlStopped, FetchError
 from busca.crawler.events import Expected, Failed, Notice, Stored
-from busca.crawler.html import body_text, title_text
+from busca.crawler.html import body_text, join_url, title_text
 from busca.crawler.options import Context
 from busca.crawler.store import Document
 
@@ -152,12 +152,13 @@ def _store_post(ctx: Context, post, site: str):
     url, content = post["link"], post.get("content") or {}
     state = {"source": "wordpress", "site": site, "id": post["id"],
              "modified_gmt": post.get("modified_gmt")}
-    if content.get("protected"):
-        ctx.set_doc_state(url, {**state, "skipped": True})
-        return Failed(url, "password-protected post; its text is not public")
-    text = body_text(str(content.get("rendered") or ""))
+    text = "" if content.get("protected") else body_text(str(content.get("rendered") or ""))
     if not text:
         ctx.set_doc_state(url, {**state, "skipped": True})
+        if ctx.store.delete(url):  # its old text is no longer public
+            return Stored(url, "deleted", fetched=True)
+        if content.get("protected"):
+            return Failed(url, "password-protected post; its text is not public")
         return Failed(url, "empty body; nothing to store")
     title = title_text(str((post.get("title") or {}).get("rendered") or ""))
     modified = f"{post['modified_gmt']}+00:00" if post.get("modified_gmt") else None
@@ -236,8 +237,8 @@ def _next(response, url: str, number: int, total_pages: int | None) -> str | Non
     link = response.headers.get("Link", "")
     for part in link.split(","):
         if 'rel="next"' in part or "rel=next" in part:
-            target = urljoin(url, part.split(">")[0].strip(" <"))
-            if total_pages is None or _page_number(target) <= total_pages:
+            target = join_url(url, part.split(">")[0].strip(" <"))
+            if target and (total_pages is None or _page_number(target) <= total_pages):
                 return target
     if total_pages and number < total_pages:
         return _with_page(url, number + 1)

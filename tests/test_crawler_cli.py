@@ -101,3 +101,19 @@ def test_help_shows_an_example(run):
     result = run("crawl", "--help")
     assert "Example: busca crawl https://example.com" in result.stdout
     assert "[default: 2.0" in result.stdout
+
+
+def test_max_pages_used_up_on_listings_says_so(run):
+    with FixtureSite(load_articles()[:5], wordpress=False, sitemap=False, feed=False) as site:
+        result = run("crawl", site.url, *FAST, "--max-pages", "1")
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"Error: nothing could be fetched from {site.url}: the --max-pages budget (1) was used"
+        " up before any document was found; raise --max-pages")
+
+
+def test_crawl_delay_note_is_printed_once(run):
+    with FixtureSite(load_articles()[:2], crawl_delay=0.3) as site:
+        result = run("crawl", site.url, *FAST)
+    assert result.exit_code == 0
+    assert result.stderr.count("asks for 0.3 s between requests") == 1

@@ -205,3 +205,72 @@ def test_bad_options(store):
         run("http://127.0.0.1/", store, source="rss")
     with pytest.raises(CrawlError, match="unknown post type.*media; WordPress types are posts, pages"):
         run("http://127.0.0.1/", store, types=("media",))
+
+
+def test_malformed_start_url_is_one_crawl_error(store):
+    with pytest.raises(CrawlError, match=r"'http://\[abc/' is not a valid URL"):
+        run("http://[abc/", store)
+    with pytest.raises(CrawlError, match="is not a valid URL"):
+        run("http://127.0.0.1:99999/", store)
+
+
+def test_start_url_without_path_keeps_its_query(store):
+    from busca.crawler.crawl import check_url
+
+    assert check_url("http://h:8000?api_key=SECRET") == "http://h:8000/?api_key=SECRET"
+    assert check_url("http://h:8000") == "http://h:8000/"
+
+
+def test_malformed_links_are_skipped():
+    from busca.crawler.html import extract_page
+
+    page = extract_page('<a href="http://[abc/x">v6</a><a href="http://h:99999/y">port</a>'
+                        '<a href="/ok">ok</a><link rel="canonical" href="http://[x/">',
+                        "http://h/")
+    assert page.links == ("http://h/ok",) and page.canonical is None
+
+
+def test_a_bad_loc_in_a_sitemap_is_reported_and_the_rest_crawled(tmp_path):
+    import responses
+
+    sitemap = ('<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+               "<url><loc>https://s.example/a/</loc></url><url><loc>http://[bad/</loc></url>"
+               "</urlset>")
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps, \
+            Store(tmp_path) as store:
+        rsps.get("https://s.example/robots.txt", body="")
+        rsps.get("https://s.example/sitemap.xml", body=sitemap)
+        rsps.get("https://s.example/a/", body="<article><h1>A</h1><p>Texto.</p></article>",
+                 content_type="text/html")
+        report, failed = run("https://s.example/sitemap.xml", store, source="sitemap")
+    assert report.counts["added"] == 1
+    assert [(f.url, f.reason) for f in failed] == [
+        ("http://[bad/", "malformed URL in the sitemap https://s.example/sitemap.xml; skipped")]
+
+
+def test_links_with_bad_hosts_or_ports_do_not_stop_the_html_crawl(tmp_path):
+    import responses
+
+    home = ('<html><body><a href="/a/">a</a><a href="http://[abc/x">v6</a>'
+            '<a href="https://s.example:99999/y">port</a></body></html>')
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps, \
+            Store(tmp_path) as store:
+        rsps.get("https://s.example/robots.txt", body="")
+        rsps.get("https://s.example/", body=home, content_type="text/html")
+        rsps.get("https://s.example/a/", body="<article><h1>A</h1><p>Texto.</p></article>",
+                 content_type="text/html")
+        report, failed = run("https://s.example/", store, source="html")
+        assert store.get("https://s.example/a/").text == "Texto."
+    assert not failed
+
+
+def test_crawl_delay_notice_goes_to_on_notice_once_before_the_wait(store):
+    told: list[str] = []
+    with FixtureSite(load_articles()[:2], crawl_delay=86400) as site:
+        options = CrawlOptions(**{**FAST, "max_retry_after": 0.05})
+        events = list(crawl(site.url, store, options=options, on_notice=told.append))
+    report = events[-1].report
+    assert report.documents == 2
+    assert len(told) == 1 and "asks for 86400 s" in told[0] and "0.05 s cap" in told[0]
+    assert report.notices.count(told[0]) == 1
+    assert not any(getattr(e, "message", None) == told[0] for e in events)

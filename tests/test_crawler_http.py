@@ -254,3 +254,61 @@ def test_an_unreadable_robots_txt_is_asked_for_once(mocked):
         with pytest.raises(FetchError, match="robots.txt answers HTTP 500"):
             f.get(f"{SITE}{path}")
     assert len(mocked.calls) == 2  # one request and its retry, not one per URL
+
+
+def test_a_hold_made_while_a_request_waits_is_waited_out():
+    t = FakeTime()
+    limiter = RateLimiter(10.0, clock=t.clock, sleep=lambda s: (t.sleep(s), held or hold()))
+    held: list = []
+
+    def hold():  # another worker gets a 429 while this one sleeps before its turn
+        held.append(True)
+        limiter.hold("h", 5.0)
+
+    limiter.wait("h")
+    limiter.wait("h")
+    assert held and t.now >= 1000.1 + 5.0
+
+
+def test_no_request_before_retry_after_with_several_workers(tmp_path):
+    from busca.crawler.crawl import crawl
+    from busca.crawler.options import CrawlOptions
+    from busca.crawler.store import Store
+    from busca.fixtures.server import Faults, FixtureSite, load_articles
+
+    faults = Faults(throttle_every=4, retry_after="1")
+    with FixtureSite(load_articles()[:8], faults=faults) as site, Store(tmp_path) as store:
+        options = CrawlOptions(source="sitemap", rate=20.0, workers=3, backoff=0.01)
+        list(crawl(site.url, store, options=options))
+        hits = site.hits()
+    throttled = [h.time for h in hits if h.status == 429]
+    assert throttled
+    for t in throttled:  # requests already on their way may arrive a moment after the 429
+        assert not [h for h in hits if t + 0.03 < h.time < t + 0.95], (t, hits)
+
+
+def test_a_huge_crawl_delay_is_capped_and_announced_before_the_wait(mocked):
+    robots(mocked, "User-agent: *\nCrawl-delay: 86400\n")
+    mocked.get(f"{SITE}/x", body="ok")
+    order: list = []
+    f = Fetcher(requests.Session(), Politeness(rate=1000.0, max_retry_after=30),
+                hosts={"site.example"}, on_notice=lambda m: order.append(("notice", m)),
+                sleep=lambda s: order.append(("sleep", s)))
+    f.get(f"{SITE}/x")
+    f.get(f"{SITE}/x")
+    assert order[0][0] == "notice" and "asks for 86400 s" in order[0][1]
+    assert "30 s cap" in order[0][1]
+    assert max(s for kind, s in order if kind == "sleep") == pytest.approx(30, abs=0.05)
+
+
+def test_bad_redirect_location_is_a_fetch_error(mocked):
+    robots(mocked)
+    mocked.get(f"{SITE}/x", status=302, headers={"Location": "http://[bad/"})
+    with pytest.raises(FetchError, match="bad redirect Location"):
+        fetcher().get(f"{SITE}/x")
+
+
+@pytest.mark.parametrize("url", ["http://[abc/x", "http://site.example:99999/y"])
+def test_malformed_urls_are_fetch_errors(url):
+    with pytest.raises(FetchError, match="malformed URL"):
+        fetcher().check(url)

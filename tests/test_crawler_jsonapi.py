@@ -124,3 +124,44 @@ def test_next_link_loop_is_stopped(tmp_path):
     failed = [e for e in events if isinstance(e, Failed)]
     assert "a paging loop" in failed[0].reason
     assert events[-1].report.counts["added"] == 1
+
+
+def test_a_listing_with_failed_items_deletes_nothing(api):
+    rsps, store, _ = api
+    list(crawl(API, store, options=options(**SEED_LIKE)))
+    events = list(crawl(API, store, options=options(**{**SEED_LIKE, "body": "texto"})))
+    report = events[-1].report
+    assert report.counts["deleted"] == 0 and store.count() == 2
+    assert any("nothing deleted" in n for n in report.notices)
+
+
+def test_one_page_read_without_paging_options_deletes_nothing(api):
+    rsps, store, _ = api
+    list(crawl(API, store, options=options(**SEED_LIKE)))
+    unpaged = {k: v for k, v in SEED_LIKE.items() if k != "page_param"}
+    report = list(crawl(API, store, options=options(**unpaged)))[-1].report
+    assert report.counts == {"added": 0, "updated": 0, "unchanged": 1, "deleted": 0}
+    assert store.count() == 2
+    assert any("without --json-page-param or --json-next" in n for n in report.notices)
+
+
+def test_deleting_more_than_the_listing_returned_is_refused(tmp_path):
+    items = [{"url": f"/a{i}", "content": f"texto {i}"} for i in range(3)]
+    with responses.RequestsMock() as rsps, Store(tmp_path) as store:
+        rsps.get("https://api.s.example/robots.txt", body="")
+        rsps.get(API, json={"items": items, "next": None})
+        list(crawl(API, store, options=options(items="items", next_path="next")))
+        rsps.replace(responses.GET, API, json={"items": items[:1], "next": None})
+        report = list(crawl(API, store, options=options(items="items", next_path="next")))[-1].report
+        assert store.count() == 3
+    assert report.counts["deleted"] == 0
+    assert any("listed 1 items but 2 stored documents are missing" in n for n in report.notices)
+
+
+@pytest.mark.parametrize("template", ["{slug.x}", "{slug!z}", "{slug", "x{0}", "{slug[0].y}"])
+def test_bad_url_templates_fail_the_items_without_a_traceback(api, template):
+    rsps, store, _ = api
+    events = list(crawl(API, store, options=options(**{**SEED_LIKE, "url": template})))
+    failed = [e for e in events if isinstance(e, Failed)]
+    assert len(failed) == 2 and all("set --json-url" in f.reason for f in failed)
+    assert events[-1].report.documents == 0

@@ -106,3 +106,13 @@ def test_full_ignores_lastmod(tmp_path):
         before = len(site.log)
         run(site.url, store, full=True)
         assert len([h for h in site.log[before:] if h.bodies]) == 2
+
+
+def test_a_page_emptied_since_the_last_crawl_is_deleted(tmp_path):
+    articles = load_articles()[:3]
+    with FixtureSite(articles) as site, Store(tmp_path) as store:
+        run(site.url, store)
+        site.edit(articles[0]["id"], content="<p> </p>")
+        report = run(site.url, store)
+        assert store.get(site.link(articles[0])) is None and store.count() == 2
+    assert report.counts["deleted"] == 1 and not report.failures

@@ -168,3 +168,17 @@ def test_max_pages_limits_api_pages_and_the_next_run_goes_on(tmp_path):
     assert any("stopped after 2 API pages (--max-pages)" in n for n in report.notices)
     assert any("resuming the interrupted crawl of posts at API page 3" in n for n in again.notices)
     assert again.counts == {"added": 2, "updated": 0, "unchanged": 4, "deleted": 0}
+
+
+def test_a_post_made_private_or_emptied_leaves_the_store(tmp_path):
+    articles = load_articles()[:4]
+    with FixtureSite(articles) as site, Store(tmp_path) as store:
+        run(site.url, store)
+        site.edit(articles[0]["id"], password="segredo")
+        site.edit(articles[1]["id"], content="")
+        events = run(site.url, store)
+        deleted = {e.url for e in events if isinstance(e, Stored) and e.status == "deleted"}
+        assert deleted == {site.link(articles[0]), site.link(articles[1])}
+        assert store.get(site.link(articles[0])) is None and store.count() == 2
+        again = run(site.url, store)[-1].report
+    assert again.counts == {"added": 0, "updated": 0, "unchanged": 2, "deleted": 0}

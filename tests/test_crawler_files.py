@@ -1,0 +1,26 @@
+"""`busca add` files: encodings of .html and files without text."""
+
+from __future__ import annotations
+
+from busca.crawler.files import Problem, read_files
+from busca.crawler.store import Document
+
+LATIN1 = ('<html><head><meta charset="iso-8859-1"><title>Ação</title></head><body>'
+          "<article><h1>Matrícula</h1><p>Inscrições até março.</p></article></body></html>")
+
+
+def test_html_meta_charset_is_obeyed(tmp_path):
+    path = tmp_path / "pagina.html"
+    path.write_bytes(LATIN1.encode("latin-1"))
+    [document] = read_files([str(path)])
+    assert isinstance(document, Document)
+    assert (document.title, document.text) == ("Matrícula", "Inscrições até março.")
+
+
+def test_files_without_text_are_problems(tmp_path):
+    (tmp_path / "vazio.txt").write_text(" \n\n", encoding="utf-8")
+    (tmp_path / "menu.html").write_text("<html><body><nav><a href='/'>Início</a></nav></body>"
+                                        "</html>", encoding="utf-8")
+    found = list(read_files([str(tmp_path / "vazio.txt"), str(tmp_path / "menu.html")]))
+    assert found == [Problem(str(tmp_path / "vazio.txt"), "no text found in it"),
+                     Problem(str(tmp_path / "menu.html"), "no text found in it")]
