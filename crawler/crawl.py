@@ -19,7 +19,7 @@ from busca.crawler.discover import Discovery, discover
 from busca.crawler.errors import CrawlError, CrawlStopped
 from busca.crawler.events import CrawlReport, Finished, Notice, SourceFound, Tally
 from busca.crawler.feed import crawl_feed
-from busca.crawler.http import Fetcher, Politeness
+from busca.crawler.http import Fetcher
 from busca.crawler.jsonapi import crawl_json
 from busca.crawler.options import SOURCES, WP_TYPES, Context, CrawlOptions
 from busca.crawler.sitemap import crawl_sitemaps
@@ -47,7 +47,7 @@ def crawl(url: str, store: Store, *, options: CrawlOptions | None = None,
         if on_notice is not None:
             on_notice(message)
 
-    fetcher = Fetcher(session or requests.Session(), _politeness(options),
+    fetcher = Fetcher(session or requests.Session(), options,
                       hosts={urlsplit(url).hostname}, on_notice=notify)
     ctx = Context(fetcher, store, options)
     tally, stopped = Tally(), None
@@ -102,13 +102,6 @@ def check_options(options: CrawlOptions) -> None:
         raise CrawlError("the rate must be above 0 requests/s and workers at least 1")
     if options.max_pages is not None and options.max_pages < 1:
         raise CrawlError("--max-pages must be at least 1")
-
-
-def _politeness(options: CrawlOptions) -> Politeness:
-    return Politeness(user_agent=options.user_agent, rate=options.rate, timeout=options.timeout,
-                      retries=options.retries, backoff=options.backoff,
-                      max_retry_after=options.max_retry_after, max_bytes=options.max_bytes,
-                      allow_hosts=tuple(options.allow_hosts), workers=options.workers)
 
 
 def _events(ctx: Context, url: str) -> Iterator:

@@ -61,7 +61,7 @@ class Response:
                              status=self.status) from None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Politeness:
     """The knobs of a Fetcher; the defaults are the CLI's."""
 

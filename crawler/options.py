@@ -13,9 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from busca.crawler.events import Stored
-from busca.crawler.http import (DEFAULT_BACKOFF, DEFAULT_MAX_BYTES, DEFAULT_MAX_RETRY_AFTER,
-                                DEFAULT_RATE, DEFAULT_RETRIES, DEFAULT_TIMEOUT,
-                                DEFAULT_USER_AGENT, Fetcher)
+from busca.crawler.http import Fetcher, Politeness
 from busca.crawler.store import Store
 
 SOURCES = ("auto", "wordpress", "json", "sitemap", "feed", "html")
@@ -40,22 +38,15 @@ class JsonApiOptions:
 
 
 @dataclass(frozen=True)
-class CrawlOptions:
-    """Everything `crawl()` can be told; the defaults are the CLI's."""
+class CrawlOptions(Politeness):
+    """Everything `crawl()` can be told: the fetcher's politeness knobs plus what to read;
+    the defaults are the CLI's."""
 
     source: str = "auto"
     types: tuple[str, ...] = DEFAULT_TYPES
     max_pages: int | None = None
-    rate: float = DEFAULT_RATE
     workers: int = DEFAULT_WORKERS
-    user_agent: str = DEFAULT_USER_AGENT
-    allow_hosts: tuple[str, ...] = ()
     full: bool = False
-    timeout: float = DEFAULT_TIMEOUT
-    retries: int = DEFAULT_RETRIES
-    backoff: float = DEFAULT_BACKOFF
-    max_retry_after: float = DEFAULT_MAX_RETRY_AFTER
-    max_bytes: int = DEFAULT_MAX_BYTES
     per_page: int = PER_PAGE
     json: JsonApiOptions = field(default_factory=JsonApiOptions)
 
