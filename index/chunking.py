@@ -13,7 +13,11 @@ from dataclasses import dataclass
 SIZE = 200
 OVERLAP = 40
 
-_JAVA_SPACE = re.compile(r"[^ \t\n\x0b\f\r]+")
+JAVA_SPACE = " \t\n\x0b\f\r"  # Java's \s: ASCII whitespace only
+_JAVA_WORD = re.compile(f"[^{JAVA_SPACE}]+")
+# Python's str.split() also splits at these, Java's split does not.
+_PYTHON_ONLY_SPACE = ("\xa0\x85\x1c\x1d\x1e\x1f\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
+                      "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
 
 
 @dataclass(frozen=True)
@@ -37,7 +41,17 @@ def words(text: str) -> list[tuple[int, int]]:
         lo += 1
     while hi > lo and text[hi - 1] <= " ":
         hi -= 1
-    return [(m.start(), m.end()) for m in _JAVA_SPACE.finditer(text, lo, hi)]
+    return [(m.start(), m.end()) for m in _JAVA_WORD.finditer(text, lo, hi)]
+
+
+def splits_like_java(text: str) -> bool:
+    """True when `text.split()` gives the Java words (a fast path for `words`): no
+    Python-only whitespace, and no control character at either end (Java's trim() drops
+    every char <= U+0020 there)."""
+    if any(c in text for c in _PYTHON_ONLY_SPACE):
+        return False
+    core = text.strip(JAVA_SPACE)
+    return not core or (core[0] > " " and core[-1] > " ")
 
 
 def window_starts(n_words: int, *, size: int = SIZE, overlap: int = OVERLAP) -> list[int]:

@@ -22,18 +22,14 @@ from multiprocessing import get_all_start_methods, get_context
 import numpy as np
 
 from busca.crawler.store import ChunkRow, Document
-from busca.index.chunking import window_starts, words
+from busca.index.chunking import JAVA_SPACE, splits_like_java, window_starts, words
 from busca.index.counting import CountedBatch, CountMerger, TermCounts, count_pieces
 
 BATCH_DOCS = 2000
 BATCH_CHARS = 4_000_000
 PARALLEL_MIN_DOCS = 5000  # below this, a worker pool costs more than it saves
 
-# Python's str.split() also splits at these, Java's split does not.
-_PYTHON_ONLY_SPACE = ("\xa0\x85\x1c\x1d\x1e\x1f\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
-                      "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
-_JAVA_SPACE = " \t\n\x0b\f\r"
-_GAP = re.compile(r"[ \t\n\x0b\f\r]+")
+_GAP = re.compile(f"[{JAVA_SPACE}]+")
 
 Progress = Callable[[str, int, int], None]
 Spans = list[tuple[int, int]]
@@ -197,15 +193,6 @@ def _chunk_batch(docs, *, size, overlap, count, keep_texts) -> ChunkedBatch:
                         np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64),
                         count_pieces(pieces) if count else None,
                         [" ".join(p) for p in pieces] if keep_texts else None)
-
-
-def splits_like_java(text: str) -> bool:
-    """True when `text.split()` gives the Java words: no Python-only whitespace, and no
-    control character at either end (Java's trim() drops every char <= U+0020 there)."""
-    if any(c in text for c in _PYTHON_ONLY_SPACE):
-        return False
-    core = text.strip(_JAVA_SPACE)
-    return not core or (core[0] > " " and core[-1] > " ")
 
 
 def windows(text: str, *, size: int, overlap: int) -> tuple[int, Spans, list[list[str]]]:

@@ -12,7 +12,8 @@ import pytest
 from busca.crawler.store import ChunkRow, Document
 from busca.index.chunking import chunk_words, words
 from busca.index.counting import count_texts
-from busca.index.stream import chunk_documents, splits_like_java, windows
+from busca.index.chunking import splits_like_java
+from busca.index.stream import chunk_documents, windows
 
 WORDS = "ação gato Universidade 2019 R$1.234,56 e-mail x\x00y ΟΔΟΣ 東京 😀 — ... café".split(" ")
 # Java splits only at [ \t\n\x0b\f\r] and trims every char <= U+0020 at both ends.
