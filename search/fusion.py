@@ -5,7 +5,9 @@ Each component ranks the whole index; only its top `window` chunks take part. Tw
   absent from a component's window contributing nothing (Cormack et al. 2009; k = 60 as in
   Elasticsearch, OpenSearch, Pyserini and ranx);
 - `minmax`: score(c) = sum_m w_m * (s_m(c) - min_m) / (max_m - min_m) over each window
-  (1 when the window's scores are all equal; 0 when absent).
+  (1 when the window's scores are all equal; 0 when absent);
+- `zscore`: score(c) = sum_m w_m * (z_m(c) - min z_m), z_m = (s_m - mean_m) / std_m over each
+  window (0 when the window's scores are all equal; 0 when absent, i.e. the window's lowest).
 Floor: a fused hit is kept only if at least one component scored it at or above that
 component's own calibrated floor (a component without a floor lets every hit pass).
 """
@@ -22,7 +24,7 @@ from busca.index.storage import Index
 from busca.search.lexical import NoSearchableTerms
 
 METHOD = "hybrid"
-FUSIONS = ("rrf", "minmax")
+FUSIONS = ("rrf", "minmax", "zscore")
 FUSION = "minmax"  # measured: docs/dense.md
 RRF_K = 60.0
 WINDOW = 100
@@ -116,6 +118,18 @@ def minmax(lists, scores, weights) -> tuple[np.ndarray, np.ndarray]:
     return _sum(parts)
 
 
+def zscore(lists, scores, weights) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted sum of each list's z-scores, shifted so the list's lowest counts 0 (as absent)."""
+    parts = []
+    for ids, s, w in zip(lists, scores, weights):
+        if ids.size == 0:
+            continue
+        sd = float(s.std())
+        z = (s - s.mean()) / sd if sd > 0 else np.zeros(s.size)
+        parts.append((ids, w * (z - z.min())))
+    return _sum(parts)
+
+
 def _sum(parts) -> tuple[np.ndarray, np.ndarray]:
     if not parts:
         return np.empty(0, np.int64), np.empty(0)
@@ -178,7 +192,8 @@ def fuse(ranked: dict, weights: dict[str, float], settings: FusionSettings):
     lists = [ranked[m][0][:window] for m in weights]
     if settings.fusion == "rrf":
         return rrf(lists, list(weights.values()), k=settings.rrf_k)
-    return minmax(lists, [ranked[m][1][:window] for m in weights], list(weights.values()))
+    normalise = zscore if settings.fusion == "zscore" else minmax
+    return normalise(lists, [ranked[m][1][:window] for m in weights], list(weights.values()))
 
 
 def passing(ids: np.ndarray, ranked: dict, floors: dict) -> np.ndarray:

@@ -12,7 +12,7 @@ from busca.index.build import UnknownMethodError, build_index
 from busca.index.storage import load_index, update_manifest
 from busca.search import core, fusion
 from busca.search.fusion import (FusionError, FusionSettings, check_settings, minmax,
-                                  parse_weights, passing, rrf)
+                                  parse_weights, passing, rrf, zscore)
 
 
 
@@ -49,20 +49,43 @@ def test_minmax_equal_scores_count_as_one_and_empty_lists_are_skipped():
     assert minmax([], [], [])[0].size == 0
 
 
+def test_zscore_hand_worked():
+    # list 1: 3, 2, 1 -> mean 2, std sqrt(2/3) -> z = +1.2247, 0, -1.2247 -> shifted 2.449, 1.225, 0
+    # list 2: 4, 2 -> z = +1, -1 -> shifted 2, 0; chunk 2 absent from list 2 counts 0 there
+    fused_ids, scores = zscore([ids(1, 2, 3), ids(3, 1)],
+                               [np.array([3.0, 2.0, 1.0]), np.array([4.0, 2.0])], [1.0, 0.5])
+    z = np.sqrt(1.5)
+    assert dict(zip(fused_ids.tolist(), scores)) == {
+        1: pytest.approx(2 * z + 0.0), 2: pytest.approx(z), 3: pytest.approx(0.0 + 0.5 * 2)}
+
+
+def test_zscore_equal_scores_count_as_zero_and_empty_lists_are_skipped():
+    fused_ids, scores = zscore([ids(4, 5), ids()], [np.array([0.3, 0.3]), np.array([])], [2.0, 1.0])
+    assert fused_ids.tolist() == [4, 5] and scores.tolist() == [0.0, 0.0]
+    assert zscore([], [], [])[0].size == 0
+
+
 def _oracle(lists, scores, weights, how, k):
-    """Independent, literal implementation of both fusions with dicts."""
+    """Independent, literal implementation of the fusions with dicts."""
     total = defaultdict(float)
     for ranked, s, w in zip(lists, scores, weights):
         lo, hi = (min(s), max(s)) if len(s) else (0, 0)
+        mean = sum(s) / len(s) if len(s) else 0
+        sd = (sum((x - mean) ** 2 for x in s) / len(s)) ** 0.5 if len(s) else 0
         for rank, (chunk, value) in enumerate(zip(ranked, s), start=1):
             if how == "rrf":
                 total[chunk] += w * (1.0 / (k + rank))
+            elif how == "zscore":
+                total[chunk] += w * ((value - lo) / sd if sd else 0.0)
             else:
                 total[chunk] += w * ((value - lo) / (hi - lo) if hi != lo else 1.0)
     return dict(total)
 
 
-@pytest.mark.parametrize("how", ["rrf", "minmax"])
+FUSIONS = {"rrf": rrf, "minmax": minmax, "zscore": zscore}
+
+
+@pytest.mark.parametrize("how", ["rrf", "minmax", "zscore"])
 def test_fusions_agree_with_an_independent_implementation(how):
     rng = np.random.default_rng(7)
     for _ in range(30):
@@ -74,7 +97,7 @@ def test_fusions_agree_with_an_independent_implementation(how):
             scores.append(s)
         weights = rng.random(len(lists)).tolist()
         k = float(rng.integers(0, 100))
-        got = rrf(lists, weights, k=k) if how == "rrf" else minmax(lists, scores, weights)
+        got = rrf(lists, weights, k=k) if how == "rrf" else FUSIONS[how](lists, scores, weights)
         expected = _oracle([x.tolist() for x in lists], [x.tolist() for x in scores], weights,
                            how, k)
         assert dict(zip(got[0].tolist(), got[1])) == pytest.approx(expected)
@@ -90,7 +113,7 @@ def test_parse_weights():
 
 
 @pytest.mark.parametrize("settings, message", [
-    (FusionSettings(fusion="soma"), "choose one of: rrf, minmax"),
+    (FusionSettings(fusion="soma"), "choose one of: rrf, minmax, zscore"),
     (FusionSettings(window=0), "at least 1"),
     (FusionSettings(rrf_k=-1), "0 or more"),
     (FusionSettings(weights={"tfidf": 1.0, "dense": -1.0}), "0 or more and not all 0"),
