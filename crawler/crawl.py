@@ -27,6 +27,8 @@ from busca.crawler.spider import crawl_html
 from busca.crawler.store import Store
 from busca.crawler.wordpress import crawl_wordpress
 
+from .errors import ApiUnusable
+
 
 def crawl(url: str, store: Store, *, options: CrawlOptions | None = None,
           session: requests.Session | None = None,
@@ -117,10 +119,23 @@ def _events(ctx: Context, url: str) -> Iterator:
     yield from _read(ctx, found)
 
 
+def _without_api(ctx: Context, url: str, error: ApiUnusable) -> Iterator:
+    """Discover again without the WordPress API, saying why, and read what is found."""
+    yield Notice(f"{error}; looking for a sitemap or feed instead")
+    found = discover(url, ctx.fetcher, source="auto", types=ctx.options.types, api=False)
+    for note in found.notes:
+        yield Notice(note)
+    yield SourceFound(found.source, found.start, found.detail)
+    yield from _read(ctx, found)
+
+
 def _read(ctx: Context, found: Discovery) -> Iterator:
     origin = "{0.scheme}://{0.netloc}".format(urlsplit(found.start))
     if found.source == "wordpress":
-        yield from crawl_wordpress(ctx, found.api_root)
+        try:
+            yield from crawl_wordpress(ctx, found.api_root)
+        except ApiUnusable as e:  # only in auto mode, before any post was stored
+            yield from _without_api(ctx, found.start, e)
     elif found.source == "sitemap":
         yield from crawl_sitemaps(ctx, found.sitemaps, f"{origin}#sitemap")
     elif found.source == "feed":

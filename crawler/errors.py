@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..errors import BuscaError
+
 
 class CrawlError(Exception):
     """The crawl cannot start or cannot go on (bad start URL, nothing found, robots.txt...)."""
@@ -35,3 +37,13 @@ class ConnectFailed(FetchError):
 
 class CrawlStopped(CrawlError):
     """The crawl had to stop part way (the API refused us); what was stored stays."""
+
+
+class ApiUnusable(CrawlError, BuscaError):
+    """The WordPress API answers its listing with an error, even at the smallest page size;
+    in auto mode the crawl goes on with the next source (sitemap, feed)."""
+
+    def __init__(self, url: str, reason: str):
+        super().__init__(f"the WordPress API answers {reason} ({url})")
+        self.url = url
+        self.reason = reason

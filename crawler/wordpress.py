@@ -10,6 +10,7 @@ from the schedule, a run killed part way); those are fetched with `include=`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
@@ -20,9 +21,14 @@ from busca.crawler.html import body_text, join_url, title_text
 from busca.crawler.options import Context
 from busca.crawler.store import Document
 
+from .errors import ApiUnusable
+
 FIELDS = "id,link,modified,modified_gmt,title,content"
 SWEEP_FIELDS = "id,link,modified,modified_gmt"
 INVALID_PAGE = b"rest_post_invalid_page_number"
+# WordPress's words for a per_page above the site's maximum:
+# "per_page must be between 1 (inclusive) and 10 (inclusive)"
+_BETWEEN = re.compile(r"between\s+\d+\D*?\s+and\s+(\d+)", re.I)
 
 
 def api_url(root: str, route: str, params: dict) -> str:
@@ -38,22 +44,52 @@ def api_url(root: str, route: str, params: dict) -> str:
 
 def crawl_wordpress(ctx: Context, api_root: str) -> Iterator:
     """Events of crawling each requested post type of the API at `api_root`."""
+    stored = False
     for kind in ctx.options.types:
         site = f"{api_root}#{kind}"
-        state = ctx.site_state(site)
-        if ctx.options.full or not state.get("started"):
-            state = {"started": True, "page": 0}
-            ctx.set_site_state(site, state)
-        if "page" in state:  # a full pass, new or interrupted
-            yield from _full(ctx, api_root, kind, site, state["page"])
-        else:
-            yield from _incremental(ctx, api_root, kind, site, state)
+        try:
+            for event in _crawl_type(ctx, api_root, kind, site):
+                stored = stored or isinstance(event, Stored)
+                yield event
+        except ApiUnusable as e:
+            if ctx.options.source == "auto" and not stored:
+                raise  # crawl() goes on with the next source
+            yield Failed(e.url, e.reason)
+
+
+def _crawl_type(ctx: Context, api_root: str, kind: str, site: str) -> Iterator:
+    state = ctx.site_state(site)
+    if ctx.options.full or not state.get("started"):
+        state = {"started": True, "page": 0}  # the page size is learnt again too
+        ctx.set_site_state(site, state)
+    if "page" in state:  # a full pass, new or interrupted
+        yield from _full(ctx, api_root, kind, site, state["page"])
+    else:
+        yield from _incremental(ctx, api_root, kind, site, state)
+
+
+def page_size(ctx: Context, site: str) -> int:
+    """Posts per API page: --per-page, or less when the site refused it (kept in the state)."""
+    learnt = ctx.site_state(site).get("per_page")
+    return min(ctx.options.per_page, learnt) if isinstance(learnt, int) and learnt > 0 \
+        else ctx.options.per_page
+
+
+def _save(ctx: Context, site: str, **state) -> None:
+    """Replace the site's state, keeping the page size it has learnt."""
+    learnt = ctx.site_state(site).get("per_page")
+    ctx.set_site_state(site, {"started": True, **state,
+                              **({"per_page": learnt} if learnt else {})})
 
 
 @dataclass
 class _Listing:
+    site: str
+    essential: bool = False  # the listing that brings the posts: its failure is the API's
     complete: bool = True
     capped: bool = False  # stopped by --max-pages
+    read: int = 0  # pages read
+    malformed: int = 0  # items skipped: the posts they stand for may exist, so no deletions
 
 
 @dataclass(frozen=True)
@@ -64,7 +100,7 @@ class _Page:
 
 def _full(ctx: Context, root: str, kind: str, site: str, done: int) -> Iterator:
     """List every post with its body; an interrupted pass resumes after its last page."""
-    listing, seen, newest, fetched = _Listing(), set(), "", set()
+    listing, seen, newest, fetched = _Listing(site, essential=not done), set(), "", set()
     url = _list_url(ctx, root, kind, fields=FIELDS)
     if done:
         yield Notice(f"resuming the interrupted crawl of {kind} at API page {done + 1}")
@@ -74,19 +110,19 @@ def _full(ctx: Context, root: str, kind: str, site: str, done: int) -> Iterator:
             yield page
             continue
         for post in page.posts:
-            if isinstance(post, dict):
-                seen.add(post.get("link"))
-                fetched.add(post.get("id"))
-                newest = max(newest, str(post.get("modified", "")))
+            seen.add(post["link"])
+            fetched.add(post["id"])
+            newest = max(newest, str(post.get("modified") or ""))
             yield _store_post(ctx, post, site)
-        ctx.set_site_state(site, {"started": True, "page": page.number})
+        _save(ctx, site, page=page.number)
     if listing.capped:
         return  # the next run resumes after the last page read
     if done or not listing.complete:
         yield from _reconcile(ctx, root, kind, site, fetched)
     else:
-        yield from ctx.delete_missing("wordpress", site, seen)
-        ctx.set_site_state(site, {"started": True, "hwm": newest or None})
+        if not listing.malformed:
+            yield from ctx.delete_missing("wordpress", site, seen)
+        _save(ctx, site, hwm=newest or None)
 
 
 def _incremental(ctx: Context, root: str, kind: str, site: str, state: dict) -> Iterator:
@@ -100,10 +136,10 @@ def _incremental(ctx: Context, root: str, kind: str, site: str, state: dict) -> 
 
 def _reconcile(ctx: Context, root: str, kind: str, site: str, fetched: set) -> Iterator:
     """Sweep ids and dates without bodies; fetch what differs, delete what is gone."""
-    sweep, swept = _Listing(), {}
+    sweep, swept = _Listing(site, essential=True), {}
     for page in _pages(ctx, _list_url(ctx, root, kind, fields=SWEEP_FIELDS), sweep, expect=True):
         if isinstance(page, _Page):
-            swept.update((p.get("id"), p) for p in page.posts if isinstance(p, dict))
+            swept.update((p["id"], p) for p in page.posts)
         else:
             yield page
     stored = ctx.store.hashes("wordpress")
@@ -111,7 +147,7 @@ def _reconcile(ctx: Context, root: str, kind: str, site: str, fetched: set) -> I
     for post_id, post in swept.items():
         if post_id in fetched:
             continue
-        known = ctx.doc_state(str(post.get("link"))) or {}
+        known = ctx.doc_state(post["link"]) or {}
         same = known.get("id") == post_id and known.get("modified_gmt") == post.get("modified_gmt")
         if same and known.get("skipped"):
             continue
@@ -119,36 +155,75 @@ def _reconcile(ctx: Context, root: str, kind: str, site: str, fetched: set) -> I
             yield Stored(post["link"], "unchanged", fetched=False)
         else:
             stale.append(post_id)
-    for start in range(0, len(stale), ctx.options.per_page):
-        batch = ",".join(str(i) for i in stale[start:start + ctx.options.per_page])
+    size = page_size(ctx, site)
+    for start in range(0, len(stale), size):
+        batch = ",".join(str(i) for i in stale[start:start + size])
         yield from _fetch_posts(ctx, _list_url(ctx, root, kind, fields=FIELDS, include=batch),
                                 site, fetched)
     if sweep.complete:
-        yield from ctx.delete_missing("wordpress", site, {p.get("link") for p in swept.values()})
-        newest = max((str(p.get("modified", "")) for p in swept.values()), default="")
-        ctx.set_site_state(site, {"started": True, "hwm": newest or None})
+        if not sweep.malformed:
+            yield from ctx.delete_missing("wordpress", site, {p["link"] for p in swept.values()})
+        newest = max((str(p.get("modified") or "") for p in swept.values()), default="")
+        _save(ctx, site, hwm=newest or None)
 
 
 def _fetch_posts(ctx: Context, url: str, site: str, fetched: set) -> Iterator:
-    for page in _pages(ctx, url, _Listing()):
+    for page in _pages(ctx, url, _Listing(site)):
         if not isinstance(page, _Page):
             yield page
             continue
         for post in page.posts:
-            fetched.add(post.get("id") if isinstance(post, dict) else None)
+            fetched.add(post["id"])
             yield _store_post(ctx, post, site)
 
 
 def _list_url(ctx: Context, root: str, kind: str, **params) -> str:
-    params = {"per_page": ctx.options.per_page, "_fields": params.pop("fields"), **params,
+    params = {"per_page": page_size(ctx, f"{root}#{kind}"), "_fields": params.pop("fields"),
+              **params,
               "orderby": "id", "order": "asc"}
     return api_url(root, f"wp/v2/{kind}", params)
 
 
-def _store_post(ctx: Context, post, site: str):
-    """Store one post object; the event that says what happened."""
-    if not isinstance(post, dict) or not post.get("link") or "id" not in post:
-        return Failed(site, f"a post without id or link: {str(post)[:80]}")
+def malformed(post) -> str | None:
+    """What makes an API item unusable as a post (None when it is usable)."""
+    if not isinstance(post, dict):
+        return f"not a JSON object but {type(post).__name__}"
+    if not isinstance(post.get("id"), int) or isinstance(post.get("id"), bool):
+        return "no numeric id"
+    link = post.get("link")
+    if not isinstance(link, str) or not link.startswith(("http://", "https://")):
+        return f"link is {_show(link)}, not a URL"
+    for name in ("title", "content"):
+        if post.get(name) is not None and not isinstance(post[name], dict):
+            return f"{name} is {_show(post[name])}, not an object"
+    for name in ("modified", "modified_gmt"):
+        if post.get(name) is not None and not isinstance(post[name], str):
+            return f"{name} is {_show(post[name])}, not a date"
+    return None
+
+
+def _show(value) -> str:
+    return "missing" if value is None else f"{type(value).__name__} {str(value)[:40]!r}"
+
+
+def _valid_posts(url: str, posts: list, listing: _Listing) -> Iterator:
+    """Failed for each unusable item (counted: a listing with any deletes nothing), and
+    last the list of usable posts."""
+    usable = []
+    for number, post in enumerate(posts, start=1):
+        problem = malformed(post)
+        if problem is None:
+            usable.append(post)
+            continue
+        listing.malformed += 1
+        post_id = post.get("id") if isinstance(post, dict) else None
+        where = f"{url} (item {number}" + (f", id {post_id})" if post_id is not None else ")")
+        yield Failed(where, f"malformed post skipped: {problem}")
+    return usable
+
+
+def _store_post(ctx: Context, post: dict, site: str):
+    """Store one post object (checked by `malformed`); the event that says what happened."""
     url, content = post["link"], post.get("content") or {}
     state = {"source": "wordpress", "site": site, "id": post["id"],
              "modified_gmt": post.get("modified_gmt")}
@@ -190,12 +265,21 @@ def _pages(ctx: Context, url: str, listing: _Listing, *, expect: bool = False) -
             continue
         if response.status == 400 and INVALID_PAGE in response.body:
             return
+        smaller = _smaller_page(response, url) if response.status == 400 else None
+        if smaller is not None:
+            yield _learn_size(ctx, listing.site, url, *smaller)
+            url = _resized(url, smaller[0])
+            first, seen, fetched, total_pages = _page_number(url), set(), fetched - 1, None
+            continue
         if response.status in (401, 403):
             raise CrawlStopped(f"the site refuses its API to anonymous clients (HTTP"
                                f" {response.status} from {url}); stopped without retrying")
         if response.status != 200:
             listing.complete = False
-            yield Failed(url, f"HTTP {response.status}")
+            reason = f"HTTP {response.status}{_api_error(response)}"
+            if listing.essential and not listing.read:
+                raise ApiUnusable(url, reason)
+            yield Failed(url, reason)
             return
         total_pages = _int(response.headers.get("X-WP-TotalPages")) or total_pages
         if expect and fetched == 1 and _int(response.headers.get("X-WP-Total")) is not None:
@@ -212,8 +296,58 @@ def _pages(ctx: Context, url: str, listing: _Listing, *, expect: bool = False) -
             listing.complete = False
             yield Failed(url, "expected a JSON list of posts")
             return
-        yield _Page(number, posts)
+        listing.read += 1
+        usable = yield from _valid_posts(url, posts, listing)
+        yield _Page(number, usable)
         url = next_url
+
+
+def _smaller_page(response, url: str) -> tuple[int, str] | None:
+    """After a 400: the page size to try when the API refuses this per_page (the maximum it
+    names, else half), with the API's words; None for any other 400."""
+    try:
+        error = response.json()
+    except FetchError:
+        return None
+    if not isinstance(error, dict) or error.get("code") != "rest_invalid_param":
+        return None
+    data = error.get("data") if isinstance(error.get("data"), dict) else {}
+    params = data.get("params") if isinstance(data.get("params"), dict) else {}
+    words = str(params.get("per_page") or error.get("message") or "")
+    current = _int(dict(parse_qsl(urlsplit(url).query)).get("per_page"))
+    if "per_page" not in params and "per_page" not in words or not current or current <= 1:
+        return None
+    match = _BETWEEN.search(words)
+    limit = int(match.group(1)) if match else 0
+    return (limit if 1 <= limit < current else current // 2), words[:200]
+
+
+def _learn_size(ctx: Context, site: str, url: str, size: int, words: str) -> Notice:
+    """Remember the accepted page size for this site (incremental runs start with it)."""
+    ctx.set_site_state(site, {**ctx.site_state(site), "per_page": size})
+    current = dict(parse_qsl(urlsplit(url).query)).get("per_page")
+    return Notice(f"the WordPress API refuses per_page={current} ({words});"
+                  f" reading {size} posts per page")
+
+
+def _resized(url: str, size: int) -> str:
+    """`url` with per_page=size, at the page that holds the first post not yet read."""
+    query = dict(parse_qsl(urlsplit(url).query))
+    skipped = (_page_number(url) - 1) * (_int(query.get("per_page")) or size)
+    parts = urlsplit(url)
+    query.update(per_page=str(size), page=str(skipped // size + 1))
+    return urlunsplit((*parts[:3], urlencode(query, safe="/,"), ""))
+
+
+def _api_error(response) -> str:
+    """ " (code: message)" from a WordPress error body, or ""."""
+    try:
+        error = response.json()
+    except FetchError:
+        return ""
+    if not isinstance(error, dict) or not error.get("code"):
+        return ""
+    return f" ({str(error['code'])[:60]}: {str(error.get('message', ''))[:160]})"
 
 
 def _loop(url: str, number: int, pages: range, seen: set, listing: _Listing):

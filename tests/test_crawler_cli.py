@@ -117,3 +117,23 @@ def test_crawl_delay_note_is_printed_once(run):
         result = run("crawl", site.url, *FAST)
     assert result.exit_code == 0
     assert result.stderr.count("asks for 0.3 s between requests") == 1
+
+
+def test_a_post_whose_link_is_a_number_is_reported_not_a_crash(run, home):
+    articles = load_articles()[:4]
+    with FixtureSite(articles) as site:
+        first = run("crawl", site.url, *FAST)
+        site.faults = Faults(numeric_links=frozenset({articles[1]["id"]}))
+        result = run("crawl", site.url, *FAST)
+        as_json = json.loads(run("crawl", site.url, *FAST, "--json").stdout)
+    assert first.exit_code == 0
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    assert result.stdout.startswith(f"crawled {site.url} via wordpress: 0 added, 0 updated,"
+                                    " 3 unchanged, 0 deleted; 1 failed;")
+    assert (f"  failed (1): malformed post skipped: link is int '{articles[1]['id']}', not a"
+            " URL: ") in result.stdout
+    assert [f["reason"] for f in as_json["failures"]] == [
+        f"malformed post skipped: link is int '{articles[1]['id']}', not a URL"]
+    with Store(home) as store:  # its stored copy stays: the post may still exist
+        assert store.count() == 4 and all(isinstance(u, str) for u in store.hashes())
