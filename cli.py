@@ -20,7 +20,7 @@ from busca.crawler import http as crawl_http
 from busca.crawler import options as crawl_options
 from busca.crawler.crawl import crawl as crawl_site
 from busca.crawler.errors import CrawlError
-from busca.crawler.files import Problem, read_files
+from busca.crawler.files import Problem, legacy_ids, read_files
 from busca.crawler.store import Store, StoreError
 from busca.index import bm25 as index_bm25
 from busca.index import build as index_build
@@ -128,24 +128,37 @@ def cli(ctx, home, verbose):
 @click.argument("files", nargs=-1, required=True)
 @click.pass_context
 def add(ctx, files):
-    """Put local files in the store: .jsonl ({"url","title","text"} per line), .txt, .md, .html.
+    """Put local files in the store: .jsonl ({"url","title","text"} per line, or a BEIR
+    corpus.jsonl: {"_id","title","text"}, the _id being the document id), .txt, .md, .html.
 
     Example: busca add artigos.jsonl notas/*.md
     """
     counts = {"added": 0, "updated": 0, "unchanged": 0}
     problems = 0
     with _store(ctx) as store:
+        legacy = _legacy_ids(store, files)
         for item in read_files(list(files)):
             if isinstance(item, Problem):
                 problems += 1
                 click.echo(f"skipped {item.where}: {item.message}", err=True)
-            else:
-                counts[store.put(item)] += 1
+                continue
+            status = store.put(item)
+            for old in legacy.get(item.url, ()):  # the same file under its pre-file:// id
+                store.delete(old)
+                status = "updated" if status == "added" else status
+            counts[status] += 1
         total = store.count()
     summary = ", ".join(f"{n} {what}" for what, n in counts.items())
     click.echo(f"{summary}; {total} documents in {ctx.obj['home']}")
     if problems:
         raise click.ClickException(f"{problems} input(s) skipped, see the messages above")
+
+
+def _legacy_ids(store: Store, files) -> dict[str, list[str]]:
+    """Ids that older versions gave the files being added (paths as typed), by file_id."""
+    if all(name.lower().endswith(".jsonl") for name in files):
+        return {}
+    return legacy_ids(store.hashes("file"))
 
 
 @cli.command()
