@@ -933,7 +933,8 @@ def _print_crawl_report(report: crawl_events.CrawlReport, as_json: bool) -> None
     for failed_url, reason in report.failures:
         by_reason.setdefault(reason, []).append(failed_url)
     for reason, urls in by_reason.items():
-        shown = ", ".join(urls[:3]) + (f" and {len(urls) - 3} more" if len(urls) > 3 else "")
+        shown = ", ".join(map(str, urls[:3])) + (f" and {len(urls) - 3} more" if len(urls) > 3
+                                                 else "")
         click.echo(f"  failed ({len(urls)}): {reason}: {shown}")
 
 

@@ -137,3 +137,12 @@ def test_a_post_whose_link_is_a_number_is_reported_not_a_crash(run, home):
         f"malformed post skipped: link is int '{articles[1]['id']}', not a URL"]
     with Store(home) as store:  # its stored copy stays: the post may still exist
         assert store.count() == 4 and all(isinstance(u, str) for u in store.hashes())
+
+
+def test_a_site_capping_per_page_is_crawled_through_its_api(run, home):
+    with FixtureSite(load_articles()[:12], per_page_max=10) as site:
+        result = run("crawl", site.url, *FAST)
+    assert result.exit_code == 0, result.output
+    assert "via wordpress: 12 added" in result.stdout and "0 failed" in result.stdout
+    assert ("note: the WordPress API refuses per_page=100 (per_page must be between 1"
+            " (inclusive) and 10 (inclusive)); reading 10 posts per page") in result.stderr
