@@ -67,7 +67,7 @@ def legacy_ids(ids: Iterable[str]) -> dict[str, list[str]]:
     was typed, relative to the current directory or absolute)."""
     found: dict[str, list[str]] = {}
     for old in ids:
-        if "://" in old or not old.lower().endswith(SUFFIXES[1:]):
+        if not isinstance(old, str) or "://" in old or not old.lower().endswith(SUFFIXES[1:]):
             continue
         try:
             if Path(old).is_file():
@@ -113,7 +113,8 @@ def _identifier(item: dict) -> str | None:
     url = item.get("url")
     if isinstance(url, str) and url.strip():
         return url
-    if url is None and isinstance(item.get("_id"), (str, int)) and not isinstance(item["_id"], bool):
+    no_url = url is None or isinstance(url, str) and not url.strip()
+    if no_url and isinstance(item.get("_id"), (str, int)) and not isinstance(item["_id"], bool):
         ident = str(item["_id"])
         return ident if ident.strip() else None
     return None

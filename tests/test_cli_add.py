@@ -63,8 +63,11 @@ def test_a_beir_corpus_as_distributed_is_added_indexed_and_evaluated(run, home, 
 
 def test_a_line_with_neither_url_nor_id_is_named(run, tmp_path):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"title": "t", "text": "x"}\n{"_id": 7, "text": "sete"}\n', encoding="utf-8")
+    bad.write_text('{"title": "t", "text": "x"}\n{"_id": 7, "text": "sete"}\n'
+                   '{"_id": "d8", "url": "", "text": "oito"}\n{"_id": true, "text": "não"}\n',
+                   encoding="utf-8")
     result = run("add", str(bad))
-    assert result.exit_code == 1 and "1 added" in result.stdout
+    assert result.exit_code == 1 and "2 added" in result.stdout
+    assert f"skipped {bad}:4:" in result.stderr
     assert f'skipped {bad}:1: needs a string "text" and a "url" (or a BEIR "_id")' in result.stderr
 
