@@ -17,10 +17,8 @@ from . import __version__
 from . import crawler as crawling
 from . import index as indexing
 from . import search as searching
-from .crawler import events as crawl_events
 from .errors import BuscaError
 from .search import eval as evaluation
-from .search import querylog
 
 DEFAULT_HOME = ".busca"
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -377,7 +375,7 @@ def _log_query(store: indexing.Home, no_log: bool, command: str, query: str, met
                k: int, hits, floor: float | None, started: float) -> None:
     """Append one search/context call to the query log (unless --no-log or turned off)."""
     if not no_log:
-        querylog.log_call(store, command=command, query=query, method=method, k=k,
+        searching.querylog.log_call(store, command=command, query=query, method=method, k=k,
                           scores=[h.score for h in hits], floor=floor, started=started)
 
 
@@ -484,8 +482,8 @@ def misses(ctx, since, below, golden, as_json):
     Example: busca misses --since 2026-01-01 --golden perguntas.json
     """
     with _store(ctx) as store:
-        found = querylog.misses(store, since=since, below=below)
-        if not querylog.is_enabled(store):
+        found = searching.querylog.misses(store, since=since, below=below)
+        if not searching.querylog.is_enabled(store):
             click.echo('note: the query log is off ("busca log on" to record questions)',
                        err=True)
     if golden:
@@ -506,12 +504,12 @@ def misses(ctx, since, below, golden, as_json):
                        f"  {m.query}")
 
 
-def _write_golden(path: str, found: list[querylog.Miss]) -> None:
+def _write_golden(path: str, found: list[searching.querylog.Miss]) -> None:
     if not found:
         click.echo(f"no missed questions in the query log; {path} not written")
         return
     try:
-        n = querylog.write_golden(path, found)
+        n = searching.querylog.write_golden(path, found)
     except (FileExistsError, OSError) as e:
         raise click.ClickException(str(e)) from None
     click.echo(f'wrote {n} questions to {path}: fill in each "trecho" (or set it to null'
@@ -528,8 +526,8 @@ def log_setting(ctx, state):
     """
     with _store(ctx) as store:
         if state is not None:
-            querylog.set_enabled(store, state == "on")
-        on = querylog.is_enabled(store)
+            searching.querylog.set_enabled(store, state == "on")
+        on = searching.querylog.is_enabled(store)
         n = len(store.logged_queries())
     click.echo(f"query log: {'on' if on else 'off'} ({n} queries logged)")
 
@@ -790,23 +788,23 @@ def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_h
                                    f" {report.documents} documents read so far are stored")
 
 
-def _run_crawl(url, store, options, progress) -> crawl_events.CrawlReport:
+def _run_crawl(url, store, options, progress) -> crawling.events.CrawlReport:
     done, total = 0, 0
 
     def notice_now(message: str) -> None:  # before the wait it announces, from any thread
         progress.close()
-        _echo_crawl_event(crawl_events.Notice(message), quiet=progress.quiet)
+        _echo_crawl_event(crawling.events.Notice(message), quiet=progress.quiet)
 
     try:
         for event in crawling.crawl(url, store, options=options, on_notice=notice_now):
-            if isinstance(event, crawl_events.Finished):
+            if isinstance(event, crawling.events.Finished):
                 return event.report
-            if isinstance(event, crawl_events.Expected):
+            if isinstance(event, crawling.events.Expected):
                 total += event.total
-            elif isinstance(event, crawl_events.Stored) and event.status != "deleted":
+            elif isinstance(event, crawling.events.Stored) and event.status != "deleted":
                 done += 1
-            elif isinstance(event, (crawl_events.Notice, crawl_events.SourceFound,
-                                    crawl_events.Failed)):
+            elif isinstance(event, (crawling.events.Notice, crawling.events.SourceFound,
+                                    crawling.events.Failed)):
                 progress.close()
                 _echo_crawl_event(event, quiet=progress.quiet)
             progress("documents", done, total if total >= done else 0)
@@ -819,15 +817,15 @@ def _run_crawl(url, store, options, progress) -> crawl_events.CrawlReport:
 
 
 def _echo_crawl_event(event, *, quiet: bool) -> None:
-    if isinstance(event, crawl_events.SourceFound):
+    if isinstance(event, crawling.events.SourceFound):
         click.echo(f"source: {event.source} at {event.url} ({event.detail})", err=True)
-    elif isinstance(event, crawl_events.Notice):
+    elif isinstance(event, crawling.events.Notice):
         click.echo(f"note: {event.message}", err=True)
     elif not quiet:
         click.echo(f"failed: {event.url}: {event.reason}", err=True)
 
 
-def _print_crawl_report(report: crawl_events.CrawlReport, as_json: bool) -> None:
+def _print_crawl_report(report: crawling.events.CrawlReport, as_json: bool) -> None:
     if as_json:
         data = {"url": report.url, "source": report.source, **report.counts,
                 "failures": [{"url": u, "reason": r} for u, r in report.failures],

@@ -1,5 +1,6 @@
 """search: answer questions on a build of any backend — rank, fuse, floor, hits, context, log."""
 
+from . import querylog
 from .context import (LANGS, MAX_CHARS, Context, ContextTooSmall, TemplateError, build_context,
                       check_template, context_dict, render)
 from .fusion import (FUSION, FUSIONS, RRF_K, WINDOW, FusionError, FusionSettings, check_settings,
@@ -16,5 +17,5 @@ __all__ = [
     "WINDOW", "available_methods", "build_context", "check_settings", "check_template",
     "context_dict", "describe_default", "describe_fusion", "floor_of", "hits_for", "parse_weights",
     "rank",
-    "render", "require_vectors", "scorer", "search", "snippet", "top_k",
+    "querylog", "render", "require_vectors", "scorer", "search", "snippet", "top_k",
 ]
