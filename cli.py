@@ -158,14 +158,14 @@ def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyz
             home, size=size, overlap=overlap, methods=names, options=options,
             on_progress=progress)
     progress.close()
-    click.echo(f"indexed {manifest['documents']} documents, {manifest['words']} words →"
-               f" {manifest['chunks']} chunks ({manifest['rechunked_documents']} documents"
-               f" re-chunked); methods: {', '.join(manifest['methods'])}")
+    click.echo(f"indexed {manifest.documents} documents, {manifest.words} words →"
+               f" {manifest.chunks} chunks ({manifest.rechunked_documents} documents"
+               f" re-chunked); methods: {', '.join(manifest.methods)}")
     _echo_dense(manifest)
 
 
 def _echo_dense(manifest: indexing.Manifest) -> None:
-    entry = manifest["methods"].get("dense")
+    entry = manifest.methods.get("dense")
     if entry:
         rate = f" at {entry['chunks_per_second']} chunks/s" if entry["chunks_per_second"] else ""
         click.echo(f"dense: {entry['encoder']} ({entry['dimension']} dimensions), encoded"
@@ -282,12 +282,12 @@ def stats(ctx, as_json):
     if as_json:
         click.echo(json.dumps(figures, ensure_ascii=False, indent=2))
         return
-    c = manifest["chunker"]
+    c = manifest.chunker
     click.echo(f"documents   {figures['documents']:>10,}")
     click.echo(f"words       {figures['words']:>10,}")
     click.echo(f"chunks      {figures['chunks']:>10,}   ({c['kind']}: {c['size']} per window,"
                f" {c['overlap']} overlap)")
-    for method, entry in manifest["methods"].items():
+    for method, entry in manifest.methods.items():
         detail = ", ".join(f"{k} {round(v, 4) if isinstance(v, float) else v}"
                            for k, v in entry.items() if k != "vocabulary")
         size = f"{entry['vocabulary']:>10,} terms" if "vocabulary" in entry else " " * 16

@@ -6,9 +6,9 @@ import logging
 
 import numpy as np
 
+from ..errors import BuscaError
 from .encoders import THREADS, Encoder, get_encoder
 from .lexical import top_k
-from ..errors import BuscaError
 
 log = logging.getLogger(__name__)
 
