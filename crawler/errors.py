@@ -5,11 +5,11 @@ from __future__ import annotations
 from ..errors import BuscaError
 
 
-class CrawlError(Exception):
+class CrawlError(BuscaError):
     """The crawl cannot start or cannot go on (bad start URL, nothing found, robots.txt...)."""
 
 
-class FetchError(Exception):
+class FetchError(BuscaError):
     """One URL could not be fetched; the crawl records it and goes on."""
 
     def __init__(self, url: str, reason: str, *, status: int | None = None):
@@ -39,7 +39,7 @@ class CrawlStopped(CrawlError):
     """The crawl had to stop part way (the API refused us); what was stored stays."""
 
 
-class ApiUnusable(CrawlError, BuscaError):
+class ApiUnusable(CrawlError):
     """The WordPress API answers its listing with an error, even at the smallest page size;
     in auto mode the crawl goes on with the next source (sitemap, feed)."""
 

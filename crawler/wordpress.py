@@ -14,12 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
-from busca.crawler.events import Failed, Notice, Stored
-from busca.crawler.html import body_text, title_text
-from busca.crawler.options import Context
-from busca.crawler.store import Document
-
 from .errors import ApiUnusable
+from .events import Failed, Notice, Stored
+from .html import body_text, title_text
+from .options import Context
+from .store import Document
 from .wordpress_pages import Listing, Page, pages, with_page
 
 FIELDS = "id,link,modified,modified_gmt,title,content"
