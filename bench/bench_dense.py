@@ -36,9 +36,10 @@ from busca.index import storage
 from busca.index.chunking import chunk_words
 from busca.index.dense import BATCH
 from busca.index.encoders import get_encoder
+from busca.index.manifest import Manifest
 from busca.index.storage import Index
-from busca.search import core
-from busca.search.dense import DenseScorer
+from busca import search as core
+from busca.index.vectors import DenseScorer
 
 SITE = Path(__file__).resolve().parent.parent / "fixtures" / "site" / "articles.jsonl"
 FAQ_WORDS = 60
@@ -91,7 +92,9 @@ def bench_search(encoder, size: int, queries: int, folder: Path) -> dict:
     storage.save_array(folder, "dense.vectors", vectors)
     entry = {"encoder": encoder.name, "encoder_version": encoder.version,
              "dimension": encoder.dimension}
-    index = Index(folder, folder, {"methods": {"dense": entry}})
+    manifest = Manifest(build=folder.name, chunker={}, documents=size, chunks=size,
+                        methods={"dense": entry})
+    index = Index(folder, folder, manifest)
     scorer = DenseScorer(index, encoder=_Given(encoder, vectors[rng.integers(0, size, queries)]))
     row = {"search_ms": _per_query_ms(scorer, ["x"] * queries)}
     scorer.encoder = encoder

@@ -15,17 +15,17 @@ from urllib.parse import urlsplit, urlunsplit
 
 import requests
 
-from busca.crawler.discover import Discovery, discover
-from busca.crawler.errors import CrawlError, CrawlStopped
-from busca.crawler.events import CrawlReport, Finished, Notice, SourceFound, Tally
-from busca.crawler.feed import crawl_feed
-from busca.crawler.http import Fetcher
-from busca.crawler.jsonapi import crawl_json
-from busca.crawler.options import SOURCES, WP_TYPES, Context, CrawlOptions
-from busca.crawler.sitemap import crawl_sitemaps
-from busca.crawler.spider import crawl_html
-from busca.crawler.store import Store
-from busca.crawler.wordpress import crawl_wordpress
+from .discover import Discovery, discover
+from .errors import ApiUnusable, CrawlError, CrawlStopped
+from .events import CrawlReport, Finished, Notice, SourceFound, Tally
+from .feed import crawl_feed
+from .http import Fetcher
+from .jsonapi import crawl_json
+from .options import DEFAULT_HTML_PAGES, SOURCES, WP_TYPES, Context, CrawlOptions
+from .sitemap import crawl_sitemaps
+from .spider import crawl_html
+from .store import DocumentStore as Store
+from .wordpress import crawl_wordpress
 
 
 def crawl(url: str, store: Store, *, options: CrawlOptions | None = None,
@@ -117,13 +117,36 @@ def _events(ctx: Context, url: str) -> Iterator:
     yield from _read(ctx, found)
 
 
+def _without_api(ctx: Context, url: str, error: ApiUnusable) -> Iterator:
+    """Discover again without the WordPress API, saying why, and read what is found."""
+    yield Notice(f"{error}; looking for a sitemap or feed instead")
+    found = discover(url, ctx.fetcher, source="auto", types=ctx.options.types, api=False)
+    for note in found.notes:
+        yield Notice(note)
+    yield SourceFound(found.source, found.start, found.detail)
+    yield from _read(ctx, found)
+
+
 def _read(ctx: Context, found: Discovery) -> Iterator:
     origin = "{0.scheme}://{0.netloc}".format(urlsplit(found.start))
     if found.source == "wordpress":
-        yield from crawl_wordpress(ctx, found.api_root)
+        try:
+            yield from crawl_wordpress(ctx, found.api_root)
+        except ApiUnusable as e:  # only in auto mode, before any post was stored
+            yield from _without_api(ctx, found.start, e)
     elif found.source == "sitemap":
         yield from crawl_sitemaps(ctx, found.sitemaps, f"{origin}#sitemap")
     elif found.source == "feed":
         yield from crawl_feed(ctx, found.feeds, f"{origin}#feed")
     else:
         yield from crawl_html(ctx, found.start, found.page, f"{origin}#html")
+
+
+def why_nothing(url: str, report: CrawlReport, options: CrawlOptions) -> str:
+    """The one-line diagnosis of a crawl of `url` that stored no document."""
+    why = report.stopped or (report.failures[0][1] if report.failures else None)
+    if not why and any("(--max-pages)" in notice for notice in report.notices):
+        budget = options.max_pages or DEFAULT_HTML_PAGES
+        why = (f"the --max-pages budget ({budget}) was used up before any document was"
+               " found; raise --max-pages")
+    return f"nothing could be fetched from {url}: {why or 'the site listed no documents'}"

@@ -15,11 +15,11 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
-from busca.crawler.errors import CrawlError, Disallowed, FetchError, OffSite
-from busca.crawler.html import HtmlPage, decode_html, extract_page
-from busca.crawler.http import Fetcher, Response
-from busca.crawler.sitemap import looks_like_sitemap
-from busca.crawler.wordpress import api_url
+from .errors import CrawlError, Disallowed, FetchError, OffSite
+from .html import HtmlPage, decode_html, extract_page
+from .http import Fetcher, Response
+from .sitemap import looks_like_sitemap
+from .wordpress import api_url
 
 SITEMAP_PROBES = ("/wp-sitemap.xml", "/sitemap.xml", "/sitemap_index.xml")
 _API_REL = re.compile(r'<([^>]+)>\s*;[^,]*rel="?https://api\.w\.org/"?', re.I)
@@ -40,8 +40,9 @@ class Discovery:
 
 
 def discover(url: str, fetcher: Fetcher, *, source: str = "auto",
-             types: tuple[str, ...] = ("posts",)) -> Discovery:
-    """Decide the source for `url`; CrawlError when there is nothing usable."""
+             types: tuple[str, ...] = ("posts",), api: bool = True) -> Discovery:
+    """Decide the source for `url`; CrawlError when there is nothing usable. `api=False`
+    skips the WordPress API (auto mode after the API proved unusable)."""
     response = start_page(url, fetcher)
     page = _parse(response)
     kind = _xml_kind(response)
@@ -50,7 +51,7 @@ def discover(url: str, fetcher: Fetcher, *, source: str = "auto",
         return Discovery("sitemap", response.url, "the URL is a sitemap", sitemaps=(response.url,))
     if source in ("auto", "feed") and kind == "feed":
         return Discovery("feed", response.url, "the URL is a feed", feeds=(response.url,))
-    if source in ("auto", "wordpress"):
+    if source in ("auto", "wordpress") and api:
         found = _wordpress(response, page, fetcher, types, notes, strict=source == "wordpress")
         if found:
             return found

