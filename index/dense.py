@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..errors import BuscaError
-from .encoders import DEFAULT_ENCODER, THREADS, Encoder, get_encoder
+from .encoders import DEFAULT_ENCODER, THREADS, Encoder, dense_share, get_encoder
 
 log = logging.getLogger(__name__)
 
@@ -125,5 +125,9 @@ def check_vectors(batch: np.ndarray, rows: Sequence[int], encoder: Encoder) -> N
 
 def build_hybrid(texts: Sequence[str], out, *, options: dict,
                  previous=None, on_progress: Callable | None = None) -> dict:
-    """The `hybrid` entry: no arrays, only fusion settings that override the defaults."""
-    return {"fusion": options.get("fusion_settings", {}), "floor": None}
+    """The `hybrid` entry: no arrays; fusion settings that override the defaults, and the dense
+    share measured for this build's encoder (kept, so later changes of the table in
+    index/encoders.py do not change how an existing index fuses)."""
+    name = options.get("dense")
+    share = dense_share(name) if name else None  # None: looked up by the vectors' encoder
+    return {"fusion": options.get("fusion_settings", {}), "dense_share": share, "floor": None}

@@ -21,17 +21,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import BuscaError
+from ..index.encoders import DENSE_SHARE, DENSE_SHARES
 from ..index.lexical import NoSearchableTerms, top_k
 
 METHOD = "hybrid"
 FUSIONS = ("rrf", "minmax", "zscore")
-FUSION = "minmax"  # measured: docs/dense.md
+FUSION = "zscore"  # measured across models and corpora: docs/dense.md, "Fusion across models"
 RRF_K = 60.0
 WINDOW = 100
 LEXICAL = ("bm25", "tfidf")  # the first one the index has is the default lexical component
-# Default weights per fusion (measured, docs/dense.md): min-max 0.6/0.4 kept lexical questions
-# at the best single method's recall while lifting paraphrases; RRF stays the textbook 1:1.
-WEIGHTS = {"minmax": {"lexical": 0.6, "dense": 0.4}, "rrf": {"lexical": 1.0, "dense": 1.0}}
+# Default weights: the weighted sums (zscore, minmax) give dense the share measured for its
+# encoder (index/encoders.py DENSE_SHARES: use 0.3, e5-small 0.7, others 0.5) and lexical the
+# rest; RRF stays the textbook 1:1. Measured: docs/dense.md, "Fusion across models".
+RRF_WEIGHTS = {"lexical": 1.0, "dense": 1.0}
 
 
 class FusionError(BuscaError, ValueError):
@@ -89,14 +91,17 @@ def parse_weights(text: str) -> dict[str, float]:
     return weights
 
 
-def default_weights(methods, fusion: str = FUSION) -> dict[str, float]:
-    """Default components and weights: the best lexical method the index has, plus dense."""
+def default_weights(methods, fusion: str = FUSION, *,
+                    dense_share: float = DENSE_SHARE) -> dict[str, float]:
+    """Default components and weights: the best lexical method the index has, plus dense
+    (1:1 for RRF; 1 - `dense_share` and `dense_share` for the weighted sums)."""
     lexical = next((m for m in LEXICAL if m in methods), None)
     if lexical is None or "dense" not in methods:
         raise FusionError("hybrid needs dense vectors and a lexical method (bm25 or tfidf);"
                           " add vectors with: busca index --dense use")
-    weights = WEIGHTS[fusion]
-    return {lexical: weights["lexical"], "dense": weights["dense"]}
+    if fusion == "rrf":
+        return {lexical: RRF_WEIGHTS["lexical"], "dense": RRF_WEIGHTS["dense"]}
+    return {lexical: round(1 - dense_share, 6), "dense": dense_share}
 
 
 def rrf(lists, weights, *, k: float = RRF_K) -> tuple[np.ndarray, np.ndarray]:
@@ -146,9 +151,12 @@ def stored_settings(entry: Mapping) -> FusionSettings:
     return check_settings(FusionSettings(**{k: v for k, v in stored.items() if k in known}))
 
 
-def components(settings: FusionSettings, available: Sequence[str]) -> dict[str, float]:
-    """Method -> weight that `settings` fuses, given the methods an index has."""
-    weights = settings.weights or default_weights(available, settings.fusion)
+def components(settings: FusionSettings, available: Sequence[str], *,
+               dense_share: float = DENSE_SHARE) -> dict[str, float]:
+    """Method -> weight that `settings` fuses, given the methods an index has and the dense
+    share measured for its encoder (the defaults' weights when `settings` names none)."""
+    weights = settings.weights or default_weights(available, settings.fusion,
+                                                  dense_share=dense_share)
     missing = [m for m in weights if m not in available]
     if missing:
         raise FusionError(f"hybrid cannot use {', '.join(missing)}: this index has"
@@ -216,10 +224,22 @@ def passing(ids: np.ndarray, ranked: dict, floors: dict) -> np.ndarray:
 def describe_default() -> str:
     """The default components and weights, for help texts."""
     lexical = "|".join(LEXICAL)
-    return "; ".join(f"{f}: {lexical}={w['lexical']:g},dense={w['dense']:g}"
-                     for f, w in WEIGHTS.items())
+    shares = ", ".join(f"{name} {share:g}" for name, share in DENSE_SHARES.items())
+    return (f"zscore, minmax: {lexical}=1-s,dense=s with s the encoder's measured share"
+            f" ({shares}, others {DENSE_SHARE:g}); rrf: {lexical}=1,dense=1")
 
 
-def describe(settings: FusionSettings, available: Sequence[str]) -> dict:
+def stored_share(entry: Mapping, encoder: str | None) -> float:
+    """The dense share a build stored in its `hybrid` entry, else the one measured for the
+    encoder that made its vectors (builds made before shares were stored)."""
+    share = entry.get("dense_share")
+    if share is None:
+        share = DENSE_SHARES.get(encoder or "", DENSE_SHARE)
+    return float(share)
+
+
+def describe(settings: FusionSettings, available: Sequence[str], *,
+             dense_share: float = DENSE_SHARE) -> dict:
     """Settings with the components and weights actually used on an index with `available`."""
-    return {**settings.describe(), "weights": components(settings, available)}
+    return {**settings.describe(),
+            "weights": components(settings, available, dense_share=dense_share)}

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from ..index.lexical import top_k
 from ..index.methods import METHODS, UnknownMethod
-from .fusion import FusionSettings, HybridScorer, components, describe, stored_settings
+from .fusion import (FusionSettings, HybridScorer, components, describe, stored_settings,
+                     stored_share)
 
 K = 3
 
@@ -25,14 +26,20 @@ def scorer(index, method: str, fusion: FusionSettings | None = None):
         have = ", ".join(available_methods(index)) or "none"
         raise UnknownMethod(f"this index has no method {method!r}; it has: {have}")
     settings = fusion if fusion is not None else stored_settings(index.manifest.entry(method))
-    weights = components(settings, _parts(index, method))
+    weights = components(settings, _parts(index, method), dense_share=dense_share(index, method))
     return HybridScorer({m: index.ranker(m) for m in weights}, weights, settings,
                         {m: index.manifest.floor(m) for m in weights})
 
 
 def describe_fusion(index, settings: FusionSettings, method: str = "hybrid") -> dict:
     """The settings with the components and weights actually used on `index`."""
-    return describe(settings, _parts(index, method))
+    return describe(settings, _parts(index, method), dense_share=dense_share(index, method))
+
+
+def dense_share(index, method: str = "hybrid") -> float:
+    """The dense side's default share in `method`'s weighted sums on this build."""
+    return stored_share(index.manifest.entry(method),
+                        index.manifest.entry("dense").get("encoder"))
 
 
 def _parts(index, method: str) -> list[str]:

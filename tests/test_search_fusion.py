@@ -128,7 +128,11 @@ def test_bad_settings_are_refused(settings, message):
 
 
 def test_default_components_prefer_bm25_and_need_dense():
-    assert fusion.default_weights(["tfidf", "bm25", "dense"]) == {"bm25": 0.6, "dense": 0.4}
+    assert fusion.default_weights(["tfidf", "bm25", "dense"]) == {"bm25": 0.5, "dense": 0.5}
+    assert fusion.default_weights(["bm25", "dense"], dense_share=0.3) == {"bm25": 0.7,
+                                                                        "dense": 0.3}
+    assert fusion.default_weights(["bm25", "dense"], "minmax", dense_share=0.7) == {
+        "bm25": 0.3, "dense": 0.7}
     assert fusion.default_weights(["tfidf", "bm25", "dense"], "rrf") == {"bm25": 1, "dense": 1}
     assert list(fusion.default_weights(["tfidf", "dense"])) == ["tfidf", "dense"]
     with pytest.raises(FusionError, match="busca index --dense use"):
@@ -179,11 +183,52 @@ def _expected_minmax(index, query, weights):
     return sorted(total, key=lambda c: (-total[c], c))
 
 
-def test_default_hybrid_is_minmax_of_tfidf_and_dense(index):
+def _expected_zscore(index, query, weights, window=fusion.WINDOW):
+    total = defaultdict(float)
+    for method, w in weights.items():
+        got, scores = core.scorer(index, method).score(query)
+        order = np.lexsort((got, -scores))[:window]
+        got, scores = got[order], scores[order]
+        sd = scores.std()
+        for chunk, score in zip(got.tolist(), scores):
+            total[chunk] += w * (score - scores.min()) / sd
+    return sorted(total, key=lambda c: (-total[c], c))
+
+
+def test_default_hybrid_is_zscore_with_the_encoders_share(index):
     query = "biblioteca que não existe"
-    assert fusion.FUSION == "minmax"
+    assert fusion.FUSION == "zscore"
+    assert index.manifest.entry("hybrid")["dense_share"] == 0.5  # "fake" has no measured share
     got = core.rank(index, query, method="hybrid", k=4)[0].tolist()
-    assert got == _expected_minmax(index, query, {"tfidf": 0.6, "dense": 0.4})[:4]
+    assert got == _expected_zscore(index, query, {"tfidf": 0.5, "dense": 0.5})[:4]
+    minmax_settings = FusionSettings(fusion="minmax")
+    got = core.rank(index, query, method="hybrid", k=4, fusion=minmax_settings)[0].tolist()
+    assert got == _expected_minmax(index, query, {"tfidf": 0.5, "dense": 0.5})[:4]
+
+
+def test_the_share_measured_for_the_encoder_is_stored_with_the_build(tmp_path, fake,
+                                                                     monkeypatch):
+    monkeypatch.setitem(encoders.DENSE_SHARES, "fake", 0.25)
+    store = LocalHome(tmp_path / "home")
+    for url, title, text in DOCS:
+        store.put(Document(url, title, text))
+    build_index(store, methods=("tfidf", "dense", "hybrid"), options={"dense": "fake"})
+    store.close()
+    built = load_index(tmp_path / "home")
+    assert built.manifest.entry("hybrid")["dense_share"] == 0.25
+    query = "biblioteca que não existe"
+    got = core.rank(built, query, method="hybrid", k=4)[0].tolist()
+    assert got == _expected_zscore(built, query, {"tfidf": 0.75, "dense": 0.25})[:4]
+    monkeypatch.setitem(encoders.DENSE_SHARES, "fake", 0.9)  # the table changes later:
+    assert core.describe_fusion(built, FusionSettings())["weights"] == {"tfidf": 0.75,
+                                                                        "dense": 0.25}
+
+
+def test_builds_without_a_stored_share_use_the_encoders_measured_one():
+    assert fusion.stored_share({"fusion": {}}, "use") == 0.3
+    assert fusion.stored_share({}, "e5-small") == 0.7
+    assert fusion.stored_share({}, "sentence-transformers:/m") == 0.5
+    assert fusion.stored_share({"dense_share": 0.4}, "use") == 0.4
 
 
 def test_rrf_hybrid(index):
@@ -273,8 +318,8 @@ def test_cli_hybrid_json_prints_the_fusion_settings(indexed, run):
     assert result.exit_code == 0
     hits = [json.loads(line) for line in result.stdout.splitlines()]
     assert hits[0]["url"] == "https://blog.example/erros"
-    assert hits[0]["fusion"] == {"fusion": "minmax", "window": 100,
-                                 "weights": {"tfidf": 0.6, "dense": 0.4}}
+    assert hits[0]["fusion"] == {"fusion": "zscore", "window": 100,
+                                 "weights": {"tfidf": 0.5, "dense": 0.5}}
     result = run("search", "erro", "--method", "hybrid", "--json", "--fusion", "rrf")
     assert json.loads(result.stdout.splitlines()[0])["fusion"] == {
         "fusion": "rrf", "window": 100, "rrf_k": 60.0, "weights": {"tfidf": 1.0, "dense": 1.0}}
