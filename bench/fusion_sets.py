@@ -20,13 +20,14 @@ import sys
 
 import numpy as np
 
-from busca.crawler.store import Store
-from busca.index.storage import load_index
-from busca.search import core, fusion
-from busca.search.evaluate import DEPTH, chunk_table, judge, outcome_of
-from busca.search.golden import load_golden
-from busca.search.lexical import NoSearchableTerms
-from busca.search.metrics import parse_metric, value
+from busca import search as core
+from busca.index import open_home
+from busca.search import fusion
+from busca.search.scorers import dense_share
+from busca.search.eval.golden import load_golden
+from busca.search.eval.judge import DEPTH, chunk_table, judge, outcome_of
+from busca.search.eval.metrics import parse_metric, value
+from busca.search import NoSearchableTerms
 
 METRICS = [parse_metric(m) for m in ("recall@1", "recall@3", "recall@10", "ndcg@10")]
 WINDOW = fusion.WINDOW
@@ -38,77 +39,61 @@ def _norm_minmax(s):
     return (s - lo) / (hi - lo) if hi > lo else np.ones(s.size)
 
 
-def _norm_z(s):
-    sd = float(s.std())
-    return (s - s.mean()) / sd if sd > 0 else np.zeros(s.size)
-
-
-def weighted(norm, lexical: float, absent: str = "min"):
-    """Weighted sum of normalised window scores; a chunk absent from a list gets its minimum."""
-    def fuse(ranked, weights=None):
-        w = weights or {LEX: lexical, DENSE: 1 - lexical}
-        return _sum_with_floor(ranked, w, norm)
+def shipped(how: str, dense: float | None = None, *, k: float = fusion.RRF_K):
+    """busca's own fusion (search/fusion.py); `dense` None: the encoder's measured share."""
+    def fuse(ranked, share):
+        if how == "rrf":
+            weights = {LEX: 1.0, DENSE: 1.0 if dense is None else dense}
+        else:
+            d = share if dense is None else dense
+            weights = {LEX: round(1 - d, 6), DENSE: d}
+        return fusion.fuse(ranked, weights, fusion.FusionSettings(how, k, WINDOW, weights))
     return fuse
 
 
-def _sum_with_floor(ranked, w, norm):
-    ids = np.unique(np.concatenate([ranked[m][0] for m in w]))
-    total = np.zeros(ids.size)
-    for m, weight in w.items():
-        c_ids, s = ranked[m]
-        if c_ids.size == 0:
-            continue
-        z = norm(s)
-        filled = np.full(ids.size, z.min())
-        filled[np.searchsorted(ids, c_ids)] = z
-        total += weight * filled
-    return ids, total
-
-
-def rrf(k: float, dense_weight: float = 1.0):
-    def fuse(ranked, weights=None):
-        return fusion.rrf([ranked[LEX][0], ranked[DENSE][0]], [1.0, dense_weight], k=k)
-    return fuse
-
-
-def confident(lexical: float, norm=_norm_minmax, power: float = 1.0):
-    """Min-max sum whose weights follow each list's confidence on this query: the gap between
-    its top score and its 10th, relative to the window's range (a flat list says little)."""
-    def fuse(ranked, weights=None):
-        base = {LEX: lexical, DENSE: 1 - lexical}
-        gaps = {}
-        for m in base:
+def confident(dense: float, power: float = 2.0):
+    """Not shipped: a z-score sum whose weights follow each list's confidence on this query
+    (the gap between its top score and its 10th, relative to the window's range)."""
+    def fuse(ranked, share):
+        base = {LEX: 1 - dense, DENSE: dense}
+        raw = {}
+        for m, w in base.items():
             s = ranked[m][1]
-            n = _norm_minmax(s) if s.size else s
-            gaps[m] = float(n[0] - n[min(9, n.size - 1)]) if n.size > 1 else 0.0
-        raw = {m: base[m] * (1e-3 + gaps[m]) ** power for m in base}
+            n = _norm_minmax(s) if s.size > 1 else np.zeros(1)
+            raw[m] = w * (1e-3 + float(n[0] - n[min(9, n.size - 1)])) ** power
         total = sum(raw.values())
-        return _sum_with_floor(ranked, {m: v / total for m, v in raw.items()}, norm)
+        weights = {m: v / total for m, v in raw.items()}
+        return fusion.fuse(ranked, weights, fusion.FusionSettings("zscore", window=WINDOW,
+                                                                  weights=weights))
     return fuse
 
 
+DEFAULT = "default: minmax, encoder's share"
 CANDIDATES = {
-    "minmax 0.6/0.4 (current default)": weighted(_norm_minmax, 0.6),
-    "minmax 0.5/0.5": weighted(_norm_minmax, 0.5),
-    "minmax 0.4/0.6": weighted(_norm_minmax, 0.4),
-    "zscore 0.6/0.4": weighted(_norm_z, 0.6),
-    "zscore 0.5/0.5": weighted(_norm_z, 0.5),
-    "zscore 0.4/0.6": weighted(_norm_z, 0.4),
-    "rrf k=60 1:1": rrf(60),
-    "rrf k=10 1:1": rrf(10),
-    "rrf k=1 1:1": rrf(1),
-    "confidence minmax 0.5": confident(0.5),
-    "confidence minmax 0.5 p=0.5": confident(0.5, power=0.5),
-    "confidence zscore 0.5": confident(0.5, norm=_norm_z),
-    "confidence zscore 0.5 p=0.5": confident(0.5, norm=_norm_z, power=0.5),
+    DEFAULT: shipped("minmax"),
+    "zscore, encoder's share": shipped("zscore"),
+    "minmax 0.6/0.4 (old default)": shipped("minmax", 0.4),
+    "minmax 0.5/0.5": shipped("minmax", 0.5),
+    "zscore 0.7/0.3": shipped("zscore", 0.3),
+    "zscore 0.6/0.4": shipped("zscore", 0.4),
+    "zscore 0.5/0.5": shipped("zscore", 0.5),
+    "zscore 0.4/0.6": shipped("zscore", 0.6),
+    "zscore 0.3/0.7": shipped("zscore", 0.7),
+    "rrf k=60 1:1": shipped("rrf", k=60),
+    "rrf k=10 1:1": shipped("rrf", k=10),
+    "rrf k=1 1:1": shipped("rrf", k=1),
+    "rrf k=1 bm25 1, dense 0.3": shipped("rrf", 0.3, k=1),
+    "confidence zscore 0.5/0.5 (not shipped)": confident(0.5),
+    "confidence zscore, encoder's share (not shipped)": lambda r, share: confident(share)(
+        r, share),
 }
 
 
 def rank_set(home: str, golden_path: str):
     """(judged answerable questions, chunk table, per question {method: (ids, scores)})."""
-    index = load_index(home)
     golden = load_golden(golden_path)
-    with Store(home) as store:
+    with open_home(home) as store:
+        index = store.current()
         table = chunk_table(index, store)
     judged = [j for j in judge(golden, table).items if j.question.answerable]
     ranked = []
@@ -121,11 +106,11 @@ def rank_set(home: str, golden_path: str):
                 ids, scores = np.empty(0, np.int64), np.empty(0)
             out[method] = core.top_k(ids, scores, WINDOW) if ids.size else (ids, scores)
         ranked.append(out)
-    encoder = index.methods[DENSE]["encoder"]
-    return judged, table, ranked, encoder
+    encoder = index.manifest.entry(DENSE)["encoder"]
+    return judged, table, ranked, encoder, dense_share(index)
 
 
-def score_rows(judged, table, ranked) -> dict[str, dict[str, float]]:
+def score_rows(judged, table, ranked, share: float) -> dict[str, dict[str, float]]:
     rows = {}
 
     def evaluate(name, rankings):
@@ -138,7 +123,7 @@ def score_rows(judged, table, ranked) -> dict[str, dict[str, float]]:
     for name, fuse in CANDIDATES.items():
         fused = []
         for r in ranked:
-            ids, s = fuse(r)
+            ids, s = fuse(r, share)
             fused.append(core.top_k(ids, s, DEPTH) if ids.size else (ids, s))
         evaluate(name, fused)
     return rows
@@ -167,7 +152,7 @@ def main() -> None:
     everything = {}
     for spec in args.sets:
         label, home, golden_path = spec.split("=", 2)
-        judged, table, ranked, encoder = rank_set(home, golden_path)
+        judged, table, ranked, encoder, share = rank_set(home, golden_path)
         print(f"ranked {label} ({encoder}, {len(judged)} questions)", file=sys.stderr)
         groups = {label: list(range(len(judged)))}
         for tag in args.slice:
@@ -176,17 +161,34 @@ def main() -> None:
             if picked:
                 groups[f"{label} [{tag}]"] = picked
         for name, picked in groups.items():
-            rows = score_rows([judged[i] for i in picked], table, [ranked[i] for i in picked])
-            everything[name] = {"encoder": encoder, "questions": len(picked), "rows": rows,
+            rows = score_rows([judged[i] for i in picked], table, [ranked[i] for i in picked],
+                              share)
+            everything[name] = {"encoder": encoder, "share": share, "questions": len(picked),
+                                "rows": rows, "whole": name == label,
                                 "verdicts": verdicts(rows)}
             _print(name, everything[name])
+    _print_summary(everything)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(everything, f, indent=1)
 
 
+def _print_summary(everything: dict) -> None:
+    """Per candidate over the whole sets: cells above both parts, worst gap to the better."""
+    whole = {n: r for n, r in everything.items() if r["whole"]}
+    print(f"\n## Summary over {', '.join(whole)} (nDCG@10 and recall@3 each)")
+    print("| candidate | above both | within 0.01 | worst gap to the better part |")
+    print("|---|---|---|---|")
+    for name in CANDIDATES:
+        gaps = [r["rows"][name][key] - max(r["rows"][LEX][key], r["rows"][DENSE][key])
+                for r in whole.values() for key in ("ndcg@10", "recall@3")]
+        print(f"| {name} | {sum(g > 0 for g in gaps)} of {len(gaps)} |"
+              f" {'yes' if min(gaps) >= -0.01 else 'no'} | {min(gaps):+.3f} |")
+
+
 def _print(name: str, result: dict) -> None:
-    print(f"\n## {name} (dense = {result['encoder']}, n = {result['questions']})")
+    print(f"\n## {name} (dense = {result['encoder']}, share {result['share']:g},"
+          f" n = {result['questions']})")
     print("| method | " + " | ".join(m.name for m in METRICS) + " | nDCG@10 | recall@3 |")
     print("|---|" + "---|" * (len(METRICS) + 2))
     for method, figures in result["rows"].items():

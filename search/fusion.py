@@ -26,11 +26,11 @@ from ..index.lexical import NoSearchableTerms, top_k
 
 METHOD = "hybrid"
 FUSIONS = ("rrf", "minmax", "zscore")
-FUSION = "zscore"  # measured across models and corpora: docs/dense.md, "Fusion across models"
+FUSION = "minmax"  # measured across models and corpora: docs/dense.md, "Fusion across models"
 RRF_K = 60.0
 WINDOW = 100
 LEXICAL = ("bm25", "tfidf")  # the first one the index has is the default lexical component
-# Default weights: the weighted sums (zscore, minmax) give dense the share measured for its
+# Default weights: the weighted sums (minmax, zscore) give dense the share measured for its
 # encoder (index/encoders.py DENSE_SHARES: use 0.3, e5-small 0.7, others 0.5) and lexical the
 # rest; RRF stays the textbook 1:1. Measured: docs/dense.md, "Fusion across models".
 RRF_WEIGHTS = {"lexical": 1.0, "dense": 1.0}
@@ -225,7 +225,7 @@ def describe_default() -> str:
     """The default components and weights, for help texts."""
     lexical = "|".join(LEXICAL)
     shares = ", ".join(f"{name} {share:g}" for name, share in DENSE_SHARES.items())
-    return (f"zscore, minmax: {lexical}=1-s,dense=s with s the encoder's measured share"
+    return (f"minmax, zscore: {lexical}=1-s,dense=s with s the encoder's measured share"
             f" ({shares}, others {DENSE_SHARE:g}); rrf: {lexical}=1,dense=1")
 
 

@@ -111,7 +111,7 @@ def test_cli_tune_fusion_reports_best_default_and_warning(run, tmp_path, monkeyp
     assert "cross-validated (5 folds)" in result.stdout
     assert "warning: tuned and reported on the same 4 questions" in result.stdout
     data = json.loads(run("eval", str(golden), "--tune-fusion", "-q", "--json").stdout)
-    assert data["default"]["settings"] == {"fusion": "zscore", "window": 100,
+    assert data["default"]["settings"] == {"fusion": "minmax", "window": 100,
                                            "weights": {"tfidf": 0.5, "dense": 0.5}}
     assert len(data["trials"]) == 81  # the default is one of the grid's settings
     assert (data["keep_default"] is None) == (data["best_minus_default"]["low"] > 0)

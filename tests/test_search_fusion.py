@@ -195,15 +195,15 @@ def _expected_zscore(index, query, weights, window=fusion.WINDOW):
     return sorted(total, key=lambda c: (-total[c], c))
 
 
-def test_default_hybrid_is_zscore_with_the_encoders_share(index):
+def test_default_hybrid_is_minmax_with_the_encoders_share(index):
     query = "biblioteca que não existe"
-    assert fusion.FUSION == "zscore"
+    assert fusion.FUSION == "minmax"
     assert index.manifest.entry("hybrid")["dense_share"] == 0.5  # "fake" has no measured share
     got = core.rank(index, query, method="hybrid", k=4)[0].tolist()
-    assert got == _expected_zscore(index, query, {"tfidf": 0.5, "dense": 0.5})[:4]
-    minmax_settings = FusionSettings(fusion="minmax")
-    got = core.rank(index, query, method="hybrid", k=4, fusion=minmax_settings)[0].tolist()
     assert got == _expected_minmax(index, query, {"tfidf": 0.5, "dense": 0.5})[:4]
+    zscore_settings = FusionSettings(fusion="zscore")
+    got = core.rank(index, query, method="hybrid", k=4, fusion=zscore_settings)[0].tolist()
+    assert got == _expected_zscore(index, query, {"tfidf": 0.5, "dense": 0.5})[:4]
 
 
 def test_the_share_measured_for_the_encoder_is_stored_with_the_build(tmp_path, fake,
@@ -218,7 +218,7 @@ def test_the_share_measured_for_the_encoder_is_stored_with_the_build(tmp_path, f
     assert built.manifest.entry("hybrid")["dense_share"] == 0.25
     query = "biblioteca que não existe"
     got = core.rank(built, query, method="hybrid", k=4)[0].tolist()
-    assert got == _expected_zscore(built, query, {"tfidf": 0.75, "dense": 0.25})[:4]
+    assert got == _expected_minmax(built, query, {"tfidf": 0.75, "dense": 0.25})[:4]
     monkeypatch.setitem(encoders.DENSE_SHARES, "fake", 0.9)  # the table changes later:
     assert core.describe_fusion(built, FusionSettings())["weights"] == {"tfidf": 0.75,
                                                                         "dense": 0.25}
@@ -318,7 +318,7 @@ def test_cli_hybrid_json_prints_the_fusion_settings(indexed, run):
     assert result.exit_code == 0
     hits = [json.loads(line) for line in result.stdout.splitlines()]
     assert hits[0]["url"] == "https://blog.example/erros"
-    assert hits[0]["fusion"] == {"fusion": "zscore", "window": 100,
+    assert hits[0]["fusion"] == {"fusion": "minmax", "window": 100,
                                  "weights": {"tfidf": 0.5, "dense": 0.5}}
     result = run("search", "erro", "--method", "hybrid", "--json", "--fusion", "rrf")
     assert json.loads(result.stdout.splitlines()[0])["fusion"] == {
