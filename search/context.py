@@ -14,11 +14,12 @@ from dataclasses import dataclass, replace
 
 from busca.crawler.store import Store
 from busca.index.storage import Index
-from busca.search import core
+from busca.search import collapse, core
 from busca.search.lexical import NoSearchableTerms
 from busca.search.sentences import SENTENCE_REACH, sentences, widen
 
 MAX_CHARS = 6000  # characters of passage text in one context
+PER_DOC = 2  # windows of one document at most, unless no other document passes the floor
 LANGS = ("pt", "en")
 SPAN_JOIN = "\n[…]\n"  # between two separate spans of one document
 
@@ -97,11 +98,13 @@ class Context:
 
 def build_context(index: Index, store: Store, question: str, *, method: str = "tfidf",
                   k: int = core.K, max_chars: int = MAX_CHARS,
-                  min_score: float | None = None) -> Context:
-    """Rank, apply the floor (`min_score`, else the calibrated one), merge and fit passages."""
+                  min_score: float | None = None, per_doc: int = PER_DOC) -> Context:
+    """Rank (at most `per_doc` windows per document while other documents pass the floor),
+    apply the floor (`min_score`, else the calibrated one), merge and fit passages."""
     floor = min_score if min_score is not None else core.floor_of(index, method)
     try:
-        hits = core.search(index, store, question, method=method, k=k)
+        hits = collapse.search(index, store, question, method=method, k=k, per_doc=per_doc,
+                               backfill=True, floor=floor)
     except NoSearchableTerms as e:
         return Context(question, method, floor, (), reason=str(e), max_chars=max_chars)
     passages = merge_hits([h for h in hits if floor is None or h.score >= floor], store)
