@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 
 from . import display
+from .errors import BuscaError
 from .crawler.store import Store
 from .index.storage import Index
 from .search import collapse, core, highlight, querylog
@@ -44,7 +45,7 @@ Type a question and press Enter. Commands:
 Ctrl-D (or :quit) leaves; the history is kept in {history}."""
 
 
-class SessionError(Exception):
+class SessionError(BuscaError):
     """A `:command` the session cannot follow (unknown command, bad value)."""
 
 
@@ -175,7 +176,7 @@ class Session:
                                          if floor is not None and hits else ""))
         else:
             analyzer = highlight.analyzer_for(self.index.methods, s.method)
-            self.echo(display.hits_text(shown, question, analyzer, self.style), nl=False)
+            self.echo(display.hits_text(shown, question, analyzer, self.style))
         self.echo(self.style.paint(f"({len(shown)} hits, {s.method}, {seconds * 1000:.0f} ms)",
                                    dim=True), err=True)
         return shown
