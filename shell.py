@@ -68,7 +68,7 @@ class Session:
                  echo: Callable[..., None] = click.echo):
         self.index, self.store, self.style = index, store, style
         self.as_json, self.log, self.echo = as_json, log, echo
-        self.errors = errors + (SessionError, NoSearchableTerms)
+        self.errors = errors + (BuscaError, NoSearchableTerms, answer_context.ContextTooSmall)
         self.settings = settings
         self.last: str | None = None
         self.answered = 0

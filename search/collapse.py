@@ -6,9 +6,9 @@ the order of the kept hits is unchanged and they are renumbered 1, 2, … The ra
 deepened so that k hits survive: first `k * (per_doc + DEEPEN)` chunks, then doubled
 until k survive or the whole index has been ranked.
 
-`backfill=True` (what `busca context` uses) gives a set-aside window its slot back when
-fewer than k hits of other documents remain, e.g. above the floor: one article only fills
-the budget when it is the only relevant one.
+`backfill=True` (what `busca context` uses) gives a set-aside window its slot back when no
+window of another document at or above `floor` can take it: one article fills the k slots
+only when it is the only relevant one. Hits below the floor come last.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..crawler.store import Store
+from ..errors import BuscaError
 from ..index.storage import Index
 from . import core
 
@@ -25,10 +26,14 @@ PER_DOC = 0  # 0 = no limit: `busca search` keeps the Java-parity ranking by def
 DEEPEN = 4  # first depth: k * (per_doc + DEEPEN) chunks
 
 
+class BadPerDoc(BuscaError, ValueError):
+    """A negative number of windows per document."""
+
+
 def check_per_doc(per_doc: int) -> int:
-    """`per_doc`, or ValueError if it is negative."""
+    """`per_doc`, or BadPerDoc if it is negative."""
     if per_doc < 0:
-        raise ValueError(f"per_doc must be 0 (no limit) or more, got {per_doc}")
+        raise BadPerDoc(f"per_doc must be 0 (no limit) or more, got {per_doc}")
     return per_doc
 
 
