@@ -89,13 +89,13 @@ def test_pipe_without_json_prints_plain_text(corpus, tmp_path):
 
 
 def test_questions_are_logged_unless_no_log(corpus, tmp_path):
-    from busca.crawler.store import Store
+    from busca.index import LocalHome
     from busca.search import querylog
-    with Store(corpus) as store:
+    with LocalHome(corpus) as store:
         before = len(querylog.logged(store))
     subprocess.run([*BUSCA, "shell", "--json"], input="\n".join(QUESTIONS[:2]),
                    capture_output=True, text=True, env=_env(corpus, tmp_path), check=True)
-    with Store(corpus) as store:
+    with LocalHome(corpus) as store:
         assert len(querylog.logged(store)) == before + 2
 
 
