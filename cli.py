@@ -64,13 +64,13 @@ class Progress:
         self.stage = None
 
 
-def _store(ctx) -> indexing.Home:
+def _home(ctx) -> indexing.Home:
     return indexing.open_home(ctx.obj["home"])
 
 
 def _index(ctx):
     """The live build of the home."""
-    with _store(ctx) as home:
+    with _home(ctx) as home:
         return home.current()
 
 
@@ -101,7 +101,7 @@ def add(ctx, files):
     """
     counts = {"added": 0, "updated": 0, "unchanged": 0}
     problems = 0
-    with _store(ctx) as store:
+    with _home(ctx) as store:
         for item in crawling.read_files(list(files)):
             if isinstance(item, crawling.Problem):
                 problems += 1
@@ -148,7 +148,7 @@ def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyz
     progress = Progress(quiet)
     options = dict(ctx.obj.get("index_options", {}))
     options.update(bm25_k1=k1, bm25_b=b, bm25_analyzer=bm25_analyzer)
-    with _store(ctx) as home:
+    with _home(ctx) as home:
         names, encoder, kept = indexing.methods_for(home, _split(methods), dense=dense)
         if kept:
             click.echo(f"keeping the dense vectors of {encoder} (--dense none drops them)",
@@ -216,7 +216,7 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
                                     min_score=min_score, as_json=as_json, no_log=no_log)
     if not query.strip():
         raise click.BadParameter("the question is empty", param_hint="QUERY")
-    with _store(ctx) as home:
+    with _home(ctx) as home:
         index = home.current()
         min_score = _floor(index, method, min_score)
         settings, fused = _hybrid_settings(index, method, fusion, window, rrf_k, weights,
@@ -439,7 +439,7 @@ def _emit_context(ctx, question: str, *, method: str = "tfidf", k: int = searchi
                   template: str | None = None, lang: str = "pt", as_json: bool = False,
                   log: bool = True, per_doc: int = searching.CONTEXT_PER_DOC) -> bool:
     """Print the prompt (or its JSON form); False, with "não encontrei" on stderr, if none."""
-    with _store(ctx) as store:
+    with _home(ctx) as store:
         index = store.current()
         min_score = _floor(index, method, min_score)
         settings, _ = _hybrid_settings(index, method, searching.FUSION, searching.WINDOW,
@@ -489,7 +489,7 @@ def misses(ctx, since, below, golden, as_json):
 
     Example: busca misses --since 2026-01-01 --golden perguntas.json
     """
-    with _store(ctx) as store:
+    with _home(ctx) as store:
         found = searching.querylog.misses(store, since=since, below=below)
         if not searching.querylog.is_enabled(store):
             click.echo('note: the query log is off ("busca log on" to record questions)',
@@ -532,7 +532,7 @@ def log_setting(ctx, state):
 
     Example: busca log off
     """
-    with _store(ctx) as store:
+    with _home(ctx) as store:
         if state is not None:
             searching.querylog.set_enabled(store, state == "on")
         on = searching.querylog.is_enabled(store)
@@ -607,7 +607,7 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
 def _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json: bool, quiet: bool) -> None:
     """`busca eval --tune-fusion`: the fusion grid on the live index."""
     progress = Progress(quiet)
-    with _store(ctx) as store:
+    with _home(ctx) as store:
         index = store.current()
         searching.require_vectors(index)
         result = evaluation.tune_fusion(
@@ -647,7 +647,7 @@ def _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers, calibra
     progress = Progress(quiet)
     names = _split(methods) if methods else None
     depth = max(evaluation.DEPTH, key.k, *(m.k for m in metrics))  # rank deep enough for -k
-    with _store(ctx) as store:
+    with _home(ctx) as store:
         if chunkers:
             if calibrate:
                 raise click.UsageError("--calibrate stores floors in the live index; it cannot"
@@ -714,7 +714,7 @@ def _store_floors(ctx, ev) -> None:
     if evaluation.floors_to_store(ev.floors)[1]:
         click.echo("hybrid stores no floor of its own: a hybrid hit must pass the floor of"
                    " one of its components", err=True)
-    with _store(ctx) as home:
+    with _home(ctx) as home:
         floors = evaluation.store_floors(home, ev.floors)
     for method, floor in floors.items():
         click.echo(f"stored the floor {floor:.4g} for {method}: busca search applies it by"
@@ -785,7 +785,7 @@ def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_h
         workers=workers, user_agent=user_agent, allow_hosts=allow_hosts, full=full,
         timeout=timeout, retries=retries, json=api)
     progress = Progress(quiet)
-    with _store(ctx) as store:
+    with _home(ctx) as store:
         report = _run_crawl(url, store, options, progress)
     progress.close()
     _print_crawl_report(report, as_json)

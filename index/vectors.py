@@ -44,7 +44,7 @@ def check_encoder(entry: dict, encoder: Encoder) -> None:
 
 def require_vectors(index, method: str = "dense") -> None:
     """NoVectors, saying how to add them, if the index was built without dense vectors."""
-    if method not in index.methods:
+    if method not in index.manifest.methods:
         raise NoVectors("this index has no dense vectors — add them with:"
                         " busca index --dense use (or e5-small, sentence-transformers:PATH)")
 

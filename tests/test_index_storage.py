@@ -126,3 +126,22 @@ def test_open_home_picks_the_backend(tmp_path):
     with pytest.raises(BackendUnavailable) as e:
         open_home("postgresql://busca:secret@db.example:5432/corpus")
     assert "secret" not in str(e.value) and "--home" in str(e.value)
+
+
+def test_the_local_backend_has_every_method_of_the_boundary(tmp_path):
+    """LocalHome / Index / LocalBuildWriter against the protocols of index/backend.py."""
+    from busca.index import backend
+
+    def members(protocol):
+        names = {n for n in dir(protocol) if not n.startswith("_")}
+        return names | {"__enter__", "__exit__"} & set(dir(protocol)) | set(
+            protocol.__annotations__)
+
+    home = LocalHome(tmp_path)
+    out = write_build(home)
+    index = out.publish(manifest())
+    for protocol, thing in ((backend.Home, home), (backend.BuildWriter, out),
+                            (backend.Build, index)):
+        missing = {n for n in members(protocol) if not hasattr(thing, n)}
+        assert not missing, f"{type(thing).__name__} lacks {missing}"
+    assert {"score", "top"} <= members(backend.Ranker)
