@@ -58,11 +58,9 @@ class Session:
 
     def __init__(self, index, store, settings: Settings, *,
                  style: display.Style, as_json: bool = False, log: bool = True,
-                 errors: tuple[type[Exception], ...] = (),
                  echo: Callable[..., None] = click.echo):
         self.index, self.store, self.style = index, store, style
         self.as_json, self.log, self.echo = as_json, log, echo
-        self.errors = errors + (BuscaError,)
         self.fusion: searching.FusionSettings | None = None  # hybrid's settings, as a value
         self.settings = settings
         self.last: str | None = None
@@ -79,7 +77,7 @@ class Session:
             fusion = searching.check_settings(  # as busca search does by default
                 searching.FusionSettings(floors=self.settings.min_score is None))
         searching.scorer(self.index, method, fusion)  # UnknownMethod lists the available ones
-        if "dense" in self.index.methods and method in ("dense", HYBRID):
+        if "dense" in self.index.manifest.methods and method in ("dense", HYBRID):
             self.index.ranker("dense").top(WARM_UP, 1)  # some encoders load lazily
         self.settings, self.fusion = replace(self.settings, method=method), fusion
 
@@ -98,7 +96,7 @@ class Session:
             if line.startswith(":"):
                 return self.command(line)
             self.ask(line)
-        except self.errors as e:
+        except BuscaError as e:  # one line, and the session goes on
             self.error(str(e), line)
         return True
 
@@ -172,7 +170,7 @@ class Session:
             self.echo("nothing found" + (f": no passage scores {floor:.4f} or more"
                                          if floor is not None and hits else ""))
         else:
-            analyzer = searching.highlight.analyzer_for(self.index.methods, s.method)
+            analyzer = searching.highlight.analyzer_for(self.index.manifest.methods, s.method)
             self.echo(display.hits_text(shown, question, analyzer, self.style))
         self.echo(self.style.paint(f"({len(shown)} hits, {s.method}, {seconds * 1000:.0f} ms)",
                                    dim=True), err=True)
@@ -188,7 +186,7 @@ class Session:
         if self.as_json:
             self.echo(json.dumps(searching.comparison_dict(result), ensure_ascii=False))
         else:
-            analyzer = searching.highlight.analyzer_for(self.index.methods, "bm25")
+            analyzer = searching.highlight.analyzer_for(self.index.manifest.methods, "bm25")
             self.echo(display.compare_text(result, analyzer, self.style), nl=False)
 
     def context(self, arg: str = "") -> None:

@@ -129,7 +129,7 @@ def compare_command(ctx, query, methods, k, per_doc, golden, as_json, pager):
         click.echo(json.dumps(data, ensure_ascii=False, indent=1))
         return
     style = style_for_stdout()
-    analyzer = searching.highlight.analyzer_for(index.methods, "bm25")
+    analyzer = searching.highlight.analyzer_for(index.manifest.methods, "bm25")
     text = display.compare_text(result, analyzer, style,
                                 relevant=relevant, focus=question.trecho if question else None)
     if question is not None and not question.answerable:
@@ -162,6 +162,6 @@ def _split(value: str) -> list[str]:
 
 def print_hits(index, hits, query: str, method: str, *, pager: bool = False) -> None:
     """`busca search`'s hits for people: highlighted, wrapped to the terminal."""
-    analyzer = searching.highlight.analyzer_for(index.methods, method)
+    analyzer = searching.highlight.analyzer_for(index.manifest.methods, method)
     emit(display.hits_text(hits, query, analyzer, style_for_stdout()), pager=pager)
 
