@@ -211,9 +211,11 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
 
     Example: busca search "qual o prazo do reembolso?" -k 5
     """
-    if query is None:
-        return terminal.run_session(ctx, method=method, k=k, per_doc=per_doc,
-                                    min_score=min_score, as_json=as_json, no_log=no_log)
+    if query is None:  # --per-doc only when given: each session command has its default
+        given = ctx.get_parameter_source("per_doc") != click.core.ParameterSource.DEFAULT
+        return terminal.run_session(ctx, method=method, k=k,
+                                    per_doc=per_doc if given else None, min_score=min_score,
+                                    as_json=as_json, no_log=no_log)
     if not query.strip():
         raise click.BadParameter("the question is empty", param_hint="QUERY")
     with _home(ctx) as home:
