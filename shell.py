@@ -172,8 +172,9 @@ class Session:
         else:
             analyzer = searching.highlight.analyzer_for(self.index.manifest.methods, s.method)
             self.echo(display.hits_text(shown, question, analyzer, self.style))
-        self.echo(self.style.paint(f"({len(shown)} hits, {s.method}, {seconds * 1000:.0f} ms)",
-                                   dim=True), err=True)
+        hits_word = "hit" if len(shown) == 1 else "hits"
+        self.echo(self.style.paint(f"({len(shown)} {hits_word}, {s.method},"
+                                   f" {seconds * 1000:.0f} ms)", dim=True), err=True)
         return shown
 
     def compare(self, arg: str = "") -> None:
