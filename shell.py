@@ -249,7 +249,7 @@ def run_pipe(session: Session, lines: Iterable[str]) -> int:
 
 def run_terminal(session: Session, history: str | os.PathLike | None) -> int:
     """Read lines with readline editing and history until Ctrl-D or :quit."""
-    path = _start_history(history)
+    path = _start_history(history, searching.available_methods(session.index))
     session.echo(f"busca — {session.index.manifest.get('chunks')} chunks,"
                  f" methods {', '.join(searching.available_methods(session.index))};"
                  " :help for commands, Ctrl-D to leave", err=True)
@@ -268,11 +268,17 @@ def run_terminal(session: Session, history: str | os.PathLike | None) -> int:
     return session.answered
 
 
-def _start_history(history) -> Path | None:
+COMMANDS = (":method", ":k", ":per-doc", ":compare", ":context", ":settings", ":help", ":quit")
+
+
+def _start_history(history, methods: list[str]) -> Path | None:
+    """Tab completes :commands and method names; the history file (created private) is read."""
     try:
         import readline
     except ImportError:  # no readline on this platform: plain input(), no history
         return None
+    readline.set_completer(_completer([*COMMANDS, *(f":method {m}" for m in methods)]))
+    readline.set_completer_delims("")  # complete the whole line
     readline.parse_and_bind("tab: complete")
     if history is None:
         return None
@@ -281,11 +287,18 @@ def _start_history(history) -> Path | None:
         if path.exists():
             readline.read_history_file(path)
         else:
-            path.touch()
+            path.touch(mode=0o600)  # questions can be private
     except OSError:
         return None
     readline.set_history_length(HISTORY_LENGTH)
     return path
+
+
+def _completer(words: list[str]):
+    def complete(text: str, state: int) -> str | None:
+        found = [w for w in words if w.startswith(text)] if text.startswith(":") else []
+        return found[state] if state < len(found) else None
+    return complete
 
 
 def _remember(line: str, path: Path | None) -> None:

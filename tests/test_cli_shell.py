@@ -158,11 +158,15 @@ def test_terminal_session_switches_method_and_writes_history(corpus, tmp_path):
         assert len(snippet) >= 2 and max(len(line.rstrip()) for line in snippet) <= 70
     term.send(":k 1\r")
     term.expect(r"busca:bm25> ")
+    term.send(":me\t t\t\r")  # tab completes ":method", then ":method t" to ":method tfidf"
+    term.expect(r"method tfidf")
+    term.expect(r"busca:tfidf> ")
     term.send("\x04")  # Ctrl-D leaves
     assert term.close() == 0
     history = (tmp_path / ".busca_history").read_text(encoding="utf-8").splitlines()
     assert QUESTIONS[0] in history and QUESTIONS[9] in history
-    assert ":method bm25" in history and ":k 1" in history
+    assert ":method bm25" in history and ":k 1" in history and ":method tfidf" in history
+    assert (tmp_path / ".busca_history").stat().st_mode & 0o077 == 0  # private
 
 
 def test_terminal_history_is_read_back_and_colour_highlights(corpus, tmp_path):
