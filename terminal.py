@@ -1,5 +1,6 @@
 """`busca shell` and `busca compare`, and how output meets a terminal: colour only on a
-terminal and never with NO_COLOR, the terminal's width, a pager only when asked.
+terminal and never with NO_COLOR, the terminal's width, a pager only when asked, and the
+readline loop (line editing, Tab completion, a private history file) of the session.
 
 cli.py adds these commands to its group (`cli.add_command`).
 """
@@ -11,6 +12,7 @@ import os
 import shutil
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 import click
 
@@ -57,9 +59,77 @@ def run_session(ctx, *, method: str, k: int, per_doc: int | None, min_score: flo
         session = shell.Session(home.current(), home, settings, style=style_for_stdout(),
                                 as_json=as_json, log=not no_log)
         if interactive:
-            shell.run_terminal(session, history_path())
+            run_terminal(session, history_path())
         else:
             shell.run_pipe(session, sys.stdin)
+
+
+PROMPT = "busca:{method}> "
+HISTORY_LENGTH = 1000
+def run_terminal(session: shell.Session, history: str | os.PathLike | None) -> int:
+    """Read lines with readline editing and history until Ctrl-D or :quit."""
+    path = _start_history(history, searching.available_methods(session.index))
+    session.echo(f"busca — {session.index.manifest.get('chunks')} chunks,"
+                 f" methods {', '.join(searching.available_methods(session.index))};"
+                 " :help for commands, Ctrl-D to leave", err=True)
+    while True:
+        try:
+            line = input(PROMPT.format(method=session.settings.method))
+        except EOFError:
+            session.echo("", err=True)
+            break
+        except KeyboardInterrupt:  # Ctrl-C drops the line being typed, as in Python's REPL
+            session.echo("", err=True)
+            continue
+        _remember(line, path)
+        if not session.handle(line):
+            break
+    return session.answered
+
+
+COMMANDS = (":method", ":k", ":per-doc", ":compare", ":context", ":settings", ":help", ":quit")
+
+
+def _start_history(history, methods: list[str]) -> Path | None:
+    """Tab completes :commands and method names; the history file (created private) is read."""
+    try:
+        import readline
+    except ImportError:  # no readline on this platform: plain input(), no history
+        return None
+    readline.set_completer(_completer([*COMMANDS, *(f":method {m}" for m in methods)]))
+    readline.set_completer_delims("")  # complete the whole line
+    readline.parse_and_bind("tab: complete")
+    if history is None:
+        return None
+    path = Path(os.path.expanduser(str(history)))
+    try:
+        if path.exists():
+            readline.read_history_file(path)
+        else:
+            path.touch(mode=0o600)  # questions can be private
+    except OSError:
+        return None
+    readline.set_history_length(HISTORY_LENGTH)
+    return path
+
+
+def _completer(words: list[str]):
+    def complete(text: str, state: int) -> str | None:
+        found = [w for w in words if w.startswith(text)] if text.startswith(":") else []
+        return found[state] if state < len(found) else None
+    return complete
+
+
+def _remember(line: str, path: Path | None) -> None:
+    """Append the line to the history file at once: a killed session loses nothing."""
+    if path is None or not line.strip():
+        return
+    import readline
+    try:
+        readline.append_history_file(1, path)
+        readline.set_history_length(HISTORY_LENGTH)
+    except OSError:
+        pass
 
 
 @click.command("shell")
