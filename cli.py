@@ -340,6 +340,9 @@ def demo(ctx, keep):
             for method in methods:
                 _title(f'4. busca search "{question}" --method {method} -k 1')
                 ctx.invoke(search, query=question, k=1, method=method, no_log=True)
+        _title(f'4b. busca compare "{DEMO_PARAPHRASE}" --golden fixtures/golden/golden.json'
+               " -k 3  (each hit once, with its rank under every method)")
+        ctx.invoke(terminal.compare_command, query=DEMO_PARAPHRASE, golden=golden, k=3)
         _title("5. busca eval fixtures/golden/golden.json --calibrate  (the bundled golden set;"
                " paraphrases and lexical questions apart)")
         ctx.invoke(eval_command, golden=golden, quiet=True, calibrate=True, key="recall@3")
