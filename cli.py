@@ -374,9 +374,13 @@ NOT_FOUND_EXIT = 3  # `busca context` found nothing above the floor: skip the LL
 def _log_query(store: indexing.Home, no_log: bool, command: str, query: str, method: str,
                k: int, hits, floor: float | None, started: float) -> None:
     """Append one search/context call to the query log (unless --no-log or turned off)."""
-    if not no_log:
-        searching.querylog.log_call(store, command=command, query=query, method=method, k=k,
-                          scores=[h.score for h in hits], floor=floor, started=started)
+    if no_log:
+        return
+    if searching.querylog.read_only(store) and searching.querylog.is_enabled(store):
+        click.echo(f"note: {command} did not log this question: the home is read-only", err=True)
+        return
+    searching.querylog.log_call(store, command=command, query=query, method=method, k=k,
+                                scores=[h.score for h in hits], floor=floor, started=started)
 
 
 @cli.command()
