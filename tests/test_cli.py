@@ -40,14 +40,14 @@ def test_search_json_has_the_promised_fields(run, tmp_path):
 def test_min_score_says_nothing_found(run, tmp_path):
     setup_index(run, tmp_path)
     result = run("search", "gato", "--min-score", "0.99")
-    assert result.exit_code == 0
+    assert result.exit_code == 3  # as busca context: nothing passed the floor
     assert "nothing found" in result.stdout
 
 
 def test_query_without_searchable_terms_says_why(run, tmp_path):
     setup_index(run, tmp_path)
     result = run("search", "xilofone")
-    assert result.exit_code == 0 and result.stdout == ""
+    assert result.exit_code == 3 and result.stdout == ""
     assert "none of the query's words occurs" in result.stderr
 
 

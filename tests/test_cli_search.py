@@ -132,3 +132,53 @@ def test_writing_to_a_read_only_home_is_one_line(read_only_view):
     assert result.exit_code == 1
     assert "is read-only" in result.stderr and "Traceback" not in result.stderr
     assert "chunking" not in result.stderr  # refused before any work
+
+
+# --- item 10: bad options are refused or explained ------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["search", "context"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_a_floor_that_is_not_a_finite_number_is_refused(indexed, command, value):
+    result = indexed(command, QUESTION, f"--min-score={value}")
+    assert result.exit_code == 2, result.output
+    assert "--min-score" in result.stderr and "finite number" in result.stderr
+
+
+def test_the_library_refuses_a_nan_floor_too(indexed, home):
+    from busca import index, search
+    with index.open_home(home) as store:
+        with pytest.raises(search.BadFloor, match="finite"):
+            search.search(store.current(), store, QUESTION, min_score=float("nan"))
+        with pytest.raises(search.BadFloor, match="finite"):
+            search.build_context(store.current(), store, QUESTION, min_score=float("inf"))
+
+
+@pytest.mark.parametrize("option", [("--weights", "bm25=1,tfidf=1"), ("--fusion", "rrf"),
+                                    ("--window", "10"), ("--rrf-k", "10")])
+def test_hybrid_options_with_another_method_are_refused(indexed, option):
+    result = indexed("search", QUESTION, "--method", "bm25", *option)
+    assert result.exit_code == 2, result.output
+    assert f"{option[0]} only apply to --method hybrid (this search uses bm25)" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["search", "context"])
+def test_method_help_lists_the_methods_and_the_faster_path(run, command):
+    text = " ".join(run(command, "--help").stdout.split())
+    assert f"Ranking method: {', '.join(METHODS)}" in text
+    assert "load the encoder on every call" in text  # item 16
+    assert "busca shell" in text and "busca serve" in text
+
+
+# --- item 14: one rule for "nothing found": exit 3 in search and context --------------------
+
+
+def test_nothing_above_the_floor_exits_3_in_search_and_context(indexed):
+    assert indexed("search", QUESTION).exit_code == 0
+    assert indexed("context", QUESTION).exit_code == 0
+    for command in ("search", "context"):
+        result = indexed(command, QUESTION, "--min-score", "100")
+        assert result.exit_code == NOT_FOUND_EXIT == 3, (command, result.output)
+        none = indexed(command, "xilofone")  # no word of the question is indexed
+        assert none.exit_code == 3, (command, none.output)
+    assert indexed("search", QUESTION, "--min-score", "100", "--json").stdout == ""

@@ -193,7 +193,7 @@ def test_all_stopword_query_has_no_hits_and_says_why(tmp_path, run):
     _add(run, tmp_path)
     run("index")
     result = run("search", "o que é?", "--method", "bm25")
-    assert result.exit_code == 0 and result.stdout == ""
+    assert result.exit_code == 3 and result.stdout == ""  # nothing found
     assert "no hits" in result.stderr and "stopword" in result.stderr
 
 
