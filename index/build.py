@@ -40,8 +40,9 @@ def build_index(home, *, size: int = SIZE, overlap: int = OVERLAP,
     check_window(size, overlap)
     check_methods(methods)
     options = options or {}
-    if "bm25" in methods:
-        check_bm25_options(options)  # a bad k1 or a missing stemmer fails before any work
+    if "bm25" in methods:  # a bad k1 or a missing stemmer fails before any work; the
+        # analyzer is chosen once (a fallback from pt is warned about once)
+        options = {**options, "bm25_analyzer": check_bm25_options(options)}
     progress = on_progress or (lambda stage, done, total: None)
     total = home.count()
     if total == 0:

