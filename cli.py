@@ -300,7 +300,20 @@ def stats(ctx, as_json):
 
     Example: busca stats --json
     """
-    manifest = _index(ctx).manifest
+    with _home(ctx) as home:
+        try:
+            index = home.current()
+        except indexing.IndexNotFound:  # the documents are known without an index
+            documents = home.count()
+            index = None
+    if index is None:
+        if as_json:
+            click.echo(json.dumps({"documents": documents, "index": None}, indent=2))
+        else:
+            click.echo(f"documents   {documents:>10,}")
+            click.echo('no index yet: run "busca index"')
+        return
+    manifest = index.manifest
     figures = manifest.figures()
     if as_json:
         click.echo(json.dumps(figures, ensure_ascii=False, indent=2))
@@ -311,10 +324,16 @@ def stats(ctx, as_json):
     click.echo(f"chunks      {figures['chunks']:>10,}   ({c['kind']}: {c['size']} per window,"
                f" {c['overlap']} overlap)")
     for method, entry in manifest.methods.items():
-        detail = ", ".join(f"{k} {round(v, 4) if isinstance(v, float) else v}"
-                           for k, v in entry.items() if k != "vocabulary")
+        detail = ", ".join(f"{k} {_stat(v)}"
+                           for k, v in searching.method_settings(index, method).items())
         size = f"{entry['vocabulary']:>10,} terms" if "vocabulary" in entry else " " * 16
         click.echo(f"{method:<11} {size}   ({detail})")
+
+
+def _stat(value) -> str:
+    if isinstance(value, dict):  # hybrid's weights
+        return ",".join(f"{k}={_stat(v)}" for k, v in value.items())
+    return str(round(value, 4)) if isinstance(value, float) else str(value)
 
 
 @cli.command()
