@@ -757,6 +757,8 @@ def _store_floors(ctx, ev) -> None:
     for method, floor in floors.items():
         click.echo(f"stored the floor {floor:.4g} for {method}: busca search applies it by"
                    " default (override with --min-score)", err=True)
+        if ev.floors[method].warning:
+            click.echo(f"warning: {method}: {ev.floors[method].warning}", err=True)
 
 
 # --- crawl a site (issue 3) ---
