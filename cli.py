@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from busca import __version__
+from busca.errors import BuscaError
 from busca.crawler import events as crawl_events
 from busca.crawler import http as crawl_http
 from busca.crawler import options as crawl_options
@@ -59,7 +60,7 @@ USER_ERRORS: tuple[type[Exception], ...] = (
     encoders.EncoderError, index_dense.BadVectors, search_dense.EncoderMismatch,
     search_dense.NoVectors, search_dense.EmptyQuery, hybrid_fusion.FusionError,
     GoldenError, eval_ranking.StaleIndex, eval_harness.NothingRelevant, eval_runs.RunError,
-    eval_plots.PlotUnavailable, CrawlError,
+    eval_plots.PlotUnavailable, CrawlError, BuscaError,
 )
 
 

