@@ -20,6 +20,8 @@ import numpy as np
 
 from busca.index import storage
 from busca.index.encoders import DEFAULT_ENCODER, THREADS, Encoder, get_encoder
+from busca.index.dense_models import (DenseModel, array_key, default_name, dense_methods,
+                                      method_names)
 from busca.index.vector_cache import DimensionChanged, VectorCache
 
 log = logging.getLogger(__name__)
@@ -39,13 +41,16 @@ def text_hashes(texts: Sequence[str]) -> np.ndarray:
 
 
 def build(texts: Sequence[str], out: Path, *, options: dict, previous: Path | None = None,
-          on_progress: Callable | None = None, encoder: Encoder | None = None) -> dict:
-    """Encode `texts` into `out` (reusing unchanged chunks of `previous`); the manifest entry."""
+          on_progress: Callable | None = None, encoder: Encoder | None = None,
+          method: str = METHOD) -> dict:
+    """Encode `texts` with the model of `method` (`dense`, `dense:NAME`) into `out`, reusing
+    unchanged chunks of `previous` and cached vectors; the manifest entry."""
     progress = on_progress or (lambda stage, done, total: None)
+    model = model_for(options, method)
     if encoder is None:
-        encoder = get_encoder(options.get("dense", DEFAULT_ENCODER),
-                              threads=options.get("threads", THREADS),
-                              server=options.get("server"))
+        server = options.get("servers", {}).get(model.name) or options.get("server")
+        encoder = get_encoder(model.encoder, threads=options.get("threads", THREADS),
+                              server=server)
     hashes = text_hashes(texts)
     found = _reuse(hashes, encoder, previous)
     cache = _open_cache(options, encoder)
@@ -62,9 +67,9 @@ def build(texts: Sequence[str], out: Path, *, options: dict, previous: Path | No
         if cache is not None:
             cache.close()
     vectors = _stack(found, len(texts), encoder)
-    storage.save_array(out, f"{METHOD}.vectors", vectors)
-    storage.save_array(out, f"{METHOD}.hashes", hashes)
-    entry = {"encoder": encoder.name, "encoder_version": encoder.version,
+    storage.save_array(out, f"{array_key(method)}.vectors", vectors)
+    storage.save_array(out, f"{array_key(method)}.hashes", hashes)
+    entry = {"name": model.name, "encoder": encoder.name, "encoder_version": encoder.version,
              "dimension": encoder.dimension, "max_length": encoder.max_length,
              "encoded": len(todo), "reused": len(texts) - len(todo) - from_cache,
              "cached": from_cache, "truncated": truncated,
@@ -73,6 +78,15 @@ def build(texts: Sequence[str], out: Path, *, options: dict, previous: Path | No
     if hasattr(encoder, "describe"):
         entry["server"] = encoder.describe()
     return entry
+
+
+def model_for(options: dict, method: str) -> DenseModel:
+    """The model `options` ask for under `method` (`dense_models`, else the one `dense`)."""
+    models = options.get("dense_models")
+    if not models:
+        encoder = options.get("dense", DEFAULT_ENCODER)
+        models = [DenseModel(default_name(encoder), encoder)]
+    return dict(zip(method_names(models), models))[method]
 
 
 def _reuse(hashes: np.ndarray, encoder: Encoder, previous: Path | None) -> dict:
@@ -93,18 +107,20 @@ def _reuse(hashes: np.ndarray, encoder: Encoder, previous: Path | None) -> dict:
 
 
 def _previous_vectors(previous: Path | None, encoder: Encoder):
+    """Vectors and hashes of the previous build's model made by the same encoder, if any."""
     if previous is None:
         return None
     try:
-        entry = storage.read_manifest(previous)["methods"].get(METHOD)
-        if not entry or (entry["encoder"], entry["encoder_version"]) != (
-                encoder.name, encoder.version) or encoder.dimension not in (
-                None, entry["dimension"]):
-            return None
-        return (storage.load_array(previous, f"{METHOD}.vectors"),
-                storage.load_array(previous, f"{METHOD}.hashes"))
+        methods = storage.read_manifest(previous)["methods"]
+        for method in dense_methods(methods):
+            entry = methods[method]
+            if (entry["encoder"], entry["encoder_version"]) == (encoder.name, encoder.version) \
+                    and encoder.dimension in (None, entry["dimension"]):
+                return (storage.load_array(previous, f"{array_key(method)}.vectors"),
+                        storage.load_array(previous, f"{array_key(method)}.hashes"))
     except (storage.IndexFormatError, KeyError):
         return None
+    return None
 
 
 def _open_cache(options: dict, encoder: Encoder) -> VectorCache | None:
@@ -183,6 +199,21 @@ def previous_encoder(home: Path) -> str | None:
         return storage.load_index(home).methods.get(METHOD, {}).get("encoder")
     except (storage.IndexNotFound, storage.IndexFormatError):
         return None
+
+
+def previous_models(home: Path) -> tuple[str | None, dict]:
+    """The live index's dense models as a --dense list (`NAME=ENCODER,...`, None if it has
+    none) and their manifest entries by name (for the stored server settings)."""
+    try:
+        methods = storage.load_index(home).methods
+    except (storage.IndexNotFound, storage.IndexFormatError):
+        return None, {}
+    entries = {}
+    for method in dense_methods(methods):
+        entry = methods[method]
+        entries[entry.get("name") or default_name(entry["encoder"])] = entry
+    spec = ",".join(f"{name}={entry['encoder']}" for name, entry in entries.items())
+    return spec or None, entries
 
 
 def build_hybrid(texts: Sequence[str], out: Path, *, options: dict,
