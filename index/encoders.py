@@ -210,6 +210,13 @@ def check_name(name: str) -> None:
             f"unknown encoder {name!r}; known encoders: {', '.join(encoder_names())}")
 
 
+def check_server(name: str, server: ServerSettings | None) -> None:
+    """MissingServer if `name` is an openai:MODEL encoder without a server URL."""
+    if name.startswith(OPENAI_PREFIX) and (server is None or not server.url):
+        raise MissingServer(f"{name} needs the URL of its OpenAI-compatible server: pass"
+                            " --embed-url http://HOST:PORT or set BUSCA_EMBED_URL")
+
+
 def get_encoder(name: str, *, threads: int = THREADS, server: ServerSettings | None = None,
                 dimension: int | None = None) -> Encoder:
     """The encoder called `name`, loaded; errors name the fix.
@@ -221,9 +228,7 @@ def get_encoder(name: str, *, threads: int = THREADS, server: ServerSettings | N
         raise ValueError(f"threads must be at least 1, got {threads}")
     check_name(name)
     if name.startswith(OPENAI_PREFIX):
-        if server is None or not server.url:
-            raise MissingServer(f"{name} needs the URL of its OpenAI-compatible server: pass"
-                                " --embed-url http://HOST:PORT or set BUSCA_EMBED_URL")
+        check_server(name, server)
         return OpenAIEncoder(name[len(OPENAI_PREFIX):], server, dimension=dimension)
     if name.startswith(ST_PREFIX):
         return SentenceTransformerEncoder(name[len(ST_PREFIX):], threads=threads)

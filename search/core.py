@@ -9,6 +9,7 @@ import numpy as np
 
 from busca.crawler.store import Store
 from busca.index.chunking import chunk_text
+from busca.index.dense_models import dense_methods, model_of, resolve
 from busca.index.storage import Index
 from busca.search.lexical import Bm25Scorer, TfidfScorer, kth_largest
 
@@ -53,24 +54,33 @@ def top_k(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.n
 
 
 def available_methods(index: Index) -> list[str]:
-    """Methods this index can answer with."""
-    return [m for m in SCORERS if m in index.methods]
+    """Methods this index can answer with: each dense model (`dense`, `dense:NAME`) and,
+    when it has `hybrid`, one hybrid per extra model (`hybrid:NAME`)."""
+    methods = index.methods
+    out = [m for m in SCORERS if m in methods and m != "hybrid"]
+    extra = [m for m in dense_methods(methods) if m != "dense"]
+    out += extra
+    if "hybrid" in methods:
+        out += ["hybrid"] + [f"hybrid:{model_of(m)}" for m in extra]
+    return out
 
 
 def scorer(index: Index, method: str):
-    """The scorer of `method`, cached on the index."""
+    """The scorer of `method` (`dense:NAME` of the first model is `dense`), cached on the index."""
+    method = resolve(index.methods, method)
     cache = index._arrays.setdefault("_scorers", {})
     if method not in cache:
-        if method not in index.methods or method not in SCORERS:
+        kind = method.partition(":")[0]
+        if method not in available_methods(index) or kind not in SCORERS:
             have = ", ".join(available_methods(index)) or "none"
             raise UnknownMethod(f"this index has no method {method!r}; it has: {have}")
-        cache[method] = SCORERS[method](index, method)
+        cache[method] = SCORERS[kind](index, method)
     return cache[method]
 
 
 def floor_of(index: Index, method: str) -> float | None:
     """The calibrated score floor stored for `method`, if any."""
-    return index.methods.get(method, {}).get("floor")
+    return index.methods.get(resolve(index.methods, method), {}).get("floor")
 
 
 def rank(index: Index, query: str, *, method: str = "tfidf", k: int = K):

@@ -68,7 +68,8 @@ class DenseScorer:
             raise EncoderMismatch(f"the dense vectors have shape {self.vectors.shape}, the"
                                   f" manifest says {entry['dimension']} dimensions — rebuild")
         self.encoder = encoder or get_encoder(
-            entry["encoder"], threads=threads, server=server or server_settings(entry),
+            entry["encoder"], threads=threads,
+            server=server or server_settings(entry, **getattr(index, "embed", {})),
             dimension=entry["dimension"])
         check_encoder(entry, self.encoder)
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from busca.index.dense_models import resolve
 from busca.index.storage import Index
 from busca.search.lexical import NoSearchableTerms
 
@@ -87,14 +88,15 @@ def parse_weights(text: str) -> dict[str, float]:
     return weights
 
 
-def default_weights(methods, fusion: str = FUSION) -> dict[str, float]:
-    """Default components and weights: the best lexical method the index has, plus dense."""
+def default_weights(methods, fusion: str = FUSION, dense: str = "dense") -> dict[str, float]:
+    """Default components and weights: the best lexical method the index has, plus `dense`
+    (the default dense model, or `dense:NAME` for `hybrid:NAME`)."""
     lexical = next((m for m in LEXICAL if m in methods), None)
-    if lexical is None or "dense" not in methods:
+    if lexical is None or dense not in methods:
         raise FusionError("hybrid needs dense vectors and a lexical method (bm25 or tfidf);"
                           " add vectors with: busca index --dense use")
     weights = WEIGHTS[fusion]
-    return {lexical: weights["lexical"], "dense": weights["dense"]}
+    return {lexical: weights["lexical"], dense: weights["dense"]}
 
 
 def rrf(lists, weights, *, k: float = RRF_K) -> tuple[np.ndarray, np.ndarray]:
@@ -130,7 +132,8 @@ class HybridScorer:
 
     def __init__(self, index: Index, method: str = METHOD):
         self.index = index
-        stored = index.methods.get(method, {}).get("fusion") or {}
+        self.dense = _dense_of(method)
+        stored = index.methods.get(METHOD, {}).get("fusion") or {}
         known = FusionSettings.__dataclass_fields__
         self.settings = check_settings(FusionSettings(**{k: v for k, v in stored.items()
                                                           if k in known}))
@@ -138,8 +141,9 @@ class HybridScorer:
 
     def components(self) -> dict[str, float]:
         """Method -> weight actually used."""
-        available = [m for m in core.available_methods(self.index) if m != METHOD]
-        weights = self.settings.weights or default_weights(available, self.settings.fusion)
+        available = _parts(self.index)
+        weights = self.settings.weights or default_weights(available, self.settings.fusion,
+                                                           self.dense)
         missing = [m for m in weights if m not in available]
         if missing:
             have = ", ".join(available)
@@ -199,16 +203,28 @@ def describe_default() -> str:
                      for f, w in WEIGHTS.items())
 
 
-def describe(index: Index, settings: FusionSettings) -> dict:
+def describe(index: Index, settings: FusionSettings, method: str = METHOD) -> dict:
     """Settings with the components and weights actually used on `index`."""
-    available = core.available_methods(index)
-    weights = settings.weights or default_weights(available, settings.fusion)
+    method = resolve(index.methods, method)
+    weights = settings.weights or default_weights(_parts(index), settings.fusion,
+                                                  _dense_of(method))
     return {**settings.describe(), "weights": weights}
 
 
-def configure(index: Index, **changes) -> FusionSettings:
+def _parts(index: Index) -> list[str]:
+    """The methods a hybrid of `index` may fuse: every method but the hybrids."""
+    return [m for m in core.available_methods(index) if m.partition(":")[0] != METHOD]
+
+
+def _dense_of(method: str) -> str:
+    """The dense component of a hybrid method by default: `hybrid:NAME` fuses `dense:NAME`."""
+    name = method.partition(":")[2]
+    return f"dense:{name}" if name else "dense"
+
+
+def configure(index: Index, method: str = METHOD, **changes) -> FusionSettings:
     """Change the settings of the index's cached hybrid scorer (CLI options, tuning)."""
-    scorer = core.scorer(index, METHOD)
+    scorer = core.scorer(index, method)
     scorer.settings = check_settings(replace(scorer.settings, **changes))
     scorer.components()
     return scorer.settings

