@@ -77,7 +77,10 @@ class _Group(click.Group):
 
 
 class Progress:
-    """A one-line progress display on stderr: `stage done/total`."""
+    """A one-line progress display on stderr: `stage done/total (rate)`; without a terminal,
+    one line per stage and then one every NOTE_EVERY seconds for long stages."""
+
+    NOTE_EVERY = 10.0
 
     def __init__(self, quiet: bool = False):
         self.quiet = quiet
@@ -91,16 +94,20 @@ class Progress:
             if self.stage is not None and self.tty:
                 click.echo("", err=True)
             self.stage = stage
-            self.started = time.perf_counter()
+            self.started = self.noted = time.perf_counter()
             if not self.tty:
                 click.echo(f"{stage}…", err=True)
+        of = f"/{total}" if total else ""
         if self.tty:
-            of = f"/{total}" if total else ""
             click.echo(f"\r{stage}: {done}{of}{self._rate(done)}", err=True, nl=False)
+        elif time.perf_counter() - self.noted >= self.NOTE_EVERY:
+            self.noted = time.perf_counter()
+            click.echo(f"{stage}: {done}{of}{self._rate(done)}", err=True)
 
     def _rate(self, done: int) -> str:
         elapsed = time.perf_counter() - self.started
-        return f" ({done / elapsed:.1f}/s)" if done and elapsed >= 1 else ""
+        unit = " chunks/s" if self.stage.startswith("encoding") else "/s"
+        return f" ({done / elapsed:.1f}{unit})" if done and elapsed >= 1 else ""
 
     def close(self) -> None:
         if self.tty and self.stage is not None and not self.quiet:
