@@ -28,7 +28,7 @@ from busca.index import bm25 as index_bm25
 from busca.index import build as index_build
 from busca.index import dense as index_dense
 from busca.index import encoders
-from busca.index.dense_models import (HYBRID, is_dense, is_hybrid, label, method_names,
+from busca.index.dense_models import (HYBRID, is_dense, is_hybrid, method_names,
                                       parse_models, resolve, server_settings)
 from busca.index.embedding_api import BATCH as EMBED_BATCH
 from busca.index.analyzers import ANALYZERS, MissingStemmer, UnknownAnalyzer
