@@ -1,11 +1,15 @@
 """Dense vectors of the chunks, one L2-normalised float32 row per chunk.
 
-Files in the index folder:
+Files in the index folder, per dense model (`dense` for the first, `dense.NAME` for the
+others: dense_models.py):
 - `dense.vectors.npy` — float32 (chunks x dimension), loaded memory-mapped;
 - `dense.hashes.npy` — uint8 (chunks x 16), BLAKE2b-128 of each chunk's text, so the next
   build re-encodes only chunks whose text changed (with the same encoder and version).
-The manifest entry names the encoder, its version and dimension; `hybrid` has an entry of its
-own holding only fusion settings that differ from the defaults in `busca.search.fusion`.
+The manifest entry names the model, the encoder, its version and dimension (and an
+openai:MODEL's server settings, never its key); `hybrid` has an entry of its own holding only
+fusion settings that differ from the defaults in search/fusion.py. Encoders with a
+`cache_key` (openai:MODEL) also keep every encoded batch in the home's vector cache
+(vector_cache.py), so an interrupted encode resumes.
 """
 
 from __future__ import annotations
@@ -14,15 +18,13 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import numpy as np
 
-from busca.index import storage
-from busca.index.encoders import DEFAULT_ENCODER, THREADS, Encoder, get_encoder
-from busca.index.dense_models import (DenseModel, array_key, default_name, dense_methods,
-                                      method_names)
-from busca.index.vector_cache import DimensionChanged, VectorCache
+from ..errors import BuscaError
+from .dense_models import DenseModel, array_key, default_name, dense_methods, method_names
+from .encoders import DEFAULT_ENCODER, THREADS, Encoder, get_encoder
+from .vector_cache import DimensionChanged, VectorCache
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +32,7 @@ METHOD = "dense"
 BATCH = 32
 
 
-class BadVectors(ValueError):
+class BadVectors(BuscaError, ValueError):
     """An encoder returned vectors that cannot be searched (NaN, wrong shape)."""
 
 
@@ -40,7 +42,7 @@ def text_hashes(texts: Sequence[str]) -> np.ndarray:
     return np.frombuffer(digests, dtype=np.uint8).reshape(len(texts), 16)
 
 
-def build(texts: Sequence[str], out: Path, *, options: dict, previous: Path | None = None,
+def build(texts: Sequence[str], out, *, options: dict, previous=None,
           on_progress: Callable | None = None, encoder: Encoder | None = None,
           method: str = METHOD) -> dict:
     """Encode `texts` with the model of `method` (`dense`, `dense:NAME`) into `out`, reusing
@@ -67,8 +69,8 @@ def build(texts: Sequence[str], out: Path, *, options: dict, previous: Path | No
         if cache is not None:
             cache.close()
     vectors = _stack(found, len(texts), encoder)
-    storage.save_array(out, f"{array_key(method)}.vectors", vectors)
-    storage.save_array(out, f"{array_key(method)}.hashes", hashes)
+    out.save_array(array_key(method), "vectors", vectors)
+    out.save_array(array_key(method), "hashes", hashes)
     entry = {"name": model.name, "encoder": encoder.name, "encoder_version": encoder.version,
              "dimension": encoder.dimension, "max_length": encoder.max_length,
              "encoded": len(todo), "reused": len(texts) - len(todo) - from_cache,
@@ -89,7 +91,7 @@ def model_for(options: dict, method: str) -> DenseModel:
     return dict(zip(method_names(models), models))[method]
 
 
-def _reuse(hashes: np.ndarray, encoder: Encoder, previous: Path | None) -> dict:
+def _reuse(hashes: np.ndarray, encoder: Encoder, previous) -> dict:
     """row -> vector of the chunks unchanged since the previous build (same encoder)."""
     old = _previous_vectors(previous, encoder)
     if old is None:
@@ -106,19 +108,20 @@ def _reuse(hashes: np.ndarray, encoder: Encoder, previous: Path | None) -> dict:
     return found
 
 
-def _previous_vectors(previous: Path | None, encoder: Encoder):
-    """Vectors and hashes of the previous build's model made by the same encoder, if any."""
+def _previous_vectors(previous, encoder: Encoder):
+    """Vectors and hashes of the previous build's (a Build's) model made by the same encoder,
+    whatever its name there, if any."""
     if previous is None:
         return None
     try:
-        methods = storage.read_manifest(previous)["methods"]
+        methods = previous.manifest.methods
         for method in dense_methods(methods):
             entry = methods[method]
             if (entry["encoder"], entry["encoder_version"]) == (encoder.name, encoder.version) \
                     and encoder.dimension in (None, entry["dimension"]):
-                return (storage.load_array(previous, f"{array_key(method)}.vectors"),
-                        storage.load_array(previous, f"{array_key(method)}.hashes"))
-    except (storage.IndexFormatError, KeyError):
+                return (previous.array(array_key(method), "vectors"),
+                        previous.array(array_key(method), "hashes"))
+    except (BuscaError, KeyError):
         return None
     return None
 
@@ -193,21 +196,13 @@ def check_vectors(batch: np.ndarray, rows: Sequence[int], encoder: Encoder) -> N
             " build; check the model files")
 
 
-def previous_encoder(home: Path) -> str | None:
-    """The encoder of the live index's dense vectors, if it has any."""
-    try:
-        return storage.load_index(home).methods.get(METHOD, {}).get("encoder")
-    except (storage.IndexNotFound, storage.IndexFormatError):
-        return None
-
-
-def previous_models(home: Path) -> tuple[str | None, dict]:
-    """The live index's dense models as a --dense list (`NAME=ENCODER,...`, None if it has
-    none) and their manifest entries by name (for the stored server settings)."""
-    try:
-        methods = storage.load_index(home).methods
-    except (storage.IndexNotFound, storage.IndexFormatError):
+def previous_models(previous) -> tuple[str | None, dict]:
+    """The dense models of a build (the live one, before a rebuild) as a --dense list
+    (`NAME=ENCODER,...`; None if it has none) and their manifest entries by name (for the
+    stored server settings)."""
+    if previous is None:
         return None, {}
+    methods = previous.manifest.methods
     entries = {}
     for method in dense_methods(methods):
         entry = methods[method]
@@ -216,7 +211,7 @@ def previous_models(home: Path) -> tuple[str | None, dict]:
     return spec or None, entries
 
 
-def build_hybrid(texts: Sequence[str], out: Path, *, options: dict,
-                 previous: Path | None = None, on_progress: Callable | None = None) -> dict:
+def build_hybrid(texts: Sequence[str], out, *, options: dict,
+                 previous=None, on_progress: Callable | None = None) -> dict:
     """The `hybrid` entry: no arrays, only fusion settings that override the defaults."""
     return {"fusion": options.get("fusion_settings", {}), "floor": None}

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+from ..errors import BuscaError
 
 from ..errors import BuscaError
 from .embedding_api import ServerSettings
@@ -233,3 +234,8 @@ def get_encoder(name: str, *, threads: int = THREADS, server: ServerSettings | N
     if name.startswith(ST_PREFIX):
         return SentenceTransformerEncoder(name[len(ST_PREFIX):], threads=threads)
     return ENCODERS[name](threads=threads)
+
+
+def default_encoder() -> str:
+    """The encoder `busca index` uses when dense vectors are asked for without a name."""
+    return DEFAULT_ENCODER

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from busca.crawler.store import Document, Store
+from busca.crawler.store import Document
 from busca.index import dense
 from busca.index.build import build_index
 from busca.index.embedding_api import AuthFailed, ServerSettings
 from busca.index.encoders import get_encoder
-from busca.index.storage import load_index
+from busca.index.storage import LocalHome, load_index
 from busca.index.vector_cache import DimensionChanged, VectorCache
 from embed_servers import FaultyServer
 from dense_fakes import DOCS
@@ -51,7 +51,7 @@ def test_many_lookups_are_split(tmp_path):
 
 @pytest.fixture
 def store(tmp_path):
-    with Store(tmp_path / "home") as s:
+    with LocalHome(tmp_path / "home") as s:
         for url, title, text in DOCS:
             s.put(Document(url, title, text))
         yield s

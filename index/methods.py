@@ -1,0 +1,104 @@
+"""The one registry of ranking methods: what builds each one and what ranks it locally.
+
+A method is `lexical` (term weights computed by busca: tfidf, bm25), `dense` (chunk vectors)
+or `fused` (hybrid: search/fusion.py fuses the ranked lists of the others; it stores only
+settings). The names here are the names users type, in the order `busca` lists them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
+
+from ..errors import BuscaError
+from .bm25 import build as bm25_build, build_counts as bm25_counts
+from .dense import build as dense_build, build_hybrid
+from .dense_models import DenseModel, is_dense, is_hybrid, method_names, parse_models
+from .encoders import default_encoder
+from .lexical import Bm25Scorer, TfidfScorer
+from .tfidf import build as tfidf_build, build_counts as tfidf_counts
+from .vectors import DenseScorer
+
+DEFAULT = ("tfidf", "bm25")  # what `busca index` builds without --methods
+LEXICAL = ("bm25", "tfidf")  # the first one an index has is hybrid's default lexical side
+HYBRID = "hybrid"
+DENSE = "dense"
+
+
+class UnknownMethod(BuscaError, ValueError):
+    """A method busca cannot build, or that an index was not built with."""
+
+
+@dataclass(frozen=True)
+class Method:
+    """How one method is built (`build(texts, out, *, options, previous, on_progress)`, or
+    `build_counts(counts, out, *, options, on_progress)` from the shared tokenising pass) and
+    ranked on a local home (`ranker(build, method)`; None: fused by the search layer)."""
+
+    name: str
+    kind: str  # "lexical" | "dense" | "fused"
+    build: Callable
+    build_counts: Callable | None = None
+    ranker: Callable | None = None
+
+
+METHODS: dict[str, Method] = {
+    "tfidf": Method("tfidf", "lexical", tfidf_build, tfidf_counts, TfidfScorer),
+    "bm25": Method("bm25", "lexical", bm25_build, bm25_counts, Bm25Scorer),
+    DENSE: Method(DENSE, "dense", dense_build, None, DenseScorer),
+    HYBRID: Method(HYBRID, "fused", build_hybrid),
+}
+
+
+def method_spec(method: str) -> Method | None:
+    """The registry entry of `method`; `dense:NAME` is a dense model of its own and
+    `hybrid:NAME` fuses it (index/dense_models.py). None for an unknown name."""
+    kind, _, name = method.partition(":")
+    if not name:
+        return METHODS.get(method)
+    if kind == DENSE:
+        return replace(METHODS[DENSE], name=method, build=partial(dense_build, method=method))
+    if kind == HYBRID:
+        return replace(METHODS[HYBRID], name=method)
+    return None
+
+
+def stored_methods(methods: Mapping) -> list[str]:
+    """The methods a build holds, in registry order, each dense model after `dense`."""
+    out = []
+    for name in METHODS:
+        out += [name] if name in methods else []
+        if name == DENSE:
+            out += [m for m in methods if m.startswith(DENSE + ":")]
+    return out
+
+
+def check_methods(methods: Sequence[str]) -> None:
+    """Refuse an empty list, unknown names, and a hybrid without its components."""
+    unknown = [m for m in methods if method_spec(m) is None or is_hybrid(m) and m != HYBRID]
+    if unknown or not methods:
+        what = f"unknown method {unknown[0]!r}" if unknown else "no method to build"
+        raise UnknownMethod(f"{what}; known methods: {', '.join(METHODS)}, dense:NAME")
+    if HYBRID in methods and not (DENSE in methods and set(LEXICAL) & set(methods)):
+        raise UnknownMethod("hybrid needs dense vectors and a lexical method:"
+                            " busca index --methods tfidf,bm25 --dense use")
+
+
+def with_dense(methods: Sequence[str], dense: str | None,
+               previous: str | None) -> tuple[list[str], list[DenseModel]]:
+    """The dense/hybrid rule: `methods` plus the dense models (`dense`, `dense:NAME`) and
+    hybrid when encoders are asked for (`dense`, a --dense list), or kept from the previous
+    build's models (`previous`, the same form) when none is named; `"none"` drops them.
+    Returns the methods and the models (empty: no vectors)."""
+    names = [m for m in methods if not (is_dense(m) or dense == "none" and is_hybrid(m))]
+    wanted = dense
+    if wanted is None:
+        wanted = previous or (default_encoder() if DENSE in methods else None)
+    if not wanted or wanted == "none":
+        return names, []
+    models = parse_models(wanted)  # names and encoders checked: fail before chunking
+    extra = method_names(models)
+    if set(LEXICAL) & set(names):
+        extra.append(HYBRID)
+    return names + [m for m in extra if m not in names], models

@@ -1,0 +1,71 @@
+"""Rankers by method name, on any backend: stored methods come from the build, `hybrid` is
+fused here from them. The method names and kinds come from index/methods.py (the registry)."""
+
+from __future__ import annotations
+
+from ..index.dense_models import HYBRID, model_of, resolve
+from ..index.lexical import top_k
+from ..index.methods import UnknownMethod, method_spec, stored_methods
+from .fusion import FusionSettings, HybridScorer, components, describe, stored_settings
+
+K = 3
+
+
+def available_methods(index) -> list[str]:
+    """Methods this index can answer with, in registry order: each dense model (`dense`,
+    `dense:NAME`) and, when it has `hybrid`, one hybrid per extra model (`hybrid:NAME`)."""
+    stored = stored_methods(index.manifest.methods)
+    if HYBRID not in stored:
+        return stored
+    extra = [f"{HYBRID}:{model_of(m)}" for m in stored if m.startswith("dense:")]
+    return stored + extra
+
+
+def scorer(index, method: str, fusion: FusionSettings | None = None):
+    """The ranker of `method` on `index` (`dense:NAME` / `hybrid:NAME` of the first model are
+    `dense` / `hybrid`); a fused method uses `fusion` (default: the settings stored in the
+    build's `hybrid` entry), `hybrid:NAME` fusing `dense:NAME` by default."""
+    method = resolve(index.manifest.methods, method)
+    spec = method_spec(method)
+    if spec is None or spec.kind != "fused":
+        return index.ranker(method)
+    if method not in available_methods(index):
+        have = ", ".join(available_methods(index)) or "none"
+        raise UnknownMethod(f"this index has no method {method!r}; it has: {have}")
+    settings = fusion if fusion is not None else stored_settings(index.manifest.entry(HYBRID))
+    weights = components(settings, _parts(index), _dense_of(method))
+    return HybridScorer({m: index.ranker(resolve(index.manifest.methods, m)) for m in weights},
+                        weights, settings, {m: floor_of(index, m) for m in weights})
+
+
+def describe_fusion(index, settings: FusionSettings, method: str = "hybrid") -> dict:
+    """The settings with the components and weights actually used on `index`."""
+    method = resolve(index.manifest.methods, method)
+    return describe(settings, _parts(index), _dense_of(method))
+
+
+def _parts(index) -> list[str]:
+    """What a hybrid may fuse: every method of the index but the hybrids."""
+    return [m for m in available_methods(index) if m.partition(":")[0] != HYBRID]
+
+
+def _dense_of(method: str) -> str:
+    """The dense component of a hybrid's default weights: `hybrid:NAME` fuses `dense:NAME`."""
+    name = model_of(method)
+    return f"dense:{name}" if name else "dense"
+
+
+def floor_of(index, method: str) -> float | None:
+    """The calibrated score floor stored for `method`, if any."""
+    return index.manifest.floor(resolve(index.manifest.methods, method))
+
+
+def rank(index, query: str, *, method: str = "tfidf", k: int = K,
+         fusion: FusionSettings | None = None):
+    """Top-k chunk ids and scores for `query`."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    ranker = scorer(index, method, fusion)
+    if hasattr(ranker, "top"):
+        return ranker.top(query, k)
+    return top_k(*ranker.score(query), k)
