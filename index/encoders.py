@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
-from ..errors import BuscaError
 
 from ..errors import BuscaError
 from .embedding_api import ServerSettings
