@@ -1,7 +1,10 @@
 """Rankers by method name, on any backend: stored methods come from the build, `hybrid` is
-fused here from them. The method names and kinds come from index/methods.py (the registry)."""
+fused here from them. The method names and kinds come from index/methods.py (the registry);
+several dense models (`dense`, `dense:NAME`) each get a `hybrid:NAME` (index/dense_models.py)."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from ..index.dense_models import HYBRID, model_of, resolve
 from ..index.lexical import top_k
@@ -33,7 +36,7 @@ def scorer(index, method: str, fusion: FusionSettings | None = None):
         have = ", ".join(available_methods(index)) or "none"
         raise UnknownMethod(f"this index has no method {method!r}; it has: {have}")
     settings = fusion if fusion is not None else stored_settings(index.manifest.entry(HYBRID))
-    weights = components(settings, _parts(index), _dense_of(method))
+    weights = components(_resolved(index, settings), _parts(index), _dense_of(method))
     return HybridScorer({m: index.ranker(resolve(index.manifest.methods, m)) for m in weights},
                         weights, settings, {m: floor_of(index, m) for m in weights})
 
@@ -41,7 +44,14 @@ def scorer(index, method: str, fusion: FusionSettings | None = None):
 def describe_fusion(index, settings: FusionSettings, method: str = "hybrid") -> dict:
     """The settings with the components and weights actually used on `index`."""
     method = resolve(index.manifest.methods, method)
-    return describe(settings, _parts(index), _dense_of(method))
+    return describe(_resolved(index, settings), _parts(index), _dense_of(method))
+
+
+def _resolved(index, settings: FusionSettings) -> FusionSettings:
+    """`settings` with weights naming the first dense model by its name (`dense:use`) on `dense`."""
+    methods = index.manifest.methods
+    weights = {resolve(methods, m): w for m, w in settings.weights.items()}
+    return replace(settings, weights=weights) if weights != settings.weights else settings
 
 
 def _parts(index) -> list[str]:

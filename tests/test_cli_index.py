@@ -117,7 +117,7 @@ def test_several_models_side_by_side_and_kept_on_rebuild(added, home, fake):
             result = added("search", "senha banco", "--method", method, "--json")
             assert result.exit_code == 0 and '"url"' in result.stdout, (method, result.output)
         result = added("search", "senha", "--method", "hybrid", "--json", "--weights",
-                       "bm25=0.5,dense=0.2,dense:srv=0.2,dense:other=0.1")
+                       "bm25=0.5,dense:fake=0.2,dense:srv=0.2,dense:other=0.1")
         assert '"weights": {"bm25": 0.5, "dense": 0.2, "dense:srv": 0.2, "dense:other": 0.1}' \
             in result.stdout
         n = len(server.texts)
