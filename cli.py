@@ -732,8 +732,7 @@ def _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers, calibra
             names = names or _chunker_methods(ctx)
             harness = evaluation.evaluate_chunkers(
                 golden_set, store, specs, methods=names, metrics=metrics, key=key, by=by_tags,
-                options=dict(ctx.obj.get("index_options", {})), depth=depth,
-                on_progress=progress)
+                options=_chunker_options(ctx, store), depth=depth, on_progress=progress)
         else:
             index = store.current()
             harness = evaluation.evaluate_index(
@@ -741,6 +740,16 @@ def _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers, calibra
                 depth=depth, on_progress=progress)
     progress.close()
     return harness
+
+
+def _chunker_options(ctx, home) -> dict:
+    """Build options for --chunkers: the live index's dense models, with their servers."""
+    options = dict(ctx.obj.get("index_options", {}))
+    _, models, _, entries = indexing.methods_for(home, [], dense=None)
+    if models:
+        options.update(dense_models=models, servers=_servers(ctx, models, entries),
+                       vector_cache=getattr(home, "home", None))
+    return options
 
 
 def _chunker_methods(ctx) -> list[str]:

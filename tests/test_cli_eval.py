@@ -279,6 +279,12 @@ def test_several_dense_models_and_their_hybrids_side_by_side(run, corpus, home, 
         table = run("eval", str(corpus), "-q").stdout
         slices = table.split("== By tipo")[1]
         assert all(m in slices for m in ("dense:srv", "hybrid:other", "parafrase", "lexical"))
+        n = len(server.texts)
+        result = run("eval", str(corpus), "-q", "--json", "--chunkers", "words:8:2")
+        assert result.exit_code == 0, result.output  # the same models, in temporary indexes
+        assert {"dense:srv/words:8:2", "hybrid:other/words:8:2"} <= set(
+            json.loads(result.stdout)["summary"])
+        assert len(server.texts) > n  # new windows were encoded by the server
         result = run("eval", str(corpus), "-q", "--calibrate")
         assert result.exit_code == 0, result.output
         methods = load_index(home).methods
