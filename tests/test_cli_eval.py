@@ -277,6 +277,8 @@ def test_several_dense_models_and_their_hybrids_side_by_side(run, corpus, home, 
         summary = data["summary"]
         assert summary["dense:srv"] == summary["dense:other"]
         table = run("eval", str(corpus), "-q").stdout
+        assert ("dense models: dense = fake, dense:srv = openai:fake-model, dense:other ="
+                " openai:other") in table
         slices = table.split("== By tipo")[1]
         assert all(m in slices for m in ("dense:srv", "hybrid:other", "parafrase", "lexical"))
         n = len(server.texts)
