@@ -99,6 +99,10 @@ class EmbeddingClient:
                  sleep: Callable[[float], None] = time.sleep):
         self.model = model
         self.settings = settings
+        key = settings.key
+        if key is not None and (not key.isprintable() or " " in key):
+            raise AuthFailed("BUSCA_EMBED_KEY holds spaces, line breaks or control characters"
+                             " — set it to the key alone")
         self.url = endpoint(settings.url)
         self.where = public_url(settings.url)
         self.session = session or requests.Session()

@@ -105,6 +105,12 @@ def test_a_refused_key_is_an_auth_error_that_never_shows_the_key(caplog):
     assert "pw" not in str(settings.describe())
 
 
+def test_a_key_with_a_line_break_is_refused_without_showing_it():
+    with pytest.raises(AuthFailed, match="line breaks") as e:
+        EmbeddingClient("m", ServerSettings("http://127.0.0.1:1", key=KEY + "\nx"))
+    assert KEY not in str(e.value)
+
+
 def test_unknown_model_lists_what_the_server_serves():
     with FaultyServer(models=("bge-m3", "nomic-embed-text")) as server:
         with pytest.raises(UnknownModel, match="does not serve model 'fake-model'.*it serves:"
