@@ -126,6 +126,8 @@ def test_several_models_side_by_side_and_kept_on_rebuild(added, home, fake):
             in result.output and len(server.texts) == n
     result = added("search", "senha", "--method", "dense:nope")
     assert result.exit_code == 1 and "it has: dense:fake, dense:srv, dense:other" in result.output
+    result = added("index", "-q", "--dense", "none")
+    assert result.exit_code == 0 and "methods: tfidf, bm25\n" in result.stdout
 
 
 @pytest.fixture(scope="module")
