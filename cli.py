@@ -359,15 +359,16 @@ def stats(ctx, as_json):
         click.echo(json.dumps(figures, ensure_ascii=False, indent=2))
         return
     c = manifest.chunker
-    click.echo(f"documents   {figures['documents']:>10,}")
-    click.echo(f"words       {figures['words']:>10,}")
-    click.echo(f"chunks      {figures['chunks']:>10,}   ({c['kind']}: {c['size']} per window,"
-               f" {c['overlap']} overlap)")
+    w = max([11, *map(len, manifest.methods)])  # dense:NAME methods may be longer
+    click.echo(f"{'documents':<{w}} {figures['documents']:>10,}")
+    click.echo(f"{'words':<{w}} {figures['words']:>10,}")
+    click.echo(f"{'chunks':<{w}} {figures['chunks']:>10,}   ({c['kind']}: {c['size']} per"
+               f" window, {c['overlap']} overlap)")
     for method, entry in manifest.methods.items():
         detail = ", ".join(f"{k} {round(v, 4) if isinstance(v, float) else v}"
                            for k, v in entry.items() if k != "vocabulary")
         size = f"{entry['vocabulary']:>10,} terms" if "vocabulary" in entry else " " * 16
-        click.echo(f"{method:<11} {size}   ({detail})")
+        click.echo(f"{method:<{w}} {size}   ({detail})")
 
 
 @cli.command()

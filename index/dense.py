@@ -75,8 +75,8 @@ def build(texts: Sequence[str], out, *, options: dict, previous=None,
              "dimension": encoder.dimension, "max_length": encoder.max_length,
              "encoded": len(todo), "reused": len(texts) - len(todo) - from_cache,
              "cached": from_cache, "truncated": truncated,
-             "chunks_per_second": round(len(todo) / seconds, 1) if seconds > 0 else None,
-             "floor": None}
+             "chunks_per_second": round(len(todo) / seconds, 1) if todo and seconds > 0
+             else None, "floor": None}
     if hasattr(encoder, "describe"):
         entry["server"] = encoder.describe()
     return entry
