@@ -16,7 +16,7 @@ from ..crawler.store import DocumentStore as Store
 from ..errors import BuscaError
 from ..index.lexical import NoSearchableTerms
 from .fusion import FusionSettings
-from .hits import K, Hit, search
+from .hits import K, Hit, check_floor, search
 from .scorers import floor_of
 from .sentences import SENTENCE_REACH, sentences, widen
 
@@ -101,7 +101,7 @@ def build_context(index, store: Store, question: str, *, method: str = "tfidf",
                   k: int = K, max_chars: int = MAX_CHARS, min_score: float | None = None,
                   fusion: FusionSettings | None = None) -> Context:
     """Rank, apply the floor (`min_score`, else the calibrated one), merge and fit passages."""
-    floor = min_score if min_score is not None else floor_of(index, method)
+    floor = check_floor(min_score) if min_score is not None else floor_of(index, method)
     try:
         hits = search(index, store, question, method=method, k=k, fusion=fusion)
     except NoSearchableTerms as e:

@@ -47,6 +47,19 @@ def describe_fusion(index, settings: FusionSettings, method: str = "hybrid") -> 
     return describe(_resolved(index, settings), _parts(index), _dense_of(method))
 
 
+def method_settings(index, method: str) -> dict:
+    """A method's parameters as `busca stats` shows them: empty values (no analyzer version,
+    no floor) left out; a fused method's settings as they apply (fusion, components, weights)."""
+    entry = index.manifest.entry(method)
+    out = {k: v for k, v in entry.items()
+           if k != "vocabulary" and not (v is None or v == "" or v == {})}
+    spec = method_spec(method)
+    if spec is not None and spec.kind == "fused":
+        out.pop("fusion", None)
+        out = {**describe_fusion(index, stored_settings(entry), method), **out}
+    return out
+
+
 def _resolved(index, settings: FusionSettings) -> FusionSettings:
     """`settings` with weights naming the first dense model by its name (`dense:use`) on `dense`."""
     methods = index.manifest.methods

@@ -292,3 +292,11 @@ def test_several_dense_models_and_their_hybrids_side_by_side(run, corpus, home, 
         methods = load_index(home).methods
         assert all(methods[m]["floor"] is not None for m in ("dense", "dense:srv", "bm25"))
         assert "hybrid:srv" not in methods and methods["hybrid"].get("floor") is None
+
+
+def test_a_floor_from_few_questions_is_stored_with_a_warning(run, corpus):
+    """Issue 10 item 15: 5 answerable and 2 unanswerable questions are too few to trust."""
+    result = run("eval", str(corpus), "-q", "--calibrate")
+    assert result.exit_code == 0, result.output
+    assert "warning: this floor comes from only" in result.stdout  # the report
+    assert "warning: tfidf: this floor comes from only" in result.stderr  # when stored
