@@ -67,15 +67,16 @@ class Session:
     # --- settings -----------------------------------------------------------------------
     def use(self, method: str) -> None:
         """Switch to `method`, loading its scorer (and encoder) now, not at the next question."""
+        kind = method.partition(":")[0]  # dense:NAME and hybrid:NAME are dense and hybrid too
         if method in ("dense", HYBRID):
-            searching.require_vectors(self.index)
+            searching.require_vectors(self.index)  # the hint to add vectors
         fusion = None
-        if method == HYBRID:
+        if kind == HYBRID:
             fusion = searching.check_settings(  # as busca search does by default
                 searching.FusionSettings(floors=self.settings.min_score is None))
-        searching.scorer(self.index, method, fusion)  # UnknownMethod lists the available ones
-        if "dense" in self.index.manifest.methods and method in ("dense", HYBRID):
-            self.index.ranker("dense").top(WARM_UP, 1)  # some encoders load lazily
+        ranker = searching.scorer(self.index, method, fusion)  # UnknownMethod lists them
+        if kind in ("dense", HYBRID):
+            ranker.top(WARM_UP, 1)  # encode once now: some encoders load lazily
         self.settings, self.fusion = replace(self.settings, method=method), fusion
 
     def floor(self, method: str | None = None) -> float | None:
