@@ -18,6 +18,7 @@ from . import __version__
 from . import crawler as crawling
 from . import index as indexing
 from . import search as searching
+from . import terminal
 from .errors import BuscaError
 from .search import eval as evaluation
 
@@ -259,7 +260,7 @@ def _split(value: str) -> list[str]:
 
 
 @cli.command()
-@click.argument("query")
+@click.argument("query", required=False)
 @click.option("-k", default=searching.K, show_default=True, type=click.IntRange(min=1),
               help="How many passages to return.")
 @click.option("--method", default="tfidf", show_default=True, help=METHOD_HELP)
@@ -276,16 +277,27 @@ def _split(value: str) -> list[str]:
 @click.option("--weights", default=None, metavar="M=W,...",
               help="hybrid: methods and weights, e.g. bm25=1,dense=0.5 [default: "
                    + searching.describe_default() + "]")
+@click.option("--per-doc", type=click.IntRange(min=0), default=searching.collapse.PER_DOC,
+              show_default=True, help="At most N windows of one article (0 = no limit).")
+@click.option("--pager", is_flag=True, help="Show the hits through $PAGER.")
 @embed_options
 @click.pass_context
-def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rrf_k, weights):
-    """Top-k passages for a question, with score, title, URL and snippet.
+def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rrf_k, weights,
+           per_doc, pager):
+    """Top-k passages for a question, with score, title, URL and snippet. Without a
+    question, an interactive session (as busca shell).
 
     Exits with code 3 when nothing is found (no passage reaches the floor), as context does.
     dense and hybrid load their encoder on each call: see --method.
 
     Example: busca search "qual o prazo do reembolso?" -k 5
     """
+    if query is None:  # --per-doc only when given: each session command has its default
+        given = ctx.get_parameter_source("per_doc") != click.core.ParameterSource.DEFAULT
+        with _home(ctx) as home:
+            return terminal.run_session(home, method=method, k=k,
+                                        per_doc=per_doc if given else None,
+                                        min_score=min_score, as_json=as_json, no_log=no_log)
     if not query.strip():
         raise click.BadParameter("the question is empty", param_hint="QUERY")
     _hybrid_only(ctx, method)
@@ -296,7 +308,8 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
                                            min_score)
         started = time.perf_counter()
         try:
-            hits = searching.search(index, home, query, method=method, k=k, fusion=settings)
+            hits = searching.collapse.search(index, home, query, method=method, k=k,
+                                             per_doc=per_doc, fusion=settings)
         except searching.NoSearchableTerms as e:
             _log_query(home, no_log, "search", query, method, k, [], min_score, started)
             click.echo(f"no hits: {e}", err=True)
@@ -313,7 +326,7 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
         click.echo(f"nothing found: no passage scores {min_score:.4f} or more"
                    " (lower --min-score to see weaker matches)")
     else:
-        _print_hits(hits, query)
+        terminal.print_hits(index, hits, query, method, pager=pager)
     if not hits:
         ctx.exit(NOT_FOUND_EXIT)
 
@@ -360,12 +373,6 @@ def _hit_json(hit: searching.Hit) -> dict:
     return {"rank": hit.rank, "score": hit.score, "url": hit.url, "title": hit.title,
             "chunk_id": hit.chunk_id, "start": hit.start, "end": hit.end, "text": hit.text,
             "method": hit.method}
-
-
-def _print_hits(hits: list[searching.Hit], query: str) -> None:
-    for hit in hits:
-        click.echo(f"{hit.rank}. {hit.score:.4f}  {hit.title}  <{hit.url}>")
-        click.echo(f"   {searching.snippet(hit.text, query)}")
 
 
 @cli.command()
@@ -440,6 +447,9 @@ def demo(ctx, keep):
             for method in methods:
                 _title(f'4. busca search "{question}" --method {method} -k 1')
                 ctx.invoke(search, query=question, k=1, method=method, no_log=True)
+        _title(f'4b. busca compare "{DEMO_PARAPHRASE}" --golden fixtures/golden/golden.json'
+               " -k 3  (each hit once, with its rank under every method)")
+        ctx.invoke(cli.commands["compare"], query=DEMO_PARAPHRASE, golden=golden, k=3)
         _title("5. busca eval fixtures/golden/golden.json --calibrate  (the bundled golden set;"
                " paraphrases and lexical questions apart)")
         ctx.invoke(eval_command, golden=golden, quiet=True, calibrate=True, key="recall@3")
@@ -519,9 +529,13 @@ def _log_query(store: indexing.Home, no_log: bool, command: str, query: str, met
 @click.option("--json", "as_json", is_flag=True,
               help="The passages with URL, title, spans and scores, and the prompt, as JSON.")
 @click.option("--no-log", is_flag=True, help="Do not record this question in the query log.")
+@click.option("--per-doc", type=click.IntRange(min=0), default=searching.CONTEXT_PER_DOC,
+              show_default=True, help="At most N windows of one article while other articles"
+              " pass the floor (0 = no limit).")
 @embed_options
 @click.pass_context
-def context(ctx, question, k, method, min_score, max_chars, template, lang, as_json, no_log):
+def context(ctx, question, k, method, min_score, max_chars, template, lang, as_json, no_log,
+            per_doc):
     """A prompt for any LLM: instruction, passages cited as [fonte: URL], then the question.
 
     Exits with code 3 and no prompt when no passage reaches the floor ("não encontrei").
@@ -533,7 +547,7 @@ def context(ctx, question, k, method, min_score, max_chars, template, lang, as_j
     text = _read_template(template) if template else None
     found = _emit_context(ctx, question, method=method, k=k, min_score=min_score,
                           max_chars=max_chars, template=text, lang=lang, as_json=as_json,
-                          log=not no_log)
+                          log=not no_log, per_doc=per_doc)
     if not found:
         ctx.exit(NOT_FOUND_EXIT)
 
@@ -553,7 +567,7 @@ def _read_template(path: str) -> str:
 def _emit_context(ctx, question: str, *, method: str = "tfidf", k: int = searching.K,
                   min_score: float | None = None, max_chars: int = searching.MAX_CHARS,
                   template: str | None = None, lang: str = "pt", as_json: bool = False,
-                  log: bool = True) -> bool:
+                  log: bool = True, per_doc: int = searching.CONTEXT_PER_DOC) -> bool:
     """Print the prompt (or its JSON form); False, with "não encontrei" on stderr, if none."""
     with _home(ctx) as store:
         index = store.current()
@@ -564,7 +578,7 @@ def _emit_context(ctx, question: str, *, method: str = "tfidf", k: int = searchi
         try:
             found = searching.build_context(index, store, question, method=method, k=k,
                                             max_chars=max_chars, min_score=min_score,
-                                            fusion=settings)
+                                            fusion=settings, per_doc=per_doc)
         except searching.ContextTooSmall as e:
             raise click.BadParameter(str(e), param_hint="--max-chars") from None
         _log_query(store, not log, "context", question, method, k, found.hits, min_score,
@@ -981,6 +995,10 @@ def _print_crawl_report(report: crawling.events.CrawlReport, as_json: bool) -> N
                                                  else "")
         click.echo(f"  failed ({len(urls)}): {reason}: {shown}")
 
+
+# The commands for a person at a terminal (issue 16): busca shell, busca compare.
+for _command in terminal.commands(_home, embed_options):
+    cli.add_command(_command)
 
 # --- end of commands ---
 
