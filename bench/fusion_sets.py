@@ -136,10 +136,8 @@ def verdicts(rows: dict) -> dict[str, dict[str, str]]:
         out[name] = {}
         for key in ("ndcg@10", "recall@3"):
             best = max(rows[LEX][key], rows[DENSE][key])
-            worst_part = min(rows[LEX][key], rows[DENSE][key])
             v = rows[name][key]
             out[name][key] = ("above" if v > best else "ok" if v >= best - 0.01 else "FAIL")
-            del worst_part
     return out
 
 
