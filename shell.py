@@ -55,9 +55,10 @@ class Session:
 
     def __init__(self, index, store, settings: Settings, *,
                  style: display.Style, as_json: bool = False, log: bool = True,
-                 echo: Callable[..., None] = click.echo):
+                 echo: Callable[..., None] = click.echo, history: str = HISTORY):
         self.index, self.store, self.style = index, store, style
         self.as_json, self.log, self.echo = as_json, log, echo
+        self.history = history  # named by :help
         self.fusion: searching.FusionSettings | None = None  # hybrid's settings, as a value
         self.settings = settings
         self.last: str | None = None
@@ -140,7 +141,7 @@ class Session:
 
     def _help(self, _arg: str = "") -> None:
         methods = ", ".join(searching.available_methods(self.index))
-        self.echo(HELP.format(methods=methods, history=HISTORY), err=self.as_json)
+        self.echo(HELP.format(methods=methods, history=self.history), err=self.as_json)
 
     def _note(self, text: str) -> None:
         self.echo(text, err=True)

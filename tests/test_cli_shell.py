@@ -216,3 +216,11 @@ def test_pipe_hybrid_with_the_real_bundled_encoder(tmp_path):
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     assert [a["method"] for a in answers] == ["hybrid", "dense"]
     assert all(a["hits"][0]["url"] == "https://a.example/cpu" for a in answers)
+
+
+def test_help_names_the_history_file_busca_history_points_at(corpus, tmp_path):
+    history = tmp_path / "elsewhere" / "hist"
+    done = subprocess.run([*BUSCA, "shell", "--no-log"], input=":help\n", capture_output=True,
+                          text=True, env=_env(corpus, tmp_path, BUSCA_HISTORY=str(history)))
+    assert done.returncode == 0, done.stderr
+    assert f"the history is kept in {history}." in done.stdout + done.stderr
