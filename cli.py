@@ -494,7 +494,12 @@ def _demo_encoder() -> str | None:
 @contextmanager
 def _demo_home(keep: str | None):
     if keep:
-        yield Path(keep)
+        path = Path(keep)
+        if path.exists() and any(path.iterdir()):  # the demo crawls, indexes and calibrates
+            raise click.BadParameter(f"{keep} is not empty: the demo would mix its articles"
+                                     " into what is there and replace its index; give a new"
+                                     " folder", param_hint="--keep")
+        yield path
         return
     home = Path(tempfile.mkdtemp(prefix="busca-demo-"))
     try:
