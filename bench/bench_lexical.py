@@ -37,10 +37,11 @@ WINDOW = 200
 SLOW_PEERS_MAX = 100_000
 ONE_THREAD = {v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                                "NUMBA_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")}
-SYSTEMS = ("bm25s", "tantivy", "pisa", "sklearn", "slow")  # --systems; slow: rank_bm25, dict
+SYSTEMS = ("bm25s", "tantivy", "pisa", "dense", "sklearn", "slow")  # slow: rank_bm25, dict
 PEERS = ("bm25s numba", "bm25s numpy", "tantivy", "PISA")  # the strong BM25 peers
 GOALS = ("busca bm25 q/s >= 2x the strongest peer at 100k and 1M; at 1M p50 <= 2 ms and search"
-         " peak <= 1 GB; build >= 1.5x faster than the fastest peer's at 1M")
+         " peak <= 1 GB; build >= 1.5x faster than the fastest peer's at 1M; dense at 1M:"
+         " p50 <= 100 ms with recall@10 within 0.005 of float32")
 
 
 def faquad_words_and_questions(path: Path) -> tuple[np.ndarray, list[str]]:
@@ -112,6 +113,13 @@ def measure(n: int, base: dict, keep: bool, systems: set[str]) -> dict:
             rows[name] = {**built, **step(f"{name} queries", f"{runner}-query")}
         except PeerUnavailable as why:
             rows[name] = {"config": f"not measured: {why}"}
+    if "dense" in systems:
+        try:
+            rows["dense"] = step("busca dense top-10 (given query vectors)", "dense-search")
+        except PeerUnavailable as why:
+            print(f"dense search not measured at {n:,}: {why}")
+        if not keep:
+            shutil.rmtree(Path(base["work"]) / f"dense-{n}", ignore_errors=True)
     if "sklearn" in systems:
         rows["sklearn naive"] = step("scikit-learn TfidfVectorizer", "sklearn")
     if n <= SLOW_PEERS_MAX and "slow" in systems:
@@ -135,7 +143,7 @@ def print_table(n: int, rows: dict) -> None:
           f"{'busca bm25 q/s / q/s':>22}{'build s / busca':>17}")
     bm25 = rows["busca bm25"]
     for name, r in rows.items():
-        if "qps" not in r:
+        if "qps" not in r or name == "dense":
             continue
         print(f"{name:<14}{_cell(r.get('build'), '9.1f')}{_cell(r.get('size'), '10.0f')}"
               f"{_cell(r.get('load'), '8.2f')}{_cell(r.get('build_peak'), '15.0f')}"
@@ -145,6 +153,13 @@ def print_table(n: int, rows: dict) -> None:
     for name, r in rows.items():
         if r.get("config"):
             print(f"  {name}: {r['config']}")
+    if "dense" in rows:
+        d = rows["dense"]
+        print(f"  dense, 512-d, top 10: {d['qps']:,.1f} q/s, p50 {d['p50']:.2f} ms, p99"
+              f" {d['p99']:.2f} ms, recall@10 against exhaustive float32 {d['recall']:.3f};"
+              f" the float32 product alone: p50 {d['float32_p50']:.1f} ms; first search (int8"
+              f" copy) {d['prepare']:.1f} s; {d['vectors_mb']:.0f} MB of vectors; search peak"
+              f" {d['search_peak']:.0f} MB")
     workers = bm25.get("workers_peak", 0)
     print("  busca: one `busca index` builds tfidf and bm25 with one tokenising pass (build s,"
           " build peak MB: main process"
@@ -176,6 +191,11 @@ def check_goals(results: dict) -> list[tuple[str, bool]]:
                            bm25["p50"] <= 2))
             checks.append((f"{n:,}: busca bm25 search peak {bm25['search_peak']:.0f} MB"
                            " <= 1024 MB", bm25["search_peak"] <= 1024))
+            if "dense" in rows:
+                d = rows["dense"]
+                checks.append((f"{n:,}: dense p50 {d['p50']:.1f} ms <= 100 ms, recall@10"
+                               f" {d['recall']:.3f} >= 0.995 of float32",
+                               d["p50"] <= 100 and d["recall"] >= 0.995))
     return checks
 
 
@@ -209,6 +229,14 @@ def main() -> None:
     base = {"work": str(work), "corpus": str(corpus), "queries": questions,
             "budget": args.budget, "most": args.most}
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    if "dense" in args.systems.split(","):
+        try:
+            e = subprocess_run({**base, "size": 0, "runner": "dense-encode"}, one_thread=True)
+            print(f"dense encoding ({e['encoder']}, one thread, 200-word chunks of the corpus):"
+                  f" {e['chunks_per_s']:.1f} chunks/s, a query {e['query_p50']:.1f} ms (p50),"
+                  f" loading {e['load']:.1f} s")
+        except PeerUnavailable as why:
+            print(f"dense encoding not measured: {why}")
     results = {}
     for n in sizes:
         results[n] = measure(n, base, args.keep, set(args.systems.split(",")))

@@ -184,5 +184,6 @@ RUNNERS = {"busca-store": busca_store, "busca-build": busca_build, "busca-query"
 
 
 def run(cfg: dict) -> dict:
+    from dense_systems import RUNNERS as DENSE
     from lexical_peers import RUNNERS as PEERS
-    return {**RUNNERS, **PEERS}[cfg["runner"]](cfg)
+    return {**RUNNERS, **PEERS, **DENSE}[cfg["runner"]](cfg)
