@@ -60,8 +60,9 @@ def _vectors(folder: Path, n: int, rng) -> np.ndarray:
 
 
 def dense_search(cfg: dict) -> dict:
-    from busca.search.dense import DenseScorer
+    from busca.index.manifest import Manifest
     from busca.index.storage import Index
+    from busca.index.vectors import DenseScorer
     rng = np.random.default_rng(0)
     folder = Path(cfg["work"]) / f"dense-{cfg['size']}"
     vectors = _vectors(folder, cfg["size"], rng)
@@ -69,8 +70,11 @@ def dense_search(cfg: dict) -> dict:
     queries = _unit(vectors[rows] + 0.7 * rng.standard_normal((200, DIMENSION),
                                                                  dtype=np.float32)
                     / np.sqrt(DIMENSION))
-    index = Index(folder, folder, {"methods": {"dense": {
-        "encoder": "given", "encoder_version": "1", "dimension": DIMENSION}}})
+    manifest = Manifest(build=folder.name, chunker={}, documents=cfg["size"],
+                        chunks=cfg["size"], methods={"dense": {
+                            "encoder": "given", "encoder_version": "1",
+                            "dimension": DIMENSION}})
+    index = Index(folder, folder, manifest)
     scorer = DenseScorer(index, encoder=_Given(queries))
     started = time.perf_counter()
     scorer.top("q", 10)  # first call: int8 copy made, kernel loaded

@@ -3,10 +3,12 @@
 import numpy as np
 import pytest
 
+from busca import search as core
 from busca.index import storage
+from busca.index import vectors as dense
+from busca.index.manifest import Manifest
 from busca.index.storage import Index
-from busca.search import core, dense
-from busca.search.dense import DenseScorer
+from busca.index.vectors import DenseScorer
 
 pytest.importorskip("numba")
 
@@ -28,11 +30,17 @@ def unit(x):
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
 
-def scorer_for(tmp_path, vectors, queries):
+def index_of(tmp_path, vectors):
     storage.save_array(tmp_path, "dense.vectors", vectors)
-    index = Index(tmp_path, tmp_path, {"methods": {"dense": {
-        "encoder": "given", "encoder_version": "1", "dimension": vectors.shape[1]}}})
-    return DenseScorer(index, encoder=Given(queries))
+    manifest = Manifest(build=tmp_path.name, chunker={}, documents=len(vectors),
+                        chunks=len(vectors), methods={"dense": {
+                            "encoder": "given", "encoder_version": "1",
+                            "dimension": vectors.shape[1]}})
+    return Index(tmp_path, tmp_path, manifest)
+
+
+def scorer_for(tmp_path, vectors, queries):
+    return DenseScorer(index_of(tmp_path, vectors), encoder=Given(queries))
 
 
 @pytest.fixture
@@ -84,10 +92,8 @@ def test_quantised_error_bound_holds(clustered):
 
 def test_rank_uses_top_and_refuses_k_zero(tmp_path, clustered):
     vectors, queries = clustered
-    scorer = scorer_for(tmp_path, vectors, queries)
-    index = Index(tmp_path, tmp_path, {"methods": {"dense": {
-        "encoder": "given", "encoder_version": "1", "dimension": vectors.shape[1]}}})
-    index._arrays["_scorers"] = {"dense": scorer}  # core.scorer's cache
+    index = index_of(tmp_path, vectors)
+    scorer = index._rankers["dense"] = DenseScorer(index, encoder=Given(queries))
     ids, _ = core.rank(index, "q", method="dense", k=3)
     assert ids.tolist() == np.argsort(-(vectors @ queries[0]), kind="stable")[:3].tolist()
     with pytest.raises(ValueError, match="k must be at least 1"):

@@ -8,12 +8,13 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from busca.crawler.store import Document, Store
+from busca import search as core
+from busca.crawler.store import Document
+from busca.index import LocalHome, maxscore
 from busca.index.analyzers import pt_terms
 from busca.index.build import build_index
+from busca.index.lexical import NoSearchableTerms
 from busca.index.storage import load_index
-from busca.search import core, maxscore
-from busca.search.lexical import NoSearchableTerms
 
 pytest.importorskip("numba")
 
@@ -40,7 +41,7 @@ def queries(seed: int, count: int) -> list[str]:
 def built(tmp_path_factory):
     texts = corpus(3, 1500)
     home = tmp_path_factory.mktemp("maxscore")
-    with Store(home) as store:
+    with LocalHome(home) as store:
         for i, text in enumerate(texts):
             store.put(Document(f"d{i:04d}", "", text))
         build_index(store, methods=("tfidf", "bm25"))

@@ -1,0 +1,143 @@
+"""Exact cosine search over the memory-mapped chunk vectors.
+
+`score(query)`: every chunk's cosine, one float32 matrix-vector product. `top(query, k)`: the
+same top k; on a large index with numba installed (the `fast` extra), an int8 copy of the
+vectors, made once per loaded index, is read first (a quarter of the bytes), and only the chunks
+whose error bound lets them reach the k-th best are rescored in float32 (index/vectors_numba.py):
+the result is the exact top k, not an approximation.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import numpy as np
+
+from ..errors import BuscaError
+from .encoders import THREADS, Encoder, get_encoder
+
+log = logging.getLogger(__name__)
+
+QUANTISED_MIN_ROWS = 100_000  # below, one float32 product is as fast as the int8 pass
+QUANTISE_BLOCK = 1 << 16  # rows quantised at a time (bounded memory)
+
+
+class EmptyQuery(BuscaError, ValueError):
+    """A query with nothing to encode."""
+
+
+class EncoderMismatch(BuscaError, ValueError):
+    """The index's vectors were made by another encoder or have another dimension."""
+
+
+class NoVectors(BuscaError, ValueError):
+    """The index was built without dense vectors."""
+
+
+def check_encoder(entry: dict, encoder: Encoder) -> None:
+    """Refuse an encoder other than the one that made the index's vectors."""
+    made_by = f"{entry['encoder']} ({entry['dimension']} dimensions)"
+    if encoder.name != entry["encoder"]:
+        raise EncoderMismatch(
+            f"the index's vectors were made by {made_by}, not {encoder.name} — search with"
+            f" the same encoder or rebuild: busca index --dense {encoder.name}")
+    if encoder.dimension != entry["dimension"]:
+        raise EncoderMismatch(
+            f"the index's vectors have {entry['dimension']} dimensions but {encoder.name}"
+            f" now gives {encoder.dimension} — rebuild: busca index --dense {encoder.name}")
+    if encoder.version != entry.get("encoder_version"):
+        log.warning("the index's vectors were made by %s, this machine has %s; rebuild with"
+                    " busca index --dense %s if results look wrong",
+                    entry.get("encoder_version"), encoder.version, encoder.name)
+
+
+def require_vectors(index, method: str = "dense") -> None:
+    """NoVectors, saying how to add them, if the index was built without dense vectors."""
+    if method not in index.manifest.methods:
+        raise NoVectors("this index has no dense vectors — add them with:"
+                        " busca index --dense use (or e5-small, sentence-transformers:PATH)")
+
+
+class DenseScorer:
+    """Cosine between the query's vector and every chunk's vector (both L2-normalised)."""
+
+    def __init__(self, index, method: str = "dense", *, encoder: Encoder | None = None,
+                 threads: int = THREADS):
+        require_vectors(index, method)
+        entry = index.methods[method]
+        self.vectors = index.array(method, "vectors")
+        if self.vectors.ndim != 2 or self.vectors.shape[1] != entry["dimension"]:
+            raise EncoderMismatch(f"the dense vectors have shape {self.vectors.shape}, the"
+                                  f" manifest says {entry['dimension']} dimensions — rebuild")
+        self.encoder = encoder or get_encoder(entry["encoder"], threads=threads)
+        check_encoder(entry, self.encoder)
+
+    def embed(self, query: str) -> np.ndarray:
+        """The query's unit vector."""
+        if not query.strip():
+            raise EmptyQuery("the query is empty")
+        return self.encoder.encode([query], query=True)[0]
+
+    def score(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        """Every chunk id and its cosine with the query."""
+        scores = self.vectors @ self.embed(query)
+        return np.arange(scores.size, dtype=np.int64), scores.astype(np.float64)
+
+    def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The k best chunks by cosine, best first (ties: lower id first)."""
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        q = self.embed(query)
+        ids = self.contenders(q, k)
+        scores = (np.asarray(self.vectors[ids]) @ q).astype(np.float64)
+        order = np.lexsort((ids, -scores))[:k]
+        return ids[order], scores[order]
+
+    def contenders(self, q: np.ndarray, k: int) -> np.ndarray:
+        """Sorted rows among which the top k by cosine with q are."""
+        n = self.vectors.shape[0]
+        if n <= k:
+            return np.arange(n)
+        kernel = _kernel() if n >= QUANTISED_MIN_ROWS else None
+        if kernel is None:
+            scores = self.vectors @ q
+            kth = np.partition(-scores, k - 1)[k - 1]
+            return np.flatnonzero(-scores <= kth + 1e-6 * max(1.0, abs(kth)))
+        codes, scales, errors = self._quantised()
+        qnorm = float(np.linalg.norm(q))
+        limit = min(32767, (2**31 - 1) // (127 * q.size))
+        t = float(np.abs(q).max()) / limit or 1.0
+        u = np.rint(q / t).astype(np.int16)
+        e = float(np.linalg.norm(q - t * u.astype(np.float64)))
+        return kernel.candidates(codes, scales, errors, u, t, e, qnorm, k,
+                                 np.empty(n, dtype=np.float64))
+
+    def _quantised(self):
+        """int8 codes, scales and rounding-error norms of the vectors (made on first use)."""
+        if getattr(self, "_codes", None) is None:
+            self._codes = quantise(self.vectors, _kernel())
+        return self._codes
+
+
+def quantise(vectors: np.ndarray, kernel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-row int8 codes c, scales s (v ~ s c) and the norms |v - s c|, a block at a time."""
+    n = vectors.shape[0]
+    codes = np.empty(vectors.shape, dtype=np.int8)
+    scales = np.empty(n, dtype=np.float64)
+    errors = np.empty(n, dtype=np.float64)
+    for lo in range(0, n, QUANTISE_BLOCK):
+        kernel.quantise_rows(np.asarray(vectors[lo:lo + QUANTISE_BLOCK]), codes, scales, errors,
+                             lo)
+    return codes, scales, errors
+
+
+def _kernel():
+    """index/vectors_numba.py, or None (numba not installed, or BUSCA_NUMBA=0)."""
+    if os.environ.get("BUSCA_NUMBA", "1") == "0":
+        return None
+    try:
+        from . import vectors_numba as dense_numba
+    except ImportError:
+        return None
+    return dense_numba
