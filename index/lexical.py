@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import maxscore
 from ..errors import BuscaError
+from .maxscore import candidates as maxscore_candidates
+from .maxscore import exact_sums, usable
 from .analyzers import get_analyzer, get_term_filter, java_terms
 
 LONG = 16  # a posting list longer than 1/LONG of the chunks may be worth skipping
@@ -154,8 +155,8 @@ class _Postings:
         """sum_j weights[j] * column j for the sorted chunk `ids` only (binary searches), in
         column order: the same numbers as `dense`, added to `out`."""
         out = np.zeros(ids.size, dtype=self.accumulator) if out is None else out
-        if maxscore.usable(self.n_rows):
-            return maxscore.exact_sums(self, ids, columns, weights, out)
+        if usable(self.n_rows):
+            return exact_sums(self, ids, columns, weights, out)
         needles = ids.astype(self.indices.dtype)  # same dtype: no copy of the haystack
         for c, w in zip(columns, weights):
             span = self._span(c)
@@ -192,8 +193,8 @@ class _Postings:
             ids = column_sums(self.indptr, self.indices, self.data, columns, weights,
                               self.n_rows)[0]
             return _top(ids, exact(ids), k)
-        if self.bound is not None and maxscore.usable(self.n_rows):
-            ids = maxscore.candidates(self, columns, weights, k, factor)
+        if self.bound is not None and usable(self.n_rows):
+            ids = maxscore_candidates(self, columns, weights, k, factor)
             return _top(ids, exact(ids), k)
         skip = self._skippable(lengths, weights * self._bounds(columns), long)
         kept = np.setdiff1d(np.arange(columns.size), skip)

@@ -16,12 +16,19 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import NamedTuple
 
 import numpy as np
 
 COMPILED_MIN_ROWS = 20_000
 
 _scratch = threading.local()
+
+
+class _Kernel(NamedTuple):
+    candidates: object
+    exact_sums: object
+
 _kernel = None
 
 
@@ -37,8 +44,8 @@ def kernel():
         return None
     if _kernel is None:
         try:
-            from . import maxscore_numba
-            _kernel = maxscore_numba
+            from .maxscore_numba import candidates, exact_sums
+            _kernel = _Kernel(candidates, exact_sums)
         except ImportError:
             _kernel = False
     return _kernel or None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import NamedTuple
 
 import numpy as np
 
@@ -137,7 +138,12 @@ def _kernel():
     if os.environ.get("BUSCA_NUMBA", "1") == "0":
         return None
     try:
-        from . import vectors_numba as dense_numba
+        from .vectors_numba import candidates, quantise_rows
     except ImportError:
         return None
-    return dense_numba
+    return _Kernel(candidates, quantise_rows)
+
+
+class _Kernel(NamedTuple):
+    candidates: object
+    quantise_rows: object
