@@ -70,7 +70,7 @@ def candidates(postings, columns: np.ndarray, weights: np.ndarray, k: int,
                                 columns[order], weights[order].astype(dtype), bounds[order],
                                 factor if factor is not None else np.empty(0), k,
                                 *scratch(postings.n_rows))
-    return np.unique(found)  # sorted and unique (the seed's chunks come again)
+    return found  # visited in id order: sorted and unique
 
 
 def exact_sums(postings, ids: np.ndarray, columns, weights, out: np.ndarray) -> np.ndarray:
