@@ -3,7 +3,7 @@ options without loading requests or bs4."""
 
 from __future__ import annotations
 
-from importlib import metadata
+from .. import __version__
 
 SOURCES = ("auto", "wordpress", "json", "sitemap", "feed", "html")
 WP_TYPES = ("posts", "pages")
@@ -13,13 +13,4 @@ DEFAULT_HTML_PAGES = 500  # page budget of the link-following crawl when --max-p
 DEFAULT_RATE = 2.0  # requests per second per host
 DEFAULT_TIMEOUT = 20.0  # seconds to connect / between bytes read
 DEFAULT_RETRIES = 3
-
-
-def _version() -> str:
-    try:
-        return metadata.version("busca")
-    except metadata.PackageNotFoundError:
-        return "0"
-
-
-DEFAULT_USER_AGENT = f"busca/{_version()} (local search-index crawler; python-requests)"
+DEFAULT_USER_AGENT = f"busca/{__version__} (local search-index crawler; python-requests)"

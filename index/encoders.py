@@ -9,7 +9,6 @@ Models are never downloaded: `use` and `e5-small` ship their weights in their wh
 
 from __future__ import annotations
 
-import importlib.metadata
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -71,6 +70,7 @@ def _require(module: str, extra: str, what: str):
 
 
 def _version_of(distribution: str) -> str:
+    import importlib.metadata  # slow to import: only when an encoder is used
     try:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-COMPILED_MIN_ROWS = 20_000
+COMPILED_MIN_ROWS = 5_000
 
 _scratch = threading.local()
 

@@ -18,7 +18,7 @@ EXPORTS = {
     "Golden": ".golden",
     "GoldenError": ".golden",
     "Harness": ".harness",
-    "KEY": ".summary",
+    "KEY": ".metrics",
     "KS": ".metrics",
     "load_golden": ".golden",
     "load_run": ".runs",
