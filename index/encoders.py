@@ -9,6 +9,7 @@ Models are never downloaded: `use` and `e5-small` ship their weights in their wh
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
