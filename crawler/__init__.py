@@ -20,6 +20,7 @@ EXPORTS = {
     "DocumentStore": ".store",
     "events": ".events:",
     "JsonApiOptions": ".options",
+    "legacy_ids": ".files",
     "Problem": ".files",
     "read_files": ".files",
     "SOURCES": ".defaults",
