@@ -2,8 +2,9 @@
 command load only what that command needs: `busca search` never imports the crawler's HTTP and
 HTML stack, scikit-learn or the evaluation code.
 
-A face lists its names in `EXPORTS` (name -> relative module; a value ending in ":" exports
-that submodule itself) and calls `face(__name__)`. A submodule named like one of the face's
+A face lists its names in `EXPORTS` (name -> relative module; "module#other" exports that
+module's `other` under the name; a value ending in ":" exports that submodule itself) and
+calls `face(__name__)`. A submodule named like one of the face's
 functions (crawler/crawl.py and `crawl`) does not replace the function when it is imported.
 """
 
@@ -22,7 +23,8 @@ class _Face(ModuleType):
         if where.endswith(":"):
             value = importlib.import_module(where[:-1], self.__name__)
         else:
-            value = getattr(importlib.import_module(where, self.__name__), name)
+            module, _, attribute = where.partition("#")
+            value = getattr(importlib.import_module(module, self.__name__), attribute or name)
         self.__dict__[name] = value  # the next look-up is a plain attribute
         return value
 

@@ -8,6 +8,7 @@ from ...lazy import face
 EXPORTS = {
     "align": ".runs",
     "Calibration": ".floors",
+    "chunk_table": ".judge",
     "default_metrics": ".metrics",
     "DEPTH": ".judge",
     "evaluate_chunkers": ".harness",
@@ -18,6 +19,7 @@ EXPORTS = {
     "Golden": ".golden",
     "GoldenError": ".golden",
     "Harness": ".harness",
+    "judge": ".judge",
     "KEY": ".metrics",
     "KS": ".metrics",
     "load_golden": ".golden",
