@@ -25,8 +25,8 @@ from .search import eval as evaluation
 
 DEFAULT_HOME = ".busca"
 FIXTURES = Path(__file__).parent / "fixtures"
-METHOD_HELP = ("Ranking method: " + ", ".join(indexing.METHODS) + " (one the index was built"
-               " with). dense and hybrid load the encoder on every call (2-3 s for use): for"
+METHOD_HELP = ("Ranking method: " + ", ".join(indexing.METHODS) + ", dense:NAME, hybrid:NAME"
+               " (one the index was built with; busca stats lists them). dense and hybrid load the encoder on every call (2-3 s for use): for"
                " many questions, busca shell or busca serve load it once.")
 
 class _Group(click.Group):
