@@ -177,7 +177,7 @@ class Session:
         return shown
 
     def compare(self, arg: str = "") -> None:
-        question = self._question(arg)
+        question = self._question(arg, ":compare")
         s = self.settings
         methods = searching.default_methods(self.index)
         fusion = self.fusion or searching.FusionSettings(floors=self.settings.min_score is None)
@@ -190,7 +190,7 @@ class Session:
             self.echo(display.compare_text(result, analyzer, self.style), nl=False)
 
     def context(self, arg: str = "") -> None:
-        question = self._question(arg)
+        question = self._question(arg, ":context")
         s = self.settings
         found = searching.build_context(
             self.index, self.store, question, method=s.method, k=s.k, min_score=s.min_score,
@@ -205,10 +205,10 @@ class Session:
         else:
             self.echo(prompt, nl=not prompt.endswith("\n"))
 
-    def _question(self, arg: str) -> str:
+    def _question(self, arg: str, command: str) -> str:
         question = arg or self.last
         if not question:
-            raise SessionError("ask a question first, or give one: :compare QUESTION")
+            raise SessionError(f"ask a question first, or give one: {command} QUESTION")
         self.last = question
         return question
 
