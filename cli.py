@@ -151,7 +151,7 @@ def add(ctx, files):
     Example: busca add artigos.jsonl notas/*.md
     """
     counts = {"added": 0, "updated": 0, "unchanged": 0}
-    problems = 0
+    problems, seen = 0, set()
     with _home(ctx) as store:
         legacy = _legacy_ids(store, files)
         for item in crawling.read_files(list(files)):
@@ -159,6 +159,10 @@ def add(ctx, files):
                 problems += 1
                 click.echo(f"skipped {item.where}: {item.message}", err=True)
                 continue
+            if item.url in seen:
+                click.echo(f"note: {item.url} comes more than once in the input; the last one"
+                           " is kept", err=True)
+            seen.add(item.url)
             status = store.put(item)
             for old in legacy.get(item.url, ()):  # the same file under its pre-file:// id
                 store.delete(old)
