@@ -13,7 +13,7 @@ or numpy, index/e5_small.py);
 
 from __future__ import annotations
 
-import importlib.metadata
+import importlib
 import importlib.util
 import logging
 import sys
@@ -90,6 +90,7 @@ def _require(module: str, extra: str, what: str):
 
 
 def _version_of(distribution: str) -> str:
+    import importlib.metadata  # slow to import: only when an encoder is used
     try:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
