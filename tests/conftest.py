@@ -43,3 +43,19 @@ def fake(monkeypatch):
     from dense_fakes import register
 
     return register(monkeypatch)
+
+
+@pytest.fixture(scope="session")
+def served_home(tmp_path_factory) -> Path:
+    """The bundled fixture corpus indexed with every method (dense: the real `use` encoder)
+    and one saved eval run in HOME/runs, shared by the `busca serve` tests (read-only)."""
+    home = tmp_path_factory.mktemp("served") / "home"
+    runner = CliRunner()
+    for args in (["add", str(FIXTURES / "site" / "articles.jsonl")],
+                 ["index", "-q", "--dense", "use"],
+                 ["eval", str(FIXTURES / "golden" / "golden.json"), "-q",
+                  "--run-out", str(home / "runs" / "fixture.json")]):
+        result = runner.invoke(cli, ["--home", str(home), *args], catch_exceptions=False,
+                               obj={})
+        assert result.exit_code == 0, result.output
+    return home
