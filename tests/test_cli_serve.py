@@ -291,3 +291,19 @@ def test_stops_gracefully_on_a_signal(tmp_path, sig):
     assert s.stop(sig) == 0
     assert any("Finished server process" in line for line in s.stderr), s.stderr
     assert not any("Traceback" in line for line in s.stderr)
+
+
+def test_text_from_the_site_is_escaped(xss_home):
+    from conftest import XSS_TITLE
+
+    with Server(xss_home, "--no-log") as s:
+        for method in ("bm25", "compare"):
+            page = get(s, "/", q="ornitorrinco <script>alert(1)</script>", method=method).text
+            assert "&lt;script&gt;window.__xss = 1&lt;/script&gt;" in page
+            assert "&lt;img src=x onerror=" in page and "&lt;/textarea&gt;" in page
+            assert "<script>window" not in page and "<img src=x" not in page
+            assert "<script>alert" not in page and "&lt;script&gt;alert(1)" in page
+            assert 'href="javascript:' not in page and "onmouseover=\"window" not in page
+            assert page.count("<script") == 1  # the page's own /static/busca.js
+        hits = get(s, "/api/search", q="ornitorrinco", method="bm25").json()["hits"]
+        assert XSS_TITLE in [h["title"] for h in hits]  # JSON keeps the text as it is
