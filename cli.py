@@ -30,6 +30,7 @@ from busca.index.analyzers import ANALYZERS, MissingStemmer, UnknownAnalyzer
 from busca.index.chunking import OVERLAP, SIZE, ChunkingError, parse_chunker
 from busca.index.storage import IndexFormatError, IndexNotFound, load_index, update_manifest
 from busca.index.tfidf import EmptyVocabulary
+from busca.search import collapse
 from busca.search import context as answer_context
 from busca.search import core
 from busca.search import dense as search_dense
@@ -228,7 +229,7 @@ def _split(value: str) -> list[str]:
 
 
 @cli.command()
-@click.argument("query")
+@click.argument("query", required=False)
 @click.option("-k", default=core.K, show_default=True, type=click.IntRange(min=1),
               help="How many passages to return.")
 @click.option("--method", default="tfidf", show_default=True, help="Ranking method.")
@@ -245,12 +246,20 @@ def _split(value: str) -> list[str]:
 @click.option("--weights", default=None, metavar="M=W,...",
               help="hybrid: methods and weights, e.g. bm25=1,dense=0.5 [default: "
                    + hybrid_fusion.describe_default() + "]")
+@click.option("--per-doc", type=click.IntRange(min=0), default=collapse.PER_DOC,
+              show_default=True, help="At most N windows of one article (0 = no limit).")
+@click.option("--pager", is_flag=True, help="Show the hits through $PAGER.")
 @click.pass_context
-def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rrf_k, weights):
-    """Top-k passages for a question, with score, title, URL and snippet.
+def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rrf_k, weights,
+           per_doc, pager):
+    """Top-k passages for a question, with score, title, URL and snippet. Without a
+    question, an interactive session (as busca shell).
 
     Example: busca search "qual o prazo do reembolso?" -k 5
     """
+    if query is None:
+        return terminal.run_session(ctx, method=method, k=k, per_doc=per_doc,
+                                    min_score=min_score, as_json=as_json, no_log=no_log)
     if not query.strip():
         raise click.BadParameter("the question is empty", param_hint="QUERY")
     index = load_index(ctx.obj["home"])
@@ -259,7 +268,7 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
     with _store(ctx) as store:
         started = time.perf_counter()
         try:
-            hits = core.search(index, store, query, method=method, k=k)
+            hits = collapse.search(index, store, query, method=method, k=k, per_doc=per_doc)
         except NoSearchableTerms as e:
             _log_query(store, no_log, "search", query, method, k, [], min_score, started)
             click.echo(f"no hits: {e}", err=True)
@@ -276,7 +285,7 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
         click.echo(f"nothing found: no passage scores {min_score:.4f} or more"
                    " (lower --min-score to see weaker matches)")
     else:
-        _print_hits(hits, query)
+        terminal.print_hits(index, hits, query, method, pager=pager)
 
 
 def _configure_hybrid(index, method, fusion, window, rrf_k, weights, min_score) -> dict:
@@ -305,27 +314,6 @@ def _hit_json(hit: core.Hit) -> dict:
     return {"rank": hit.rank, "score": hit.score, "url": hit.url, "title": hit.title,
             "chunk_id": hit.chunk_id, "start": hit.start, "end": hit.end, "text": hit.text,
             "method": hit.method}
-
-
-def _print_hits(hits: list[core.Hit], query: str) -> None:
-    for hit in hits:
-        click.echo(f"{hit.rank}. {hit.score:.4f}  {hit.title}  <{hit.url}>")
-        click.echo(f"   {snippet(hit.text, query)}")
-
-
-def snippet(text: str, query: str, width: int = 240) -> str:
-    """About `width` characters of `text` from the sentence that shares most query words."""
-    wanted = set(re.findall(r"[^\W_]{4,}", query.lower()))
-    starts = [0] + [m.end() for m in re.finditer(r"[.!?]\s+", text)]
-
-    def shared(start: int) -> int:
-        return len(wanted & set(re.findall(r"[^\W_]{4,}", text[start:start + width].lower())))
-
-    start = max(starts, key=shared) if wanted else 0
-    piece = text[start:start + width]
-    if start + width < len(text):
-        piece = piece.rsplit(" ", 1)[0] + " …"
-    return ("… " if start else "") + piece
 
 
 @cli.command()
@@ -462,8 +450,12 @@ def _log_query(store: Store, no_log: bool, command: str, query: str, method: str
 @click.option("--json", "as_json", is_flag=True,
               help="The passages with URL, title, spans and scores, and the prompt, as JSON.")
 @click.option("--no-log", is_flag=True, help="Do not record this question in the query log.")
+@click.option("--per-doc", type=click.IntRange(min=0), default=answer_context.PER_DOC,
+              show_default=True, help="At most N windows of one article while other articles"
+              " pass the floor (0 = no limit).")
 @click.pass_context
-def context(ctx, question, k, method, min_score, max_chars, template, lang, as_json, no_log):
+def context(ctx, question, k, method, min_score, max_chars, template, lang, as_json, no_log,
+            per_doc):
     """A prompt for any LLM: instruction, passages cited as [fonte: URL], then the question.
 
     Exits with code 3 and no prompt when no passage reaches the floor ("não encontrei").
@@ -475,7 +467,7 @@ def context(ctx, question, k, method, min_score, max_chars, template, lang, as_j
     text = _read_template(template) if template else None
     found = _emit_context(ctx, question, method=method, k=k, min_score=min_score,
                           max_chars=max_chars, template=text, lang=lang, as_json=as_json,
-                          log=not no_log)
+                          log=not no_log, per_doc=per_doc)
     if not found:
         ctx.exit(NOT_FOUND_EXIT)
 
@@ -495,7 +487,7 @@ def _read_template(path: str) -> str:
 def _emit_context(ctx, question: str, *, method: str = "tfidf", k: int = core.K,
                   min_score: float | None = None, max_chars: int = answer_context.MAX_CHARS,
                   template: str | None = None, lang: str = "pt", as_json: bool = False,
-                  log: bool = True) -> bool:
+                  log: bool = True, per_doc: int = answer_context.PER_DOC) -> bool:
     """Print the prompt (or its JSON form); False, with "não encontrei" on stderr, if none."""
     index = load_index(ctx.obj["home"])
     min_score = _floor(index, method, min_score)
@@ -505,7 +497,8 @@ def _emit_context(ctx, question: str, *, method: str = "tfidf", k: int = core.K,
         started = time.perf_counter()
         try:
             found = answer_context.build_context(index, store, question, method=method, k=k,
-                                                 max_chars=max_chars, min_score=min_score)
+                                                 max_chars=max_chars, min_score=min_score,
+                                                 per_doc=per_doc)
         except answer_context.ContextTooSmall as e:
             raise click.BadParameter(str(e), param_hint="--max-chars") from None
         _log_query(store, not log, "context", question, method, k, found.hits, min_score,
@@ -968,6 +961,10 @@ def serve_command(ctx, host, port, token, runs, no_log, quiet):
 
 
 # --- end of commands ---
+
+
+# The commands for a person at a terminal (issue 16) register themselves on `cli`.
+from busca import terminal  # noqa: E402
 
 
 def main() -> None:

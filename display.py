@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import click
 
 from .search import highlight
-from .search.compare import Comparison, CompareRow
+from .search.compare import Comparison
 from .search.core import Hit
 
 MISSED = "—"
@@ -37,9 +37,14 @@ class Style:
         return min(highlight.SNIPPET, 3 * (self.width - 6)) if self.wrap else highlight.SNIPPET
 
 
-def marked_snippet(text: str, query: str, analyzer: str, style: Style, *, indent: str) -> str:
-    """A snippet of `text` with the query's words highlighted, wrapped on a terminal."""
-    piece, found = highlight.snippet(text, query, analyzer, width=style.snippet_chars())
+def marked_snippet(text: str, query: str, analyzer: str, style: Style, *, indent: str,
+                   chars: int | None = None, focus: str | None = None) -> str:
+    """A snippet of `text` with the query's words highlighted, wrapped on a terminal; it
+    starts at the sentence holding `focus` (a golden passage) when `text` holds it."""
+    chars = chars or style.snippet_chars()
+    at = text.find(" ".join(focus.split())) if focus else -1
+    piece, found = highlight.snippet(text, query, analyzer, width=chars,
+                                     at=at if at >= 0 else None)
     if style.wrap:
         lines = textwrap.wrap(piece, width=max(style.width - len(indent), 20))
         return "\n".join(indent + line for line in _mark_lines(lines, piece, found, style))
@@ -75,14 +80,17 @@ def hits_text(hits: Sequence[Hit], query: str, analyzer: str, style: Style) -> s
 
 
 def compare_text(comparison: Comparison, analyzer: str, style: Style, *,
-                 relevant: set[int] | frozenset = frozenset()) -> str:
+                 relevant: set[int] | frozenset = frozenset(), focus: str | None = None) -> str:
     """The rank table: one line per chunk with its rank under every method, then its snippet.
 
     A rank within the top k is bold; deeper ranks (up to the comparison's depth) are plain;
-    "—" is a miss. Relevant chunks (from a golden set) are marked with "✓".
+    "—" is a miss. Relevant chunks (from a golden set) are marked with "✓" and their snippet
+    starts at the golden passage `focus`.
     """
     methods = comparison.methods
-    cell = max(6, *(len(m) for m in methods))
+    cell = max(6, *(len(m) + 2 for m in methods))
+    indent = " " * (4 + cell * len(methods) + 3)
+    chars = 2 * max(style.width - len(indent), 30)  # two lines beside the rank columns
     header = "    " + "".join(m.rjust(cell) for m in methods) + "   passage"
     lines = [style.paint(header, bold=True)]
     for row in comparison.rows:
@@ -91,7 +99,8 @@ def compare_text(comparison: Comparison, analyzer: str, style: Style, *,
         lines.append(f"  {mark} {ranks}   {style.paint(row.title, bold=True)}  "
                      + style.paint(f"<{row.url}>", dim=True))
         lines.append(marked_snippet(row.text, comparison.query, analyzer, style,
-                                    indent=" " * (4 + cell * len(methods) + 3)))
+                                    indent=indent, chars=chars,
+                                    focus=focus if row.chunk_id in relevant else None))
     lines.append(_legend(comparison, bool(relevant), methods))
     return "\n".join(lines) + "\n"
 
@@ -112,15 +121,3 @@ def _legend(comparison: Comparison, golden: bool, methods) -> str:
         text += "; ✓ = holds the golden passage"
     notes = "".join(f"\n{m}: {why}" for m, why in comparison.notes.items() if m in methods)
     return text + notes
-
-
-def row_relevant(row: CompareRow, trecho: str | None, url: str | None,
-                 qrels: dict | None = None) -> bool:
-    """Whether a row holds the golden passage (or is a relevant document of a BEIR set)."""
-    if qrels:
-        return qrels.get(row.url, 0) > 0
-    if url and row.url.rstrip("/") != url.rstrip("/"):
-        return False
-    if trecho is None:
-        return bool(url)
-    return " ".join(trecho.split()) in " ".join(row.text.split())

@@ -64,8 +64,12 @@ def default_methods(index: Index) -> list[str]:
 
 
 def compare(index: Index, store: Store, query: str, *, methods: Sequence[str], k: int = core.K,
-            per_doc: int = collapse.PER_DOC, depth: int = DEPTH) -> Comparison:
-    """Rank `query` with every method to `depth`, keep each top k, align the hits by chunk."""
+            per_doc: int = collapse.PER_DOC, depth: int = DEPTH,
+            include: Sequence[int] = ()) -> Comparison:
+    """Rank `query` with every method to `depth`, keep each top k, align the hits by chunk.
+
+    Chunks in `include` (e.g. the golden passage's) get a row even when no top k holds them.
+    """
     if k > depth:
         depth = k
     for method in methods:
@@ -77,8 +81,12 @@ def compare(index: Index, store: Store, query: str, *, methods: Sequence[str], k
                   for m, (ids, s) in ranked.items()}
     columns = {m: core.hits_for(index, store, ranked[m][0][:k], ranked[m][1][:k], m)
                for m in methods}
+    shown = {h.chunk_id for hits in columns.values() for h in hits}
+    extra = [int(c) for c in dict.fromkeys(include) if int(c) not in shown]
+    extra_hits = core.hits_for(index, store, np.array(extra, np.int64), np.zeros(len(extra)),
+                               "") if extra else []
     return Comparison(query, tuple(methods), k, per_doc, depth, columns,
-                      _rows(columns, {m: ranked[m] for m in methods}), notes)
+                      _rows(columns, {m: ranked[m] for m in methods}, extra_hits), notes)
 
 
 def _rankings(index: Index, query: str, methods: Sequence[str], depth: int):
@@ -111,12 +119,13 @@ def _url_lookup(index: Index, store: Store, ranked: dict) -> dict[int, str]:
     return dict(zip((int(i) for i in every), collapse.urls_of(index, store, every)))
 
 
-def _rows(columns: dict[str, list[core.Hit]], ranked: dict) -> list[CompareRow]:
-    """Each chunk of any column once, best rank first (ties: column order)."""
+def _rows(columns: dict[str, list[core.Hit]], ranked: dict,
+          extra: Sequence[core.Hit] = ()) -> list[CompareRow]:
+    """Each chunk of any column (and of `extra`) once, best rank first (ties: column order)."""
     position = {m: {int(c): (r, float(s)) for r, (c, s) in enumerate(zip(*ranked[m]), 1)}
                 for m in ranked}
     first: dict[int, core.Hit] = {}
-    for hits in columns.values():
+    for hits in [*columns.values(), extra]:
         for hit in hits:
             first.setdefault(hit.chunk_id, hit)
     rows = []

@@ -150,12 +150,10 @@ class HybridScorer:
         """Each component's top-`window` (ids, scores), best first."""
         out = {}
         for method in self.components():
-            try:
-                ids, scores = core.scorer(self.index, method).score(query)
+            try:  # core.rank: a lexical method's pruned top, the same ranking as score + top_k
+                ids, scores = core.rank(self.index, query, method=method, k=self.settings.window)
             except NoSearchableTerms:  # a lexical side with no known word: the others still rank
                 ids, scores = np.empty(0, np.int64), np.empty(0)
-            if ids.size:
-                ids, scores = core.top_k(ids, scores, self.settings.window)
             out[method] = ids, scores
         return out
 

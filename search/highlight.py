@@ -54,13 +54,18 @@ def spans(text: str, query: str, analyzer: str = DEFAULT_ANALYZER) -> list[tuple
 
 
 def snippet(text: str, query: str, analyzer: str = DEFAULT_ANALYZER, *,
-            width: int = SNIPPET) -> tuple[str, list[tuple[int, int]]]:
+            width: int = SNIPPET, at: int | None = None) -> tuple[str, list[tuple[int, int]]]:
     """About `width` characters of `text` from the sentence start whose stretch holds most
-    distinct matching words (ties: the one nearest its first match), with "…" where it was
-    cut, and the highlight spans in it."""
+    distinct matching words (ties: the one nearest its first match), or from the sentence
+    holding position `at`; with "…" where it was cut, and the highlight spans in it."""
     found = spans(text, query, analyzer)
     starts = [0] + [m.end() for m in _SENTENCE_END.finditer(text)]
-    start = max(starts, key=lambda s: _fitness(text, found, s, width)) if found else 0
+    if at is not None:
+        start = max(s for s in starts if s <= at)
+    elif found:
+        start = max(starts, key=lambda s: _fitness(text, found, s, width))
+    else:
+        start = 0
     piece = text[start:start + width]
     cut = start + width < len(text)
     if cut and " " in piece:

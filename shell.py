@@ -1,0 +1,303 @@
+"""The interactive session: one process loads the index and the encoder once, then answers
+question after question (`busca shell`, or `busca search` with no question).
+
+On a terminal: readline line editing, a history file, `:commands`. From a pipe: one question
+per line (`:commands` work too), one answer after another; with `--json` one JSON line per
+answer, so a script pipes its questions through one process. Like cli.py, this module prints.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import click
+
+from . import display
+from .crawler.store import Store
+from .index.storage import Index
+from .search import collapse, core, highlight, querylog
+from .search import compare as compare_methods
+from .search import context as answer_context
+from .search import dense as search_dense
+from .search import fusion as hybrid_fusion
+from .search.lexical import NoSearchableTerms
+
+HISTORY = "~/.busca_history"
+HISTORY_LENGTH = 1000
+PROMPT = "busca:{method}> "
+WARM_UP = "aquecimento"  # encoded when a dense method is chosen, so no question waits for it
+
+HELP = """\
+Type a question and press Enter. Commands:
+  :method NAME     rank with NAME ({methods})
+  :k N             show N passages
+  :per-doc N       at most N windows of one article (0 = no limit)
+  :compare [Q]     the methods side by side for Q (default: the last question)
+  :context [Q]     the LLM prompt for Q (default: the last question)
+  :settings        the current settings
+  :help            this help
+Ctrl-D (or :quit) leaves; the history is kept in {history}."""
+
+
+class SessionError(Exception):
+    """A `:command` the session cannot follow (unknown command, bad value)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the next question is answered with."""
+
+    method: str = "tfidf"
+    k: int = core.K
+    per_doc: int | None = None  # None: each command's default (search 0, context 2)
+    min_score: float | None = None  # None: the method's calibrated floor
+
+
+class Session:
+    """Answers questions on one loaded index; `handle` takes one line of input."""
+
+    def __init__(self, index: Index, store: Store, settings: Settings, *,
+                 style: display.Style, as_json: bool = False, log: bool = True,
+                 errors: tuple[type[Exception], ...] = (),
+                 echo: Callable[..., None] = click.echo):
+        self.index, self.store, self.style = index, store, style
+        self.as_json, self.log, self.echo = as_json, log, echo
+        self.errors = errors + (SessionError, NoSearchableTerms)
+        self.settings = settings
+        self.last: str | None = None
+        self.answered = 0
+        self.use(settings.method)
+
+    # --- settings -----------------------------------------------------------------------
+    def use(self, method: str) -> None:
+        """Switch to `method`, loading its scorer (and encoder) now, not at the next question."""
+        if method in ("dense", hybrid_fusion.METHOD):
+            search_dense.require_vectors(self.index)
+        core.scorer(self.index, method)  # UnknownMethod lists the available ones
+        if method == hybrid_fusion.METHOD:
+            hybrid_fusion.configure(self.index, floors=self.floor(method) is None)
+        if "dense" in self.index.methods and method in ("dense", hybrid_fusion.METHOD):
+            core.scorer(self.index, "dense").embed(WARM_UP)  # some encoders load lazily
+        self.settings = replace(self.settings, method=method)
+
+    def floor(self, method: str | None = None) -> float | None:
+        if self.settings.min_score is not None:
+            return self.settings.min_score
+        return core.floor_of(self.index, method or self.settings.method)
+
+    # --- one line of input --------------------------------------------------------------
+    def handle(self, line: str) -> bool:
+        """Answer a question or follow a `:command`; False when the session should end."""
+        line = line.strip()
+        if not line:
+            return True
+        try:
+            if line.startswith(":"):
+                return self.command(line)
+            self.ask(line)
+        except self.errors as e:
+            self.error(str(e), line)
+        return True
+
+    def error(self, message: str, line: str) -> None:
+        if self.as_json:
+            self.echo(json.dumps({"input": line, "error": message}, ensure_ascii=False))
+        else:
+            self.echo(f"error: {message}", err=True)
+
+    def command(self, line: str) -> bool:
+        name, _, arg = line[1:].partition(" ")
+        name, arg = name.lower(), arg.strip()
+        if name in ("q", "quit", "exit"):
+            return False
+        actions = {"method": self._method, "m": self._method, "k": self._k,
+                   "per-doc": self._per_doc, "compare": self.compare, "c": self.compare,
+                   "context": self.context, "settings": self._show, "help": self._help,
+                   "h": self._help, "?": self._help}
+        if name not in actions:
+            raise SessionError(f"unknown command :{name}; type :help for the list")
+        actions[name](arg)
+        return True
+
+    def _method(self, arg: str) -> None:
+        if not arg:
+            raise SessionError("name a method, e.g. :method hybrid; this index has: "
+                               + ", ".join(core.available_methods(self.index)))
+        self.use(arg)
+        self._note(f"method {arg}")
+
+    def _k(self, arg: str) -> None:
+        self.settings = replace(self.settings, k=_number(arg, ":k", 1))
+        self._note(f"k {self.settings.k}")
+
+    def _per_doc(self, arg: str) -> None:
+        self.settings = replace(self.settings, per_doc=_number(arg, ":per-doc", 0))
+        self._note(f"per-doc {self.settings.per_doc}")
+
+    def _show(self, _arg: str = "") -> None:
+        s = self.settings
+        per_doc = "each command's default" if s.per_doc is None else s.per_doc
+        self._note(f"method {s.method}, k {s.k}, per-doc {per_doc}, floor {self.floor()}")
+
+    def _help(self, _arg: str = "") -> None:
+        methods = ", ".join(core.available_methods(self.index))
+        self.echo(HELP.format(methods=methods, history=HISTORY), err=self.as_json)
+
+    def _note(self, text: str) -> None:
+        self.echo(text, err=True)
+
+    # --- answers ------------------------------------------------------------------------
+    def ask(self, question: str) -> list[core.Hit]:
+        """Rank `question` with the current settings and print the hits."""
+        s, floor = self.settings, self.floor()
+        self.last = question
+        started = time.perf_counter()
+        per_doc = collapse.PER_DOC if s.per_doc is None else s.per_doc
+        hits = collapse.search(self.index, self.store, question, method=s.method, k=s.k,
+                               per_doc=per_doc)
+        seconds = time.perf_counter() - started
+        self._log("search", question, hits, floor, started)
+        shown = [h for h in hits if floor is None or h.score >= floor]
+        self.answered += 1
+        if self.as_json:
+            self.echo(json.dumps({"question": question, "method": s.method, "k": s.k,
+                                  "per_doc": per_doc, "floor": floor,
+                                  "seconds": round(seconds, 4),
+                                  "hits": [hit_json(h) for h in shown]}, ensure_ascii=False))
+            return shown
+        if not shown:
+            self.echo("nothing found" + (f": no passage scores {floor:.4f} or more"
+                                         if floor is not None and hits else ""))
+        else:
+            analyzer = highlight.analyzer_for(self.index.methods, s.method)
+            self.echo(display.hits_text(shown, question, analyzer, self.style), nl=False)
+        self.echo(self.style.paint(f"({len(shown)} hits, {s.method}, {seconds * 1000:.0f} ms)",
+                                   dim=True), err=True)
+        return shown
+
+    def compare(self, arg: str = "") -> None:
+        question = self._question(arg)
+        s = self.settings
+        methods = compare_methods.default_methods(self.index)
+        result = compare_methods.compare(self.index, self.store, question, methods=methods,
+                                         k=s.k, per_doc=s.per_doc or 0)
+        if self.as_json:
+            self.echo(json.dumps(compare_methods.to_json(result), ensure_ascii=False))
+        else:
+            analyzer = highlight.analyzer_for(self.index.methods, "bm25")
+            self.echo(display.compare_text(result, analyzer, self.style), nl=False)
+
+    def context(self, arg: str = "") -> None:
+        question = self._question(arg)
+        s = self.settings
+        found = answer_context.build_context(
+            self.index, self.store, question, method=s.method, k=s.k, min_score=s.min_score,
+            per_doc=answer_context.PER_DOC if s.per_doc is None else s.per_doc)
+        prompt = answer_context.render(found) if found.answered else None
+        if self.as_json:
+            self.echo(json.dumps(answer_context.context_dict(found, prompt=prompt),
+                                 ensure_ascii=False))
+        elif prompt is None:
+            self.echo("não encontrei (nothing found): no passage passes the floor")
+        else:
+            self.echo(prompt, nl=not prompt.endswith("\n"))
+
+    def _question(self, arg: str) -> str:
+        question = arg or self.last
+        if not question:
+            raise SessionError("ask a question first, or give one: :compare QUESTION")
+        self.last = question
+        return question
+
+    def _log(self, command, question, hits, floor, started) -> None:
+        if not self.log:
+            return
+        scores = [h.score for h in hits]
+        querylog.record(self.store, command=command, query=question, method=self.settings.method,
+                        k=self.settings.k, scores=scores, floor=floor,
+                        answered=any(floor is None or x >= floor for x in scores),
+                        seconds=time.perf_counter() - started)
+
+
+def _number(arg: str, name: str, least: int) -> int:
+    try:
+        value = int(arg)
+    except ValueError:
+        value = least - 1
+    if value < least:
+        raise SessionError(f"{name} takes a whole number of {least} or more, e.g. {name} 5")
+    return value
+
+
+def hit_json(hit: core.Hit) -> dict:
+    return {"rank": hit.rank, "score": hit.score, "url": hit.url, "title": hit.title,
+            "chunk_id": hit.chunk_id, "start": hit.start, "end": hit.end, "text": hit.text,
+            "method": hit.method}
+
+
+# --- the two loops ------------------------------------------------------------------------
+
+def run_pipe(session: Session, lines: Iterable[str]) -> int:
+    """One question (or :command) per line; returns how many questions were answered."""
+    for line in lines:
+        if not session.handle(line):
+            break
+    return session.answered
+
+
+def run_terminal(session: Session, history: str | os.PathLike | None) -> int:
+    """Read lines with readline editing and history until Ctrl-D or :quit."""
+    path = _start_history(history)
+    session.echo(f"busca — {session.index.manifest.get('chunks')} chunks,"
+                 f" methods {', '.join(core.available_methods(session.index))};"
+                 " :help for commands, Ctrl-D to leave", err=True)
+    while True:
+        try:
+            line = input(PROMPT.format(method=session.settings.method))
+        except EOFError:
+            session.echo("", err=True)
+            break
+        except KeyboardInterrupt:  # Ctrl-C drops the line being typed, as in Python's REPL
+            session.echo("", err=True)
+            continue
+        _remember(line, path)
+        if not session.handle(line):
+            break
+    return session.answered
+
+
+def _start_history(history) -> Path | None:
+    try:
+        import readline
+    except ImportError:  # no readline on this platform: plain input(), no history
+        return None
+    readline.parse_and_bind("tab: complete")
+    if history is None:
+        return None
+    path = Path(os.path.expanduser(str(history)))
+    try:
+        if path.exists():
+            readline.read_history_file(path)
+        else:
+            path.touch()
+    except OSError:
+        return None
+    readline.set_history_length(HISTORY_LENGTH)
+    return path
+
+
+def _remember(line: str, path: Path | None) -> None:
+    """Append the line to the history file at once: a killed session loses nothing."""
+    if path is None or not line.strip():
+        return
+    import readline
+    try:
+        readline.append_history_file(1, path)
+        readline.set_history_length(HISTORY_LENGTH)
+    except OSError:
+        pass
