@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..crawler.store import Document, Store
-from ..errors import BuscaError
 from ..index import build as index_build
 from ..index import dense as index_dense
 from ..index import storage
@@ -30,15 +29,12 @@ from ..search import context as answer_context
 from ..search import dense as search_dense
 from ..search import fusion
 from ..search.lexical import NoSearchableTerms
+from .errors import BuildRunning
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 RETRIES = 3  # a request re-run on a newer build at most this many times
-
-
-class BuildRunning(BuscaError):
-    """A second rebuild was asked for while one runs."""
 
 
 @dataclass(frozen=True)
@@ -277,7 +273,7 @@ class Engine:
 
         BuildRunning if another rebuild is under way."""
         if not self._writing.acquire(blocking=False):
-            raise BuildRunning("an index build is already running; try again when it ends")
+            raise BuildRunning()
         try:
             return self._rebuild(size, overlap)
         finally:

@@ -32,6 +32,13 @@ class BadParameter(HttpError):
         super().__init__(400, message)
 
 
+class BuildRunning(HttpError):
+    """A second rebuild was asked for while one runs."""
+
+    def __init__(self):
+        super().__init__(409, "an index build is already running; try again when it ends")
+
+
 # library error -> status; the first matching class wins (subclasses before bases)
 STATUSES: tuple[tuple[type[BaseException], int], ...] = (
     (IndexNotFound, 503), (IndexFormatError, 503), (StoreError, 503),

@@ -107,7 +107,7 @@ def _compare(engine: Engine, q: str, k: int) -> str:
             cards = notice(comparison.notes.get(method) or "nothing found", "empty")
         columns.append(f'<section class="column" data-method="{esc(method)}"><h2>{esc(method)}'
                        f' <small>{esc(analyzer)}</small></h2>{cards}</section>')
-    legend = ("Cards of one colour are the same passage; under each card, its rank under"
+    legend = ("A passage keeps its colour in every column; under each card, its rank under"
               f" every other method (— not in the first {comparison.depth}; a link when"
               " that column shows it).")
     return (f'<p class="meta">{esc(legend)}</p><div class="compare cols-{len(columns)}"'
