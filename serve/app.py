@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from . import api, assets, pages
+from . import api, assets, evalpage, pages
 from .engine import Engine
 from .errors import HttpError, body, status_of
 
@@ -90,7 +90,7 @@ def create_app(engine: Engine, *, token: str | None = None, runs: Path | None = 
     """The application over `engine`; write endpoints only when `token` is set."""
     routes = [
         Route("/", guarded(pages.home)),
-        Route("/eval", guarded(pages.eval_page)),
+        Route("/eval", guarded(evalpage.eval_page)),
         Route("/static/{name}", guarded(assets.asset)),
         Route("/healthz", guarded(api.healthz)),
         Route("/api/search", guarded(api.search)),

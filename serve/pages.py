@@ -11,7 +11,6 @@ from ..search import highlight
 from . import params
 from .engine import Engine
 from .errors import status_of
-from .evalpage import eval_page  # noqa: F401  (the /eval route lives beside its helpers)
 from .html import esc, href, marked, notice, page, source_link
 
 COMPARE = "compare"
