@@ -15,6 +15,7 @@ from ..index.storage import IndexFormatError, IndexNotFound
 from ..search import context as answer_context
 from ..search import core, fusion
 from ..search import dense as search_dense
+from ..search.runs import RunError
 
 
 class HttpError(BuscaError):
@@ -46,7 +47,7 @@ STATUSES: tuple[tuple[type[BaseException], int], ...] = (
     (core.UnknownMethod, 400), (search_dense.NoVectors, 400), (search_dense.EmptyQuery, 400),
     (fusion.FusionError, 400), (answer_context.ContextTooSmall, 400),
     (answer_context.TemplateError, 400), (index_build.UnknownMethodError, 400),
-    (core.StaleIndex, 409), (index_build.NothingToIndex, 409),
+    (core.StaleIndex, 409), (index_build.NothingToIndex, 409), (RunError, 422),
 )
 
 def status_of(error: BaseException) -> int | None:

@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from .engine import Engine
-from .errors import HttpError
+from .errors import status_of
 from .html import esc, href, notice, page, source_link, table
 from .runview import RunView, list_runs, load, system_tag
 
@@ -28,9 +28,13 @@ def eval_page(request: Request) -> HTMLResponse:
             f"no saved runs in {folder}: save one with busca eval GOLDEN --run-out"
             f" {folder}/NAME.json (or start busca serve --runs DIR)", "empty"), active="eval")
     try:
-        view = load(folder, args.get("run") or names[0])
-    except HttpError as e:
-        return page("eval — busca", notice(str(e)), active="eval", status=e.status)
+        view = load(folder, args["run"]) if args.get("run") else _newest(folder, names)
+    except Exception as e:  # a damaged run file is shown as such, not as a 500
+        status = status_of(e)
+        if status is None:
+            raise
+        return page("eval — busca", _picker(names, "") + notice(str(e)), active="eval",
+                    status=status)
     a, b = _pair(view, args.get("a"), args.get("b"))
     parts = [_picker(names, view.name), _info(view), _chart(view), _slices(view),
              _wins(view, a, b)]
@@ -38,6 +42,17 @@ def eval_page(request: Request) -> HTMLResponse:
     if qid:
         parts.append(_detail(request.app.state.engine, view, a, b, qid))
     return page(f"{view.name} — eval — busca", "".join(parts), active="eval")
+
+
+def _newest(folder, names: list[str]) -> RunView:
+    """The newest run that can be read (a damaged newer one is listed, not shown)."""
+    for name in names[:-1]:
+        try:
+            return load(folder, name)
+        except Exception as e:  # noqa: BLE001
+            if status_of(e) is None:
+                raise
+    return load(folder, names[-1])
 
 
 def _pair(view: RunView, a: str | None, b: str | None) -> tuple[str, str]:

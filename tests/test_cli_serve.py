@@ -307,3 +307,19 @@ def test_text_from_the_site_is_escaped(xss_home):
             assert page.count("<script") == 1  # the page's own /static/busca.js
         hits = get(s, "/api/search", q="ornitorrinco", method="bm25").json()["hits"]
         assert XSS_TITLE in [h["title"] for h in hits]  # JSON keeps the text as it is
+
+
+def test_eval_page_lists_runs_and_refuses_a_damaged_one(served_home, tmp_path):
+    runs = tmp_path / "runs"
+    shutil.copytree(served_home / "runs", runs)
+    (runs / "broken.json").write_text('{"format": "busca-run", "version": 1, "systems": 3}',
+                                      encoding="utf-8")
+    with Server(served_home, "--no-log", "--runs", str(runs)) as s:
+        page = get(s, "/eval", run="fixture.json")
+        assert page.status_code == 200 and "recall@3 by tag" in page.text
+        assert "tipo = parafrase" in page.text and 'href="/eval?run=broken.json"' in page.text
+        broken = get(s, "/eval", run="broken.json")
+        assert broken.status_code == 422 and "damaged run file" in broken.text
+        assert "Traceback" not in broken.text
+        assert get(s, "/eval", run="missing.json").status_code == 404
+        assert "tipo = lexical" in get(s, "/eval").text  # the newest run that can be read
