@@ -13,9 +13,7 @@ from dataclasses import dataclass
 
 import click
 
-from .search import highlight
-from .search.compare import Comparison
-from .search.core import Hit
+from .search import Comparison, Hit, highlight
 
 MISSED = "—"
 WIDTH = 100  # characters when not on a terminal

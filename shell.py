@@ -18,14 +18,9 @@ from pathlib import Path
 import click
 
 from . import display
-from .crawler.store import Store
-from .index.storage import Index
-from .search import collapse, core, highlight, querylog
-from .search import compare as compare_methods
-from .search import context as answer_context
-from .search import dense as search_dense
-from .search import fusion as hybrid_fusion
-from .search.lexical import NoSearchableTerms
+from . import search as searching
+from .errors import BuscaError
+from .index import HYBRID
 
 HISTORY = "~/.busca_history"
 HISTORY_LENGTH = 1000
@@ -44,7 +39,7 @@ Type a question and press Enter. Commands:
 Ctrl-D (or :quit) leaves; the history is kept in {history}."""
 
 
-class SessionError(Exception):
+class SessionError(BuscaError):
     """A `:command` the session cannot follow (unknown command, bad value)."""
 
 
@@ -53,7 +48,7 @@ class Settings:
     """What the next question is answered with."""
 
     method: str = "tfidf"
-    k: int = core.K
+    k: int = searching.K
     per_doc: int | None = None  # None: each command's default (search 0, context 2)
     min_score: float | None = None  # None: the method's calibrated floor
 
@@ -61,13 +56,12 @@ class Settings:
 class Session:
     """Answers questions on one loaded index; `handle` takes one line of input."""
 
-    def __init__(self, index: Index, store: Store, settings: Settings, *,
+    def __init__(self, index, store, settings: Settings, *,
                  style: display.Style, as_json: bool = False, log: bool = True,
-                 errors: tuple[type[Exception], ...] = (),
                  echo: Callable[..., None] = click.echo):
         self.index, self.store, self.style = index, store, style
         self.as_json, self.log, self.echo = as_json, log, echo
-        self.errors = errors + (SessionError, NoSearchableTerms)
+        self.fusion: searching.FusionSettings | None = None  # hybrid's settings, as a value
         self.settings = settings
         self.last: str | None = None
         self.answered = 0
@@ -76,19 +70,21 @@ class Session:
     # --- settings -----------------------------------------------------------------------
     def use(self, method: str) -> None:
         """Switch to `method`, loading its scorer (and encoder) now, not at the next question."""
-        if method in ("dense", hybrid_fusion.METHOD):
-            search_dense.require_vectors(self.index)
-        core.scorer(self.index, method)  # UnknownMethod lists the available ones
-        if method == hybrid_fusion.METHOD:
-            hybrid_fusion.configure(self.index, floors=self.floor(method) is None)
-        if "dense" in self.index.methods and method in ("dense", hybrid_fusion.METHOD):
-            core.scorer(self.index, "dense").embed(WARM_UP)  # some encoders load lazily
-        self.settings = replace(self.settings, method=method)
+        if method in ("dense", HYBRID):
+            searching.require_vectors(self.index)
+        fusion = None
+        if method == HYBRID:
+            fusion = searching.check_settings(  # as busca search does by default
+                searching.FusionSettings(floors=self.settings.min_score is None))
+        searching.scorer(self.index, method, fusion)  # UnknownMethod lists the available ones
+        if "dense" in self.index.manifest.methods and method in ("dense", HYBRID):
+            self.index.ranker("dense").top(WARM_UP, 1)  # some encoders load lazily
+        self.settings, self.fusion = replace(self.settings, method=method), fusion
 
     def floor(self, method: str | None = None) -> float | None:
         if self.settings.min_score is not None:
             return self.settings.min_score
-        return core.floor_of(self.index, method or self.settings.method)
+        return searching.floor_of(self.index, method or self.settings.method)
 
     # --- one line of input --------------------------------------------------------------
     def handle(self, line: str) -> bool:
@@ -100,7 +96,7 @@ class Session:
             if line.startswith(":"):
                 return self.command(line)
             self.ask(line)
-        except self.errors as e:
+        except BuscaError as e:  # one line, and the session goes on
             self.error(str(e), line)
         return True
 
@@ -127,7 +123,7 @@ class Session:
     def _method(self, arg: str) -> None:
         if not arg:
             raise SessionError("name a method, e.g. :method hybrid; this index has: "
-                               + ", ".join(core.available_methods(self.index)))
+                               + ", ".join(searching.available_methods(self.index)))
         self.use(arg)
         self._note(f"method {arg}")
 
@@ -145,23 +141,23 @@ class Session:
         self._note(f"method {s.method}, k {s.k}, per-doc {per_doc}, floor {self.floor()}")
 
     def _help(self, _arg: str = "") -> None:
-        methods = ", ".join(core.available_methods(self.index))
+        methods = ", ".join(searching.available_methods(self.index))
         self.echo(HELP.format(methods=methods, history=HISTORY), err=self.as_json)
 
     def _note(self, text: str) -> None:
         self.echo(text, err=True)
 
     # --- answers ------------------------------------------------------------------------
-    def ask(self, question: str) -> list[core.Hit]:
+    def ask(self, question: str) -> list:
         """Rank `question` with the current settings and print the hits."""
         s, floor = self.settings, self.floor()
         self.last = question
         started = time.perf_counter()
-        per_doc = collapse.PER_DOC if s.per_doc is None else s.per_doc
-        hits = collapse.search(self.index, self.store, question, method=s.method, k=s.k,
-                               per_doc=per_doc)
+        per_doc = searching.collapse.PER_DOC if s.per_doc is None else s.per_doc
+        hits = searching.collapse.search(self.index, self.store, question, method=s.method,
+                                         k=s.k, per_doc=per_doc, fusion=self.fusion)
         seconds = time.perf_counter() - started
-        self._log("search", question, hits, floor, started)
+        self._log(question, hits, floor, started)
         shown = [h for h in hits if floor is None or h.score >= floor]
         self.answered += 1
         if self.as_json:
@@ -174,8 +170,8 @@ class Session:
             self.echo("nothing found" + (f": no passage scores {floor:.4f} or more"
                                          if floor is not None and hits else ""))
         else:
-            analyzer = highlight.analyzer_for(self.index.methods, s.method)
-            self.echo(display.hits_text(shown, question, analyzer, self.style), nl=False)
+            analyzer = searching.highlight.analyzer_for(self.index.manifest.methods, s.method)
+            self.echo(display.hits_text(shown, question, analyzer, self.style))
         self.echo(self.style.paint(f"({len(shown)} hits, {s.method}, {seconds * 1000:.0f} ms)",
                                    dim=True), err=True)
         return shown
@@ -183,24 +179,26 @@ class Session:
     def compare(self, arg: str = "") -> None:
         question = self._question(arg)
         s = self.settings
-        methods = compare_methods.default_methods(self.index)
-        result = compare_methods.compare(self.index, self.store, question, methods=methods,
-                                         k=s.k, per_doc=s.per_doc or 0)
+        methods = searching.default_methods(self.index)
+        fusion = self.fusion or searching.FusionSettings(floors=self.settings.min_score is None)
+        result = searching.compare_methods(self.index, self.store, question, methods=methods, k=s.k,
+                                   per_doc=s.per_doc or 0, fusion=fusion)
         if self.as_json:
-            self.echo(json.dumps(compare_methods.to_json(result), ensure_ascii=False))
+            self.echo(json.dumps(searching.comparison_dict(result), ensure_ascii=False))
         else:
-            analyzer = highlight.analyzer_for(self.index.methods, "bm25")
+            analyzer = searching.highlight.analyzer_for(self.index.manifest.methods, "bm25")
             self.echo(display.compare_text(result, analyzer, self.style), nl=False)
 
     def context(self, arg: str = "") -> None:
         question = self._question(arg)
         s = self.settings
-        found = answer_context.build_context(
+        found = searching.build_context(
             self.index, self.store, question, method=s.method, k=s.k, min_score=s.min_score,
-            per_doc=answer_context.PER_DOC if s.per_doc is None else s.per_doc)
-        prompt = answer_context.render(found) if found.answered else None
+            fusion=self.fusion,
+            per_doc=searching.CONTEXT_PER_DOC if s.per_doc is None else s.per_doc)
+        prompt = searching.render(found) if found.answered else None
         if self.as_json:
-            self.echo(json.dumps(answer_context.context_dict(found, prompt=prompt),
+            self.echo(json.dumps(searching.context_dict(found, prompt=prompt),
                                  ensure_ascii=False))
         elif prompt is None:
             self.echo("não encontrei (nothing found): no passage passes the floor")
@@ -214,14 +212,12 @@ class Session:
         self.last = question
         return question
 
-    def _log(self, command, question, hits, floor, started) -> None:
-        if not self.log:
-            return
-        scores = [h.score for h in hits]
-        querylog.record(self.store, command=command, query=question, method=self.settings.method,
-                        k=self.settings.k, scores=scores, floor=floor,
-                        answered=any(floor is None or x >= floor for x in scores),
-                        seconds=time.perf_counter() - started)
+    def _log(self, question, hits, floor, started) -> None:
+        if self.log:
+            searching.querylog.log_call(self.store, command="search", query=question,
+                                        method=self.settings.method, k=self.settings.k,
+                                        scores=[h.score for h in hits], floor=floor,
+                                        started=started)
 
 
 def _number(arg: str, name: str, least: int) -> int:
@@ -234,7 +230,7 @@ def _number(arg: str, name: str, least: int) -> int:
     return value
 
 
-def hit_json(hit: core.Hit) -> dict:
+def hit_json(hit: searching.Hit) -> dict:
     return {"rank": hit.rank, "score": hit.score, "url": hit.url, "title": hit.title,
             "chunk_id": hit.chunk_id, "start": hit.start, "end": hit.end, "text": hit.text,
             "method": hit.method}
@@ -254,7 +250,7 @@ def run_terminal(session: Session, history: str | os.PathLike | None) -> int:
     """Read lines with readline editing and history until Ctrl-D or :quit."""
     path = _start_history(history)
     session.echo(f"busca — {session.index.manifest.get('chunks')} chunks,"
-                 f" methods {', '.join(core.available_methods(session.index))};"
+                 f" methods {', '.join(searching.available_methods(session.index))};"
                  " :help for commands, Ctrl-D to leave", err=True)
     while True:
         try:

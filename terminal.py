@@ -1,7 +1,7 @@
 """`busca shell` and `busca compare`, and how output meets a terminal: colour only on a
 terminal and never with NO_COLOR, the terminal's width, a pager only when asked.
 
-Registered on cli.py's group at import (cli.py imports this module at its end).
+cli.py adds these commands to its group (`cli.add_command`).
 """
 
 from __future__ import annotations
@@ -15,13 +15,12 @@ from dataclasses import replace
 import click
 
 from . import display, shell
-from .cli import USER_ERRORS, _store, cli
-from .index.storage import load_index
-from .search import core, evaluate, highlight
-from .search import compare as compare_methods
-from .search.golden import load_golden
+from . import index as indexing
+from . import search as searching
+from .search import eval as evaluation
 
 HISTORY_ENV = "BUSCA_HISTORY"
+HYBRID_AS_SEARCH = searching.FusionSettings(floors=True)  # busca search's default hybrid
 GOLDEN_ROWS = 3  # chunks holding the golden passage shown even when no method ranks them
 
 
@@ -45,24 +44,27 @@ def history_path() -> str:
     return os.environ.get(HISTORY_ENV) or shell.HISTORY
 
 
+def _home(ctx) -> indexing.Home:
+    return indexing.open_home(ctx.obj["home"])
+
+
 def run_session(ctx, *, method: str, k: int, per_doc: int | None, min_score: float | None,
                 as_json: bool, no_log: bool) -> None:
     """Load the index once and answer questions: readline on a terminal, else stdin lines."""
-    index = load_index(ctx.obj["home"])
     settings = shell.Settings(method=method, k=k, per_doc=per_doc, min_score=min_score)
     interactive = sys.stdin.isatty() and not as_json
-    with _store(ctx) as store:
-        session = shell.Session(index, store, settings, style=style_for_stdout(),
-                                as_json=as_json, log=not no_log, errors=USER_ERRORS)
+    with _home(ctx) as home:
+        session = shell.Session(home.current(), home, settings, style=style_for_stdout(),
+                                as_json=as_json, log=not no_log)
         if interactive:
             shell.run_terminal(session, history_path())
         else:
             shell.run_pipe(session, sys.stdin)
 
 
-@cli.command("shell")
+@click.command("shell")
 @click.option("--method", default="tfidf", show_default=True, help="Ranking method to start with.")
-@click.option("-k", default=core.K, show_default=True, type=click.IntRange(min=1),
+@click.option("-k", default=searching.K, show_default=True, type=click.IntRange(min=1),
               help="How many passages to show.")
 @click.option("--per-doc", type=click.IntRange(min=0), default=None,
               help="At most N windows of one article (0 = no limit) [default: search 0,"
@@ -86,7 +88,7 @@ def shell_command(ctx, method, k, per_doc, min_score, as_json, no_log):
                 as_json=as_json, no_log=no_log)
 
 
-@cli.command("compare")
+@click.command("compare")
 @click.argument("query")
 @click.option("--methods", default=None,
               help="Comma-separated methods [default: tfidf,bm25,dense,hybrid, those the"
@@ -111,24 +113,24 @@ def compare_command(ctx, query, methods, k, per_doc, golden, as_json, pager):
     query = question.text if question else query
     if not query.strip():
         raise click.BadParameter("the question is empty", param_hint="QUERY")
-    index = load_index(ctx.obj["home"])
-    names = [m.strip() for m in methods.split(",") if m.strip()] if methods else \
-        compare_methods.default_methods(index)
-    if not names:
-        raise click.BadParameter("name at least one method", param_hint="--methods")
     include = [g for g in gains if isinstance(g, int)][:GOLDEN_ROWS]
-    with _store(ctx) as store:
-        result = compare_methods.compare(index, store, query, methods=names, k=k,
-                                         per_doc=per_doc, include=include)
+    with _home(ctx) as home:
+        index = home.current()
+        names = _split(methods) if methods else searching.default_methods(index)
+        if not names:
+            raise click.BadParameter("name at least one method", param_hint="--methods")
+        result = searching.compare_methods(index, home, query, methods=names, k=k, per_doc=per_doc,
+                                   include=include, fusion=HYBRID_AS_SEARCH)
     relevant = {r.chunk_id for r in result.rows if r.chunk_id in gains or r.url in gains}
     if as_json:
-        data = compare_methods.to_json(result)
+        data = searching.comparison_dict(result)
         if question:
             data["relevant"] = sorted(relevant)
         click.echo(json.dumps(data, ensure_ascii=False, indent=1))
         return
     style = style_for_stdout()
-    text = display.compare_text(result, highlight.analyzer_for(index.methods, "bm25"), style,
+    analyzer = searching.highlight.analyzer_for(index.manifest.methods, "bm25")
+    text = display.compare_text(result, analyzer, style,
                                 relevant=relevant, focus=question.trecho if question else None)
     if question is not None and not question.answerable:
         text += "the golden set marks this question as unanswerable\n"
@@ -140,7 +142,7 @@ def compare_command(ctx, query, methods, k, per_doc, golden, as_json, pager):
 def _golden_question(ctx, path: str, query: str):
     """The golden question whose id or text (whitespace and case aside) is `query`, and its
     relevant units in the live index (chunk ids, or URLs for a BEIR set)."""
-    golden = load_golden(path)
+    golden = evaluation.load_golden(path)
     wanted = " ".join(query.split()).casefold()
     for q in golden.questions:
         if q.id == query or " ".join(q.text.split()).casefold() == wanted:
@@ -148,14 +150,18 @@ def _golden_question(ctx, path: str, query: str):
     else:
         raise click.BadParameter(f"{query!r} is neither the id nor the text of a question in"
                                  f" {path}", param_hint="QUERY")
-    with _store(ctx) as store:
-        table = evaluate.chunk_table(load_index(ctx.obj["home"]), store)
-    (judged,) = evaluate.judge(replace(golden, questions=(q,)), table).items
+    with _home(ctx) as home:
+        table = evaluation.chunk_table(home.current(), home)
+    (judged,) = evaluation.judge(replace(golden, questions=(q,)), table).items
     return q, dict(judged.gains)
+
+
+def _split(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
 
 
 def print_hits(index, hits, query: str, method: str, *, pager: bool = False) -> None:
     """`busca search`'s hits for people: highlighted, wrapped to the terminal."""
-    analyzer = highlight.analyzer_for(index.methods, method)
+    analyzer = searching.highlight.analyzer_for(index.manifest.methods, method)
     emit(display.hits_text(hits, query, analyzer, style_for_stdout()), pager=pager)
 

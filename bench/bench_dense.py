@@ -28,9 +28,10 @@ from busca.index import storage
 from busca.index.chunking import chunk_words
 from busca.index.dense import BATCH
 from busca.index.encoders import get_encoder
+from busca.index.manifest import Manifest
 from busca.index.storage import Index
-from busca.search import core
-from busca.search.dense import DenseScorer
+from busca import search as core
+from busca.index.vectors import DenseScorer
 
 SITE = Path(__file__).resolve().parent.parent / "fixtures" / "site" / "articles.jsonl"
 QUESTIONS = ["a IA inventou uma biblioteca que não existe", "quanto tempo dura o estágio?",
@@ -79,7 +80,9 @@ def bench_search(encoder, size: int, queries: int, folder: Path) -> dict:
     storage.save_array(folder, "dense.vectors", vectors)
     entry = {"encoder": encoder.name, "encoder_version": encoder.version,
              "dimension": encoder.dimension}
-    index = Index(folder, folder, {"methods": {"dense": entry}})
+    manifest = Manifest(build=folder.name, chunker={}, documents=size, chunks=size,
+                        methods={"dense": entry})
+    index = Index(folder, folder, manifest)
     given = vectors[rng.integers(0, size, queries)]
     scorer = DenseScorer(index, encoder=_Given(encoder, given))
     row = {"chunks": size, "queries": queries,

@@ -32,15 +32,15 @@ from pathlib import Path
 
 import numpy as np
 
+from busca import search as core
 from busca.crawler.files import read_files
-from busca.crawler.store import Store
-from busca.index.build import build_index
-from busca.index.storage import load_index
-from busca.search import collapse, core
-from busca.search.evaluate import chunk_table, judge, outcome_of
-from busca.search.golden import Golden, Question, load_golden
-from busca.search.lexical import NoSearchableTerms
-from busca.search.metrics import recall
+from busca.index import LocalHome as Store
+from busca.index import build_index
+from busca.index.lexical import NoSearchableTerms
+from busca.search import collapse
+from busca.search.eval.golden import Golden, Question, load_golden
+from busca.search.eval.judge import chunk_table, judge, outcome_of
+from busca.search.eval.metrics import recall
 
 REPO = Path(__file__).resolve().parent.parent
 SITE = REPO / "fixtures" / "site" / "articles.jsonl"
@@ -152,7 +152,7 @@ def main() -> None:
         for doc in read_files([str(SITE)]):
             store.put(doc)
         build_index(store, methods=METHODS, options={"dense": "use"})
-    index = load_index(home)
+    index = store.current()
     table = chunk_table(index, store)
     print(f"fixture site: {len(set(table.urls))} articles, {len(table.urls)} chunks"
           f" ({table.label}); methods {', '.join(METHODS)}")

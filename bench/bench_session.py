@@ -53,9 +53,8 @@ ONE_SHOT_RUNS = 3
 
 def build_fixture(home: Path) -> list[str]:
     from busca.crawler.files import read_files
-    from busca.crawler.store import Store
-    from busca.index.build import build_index
-    with Store(home) as store:
+    from busca.index import LocalHome, build_index
+    with LocalHome(home) as store:
         for doc in read_files([str(SITE)]):
             store.put(doc)
         build_index(store, methods=METHODS, options={"dense": "use"})
@@ -66,18 +65,15 @@ def build_synthetic(home: Path, n: int, work: Path) -> list[str]:
     """n synthetic chunks with tfidf and bm25, plus random 512-d vectors as `use` vectors."""
     import bench_lexical
     import lexical_systems
-    from busca.crawler.store import Store
-    from busca.index import storage
-    from busca.index.build import build_index
-    from busca.index.encoders import get_encoder
+    from busca.index import LocalHome, build_index, get_encoder, storage
     words, questions = bench_lexical.faquad_words_and_questions(FAQUAD)
     corpus = work / f"corpus-{n}.txt"
     bench_lexical.make_corpus(words, n, corpus)
     lexical_systems.busca_store({"work": str(work), "size": n, "corpus": str(corpus)})
     (work / f"busca-{n}").rename(home)
-    with Store(home) as store:
+    with LocalHome(home) as store:
         build_index(store, methods=("tfidf", "bm25"))
-    index = storage.load_index(home)
+        index = store.current()
     vectors = np.random.default_rng(0).standard_normal((n, 512)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     storage.save_array(index.path, "dense.vectors", vectors)
@@ -95,10 +91,9 @@ def worker(cfg: dict) -> dict:
     """One method in this fresh process: start the session, then ask every question."""
     started = time.perf_counter()
     from busca import display, shell
-    from busca.crawler.store import Store
-    from busca.index.storage import load_index
-    index = load_index(cfg["home"])
-    store = Store(cfg["home"])
+    from busca.index import LocalHome
+    store = LocalHome(cfg["home"])
+    index = store.current()
     out: list[str] = []
     session = shell.Session(index, store, shell.Settings(method=cfg["method"], k=3),
                             style=display.Style(), log=False,

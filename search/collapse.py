@@ -6,9 +6,9 @@ the order of the kept hits is unchanged and they are renumbered 1, 2, … The ra
 deepened so that k hits survive: first `k * (per_doc + DEEPEN)` chunks, then doubled
 until k survive or the whole index has been ranked.
 
-`backfill=True` (what `busca context` uses) gives a set-aside window its slot back when
-fewer than k hits of other documents remain, e.g. above the floor: one article only fills
-the budget when it is the only relevant one.
+`backfill=True` (what `busca context` uses) gives a set-aside window its slot back when no
+window of another document at or above `floor` can take it: one article fills the k slots
+only when it is the only relevant one. Hits below the floor come last.
 """
 
 from __future__ import annotations
@@ -17,18 +17,24 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..crawler.store import Store
-from ..index.storage import Index
-from . import core
+from ..crawler.store import DocumentStore
+from ..errors import BuscaError
+from .fusion import FusionSettings
+from .hits import Hit, hits_for
+from .scorers import K, rank as rank_all
 
 PER_DOC = 0  # 0 = no limit: `busca search` keeps the Java-parity ranking by default
 DEEPEN = 4  # first depth: k * (per_doc + DEEPEN) chunks
 
 
+class BadPerDoc(BuscaError, ValueError):
+    """A negative number of windows per document."""
+
+
 def check_per_doc(per_doc: int) -> int:
-    """`per_doc`, or ValueError if it is negative."""
+    """`per_doc`, or BadPerDoc if it is negative."""
     if per_doc < 0:
-        raise ValueError(f"per_doc must be 0 (no limit) or more, got {per_doc}")
+        raise BadPerDoc(f"per_doc must be 0 (no limit) or more, got {per_doc}")
     return per_doc
 
 
@@ -64,20 +70,20 @@ def collapse(ids: np.ndarray, scores: np.ndarray, urls: Sequence[str], per_doc: 
     return ids[chosen], scores[chosen]
 
 
-def urls_of(index: Index, store: Store, ids: np.ndarray) -> list[str]:
-    """The document URL of each chunk id (from the store's chunk rows of this build)."""
-    rows = {r.id: r.url for r in store.chunks(index.build, ids)}
+def urls_of(index, ids: np.ndarray) -> list[str]:
+    """The document URL of each chunk id (the build's chunk rows)."""
+    rows = {r.id: r.url for r in index.chunks(ids)}
     return [rows.get(int(i), "") for i in ids]
 
 
-def rank(index: Index, store: Store, query: str, *, method: str = "tfidf", k: int = core.K,
-         per_doc: int = PER_DOC, backfill: bool = False,
-         floor: float | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Top-k (ids, scores) with at most `per_doc` windows per document (0: `core.rank`)."""
+def rank(index, query: str, *, method: str = "tfidf", k: int = K, per_doc: int = PER_DOC,
+         backfill: bool = False, floor: float | None = None,
+         fusion: FusionSettings | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k (ids, scores) with at most `per_doc` windows per document (0: `scorers.rank`)."""
     def ranker(depth: int):
-        return core.rank(index, query, method=method, k=depth)
+        return rank_all(index, query, method=method, k=depth, fusion=fusion)
 
-    return rank_with(ranker, lambda ids: urls_of(index, store, ids), k=k, per_doc=per_doc,
+    return rank_with(ranker, lambda ids: urls_of(index, ids), k=k, per_doc=per_doc,
                      total=int(index.manifest.get("chunks") or 0), backfill=backfill,
                      floor=floor)
 
@@ -102,10 +108,10 @@ def rank_with(ranker: Callable[[int], tuple[np.ndarray, np.ndarray]],
         depth *= 2
 
 
-def search(index: Index, store: Store, query: str, *, method: str = "tfidf", k: int = core.K,
-           per_doc: int = PER_DOC, backfill: bool = False,
-           floor: float | None = None) -> list[core.Hit]:
-    """`core.search` with at most `per_doc` windows of one document (0 = no limit)."""
-    ids, scores = rank(index, store, query, method=method, k=k, per_doc=per_doc,
-                       backfill=backfill, floor=floor)
-    return core.hits_for(index, store, ids, scores, method)
+def search(index, store: DocumentStore, query: str, *, method: str = "tfidf", k: int = K,
+           per_doc: int = PER_DOC, backfill: bool = False, floor: float | None = None,
+           fusion: FusionSettings | None = None) -> list[Hit]:
+    """`hits.search` with at most `per_doc` windows of one document (0 = no limit)."""
+    ids, scores = rank(index, query, method=method, k=k, per_doc=per_doc, backfill=backfill,
+                       floor=floor, fusion=fusion)
+    return hits_for(index, store, ids, scores, method)

@@ -16,10 +16,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..crawler.store import Store
-from ..index.storage import Index
-from . import collapse, core, fusion
-from .lexical import NoSearchableTerms
+from ..crawler.store import DocumentStore
+from ..index.lexical import NoSearchableTerms, top_k
+from ..index.methods import HYBRID
+from .collapse import PER_DOC, collapse, urls_of
+from .fusion import FusionSettings
+from .hits import Hit, hits_for
+from .scorers import K, available_methods, rank, scorer
 
 DEPTH = 100
 METHODS = ("tfidf", "bm25", "dense", "hybrid")
@@ -52,79 +55,77 @@ class Comparison:
     k: int
     per_doc: int
     depth: int
-    columns: dict[str, list[core.Hit]]
+    columns: dict[str, list[Hit]]
     rows: list[CompareRow]
     notes: dict[str, str]  # method -> why it found nothing (e.g. no known word)
 
 
-def default_methods(index: Index) -> list[str]:
+def default_methods(index) -> list[str]:
     """The default columns this index can fill: tfidf, bm25, dense, hybrid."""
-    have = core.available_methods(index)
+    have = available_methods(index)
     return [m for m in METHODS if m in have]
 
 
-def compare(index: Index, store: Store, query: str, *, methods: Sequence[str], k: int = core.K,
-            per_doc: int = collapse.PER_DOC, depth: int = DEPTH,
-            include: Sequence[int] = ()) -> Comparison:
+def compare(index, store: DocumentStore, query: str, *, methods: Sequence[str], k: int = K,
+            per_doc: int = PER_DOC, depth: int = DEPTH, include: Sequence[int] = (),
+            fusion: FusionSettings | None = None) -> Comparison:
     """Rank `query` with every method to `depth`, keep each top k, align the hits by chunk.
 
     Chunks in `include` (e.g. the golden passage's) get a row even when no top k holds them.
+    `fusion`: hybrid's settings (default: the build's).
     """
-    if k > depth:
-        depth = k
+    depth = max(depth, k)
     for method in methods:
-        core.scorer(index, method)  # UnknownMethod now, naming what the index has
-    ranked, notes = _rankings(index, query, methods, depth)
+        scorer(index, method, fusion)  # UnknownMethod now, naming what the index has
+    ranked, notes = _rankings(index, query, methods, depth, fusion)
     if per_doc:
-        urls = _url_lookup(index, store, ranked)
-        ranked = {m: collapse.collapse(ids, s, [urls[int(i)] for i in ids], per_doc)
+        urls = _url_lookup(index, ranked)
+        ranked = {m: collapse(ids, s, [urls[int(i)] for i in ids], per_doc)
                   for m, (ids, s) in ranked.items()}
-    columns = {m: core.hits_for(index, store, ranked[m][0][:k], ranked[m][1][:k], m)
+    columns = {m: hits_for(index, store, ranked[m][0][:k], ranked[m][1][:k], m)
                for m in methods}
     shown = {h.chunk_id for hits in columns.values() for h in hits}
     extra = [int(c) for c in dict.fromkeys(include) if int(c) not in shown]
-    extra_hits = core.hits_for(index, store, np.array(extra, np.int64), np.zeros(len(extra)),
-                               "") if extra else []
+    extra_hits = hits_for(index, store, np.array(extra, np.int64), np.zeros(len(extra)),
+                          "") if extra else []
     return Comparison(query, tuple(methods), k, per_doc, depth, columns,
                       _rows(columns, {m: ranked[m] for m in methods}, extra_hits), notes)
 
 
-def _rankings(index: Index, query: str, methods: Sequence[str], depth: int):
+def _rankings(index, query: str, methods: Sequence[str], depth: int, fusion):
     """Each needed method's (ids, scores) to `depth`; hybrid fused from its components."""
-    needed = list(methods)
-    hybrid = core.scorer(index, fusion.METHOD) if fusion.METHOD in methods else None
+    needed = [m for m in methods if m != HYBRID]
+    hybrid = scorer(index, HYBRID, fusion) if HYBRID in methods else None
+    deep = depth
     if hybrid is not None:
-        window = hybrid.settings.window
-        needed += [m for m in hybrid.components() if m not in needed]
+        deep = max(depth, hybrid.settings.window)
+        needed += [m for m in hybrid.weights if m not in needed]
     ranked, notes = {}, {}
     for method in needed:
-        if method == fusion.METHOD:
-            continue
-        deep = max(depth, window) if hybrid is not None else depth
         try:
-            ranked[method] = core.rank(index, query, method=method, k=deep)
+            ranked[method] = rank(index, query, method=method, k=deep)
         except NoSearchableTerms as e:
             ranked[method] = np.empty(0, np.int64), np.empty(0)
             notes[method] = str(e)
     if hybrid is not None:
-        parts = {m: (ids[:window], s[:window]) for m, (ids, s) in ranked.items()
-                 if m in hybrid.components()}
-        ids, scores = hybrid.fuse(parts)
-        ranked[fusion.METHOD] = core.top_k(ids, scores, depth) if ids.size else (ids, scores)
+        window = hybrid.settings.window
+        ids, scores = hybrid.fuse({m: (ranked[m][0][:window], ranked[m][1][:window])
+                                   for m in hybrid.weights})
+        ranked[HYBRID] = top_k(ids, scores, depth) if ids.size else (ids, scores)
     return {m: (ids[:depth], s[:depth]) for m, (ids, s) in ranked.items()}, notes
 
 
-def _url_lookup(index: Index, store: Store, ranked: dict) -> dict[int, str]:
+def _url_lookup(index, ranked: dict) -> dict[int, str]:
     every = np.unique(np.concatenate([ids for ids, _ in ranked.values()] or [np.empty(0)]))
-    return dict(zip((int(i) for i in every), collapse.urls_of(index, store, every)))
+    return dict(zip((int(i) for i in every), urls_of(index, every)))
 
 
-def _rows(columns: dict[str, list[core.Hit]], ranked: dict,
-          extra: Sequence[core.Hit] = ()) -> list[CompareRow]:
+def _rows(columns: dict[str, list[Hit]], ranked: dict,
+          extra: Sequence[Hit] = ()) -> list[CompareRow]:
     """Each chunk of any column (and of `extra`) once, best rank first (ties: column order)."""
     position = {m: {int(c): (r, float(s)) for r, (c, s) in enumerate(zip(*ranked[m]), 1)}
                 for m in ranked}
-    first: dict[int, core.Hit] = {}
+    first: dict[int, Hit] = {}
     for hits in [*columns.values(), extra]:
         for hit in hits:
             first.setdefault(hit.chunk_id, hit)
@@ -138,7 +139,7 @@ def _rows(columns: dict[str, list[core.Hit]], ranked: dict,
     return sorted(rows, key=lambda r: (r.best, order[r.chunk_id]))
 
 
-def to_json(comparison: Comparison) -> dict:
+def comparison_dict(comparison: Comparison) -> dict:
     """The comparison as plain data (for --json and the server)."""
     return {
         "query": comparison.query, "methods": list(comparison.methods), "k": comparison.k,

@@ -12,11 +12,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from .. import index as indexing
+from .. import search as searching
 from ..crawler.store import Document
-from ..index.storage import IndexFormatError, IndexNotFound
-from ..search import context as answer_context
-from ..search import core
-from ..search import compare as search_compare
 from . import params
 from .engine import Engine
 from .errors import BadParameter, HttpError
@@ -26,7 +24,7 @@ def _engine(request: Request) -> Engine:
     return request.app.state.engine
 
 
-def hit_json(hit: core.Hit) -> dict:
+def hit_json(hit: searching.Hit) -> dict:
     """A hit with the fields of `busca search --json` (method aside)."""
     return {"rank": hit.rank, "score": hit.score, "url": hit.url, "title": hit.title,
             "chunk_id": hit.chunk_id, "start": hit.start, "end": hit.end, "text": hit.text}
@@ -60,7 +58,7 @@ def compare(request: Request) -> JSONResponse:
                              high=params.MAX_PER_DOC)
     started = time.perf_counter()
     comparison, build = engine.compare(query, methods=methods, k=k, per_doc=per_doc)
-    data = search_compare.to_json(comparison)
+    data = searching.comparison_dict(comparison)
     by_id = {row["chunk_id"]: row for row in data["rows"]}
     data["columns"] = {m: [{**hit_json(h), "ranks": by_id[h.chunk_id]["ranks"],
                             "scores": by_id[h.chunk_id]["scores"]} for h in hits]
@@ -79,12 +77,12 @@ async def context(request: Request) -> JSONResponse:
     question = params.question(data.get("q"))
     method = params.method(data.get("method"), await _threaded(engine.methods))
     k = params.integer(data.get("k"), "k", default=params.K, low=1, high=params.MAX_K)
-    lang = params.choice(data.get("lang"), "lang", answer_context.LANGS, "pt")
+    lang = params.choice(data.get("lang"), "lang", searching.LANGS, "pt")
     max_chars = params.integer(data.get("max_chars"), "max_chars",
-                               default=answer_context.MAX_CHARS, low=1, high=params.MAX_CHARS)
+                               default=searching.MAX_CHARS, low=1, high=params.MAX_CHARS)
     min_score = params.number(data.get("min_score"), "min_score")
-    per_doc = params.integer(data.get("per_doc"), "per_doc", default=0, low=0,
-                             high=params.MAX_PER_DOC)
+    per_doc = params.integer(data.get("per_doc"), "per_doc", default=searching.CONTEXT_PER_DOC,
+                             low=0, high=params.MAX_PER_DOC)
     found = await _threaded(lambda: engine.context(
         question, method=method, k=k, max_chars=max_chars, min_score=min_score,
         per_doc=per_doc))
@@ -92,11 +90,11 @@ async def context(request: Request) -> JSONResponse:
         return JSONResponse({"answer": None, "reason": _not_found(found), "question": question,
                              "method": method, "floor": found.floor, "status": 409},
                             status_code=409)
-    prompt = answer_context.render(found, lang=lang)
-    return JSONResponse(answer_context.context_dict(found, prompt=prompt))
+    prompt = searching.render(found, lang=lang)
+    return JSONResponse(searching.context_dict(found, prompt=prompt))
 
 
-def _not_found(found: answer_context.Context) -> str:
+def _not_found(found: searching.Context) -> str:
     if found.reason:
         return found.reason
     if found.hits and found.floor is not None:
@@ -128,11 +126,10 @@ def healthz(request: Request) -> JSONResponse:
     engine = _engine(request)
     try:
         live = engine.live()
-    except (IndexNotFound, IndexFormatError) as e:  # no index yet, or a damaged one: still up
+    except (indexing.IndexNotFound, indexing.IndexFormatError) as e:  # no index yet, or a damaged one: still up
         return JSONResponse({"status": "ok", "build": None, "problem": str(e)})
-    return JSONResponse({"status": "ok", "build": live.build,
-                         "chunks": live.plain.manifest["chunks"],
-                         "methods": core.available_methods(live.plain)})
+    return JSONResponse({"status": "ok", "build": live.build, "chunks": live.manifest.chunks,
+                         "methods": searching.available_methods(live.index)})
 
 
 DOCUMENT_FIELDS = {"url", "title", "text", "modified"}

@@ -105,7 +105,7 @@ def create_app(engine: Engine, *, token: str | None = None, runs: Path | None = 
                    Route("/api/index", bearer(token, guarded(api.rebuild)), methods=["POST"])]
     app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
     app.state.engine = engine
-    app.state.runs = Path(runs) if runs else engine.home / "runs"
+    app.state.runs = Path(runs) if runs else Path(str(engine.location)) / "runs"
     app.state.writable = bool(token)
     return Guard(app, loopback_only=_is_loopback(host))
 

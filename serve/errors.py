@@ -7,15 +7,11 @@ line (it names the problem and the fix). Anything unexpected is a 500 whose body
 
 from __future__ import annotations
 
+from .. import index as indexing
+from .. import search as searching
 from ..crawler.store import StoreError
 from ..errors import BuscaError
-from ..index import build as index_build
-from ..index import encoders
-from ..index.storage import IndexFormatError, IndexNotFound
-from ..search import context as answer_context
-from ..search import core, fusion
-from ..search import dense as search_dense
-from ..search.runs import RunError
+from ..search.eval import RunError
 
 
 class HttpError(BuscaError):
@@ -40,15 +36,13 @@ class BuildRunning(HttpError):
         super().__init__(409, "an index build is already running; try again when it ends")
 
 
-# library error -> status; the first matching class wins (subclasses before bases)
+# library error -> status, when not 400 (every other BuscaError is the caller's to fix)
 STATUSES: tuple[tuple[type[BaseException], int], ...] = (
-    (IndexNotFound, 503), (IndexFormatError, 503), (StoreError, 503),
-    (encoders.EncoderError, 503),
-    (core.UnknownMethod, 400), (search_dense.NoVectors, 400), (search_dense.EmptyQuery, 400),
-    (fusion.FusionError, 400), (answer_context.ContextTooSmall, 400),
-    (answer_context.TemplateError, 400), (index_build.UnknownMethodError, 400),
-    (core.StaleIndex, 409), (index_build.NothingToIndex, 409), (RunError, 422),
+    (indexing.IndexNotFound, 503), (indexing.IndexFormatError, 503), (StoreError, 503),
+    (indexing.EncoderError, 503), (indexing.BackendUnavailable, 503),
+    (searching.StaleIndex, 409), (indexing.NothingToIndex, 409), (RunError, 422),
 )
+
 
 def status_of(error: BaseException) -> int | None:
     """The HTTP status of a known error, None for anything unexpected."""

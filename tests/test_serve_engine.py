@@ -7,8 +7,8 @@ import pytest
 
 pytest.importorskip("starlette")
 
-from busca.crawler.store import Document, Store  # noqa: E402
-from busca.index.build import build_index  # noqa: E402
+from busca.crawler.store import Document  # noqa: E402
+from busca.index import build_index, open_home  # noqa: E402
 from busca.serve.engine import Engine  # noqa: E402
 from busca.serve.errors import BuildRunning, status_of  # noqa: E402
 
@@ -19,16 +19,16 @@ DOCS = [("https://a.example/1", "Um", "O ornitorrinco bota ovos e vive na AustrÃ
 
 @pytest.fixture
 def home(tmp_path):
-    with Store(tmp_path) as store:
+    with open_home(tmp_path) as home:
         for url, title, text in DOCS:
-            store.put(Document(url, title, text))
-        build_index(store, size=20, overlap=5)
+            home.put(Document(url, title, text))
+        build_index(home, size=20, overlap=5)
     return tmp_path
 
 
 def rebuild(home, size: int) -> str:
-    with Store(home) as store:
-        return build_index(store, size=size, overlap=5)["build"]
+    with open_home(home) as opened:
+        return build_index(opened, size=size, overlap=5).build
 
 
 def test_the_next_request_uses_a_new_build(home):
@@ -60,4 +60,4 @@ def test_one_rebuild_at_a_time(home):
         with pytest.raises(BuildRunning) as caught:
             engine.rebuild()
     assert status_of(caught.value) == 409
-    assert engine.rebuild(size=15)["chunker"]["size"] == 15
+    assert engine.rebuild(size=15).chunker["size"] == 15

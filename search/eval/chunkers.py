@@ -1,0 +1,56 @@
+"""Temporary indexes of the stored documents cut by other chunkers, for `busca eval
+--chunkers`: built into a temporary folder with the same method builders as `busca index`,
+searched through the same scorers, deleted afterwards; the live index is never touched."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from ... import __version__
+from ...crawler.store import Document
+from ...index import build as index_build
+from ...index.manifest import Manifest
+from ...index.methods import METHODS, UnknownMethod
+from ...index.storage import Index, LocalBuildWriter
+from .judge import ChunkTable, chunk_documents
+
+
+@contextmanager
+def temporary_indexes(documents: Sequence[Document], chunkers: Sequence[dict],
+                      methods: Sequence[str], *, options: dict | None = None,
+                      previous=None,
+                      on_progress: Callable[[str, int, int], None] | None = None,
+                      ) -> Iterator[list[tuple[ChunkTable, Index]]]:
+    """One (chunk table, loaded index) per chunker; the folders vanish on exit."""
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise UnknownMethod(
+            f"cannot build {unknown[0]!r} for --chunkers; buildable methods:"
+            f" {', '.join(METHODS)}")
+    if not documents:
+        raise index_build.NothingToIndex("nothing to index: run busca crawl or busca add first")
+    ordered = [m for m in METHODS if m in methods]
+    progress = on_progress or (lambda stage, done, total: None)
+    with tempfile.TemporaryDirectory(prefix="busca-eval-") as tmp:
+        built = []
+        for n, chunker in enumerate(chunkers):
+            table, texts = chunk_documents(documents, chunker)
+            if not texts:
+                raise index_build.NothingToIndex("nothing to index: every document is empty")
+            path = Path(tmp) / f"index-{n}"
+            path.mkdir()
+            out = LocalBuildWriter(Path(tmp), path)
+            entries = {}
+            for method in ordered:
+                progress(f"building {method} ({table.label})", 0, len(texts))
+                entries[method] = METHODS[method].build(
+                    texts, out, options=dict(options or {}), previous=previous,
+                    on_progress=progress)
+            out.write_chunks(table.rows())
+            manifest = Manifest(build=out.name, chunker=chunker, documents=len(documents),
+                                chunks=len(texts), methods=entries, busca_version=__version__)
+            built.append((table, out.finish(manifest)))
+        yield built

@@ -1,0 +1,149 @@
+"""Score-floor calibration: measure, not guess, the score below which search says "nothing".
+
+For one method, the best hit's score of each answerable and each unanswerable question; the
+floor is the cut that best separates the two groups (most answerable questions at or above
+it plus most unanswerable ones below it, i.e. the largest Youden J), placed in the middle of
+the widest gap between observed scores that reaches that best separation — the seed's
+0.41 between 0.348 (highest unanswerable) and 0.476 (lowest answerable).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import BuscaError
+from .metrics import Outcome
+
+FLOOR_K = 3  # `busca search` returns 3 hits by default
+TABLE_ROWS = 9
+
+
+class FloorError(BuscaError, ValueError):
+    """A floor cannot be calibrated from these questions."""
+
+
+@dataclass(frozen=True)
+class FloorRow:
+    """What a floor does: shares of answerable questions answered with a relevant hit in the
+    top k, of answerable questions refused, and of unanswerable questions refused."""
+
+    floor: float
+    answered_right: float
+    answerable_refused: float
+    unanswerable_refused: float
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The floor chosen for one method and the trade-off table around it."""
+
+    floor: float
+    separation: float  # Youden J of the floor: answerable kept + unanswerable refused - 1
+    lowest_answerable: float | None
+    highest_unanswerable: float | None
+    k: int
+    answerable_scores: tuple[float | None, ...]
+    unanswerable_scores: tuple[float | None, ...]
+    rows: tuple[FloorRow, ...]
+
+
+def calibrate(answerable: list[Outcome], unanswerable: list[Outcome], *,
+              k: int = FLOOR_K) -> Calibration:
+    """The separating floor for one method's outcomes, with its trade-off table."""
+    if not answerable or not unanswerable:
+        raise FloorError("calibrating a floor needs answerable and unanswerable questions"
+                         ' (add some with "trecho": null that the site cannot answer)')
+    pos = _tops(answerable)
+    neg = _tops(unanswerable)
+    floor, separation = _best_floor(pos, neg)
+    floors = _table_floors(np.concatenate([pos, neg]), floor)
+    rows = tuple(_row(f, answerable, pos, neg, k) for f in floors)
+    finite_pos, finite_neg = pos[np.isfinite(pos)], neg[np.isfinite(neg)]
+    return Calibration(
+        floor, separation,
+        float(finite_pos.min()) if finite_pos.size else None,
+        float(finite_neg.max()) if finite_neg.size else None,
+        k, tuple(o.top_score for o in answerable), tuple(o.top_score for o in unanswerable),
+        rows)
+
+
+def tradeoff(answerable: list[Outcome], unanswerable: list[Outcome], floor: float, *,
+             k: int = FLOOR_K) -> FloorRow:
+    """The shares at one given floor."""
+    return _row(floor, answerable, _tops(answerable), _tops(unanswerable), k)
+
+
+def _tops(outcomes: list[Outcome]) -> np.ndarray:
+    """Best-hit scores; a question with no hit at all scores -inf (always refused)."""
+    return np.array([-math.inf if o.top_score is None else o.top_score for o in outcomes])
+
+
+def _best_floor(pos: np.ndarray, neg: np.ndarray) -> tuple[float, float]:
+    """(floor, J): the best-separating cut, in the middle of its gap below the next score."""
+    values = np.unique(np.concatenate([pos, neg]))
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return 0.0, 0.0
+    candidates = []
+    for i, v in enumerate(values):
+        j = round(float(np.mean(pos >= v) + np.mean(neg < v) - 1), 12)
+        gap, floor = (v - values[i - 1], _between(values[i - 1], v)) if i else (0.0, v)
+        candidates.append((j, float(gap), float(floor)))
+    j, _, floor = max(candidates, key=lambda c: (c[0], c[1]))
+    return floor, j
+
+
+def _between(low: float, high: float) -> float:
+    """The midpoint of (low, high), rounded to 4 significant digits if it stays inside."""
+    mid = (low + high) / 2
+    for digits in (4, 6):
+        short = float(f"{mid:.{digits}g}")
+        if low < short < high:
+            return short
+    return float(mid)
+
+
+def _table_floors(scores: np.ndarray, chosen: float) -> list[float]:
+    finite = scores[np.isfinite(scores)]
+    picks = {0.0}
+    if finite.size:
+        near = 0.01 * (finite.max() - finite.min())
+        picks |= {float(f"{q:.3g}") for q in np.quantile(finite, np.linspace(0, 1, TABLE_ROWS))
+                  if abs(q - chosen) > near and f"{q:.3g}" != f"{chosen:.3g}"}
+    return sorted(picks | {chosen})
+
+
+def _row(floor: float, answerable: list[Outcome], pos: np.ndarray, neg: np.ndarray,
+         k: int) -> FloorRow:
+    right = [o.first_rank is not None and o.first_rank <= k and o.first_score >= floor
+             for o in answerable]
+    return FloorRow(floor, float(np.mean(right)), float(np.mean(pos < floor)),
+                    float(np.mean(neg < floor)))
+
+
+class NoFloorToStore(BuscaError):
+    """An evaluation calibrated no floor that a build can keep."""
+
+
+def floors_to_store(results: dict) -> tuple[dict[str, float], bool]:
+    """The calibrated floors a build keeps (method -> floor) out of an evaluation's floors
+    (method -> Calibration, or the reason there is none), and whether hybrid's was left out:
+    fused scores have no floor of their own; a hybrid hit must pass one component's floor."""
+    floors = {s: c.floor for s, c in results.items() if isinstance(c, Calibration)}
+    dropped = floors.pop("hybrid", None) is not None
+    return floors, dropped
+
+
+def store_floors(home, results: dict) -> dict[str, float]:
+    """Store the calibrated floors of an evaluation in the home's live build; the floors."""
+    floors, _ = floors_to_store(results)
+    if not floors:
+        reasons = [r for r in results.values() if isinstance(r, str)]
+        raise NoFloorToStore(reasons[0] if reasons else
+                             "no floor to store: calibrate the methods hybrid fuses,"
+                             " e.g. --methods bm25,dense,hybrid")
+    home.set_floors(floors)
+    return floors

@@ -1,0 +1,204 @@
+"""Golden sets: labelled questions, read from the seed's JSON, JSONL or a BEIR folder.
+
+- JSON: a list of objects `{"pergunta": "...", "trecho": "..." | null}` (the seed's format),
+  with optional `"url"` and `"id"`; English keys `question`, `answer` or `passage`, `url`.
+  Any other key with a plain value (`"tipo": "parafrase"`) is kept as a tag.
+- JSONL: one such object per line.
+- BEIR folder: `queries.jsonl` (`_id`, `text`) and `qrels/<split>.tsv` (query id, corpus id,
+  score); the corpus ids are document URLs (`busca add corpus.jsonl`).
+
+A question with no trecho and no URL (and no qrels) is unanswerable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from ...errors import BuscaError
+
+QUESTION_KEYS = ("pergunta", "question", "query")
+TRECHO_KEYS = ("trecho", "answer", "passage")
+SPLIT = "test"
+
+
+class GoldenError(BuscaError, ValueError):
+    """A golden set that cannot be read, with the place to fix."""
+
+
+@dataclass(frozen=True)
+class Question:
+    """One labelled question; `qrels` (document URL -> grade) only for BEIR sets."""
+
+    id: str
+    text: str
+    trecho: str | None = None
+    url: str | None = None
+    qrels: dict[str, int] = field(default_factory=dict, compare=False)
+    tags: dict[str, str] = field(default_factory=dict, compare=False)
+
+    @property
+    def answerable(self) -> bool:
+        return self.trecho is not None or self.url is not None or bool(self.qrels)
+
+
+@dataclass(frozen=True)
+class Golden:
+    """A loaded golden set: questions in file order, where they came from, its format."""
+
+    path: str
+    kind: str  # "json", "jsonl" or "beir"
+    questions: tuple[Question, ...]
+    corpus: str | None = None  # a BEIR folder's corpus.jsonl, if present
+
+    @property
+    def answerable(self) -> list[Question]:
+        return [q for q in self.questions if q.answerable]
+
+    @property
+    def unanswerable(self) -> list[Question]:
+        return [q for q in self.questions if not q.answerable]
+
+
+def load_golden(path: str | Path, *, split: str = SPLIT) -> Golden:
+    """The golden set at `path`: a BEIR folder, a .jsonl file or a JSON list."""
+    path = Path(path)
+    if path.is_dir():
+        return _load_beir(path, split)
+    text = _read(path)
+    if path.suffix.lower() == ".jsonl":
+        items = [(f"{path}:{n}", _parse(line, f"{path}", n))
+                 for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+        kind = "jsonl"
+    else:
+        data = _parse(text, str(path), 0)
+        if not isinstance(data, list):
+            raise GoldenError(f'{path}: expected a JSON list of {{"pergunta": …, "trecho": …}}'
+                              f" objects, found {type(data).__name__}")
+        items = [(f"{path} item {n}", item) for n, item in enumerate(data, start=1)]
+        kind = "json"
+    questions = [_question(where, item) for where, item in items]
+    return Golden(str(path), kind, _checked(questions, path))
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise GoldenError(f"{path}: no such file or folder") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise GoldenError(f"{path}: cannot read it as UTF-8 text ({e})") from None
+
+
+def _parse(text: str, where: str, line: int):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        row = line or e.lineno
+        raise GoldenError(f"{where}:{row}:{e.colno}: invalid JSON ({e.msg})") from None
+
+
+def _question(where: str, item) -> Question:
+    if not isinstance(item, dict):
+        raise GoldenError(f'{where}: expected an object like {{"pergunta": …, "trecho": …}}')
+    text = _first(item, QUESTION_KEYS)
+    if not isinstance(text, str) or not text.strip():
+        raise GoldenError(f'{where}: needs a non-empty "pergunta" (or "question") string')
+    trecho = _first(item, TRECHO_KEYS)
+    if trecho is not None and not isinstance(trecho, str):
+        raise GoldenError(f'{where}: "trecho" must be a string or null, '
+                          f"not {type(trecho).__name__}")
+    if trecho is not None and not trecho.strip():
+        raise GoldenError(f'{where}: "trecho" is empty; fill it in, or use null for a '
+                          "question the site cannot answer")
+    url = item.get("url")
+    if url is not None and (not isinstance(url, str) or not url.strip()):
+        raise GoldenError(f'{where}: "url" must be a non-empty string or null')
+    qid = item.get("id")
+    if qid is not None and (not isinstance(qid, (str, int)) or isinstance(qid, bool)
+                            or not str(qid).strip()):
+        raise GoldenError(f'{where}: "id" must be a non-empty string or number')
+    known = (*QUESTION_KEYS, *TRECHO_KEYS, "url", "id")
+    tags = {k: str(v) for k, v in item.items()
+            if k not in known and isinstance(v, (str, int, float, bool))}
+    return Question(str(qid).strip() if qid is not None else _auto_id(text), text.strip(),
+                    trecho.strip() if trecho else None, url.strip() if url else None,
+                    tags=tags)
+
+
+def _first(item: dict, keys: tuple[str, ...]):
+    return next((item[k] for k in keys if k in item), None)
+
+
+def _auto_id(text: str) -> str:
+    """A stable id from the question text, so reordering the file keeps run comparisons."""
+    return "q" + hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()[:10]
+
+
+def _checked(questions: list[Question], path: Path) -> tuple[Question, ...]:
+    if not questions:
+        raise GoldenError(f"{path}: the golden set is empty; add questions like "
+                          '{"pergunta": "…", "trecho": "…"}')
+    seen: dict[str, int] = {}
+    for n, q in enumerate(questions, start=1):
+        if q.id in seen:
+            raise GoldenError(f"{path}: items {seen[q.id]} and {n} have the same id {q.id!r}"
+                              " (questions without an id get one from their text)")
+        seen[q.id] = n
+    return tuple(questions)
+
+
+# --- BEIR ------------------------------------------------------------------------------
+
+def _load_beir(folder: Path, split: str) -> Golden:
+    queries = folder / "queries.jsonl"
+    if not queries.is_file():
+        raise GoldenError(f"{folder}: a BEIR folder needs queries.jsonl and qrels/{split}.tsv")
+    qrels = _read_qrels(_qrels_file(folder, split))
+    texts = {}
+    for n, line in enumerate(_read(queries).splitlines(), start=1):
+        if line.strip():
+            item = _parse(line, str(queries), n)
+            if not isinstance(item, dict) or not isinstance(item.get("text"), str) \
+                    or "_id" not in item:
+                raise GoldenError(f'{queries}:{n}: expected {{"_id": …, "text": …}}')
+            texts[str(item["_id"])] = item["text"]
+    missing = [q for q in qrels if q not in texts]
+    if missing:
+        raise GoldenError(f"{folder}: qrels name {len(missing)} queries that queries.jsonl"
+                          f" lacks (first: {missing[0]!r})")
+    questions = [Question(qid, texts[qid].strip(), qrels=docs) for qid, docs in qrels.items()
+                 if texts[qid].strip()]
+    corpus = folder / "corpus.jsonl"
+    return Golden(str(folder), "beir", _checked(questions, folder),
+                  str(corpus) if corpus.is_file() else None)
+
+
+def _qrels_file(folder: Path, split: str) -> Path:
+    wanted = folder / "qrels" / f"{split}.tsv"
+    if wanted.is_file():
+        return wanted
+    found = sorted((folder / "qrels").glob("*.tsv"))
+    if len(found) == 1:
+        return found[0]
+    names = ", ".join(p.name for p in found) or "none"
+    raise GoldenError(f"{folder}: no qrels/{split}.tsv (found: {names})")
+
+
+def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
+    qrels: dict[str, dict[str, int]] = {}
+    for n, line in enumerate(_read(path).splitlines(), start=1):
+        cells = line.split("\t") if "\t" in line else line.split()
+        if not cells or not line.strip():
+            continue
+        if n == 1 and not cells[-1].strip().lstrip("-").isdigit():
+            continue  # header: query-id corpus-id score
+        if len(cells) not in (3, 4) or not cells[-1].strip().lstrip("-").isdigit():
+            raise GoldenError(f"{path}:{n}: expected query-id, corpus-id and an integer score")
+        qid, doc, grade = cells[0].strip(), cells[-2].strip(), int(cells[-1])
+        if grade > 0:
+            qrels.setdefault(qid, {})[doc] = grade
+    if not qrels:
+        raise GoldenError(f"{path}: no relevant document in the qrels")
+    return qrels

@@ -1,0 +1,110 @@
+"""`busca eval` end to end: judge the golden set, rank it with every method (of the live
+index, or of temporary indexes cut by other chunkers) and summarize."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from ... import __version__
+from ...errors import BuscaError
+from ...index.chunking import chunker_label
+from ..scorers import available_methods
+from .bootstrap import LEVEL, RESAMPLES, SEED
+from .chunkers import temporary_indexes
+from .golden import Golden
+from .judge import (DEPTH, ChunkTable, Judgement, chunk_table, index_rankers,
+                                   judge, rank_questions)
+from .metrics import Metric
+from .runs import fingerprint
+from .summary import KEY, Evaluation, summarize
+
+
+class NothingRelevant(BuscaError):
+    """No labelled question of the golden set has a relevant chunk in the index."""
+
+
+@dataclass
+class Harness:
+    """What one `busca eval` computed: the evaluation plus what a run file needs."""
+
+    evaluation: Evaluation
+    judged: dict[str, tuple[Judgement, ChunkTable]]  # chunker label -> judgement, table
+    corpus: dict
+
+
+def evaluate_index(golden: Golden, index, store, *, methods: Sequence[str] | None,
+                   metrics: Sequence[Metric], key: Metric | str = KEY,
+                   by: Sequence[str] | None = None, depth: int = DEPTH,
+                   on_progress: Callable | None = None) -> Harness:
+    """Evaluate the live index's methods (default: all it has) on the golden set."""
+    methods = list(methods or available_methods(index))
+    rankers = index_rankers(index, methods, depth=depth)
+    table = chunk_table(index, store)
+    judgement = _judged(golden, table)
+    outcomes = rank_questions(judgement, table, rankers, depth=depth, on_progress=on_progress)
+    info = _info(golden, index.manifest, table.label, depth)
+    return _finish(golden, outcomes, {table.label: (judgement, table)}, table.documents,
+                   metrics, key, by, info)
+
+
+def evaluate_chunkers(golden: Golden, store, chunkers: Sequence[dict], *,
+                      methods: Sequence[str], metrics: Sequence[Metric],
+                      key: Metric | str = KEY, by: Sequence[str] | None = None,
+                      options: dict | None = None, depth: int = DEPTH,
+                      on_progress: Callable | None = None) -> Harness:
+    """Evaluate `methods` on temporary indexes, one per chunker; systems are "method/chunker"."""
+    documents = list(store.documents())
+    outcomes, judged = {}, {}
+    with temporary_indexes(documents, chunkers, methods, options=options,
+                           previous=store.previous(), on_progress=on_progress) as built:
+        for table, index in built:
+            judgement = _judged(golden, table)
+            rankers = index_rankers(index, methods, depth=depth)
+            ranked = rank_questions(judgement, table, rankers, depth=depth,
+                                    on_progress=on_progress)
+            outcomes.update({f"{m}/{table.label}": o for m, o in ranked.items()})
+            judged[table.label] = (judgement, table)
+    labels = ", ".join(chunker_label(c) for c in chunkers)
+    chunks = " / ".join(str(len(table.urls)) for _, (_, table) in judged.items())
+    info = _info(golden, {"documents": len(documents), "chunks": chunks,
+                          "build": "temporary (--chunkers)"}, labels, depth)
+    docs = {d.url: d.text for d in documents}
+    return _finish(golden, outcomes, judged, docs, metrics, key, by, info)
+
+
+def _judged(golden: Golden, table: ChunkTable) -> Judgement:
+    judgement = judge(golden, table)
+    labelled = [j for j in judgement.items if j.question.answerable]
+    if labelled and not any(j.gains for j in labelled):
+        hint = (f" — add its corpus: busca add {golden.corpus} && busca index"
+                if golden.corpus else "; is it the golden set of this corpus?")
+        raise NothingRelevant(f"no question of {golden.path} has a relevant chunk in the"
+                              f" index{hint}")
+    return judgement
+
+
+def _finish(golden, outcomes, judged, documents, metrics, key, by, info) -> Harness:
+    evaluation = summarize(golden, outcomes, metrics, key=key, by=by, info=info)
+    evaluation.problems = {label: j.problems for label, (j, _) in judged.items()}
+    evaluation.found_in = {label: j.found_in for label, (j, _) in judged.items()}
+    return Harness(evaluation, judged, fingerprint(documents))
+
+
+def _info(golden: Golden, manifest, chunker: str, depth: int) -> dict:
+    methods = manifest.get("methods", {})
+    return {
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "busca_version": __version__,
+        "golden": golden.path,
+        "questions": len(golden.questions),
+        "answerable": len(golden.answerable),
+        "unanswerable": len(golden.unanswerable),
+        "index": {"build": manifest.get("build"), "chunker": chunker,
+                  "documents": manifest.get("documents"), "chunks": manifest.get("chunks"),
+                  "methods": {m: {k: v for k, v in e.items() if not isinstance(v, dict)}
+                              for m, e in methods.items()}},
+        "depth": depth,
+        "bootstrap": {"resamples": RESAMPLES, "seed": SEED, "level": LEVEL},
+    }

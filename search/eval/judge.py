@@ -1,0 +1,250 @@
+"""Judge a golden set against an index's chunks and rank every question with each method.
+
+Relevance: with a trecho, a chunk is relevant if its text contains the trecho, whitespace
+collapsed on both sides (only chunks of `url` if the question names one); with only a URL,
+every chunk of that document; BEIR qrels are per document (a ranking of chunks becomes a
+ranking of documents, each at its best chunk). Reusable entry point: `rank_questions`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...crawler.store import Document
+from ...index.chunking import chunk_with, chunker_label
+from ...index.chunks import ChunkRow
+from ...index.lexical import NoSearchableTerms
+from ..hits import StaleIndex  # re-exported: raised here and by hits.hits_for
+from ..scorers import rank, scorer
+from .golden import Golden, Question
+from .metrics import Outcome
+
+DEPTH = 100  # hits kept per question: first relevant ranks beyond it count as not found
+
+Ranker = Callable[[str], tuple[np.ndarray, np.ndarray]]  # query -> (chunk ids, scores)
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class ChunkTable:
+    """The chunks of one index (chunk id = position in these tuples) and their documents."""
+
+    label: str
+    chunker: dict
+    urls: tuple[str, ...]
+    positions: tuple[int, ...]
+    starts: tuple[int, ...]
+    ends: tuple[int, ...]
+    documents: Mapping[str, str]  # url -> text
+
+    def text(self, chunk_id: int) -> str:
+        return self.documents[self.urls[chunk_id]][self.starts[chunk_id]:self.ends[chunk_id]]
+
+    def name(self, chunk_id: int) -> str:
+        return f"{self.urls[chunk_id]}#{self.positions[chunk_id]}"
+
+    def rows(self) -> Iterator[ChunkRow]:
+        """The table as a build's chunk rows (chunk id = position in the table)."""
+        for i, url in enumerate(self.urls):
+            yield ChunkRow(i, url, self.positions[i], self.starts[i], self.ends[i])
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A question with its relevant units: chunk ids (level "chunk") or URLs ("document")."""
+
+    question: Question
+    gains: Mapping[int | str, float]
+    level: str
+
+
+@dataclass(frozen=True)
+class LabelProblem:
+    """A labelled question no chunk can answer, and why."""
+
+    question: Question
+    reason: str
+    split_across: int = 0  # chunks its first occurrence in a document spreads over
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A golden set judged against one chunk table."""
+
+    items: tuple[Judged, ...]
+    problems: tuple[LabelProblem, ...]
+    found_in: Mapping[str, int]  # question id -> number of chunks holding its trecho
+
+
+def collapse(text: str) -> str:
+    """Runs of whitespace become one space; no space at the ends."""
+    return " ".join(text.split())
+
+
+def chunk_table(index, store) -> ChunkTable:
+    """The chunks of the live index with their documents; StaleIndex if the store moved on."""
+    rows = index.chunks()
+    docs = {d.url: d for d in store.documents()}
+    stale = {r.url for r in rows if r.url not in docs
+             or (r.doc_sha256 and docs[r.url].sha256 and r.doc_sha256 != docs[r.url].sha256)}
+    if stale or len(rows) != index.manifest.chunks:
+        raise StaleIndex(f"{len(stale) or 'some'} documents changed or vanished since the"
+                         ' index was built — run "busca index" before "busca eval"')
+    chunker = index.manifest.chunker
+    return ChunkTable(_label(chunker), chunker, tuple(r.url for r in rows),
+                      tuple(r.position for r in rows), tuple(r.start for r in rows),
+                      tuple(r.end for r in rows), {u: docs[u].text for u in {r.url for r in rows}})
+
+
+def chunk_documents(documents: Iterable[Document], chunker: dict) -> tuple[ChunkTable, list[str]]:
+    """Chunk documents with a chunker dict: the table and the chunk texts to index."""
+    urls, positions, starts, ends, texts, bodies = [], [], [], [], [], {}
+    for doc in documents:
+        bodies[doc.url] = doc.text
+        for chunk in chunk_with(chunker, doc.text):
+            urls.append(doc.url)
+            positions.append(chunk.position)
+            starts.append(chunk.start)
+            ends.append(chunk.end)
+            texts.append(chunk.text)
+    table = ChunkTable(_label(chunker), chunker, tuple(urls), tuple(positions), tuple(starts),
+                       tuple(ends), bodies)
+    return table, texts
+
+
+def _label(chunker: dict) -> str:
+    try:
+        return chunker_label(chunker)
+    except KeyError:
+        return str(chunker.get("kind", "?"))
+
+
+# --- relevance ---------------------------------------------------------------------------
+
+def judge(golden: Golden, table: ChunkTable) -> Judgement:
+    """Relevant units of every question, plus the labelled questions no chunk answers."""
+    texts = [collapse(table.text(i)) for i in range(len(table.urls))]
+    offsets = np.cumsum([0] + [len(t) + 1 for t in texts])[:-1]
+    haystack = "\n".join(texts)  # collapsed text has no newline, so no match spans two chunks
+    by_url: dict[str, list[int]] = {}
+    for i, url in enumerate(table.urls):
+        by_url.setdefault(url, []).append(i)
+    items, problems, found_in = [], [], {}
+    for q in golden.questions:
+        judged, problem = _judge_one(q, table, haystack, offsets, by_url)
+        items.append(judged)
+        if problem:
+            problems.append(problem)
+        if q.trecho is not None:
+            found_in[q.id] = len(judged.gains)
+    return Judgement(tuple(items), tuple(problems), found_in)
+
+
+def _judge_one(q: Question, table: ChunkTable, haystack: str, offsets, by_url):
+    if q.qrels:
+        gains = {u: float(g) for u, g in q.qrels.items() if u in by_url}
+        missing = None if gains else LabelProblem(
+            q, "none of its relevant documents is in the index (busca add the corpus)")
+        return Judged(q, gains, "document"), missing
+    if q.trecho is None and q.url is None:
+        return Judged(q, {}, "chunk"), None
+    if q.url is not None and q.url not in by_url:
+        return Judged(q, {}, "chunk"), LabelProblem(q, f"its url {q.url} is not in the index")
+    if q.trecho is None:
+        return Judged(q, {i: 1.0 for i in by_url[q.url]}, "chunk"), None
+    ids = _containing(haystack, offsets, collapse(q.trecho))
+    if q.url is not None:
+        ids = [i for i in ids if table.urls[i] == q.url]
+    gains = {i: 1.0 for i in ids}
+    return Judged(q, gains, "chunk"), (None if gains else _diagnose(q, table, by_url))
+
+
+def _containing(haystack: str, offsets: np.ndarray, needle: str) -> list[int]:
+    """Ids of the chunks whose collapsed text contains `needle`."""
+    ids = []
+    at = haystack.find(needle)
+    while at >= 0:
+        chunk = int(np.searchsorted(offsets, at, side="right")) - 1
+        ids.append(chunk)
+        if chunk + 1 >= len(offsets):
+            break
+        at = haystack.find(needle, int(offsets[chunk + 1]))
+    return ids
+
+
+def _diagnose(q: Question, table: ChunkTable, by_url) -> LabelProblem:
+    pattern = r"\s+".join(re.escape(w) for w in q.trecho.split())
+    urls = [q.url] if q.url else list(by_url)
+    for url in urls:
+        match = re.search(pattern, table.documents[url])
+        if match:
+            a, b = match.span()
+            spread = sum(1 for i in by_url[url] if table.starts[i] < b and table.ends[i] > a)
+            if spread > 1:
+                return LabelProblem(q, f"split across {spread} chunks of {url}", spread)
+            return LabelProblem(q, f"occurs in {url} but in no chunk", spread)
+    for url in urls:
+        if re.search(pattern, table.documents[url], re.IGNORECASE):
+            return LabelProblem(q, f"occurs in {url} only with other capital letters")
+    scope = f"document {q.url}" if q.url else "indexed document"
+    return LabelProblem(q, f"its trecho occurs in no {scope}: check the spelling")
+
+
+# --- ranking -------------------------------------------------------------------------------
+
+def index_rankers(index, methods: Iterable[str], *, depth: int = DEPTH) -> dict[str, Ranker]:
+    """A ranking function per method of a loaded index (top `depth` chunk ids and scores)."""
+    return {m: _ranker(index, m, depth) for m in methods}
+
+
+def _ranker(index, method: str, depth: int) -> Ranker:
+    scorer(index, method)  # fail early, listing the methods the index has
+    return lambda query: rank(index, query, method=method, k=depth)
+
+
+def rank_questions(judgement: Judgement, table: ChunkTable, rankers: Mapping[str, Ranker], *,
+                   depth: int = DEPTH, on_progress: Progress | None = None
+                   ) -> dict[str, list[Outcome]]:
+    """Per method, one Outcome per question (first relevant rank and more), in golden order."""
+    progress = on_progress or (lambda stage, done, total: None)
+    runs = {}
+    for method, ranker in rankers.items():
+        outcomes = []
+        for done, judged in enumerate(judgement.items, start=1):
+            try:
+                ids, scores = ranker(judged.question.text)
+            except NoSearchableTerms:
+                ids, scores = np.empty(0, np.int64), np.empty(0)
+            outcomes.append(outcome_of(judged, table, ids[:depth], scores[:depth]))
+            progress(f"ranking with {method}", done, len(judgement.items))
+        runs[method] = outcomes
+    return runs
+
+
+def outcome_of(judged: Judged, table: ChunkTable, ids, scores) -> Outcome:
+    """Score one ranking of chunk ids against the question's relevant units."""
+    ids = [int(i) for i in ids]
+    scores = [float(s) for s in scores]
+    if judged.level == "document":
+        units, unit_scores = _documents(table, ids, scores)
+        labels = units
+    else:
+        units, unit_scores, labels = ids, scores, [table.name(i) for i in ids]
+    ranks = [r for r, u in enumerate(units, start=1) if u in judged.gains]
+    gains = [judged.gains[units[r - 1]] for r in ranks]
+    return Outcome(judged.question.id, tuple(ranks), tuple(gains),
+                   tuple(sorted(judged.gains.values(), reverse=True)),
+                   unit_scores[0] if unit_scores else None,
+                   unit_scores[ranks[0] - 1] if ranks else None,
+                   tuple(labels), tuple(unit_scores))
+
+
+def _documents(table: ChunkTable, ids: list[int], scores: list[float]):
+    seen: dict[str, float] = {}
+    for i, s in zip(ids, scores):
+        seen.setdefault(table.urls[i], s)
+    return list(seen), list(seen.values())

@@ -1,0 +1,242 @@
+"""Render an Evaluation: a terminal table for people, Markdown for a report, a JSON dict.
+
+The text and Markdown forms share every section; only the table syntax and the length of
+long lists differ (the terminal shows the first few, the report everything)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections import Counter
+
+from .floors import Calibration
+from .summary import Evaluation, Pair
+
+TERMINAL_LIST = 15  # fixed/broken questions shown per pair in the terminal
+TERMINAL_QUESTIONS = 80  # the per-question table is printed up to this many questions
+
+
+def render_text(ev: Evaluation) -> str:
+    """The terminal report."""
+    return "\n".join(_sections(ev, md=False)) + "\n"
+
+
+def render_markdown(ev: Evaluation) -> str:
+    """The Markdown report, stamped with date, busca version and index parameters."""
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(_sections(ev, md=True))) + "\n"
+
+
+def to_json(ev: Evaluation) -> dict:
+    """Everything, as JSON-ready data (NaN becomes null)."""
+    questions = [{"id": q.id, "question": q.text, "trecho": q.trecho, "url": q.url,
+                  "tags": q.tags, "answerable": q.answerable} for q in ev.golden.questions]
+    per_question = {s: [{"id": o.question_id, "first_rank": o.first_rank, "ranks": o.ranks,
+                         "top_score": o.top_score, "first_score": o.first_score}
+                        for o in out] for s, out in ev.outcomes.items()}
+    problems = {label: [{"id": p.question.id, "reason": p.reason,
+                         "split_across": p.split_across} for p in found]
+                for label, found in ev.problems.items()}
+    data = {"info": ev.info, "metrics": [m.name for m in ev.metrics], "key": ev.key.name,
+            "summary": ev.summary, "slices": ev.slices, "pairs": ev.pairs,
+            "subsets": ev.subsets, "floors": ev.floors, "label_problems": problems,
+            "trecho_found_in": ev.found_in, "questions": questions,
+            "per_question": per_question}
+    return _plain(data)
+
+
+def _plain(x):
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return _plain(dataclasses.asdict(x))
+    if isinstance(x, dict):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def _sections(ev: Evaluation, md: bool) -> list[str]:
+    lines = _header(ev, md)
+    for part in (_labels, _metrics, _slices, _pairs, _per_question, _subsets, _floors):
+        lines += part(ev, md)
+    return lines
+
+
+def _title(text: str, md: bool, level: int = 2) -> list[str]:
+    return ["", "#" * level + " " + text, ""] if md else ["", f"== {text}"]
+
+
+def _table(headers: list[str], rows: list[list[str]], md: bool) -> list[str]:
+    if md:
+        out = ["", "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+        return out + ["| " + " | ".join(r) + " |" for r in rows]
+    widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows)]
+    fmt = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+    return [fmt(headers)] + [fmt(r) for r in rows]
+
+
+def _num(x: float | None, digits: int = 3) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def _ci(est) -> str:
+    if est.n == 0:
+        return "—"
+    return f"{est.mean:.3f} ({est.low:.2f}–{est.high:.2f})"
+
+
+def _header(ev: Evaluation, md: bool) -> list[str]:
+    i = ev.info
+    index = i.get("index", {})
+    lines = ["# busca eval report", ""] if md else []
+    lines += [
+        f"golden set: {i.get('golden')} — {i.get('answerable')} answerable,"
+        f" {i.get('unanswerable')} unanswerable questions",
+        f"index: {index.get('documents')} documents, {index.get('chunks')} chunks,"
+        f" chunker {index.get('chunker')}, build {index.get('build')}" if "runs" not in i
+        else f"comparing two saved runs of {index.get('documents')} documents",
+        f"date {i.get('date')}, busca {i.get('busca_version')}; intervals: bootstrap 95%,"
+        f" {i.get('bootstrap', {}).get('resamples')} resamples, seed"
+        f" {i.get('bootstrap', {}).get('seed')}",
+    ]
+    for name, run in i.get("runs", {}).items():
+        ri = run.get("index", {})
+        lines.append(f"run {name}: {run.get('path')} — {ri.get('chunks')} chunks, chunker"
+                     f" {ri.get('chunker')}, made {run.get('date')}")
+    if md:
+        lines = lines[:2] + [f"- {x}" for x in lines[2:]]
+        for method, entry in index.get("methods", {}).items():
+            lines.append(f"- method `{method}`: " + ", ".join(f"{k} {v}" for k, v in entry.items()))
+    return lines
+
+
+def _labels(ev: Evaluation, md: bool) -> list[str]:
+    if not ev.problems:
+        return []
+    lines = _title("Labels checked against the chunks", md)
+    for label, problems in ev.problems.items():
+        counts = Counter(ev.found_in.get(label, {}).values())
+        parts = []
+        if counts:
+            parts.append("trechos found in " + ", ".join(
+                f"{c} chunk{'s' if c != 1 else ''}: {n}" for c, n in sorted(counts.items())))
+        by_doc = len(ev.golden.answerable) - sum(counts.values())
+        if by_doc:
+            missing = sum(1 for p in problems if p.question.trecho is None)
+            parts.append(f"{by_doc - missing} of {by_doc} questions labelled by document have"
+                         " a relevant document in the index")
+        lines.append(f"[{label}] " + "; ".join(parts))
+        if problems:
+            lines.append(f"{len(problems)} labelled question(s) no chunk answers"
+                         " (they score 0 — fix the label or the chunking):")
+            lines += [f"- {p.question.id}: {p.question.text} — {p.reason}" for p in problems]
+    return lines
+
+
+def _metrics(ev: Evaluation, md: bool) -> list[str]:
+    n = len(ev.golden.answerable)
+    lines = _title(f"Metrics on {n} answerable questions (mean, 95% interval)", md)
+    headers = ["method"] + [m.name for m in ev.metrics]
+    rows = [[s] + [_ci(est[m.name]) for m in ev.metrics] for s, est in ev.summary.items()]
+    return lines + _table(headers, rows, md)
+
+
+def _slices(ev: Evaluation, md: bool) -> list[str]:
+    lines = []
+    for tag, groups in ev.slices.items():
+        lines += _title(f"By {tag}", md)
+        headers = [tag, "n", "method"] + [m.name for m in ev.metrics]
+        rows = []
+        for value, systems in groups.items():
+            for s, est in systems.items():
+                n = str(next(iter(est.values())).n)
+                rows.append([value, n, s] + [_ci(est[m.name]) for m in ev.metrics])
+        lines += _table(headers, rows, md)
+    return lines
+
+
+def _pairs(ev: Evaluation, md: bool) -> list[str]:
+    if not ev.pairs:
+        return _title("Fixed and broken questions", md) + [
+            "one method only: save this run with --run-out, change something, and compare"
+            " the two runs with --compare RUN_A RUN_B"]
+    texts = {q.id: q.text for q in ev.golden.questions}
+    lines = _title("Method against method (b − a, paired)", md)
+    headers = ["a → b", "metric", "difference (95% interval)", "p (sign flip)"]
+    rows = [[f"{p.a} → {p.b}", name, f"{d.mean:+.3f} ({d.low:+.2f} to {d.high:+.2f})",
+             "<0.001" if d.p_value < 0.001 else _num(d.p_value)]
+            for p in ev.pairs for name, d in p.differences.items()]
+    lines += _table(headers, rows, md)
+    for p in ev.pairs:
+        lines += _pair_lists(p, texts, md)
+    return lines
+
+
+def _pair_lists(p: Pair, texts: dict, md: bool) -> list[str]:
+    lines = ["", f"{p.a} → {p.b}: first relevant rank better for {p.wins}, equal for"
+             f" {p.ties}, worse for {p.losses} questions; on {p.key}: {len(p.fixed)} fixed,"
+             f" {len(p.broken)} broken"]
+    for word, ids in (("fixed", p.fixed), ("broken", p.broken)):
+        shown = ids if md else ids[:TERMINAL_LIST]
+        lines += [f"  {word}: {i}: {texts.get(i, '')}" if not md else f"- {word}: {i}:"
+                  f" {texts.get(i, '')}" for i in shown]
+        if len(shown) < len(ids):
+            lines.append(f"  … and {len(ids) - len(shown)} more {word} (--report or --json)")
+    return lines
+
+
+def _per_question(ev: Evaluation, md: bool) -> list[str]:
+    questions = ev.golden.questions
+    lines = _title("First relevant rank per question", md)
+    if not md and len(questions) > TERMINAL_QUESTIONS:
+        return lines + [f"{len(questions)} questions: see --report FILE.md or --json"]
+    systems = list(ev.outcomes)
+    headers = ["id", "question"] + systems
+    rows = []
+    for n, q in enumerate(questions):
+        text = q.text if len(q.text) <= 60 or md else q.text[:57] + "…"
+        ranks = [_rank(ev.outcomes[s][n].first_rank) if q.answerable else "(no answer)"
+                 for s in systems]
+        rows.append([q.id, text.replace("|", "/")] + ranks)
+    return lines + _table(headers, rows, md)
+
+
+def _sig(x: float | None) -> str:
+    return "—" if x is None else f"{x:.4g}"
+
+
+def _rank(rank: int | None) -> str:
+    return "—" if rank is None else str(rank)
+
+
+def _subsets(ev: Evaluation, md: bool) -> list[str]:
+    lines = _title("Why a few questions mislead: recall@1 over 1,000 random subsets", md)
+    rows = []
+    for s, ranges in ev.subsets.items():
+        full = ev.summary[s].get("recall@1")
+        for r in ranges:
+            rows.append([s, str(r.size), f"{r.low:.2f}–{r.high:.2f}", f"{r.p05:.2f}–{r.p95:.2f}",
+                         _num(full.mean) if full else "—"])
+    if not rows:
+        return lines + ["too few answerable questions for subsets of 5 and 10"]
+    return lines + _table(["method", "questions", "min–max", "90% of subsets", "all"], rows, md)
+
+
+def _floors(ev: Evaluation, md: bool) -> list[str]:
+    lines = _title("Score floor: answerable vs unanswerable questions", md)
+    for s, cal in ev.floors.items():
+        if not isinstance(cal, Calibration):
+            lines.append(f"{s}: {cal}")
+            continue
+        lines += ["", f"{s}: floor {cal.floor:.4g} (separation J = {cal.separation:.2f});"
+                  f" lowest answerable best hit {_sig(cal.lowest_answerable)}, highest"
+                  f" unanswerable {_sig(cal.highest_unanswerable)}"]
+        headers = ["floor", f"answered, relevant in top {cal.k}", "answerable refused",
+                   "unanswerable refused"]
+        rows = [[f"{r.floor:.4g}" + (" ←" if r.floor == cal.floor else ""),
+                 _num(r.answered_right, 2), _num(r.answerable_refused, 2),
+                 _num(r.unanswerable_refused, 2)] for r in cal.rows]
+        lines += _table(headers, rows, md)
+    return lines

@@ -1,0 +1,145 @@
+"""Saved runs: per-question outcomes of each system, so the next change can be compared.
+
+`save_run(path, …)` writes `path` (JSON, format "busca-run" version 1) and, beside it,
+`<stem>.trec` (TREC run: `qid Q0 item rank score tag`; items are `url#position` chunks or
+document URLs) and `<stem>.qrels` (TREC qrels of the judged relevant items), readable by
+trec_eval or ranx. A run names its corpus by a fingerprint of the documents' URLs and texts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...errors import BuscaError
+from ...index.storage import write_json
+from .golden import Golden
+from .judge import ChunkTable, Judgement
+from .metrics import Outcome
+
+FORMAT = "busca-run"
+VERSION = 1
+
+
+class RunError(BuscaError, ValueError):
+    """A run file that cannot be read or compared."""
+
+
+@dataclass(frozen=True)
+class SavedRun:
+    """A run file loaded back: outcomes per system and the corpus it was made on."""
+
+    path: str
+    corpus: dict
+    info: dict
+    outcomes: dict[str, dict[str, Outcome]]  # system -> question id -> outcome
+
+
+def fingerprint(documents: Mapping[str, str]) -> dict:
+    """Number of documents and a sha256 over their sorted URLs and texts."""
+    digest = hashlib.sha256()
+    for url in sorted(documents):
+        digest.update(url.encode("utf-8") + b"\x00" + documents[url].encode("utf-8") + b"\x00")
+    return {"documents": len(documents), "fingerprint": digest.hexdigest()}
+
+
+def save_run(path: str | Path, golden: Golden, outcomes: dict[str, list[Outcome]],
+             judged: Mapping[str, tuple[Judgement, ChunkTable]], *, corpus: dict,
+             info: dict) -> list[Path]:
+    """Write the JSON run, the TREC run and the TREC qrels (one per chunker when several);
+    returns the paths written."""
+    path = Path(path)
+    data = {"format": FORMAT, "version": VERSION, **info, "golden": golden.path,
+            "corpus": corpus,
+            "questions": [{"id": q.id, "question": q.text, "answerable": q.answerable}
+                          for q in golden.questions],
+            "systems": {s: [_outcome_json(o) for o in out] for s, out in outcomes.items()}}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, data)
+    written = [path, path.with_suffix(".trec")]
+    written[1].write_text("".join(_trec_lines(outcomes)), encoding="utf-8")
+    for label, (judgement, table) in judged.items():
+        suffix = ".qrels" if len(judged) == 1 else f".{_safe(label)}.qrels"
+        written.append(path.with_suffix(suffix))
+        written[-1].write_text("".join(_qrels_lines(judgement, table)), encoding="utf-8")
+    return written
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "._:-" else "_" for c in name)
+
+
+def _outcome_json(o: Outcome) -> dict:
+    return {"id": o.question_id, "ranks": list(o.ranks), "gains": list(o.gains),
+            "ideal": list(o.ideal), "top_score": o.top_score, "first_score": o.first_score}
+
+
+def _trec_lines(outcomes: dict[str, list[Outcome]]):
+    for system, out in outcomes.items():
+        tag = _safe(system)
+        for o in out:
+            for rank, (item, score) in enumerate(zip(o.units, o.scores), start=1):
+                yield f"{o.question_id} Q0 {item.replace(' ', '%20')} {rank} {score:.6f} {tag}\n"
+
+
+def _qrels_lines(judgement: Judgement, table: ChunkTable):
+    for j in judgement.items:
+        for unit, gain in j.gains.items():
+            name = unit if j.level == "document" else table.name(unit)
+            yield f"{j.question.id} 0 {name.replace(' ', '%20')} {int(gain)}\n"
+
+
+def load_run(path: str | Path) -> SavedRun:
+    """A run file written by `save_run`; RunError names what is wrong."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunError(f"{path}: no such run file (write one with --run-out)") from None
+    except json.JSONDecodeError as e:
+        raise RunError(f"{path}:{e.lineno}:{e.colno}: invalid JSON ({e.msg})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise RunError(f"{path}: cannot read it ({e})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise RunError(f"{path}: not a busca run file (write one with busca eval --run-out)")
+    if data.get("version") != VERSION:
+        raise RunError(f"{path}: run format version {data.get('version')}, this busca reads"
+                       f" {VERSION}")
+    try:
+        outcomes = {s: {o["id"]: _outcome(o) for o in out} for s, out in data["systems"].items()}
+    except (KeyError, TypeError, AttributeError) as e:
+        raise RunError(f"{path}: damaged run file ({e!r})") from None
+    info = {k: v for k, v in data.items() if k not in ("systems", "questions", "corpus")}
+    return SavedRun(str(path), data.get("corpus", {}), info, outcomes)
+
+
+def _outcome(o: dict) -> Outcome:
+    return Outcome(str(o["id"]), tuple(int(r) for r in o["ranks"]),
+                   tuple(float(g) for g in o["gains"]), tuple(float(g) for g in o["ideal"]),
+                   o["top_score"], o["first_score"])
+
+
+def align(golden: Golden, first: SavedRun, second: SavedRun) -> dict[str, list[Outcome]]:
+    """Outcomes of both runs as systems "A:<method>" and "B:<method>", in golden order."""
+    if first.corpus.get("fingerprint") != second.corpus.get("fingerprint"):
+        raise RunError(
+            f"{second.path} was made on another corpus ({second.corpus.get('documents')}"
+            f" documents) than {first.path} ({first.corpus.get('documents')} documents);"
+            " compare runs of the same documents")
+    systems = {}
+    for name, run in (("A", first), ("B", second)):
+        for system, by_id in run.outcomes.items():
+            missing = [q.id for q in golden.questions if q.id not in by_id]
+            if missing:
+                raise RunError(f"{run.path} lacks {len(missing)} questions of {golden.path}"
+                               f" (first: {missing[0]!r}); was it made with another golden set?")
+            systems[f"{name}:{system}"] = [by_id[q.id] for q in golden.questions]
+    return systems
+
+
+def run_pairs(systems: list[str]) -> list[tuple[str, str]]:
+    """A:m against B:m for every method m both runs have."""
+    return [(s, "B:" + s[2:]) for s in systems if s.startswith("A:") and "B:" + s[2:] in systems]

@@ -1,0 +1,205 @@
+"""`busca eval --tune-fusion`: search hybrid's fusion, k and weights on a golden set.
+
+Each component ranks every question once (its top `window`); every setting of the grid then
+only re-fuses those lists, so a grid of ~70 settings costs about one evaluation. The best
+setting is reported with its bootstrap interval, its paired difference to the default, and a
+cross-validated figure (the best setting chosen on the other folds, scored on the held-out
+one): tuning and reporting on the same questions flatters the winner, and the gap between the
+two figures says by how much.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...index.lexical import NoSearchableTerms
+from ..fusion import (METHOD, RRF_K, WINDOW, FusionError, FusionSettings, check_settings,
+                      default_weights, fuse)
+from ..scorers import available_methods, scorer, top_k
+from .bootstrap import Difference, Estimate, bootstrap, paired_difference
+from .golden import Golden
+from .judge import DEPTH, chunk_table, judge, outcome_of
+from .metrics import Metric, value
+from .summary import tag_keys
+
+RRF_KS = (1, 5, 10, 20, 40, 60, 100)
+DENSE_WEIGHTS = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0)  # RRF, lexical weight 1
+DENSE_SHARES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)  # min-max, lexical 1 - share
+FOLDS = 5
+TOP = 10
+WARNING = ("tuned and reported on the same {n} questions: the best setting's figure flatters"
+           " it; the cross-validated figure (chosen on the other folds, scored on the held-out"
+           " one) is the honest estimate — confirm on questions not used for tuning")
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One setting (or one single method) and how it did: per-question values and slices."""
+
+    name: str
+    settings: FusionSettings | None
+    values: np.ndarray
+    estimate: Estimate
+    slices: dict  # "tag=value" -> mean
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The ranked grid, the default and single methods, the best against the default."""
+
+    metric: Metric
+    components: tuple[str, ...]
+    trials: tuple[Trial, ...]  # best first
+    default: Trial
+    singles: tuple[Trial, ...]
+    best_vs_default: Difference
+    cross_validated: Estimate
+    questions: int
+
+    @property
+    def best(self) -> Trial:
+        return self.trials[0]
+
+    @property
+    def warning(self) -> str:
+        return WARNING.format(n=self.questions)
+
+
+def grid(components: Sequence[str], *, window: int = WINDOW) -> list[FusionSettings]:
+    """RRF over k x dense weight (lexical 1), then min-max over the dense share."""
+    lexical, dense = components
+    out = [FusionSettings("rrf", float(k), window, {lexical: 1.0, dense: w})
+           for k in RRF_KS for w in DENSE_WEIGHTS]
+    out += [FusionSettings("minmax", RRF_K, window,
+                           {lexical: round(1 - s, 2), dense: s}) for s in DENSE_SHARES]
+    return out
+
+
+def tune_fusion(golden: Golden, index, store, *, metric: Metric,
+                components: Sequence[str] | None = None, by: Sequence[str] | None = None,
+                window: int = WINDOW, folds: int = FOLDS, on_progress=None) -> Tuning:
+    """Score every setting of the grid on the golden set's answerable questions."""
+    progress = on_progress or (lambda stage, done, total: None)
+    available = [m for m in available_methods(index) if m != METHOD]
+    weights = dict.fromkeys(components, 1.0) if components else default_weights(available)
+    check_settings(FusionSettings(weights=weights))
+    if len(weights) != 2 or "dense" not in weights:
+        raise FusionError("--tune-fusion tunes one lexical method with dense, e.g."
+                                 f" --methods bm25,dense; got {', '.join(weights)}")
+    components = tuple(sorted(weights, key=lambda m: m == "dense"))
+    table = chunk_table(index, store)
+    judged = [j for j in judge(golden, table).items if j.question.answerable]
+    ranked = [_ranked(index, components, j.question.text, window, progress, n, len(judged))
+              for n, j in enumerate(judged, start=1)]
+    labels = _labels(golden, judged, by)
+
+    def trial(name, settings, rankings) -> Trial:
+        vals = np.array([value(metric, outcome_of(j, table, ids[:DEPTH], s[:DEPTH]))
+                         for j, (ids, s) in zip(judged, rankings)])
+        return Trial(name, settings, vals, bootstrap(vals), _slice_means(vals, labels))
+
+    default = FusionSettings(window=window, weights=default_weights(components))
+    settings = [default] + [s for s in grid(components, window=window) if s != default]
+    trials = [trial(_name(s), s, [_fused(r, s) for r in ranked]) for s in settings]
+    singles = tuple(trial(m, None, [r[m] for r in ranked]) for m in components)
+    best_first = sorted(trials, key=lambda t: -t.estimate.mean)  # stable: ties keep the default
+    return Tuning(metric, components, tuple(best_first), trials[0], singles,
+                  paired_difference(trials[0].values, best_first[0].values),
+                  _cross_validated(trials, folds), len(judged))
+
+
+def _fused(ranked: dict, settings: FusionSettings):
+    ids, scores = fuse(ranked, settings.weights, settings)
+    return top_k(ids, scores, DEPTH) if ids.size else (ids, scores)
+
+
+def _ranked(index, components, query, window, progress, done, total) -> dict:
+    out = {}
+    for method in components:
+        try:
+            ids, scores = scorer(index, method).score(query)
+        except NoSearchableTerms:
+            ids, scores = np.empty(0, np.int64), np.empty(0)
+        out[method] = top_k(ids, scores, window) if ids.size else (ids, scores)
+    progress("ranking the components", done, total)
+    return out
+
+
+def _labels(golden: Golden, judged, by) -> list[list[str]]:
+    keys = tag_keys(golden, by)
+    return [[f"{k}={j.question.tags.get(k, '(none)')}" for k in keys] for j in judged]
+
+
+def _slice_means(vals: np.ndarray, labels: list[list[str]]) -> dict:
+    groups: dict[str, list[float]] = {}
+    for v, names in zip(vals, labels):
+        for name in names:
+            groups.setdefault(name, []).append(v)
+    return {name: float(np.mean(g)) for name, g in sorted(groups.items())}
+
+
+def _cross_validated(trials: list[Trial], folds: int) -> Estimate:
+    """Per question, the value of the setting that is best on the other folds."""
+    n = trials[0].values.size
+    fold = np.arange(n) % max(1, min(folds, n))
+    held_out = np.empty(n)
+    for f in np.unique(fold):
+        train = fold != f
+        best = max(trials, key=lambda t: t.values[train].mean() if train.any() else 0)
+        held_out[~train] = best.values[~train]
+    return bootstrap(held_out)
+
+
+def _name(s: FusionSettings) -> str:
+    w = ", ".join(f"{m}={x:g}" for m, x in s.weights.items())
+    return f"rrf k={s.rrf_k:g} ({w})" if s.fusion == "rrf" else f"minmax ({w})"
+
+
+# --- output ----------------------------------------------------------------------------------
+
+def render(tuning: Tuning, *, top: int = TOP) -> str:
+    """A plain-text table: single methods, the default, the best `top` settings, the warning."""
+    slices = list(tuning.best.slices)
+    head = ["setting", f"{tuning.metric.name} (95% interval)", *slices]
+    shown = [*tuning.singles, tuning.default,
+             *[t for t in tuning.trials[:top] if t is not tuning.default]]
+    marks = {id(tuning.default): "default: ", id(tuning.best): "best: "}
+    if tuning.best is tuning.default:
+        marks[id(tuning.default)] = "default = best: "
+    rows = [[marks.get(id(t), "") + t.name, _ci(t.estimate),
+             *(f"{t.slices[s]:.3f}" for s in slices)] for t in shown]
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [head, *rows]]
+    d, cv = tuning.best_vs_default, tuning.cross_validated
+    lines += ["",
+              f"{len(tuning.trials)} settings tried on {tuning.questions} answerable questions"
+              f" (components: {', '.join(tuning.components)},"
+              f" window {tuning.best.settings.window})",
+              f"best − default: {d.mean:+.3f} ({d.low:+.2f} to {d.high:+.2f}),"
+              f" p = {d.p_value:.3f}",
+              f"cross-validated ({FOLDS} folds): {_ci(cv)}",
+              f"warning: {tuning.warning}"]
+    return "\n".join(lines) + "\n"
+
+
+def to_json(tuning: Tuning) -> dict:
+    def trial(t: Trial) -> dict:
+        e = t.estimate
+        return {"name": t.name, "settings": t.settings.describe() if t.settings else None,
+                "mean": e.mean, "low": e.low, "high": e.high, "n": e.n, "slices": t.slices}
+    d, cv = tuning.best_vs_default, tuning.cross_validated
+    return {"metric": tuning.metric.name, "components": list(tuning.components),
+            "questions": tuning.questions, "best": trial(tuning.best),
+            "default": trial(tuning.default), "singles": [trial(t) for t in tuning.singles],
+            "best_minus_default": {"mean": d.mean, "low": d.low, "high": d.high,
+                                   "p_value": d.p_value},
+            "cross_validated": {"mean": cv.mean, "low": cv.low, "high": cv.high,
+                                "folds": FOLDS},
+            "trials": [trial(t) for t in tuning.trials], "warning": tuning.warning}
+
+
+def _ci(e: Estimate) -> str:
+    return f"{e.mean:.3f} ({e.low:.2f}–{e.high:.2f})"

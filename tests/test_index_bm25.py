@@ -1,0 +1,252 @@
+"""BM25 (index/bm25.py, index.lexical.Bm25Scorer), the pt and simple analyzers, and their
+CLI: against bm25s, a hand-worked case, FaQuAD and a tiny BEIR folder."""
+
+import json
+import math
+import sys
+
+import numpy as np
+import pytest
+
+from busca.crawler.store import Document
+from busca.index import analyzers
+from busca.index.analyzers import (MissingStemmer, UnknownAnalyzer, get_analyzer, java_terms,
+                                   pt_terms, simple_terms)
+from busca.index.bm25 import Bm25ParameterError, check_parameters
+from busca.index.build import build_index
+from busca.index.storage import load_index
+from busca import search as core
+from busca.index.lexical import NoSearchableTerms
+from busca.index import LocalHome
+
+from conftest import FIXTURES, REPO
+
+CORPUS = [
+    "O prazo para pedir o reembolso é de sete dias úteis após a compra.",
+    "Reembolsos e estornos: o estorno do cartão leva até duas faturas.",
+    "A universidade oferece cursos de graduação e pós-graduação; as matrículas abrem em março.",
+    "Informações sobre a matrícula: o aluno deve apresentar documentos na secretaria.",
+    "Gato, GATO, gato: três vezes gato. O gato comeu o rato na cozinha.",
+    "O cão latiu para o carteiro; o gato fugiu!",
+    "Ação, ações e informação: a universidade publica as informações no site.",
+    "o a de que é",
+]
+QUERIES = ["prazo do reembolso", "gato gato rato", "matrícula na universidade",
+           "informação sobre ações", "estorno no cartão de crédito", "cursos de pós-graduação"]
+
+
+def indexed(tmp_path, texts, **options):
+    store = LocalHome(tmp_path)
+    for i, text in enumerate(texts):
+        store.put(Document(f"d{i:02d}", f"T{i}", text))
+    build_index(store, methods=("bm25",), options=options)
+    return load_index(tmp_path)
+
+
+def dense_scores(index, query, n):
+    ids, scores = core.scorer(index, "bm25").score(query)
+    out = np.zeros(n)
+    out[ids] = scores
+    return out
+
+
+# --- the same scores as bm25s (method="lucene") on the same tokens ---------------------------
+
+@pytest.mark.parametrize("k1, b", [(1.2, 0.75), (0.9, 0.4), (2.0, 1.0), (0.0, 0.0)])
+def test_scores_equal_bm25s_lucene(tmp_path, k1, b):
+    bm25s = pytest.importorskip("bm25s")
+    index = indexed(tmp_path, CORPUS, bm25_k1=k1, bm25_b=b, bm25_analyzer="pt")
+    vocab = {t: i for i, t in enumerate(index.terms("bm25"))}
+    tokens = [[vocab[t] for t in pt_terms(text)] for text in CORPUS]
+    retriever = bm25s.BM25(method="lucene", k1=k1, b=b)
+    retriever.index(bm25s.tokenization.Tokenized(ids=tokens, vocab=vocab), show_progress=False)
+    for query in QUERIES:
+        expected = retriever.get_scores([vocab[t] for t in pt_terms(query) if t in vocab])
+        assert dense_scores(index, query, len(CORPUS)) == pytest.approx(expected, abs=1e-6)
+        ids, _ = core.rank(index, query, method="bm25", k=3)
+        order = sorted(range(len(CORPUS)), key=lambda i: (-expected[i], i))
+        assert ids.tolist() == [i for i in order[:3] if expected[i] > 0]
+
+
+def test_hand_worked_case(tmp_path):
+    # N = 3, dl = 2, 3, 1, avgdl = 2; "gato" and "cão" each in 2 chunks:
+    # idf = ln(1 + (3 - 2 + 0.5) / (2 + 0.5)) = ln(1.6)
+    # d0 gato: tf 1, dl 2: 1 / (1 + 1.2 (0.25 + 0.75 * 2/2))   = 1 / 2.2
+    # d1 gato: tf 2, dl 3: 2 / (2 + 1.2 (0.25 + 0.75 * 3/2))   = 2 / 3.65
+    # d1 cão:  tf 1, dl 3: 1 / (1 + 1.65)                       = 1 / 2.65
+    # d2 cão:  tf 1, dl 1: 1 / (1 + 1.2 (0.25 + 0.75 * 1/2))   = 1 / 1.75
+    index = indexed(tmp_path, ["gato rato", "gato gato cão", "cão"], bm25_analyzer="simple")
+    idf = math.log(1.6)
+    assert dense_scores(index, "gato", 3) == pytest.approx([idf / 2.2, idf * 2 / 3.65, 0])
+    ids, scores = core.rank(index, "gato cão", method="bm25", k=3)
+    assert ids.tolist() == [1, 2, 0]
+    assert scores == pytest.approx([idf * (2 / 3.65 + 1 / 2.65), idf / 1.75, idf / 2.2])
+    entry = index.methods["bm25"]
+    assert (entry["k1"], entry["b"], entry["avgdl"], entry["vocabulary"]) == (1.2, 0.75, 2.0, 3)
+
+
+def test_repeated_query_terms_count_twice(tmp_path):
+    index = indexed(tmp_path, ["gato rato", "rato rato cão"], bm25_analyzer="simple")
+    once = dense_scores(index, "gato rato", 2)
+    twice = dense_scores(index, "gato rato rato", 2)
+    assert twice - once == pytest.approx(dense_scores(index, "rato", 2))
+
+
+# --- analyzers ---------------------------------------------------------------------------
+
+def test_pt_folds_accents_drops_stopwords_and_stems():
+    assert pt_terms("Informações e INFORMAÇÃO sobre as Ações da Universidade") == [
+        "inform", "inform", "sobr", "aco", "univers"]
+    assert pt_terms("universidades") == pt_terms("universidade") == ["univers"]
+    assert pt_terms("ação") == pt_terms("acao") == ["aca"]  # a query typed without accents
+
+
+def test_pt_stopwords_with_or_without_accents():
+    assert pt_terms("Não nao é à às o que DE") == []
+    assert pt_terms("São Paulo") == ["paul"]  # "são" is also a verb form, a stopword
+
+
+def test_simple_and_java():
+    assert simple_terms("Não É AÇÃO ½") == ["nao", "e", "acao", "1⁄2"]
+    assert java_terms("Não É AÇÃO") == ["não", "é", "ação"]  # unchanged: the parity terms
+
+
+def test_query_without_accents_finds_accented_text(tmp_path):
+    index = indexed(tmp_path, CORPUS)
+    assert core.rank(index, "informacoes sobre acoes", method="bm25", k=1)[0].tolist() == [6]
+
+
+def test_default_analyzer_is_pt_and_recorded(tmp_path):
+    entry = indexed(tmp_path, CORPUS).methods["bm25"]
+    assert entry["analyzer"] == "pt" and "PyStemmer" in entry["analyzer_version"]
+
+
+# --- bad input ----------------------------------------------------------------------------
+
+def test_unknown_analyzer_lists_the_known_ones(tmp_path):
+    with pytest.raises(UnknownAnalyzer, match="java, pt, simple"):
+        get_analyzer("klingon")
+    store = LocalHome(tmp_path)
+    store.put(Document("a", "A", "gato"))
+    with pytest.raises(UnknownAnalyzer, match="java, pt, simple"):
+        build_index(store, methods=("tfidf", "bm25"), options={"bm25_analyzer": "klingon"})
+    assert not list(tmp_path.glob("index-*"))  # refused before any work
+
+
+@pytest.fixture
+def no_stemmer(monkeypatch):
+    """PyStemmer not installed."""
+    monkeypatch.setitem(sys.modules, "Stemmer", None)
+    analyzers.portuguese_stemmer.cache_clear()
+    yield
+    analyzers.portuguese_stemmer.cache_clear()
+
+
+def test_pt_without_pystemmer_names_the_extra(no_stemmer, tmp_path):
+    with pytest.raises(MissingStemmer, match=r"pip install 'busca\[pt\]'"):
+        get_analyzer("pt")
+    assert analyzers.default_bm25_analyzer() == "simple"
+    assert indexed(tmp_path, CORPUS).methods["bm25"]["analyzer"] == "simple"
+
+
+def test_cli_without_pystemmer(run, home, tmp_path, no_stemmer):
+    _add(run, tmp_path)
+    result = run("index", "--analyzer", "pt")
+    assert result.exit_code == 1
+    assert "busca[pt]" in result.output and "Traceback" not in result.output
+
+
+def test_cli_search_on_a_pt_index_without_pystemmer(run, tmp_path, monkeypatch):
+    _add(run, tmp_path)
+    assert run("index", "--analyzer", "pt").exit_code == 0
+    monkeypatch.setitem(sys.modules, "Stemmer", None)
+    analyzers.portuguese_stemmer.cache_clear()
+    try:
+        result = run("search", "prazo do reembolso", "--method", "bm25")
+    finally:
+        analyzers.portuguese_stemmer.cache_clear()
+    assert result.exit_code == 1 and "busca[pt]" in result.output
+
+
+@pytest.mark.parametrize("k1, b", [(-0.1, 0.75), (10.5, 0.75), (float("nan"), 0.75),
+                                   (1.2, -0.01), (1.2, 1.5), ("1", 0.5)])
+def test_k1_and_b_out_of_range(k1, b):
+    with pytest.raises(Bm25ParameterError):
+        check_parameters(k1, b)
+
+
+@pytest.mark.parametrize("option, value", [("--k1", "-1"), ("--k1", "11"), ("--b", "1.1"),
+                                           ("--analyzer", "klingon")])
+def test_cli_rejects_bad_bm25_options(run, tmp_path, option, value):
+    _add(run, tmp_path)
+    result = run("index", option, value)
+    assert result.exit_code == 2
+    assert option.lstrip("-") in result.output
+    if option == "--analyzer":
+        assert "'java', 'pt', 'simple'" in result.output
+
+
+def test_all_stopword_query_has_no_hits_and_says_why(tmp_path, run):
+    index = indexed(tmp_path / "lib", CORPUS)
+    with pytest.raises(NoSearchableTerms, match="stopword.*o, que, é"):
+        core.scorer(index, "bm25").score("o que é?")
+    _add(run, tmp_path)
+    run("index")
+    result = run("search", "o que é?", "--method", "bm25")
+    assert result.exit_code == 0 and result.stdout == ""
+    assert "no hits" in result.stderr and "stopword" in result.stderr
+
+
+# --- CLI ----------------------------------------------------------------------------------
+
+def _add(run, tmp_path):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"url": f"d{i}", "title": f"T{i}", "text": t},
+                                         ensure_ascii=False) + "\n"
+                              for i, t in enumerate(CORPUS)), encoding="utf-8")
+    assert run("add", str(corpus)).exit_code == 0
+
+
+def test_cli_index_options_reach_the_manifest(run, tmp_path):
+    _add(run, tmp_path)
+    assert run("index").exit_code == 0
+    methods = json.loads(run("stats", "--json").stdout)["methods"]
+    assert list(methods) == ["tfidf", "bm25"]  # the default methods
+    assert methods["bm25"]["analyzer"] == "pt"
+    result = run("index", "--methods", "bm25", "--k1", "0.9", "--b", "0.4", "--analyzer", "simple")
+    assert result.exit_code == 0
+    entry = json.loads(run("stats", "--json").stdout)["methods"]["bm25"]
+    assert (entry["k1"], entry["b"], entry["analyzer"]) == (0.9, 0.4, "simple")
+    hits = run("search", "prazo do reembolso", "--method", "bm25", "--json").stdout.splitlines()
+    assert json.loads(hits[0])["url"] == "d0"
+
+
+def test_beir_folder_run(run, tmp_path):
+    """tests/data/beir-tiny: 4 of 5 queries find their documents on top, one shares no word
+    with the corpus (see its README), so nDCG@10 = 0.8."""
+    beir = REPO / "tests" / "data" / "beir-tiny"
+    assert run("add", str(beir / "corpus.jsonl")).exit_code == 0
+    assert run("index", "--size", "1000", "--overlap", "0", "--methods", "bm25").exit_code == 0
+    result = run("eval", str(beir), "--methods", "bm25", "--json", "-q")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["summary"]["bm25"]["ndcg@10"]["mean"] == pytest.approx(0.8)
+
+
+def test_faquad_paragraphs_reach_the_published_stemmed_bm25(tmp_path):
+    """FaQuAD task A (249 paragraphs as documents, 900 questions): nDCG@10 >= 0.91."""
+    data = json.loads((FIXTURES / "faquad" / "dataset.json").read_text(encoding="utf-8"))
+    store = LocalHome(tmp_path)
+    questions = []
+    for d, doc in enumerate(data["data"]):
+        for p, paragraph in enumerate(doc["paragraphs"]):
+            url = f"p{d:02d}-{p:02d}"
+            store.put(Document(url, doc["title"], paragraph["context"]))
+            questions += [(qa["question"], url) for qa in paragraph["qas"]]
+    build_index(store, size=100_000, overlap=0, methods=("bm25",))
+    index = load_index(tmp_path)
+    urls = [row.url for row in index.chunks()]
+    gains = []
+    for question, url in questions:
+        ranked = [urls[i] for i in core.rank(index, question, method="bm25", k=10)[0]]
+        gains.append(1 / math.log2(ranked.index(url) + 2) if url in ranked else 0.0)
+    assert len(gains) == 900 and sum(gains) / len(gains) >= 0.91

@@ -1,0 +1,93 @@
+import json
+from dataclasses import replace
+
+import pytest
+
+from busca.crawler.store import Document
+from busca.index.methods import METHODS
+from busca.index import storage
+from busca.index.build import NothingToIndex, build_index
+from busca.index.storage import IndexFormatError, IndexNotFound, load_index
+from busca import search as core
+from busca.index import LocalHome
+
+
+def words(n, prefix="w"):
+    return " ".join(f"{prefix}{i}" for i in range(n))
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = LocalHome(tmp_path)
+    s.put(Document("a", "A", words(450)))
+    s.put(Document("b", "B", words(150, "b")))
+    s.put(Document("empty", "E", "  "))
+    return s
+
+
+def test_figures_and_chunk_rows(store):
+    manifest = build_index(store)
+    assert (manifest["documents"], manifest["words"], manifest["chunks"]) == (3, 600, 4)
+    rows = load_index(store.home).chunks()
+    assert [(r.url, r.position) for r in rows] == [("a", 0), ("a", 1), ("a", 2), ("b", 0)]
+
+
+def test_empty_store_is_refused(tmp_path):
+    with pytest.raises(NothingToIndex, match="busca add"):
+        build_index(LocalHome(tmp_path))
+
+
+def test_only_changed_documents_are_rechunked(store):
+    build_index(store)
+    store.put(Document("b", "B", words(10, "novo")))
+    manifest = build_index(store)
+    assert manifest["rechunked_documents"] == 2  # "b" changed; "empty" has no rows to reuse
+    index = load_index(store.home)
+    assert core.rank(index, "novo3")[0].tolist() == [3]
+
+
+def test_interrupted_build_keeps_previous_index(store, monkeypatch):
+    first = build_index(store)
+
+    def crash(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    tfidf = replace(METHODS["tfidf"], build=crash, build_counts=None)
+    monkeypatch.setitem(METHODS, "tfidf", tfidf)
+    store.put(Document("c", "C", "documento novo"))
+    with pytest.raises(KeyboardInterrupt):
+        build_index(store)
+    index = load_index(store.home)
+    assert index.build == first["build"]
+    assert len(index.chunks()) == first["chunks"]
+    assert core.rank(index, "w10")[0].tolist() == [0]
+    monkeypatch.undo()
+    second = build_index(store)  # the next build cleans up the leftovers
+    assert [p.name for p in store.home.glob("index-*")] == [second["build"]]
+
+
+def test_unknown_format_version_is_refused(store):
+    build_index(store)
+    path = storage.current_dir(store.home)
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["format_version"] = 999
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(IndexFormatError, match="rebuild"):
+        load_index(store.home)
+
+
+def test_no_index(tmp_path):
+    with pytest.raises(IndexNotFound, match="busca index"):
+        load_index(tmp_path)
+
+
+def test_calibrated_floors_survive_a_rebuild_with_the_same_settings(store):
+    build_index(store)
+    storage.update_manifest(load_index(store.home), {"methods": {"tfidf": {"floor": 0.2},
+                                                                 "bm25": {"floor": 3.0}}})
+    store.put(Document("c", "C", "um artigo novo"))
+    kept = build_index(store)["methods"]
+    assert (kept["tfidf"]["floor"], kept["bm25"]["floor"]) == (0.2, 3.0)
+    changed = build_index(store, options={"bm25_k1": 0.9})["methods"]
+    assert changed["tfidf"]["floor"] == 0.2 and changed["bm25"]["floor"] is None
+    assert build_index(store, size=50, overlap=10)["methods"]["tfidf"]["floor"] is None

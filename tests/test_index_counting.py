@@ -1,0 +1,90 @@
+"""Term counts from whitespace pieces against scikit-learn's CountVectorizer on whole texts."""
+
+import random
+
+import numpy as np
+import pytest
+from sklearn.feature_extraction.text import CountVectorizer
+
+from busca.index.analyzers import get_term_filter, java_terms, pt_terms, simple_terms
+from busca.index.counting import CountMerger, column_blocks, count_pieces, count_texts, reanalyze
+
+WORDS = ("Ação ação AÇÃO informações informação não nao é e à às O o de DE universidade "
+         "Universidades curso cursos 2019 3,5% snake_case R$1.234,56 pós-graduação ΟΔΟΣ ΣΟΦΙΑ "
+         "ΑΣ.ΒΣ İstanbul ß ẞ ﬁ ½ ² ٣ 東京 café cafe\u0301 Ångström naïve — ... ( ) «» x\x00y "
+         "ﬁm ǅ 𝔸𝔹 😀").split(" ")
+SEPARATORS = (" ", " ", " ", "\n", "\t", "  ", "\xa0", "\u2003", "\x1c", "\r\n", "", ",")
+
+
+def random_texts(rng: random.Random, n: int) -> list[str]:
+    return ["".join(rng.choice(WORDS) + rng.choice(SEPARATORS)
+                    for _ in range(rng.randint(0, 40))) for _ in range(n)]
+
+
+def reference(texts, analyzer):
+    vectorizer = CountVectorizer(analyzer=analyzer, lowercase=False)
+    matrix = vectorizer.fit_transform(texts)
+    return matrix, vectorizer.get_feature_names_out().tolist()
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("name, analyzer", [("java", java_terms), ("simple", simple_terms),
+                                            ("pt", pt_terms)])
+def test_counts_match_count_vectorizer(seed, name, analyzer):
+    rng = random.Random(seed)
+    texts = random_texts(rng, rng.randint(1, 60))
+    texts.append("ΑΣ ΑΣ\xa0Β σσς")  # final sigma decided inside one piece
+    expected, terms = reference(texts, analyzer)
+    counts = reanalyze(count_texts(texts, batch=rng.randint(1, 9)), get_term_filter(name))
+    assert counts.terms == terms
+    assert counts.matrix.shape == expected.shape
+    assert (counts.matrix != expected).nnz == 0
+
+
+def test_merger_keeps_row_order_and_one_vocabulary():
+    merger = CountMerger()
+    merger.add(count_pieces([["b", "a", "b"], []]))
+    merger.add(count_pieces([["c", "a"]]))
+    counts = merger.result()
+    assert counts.terms == ["a", "b", "c"]
+    assert counts.matrix.toarray().tolist() == [[1, 2, 0], [0, 0, 0], [1, 0, 1]]
+
+
+def test_counts_that_do_not_fit_16_bits():
+    counts = count_texts(["a " * 70_000])
+    assert counts.matrix.dtype == np.int32 and counts.matrix[0, 0] == 70_000
+
+
+def test_reanalyze_merges_and_drops_columns():
+    counts = count_texts(["Ação ação acao de", "não informações informação"])
+    pt = reanalyze(counts, get_term_filter("pt"))
+    assert pt.terms == ["aca", "inform"]
+    assert pt.matrix.toarray().tolist() == [[3, 0], [0, 2]]
+
+
+def test_column_blocks_cover_every_column_once():
+    indptr = np.array([0, 5, 5, 30, 31, 40, 100])
+    blocks = list(column_blocks(indptr, size=10))
+    assert blocks[0][0] == 0 and blocks[-1][1] == 6
+    assert all(a < b for a, b in blocks)
+    assert all(blocks[i][1] == blocks[i + 1][0] for i in range(len(blocks) - 1))
+
+
+def test_tfidf_arrays_equal_a_count_vectorizer_build_bit_for_bit(tmp_path):
+    """The streamed counts give the TF-IDF arrays of the first builder (CountVectorizer and
+    scipy row sums), norms included, to the last bit."""
+    from busca.index import tfidf
+    from busca.index.storage import LocalBuildWriter
+    texts = random_texts(random.Random(11), 300)
+    tfidf.build(texts, LocalBuildWriter(None, tmp_path), options={})
+    counts, terms = reference(texts, java_terms)
+    n = counts.shape[0]
+    idf = np.log(n / np.bincount(counts.indices, minlength=counts.shape[1]))
+    weights = counts.astype(np.float64).multiply(idf).tocsr()
+    norms = np.sqrt(np.asarray(weights.multiply(weights).sum(axis=1)).ravel())
+    assert np.load(tmp_path / "tfidf.norms.npy").tolist() == norms.tolist()
+    assert np.load(tmp_path / "tfidf.idf.npy").tolist() == idf.tolist()
+    csc = counts.tocsc()
+    csc.sort_indices()
+    assert np.load(tmp_path / "tfidf.indices.npy").tolist() == csc.indices.tolist()
+    assert (tmp_path / "tfidf.vocab.txt").read_text(encoding="utf-8").split("\n")[:-1] == terms

@@ -1,0 +1,117 @@
+"""Streamed windows and counts against chunk_words and count_texts, in one process or many."""
+
+import multiprocessing
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from busca.crawler.store import Document
+from busca.index.chunks import ChunkRow
+from busca.index.chunking import chunk_words, words
+from busca.index.counting import count_texts
+from busca.index.chunking import splits_like_java
+from busca.index.stream import chunk_documents, windows
+
+WORDS = "ação gato Universidade 2019 R$1.234,56 e-mail x\x00y ΟΔΟΣ 東京 😀 — ... café".split(" ")
+# Java splits only at [ \t\n\x0b\f\r] and trims every char <= U+0020 at both ends.
+GAPS = (" ", " ", " ", "\n", "\t", "\r\n", "  \n\n ", "\x0b", "\x0c", "\xa0", "\u2003",
+        "\u3000", "\x1c", "\x85", "\u2028")
+ENDS = ("", " ", "\n", "\x00", "\x01 ", " \x1f", "\t\x02\t", "\xa0")
+
+
+def random_text(rng: random.Random) -> str:
+    n = rng.choice([0, 1, 2, 5, 19, 20, 21, 60, 199, 200, 201, 450])
+    body = "".join(rng.choice(WORDS) + rng.choice(GAPS) for _ in range(n))
+    return rng.choice(ENDS) + body + rng.choice(ENDS)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_windows_match_chunk_words(seed):
+    rng = random.Random(seed)
+    for _ in range(300):
+        text = random_text(rng)
+        if rng.random() < 0.5:  # the fast path: only Java whitespace, no control chars
+            text = "".join(c if c > " " or c in " \t\n\r" else " " for c in text)
+            text = text.replace("\xa0", " ").replace("\u2003", " ").replace("\u3000", " ")
+            text = text.replace("\x85", " ").replace("\u2028", " ")
+        size = rng.choice([1, 3, 20, 200])
+        overlap = rng.randrange(size)
+        n, spans, pieces = windows(text, size=size, overlap=overlap)
+        expected = chunk_words(text, size=size, overlap=overlap)
+        assert spans == [(c.start, c.end) for c in expected]
+        assert [" ".join(p) for p in pieces] == [c.text for c in expected]
+
+
+def test_splits_like_java():
+    assert splits_like_java("  ação  gato\n\tcafé ")
+    assert splits_like_java("x\x00y")  # a control char inside a word is part of it for both
+    assert not splits_like_java("a\xa0b")  # Python splits at a no-break space, Java does not
+    assert not splits_like_java("\x01 a")  # Java's trim drops it, Python keeps it as a word
+    assert not splits_like_java("a \x1f")
+
+
+def documents(rng: random.Random, n: int) -> list[Document]:
+    return [Document(f"u{i:03d}", "", random_text(rng), sha256=f"h{i}") for i in range(n)]
+
+
+POOL_CHECK = """
+import random, sys
+sys.path.insert(0, sys.argv[1])
+from test_index_stream import documents
+from busca.index import stream
+docs = documents(random.Random(5), 120)
+stream.BATCH_DOCS = 7
+one = stream.chunk_documents(docs, size=20, overlap=5, reusable={}, total=120, workers=1,
+                             keep_texts=True)
+stream.PARALLEL_MIN_DOCS = 0
+assert stream._fork_context() is not None, "no fork here"
+two = stream.chunk_documents(docs, size=20, overlap=5, reusable={}, total=120, workers=2,
+                             keep_texts=True)
+assert list(one.rows()) == list(two.rows())
+assert one.texts == two.texts and one.words == two.words
+assert one.counts.terms == two.counts.terms
+assert (one.counts.matrix != two.counts.matrix).nnz == 0
+print("same")
+"""
+
+
+def test_pool_gives_the_same_as_one_process():
+    """In a fresh interpreter: the pool only forks when no other thread runs, and other tests
+    leave threads behind."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork start method on this platform: builds run in one process")
+    done = subprocess.run([sys.executable, "-c", POOL_CHECK, str(Path(__file__).parent)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "same"
+
+
+def test_rows_texts_and_counts_agree_with_chunk_words():
+    docs = documents(random.Random(6), 40)
+    chunked = chunk_documents(docs, size=20, overlap=5, reusable={}, total=len(docs),
+                              keep_texts=True)
+    expected = [(d.url, c) for d in docs for c in chunk_words(d.text, size=20, overlap=5)]
+    assert [(r.url, r.position, r.start, r.end) for r in chunked.rows()] == \
+        [(u, c.position, c.start, c.end) for u, c in expected]
+    assert chunked.texts == [c.text for _, c in expected]
+    reference = count_texts(chunked.texts)
+    assert chunked.counts.terms == reference.terms
+    assert (chunked.counts.matrix != reference.matrix).nnz == 0
+    assert chunked.words == sum(len(words(d.text)) for d in docs)
+
+
+def test_unchanged_documents_keep_their_previous_spans():
+    doc = Document("a", "", "um dois três quatro cinco", sha256="same")
+    old = {"a": ("same", [ChunkRow(0, "a", 0, 0, 7), ChunkRow(1, "a", 1, 8, 25)])}
+    chunked = chunk_documents([doc], size=200, overlap=40, reusable=old, total=1,
+                              keep_texts=True)
+    assert [(r.start, r.end) for r in chunked.rows()] == [(0, 7), (8, 25)]
+    assert chunked.texts == ["um dois", "três quatro cinco"] and chunked.rechunked == 0
+    changed = chunk_documents([doc], size=200, overlap=40,
+                              reusable={"a": ("other", old["a"][1])}, total=1)
+    assert [(r.start, r.end) for r in changed.rows()] == [(0, 25)] and changed.rechunked == 1
+    assert np.array_equal(chunked.counts.matrix.sum(axis=0), changed.counts.matrix.sum(axis=0))

@@ -1,0 +1,234 @@
+"""search/context.py: merging overlapping windows, sentence cuts, the floor, the prompt."""
+
+import re
+
+import pytest
+
+from busca.crawler.store import Document
+from busca.index import storage
+from busca.index.build import build_index
+from busca.index.storage import load_index
+from busca.search import context as cx
+from busca import search as core
+from busca.index import LocalHome
+
+# 30 distinct sentences; every third one talks about the refund, so several overlapping
+# 20-word windows of the same document match "reembolso estorno".
+SENTENCES = [
+    f"A frase {n} fala do reembolso e do estorno no cartão." if n % 3 == 0
+    else f"A frase {n} descreve o atendimento da loja virtual."
+    for n in range(30)
+]
+POLICY = Document("https://loja.example/politica/", "Política da loja", " ".join(SENTENCES))
+OTHER = Document("https://loja.example/frete/", "Frete",
+                 "O frete é grátis acima de cem reais. O reembolso do frete segue a política.")
+CATS = Document("https://loja.example/gatos/", "Gatos", "O gato dorme. O gato come ração.")
+
+
+def _sentences(text: str) -> list[str]:
+    return [s for s in re.split(r"(?<=[.!?])\s+|\n+", text) if s.strip() and s != "[…]"]
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = LocalHome(tmp_path)
+    for doc in (POLICY, OTHER, CATS):
+        s.put(doc)
+    build_index(s, size=20, overlap=8)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def index(store):
+    return load_index(store.home)
+
+
+# --- the acceptance checks ------------------------------------------------------------
+
+def test_overlapping_windows_give_each_sentence_once(index, store):
+    hits = core.search(index, store, "reembolso estorno", k=8)
+    policy_hits = [h for h in hits if h.url == POLICY.url]
+    assert len(policy_hits) >= 3
+    naive = [s for h in policy_hits for s in _sentences(h.text)]
+    assert len(naive) > len(set(naive)), "the windows should overlap, or the test proves nothing"
+
+    found = cx.build_context(index, store, "reembolso estorno", k=8, per_doc=0)
+    prompt_text = cx.format_passages(found.passages)
+    sentences = _sentences(prompt_text)
+    assert len(sentences) == len(set(sentences))
+    for hit in policy_hits:  # nothing a window found was lost in the merge
+        for sentence in _sentences(hit.text)[1:-1]:
+            assert sentence in prompt_text
+
+
+def test_every_passage_carries_its_url_and_spans_map_back(index, store):
+    found = cx.build_context(index, store, "reembolso estorno frete", k=8)
+    assert len(found.passages) >= 2
+    rendered = cx.render(found)
+    for p in found.passages:
+        assert f"[fonte: {p.url}] {p.title}\n" in rendered
+        text = store.get(p.url).text
+        for span in p.spans:
+            assert text[span.start:span.end] == span.text
+        assert p.text == cx.SPAN_JOIN.join(text[s.start:s.end] for s in p.spans)
+        # each window of the passage lies inside one of its (widened) spans
+        for h in p.hits:
+            assert any(s.start <= h.start and h.end <= s.end for s in p.spans)
+
+
+def test_passages_are_best_first_and_ranked(index, store):
+    found = cx.build_context(index, store, "reembolso estorno frete", k=8)
+    scores = [p.score for p in found.passages]
+    assert scores == sorted(scores, reverse=True)
+    assert [p.rank for p in found.passages] == list(range(1, len(scores) + 1))
+    for p in found.passages:
+        assert p.score == max(h.score for h in p.hits)
+
+
+# --- sentences ---------------------------------------------------------------------------
+
+def test_windows_far_apart_stay_separate_spans_of_one_passage(tmp_path):
+    store = LocalHome(tmp_path)
+    first, last = "Reembolso em sete dias.", "O estorno aparece na fatura."
+    filler = " ".join(f"Linha {n} sem assunto." for n in range(40))
+    store.put(Document("u", "T", f"{first} {filler} {last}"))
+    hits = [_hit(store, "u", first, 1, 0.9), _hit(store, "u", last, 2, 0.5)]
+    [p] = cx.merge_hits(hits, store)
+    assert [s.text for s in p.spans] == [first, last]
+    assert p.text == f"{first}{cx.SPAN_JOIN}{last}"
+
+
+def test_windows_separated_only_by_whitespace_merge(tmp_path):
+    store = LocalHome(tmp_path)
+    store.put(Document("u", "T", "Um dois.\n\nTrês quatro."))
+    [p] = cx.merge_hits([_hit(store, "u", "Um dois.", 1, 1.0),
+                         _hit(store, "u", "Três quatro.", 2, 0.5)], store)
+    assert [(s.start, s.end) for s in p.spans] == [(0, 22)]
+
+
+def _hit(store, url, piece, rank, score):
+    text = store.get(url).text
+    start = text.index(piece)
+    return core.Hit(rank, score, rank, url, "T", start, start + len(piece), piece, "tfidf")
+
+
+# --- the character budget ------------------------------------------------------------------
+
+def _passage(url, text, rank=1, score=1.0):
+    return cx.Passage(rank, url, "T", score, (cx.Span(0, len(text), text),), ())
+
+
+def test_fit_cuts_at_the_last_sentence_end_that_fits():
+    text = "Uma frase. Outra frase aqui. Mais uma."
+    [p] = cx.fit([_passage("u", text)], 30)
+    assert p.text == "Uma frase. Outra frase aqui."
+    assert (p.spans[0].start, p.spans[0].end) == (0, 28) and p.truncated
+    [whole] = cx.fit([_passage("u", text)], len(text))
+    assert whole.text == text and not whole.truncated
+
+
+def test_fit_keeps_the_sentences_around_the_best_window():
+    text = "Começo sem assunto. Mais texto neutro. O prazo é de 7 dias. Fim da regra. Rodapé."
+    start = text.index("O prazo")
+    best = core.Hit(1, 0.9, 0, "u", "T", start, start + 10, "O prazo é", "tfidf")
+    p = cx.Passage(1, "u", "T", 0.9, (cx.Span(0, len(text), text),), (best,))
+    [out] = cx.fit([p], len("O prazo é de 7 dias. Fim da regra."))
+    assert out.text == "O prazo é de 7 dias. Fim da regra." and out.truncated
+    assert text[out.spans[0].start:out.spans[0].end] == out.text
+    [out] = cx.fit([p], len("Mais texto neutro. O prazo é de 7 dias. Fim da regra. Rodapé."))
+    assert out.text == "Mais texto neutro. O prazo é de 7 dias. Fim da regra. Rodapé."
+
+
+def test_fit_gives_the_rest_of_the_budget_to_the_next_passages():
+    a = _passage("a", "Primeira frase curta. Segunda frase.")  # 36 characters
+    b = _passage("b", "Do outro. Documento.", rank=2, score=0.5)
+    c = _passage("c", "Um texto longo demais para sobrar.", rank=3, score=0.4)
+    out = cx.fit([a, b, c], 36 + 10)
+    assert [(p.url, p.text) for p in out] == [("a", a.text), ("b", "Do outro.")]
+
+
+def test_fit_too_small_for_one_sentence_says_how_much_is_needed():
+    with pytest.raises(cx.ContextTooSmall) as e:
+        cx.fit([_passage("u", "Uma frase bem comprida. Curta.")], 10)
+    assert e.value.needed == len("Uma frase bem comprida.")
+    assert "too small for even one sentence" in str(e.value)
+
+
+# --- the floor -----------------------------------------------------------------------------
+
+def test_below_the_floor_there_are_no_passages_but_the_scores_remain(index, store):
+    found = cx.build_context(index, store, "gato ração", min_score=0.999)
+    assert not found.answered and found.passages == ()
+    assert found.hits and found.scores == [h.score for h in found.hits]
+
+
+def test_the_calibrated_floor_applies_unless_overridden(index, store):
+    storage.update_manifest(index, {"methods": {"tfidf": {"floor": 0.999}}})
+    assert not cx.build_context(index, store, "gato ração").answered
+    assert cx.build_context(index, store, "gato ração", min_score=0.0).answered
+
+
+def test_a_question_without_known_words_finds_nothing_and_says_why(index, store):
+    found = cx.build_context(index, store, "xilofone")
+    assert not found.answered and found.hits == ()
+    assert "xilofone" in found.reason
+
+
+# --- the prompt ----------------------------------------------------------------------------
+
+def test_default_prompt_in_portuguese_and_english(index, store):
+    found = cx.build_context(index, store, "gato ração", k=1)
+    pt = cx.render(found)
+    assert pt.startswith(cx.INSTRUCTIONS["pt"]) and "[fonte: URL]" in pt
+    assert "\n\nTrechos:\n\n[fonte: https://loja.example/gatos/] Gatos\nO gato dorme." in pt
+    assert pt.endswith("\n\nPergunta: gato ração\n")
+    en = cx.render(found, lang="en")
+    assert en.startswith("Answer using only the passages below.")
+    assert en.endswith("\n\nQuestion: gato ração\n")
+    with pytest.raises(ValueError, match="pt, en"):
+        cx.render(found, lang="fr")
+
+
+def test_user_template_keeps_other_braces_and_does_not_expand_the_question(index, store):
+    found = cx.build_context(index, store, "gato {context}", k=1)
+    out = cx.render(found, template='Use {"json": true}.\n{context}\n---\nQ: {question}')
+    assert out.startswith('Use {"json": true}.\n[fonte: https://loja.example/gatos/]')
+    assert out.endswith("\n---\nQ: gato {context}")
+
+
+@pytest.mark.parametrize("template, missing", [
+    ("só {question}", "{context}"), ("só {context}", "{question}"), ("nada", "{context}")])
+def test_template_without_a_placeholder_is_refused(template, missing):
+    with pytest.raises(cx.TemplateError, match=re.escape(missing)):
+        cx.check_template(template)
+
+
+def test_structured_form(index, store):
+    found = cx.build_context(index, store, "reembolso estorno", k=4, max_chars=400)
+    d = cx.context_dict(found, prompt="P")
+    assert d["answered"] and d["prompt"] == "P" and d["max_chars"] == 400
+    assert d["chars"] == sum(len(s["text"]) for p in d["passages"] for s in p["spans"]) <= 400
+    p = d["passages"][0]
+    assert {"rank", "url", "title", "score", "truncated", "spans", "hits"} <= set(p)
+    assert {"start", "end", "text"} == set(p["spans"][0])
+    assert {"rank", "score", "chunk_id", "start", "end"} == set(p["hits"][0])
+
+
+def test_per_doc_leaves_room_for_other_documents(index, store):
+    """Collapse by document: the frete article gets in next to the long policy."""
+    whole = cx.build_context(index, store, "reembolso estorno", k=3, per_doc=0)
+    assert {p.url for p in whole.passages} == {POLICY.url}
+    two = cx.build_context(index, store, "reembolso estorno", k=3, per_doc=2)
+    assert [p.url for p in two.passages] == [POLICY.url, OTHER.url]
+    assert len(two.passages[0].hits) == 2
+
+
+def test_per_doc_gives_back_the_slots_no_other_document_can_use(index, store):
+    """Above the floor only the policy is relevant: it keeps all k windows."""
+    best = core.search(index, store, "reembolso estorno", k=3)
+    floor = best[-1].score  # the third policy window passes, the frete article does not
+    found = cx.build_context(index, store, "reembolso estorno", k=3, per_doc=1,
+                             min_score=floor)
+    assert [p.url for p in found.passages] == [POLICY.url]
+    assert [h.chunk_id for h in found.passages[0].hits] == [h.chunk_id for h in best]

@@ -1,0 +1,114 @@
+import json
+
+import pytest
+
+from busca.search.eval.golden import GoldenError, load_golden
+
+SEED = [
+    {"pergunta": "Qual o prazo do reembolso?", "trecho": "7 dias úteis"},
+    {"pergunta": "Tem juros no parcelamento?", "trecho": "sem juros até 6 vezes"},
+]
+
+
+def write(tmp_path, data, name="golden.json"):
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data, ensure_ascii=False),
+                    encoding="utf-8")
+    return path
+
+
+def test_the_seed_format_exactly(tmp_path):
+    golden = load_golden(write(tmp_path, SEED))
+    assert golden.kind == "json"
+    assert [q.text for q in golden.questions] == ["Qual o prazo do reembolso?",
+                                                  "Tem juros no parcelamento?"]
+    assert golden.questions[0].trecho == "7 dias úteis"
+    assert all(q.answerable for q in golden.questions)
+
+
+def test_ids_url_tags_and_unanswerable(tmp_path):
+    golden = load_golden(write(tmp_path, [
+        {"id": "p01", "tipo": "parafrase", "pergunta": "a?", "trecho": "x", "url": "https://s/a"},
+        {"id": 7, "tipo": "sem_resposta", "pergunta": "b?", "trecho": None, "nota": 2,
+         "lista": [1]},
+        {"pergunta": "c?", "url": "https://s/c"},
+    ]))
+    a, b, c = golden.questions
+    assert (a.id, a.url, a.tags) == ("p01", "https://s/a", {"tipo": "parafrase"})
+    assert (b.id, b.answerable, b.tags) == ("7", False, {"tipo": "sem_resposta", "nota": "2"})
+    assert c.answerable and c.trecho is None
+    assert [q.id for q in golden.unanswerable] == ["7"]
+
+
+def test_english_keys(tmp_path):
+    golden = load_golden(write(tmp_path, [{"question": "a?", "answer": "x"},
+                                          {"question": "b?", "passage": "y"}]))
+    assert [(q.text, q.trecho) for q in golden.questions] == [("a?", "x"), ("b?", "y")]
+
+
+def test_ids_without_an_id_are_stable_under_reordering(tmp_path):
+    first = load_golden(write(tmp_path, SEED, "a.json")).questions
+    second = load_golden(write(tmp_path, SEED[::-1], "b.json")).questions
+    assert {q.text: q.id for q in first} == {q.text: q.id for q in second}
+
+
+def test_jsonl(tmp_path):
+    text = "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in SEED) + "\n"
+    golden = load_golden(write(tmp_path, text, "golden.jsonl"))
+    assert golden.kind == "jsonl" and len(golden.questions) == 2
+
+
+def test_beir_folder(tmp_path):
+    (tmp_path / "qrels").mkdir()
+    write(tmp_path, '{"_id": "q1", "text": "Quem fundou?"}\n{"_id": "q2", "text": "Onde?"}\n'
+                    '{"_id": "q3", "text": "não avaliada"}\n', "queries.jsonl")
+    write(tmp_path, "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\t2\nq2\td3\t1\nq2\td4\t0\n",
+          "qrels/test.tsv")
+    write(tmp_path, "", "corpus.jsonl")
+    golden = load_golden(tmp_path)
+    assert golden.kind == "beir" and golden.corpus.endswith("corpus.jsonl")
+    assert [(q.id, q.qrels) for q in golden.questions] == [
+        ("q1", {"d1": 1, "d2": 2}), ("q2", {"d3": 1})]
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[{"pergunta": "a?", "trecho": "x"},\n {"pergunta": "b?" "trecho": "y"}]',
+     r"golden.json:2:20: invalid JSON \(Expecting ',' delimiter\)"),
+    ('{"pergunta": "a?"}', "expected a JSON list"),
+    ('[{"trecho": "x"}]', 'item 1: needs a non-empty "pergunta"'),
+    ('[{"pergunta": "  ", "trecho": "x"}]', 'item 1: needs a non-empty "pergunta"'),
+    ('[{"pergunta": "a?", "trecho": 7}]', '"trecho" must be a string or null, not int'),
+    ('[{"pergunta": "a?", "trecho": ""}]', '"trecho" is empty'),
+    ('["a?"]', "item 1: expected an object"),
+    ('[]', "the golden set is empty"),
+    ('[{"id": "x", "pergunta": "a?"}, {"id": "x", "pergunta": "b?"}]',
+     "items 1 and 2 have the same id 'x'"),
+    ('[{"pergunta": "a?"}, {"pergunta": "a?"}]', "items 1 and 2 have the same id"),
+    ('[{"pergunta": "a?", "url": 3}]', '"url" must be a non-empty string'),
+])
+def test_bad_golden_sets_say_where(tmp_path, text, message):
+    with pytest.raises(GoldenError, match=message):
+        load_golden(write(tmp_path, text))
+
+
+def test_bad_jsonl_names_the_line(tmp_path):
+    path = write(tmp_path, '{"pergunta": "a?", "trecho": "x"}\n{"pergunta": \n', "g.jsonl")
+    with pytest.raises(GoldenError, match=r"g.jsonl:2:\d+: invalid JSON"):
+        load_golden(path)
+
+
+def test_missing_file_and_bad_beir(tmp_path):
+    with pytest.raises(GoldenError, match="no such file"):
+        load_golden(tmp_path / "nada.json")
+    with pytest.raises(GoldenError, match="needs queries.jsonl"):
+        load_golden(tmp_path)
+    write(tmp_path, '{"_id": "q1", "text": "a"}\n', "queries.jsonl")
+    (tmp_path / "qrels").mkdir()
+    with pytest.raises(GoldenError, match=r"no qrels/test.tsv \(found: none\)"):
+        load_golden(tmp_path)
+    write(tmp_path, "q9\td1\t1\n", "qrels/dev.tsv")
+    with pytest.raises(GoldenError, match="queries.jsonl lacks"):
+        load_golden(tmp_path)
+    write(tmp_path, "q1\td1\t1\nq1\td2\tmuito\n", "qrels/dev.tsv")
+    with pytest.raises(GoldenError, match=r"dev.tsv:2: expected query-id"):
+        load_golden(tmp_path)

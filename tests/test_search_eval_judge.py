@@ -1,0 +1,158 @@
+import random
+
+import numpy as np
+import pytest
+
+from busca.crawler.store import Document
+from busca.index.build import build_index
+from busca.index.storage import load_index
+from busca import search as core
+from busca.search.eval.judge import (Judged, StaleIndex, chunk_documents, chunk_table, collapse,
+                                   index_rankers, judge, outcome_of, rank_questions)
+from busca.search.eval.golden import Golden, Question
+from busca.index.lexical import NoSearchableTerms
+from busca.index import LocalHome
+
+REEMBOLSO = ("Reembolso. Quando o cliente cancela a assinatura dentro do período de garantia,"
+             " o valor pago é devolvido integralmente. O prazo para o estorno aparecer na\n"
+             "fatura é de até 7 dias   úteis após a confirmação do cancelamento.")
+SUPORTE = "Suporte. O atendimento funciona de segunda a sexta, das 9h às 18h, pelo chat."
+DOCS = [Document("https://s/reembolso", "Reembolso", REEMBOLSO),
+        Document("https://s/suporte", "Suporte", SUPORTE)]
+WORDS_8_2 = {"kind": "words", "size": 8, "overlap": 2}
+
+
+def golden(*questions: Question) -> Golden:
+    return Golden("g.json", "json", tuple(questions))
+
+
+def table(chunker=WORDS_8_2, docs=DOCS):
+    return chunk_documents(docs, chunker)[0]
+
+
+def test_collapse():
+    assert collapse("  7 dias\n\t úteis \u00a0") == "7 dias úteis"
+
+
+def test_trecho_matches_with_whitespace_collapsed_on_both_sides():
+    t = table({"kind": "words", "size": 200, "overlap": 40})
+    j = judge(golden(Question("a", "prazo?", trecho="7 dias úteis"),
+                     Question("b", "prazo?", trecho="na fatura\n é de  até")), t)
+    assert [dict(x.gains) for x in j.items] == [{0: 1.0}, {0: 1.0}]
+    assert j.problems == () and dict(j.found_in) == {"a": 1, "b": 1}
+
+
+def test_url_limits_and_url_alone_labels_a_whole_document():
+    t = table()
+    in_both = "de"  # occurs in both documents
+    j = judge(golden(Question("a", "?", trecho=in_both, url="https://s/suporte"),
+                     Question("b", "?", url="https://s/suporte"),
+                     Question("c", "?")), t)
+    suporte = [i for i, u in enumerate(t.urls) if u == "https://s/suporte"]
+    assert set(j.items[0].gains) <= set(suporte) and j.items[0].gains
+    assert set(j.items[1].gains) == set(suporte)
+    assert j.items[2].gains == {} and not j.items[2].question.answerable
+    assert j.problems == ()
+
+
+def test_overlap_puts_a_trecho_in_two_chunks():
+    t = table()  # windows 0-7, 6-13, ...: words 6 and 7 are in two chunks
+    words = REEMBOLSO.split()
+    j = judge(golden(Question("a", "?", trecho=" ".join(words[6:8]))), t)
+    assert sorted(j.items[0].gains) == [0, 1] and j.found_in["a"] == 2
+
+
+def test_unlabelled_trechos_are_reported_with_the_reason():
+    t = table()
+    words = REEMBOLSO.split()
+    j = judge(golden(Question("split", "?", trecho=" ".join(words[4:12])),
+                     Question("typo", "?", trecho="7 dias corridos"),
+                     Question("caps", "?", trecho="o ATENDIMENTO funciona"),
+                     Question("url", "?", trecho="7 dias", url="https://s/outro")), t)
+    reasons = {p.question.id: p for p in j.problems}
+    assert reasons["split"].reason == "split across 2 chunks of https://s/reembolso"
+    assert reasons["split"].split_across == 2
+    assert "occurs in no indexed document" in reasons["typo"].reason
+    assert "only with other capital letters" in reasons["caps"].reason
+    assert reasons["url"].reason == "its url https://s/outro is not in the index"
+    assert all(not item.gains for item in j.items)
+
+
+def test_containment_agrees_with_a_naive_oracle():
+    rng = random.Random(3)
+    vocab = ["a", "casa", "ação", "é", "7", "dias.", "úteis", "Prazo", "de"]
+    docs = [Document(f"u{d}", "", " ".join(rng.choice(vocab) + rng.choice(["", " ", "\n  "])
+                                         for _ in range(60))) for d in range(5)]
+    chunker = {"kind": "words", "size": 7, "overlap": 3}
+    t = table(chunker, docs)
+    questions = [Question(f"q{n}", "?", trecho=" ".join(rng.choices(vocab, k=rng.randint(1, 3))))
+                 for n in range(60)]
+    j = judge(golden(*questions), t)
+    for item in j.items:
+        needle = collapse(item.question.trecho)
+        expected = {i for i in range(len(t.urls)) if needle in collapse(t.text(i))}
+        assert set(item.gains) == expected
+
+
+def test_outcome_of_chunks_and_of_documents():
+    t = table()
+    q = Question("a", "?", trecho="x")
+    chunk_level = outcome_of(Judged(q, {2: 1.0, 5: 1.0}, "chunk"), t, [7, 2, 0, 5],
+                             [0.9, 0.8, 0.7, 0.6])
+    assert chunk_level.ranks == (2, 4) and chunk_level.first_rank == 2
+    assert (chunk_level.top_score, chunk_level.first_score) == (0.9, 0.8)
+    assert chunk_level.units[1] == t.name(2)
+    doc_q = Question("b", "?", qrels={"https://s/suporte": 1})
+    j = judge(golden(doc_q), t).items[0]
+    suporte = [i for i, u in enumerate(t.urls) if u == "https://s/suporte"]
+    ids = [0, 1, suporte[0], 2, suporte[-1]]
+    doc_level = outcome_of(j, t, ids, [0.9, 0.8, 0.7, 0.6, 0.5])
+    assert doc_level.units == ("https://s/reembolso", "https://s/suporte")
+    assert doc_level.ranks == (2,) and doc_level.first_score == 0.7
+
+
+def test_rank_questions_scores_a_question_without_hits_as_zero():
+    t = table()
+    j = judge(golden(Question("a", "prazo", trecho="7 dias"), Question("b", "xyz")), t)
+
+    def ranker(query):
+        if query == "xyz":
+            raise NoSearchableTerms("none")
+        return np.array([3, 1]), np.array([0.5, 0.4])
+
+    seen = []
+    runs = rank_questions(j, t, {"fake": ranker}, on_progress=lambda *a: seen.append(a))
+    a, b = runs["fake"]
+    relevant = next(iter(j.items[0].gains))
+    assert a.first_rank == ([3, 1].index(relevant) + 1 if relevant in (3, 1) else None)
+    assert b.ranks == () and b.top_score is None
+    assert seen[-1] == ("ranking with fake", 2, 2)
+
+
+@pytest.fixture
+def indexed(tmp_path):
+    store = LocalHome(tmp_path)
+    for doc in DOCS:
+        store.put(doc)
+    build_index(store, size=8, overlap=2)
+    yield store, load_index(tmp_path)
+    store.close()
+
+
+def test_chunk_table_of_the_live_index(indexed):
+    store, index = indexed
+    t = chunk_table(index, store)
+    assert t.label == "words:8:2" and len(t.urls) == index.manifest["chunks"]
+    assert t.text(0).startswith("Reembolso. Quando")
+    rankers = index_rankers(index, ["tfidf"], depth=5)
+    ids, scores = rankers["tfidf"]("prazo do estorno")
+    assert len(ids) <= 5 and scores[0] >= scores[-1]
+
+
+def test_stale_index_and_unknown_method(indexed):
+    store, index = indexed
+    with pytest.raises(core.UnknownMethod, match="it has: tfidf"):
+        index_rankers(index, ["nada"])
+    store.put(Document("https://s/suporte", "Suporte", SUPORTE + " Novo."))
+    with pytest.raises(StaleIndex, match='run "busca index"'):
+        chunk_table(index, store)

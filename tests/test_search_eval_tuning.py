@@ -1,0 +1,104 @@
+import json
+
+import pytest
+from conftest import write_jsonl
+from dense_fakes import DOCS, FakeEncoder
+
+from busca.crawler.store import Document
+from busca.index import encoders
+from busca.index.build import build_index
+from busca.index.storage import load_index
+from busca.search import fusion
+from busca import search as core
+from busca.search.eval import tuning
+from busca.search.eval.judge import chunk_table, judge, outcome_of
+from busca.search.fusion import FusionError
+from busca.search.eval.golden import load_golden
+from busca.search.eval.metrics import parse_metric, value
+from busca.index import LocalHome
+
+GOLDEN = [
+    {"id": "l1", "tipo": "lexical", "pergunta": "o que é o código de erro ERR_504?",
+     "trecho": "O código de erro ERR_504 aparece"},
+    {"id": "l2", "tipo": "lexical", "pergunta": "onde guardar a senha do banco de dados?",
+     "trecho": "Guarde a senha do banco de dados"},
+    {"id": "p1", "tipo": "parafrase", "pergunta": "o robô mentiu e citou um pacote inexistente",
+     "trecho": "Alucinação é quando o modelo inventa"},
+    {"id": "p2", "tipo": "parafrase", "pergunta": "como pedir acesso à câmera no celular",
+     "trecho": "peça permissão de câmera ao usuário"},
+    {"id": "n1", "tipo": "sem_resposta", "pergunta": "qual o preço do plano?", "trecho": None},
+]
+SYNONYMS = {"mentiu": "falsa", "inexistente": "existe", "pacote": "biblioteca",
+            "celular": "native", "acesso": "permissão"}
+
+
+@pytest.fixture
+def setup(tmp_path, monkeypatch):
+    encoder = FakeEncoder(synonyms=SYNONYMS)
+    monkeypatch.setitem(encoders.ENCODERS, "fake", lambda *, threads=1: encoder)
+    store = LocalHome(tmp_path / "home")
+    for url, title, text in DOCS:
+        store.put(Document(url, title, text))
+    build_index(store, methods=("tfidf", "dense", "hybrid"), options={"dense": "fake"})
+    path = tmp_path / "golden.json"
+    path.write_text(json.dumps(GOLDEN, ensure_ascii=False), encoding="utf-8")
+    yield load_index(store.home), store, load_golden(path)
+    store.close()
+
+
+def test_grid_has_rrf_and_minmax_settings_and_the_default():
+    settings = tuning.grid(["bm25", "dense"])
+    rrf, minmax = len(tuning.RRF_KS) * len(tuning.DENSE_WEIGHTS), len(tuning.DENSE_SHARES)
+    assert len(settings) == rrf + minmax
+    assert fusion.FusionSettings(weights={"bm25": 0.6, "dense": 0.4}) in settings
+    assert {s.fusion for s in settings} == {"rrf", "minmax"}
+
+
+def test_tuning_scores_each_setting_like_the_hybrid_scorer(setup):
+    index, store, golden = setup
+    metric = parse_metric("recall@1")
+    result = tuning.tune_fusion(golden, index, store, metric=metric, by=["tipo"])
+    assert result.questions == 4 and result.components == ("tfidf", "dense")
+    assert [t.name for t in result.singles] == ["tfidf", "dense"]
+    assert result.best.estimate.mean == max(t.estimate.mean for t in result.trials)
+    assert result.default.settings == fusion.FusionSettings(weights={"tfidf": 0.6, "dense": 0.4})
+    # independent path: the live hybrid scorer, configured to each of three settings
+    table = chunk_table(index, store)
+    judged = [j for j in judge(golden, table).items if j.question.answerable]
+    for trial in (result.default, result.trials[-1], result.trials[5]):
+        settings = fusion.FusionSettings(**{k: getattr(trial.settings, k)
+                                            for k in ("fusion", "rrf_k", "window", "weights")})
+        expected = [value(metric, outcome_of(j, table, *core.rank(index, j.question.text,
+                                                                  method="hybrid", k=100,
+                                                                  fusion=settings)))
+                    for j in judged]
+        assert trial.values.tolist() == expected
+    assert set(result.default.slices) == {"tipo=lexical", "tipo=parafrase"}
+    assert 0 <= result.cross_validated.mean <= 1
+    assert "the same 4 questions" in result.warning
+
+
+def test_tuning_needs_one_lexical_method_and_dense(setup):
+    index, store, golden = setup
+    with pytest.raises(FusionError, match="--methods bm25,dense"):
+        tuning.tune_fusion(golden, index, store, metric=parse_metric("recall@3"),
+                           components=["tfidf", "hybrid", "dense"])
+
+
+def test_cli_tune_fusion_reports_best_default_and_warning(run, tmp_path, monkeypatch):
+    monkeypatch.setitem(encoders.ENCODERS, "fake",
+                        lambda *, threads=1: FakeEncoder(synonyms=SYNONYMS))
+    docs = [{"url": u, "title": t, "text": x} for u, t, x in DOCS]
+    run("add", str(write_jsonl(tmp_path / "docs.jsonl", docs)))
+    run("index", "-q", "--methods", "tfidf", "--dense", "fake")
+    golden = tmp_path / "golden.json"
+    golden.write_text(json.dumps(GOLDEN, ensure_ascii=False), encoding="utf-8")
+    result = run("eval", str(golden), "--tune-fusion", "-q")
+    assert result.exit_code == 0
+    assert "default" in result.stdout and "tipo=parafrase" in result.stdout
+    assert "cross-validated (5 folds)" in result.stdout
+    assert "warning: tuned and reported on the same 4 questions" in result.stdout
+    data = json.loads(run("eval", str(golden), "--tune-fusion", "-q", "--json").stdout)
+    assert data["default"]["settings"] == {"fusion": "minmax", "window": 100,
+                                           "weights": {"tfidf": 0.6, "dense": 0.4}}
+    assert len(data["trials"]) == 72

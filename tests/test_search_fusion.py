@@ -1,0 +1,292 @@
+import json
+from collections import defaultdict
+
+import numpy as np
+import pytest
+from conftest import write_jsonl
+from dense_fakes import DOCS, FakeEncoder
+
+from busca.crawler.store import Document
+from busca.index import encoders
+from busca.index.build import UnknownMethodError, build_index
+from busca.index.storage import load_index, update_manifest
+from busca.search import fusion
+from busca import search as core
+from busca.search.fusion import (FusionError, FusionSettings, check_settings, minmax,
+                                  parse_weights, passing, rrf)
+from busca.index import LocalHome
+
+
+
+def ids(*values):
+    return np.array(values, dtype=np.int64)
+
+
+# --- the fusions on hand-worked cases --------------------------------------------------------
+
+def test_rrf_hand_worked():
+    fused_ids, scores = rrf([ids(1, 2, 3), ids(3, 1)], [1.0, 1.0], k=60)
+    got = dict(zip(fused_ids.tolist(), scores))
+    assert got == {1: pytest.approx(1 / 61 + 1 / 62), 2: pytest.approx(1 / 62),
+                   3: pytest.approx(1 / 63 + 1 / 61)}
+
+
+def test_rrf_weights_and_k():
+    fused_ids, scores = rrf([ids(7, 8), ids(8, 7)], [1.0, 0.5], k=0)
+    assert dict(zip(fused_ids.tolist(), scores)) == {7: pytest.approx(1 + 0.25),
+                                                     8: pytest.approx(0.5 + 0.5)}
+
+
+def test_minmax_hand_worked():
+    fused_ids, scores = minmax([ids(1, 2, 3), ids(3, 1)],
+                               [np.array([0.9, 0.5, 0.1]), np.array([20.0, 10.0])], [0.5, 0.5])
+    # list 1 -> 1.0, 0.5, 0.0; list 2 -> 1.0, 0.0 (chunk 2 absent from list 2: 0)
+    assert dict(zip(fused_ids.tolist(), scores)) == {1: pytest.approx(0.5), 2: pytest.approx(0.25),
+                                                     3: pytest.approx(0.5)}
+
+
+def test_minmax_equal_scores_count_as_one_and_empty_lists_are_skipped():
+    fused_ids, scores = minmax([ids(4, 5), ids()], [np.array([0.3, 0.3]), np.array([])], [2.0, 1.0])
+    assert fused_ids.tolist() == [4, 5] and scores.tolist() == [2.0, 2.0]
+    assert minmax([], [], [])[0].size == 0
+
+
+def _oracle(lists, scores, weights, how, k):
+    """Independent, literal implementation of both fusions with dicts."""
+    total = defaultdict(float)
+    for ranked, s, w in zip(lists, scores, weights):
+        lo, hi = (min(s), max(s)) if len(s) else (0, 0)
+        for rank, (chunk, value) in enumerate(zip(ranked, s), start=1):
+            if how == "rrf":
+                total[chunk] += w * (1.0 / (k + rank))
+            else:
+                total[chunk] += w * ((value - lo) / (hi - lo) if hi != lo else 1.0)
+    return dict(total)
+
+
+@pytest.mark.parametrize("how", ["rrf", "minmax"])
+def test_fusions_agree_with_an_independent_implementation(how):
+    rng = np.random.default_rng(7)
+    for _ in range(30):
+        lists, scores = [], []
+        for _ in range(rng.integers(2, 4)):
+            chosen = rng.choice(50, size=rng.integers(0, 20), replace=False)
+            s = np.sort(rng.random(chosen.size))[::-1]
+            lists.append(chosen.astype(np.int64))
+            scores.append(s)
+        weights = rng.random(len(lists)).tolist()
+        k = float(rng.integers(0, 100))
+        got = rrf(lists, weights, k=k) if how == "rrf" else minmax(lists, scores, weights)
+        expected = _oracle([x.tolist() for x in lists], [x.tolist() for x in scores], weights,
+                           how, k)
+        assert dict(zip(got[0].tolist(), got[1])) == pytest.approx(expected)
+
+
+# --- settings -------------------------------------------------------------------------------
+
+def test_parse_weights():
+    assert parse_weights("bm25=1, dense=0.5") == {"bm25": 1.0, "dense": 0.5}
+    assert parse_weights("tfidf,dense=2") == {"tfidf": 1.0, "dense": 2.0}
+    with pytest.raises(FusionError, match="METHOD=NUMBER"):
+        parse_weights("dense=muito")
+
+
+@pytest.mark.parametrize("settings, message", [
+    (FusionSettings(fusion="soma"), "choose one of: rrf, minmax"),
+    (FusionSettings(window=0), "at least 1"),
+    (FusionSettings(rrf_k=-1), "0 or more"),
+    (FusionSettings(weights={"tfidf": 1.0, "dense": -1.0}), "0 or more and not all 0"),
+    (FusionSettings(weights={"tfidf": 0.0, "dense": 0.0}), "0 or more and not all 0"),
+    (FusionSettings(weights={"dense": 1.0}), "two or more"),
+])
+def test_bad_settings_are_refused(settings, message):
+    with pytest.raises(FusionError, match=message):
+        check_settings(settings)
+
+
+def test_default_components_prefer_bm25_and_need_dense():
+    assert fusion.default_weights(["tfidf", "bm25", "dense"]) == {"bm25": 0.6, "dense": 0.4}
+    assert fusion.default_weights(["tfidf", "bm25", "dense"], "rrf") == {"bm25": 1, "dense": 1}
+    assert list(fusion.default_weights(["tfidf", "dense"])) == ["tfidf", "dense"]
+    with pytest.raises(FusionError, match="busca index --dense use"):
+        fusion.default_weights(["tfidf"])
+
+
+def test_passing_keeps_hits_that_pass_one_component_floor():
+    ranked = {"tfidf": (ids(1, 2), np.array([0.5, 0.1])),
+              "dense": (ids(2, 3), np.array([0.4, 0.2]))}
+    fused = ids(1, 2, 3)
+    assert passing(fused, ranked, {"tfidf": 0.3, "dense": 0.3}).tolist() == [True, True, False]
+    assert passing(fused, ranked, {"tfidf": 0.9, "dense": 0.9}).tolist() == [False] * 3
+    assert passing(fused, ranked, {"tfidf": 0.9, "dense": None}).tolist() == [True] * 3
+
+
+# --- the hybrid scorer on a small index -----------------------------------------------------
+
+@pytest.fixture
+def index(tmp_path, fake):
+    store = LocalHome(tmp_path / "home")
+    for url, title, text in DOCS:
+        store.put(Document(url, title, text))
+    build_index(store, methods=("tfidf", "dense", "hybrid"), options={"dense": "fake"})
+    store.close()
+    return load_index(tmp_path / "home")
+
+
+def _expected_rrf(index, query, weights, k=fusion.RRF_K, window=fusion.WINDOW):
+    lists = []
+    for method in weights:
+        got, scores = core.scorer(index, method).score(query)
+        order = np.lexsort((got, -scores))[:window]
+        lists.append(got[order].tolist())
+    total = defaultdict(float)
+    for ranked, w in zip(lists, weights.values()):
+        for rank, chunk in enumerate(ranked, start=1):
+            total[chunk] += w / (k + rank)
+    return sorted(total, key=lambda c: (-total[c], c))
+
+
+def _expected_minmax(index, query, weights):
+    total = defaultdict(float)
+    for method, w in weights.items():
+        got, scores = core.scorer(index, method).score(query)
+        lo, hi = scores.min(), scores.max()
+        for chunk, score in zip(got.tolist(), scores):
+            total[chunk] += w * (score - lo) / (hi - lo)
+    return sorted(total, key=lambda c: (-total[c], c))
+
+
+def test_default_hybrid_is_minmax_of_tfidf_and_dense(index):
+    query = "biblioteca que não existe"
+    assert fusion.FUSION == "minmax"
+    got = core.rank(index, query, method="hybrid", k=4)[0].tolist()
+    assert got == _expected_minmax(index, query, {"tfidf": 0.6, "dense": 0.4})[:4]
+
+
+def test_rrf_hybrid(index):
+    query = "biblioteca que não existe"
+    rrf_settings = FusionSettings(fusion="rrf")
+    got = core.rank(index, query, method="hybrid", k=4, fusion=rrf_settings)[0].tolist()
+    assert got == _expected_rrf(index, query, {"tfidf": 1.0, "dense": 1.0})[:4]
+
+
+def test_configured_weights_window_and_minmax(index):
+    query = "senha do código de erro"
+    settings = FusionSettings(fusion="rrf", weights={"tfidf": 1.0, "dense": 0.25}, rrf_k=10.0,
+                              window=2)
+    got = core.rank(index, query, method="hybrid", k=4, fusion=settings)[0].tolist()
+    assert got == _expected_rrf(index, query, {"tfidf": 1.0, "dense": 0.25}, k=10, window=2)
+    assert len(got) <= 4
+    settings = FusionSettings(fusion="minmax", weights={"dense": 1.0, "tfidf": 0.0}, window=100)
+    dense_only = core.rank(index, query, method="dense", k=4)[0].tolist()
+    assert core.rank(index, query, method="hybrid", k=4, fusion=settings)[0].tolist() == dense_only
+
+
+def test_a_query_without_known_words_still_ranks_by_dense(index):
+    query = "zzz inexistente"
+    got = core.rank(index, query, method="hybrid", k=2)[0].tolist()
+    assert got == core.rank(index, query, method="dense", k=2)[0].tolist()
+
+
+def test_hybrid_floor_needs_one_component_to_pass_its_own(index):
+    query = "biblioteca que não existe"
+    update_manifest(index, {"methods": {"tfidf": {"floor": 0.99}, "dense": {"floor": 0.99}}})
+    floors = FusionSettings(floors=True)
+    assert core.rank(index, query, method="hybrid", fusion=floors)[0].size == 0
+    update_manifest(index, {"methods": {"dense": {"floor": 0.0}}})
+    assert core.rank(index, query, method="hybrid", fusion=floors)[0].size == 3
+    no_floors = FusionSettings(floors=False)
+    update_manifest(index, {"methods": {"dense": {"floor": 0.99}}})
+    assert core.rank(index, query, method="hybrid", fusion=no_floors)[0].size == 3
+
+
+def test_weights_naming_a_method_the_index_lacks(index):
+    with pytest.raises(FusionError, match="cannot use bm25: this index has tfidf, dense"):
+        core.scorer(index, "hybrid", FusionSettings(weights={"bm25": 1.0, "dense": 1.0}))
+
+
+def test_hybrid_needs_dense_vectors(tmp_path):
+    store = LocalHome(tmp_path)
+    store.put(Document("u", "t", "texto qualquer"))
+    with pytest.raises(UnknownMethodError, match="hybrid needs dense vectors.*--dense use"):
+        build_index(store, methods=("tfidf", "hybrid"))
+    with pytest.raises(UnknownMethodError, match="no method to build"):
+        build_index(store, methods=())
+
+
+# --- CLI -------------------------------------------------------------------------------------
+
+@pytest.fixture
+def indexed(run, tmp_path, fake):
+    docs = [{"url": u, "title": t, "text": x} for u, t, x in DOCS]
+    assert run("add", str(write_jsonl(tmp_path / "docs.jsonl", docs))).exit_code == 0
+    result = run("index", "--methods", "tfidf", "--dense", "fake", "-q")
+    assert result.exit_code == 0
+    return result
+
+
+def test_cli_index_with_dense_adds_dense_and_hybrid(indexed, run):
+    assert "methods: tfidf, dense, hybrid" in indexed.stdout
+    assert "dense: fake (256 dimensions), encoded 4 chunks" in indexed.stdout
+    again = run("index", "-q", "--methods", "tfidf")
+    assert "methods: tfidf, dense, hybrid" in again.stdout and "reused 4" in again.stdout
+    dropped = run("index", "-q", "--methods", "tfidf", "--dense", "none")
+    assert "methods: tfidf\n" in dropped.stdout
+
+
+def test_cli_methods_naming_dense_gets_the_default_encoder_and_hybrid(run, tmp_path,
+                                                                      monkeypatch):
+    monkeypatch.setattr(encoders, "DEFAULT_ENCODER", "fake")
+    monkeypatch.setitem(encoders.ENCODERS, "fake", lambda *, threads=1: FakeEncoder())
+    docs = [{"url": u, "title": t, "text": x} for u, t, x in DOCS]
+    run("add", str(write_jsonl(tmp_path / "docs.jsonl", docs)))
+    result = run("index", "-q", "--methods", "tfidf,dense")
+    assert "methods: tfidf, dense, hybrid" in result.stdout
+    assert "dense: fake (256 dimensions)" in result.stdout
+
+
+def test_cli_hybrid_json_prints_the_fusion_settings(indexed, run):
+    result = run("search", "erro ERR_504 no servidor", "--method", "hybrid", "--json")
+    assert result.exit_code == 0
+    hits = [json.loads(line) for line in result.stdout.splitlines()]
+    assert hits[0]["url"] == "https://blog.example/erros"
+    assert hits[0]["fusion"] == {"fusion": "minmax", "window": 100,
+                                 "weights": {"tfidf": 0.6, "dense": 0.4}}
+    result = run("search", "erro", "--method", "hybrid", "--json", "--fusion", "rrf")
+    assert json.loads(result.stdout.splitlines()[0])["fusion"] == {
+        "fusion": "rrf", "window": 100, "rrf_k": 60.0, "weights": {"tfidf": 1.0, "dense": 1.0}}
+    result = run("search", "erro", "--method", "hybrid", "--json", "--rrf-k", "10",
+                 "--fusion", "rrf", "--window", "50", "--weights", "tfidf=2,dense=1")
+    assert json.loads(result.stdout.splitlines()[0])["fusion"] == {
+        "fusion": "rrf", "window": 50, "rrf_k": 10.0, "weights": {"tfidf": 2.0, "dense": 1.0}}
+
+
+def test_cli_dense_search_and_bad_input(indexed, run):
+    result = run("search", "senha do banco", "--method", "dense", "-k", "1")
+    assert result.exit_code == 0 and "<https://blog.example/segredos>" in result.stdout
+    result = run("search", "senha", "--method", "hybrid", "--weights", "dense=1")
+    assert result.exit_code == 1 and "two or more" in result.output
+    result = run("search", "senha", "--method", "hybrid", "--fusion", "soma")
+    assert result.exit_code == 2
+
+
+def test_cli_errors_are_one_line(run, tmp_path, fake):
+    write_jsonl(tmp_path / "d.jsonl", [{"url": "u", "title": "t", "text": "texto"}])
+    run("add", str(tmp_path / "d.jsonl"))
+    run("index", "-q")
+    result = run("search", "texto", "--method", "dense")
+    assert result.exit_code == 1
+    assert result.output.strip() == ("Error: this index has no dense vectors — add them with:"
+                                     " busca index --dense use (or e5-small,"
+                                     " sentence-transformers:PATH)")
+    result = run("index", "-q", "--dense", "sentence-transformers:/nao/existe")
+    assert result.exit_code == 1
+    assert "no sentence-transformers model at /nao/existe" in result.output
+    result = run("index", "-q", "--dense", "bert")
+    assert result.exit_code == 1 and "known encoders: use, e5-small" in result.output
+
+
+@pytest.mark.parametrize("text", ["bm25=nan,dense=1", "bm25=inf", "dense=-1", "bm25=x"])
+def test_weights_must_be_finite_and_not_negative(text):
+    with pytest.raises(FusionError, match="number >= 0"):
+        parse_weights(text)
