@@ -14,7 +14,7 @@ from starlette.responses import JSONResponse
 
 from .. import index as indexing
 from .. import search as searching
-from ..crawler.store import Document
+from ..crawler import Document
 from . import params
 from .engine import Engine
 from .errors import BadParameter, HttpError

@@ -1,6 +1,6 @@
 """The server's view of one home: the live build, swapped when `busca index` publishes a new
 one, and the few library calls the API makes (search, compare, context, chunk, add,
-rebuild). This is the only module of `serve/` that calls index/ and search/ (their faces).
+rebuild). This is the only module of `serve/` that queries a build or writes to the home.
 
 Swap without failed requests: every request asks the home for its current build's manifest
 (local homes: the `CURRENT` pointer and one small JSON file); when it differs from the one
@@ -21,7 +21,7 @@ from typing import TypeVar
 
 from .. import index as indexing
 from .. import search as searching
-from ..crawler.store import Document
+from ..crawler import Document
 from ..index.chunking import chunker_label
 from ..index.vectors import DenseScorer
 from .errors import BuildRunning

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .. import index as indexing
 from .. import search as searching
-from ..crawler.store import StoreError
+from ..crawler import StoreError
 from ..errors import BuscaError
 from ..search.eval import RunError
 
