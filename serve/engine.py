@@ -86,6 +86,15 @@ class Engine:
 
     def live(self) -> Live:
         """The build the home serves now, loaded once; IndexNotFound if there is none."""
+        for attempt in range(RETRIES + 1):
+            try:
+                return self._live_now()
+            except RETRY_ON:  # read while `busca index` swapped builds and removed the old one
+                if attempt == RETRIES:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _live_now(self) -> Live:
         current = self.home().current()
         live = self._live
         if live is not None and live.manifest == current.manifest:

@@ -61,3 +61,21 @@ def test_one_rebuild_at_a_time(home):
             engine.rebuild()
     assert status_of(caught.value) == 409
     assert engine.rebuild(size=15).chunker["size"] == 15
+
+
+def test_a_build_read_while_it_was_removed_is_read_again(home, monkeypatch):
+    from busca.index import IndexFormatError
+
+    engine = Engine(home, log_queries=False)
+    opened = engine.home()
+    real, calls = opened.current, []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) == 1:  # CURRENT named the old build, deleted before its manifest was read
+            raise IndexFormatError("the index in … is damaged")
+        return real()
+
+    monkeypatch.setattr(opened, "current", flaky)
+    assert engine.search("ornitorrinco", method="bm25", k=1).hits
+    assert len(calls) >= 2
