@@ -23,6 +23,9 @@ from .search import eval as evaluation
 
 DEFAULT_HOME = ".busca"
 FIXTURES = Path(__file__).parent / "fixtures"
+METHOD_HELP = ("Ranking method: " + ", ".join(indexing.METHODS) + " (one the index was built"
+               " with). dense and hybrid load the encoder on every call (2-3 s for use): for"
+               " many questions, busca shell or busca serve load it once.")
 
 class _Group(click.Group):
     def invoke(self, ctx):
@@ -199,7 +202,7 @@ def _split(value: str) -> list[str]:
 @click.argument("query", required=False)
 @click.option("-k", default=searching.K, show_default=True, type=click.IntRange(min=1),
               help="How many passages to return.")
-@click.option("--method", default="tfidf", show_default=True, help="Ranking method.")
+@click.option("--method", default="tfidf", show_default=True, help=METHOD_HELP)
 @click.option("--min-score", type=float, default=None,
               help="Drop hits below this score (default: the calibrated floor, if any).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per hit.")
@@ -222,6 +225,9 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
     """Top-k passages for a question, with score, title, URL and snippet. Without a
     question, an interactive session (as busca shell).
 
+    Exits with code 3 when nothing is found (no passage reaches the floor), as context does.
+    dense and hybrid load their encoder on each call: see --method.
+
     Example: busca search "qual o prazo do reembolso?" -k 5
     """
     if query is None:
@@ -229,6 +235,7 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
                                     min_score=min_score, as_json=as_json, no_log=no_log)
     if not query.strip():
         raise click.BadParameter("the question is empty", param_hint="QUERY")
+    _hybrid_only(ctx, method)
     with _home(ctx) as home:
         index = home.current()
         min_score = _floor(index, method, min_score)
@@ -241,7 +248,7 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
         except searching.NoSearchableTerms as e:
             _log_query(home, no_log, "search", query, method, k, [], min_score, started)
             click.echo(f"no hits: {e}", err=True)
-            return
+            ctx.exit(NOT_FOUND_EXIT)
         _log_query(home, no_log, "search", query, method, k, hits, min_score, started)
         hits = [h for h in hits if min_score is None or h.score >= min_score]
     if as_json:
@@ -255,6 +262,19 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
                    " (lower --min-score to see weaker matches)")
     else:
         terminal.print_hits(index, hits, query, method, pager=pager)
+    if not hits:
+        ctx.exit(NOT_FOUND_EXIT)
+
+
+def _hybrid_only(ctx, method: str) -> None:
+    """Refuse hybrid's options given with another method (they would be ignored)."""
+    if method == indexing.HYBRID:
+        return
+    given = [f"--{name.replace('_', '-')}" for name in ("weights", "fusion", "window", "rrf_k")
+             if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE]
+    if given:
+        raise click.UsageError(f"{', '.join(given)} only apply to --method hybrid (this search"
+                               f" uses {method}); drop them or add --method hybrid")
 
 
 def _hybrid_settings(index, method, fusion, window, rrf_k, weights, min_score):
@@ -272,7 +292,10 @@ def _hybrid_settings(index, method, fusion, window, rrf_k, weights, min_score):
 
 def _floor(index, method: str, min_score: float | None) -> float | None:
     if min_score is not None:
-        return min_score
+        try:
+            return searching.check_floor(min_score)
+        except searching.BadFloor as e:
+            raise click.BadParameter(str(e), param_hint="--min-score") from None
     floor = searching.floor_of(index, method)
     if floor is not None:
         click.echo(f"using the calibrated floor {floor:.4f} for {method}"
@@ -294,7 +317,20 @@ def stats(ctx, as_json):
 
     Example: busca stats --json
     """
-    manifest = _index(ctx).manifest
+    with _home(ctx) as home:
+        try:
+            index = home.current()
+        except indexing.IndexNotFound:  # the documents are known without an index
+            documents = home.count()
+            index = None
+    if index is None:
+        if as_json:
+            click.echo(json.dumps({"documents": documents, "index": None}, indent=2))
+        else:
+            click.echo(f"documents   {documents:>10,}")
+            click.echo('no index yet: run "busca index"')
+        return
+    manifest = index.manifest
     figures = manifest.figures()
     if as_json:
         click.echo(json.dumps(figures, ensure_ascii=False, indent=2))
@@ -305,10 +341,16 @@ def stats(ctx, as_json):
     click.echo(f"chunks      {figures['chunks']:>10,}   ({c['kind']}: {c['size']} per window,"
                f" {c['overlap']} overlap)")
     for method, entry in manifest.methods.items():
-        detail = ", ".join(f"{k} {round(v, 4) if isinstance(v, float) else v}"
-                           for k, v in entry.items() if k != "vocabulary")
+        detail = ", ".join(f"{k} {_stat(v)}"
+                           for k, v in searching.method_settings(index, method).items())
         size = f"{entry['vocabulary']:>10,} terms" if "vocabulary" in entry else " " * 16
         click.echo(f"{method:<11} {size}   ({detail})")
+
+
+def _stat(value) -> str:
+    if isinstance(value, dict):  # hybrid's weights
+        return ",".join(f"{k}={_stat(v)}" for k, v in value.items())
+    return str(round(value, 4)) if isinstance(value, float) else str(value)
 
 
 @cli.command()
@@ -385,22 +427,26 @@ def _title(text: str) -> None:
 
 # --- answer-ready context and the query log (issue 7) ---
 
-NOT_FOUND_EXIT = 3  # `busca context` found nothing above the floor: skip the LLM call
+NOT_FOUND_EXIT = 3  # search and context found nothing above the floor (context: skip the LLM call)
 
 
 def _log_query(store: indexing.Home, no_log: bool, command: str, query: str, method: str,
                k: int, hits, floor: float | None, started: float) -> None:
     """Append one search/context call to the query log (unless --no-log or turned off)."""
-    if not no_log:
-        searching.querylog.log_call(store, command=command, query=query, method=method, k=k,
-                          scores=[h.score for h in hits], floor=floor, started=started)
+    if no_log:
+        return
+    if searching.querylog.read_only(store) and searching.querylog.is_enabled(store):
+        click.echo(f"note: {command} did not log this question: the home is read-only", err=True)
+        return
+    searching.querylog.log_call(store, command=command, query=query, method=method, k=k,
+                                scores=[h.score for h in hits], floor=floor, started=started)
 
 
 @cli.command()
 @click.argument("question")
 @click.option("-k", default=searching.K, show_default=True, type=click.IntRange(min=1),
               help="How many windows to gather (overlapping ones are merged).")
-@click.option("--method", default="tfidf", show_default=True, help="Ranking method.")
+@click.option("--method", default="tfidf", show_default=True, help=METHOD_HELP)
 @click.option("--min-score", type=float, default=None,
               help="The floor: below it nothing is found (default: the calibrated floor).")
 @click.option("--max-chars", default=searching.MAX_CHARS, show_default=True,
@@ -732,6 +778,8 @@ def _store_floors(ctx, ev) -> None:
     for method, floor in floors.items():
         click.echo(f"stored the floor {floor:.4g} for {method}: busca search applies it by"
                    " default (override with --min-score)", err=True)
+        if ev.floors[method].warning:
+            click.echo(f"warning: {method}: {ev.floors[method].warning}", err=True)
 
 
 # --- crawl a site (issue 3) ---

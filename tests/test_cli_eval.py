@@ -258,3 +258,11 @@ def test_faquad_as_beir_end_to_end(run, tmp_path):
     assert data["info"]["answerable"] == 900 and data["info"]["index"]["chunks"] == 249
     # measured: docs/eval.md (scikit-learn's TF-IDF defaults give 0.852 on this task)
     assert data["summary"]["tfidf"]["ndcg@10"]["mean"] == pytest.approx(0.8589, abs=1e-3)
+
+
+def test_a_floor_from_few_questions_is_stored_with_a_warning(run, corpus):
+    """Issue 10 item 15: 5 answerable and 2 unanswerable questions are too few to trust."""
+    result = run("eval", str(corpus), "-q", "--calibrate")
+    assert result.exit_code == 0, result.output
+    assert "warning: this floor comes from only" in result.stdout  # the report
+    assert "warning: tfidf: this floor comes from only" in result.stderr  # when stored

@@ -233,6 +233,8 @@ def _floors(ev: Evaluation, md: bool) -> list[str]:
         lines += ["", f"{s}: floor {cal.floor:.4g} (separation J = {cal.separation:.2f});"
                   f" lowest answerable best hit {_sig(cal.lowest_answerable)}, highest"
                   f" unanswerable {_sig(cal.highest_unanswerable)}"]
+        if cal.warning:
+            lines += ["", f"warning: {cal.warning}"]
         headers = ["floor", f"answered, relevant in top {cal.k}", "answerable refused",
                    "unanswerable refused"]
         rows = [[f"{r.floor:.4g}" + (" ←" if r.floor == cal.floor else ""),
