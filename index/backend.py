@@ -96,10 +96,12 @@ class Home(DocumentStore, Protocol):
     def __exit__(self, *exc) -> None: ...
 
 
-def open_home(location: str | Path) -> Home:
-    """The home at `location`: a folder path (created if missing) or, later, a database URL."""
+def open_home(location: str | Path, *, embed: Mapping | None = None) -> Home:
+    """The home at `location`: a folder path (created if missing) or, later, a database URL.
+    `embed`: the user's settings for openai:MODEL embedding servers (url, key, batch,
+    prefixes), handed to the dense rankers of its builds."""
     text = str(location)
     if text.startswith(POSTGRES_SCHEMES):
         raise BackendUnavailable(f"this busca cannot open {text.split('@')[-1]!r}: PostgreSQL"
                                  " homes are not available yet — give a folder as --home")
-    return LocalHome(location)
+    return LocalHome(location, embed=embed)

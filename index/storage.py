@@ -10,6 +10,8 @@
       <method>.<array>.npy    here, for the builders index/tfidf.py, bm25.py, dense.py (each lists
                               its arrays); never pickled, loaded memory-mapped
       <method>.vocab.txt      here, for the lexical builders: terms in column order
+    vectors.sqlite            index/vector_cache.py (vectors of openai:MODEL encoders by text
+                              hash, so an interrupted encode resumes; never the key)
 
 A build is written to a new folder (LocalBuildWriter) and published by swapping CURRENT, so an
 interrupted build leaves the previous index usable; the next publish removes its leftovers.
@@ -33,7 +35,7 @@ from ..crawler.store import Store, StoreError, guard, read_only_error
 from ..errors import BuscaError
 from .chunks import ChunkRow, ChunkTable, drop_legacy, write_chunks
 from .manifest import FORMAT_VERSION, Manifest
-from .methods import METHODS, UnknownMethod
+from .methods import UnknownMethod, method_spec, stored_methods
 from .queries import append_query, create_queries, read_queries
 
 POINTER = "CURRENT"
@@ -57,8 +59,10 @@ def damaged(path: Path, what: str) -> IndexFormatError:
 class Index:
     """A published local build: its manifest, chunk rows, memory-mapped arrays and rankers."""
 
-    def __init__(self, home: Path, path: Path, manifest: Manifest):
+    def __init__(self, home: Path, path: Path, manifest: Manifest, *,
+                 embed: Mapping | None = None):
         self.home, self.path, self.manifest = Path(home), Path(path), manifest
+        self.embed = dict(embed or {})  # the user's openai:MODEL server settings (vectors.py)
         self._arrays: dict[str, np.ndarray] = {}  # immutable data of this build, memoised
         self._rankers: dict = {}
         self._chunks = ChunkTable(self.path)
@@ -97,9 +101,9 @@ class Index:
     def ranker(self, method: str):
         """The ranker of a stored method (built once per build: arrays and encoder load once)."""
         if method not in self._rankers:
-            spec = METHODS.get(method)
+            spec = method_spec(method)
             if method not in self.methods or spec is None or spec.ranker is None:
-                have = ", ".join(m for m in METHODS if m in self.methods) or "none"
+                have = ", ".join(stored_methods(self.methods)) or "none"
                 raise UnknownMethod(f"this index has no method {method!r}; it has: {have}")
             self._rankers[method] = spec.ranker(self, method)
         return self._rankers[method]
@@ -144,15 +148,16 @@ class LocalBuildWriter:
 class LocalHome(Store):
     """A home folder: the document store (busca.db) plus index builds and the query log."""
 
-    def __init__(self, home: str | Path):
+    def __init__(self, home: str | Path, *, embed: Mapping | None = None):
         super().__init__(home)
         if not self.read_only:
             with guard(self.path):
                 create_queries(self.db)
         self.location = str(self.home)
+        self.embed = dict(embed or {})
 
     def current(self) -> Index:
-        return load_index(self.home)
+        return load_index(self.home, embed=self.embed)
 
     def previous(self) -> Index | None:
         """The live build if it can be read (for reuse by the next build), else None."""
@@ -214,13 +219,14 @@ def current_dir(home: Path) -> Path | None:
     return path if path.is_dir() else None
 
 
-def load_index(home: str | Path) -> Index:
-    """The live index of `home`, or IndexNotFound / IndexFormatError."""
+def load_index(home: str | Path, *, embed: Mapping | None = None) -> Index:
+    """The live index of `home`, or IndexNotFound / IndexFormatError; `embed`: the user's
+    settings for openai:MODEL servers (url, key, prefixes: index/dense_models.py)."""
     home = Path(home)
     path = current_dir(home)
     if path is None:
         raise IndexNotFound(f'no index in {home} — run "busca index" first')
-    return Index(home, path, read_manifest(path))
+    return Index(home, path, read_manifest(path), embed=embed)
 
 
 def read_manifest(path: Path) -> Manifest:

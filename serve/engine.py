@@ -67,8 +67,9 @@ def fusion_for(method: str, min_score: float | None) -> searching.FusionSettings
 class Engine:
     """Answers queries on the live build of `location`; safe to call from many threads."""
 
-    def __init__(self, location, *, log_queries: bool = True):
+    def __init__(self, location, *, log_queries: bool = True, embed: dict | None = None):
         self.location = location
+        self.embed = dict(embed or {})  # openai:MODEL server settings (busca serve --embed-*)
         self.log_queries = log_queries
         self._live: Live | None = None
         self._swap = threading.Lock()
@@ -81,7 +82,7 @@ class Engine:
         """This thread's handle on the home (SQLite connections stay in one thread)."""
         home = getattr(self._local, "home", None)
         if home is None:
-            home = self._local.home = indexing.open_home(self.location)
+            home = self._local.home = indexing.open_home(self.location, embed=self.embed)
         return home
 
     def live(self) -> Live:
@@ -109,16 +110,17 @@ class Engine:
             return self._live
 
     def _warm(self, index) -> None:
-        """Load every ranker and the chunk table now; dense reuses the encoder in memory
-        (the build's ranker cache is filled here so no request loads a model)."""
-        methods = searching.available_methods(index)
-        if "dense" in methods:
-            name = index.manifest.entry("dense")["encoder"]
-            ranker = DenseScorer(index, "dense", encoder=self._encoders.get(name))
-            ranker.embed("aquecimento")  # some encoders load their tables lazily
-            self._encoders[name] = ranker.encoder
-            index._rankers["dense"] = ranker
-        for method in methods:
+        """Load every ranker and the chunk table now; each dense model reuses the encoder
+        already in memory (the build's ranker cache is filled here, so no request loads one)."""
+        for method in index.methods:
+            if indexing.is_dense(method):
+                entry = index.manifest.entry(method)
+                key = (method, entry["encoder"], entry["dimension"])
+                ranker = DenseScorer(index, method, encoder=self._encoders.get(key))
+                ranker.embed("aquecimento")  # some encoders load their tables lazily
+                self._encoders[key] = ranker.encoder
+                index._rankers[method] = ranker
+        for method in searching.available_methods(index):
             searching.scorer(index, method)
         index.chunks([0])  # opens the build's chunk table while its files surely exist
 
@@ -253,13 +255,24 @@ class Engine:
             home = self.home()
             previous = home.previous()
             chunker = previous.manifest.chunker if previous is not None else {}
-            methods = list(previous.manifest.methods) if previous is not None \
-                else list(indexing.DEFAULT)
-            names, encoder, _ = indexing.methods_for(home, methods)
+            lexical = [m for m in (previous.manifest.methods if previous is not None
+                                   else indexing.DEFAULT)
+                       if not (indexing.is_dense(m) or indexing.is_hybrid(m))]
+            names, models, _, entries = indexing.methods_for(home, lexical, dense=None)
             return indexing.build_index(
                 home, size=size or chunker.get("size") or indexing.SIZE,
                 overlap=overlap if overlap is not None else chunker.get("overlap",
                                                                         indexing.OVERLAP),
-                methods=names, options={"workers": 1, **({"dense": encoder} if encoder else {})})
+                methods=names, options=self._build_options(home, models, entries))
         finally:
             self._writing.release()
+
+    def _build_options(self, home, models, entries: dict) -> dict:
+        """`busca index`'s options for the kept dense models (their servers, as the CLI)."""
+        options: dict = {"workers": 1}
+        if models:
+            servers = {m.name: indexing.server_settings(entries.get(m.name, {}), **self.embed)
+                       for m in models if m.encoder.startswith(indexing.OPENAI_PREFIX)}
+            options.update(dense_models=models, servers=servers,
+                           vector_cache=getattr(home, "home", None))
+        return options

@@ -75,9 +75,9 @@ def url_of(sock: socket.socket) -> str:
 
 def serve(home: str | Path, *, host: str = HOST, port: int = PORT, token: str | None = None,
           runs: str | Path | None = None, log_queries: bool = True, access_log: bool = True,
-          announce: Callable[[str], None] = print) -> None:
-    """Serve `home` until SIGTERM or SIGINT."""
-    engine = Engine(home, log_queries=log_queries)
+          embed: dict | None = None, announce: Callable[[str], None] = print) -> None:
+    """Serve `home` until SIGTERM or SIGINT (`embed`: openai:MODEL server settings)."""
+    engine = Engine(home, log_queries=log_queries, embed=embed)
     app = create_app(engine, token=token, runs=Path(runs) if runs else None, host=host)
     sock = bind(host, port)
     config = uvicorn.Config(app, log_config=LOG_CONFIG, access_log=access_log,

@@ -154,6 +154,21 @@ def test_eval_ranks_as_deep_as_the_largest_k(run, tmp_path):
     assert recall["recall@100"]["mean"] == 0 and recall["recall@150"]["mean"] == 1
 
 
+def test_progress_without_a_terminal_notes_long_stages_with_chunks_per_second(capsys):
+    from busca.cli import Progress
+
+    progress = Progress()
+    progress.tty, progress.NOTE_EVERY = False, 0.0
+    progress("encoding with openai:m", 0, 4)
+    progress.started -= 2.0  # two seconds spent
+    progress("encoding with openai:m", 2, 4)
+    progress("building bm25", 5, 0)
+    err = capsys.readouterr().err
+    assert "encoding with openai:m…\n" in err
+    assert "encoding with openai:m: 2/4 (1.0 chunks/s)\n" in err
+    assert "building bm25: 5\n" in err  # other stages count items, not chunks/s
+
+
 def test_a_missing_encoder_package_fails_before_any_work(run, home, tmp_path, monkeypatch):
     """Issue 10 item 11: --dense e5-small without its extra fails before tfidf/bm25 rebuild."""
     setup_index(run, tmp_path)

@@ -150,7 +150,8 @@ def floors_to_store(results: dict) -> tuple[dict[str, float], bool]:
     (method -> Calibration, or the reason there is none), and whether hybrid's was left out:
     fused scores have no floor of their own; a hybrid hit must pass one component's floor."""
     floors = {s: c.floor for s, c in results.items() if isinstance(c, Calibration)}
-    dropped = floors.pop("hybrid", None) is not None
+    hybrids = [m for m in floors if m.partition(":")[0] == "hybrid"]  # hybrid, hybrid:NAME
+    dropped = bool([floors.pop(m) for m in hybrids])
     return floors, dropped
 
 
