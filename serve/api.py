@@ -126,7 +126,7 @@ def healthz(request: Request) -> JSONResponse:
     engine = _engine(request)
     try:
         live = engine.live()
-    except (indexing.IndexNotFound, indexing.IndexFormatError) as e:  # no index yet, or a damaged one: still up
+    except (indexing.IndexNotFound, indexing.IndexFormatError) as e:  # still up without one
         return JSONResponse({"status": "ok", "build": None, "problem": str(e)})
     return JSONResponse({"status": "ok", "build": live.build, "chunks": live.manifest.chunks,
                          "methods": searching.available_methods(live.index)})

@@ -88,9 +88,10 @@ def _chart(view: RunView) -> str:
     group = (width - left) / max(len(metrics), 1)
     bar = (group - 20) / max(len(systems), 1)
     plot = height - bottom - 10
-    shapes = [f'<line x1="{left}" y1="{10 + plot * (1 - y)}" x2="{width}" y2="{10 + plot * (1 - y)}"'
-              f' class="grid"/><text x="{left - 6}" y="{14 + plot * (1 - y)}" class="axis"'
-              f' text-anchor="end">{y:.2f}</text>' for y in (0, 0.25, 0.5, 0.75, 1)]
+    shapes = [f'<line x1="{left}" y1="{10 + plot * (1 - y)}" x2="{width}"'
+              f' y2="{10 + plot * (1 - y)}" class="grid"/><text x="{left - 6}"'
+              f' y="{14 + plot * (1 - y)}" class="axis" text-anchor="end">{y:.2f}</text>'
+              for y in (0, 0.25, 0.5, 0.75, 1)]
     for g, metric in enumerate(metrics):
         x0 = left + g * group + 10
         shapes.append(f'<text x="{x0 + (group - 20) / 2}" y="{height - 8}" class="axis"'
