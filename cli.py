@@ -292,9 +292,12 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
 
     Example: busca search "qual o prazo do reembolso?" -k 5
     """
-    if query is None:
-        return terminal.run_session(ctx, method=method, k=k, per_doc=per_doc,
-                                    min_score=min_score, as_json=as_json, no_log=no_log)
+    if query is None:  # --per-doc only when given: each session command has its default
+        given = ctx.get_parameter_source("per_doc") != click.core.ParameterSource.DEFAULT
+        with _home(ctx) as home:
+            return terminal.run_session(home, method=method, k=k,
+                                        per_doc=per_doc if given else None,
+                                        min_score=min_score, as_json=as_json, no_log=no_log)
     if not query.strip():
         raise click.BadParameter("the question is empty", param_hint="QUERY")
     _hybrid_only(ctx, method)
@@ -444,6 +447,9 @@ def demo(ctx, keep):
             for method in methods:
                 _title(f'4. busca search "{question}" --method {method} -k 1')
                 ctx.invoke(search, query=question, k=1, method=method, no_log=True)
+        _title(f'4b. busca compare "{DEMO_PARAPHRASE}" --golden fixtures/golden/golden.json'
+               " -k 3  (each hit once, with its rank under every method)")
+        ctx.invoke(cli.commands["compare"], query=DEMO_PARAPHRASE, golden=golden, k=3)
         _title("5. busca eval fixtures/golden/golden.json --calibrate  (the bundled golden set;"
                " paraphrases and lexical questions apart)")
         ctx.invoke(eval_command, golden=golden, quiet=True, calibrate=True, key="recall@3")
@@ -991,8 +997,8 @@ def _print_crawl_report(report: crawling.events.CrawlReport, as_json: bool) -> N
 
 
 # The commands for a person at a terminal (issue 16): busca shell, busca compare.
-cli.add_command(terminal.shell_command)
-cli.add_command(terminal.compare_command)
+for _command in terminal.commands(_home, embed_options):
+    cli.add_command(_command)
 
 # --- the HTTP API and the web page (issue 12) ---
 

@@ -1,19 +1,18 @@
 """The interactive session: one process loads the index and the encoder once, then answers
 question after question (`busca shell`, or `busca search` with no question).
 
-On a terminal: readline line editing, a history file, `:commands`. From a pipe: one question
-per line (`:commands` work too), one answer after another; with `--json` one JSON line per
-answer, so a script pipes its questions through one process. Like cli.py, this module prints.
+`Session.handle` takes one line: a question or a `:command`. terminal.py drives it from a
+terminal (readline editing, history); `run_pipe` from a pipe, one question per line, with
+`--json` one JSON line per answer, so a script pipes its questions through one process.
+Like cli.py, this module prints.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import click
 
@@ -22,9 +21,7 @@ from . import search as searching
 from .errors import BuscaError
 from .index import HYBRID
 
-HISTORY = "~/.busca_history"
-HISTORY_LENGTH = 1000
-PROMPT = "busca:{method}> "
+HISTORY = "~/.busca_history"  # read and written by terminal.py
 WARM_UP = "aquecimento"  # encoded when a dense method is chosen, so no question waits for it
 
 HELP = """\
@@ -70,15 +67,16 @@ class Session:
     # --- settings -----------------------------------------------------------------------
     def use(self, method: str) -> None:
         """Switch to `method`, loading its scorer (and encoder) now, not at the next question."""
+        kind = method.partition(":")[0]  # dense:NAME and hybrid:NAME are dense and hybrid too
         if method in ("dense", HYBRID):
-            searching.require_vectors(self.index)
+            searching.require_vectors(self.index)  # the hint to add vectors
         fusion = None
-        if method == HYBRID:
+        if kind == HYBRID:
             fusion = searching.check_settings(  # as busca search does by default
                 searching.FusionSettings(floors=self.settings.min_score is None))
-        searching.scorer(self.index, method, fusion)  # UnknownMethod lists the available ones
-        if "dense" in self.index.manifest.methods and method in ("dense", HYBRID):
-            self.index.ranker("dense").top(WARM_UP, 1)  # some encoders load lazily
+        ranker = searching.scorer(self.index, method, fusion)  # UnknownMethod lists them
+        if kind in ("dense", HYBRID):
+            ranker.top(WARM_UP, 1)  # encode once now: some encoders load lazily
         self.settings, self.fusion = replace(self.settings, method=method), fusion
 
     def floor(self, method: str | None = None) -> float | None:
@@ -172,8 +170,9 @@ class Session:
         else:
             analyzer = searching.highlight.analyzer_for(self.index.manifest.methods, s.method)
             self.echo(display.hits_text(shown, question, analyzer, self.style))
-        self.echo(self.style.paint(f"({len(shown)} hits, {s.method}, {seconds * 1000:.0f} ms)",
-                                   dim=True), err=True)
+        hits_word = "hit" if len(shown) == 1 else "hits"
+        self.echo(self.style.paint(f"({len(shown)} {hits_word}, {s.method},"
+                                   f" {seconds * 1000:.0f} ms)", dim=True), err=True)
         return shown
 
     def compare(self, arg: str = "") -> None:
@@ -236,7 +235,7 @@ def hit_json(hit: searching.Hit) -> dict:
             "method": hit.method}
 
 
-# --- the two loops ------------------------------------------------------------------------
+# --- from a pipe ----------------------------------------------------------------------------
 
 def run_pipe(session: Session, lines: Iterable[str]) -> int:
     """One question (or :command) per line; returns how many questions were answered."""
@@ -244,56 +243,3 @@ def run_pipe(session: Session, lines: Iterable[str]) -> int:
         if not session.handle(line):
             break
     return session.answered
-
-
-def run_terminal(session: Session, history: str | os.PathLike | None) -> int:
-    """Read lines with readline editing and history until Ctrl-D or :quit."""
-    path = _start_history(history)
-    session.echo(f"busca — {session.index.manifest.get('chunks')} chunks,"
-                 f" methods {', '.join(searching.available_methods(session.index))};"
-                 " :help for commands, Ctrl-D to leave", err=True)
-    while True:
-        try:
-            line = input(PROMPT.format(method=session.settings.method))
-        except EOFError:
-            session.echo("", err=True)
-            break
-        except KeyboardInterrupt:  # Ctrl-C drops the line being typed, as in Python's REPL
-            session.echo("", err=True)
-            continue
-        _remember(line, path)
-        if not session.handle(line):
-            break
-    return session.answered
-
-
-def _start_history(history) -> Path | None:
-    try:
-        import readline
-    except ImportError:  # no readline on this platform: plain input(), no history
-        return None
-    readline.parse_and_bind("tab: complete")
-    if history is None:
-        return None
-    path = Path(os.path.expanduser(str(history)))
-    try:
-        if path.exists():
-            readline.read_history_file(path)
-        else:
-            path.touch()
-    except OSError:
-        return None
-    readline.set_history_length(HISTORY_LENGTH)
-    return path
-
-
-def _remember(line: str, path: Path | None) -> None:
-    """Append the line to the history file at once: a killed session loses nothing."""
-    if path is None or not line.strip():
-        return
-    import readline
-    try:
-        readline.append_history_file(1, path)
-        readline.set_history_length(HISTORY_LENGTH)
-    except OSError:
-        pass

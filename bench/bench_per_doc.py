@@ -82,8 +82,8 @@ def measure(index, table, golden: Golden, per_docs: list[int]) -> dict:
                 kept, kept_scores = collapse.collapse(ids, scores, urls, per_doc, k=max(KS))
                 outcomes.append(outcome_of(j, table, kept, kept_scores))
                 spread.append(len({table.urls[int(i)] for i in kept[:5]}))
-            rows[(method, per_doc)] = {f"recall@{k}": float(np.mean([recall(o, k) for o in outcomes]))
-                                       for k in KS} | {"articles@5": float(np.mean(spread))}
+            row = {f"recall@{k}": float(np.mean([recall(o, k) for o in outcomes])) for k in KS}
+            rows[(method, per_doc)] = row | {"articles@5": float(np.mean(spread))}
     return {"questions": len(judged), "rows": rows}
 
 

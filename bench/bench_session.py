@@ -134,7 +134,9 @@ def run_worker(home: Path, method: str, questions: list[str]) -> dict:
 
 
 def measure(label: str, home: Path, questions: list[str]) -> None:
-    print(f"\n{label}  (k=3, {len(questions)} questions per method, one process each)")
+    print(f"\n{label}  (k=3, {len(questions)} questions per method, one process each;"
+          f" peer: `busca search QUESTION --method M --no-log` as a new process, median of"
+          f" {ONE_SHOT_RUNS} runs)")
     print(f"{'method':<8} {'start s':>8} {'first ms':>9} {'p50 ms':>8} {'p95 ms':>8}"
           f" {'mean ms':>8}   {'one-shot busca search s':>23}")
     for method in METHODS:

@@ -16,9 +16,9 @@ from .scorers import (K, available_methods, describe_fusion, floor_of, method_se
                       scorer)
 
 __all__ = [
-    "CompareRow", "Comparison", "collapse", "compare_methods", "comparison_dict", "default_methods",
-    "highlight", "CONTEXT_PER_DOC", "BadFloor", "check_floor", "Context", "ContextTooSmall",
-    "FUSION", "FUSIONS", "FusionError", "FusionSettings", "Hit",
+    "CompareRow", "Comparison", "collapse", "compare_methods", "comparison_dict",
+    "default_methods", "highlight", "CONTEXT_PER_DOC", "BadFloor", "check_floor", "Context",
+    "ContextTooSmall", "FUSION", "FUSIONS", "FusionError", "FusionSettings", "Hit",
     "K", "LANGS", "MAX_CHARS", "NoSearchableTerms", "RRF_K", "StaleIndex", "TemplateError",
     "UnknownMethod", "WINDOW", "available_methods", "build_context", "check_settings",
     "check_template", "context_dict", "describe_default", "describe_fusion", "floor_of",

@@ -3,8 +3,9 @@
 A word of the text is highlighted when the analyzer maps it to a term the analyzer also
 makes of the query: with `pt`, "informações" lights up for the question "informação"
 (both stem to "inform"); with `simple`, "acao" matches "Ação"; with `java` (tfidf's
-Java-parity terms) only the same lowercase word matches, as the index sees it. Portuguese
-stopwords are never highlighted (they would light up every line), whatever the analyzer.
+Java-parity terms) only the same lowercase word matches, as the index sees it. Stopwords are
+never highlighted (they would light up every line): Portuguese ones with every analyzer but
+`en`, whose own term filter drops the English ones.
 Words are the analyzers' own runs of letters or digits, so spans match what was scored.
 """
 
@@ -13,27 +14,28 @@ from __future__ import annotations
 import re
 
 from ..index.analyzers import fold_accents, get_term_filter
-from ..index.stopwords import PORTUGUESE
+from ..index.stopwords import ENGLISH, PORTUGUESE
 
 _WORD = re.compile(r"[^\W_]+")  # the analyzers' runs of Unicode letters or digits
 _STOP = PORTUGUESE | {fold_accents(w) for w in PORTUGUESE}
+_STOPWORDS = {"en": ENGLISH}  # analyzer -> words never highlighted (default: Portuguese)
 _SENTENCE_END = re.compile(r"[.!?…]\s+")
 
 DEFAULT_ANALYZER = "pt"
 SNIPPET = 240  # characters of a snippet
 
 
-def _term(word: str, term_filter) -> str | None:
+def _term(word: str, term_filter, stop) -> str | None:
     word = word.lower()
-    if word in _STOP or fold_accents(word) in _STOP:
+    if word in stop or fold_accents(word) in stop:
         return None
     return term_filter(word) if term_filter else word
 
 
 def query_terms(query: str, analyzer: str = DEFAULT_ANALYZER) -> set[str]:
     """The analyzed terms of `query`, stopwords left out."""
-    term_filter = get_term_filter(analyzer)
-    return {t for t in (_term(w, term_filter) for w in _WORD.findall(query)) if t}
+    term_filter, stop = get_term_filter(analyzer), _STOPWORDS.get(analyzer, _STOP)
+    return {t for t in (_term(w, term_filter, stop) for w in _WORD.findall(query)) if t}
 
 
 def spans(text: str, query: str, analyzer: str = DEFAULT_ANALYZER) -> list[tuple[int, int]]:
@@ -41,13 +43,13 @@ def spans(text: str, query: str, analyzer: str = DEFAULT_ANALYZER) -> list[tuple
     wanted = query_terms(query, analyzer)
     if not wanted:
         return []
-    term_filter = get_term_filter(analyzer)
+    term_filter, stop = get_term_filter(analyzer), _STOPWORDS.get(analyzer, _STOP)
     cache: dict[str, str | None] = {}
     out = []
     for m in _WORD.finditer(text):
         word = m.group()
         if word not in cache:
-            cache[word] = _term(word, term_filter)
+            cache[word] = _term(word, term_filter, stop)
         if cache[word] in wanted:
             out.append(m.span())
     return out

@@ -148,9 +148,9 @@ def test_terminal_session_switches_method_and_writes_history(corpus, tmp_path):
             term.expect(r"method bm25")
             term.expect(r"busca:bm25> ")
         term.send(question + "\r")
-        answers.append(term.expect(r"\(\d+ hits, (tfidf|bm25), \d+ ms\)"))
+        answers.append(term.expect(r"\(\d+ hits?, (tfidf|bm25), \d+ ms\)"))
         term.expect(r"busca:(tfidf|bm25)> ")
-    assert [re.search(r"hits, (\w+),", a).group(1) for a in answers] == ["tfidf"] * 5 + ["bm25"] * 5
+    assert [re.search(r"hits?, (\w+),", a).group(1) for a in answers] == ["tfidf"] * 5 + ["bm25"] * 5
     for a in answers:
         assert "1. " in a and "\x1b[1;33m" not in a  # NO_COLOR: no highlighting escapes
         # widths follow the terminal: snippet lines are wrapped at 70 columns
@@ -158,11 +158,15 @@ def test_terminal_session_switches_method_and_writes_history(corpus, tmp_path):
         assert len(snippet) >= 2 and max(len(line.rstrip()) for line in snippet) <= 70
     term.send(":k 1\r")
     term.expect(r"busca:bm25> ")
+    term.send(":me\t t\t\r")  # tab completes ":method", then ":method t" to ":method tfidf"
+    term.expect(r"method tfidf")
+    term.expect(r"busca:tfidf> ")
     term.send("\x04")  # Ctrl-D leaves
     assert term.close() == 0
     history = (tmp_path / ".busca_history").read_text(encoding="utf-8").splitlines()
     assert QUESTIONS[0] in history and QUESTIONS[9] in history
-    assert ":method bm25" in history and ":k 1" in history
+    assert ":method bm25" in history and ":k 1" in history and ":method tfidf" in history
+    assert (tmp_path / ".busca_history").stat().st_mode & 0o077 == 0  # private
 
 
 def test_terminal_history_is_read_back_and_colour_highlights(corpus, tmp_path):
@@ -170,7 +174,7 @@ def test_terminal_history_is_read_back_and_colour_highlights(corpus, tmp_path):
     term = Terminal([*BUSCA, "shell", "--no-log"], _env(corpus, tmp_path))
     term.expect(r"busca:tfidf> ")
     term.send("\x1b[A\r")  # arrow up: the question from the previous session's history
-    out = term.expect(r"\(\d+ hits, tfidf, \d+ ms\)")
+    out = term.expect(r"\(\d+ hits?, tfidf, \d+ ms\)")
     assert "\x1b[1;33mUniversidade\x1b[0m" in out or "\x1b[1;33muniversidade\x1b[0m" in out
     term.send(":help\r")
     assert ":compare" in term.expect(r"Ctrl-D")

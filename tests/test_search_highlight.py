@@ -46,3 +46,9 @@ def test_analyzer_for_method():
     assert highlight.analyzer_for(methods, "tfidf") == "java"
     assert highlight.analyzer_for(methods, "dense") == "pt"
     assert highlight.analyzer_for({}, "dense") == "pt"
+
+
+def test_en_stems_the_english_way_and_keeps_portuguese_stopword_lookalikes():
+    text = "The patient's studies come first; a study of patients."
+    assert words(text, highlight.spans(text, "study patient come", "en")) == [
+        "patient", "studies", "come", "study", "patients"]
