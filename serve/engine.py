@@ -57,9 +57,9 @@ class Found:
 
 
 def fusion_for(method: str, min_score: float | None) -> searching.FusionSettings | None:
-    """Hybrid's settings as `busca search` uses them by default: a hybrid hit must pass a
-    component's calibrated floor unless a min_score is given."""
-    if method != indexing.HYBRID:
+    """Hybrid's settings (`hybrid`, `hybrid:NAME`) as `busca search` uses them by default: a
+    hybrid hit must pass a component's calibrated floor unless a min_score is given."""
+    if not indexing.is_hybrid(method):
         return None
     return searching.FusionSettings(floors=min_score is None)
 
