@@ -24,12 +24,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import pg_copy as pc
-from .pg_schema import (ARRAYS, CHUNKS, DENSE, DENSE_KEYS, FORWARD, FORWARD_KEYS, TERMS,
-                        TERMS_KEYS, build_table, quoted)
+from .pg_schema import (ARRAYS, BLOCKS, BLOCKS_KEYS, CHUNKS, DENSE, DENSE_KEYS, FORWARD,
+                        FORWARD_KEYS, TERMS, TERMS_KEYS, build_table, quoted)
 
 LEXICAL_DATA = ("counts", "scores")  # the per-posting array of tfidf / bm25
 BIG = ("indices", "counts", "scores", "vectors")  # stored as tables, not as .npy bytes
 HNSW_M, HNSW_EF_CONSTRUCTION = 16, 64
+FIRST_BLOCK = 256  # postings in a term's first (best) block; each next block is twice as long
 KEEP_BUILDS = 2  # the live build and the previous one
 
 
@@ -142,13 +143,21 @@ class PostgresBuildWriter:
             norms = np.zeros(n)
             keys = values
         bound = np.asarray(self._load(method, "bound"), dtype=np.float64)
+        order, block_ptr, block_rows, tops = impact_blocks(indptr, indices, keys)
         table = build_table(self.schema, self.name, f"{method}_terms")
         cur.execute(TERMS.format(t=table))
-        pc.copy_rows(cur, table, ["term", "term_id", "df", "idf", "bound", "chunks", "vals"], [
+        pc.copy_rows(cur, table, ["term", "term_id", "df", "idf", "bound", "tops"], [
             pc.Text(terms), pc.Int4(np.arange(len(terms))), pc.Int4(df), pc.Float8(idf),
-            pc.Float8(bound), pc.Array(indptr, indices, "int4"), pc.Array(indptr, keys, "float4")],
-            len(terms))
+            pc.Float8(bound), pc.Array(tops[0], tops[1], "float4")], len(terms))
         for sql in TERMS_KEYS:
+            cur.execute(sql.format(t=table))
+        table = build_table(self.schema, self.name, f"{method}_blocks")
+        cur.execute(BLOCKS.format(t=table))
+        pc.copy_rows(cur, table, ["term_id", "block", "chunks", "vals"], [
+            pc.Int4(block_rows[0]), pc.Int4(block_rows[1]),
+            pc.Array(block_ptr, indices[order], "int4"), pc.Array(block_ptr, keys[order], "float4")],
+            len(block_rows[0]))
+        for sql in BLOCKS_KEYS:
             cur.execute(sql.format(t=table))
         del keys
         csr = sp.csc_matrix((values, indices, indptr), shape=(n, len(terms))).tocsr()
@@ -174,6 +183,26 @@ class PostgresBuildWriter:
         ef = int(entry.get("hnsw_ef_construction", HNSW_EF_CONSTRUCTION))
         for sql in DENSE_KEYS:
             cur.execute(sql.format(t=table, m=m, ef=ef))
+
+
+def impact_blocks(indptr: np.ndarray, indices: np.ndarray, keys: np.ndarray):
+    """Each term's postings best key first (ties by chunk id), cut into blocks of FIRST_BLOCK,
+    2 x FIRST_BLOCK, 4 x ... postings. Returns the posting order, the blocks' bounds in it,
+    (term id, block number) of each block, and per term the first key of each of its blocks
+    (as CSR: pointer, values)."""
+    df = np.diff(indptr)
+    column = np.repeat(np.arange(df.size), df)
+    order = np.lexsort((indices, -keys.astype(np.float64), column))
+    counts = np.zeros(df.size, dtype=np.int64)  # blocks per term
+    nonempty = df > 0
+    counts[nonempty] = np.ceil(np.log2(df[nonempty] / FIRST_BLOCK + 1)).astype(np.int64)
+    term_ids = np.repeat(np.arange(df.size), counts)
+    numbers = np.arange(term_ids.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    starts = indptr[term_ids] + FIRST_BLOCK * (2 ** numbers - 1)
+    block_ptr = np.append(starts, indptr[-1]).astype(np.int64)
+    tops_ptr = np.concatenate([[0], np.cumsum(counts)])
+    tops = keys[order][starts] if starts.size else np.empty(0, np.float32)
+    return order, block_ptr, (term_ids, numbers), (tops_ptr, tops)
 
 
 def drop_old_builds(conn, schema: str) -> None:

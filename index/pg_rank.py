@@ -3,10 +3,12 @@
 busca analyzes the query (the index's own analyzer) and weighs its terms; the database sums
 the stored weights and orders the chunks:
 
-- candidates: `<m>_terms` posting lists of the query's terms are unnested and summed per chunk
-  (float8, on `vals`: bm25 impacts, tfidf count / norm). Long lists whose largest
-  contributions (`bound`) cannot lift a chunk into the top k are skipped (MaxScore, as the
-  local ranker does): only chunks whose partial sum is within that bound of the k-th best stay;
+- candidates: each query term's postings are stored best first (`<m>_blocks`: bm25 impacts,
+  tfidf count / norm) in blocks of 256, 512, 1024, ... A round reads the first blocks of every
+  term, sums what it met per chunk (float8) and bounds what every chunk may still gain from the
+  unread blocks (the first key of the next block of each list: threshold algorithm, Fagin et
+  al. 2001). When no unread chunk can reach the k-th best known score, the top k is among the
+  chunks met whose bound reaches it; otherwise one more block of every list is read;
 - exact scores of those few chunks from `<m>_forward`, summed in column order exactly as the
   local rankers do: bm25 in float4 (`sum(real)` adds in single precision, like numpy float32),
   tfidf in float8 then divided by (chunk norm x query norm); ties by chunk id.
@@ -21,29 +23,39 @@ import numpy as np
 
 from .analyzers import get_analyzer, java_terms
 
-LONG = 64  # a list longer than 1/LONG of the chunks may be skipped
-SKIP_SHARE = 0.5  # skip long lists whose bounds add up to less than this share of the best
+FIRST_DEPTH = 2  # blocks of every list read in the first round (256 + 512 postings)
+MOST_EXACT = 2000  # chunks scored exactly per round at most (else read deeper first)
 SLACK = 1e-5  # relative margin for float4 keys and float8 partial sums vs exact float32 sums
 EF_SEARCH = 100
 
-_QUERY = "q(t, w, wf) AS (SELECT * FROM unnest(%(t)s::int4[], %(w)s::float8[], %(wf)s::float4[]))"
+_QUERY = ("q(t, w, wf, depth, nxt) AS (SELECT * FROM unnest(%(t)s::int4[], %(w)s::float8[],"
+          " %(wf)s::float4[], %(depth)s::int4[], %(nxt)s::float8[]))")
 _EXACT = {
     "bm25": "(SELECT sum(u.v * q.wf ORDER BY u.t) FROM unnest(f.terms, f.vals) AS u(t, v)"
             " JOIN q ON q.t = u.t)::float8",
     "tfidf": "(SELECT sum(u.v::float8 * q.w ORDER BY u.t) FROM unnest(f.terms, f.vals)"
              " AS u(t, v) JOIN q ON q.t = u.t) / (f.norm * %(qnorm)s)",
 }
+# Chunks met in the blocks read so far: `lo` = what they are known to score, `up` = what they
+# may score at most (lo + the next unread key of every list they were not met in). A chunk
+# never met scores at most %(unseen)s. The k best `lo` give theta; chunks whose `up` reaches
+# theta are scored exactly. The answer is final when theta beats `unseen` (flag row -1).
 _TOP = """WITH {q},
-partial AS (SELECT u.c, sum(u.v * q.w) AS p FROM q JOIN {terms} p ON p.term_id = q.t
-            CROSS JOIN LATERAL unnest(p.chunks, p.vals) AS u(c, v)
-            WHERE q.t = ANY(%(kept)s::int4[]) GROUP BY u.c),
-kth AS (SELECT min(p) AS theta, count(*) AS n
-        FROM (SELECT p FROM partial ORDER BY p DESC LIMIT %(k)s) x),
-near AS (SELECT c FROM partial, kth WHERE p >= kth.theta * (1 - %(slack)s) - %(rest)s)
-SELECT f.chunk, {exact} AS s, (SELECT n FROM kth), (SELECT theta FROM kth)
-FROM {forward} f WHERE f.chunk IN (SELECT c FROM near) ORDER BY s DESC, f.chunk LIMIT %(k)s"""
-_ALL = """WITH {q}, near AS (SELECT DISTINCT u.c FROM q JOIN {terms} p ON p.term_id = q.t
-            CROSS JOIN LATERAL unnest(p.chunks) AS u(c))
+seen AS (SELECT u.c, sum(u.v * q.w) AS lo, sum(q.nxt) AS met
+         FROM q JOIN {blocks} b ON b.term_id = q.t AND b.block < q.depth
+         CROSS JOIN LATERAL unnest(b.chunks, b.vals) AS u(c, v) GROUP BY u.c),
+kth AS (SELECT min(lo) AS theta, count(*) AS n
+        FROM (SELECT lo FROM seen ORDER BY lo DESC LIMIT %(k)s) x),
+near AS (SELECT c FROM seen, kth WHERE lo + %(unseen)s - met >= kth.theta * (1 - %(slack)s)),
+flags AS (SELECT kth.n, kth.theta, (SELECT count(*) FROM near) AS near FROM kth)
+SELECT -1, flags.theta, flags.n, flags.near FROM flags
+UNION ALL (
+SELECT f.chunk, {exact} AS s, 0, 0 FROM {forward} f
+WHERE f.chunk IN (SELECT c FROM near) AND (SELECT near FROM flags) <= %(most)s
+  AND (%(unseen)s = 0 OR %(unseen)s < (SELECT theta FROM flags) * (1 - %(slack)s))
+ORDER BY s DESC, f.chunk LIMIT %(k)s)"""
+_ALL = """WITH {q}, near AS (SELECT DISTINCT u.c FROM q JOIN {blocks} b ON b.term_id = q.t
+            CROSS JOIN LATERAL unnest(b.chunks) AS u(c))
 SELECT f.chunk, {exact} AS s FROM {forward} f WHERE f.chunk IN (SELECT c FROM near)
 ORDER BY f.chunk"""
 
@@ -57,21 +69,22 @@ class LexicalRanker:
         self.kind = "bm25" if method == "bm25" or "k1" in entry else "tfidf"
         self.analyzer = entry["analyzer"]
         self.analyze = get_analyzer(self.analyzer)
-        self.terms, self.forward = tables["terms"], tables["forward"]
+        self.terms, self.blocks = tables["terms"], tables["blocks"]
+        self.forward = tables["forward"]
         self.n_rows = n_chunks
 
     def _query(self, query: str) -> dict:
-        """Term ids (column order), weights and bounds of the query's known terms."""
+        """Term ids (column order), weights and block tops of the query's known terms."""
         tf: dict[str, int] = {}
         for term in self.analyze(query):
             tf[term] = tf.get(term, 0) + 1
         rows = self.connection().execute(
-            f"SELECT term, term_id, df, idf, bound FROM {self.terms} WHERE term = ANY(%s)"
+            f"SELECT term, term_id, idf, tops FROM {self.terms} WHERE term = ANY(%s)"
             " ORDER BY term_id", (list(tf),)).fetchall()
         counts = np.array([tf[r[0]] for r in rows], dtype=np.float64)
-        idf = np.array([r[3] for r in rows], dtype=np.float64)
-        q = {"t": [r[1] for r in rows], "df": np.array([r[2] for r in rows]),
-             "bound": np.array([r[4] for r in rows], dtype=np.float64), "qnorm": 1.0}
+        idf = np.array([r[2] for r in rows], dtype=np.float64)
+        q = {"t": [r[1] for r in rows], "tops": [np.append(r[3], 0.0) for r in rows],
+             "qnorm": 1.0}
         if self.kind == "bm25":
             if not rows:
                 raise _no_terms(self._why_nothing(query))
@@ -85,48 +98,45 @@ class LexicalRanker:
         q["wf"], q["qnorm"] = q["w"].astype(np.float32), qnorm
         return q
 
-    def _params(self, q: dict, **extra) -> dict:
+    def _params(self, q: dict, depth: np.ndarray, **extra) -> dict:
+        nxt = np.array([w * tops[d] for w, tops, d in zip(q["w"], q["tops"], depth)])
         return {"t": q["t"], "w": q["w"].tolist(), "wf": q["wf"].tolist(),
+                "depth": depth.tolist(), "nxt": nxt.tolist(), "unseen": float(nxt.sum()),
                 "qnorm": q["qnorm"], **extra}
 
     def score(self, query: str) -> tuple[np.ndarray, np.ndarray]:
         """Every chunk with a positive score, by id, with the local ranker's exact score."""
         q = self._query(query)
-        sql = _ALL.format(q=_QUERY, terms=self.terms, forward=self.forward,
+        sql = _ALL.format(q=_QUERY, blocks=self.blocks, forward=self.forward,
                           exact=_EXACT[self.kind])
-        rows = self.connection().execute(sql, self._params(q)).fetchall()
+        depth = np.array([len(t) - 1 for t in q["tops"]], dtype=np.int64)
+        rows = self.connection().execute(sql, self._params(q, depth)).fetchall()
         return _arrays([r for r in rows if r[1] > 0])
 
     def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The exact top k, best first, ties by chunk id."""
+        """The exact top k, best first, ties by chunk id: blocks are read best first, one
+        more block of every list per round, until no unread posting can enter the top k."""
         if k < 1:
             raise ValueError(f"k must be at least 1, got {k}")
         q = self._query(query)
-        skip = self._skippable(q["df"], q["w"] * q["bound"])
-        rest = float((q["w"][skip] * q["bound"][skip]).sum()) if skip.size else 0.0
-        kept = [t for i, t in enumerate(q["t"]) if i not in set(skip.tolist())]
-        rows = self._top(q, kept, rest, k)
-        if skip.size and (not rows or rows[0][2] < k or rows[0][3] * (1 - SLACK) <= rest):
-            rows = self._top(q, q["t"], 0.0, k)  # the skipped lists might matter: all of them
-        return _arrays([r for r in rows if r[1] > 0])
-
-    def _top(self, q: dict, kept: list[int], rest: float, k: int) -> list[tuple]:
-        sql = _TOP.format(q=_QUERY, terms=self.terms, forward=self.forward,
+        depth = np.full(len(q["t"]), FIRST_DEPTH, dtype=np.int64)
+        last = np.array([len(t) - 1 for t in q["tops"]], dtype=np.int64)
+        sql = _TOP.format(q=_QUERY, blocks=self.blocks, forward=self.forward,
                           exact=_EXACT[self.kind])
-        params = self._params(q, kept=kept, rest=rest, k=k, slack=SLACK)
-        return self.connection().execute(sql, params).fetchall()
-
-    def _skippable(self, lengths: np.ndarray, bounds: np.ndarray) -> np.ndarray:
-        """Long lists, lowest bound first, while their bounds add up to less than SKIP_SHARE
-        of the best bound of the other lists."""
-        candidates = np.flatnonzero(lengths > self.n_rows // LONG)
-        candidates = candidates[np.argsort(bounds[candidates], kind="stable")]
-        for n in range(candidates.size, 0, -1):
-            others = np.setdiff1d(np.arange(lengths.size), candidates[:n])
-            best = bounds[others].max() if others.size else 0.0
-            if bounds[candidates[:n]].sum() < SKIP_SHARE * best:
-                return np.sort(candidates[:n])
-        return np.empty(0, np.int64)
+        while True:
+            depth = np.minimum(depth, last)
+            params = self._params(q, depth, k=k, slack=SLACK, most=MOST_EXACT)
+            rows = self.connection().execute(sql, params).fetchall()
+            theta, n, near = rows[0][1], rows[0][2], rows[0][3]
+            final = params["unseen"] == 0 or (
+                n >= k and theta is not None and params["unseen"] < theta * (1 - SLACK))
+            if final and near <= MOST_EXACT:
+                return _arrays([r for r in rows[1:] if r[1] > 0])
+            if (depth == last).all():  # everything read: score the near chunks regardless
+                params["most"], params["unseen"] = near, 0.0
+                rows = self.connection().execute(sql, params).fetchall()
+                return _arrays([r for r in rows[1:] if r[1] > 0])
+            depth = depth + 1
 
     def _why_nothing(self, query: str) -> str:
         raw = java_terms(query)

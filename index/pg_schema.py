@@ -12,13 +12,15 @@ a database without mixing. Tables of schema `<corpus>`:
   one set per build `<b>` (written in the build's one transaction by index/pg_build.py):
     <b>_chunks                      chunk rows: id, url, position, start, end, doc_sha256
     <b>_<m>_terms                   per term of lexical method m: term, term_id (column), df,
-                                    idf, bound, postings (chunk ids int4[], vals float4[])
+                                    idf, bound, tops (the first val of each of its blocks)
+    <b>_<m>_blocks                  a term's postings, best val first, in blocks of 256, 512,
+                                    1024, ... postings: term_id, block, chunks int4[], vals float4[]
     <b>_<m>_forward                 per chunk: norm, term ids int4[], vals float4[] (exact scoring)
     <b>_dense                       per chunk: text hash, pgvector embedding (+ HNSW index)
     <b>_arrays (name, data bytea)   the method's other arrays as .npy bytes (idf, norms, ...)
 
 `vals` are busca's own numbers: bm25 impacts (float32, index/bm25.py), tfidf raw counts in
-`forward` and count / chunk norm in `terms` (an upper-bound-friendly ordering key).
+`forward` and count / chunk norm in `blocks` (the key that orders a term's postings).
 """
 
 from __future__ import annotations
@@ -52,9 +54,11 @@ CREATE TABLE IF NOT EXISTS {s}.builds (
 CHUNKS = """CREATE TABLE {t} (id int4 PRIMARY KEY, url text NOT NULL, position int4 NOT NULL,
     start int4 NOT NULL, "end" int4 NOT NULL, doc_sha256 text NOT NULL)"""
 TERMS = """CREATE TABLE {t} (term text NOT NULL, term_id int4 NOT NULL, df int4 NOT NULL,
-    idf float8 NOT NULL, bound float8 NOT NULL, chunks int4[] NOT NULL, vals float4[] NOT NULL)"""
-TERMS_KEYS = ["ALTER TABLE {t} ADD PRIMARY KEY (term)",
-              "CREATE UNIQUE INDEX ON {t} (term_id)"]
+    idf float8 NOT NULL, bound float8 NOT NULL, tops float4[] NOT NULL)"""
+TERMS_KEYS = ["ALTER TABLE {t} ADD PRIMARY KEY (term)"]
+BLOCKS = """CREATE TABLE {t} (term_id int4 NOT NULL, block int4 NOT NULL, chunks int4[] NOT NULL,
+    vals float4[] NOT NULL)"""
+BLOCKS_KEYS = ["ALTER TABLE {t} ADD PRIMARY KEY (term_id, block)"]
 FORWARD = """CREATE TABLE {t} (chunk int4 NOT NULL, norm float8 NOT NULL, terms int4[] NOT NULL,
     vals float4[] NOT NULL)"""
 FORWARD_KEYS = ["ALTER TABLE {t} ADD PRIMARY KEY (chunk)"]

@@ -227,8 +227,8 @@ class PostgresBuild:
                     exact=self.home.options.get("dense") == "exact",
                     ef_search=int(self.home.options.get("ef_search", pg_rank.EF_SEARCH)))
             else:
-                tables = {"terms": self.table(method + "_terms"),
-                          "forward": self.table(method + "_forward")}
+                tables = {part: self.table(f"{method}_{part}")
+                          for part in ("terms", "blocks", "forward")}
                 self._rankers[method] = pg_rank.LexicalRanker(
                     self.home.conn, tables, method, entry, int(self.manifest["chunks"]))
         return self._rankers[method]
