@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import shutil
 import sys
 import tempfile
@@ -14,60 +13,23 @@ from pathlib import Path
 
 import click
 
-from busca import __version__
-from busca.crawler import events as crawl_events
-from busca.crawler import http as crawl_http
-from busca.crawler import options as crawl_options
-from busca.crawler.crawl import crawl as crawl_site
-from busca.crawler.errors import CrawlError
-from busca.crawler.files import Problem, read_files
-from busca.crawler.store import Store, StoreError
-from busca.index import bm25 as index_bm25
-from busca.index import build as index_build
-from busca.index import dense as index_dense
-from busca.index import encoders
-from busca.index.analyzers import ANALYZERS, MissingStemmer, UnknownAnalyzer
-from busca.index.chunking import OVERLAP, SIZE, ChunkingError, parse_chunker
-from busca.index.storage import IndexFormatError, IndexNotFound, load_index, update_manifest
-from busca.index.tfidf import EmptyVocabulary
-from busca.search import context as answer_context
-from busca.search import core
-from busca.search import dense as search_dense
-from busca.search import evaluate as eval_ranking
-from busca.search import fusion as hybrid_fusion
-from busca.search import harness as eval_harness
-from busca.search import plots as eval_plots
-from busca.search import querylog
-from busca.search import report as eval_report
-from busca.search import runs as eval_runs
-from busca.search import tuning as fusion_tuning
-from busca.search.floor import Calibration
-from busca.search.golden import GoldenError, load_golden
-from busca.search.lexical import NoSearchableTerms
-from busca.search.metrics import KS, MetricError, default_metrics, parse_ks, parse_metric
-from busca.search.summary import KEY as EVAL_KEY
-from busca.search.summary import summarize
+from . import __version__
+from . import crawler as crawling
+from . import index as indexing
+from . import search as searching
+from .crawler import events as crawl_events
+from .errors import BuscaError
+from .search import eval as evaluation
+from .search import querylog
 
 DEFAULT_HOME = ".busca"
 FIXTURES = Path(__file__).parent / "fixtures"
-
-# Library errors that are the user's to fix: one line, exit 1, no traceback.
-USER_ERRORS: tuple[type[Exception], ...] = (
-    StoreError, IndexNotFound, IndexFormatError, index_build.NothingToIndex,
-    index_build.UnknownMethodError, ChunkingError, UnknownAnalyzer, MissingStemmer,
-    index_bm25.Bm25ParameterError, EmptyVocabulary, core.UnknownMethod,
-    encoders.EncoderError, index_dense.BadVectors, search_dense.EncoderMismatch,
-    search_dense.NoVectors, search_dense.EmptyQuery, hybrid_fusion.FusionError,
-    GoldenError, eval_ranking.StaleIndex, eval_harness.NothingRelevant, eval_runs.RunError,
-    eval_plots.PlotUnavailable, CrawlError,
-)
-
 
 class _Group(click.Group):
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
-        except USER_ERRORS as e:
+        except BuscaError as e:  # a problem the user can fix: its one-line message, exit 1
             raise click.ClickException(str(e)) from None
 
 
@@ -103,8 +65,14 @@ class Progress:
         self.stage = None
 
 
-def _store(ctx) -> Store:
-    return Store(ctx.obj["home"])
+def _store(ctx) -> indexing.Home:
+    return indexing.open_home(ctx.obj["home"])
+
+
+def _index(ctx):
+    """The live build of the home."""
+    with _store(ctx) as home:
+        return home.current()
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -135,8 +103,8 @@ def add(ctx, files):
     counts = {"added": 0, "updated": 0, "unchanged": 0}
     problems = 0
     with _store(ctx) as store:
-        for item in read_files(list(files)):
-            if isinstance(item, Problem):
+        for item in crawling.read_files(list(files)):
+            if isinstance(item, crawling.Problem):
                 problems += 1
                 click.echo(f"skipped {item.where}: {item.message}", err=True)
             else:
@@ -149,26 +117,26 @@ def add(ctx, files):
 
 
 @cli.command()
-@click.option("--size", default=SIZE, show_default=True, type=click.IntRange(min=1),
+@click.option("--size", default=indexing.SIZE, show_default=True, type=click.IntRange(min=1),
               help="Words per window.")
-@click.option("--overlap", default=OVERLAP, show_default=True, type=click.IntRange(min=0),
+@click.option("--overlap", default=indexing.OVERLAP, show_default=True, type=click.IntRange(min=0),
               help="Words shared by consecutive windows (less than --size).")
-@click.option("--methods", default=",".join(index_build.METHODS), show_default=True,
+@click.option("--methods", default=",".join(indexing.DEFAULT), show_default=True,
               help="Comma-separated methods to build.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 @click.option("--dense", "dense", default=None, metavar="NAME",
               help="Also build dense vectors (and hybrid) with this encoder: "
-                   + ", ".join(encoders.encoder_names()) + "; 'none' drops them. Default: the"
+                   + ", ".join(indexing.encoder_names()) + "; 'none' drops them. Default: the"
                    " previous index's encoder, if any.")
-@click.option("--threads", default=encoders.THREADS, show_default=True,
+@click.option("--threads", default=indexing.THREADS, show_default=True,
               type=click.IntRange(min=1), help="Threads for the dense encoder.")
-@click.option("--k1", default=index_bm25.K1, show_default=True,
-              type=click.FloatRange(0, index_bm25.K1_MAX),
+@click.option("--k1", default=indexing.K1, show_default=True,
+              type=click.FloatRange(0, indexing.K1_MAX),
               help="BM25 term-frequency saturation (Lucene's k1).")
-@click.option("--b", "b", default=index_bm25.B, show_default=True, type=click.FloatRange(0, 1),
+@click.option("--b", "b", default=indexing.B, show_default=True, type=click.FloatRange(0, 1),
               help="BM25 length normalisation (Lucene's b).")
 @click.option("--bm25-analyzer", "--analyzer", "bm25_analyzer", default=None,
-              type=click.Choice(sorted(ANALYZERS)),
+              type=click.Choice(sorted(indexing.ANALYZERS)),
               help="Analyzer for bm25 [default: pt when PyStemmer is installed, else simple].")
 @click.pass_context
 def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyzer):
@@ -181,10 +149,15 @@ def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyz
     progress = Progress(quiet)
     options = dict(ctx.obj.get("index_options", {}))
     options.update(bm25_k1=k1, bm25_b=b, bm25_analyzer=bm25_analyzer)
-    methods = _with_dense(ctx, methods, dense, threads, options)
-    with _store(ctx) as store:
-        manifest = index_build.build_index(
-            store, size=size, overlap=overlap, methods=_split(methods), options=options,
+    with _store(ctx) as home:
+        names, encoder, kept = indexing.methods_for(home, _split(methods), dense=dense)
+        if kept:
+            click.echo(f"keeping the dense vectors of {encoder} (--dense none drops them)",
+                       err=True)
+        if encoder:
+            options.update(dense=encoder, threads=threads)
+        manifest = indexing.build_index(
+            home, size=size, overlap=overlap, methods=names, options=options,
             on_progress=progress)
     progress.close()
     click.echo(f"indexed {manifest['documents']} documents, {manifest['words']} words →"
@@ -193,24 +166,7 @@ def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyz
     _echo_dense(manifest)
 
 
-def _with_dense(ctx, methods: str, dense: str | None, threads: int, options: dict) -> str:
-    """`methods` plus dense and hybrid when an encoder is asked for (or kept from before)."""
-    names = [m for m in _split(methods) if dense != "none" or m not in ("dense", "hybrid")]
-    if dense is None:
-        dense = index_dense.previous_encoder(Path(ctx.obj["home"]))
-        if dense:
-            click.echo(f"keeping the dense vectors of {dense} (--dense none drops them)", err=True)
-        elif "dense" in names:
-            dense = encoders.DEFAULT_ENCODER
-    if dense and dense != "none":
-        encoders.check_name(dense)  # fail before chunking, not after an hour of it
-        options.update(dense=dense, threads=threads)
-        wanted = ("dense", "hybrid") if {"tfidf", "bm25"} & set(names) else ("dense",)
-        names += [m for m in wanted if m not in names]
-    return ",".join(names)
-
-
-def _echo_dense(manifest: dict) -> None:
+def _echo_dense(manifest: indexing.Manifest) -> None:
     entry = manifest["methods"].get("dense")
     if entry:
         rate = f" at {entry['chunks_per_second']} chunks/s" if entry["chunks_per_second"] else ""
@@ -229,22 +185,22 @@ def _split(value: str) -> list[str]:
 
 @cli.command()
 @click.argument("query")
-@click.option("-k", default=core.K, show_default=True, type=click.IntRange(min=1),
+@click.option("-k", default=searching.K, show_default=True, type=click.IntRange(min=1),
               help="How many passages to return.")
 @click.option("--method", default="tfidf", show_default=True, help="Ranking method.")
 @click.option("--min-score", type=float, default=None,
               help="Drop hits below this score (default: the calibrated floor, if any).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per hit.")
 @click.option("--no-log", is_flag=True, help="Do not record this query in the query log.")
-@click.option("--fusion", type=click.Choice(hybrid_fusion.FUSIONS), default=hybrid_fusion.FUSION,
+@click.option("--fusion", type=click.Choice(searching.FUSIONS), default=searching.FUSION,
               show_default=True, help="hybrid: reciprocal-rank fusion or min-max weighted sum.")
-@click.option("--window", default=hybrid_fusion.WINDOW, show_default=True,
+@click.option("--window", default=searching.WINDOW, show_default=True,
               type=click.IntRange(min=1), help="hybrid: top hits of each method that are fused.")
-@click.option("--rrf-k", default=hybrid_fusion.RRF_K, show_default=True,
+@click.option("--rrf-k", default=searching.RRF_K, show_default=True,
               type=click.FloatRange(min=0), help="hybrid: the RRF constant k.")
 @click.option("--weights", default=None, metavar="M=W,...",
               help="hybrid: methods and weights, e.g. bm25=1,dense=0.5 [default: "
-                   + hybrid_fusion.describe_default() + "]")
+                   + searching.describe_default() + "]")
 @click.pass_context
 def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rrf_k, weights):
     """Top-k passages for a question, with score, title, URL and snippet.
@@ -253,18 +209,19 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
     """
     if not query.strip():
         raise click.BadParameter("the question is empty", param_hint="QUERY")
-    index = load_index(ctx.obj["home"])
-    min_score = _floor(index, method, min_score)
-    fused = _configure_hybrid(index, method, fusion, window, rrf_k, weights, min_score)
-    with _store(ctx) as store:
+    with _store(ctx) as home:
+        index = home.current()
+        min_score = _floor(index, method, min_score)
+        settings, fused = _hybrid_settings(index, method, fusion, window, rrf_k, weights,
+                                           min_score)
         started = time.perf_counter()
         try:
-            hits = core.search(index, store, query, method=method, k=k)
-        except NoSearchableTerms as e:
-            _log_query(store, no_log, "search", query, method, k, [], min_score, started)
+            hits = searching.search(index, home, query, method=method, k=k, fusion=settings)
+        except searching.NoSearchableTerms as e:
+            _log_query(home, no_log, "search", query, method, k, [], min_score, started)
             click.echo(f"no hits: {e}", err=True)
             return
-        _log_query(store, no_log, "search", query, method, k, hits, min_score, started)
+        _log_query(home, no_log, "search", query, method, k, hits, min_score, started)
         hits = [h for h in hits if min_score is None or h.score >= min_score]
     if as_json:
         for hit in hits:
@@ -279,53 +236,39 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
         _print_hits(hits, query)
 
 
-def _configure_hybrid(index, method, fusion, window, rrf_k, weights, min_score) -> dict:
-    """Apply the hybrid options; {"fusion": settings} for --json output, else {}."""
-    if method in ("dense", hybrid_fusion.METHOD):
-        search_dense.require_vectors(index)
-    if method != hybrid_fusion.METHOD:
-        return {}
-    parsed = hybrid_fusion.parse_weights(weights) if weights else {}
-    settings = hybrid_fusion.configure(index, fusion=fusion, window=window, rrf_k=rrf_k,
-                                       weights=parsed, floors=min_score is None)
-    return {"fusion": hybrid_fusion.describe(index, settings)}
+def _hybrid_settings(index, method, fusion, window, rrf_k, weights, min_score):
+    """The hybrid options as a FusionSettings value (None for other methods), and
+    {"fusion": settings} for --json output (else {})."""
+    if method in ("dense", indexing.HYBRID):
+        searching.require_vectors(index)
+    if method != indexing.HYBRID:
+        return None, {}
+    parsed = searching.parse_weights(weights) if weights else {}
+    settings = searching.check_settings(searching.FusionSettings(
+        fusion=fusion, window=window, rrf_k=rrf_k, weights=parsed, floors=min_score is None))
+    return settings, {"fusion": searching.describe_fusion(index, settings)}
 
 
 def _floor(index, method: str, min_score: float | None) -> float | None:
     if min_score is not None:
         return min_score
-    floor = core.floor_of(index, method)
+    floor = searching.floor_of(index, method)
     if floor is not None:
         click.echo(f"using the calibrated floor {floor:.4f} for {method}"
                    " (override with --min-score)", err=True)
     return floor
 
 
-def _hit_json(hit: core.Hit) -> dict:
+def _hit_json(hit: searching.Hit) -> dict:
     return {"rank": hit.rank, "score": hit.score, "url": hit.url, "title": hit.title,
             "chunk_id": hit.chunk_id, "start": hit.start, "end": hit.end, "text": hit.text,
             "method": hit.method}
 
 
-def _print_hits(hits: list[core.Hit], query: str) -> None:
+def _print_hits(hits: list[searching.Hit], query: str) -> None:
     for hit in hits:
         click.echo(f"{hit.rank}. {hit.score:.4f}  {hit.title}  <{hit.url}>")
-        click.echo(f"   {snippet(hit.text, query)}")
-
-
-def snippet(text: str, query: str, width: int = 240) -> str:
-    """About `width` characters of `text` from the sentence that shares most query words."""
-    wanted = set(re.findall(r"[^\W_]{4,}", query.lower()))
-    starts = [0] + [m.end() for m in re.finditer(r"[.!?]\s+", text)]
-
-    def shared(start: int) -> int:
-        return len(wanted & set(re.findall(r"[^\W_]{4,}", text[start:start + width].lower())))
-
-    start = max(starts, key=shared) if wanted else 0
-    piece = text[start:start + width]
-    if start + width < len(text):
-        piece = piece.rsplit(" ", 1)[0] + " …"
-    return ("… " if start else "") + piece
+        click.echo(f"   {searching.snippet(hit.text, query)}")
 
 
 @cli.command()
@@ -336,12 +279,8 @@ def stats(ctx, as_json):
 
     Example: busca stats --json
     """
-    manifest = load_index(ctx.obj["home"]).manifest
-    figures = {key: manifest[key] for key in ("documents", "words", "chunks")}
-    figures["vocabulary"] = {m: e["vocabulary"] for m, e in manifest["methods"].items()
-                             if "vocabulary" in e}
-    figures.update(chunker=manifest["chunker"], methods=manifest["methods"],
-                   build=manifest["build"], busca_version=manifest["busca_version"])
+    manifest = _index(ctx).manifest
+    figures = manifest.figures()
     if as_json:
         click.echo(json.dumps(figures, ensure_ascii=False, indent=2))
         return
@@ -366,7 +305,7 @@ def demo(ctx, keep):
 
     Example: busca demo --keep demo-home
     """
-    from busca.fixtures.server import FixtureSite, load_articles
+    from .fixtures.server import FixtureSite, load_articles
 
     golden = str(FIXTURES / "golden" / "golden.json")
     with _demo_home(keep) as home, FixtureSite(load_articles()) as site:
@@ -379,7 +318,7 @@ def demo(ctx, keep):
         ctx.invoke(index, quiet=True, dense=dense)
         _title("3. busca stats  (the seed's four figures)")
         ctx.invoke(stats)
-        methods = core.available_methods(load_index(home))
+        methods = searching.available_methods(indexing.open_home(home).current())
         for question in (DEMO_LEXICAL, DEMO_PARAPHRASE):
             for method in methods:
                 _title(f'4. busca search "{question}" --method {method} -k 1')
@@ -405,11 +344,11 @@ DEMO_REFUSED = "Qual a nota de corte do Sisu para Medicina?"
 
 def _demo_encoder() -> str | None:
     try:
-        encoders.get_encoder(encoders.DEFAULT_ENCODER)
-    except encoders.EncoderError as e:
+        indexing.get_encoder(indexing.DEFAULT_ENCODER)
+    except indexing.EncoderError as e:
         click.echo(f"(no dense search in this demo: {e})", err=True)
         return None
-    return encoders.DEFAULT_ENCODER
+    return indexing.DEFAULT_ENCODER
 
 
 @contextmanager
@@ -434,30 +373,27 @@ def _title(text: str) -> None:
 NOT_FOUND_EXIT = 3  # `busca context` found nothing above the floor: skip the LLM call
 
 
-def _log_query(store: Store, no_log: bool, command: str, query: str, method: str, k: int,
-               hits, floor: float | None, started: float) -> None:
+def _log_query(store: indexing.Home, no_log: bool, command: str, query: str, method: str,
+               k: int, hits, floor: float | None, started: float) -> None:
     """Append one search/context call to the query log (unless --no-log or turned off)."""
-    if no_log:
-        return
-    scores = [h.score for h in hits]
-    answered = any(floor is None or s >= floor for s in scores)
-    querylog.record(store, command=command, query=query, method=method, k=k, scores=scores,
-                    floor=floor, answered=answered, seconds=time.perf_counter() - started)
+    if not no_log:
+        querylog.log_call(store, command=command, query=query, method=method, k=k,
+                          scores=[h.score for h in hits], floor=floor, started=started)
 
 
 @cli.command()
 @click.argument("question")
-@click.option("-k", default=core.K, show_default=True, type=click.IntRange(min=1),
+@click.option("-k", default=searching.K, show_default=True, type=click.IntRange(min=1),
               help="How many windows to gather (overlapping ones are merged).")
 @click.option("--method", default="tfidf", show_default=True, help="Ranking method.")
 @click.option("--min-score", type=float, default=None,
               help="The floor: below it nothing is found (default: the calibrated floor).")
-@click.option("--max-chars", default=answer_context.MAX_CHARS, show_default=True,
+@click.option("--max-chars", default=searching.MAX_CHARS, show_default=True,
               type=click.IntRange(min=1),
               help="Characters of passage text at most; passages are cut at sentence ends.")
 @click.option("--template", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Prompt template file with {context} and {question} placeholders.")
-@click.option("--lang", type=click.Choice(answer_context.LANGS), default="pt",
+@click.option("--lang", type=click.Choice(searching.LANGS), default="pt",
               show_default=True, help="Language of the default instruction.")
 @click.option("--json", "as_json", is_flag=True,
               help="The passages with URL, title, spans and scores, and the prompt, as JSON.")
@@ -486,44 +422,45 @@ def _read_template(path: str) -> str:
     except (OSError, UnicodeDecodeError) as e:
         raise click.BadParameter(f"cannot read {path}: {e}", param_hint="--template") from None
     try:
-        answer_context.check_template(text)
-    except answer_context.TemplateError as e:
+        searching.check_template(text)
+    except searching.TemplateError as e:
         raise click.BadParameter(f"{path}: {e}", param_hint="--template") from None
     return text
 
 
-def _emit_context(ctx, question: str, *, method: str = "tfidf", k: int = core.K,
-                  min_score: float | None = None, max_chars: int = answer_context.MAX_CHARS,
+def _emit_context(ctx, question: str, *, method: str = "tfidf", k: int = searching.K,
+                  min_score: float | None = None, max_chars: int = searching.MAX_CHARS,
                   template: str | None = None, lang: str = "pt", as_json: bool = False,
                   log: bool = True) -> bool:
     """Print the prompt (or its JSON form); False, with "não encontrei" on stderr, if none."""
-    index = load_index(ctx.obj["home"])
-    min_score = _floor(index, method, min_score)
-    _configure_hybrid(index, method, hybrid_fusion.FUSION, hybrid_fusion.WINDOW,
-                      hybrid_fusion.RRF_K, None, min_score)  # as `search` does by default
     with _store(ctx) as store:
+        index = store.current()
+        min_score = _floor(index, method, min_score)
+        settings, _ = _hybrid_settings(index, method, searching.FUSION, searching.WINDOW,
+                                       searching.RRF_K, None, min_score)  # as `search` does
         started = time.perf_counter()
         try:
-            found = answer_context.build_context(index, store, question, method=method, k=k,
-                                                 max_chars=max_chars, min_score=min_score)
-        except answer_context.ContextTooSmall as e:
+            found = searching.build_context(index, store, question, method=method, k=k,
+                                            max_chars=max_chars, min_score=min_score,
+                                            fusion=settings)
+        except searching.ContextTooSmall as e:
             raise click.BadParameter(str(e), param_hint="--max-chars") from None
         _log_query(store, not log, "context", question, method, k, found.hits, min_score,
                    started)
     if not found.answered:
         click.echo(_not_found(found), err=True)
         return False
-    prompt = answer_context.render(found, lang=lang, template=template)
+    prompt = searching.render(found, lang=lang, template=template)
     if as_json:
-        prompt = json.dumps(answer_context.context_dict(found, prompt=prompt),
+        prompt = json.dumps(searching.context_dict(found, prompt=prompt),
                             ensure_ascii=False, indent=2) + "\n"
     click.echo(prompt, nl=not prompt.endswith("\n"))
     return True
 
 
-def _not_found(found: answer_context.Context) -> str:
+def _not_found(found: searching.Context) -> str:
     why = found.reason or "no passage matches the question"
-    if found.method == hybrid_fusion.METHOD and found.floor is None and not found.reason:
+    if found.method == indexing.HYBRID and found.floor is None and not found.reason:
         why = "no passage passes the floor of any of the fused methods"
     if found.hits and found.floor is not None:
         why = (f"no passage scores {found.floor:.4f} or more (best"
@@ -601,9 +538,9 @@ def log_setting(ctx, state):
 @click.argument("golden", type=click.Path(exists=True))
 @click.option("--methods", default=None,
               help="Comma-separated methods [default: every method the index has].")
-@click.option("-k", "ks", default=",".join(map(str, KS)), show_default=True,
+@click.option("-k", "ks", default=",".join(map(str, evaluation.KS)), show_default=True,
               help="Cutoffs of recall@k, comma-separated.")
-@click.option("--key", default=EVAL_KEY, show_default=True,
+@click.option("--key", default=evaluation.KEY, show_default=True,
               help="Metric on which questions count as fixed or broken.")
 @click.option("--by", default=None, metavar="TAG,...",
               help="Tags to report separately [default: every tag with 2 to 12 values].")
@@ -635,8 +572,8 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
     """
     metrics, key = _eval_metrics(ks, key)
     if plot:
-        eval_plots.require_matplotlib()
-    golden_set = load_golden(golden)
+        evaluation.require_matplotlib()
+    golden_set = evaluation.load_golden(golden)
     by_tags = _eval_tags(golden_set, by)
     if tune_fusion:
         return _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json, quiet)
@@ -652,7 +589,7 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
     _eval_outputs(ev, as_json, report, plot)
     if not compare and run_out:
         try:
-            paths = eval_runs.save_run(run_out, golden_set, ev.outcomes, harness.judged,
+            paths = evaluation.save_run(run_out, golden_set, ev.outcomes, harness.judged,
                                        corpus=harness.corpus, info=ev.info)
         except OSError as e:
             raise click.ClickException(f"cannot write {e.filename}: {e.strerror}") from None
@@ -664,18 +601,18 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
 def _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json: bool, quiet: bool) -> None:
     """`busca eval --tune-fusion`: the fusion grid on the live index."""
     progress = Progress(quiet)
-    index = load_index(ctx.obj["home"])
-    search_dense.require_vectors(index)
     with _store(ctx) as store:
-        result = fusion_tuning.tune_fusion(
+        index = store.current()
+        searching.require_vectors(index)
+        result = evaluation.tune_fusion(
             golden_set, index, store, metric=key, components=_split(methods) if methods else None,
             by=by_tags, on_progress=progress)
     progress.close()
     if as_json:
-        click.echo(json.dumps(fusion_tuning.to_json(result), ensure_ascii=False, indent=1))
+        click.echo(json.dumps(evaluation.tuning.to_json(result), ensure_ascii=False, indent=1))
         click.echo(f"warning: {result.warning}", err=True)
     else:
-        click.echo(fusion_tuning.render(result), nl=False)
+        click.echo(evaluation.tuning.render(result), nl=False)
 
 
 def _eval_tags(golden_set, by: str | None) -> list[str] | None:
@@ -691,39 +628,39 @@ def _eval_tags(golden_set, by: str | None) -> list[str] | None:
 
 def _eval_metrics(ks: str, key: str):
     try:
-        metrics = default_metrics(parse_ks(ks))
-    except MetricError as e:
+        metrics = evaluation.default_metrics(evaluation.parse_ks(ks))
+    except evaluation.MetricError as e:
         raise click.BadParameter(str(e), param_hint="-k") from None
     try:
-        return metrics, parse_metric(key)
-    except MetricError as e:
+        return metrics, evaluation.parse_metric(key)
+    except evaluation.MetricError as e:
         raise click.BadParameter(str(e), param_hint="--key") from None
 
 
 def _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers, calibrate, quiet):
     progress = Progress(quiet)
     names = _split(methods) if methods else None
-    depth = max(eval_ranking.DEPTH, key.k, *(m.k for m in metrics))  # rank deep enough for -k
+    depth = max(evaluation.DEPTH, key.k, *(m.k for m in metrics))  # rank deep enough for -k
     with _store(ctx) as store:
         if chunkers:
             if calibrate:
                 raise click.UsageError("--calibrate stores floors in the live index; it cannot"
                                        " be combined with --chunkers")
             try:
-                specs = [parse_chunker(s) for s in _split(chunkers)]
-            except ChunkingError as e:
+                specs = [indexing.parse_chunker(s) for s in _split(chunkers)]
+            except indexing.ChunkingError as e:
                 raise click.BadParameter(str(e), param_hint="--chunkers") from None
             if not specs:
                 raise click.BadParameter("name at least one chunker, e.g."
                                          " words:200:40,sentences:220:1", param_hint="--chunkers")
             names = names or _chunker_methods(ctx)
-            harness = eval_harness.evaluate_chunkers(
+            harness = evaluation.evaluate_chunkers(
                 golden_set, store, specs, methods=names, metrics=metrics, key=key, by=by_tags,
                 options=dict(ctx.obj.get("index_options", {})), depth=depth,
                 on_progress=progress)
         else:
-            index = load_index(ctx.obj["home"])
-            harness = eval_harness.evaluate_index(
+            index = store.current()
+            harness = evaluation.evaluate_index(
                 golden_set, index, store, methods=names, metrics=metrics, key=key, by=by_tags,
                 depth=depth, on_progress=progress)
     progress.close()
@@ -732,53 +669,47 @@ def _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers, calibra
 
 def _chunker_methods(ctx) -> list[str]:
     try:
-        return core.available_methods(load_index(ctx.obj["home"]))
-    except (IndexNotFound, IndexFormatError):
-        return list(index_build.METHODS)
+        return searching.available_methods(_index(ctx))
+    except (indexing.IndexNotFound, indexing.IndexFormatError):
+        return list(indexing.DEFAULT)
 
 
 def _compare_runs(golden_set, paths, metrics, key, by_tags):
-    first, second = (eval_runs.load_run(p) for p in paths)
-    systems = eval_runs.align(golden_set, first, second)
-    pairs = eval_runs.run_pairs(list(systems))
+    first, second = (evaluation.load_run(p) for p in paths)
+    systems = evaluation.align(golden_set, first, second)
+    pairs = evaluation.run_pairs(list(systems))
     if not pairs:
         raise click.ClickException(f"{paths[0]} and {paths[1]} have no method in common")
     info = {**second.info, "golden": golden_set.path,
             "runs": {"A": {**first.info, "path": paths[0]}, "B": {**second.info, "path": paths[1]}},
             "answerable": len(golden_set.answerable),
             "unanswerable": len(golden_set.unanswerable)}
-    return summarize(golden_set, systems, metrics, key=key, by=by_tags, pairs=pairs, info=info)
+    return evaluation.summarize(golden_set, systems, metrics, key=key, by=by_tags, pairs=pairs, info=info)
 
 
 def _eval_outputs(ev, as_json: bool, report: str | None, plot: str | None) -> None:
     if as_json:
-        click.echo(json.dumps(eval_report.to_json(ev), ensure_ascii=False, indent=1))
+        click.echo(json.dumps(evaluation.report.to_json(ev), ensure_ascii=False, indent=1))
     else:
-        click.echo(eval_report.render_text(ev), nl=False)
+        click.echo(evaluation.report.render_text(ev), nl=False)
     try:
         if report:
             Path(report).parent.mkdir(parents=True, exist_ok=True)
-            Path(report).write_text(eval_report.render_markdown(ev), encoding="utf-8")
+            Path(report).write_text(evaluation.report.render_markdown(ev), encoding="utf-8")
             click.echo(f"wrote the report {report}", err=True)
         if plot:
-            paths = eval_plots.write_plots(ev, plot)
+            paths = evaluation.write_plots(ev, plot)
             click.echo(f"wrote {len(paths)} charts into {plot}", err=True)
     except OSError as e:
         raise click.ClickException(f"cannot write {e.filename}: {e.strerror}") from None
 
 
 def _store_floors(ctx, ev) -> None:
-    floors = {s: c.floor for s, c in ev.floors.items() if isinstance(c, Calibration)}
-    if floors.pop(hybrid_fusion.METHOD, None) is not None:  # fused scores have no floor
+    if evaluation.floors_to_store(ev.floors)[1]:
         click.echo("hybrid stores no floor of its own: a hybrid hit must pass the floor of"
                    " one of its components", err=True)
-    if not floors:
-        reasons = [r for r in ev.floors.values() if isinstance(r, str)]
-        raise click.ClickException(reasons[0] if reasons else
-                                   "no floor to store: calibrate the methods hybrid fuses,"
-                                   " e.g. --methods bm25,dense,hybrid")
-    index = load_index(ctx.obj["home"])
-    update_manifest(index, {"methods": {m: {"floor": f} for m, f in floors.items()}})
+    with _store(ctx) as home:
+        floors = evaluation.store_floors(home, ev.floors)
     for method, floor in floors.items():
         click.echo(f"stored the floor {floor:.4g} for {method}: busca search applies it by"
                    " default (override with --min-score)", err=True)
@@ -789,27 +720,27 @@ def _store_floors(ctx, ev) -> None:
 
 @cli.command()
 @click.argument("url")
-@click.option("--source", type=click.Choice(crawl_options.SOURCES), default="auto",
+@click.option("--source", type=click.Choice(crawling.SOURCES), default="auto",
               show_default=True, help="How to read the site; auto tries them in this order.")
-@click.option("--types", default=",".join(crawl_options.DEFAULT_TYPES), show_default=True,
+@click.option("--types", default=",".join(crawling.DEFAULT_TYPES), show_default=True,
               help="WordPress post types, comma-separated (posts,pages).")
 @click.option("--max-pages", type=click.IntRange(min=1), default=None,
               help="Pages to fetch at most: HTML pages (html crawl default"
-                   f" {crawl_options.DEFAULT_HTML_PAGES}), or API result pages.")
+                   f" {crawling.DEFAULT_HTML_PAGES}), or API result pages.")
 @click.option("--rate", type=click.FloatRange(min=0, min_open=True),
-              default=crawl_http.DEFAULT_RATE, show_default=True,
+              default=crawling.DEFAULT_RATE, show_default=True,
               help="Requests per second per host (robots.txt Crawl-delay can lower it).")
-@click.option("--workers", type=click.IntRange(1, 16), default=crawl_options.DEFAULT_WORKERS,
+@click.option("--workers", type=click.IntRange(1, 16), default=crawling.DEFAULT_WORKERS,
               show_default=True, help="Pages fetched at the same time (the rate still holds).")
-@click.option("--user-agent", default=crawl_http.DEFAULT_USER_AGENT, show_default=True,
+@click.option("--user-agent", default=crawling.DEFAULT_USER_AGENT, show_default=True,
               help="User-Agent header; robots.txt rules are matched on its first word.")
 @click.option("--allow-host", "allow_hosts", multiple=True, metavar="HOST",
               help="Another host the crawl may fetch from (repeatable).")
 @click.option("--full", is_flag=True, help="Fetch everything again, ignoring what is stored.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True),
-              default=crawl_http.DEFAULT_TIMEOUT, show_default=True,
+              default=crawling.DEFAULT_TIMEOUT, show_default=True,
               help="Seconds to wait for a connection or for data.")
-@click.option("--retries", type=click.IntRange(0, 10), default=crawl_http.DEFAULT_RETRIES,
+@click.option("--retries", type=click.IntRange(0, 10), default=crawling.DEFAULT_RETRIES,
               show_default=True, help="Retries on connection errors, 429 and 5xx.")
 @click.option("--json-items", default="", help="--source json: dotted path of the item list"
               " in each response (empty: the response is the list).")
@@ -836,14 +767,14 @@ def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_h
     Example: busca crawl https://example.com --rate 1 --types posts,pages
     """
     kinds = tuple(_split(types))
-    unknown = [t for t in kinds if t not in crawl_options.WP_TYPES]
+    unknown = [t for t in kinds if t not in crawling.WP_TYPES]
     if unknown or not kinds:
         raise click.BadParameter(f"unknown type {', '.join(unknown) or '(none)'}; choose from"
-                                 f" {', '.join(crawl_options.WP_TYPES)}", param_hint="--types")
-    api = crawl_options.JsonApiOptions(
+                                 f" {', '.join(crawling.WP_TYPES)}", param_hint="--types")
+    api = crawling.JsonApiOptions(
         items=json_items, url=json_url, title=json_title, body=json_body,
         modified=json_modified, page_param=json_page_param, next_path=json_next)
-    options = crawl_options.CrawlOptions(
+    options = crawling.CrawlOptions(
         source=source, types=kinds, max_pages=max_pages, rate=rate,
         workers=workers, user_agent=user_agent, allow_hosts=allow_hosts, full=full,
         timeout=timeout, retries=retries, json=api)
@@ -853,13 +784,7 @@ def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_h
     progress.close()
     _print_crawl_report(report, as_json)
     if report.documents == 0:
-        why = report.stopped or (report.failures[0][1] if report.failures else None)
-        if not why and any("(--max-pages)" in notice for notice in report.notices):
-            budget = max_pages or crawl_options.DEFAULT_HTML_PAGES
-            why = (f"the --max-pages budget ({budget}) was used up before any document was"
-                   " found; raise --max-pages")
-        raise click.ClickException(f"nothing could be fetched from {url}:"
-                                   f" {why or 'the site listed no documents'}")
+        raise click.ClickException(crawling.why_nothing(url, report, options))
     if report.stopped:
         raise click.ClickException(f"the crawl stopped early: {report.stopped}; the"
                                    f" {report.documents} documents read so far are stored")
@@ -873,7 +798,7 @@ def _run_crawl(url, store, options, progress) -> crawl_events.CrawlReport:
         _echo_crawl_event(crawl_events.Notice(message), quiet=progress.quiet)
 
     try:
-        for event in crawl_site(url, store, options=options, on_notice=notice_now):
+        for event in crawling.crawl(url, store, options=options, on_notice=notice_now):
             if isinstance(event, crawl_events.Finished):
                 return event.report
             if isinstance(event, crawl_events.Expected):
@@ -885,13 +810,11 @@ def _run_crawl(url, store, options, progress) -> crawl_events.CrawlReport:
                 progress.close()
                 _echo_crawl_event(event, quiet=progress.quiet)
             progress("documents", done, total if total >= done else 0)
-    except CrawlError as e:
-        progress.close()
-        raise click.ClickException(str(e)) from None
     except KeyboardInterrupt:
-        progress.close()
         raise click.ClickException(f"interrupted; the {done} documents read so far are stored,"
                                    " run the same command again to continue") from None
+    finally:
+        progress.close()
     raise AssertionError("crawl() ended without a report")  # pragma: no cover
 
 

@@ -29,8 +29,8 @@ from busca.index.chunking import chunk_words
 from busca.index.dense import BATCH
 from busca.index.encoders import get_encoder
 from busca.index.storage import Index
-from busca.search import core
-from busca.search.dense import DenseScorer
+from busca.search import hits as core
+from busca.index.vectors import DenseScorer
 
 SITE = Path(__file__).resolve().parent.parent / "fixtures" / "site" / "articles.jsonl"
 QUESTIONS = ["a IA inventou uma biblioteca que não existe", "quanto tempo dura o estágio?",

@@ -57,7 +57,7 @@ def sklearn_baseline(records: list[dict]) -> dict:
     import numpy as np
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    from busca.search.metrics import Outcome, default_metrics, values
+    from busca.search.eval.metrics import Outcome, default_metrics, values
 
     vectorizer = TfidfVectorizer()
     docs = vectorizer.fit_transform([r["text"] for r in records])

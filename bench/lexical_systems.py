@@ -95,8 +95,8 @@ def busca_build(cfg: dict) -> dict:
 
 def busca_query(cfg: dict) -> dict:
     from busca.index.storage import load_index
-    from busca.search import core
-    from busca.search.lexical import NoSearchableTerms
+    from busca.search import hits as core
+    from busca.index.lexical import NoSearchableTerms
     method = cfg["method"]
     started = time.perf_counter()
     index = load_index(Path(cfg["work"]) / f"busca-{cfg['size']}")

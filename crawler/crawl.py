@@ -15,17 +15,17 @@ from urllib.parse import urlsplit, urlunsplit
 
 import requests
 
-from busca.crawler.discover import Discovery, discover
-from busca.crawler.errors import CrawlError, CrawlStopped
-from busca.crawler.events import CrawlReport, Finished, Notice, SourceFound, Tally
-from busca.crawler.feed import crawl_feed
-from busca.crawler.http import Fetcher
-from busca.crawler.jsonapi import crawl_json
-from busca.crawler.options import SOURCES, WP_TYPES, Context, CrawlOptions
-from busca.crawler.sitemap import crawl_sitemaps
-from busca.crawler.spider import crawl_html
-from busca.crawler.store import Store
-from busca.crawler.wordpress import crawl_wordpress
+from .discover import Discovery, discover
+from .errors import CrawlError, CrawlStopped
+from .events import CrawlReport, Finished, Notice, SourceFound, Tally
+from .feed import crawl_feed
+from .http import Fetcher
+from .jsonapi import crawl_json
+from .options import DEFAULT_HTML_PAGES, SOURCES, WP_TYPES, Context, CrawlOptions
+from .sitemap import crawl_sitemaps
+from .spider import crawl_html
+from .store import DocumentStore as Store
+from .wordpress import crawl_wordpress
 
 
 def crawl(url: str, store: Store, *, options: CrawlOptions | None = None,
@@ -127,3 +127,13 @@ def _read(ctx: Context, found: Discovery) -> Iterator:
         yield from crawl_feed(ctx, found.feeds, f"{origin}#feed")
     else:
         yield from crawl_html(ctx, found.start, found.page, f"{origin}#html")
+
+
+def why_nothing(url: str, report: CrawlReport, options: CrawlOptions) -> str:
+    """The one-line diagnosis of a crawl of `url` that stored no document."""
+    why = report.stopped or (report.failures[0][1] if report.failures else None)
+    if not why and any("(--max-pages)" in notice for notice in report.notices):
+        budget = options.max_pages or DEFAULT_HTML_PAGES
+        why = (f"the --max-pages budget ({budget}) was used up before any document was"
+               " found; raise --max-pages")
+    return f"nothing could be fetched from {url}: {why or 'the site listed no documents'}"

@@ -15,11 +15,11 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
-from busca.crawler.errors import CrawlError, Disallowed, FetchError, OffSite
-from busca.crawler.html import HtmlPage, decode_html, extract_page
-from busca.crawler.http import Fetcher, Response
-from busca.crawler.sitemap import looks_like_sitemap
-from busca.crawler.wordpress import api_url
+from .errors import CrawlError, Disallowed, FetchError, OffSite
+from .html import HtmlPage, decode_html, extract_page
+from .http import Fetcher, Response
+from .sitemap import looks_like_sitemap
+from .wordpress import api_url
 
 SITEMAP_PROBES = ("/wp-sitemap.xml", "/sitemap.xml", "/sitemap_index.xml")
 _API_REL = re.compile(r'<([^>]+)>\s*;[^,]*rel="?https://api\.w\.org/"?', re.I)

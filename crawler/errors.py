@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from ..errors import BuscaError
 
-class CrawlError(Exception):
+
+class CrawlError(BuscaError):
     """The crawl cannot start or cannot go on (bad start URL, nothing found, robots.txt...)."""
 
 
-class FetchError(Exception):
+class FetchError(BuscaError):
     """One URL could not be fetched; the crawl records it and goes on."""
 
     def __init__(self, url: str, reason: str, *, status: int | None = None):

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from xml.etree import ElementTree
 
-from busca.crawler.errors import CrawlStopped, FetchError
-from busca.crawler.events import Expected, Failed, Notice, Stored
-from busca.crawler.html import body_text, join_url, title_text
-from busca.crawler.options import Context
-from busca.crawler.pages import fetch_all, plan, store_result
-from busca.crawler.store import Document
+from .errors import CrawlStopped, FetchError
+from .events import Expected, Failed, Notice, Stored
+from .html import body_text, join_url, title_text
+from .options import Context
+from .pages import fetch_all, plan, store_result
+from .store import Document
 
 CONTENT = "{http://purl.org/rss/1.0/modules/content/}encoded"
 ATOM = "{http://www.w3.org/2005/Atom}"

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from busca.crawler.html import decode_html, html_to_text
-from busca.crawler.store import Document
+from .html import decode_html, html_to_text
+from .store import Document
 
 SUFFIXES = (".jsonl", ".txt", ".md", ".html", ".htm")
 

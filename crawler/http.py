@@ -19,8 +19,8 @@ from urllib.parse import urljoin, urlsplit
 
 import requests
 
-from busca.crawler.errors import ConnectFailed, Disallowed, FetchError, OffSite, TooLarge
-from busca.crawler.robots import Robots
+from .errors import ConnectFailed, Disallowed, FetchError, OffSite, TooLarge
+from .robots import Robots
 
 DEFAULT_RATE = 2.0  # requests per second per host
 DEFAULT_TIMEOUT = 20.0  # seconds to connect / between bytes read

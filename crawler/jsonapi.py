@@ -17,11 +17,11 @@ import re
 from collections.abc import Iterator
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from busca.crawler.errors import CrawlStopped, FetchError
-from busca.crawler.events import Failed, Notice, Stored
-from busca.crawler.html import body_text, join_url, title_text
-from busca.crawler.options import Context, JsonApiOptions
-from busca.crawler.store import Document
+from .errors import CrawlStopped, FetchError
+from .events import Failed, Notice, Stored
+from .html import body_text, join_url, title_text
+from .options import Context, JsonApiOptions
+from .store import Document
 
 _MISSING = object()
 

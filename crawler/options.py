@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from busca.crawler.events import Stored
-from busca.crawler.http import Fetcher, Politeness
-from busca.crawler.store import Store
+from .events import Stored
+from .http import Fetcher, Politeness
+from .store import DocumentStore as Store
 
 SOURCES = ("auto", "wordpress", "json", "sitemap", "feed", "html")
 WP_TYPES = ("posts", "pages")

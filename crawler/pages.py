@@ -12,12 +12,12 @@ from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
-from busca.crawler.errors import FetchError
-from busca.crawler.events import Failed, Stored
-from busca.crawler.html import HtmlPage, decode_html, extract_page
-from busca.crawler.http import Fetcher
-from busca.crawler.options import Context
-from busca.crawler.store import Document
+from .errors import FetchError
+from .events import Failed, Stored
+from .html import HtmlPage, decode_html, extract_page
+from .http import Fetcher
+from .options import Context
+from .store import Document
 
 MAX_KEPT_LINKS = 300
 

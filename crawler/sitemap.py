@@ -13,11 +13,11 @@ from collections import deque
 from collections.abc import Iterator
 from xml.etree import ElementTree
 
-from busca.crawler.errors import FetchError
-from busca.crawler.events import Expected, Failed, Notice, Stored
-from busca.crawler.html import join_url
-from busca.crawler.options import Context
-from busca.crawler.pages import fetch_all, plan, store_result
+from .errors import FetchError
+from .events import Expected, Failed, Notice, Stored
+from .html import join_url
+from .options import Context
+from .pages import fetch_all, plan, store_result
 
 MAX_SITEMAPS = 1000
 ARCHIVE_SITEMAPS = re.compile(

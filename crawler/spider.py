@@ -13,11 +13,11 @@ from collections import deque
 from collections.abc import Iterator
 from urllib.parse import urlsplit, urlunsplit
 
-from busca.crawler.errors import FetchError
-from busca.crawler.events import Notice
-from busca.crawler.html import HtmlPage
-from busca.crawler.options import DEFAULT_HTML_PAGES, Context
-from busca.crawler.pages import Job, Result, fetch_all, plan, store_result
+from .errors import FetchError
+from .events import Notice
+from .html import HtmlPage
+from .options import DEFAULT_HTML_PAGES, Context
+from .pages import Job, Result, fetch_all, plan, store_result
 
 SKIP_EXTENSIONS = re.compile(
     r"\.(jpe?g|png|gif|webp|avif|svg|ico|bmp|pdf|zip|gz|tgz|rar|7z|mp[34]|m4a|ogg|wav|avi|mov"

@@ -3,12 +3,8 @@
 Tables:
 - `documents`: url (the id), title, text (NFC), source, modified (ISO 8601 or NULL),
   sha256 of the text, fetched_at.
-- `chunks`: the chunk rows of an index build (build id, chunk id, url, position,
-  character start/end into the document text). The index manifest names its build, so
-  a new build can be written beside the old one and swapped in.
 - `meta`: small key/value settings and crawl state (high-water marks, validators).
-- `queries`: the query log of `busca search`/`busca context` (time, command, query, method,
-  k, top scores as JSON, floor, answered, seconds); read by `busca misses`.
+Other tables of the same file belong to the index (see index/storage.py, the map of a home).
 
 Every write is its own transaction, so an interrupted crawl keeps what it stored.
 """
@@ -19,10 +15,13 @@ import hashlib
 import json
 import sqlite3
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Protocol
+
+from ..errors import BuscaError
 
 DB_NAME = "busca.db"
 
@@ -36,36 +35,14 @@ CREATE TABLE IF NOT EXISTS documents (
     sha256 TEXT NOT NULL,
     fetched_at TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS chunks (
-    build TEXT NOT NULL,
-    id INTEGER NOT NULL,
-    url TEXT NOT NULL,
-    position INTEGER NOT NULL,
-    start INTEGER NOT NULL,
-    end INTEGER NOT NULL,
-    doc_sha256 TEXT NOT NULL DEFAULT '',
-    PRIMARY KEY (build, id)
-);
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS queries (
-    id INTEGER PRIMARY KEY,
-    at TEXT NOT NULL,
-    command TEXT NOT NULL,
-    query TEXT NOT NULL,
-    method TEXT NOT NULL,
-    k INTEGER NOT NULL,
-    scores TEXT NOT NULL,
-    floor REAL,
-    answered INTEGER NOT NULL,
-    seconds REAL NOT NULL
-);
 """
 
 
-class StoreError(Exception):
+class StoreError(BuscaError):
     """The store cannot be opened or written."""
 
 
@@ -87,18 +64,6 @@ class Document:
         return Document(self.url, title, text, self.source, self.modified, text_hash(text))
 
 
-@dataclass(frozen=True)
-class ChunkRow:
-    """Where one chunk of an index build lies in its document's text."""
-
-    id: int
-    url: str
-    position: int
-    start: int
-    end: int
-    doc_sha256: str = ""
-
-
 def text_hash(text: str) -> str:
     """sha256 hex digest of the UTF-8 text."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -108,8 +73,23 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+class DocumentStore(Protocol):
+    """What the crawler needs of a home: documents, and settings/crawl state as JSON values.
+
+    `Store` below is the SQLite implementation; every backend of index/backend.py has one."""
+
+    def put(self, doc: Document) -> str: ...
+    def get(self, url: str) -> Document | None: ...
+    def delete(self, url: str) -> bool: ...
+    def documents(self, source: str | None = None) -> Iterator[Document]: ...
+    def hashes(self, source: str | None = None) -> dict[str, str]: ...
+    def count(self) -> int: ...
+    def get_meta(self, key: str, default=None): ...
+    def set_meta(self, key: str, value) -> None: ...
+
+
 class Store:
-    """Documents, chunk rows and settings of one corpus home."""
+    """Documents and settings of one local corpus home (`busca.db`)."""
 
     def __init__(self, home: str | Path):
         self.home = Path(home)
@@ -178,37 +158,6 @@ class Store:
     def count(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
 
-    # chunk rows of index builds -------------------------------------------
-    def write_chunks(self, build: str, rows: Iterable[ChunkRow]) -> None:
-        """Store the chunk rows of one build in a single transaction."""
-        with self._transaction():
-            self.db.execute("DELETE FROM chunks WHERE build = ?", (build,))
-            self.db.executemany(
-                "INSERT INTO chunks (build, id, url, position, start, end, doc_sha256)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                ((build, r.id, r.url, r.position, r.start, r.end, r.doc_sha256)
-                 for r in rows),
-            )
-
-    def chunks(self, build: str, ids: Iterable[int] | None = None) -> list[ChunkRow]:
-        """Chunk rows of a build, in id order (or in the order of `ids`)."""
-        sql = "SELECT id, url, position, start, end, doc_sha256 FROM chunks WHERE build = ?"
-        if ids is None:
-            rows = self.db.execute(sql + " ORDER BY id", (build,)).fetchall()
-            return [ChunkRow(*r) for r in rows]
-        ids = [int(i) for i in ids]
-        by_id = {}
-        for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
-            marks = ",".join("?" * len(part))
-            for r in self.db.execute(sql + f" AND id IN ({marks})", (build, *part)):
-                by_id[r[0]] = ChunkRow(*r)
-        return [by_id[i] for i in ids if i in by_id]
-
-    def drop_builds_except(self, build: str) -> None:
-        """Delete the chunk rows of every other build."""
-        self.db.execute("DELETE FROM chunks WHERE build != ?", (build,))
-
     # settings and crawl state --------------------------------------------
     def get_meta(self, key: str, default=None):
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -219,41 +168,4 @@ class Store:
             "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value))
         )
 
-    def _transaction(self):
-        return _Transaction(self.db)
 
-    # query log (owned by busca.search.querylog) ---------------------------
-    def log_query(self, *, command: str, query: str, method: str, k: int,
-                  scores: list[float], floor: float | None, answered: bool,
-                  seconds: float, at: str | None = None) -> None:
-        """Append one query to the log; `at` defaults to now (UTC, ISO 8601)."""
-        self.db.execute(
-            "INSERT INTO queries (at, command, query, method, k, scores, floor, answered,"
-            " seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (at or _now(), command, query, method, k, json.dumps(scores), floor,
-             int(answered), seconds),
-        )
-
-    def logged_queries(self, since: str | None = None) -> list[dict]:
-        """Logged queries in time order, optionally only those at or after `since` (ISO)."""
-        sql = ("SELECT at, command, query, method, k, scores, floor, answered, seconds"
-               " FROM queries")
-        args: tuple = ()
-        if since is not None:
-            sql, args = sql + " WHERE at >= ?", (since,)
-        keys = ("at", "command", "query", "method", "k", "scores", "floor", "answered",
-                "seconds")
-        rows = self.db.execute(sql + " ORDER BY at, id", args).fetchall()
-        return [{**dict(zip(keys, r)), "scores": json.loads(r[5]), "answered": bool(r[7])}
-                for r in rows]
-
-
-class _Transaction:
-    def __init__(self, db: sqlite3.Connection):
-        self.db = db
-
-    def __enter__(self):
-        self.db.execute("BEGIN")
-
-    def __exit__(self, exc_type, *exc):
-        self.db.execute("ROLLBACK" if exc_type else "COMMIT")

@@ -14,11 +14,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
-from busca.crawler.errors import CrawlStopped, FetchError
-from busca.crawler.events import Expected, Failed, Notice, Stored
-from busca.crawler.html import body_text, join_url, title_text
-from busca.crawler.options import Context
-from busca.crawler.store import Document
+from .errors import CrawlStopped, FetchError
+from .events import Expected, Failed, Notice, Stored
+from .html import body_text, join_url, title_text
+from .options import Context
+from .store import Document
 
 FIELDS = "id,link,modified,modified_gmt,title,content"
 SWEEP_FIELDS = "id,link,modified,modified_gmt"

@@ -17,7 +17,8 @@ import re
 import unicodedata
 from collections.abc import Callable
 
-from busca.index.stopwords import PORTUGUESE
+from .stopwords import PORTUGUESE
+from ..errors import BuscaError
 
 # Runs of characters for which str.isalnum() is true: Python's \w minus the underscore,
 # the same set as Java's [\p{L}\p{N}].
@@ -33,11 +34,11 @@ def java_terms(text: str) -> list[str]:
     return _ALNUM_RUN.findall(text.lower())
 
 
-class UnknownAnalyzer(ValueError):
+class UnknownAnalyzer(BuscaError, ValueError):
     """An analyzer name that busca does not know."""
 
 
-class MissingStemmer(RuntimeError):
+class MissingStemmer(BuscaError, RuntimeError):
     """The `pt` analyzer needs PyStemmer, which is not installed."""
 
 

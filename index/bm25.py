@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-from busca.index import storage
-from busca.index.analyzers import analyzer_version, default_bm25_analyzer, get_term_filter
-from busca.index.counting import TermCounts, column_blocks, count_texts, reanalyze
+from .analyzers import analyzer_version, default_bm25_analyzer, get_term_filter
+from .counting import TermCounts, column_blocks, count_texts, reanalyze
+from ..errors import BuscaError
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +36,7 @@ K1_MAX = 10.0
 IDF = "ln(1 + (N - df + 0.5) / (df + 0.5))"
 
 
-class Bm25ParameterError(ValueError):
+class Bm25ParameterError(BuscaError, ValueError):
     """k1 or b outside the range where BM25 makes sense."""
 
 
@@ -58,13 +57,13 @@ def check_options(options: dict) -> str:
     return analyzer
 
 
-def build(texts: Sequence[str], out: Path, *, options: dict, previous: Path | None = None,
+def build(texts: Sequence[str], out, *, options: dict, previous=None,
           on_progress=None) -> dict:
     """Build the BM25 arrays for chunk `texts` into `out`; returns the manifest entry."""
     return build_counts(count_texts(texts), out, options=options, on_progress=on_progress)
 
 
-def build_counts(counts: TermCounts, out: Path, *, options: dict, on_progress=None) -> dict:
+def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) -> dict:
     """Build the BM25 arrays from the chunks' java-term counts; the manifest entry."""
     analyzer = check_options(options)
     k1, b = options.get("bm25_k1", K1), options.get("bm25_b", B)
@@ -76,11 +75,11 @@ def build_counts(counts: TermCounts, out: Path, *, options: dict, on_progress=No
     csc = analyzed.matrix.tocsc()
     del analyzed  # the chunk-major copy is no longer needed: less memory at the peak
     scores, bound, avgdl = bm25_scores(csc, lengths, k1=k1, b=b)
-    storage.save_array(out, "bm25.indptr", csc.indptr.astype(np.int64))
-    storage.save_array(out, "bm25.indices", csc.indices.astype(np.int32, copy=False))
-    storage.save_array(out, "bm25.scores", scores)
-    storage.save_array(out, "bm25.bound", bound)
-    storage.write_terms(out, METHOD, terms)
+    out.save_array(METHOD, "indptr", csc.indptr.astype(np.int64))
+    out.save_array(METHOD, "indices", csc.indices.astype(np.int32, copy=False))
+    out.save_array(METHOD, "scores", scores)
+    out.save_array(METHOD, "bound", bound)
+    out.write_terms(METHOD, terms)
     return {"analyzer": analyzer, "analyzer_version": analyzer_version(analyzer),
             "k1": k1, "b": b, "vocabulary": len(terms), "avgdl": avgdl,
             "scoring": "Lucene BM25, idf " + IDF, "floor": None}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from ..errors import BuscaError
 
 SIZE = 200
 OVERLAP = 40
@@ -30,7 +31,7 @@ class Chunk:
     text: str
 
 
-class ChunkingError(ValueError):
+class ChunkingError(BuscaError, ValueError):
     """Chunking parameters that cannot work."""
 
 

@@ -22,12 +22,13 @@ from itertools import chain
 import numpy as np
 import scipy.sparse as sp
 
-from busca.index.analyzers import java_terms
+from .analyzers import java_terms
+from ..errors import BuscaError
 
 UINT16_MAX = np.iinfo(np.uint16).max
 
 
-class EmptyVocabulary(ValueError):
+class EmptyVocabulary(BuscaError, ValueError):
     """No chunk has a single term."""
 
 

@@ -5,7 +5,7 @@ Files in the index folder:
 - `dense.hashes.npy` — uint8 (chunks x 16), BLAKE2b-128 of each chunk's text, so the next
   build re-encodes only chunks whose text changed (with the same encoder and version).
 The manifest entry names the encoder, its version and dimension; `hybrid` has an entry of its
-own holding only fusion settings that differ from the defaults in `busca.search.fusion`.
+own holding only fusion settings that differ from the defaults in search/fusion.py.
 """
 
 from __future__ import annotations
@@ -14,12 +14,11 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import numpy as np
 
-from busca.index import storage
-from busca.index.encoders import DEFAULT_ENCODER, THREADS, Encoder, get_encoder
+from .encoders import DEFAULT_ENCODER, THREADS, Encoder, get_encoder
+from ..errors import BuscaError
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +26,7 @@ METHOD = "dense"
 BATCH = 32
 
 
-class BadVectors(ValueError):
+class BadVectors(BuscaError, ValueError):
     """An encoder returned vectors that cannot be searched (NaN, wrong shape)."""
 
 
@@ -37,7 +36,7 @@ def text_hashes(texts: Sequence[str]) -> np.ndarray:
     return np.frombuffer(digests, dtype=np.uint8).reshape(len(texts), 16)
 
 
-def build(texts: Sequence[str], out: Path, *, options: dict, previous: Path | None = None,
+def build(texts: Sequence[str], out, *, options: dict, previous=None,
           on_progress: Callable | None = None, encoder: Encoder | None = None) -> dict:
     """Encode `texts` into `out` (reusing unchanged chunks of `previous`); the manifest entry."""
     progress = on_progress or (lambda stage, done, total: None)
@@ -53,8 +52,8 @@ def build(texts: Sequence[str], out: Path, *, options: dict, previous: Path | No
                  truncated, len(todo), 100 * truncated / len(todo), encoder.name,
                  encoder.max_length)
     seconds = _encode_into(vectors, texts, todo, encoder, progress)
-    storage.save_array(out, f"{METHOD}.vectors", vectors)
-    storage.save_array(out, f"{METHOD}.hashes", hashes)
+    out.save_array(METHOD, "vectors", vectors)
+    out.save_array(METHOD, "hashes", hashes)
     return {"encoder": encoder.name, "encoder_version": encoder.version,
             "dimension": encoder.dimension, "max_length": encoder.max_length,
             "encoded": len(todo), "reused": len(texts) - len(todo),
@@ -64,7 +63,7 @@ def build(texts: Sequence[str], out: Path, *, options: dict, previous: Path | No
 
 
 def _reuse(vectors: np.ndarray, hashes: np.ndarray, encoder: Encoder,
-           previous: Path | None) -> list[int]:
+           previous) -> list[int]:
     """Copy vectors of unchanged chunks from the previous build; the rows left to encode."""
     old = _previous_vectors(previous, encoder)
     if old is None:
@@ -81,17 +80,17 @@ def _reuse(vectors: np.ndarray, hashes: np.ndarray, encoder: Encoder,
     return todo
 
 
-def _previous_vectors(previous: Path | None, encoder: Encoder):
+def _previous_vectors(previous, encoder: Encoder):
+    """The vectors and text hashes of the previous build (a Build), if the same encoder made them."""
     if previous is None:
         return None
     try:
-        entry = storage.read_manifest(previous)["methods"].get(METHOD)
+        entry = previous.manifest.entry(METHOD)
         if not entry or (entry["encoder"], entry["encoder_version"], entry["dimension"]) != (
                 encoder.name, encoder.version, encoder.dimension):
             return None
-        return (storage.load_array(previous, f"{METHOD}.vectors"),
-                storage.load_array(previous, f"{METHOD}.hashes"))
-    except (storage.IndexFormatError, KeyError):
+        return previous.array(METHOD, "vectors"), previous.array(METHOD, "hashes")
+    except (BuscaError, KeyError):
         return None
 
 
@@ -124,15 +123,7 @@ def check_vectors(batch: np.ndarray, rows: Sequence[int], encoder: Encoder) -> N
             " build; check the model files")
 
 
-def previous_encoder(home: Path) -> str | None:
-    """The encoder of the live index's dense vectors, if it has any."""
-    try:
-        return storage.load_index(home).methods.get(METHOD, {}).get("encoder")
-    except (storage.IndexNotFound, storage.IndexFormatError):
-        return None
-
-
-def build_hybrid(texts: Sequence[str], out: Path, *, options: dict,
-                 previous: Path | None = None, on_progress: Callable | None = None) -> dict:
+def build_hybrid(texts: Sequence[str], out, *, options: dict,
+                 previous=None, on_progress: Callable | None = None) -> dict:
     """The `hybrid` entry: no arrays, only fusion settings that override the defaults."""
     return {"fusion": options.get("fusion_settings", {}), "floor": None}

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+from ..errors import BuscaError
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +25,7 @@ THREADS = 1
 ST_PREFIX = "sentence-transformers:"
 
 
-class EncoderError(Exception):
+class EncoderError(BuscaError):
     """An encoder cannot be loaded or used."""
 
 
@@ -204,3 +205,8 @@ def get_encoder(name: str, *, threads: int = THREADS) -> Encoder:
     if name.startswith(ST_PREFIX):
         return SentenceTransformerEncoder(name[len(ST_PREFIX):], threads=threads)
     return ENCODERS[name](threads=threads)
+
+
+def default_encoder() -> str:
+    """The encoder `busca index` uses when dense vectors are asked for without a name."""
+    return DEFAULT_ENCODER

@@ -1,17 +1,19 @@
-"""The on-disk index format, written and read only here.
+"""The map of a local home (`--home DIR`) and its backend: every file and table, and its writer.
 
-A corpus home holds:
-- `busca.db` — the SQLite store (documents, chunk rows of each build, settings);
-- `CURRENT` — one line naming the live index folder (replaced atomically);
-- `index-<build>/` — one index build:
-  - `manifest.json` — `format_version`, busca version, build id, chunker parameters, corpus
-    figures (documents, words, chunks) and one entry per method (`methods.<name>`) with its
-    parameters, vocabulary size and calibrated `floor`;
-  - `<method>.<array>.npy` — the method's arrays (never pickled), loaded memory-mapped;
-  - `<method>.vocab.txt` — a lexical method's terms, one per line, in column order.
+    busca.db                  SQLite, opened by LocalHome
+      documents, meta         crawler/store.py (documents; settings and crawl state)
+      queries                 index/queries.py (the query log; what to log: search/querylog.py)
+    CURRENT                   here: one line naming the live build, replaced atomically
+    index-<build>/            here: one build, invisible until CURRENT names it
+      manifest.json           here (the record is index/manifest.py's Manifest)
+      chunks.db               index/chunks.py (the build's chunk rows)
+      <method>.<array>.npy    here, for the builders index/tfidf.py, bm25.py, dense.py (each lists
+                              its arrays); never pickled, loaded memory-mapped
+      <method>.vocab.txt      here, for the lexical builders: terms in column order
 
-A build is written to a new folder and `CURRENT` is swapped to it at the end, so an
-interrupted build leaves the previous index usable.
+A build is written to a new folder (LocalBuildWriter) and published by swapping CURRENT, so an
+interrupted build leaves the previous index usable; the next publish removes its leftovers.
+LocalHome implements index/backend.py's Home; Index is its Build.
 """
 
 from __future__ import annotations
@@ -20,41 +22,50 @@ import json
 import os
 import shutil
 import uuid
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
-FORMAT_VERSION = 1
+from ..crawler.store import Store
+from ..errors import BuscaError
+from .chunks import ChunkRow, ChunkTable, drop_legacy, write_chunks
+from .queries import append_query, create_queries, read_queries
+from .manifest import FORMAT_VERSION, Manifest
+from .methods import METHODS, UnknownMethod
+
 POINTER = "CURRENT"
 MANIFEST = "manifest.json"
 
 
-class IndexNotFound(Exception):
+class IndexNotFound(BuscaError):
     """There is no index in the home folder."""
 
 
-class IndexFormatError(Exception):
+class IndexFormatError(BuscaError):
     """The index was written by an incompatible version or is damaged."""
 
 
-@dataclass
 class Index:
-    """A loaded index folder: its manifest and lazily memory-mapped arrays."""
+    """A published local build: its manifest, chunk rows, memory-mapped arrays and rankers."""
 
-    home: Path
-    path: Path
-    manifest: dict
-    _arrays: dict = field(default_factory=dict, repr=False)
+    def __init__(self, home: Path, path: Path, manifest: Manifest):
+        self.home, self.path, self.manifest = Path(home), Path(path), manifest
+        self._arrays: dict[str, np.ndarray] = {}  # immutable data of this build, memoised
+        self._rankers: dict = {}
+        self._chunks = ChunkTable(self.path)
+
+    def __repr__(self) -> str:
+        return f"Index({str(self.path)!r})"
 
     @property
     def build(self) -> str:
-        return self.manifest["build"]
+        return self.manifest.build
 
     @property
-    def methods(self) -> dict:
-        return self.manifest["methods"]
+    def methods(self) -> Mapping[str, Mapping]:
+        return self.manifest.methods
 
     def array(self, method: str, name: str) -> np.ndarray:
         """The array `<method>.<name>.npy`, memory-mapped."""
@@ -63,8 +74,96 @@ class Index:
             self._arrays[key] = load_array(self.path, key)
         return self._arrays[key]
 
+    def has_array(self, method: str, name: str) -> bool:
+        return (self.path / f"{method}.{name}.npy").exists()
+
     def terms(self, method: str) -> list[str]:
         return read_terms(self.path, method)
+
+    def chunks(self, ids: Iterable[int] | None = None) -> list[ChunkRow]:
+        """Chunk rows in id order, or in the order of `ids`."""
+        return self._chunks.rows(ids)
+
+    def ranker(self, method: str):
+        """The ranker of a stored method (built once per build: arrays and encoder load once)."""
+        if method not in self._rankers:
+            spec = METHODS.get(method)
+            if method not in self.methods or spec is None or spec.ranker is None:
+                have = ", ".join(m for m in METHODS if m in self.methods) or "none"
+                raise UnknownMethod(f"this index has no method {method!r}; it has: {have}")
+            self._rankers[method] = spec.ranker(self, method)
+        return self._rankers[method]
+
+
+class LocalBuildWriter:
+    """A build being written into its own folder; readers see it only once published."""
+
+    def __init__(self, home: Path | None, path: Path, *, after_publish=None):
+        self.home, self.path = home, Path(path)
+        self.name = self.path.name
+        self._after_publish = after_publish or (lambda: None)
+
+    def save_array(self, method: str, name: str, array: np.ndarray) -> None:
+        save_array(self.path, f"{method}.{name}", array)
+
+    def write_terms(self, method: str, terms: list[str]) -> None:
+        write_terms(self.path, method, terms)
+
+    def write_chunks(self, rows: Iterable[ChunkRow]) -> None:
+        write_chunks(self.path, rows)
+
+    def finish(self, manifest: Manifest) -> Index:
+        """Write the manifest; the build can be read, but is not the home's live index."""
+        manifest = Manifest.from_json({**manifest.to_json(), "build": self.name,
+                                       "format_version": FORMAT_VERSION})
+        write_json(self.path / MANIFEST, manifest.to_json())
+        return Index(self.home or self.path.parent, self.path, manifest)
+
+    def publish(self, manifest: Manifest) -> Index:
+        """Finish the build and make it the live index (one atomic rename)."""
+        index = self.finish(manifest)
+        swap_pointer(self.home, self.path)
+        remove_stale(self.home)
+        self._after_publish()
+        return index
+
+    def abort(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+class LocalHome(Store):
+    """A home folder: the document store (busca.db) plus index builds and the query log."""
+
+    def __init__(self, home: str | Path):
+        super().__init__(home)
+        create_queries(self.db)
+        self.location = str(self.home)
+
+    def current(self) -> Index:
+        return load_index(self.home)
+
+    def previous(self) -> Index | None:
+        """The live build if it can be read (for reuse by the next build), else None."""
+        try:
+            return self.current()
+        except (IndexNotFound, IndexFormatError):
+            return None
+
+    def new_build(self) -> LocalBuildWriter:
+        return LocalBuildWriter(self.home, new_build_dir(self.home),
+                                after_publish=lambda: drop_legacy(self.db))
+
+    def set_floors(self, floors: Mapping[str, float]) -> Index:
+        """Store calibrated floors in the live manifest."""
+        index = self.current()
+        update_manifest(index, {"methods": {m: {"floor": f} for m, f in floors.items()}})
+        return index
+
+    def log_query(self, **row) -> None:
+        append_query(self.db, **row)
+
+    def logged_queries(self, since: str | None = None) -> list[dict]:
+        return read_queries(self.db, since)
 
 
 def new_build_dir(home: Path) -> Path:
@@ -92,22 +191,24 @@ def load_index(home: str | Path) -> Index:
     path = current_dir(home)
     if path is None:
         raise IndexNotFound(f'no index in {home} — run "busca index" first')
-    manifest = read_manifest(path)
-    return Index(home, path, manifest)
+    return Index(home, path, read_manifest(path))
 
 
-def read_manifest(path: Path) -> dict:
+def read_manifest(path: Path) -> Manifest:
     try:
-        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+        data = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise IndexFormatError(f"the index in {path} is damaged ({e}) — run \"busca index\"") from e
-    version = manifest.get("format_version")
+    version = data.get("format_version")
     if version != FORMAT_VERSION:
         raise IndexFormatError(
             f"the index in {path} has format version {version}, this busca reads"
             f" {FORMAT_VERSION} — rebuild it with \"busca index\""
         )
-    return manifest
+    try:
+        return Manifest.from_json(data)
+    except TypeError as e:
+        raise IndexFormatError(f"the index in {path} is damaged ({e}) — run \"busca index\"") from e
 
 
 def write_json(path: Path, data: dict) -> None:
@@ -117,10 +218,8 @@ def write_json(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
-def publish(home: Path, path: Path, manifest: dict) -> None:
-    """Write the manifest of a finished build and make it the live index."""
-    manifest = {"format_version": FORMAT_VERSION, **manifest, "build": path.name}
-    write_json(path / MANIFEST, manifest)
+def swap_pointer(home: Path, path: Path) -> None:
+    """Make the build in `path` the live index of `home`."""
     pointer = Path(home) / POINTER
     tmp = pointer.with_name(POINTER + f".tmp-{uuid.uuid4().hex[:8]}")
     tmp.write_text(path.name + "\n", encoding="utf-8")
@@ -135,10 +234,10 @@ def remove_stale(home: Path) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def update_manifest(index: Index, changes: dict) -> dict:
+def update_manifest(index: Index, changes: dict) -> Manifest:
     """Merge `changes` into the live manifest (e.g. a calibrated floor) and save it."""
-    manifest = _merge(index.manifest, changes)
-    write_json(index.path / MANIFEST, manifest)
+    manifest = Manifest.from_json(_merge(index.manifest.to_json(), changes))
+    write_json(index.path / MANIFEST, manifest.to_json())
     index.manifest = manifest
     return manifest
 

@@ -21,9 +21,10 @@ from multiprocessing import get_all_start_methods, get_context
 
 import numpy as np
 
-from busca.crawler.store import ChunkRow, Document
-from busca.index.chunking import JAVA_SPACE, splits_like_java, window_starts, words
-from busca.index.counting import CountedBatch, CountMerger, TermCounts, count_pieces
+from ..crawler.store import Document
+from .chunks import ChunkRow
+from .chunking import JAVA_SPACE, splits_like_java, window_starts, words
+from .counting import CountedBatch, CountMerger, TermCounts, count_pieces
 
 BATCH_DOCS = 2000
 BATCH_CHARS = 4_000_000

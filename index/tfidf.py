@@ -6,20 +6,18 @@ columns of its own terms:
 - `tfidf.idf` (float64, ln(N/df) per term), `tfidf.norms` (float64, L2 norm of each chunk's
   weight vector), `tfidf.vocab.txt` (the terms, in column order),
 - `tfidf.bound` (float64 per term: the largest count / norm in its column, so that a query can
-  skip terms that cannot change its top k; see `search.lexical`).
+  skip terms that cannot change its top k; see `index.lexical`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-from busca.index import storage
-from busca.index.analyzers import get_term_filter
-from busca.index.counting import (EmptyVocabulary, TermCounts, column_blocks, count_texts,
+from .analyzers import get_term_filter
+from .counting import (EmptyVocabulary, TermCounts, column_blocks, count_texts,
                                   reanalyze)
 
 METHOD = "tfidf"
@@ -29,13 +27,13 @@ ROW_BLOCK = 1 << 16
 __all__ = ["EmptyVocabulary", "build", "build_counts"]
 
 
-def build(texts: Sequence[str], out: Path, *, options: dict, previous: Path | None = None,
+def build(texts: Sequence[str], out, *, options: dict, previous=None,
           on_progress=None) -> dict:
     """Build the TF-IDF arrays for `texts` into `out`; returns the manifest entry."""
     return build_counts(count_texts(texts), out, options=options, on_progress=on_progress)
 
 
-def build_counts(counts: TermCounts, out: Path, *, options: dict, on_progress=None) -> dict:
+def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) -> dict:
     """Build the TF-IDF arrays from the chunks' java-term counts; the manifest entry."""
     analyzer = options.get("tfidf_analyzer", ANALYZER)
     counts = reanalyze(counts, get_term_filter(analyzer))
@@ -47,13 +45,13 @@ def build_counts(counts: TermCounts, out: Path, *, options: dict, on_progress=No
     idf = np.log(n / df)
     norms = row_norms(matrix, idf)
     csc = matrix.tocsc()
-    storage.save_array(out, "tfidf.indptr", csc.indptr.astype(np.int64))
-    storage.save_array(out, "tfidf.indices", csc.indices.astype(np.int32, copy=False))
-    storage.save_array(out, "tfidf.counts", csc.data.astype(_count_dtype(csc.data), copy=False))
-    storage.save_array(out, "tfidf.idf", idf)
-    storage.save_array(out, "tfidf.norms", norms)
-    storage.save_array(out, "tfidf.bound", column_bounds(csc, norms))
-    storage.write_terms(out, METHOD, counts.terms)
+    out.save_array(METHOD, "indptr", csc.indptr.astype(np.int64))
+    out.save_array(METHOD, "indices", csc.indices.astype(np.int32, copy=False))
+    out.save_array(METHOD, "counts", csc.data.astype(_count_dtype(csc.data), copy=False))
+    out.save_array(METHOD, "idf", idf)
+    out.save_array(METHOD, "norms", norms)
+    out.save_array(METHOD, "bound", column_bounds(csc, norms))
+    out.write_terms(METHOD, counts.terms)
     return {"analyzer": analyzer, "vocabulary": len(counts.terms),
             "weighting": "raw count x ln(N/df), cosine", "floor": None}
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from busca.crawler.store import Store
-from busca.index.storage import Index
-from busca.search import core
-from busca.search.lexical import NoSearchableTerms
-from busca.search.sentences import SENTENCE_REACH, sentences, widen
+from ..crawler.store import DocumentStore as Store
+from ..errors import BuscaError
+from ..index.lexical import NoSearchableTerms
+from .hits import K, Hit, search
+from .fusion import FusionSettings
+from .scorers import floor_of
+from .sentences import SENTENCE_REACH, sentences, widen
 
 MAX_CHARS = 6000  # characters of passage text in one context
 LANGS = ("pt", "en")
@@ -33,11 +35,11 @@ INSTRUCTIONS = {
 _HEADINGS = {"pt": ("Trechos", "Pergunta"), "en": ("Passages", "Question")}
 
 
-class TemplateError(ValueError):
+class TemplateError(BuscaError, ValueError):
     """A user template that lacks `{context}` or `{question}`."""
 
 
-class ContextTooSmall(ValueError):
+class ContextTooSmall(BuscaError, ValueError):
     """The character budget cannot hold even one sentence."""
 
     def __init__(self, max_chars: int, needed: int):
@@ -66,7 +68,7 @@ class Passage:
     title: str
     score: float
     spans: tuple[Span, ...]
-    hits: tuple[core.Hit, ...]
+    hits: tuple[Hit, ...]
     truncated: bool = False
 
     @property
@@ -81,7 +83,7 @@ class Context:
     question: str
     method: str
     floor: float | None
-    hits: tuple[core.Hit, ...]
+    hits: tuple[Hit, ...]
     passages: tuple[Passage, ...] = ()
     reason: str = ""  # why nothing was found, when the index could say
     max_chars: int = MAX_CHARS
@@ -95,13 +97,13 @@ class Context:
         return [h.score for h in self.hits]
 
 
-def build_context(index: Index, store: Store, question: str, *, method: str = "tfidf",
-                  k: int = core.K, max_chars: int = MAX_CHARS,
-                  min_score: float | None = None) -> Context:
+def build_context(index, store: Store, question: str, *, method: str = "tfidf",
+                  k: int = K, max_chars: int = MAX_CHARS, min_score: float | None = None,
+                  fusion: FusionSettings | None = None) -> Context:
     """Rank, apply the floor (`min_score`, else the calibrated one), merge and fit passages."""
-    floor = min_score if min_score is not None else core.floor_of(index, method)
+    floor = min_score if min_score is not None else floor_of(index, method)
     try:
-        hits = core.search(index, store, question, method=method, k=k)
+        hits = search(index, store, question, method=method, k=k, fusion=fusion)
     except NoSearchableTerms as e:
         return Context(question, method, floor, (), reason=str(e), max_chars=max_chars)
     passages = merge_hits([h for h in hits if floor is None or h.score >= floor], store)
@@ -110,10 +112,10 @@ def build_context(index: Index, store: Store, question: str, *, method: str = "t
     return Context(question, method, floor, tuple(hits), tuple(passages), max_chars=max_chars)
 
 
-def merge_hits(hits: list[core.Hit], store: Store, *,
+def merge_hits(hits: list[Hit], store: Store, *,
                reach: int = SENTENCE_REACH) -> list[Passage]:
     """One passage per document: its windows widened to sentences and merged, best first."""
-    by_url: dict[str, list[core.Hit]] = {}
+    by_url: dict[str, list[Hit]] = {}
     for hit in hits:
         by_url.setdefault(hit.url, []).append(hit)
     passages = []

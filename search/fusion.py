@@ -13,13 +13,13 @@ component's own calibrated floor (a component without a floor lets every hit pas
 from __future__ import annotations
 
 import math
-
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from busca.index.storage import Index
-from busca.search.lexical import NoSearchableTerms
+from ..errors import BuscaError
+from ..index.lexical import NoSearchableTerms, top_k
 
 METHOD = "hybrid"
 FUSIONS = ("rrf", "minmax")
@@ -32,7 +32,7 @@ LEXICAL = ("bm25", "tfidf")  # the first one the index has is the default lexica
 WEIGHTS = {"minmax": {"lexical": 0.6, "dense": 0.4}, "rrf": {"lexical": 1.0, "dense": 1.0}}
 
 
-class FusionError(ValueError):
+class FusionError(BuscaError, ValueError):
     """Fusion settings that cannot work (unknown fusion, bad weights, missing component)."""
 
 
@@ -125,49 +125,55 @@ def _sum(parts) -> tuple[np.ndarray, np.ndarray]:
     return unique, np.bincount(inverse, weights=values, minlength=unique.size)
 
 
+def stored_settings(entry: Mapping) -> FusionSettings:
+    """The settings a build stored in its `hybrid` entry (defaults for what it omits)."""
+    stored = entry.get("fusion") or {}
+    known = FusionSettings.__dataclass_fields__
+    return check_settings(FusionSettings(**{k: v for k, v in stored.items() if k in known}))
+
+
+def components(settings: FusionSettings, available: Sequence[str]) -> dict[str, float]:
+    """Method -> weight that `settings` fuses, given the methods an index has."""
+    weights = settings.weights or default_weights(available, settings.fusion)
+    missing = [m for m in weights if m not in available]
+    if missing:
+        raise FusionError(f"hybrid cannot use {', '.join(missing)}: this index has"
+                          f" {', '.join(available)}")
+    return weights
+
+
 class HybridScorer:
-    """Fuses the windows of its component methods; settings from the manifest or `configure`."""
+    """Fuses the top windows of its component rankers; the settings are a value given once."""
 
-    def __init__(self, index: Index, method: str = METHOD):
-        self.index = index
-        stored = index.methods.get(method, {}).get("fusion") or {}
-        known = FusionSettings.__dataclass_fields__
-        self.settings = check_settings(FusionSettings(**{k: v for k, v in stored.items()
-                                                          if k in known}))
-        self.components()  # fail now if the index cannot do hybrid
-
-    def components(self) -> dict[str, float]:
-        """Method -> weight actually used."""
-        available = [m for m in core.available_methods(self.index) if m != METHOD]
-        weights = self.settings.weights or default_weights(available, self.settings.fusion)
-        missing = [m for m in weights if m not in available]
-        if missing:
-            have = ", ".join(available)
-            raise FusionError(f"hybrid cannot use {', '.join(missing)}: this index has {have}")
-        return weights
+    def __init__(self, rankers: Mapping, weights: Mapping[str, float],
+                 settings: FusionSettings, floors: Mapping[str, float | None]):
+        self.rankers, self.weights = dict(rankers), dict(weights)
+        self.settings, self.floors = check_settings(settings), dict(floors)
 
     def ranked(self, query: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Each component's top-`window` (ids, scores), best first."""
         out = {}
-        for method in self.components():
+        for method in self.weights:
             try:
-                ids, scores = core.scorer(self.index, method).score(query)
+                ids, scores = self.rankers[method].score(query)
             except NoSearchableTerms:  # a lexical side with no known word: the others still rank
                 ids, scores = np.empty(0, np.int64), np.empty(0)
             if ids.size:
-                ids, scores = core.top_k(ids, scores, self.settings.window)
+                ids, scores = top_k(ids, scores, self.settings.window)
             out[method] = ids, scores
         return out
 
     def score(self, query: str) -> tuple[np.ndarray, np.ndarray]:
         return self.fuse(self.ranked(query))
 
+    def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
+        return top_k(*self.score(query), k)
+
     def fuse(self, ranked: dict) -> tuple[np.ndarray, np.ndarray]:
         """Fused (ids, scores) of the components' ranked windows, floors applied if asked."""
-        weights = self.components()
-        ids, scores = fuse(ranked, weights, self.settings)
+        ids, scores = fuse(ranked, self.weights, self.settings)
         if self.settings.floors:
-            keep = passing(ids, ranked, {m: core.floor_of(self.index, m) for m in weights})
+            keep = passing(ids, ranked, {m: self.floors.get(m) for m in self.weights})
             ids, scores = ids[keep], scores[keep]
         return ids, scores
 
@@ -199,20 +205,6 @@ def describe_default() -> str:
                      for f, w in WEIGHTS.items())
 
 
-def describe(index: Index, settings: FusionSettings) -> dict:
-    """Settings with the components and weights actually used on `index`."""
-    available = core.available_methods(index)
-    weights = settings.weights or default_weights(available, settings.fusion)
-    return {**settings.describe(), "weights": weights}
-
-
-def configure(index: Index, **changes) -> FusionSettings:
-    """Change the settings of the index's cached hybrid scorer (CLI options, tuning)."""
-    scorer = core.scorer(index, METHOD)
-    scorer.settings = check_settings(replace(scorer.settings, **changes))
-    scorer.components()
-    return scorer.settings
-
-
-# Imported last: `core` registers HybridScorer in SCORERS, so either module may be imported first.
-from busca.search import core  # noqa: E402
+def describe(settings: FusionSettings, available: Sequence[str]) -> dict:
+    """Settings with the components and weights actually used on an index with `available`."""
+    return {**settings.describe(), "weights": components(settings, available)}

@@ -1,7 +1,7 @@
 """The query log: what users asked, what they got, and which questions the corpus misses.
 
-Every `busca search` and `busca context` call appends one row to the store's `queries`
-table (unless `--no-log` or the `querylog` setting is off). `misses` groups the questions
+Every `busca search` and `busca context` call appends one row to the home's query log (unless
+`--no-log` or the `querylog` setting is off); the home stores it (index/queries.py locally). `misses` groups the questions
 that found nothing or only scores below the floor, most frequent first; `golden_skeleton`
 turns them into a golden set in the seeds' format (`{"pergunta": ..., "trecho": ""}`) for a
 person to label and `busca eval` to score — the seed's loop of turning failures into tests.
@@ -12,15 +12,15 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 import unicodedata
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from busca.crawler.store import Store
 
-SETTING = "querylog"  # store meta key: true (default) or false
+SETTING = "querylog"  # home setting (meta key): true (default) or false
 
 
 @dataclass(frozen=True)
@@ -54,16 +54,35 @@ class Miss:
         return "nothing found" if self.best is None else "low scores"
 
 
-def is_enabled(store: Store) -> bool:
+def is_enabled(store) -> bool:
     """Whether queries are logged in this store (on unless turned off)."""
     return bool(store.get_meta(SETTING, True))
 
 
-def set_enabled(store: Store, on: bool) -> None:
+def set_enabled(store, on: bool) -> None:
     store.set_meta(SETTING, bool(on))
 
 
-def record(store: Store, *, command: str, query: str, method: str, k: int,
+def answered(scores, floor: float | None) -> bool:
+    """Whether a query was answered: some hit scored at or above the floor (any, without one)."""
+    return any(floor is None or s >= floor for s in scores)
+
+
+def log_call(store, *, command: str, query: str, method: str, k: int, scores,
+             floor: float | None, started: float) -> bool:
+    """Log one search/context call that started at `started` (time.perf_counter())."""
+    scores = [float(s) for s in scores]
+    return record(store, command=command, query=query, method=method, k=k, scores=scores,
+                  floor=floor, answered=answered(scores, floor),
+                  seconds=time.perf_counter() - started)
+
+
+def count(store) -> int:
+    """How many queries the log holds."""
+    return len(store.logged_queries())
+
+
+def record(store, *, command: str, query: str, method: str, k: int,
            scores: list[float], floor: float | None, answered: bool, seconds: float) -> bool:
     """Append a query to the log if logging is on; True if it was logged."""
     if not is_enabled(store):
@@ -74,7 +93,7 @@ def record(store: Store, *, command: str, query: str, method: str, k: int,
     return True
 
 
-def logged(store: Store, *, since: datetime | None = None) -> list[LoggedQuery]:
+def logged(store, *, since: datetime | None = None) -> list[LoggedQuery]:
     """Logged queries in time order, optionally from `since` on."""
     rows = store.logged_queries(_iso(since) if since else None)
     return [LoggedQuery(**{**r, "scores": tuple(r["scores"])}) for r in rows]
@@ -92,7 +111,7 @@ def is_miss(entry: LoggedQuery, *, below: float | None = None) -> bool:
     return below is not None and (not entry.scores or max(entry.scores) < below)
 
 
-def misses(store: Store, *, since: datetime | None = None,
+def misses(store, *, since: datetime | None = None,
            below: float | None = None) -> list[Miss]:
     """Missed questions grouped by wording, most frequent first, then most recently asked."""
     groups: dict[str, list[LoggedQuery]] = {}

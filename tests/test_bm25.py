@@ -8,15 +8,16 @@ import sys
 import numpy as np
 import pytest
 
-from busca.crawler.store import Document, Store
+from busca.crawler.store import Document
 from busca.index import analyzers
 from busca.index.analyzers import (MissingStemmer, UnknownAnalyzer, get_analyzer, java_terms,
                                    pt_terms, simple_terms)
 from busca.index.bm25 import Bm25ParameterError, check_parameters
 from busca.index.build import build_index
 from busca.index.storage import load_index
-from busca.search import core
-from busca.search.lexical import NoSearchableTerms
+from busca import search as core
+from busca.index.lexical import NoSearchableTerms
+from busca.index import LocalHome
 
 from conftest import FIXTURES, REPO
 
@@ -35,7 +36,7 @@ QUERIES = ["prazo do reembolso", "gato gato rato", "matrícula na universidade",
 
 
 def indexed(tmp_path, texts, **options):
-    store = Store(tmp_path)
+    store = LocalHome(tmp_path)
     for i, text in enumerate(texts):
         store.put(Document(f"d{i:02d}", f"T{i}", text))
     build_index(store, methods=("bm25",), options=options)
@@ -125,7 +126,7 @@ def test_default_analyzer_is_pt_and_recorded(tmp_path):
 def test_unknown_analyzer_lists_the_known_ones(tmp_path):
     with pytest.raises(UnknownAnalyzer, match="java, pt, simple"):
         get_analyzer("klingon")
-    store = Store(tmp_path)
+    store = LocalHome(tmp_path)
     store.put(Document("a", "A", "gato"))
     with pytest.raises(UnknownAnalyzer, match="java, pt, simple"):
         build_index(store, methods=("tfidf", "bm25"), options={"bm25_analyzer": "klingon"})
@@ -234,7 +235,7 @@ def test_beir_folder_run(run, tmp_path):
 def test_faquad_paragraphs_reach_the_published_stemmed_bm25(tmp_path):
     """FaQuAD task A (249 paragraphs as documents, 900 questions): nDCG@10 >= 0.91."""
     data = json.loads((FIXTURES / "faquad" / "dataset.json").read_text(encoding="utf-8"))
-    store = Store(tmp_path)
+    store = LocalHome(tmp_path)
     questions = []
     for d, doc in enumerate(data["data"]):
         for p, paragraph in enumerate(doc["paragraphs"]):
@@ -243,7 +244,7 @@ def test_faquad_paragraphs_reach_the_published_stemmed_bm25(tmp_path):
             questions += [(qa["question"], url) for qa in paragraph["qas"]]
     build_index(store, size=100_000, overlap=0, methods=("bm25",))
     index = load_index(tmp_path)
-    urls = [row.url for row in store.chunks(index.build)]
+    urls = [row.url for row in index.chunks()]
     gains = []
     for question, url in questions:
         ranked = [urls[i] for i in core.rank(index, question, method="bm25", k=10)[0]]

@@ -1,13 +1,15 @@
 import json
+from dataclasses import replace
 
 import pytest
 
-from busca.crawler.store import Document, Store
-from busca.index import build as build_module
+from busca.crawler.store import Document
+from busca.index.methods import METHODS
 from busca.index import storage
 from busca.index.build import NothingToIndex, build_index
 from busca.index.storage import IndexFormatError, IndexNotFound, load_index
-from busca.search import core
+from busca import search as core
+from busca.index import LocalHome
 
 
 def words(n, prefix="w"):
@@ -16,7 +18,7 @@ def words(n, prefix="w"):
 
 @pytest.fixture
 def store(tmp_path):
-    s = Store(tmp_path)
+    s = LocalHome(tmp_path)
     s.put(Document("a", "A", words(450)))
     s.put(Document("b", "B", words(150, "b")))
     s.put(Document("empty", "E", "  "))
@@ -26,13 +28,13 @@ def store(tmp_path):
 def test_figures_and_chunk_rows(store):
     manifest = build_index(store)
     assert (manifest["documents"], manifest["words"], manifest["chunks"]) == (3, 600, 4)
-    rows = store.chunks(manifest["build"])
+    rows = load_index(store.home).chunks()
     assert [(r.url, r.position) for r in rows] == [("a", 0), ("a", 1), ("a", 2), ("b", 0)]
 
 
 def test_empty_store_is_refused(tmp_path):
     with pytest.raises(NothingToIndex, match="busca add"):
-        build_index(Store(tmp_path))
+        build_index(LocalHome(tmp_path))
 
 
 def test_only_changed_documents_are_rechunked(store):
@@ -50,13 +52,14 @@ def test_interrupted_build_keeps_previous_index(store, monkeypatch):
     def crash(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setitem(build_module.BUILDERS, "tfidf", crash)
+    tfidf = replace(METHODS["tfidf"], build=crash, build_counts=None)
+    monkeypatch.setitem(METHODS, "tfidf", tfidf)
     store.put(Document("c", "C", "documento novo"))
     with pytest.raises(KeyboardInterrupt):
         build_index(store)
     index = load_index(store.home)
     assert index.build == first["build"]
-    assert len(store.chunks(index.build)) == first["chunks"]
+    assert len(index.chunks()) == first["chunks"]
     assert core.rank(index, "w10")[0].tolist() == [0]
     monkeypatch.undo()
     second = build_index(store)  # the next build cleans up the leftovers

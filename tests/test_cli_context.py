@@ -5,10 +5,10 @@ import json
 import pytest
 
 from busca.cli import cli
-from busca.crawler.store import Store
 from busca.index import storage
-from busca.search import golden as golden_module
+from busca.search.eval import golden as golden_module
 from busca.search import querylog
+from busca.index import LocalHome
 from conftest import write_jsonl
 
 REFUND = ("Reembolso. Quando o cliente cancela a assinatura dentro do período de garantia, o"
@@ -33,7 +33,7 @@ def indexed(run, tmp_path):
 
 
 def _logged(home):
-    with Store(home) as store:
+    with LocalHome(home) as store:
         return querylog.logged(store)
 
 
@@ -55,7 +55,7 @@ def test_context_json_spans_map_back_to_the_stored_text(indexed, home):
     assert result.exit_code == 0
     data = json.loads(result.stdout)
     assert data["answered"] and data["prompt"].startswith("Responda")
-    with Store(home) as store:
+    with LocalHome(home) as store:
         for p in data["passages"]:
             text = store.get(p["url"]).text
             assert p["title"] == store.get(p["url"]).title

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from busca.index.storage import load_index
-from busca.search import core
+from busca import search as core
 from conftest import FIXTURES, REPO, write_jsonl
 
 DOCS = [

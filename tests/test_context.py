@@ -4,12 +4,13 @@ import re
 
 import pytest
 
-from busca.crawler.store import Document, Store
+from busca.crawler.store import Document
 from busca.index import storage
 from busca.index.build import build_index
 from busca.index.storage import load_index
 from busca.search import context as cx
-from busca.search import core
+from busca import search as core
+from busca.index import LocalHome
 
 # 30 distinct sentences; every third one talks about the refund, so several overlapping
 # 20-word windows of the same document match "reembolso estorno".
@@ -30,7 +31,7 @@ def _sentences(text: str) -> list[str]:
 
 @pytest.fixture
 def store(tmp_path):
-    s = Store(tmp_path)
+    s = LocalHome(tmp_path)
     for doc in (POLICY, OTHER, CATS):
         s.put(doc)
     build_index(s, size=20, overlap=8)
@@ -88,7 +89,7 @@ def test_passages_are_best_first_and_ranked(index, store):
 # --- sentences ---------------------------------------------------------------------------
 
 def test_windows_far_apart_stay_separate_spans_of_one_passage(tmp_path):
-    store = Store(tmp_path)
+    store = LocalHome(tmp_path)
     first, last = "Reembolso em sete dias.", "O estorno aparece na fatura."
     filler = " ".join(f"Linha {n} sem assunto." for n in range(40))
     store.put(Document("u", "T", f"{first} {filler} {last}"))
@@ -99,7 +100,7 @@ def test_windows_far_apart_stay_separate_spans_of_one_passage(tmp_path):
 
 
 def test_windows_separated_only_by_whitespace_merge(tmp_path):
-    store = Store(tmp_path)
+    store = LocalHome(tmp_path)
     store.put(Document("u", "T", "Um dois.\n\nTrês quatro."))
     [p] = cx.merge_hits([_hit(store, "u", "Um dois.", 1, 1.0),
                          _hit(store, "u", "Três quatro.", 2, 0.5)], store)

@@ -74,8 +74,9 @@ def test_tfidf_arrays_equal_a_count_vectorizer_build_bit_for_bit(tmp_path):
     """The streamed counts give the TF-IDF arrays of the first builder (CountVectorizer and
     scipy row sums), norms included, to the last bit."""
     from busca.index import tfidf
+    from busca.index.storage import LocalBuildWriter
     texts = random_texts(random.Random(11), 300)
-    tfidf.build(texts, tmp_path, options={})
+    tfidf.build(texts, LocalBuildWriter(None, tmp_path), options={})
     counts, terms = reference(texts, java_terms)
     n = counts.shape[0]
     idf = np.log(n / np.bincount(counts.indices, minlength=counts.shape[1]))

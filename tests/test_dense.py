@@ -4,14 +4,15 @@ import numpy as np
 import pytest
 from dense_fakes import FakeEncoder
 
-from busca.crawler.store import Document, Store
-from busca.index import build as build_module
+from busca.crawler.store import Document
+from busca.index.methods import METHODS
 from busca.index import dense, encoders
 from busca.index.build import build_index
 from busca.index.storage import load_index
-from busca.search import core
-from busca.search.lexical import NoSearchableTerms
-from busca.search.dense import DenseScorer, EmptyQuery, EncoderMismatch, NoVectors
+from busca import search as core
+from busca.index.lexical import NoSearchableTerms
+from busca.index.vectors import DenseScorer, EmptyQuery, EncoderMismatch, NoVectors
+from busca.index import LocalHome
 
 DOCS = [
     Document("https://blog.example/alucinacao", "Alucinação",
@@ -27,7 +28,7 @@ DOCS = [
 
 @pytest.fixture
 def store(tmp_path):
-    s = Store(tmp_path / "home")
+    s = LocalHome(tmp_path / "home")
     for doc in DOCS:
         s.put(doc)
     yield s
@@ -156,8 +157,8 @@ def test_empty_query_is_refused(store, fake):
 
 
 def test_dense_and_hybrid_are_registered():
-    assert build_module.BUILDERS["dense"] is dense.build
-    assert {"dense", "hybrid"} <= set(core.SCORERS)
+    assert METHODS["dense"].build is dense.build  # one registry: index/methods.py
+    assert {"dense", "hybrid"} <= set(METHODS)
 
 
 def test_truncated_chunks_are_counted_and_the_cli_warns(run, tmp_path, monkeypatch):

@@ -3,14 +3,15 @@ import random
 import numpy as np
 import pytest
 
-from busca.crawler.store import Document, Store
+from busca.crawler.store import Document
 from busca.index.build import build_index
 from busca.index.storage import load_index
-from busca.search import core
-from busca.search.evaluate import (Judged, StaleIndex, chunk_documents, chunk_table, collapse,
+from busca import search as core
+from busca.search.eval.judge import (Judged, StaleIndex, chunk_documents, chunk_table, collapse,
                                    index_rankers, judge, outcome_of, rank_questions)
-from busca.search.golden import Golden, Question
-from busca.search.lexical import NoSearchableTerms
+from busca.search.eval.golden import Golden, Question
+from busca.index.lexical import NoSearchableTerms
+from busca.index import LocalHome
 
 REEMBOLSO = ("Reembolso. Quando o cliente cancela a assinatura dentro do período de garantia,"
              " o valor pago é devolvido integralmente. O prazo para o estorno aparecer na\n"
@@ -130,7 +131,7 @@ def test_rank_questions_scores_a_question_without_hits_as_zero():
 
 @pytest.fixture
 def indexed(tmp_path):
-    store = Store(tmp_path)
+    store = LocalHome(tmp_path)
     for doc in DOCS:
         store.put(doc)
     build_index(store, size=8, overlap=2)

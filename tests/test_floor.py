@@ -1,7 +1,7 @@
 import pytest
 
-from busca.search.floor import FloorError, calibrate, tradeoff
-from busca.search.metrics import Outcome
+from busca.search.eval.floors import FloorError, calibrate, tradeoff
+from busca.search.eval.metrics import Outcome
 
 
 def answerable(top, first_rank=1, first_score=None, qid="a"):

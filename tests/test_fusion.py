@@ -6,13 +6,15 @@ import pytest
 from conftest import write_jsonl
 from dense_fakes import DOCS, FakeEncoder
 
-from busca.crawler.store import Document, Store
+from busca.crawler.store import Document
 from busca.index import encoders
 from busca.index.build import UnknownMethodError, build_index
 from busca.index.storage import load_index, update_manifest
-from busca.search import core, fusion
+from busca.search import fusion
+from busca import search as core
 from busca.search.fusion import (FusionError, FusionSettings, check_settings, minmax,
                                   parse_weights, passing, rrf)
+from busca.index import LocalHome
 
 
 
@@ -123,7 +125,7 @@ def test_passing_keeps_hits_that_pass_one_component_floor():
 
 @pytest.fixture
 def index(tmp_path, fake):
-    store = Store(tmp_path / "home")
+    store = LocalHome(tmp_path / "home")
     for url, title, text in DOCS:
         store.put(Document(url, title, text))
     build_index(store, methods=("tfidf", "dense", "hybrid"), options={"dense": "fake"})
@@ -163,21 +165,21 @@ def test_default_hybrid_is_minmax_of_tfidf_and_dense(index):
 
 def test_rrf_hybrid(index):
     query = "biblioteca que não existe"
-    fusion.configure(index, fusion="rrf")
-    got = core.rank(index, query, method="hybrid", k=4)[0].tolist()
+    rrf_settings = FusionSettings(fusion="rrf")
+    got = core.rank(index, query, method="hybrid", k=4, fusion=rrf_settings)[0].tolist()
     assert got == _expected_rrf(index, query, {"tfidf": 1.0, "dense": 1.0})[:4]
 
 
 def test_configured_weights_window_and_minmax(index):
     query = "senha do código de erro"
-    fusion.configure(index, fusion="rrf", weights={"tfidf": 1.0, "dense": 0.25}, rrf_k=10.0,
-                     window=2)
-    got = core.rank(index, query, method="hybrid", k=4)[0].tolist()
+    settings = FusionSettings(fusion="rrf", weights={"tfidf": 1.0, "dense": 0.25}, rrf_k=10.0,
+                              window=2)
+    got = core.rank(index, query, method="hybrid", k=4, fusion=settings)[0].tolist()
     assert got == _expected_rrf(index, query, {"tfidf": 1.0, "dense": 0.25}, k=10, window=2)
     assert len(got) <= 4
-    fusion.configure(index, fusion="minmax", weights={"dense": 1.0, "tfidf": 0.0}, window=100)
+    settings = FusionSettings(fusion="minmax", weights={"dense": 1.0, "tfidf": 0.0}, window=100)
     dense_only = core.rank(index, query, method="dense", k=4)[0].tolist()
-    assert core.rank(index, query, method="hybrid", k=4)[0].tolist() == dense_only
+    assert core.rank(index, query, method="hybrid", k=4, fusion=settings)[0].tolist() == dense_only
 
 
 def test_a_query_without_known_words_still_ranks_by_dense(index):
@@ -189,22 +191,22 @@ def test_a_query_without_known_words_still_ranks_by_dense(index):
 def test_hybrid_floor_needs_one_component_to_pass_its_own(index):
     query = "biblioteca que não existe"
     update_manifest(index, {"methods": {"tfidf": {"floor": 0.99}, "dense": {"floor": 0.99}}})
-    fusion.configure(index, floors=True)
-    assert core.rank(index, query, method="hybrid")[0].size == 0
+    floors = FusionSettings(floors=True)
+    assert core.rank(index, query, method="hybrid", fusion=floors)[0].size == 0
     update_manifest(index, {"methods": {"dense": {"floor": 0.0}}})
-    assert core.rank(index, query, method="hybrid")[0].size == 3
-    fusion.configure(index, floors=False)
+    assert core.rank(index, query, method="hybrid", fusion=floors)[0].size == 3
+    no_floors = FusionSettings(floors=False)
     update_manifest(index, {"methods": {"dense": {"floor": 0.99}}})
-    assert core.rank(index, query, method="hybrid")[0].size == 3
+    assert core.rank(index, query, method="hybrid", fusion=no_floors)[0].size == 3
 
 
 def test_weights_naming_a_method_the_index_lacks(index):
     with pytest.raises(FusionError, match="cannot use bm25: this index has tfidf, dense"):
-        fusion.configure(index, weights={"bm25": 1.0, "dense": 1.0})
+        core.scorer(index, "hybrid", FusionSettings(weights={"bm25": 1.0, "dense": 1.0}))
 
 
 def test_hybrid_needs_dense_vectors(tmp_path):
-    store = Store(tmp_path)
+    store = LocalHome(tmp_path)
     store.put(Document("u", "t", "texto qualquer"))
     with pytest.raises(UnknownMethodError, match="hybrid needs dense vectors.*--dense use"):
         build_index(store, methods=("tfidf", "hybrid"))

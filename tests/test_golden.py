@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from busca.search.golden import GoldenError, load_golden
+from busca.search.eval.golden import GoldenError, load_golden
 
 SEED = [
     {"pergunta": "Qual o prazo do reembolso?", "trecho": "7 dias úteis"},

@@ -5,11 +5,13 @@ import random
 import numpy as np
 import pytest
 
-from busca.crawler.store import Document, Store
+from busca.crawler.store import Document
 from busca.index.build import build_index
 from busca.index.storage import load_index
-from busca.search import core, lexical
-from busca.search.lexical import NoSearchableTerms, kth_largest
+from busca import search as core
+from busca.index import lexical
+from busca.index.lexical import NoSearchableTerms, kth_largest
+from busca.index import LocalHome
 
 COMMON = "de o a que e do da em para com sobre ano dia".split()
 RARE = ("gato rato cão casa universidade federal curso aluno prova nota semestre matrícula "
@@ -30,7 +32,7 @@ def corpus(seed: int, n: int = 150, fillers: int = 0) -> list[str]:
 
 
 def build(home, texts):
-    store = Store(home)
+    store = LocalHome(home)
     for i, text in enumerate(texts):
         store.put(Document(f"d{i:03d}", "", text))
     build_index(store, methods=("tfidf", "bm25"))

@@ -3,9 +3,9 @@ import random
 
 import pytest
 
-from busca.search.evaluate import ChunkTable, Judged, outcome_of
-from busca.search.golden import Question
-from busca.search.metrics import (Metric, MetricError, Outcome, default_metrics, ndcg,
+from busca.search.eval.judge import ChunkTable, Judged, outcome_of
+from busca.search.eval.golden import Question
+from busca.search.eval.metrics import (Metric, MetricError, Outcome, default_metrics, ndcg,
                                   parse_ks, parse_metric, recall, reciprocal_rank, value,
                                   values)
 

@@ -21,13 +21,14 @@ from pathlib import Path
 
 import pytest
 
-from busca.crawler.store import Document, Store
+from busca.crawler.store import Document
 from busca.index.analyzers import java_terms
 from busca.index.build import build_index
 from busca.index.chunking import chunk_words
 from busca.index.storage import load_index
-from busca.search.core import rank, search
-from busca.search.lexical import NoSearchableTerms
+from busca.search import rank, search
+from busca.index.lexical import NoSearchableTerms
+from busca.index import LocalHome
 
 JAVA_SOURCE = Path(__file__).parent / "java" / "Reference.java"
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "site" / "articles.jsonl"
@@ -137,7 +138,7 @@ class Busca(Result):
 def run_busca(home: Path, docs: list[str], queries: list[str], *, size=200, overlap=40,
               builds=1) -> tuple[Busca, list[str]]:
     """Index `docs` (urls doc-00000...) in a fresh store; returns the outcome, stored texts."""
-    with Store(home) as store:
+    with LocalHome(home) as store:
         for i, text in enumerate(docs):
             store.put(Document(url=f"doc-{i:05d}", title=f"Documento {i}", text=text))
         for _ in range(builds):  # a second build reuses the chunk rows of the first
@@ -145,7 +146,7 @@ def run_busca(home: Path, docs: list[str], queries: list[str], *, size=200, over
         index = load_index(home)
         stored = [d.text for d in store.documents()]
         chunks = [c for t in stored for c in chunk_words(t, size=size, overlap=overlap)]
-        rows = store.chunks(index.build)
+        rows = index.chunks()
         spans_ok = [(r.start, r.end) for r in rows] == [(c.start, c.end) for c in chunks]
         indptr = index.array("tfidf", "indptr")
         terms = dict(zip(index.terms("tfidf"), (indptr[1:] - indptr[:-1]).tolist()))

@@ -5,13 +5,13 @@ from datetime import datetime, timezone
 
 import pytest
 
-from busca.crawler.store import Store
 from busca.search import querylog as ql
+from busca.index import LocalHome
 
 
 @pytest.fixture
 def store(tmp_path):
-    s = Store(tmp_path)
+    s = LocalHome(tmp_path)
     yield s
     s.close()
 

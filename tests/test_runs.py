@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 
 from busca.crawler.store import Document
-from busca.search.evaluate import chunk_documents, judge, rank_questions
-from busca.search.golden import Golden, Question
-from busca.search.runs import RunError, align, fingerprint, load_run, run_pairs, save_run
+from busca.search.eval.judge import chunk_documents, judge, rank_questions
+from busca.search.eval.golden import Golden, Question
+from busca.search.eval.runs import RunError, align, fingerprint, load_run, run_pairs, save_run
 
 DOCS = [Document("https://s/a", "A", "Um dois três quatro. Cinco seis sete oito."),
         Document("https://s/b", "B", "Nove dez onze doze.")]

@@ -3,7 +3,7 @@ import itertools
 import numpy as np
 import pytest
 
-from busca.search.stats import (bootstrap, paired_difference, sign_flip_p, subset_range)
+from busca.search.eval.bootstrap import (bootstrap, paired_difference, sign_flip_p, subset_range)
 
 
 def test_bootstrap_is_repeatable_and_brackets_the_mean():

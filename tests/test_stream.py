@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from busca.crawler.store import ChunkRow, Document
+from busca.crawler.store import Document
+from busca.index.chunks import ChunkRow
 from busca.index.chunking import chunk_words, words
 from busca.index.counting import count_texts
 from busca.index.chunking import splits_like_java

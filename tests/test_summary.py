@@ -1,8 +1,8 @@
 import pytest
 
-from busca.search.golden import Golden, Question
-from busca.search.metrics import Outcome, default_metrics, parse_metric
-from busca.search.summary import compare, default_pairs, summarize, tag_keys
+from busca.search.eval.golden import Golden, Question
+from busca.search.eval.metrics import Outcome, default_metrics, parse_metric
+from busca.search.eval.summary import compare, default_pairs, summarize, tag_keys
 
 
 def o(qid, rank, top=0.5):

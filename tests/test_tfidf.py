@@ -7,12 +7,13 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from busca.crawler.store import Document, Store
+from busca.crawler.store import Document
 from busca.index.analyzers import java_terms
 from busca.index.build import build_index
 from busca.index.storage import load_index
-from busca.search import core
-from busca.search.lexical import NoSearchableTerms
+from busca import search as core
+from busca.index.lexical import NoSearchableTerms
+from busca.index import LocalHome
 
 CORPUS = [
     "O gato comeu o rato na cozinha.",
@@ -42,7 +43,7 @@ def brute_force(texts, query):
 
 
 def indexed(tmp_path, texts):
-    store = Store(tmp_path)
+    store = LocalHome(tmp_path)
     for i, text in enumerate(texts):
         store.put(Document(f"doc{i:03d}", f"T{i}", text))
     build_index(store)

@@ -4,15 +4,18 @@ import pytest
 from conftest import write_jsonl
 from dense_fakes import DOCS, FakeEncoder
 
-from busca.crawler.store import Document, Store
+from busca.crawler.store import Document
 from busca.index import encoders
 from busca.index.build import build_index
 from busca.index.storage import load_index
-from busca.search import core, fusion, tuning
-from busca.search.evaluate import chunk_table, judge, outcome_of
+from busca.search import fusion
+from busca import search as core
+from busca.search.eval import tuning
+from busca.search.eval.judge import chunk_table, judge, outcome_of
 from busca.search.fusion import FusionError
-from busca.search.golden import load_golden
-from busca.search.metrics import parse_metric, value
+from busca.search.eval.golden import load_golden
+from busca.search.eval.metrics import parse_metric, value
+from busca.index import LocalHome
 
 GOLDEN = [
     {"id": "l1", "tipo": "lexical", "pergunta": "o que é o código de erro ERR_504?",
@@ -33,7 +36,7 @@ SYNONYMS = {"mentiu": "falsa", "inexistente": "existe", "pacote": "biblioteca",
 def setup(tmp_path, monkeypatch):
     encoder = FakeEncoder(synonyms=SYNONYMS)
     monkeypatch.setitem(encoders.ENCODERS, "fake", lambda *, threads=1: encoder)
-    store = Store(tmp_path / "home")
+    store = LocalHome(tmp_path / "home")
     for url, title, text in DOCS:
         store.put(Document(url, title, text))
     build_index(store, methods=("tfidf", "dense", "hybrid"), options={"dense": "fake"})
@@ -63,10 +66,11 @@ def test_tuning_scores_each_setting_like_the_hybrid_scorer(setup):
     table = chunk_table(index, store)
     judged = [j for j in judge(golden, table).items if j.question.answerable]
     for trial in (result.default, result.trials[-1], result.trials[5]):
-        fusion.configure(index, **{k: getattr(trial.settings, k)
-                                   for k in ("fusion", "rrf_k", "window", "weights")})
+        settings = fusion.FusionSettings(**{k: getattr(trial.settings, k)
+                                            for k in ("fusion", "rrf_k", "window", "weights")})
         expected = [value(metric, outcome_of(j, table, *core.rank(index, j.question.text,
-                                                                  method="hybrid", k=100)))
+                                                                  method="hybrid", k=100,
+                                                                  fusion=settings)))
                     for j in judged]
         assert trial.values.tolist() == expected
     assert set(result.default.slices) == {"tipo=lexical", "tipo=parafrase"}

@@ -15,15 +15,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from busca.crawler.store import Store
-from busca.index.storage import Index
-from busca.search import core, fusion, stats
-from busca.search.evaluate import DEPTH, chunk_table, judge, outcome_of
-from busca.search.fusion import FusionSettings
-from busca.search.golden import Golden
-from busca.search.lexical import NoSearchableTerms
-from busca.search.metrics import Metric, value
-from busca.search.summary import tag_keys
+from ..fusion import (METHOD, RRF_K, WINDOW, FusionError, check_settings, default_weights,
+                      fuse)
+from ..scorers import available_methods, scorer, top_k
+from .bootstrap import Difference, Estimate, bootstrap, paired_difference
+from .judge import DEPTH, chunk_table, judge, outcome_of
+from ..fusion import FusionSettings
+from .golden import Golden
+from ...index.lexical import NoSearchableTerms
+from .metrics import Metric, value
+from .summary import tag_keys
 
 RRF_KS = (1, 5, 10, 20, 40, 60, 100)
 DENSE_WEIGHTS = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0)  # RRF, lexical weight 1
@@ -42,7 +43,7 @@ class Trial:
     name: str
     settings: FusionSettings | None
     values: np.ndarray
-    estimate: stats.Estimate
+    estimate: Estimate
     slices: dict  # "tag=value" -> mean
 
 
@@ -55,8 +56,8 @@ class Tuning:
     trials: tuple[Trial, ...]  # best first
     default: Trial
     singles: tuple[Trial, ...]
-    best_vs_default: stats.Difference
-    cross_validated: stats.Estimate
+    best_vs_default: Difference
+    cross_validated: Estimate
     questions: int
 
     @property
@@ -68,26 +69,26 @@ class Tuning:
         return WARNING.format(n=self.questions)
 
 
-def grid(components: Sequence[str], *, window: int = fusion.WINDOW) -> list[FusionSettings]:
+def grid(components: Sequence[str], *, window: int = WINDOW) -> list[FusionSettings]:
     """RRF over k x dense weight (lexical 1), then min-max over the dense share."""
     lexical, dense = components
     out = [FusionSettings("rrf", float(k), window, {lexical: 1.0, dense: w})
            for k in RRF_KS for w in DENSE_WEIGHTS]
-    out += [FusionSettings("minmax", fusion.RRF_K, window,
+    out += [FusionSettings("minmax", RRF_K, window,
                            {lexical: round(1 - s, 2), dense: s}) for s in DENSE_SHARES]
     return out
 
 
-def tune_fusion(golden: Golden, index: Index, store: Store, *, metric: Metric,
+def tune_fusion(golden: Golden, index, store, *, metric: Metric,
                 components: Sequence[str] | None = None, by: Sequence[str] | None = None,
-                window: int = fusion.WINDOW, folds: int = FOLDS, on_progress=None) -> Tuning:
+                window: int = WINDOW, folds: int = FOLDS, on_progress=None) -> Tuning:
     """Score every setting of the grid on the golden set's answerable questions."""
     progress = on_progress or (lambda stage, done, total: None)
-    available = [m for m in core.available_methods(index) if m != fusion.METHOD]
-    weights = dict.fromkeys(components, 1.0) if components else fusion.default_weights(available)
-    fusion.check_settings(FusionSettings(weights=weights))
+    available = [m for m in available_methods(index) if m != METHOD]
+    weights = dict.fromkeys(components, 1.0) if components else default_weights(available)
+    check_settings(FusionSettings(weights=weights))
     if len(weights) != 2 or "dense" not in weights:
-        raise fusion.FusionError("--tune-fusion tunes one lexical method with dense, e.g."
+        raise FusionError("--tune-fusion tunes one lexical method with dense, e.g."
                                  f" --methods bm25,dense; got {', '.join(weights)}")
     components = tuple(sorted(weights, key=lambda m: m == "dense"))
     table = chunk_table(index, store)
@@ -99,31 +100,31 @@ def tune_fusion(golden: Golden, index: Index, store: Store, *, metric: Metric,
     def trial(name, settings, rankings) -> Trial:
         vals = np.array([value(metric, outcome_of(j, table, ids[:DEPTH], s[:DEPTH]))
                          for j, (ids, s) in zip(judged, rankings)])
-        return Trial(name, settings, vals, stats.bootstrap(vals), _slice_means(vals, labels))
+        return Trial(name, settings, vals, bootstrap(vals), _slice_means(vals, labels))
 
-    default = FusionSettings(window=window, weights=fusion.default_weights(components))
+    default = FusionSettings(window=window, weights=default_weights(components))
     settings = [default] + [s for s in grid(components, window=window) if s != default]
     trials = [trial(_name(s), s, [_fused(r, s) for r in ranked]) for s in settings]
     singles = tuple(trial(m, None, [r[m] for r in ranked]) for m in components)
     best_first = sorted(trials, key=lambda t: -t.estimate.mean)  # stable: ties keep the default
     return Tuning(metric, components, tuple(best_first), trials[0], singles,
-                  stats.paired_difference(trials[0].values, best_first[0].values),
+                  paired_difference(trials[0].values, best_first[0].values),
                   _cross_validated(trials, folds), len(judged))
 
 
 def _fused(ranked: dict, settings: FusionSettings):
-    ids, scores = fusion.fuse(ranked, settings.weights, settings)
-    return core.top_k(ids, scores, DEPTH) if ids.size else (ids, scores)
+    ids, scores = fuse(ranked, settings.weights, settings)
+    return top_k(ids, scores, DEPTH) if ids.size else (ids, scores)
 
 
 def _ranked(index, components, query, window, progress, done, total) -> dict:
     out = {}
     for method in components:
         try:
-            ids, scores = core.scorer(index, method).score(query)
+            ids, scores = scorer(index, method).score(query)
         except NoSearchableTerms:
             ids, scores = np.empty(0, np.int64), np.empty(0)
-        out[method] = core.top_k(ids, scores, window) if ids.size else (ids, scores)
+        out[method] = top_k(ids, scores, window) if ids.size else (ids, scores)
     progress("ranking the components", done, total)
     return out
 
@@ -141,7 +142,7 @@ def _slice_means(vals: np.ndarray, labels: list[list[str]]) -> dict:
     return {name: float(np.mean(g)) for name, g in sorted(groups.items())}
 
 
-def _cross_validated(trials: list[Trial], folds: int) -> stats.Estimate:
+def _cross_validated(trials: list[Trial], folds: int) -> Estimate:
     """Per question, the value of the setting that is best on the other folds."""
     n = trials[0].values.size
     fold = np.arange(n) % max(1, min(folds, n))
@@ -150,7 +151,7 @@ def _cross_validated(trials: list[Trial], folds: int) -> stats.Estimate:
         train = fold != f
         best = max(trials, key=lambda t: t.values[train].mean() if train.any() else 0)
         held_out[~train] = best.values[~train]
-    return stats.bootstrap(held_out)
+    return bootstrap(held_out)
 
 
 def _name(s: FusionSettings) -> str:
@@ -201,5 +202,5 @@ def to_json(tuning: Tuning) -> dict:
             "trials": [trial(t) for t in tuning.trials], "warning": tuning.warning}
 
 
-def _ci(e: stats.Estimate) -> str:
+def _ci(e: Estimate) -> str:
     return f"{e.mean:.3f} ({e.low:.2f}–{e.high:.2f})"

@@ -7,21 +7,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from busca import __version__
-from busca.crawler.store import Store
-from busca.index.storage import Index, current_dir
-from busca.index.chunking import chunker_label
-from busca.search import core, stats
-from busca.search.chunkers import temporary_indexes
-from busca.search.evaluate import (DEPTH, ChunkTable, Judgement, chunk_table, index_rankers,
+from ... import __version__
+from ...index.chunking import chunker_label
+from ..scorers import available_methods
+from .bootstrap import LEVEL, RESAMPLES, SEED
+from .chunkers import temporary_indexes
+from .judge import (DEPTH, ChunkTable, Judgement, chunk_table, index_rankers,
                                    judge, rank_questions)
-from busca.search.golden import Golden
-from busca.search.metrics import Metric
-from busca.search.runs import fingerprint
-from busca.search.summary import KEY, Evaluation, summarize
+from .golden import Golden
+from .metrics import Metric
+from .runs import fingerprint
+from .summary import KEY, Evaluation, summarize
+from ...errors import BuscaError
 
 
-class NothingRelevant(Exception):
+class NothingRelevant(BuscaError):
     """No labelled question of the golden set has a relevant chunk in the index."""
 
 
@@ -34,12 +34,12 @@ class Harness:
     corpus: dict
 
 
-def evaluate_index(golden: Golden, index: Index, store: Store, *, methods: Sequence[str] | None,
+def evaluate_index(golden: Golden, index, store, *, methods: Sequence[str] | None,
                    metrics: Sequence[Metric], key: Metric | str = KEY,
                    by: Sequence[str] | None = None, depth: int = DEPTH,
                    on_progress: Callable | None = None) -> Harness:
     """Evaluate the live index's methods (default: all it has) on the golden set."""
-    methods = list(methods or core.available_methods(index))
+    methods = list(methods or available_methods(index))
     rankers = index_rankers(index, methods, depth=depth)
     table = chunk_table(index, store)
     judgement = _judged(golden, table)
@@ -49,7 +49,7 @@ def evaluate_index(golden: Golden, index: Index, store: Store, *, methods: Seque
                    metrics, key, by, info)
 
 
-def evaluate_chunkers(golden: Golden, store: Store, chunkers: Sequence[dict], *,
+def evaluate_chunkers(golden: Golden, store, chunkers: Sequence[dict], *,
                       methods: Sequence[str], metrics: Sequence[Metric],
                       key: Metric | str = KEY, by: Sequence[str] | None = None,
                       options: dict | None = None, depth: int = DEPTH,
@@ -58,7 +58,7 @@ def evaluate_chunkers(golden: Golden, store: Store, chunkers: Sequence[dict], *,
     documents = list(store.documents())
     outcomes, judged = {}, {}
     with temporary_indexes(documents, chunkers, methods, options=options,
-                           previous=current_dir(store.home), on_progress=on_progress) as built:
+                           previous=store.previous(), on_progress=on_progress) as built:
         for table, index in built:
             judgement = _judged(golden, table)
             rankers = index_rankers(index, methods, depth=depth)
@@ -92,7 +92,7 @@ def _finish(golden, outcomes, judged, documents, metrics, key, by, info) -> Harn
     return Harness(evaluation, judged, fingerprint(documents))
 
 
-def _info(golden: Golden, manifest: dict, chunker: str, depth: int) -> dict:
+def _info(golden: Golden, manifest, chunker: str, depth: int) -> dict:
     methods = manifest.get("methods", {})
     return {
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -106,5 +106,5 @@ def _info(golden: Golden, manifest: dict, chunker: str, depth: int) -> dict:
                   "methods": {m: {k: v for k, v in e.items() if not isinstance(v, dict)}
                               for m, e in methods.items()}},
         "depth": depth,
-        "bootstrap": {"resamples": stats.RESAMPLES, "seed": stats.SEED, "level": stats.LEVEL},
+        "bootstrap": {"resamples": RESAMPLES, "seed": SEED, "level": LEVEL},
     }

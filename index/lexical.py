@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from busca.index.analyzers import get_analyzer, java_terms
-from busca.index.storage import Index
+from .analyzers import get_analyzer, java_terms
+from ..errors import BuscaError
 
 LONG = 16  # a posting list longer than 1/LONG of the chunks may be worth skipping
 SKIP_SHARE = 0.5  # skip long lists whose bounds add up to less than this share of the best
@@ -22,7 +22,7 @@ SLACK = 1e-9  # relative margin on the pruning test, against rounding
 LOOKUP_COST = 24  # a binary search costs about this many postings of a dense pass
 
 
-class NoSearchableTerms(ValueError):
+class NoSearchableTerms(BuscaError, ValueError):
     """The query has no term the index knows (or only terms that weigh nothing)."""
 
 
@@ -67,6 +67,13 @@ def kth_largest(values: np.ndarray, k: int) -> float:
     return float(np.partition(values, values.size - k)[values.size - k])
 
 
+def top_k(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k best (id, score) pairs, best first; equal scores keep chunk order."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    return _top(ids, scores, k)
+
+
 def _top(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     if ids.size > k:
         keep = np.flatnonzero(scores >= kth_largest(scores, k))
@@ -93,7 +100,7 @@ class _Postings:
     data_name = "data"
     accumulator = np.float64  # dtype of the sums
 
-    def __init__(self, index: Index, method: str):
+    def __init__(self, index, method: str):
         entry = index.methods[method]
         self.analyzer = entry["analyzer"]
         self.analyze = get_analyzer(self.analyzer)
@@ -102,9 +109,9 @@ class _Postings:
         self.indptr = np.asarray(index.array(method, "indptr"))
         self.indices = np.asarray(index.array(method, "indices"))
         self.data = np.asarray(index.array(method, self.data_name))
-        has_bound = (index.path / f"{method}.bound.npy").exists()
+        has_bound = index.has_array(method, "bound")
         self.bound = np.asarray(index.array(method, "bound")) if has_bound else None
-        self.n_rows = int(index.manifest["chunks"])
+        self.n_rows = int(index.manifest.chunks)
 
     def query_counts(self, query: str) -> tuple[list[int], np.ndarray]:
         """Columns of the query's known terms, and how often each occurs in the query."""
@@ -225,7 +232,7 @@ class TfidfScorer(_Postings):
 
     data_name = "counts"
 
-    def __init__(self, index: Index, method: str = "tfidf"):
+    def __init__(self, index, method: str = "tfidf"):
         super().__init__(index, method)
         self.counts = self.data
         self.idf = np.asarray(index.array(method, "idf"))

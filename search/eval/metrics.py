@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 import numpy as np
+from ...errors import BuscaError
 
 KINDS = ("recall", "mrr", "ndcg")
 KS = (1, 3, 5, 10)
@@ -20,7 +21,7 @@ EXTRA = ("mrr@10", "ndcg@10")
 _NAME = re.compile(r"^(recall|mrr|ndcg)@([0-9]+)$")
 
 
-class MetricError(ValueError):
+class MetricError(BuscaError, ValueError):
     """A metric name or cutoff busca does not know."""
 
 

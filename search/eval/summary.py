@@ -8,10 +8,11 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from busca.search import stats
-from busca.search.floor import Calibration, FloorError, calibrate
-from busca.search.golden import Golden
-from busca.search.metrics import Metric, Outcome, parse_metric, values
+from .bootstrap import (SUBSET_SIZES, Difference, Estimate, SubsetRange, bootstrap,
+                        paired_difference, subset_range)
+from .floors import Calibration, FloorError, calibrate
+from .golden import Golden
+from .metrics import Metric, Outcome, parse_metric, values
 
 KEY = "recall@3"  # fixed/broken lists are read on this metric by default
 SUBSET_METRIC = "recall@1"  # the seed's sample-size lesson
@@ -31,7 +32,7 @@ class Pair:
     wins: int  # questions whose first relevant rank is better with b
     ties: int
     losses: int
-    differences: dict[str, stats.Difference]
+    differences: dict[str, Difference]
 
 
 @dataclass
@@ -42,10 +43,10 @@ class Evaluation:
     metrics: list[Metric]
     key: Metric
     outcomes: dict[str, list[Outcome]]
-    summary: dict[str, dict[str, stats.Estimate]]
-    slices: dict[str, dict[str, dict[str, dict[str, stats.Estimate]]]]
+    summary: dict[str, dict[str, Estimate]]
+    slices: dict[str, dict[str, dict[str, dict[str, Estimate]]]]
     pairs: list[Pair]
-    subsets: dict[str, list[stats.SubsetRange]]
+    subsets: dict[str, list[SubsetRange]]
     floors: dict[str, Calibration | str]
     info: dict = field(default_factory=dict)
     problems: dict[str, tuple] = field(default_factory=dict)  # chunker label -> LabelProblems
@@ -66,8 +67,8 @@ def summarize(golden: Golden, outcomes: dict[str, list[Outcome]], metrics: Seque
     chosen = list(pairs) if pairs is not None else default_pairs(list(outcomes))
     compared = [compare(a, kept[a], b, kept[b], metrics, key) for a, b in chosen]
     subset_metric = parse_metric(SUBSET_METRIC)
-    subsets = {s: [r for n in stats.SUBSET_SIZES
-                   if (r := stats.subset_range(values(subset_metric, o), n))]
+    subsets = {s: [r for n in SUBSET_SIZES
+                   if (r := subset_range(values(subset_metric, o), n))]
                for s, o in kept.items()}
     floors = {s: _floor(kept[s], [outcomes[s][i] for i in unanswerable]) for s in outcomes}
     return Evaluation(golden, list(metrics), key, outcomes, summary, slices, compared,
@@ -93,13 +94,13 @@ def compare(a_name: str, a: list[Outcome], b_name: str, b: list[Outcome],
     rb = [o.first_rank or math.inf for o in b]
     wins = sum(y < x for x, y in zip(ra, rb))
     losses = sum(y > x for x, y in zip(ra, rb))
-    diffs = {m.name: stats.paired_difference(values(m, a), values(m, b)) for m in metrics}
+    diffs = {m.name: paired_difference(values(m, a), values(m, b)) for m in metrics}
     return Pair(a_name, b_name, key.name, fixed, broken, wins, len(a) - wins - losses, losses,
                 diffs)
 
 
-def _estimates(outcomes: list[Outcome], metrics: Sequence[Metric]) -> dict[str, stats.Estimate]:
-    return {m.name: stats.bootstrap(values(m, outcomes)) for m in metrics}
+def _estimates(outcomes: list[Outcome], metrics: Sequence[Metric]) -> dict[str, Estimate]:
+    return {m.name: bootstrap(values(m, outcomes)) for m in metrics}
 
 
 def tag_keys(golden: Golden, by: Sequence[str] | None = None) -> list[str]:

@@ -7,11 +7,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from busca.search.floor import Calibration
-from busca.search.summary import Evaluation
+from .floors import Calibration
+from .summary import Evaluation
+from ...errors import BuscaError
 
 
-class PlotUnavailable(Exception):
+class PlotUnavailable(BuscaError):
     """matplotlib is not installed."""
 
 

@@ -14,13 +14,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from busca.search.metrics import Outcome
+from .metrics import Outcome
+from ...errors import BuscaError
 
 FLOOR_K = 3  # `busca search` returns 3 hits by default
 TABLE_ROWS = 9
 
 
-class FloorError(ValueError):
+class FloorError(BuscaError, ValueError):
     """A floor cannot be calibrated from these questions."""
 
 
@@ -121,3 +122,28 @@ def _row(floor: float, answerable: list[Outcome], pos: np.ndarray, neg: np.ndarr
              for o in answerable]
     return FloorRow(floor, float(np.mean(right)), float(np.mean(pos < floor)),
                     float(np.mean(neg < floor)))
+
+
+class NoFloorToStore(BuscaError):
+    """An evaluation calibrated no floor that a build can keep."""
+
+
+def floors_to_store(results: dict) -> tuple[dict[str, float], bool]:
+    """The calibrated floors a build keeps (method -> floor) out of an evaluation's floors
+    (method -> Calibration, or the reason there is none), and whether hybrid's was left out:
+    fused scores have no floor of their own; a hybrid hit must pass one component's floor."""
+    floors = {s: c.floor for s, c in results.items() if isinstance(c, Calibration)}
+    dropped = floors.pop("hybrid", None) is not None
+    return floors, dropped
+
+
+def store_floors(home, results: dict) -> dict[str, float]:
+    """Store the calibrated floors of an evaluation in the home's live build; the floors."""
+    floors, _ = floors_to_store(results)
+    if not floors:
+        reasons = [r for r in results.values() if isinstance(r, str)]
+        raise NoFloorToStore(reasons[0] if reasons else
+                             "no floor to store: calibrate the methods hybrid fuses,"
+                             " e.g. --methods bm25,dense,hybrid")
+    home.set_floors(floors)
+    return floors

@@ -10,8 +10,8 @@ import math
 import re
 from collections import Counter
 
-from busca.search.floor import Calibration
-from busca.search.summary import Evaluation, Pair
+from .floors import Calibration
+from .summary import Evaluation, Pair
 
 TERMINAL_LIST = 15  # fixed/broken questions shown per pair in the terminal
 TERMINAL_QUESTIONS = 80  # the per-question table is printed up to this many questions

@@ -1,6 +1,6 @@
 import unicodedata
 
-from busca.crawler.store import ChunkRow, Document, Store, text_hash
+from busca.crawler.store import Document, Store, text_hash
 
 
 def test_put_reports_added_updated_unchanged(tmp_path):
@@ -29,15 +29,6 @@ def test_delete_and_reopen_keep_data(tmp_path):
         assert store.delete("a") and not store.delete("a")
     with Store(tmp_path) as store:
         assert [d.url for d in store.documents()] == ["b"]
-
-
-def test_chunk_rows_per_build(tmp_path):
-    store = Store(tmp_path)
-    store.write_chunks("b1", [ChunkRow(0, "u", 0, 0, 5, "h"), ChunkRow(1, "u", 1, 3, 9, "h")])
-    store.write_chunks("b2", [ChunkRow(0, "v", 0, 0, 2)])
-    assert [r.id for r in store.chunks("b1", [1, 0])] == [1, 0]
-    store.drop_builds_except("b2")
-    assert store.chunks("b1") == [] and len(store.chunks("b2")) == 1
 
 
 def test_meta_round_trips_json(tmp_path):

@@ -16,13 +16,14 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from ...errors import BuscaError
 
 QUESTION_KEYS = ("pergunta", "question", "query")
 TRECHO_KEYS = ("trecho", "answer", "passage")
 SPLIT = "test"
 
 
-class GoldenError(ValueError):
+class GoldenError(BuscaError, ValueError):
     """A golden set that cannot be read, with the place to fix."""
 
 

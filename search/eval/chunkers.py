@@ -9,28 +9,30 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from busca import __version__
-from busca.crawler.store import Document
-from busca.index import build as index_build
-from busca.index.storage import FORMAT_VERSION, Index
-from busca.search.evaluate import ChunkTable, chunk_documents
+from ... import __version__
+from ...crawler.store import Document
+from ...index import build as index_build
+from ...index.manifest import Manifest
+from ...index.methods import METHODS, UnknownMethod
+from ...index.storage import Index, LocalBuildWriter
+from .judge import ChunkTable, chunk_documents
 
 
 @contextmanager
 def temporary_indexes(documents: Sequence[Document], chunkers: Sequence[dict],
                       methods: Sequence[str], *, options: dict | None = None,
-                      previous: Path | None = None,
+                      previous=None,
                       on_progress: Callable[[str, int, int], None] | None = None,
                       ) -> Iterator[list[tuple[ChunkTable, Index]]]:
     """One (chunk table, loaded index) per chunker; the folders vanish on exit."""
-    unknown = [m for m in methods if m not in index_build.BUILDERS]
+    unknown = [m for m in methods if m not in METHODS]
     if unknown:
-        raise index_build.UnknownMethodError(
+        raise UnknownMethod(
             f"cannot build {unknown[0]!r} for --chunkers; buildable methods:"
-            f" {', '.join(index_build.BUILDERS)}")
+            f" {', '.join(METHODS)}")
     if not documents:
         raise index_build.NothingToIndex("nothing to index: run busca crawl or busca add first")
-    ordered = [m for m in index_build.BUILDERS if m in methods]
+    ordered = [m for m in METHODS if m in methods]
     progress = on_progress or (lambda stage, done, total: None)
     with tempfile.TemporaryDirectory(prefix="busca-eval-") as tmp:
         built = []
@@ -38,16 +40,17 @@ def temporary_indexes(documents: Sequence[Document], chunkers: Sequence[dict],
             table, texts = chunk_documents(documents, chunker)
             if not texts:
                 raise index_build.NothingToIndex("nothing to index: every document is empty")
-            out = Path(tmp) / f"index-{n}"
-            out.mkdir()
+            path = Path(tmp) / f"index-{n}"
+            path.mkdir()
+            out = LocalBuildWriter(Path(tmp), path)
             entries = {}
             for method in ordered:
                 progress(f"building {method} ({table.label})", 0, len(texts))
-                entries[method] = index_build.BUILDERS[method](
+                entries[method] = METHODS[method].build(
                     texts, out, options=dict(options or {}), previous=previous,
                     on_progress=progress)
-            manifest = {"format_version": FORMAT_VERSION, "busca_version": __version__,
-                        "build": out.name, "chunker": chunker, "documents": len(documents),
-                        "chunks": len(texts), "methods": entries}
-            built.append((table, Index(Path(tmp), out, manifest)))
+            out.write_chunks(table.rows())
+            manifest = Manifest(build=out.name, chunker=chunker, documents=len(documents),
+                                chunks=len(texts), methods=entries, busca_version=__version__)
+            built.append((table, out.finish(manifest)))
         yield built

@@ -9,19 +9,19 @@ ranking of documents, each at its best chunk). Reusable entry point: `rank_quest
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from busca.crawler.store import Document, Store
-from busca.index.chunking import chunk_with, chunker_label
-from busca.index.storage import Index
-from busca.search import core
-from busca.search.core import StaleIndex  # re-exported: raised here and by core.hits_for
-from busca.search.golden import Golden, Question
-from busca.search.lexical import NoSearchableTerms
-from busca.search.metrics import Outcome
+from ...crawler.store import Document
+from ...index.chunking import chunk_with, chunker_label
+from ...index.chunks import ChunkRow
+from ..scorers import rank, scorer
+from ..hits import StaleIndex  # re-exported: raised here and by hits.hits_for
+from .golden import Golden, Question
+from ...index.lexical import NoSearchableTerms
+from .metrics import Outcome
 
 DEPTH = 100  # hits kept per question: first relevant ranks beyond it count as not found
 
@@ -46,6 +46,11 @@ class ChunkTable:
 
     def name(self, chunk_id: int) -> str:
         return f"{self.urls[chunk_id]}#{self.positions[chunk_id]}"
+
+    def rows(self) -> Iterator[ChunkRow]:
+        """The table as a build's chunk rows (chunk id = position in the table)."""
+        for i, url in enumerate(self.urls):
+            yield ChunkRow(i, url, self.positions[i], self.starts[i], self.ends[i])
 
 
 @dataclass(frozen=True)
@@ -80,9 +85,9 @@ def collapse(text: str) -> str:
     return " ".join(text.split())
 
 
-def chunk_table(index: Index, store: Store) -> ChunkTable:
+def chunk_table(index, store) -> ChunkTable:
     """The chunks of the live index with their documents; StaleIndex if the store moved on."""
-    rows = store.chunks(index.build)
+    rows = index.chunks()
     docs = {d.url: d for d in store.documents()}
     stale = {r.url for r in rows if r.url not in docs
              or (r.doc_sha256 and docs[r.url].sha256 and r.doc_sha256 != docs[r.url].sha256)}
@@ -191,14 +196,14 @@ def _diagnose(q: Question, table: ChunkTable, by_url) -> LabelProblem:
 
 # --- ranking -------------------------------------------------------------------------------
 
-def index_rankers(index: Index, methods: Iterable[str], *, depth: int = DEPTH) -> dict[str, Ranker]:
+def index_rankers(index, methods: Iterable[str], *, depth: int = DEPTH) -> dict[str, Ranker]:
     """A ranking function per method of a loaded index (top `depth` chunk ids and scores)."""
     return {m: _ranker(index, m, depth) for m in methods}
 
 
-def _ranker(index: Index, method: str, depth: int) -> Ranker:
-    core.scorer(index, method)  # fail early, listing the methods the index has
-    return lambda query: core.rank(index, query, method=method, k=depth)
+def _ranker(index, method: str, depth: int) -> Ranker:
+    scorer(index, method)  # fail early, listing the methods the index has
+    return lambda query: rank(index, query, method=method, k=depth)
 
 
 def rank_questions(judgement: Judgement, table: ChunkTable, rankers: Mapping[str, Ranker], *,

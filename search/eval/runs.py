@@ -14,16 +14,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from busca.index.storage import write_json
-from busca.search.evaluate import ChunkTable, Judgement
-from busca.search.golden import Golden
-from busca.search.metrics import Outcome
+from ...index.storage import write_json
+from .judge import ChunkTable, Judgement
+from .golden import Golden
+from .metrics import Outcome
+from ...errors import BuscaError
 
 FORMAT = "busca-run"
 VERSION = 1
 
 
-class RunError(ValueError):
+class RunError(BuscaError, ValueError):
     """A run file that cannot be read or compared."""
 
 

@@ -6,21 +6,22 @@ import logging
 
 import numpy as np
 
-from busca.index.encoders import THREADS, Encoder, get_encoder
-from busca.index.storage import Index
+from .encoders import THREADS, Encoder, get_encoder
+from .lexical import top_k
+from ..errors import BuscaError
 
 log = logging.getLogger(__name__)
 
 
-class EmptyQuery(ValueError):
+class EmptyQuery(BuscaError, ValueError):
     """A query with nothing to encode."""
 
 
-class EncoderMismatch(ValueError):
+class EncoderMismatch(BuscaError, ValueError):
     """The index's vectors were made by another encoder or have another dimension."""
 
 
-class NoVectors(ValueError):
+class NoVectors(BuscaError, ValueError):
     """The index was built without dense vectors."""
 
 
@@ -41,7 +42,7 @@ def check_encoder(entry: dict, encoder: Encoder) -> None:
                     entry.get("encoder_version"), encoder.version, encoder.name)
 
 
-def require_vectors(index: Index, method: str = "dense") -> None:
+def require_vectors(index, method: str = "dense") -> None:
     """NoVectors, saying how to add them, if the index was built without dense vectors."""
     if method not in index.methods:
         raise NoVectors("this index has no dense vectors — add them with:"
@@ -51,7 +52,7 @@ def require_vectors(index: Index, method: str = "dense") -> None:
 class DenseScorer:
     """Cosine between the query's vector and every chunk's vector (both L2-normalised)."""
 
-    def __init__(self, index: Index, method: str = "dense", *, encoder: Encoder | None = None,
+    def __init__(self, index, method: str = "dense", *, encoder: Encoder | None = None,
                  threads: int = THREADS):
         require_vectors(index, method)
         entry = index.methods[method]
@@ -72,3 +73,7 @@ class DenseScorer:
         """Every chunk id and its cosine with the query."""
         scores = self.vectors @ self.embed(query)
         return np.arange(scores.size, dtype=np.int64), scores.astype(np.float64)
+
+    def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The k chunks nearest to the query, best first (exact search)."""
+        return top_k(*self.score(query), k)

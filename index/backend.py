@@ -1,0 +1,103 @@
+"""The backend boundary: what a home must do to hold and rank busca's data, and the factory.
+
+busca stays the analyzer: windows, terms, TF-IDF/BM25 weights and vectors are computed by
+index/ (tfidf.py, bm25.py, dense.py). A backend stores documents, crawl state, chunk rows, the
+built method data and the query log, and ranks: it hands out one `Ranker` per stored method.
+search/ does fusion, floors, hits, snippets and context on every backend alike.
+
+Local folder: index/storage.py (LocalHome, Index, LocalBuildWriter). PostgreSQL (issue 13): a
+second implementation, chosen by `open_home` from a `postgresql://` location.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from ..crawler.store import Document, DocumentStore
+from ..errors import BuscaError
+from .chunks import ChunkRow
+from .manifest import Manifest
+from .storage import LocalHome
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+class BackendUnavailable(BuscaError):
+    """The home's location names a backend this installation cannot open."""
+
+
+class Ranker(Protocol):
+    """One stored method of one build; ids are chunk ids (int64), scores float64."""
+
+    def score(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        """Every chunk with a non-zero score (any order)."""
+
+    def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The exact top k, best first, equal scores in chunk id order."""
+
+
+class Build(Protocol):
+    """A published build: read-only and immutable (a new build is a new object)."""
+
+    manifest: Manifest
+
+    def ranker(self, method: str) -> Ranker: ...
+    def chunks(self, ids: Iterable[int] | None = None) -> list[ChunkRow]: ...
+    def array(self, method: str, name: str) -> np.ndarray: ...
+    def has_array(self, method: str, name: str) -> bool: ...
+    def terms(self, method: str) -> list[str]: ...
+
+
+class BuildWriter(Protocol):
+    """A build in progress; readers never see it until `publish`."""
+
+    name: str
+
+    def save_array(self, method: str, name: str, array: np.ndarray) -> None: ...
+    def write_terms(self, method: str, terms: list[str]) -> None: ...
+    def write_chunks(self, rows: Iterable[ChunkRow]) -> None: ...
+
+    def publish(self, manifest: Manifest) -> Build:
+        """Make this build the live one in one atomic step; older builds are dropped after."""
+
+    def abort(self) -> None:
+        """Drop the unpublished build (what a killed build amounts to)."""
+
+
+class Home(DocumentStore, Protocol):
+    """A corpus home: a DocumentStore (documents, settings, crawl state) plus index builds and
+    the query log. A context manager; `close` releases it."""
+
+    location: str
+
+    def current(self) -> Build:
+        """The live build; IndexNotFound / IndexFormatError (one line, with the fix)."""
+
+    def previous(self) -> Build | None:
+        """The live build if it can be read (for reuse by the next build), else None."""
+
+    def new_build(self) -> BuildWriter: ...
+
+    def set_floors(self, floors: Mapping[str, float]) -> Build:
+        """Store calibrated floors in the live build's manifest."""
+
+    def log_query(self, *, command: str, query: str, method: str, k: int,
+                  scores: list[float], floor: float | None, answered: bool, seconds: float,
+                  at: str | None = None) -> None: ...
+
+    def logged_queries(self, since: str | None = None) -> list[dict]: ...
+    def documents(self, source: str | None = None) -> Iterator[Document]: ...
+    def close(self) -> None: ...
+
+
+def open_home(location: str | Path) -> Home:
+    """The home at `location`: a folder path (created if missing) or, later, a database URL."""
+    text = str(location)
+    if text.startswith(POSTGRES_SCHEMES):
+        raise BackendUnavailable(f"this busca cannot open {text.split('@')[-1]!r}: PostgreSQL"
+                                 " homes are not available yet — give a folder as --home")
+    return LocalHome(location)

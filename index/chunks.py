@@ -1,0 +1,94 @@
+"""The chunk table of an index build: where each chunk lies in its document's text.
+
+Local homes keep it in `index-<build>/chunks.db` (SQLite, table `chunks`: id, url, position,
+start, end, doc_sha256), written once while the build is unpublished, so it appears and
+disappears with its build. Written and read only here.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+FILE = "chunks.db"
+BATCH = 500  # ids per IN (...) query
+
+_SCHEMA = """
+CREATE TABLE chunks (
+    id INTEGER PRIMARY KEY,
+    url TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    start INTEGER NOT NULL,
+    end INTEGER NOT NULL,
+    doc_sha256 TEXT NOT NULL DEFAULT ''
+);
+"""
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """Where one chunk of an index build lies in its document's text."""
+
+    id: int
+    url: str
+    position: int
+    start: int
+    end: int
+    doc_sha256: str = ""
+
+
+def write_chunks(folder: Path, rows: Iterable[ChunkRow]) -> None:
+    """Write the chunk table of the build in `folder` (a new file, one transaction)."""
+    path = Path(folder) / FILE
+    path.unlink(missing_ok=True)
+    db = sqlite3.connect(path)
+    try:
+        with db:
+            db.executescript(_SCHEMA)
+            db.executemany(
+                "INSERT INTO chunks (id, url, position, start, end, doc_sha256)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                ((r.id, r.url, r.position, r.start, r.end, r.doc_sha256) for r in rows))
+    finally:
+        db.close()
+
+
+class ChunkTable:
+    """The chunk rows of one build, read on demand."""
+
+    def __init__(self, folder: Path):
+        self.path = Path(folder) / FILE
+        self._db: sqlite3.Connection | None = None
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._db is None:
+            uri = f"{self.path.resolve().as_uri()}?mode=ro"
+            self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        return self._db
+
+    def rows(self, ids: Iterable[int] | None = None) -> list[ChunkRow]:
+        """Chunk rows in id order (or in the order of `ids`, skipping unknown ids)."""
+        sql = "SELECT id, url, position, start, end, doc_sha256 FROM chunks"
+        db = self._connect()
+        if ids is None:
+            return [ChunkRow(*r) for r in db.execute(sql + " ORDER BY id")]
+        ids = [int(i) for i in ids]
+        by_id = {}
+        for lo in range(0, len(ids), BATCH):
+            part = ids[lo:lo + BATCH]
+            marks = ",".join("?" * len(part))
+            for r in db.execute(sql + f" WHERE id IN ({marks})", part):
+                by_id[r[0]] = ChunkRow(*r)
+        return [by_id[i] for i in ids if i in by_id]
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+
+def drop_legacy(db: sqlite3.Connection) -> None:
+    """Remove the chunk rows that format 1 kept in busca.db (they now live in each build)."""
+    db.execute("DROP TABLE IF EXISTS chunks")

@@ -1,0 +1,72 @@
+"""Answer a query on a build: rank, apply the floor, attach sources (Hit), show a snippet."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..crawler.store import DocumentStore
+from ..errors import BuscaError
+from ..index.chunking import chunk_text
+from .fusion import FusionSettings
+from .scorers import K, rank
+
+
+class StaleIndex(BuscaError):
+    """The store changed since the index was built."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One ranked chunk with its source."""
+
+    rank: int
+    score: float
+    chunk_id: int
+    url: str
+    title: str
+    start: int
+    end: int
+    text: str
+    method: str
+
+
+def search(index, store: DocumentStore, query: str, *, method: str = "tfidf", k: int = K,
+           min_score: float | None = None, fusion: FusionSettings | None = None) -> list[Hit]:
+    """Ranked hits with their sources; hits below `min_score` are dropped."""
+    ids, scores = rank(index, query, method=method, k=k, fusion=fusion)
+    if min_score is not None:
+        keep = scores >= min_score
+        ids, scores = ids[keep], scores[keep]
+    return hits_for(index, store, ids, scores, method)
+
+
+def hits_for(index, store: DocumentStore, ids, scores, method: str) -> list[Hit]:
+    """Attach chunk text, URL and title to ranked chunk ids."""
+    rows = index.chunks(ids)
+    docs = {}
+    hits = []
+    for rank_, (row, score) in enumerate(zip(rows, scores), start=1):
+        doc = docs.get(row.url) or docs.setdefault(row.url, store.get(row.url))
+        if doc is None or doc.sha256 != row.doc_sha256:
+            raise StaleIndex(f"{row.url} changed in the store since the index was built —"
+                             ' run "busca index" to search the current text')
+        text = chunk_text(doc.text, row.start, row.end)
+        hits.append(Hit(rank_, float(score), row.id, row.url, doc.title, row.start, row.end,
+                        text, method))
+    return hits
+
+
+def snippet(text: str, query: str, width: int = 240) -> str:
+    """About `width` characters of `text` from the sentence that shares most query words."""
+    wanted = set(re.findall(r"[^\W_]{4,}", query.lower()))
+    starts = [0] + [m.end() for m in re.finditer(r"[.!?]\s+", text)]
+
+    def shared(start: int) -> int:
+        return len(wanted & set(re.findall(r"[^\W_]{4,}", text[start:start + width].lower())))
+
+    start = max(starts, key=shared) if wanted else 0
+    piece = text[start:start + width]
+    if start + width < len(text):
+        piece = piece.rsplit(" ", 1)[0] + " …"
+    return ("… " if start else "") + piece
