@@ -42,7 +42,7 @@ def new_build_name() -> str:
 class PostgresBuildWriter:
     """Implements the BuildWriter boundary for a PostgreSQL home."""
 
-    def __init__(self, connect, schema: str, *, on_publish=None):
+    def __init__(self, connect, schema: str, *, make_build=None):
         self.name = new_build_name()
         self.schema = schema
         self.conn = connect(autocommit=False)
@@ -52,7 +52,7 @@ class PostgresBuildWriter:
         self._arrays: dict[str, list[str]] = {}
         self._terms: dict[str, list[str]] = {}
         self._chunks = 0
-        self._on_publish = on_publish
+        self._make_build = make_build or (lambda data: data)
 
     # --- what builders hand over ----------------------------------------------------
     def save_array(self, method: str, name: str, array: np.ndarray) -> None:
@@ -78,9 +78,10 @@ class PostgresBuildWriter:
         self._chunks = len(rows)
 
     # --- publishing ---------------------------------------------------------------------
-    def publish(self, manifest: dict):
-        """Upload the methods, record the manifest, make this build live: one COMMIT."""
-        manifest = {**manifest, "build": self.name}
+    def publish(self, manifest):
+        """Upload the methods, record the manifest, make this build live: one COMMIT.
+        Returns the published build."""
+        manifest = {**manifest.to_json(), "build": self.name}
         with self.conn.cursor() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))",
                         (f"busca-build:{self.schema}",))
@@ -97,7 +98,7 @@ class PostgresBuildWriter:
         self.conn.autocommit = True
         drop_old_builds(self.conn, self.schema)
         self._close()
-        return manifest
+        return self._make_build(manifest)
 
     def abort(self) -> None:
         """Roll everything back (what a killed build amounts to)."""

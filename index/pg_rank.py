@@ -22,6 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from .analyzers import get_analyzer, java_terms
+from .lexical import NoSearchableTerms, _why_no_terms as why_no_terms  # the local messages
+from .vectors import EmptyQuery
 
 FIRST_DEPTH = 2  # blocks of every list read in the first round (256 + 512 postings)
 MOST_EXACT = 2000  # chunks scored exactly per round at most (else read deeper first)
@@ -87,13 +89,13 @@ class LexicalRanker:
              "qnorm": 1.0}
         if self.kind == "bm25":
             if not rows:
-                raise _no_terms(self._why_nothing(query))
+                raise NoSearchableTerms(self._why_nothing(query))
             q["w"], q["wf"] = counts, counts.astype(np.float32)
             return q
         weights = np.array([t * i for t, i in zip(counts, idf)], dtype=np.float64)
         qnorm = float(np.sqrt(np.dot(weights, weights)))
         if qnorm == 0:
-            raise _no_terms(_why_no_terms(self.analyze(query), q["t"]))
+            raise NoSearchableTerms(why_no_terms(self.analyze(query), q["t"]))
         q["w"] = np.array([w * i for w, i in zip(weights, idf)], dtype=np.float64)
         q["wf"], q["qnorm"] = q["w"].astype(np.float32), qnorm
         return q
@@ -143,7 +145,7 @@ class LexicalRanker:
         if raw and not self.analyze(query):
             return (f"every word of the query is a stopword for the {self.analyzer} analyzer"
                     f" ({', '.join(raw[:8])}): ask with a content word")
-        return _why_no_terms(self.analyze(query), [])
+        return why_no_terms(self.analyze(query), [])
 
 
 class DenseRanker:
@@ -159,7 +161,6 @@ class DenseRanker:
 
     def embed(self, query: str) -> np.ndarray:
         if not query.strip():
-            from ..search.dense import EmptyQuery
             raise EmptyQuery("the query is empty")
         return np.asarray(self.encoder.encode([query], query=True)[0], dtype=np.float32)
 
@@ -196,13 +197,3 @@ def _arrays(rows) -> tuple[np.ndarray, np.ndarray]:
     ids = np.array([r[0] for r in rows], dtype=np.int64)
     scores = np.array([r[1] for r in rows], dtype=np.float64)
     return ids, scores
-
-
-def _no_terms(message: str):
-    from ..search.lexical import NoSearchableTerms
-    return NoSearchableTerms(message)
-
-
-def _why_no_terms(terms, known) -> str:
-    from ..search.lexical import _why_no_terms as why
-    return why(terms, known)

