@@ -29,7 +29,7 @@ from .pg_schema import (ARRAYS, BLOCKS, BLOCKS_KEYS, CHUNKS, DENSE, DENSE_KEYS, 
 
 LEXICAL_DATA = ("counts", "scores")  # the per-posting array of tfidf / bm25
 BIG = ("indices", "counts", "scores", "vectors")  # stored as tables, not as .npy bytes
-HNSW_M, HNSW_EF_CONSTRUCTION = 16, 64
+HNSW_M, HNSW_EF_CONSTRUCTION = 16, 128  # pgvector defaults 16, 64; see docs/postgres.md
 FIRST_BLOCK = 256  # postings in a term's first (best) block; each next block is twice as long
 KEEP_BUILDS = 2  # the live build and the previous one
 

@@ -6,7 +6,7 @@ Builds are written by index/pg_build.py in one transaction; ranking happens in t
 (index/pg_rank.py) with the same ids and scores as a local home.
 
 URL parameters read by busca (and removed before connecting): `corpus` (schema, default
-`busca`), `dense` (`hnsw`, the default, or `exact`), `ef_search` (HNSW candidates, default 100).
+`busca`), `dense` (`hnsw`, the default, or `exact`), `ef_search` (HNSW candidates, default 200).
 """
 
 from __future__ import annotations

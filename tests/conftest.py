@@ -80,3 +80,23 @@ def pg_home(postgres_server_url) -> str:
 
     sep = "&" if "?" in postgres_server_url else "?"
     return f"{postgres_server_url}{sep}corpus=t_{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="session")
+def synthetic_corpus(tmp_path_factory) -> tuple[Path, list[str]]:
+    """10,500 documents of one 200-word window each (bench/bench_lexical.py's corpus: FaQuAD
+    words, half replaced at random, shuffled) as a .jsonl for `busca add`, and FaQuAD's
+    questions (shuffled)."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "bench"))
+    from bench_lexical import faquad_words_and_questions, make_corpus
+
+    words, questions = faquad_words_and_questions(FIXTURES / "faquad" / "dataset.json")
+    folder = tmp_path_factory.mktemp("synthetic")
+    make_corpus(words, 10_500, folder / "corpus.txt")
+    lines = (folder / "corpus.txt").read_text(encoding="utf-8").splitlines()
+    docs = write_jsonl(folder / "docs.jsonl", [
+        {"url": f"https://synthetic.example/{i:06d}", "title": "", "text": text}
+        for i, text in enumerate(lines)])
+    return docs, questions

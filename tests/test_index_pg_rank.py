@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +19,6 @@ pytestmark = pytest.mark.postgres
 REPO = Path(__file__).resolve().parent.parent
 ARTICLES = REPO / "fixtures" / "site" / "articles.jsonl"
 GOLDEN = REPO / "fixtures" / "golden" / "golden.json"
-FAQUAD = REPO / "fixtures" / "faquad" / "dataset.json"
 
 
 def busca(home, *args) -> str:
@@ -112,21 +110,9 @@ def test_unknown_words_and_stopwords_get_the_local_messages(fixture_homes):
 
 
 @pytest.fixture(scope="module")
-def large_homes(tmp_path_factory, postgres_server_url):
-    """10,000+ chunks: FaQuAD windows with shuffled words (bench/bench_lexical.py's corpus)."""
-    sys.path.insert(0, str(REPO / "bench"))
-    from bench_lexical import faquad_words_and_questions, make_corpus
-
-    words, asked = faquad_words_and_questions(FAQUAD)
-    folder = tmp_path_factory.mktemp("large")
-    make_corpus(words, 10_500, folder / "corpus.txt")
-    docs = folder / "docs.jsonl"
-    with docs.open("w", encoding="utf-8") as f:
-        for i, text in enumerate(
-                (folder / "corpus.txt").read_text(encoding="utf-8").splitlines()):
-            f.write(json.dumps({"url": f"https://synthetic.example/{i:06d}", "title": "",
-                                "text": text}, ensure_ascii=False) + "\n")
-    local = folder / "home"
+def large_homes(tmp_path_factory, postgres_server_url, synthetic_corpus):
+    docs, asked = synthetic_corpus
+    local = tmp_path_factory.mktemp("large") / "home"
     pg = f"{postgres_server_url}?corpus=large_{random.getrandbits(32):x}"
     for home in (local, pg):
         busca(home, "add", str(docs))
