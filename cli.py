@@ -17,10 +17,8 @@ from . import __version__
 from . import crawler as crawling
 from . import index as indexing
 from . import search as searching
-from .crawler import events as crawl_events
 from .errors import BuscaError
 from .search import eval as evaluation
-from .search import querylog
 
 DEFAULT_HOME = ".busca"
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -65,13 +63,13 @@ class Progress:
         self.stage = None
 
 
-def _store(ctx) -> indexing.Home:
+def _home(ctx) -> indexing.Home:
     return indexing.open_home(ctx.obj["home"])
 
 
 def _index(ctx):
     """The live build of the home."""
-    with _store(ctx) as home:
+    with _home(ctx) as home:
         return home.current()
 
 
@@ -102,7 +100,7 @@ def add(ctx, files):
     """
     counts = {"added": 0, "updated": 0, "unchanged": 0}
     problems = 0
-    with _store(ctx) as store:
+    with _home(ctx) as store:
         for item in crawling.read_files(list(files)):
             if isinstance(item, crawling.Problem):
                 problems += 1
@@ -149,7 +147,7 @@ def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyz
     progress = Progress(quiet)
     options = dict(ctx.obj.get("index_options", {}))
     options.update(bm25_k1=k1, bm25_b=b, bm25_analyzer=bm25_analyzer)
-    with _store(ctx) as home:
+    with _home(ctx) as home:
         names, encoder, kept = indexing.methods_for(home, _split(methods), dense=dense)
         if kept:
             click.echo(f"keeping the dense vectors of {encoder} (--dense none drops them)",
@@ -160,14 +158,14 @@ def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyz
             home, size=size, overlap=overlap, methods=names, options=options,
             on_progress=progress)
     progress.close()
-    click.echo(f"indexed {manifest['documents']} documents, {manifest['words']} words →"
-               f" {manifest['chunks']} chunks ({manifest['rechunked_documents']} documents"
-               f" re-chunked); methods: {', '.join(manifest['methods'])}")
+    click.echo(f"indexed {manifest.documents} documents, {manifest.words} words →"
+               f" {manifest.chunks} chunks ({manifest.rechunked_documents} documents"
+               f" re-chunked); methods: {', '.join(manifest.methods)}")
     _echo_dense(manifest)
 
 
 def _echo_dense(manifest: indexing.Manifest) -> None:
-    entry = manifest["methods"].get("dense")
+    entry = manifest.methods.get("dense")
     if entry:
         rate = f" at {entry['chunks_per_second']} chunks/s" if entry["chunks_per_second"] else ""
         click.echo(f"dense: {entry['encoder']} ({entry['dimension']} dimensions), encoded"
@@ -209,7 +207,7 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
     """
     if not query.strip():
         raise click.BadParameter("the question is empty", param_hint="QUERY")
-    with _store(ctx) as home:
+    with _home(ctx) as home:
         index = home.current()
         min_score = _floor(index, method, min_score)
         settings, fused = _hybrid_settings(index, method, fusion, window, rrf_k, weights,
@@ -284,12 +282,12 @@ def stats(ctx, as_json):
     if as_json:
         click.echo(json.dumps(figures, ensure_ascii=False, indent=2))
         return
-    c = manifest["chunker"]
+    c = manifest.chunker
     click.echo(f"documents   {figures['documents']:>10,}")
     click.echo(f"words       {figures['words']:>10,}")
     click.echo(f"chunks      {figures['chunks']:>10,}   ({c['kind']}: {c['size']} per window,"
                f" {c['overlap']} overlap)")
-    for method, entry in manifest["methods"].items():
+    for method, entry in manifest.methods.items():
         detail = ", ".join(f"{k} {round(v, 4) if isinstance(v, float) else v}"
                            for k, v in entry.items() if k != "vocabulary")
         size = f"{entry['vocabulary']:>10,} terms" if "vocabulary" in entry else " " * 16
@@ -377,7 +375,7 @@ def _log_query(store: indexing.Home, no_log: bool, command: str, query: str, met
                k: int, hits, floor: float | None, started: float) -> None:
     """Append one search/context call to the query log (unless --no-log or turned off)."""
     if not no_log:
-        querylog.log_call(store, command=command, query=query, method=method, k=k,
+        searching.querylog.log_call(store, command=command, query=query, method=method, k=k,
                           scores=[h.score for h in hits], floor=floor, started=started)
 
 
@@ -433,7 +431,7 @@ def _emit_context(ctx, question: str, *, method: str = "tfidf", k: int = searchi
                   template: str | None = None, lang: str = "pt", as_json: bool = False,
                   log: bool = True) -> bool:
     """Print the prompt (or its JSON form); False, with "não encontrei" on stderr, if none."""
-    with _store(ctx) as store:
+    with _home(ctx) as store:
         index = store.current()
         min_score = _floor(index, method, min_score)
         settings, _ = _hybrid_settings(index, method, searching.FUSION, searching.WINDOW,
@@ -483,9 +481,9 @@ def misses(ctx, since, below, golden, as_json):
 
     Example: busca misses --since 2026-01-01 --golden perguntas.json
     """
-    with _store(ctx) as store:
-        found = querylog.misses(store, since=since, below=below)
-        if not querylog.is_enabled(store):
+    with _home(ctx) as store:
+        found = searching.querylog.misses(store, since=since, below=below)
+        if not searching.querylog.is_enabled(store):
             click.echo('note: the query log is off ("busca log on" to record questions)',
                        err=True)
     if golden:
@@ -506,12 +504,12 @@ def misses(ctx, since, below, golden, as_json):
                        f"  {m.query}")
 
 
-def _write_golden(path: str, found: list[querylog.Miss]) -> None:
+def _write_golden(path: str, found: list[searching.querylog.Miss]) -> None:
     if not found:
         click.echo(f"no missed questions in the query log; {path} not written")
         return
     try:
-        n = querylog.write_golden(path, found)
+        n = searching.querylog.write_golden(path, found)
     except (FileExistsError, OSError) as e:
         raise click.ClickException(str(e)) from None
     click.echo(f'wrote {n} questions to {path}: fill in each "trecho" (or set it to null'
@@ -526,10 +524,10 @@ def log_setting(ctx, state):
 
     Example: busca log off
     """
-    with _store(ctx) as store:
+    with _home(ctx) as store:
         if state is not None:
-            querylog.set_enabled(store, state == "on")
-        on = querylog.is_enabled(store)
+            searching.querylog.set_enabled(store, state == "on")
+        on = searching.querylog.is_enabled(store)
         n = len(store.logged_queries())
     click.echo(f"query log: {'on' if on else 'off'} ({n} queries logged)")
 
@@ -601,7 +599,7 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
 def _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json: bool, quiet: bool) -> None:
     """`busca eval --tune-fusion`: the fusion grid on the live index."""
     progress = Progress(quiet)
-    with _store(ctx) as store:
+    with _home(ctx) as store:
         index = store.current()
         searching.require_vectors(index)
         result = evaluation.tune_fusion(
@@ -641,7 +639,7 @@ def _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers, calibra
     progress = Progress(quiet)
     names = _split(methods) if methods else None
     depth = max(evaluation.DEPTH, key.k, *(m.k for m in metrics))  # rank deep enough for -k
-    with _store(ctx) as store:
+    with _home(ctx) as store:
         if chunkers:
             if calibrate:
                 raise click.UsageError("--calibrate stores floors in the live index; it cannot"
@@ -708,7 +706,7 @@ def _store_floors(ctx, ev) -> None:
     if evaluation.floors_to_store(ev.floors)[1]:
         click.echo("hybrid stores no floor of its own: a hybrid hit must pass the floor of"
                    " one of its components", err=True)
-    with _store(ctx) as home:
+    with _home(ctx) as home:
         floors = evaluation.store_floors(home, ev.floors)
     for method, floor in floors.items():
         click.echo(f"stored the floor {floor:.4g} for {method}: busca search applies it by"
@@ -779,7 +777,7 @@ def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_h
         workers=workers, user_agent=user_agent, allow_hosts=allow_hosts, full=full,
         timeout=timeout, retries=retries, json=api)
     progress = Progress(quiet)
-    with _store(ctx) as store:
+    with _home(ctx) as store:
         report = _run_crawl(url, store, options, progress)
     progress.close()
     _print_crawl_report(report, as_json)
@@ -790,23 +788,23 @@ def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_h
                                    f" {report.documents} documents read so far are stored")
 
 
-def _run_crawl(url, store, options, progress) -> crawl_events.CrawlReport:
+def _run_crawl(url, store, options, progress) -> crawling.events.CrawlReport:
     done, total = 0, 0
 
     def notice_now(message: str) -> None:  # before the wait it announces, from any thread
         progress.close()
-        _echo_crawl_event(crawl_events.Notice(message), quiet=progress.quiet)
+        _echo_crawl_event(crawling.events.Notice(message), quiet=progress.quiet)
 
     try:
         for event in crawling.crawl(url, store, options=options, on_notice=notice_now):
-            if isinstance(event, crawl_events.Finished):
+            if isinstance(event, crawling.events.Finished):
                 return event.report
-            if isinstance(event, crawl_events.Expected):
+            if isinstance(event, crawling.events.Expected):
                 total += event.total
-            elif isinstance(event, crawl_events.Stored) and event.status != "deleted":
+            elif isinstance(event, crawling.events.Stored) and event.status != "deleted":
                 done += 1
-            elif isinstance(event, (crawl_events.Notice, crawl_events.SourceFound,
-                                    crawl_events.Failed)):
+            elif isinstance(event, (crawling.events.Notice, crawling.events.SourceFound,
+                                    crawling.events.Failed)):
                 progress.close()
                 _echo_crawl_event(event, quiet=progress.quiet)
             progress("documents", done, total if total >= done else 0)
@@ -819,15 +817,15 @@ def _run_crawl(url, store, options, progress) -> crawl_events.CrawlReport:
 
 
 def _echo_crawl_event(event, *, quiet: bool) -> None:
-    if isinstance(event, crawl_events.SourceFound):
+    if isinstance(event, crawling.events.SourceFound):
         click.echo(f"source: {event.source} at {event.url} ({event.detail})", err=True)
-    elif isinstance(event, crawl_events.Notice):
+    elif isinstance(event, crawling.events.Notice):
         click.echo(f"note: {event.message}", err=True)
     elif not quiet:
         click.echo(f"failed: {event.url}: {event.reason}", err=True)
 
 
-def _print_crawl_report(report: crawl_events.CrawlReport, as_json: bool) -> None:
+def _print_crawl_report(report: crawling.events.CrawlReport, as_json: bool) -> None:
     if as_json:
         data = {"url": report.url, "source": report.source, **report.counts,
                 "failures": [{"url": u, "reason": r} for u, r in report.failures],

@@ -28,8 +28,9 @@ from busca.index import storage
 from busca.index.chunking import chunk_words
 from busca.index.dense import BATCH
 from busca.index.encoders import get_encoder
+from busca.index.manifest import Manifest
 from busca.index.storage import Index
-from busca.search import hits as core
+from busca import search as core
 from busca.index.vectors import DenseScorer
 
 SITE = Path(__file__).resolve().parent.parent / "fixtures" / "site" / "articles.jsonl"
@@ -79,7 +80,9 @@ def bench_search(encoder, size: int, queries: int, folder: Path) -> dict:
     storage.save_array(folder, "dense.vectors", vectors)
     entry = {"encoder": encoder.name, "encoder_version": encoder.version,
              "dimension": encoder.dimension}
-    index = Index(folder, folder, {"methods": {"dense": entry}})
+    manifest = Manifest(build=folder.name, chunker={}, documents=size, chunks=size,
+                        methods={"dense": entry})
+    index = Index(folder, folder, manifest)
     given = vectors[rng.integers(0, size, queries)]
     scorer = DenseScorer(index, encoder=_Given(encoder, given))
     row = {"chunks": size, "queries": queries,

@@ -62,7 +62,8 @@ def time_queries(search, queries: list[str], budget: float, most: int) -> dict:
 
 def busca_store(cfg: dict) -> dict:
     """The corpus as store documents (one 200-word window each); not part of any figure."""
-    from busca.crawler.store import Document, Store
+    from busca.crawler.store import Document
+    from busca.index import LocalHome as Store
     home = Path(cfg["work"]) / f"busca-{cfg['size']}"
     shutil.rmtree(home, ignore_errors=True)
     store = Store(home)
@@ -80,7 +81,7 @@ def busca_store(cfg: dict) -> dict:
 
 def busca_build(cfg: dict) -> dict:
     """One `busca index` of the store with both lexical methods (one tokenising pass)."""
-    from busca.crawler.store import Store
+    from busca.index import LocalHome as Store
     from busca.index.build import build_index
     from busca.index.storage import current_dir
     home = Path(cfg["work"]) / f"busca-{cfg['size']}"
@@ -95,7 +96,7 @@ def busca_build(cfg: dict) -> dict:
 
 def busca_query(cfg: dict) -> dict:
     from busca.index.storage import load_index
-    from busca.search import hits as core
+    from busca import search as core
     from busca.index.lexical import NoSearchableTerms
     method = cfg["method"]
     started = time.perf_counter()

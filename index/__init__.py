@@ -5,8 +5,8 @@ from .backend import BackendUnavailable, Build, BuildWriter, Home, Ranker, open_
 from .bm25 import B, K1, K1_MAX
 from .build import NothingToIndex, build_index, methods_for
 from .chunking import OVERLAP, SIZE, ChunkingError, parse_chunker
-from .encoders import DEFAULT_ENCODER, THREADS, EncoderError, encoder_names, get_encoder
 from .chunks import ChunkRow
+from .encoders import DEFAULT_ENCODER, THREADS, EncoderError, encoder_names, get_encoder
 from .manifest import FORMAT_VERSION, Manifest
 from .methods import DEFAULT, HYBRID, LEXICAL, METHODS, UnknownMethod
 from .storage import IndexFormatError, IndexNotFound, LocalHome, load_index

@@ -17,8 +17,8 @@ import re
 import unicodedata
 from collections.abc import Callable
 
-from .stopwords import PORTUGUESE
 from ..errors import BuscaError
+from .stopwords import PORTUGUESE
 
 # Runs of characters for which str.isalnum() is true: Python's \w minus the underscore,
 # the same set as Java's [\p{L}\p{N}].

@@ -23,9 +23,9 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from ..errors import BuscaError
 from .analyzers import analyzer_version, default_bm25_analyzer, get_term_filter
 from .counting import TermCounts, column_blocks, count_texts, reanalyze
-from ..errors import BuscaError
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,6 @@ from .manifest import Manifest
 from .methods import DEFAULT, DENSE, METHODS, UnknownMethod, check_methods, with_dense
 from .stream import chunk_documents
 
-METHODS_BUILT = DEFAULT  # what `busca index` builds without --methods
 UnknownMethodError = UnknownMethod  # the name build errors had before the registry moved
 
 Progress = Callable[[str, int, int], None]
@@ -47,7 +46,7 @@ def build_index(home, *, size: int = SIZE, overlap: int = OVERLAP,
     chunker = {"kind": "words", "size": size, "overlap": overlap}
     previous = home.previous()
     before = previous if previous is not None and previous.manifest.chunker == chunker else None
-    from_counts = {m for m in methods if METHODS[m].build_counts is not None}
+    from_counts = _counted(methods)
     chunked = chunk_documents(
         home.documents(), size=size, overlap=overlap, reusable=_reusable_rows(before),
         total=total, count=bool(from_counts), keep_texts=len(from_counts) < len(methods),

@@ -22,8 +22,8 @@ from itertools import chain
 import numpy as np
 import scipy.sparse as sp
 
-from .analyzers import java_terms
 from ..errors import BuscaError
+from .analyzers import java_terms
 
 UINT16_MAX = np.iinfo(np.uint16).max
 

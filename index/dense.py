@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .encoders import DEFAULT_ENCODER, THREADS, Encoder, get_encoder
 from ..errors import BuscaError
+from .encoders import DEFAULT_ENCODER, THREADS, Encoder, get_encoder
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .analyzers import get_analyzer, java_terms
 from ..errors import BuscaError
+from .analyzers import get_analyzer, java_terms
 
 LONG = 16  # a posting list longer than 1/LONG of the chunks may be worth skipping
 SKIP_SHARE = 0.5  # skip long lists whose bounds add up to less than this share of the best

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from ..errors import BuscaError
 from .bm25 import build as bm25_build, build_counts as bm25_counts
 from .dense import build as dense_build, build_hybrid
-from .tfidf import build as tfidf_build, build_counts as tfidf_counts
 from .encoders import check_name, default_encoder
 from .lexical import Bm25Scorer, TfidfScorer
+from .tfidf import build as tfidf_build, build_counts as tfidf_counts
 from .vectors import DenseScorer
 
 DEFAULT = ("tfidf", "bm25")  # what `busca index` builds without --methods

@@ -31,9 +31,9 @@ import numpy as np
 from ..crawler.store import Store
 from ..errors import BuscaError
 from .chunks import ChunkRow, ChunkTable, drop_legacy, write_chunks
-from .queries import append_query, create_queries, read_queries
 from .manifest import FORMAT_VERSION, Manifest
 from .methods import METHODS, UnknownMethod
+from .queries import append_query, create_queries, read_queries
 
 POINTER = "CURRENT"
 MANIFEST = "manifest.json"

@@ -22,8 +22,8 @@ from multiprocessing import get_all_start_methods, get_context
 import numpy as np
 
 from ..crawler.store import Document
-from .chunks import ChunkRow
 from .chunking import JAVA_SPACE, splits_like_java, window_starts, words
+from .chunks import ChunkRow
 from .counting import CountedBatch, CountMerger, TermCounts, count_pieces
 
 BATCH_DOCS = 2000

@@ -6,9 +6,9 @@ import logging
 
 import numpy as np
 
+from ..errors import BuscaError
 from .encoders import THREADS, Encoder, get_encoder
 from .lexical import top_k
-from ..errors import BuscaError
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ def check_encoder(entry: dict, encoder: Encoder) -> None:
 
 def require_vectors(index, method: str = "dense") -> None:
     """NoVectors, saying how to add them, if the index was built without dense vectors."""
-    if method not in index.methods:
+    if method not in index.manifest.methods:
         raise NoVectors("this index has no dense vectors — add them with:"
                         " busca index --dense use (or e5-small, sentence-transformers:PATH)")
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 from ..crawler.store import DocumentStore as Store
 from ..errors import BuscaError
 from ..index.lexical import NoSearchableTerms
-from .hits import K, Hit, search
 from .fusion import FusionSettings
+from .hits import K, Hit, search
 from .scorers import floor_of
 from .sentences import SENTENCE_REACH, sentences, widen
 

@@ -12,7 +12,7 @@ K = 3
 
 def available_methods(index) -> list[str]:
     """Methods this index can answer with, in registry order."""
-    return [m for m in METHODS if m in index.methods]
+    return [m for m in METHODS if m in index.manifest.methods]
 
 
 def scorer(index, method: str, fusion: FusionSettings | None = None):
@@ -21,7 +21,7 @@ def scorer(index, method: str, fusion: FusionSettings | None = None):
     spec = METHODS.get(method)
     if spec is None or spec.kind != "fused":
         return index.ranker(method)
-    if method not in index.methods:
+    if method not in index.manifest.methods:
         have = ", ".join(available_methods(index)) or "none"
         raise UnknownMethod(f"this index has no method {method!r}; it has: {have}")
     settings = fusion if fusion is not None else stored_settings(index.manifest.entry(method))

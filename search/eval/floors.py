@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .metrics import Outcome
 from ...errors import BuscaError
+from .metrics import Outcome
 
 FLOOR_K = 3  # `busca search` returns 3 hits by default
 TABLE_ROWS = 9

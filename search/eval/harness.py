@@ -8,17 +8,17 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from ... import __version__
+from ...errors import BuscaError
 from ...index.chunking import chunker_label
 from ..scorers import available_methods
 from .bootstrap import LEVEL, RESAMPLES, SEED
 from .chunkers import temporary_indexes
+from .golden import Golden
 from .judge import (DEPTH, ChunkTable, Judgement, chunk_table, index_rankers,
                                    judge, rank_questions)
-from .golden import Golden
 from .metrics import Metric
 from .runs import fingerprint
 from .summary import KEY, Evaluation, summarize
-from ...errors import BuscaError
 
 
 class NothingRelevant(BuscaError):

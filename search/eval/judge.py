@@ -17,10 +17,10 @@ import numpy as np
 from ...crawler.store import Document
 from ...index.chunking import chunk_with, chunker_label
 from ...index.chunks import ChunkRow
-from ..scorers import rank, scorer
-from ..hits import StaleIndex  # re-exported: raised here and by hits.hits_for
-from .golden import Golden, Question
 from ...index.lexical import NoSearchableTerms
+from ..hits import StaleIndex  # re-exported: raised here and by hits.hits_for
+from ..scorers import rank, scorer
+from .golden import Golden, Question
 from .metrics import Outcome
 
 DEPTH = 100  # hits kept per question: first relevant ranks beyond it count as not found
@@ -91,10 +91,10 @@ def chunk_table(index, store) -> ChunkTable:
     docs = {d.url: d for d in store.documents()}
     stale = {r.url for r in rows if r.url not in docs
              or (r.doc_sha256 and docs[r.url].sha256 and r.doc_sha256 != docs[r.url].sha256)}
-    if stale or len(rows) != index.manifest.get("chunks", len(rows)):
+    if stale or len(rows) != index.manifest.chunks:
         raise StaleIndex(f"{len(stale) or 'some'} documents changed or vanished since the"
                          ' index was built — run "busca index" before "busca eval"')
-    chunker = index.manifest.get("chunker", {})
+    chunker = index.manifest.chunker
     return ChunkTable(_label(chunker), chunker, tuple(r.url for r in rows),
                       tuple(r.position for r in rows), tuple(r.start for r in rows),
                       tuple(r.end for r in rows), {u: docs[u].text for u in {r.url for r in rows}})

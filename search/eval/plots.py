@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ...errors import BuscaError
 from .floors import Calibration
 from .summary import Evaluation
-from ...errors import BuscaError
 
 
 class PlotUnavailable(BuscaError):

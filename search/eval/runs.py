@@ -14,11 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...index.storage import write_json
-from .judge import ChunkTable, Judgement
-from .golden import Golden
-from .metrics import Outcome
 from ...errors import BuscaError
+from ...index.storage import write_json
+from .golden import Golden
+from .judge import ChunkTable, Judgement
+from .metrics import Outcome
 
 FORMAT = "busca-run"
 VERSION = 1

@@ -15,14 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..fusion import (METHOD, RRF_K, WINDOW, FusionError, check_settings, default_weights,
-                      fuse)
+from ...index.lexical import NoSearchableTerms
+from ..fusion import (METHOD, RRF_K, WINDOW, FusionError, FusionSettings, check_settings,
+                      default_weights, fuse)
 from ..scorers import available_methods, scorer, top_k
 from .bootstrap import Difference, Estimate, bootstrap, paired_difference
-from .judge import DEPTH, chunk_table, judge, outcome_of
-from ..fusion import FusionSettings
 from .golden import Golden
-from ...index.lexical import NoSearchableTerms
+from .judge import DEPTH, chunk_table, judge, outcome_of
 from .metrics import Metric, value
 from .summary import tag_keys
 

@@ -61,7 +61,7 @@ def documents(rng: random.Random, n: int) -> list[Document]:
 POOL_CHECK = """
 import random, sys
 sys.path.insert(0, sys.argv[1])
-from test_stream import documents
+from test_index_stream import documents
 from busca.index import stream
 docs = documents(random.Random(5), 120)
 stream.BATCH_DOCS = 7

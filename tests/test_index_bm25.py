@@ -1,4 +1,4 @@
-"""BM25 (index/bm25.py, search.lexical.Bm25Scorer), the pt and simple analyzers, and their
+"""BM25 (index/bm25.py, index.lexical.Bm25Scorer), the pt and simple analyzers, and their
 CLI: against bm25s, a hand-worked case, FaQuAD and a tiny BEIR folder."""
 
 import json

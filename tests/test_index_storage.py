@@ -1,0 +1,147 @@
+"""The local home (index/storage.py): builds are invisible until published, one live build,
+the manifest as a typed record, format 1 refused with the rebuild hint, the query log table."""
+
+import json
+import sqlite3
+
+import numpy as np
+import pytest
+
+from busca.crawler.store import Document
+from busca.index import BackendUnavailable, Manifest, open_home
+from busca.index.build import build_index
+from busca.index.chunks import ChunkRow
+from busca.index.storage import (IndexFormatError, IndexNotFound, LocalHome, current_dir,
+                                 load_index)
+
+
+def manifest(build="b", **changes):
+    fields = {"build": build, "chunker": {"kind": "words", "size": 2, "overlap": 0},
+              "documents": 1, "chunks": 2, "methods": {"m": {"floor": None}}, "words": 4}
+    return Manifest(**{**fields, **changes})
+
+
+def write_build(home, values=(1.0, 2.0)):
+    out = home.new_build()
+    out.save_array("m", "values", np.array(values))
+    out.write_terms("m", ["gato", "rato"])
+    out.write_chunks([ChunkRow(0, "u", 0, 0, 3), ChunkRow(1, "u", 1, 4, 9)])
+    return out
+
+
+def test_a_build_is_invisible_until_published(tmp_path):
+    home = LocalHome(tmp_path)
+    out = write_build(home)
+    with pytest.raises(IndexNotFound, match="busca index"):
+        home.current()
+    assert home.previous() is None
+    index = out.publish(manifest())
+    live = home.current()
+    assert live.build == out.name == index.build
+    assert live.manifest.build == out.name and live.manifest.chunks == 2
+    assert live.array("m", "values").tolist() == [1.0, 2.0]
+    assert isinstance(live.array("m", "values"), np.memmap)
+    assert live.terms("m") == ["gato", "rato"]
+    assert [r.end for r in live.chunks([1, 0])] == [9, 3]
+
+
+def test_publishing_swaps_the_live_build_and_removes_the_old_one(tmp_path):
+    home = LocalHome(tmp_path)
+    first = write_build(home)
+    first.publish(manifest())
+    second = write_build(home, values=(3.0, 4.0))
+    assert home.current().build == first.name  # the new build is still unpublished
+    second.publish(manifest())
+    assert home.current().array("m", "values").tolist() == [3.0, 4.0]
+    assert [p.name for p in tmp_path.glob("index-*")] == [second.name]
+
+
+def test_an_aborted_build_leaves_the_live_one(tmp_path):
+    home = LocalHome(tmp_path)
+    write_build(home).publish(manifest())
+    live = home.current().build
+    out = write_build(home)
+    out.abort()
+    assert not out.path.exists() and home.current().build == live
+
+
+def test_manifest_is_a_frozen_record_with_a_json_form(tmp_path):
+    m = manifest()
+    with pytest.raises(AttributeError):
+        m.chunks = 3
+    assert Manifest.from_json(json.loads(json.dumps(m.to_json()))) == m
+    assert m["chunks"] == m.chunks == 2 and m.get("missing", 7) == 7
+    assert m.floor("m") is None and m.with_floors({"m": 0.5}).floor("m") == 0.5
+    assert m.floor("m") is None  # with_floors made a new record
+    assert m.figures()["vocabulary"] == {} and m.figures()["chunks"] == 2
+
+
+def test_floors_are_stored_in_the_live_manifest(tmp_path):
+    home = LocalHome(tmp_path)
+    write_build(home).publish(manifest())
+    home.set_floors({"m": 0.25})
+    assert load_index(tmp_path).manifest.floor("m") == 0.25
+
+
+def test_format_1_home_is_refused_then_rebuilt_keeping_documents(tmp_path):
+    """A home of format 1 (chunk rows in busca.db): one-line rebuild hint, documents kept."""
+    home = LocalHome(tmp_path)
+    home.put(Document("u", "T", "o gato subiu no telhado"))
+    home.db.execute("CREATE TABLE chunks (build TEXT, id INTEGER, url TEXT)")
+    old = tmp_path / "index-old"
+    old.mkdir()
+    (old / "manifest.json").write_text(json.dumps({"format_version": 1, "build": "index-old"}))
+    (tmp_path / "CURRENT").write_text("index-old\n")
+    with pytest.raises(IndexFormatError, match='format version 1.*rebuild it with "busca index"'):
+        load_index(tmp_path)
+    build_index(home)
+    assert home.count() == 1 and load_index(tmp_path).manifest.documents == 1
+    tables = {r[0] for r in home.db.execute("SELECT name FROM sqlite_master")}
+    assert "chunks" not in tables and "documents" in tables
+    assert current_dir(tmp_path).name != "index-old" and not old.exists()
+
+
+def test_damaged_manifest_names_the_fix(tmp_path):
+    home = LocalHome(tmp_path)
+    out = write_build(home)
+    out.publish(manifest())
+    (out.path / "manifest.json").write_text("{not json")
+    with pytest.raises(IndexFormatError, match="damaged.*busca index"):
+        home.current()
+
+
+def test_query_log_lives_in_its_own_table(tmp_path):
+    with LocalHome(tmp_path) as home:
+        home.log_query(command="search", query="gato", method="bm25", k=3, scores=[0.5],
+                       floor=None, answered=True, seconds=0.01, at="2026-01-01T00:00:00+00:00")
+        [row] = home.logged_queries()
+        assert (row["query"], row["scores"], row["answered"]) == ("gato", [0.5], True)
+    db = sqlite3.connect(tmp_path / "busca.db")
+    assert db.execute("SELECT COUNT(*) FROM queries").fetchone() == (1,)
+
+
+def test_open_home_picks_the_backend(tmp_path):
+    with open_home(tmp_path / "h") as home:
+        assert isinstance(home, LocalHome) and (tmp_path / "h" / "busca.db").exists()
+    with pytest.raises(BackendUnavailable) as e:
+        open_home("postgresql://busca:secret@db.example:5432/corpus")
+    assert "secret" not in str(e.value) and "--home" in str(e.value)
+
+
+def test_the_local_backend_has_every_method_of_the_boundary(tmp_path):
+    """LocalHome / Index / LocalBuildWriter against the protocols of index/backend.py."""
+    from busca.index import backend
+
+    def members(protocol):
+        names = {n for n in dir(protocol) if not n.startswith("_")}
+        return names | {"__enter__", "__exit__"} & set(dir(protocol)) | set(
+            protocol.__annotations__)
+
+    home = LocalHome(tmp_path)
+    out = write_build(home)
+    index = out.publish(manifest())
+    for protocol, thing in ((backend.Home, home), (backend.BuildWriter, out),
+                            (backend.Build, index)):
+        missing = {n for n in members(protocol) if not hasattr(thing, n)}
+        assert not missing, f"{type(thing).__name__} lacks {missing}"
+    assert {"score", "top"} <= members(backend.Ranker)
