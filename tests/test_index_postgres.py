@@ -86,3 +86,41 @@ def test_url_parameters(pg_home):
     assert (conninfo, corpus) == ("postgresql://u@h:5/db?sslmode=off", "blog")
     with pytest.raises(pg_schema.PostgresError, match="dense=hnsw or dense=exact"):
         PostgresHome(pg_home + "&dense=fast")
+
+
+def test_the_postgres_backend_has_every_method_of_the_boundary(pg_home):
+    """PostgresHome / PostgresBuild / PostgresBuildWriter against index/backend.py's protocols."""
+    from busca.index import backend
+    from busca.index.chunks import ChunkRow
+    from busca.index.manifest import Manifest
+
+    def members(protocol):
+        names = {n for n in dir(protocol) if not n.startswith("_")}
+        return names | {"__enter__", "__exit__"} & set(dir(protocol)) | set(
+            protocol.__annotations__)
+
+    with PostgresHome(pg_home) as home:
+        out = home.new_build()
+        out.write_chunks([ChunkRow(0, "u", 0, 0, 5, "h")])
+        build = out.publish(Manifest(build=out.name, chunker={"kind": "words"}, documents=1,
+                                     chunks=1))
+        for protocol, thing in ((backend.Home, home), (backend.BuildWriter, out),
+                                (backend.Build, build)):
+            missing = {n for n in members(protocol) if not hasattr(thing, n)}
+            assert not missing, f"{type(thing).__name__} lacks {missing}"
+        assert home.current().chunks() == [ChunkRow(0, "u", 0, 0, 5, "h")]
+        assert home.current().manifest.build == out.name
+
+
+def test_an_aborted_build_leaves_nothing(pg_home):
+    from busca.index.chunks import ChunkRow
+
+    with PostgresHome(pg_home) as home:
+        out = home.new_build()
+        out.write_chunks([ChunkRow(0, "u", 0, 0, 5, "h")])
+        out.abort()
+        tables = {r[0] for r in home.conn().execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = %s", (home.schema,))}
+        assert not any(t.startswith(out.name) for t in tables)
+        with pytest.raises(BuscaError, match='run "busca index" first'):
+            home.current()
