@@ -153,3 +153,50 @@ def test_dense_eval_recall_hnsw_within_001_of_exact(pg_home, fake):
         report = json.loads(busca(f"{pg_home}&dense={mode}", "eval", str(GOLDEN), "--json"))
         recall[mode] = report["summary"]["dense"]["recall@10"]["mean"]
     assert abs(recall["hnsw"] - recall["exact"]) <= 0.01
+
+
+READER = """
+import json, sys, time
+from busca.index import open_home
+from busca.search import search
+url, stop, queries = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+done, failed, builds = 0, [], set()
+with open_home(url) as home:
+    while True:
+        for query in queries:
+            try:
+                build = home.current()  # what a server does per request: the live build
+                hits = search(build, home, query, method="bm25", k=10)
+                assert hits, query
+                done += 1
+                builds.add(build.manifest.build)
+            except Exception as e:
+                failed.append(f"{type(e).__name__}: {e}")
+        import os
+        if os.path.exists(stop):
+            break
+print(json.dumps({"done": done, "failed": failed[:5], "builds": len(builds)}))
+"""
+
+
+def test_two_readers_answer_every_request_while_a_third_process_reindexes(
+        tmp_path, pg_home):
+    """(busca serve is not on main yet: two reader processes stand in for two servers.)"""
+    busca(pg_home, "add", str(ARTICLES))
+    busca(pg_home, "index", "--quiet")
+    queries = [q["pergunta"] for q in json.loads(GOLDEN.read_text(encoding="utf-8"))][:20]
+    stop = tmp_path / "stop"
+    readers = [subprocess.Popen([sys.executable, "-c", READER, pg_home, str(stop),
+                                 json.dumps(queries)], stdout=subprocess.PIPE, text=True)
+               for _ in range(2)]
+    time.sleep(2)
+    for size in (150, 200, 120):  # three rebuilds: the first build's tables get dropped
+        indexer = subprocess.run([sys.executable, "-c", "from busca.cli import main; main()",
+                                  "--home", pg_home, "index", "--quiet", "--size", str(size),
+                                  "--overlap", "20"], capture_output=True, text=True)
+        assert indexer.returncode == 0, indexer.stderr
+    stop.touch()
+    results = [json.loads(r.communicate(timeout=120)[0]) for r in readers]
+    for result in results:
+        assert result["failed"] == [] and result["done"] > 20
+        assert result["builds"] >= 2  # it answered across a swap
