@@ -1,0 +1,56 @@
+"""`--home` / BUSCA_HOME given a postgresql:// URL: every command works against the database."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from busca.cli import cli
+from busca.fixtures.server import FixtureSite, load_articles
+
+pytestmark = pytest.mark.postgres
+
+GOLDEN = Path(__file__).resolve().parent.parent / "fixtures" / "golden" / "golden.json"
+
+
+def invoke(*args, env=None):
+    return CliRunner().invoke(cli, list(args), env=env, obj={})
+
+
+def test_every_command_against_a_postgres_home(pg_home, tmp_path):
+    env = {"BUSCA_HOME": pg_home}
+    with FixtureSite(load_articles()[:8]) as site:
+        crawled = invoke("crawl", site.url, "--rate", "500", env=env)
+        assert crawled.exit_code == 0, crawled.output
+        assert "8 added" in crawled.stdout
+        again = invoke("crawl", site.url, "--rate", "500", env=env)
+        assert "0 added, 0 updated, 8 unchanged" in again.stdout
+    note = tmp_path / "nota.md"
+    note.write_text("# Nota\n\nO estágio supervisionado tem carga horária própria.",
+                    encoding="utf-8")
+    added = invoke("add", str(note), env=env)
+    assert added.exit_code == 0 and "1 added" in added.stdout
+    indexed = invoke("index", "--quiet", env=env)
+    assert indexed.exit_code == 0 and "indexed 9 documents" in indexed.stdout
+    stats = json.loads(invoke("stats", "--json", env=env).stdout)
+    assert stats["documents"] == 9 and set(stats["methods"]) == {"tfidf", "bm25"}
+    found = invoke("search", "carga horária do estágio", "--method", "bm25", env=env)
+    assert found.exit_code == 0 and "nota.md" in found.stdout
+    context = invoke("context", "carga horária do estágio", "--method", "bm25", env=env)
+    assert context.exit_code == 0 and "estágio supervisionado" in context.stdout
+    logged = invoke("misses", "--json", env=env)
+    assert logged.exit_code == 0
+    evaluated = invoke("eval", str(GOLDEN), "--methods", "bm25", env=env)
+    assert evaluated.exit_code == 0, evaluated.output
+
+
+def test_home_option_takes_the_url_and_errors_are_one_line(pg_home):
+    assert invoke("--home", pg_home, "stats").exit_code == 1  # no index yet
+    result = invoke("--home", pg_home, "stats")
+    assert 'run "busca index" first' in result.output and result.output.count("\n") == 1
+    bad = invoke("--home", "postgresql://busca:pw@127.0.0.1:1/nothing", "stats")
+    assert bad.exit_code == 1 and "cannot connect to" in bad.output and "pw@" not in bad.output
+    assert "Traceback" not in bad.output
