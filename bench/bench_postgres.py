@@ -202,6 +202,7 @@ def main() -> None:
     words, questions = faquad_words_and_questions(FAQUAD)
     queries = questions[:args.queries]
     work = Path(args.work or tempfile.mkdtemp(prefix="busca-bench-pg-"))
+    work.mkdir(parents=True, exist_ok=True)
     server = None
     if args.url is None:
         from busca.fixtures.postgres import PostgresServer

@@ -154,13 +154,10 @@ class HybridScorer:
         """Each component's top-`window` (ids, scores), best first."""
         out = {}
         for method in self.weights:
-            try:
-                ids, scores = self.rankers[method].score(query)
+            try:  # top(): the ranker's pruned top k (an index scan on PostgreSQL)
+                out[method] = self.rankers[method].top(query, self.settings.window)
             except NoSearchableTerms:  # a lexical side with no known word: the others still rank
-                ids, scores = np.empty(0, np.int64), np.empty(0)
-            if ids.size:
-                ids, scores = top_k(ids, scores, self.settings.window)
-            out[method] = ids, scores
+                out[method] = np.empty(0, np.int64), np.empty(0)
         return out
 
     def score(self, query: str) -> tuple[np.ndarray, np.ndarray]:
