@@ -174,6 +174,14 @@ class PostgresHome(PostgresStore):
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def find_function(self) -> str:
+        """intarray's idx() (schema-qualified) if the extension is installed, else
+        array_position: how rankers find a term in a chunk's sorted term ids."""
+        row = self.conn().execute(
+            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n"
+            " ON n.oid = e.extnamespace WHERE e.extname = 'intarray'").fetchone()
+        return f"{quoted(row[0])}.idx" if row else "array_position"
+
     # --- builds -------------------------------------------------------------------------
     def live_name(self) -> str | None:
         row = self.conn().execute(f"SELECT value FROM {quoted(self.schema)}.busca_meta"
@@ -325,7 +333,7 @@ class PostgresBuild:
                 ef_search=int(self.home.options.get("ef_search", pg_rank.EF_SEARCH)))
         tables = {part: self.table(f"{method}_{part}") for part in ("terms", "blocks", "forward")}
         return pg_rank.LexicalRanker(self.home.conn, tables, method, entry,
-                                     int(self.manifest.chunks))
+                                     int(self.manifest.chunks), find=self.home.find_function())
 
 
 def _manifest(data) -> Manifest:

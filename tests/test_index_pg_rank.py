@@ -126,3 +126,19 @@ def test_large_corpus_same_stats_and_top10_on_60_questions(large_homes):
     assert stats["chunks"] >= 10_000
     assert stats == figures(pg)
     assert assert_same_answers(local, pg, asked[:60]) >= 100
+
+
+def test_same_answers_without_the_intarray_extension(fixture_homes, monkeypatch):
+    from busca.index.postgres import PostgresHome
+
+    local, pg = fixture_homes
+    monkeypatch.setattr(PostgresHome, "find_function", lambda self: "array_position")
+    with open_home(local) as a, open_home(pg) as b:
+        for method in ("tfidf", "bm25"):
+            ra, rb = a.current().ranker(method), b.current().ranker(method)
+            assert rb.find == "array_position"
+            for query in questions(20):
+                ids_a, scores_a = ra.top(query, 10)
+                ids_b, scores_b = rb.top(query, 10)
+                assert np.array_equal(ids_a, ids_b)
+                assert np.allclose(scores_a, scores_b, rtol=0, atol=1e-6)
