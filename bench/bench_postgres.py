@@ -17,7 +17,6 @@ top 10 of the two homes is compared (ids; scores to 1e-6). Without --url, a priv
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import os
 import shutil

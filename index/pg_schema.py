@@ -5,8 +5,8 @@ A home is a URL, `postgresql://user@host:port/database` (or `postgres://`), with
 a database without mixing. Tables of schema `<corpus>`:
 
     busca_meta (key, value jsonb)   format_version, live build        index/pg_schema.py, pg_build.py
-    documents                       url, title, text, source, ...     index/postgres.py (store)
-    settings (key, value jsonb)     crawl state, settings             index/postgres.py (store)
+    documents                       url, title, text, source, ...     index/pg_store.py
+    settings (key, value jsonb)     crawl state, settings             index/pg_store.py
     queries                         the query log                     index/postgres.py
     builds (name, manifest jsonb)   one row per published build       index/pg_build.py
   one set per build `<b>` (written in the build's one transaction by index/pg_build.py):

@@ -14,28 +14,26 @@ from __future__ import annotations
 import io
 import json
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
-from ..crawler.store import Document
 from . import pg_rank
 from .chunks import ChunkRow
 from .encoders import THREADS, get_encoder
 from .manifest import Manifest
 from .methods import METHODS, UnknownMethod
 from .pg_build import PostgresBuildWriter
+from .pg_store import PostgresStore
 from .pg_schema import (PostgresError, build_table, check_format, create_base, parse_location,
                         quoted, redact)
 from .storage import IndexFormatError, IndexNotFound
 from .vectors import check_encoder, require_vectors
 
-DOCUMENT_COLUMNS = "url, title, text, source, modified, sha256"
 CHUNK_COLUMNS = 'id, url, position, start, "end", doc_sha256'
 QUERY_KEYS = ("at", "command", "query", "method", "k", "scores", "floor", "answered", "seconds")
-BATCH = 1000
 
 
 class StaleBuild(PostgresError):
@@ -58,77 +56,6 @@ def _read_options(url: str) -> tuple[str, dict]:
         raise PostgresError(f"dense={options['dense']} in the home URL: use dense=hnsw or"
                             " dense=exact")
     return urlunsplit(parts._replace(query=urlencode(kept))), options
-
-
-class PostgresStore:
-    """Documents and settings (crawl state) of a PostgreSQL home; every write commits.
-    (The DocumentStore half of PostgresHome: needs `conn()`, `connect()` and `schema`.)"""
-
-    @property
-    def s(self) -> str:
-        return quoted(self.schema)
-
-    def _db(self):
-        return self.conn()
-
-    def put(self, doc) -> str:
-        """Insert or update a document; returns "added", "updated" or "unchanged"."""
-        doc = doc.normalized()
-        old = self._db().execute(f"SELECT sha256, title, modified FROM {self.s}.documents"
-                                 " WHERE url = %s", (doc.url,)).fetchone()
-        if old and tuple(old) == (doc.sha256, doc.title, doc.modified):
-            return "unchanged"
-        self._db().execute(
-            f"INSERT INTO {self.s}.documents (url, title, text, source, modified, sha256,"
-            " fetched_at) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (url) DO UPDATE SET"
-            " title = EXCLUDED.title, text = EXCLUDED.text, source = EXCLUDED.source,"
-            " modified = EXCLUDED.modified, sha256 = EXCLUDED.sha256,"
-            " fetched_at = EXCLUDED.fetched_at",
-            (doc.url, doc.title, doc.text, doc.source, doc.modified, doc.sha256, _now()))
-        if old is None:
-            return "added"
-        return "updated" if tuple(old[:2]) != (doc.sha256, doc.title) else "unchanged"
-
-    def get(self, url: str):
-        row = self._db().execute(f"SELECT {DOCUMENT_COLUMNS} FROM {self.s}.documents"
-                                 " WHERE url = %s", (url,)).fetchone()
-        return Document(*row) if row else None
-
-    def delete(self, url: str) -> bool:
-        cur = self._db().execute(f"DELETE FROM {self.s}.documents WHERE url = %s", (url,))
-        return cur.rowcount > 0
-
-    def documents(self, source: str | None = None) -> Iterator:
-        """All documents in URL order, streamed (a server-side cursor of its own)."""
-        sql = f"SELECT {DOCUMENT_COLUMNS} FROM {self.s}.documents"
-        args: tuple = ()
-        if source is not None:
-            sql, args = sql + " WHERE source = %s", (source,)
-        with self.connect(autocommit=False) as conn:
-            with conn.cursor(name="busca_documents") as cur:
-                cur.itersize = BATCH
-                cur.execute(sql + " ORDER BY url", args)
-                for row in cur:
-                    yield Document(*row)
-
-    def hashes(self, source: str | None = None) -> dict[str, str]:
-        sql, args = f"SELECT url, sha256 FROM {self.s}.documents", ()
-        if source is not None:
-            sql, args = sql + " WHERE source = %s", (source,)
-        return dict(self._db().execute(sql, args).fetchall())
-
-    def count(self) -> int:
-        return self._db().execute(f"SELECT count(*) FROM {self.s}.documents").fetchone()[0]
-
-    def get_meta(self, key: str, default=None):
-        row = self._db().execute(f"SELECT value FROM {self.s}.settings WHERE key = %s",
-                                 (key,)).fetchone()
-        return row[0] if row else default
-
-    def set_meta(self, key: str, value) -> None:
-        self._db().execute(f"INSERT INTO {self.s}.settings (key, value) VALUES (%s, %s)"
-                           " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                           (key, json.dumps(value)))
 
 
 class PostgresHome(PostgresStore):

@@ -4,7 +4,6 @@ itself), incremental rebuilds, dense vectors in pgvector (HNSW close to exact se
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import subprocess
@@ -20,7 +19,6 @@ from click.testing import CliRunner
 from busca.cli import cli
 from busca.crawler.store import Document
 from busca.index import open_home
-from busca.index.pg_schema import quoted
 
 pytestmark = pytest.mark.postgres
 
