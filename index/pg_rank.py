@@ -8,10 +8,11 @@ the stored weights and orders the chunks:
   term, sums what it met per chunk (float8) and bounds what every chunk may still gain from the
   unread blocks (the first key of the next block of each list: threshold algorithm, Fagin et
   al. 2001). When no unread chunk can reach the k-th best known score, the top k is among the
-  chunks met whose bound reaches it; otherwise one more block of every list is read;
-- exact scores of those few chunks from `<m>_forward`, summed in column order exactly as the
-  local rankers do: bm25 in float4 (`sum(real)` adds in single precision, like numpy float32),
-  tfidf in float8 then divided by (chunk norm x query norm); ties by chunk id.
+  chunks met whose bound reaches it; otherwise one more block is read of the lists whose next
+  values are the largest;
+- exact scores of those few chunks from `<m>_forward`, added left to right in column order in
+  the local rankers' precision: bm25 in float4 (single precision, like numpy's float32), tfidf
+  in float8 then divided by (chunk norm x query norm); ties by chunk id.
 
 Dense: pgvector's HNSW index on cosine distance (`?dense=exact` in the home URL scans instead);
 the score is the inner product of the unit vectors, as the local ranker computes it.
