@@ -95,24 +95,37 @@ def cli(ctx, home, verbose):
 @click.argument("files", nargs=-1, required=True)
 @click.pass_context
 def add(ctx, files):
-    """Put local files in the store: .jsonl ({"url","title","text"} per line), .txt, .md, .html.
+    """Put local files in the store: .jsonl ({"url","title","text"} per line, or a BEIR
+    corpus.jsonl: {"_id","title","text"}, the _id being the document id), .txt, .md, .html.
 
     Example: busca add artigos.jsonl notas/*.md
     """
     counts = {"added": 0, "updated": 0, "unchanged": 0}
     problems = 0
     with _home(ctx) as store:
+        legacy = _legacy_ids(store, files)
         for item in crawling.read_files(list(files)):
             if isinstance(item, crawling.Problem):
                 problems += 1
                 click.echo(f"skipped {item.where}: {item.message}", err=True)
-            else:
-                counts[store.put(item)] += 1
+                continue
+            status = store.put(item)
+            for old in legacy.get(item.url, ()):  # the same file under its pre-file:// id
+                store.delete(old)
+                status = "updated" if status == "added" else status
+            counts[status] += 1
         total = store.count()
     summary = ", ".join(f"{n} {what}" for what, n in counts.items())
     click.echo(f"{summary}; {total} documents in {ctx.obj['home']}")
     if problems:
         raise click.ClickException(f"{problems} input(s) skipped, see the messages above")
+
+
+def _legacy_ids(store: crawling.DocumentStore, files) -> dict[str, list[str]]:
+    """Ids that older versions gave the files being added (paths as typed), by file_id."""
+    if all(name.lower().endswith(".jsonl") for name in files):
+        return {}
+    return crawling.legacy_ids(store.hashes("file"))
 
 
 @cli.command()
@@ -842,7 +855,8 @@ def _print_crawl_report(report: crawling.events.CrawlReport, as_json: bool) -> N
     for failed_url, reason in report.failures:
         by_reason.setdefault(reason, []).append(failed_url)
     for reason, urls in by_reason.items():
-        shown = ", ".join(urls[:3]) + (f" and {len(urls) - 3} more" if len(urls) > 3 else "")
+        shown = ", ".join(map(str, urls[:3])) + (f" and {len(urls) - 3} more" if len(urls) > 3
+                                                 else "")
         click.echo(f"  failed ({len(urls)}): {reason}: {shown}")
 
 

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 import requests
 
 from .discover import Discovery, discover
-from .errors import CrawlError, CrawlStopped
+from .errors import ApiUnusable, CrawlError, CrawlStopped
 from .events import CrawlReport, Finished, Notice, SourceFound, Tally
 from .feed import crawl_feed
 from .http import Fetcher
@@ -117,10 +117,23 @@ def _events(ctx: Context, url: str) -> Iterator:
     yield from _read(ctx, found)
 
 
+def _without_api(ctx: Context, url: str, error: ApiUnusable) -> Iterator:
+    """Discover again without the WordPress API, saying why, and read what is found."""
+    yield Notice(f"{error}; looking for a sitemap or feed instead")
+    found = discover(url, ctx.fetcher, source="auto", types=ctx.options.types, api=False)
+    for note in found.notes:
+        yield Notice(note)
+    yield SourceFound(found.source, found.start, found.detail)
+    yield from _read(ctx, found)
+
+
 def _read(ctx: Context, found: Discovery) -> Iterator:
     origin = "{0.scheme}://{0.netloc}".format(urlsplit(found.start))
     if found.source == "wordpress":
-        yield from crawl_wordpress(ctx, found.api_root)
+        try:
+            yield from crawl_wordpress(ctx, found.api_root)
+        except ApiUnusable as e:  # only in auto mode, before any post was stored
+            yield from _without_api(ctx, found.start, e)
     elif found.source == "sitemap":
         yield from crawl_sitemaps(ctx, found.sitemaps, f"{origin}#sitemap")
     elif found.source == "feed":

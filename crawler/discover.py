@@ -40,8 +40,9 @@ class Discovery:
 
 
 def discover(url: str, fetcher: Fetcher, *, source: str = "auto",
-             types: tuple[str, ...] = ("posts",)) -> Discovery:
-    """Decide the source for `url`; CrawlError when there is nothing usable."""
+             types: tuple[str, ...] = ("posts",), api: bool = True) -> Discovery:
+    """Decide the source for `url`; CrawlError when there is nothing usable. `api=False`
+    skips the WordPress API (auto mode after the API proved unusable)."""
     response = start_page(url, fetcher)
     page = _parse(response)
     kind = _xml_kind(response)
@@ -50,7 +51,7 @@ def discover(url: str, fetcher: Fetcher, *, source: str = "auto",
         return Discovery("sitemap", response.url, "the URL is a sitemap", sitemaps=(response.url,))
     if source in ("auto", "feed") and kind == "feed":
         return Discovery("feed", response.url, "the URL is a feed", feeds=(response.url,))
-    if source in ("auto", "wordpress"):
+    if source in ("auto", "wordpress") and api:
         found = _wordpress(response, page, fetcher, types, notes, strict=source == "wordpress")
         if found:
             return found

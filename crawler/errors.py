@@ -37,3 +37,13 @@ class ConnectFailed(FetchError):
 
 class CrawlStopped(CrawlError):
     """The crawl had to stop part way (the API refused us); what was stored stays."""
+
+
+class ApiUnusable(CrawlError):
+    """The WordPress API answers its listing with an error, even at the smallest page size;
+    in auto mode the crawl goes on with the next source (sitemap, feed)."""
+
+    def __init__(self, url: str, reason: str):
+        super().__init__(f"the WordPress API answers {reason} ({url})")
+        self.url = url
+        self.reason = reason

@@ -1,9 +1,15 @@
-"""Read local files into documents for `busca add` (.jsonl, .txt, .md, .html)."""
+"""Read local files into documents for `busca add` (.jsonl, .txt, .md, .html).
+
+A .txt, .md or .html file is one document whose id is its resolved absolute path as a
+`file://` URL, so `notes/a.md`, `./notes/a.md` and `/home/me/notes/a.md` are one document.
+Older versions used the path as typed; `legacy_ids` finds those ids so `busca add` can
+replace them. A .jsonl file holds many documents, each with its own "url" (or BEIR "_id").
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,10 +57,30 @@ def read_files(paths: list[str]) -> Iterator[Document | Problem]:
             yield Problem(name, f"unsupported file type; busca adds {', '.join(SUFFIXES)}")
 
 
+def file_id(path: str | Path) -> str:
+    """A file's document id: its resolved absolute path as a file:// URL."""
+    return Path(path).resolve().as_uri()
+
+
+def legacy_ids(ids: Iterable[str]) -> dict[str, list[str]]:
+    """file_id -> the stored ids that name the same existing file the old way (a path as it
+    was typed, relative to the current directory or absolute)."""
+    found: dict[str, list[str]] = {}
+    for old in ids:
+        if not isinstance(old, str) or "://" in old or not old.lower().endswith(SUFFIXES[1:]):
+            continue
+        try:
+            if Path(old).is_file():
+                found.setdefault(file_id(old), []).append(old)
+        except OSError:  # a name too long, or not a path at all
+            continue
+    return found
+
+
 def _document(name: str, title: str, text: str) -> Document | Problem:
     if not text.strip():
         return Problem(name, "no text found in it")
-    return Document(name, title, text, source="file")
+    return Document(file_id(name), title, text, source="file")
 
 
 def _jsonl(name: str, text: str) -> Iterator[Document | Problem]:
@@ -70,13 +96,28 @@ def _jsonl(name: str, text: str) -> Iterator[Document | Problem]:
         if not isinstance(item, dict):
             yield Problem(where, 'expected an object like {"url": …, "title": …, "text": …}')
             continue
-        missing = [k for k in ("url", "text") if not isinstance(item.get(k), str)]
-        if missing or not item["url"].strip():
-            yield Problem(where, f'needs string fields "url" and "text" (bad: {", ".join(missing) or "url"})')
+        ident = _identifier(item)
+        if ident is None or not isinstance(item.get("text"), str):
+            bad = ", ".join(k for k, ok in (("url or _id", ident is not None),
+                                            ("text", isinstance(item.get("text"), str))) if not ok)
+            yield Problem(where, f'needs a string "text" and a "url" (or a BEIR "_id")'
+                                 f" (bad: {bad})")
             continue
         title = item.get("title") if isinstance(item.get("title"), str) else ""
-        yield Document(item["url"], title or item["url"], item["text"], source="file",
+        yield Document(ident, title or ident, item["text"], source="file",
                        modified=item.get("modified") if isinstance(item.get("modified"), str) else None)
+
+
+def _identifier(item: dict) -> str | None:
+    """The document's id: its "url", else a BEIR corpus "_id" (what qrels name), else None."""
+    url = item.get("url")
+    if isinstance(url, str) and url.strip():
+        return url
+    no_url = url is None or isinstance(url, str) and not url.strip()
+    if no_url and isinstance(item.get("_id"), (str, int)) and not isinstance(item["_id"], bool):
+        ident = str(item["_id"])
+        return ident if ident.strip() else None
+    return None
 
 
 def _first_heading(text: str) -> str:

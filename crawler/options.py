@@ -58,18 +58,35 @@ class Context:
     fetcher: Fetcher
     store: Store
     options: CrawlOptions
+    damaged: set[str] = field(default_factory=set)  # state kinds already warned about
 
     def doc_state(self, url: str) -> dict | None:
-        return self.store.get_meta(f"crawl:doc:{url}")
+        return self._state(f"crawl:doc:{url}", "doc")
 
     def set_doc_state(self, url: str, state: dict | None) -> None:
         self.store.set_meta(f"crawl:doc:{url}", state)
 
     def site_state(self, key: str) -> dict:
-        return self.store.get_meta(f"crawl:site:{key}") or {}
+        return self._state(f"crawl:site:{key}", key) or {}
 
     def set_site_state(self, key: str, state: dict) -> None:
         self.store.set_meta(f"crawl:site:{key}", state)
+
+    def _state(self, key: str, kind: str) -> dict | None:
+        """The stored state under `key`; None, with one warning per kind, when it is damaged."""
+        try:
+            state = self.store.get_meta(key)
+        except ValueError:  # invalid JSON
+            state = "damaged"
+        if state is None or isinstance(state, dict):
+            return state
+        if kind not in self.damaged:
+            self.damaged.add(kind)
+            what = ("the stored crawl state of some documents is damaged; they are fetched"
+                    " again" if kind == "doc" else f"the stored crawl state of {kind} is"
+                    " damaged; ignoring it and crawling that site in full")
+            self.fetcher.on_notice(what)
+        return None
 
     def known(self, source: str, site: str) -> list[str]:
         """URLs of stored documents that this source brought from this site."""

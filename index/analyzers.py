@@ -8,6 +8,9 @@ The index builder relies on that shape: it tokenises the chunks once and maps th
 - `simple`: java terms with accents folded ("Ação" -> "acao"); no stopwords, no stemming.
 - `pt`: java terms minus Portuguese stopwords, Snowball-stemmed (PyStemmer, the `pt` extra),
   then accent-folded ("informações" -> "inform"); the default for `bm25` when installed.
+- `en`: Lucene's EnglishAnalyzer as far as java terms allow: possessive "'s" dropped, its 33
+  stopwords dropped, Porter-stemmed (PyStemmer's `porter`, the algorithm of Lucene's
+  PorterStemFilter); no accent folding ("Studies" -> "studi", "patient's" -> "patient").
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import unicodedata
 from collections.abc import Callable
 
 from ..errors import BuscaError
-from .stopwords import PORTUGUESE
+from .stopwords import ENGLISH, PORTUGUESE
 
 # Runs of characters for which str.isalnum() is true: Python's \w minus the underscore,
 # the same set as Java's [\p{L}\p{N}].
@@ -27,6 +30,7 @@ _ALNUM_RUN = re.compile(r"[^\W_]+")
 PT_EXTRA = "pip install 'busca[pt]'"
 
 TermFilter = Callable[[str], "str | None"]
+STEMMERS = {"pt": "portuguese", "en": "porter"}  # analyzer -> PyStemmer algorithm
 
 
 def java_terms(text: str) -> list[str]:
@@ -51,14 +55,22 @@ def fold_accents(term: str) -> str:
 
 
 @functools.cache
-def portuguese_stemmer():
-    """PyStemmer's Snowball Portuguese stemmer, or MissingStemmer naming the extra."""
+def stemmer(algorithm: str = "portuguese"):
+    """PyStemmer's Snowball stemmer for `algorithm`, or MissingStemmer naming the extra."""
     try:
         import Stemmer
     except ImportError:
-        raise MissingStemmer("the pt analyzer needs PyStemmer (Snowball stemming): "
+        raise MissingStemmer("the pt and en analyzers need PyStemmer (Snowball stemming): "
                              f"{PT_EXTRA}, or choose the simple analyzer") from None
-    return Stemmer.Stemmer("portuguese")
+    return Stemmer.Stemmer(algorithm)
+
+
+def portuguese_stemmer():
+    """PyStemmer's Snowball Portuguese stemmer, or MissingStemmer naming the extra."""
+    return stemmer("portuguese")
+
+
+portuguese_stemmer.cache_clear = stemmer.cache_clear  # forgets every cached stemmer
 
 
 _STOPWORDS = PORTUGUESE | {fold_accents(w) for w in PORTUGUESE}
@@ -77,7 +89,16 @@ def pt_term(term: str) -> str | None:
     return fold_accents(portuguese_stemmer().stemWord(term)) or None
 
 
-TERM_FILTERS: dict[str, TermFilter | None] = {"java": None, "simple": simple_term, "pt": pt_term}
+def en_term(term: str) -> str | None:
+    """A java term Porter-stemmed, or None for an English stopword or the "s" that java terms
+    split off a possessive ("patient's" -> "patient", "s")."""
+    if term in ENGLISH or term == "s":
+        return None
+    return stemmer(STEMMERS["en"]).stemWord(term) or None
+
+
+TERM_FILTERS: dict[str, TermFilter | None] = {"java": None, "simple": simple_term, "pt": pt_term,
+                                              "en": en_term}
 
 
 def simple_terms(text: str) -> list[str]:
@@ -90,8 +111,13 @@ def pt_terms(text: str) -> list[str]:
     return [t for t in map(pt_term, java_terms(text)) if t]
 
 
+def en_terms(text: str) -> list[str]:
+    """Java terms without possessives and English stopwords, Porter-stemmed."""
+    return [t for t in map(en_term, java_terms(text)) if t]
+
+
 ANALYZERS: dict[str, Callable[[str], list[str]]] = {
-    "java": java_terms, "simple": simple_terms, "pt": pt_terms}
+    "java": java_terms, "simple": simple_terms, "pt": pt_terms, "en": en_terms}
 
 
 def get_analyzer(name: str) -> Callable[[str], list[str]]:
@@ -111,8 +137,8 @@ def _check(name: str) -> None:
     if name not in ANALYZERS or name not in TERM_FILTERS:
         known = ", ".join(sorted(ANALYZERS))
         raise UnknownAnalyzer(f"unknown analyzer {name!r}; known analyzers: {known}")
-    if name == "pt":
-        portuguese_stemmer()
+    if name in STEMMERS:
+        stemmer(STEMMERS[name])
 
 
 def has_stemmer() -> bool:
@@ -131,7 +157,7 @@ def default_bm25_analyzer() -> str:
 
 def analyzer_version(name: str) -> str:
     """What else decides the terms of `name` (the stemmer's version), for the manifest."""
-    if name != "pt":
+    if name not in STEMMERS:
         return ""
     import Stemmer
-    return f"snowball portuguese, PyStemmer {Stemmer.version()}"
+    return f"snowball {STEMMERS[name]}, PyStemmer {Stemmer.version()}"

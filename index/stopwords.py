@@ -1,7 +1,10 @@
-"""Portuguese stopwords for the `pt` analyzer.
+"""Stopwords of the `pt` and `en` analyzers.
 
-The Snowball Portuguese stop word list (snowballstem.org, BSD 3-Clause licence, by Martin
+PORTUGUESE: the Snowball Portuguese stop word list (snowballstem.org, BSD 3-Clause licence, by Martin
 Porter and Richard Boulton), as also shipped by NLTK; "têm" is added next to Snowball's "tém".
+
+ENGLISH: the 33 words of Lucene's EnglishAnalyzer (`EnglishAnalyzer.ENGLISH_STOP_WORDS_SET`),
+the list Anserini/Pyserini's BM25 baselines use.
 """
 
 from __future__ import annotations
@@ -22,4 +25,9 @@ também te tem temos tenha tenham tenhamos tenho terei teremos teria teriam ter�
 teríamos teu teus teve tinha tinham tive tivemos tiver tivera tiveram tiverem tivermos
 tivesse tivessem tivéramos tivéssemos tu tua tuas tém têm tínhamos um uma você vocês vos à
 às é éramos
+""".split())
+
+ENGLISH = frozenset("""
+a an and are as at be but by for if in into is it no not of on or such that the their then
+there these they this to was will with
 """.split())

@@ -117,3 +117,32 @@ def test_crawl_delay_note_is_printed_once(run):
         result = run("crawl", site.url, *FAST)
     assert result.exit_code == 0
     assert result.stderr.count("asks for 0.3 s between requests") == 1
+
+
+def test_a_post_whose_link_is_a_number_is_reported_not_a_crash(run, home):
+    articles = load_articles()[:4]
+    with FixtureSite(articles) as site:
+        first = run("crawl", site.url, *FAST)
+        site.faults = Faults(numeric_links=frozenset({articles[1]["id"]}))
+        result = run("crawl", site.url, *FAST)
+        as_json = json.loads(run("crawl", site.url, *FAST, "--json").stdout)
+    assert first.exit_code == 0
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    assert result.stdout.startswith(f"crawled {site.url} via wordpress: 0 added, 0 updated,"
+                                    " 3 unchanged, 0 deleted; 1 failed;")
+    assert (f"  failed (1): malformed post skipped: link is int '{articles[1]['id']}', not a"
+            " URL: ") in result.stdout
+    assert [f["reason"] for f in as_json["failures"]] == [
+        f"malformed post skipped: link is int '{articles[1]['id']}', not a URL"]
+    with Store(home) as store:  # its stored copy stays: the post may still exist
+        assert store.count() == 4 and all(isinstance(u, str) for u in store.hashes())
+
+
+def test_a_site_capping_per_page_is_crawled_through_its_api(run, home):
+    with FixtureSite(load_articles()[:12], per_page_max=10) as site:
+        result = run("crawl", site.url, *FAST)
+    assert result.exit_code == 0, result.output
+    assert "via wordpress: 12 added" in result.stdout and "0 failed" in result.stdout
+    assert ("note: the WordPress API refuses per_page=100 (per_page must be between 1"
+            " (inclusive) and 10 (inclusive)); reading 10 posts per page") in result.stderr

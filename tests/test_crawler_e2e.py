@@ -247,3 +247,50 @@ def test_robots_disallowing_the_api_falls_back_to_the_sitemap(tmp_path):
         assert not site.hits("/wp-json/")
     assert report.source == "sitemap" and report.counts["added"] == 3
     assert any("robots.txt disallows the WordPress API" in n for n in report.notices)
+
+
+# -- issue 10: a site whose API caps per_page, a damaged crawl state -------------------------
+def test_api_capping_per_page_at_10_stores_every_article_through_the_api(tmp_path):
+    with FixtureSite(per_page_max=10) as site, Store(tmp_path) as store:
+        report, events = run(site.url, store)
+        refused = [h for h in site.hits("/wp-json/wp/v2/posts") if h.status == 400]
+        urls = sorted(d.url for d in store.documents())
+        links = sorted(site.link(a) for a in site.articles)
+        state = store.get_meta(f"crawl:site:{site.url}wp-json/#posts")
+        site.log.clear()
+        again, _ = run(site.url, store)
+        asked = [h.path for h in site.hits("/wp-json/wp/v2/posts") if "_fields=id%2C" in h.path
+                 or "_fields=id," in h.path]
+    assert report.source == "wordpress" and not report.failures and report.stopped is None
+    assert urls == links and len(urls) == 39 and report.counts["added"] == 39
+    assert {d.source for d in Store(tmp_path).documents()} == {"wordpress"}
+    assert len(refused) == 1  # one refusal, then 10 per page
+    assert any("refuses per_page=100" in n and "reading 10 posts per page" in n
+               for n in report.notices)
+    assert state["per_page"] == 10
+    # The incremental run starts at the size it learnt: no refusal, nothing fetched again.
+    assert again.counts["unchanged"] == 39 and not again.failures
+    assert asked and all("per_page=10&" in p for p in asked)
+
+
+def test_damaged_crawl_state_means_a_full_crawl_with_a_warning(tmp_path):
+    damage = "UPDATE meta SET value = '{\"started\": tru' WHERE key LIKE ?"
+    with FixtureSite(load_articles()[:4]) as site, Store(tmp_path) as store:
+        run(site.url, store)
+        store.db.execute(damage, ("crawl:%",))
+        site.log.clear()
+        report, _ = run(site.url, store)
+        bodies = site.bodies_served()
+        store.db.execute(damage, ("crawl:doc:%",))  # only the per-document state
+        site.log.clear()
+        again, _ = run(site.url, store)
+        bodies_again = site.bodies_served()
+    ids = sorted(a["id"] for a in site.articles)
+    assert report.counts == {"added": 0, "updated": 0, "unchanged": 4, "deleted": 0}
+    assert sorted(bodies) == ids  # a full crawl
+    assert [n for n in report.notices if "damaged" in n] == [
+        f"the stored crawl state of {site.url}wp-json/#posts is damaged; ignoring it and"
+        " crawling that site in full"]
+    assert again.counts["unchanged"] == 4 and sorted(bodies_again) == ids
+    assert [n for n in again.notices if "damaged" in n] == [
+        "the stored crawl state of some documents is damaged; they are fetched again"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from busca.crawler.files import Problem, read_files
+from busca.crawler.files import Problem, file_id, legacy_ids, read_files
 from busca.crawler.store import Document
 
 LATIN1 = ('<html><head><meta charset="iso-8859-1"><title>Ação</title></head><body>'
@@ -24,3 +24,21 @@ def test_files_without_text_are_problems(tmp_path):
     found = list(read_files([str(tmp_path / "vazio.txt"), str(tmp_path / "menu.html")]))
     assert found == [Problem(str(tmp_path / "vazio.txt"), "no text found in it"),
                      Problem(str(tmp_path / "menu.html"), "no text found in it")]
+
+
+def test_a_file_is_one_document_by_relative_or_absolute_path(tmp_path, monkeypatch):
+    (tmp_path / "notas").mkdir()
+    note = tmp_path / "notas" / "a.md"
+    note.write_text("# Nota\n\nTexto.", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    found = list(read_files(["notas/a.md", "./notas/../notas/a.md", str(note)]))
+    assert {d.url for d in found} == {note.resolve().as_uri()}
+    assert found[0].url.startswith("file:///") and found[0].url.endswith("/notas/a.md")
+
+
+def test_legacy_ids_are_paths_as_typed_that_name_the_same_file(tmp_path, monkeypatch):
+    (tmp_path / "a.md").write_text("# A\n\ntexto", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    found = legacy_ids(["a.md", str(tmp_path / "a.md"), "https://site/a.md", "gone.md",
+                        "reembolso", file_id("a.md")])
+    assert found == {file_id("a.md"): ["a.md", str(tmp_path / "a.md")]}

@@ -106,8 +106,9 @@ def test_protected_and_malformed_posts_are_reported(api):
     locked = post(2, content={"rendered": "", "protected": True})
     posts_route(rsps, {1: (200, [post(1), locked, {"title": "sem id"}], {"X-WP-TotalPages": "1"})})
     failed = [e for e in run(SITE, store) if isinstance(e, Failed)]
-    assert failed[0] == Failed(f"{SITE}/p2/", "password-protected post; its text is not public")
-    assert failed[1].reason.startswith("a post without id or link")
+    assert failed[1] == Failed(f"{SITE}/p2/", "password-protected post; its text is not public")
+    assert failed[0].reason == "malformed post skipped: no numeric id"
+    assert "(item 3)" in failed[0].url
     assert store.count() == 1
 
 
@@ -182,3 +183,79 @@ def test_a_post_made_private_or_emptied_leaves_the_store(tmp_path):
         assert store.get(site.link(articles[0])) is None and store.count() == 2
         again = run(site.url, store)[-1].report
     assert again.counts == {"added": 0, "updated": 0, "unchanged": 2, "deleted": 0}
+
+
+# -- issue 10 --------------------------------------------------------------------------------
+def refusing(rsps, refuse, posts: list[dict]):
+    """/wp/v2/posts answering `refuse(query)` (a 400 body, or None to serve `posts`)."""
+    def reply(request):
+        query = {k: v[-1] for k, v in parse_qs(urlsplit(request.url).query).items()}
+        if query.get("per_page") == "1" and query.get("_fields") == "id":
+            return 200, {}, "[]"  # the discovery probe
+        body = refuse(query)
+        if body is not None:
+            return 400, {}, json.dumps(body)
+        size, page = int(query["per_page"]), int(query.get("page", 1))
+        chunk = posts[(page - 1) * size: page * size]
+        pages = -(-len(posts) // size)
+        return 200, {"X-WP-Total": str(len(posts)), "X-WP-TotalPages": str(pages)}, json.dumps(
+            [{k: v for k, v in p.items() if k in query["_fields"].split(",")} for p in chunk])
+    rsps.add_callback(responses.GET, f"{SITE}/wp-json/wp/v2/posts", callback=reply)
+
+
+def test_a_per_page_refusal_without_a_number_halves_the_page_size(api):
+    rsps, store = api
+    message = {"code": "rest_invalid_param", "message": "Invalid parameter(s): per_page",
+               "data": {"status": 400}}
+    refusing(rsps, lambda q: message if int(q["per_page"]) > 30 else None,
+             [post(i) for i in range(1, 8)])
+    events = run(SITE, store)
+    sizes = [parse_qs(urlsplit(c.request.url).query)["per_page"][0] for c in rsps.calls
+             if "_fields=id,link,modified" in c.request.url]
+    assert sizes[:3] == ["100", "50", "25"] and store.count() == 7
+    assert not [e for e in events if isinstance(e, Failed)]
+    assert store.get_meta(f"crawl:site:{SITE}/wp-json/#posts")["per_page"] == 25
+
+
+def test_an_unusable_api_in_auto_mode_falls_back_to_the_sitemap_and_says_why(api):
+    rsps, store = api
+    refused = {"code": "rest_invalid_param", "message": "Invalid parameter(s): orderby",
+               "data": {"status": 400, "params": {"orderby": "orderby is not one of date."}}}
+    refusing(rsps, lambda q: refused, [post(1)])
+    rsps.get(f"{SITE}/wp-sitemap.xml", content_type="application/xml", body=(
+        '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"<url><loc>{SITE}/p1/</loc></url></urlset>"))
+    rsps.get(f"{SITE}/p1/", content_type="text/html",
+             body="<html><head><title>Post 1</title></head><body><article><h1>Post 1</h1>"
+                  "<p>Corpo 1 pelo sitemap</p></article></body></html>")
+    report = run(SITE, store)[-1].report
+    assert report.source == "sitemap" and report.counts["added"] == 1
+    assert any(n.startswith("the WordPress API answers HTTP 400 (rest_invalid_param: Invalid"
+                            " parameter(s): orderby)") and "looking for a sitemap" in n
+               for n in report.notices)
+    assert store.get(f"{SITE}/p1/").source == "sitemap"
+
+
+def test_an_unusable_api_with_source_wordpress_is_a_failure_not_a_fallback(api):
+    rsps, store = api
+    refusing(rsps, lambda q: {"code": "rest_invalid_param", "message": "Invalid parameter(s):"
+                              " orderby"}, [post(1)])
+    report = run(SITE, store, source="wordpress")[-1].report
+    assert report.source == "wordpress" and report.documents == 0
+    assert report.failures[0][1] == ("HTTP 400 (rest_invalid_param: Invalid parameter(s):"
+                                     " orderby)")
+
+
+def test_posts_whose_link_is_not_a_url_are_skipped_counted_and_reported(api):
+    rsps, store = api
+    posts_route(rsps, {1: (200, [post(1), post(2, link=12345), post(3, link=None),
+                                 post(4, title="plain")], {"X-WP-TotalPages": "1"})})
+    events = run(SITE, store)
+    failed = [e for e in events if isinstance(e, Failed)]
+    assert [f.reason for f in failed] == [
+        "malformed post skipped: link is int '12345', not a URL",
+        "malformed post skipped: link is missing, not a URL",
+        "malformed post skipped: title is str 'plain', not an object"]
+    assert "id 2" in failed[0].url
+    assert [e.url for e in events if isinstance(e, Stored)] == [f"{SITE}/p1/"]
+    assert all(isinstance(u, str) for u in store.hashes())

@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from busca.index.analyzers import UnknownAnalyzer, get_analyzer, java_terms
@@ -15,3 +17,43 @@ def test_java_terms_keep_other_scripts_and_digits():
 def test_unknown_analyzer_lists_known_ones():
     with pytest.raises(UnknownAnalyzer, match="java"):
         get_analyzer("klingon")
+
+
+# --- en: Lucene's EnglishAnalyzer as java terms allow (issue 10) -----------------------------
+
+def test_en_drops_possessives_and_lucene_stopwords_then_porter_stems():
+    en = get_analyzer("en")
+    assert en("The patient's studies were running; it's not such a relational network") == [
+        "patient", "studi", "were", "run", "relat", "network"]
+
+
+@pytest.mark.parametrize("word, stem", [  # Porter (1980)'s own examples, as Lucene stems them
+    ("caresses", "caress"), ("ponies", "poni"), ("ties", "ti"), ("cats", "cat"),
+    ("feed", "feed"), ("agreed", "agre"), ("plastered", "plaster"), ("motoring", "motor"),
+    ("sing", "sing"), ("conflated", "conflat"), ("hopping", "hop"), ("happy", "happi"),
+    ("relational", "relat"), ("conditional", "condit"), ("generalization", "gener"),
+    ("electrical", "electr"), ("adjustable", "adjust"), ("controlling", "control"),
+    ("generalizations", "gener"), ("oscillators", "oscil"),
+])
+def test_en_stems_like_the_porter_algorithm(word, stem):
+    # Porter2 ("english") differs on several of these: "generalizations" -> "general".
+    assert get_analyzer("en")(word) == [stem]
+
+
+def test_en_stopwords_are_exactly_lucenes_33():
+    from busca.index.stopwords import ENGLISH
+    assert len(ENGLISH) == 33 and {"the", "with", "such", "into", "will"} <= ENGLISH
+    assert get_analyzer("en")(" ".join(sorted(ENGLISH))) == []
+    assert get_analyzer("en")("we were there") == ["we", "were"]  # not Lucene stopwords
+
+
+def test_cli_index_with_the_en_analyzer(run, tmp_path):
+    from conftest import write_jsonl
+    docs = [{"url": "u1", "title": "A", "text": "The patients' studies of running mice."},
+            {"url": "u2", "title": "B", "text": "A network of relational databases."}]
+    assert run("add", str(write_jsonl(tmp_path / "en.jsonl", docs))).exit_code == 0
+    assert run("index", "--quiet", "--methods", "bm25", "--analyzer", "en").exit_code == 0
+    stats = run("stats", "--json")
+    assert '"en"' in stats.stdout and "snowball porter" in stats.stdout
+    hits = run("search", "the study of a runner's patient", "--method", "bm25", "--json").stdout
+    assert [json.loads(line)["url"] for line in hits.splitlines()] == ["u1"]

@@ -5,7 +5,8 @@
   Any other key with a plain value (`"tipo": "parafrase"`) is kept as a tag.
 - JSONL: one such object per line.
 - BEIR folder: `queries.jsonl` (`_id`, `text`) and `qrels/<split>.tsv` (query id, corpus id,
-  score); the corpus ids are document URLs (`busca add corpus.jsonl`).
+  score); the corpus ids are document ids: a corpus line's "url", else its "_id" (`busca add
+  corpus.jsonl` reads a BEIR corpus as distributed).
 
 A question with no trecho and no URL (and no qrels) is unanswerable.
 """

@@ -1,0 +1,73 @@
+"""`busca add`: one document per file whatever path names it; BEIR corpora as distributed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from busca.crawler.store import Document, Store
+
+BEIR_TINY = Path(__file__).parent / "data" / "beir-tiny"
+
+
+def test_the_same_file_by_relative_and_absolute_path_is_one_document(run, home, tmp_path,
+                                                                       monkeypatch):
+    (tmp_path / "docs").mkdir()
+    note = tmp_path / "docs" / "nota.md"
+    note.write_text("# Nota\n\nPrazo de reembolso.", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert "1 added" in run("add", "docs/nota.md").stdout
+    again = run("add", str(note))
+    assert again.exit_code == 0 and "0 added, 0 updated, 1 unchanged; 1 documents" in again.stdout
+    with Store(home) as store:
+        assert [d.url for d in store.documents()] == [note.resolve().as_uri()]
+
+
+def test_a_home_with_the_old_path_ids_gets_the_file_once(run, home, tmp_path, monkeypatch):
+    note = tmp_path / "nota.md"
+    note.write_text("# Nota\n\nPrazo de reembolso.", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    with Store(home) as store:  # what older versions stored: the path as typed
+        store.put(Document("nota.md", "Nota", "# Nota\n\nPrazo de reembolso.", "file"))
+        store.put(Document(str(note), "Nota", "# Nota\n\nPrazo de reembolso.", "file"))
+        store.put(Document("https://site.example/nota.md", "Nota web", "outra", "wordpress"))
+    result = run("add", "nota.md")
+    assert result.exit_code == 0 and "2 documents" in result.stdout
+    with Store(home) as store:
+        assert sorted(d.url for d in store.documents()) == [
+            note.resolve().as_uri(), "https://site.example/nota.md"]
+
+
+def test_a_beir_corpus_as_distributed_is_added_indexed_and_evaluated(run, home, tmp_path):
+    folder = tmp_path / "beir"
+    shutil.copytree(BEIR_TINY, folder)
+    lines = (folder / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    plain = [{k: v for k, v in json.loads(line).items() if k != "url"} for line in lines]
+    (folder / "corpus.jsonl").write_text(
+        "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in plain), encoding="utf-8")
+    assert "url" not in (folder / "corpus.jsonl").read_text(encoding="utf-8")
+    added = run("add", str(folder / "corpus.jsonl"))
+    assert added.exit_code == 0, added.output
+    assert "6 added" in added.stdout
+    with Store(home) as store:
+        assert sorted(d.url for d in store.documents()) == sorted(d["_id"] for d in plain)
+    assert run("index", "--quiet", "--methods", "bm25", "--analyzer", "pt").exit_code == 0
+    result = run("eval", str(folder), "--methods", "bm25", "--json", "-q")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)["summary"]["bm25"]
+    assert summary["ndcg@10"]["mean"] == pytest.approx(0.8)  # hand-worked in its README.md
+
+
+def test_a_line_with_neither_url_nor_id_is_named(run, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"title": "t", "text": "x"}\n{"_id": 7, "text": "sete"}\n'
+                   '{"_id": "d8", "url": "", "text": "oito"}\n{"_id": true, "text": "não"}\n',
+                   encoding="utf-8")
+    result = run("add", str(bad))
+    assert result.exit_code == 1 and "2 added" in result.stdout
+    assert f"skipped {bad}:4:" in result.stderr
+    assert f'skipped {bad}:1: needs a string "text" and a "url" (or a BEIR "_id")' in result.stderr
+
