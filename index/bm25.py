@@ -54,6 +54,10 @@ def check_options(options: dict) -> str:
     check_parameters(options.get("bm25_k1", K1), options.get("bm25_b", B))
     analyzer = options.get("bm25_analyzer") or default_bm25_analyzer()
     get_term_filter(analyzer)  # UnknownAnalyzer, or MissingStemmer naming the extra
+    if not options.get("bm25_analyzer") and analyzer != "pt":  # never fall back silently
+        log.warning("PyStemmer is not installed, so bm25 uses the %s analyzer (no stemming, no"
+                    " stopwords) instead of pt: pip install PyStemmer, or choose it with"
+                    " --analyzer %s", analyzer, analyzer)
     return analyzer
 
 

@@ -6,15 +6,20 @@ build until the new one is published, and a build that dies leaves the old one l
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 
 from .. import __version__
 from ..errors import BuscaError
 from .bm25 import check_options as check_bm25_options
 from .chunking import OVERLAP, SIZE, check_window
+from .dense import previous_models
+from .dense_models import DenseModel
 from .manifest import Manifest
-from .methods import DEFAULT, DENSE, METHODS, UnknownMethod, check_methods, with_dense
+from .methods import DEFAULT, UnknownMethod, check_methods, method_spec, with_dense
 from .stream import chunk_documents
+
+log = logging.getLogger(__name__)
 
 UnknownMethodError = UnknownMethod  # the name build errors had before the registry moved
 
@@ -37,8 +42,9 @@ def build_index(home, *, size: int = SIZE, overlap: int = OVERLAP,
     check_window(size, overlap)
     check_methods(methods)
     options = options or {}
-    if "bm25" in methods:
-        check_bm25_options(options)  # a bad k1 or a missing stemmer fails before any work
+    if "bm25" in methods:  # a bad k1 or a missing stemmer fails before any work; the
+        # analyzer is chosen once (a fallback from pt is warned about once)
+        options = {**options, "bm25_analyzer": check_bm25_options(options)}
     progress = on_progress or (lambda stage, done, total: None)
     total = home.count()
     if total == 0:
@@ -47,14 +53,14 @@ def build_index(home, *, size: int = SIZE, overlap: int = OVERLAP,
     previous = home.previous()
     before = previous if previous is not None and previous.manifest.chunker == chunker else None
     from_counts = _counted(methods)
-    chunked = chunk_documents(
-        home.documents(), size=size, overlap=overlap, reusable=_reusable_rows(before),
-        total=total, count=bool(from_counts), keep_texts=len(from_counts) < len(methods),
-        workers=options.get("workers"), on_progress=progress)
-    if not chunked.chunks:
-        raise NothingToIndex("nothing to index: every document in the store is empty")
-    out = home.new_build()
+    out = home.new_build()  # a home that cannot take a build fails before any work
     try:
+        chunked = chunk_documents(
+            home.documents(), size=size, overlap=overlap, reusable=_reusable_rows(before),
+            total=total, count=bool(from_counts), keep_texts=len(from_counts) < len(methods),
+            workers=options.get("workers"), on_progress=progress)
+        if not chunked.chunks:
+            raise NothingToIndex("nothing to index: every document in the store is empty")
         entries = _build_methods(methods, chunked, out, options, previous, progress)
         _keep_floors(entries, before)
         out.write_chunks(chunked.rows())
@@ -70,7 +76,7 @@ def build_index(home, *, size: int = SIZE, overlap: int = OVERLAP,
 def _build_methods(methods, chunked, out, options, previous, progress) -> dict:
     entries = {}
     for method in methods:
-        spec = METHODS[method]
+        spec = method_spec(method)
         progress(f"building {method}", 0, chunked.chunks)
         if method in _counted(methods):
             entries[method] = spec.build_counts(chunked.counts, out, options=options,
@@ -82,22 +88,19 @@ def _build_methods(methods, chunked, out, options, previous, progress) -> dict:
 
 
 def _counted(methods: Sequence[str]) -> set[str]:
-    return {m for m in methods if METHODS[m].build_counts is not None}
+    return {m for m in methods if method_spec(m).build_counts is not None}
 
 
 def methods_for(home, methods: Sequence[str], *, dense: str | None = None,
-                ) -> tuple[list[str], str | None, bool]:
-    """The methods a build needs (the dense/hybrid rule of index/methods.py), the encoder,
-    and whether that encoder was kept from the previous build (no --dense given)."""
-    kept = previous_encoder(home) if dense is None else None
-    names, encoder = with_dense(methods, dense, kept)
-    return names, encoder, bool(kept)
-
-
-def previous_encoder(home) -> str | None:
-    """The encoder of the live build's dense vectors, if it has any."""
-    previous = home.previous()
-    return previous.manifest.entry(DENSE).get("encoder") if previous is not None else None
+                ) -> tuple[list[str], list[DenseModel], str | None, dict]:
+    """The methods a build needs (the dense/hybrid rule of index/methods.py), its dense
+    models, the --dense list kept from the previous build (None when --dense was given or
+    there is none) and the previous build's dense entries by model name (their server
+    settings)."""
+    previous, entries = previous_models(home.previous())
+    kept = previous if dense is None else None
+    names, models = with_dense(methods, dense, kept)
+    return names, models, kept, entries
 
 
 def _keep_floors(entries: dict, before) -> None:
@@ -109,10 +112,16 @@ def _keep_floors(entries: dict, before) -> None:
 
 
 def _reusable_rows(before) -> dict:
-    """url -> (doc sha256, rows) of the previous build (None: nothing to reuse)."""
+    """url -> (doc sha256, rows) of the previous build (None: nothing to reuse). A damaged
+    previous build (e.g. a deleted file) is not reused: every document is chunked again."""
     if before is None:
         return {}
+    try:
+        rows = before.chunks()
+    except BuscaError as e:
+        log.warning("not reusing the previous index: %s", e)
+        return {}
     by_url: dict = {}
-    for row in before.chunks():
+    for row in rows:
         by_url.setdefault(row.url, (row.doc_sha256, []))[1].append(row)
     return by_url

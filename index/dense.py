@@ -1,11 +1,15 @@
 """Dense vectors of the chunks, one L2-normalised float32 row per chunk.
 
-Files in the index folder:
+Files in the index folder, per dense model (`dense` for the first, `dense.NAME` for the
+others: dense_models.py):
 - `dense.vectors.npy` — float32 (chunks x dimension), loaded memory-mapped;
 - `dense.hashes.npy` — uint8 (chunks x 16), BLAKE2b-128 of each chunk's text, so the next
   build re-encodes only chunks whose text changed (with the same encoder and version).
-The manifest entry names the encoder, its version and dimension; `hybrid` has an entry of its
-own holding only fusion settings that differ from the defaults in search/fusion.py.
+The manifest entry names the model, the encoder, its version and dimension (and an
+openai:MODEL's server settings, never its key); `hybrid` has an entry of its own holding only
+fusion settings that differ from the defaults in search/fusion.py. Encoders with a
+`cache_key` (openai:MODEL) also keep every encoded batch in the home's vector cache
+(vector_cache.py), so an interrupted encode resumes.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..errors import BuscaError
+from .dense_models import DenseModel, array_key, default_name, dense_methods, method_names
 from .encoders import DEFAULT_ENCODER, THREADS, Encoder, get_encoder
+from .vector_cache import DimensionChanged, VectorCache
 
 log = logging.getLogger(__name__)
 
@@ -37,74 +43,141 @@ def text_hashes(texts: Sequence[str]) -> np.ndarray:
 
 
 def build(texts: Sequence[str], out, *, options: dict, previous=None,
-          on_progress: Callable | None = None, encoder: Encoder | None = None) -> dict:
-    """Encode `texts` into `out` (reusing unchanged chunks of `previous`); the manifest entry."""
+          on_progress: Callable | None = None, encoder: Encoder | None = None,
+          method: str = METHOD) -> dict:
+    """Encode `texts` with the model of `method` (`dense`, `dense:NAME`) into `out`, reusing
+    unchanged chunks of `previous` and cached vectors; the manifest entry."""
     progress = on_progress or (lambda stage, done, total: None)
+    model = model_for(options, method)
     if encoder is None:
-        encoder = get_encoder(options.get("dense", DEFAULT_ENCODER),
-                              threads=options.get("threads", THREADS))
+        server = options.get("servers", {}).get(model.name) or options.get("server")
+        encoder = get_encoder(model.encoder, threads=options.get("threads", THREADS),
+                              server=server)
     hashes = text_hashes(texts)
-    vectors = np.zeros((len(texts), encoder.dimension), dtype=np.float32)
-    todo = _reuse(vectors, hashes, encoder, previous)
-    truncated = encoder.count_truncated([texts[i] for i in todo])
-    if truncated:
-        log.info("%d of %d chunks (%.0f%%) are longer than %s's %d tokens and were truncated",
-                 truncated, len(todo), 100 * truncated / len(todo), encoder.name,
-                 encoder.max_length)
-    seconds = _encode_into(vectors, texts, todo, encoder, progress)
-    out.save_array(METHOD, "vectors", vectors)
-    out.save_array(METHOD, "hashes", hashes)
-    return {"encoder": encoder.name, "encoder_version": encoder.version,
-            "dimension": encoder.dimension, "max_length": encoder.max_length,
-            "encoded": len(todo), "reused": len(texts) - len(todo),
-            "truncated": truncated,
-            "chunks_per_second": round(len(todo) / seconds, 1) if seconds > 0 else None,
-            "floor": None}
+    found = _reuse(hashes, encoder, previous)
+    cache = _open_cache(options, encoder)
+    try:
+        from_cache = _from_cache(cache, encoder, hashes, found)
+        todo = [row for row in range(len(texts)) if row not in found]
+        truncated = encoder.count_truncated([texts[i] for i in todo])
+        if truncated:
+            log.info("%d of %d chunks (%.0f%%) are longer than %s's %d tokens and were"
+                     " truncated", truncated, len(todo), 100 * truncated / len(todo),
+                     encoder.name, encoder.max_length)
+        seconds = _encode_into(found, texts, hashes, todo, encoder, progress, cache)
+    finally:
+        if cache is not None:
+            cache.close()
+    vectors = _stack(found, len(texts), encoder)
+    out.save_array(array_key(method), "vectors", vectors)
+    out.save_array(array_key(method), "hashes", hashes)
+    entry = {"name": model.name, "encoder": encoder.name, "encoder_version": encoder.version,
+             "dimension": encoder.dimension, "max_length": encoder.max_length,
+             "encoded": len(todo), "reused": len(texts) - len(todo) - from_cache,
+             "cached": from_cache, "truncated": truncated,
+             "chunks_per_second": round(len(todo) / seconds, 1) if todo and seconds > 0
+             else None, "floor": None}
+    if hasattr(encoder, "describe"):
+        entry["server"] = encoder.describe()
+    return entry
 
 
-def _reuse(vectors: np.ndarray, hashes: np.ndarray, encoder: Encoder,
-           previous) -> list[int]:
-    """Copy vectors of unchanged chunks from the previous build; the rows left to encode."""
+def model_for(options: dict, method: str) -> DenseModel:
+    """The model `options` ask for under `method` (`dense_models`, else the one `dense`)."""
+    models = options.get("dense_models")
+    if not models:
+        encoder = options.get("dense", DEFAULT_ENCODER)
+        models = [DenseModel(default_name(encoder), encoder)]
+    return dict(zip(method_names(models), models))[method]
+
+
+def _reuse(hashes: np.ndarray, encoder: Encoder, previous) -> dict:
+    """row -> vector of the chunks unchanged since the previous build (same encoder)."""
     old = _previous_vectors(previous, encoder)
     if old is None:
-        return list(range(len(vectors)))
+        return {}
     old_vectors, old_hashes = old
     where = {h.tobytes(): i for i, h in enumerate(old_hashes)}
-    todo = []
+    found = {}
     for row, h in enumerate(hashes):
         i = where.get(h.tobytes())
-        if i is None:
-            todo.append(row)
-        else:
-            vectors[row] = old_vectors[i]
-    return todo
+        if i is not None:
+            found[row] = old_vectors[i]
+    if found and encoder.dimension is None:
+        encoder.dimension = int(old_vectors.shape[1])
+    return found
 
 
 def _previous_vectors(previous, encoder: Encoder):
-    """The vectors and text hashes of the previous build (a Build), if the same encoder made them."""
+    """Vectors and hashes of the previous build's (a Build's) model made by the same encoder,
+    whatever its name there, if any."""
     if previous is None:
         return None
     try:
-        entry = previous.manifest.entry(METHOD)
-        if not entry or (entry["encoder"], entry["encoder_version"], entry["dimension"]) != (
-                encoder.name, encoder.version, encoder.dimension):
-            return None
-        return previous.array(METHOD, "vectors"), previous.array(METHOD, "hashes")
+        methods = previous.manifest.methods
+        for method in dense_methods(methods):
+            entry = methods[method]
+            if (entry["encoder"], entry["encoder_version"]) == (encoder.name, encoder.version) \
+                    and encoder.dimension in (None, entry["dimension"]):
+                return (previous.array(array_key(method), "vectors"),
+                        previous.array(array_key(method), "hashes"))
     except (BuscaError, KeyError):
         return None
+    return None
 
 
-def _encode_into(vectors: np.ndarray, texts: Sequence[str], todo: list[int],
-                 encoder: Encoder, progress: Callable) -> float:
-    """Encode the rows `todo` in batches, checking every batch; returns the seconds spent."""
+def _open_cache(options: dict, encoder: Encoder) -> VectorCache | None:
+    """The home's vector cache, for encoders that have a cache key (remote ones)."""
+    home = options.get("vector_cache")
+    if home is None or getattr(encoder, "cache_key", None) is None:
+        return None
+    return VectorCache(home)
+
+
+def _from_cache(cache: VectorCache | None, encoder: Encoder, hashes: np.ndarray,
+                found: dict) -> int:
+    """Add the cached vectors of rows not found yet to `found`; how many were added."""
+    if cache is None:
+        return 0
+    known = cache.dimension(encoder.cache_key)
+    if known is not None and encoder.dimension not in (None, known):
+        raise DimensionChanged(
+            f"{encoder.name}'s cached vectors have {known} dimensions, the index's"
+            f" {encoder.dimension} — delete {cache.path} to forget the cached ones")
+    rows = [row for row in range(len(hashes)) if row not in found]
+    vectors = cache.get(encoder.cache_key, [hashes[row].tobytes() for row in rows])
+    added = 0
+    for row in rows:
+        vector = vectors.get(hashes[row].tobytes())
+        if vector is not None:
+            found[row] = vector
+            added += 1
+    if added and encoder.dimension is None:
+        encoder.dimension = known
+    return added
+
+
+def _stack(found: dict, n: int, encoder: Encoder) -> np.ndarray:
+    vectors = np.zeros((n, encoder.dimension or 0), dtype=np.float32)
+    for row, vector in found.items():
+        vectors[row] = vector
+    return vectors
+
+
+def _encode_into(found: dict, texts: Sequence[str], hashes: np.ndarray, todo: list[int],
+                 encoder: Encoder, progress: Callable, cache: VectorCache | None) -> float:
+    """Encode the rows `todo` in batches, checking and caching every batch; the seconds."""
     stage = f"encoding with {encoder.name}"
     progress(stage, 0, len(todo))
     started = time.perf_counter()
-    for lo in range(0, len(todo), BATCH):
-        rows = todo[lo:lo + BATCH]
+    batch_size = getattr(encoder, "batch", BATCH)
+    for lo in range(0, len(todo), batch_size):
+        rows = todo[lo:lo + batch_size]
         batch = encoder.encode([texts[i] for i in rows])
         check_vectors(batch, rows, encoder)
-        vectors[rows] = batch
+        if cache is not None:
+            cache.put(encoder.cache_key, [hashes[i].tobytes() for i in rows], batch)
+        found.update(zip(rows, batch))
         progress(stage, lo + len(rows), len(todo))
     return time.perf_counter() - started
 
@@ -121,6 +194,21 @@ def check_vectors(batch: np.ndarray, rows: Sequence[int], encoder: Encoder) -> N
             f"the encoder {encoder.name} returned NaN or infinite values for {int(bad.sum())}"
             f" chunk(s), the first being chunk {rows[int(np.argmax(bad))]} — refusing to"
             " build; check the model files")
+
+
+def previous_models(previous) -> tuple[str | None, dict]:
+    """The dense models of a build (the live one, before a rebuild) as a --dense list
+    (`NAME=ENCODER,...`; None if it has none) and their manifest entries by name (for the
+    stored server settings)."""
+    if previous is None:
+        return None, {}
+    methods = previous.manifest.methods
+    entries = {}
+    for method in dense_methods(methods):
+        entry = methods[method]
+        entries[entry.get("name") or default_name(entry["encoder"])] = entry
+    spec = ",".join(f"{name}={entry['encoder']}" for name, entry in entries.items())
+    return spec or None, entries
 
 
 def build_hybrid(texts: Sequence[str], out, *, options: dict,

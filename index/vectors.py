@@ -7,6 +7,8 @@ import logging
 import numpy as np
 
 from ..errors import BuscaError
+from .dense_models import array_key, dense_methods, label, server_settings
+from .embedding_api import ServerSettings
 from .encoders import THREADS, Encoder, get_encoder
 from .lexical import top_k
 
@@ -44,23 +46,33 @@ def check_encoder(entry: dict, encoder: Encoder) -> None:
 
 def require_vectors(index, method: str = "dense") -> None:
     """NoVectors, saying how to add them, if the index was built without dense vectors."""
-    if method not in index.manifest.methods:
+    methods = index.manifest.methods
+    if method not in methods:
+        have = [label(methods, m) for m in dense_methods(methods)]
+        if have:
+            raise NoVectors(f"this index has no dense model {method!r}; it has:"
+                            f" {', '.join(have)} — add one with: busca index --dense"
+                            f" {','.join(n.split(':', 1)[1] for n in have)},NAME=ENCODER")
         raise NoVectors("this index has no dense vectors — add them with:"
-                        " busca index --dense use (or e5-small, sentence-transformers:PATH)")
+                        " busca index --dense use (or e5-small, sentence-transformers:PATH,"
+                        " openai:MODEL)")
 
 
 class DenseScorer:
     """Cosine between the query's vector and every chunk's vector (both L2-normalised)."""
 
     def __init__(self, index, method: str = "dense", *, encoder: Encoder | None = None,
-                 threads: int = THREADS):
+                 threads: int = THREADS, server: ServerSettings | None = None):
         require_vectors(index, method)
         entry = index.methods[method]
-        self.vectors = index.array(method, "vectors")
+        self.vectors = index.array(array_key(method), "vectors")
         if self.vectors.ndim != 2 or self.vectors.shape[1] != entry["dimension"]:
             raise EncoderMismatch(f"the dense vectors have shape {self.vectors.shape}, the"
                                   f" manifest says {entry['dimension']} dimensions — rebuild")
-        self.encoder = encoder or get_encoder(entry["encoder"], threads=threads)
+        self.encoder = encoder or get_encoder(
+            entry["encoder"], threads=threads,
+            server=server or server_settings(entry, **getattr(index, "embed", {})),
+            dimension=entry["dimension"])
         check_encoder(entry, self.encoder)
 
     def embed(self, query: str) -> np.ndarray:

@@ -16,11 +16,13 @@ from ..crawler.store import DocumentStore as Store
 from ..errors import BuscaError
 from ..index.lexical import NoSearchableTerms
 from .fusion import FusionSettings
-from .hits import K, Hit, search
+from .collapse import search as search_per_doc
+from .hits import K, Hit, check_floor
 from .scorers import floor_of
 from .sentences import SENTENCE_REACH, sentences, widen
 
 MAX_CHARS = 6000  # characters of passage text in one context
+PER_DOC = 2  # windows of one document at most, unless no other document passes the floor
 LANGS = ("pt", "en")
 SPAN_JOIN = "\n[…]\n"  # between two separate spans of one document
 
@@ -99,11 +101,13 @@ class Context:
 
 def build_context(index, store: Store, question: str, *, method: str = "tfidf",
                   k: int = K, max_chars: int = MAX_CHARS, min_score: float | None = None,
-                  fusion: FusionSettings | None = None) -> Context:
-    """Rank, apply the floor (`min_score`, else the calibrated one), merge and fit passages."""
-    floor = min_score if min_score is not None else floor_of(index, method)
+                  fusion: FusionSettings | None = None, per_doc: int = PER_DOC) -> Context:
+    """Rank (at most `per_doc` windows per document while other documents pass the floor),
+    apply the floor (`min_score`, else the calibrated one), merge and fit passages."""
+    floor = check_floor(min_score) if min_score is not None else floor_of(index, method)
     try:
-        hits = search(index, store, question, method=method, k=k, fusion=fusion)
+        hits = search_per_doc(index, store, question, method=method, k=k, per_doc=per_doc,
+                              backfill=True, floor=floor, fusion=fusion)
     except NoSearchableTerms as e:
         return Context(question, method, floor, (), reason=str(e), max_chars=max_chars)
     passages = merge_hits([h for h in hits if floor is None or h.score >= floor], store)

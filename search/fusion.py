@@ -87,14 +87,15 @@ def parse_weights(text: str) -> dict[str, float]:
     return weights
 
 
-def default_weights(methods, fusion: str = FUSION) -> dict[str, float]:
-    """Default components and weights: the best lexical method the index has, plus dense."""
+def default_weights(methods, fusion: str = FUSION, dense: str = "dense") -> dict[str, float]:
+    """Default components and weights: the best lexical method the index has, plus `dense`
+    (the default dense model; `dense:NAME` for `hybrid:NAME`)."""
     lexical = next((m for m in LEXICAL if m in methods), None)
-    if lexical is None or "dense" not in methods:
+    if lexical is None or dense not in methods:
         raise FusionError("hybrid needs dense vectors and a lexical method (bm25 or tfidf);"
                           " add vectors with: busca index --dense use")
     weights = WEIGHTS[fusion]
-    return {lexical: weights["lexical"], "dense": weights["dense"]}
+    return {lexical: weights["lexical"], dense: weights["dense"]}
 
 
 def rrf(lists, weights, *, k: float = RRF_K) -> tuple[np.ndarray, np.ndarray]:
@@ -132,9 +133,11 @@ def stored_settings(entry: Mapping) -> FusionSettings:
     return check_settings(FusionSettings(**{k: v for k, v in stored.items() if k in known}))
 
 
-def components(settings: FusionSettings, available: Sequence[str]) -> dict[str, float]:
-    """Method -> weight that `settings` fuses, given the methods an index has."""
-    weights = settings.weights or default_weights(available, settings.fusion)
+def components(settings: FusionSettings, available: Sequence[str],
+               dense: str = "dense") -> dict[str, float]:
+    """Method -> weight that `settings` fuses, given the methods an index has (`dense`: the
+    dense component of the default weights)."""
+    weights = settings.weights or default_weights(available, settings.fusion, dense)
     missing = [m for m in weights if m not in available]
     if missing:
         raise FusionError(f"hybrid cannot use {', '.join(missing)}: this index has"
@@ -154,10 +157,11 @@ class HybridScorer:
         """Each component's top-`window` (ids, scores), best first."""
         out = {}
         for method in self.weights:
-            try:  # top(): the ranker's pruned top k (an index scan on PostgreSQL)
-                out[method] = self.rankers[method].top(query, self.settings.window)
+            try:  # `top`: the same ranking as score + top_k (a lexical ranker prunes)
+                ids, scores = self.rankers[method].top(query, self.settings.window)
             except NoSearchableTerms:  # a lexical side with no known word: the others still rank
-                out[method] = np.empty(0, np.int64), np.empty(0)
+                ids, scores = np.empty(0, np.int64), np.empty(0)
+            out[method] = ids, scores
         return out
 
     def score(self, query: str) -> tuple[np.ndarray, np.ndarray]:
@@ -202,6 +206,6 @@ def describe_default() -> str:
                      for f, w in WEIGHTS.items())
 
 
-def describe(settings: FusionSettings, available: Sequence[str]) -> dict:
+def describe(settings: FusionSettings, available: Sequence[str], dense: str = "dense") -> dict:
     """Settings with the components and weights actually used on an index with `available`."""
-    return {**settings.describe(), "weights": components(settings, available)}
+    return {**settings.describe(), "weights": components(settings, available, dense)}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -14,6 +15,18 @@ from .scorers import K, rank
 
 class StaleIndex(BuscaError):
     """The store changed since the index was built."""
+
+
+class BadFloor(BuscaError, ValueError):
+    """A score floor that is not a finite number (NaN or infinite)."""
+
+
+def check_floor(floor: float | None) -> float | None:
+    """The floor, or BadFloor: a NaN or infinite floor would silently drop every hit."""
+    if floor is not None and not math.isfinite(floor):
+        raise BadFloor(f"the score floor must be a finite number, got {floor}; e.g. 0.3, or 0"
+                       " to see every match")
+    return floor
 
 
 @dataclass(frozen=True)
@@ -34,6 +47,7 @@ class Hit:
 def search(index, store: DocumentStore, query: str, *, method: str = "tfidf", k: int = K,
            min_score: float | None = None, fusion: FusionSettings | None = None) -> list[Hit]:
     """Ranked hits with their sources; hits below `min_score` are dropped."""
+    check_floor(min_score)
     ids, scores = rank(index, query, method=method, k=k, fusion=fusion)
     if min_score is not None:
         keep = scores >= min_score

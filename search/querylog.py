@@ -59,6 +59,11 @@ def is_enabled(store) -> bool:
     return bool(store.get_meta(SETTING, True))
 
 
+def read_only(store) -> bool:
+    """Whether the home can only be read (e.g. on a read-only share): nothing is logged."""
+    return bool(getattr(store, "read_only", False))
+
+
 def set_enabled(store, on: bool) -> None:
     store.set_meta(SETTING, bool(on))
 
@@ -84,8 +89,9 @@ def count(store) -> int:
 
 def record(store, *, command: str, query: str, method: str, k: int,
            scores: list[float], floor: float | None, answered: bool, seconds: float) -> bool:
-    """Append a query to the log if logging is on; True if it was logged."""
-    if not is_enabled(store):
+    """Append a query to the log if logging is on and the home can be written (see
+    `read_only`); True if it was logged."""
+    if not is_enabled(store) or read_only(store):
         return False
     store.log_query(command=command, query=query, method=method, k=k,
                     scores=[float(s) for s in scores], floor=floor, answered=answered,

@@ -1,47 +1,86 @@
 """Rankers by method name, on any backend: stored methods come from the build, `hybrid` is
-fused here from them. The method names and kinds come from index/methods.py (the registry)."""
+fused here from them. The method names and kinds come from index/methods.py (the registry);
+several dense models (`dense`, `dense:NAME`) each get a `hybrid:NAME` (index/dense_models.py)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from ..index.dense_models import HYBRID, model_of, resolve
 from ..index.lexical import top_k
-from ..index.methods import METHODS, UnknownMethod
+from ..index.methods import UnknownMethod, method_spec, stored_methods
 from .fusion import FusionSettings, HybridScorer, components, describe, stored_settings
 
 K = 3
 
 
 def available_methods(index) -> list[str]:
-    """Methods this index can answer with, in registry order."""
-    return [m for m in METHODS if m in index.manifest.methods]
+    """Methods this index can answer with, in registry order: each dense model (`dense`,
+    `dense:NAME`) and, when it has `hybrid`, one hybrid per extra model (`hybrid:NAME`)."""
+    stored = stored_methods(index.manifest.methods)
+    if HYBRID not in stored:
+        return stored
+    extra = [f"{HYBRID}:{model_of(m)}" for m in stored if m.startswith("dense:")]
+    return stored + extra
 
 
 def scorer(index, method: str, fusion: FusionSettings | None = None):
-    """The ranker of `method` on `index`; a fused method uses `fusion` (default: the settings
-    stored in the build)."""
-    spec = METHODS.get(method)
+    """The ranker of `method` on `index` (`dense:NAME` / `hybrid:NAME` of the first model are
+    `dense` / `hybrid`); a fused method uses `fusion` (default: the settings stored in the
+    build's `hybrid` entry), `hybrid:NAME` fusing `dense:NAME` by default."""
+    method = resolve(index.manifest.methods, method)
+    spec = method_spec(method)
     if spec is None or spec.kind != "fused":
         return index.ranker(method)
-    if method not in index.manifest.methods:
+    if method not in available_methods(index):
         have = ", ".join(available_methods(index)) or "none"
         raise UnknownMethod(f"this index has no method {method!r}; it has: {have}")
-    settings = fusion if fusion is not None else stored_settings(index.manifest.entry(method))
-    weights = components(settings, _parts(index, method))
-    return HybridScorer({m: index.ranker(m) for m in weights}, weights, settings,
-                        {m: index.manifest.floor(m) for m in weights})
+    settings = fusion if fusion is not None else stored_settings(index.manifest.entry(HYBRID))
+    weights = components(_resolved(index, settings), _parts(index), _dense_of(method))
+    return HybridScorer({m: index.ranker(resolve(index.manifest.methods, m)) for m in weights},
+                        weights, settings, {m: floor_of(index, m) for m in weights})
 
 
 def describe_fusion(index, settings: FusionSettings, method: str = "hybrid") -> dict:
     """The settings with the components and weights actually used on `index`."""
-    return describe(settings, _parts(index, method))
+    method = resolve(index.manifest.methods, method)
+    return describe(_resolved(index, settings), _parts(index), _dense_of(method))
 
 
-def _parts(index, method: str) -> list[str]:
-    return [m for m in available_methods(index) if m != method]
+def method_settings(index, method: str) -> dict:
+    """A method's parameters as `busca stats` shows them: empty values (no analyzer version,
+    no floor) left out; a fused method's settings as they apply (fusion, components, weights)."""
+    entry = index.manifest.entry(method)
+    out = {k: v for k, v in entry.items()
+           if k != "vocabulary" and not (v is None or v == "" or v == {})}
+    spec = method_spec(method)
+    if spec is not None and spec.kind == "fused":
+        out.pop("fusion", None)
+        out = {**describe_fusion(index, stored_settings(entry), method), **out}
+    return out
+
+
+def _resolved(index, settings: FusionSettings) -> FusionSettings:
+    """`settings` with weights naming the first dense model by its name (`dense:use`) on `dense`."""
+    methods = index.manifest.methods
+    weights = {resolve(methods, m): w for m, w in settings.weights.items()}
+    return replace(settings, weights=weights) if weights != settings.weights else settings
+
+
+def _parts(index) -> list[str]:
+    """What a hybrid may fuse: every method of the index but the hybrids."""
+    return [m for m in available_methods(index) if m.partition(":")[0] != HYBRID]
+
+
+def _dense_of(method: str) -> str:
+    """The dense component of a hybrid's default weights: `hybrid:NAME` fuses `dense:NAME`."""
+    name = model_of(method)
+    return f"dense:{name}" if name else "dense"
 
 
 def floor_of(index, method: str) -> float | None:
     """The calibrated score floor stored for `method`, if any."""
-    return index.manifest.floor(method)
+    return index.manifest.floor(resolve(index.manifest.methods, method))
 
 
 def rank(index, query: str, *, method: str = "tfidf", k: int = K,

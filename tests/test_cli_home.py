@@ -48,8 +48,10 @@ def test_every_command_against_a_postgres_home(pg_home, tmp_path):
 
 
 def test_home_option_takes_the_url_and_errors_are_one_line(pg_home):
-    assert invoke("--home", pg_home, "stats").exit_code == 1  # no index yet
-    result = invoke("--home", pg_home, "stats")
+    stats = invoke("--home", pg_home, "stats")  # no index yet: the documents are counted
+    assert stats.exit_code == 0 and 'no index yet: run "busca index"' in stats.output
+    result = invoke("--home", pg_home, "search", "estágio")
+    assert result.exit_code == 1
     assert 'run "busca index" first' in result.output and result.output.count("\n") == 1
     bad = invoke("--home", "postgresql://busca:pw@127.0.0.1:1/nothing", "stats")
     assert bad.exit_code == 1 and "cannot connect to" in bad.output and "pw@" not in bad.output

@@ -3,6 +3,7 @@ CLI: against bm25s, a hand-worked case, FaQuAD and a tiny BEIR folder."""
 
 import json
 import math
+import subprocess
 import sys
 
 import numpy as np
@@ -193,7 +194,7 @@ def test_all_stopword_query_has_no_hits_and_says_why(tmp_path, run):
     _add(run, tmp_path)
     run("index")
     result = run("search", "o que é?", "--method", "bm25")
-    assert result.exit_code == 0 and result.stdout == ""
+    assert result.exit_code == 3 and result.stdout == ""  # nothing found
     assert "no hits" in result.stderr and "stopword" in result.stderr
 
 
@@ -250,3 +251,20 @@ def test_faquad_paragraphs_reach_the_published_stemmed_bm25(tmp_path):
         ranked = [urls[i] for i in core.rank(index, question, method="bm25", k=10)[0]]
         gains.append(1 / math.log2(ranked.index(url) + 2) if url in ranked else 0.0)
     assert len(gains) == 900 and sum(gains) / len(gains) >= 0.91
+
+
+def test_a_fallback_from_pt_is_one_warning_on_stderr(run, home, tmp_path):
+    """Issue 10 item 12: without PyStemmer, bm25 falls back to `simple`, never silently."""
+    _add(run, tmp_path)
+    without = "import sys; sys.modules['Stemmer'] = None; from busca.cli import main; main()"
+    done = subprocess.run([sys.executable, "-c", without, "--home", str(home), "index", "-q"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    warning = "PyStemmer is not installed, so bm25 uses the simple analyzer"
+    assert done.stderr.count(warning) == 1, done.stderr
+    assert "--analyzer simple" in done.stderr
+    assert load_index(home).methods["bm25"]["analyzer"] == "simple"
+    chosen = subprocess.run([sys.executable, "-c", without, "--home", str(home), "index", "-q",
+                             "--analyzer", "simple"], capture_output=True, text=True,
+                            cwd=tmp_path, timeout=120)
+    assert chosen.returncode == 0 and warning not in chosen.stderr  # chosen, not a fallback

@@ -53,7 +53,7 @@ def test_overlapping_windows_give_each_sentence_once(index, store):
     naive = [s for h in policy_hits for s in _sentences(h.text)]
     assert len(naive) > len(set(naive)), "the windows should overlap, or the test proves nothing"
 
-    found = cx.build_context(index, store, "reembolso estorno", k=8)
+    found = cx.build_context(index, store, "reembolso estorno", k=8, per_doc=0)
     prompt_text = cx.format_passages(found.passages)
     sentences = _sentences(prompt_text)
     assert len(sentences) == len(set(sentences))
@@ -213,3 +213,22 @@ def test_structured_form(index, store):
     assert {"rank", "url", "title", "score", "truncated", "spans", "hits"} <= set(p)
     assert {"start", "end", "text"} == set(p["spans"][0])
     assert {"rank", "score", "chunk_id", "start", "end"} == set(p["hits"][0])
+
+
+def test_per_doc_leaves_room_for_other_documents(index, store):
+    """Collapse by document: the frete article gets in next to the long policy."""
+    whole = cx.build_context(index, store, "reembolso estorno", k=3, per_doc=0)
+    assert {p.url for p in whole.passages} == {POLICY.url}
+    two = cx.build_context(index, store, "reembolso estorno", k=3, per_doc=2)
+    assert [p.url for p in two.passages] == [POLICY.url, OTHER.url]
+    assert len(two.passages[0].hits) == 2
+
+
+def test_per_doc_gives_back_the_slots_no_other_document_can_use(index, store):
+    """Above the floor only the policy is relevant: it keeps all k windows."""
+    best = core.search(index, store, "reembolso estorno", k=3)
+    floor = best[-1].score  # the third policy window passes, the frete article does not
+    found = cx.build_context(index, store, "reembolso estorno", k=3, per_doc=1,
+                             min_score=floor)
+    assert [p.url for p in found.passages] == [POLICY.url]
+    assert [h.chunk_id for h in found.passages[0].hits] == [h.chunk_id for h in best]

@@ -1,6 +1,6 @@
 import pytest
 
-from busca.search.eval.floors import FloorError, calibrate, tradeoff
+from busca.search.eval.floors import MIN_QUESTIONS, FloorError, calibrate, tradeoff
 from busca.search.eval.metrics import Outcome
 
 
@@ -57,3 +57,17 @@ def test_calibration_needs_both_groups():
         calibrate([answerable(0.5)], [])
     with pytest.raises(FloorError):
         calibrate([], [unanswerable(0.5)])
+
+
+def test_a_floor_from_too_few_questions_warns_and_says_how_many_it_needs():
+    """Issue 10 item 15: J = 1.00 from two unanswerable questions is no evidence."""
+    pos = [answerable(0.4 + i / 100, qid=f"a{i}") for i in range(12)]
+    few = calibrate(pos, [unanswerable(0.1, "n1"), unanswerable(0.2, "n2")])
+    assert few.separation == 1.0
+    assert "only 2 unanswerable question(s)" in few.warning
+    assert f"at least {MIN_QUESTIONS} of each kind" in few.warning and "1/2" in few.warning
+    assert '"trecho": null' in few.warning
+    enough = calibrate(pos, [unanswerable(i / 100, f"n{i}") for i in range(MIN_QUESTIONS)])
+    assert enough.warning is None
+    assert "only 3 answerable" in calibrate(pos[:3], [unanswerable(0.1)] * 10).warning
+

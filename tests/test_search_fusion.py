@@ -278,7 +278,7 @@ def test_cli_errors_are_one_line(run, tmp_path, fake):
     assert result.exit_code == 1
     assert result.output.strip() == ("Error: this index has no dense vectors — add them with:"
                                      " busca index --dense use (or e5-small,"
-                                     " sentence-transformers:PATH)")
+                                     " sentence-transformers:PATH, openai:MODEL)")
     result = run("index", "-q", "--dense", "sentence-transformers:/nao/existe")
     assert result.exit_code == 1
     assert "no sentence-transformers model at /nao/existe" in result.output

@@ -13,7 +13,8 @@ from ... import __version__
 from ...crawler.store import Document
 from ...index import build as index_build
 from ...index.manifest import Manifest
-from ...index.methods import METHODS, UnknownMethod
+from ...index.dense_models import HYBRID, is_hybrid
+from ...index.methods import METHODS, UnknownMethod, method_spec, stored_methods
 from ...index.storage import Index, LocalBuildWriter
 from .judge import ChunkTable, chunk_documents
 
@@ -25,14 +26,17 @@ def temporary_indexes(documents: Sequence[Document], chunkers: Sequence[dict],
                       on_progress: Callable[[str, int, int], None] | None = None,
                       ) -> Iterator[list[tuple[ChunkTable, Index]]]:
     """One (chunk table, loaded index) per chunker; the folders vanish on exit."""
-    unknown = [m for m in methods if m not in METHODS]
+    unknown = [m for m in methods if method_spec(m) is None]
     if unknown:
         raise UnknownMethod(
             f"cannot build {unknown[0]!r} for --chunkers; buildable methods:"
-            f" {', '.join(METHODS)}")
+            f" {', '.join(METHODS)}, dense:NAME")
     if not documents:
         raise index_build.NothingToIndex("nothing to index: run busca crawl or busca add first")
-    ordered = [m for m in METHODS if m in methods]
+    wanted = {m: None for m in methods}
+    if any(is_hybrid(m) for m in methods):
+        wanted[HYBRID] = None  # hybrid:NAME fuses with the settings of the stored hybrid
+    ordered = stored_methods(wanted)
     progress = on_progress or (lambda stage, done, total: None)
     with tempfile.TemporaryDirectory(prefix="busca-eval-") as tmp:
         built = []
@@ -46,7 +50,7 @@ def temporary_indexes(documents: Sequence[Document], chunkers: Sequence[dict],
             entries = {}
             for method in ordered:
                 progress(f"building {method} ({table.label})", 0, len(texts))
-                entries[method] = METHODS[method].build(
+                entries[method] = method_spec(method).build(
                     texts, out, options=dict(options or {}), previous=previous,
                     on_progress=progress)
             out.write_chunks(table.rows())

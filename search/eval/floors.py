@@ -19,6 +19,9 @@ from .metrics import Outcome
 
 FLOOR_K = 3  # `busca search` returns 3 hits by default
 TABLE_ROWS = 9
+# Fewest questions of each kind (answerable, unanswerable) for a floor worth trusting: with
+# fewer, one question moves a share (answerable kept, unanswerable refused) by over 10 points.
+MIN_QUESTIONS = 10
 
 
 class FloorError(BuscaError, ValueError):
@@ -48,6 +51,7 @@ class Calibration:
     answerable_scores: tuple[float | None, ...]
     unanswerable_scores: tuple[float | None, ...]
     rows: tuple[FloorRow, ...]
+    warning: str | None = None  # too few questions to trust the floor, and how many it needs
 
 
 def calibrate(answerable: list[Outcome], unanswerable: list[Outcome], *,
@@ -67,7 +71,20 @@ def calibrate(answerable: list[Outcome], unanswerable: list[Outcome], *,
         float(finite_pos.min()) if finite_pos.size else None,
         float(finite_neg.max()) if finite_neg.size else None,
         k, tuple(o.top_score for o in answerable), tuple(o.top_score for o in unanswerable),
-        rows)
+        rows, too_few(len(answerable), len(unanswerable)))
+
+
+def too_few(answerable: int, unanswerable: int) -> str | None:
+    """The warning for a floor calibrated from too few questions of either kind, else None."""
+    short = [f"{n} {kind}" for n, kind in ((answerable, "answerable"),
+                                            (unanswerable, "unanswerable")) if n < MIN_QUESTIONS]
+    if not short:
+        return None
+    how = ' (questions the site cannot answer, with "trecho": null)' if (
+        unanswerable < MIN_QUESTIONS) else ""
+    return (f"this floor comes from only {' and '.join(short)} question(s), too few to trust:"
+            f" each question moves a share by 1/{min(answerable, unanswerable)}; it needs at"
+            f" least {MIN_QUESTIONS} of each kind — add more{how} and calibrate again")
 
 
 def tradeoff(answerable: list[Outcome], unanswerable: list[Outcome], floor: float, *,
@@ -133,7 +150,8 @@ def floors_to_store(results: dict) -> tuple[dict[str, float], bool]:
     (method -> Calibration, or the reason there is none), and whether hybrid's was left out:
     fused scores have no floor of their own; a hybrid hit must pass one component's floor."""
     floors = {s: c.floor for s, c in results.items() if isinstance(c, Calibration)}
-    dropped = floors.pop("hybrid", None) is not None
+    hybrids = [m for m in floors if m.partition(":")[0] == "hybrid"]  # hybrid, hybrid:NAME
+    dropped = bool([floors.pop(m) for m in hybrids])
     return floors, dropped
 
 

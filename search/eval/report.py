@@ -101,6 +101,10 @@ def _header(ev: Evaluation, md: bool) -> list[str]:
         f" {i.get('bootstrap', {}).get('resamples')} resamples, seed"
         f" {i.get('bootstrap', {}).get('seed')}",
     ]
+    models = [f"{m} = {e['encoder']}" for m, e in index.get("methods", {}).items()
+              if m.partition(":")[0] == "dense" and "encoder" in e]
+    if models and "runs" not in i:  # which model each dense method is, side by side
+        lines.append("dense models: " + ", ".join(models))
     for name, run in i.get("runs", {}).items():
         ri = run.get("index", {})
         lines.append(f"run {name}: {run.get('path')} — {ri.get('chunks')} chunks, chunker"
@@ -233,6 +237,8 @@ def _floors(ev: Evaluation, md: bool) -> list[str]:
         lines += ["", f"{s}: floor {cal.floor:.4g} (separation J = {cal.separation:.2f});"
                   f" lowest answerable best hit {_sig(cal.lowest_answerable)}, highest"
                   f" unanswerable {_sig(cal.highest_unanswerable)}"]
+        if cal.warning:
+            lines += ["", f"warning: {cal.warning}"]
         headers = ["floor", f"answered, relevant in top {cal.k}", "answerable refused",
                    "unanswerable refused"]
         rows = [[f"{r.floor:.4g}" + (" ←" if r.floor == cal.floor else ""),

@@ -83,7 +83,7 @@ def tune_fusion(golden: Golden, index, store, *, metric: Metric,
                 window: int = WINDOW, folds: int = FOLDS, on_progress=None) -> Tuning:
     """Score every setting of the grid on the golden set's answerable questions."""
     progress = on_progress or (lambda stage, done, total: None)
-    available = [m for m in available_methods(index) if m != METHOD]
+    available = [m for m in available_methods(index) if m.partition(":")[0] != METHOD]
     weights = dict.fromkeys(components, 1.0) if components else default_weights(available)
     check_settings(FusionSettings(weights=weights))
     if len(weights) != 2 or "dense" not in weights:

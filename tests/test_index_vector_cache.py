@@ -1,0 +1,119 @@
+"""The vector cache, and dense builds that resume from it (openai:MODEL on a real server)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from busca.crawler.store import Document
+from busca.index import dense
+from busca.index.build import build_index
+from busca.index.embedding_api import AuthFailed, ServerSettings
+from busca.index.encoders import get_encoder
+from busca.index.storage import LocalHome, load_index
+from busca.index.vector_cache import DimensionChanged, VectorCache
+from embed_servers import FaultyServer
+from dense_fakes import DOCS
+
+
+def digests(*texts):
+    return [h.tobytes() for h in dense.text_hashes(list(texts))]
+
+
+def test_put_then_get_by_model_and_hash(tmp_path):
+    with VectorCache(tmp_path) as cache:
+        cache.put("m1", digests("a", "b"), np.eye(2, 3, dtype=np.float32))
+        cache.put("m2", digests("a"), np.full((1, 5), 2, np.float32))
+        got = cache.get("m1", digests("b", "c", "a"))
+        assert set(got) == set(digests("a", "b"))
+        np.testing.assert_array_equal(got[digests("b")[0]], [0, 1, 0])
+        assert cache.dimension("m1") == 3 and cache.dimension("m2") == 5
+        assert cache.dimension("m3") is None and cache.count() == 3
+    with VectorCache(tmp_path) as cache:  # persisted
+        assert cache.count("m1") == 2
+
+
+def test_a_model_cannot_change_dimension_in_the_cache(tmp_path):
+    with VectorCache(tmp_path) as cache:
+        cache.put("m", digests("a"), np.ones((1, 3), np.float32))
+        with pytest.raises(DimensionChanged, match="m now returns 4-dimensional vectors, 3"
+                                                   " before"):
+            cache.put("m", digests("b"), np.ones((1, 4), np.float32))
+
+
+def test_many_lookups_are_split(tmp_path):
+    texts = [f"t{i}" for i in range(1234)]
+    with VectorCache(tmp_path) as cache:
+        cache.put("m", digests(*texts), np.arange(1234, dtype=np.float32)[:, None])
+        got = cache.get("m", digests(*texts))
+        assert len(got) == 1234 and got[digests("t1000")[0]][0] == 1000
+
+
+@pytest.fixture
+def store(tmp_path):
+    with LocalHome(tmp_path / "home") as s:
+        for url, title, text in DOCS:
+            s.put(Document(url, title, text))
+        yield s
+
+
+def build(store, server, **settings):
+    options = {"dense": "openai:fake-model", "vector_cache": store.home,
+               "server": ServerSettings(server.url, batch=2, **settings)}
+    return build_index(store, methods=("tfidf", "dense"), options=options)
+
+
+def test_interrupted_encode_resumes_from_the_cache(store):
+    with FaultyServer() as server:
+        server.faults = [("ok",), ("401",)]  # the second batch fails: the build stops
+        with pytest.raises(AuthFailed):
+            build(store, server, retries=0)
+        assert server.requests[0]["fault"] == "ok" and len(server.texts) == 4
+        first = list(server.requests[0]["texts"])
+        before = len(server.requests)
+        entry = build(store, server)["methods"]["dense"]
+        again = [t for r in server.requests[before:] for t in r["texts"]]
+    assert entry["cached"] == 2 and entry["encoded"] == 2 and entry["reused"] == 0
+    assert not set(first) & set(again) and len(again) == 2  # only the missing chunks
+    vectors = np.asarray(load_index(store.home).array("dense", "vectors"))
+    expected = np.asarray([server.vector(text) for _, _, text in sorted(DOCS)])  # URL order
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    np.testing.assert_allclose(vectors, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_switching_back_to_a_model_reuses_its_vectors(store, fake):
+    with FaultyServer() as server:
+        build(store, server)
+        n = len(server.texts)
+        build_index(store, methods=("tfidf", "dense"), options={"dense": "fake"})
+        entry = build(store, server)["methods"]["dense"]
+        assert len(server.texts) == n == 4  # nothing asked of the server the second time
+    assert entry["cached"] == 4 and entry["encoded"] == 0
+
+
+def test_another_passage_prefix_is_another_cache_entry(store):
+    with FaultyServer() as server:
+        build(store, server)
+        build(store, server, passage_prefix="passage: ")
+        assert len(server.texts) == 8 and server.texts[4].startswith("passage: ")
+
+
+def test_the_key_is_never_written_to_the_home(store):
+    key = "sk-secret-abcdef0123456789"
+    with FaultyServer(key=key) as server:
+        manifest = build(store, server, key=key)
+    assert manifest["methods"]["dense"]["server"]["url"] == server.url
+    for path in store.home.rglob("*"):
+        if path.is_file():
+            assert key.encode() not in path.read_bytes(), path
+
+
+def test_search_refuses_a_server_that_changed_dimension(store):
+    with FaultyServer() as server:
+        build(store, server)
+        entry = load_index(store.home).methods["dense"]
+        encoder = get_encoder(entry["encoder"], server=ServerSettings(server.url),
+                              dimension=entry["dimension"])
+        server.faults = [("dim", 32)]
+        with pytest.raises(DimensionChanged, match="expected 64"):
+            encoder.encode(["uma pergunta"], query=True)
