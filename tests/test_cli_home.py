@@ -56,3 +56,26 @@ def test_home_option_takes_the_url_and_errors_are_one_line(pg_home):
     bad = invoke("--home", "postgresql://busca:pw@127.0.0.1:1/nothing", "stats")
     assert bad.exit_code == 1 and "cannot connect to" in bad.output and "pw@" not in bad.output
     assert "Traceback" not in bad.output
+
+
+def test_named_dense_models_on_a_postgres_home(pg_home, tmp_path, fake):
+    """`--dense fake,srv=openai:MODEL` (an embedding server on 127.0.0.1): every model's
+    vectors go to pgvector and rank as on a local home."""
+    from embed_servers import FaultyServer
+
+    articles = Path(__file__).resolve().parent.parent / "fixtures" / "site" / "articles.jsonl"
+    local = str(tmp_path / "home")
+    with FaultyServer(models=("fake-model",)) as server:
+        answers = []
+        for home in (local, pg_home + "&dense=exact"):
+            assert invoke("--home", home, "add", str(articles)).exit_code == 0
+            built = invoke("--home", home, "index", "-q", "--dense", "fake,srv=openai:fake-model",
+                           "--embed-url", server.url)
+            assert built.exit_code == 0, built.output
+            found = invoke("--home", home, "search", "ventoinha do processador", "--method",
+                           "dense:srv", "-k", "5", "--json", "--no-log", "--embed-url",
+                           server.url)
+            assert found.exit_code == 0, found.output
+            answers.append([(h["chunk_id"], round(h["score"], 5)) for h in
+                            map(json.loads, found.stdout.splitlines())])
+    assert answers[0] == answers[1] and len(answers[0]) == 5
