@@ -270,7 +270,9 @@ def _split(value: str) -> list[str]:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per hit.")
 @click.option("--no-log", is_flag=True, help="Do not record this query in the query log.")
 @click.option("--fusion", type=click.Choice(searching.FUSIONS), default=searching.FUSION,
-              show_default=True, help="hybrid: reciprocal-rank fusion or min-max weighted sum.")
+              show_default=True,
+              help="hybrid: weighted sum of z-scores or of min-max-normalised scores, or"
+                   " reciprocal-rank fusion.")
 @click.option("--window", default=searching.WINDOW, show_default=True,
               type=click.IntRange(min=1), help="hybrid: top hits of each method that are fused.")
 @click.option("--rrf-k", default=searching.RRF_K, show_default=True,
@@ -749,6 +751,8 @@ def _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json: bool, quiet: b
     if as_json:
         click.echo(json.dumps(evaluation.tuning.to_json(result), ensure_ascii=False, indent=1))
         click.echo(f"warning: {result.warning}", err=True)
+        if result.keep_default:
+            click.echo(f"warning: {result.keep_default}", err=True)
     else:
         click.echo(evaluation.tuning.render(result), nl=False)
 

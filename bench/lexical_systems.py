@@ -114,47 +114,6 @@ def busca_query(cfg: dict) -> dict:
             "search_peak": peak_mb()}
 
 
-# --- bm25s --------------------------------------------------------------------------------
-
-def _bm25s_tokenize(texts, stemmer, ids: bool):
-    import bm25s
-    return bm25s.tokenize(texts, stopwords="pt", stemmer=stemmer, return_ids=ids,
-                          show_progress=False)
-
-
-def bm25s_build(cfg: dict) -> dict:
-    """bm25s with the same Portuguese stemmer and stopwords: tokenize, index, save."""
-    import bm25s
-    import Stemmer
-    texts = read_corpus(cfg["corpus"], cfg["size"])
-    out = Path(cfg["work"]) / f"bm25s-{cfg['size']}"
-    started = time.perf_counter()
-    tokens = _bm25s_tokenize(texts, Stemmer.Stemmer("portuguese"), True)
-    retriever = bm25s.BM25(method="lucene")
-    retriever.index(tokens, show_progress=False)
-    retriever.save(str(out))
-    build = time.perf_counter() - started
-    return {"build": build, "size": directory_mb(out), "build_peak": peak_mb()}
-
-
-def bm25s_query(cfg: dict) -> dict:
-    import bm25s
-    import Stemmer
-    stemmer = Stemmer.Stemmer("portuguese")
-    started = time.perf_counter()
-    retriever = bm25s.BM25.load(str(Path(cfg["work"]) / f"bm25s-{cfg['size']}"), mmap=True)
-    load = time.perf_counter() - started
-
-    def search(query):
-        tokens = _bm25s_tokenize([query], stemmer, False)
-        if tokens[0]:
-            return retriever.retrieve(tokens, k=10, show_progress=False, n_threads=1)
-        return None
-
-    return {"load": load, **time_queries(search, cfg["queries"], cfg["budget"], cfg["most"]),
-            "search_peak": peak_mb()}
-
-
 # --- peers without an on-disk index ------------------------------------------------------
 
 def _top10(scores: np.ndarray) -> np.ndarray:
@@ -222,9 +181,10 @@ def dict_cosine(cfg: dict) -> dict:
 
 
 RUNNERS = {"busca-store": busca_store, "busca-build": busca_build, "busca-query": busca_query,
-           "bm25s-build": bm25s_build, "bm25s-query": bm25s_query,
            "sklearn": sklearn_naive, "rank_bm25": rank_bm25, "dict-cosine": dict_cosine}
 
 
 def run(cfg: dict) -> dict:
-    return RUNNERS[cfg["runner"]](cfg)
+    from dense_systems import RUNNERS as DENSE
+    from lexical_peers import RUNNERS as PEERS
+    return {**RUNNERS, **PEERS, **DENSE}[cfg["runner"]](cfg)

@@ -1,17 +1,33 @@
-"""crawler: read a site (or local files) into a home's document store."""
+"""crawler: read a site (or local files) into a home's document store.
 
-from . import events
-from .crawl import crawl, why_nothing
-from .errors import CrawlError
-from .files import Problem, legacy_ids, read_files
-from .http import DEFAULT_RATE, DEFAULT_RETRIES, DEFAULT_TIMEOUT, DEFAULT_USER_AGENT
-from .options import (DEFAULT_HTML_PAGES, DEFAULT_TYPES, DEFAULT_WORKERS, SOURCES, WP_TYPES,
-                      CrawlOptions, JsonApiOptions)
-from .store import Document, DocumentStore, Store, StoreError
+Names load on first use (busca/lazy.py).
+"""
 
-__all__ = [
-    "CrawlError", "CrawlOptions", "DEFAULT_HTML_PAGES", "DEFAULT_RATE", "DEFAULT_RETRIES",
-    "DEFAULT_TIMEOUT", "DEFAULT_TYPES", "DEFAULT_USER_AGENT", "DEFAULT_WORKERS", "Document",
-    "DocumentStore", "JsonApiOptions", "Problem", "SOURCES", "Store", "StoreError", "WP_TYPES",
-    "crawl", "events", "legacy_ids", "read_files", "why_nothing",
-]
+from ..lazy import face
+
+EXPORTS = {
+    "crawl": ".crawl",
+    "CrawlError": ".errors",
+    "CrawlOptions": ".options",
+    "DEFAULT_HTML_PAGES": ".defaults",
+    "DEFAULT_RATE": ".defaults",
+    "DEFAULT_RETRIES": ".defaults",
+    "DEFAULT_TIMEOUT": ".defaults",
+    "DEFAULT_TYPES": ".defaults",
+    "DEFAULT_USER_AGENT": ".defaults",
+    "DEFAULT_WORKERS": ".defaults",
+    "Document": ".store",
+    "DocumentStore": ".store",
+    "events": ".events:",
+    "JsonApiOptions": ".options",
+    "legacy_ids": ".files",
+    "Problem": ".files",
+    "read_files": ".files",
+    "SOURCES": ".defaults",
+    "Store": ".store",
+    "StoreError": ".store",
+    "why_nothing": ".crawl",
+    "WP_TYPES": ".defaults",
+}
+__all__ = sorted(EXPORTS)
+face(__name__)

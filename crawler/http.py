@@ -14,33 +14,20 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from importlib import metadata
 from urllib.parse import urljoin, urlsplit
 
 import requests
 
+from .defaults import DEFAULT_RATE, DEFAULT_RETRIES, DEFAULT_TIMEOUT, DEFAULT_USER_AGENT
 from .errors import ConnectFailed, Disallowed, FetchError, OffSite, TooLarge
 from .robots import Robots
 
-DEFAULT_RATE = 2.0  # requests per second per host
-DEFAULT_TIMEOUT = 20.0  # seconds to connect / between bytes read
-DEFAULT_RETRIES = 3
 DEFAULT_BACKOFF = 0.5  # seconds before the first retry, doubled each time, plus jitter
 DEFAULT_MAX_RETRY_AFTER = 120.0  # longest Retry-After honoured (seconds)
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 MAX_REDIRECTS = 5
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
-
-
-def _version() -> str:
-    try:
-        return metadata.version("busca")
-    except metadata.PackageNotFoundError:
-        return "0"
-
-
-DEFAULT_USER_AGENT = f"busca/{_version()} (local search-index crawler; python-requests)"
 
 
 @dataclass(frozen=True)

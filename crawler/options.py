@@ -12,15 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from .defaults import DEFAULT_HTML_PAGES, DEFAULT_TYPES, DEFAULT_WORKERS, SOURCES, WP_TYPES
 from .events import Stored
 from .http import Fetcher, Politeness
 from .store import DocumentStore as Store
 
-SOURCES = ("auto", "wordpress", "json", "sitemap", "feed", "html")
-WP_TYPES = ("posts", "pages")
-DEFAULT_TYPES = ("posts",)
-DEFAULT_WORKERS = 2
-DEFAULT_HTML_PAGES = 500  # page budget of the link-following crawl when --max-pages is unset
 PER_PAGE = 100  # WordPress's maximum per_page
 
 

@@ -1,26 +1,52 @@
-"""index: turn a home's documents into index builds (chunks, weights, vectors) and load them."""
+"""index: turn a home's documents into index builds (chunks, weights, vectors) and load them.
 
-from .analyzers import ANALYZERS
-from .backend import BackendUnavailable, Build, BuildWriter, Home, Ranker, open_home
-from .bm25 import B, K1, K1_MAX
-from .build import NothingToIndex, build_index, methods_for
-from .chunking import OVERLAP, SIZE, ChunkingError, parse_chunker
-from .chunks import ChunkRow
-from .dense_models import is_dense, is_hybrid, resolve, server_settings
-from .embedding_api import BATCH as EMBED_BATCH
-from .encoders import (DEFAULT_ENCODER, OPENAI_PREFIX, THREADS, EncoderError, check_server,
-                       encoder_names, get_encoder)
-from .manifest import FORMAT_VERSION, Manifest
-from .methods import DEFAULT, HYBRID, LEXICAL, METHODS, UnknownMethod
-from .storage import IndexFormatError, IndexNotFound, LocalHome, load_index
+Names load on first use (busca/lazy.py).
+"""
 
-__all__ = [
-    "ANALYZERS", "B", "ChunkingError", "DEFAULT_ENCODER", "EncoderError", "K1", "K1_MAX",
-    "OVERLAP", "SIZE", "THREADS", "encoder_names", "get_encoder", "parse_chunker",
-    "BackendUnavailable", "Build", "BuildWriter", "ChunkRow", "DEFAULT", "FORMAT_VERSION",
-    "HYBRID", "Home", "IndexFormatError", "IndexNotFound", "LEXICAL", "LocalHome", "METHODS",
-    "Manifest", "NothingToIndex", "Ranker", "UnknownMethod", "build_index", "load_index",
-    "methods_for", "open_home",
-    "EMBED_BATCH", "OPENAI_PREFIX", "check_server", "is_dense", "is_hybrid", "resolve",
-    "server_settings",
-]
+from ..lazy import face
+
+EXPORTS = {
+    "ANALYZERS": ".analyzers",
+    "B": ".bm25",
+    "BackendUnavailable": ".backend",
+    "Build": ".backend",
+    "build_index": ".build",
+    "BuildWriter": ".backend",
+    "check_server": ".encoders",
+    "ChunkingError": ".chunking",
+    "ChunkRow": ".chunks",
+    "DEFAULT": ".methods",
+    "DEFAULT_ENCODER": ".encoders",
+    "EMBED_BATCH": ".embedding_api#BATCH",
+    "encoder_names": ".encoders",
+    "EncoderError": ".encoders",
+    "FORMAT_VERSION": ".manifest",
+    "get_encoder": ".encoders",
+    "Home": ".backend",
+    "HYBRID": ".methods",
+    "IndexFormatError": ".storage",
+    "IndexNotFound": ".storage",
+    "is_dense": ".dense_models",
+    "is_hybrid": ".dense_models",
+    "K1": ".bm25",
+    "K1_MAX": ".bm25",
+    "LEXICAL": ".methods",
+    "load_index": ".storage",
+    "LocalHome": ".storage",
+    "Manifest": ".manifest",
+    "METHODS": ".methods",
+    "methods_for": ".build",
+    "NothingToIndex": ".build",
+    "open_home": ".backend",
+    "OPENAI_PREFIX": ".encoders",
+    "OVERLAP": ".chunking",
+    "parse_chunker": ".chunking",
+    "Ranker": ".backend",
+    "resolve": ".dense_models",
+    "server_settings": ".dense_models",
+    "SIZE": ".chunking",
+    "THREADS": ".encoders",
+    "UnknownMethod": ".methods",
+}
+__all__ = sorted(EXPORTS)
+face(__name__)

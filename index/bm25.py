@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..errors import BuscaError
 from .analyzers import analyzer_version, default_bm25_analyzer, get_term_filter
 from .counting import TermCounts, column_blocks, count_texts, reanalyze
+
+if TYPE_CHECKING:  # scipy loads with the build, never for a search
+    import scipy.sparse as sp
 
 log = logging.getLogger(__name__)
 

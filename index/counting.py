@@ -18,12 +18,15 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..errors import BuscaError
 from .analyzers import java_terms
+
+if TYPE_CHECKING:  # scipy loads with the build, never for a search
+    import scipy.sparse as sp
 
 UINT16_MAX = np.iinfo(np.uint16).max
 
@@ -62,6 +65,7 @@ def piece_terms(piece: str) -> tuple[str, ...]:
 
 def count_pieces(chunks: Sequence[Sequence[str]]) -> CountedBatch:
     """Term counts of chunks given as lists of whitespace-free pieces."""
+    import scipy.sparse as sp
     lengths = np.fromiter(map(len, chunks), dtype=np.int64, count=len(chunks))
     piece_ids: defaultdict[str, int] = defaultdict()
     piece_ids.default_factory = piece_ids.__len__
@@ -116,6 +120,7 @@ class CountMerger:
         """All rows so far; columns renumbered in sorted term order (as CountVectorizer).
         The batches are moved into the final arrays one by one (memory: the result plus
         one batch)."""
+        import scipy.sparse as sp
         terms = list(self.vocabulary)
         order = sorted(range(len(terms)), key=terms.__getitem__)
         rank = np.empty(len(terms), dtype=np.int32)
@@ -156,6 +161,7 @@ def count_texts(texts: Iterable[str], *, batch: int = 4096) -> TermCounts:
 def reanalyze(counts: TermCounts, term_filter) -> TermCounts:
     """The counts under another analyzer: each java column merged into its filtered term's
     column or dropped (`term_filter(term) -> term | None`)."""
+    import scipy.sparse as sp
     if term_filter is None:
         return counts
     mapped = [term_filter(t) for t in counts.terms]

@@ -16,13 +16,16 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
-import requests
 
 from .. import __version__
 from ..errors import BuscaError
+
+if TYPE_CHECKING:  # requests loads when a server is asked, not with the command line
+    import requests
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +106,7 @@ class EmbeddingClient:
         if key is not None and (not key.isprintable() or " " in key):
             raise AuthFailed("BUSCA_EMBED_KEY holds spaces, line breaks or control characters"
                              " — set it to the key alone")
+        import requests
         self.url = endpoint(settings.url)
         self.where = public_url(settings.url)
         self.session = session or requests.Session()
@@ -126,6 +130,7 @@ class EmbeddingClient:
         return headers
 
     def _post(self, body: dict) -> dict:
+        import requests
         attempts = self.settings.retries + 1
         for attempt in range(attempts):
             try:
@@ -185,6 +190,7 @@ class EmbeddingClient:
         return text.replace(key, "***") if key else text
 
     def _served_models(self) -> list[str]:
+        import requests
         try:
             response = self.session.get(self.url.rsplit("/", 1)[0] + "/models",
                                         headers=self._headers(), timeout=10)
@@ -224,10 +230,12 @@ def _json(response: requests.Response, where: str) -> dict:
 
 def _refused(error: requests.RequestException) -> bool:
     """A connection that could not even be opened (nothing listens there)."""
+    import requests
     return isinstance(error, requests.ConnectionError) and not isinstance(error, requests.Timeout)
 
 
 def _reason(error: requests.RequestException) -> str:
+    import requests
     if isinstance(error, requests.Timeout):
         return "timed out"
     if isinstance(error, requests.ConnectionError):

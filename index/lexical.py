@@ -14,7 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import BuscaError
-from .analyzers import get_analyzer, java_terms
+from .maxscore import candidates as maxscore_candidates
+from .maxscore import exact_sums, usable
+from .analyzers import get_analyzer, get_term_filter, java_terms
 
 LONG = 16  # a posting list longer than 1/LONG of the chunks may be worth skipping
 SKIP_SHARE = 0.5  # skip long lists whose bounds add up to less than this share of the best
@@ -104,6 +106,8 @@ class _Postings:
         entry = index.methods[method]
         self.analyzer = entry["analyzer"]
         self.analyze = get_analyzer(self.analyzer)
+        self.term_filter = get_term_filter(self.analyzer)  # java term -> term (None: same)
+        self._known: dict[str, int] = {}  # java term -> column, -1 for none
         self.column = {t: i for i, t in enumerate(index.terms(method))}
         # plain views of the memory maps: slicing a np.memmap costs ~20 us, a view ~0.2 us
         self.indptr = np.asarray(index.array(method, "indptr"))
@@ -116,9 +120,15 @@ class _Postings:
     def query_counts(self, query: str) -> tuple[list[int], np.ndarray]:
         """Columns of the query's known terms, and how often each occurs in the query."""
         tf: dict[int, int] = {}
-        for term in self.analyze(query):
-            col = self.column.get(term)
-            if col is not None:
+        known = self._known
+        for word in java_terms(query):
+            col = known.get(word, -2)
+            if col == -2:  # first time this word is seen: analyze it once
+                if len(known) > 1 << 16:
+                    known.clear()
+                term = self.term_filter(word) if self.term_filter else word
+                col = known[word] = self.column.get(term, -1) if term else -1
+            if col >= 0:
                 tf[col] = tf.get(col, 0) + 1
         columns = sorted(tf)
         return columns, np.array([tf[c] for c in columns], dtype=np.float64)
@@ -145,6 +155,8 @@ class _Postings:
         """sum_j weights[j] * column j for the sorted chunk `ids` only (binary searches), in
         column order: the same numbers as `dense`, added to `out`."""
         out = np.zeros(ids.size, dtype=self.accumulator) if out is None else out
+        if usable(self.n_rows):
+            return exact_sums(self, ids, columns, weights, out)
         needles = ids.astype(self.indices.dtype)  # same dtype: no copy of the haystack
         for c, w in zip(columns, weights):
             span = self._span(c)
@@ -180,6 +192,9 @@ class _Postings:
         if lengths.sum() * 8 < self.n_rows:
             ids = column_sums(self.indptr, self.indices, self.data, columns, weights,
                               self.n_rows)[0]
+            return _top(ids, exact(ids), k)
+        if self.bound is not None and usable(self.n_rows):
+            ids = maxscore_candidates(self, columns, weights, k, factor)
             return _top(ids, exact(ids), k)
         skip = self._skippable(lengths, weights * self._bounds(columns), long)
         kept = np.setdiff1d(np.arange(columns.size), skip)

@@ -12,13 +12,16 @@ columns of its own terms:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from .analyzers import get_term_filter
 from .counting import (EmptyVocabulary, TermCounts, column_blocks, count_texts,
                                   reanalyze)
+
+if TYPE_CHECKING:  # scipy loads with the build, never for a search
+    import scipy.sparse as sp
 
 METHOD = "tfidf"
 ANALYZER = "java"

@@ -1,27 +1,56 @@
-"""search: answer questions on a build of any backend — rank, fuse, floor, hits, context, log."""
+"""search: answer questions on a build of any backend — rank, fuse, floor, hits, context, log.
 
-from ..index.lexical import NoSearchableTerms, top_k
-from ..index.methods import UnknownMethod
-from ..index.vectors import require_vectors
-from . import collapse, highlight, querylog
-from .compare import CompareRow, Comparison, comparison_dict, default_methods
-from .compare import compare as compare_methods  # `search.compare` stays the module
-from .context import PER_DOC as CONTEXT_PER_DOC
-from .context import (LANGS, MAX_CHARS, Context, ContextTooSmall, TemplateError, build_context,
-                      check_template, context_dict, render)
-from .fusion import (FUSION, FUSIONS, RRF_K, WINDOW, FusionError, FusionSettings, check_settings,
-                     describe_default, parse_weights)
-from .hits import BadFloor, Hit, StaleIndex, check_floor, hits_for, search, snippet
-from .scorers import (K, available_methods, describe_fusion, floor_of, method_settings, rank,
-                      scorer)
+Names load on first use (busca/lazy.py).
+"""
 
-__all__ = [
-    "CompareRow", "Comparison", "collapse", "compare_methods", "comparison_dict",
-    "default_methods", "highlight", "CONTEXT_PER_DOC", "BadFloor", "check_floor", "Context",
-    "ContextTooSmall", "FUSION", "FUSIONS", "FusionError", "FusionSettings", "Hit",
-    "K", "LANGS", "MAX_CHARS", "NoSearchableTerms", "RRF_K", "StaleIndex", "TemplateError",
-    "UnknownMethod", "WINDOW", "available_methods", "build_context", "check_settings",
-    "check_template", "context_dict", "describe_default", "describe_fusion", "floor_of",
-    "hits_for", "method_settings", "parse_weights", "querylog", "rank", "render", "require_vectors", "scorer",
-    "search", "snippet", "top_k",
-]
+from ..lazy import face
+
+EXPORTS = {
+    "available_methods": ".scorers",
+    "BadFloor": ".hits",
+    "build_context": ".context",
+    "check_floor": ".hits",
+    "check_settings": ".fusion",
+    "check_template": ".context",
+    "collapse": ".collapse:",
+    "compare_methods": ".compare#compare",
+    "CompareRow": ".compare",
+    "Comparison": ".compare",
+    "comparison_dict": ".compare",
+    "Context": ".context",
+    "context_dict": ".context",
+    "CONTEXT_PER_DOC": ".context#PER_DOC",
+    "ContextTooSmall": ".context",
+    "default_methods": ".compare",
+    "describe_default": ".fusion",
+    "describe_fusion": ".scorers",
+    "floor_of": ".scorers",
+    "FUSION": ".fusion",
+    "FusionError": ".fusion",
+    "FUSIONS": ".fusion",
+    "FusionSettings": ".fusion",
+    "highlight": ".highlight:",
+    "Hit": ".hits",
+    "hits_for": ".hits",
+    "K": ".scorers",
+    "LANGS": ".context",
+    "MAX_CHARS": ".context",
+    "method_settings": ".scorers",
+    "NoSearchableTerms": "..index.lexical",
+    "parse_weights": ".fusion",
+    "querylog": ".querylog:",
+    "rank": ".scorers",
+    "render": ".context",
+    "require_vectors": "..index.vectors",
+    "RRF_K": ".fusion",
+    "scorer": ".scorers",
+    "search": ".hits",
+    "snippet": ".hits",
+    "StaleIndex": ".hits",
+    "TemplateError": ".context",
+    "top_k": "..index.lexical",
+    "UnknownMethod": "..index.methods",
+    "WINDOW": ".fusion",
+}
+__all__ = sorted(EXPORTS)
+face(__name__)

@@ -14,14 +14,17 @@ only when it is the only relevant one. Hits below the floor come last.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..crawler.store import DocumentStore
 from ..errors import BuscaError
 from .fusion import FusionSettings
 from .hits import Hit, hits_for
 from .scorers import K, rank as rank_all
+
+if TYPE_CHECKING:  # the crawler package loads only when a command needs it
+    from ..crawler.store import DocumentStore
 
 PER_DOC = 0  # 0 = no limit: `busca search` keeps the Java-parity ranking by default
 DEEPEN = 4  # first depth: k * (per_doc + DEEPEN) chunks

@@ -13,16 +13,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..crawler.store import DocumentStore
 from ..index.lexical import NoSearchableTerms, top_k
 from ..index.methods import HYBRID
 from .collapse import PER_DOC, collapse, urls_of
 from .fusion import FusionSettings
 from .hits import Hit, hits_for
 from .scorers import K, available_methods, rank, scorer
+
+if TYPE_CHECKING:  # the crawler package loads only when a command needs it
+    from ..crawler.store import DocumentStore
 
 DEPTH = 100
 METHODS = ("tfidf", "bm25", "dense", "hybrid")

@@ -11,8 +11,8 @@ instead of calling the LLM.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from ..crawler.store import DocumentStore as Store
 from ..errors import BuscaError
 from ..index.lexical import NoSearchableTerms
 from .fusion import FusionSettings
@@ -20,6 +20,9 @@ from .collapse import search as search_per_doc
 from .hits import K, Hit, check_floor
 from .scorers import floor_of
 from .sentences import SENTENCE_REACH, sentences, widen
+
+if TYPE_CHECKING:  # the crawler package loads only when a command needs it
+    from ..crawler.store import DocumentStore as Store
 
 MAX_CHARS = 6000  # characters of passage text in one context
 PER_DOC = 2  # windows of one document at most, unless no other document passes the floor

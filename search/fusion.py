@@ -5,7 +5,9 @@ Each component ranks the whole index; only its top `window` chunks take part. Tw
   absent from a component's window contributing nothing (Cormack et al. 2009; k = 60 as in
   Elasticsearch, OpenSearch, Pyserini and ranx);
 - `minmax`: score(c) = sum_m w_m * (s_m(c) - min_m) / (max_m - min_m) over each window
-  (1 when the window's scores are all equal; 0 when absent).
+  (1 when the window's scores are all equal; 0 when absent);
+- `zscore`: score(c) = sum_m w_m * (z_m(c) - min z_m), z_m = (s_m - mean_m) / std_m over each
+  window (0 when the window's scores are all equal; 0 when absent, i.e. the window's lowest).
 Floor: a fused hit is kept only if at least one component scored it at or above that
 component's own calibrated floor (a component without a floor lets every hit pass).
 """
@@ -19,17 +21,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import BuscaError
+from ..index.encoders import DENSE_SHARE, DENSE_SHARES
 from ..index.lexical import NoSearchableTerms, top_k
 
 METHOD = "hybrid"
-FUSIONS = ("rrf", "minmax")
-FUSION = "minmax"  # measured: docs/dense.md
+FUSIONS = ("rrf", "minmax", "zscore")
+FUSION = "minmax"  # measured across models and corpora: docs/dense.md, "Fusion across models"
 RRF_K = 60.0
 WINDOW = 100
 LEXICAL = ("bm25", "tfidf")  # the first one the index has is the default lexical component
-# Default weights per fusion (measured, docs/dense.md): min-max 0.6/0.4 kept lexical questions
-# at the best single method's recall while lifting paraphrases; RRF stays the textbook 1:1.
-WEIGHTS = {"minmax": {"lexical": 0.6, "dense": 0.4}, "rrf": {"lexical": 1.0, "dense": 1.0}}
+# Default weights: the weighted sums (minmax, zscore) give dense the share measured for its
+# encoder (index/encoders.py DENSE_SHARES: use 0.3, e5-small 0.7, others 0.5) and lexical the
+# rest; RRF stays the textbook 1:1. Measured: docs/dense.md, "Fusion across models".
+RRF_WEIGHTS = {"lexical": 1.0, "dense": 1.0}
 
 
 class FusionError(BuscaError, ValueError):
@@ -87,15 +91,18 @@ def parse_weights(text: str) -> dict[str, float]:
     return weights
 
 
-def default_weights(methods, fusion: str = FUSION, dense: str = "dense") -> dict[str, float]:
+def default_weights(methods, fusion: str = FUSION, dense: str = "dense", *,
+                    dense_share: float = DENSE_SHARE) -> dict[str, float]:
     """Default components and weights: the best lexical method the index has, plus `dense`
-    (the default dense model; `dense:NAME` for `hybrid:NAME`)."""
+    (the default dense model; `dense:NAME` for `hybrid:NAME`): 1:1 for RRF, 1 - `dense_share`
+    and `dense_share` for the weighted sums."""
     lexical = next((m for m in LEXICAL if m in methods), None)
     if lexical is None or dense not in methods:
         raise FusionError("hybrid needs dense vectors and a lexical method (bm25 or tfidf);"
                           " add vectors with: busca index --dense use")
-    weights = WEIGHTS[fusion]
-    return {lexical: weights["lexical"], dense: weights["dense"]}
+    if fusion == "rrf":
+        return {lexical: RRF_WEIGHTS["lexical"], dense: RRF_WEIGHTS["dense"]}
+    return {lexical: round(1 - dense_share, 6), dense: dense_share}
 
 
 def rrf(lists, weights, *, k: float = RRF_K) -> tuple[np.ndarray, np.ndarray]:
@@ -117,6 +124,18 @@ def minmax(lists, scores, weights) -> tuple[np.ndarray, np.ndarray]:
     return _sum(parts)
 
 
+def zscore(lists, scores, weights) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted sum of each list's z-scores, shifted so the list's lowest counts 0 (as absent)."""
+    parts = []
+    for ids, s, w in zip(lists, scores, weights):
+        if ids.size == 0:
+            continue
+        sd = float(s.std())
+        z = (s - s.mean()) / sd if sd > 0 else np.zeros(s.size)
+        parts.append((ids, w * (z - z.min())))
+    return _sum(parts)
+
+
 def _sum(parts) -> tuple[np.ndarray, np.ndarray]:
     if not parts:
         return np.empty(0, np.int64), np.empty(0)
@@ -133,11 +152,12 @@ def stored_settings(entry: Mapping) -> FusionSettings:
     return check_settings(FusionSettings(**{k: v for k, v in stored.items() if k in known}))
 
 
-def components(settings: FusionSettings, available: Sequence[str],
-               dense: str = "dense") -> dict[str, float]:
+def components(settings: FusionSettings, available: Sequence[str], dense: str = "dense", *,
+               dense_share: float = DENSE_SHARE) -> dict[str, float]:
     """Method -> weight that `settings` fuses, given the methods an index has (`dense`: the
-    dense component of the default weights)."""
-    weights = settings.weights or default_weights(available, settings.fusion, dense)
+    dense component of the default weights, `dense_share`: the share measured for its encoder)."""
+    weights = settings.weights or default_weights(available, settings.fusion, dense,
+                                                  dense_share=dense_share)
     missing = [m for m in weights if m not in available]
     if missing:
         raise FusionError(f"hybrid cannot use {', '.join(missing)}: this index has"
@@ -185,7 +205,8 @@ def fuse(ranked: dict, weights: dict[str, float], settings: FusionSettings):
     lists = [ranked[m][0][:window] for m in weights]
     if settings.fusion == "rrf":
         return rrf(lists, list(weights.values()), k=settings.rrf_k)
-    return minmax(lists, [ranked[m][1][:window] for m in weights], list(weights.values()))
+    normalise = zscore if settings.fusion == "zscore" else minmax
+    return normalise(lists, [ranked[m][1][:window] for m in weights], list(weights.values()))
 
 
 def passing(ids: np.ndarray, ranked: dict, floors: dict) -> np.ndarray:
@@ -202,10 +223,18 @@ def passing(ids: np.ndarray, ranked: dict, floors: dict) -> np.ndarray:
 def describe_default() -> str:
     """The default components and weights, for help texts."""
     lexical = "|".join(LEXICAL)
-    return "; ".join(f"{f}: {lexical}={w['lexical']:g},dense={w['dense']:g}"
-                     for f, w in WEIGHTS.items())
+    shares = ", ".join(f"{name} {share:g}" for name, share in DENSE_SHARES.items())
+    return (f"minmax, zscore: {lexical}=1-s,dense=s with s the encoder's measured share"
+            f" ({shares}, others {DENSE_SHARE:g}); rrf: {lexical}=1,dense=1")
 
 
-def describe(settings: FusionSettings, available: Sequence[str], dense: str = "dense") -> dict:
+def share_of(encoder: str | None) -> float:
+    """The dense share measured for `encoder` (index/encoders.py DENSE_SHARES), else 0.5."""
+    return float(DENSE_SHARES.get(encoder or "", DENSE_SHARE))
+
+
+def describe(settings: FusionSettings, available: Sequence[str], dense: str = "dense", *,
+             dense_share: float = DENSE_SHARE) -> dict:
     """Settings with the components and weights actually used on an index with `available`."""
-    return {**settings.describe(), "weights": components(settings, available, dense)}
+    return {**settings.describe(),
+            "weights": components(settings, available, dense, dense_share=dense_share)}

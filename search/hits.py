@@ -5,12 +5,15 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..crawler.store import DocumentStore
 from ..errors import BuscaError
 from ..index.chunking import chunk_text
 from .fusion import FusionSettings
 from .scorers import K, rank
+
+if TYPE_CHECKING:  # the crawler package loads only when a command needs it
+    from ..crawler.store import DocumentStore
 
 
 class StaleIndex(BuscaError):

@@ -9,7 +9,7 @@ from dataclasses import replace
 from ..index.dense_models import HYBRID, model_of, resolve
 from ..index.lexical import top_k
 from ..index.methods import UnknownMethod, method_spec, stored_methods
-from .fusion import FusionSettings, HybridScorer, components, describe, stored_settings
+from .fusion import FusionSettings, HybridScorer, components, describe, share_of, stored_settings
 
 K = 3
 
@@ -36,7 +36,9 @@ def scorer(index, method: str, fusion: FusionSettings | None = None):
         have = ", ".join(available_methods(index)) or "none"
         raise UnknownMethod(f"this index has no method {method!r}; it has: {have}")
     settings = fusion if fusion is not None else stored_settings(index.manifest.entry(HYBRID))
-    weights = components(_resolved(index, settings), _parts(index), _dense_of(method))
+    dense = _dense_of(method)
+    weights = components(_resolved(index, settings), _parts(index), dense,
+                         dense_share=dense_share(index, dense))
     return HybridScorer({m: index.ranker(resolve(index.manifest.methods, m)) for m in weights},
                         weights, settings, {m: floor_of(index, m) for m in weights})
 
@@ -44,7 +46,15 @@ def scorer(index, method: str, fusion: FusionSettings | None = None):
 def describe_fusion(index, settings: FusionSettings, method: str = "hybrid") -> dict:
     """The settings with the components and weights actually used on `index`."""
     method = resolve(index.manifest.methods, method)
-    return describe(_resolved(index, settings), _parts(index), _dense_of(method))
+    dense = _dense_of(method)
+    return describe(_resolved(index, settings), _parts(index), dense,
+                    dense_share=dense_share(index, dense))
+
+
+def dense_share(index, dense: str = "dense") -> float:
+    """The share measured for the encoder that made the `dense` (or `dense:NAME`) vectors."""
+    entry = index.manifest.entry(resolve(index.manifest.methods, dense))
+    return share_of(entry.get("encoder"))
 
 
 def method_settings(index, method: str) -> dict:

@@ -24,7 +24,8 @@ def test_stats_shows_no_empty_value_and_hybrid_as_it_fuses(run, tmp_path, fake):
     lines = lines_by_method(result.stdout)
     assert "analyzer simple," in lines["bm25"]
     assert "analyzer_version" not in lines["bm25"]  # simple has no stemmer version
-    assert lines["hybrid"].endswith("(fusion minmax, window 100, weights bm25=0.6,dense=0.4)")
+    # "fake" has no measured dense share: 0.5 (docs/dense.md, "Fusion across models")
+    assert lines["hybrid"].endswith("(fusion minmax, window 100, weights bm25=0.5,dense=0.5)")
     assert "None" not in result.stdout and "{}" not in result.stdout
     assert ", ," not in result.stdout and " ," not in result.stdout
     assert "max_length" not in lines["dense"]  # None for the fake encoder: left out

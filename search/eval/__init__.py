@@ -1,21 +1,48 @@
-"""search.eval: score the search methods on labelled questions (golden sets, BEIR qrels)."""
+"""search.eval: score the search methods on labelled questions (golden sets, BEIR qrels).
 
-from . import plots, report, runs, tuning
-from .floors import Calibration, FloorError, NoFloorToStore, floors_to_store, store_floors
-from .golden import Golden, GoldenError, Question, load_golden
-from .harness import Harness, NothingRelevant, evaluate_chunkers, evaluate_index
-from .judge import DEPTH, chunk_table, judge
-from .metrics import KS, MetricError, default_metrics, parse_ks, parse_metric
-from .plots import PlotUnavailable, require_matplotlib, write_plots
-from .runs import RunError, align, load_run, run_pairs, save_run
-from .summary import KEY, Evaluation, summarize
-from .tuning import tune_fusion
+Names load on first use (busca/lazy.py).
+"""
 
-__all__ = [
-    "Calibration", "DEPTH", "chunk_table", "judge", "Evaluation", "FloorError", "Golden", "GoldenError", "Harness",
-    "KEY", "KS", "MetricError", "NoFloorToStore", "NothingRelevant", "PlotUnavailable",
-    "Question", "RunError", "align", "default_metrics", "evaluate_chunkers", "evaluate_index",
-    "floors_to_store", "load_golden", "load_run", "parse_ks", "parse_metric", "plots", "report",
-    "require_matplotlib", "run_pairs", "runs", "save_run", "store_floors", "summarize", "tune_fusion",
-    "tuning", "write_plots",
-]
+from ...lazy import face
+
+EXPORTS = {
+    "align": ".runs",
+    "Calibration": ".floors",
+    "chunk_table": ".judge",
+    "default_metrics": ".metrics",
+    "DEPTH": ".judge",
+    "evaluate_chunkers": ".harness",
+    "evaluate_index": ".harness",
+    "Evaluation": ".summary",
+    "FloorError": ".floors",
+    "floors_to_store": ".floors",
+    "Golden": ".golden",
+    "GoldenError": ".golden",
+    "Harness": ".harness",
+    "judge": ".judge",
+    "KEY": ".metrics",
+    "KS": ".metrics",
+    "load_golden": ".golden",
+    "load_run": ".runs",
+    "MetricError": ".metrics",
+    "NoFloorToStore": ".floors",
+    "NothingRelevant": ".harness",
+    "parse_ks": ".metrics",
+    "parse_metric": ".metrics",
+    "plots": ".plots:",
+    "PlotUnavailable": ".plots",
+    "Question": ".golden",
+    "report": ".report:",
+    "require_matplotlib": ".plots",
+    "run_pairs": ".runs",
+    "RunError": ".runs",
+    "runs": ".runs:",
+    "save_run": ".runs",
+    "store_floors": ".floors",
+    "summarize": ".summary",
+    "tune_fusion": ".tuning",
+    "tuning": ".tuning:",
+    "write_plots": ".plots",
+}
+__all__ = sorted(EXPORTS)
+face(__name__)

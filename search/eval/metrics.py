@@ -16,6 +16,7 @@ from ...errors import BuscaError
 
 KINDS = ("recall", "mrr", "ndcg")
 KS = (1, 3, 5, 10)
+KEY = "recall@3"  # fixed/broken lists are read on this metric by default
 EXTRA = ("mrr@10", "ndcg@10")
 
 _NAME = re.compile(r"^(recall|mrr|ndcg)@([0-9]+)$")

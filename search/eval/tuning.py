@@ -18,7 +18,7 @@ import numpy as np
 from ...index.lexical import NoSearchableTerms
 from ..fusion import (METHOD, RRF_K, WINDOW, FusionError, FusionSettings, check_settings,
                       default_weights, fuse)
-from ..scorers import available_methods, scorer, top_k
+from ..scorers import available_methods, dense_share, scorer, top_k
 from .bootstrap import Difference, Estimate, bootstrap, paired_difference
 from .golden import Golden
 from .judge import DEPTH, chunk_table, judge, outcome_of
@@ -67,14 +67,24 @@ class Tuning:
     def warning(self) -> str:
         return WARNING.format(n=self.questions)
 
+    @property
+    def keep_default(self) -> str | None:
+        """A warning when the best setting does not beat the default beyond its interval."""
+        d = self.best_vs_default
+        if d.low > 0:
+            return None
+        return (f"the best setting is not better than the default beyond its 95% interval"
+                f" (best − default {d.mean:+.3f}, {d.low:+.3f} to {d.high:+.3f}): keep the"
+                " default unless questions not used here confirm the gain")
+
 
 def grid(components: Sequence[str], *, window: int = WINDOW) -> list[FusionSettings]:
-    """RRF over k x dense weight (lexical 1), then min-max over the dense share."""
+    """RRF over k x dense weight (lexical 1), then z-score and min-max over the dense share."""
     lexical, dense = components
     out = [FusionSettings("rrf", float(k), window, {lexical: 1.0, dense: w})
            for k in RRF_KS for w in DENSE_WEIGHTS]
-    out += [FusionSettings("minmax", RRF_K, window,
-                           {lexical: round(1 - s, 2), dense: s}) for s in DENSE_SHARES]
+    out += [FusionSettings(how, RRF_K, window, {lexical: round(1 - s, 2), dense: s})
+            for how in ("zscore", "minmax") for s in DENSE_SHARES]
     return out
 
 
@@ -101,7 +111,8 @@ def tune_fusion(golden: Golden, index, store, *, metric: Metric,
                          for j, (ids, s) in zip(judged, rankings)])
         return Trial(name, settings, vals, bootstrap(vals), _slice_means(vals, labels))
 
-    default = FusionSettings(window=window, weights=default_weights(components))
+    default = FusionSettings(window=window, weights=default_weights(
+        components, dense_share=dense_share(index)))
     settings = [default] + [s for s in grid(components, window=window) if s != default]
     trials = [trial(_name(s), s, [_fused(r, s) for r in ranked]) for s in settings]
     singles = tuple(trial(m, None, [r[m] for r in ranked]) for m in components)
@@ -182,6 +193,8 @@ def render(tuning: Tuning, *, top: int = TOP) -> str:
               f" p = {d.p_value:.3f}",
               f"cross-validated ({FOLDS} folds): {_ci(cv)}",
               f"warning: {tuning.warning}"]
+    if tuning.keep_default:
+        lines.append(f"warning: {tuning.keep_default}")
     return "\n".join(lines) + "\n"
 
 
@@ -198,7 +211,8 @@ def to_json(tuning: Tuning) -> dict:
                                    "p_value": d.p_value},
             "cross_validated": {"mean": cv.mean, "low": cv.low, "high": cv.high,
                                 "folds": FOLDS},
-            "trials": [trial(t) for t in tuning.trials], "warning": tuning.warning}
+            "trials": [trial(t) for t in tuning.trials], "warning": tuning.warning,
+            "keep_default": tuning.keep_default}
 
 
 def _ci(e: Estimate) -> str:

