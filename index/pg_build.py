@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 import tempfile
 import uuid
@@ -31,6 +32,7 @@ from .pg_schema import (ARRAYS, BLOCKS, BLOCKS_KEYS, CHUNKS, DENSE, DENSE_KEYS, 
 LEXICAL_DATA = ("counts", "scores")  # the per-posting array of tfidf / bm25
 BIG = ("indices", "counts", "scores", "vectors")  # stored as tables, not as .npy bytes
 HNSW_M, HNSW_EF_CONSTRUCTION = 16, 128  # pgvector defaults 16, 64; see docs/postgres.md
+SPOOL = "busca-pg-build-"  # temporary folder of a build's arrays: SPOOL<pid>-<random>
 FIRST_BLOCK = 256  # postings in a term's first (best) block; each next block is twice as long
 KEEP_BUILDS = 2  # the live build and the previous one
 
@@ -49,7 +51,8 @@ class PostgresBuildWriter:
         self.conn = connect(autocommit=False)
         self.conn.execute("SET client_connection_check_interval = '1s'")
         self.conn.execute("SET maintenance_work_mem = '256MB'")
-        self._dir = Path(tempfile.mkdtemp(prefix="busca-pg-build-"))
+        _remove_orphans()
+        self._dir = Path(tempfile.mkdtemp(prefix=f"{SPOOL}{os.getpid()}-"))
         self._arrays: dict[str, list[str]] = {}
         self._terms: dict[str, list[str]] = {}
         self._chunks = 0
@@ -208,6 +211,24 @@ def impact_blocks(indptr: np.ndarray, indices: np.ndarray, keys: np.ndarray):
     tops_ptr = np.concatenate([[0], np.cumsum(counts)])
     tops = keys[order][starts] if starts.size else np.empty(0, np.float32)
     return order, block_ptr, (term_ids, numbers), (tops_ptr, tops)
+
+
+def _remove_orphans() -> None:
+    """Remove the array folders of killed builds (their process is gone)."""
+    for folder in Path(tempfile.gettempdir()).glob(SPOOL + "*"):
+        pid = folder.name[len(SPOOL):].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _try_extension(cur, name: str) -> bool:

@@ -198,3 +198,17 @@ def test_two_readers_answer_every_request_while_a_third_process_reindexes(
     for result in results:
         assert result["failed"] == [] and result["done"] > 20
         assert result["builds"] >= 2  # it answered across a swap
+
+
+def test_a_killed_builds_array_folder_is_removed_by_the_next_build(pg_home):
+    import tempfile
+
+    from busca.index.pg_build import SPOOL
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    orphan = Path(tempfile.gettempdir()) / f"{SPOOL}{dead}-test"
+    orphan.mkdir()
+    with open_home(pg_home) as home:
+        home.new_build().abort()
+    assert not orphan.exists()
