@@ -19,13 +19,14 @@ from . import crawler as crawling
 from . import index as indexing
 from . import search as searching
 from . import terminal
+from .params import FiniteFloat
 from .errors import BuscaError
 from .search import eval as evaluation
 
 DEFAULT_HOME = ".busca"
 FIXTURES = Path(__file__).parent / "fixtures"
-METHOD_HELP = ("Ranking method: " + ", ".join(indexing.METHODS) + " (one the index was built"
-               " with). dense and hybrid load the encoder on every call (2-3 s for use): for"
+METHOD_HELP = ("Ranking method: " + ", ".join(indexing.METHODS) + ", dense:NAME, hybrid:NAME"
+               " (one the index was built with; busca stats lists them). dense and hybrid load the encoder on every call (2-3 s for use): for"
                " many questions, busca shell or busca serve load it once.")
 
 class _Group(click.Group):
@@ -151,7 +152,7 @@ def add(ctx, files):
     Example: busca add artigos.jsonl notas/*.md
     """
     counts = {"added": 0, "updated": 0, "unchanged": 0}
-    problems = 0
+    problems, seen = 0, set()
     with _home(ctx) as store:
         legacy = _legacy_ids(store, files)
         for item in crawling.read_files(list(files)):
@@ -159,6 +160,10 @@ def add(ctx, files):
                 problems += 1
                 click.echo(f"skipped {item.where}: {item.message}", err=True)
                 continue
+            if item.url in seen:
+                click.echo(f"note: {item.url} comes more than once in the input; the last one"
+                           " is kept", err=True)
+            seen.add(item.url)
             status = store.put(item)
             for old in legacy.get(item.url, ()):  # the same file under its pre-file:// id
                 store.delete(old)
@@ -193,9 +198,9 @@ def _legacy_ids(store: crawling.DocumentStore, files) -> dict[str, list[str]]:
 @click.option("--threads", default=indexing.THREADS, show_default=True,
               type=click.IntRange(min=1), help="Threads for the dense encoder.")
 @click.option("--k1", default=indexing.K1, show_default=True,
-              type=click.FloatRange(0, indexing.K1_MAX),
+              type=FiniteFloat(0, indexing.K1_MAX),
               help="BM25 term-frequency saturation (Lucene's k1).")
-@click.option("--b", "b", default=indexing.B, show_default=True, type=click.FloatRange(0, 1),
+@click.option("--b", "b", default=indexing.B, show_default=True, type=FiniteFloat(0, 1),
               help="BM25 length normalisation (Lucene's b).")
 @click.option("--bm25-analyzer", "--analyzer", "bm25_analyzer", default=None,
               type=click.Choice(sorted(indexing.ANALYZERS)),
@@ -256,6 +261,18 @@ def _echo_dense(manifest: indexing.Manifest) -> None:
                        err=True)
 
 
+def _weights_option(ctx, param, value: str | None) -> dict[str, float] | None:
+    """--weights as {method: weight}; a malformed value is bad usage (exit 2)."""
+    if value is None:
+        return None
+    try:
+        weights = searching.parse_weights(value)
+        searching.check_settings(searching.FusionSettings(weights=weights))
+    except searching.FusionError as e:
+        raise click.BadParameter(str(e), ctx, param) from None
+    return weights
+
+
 def _split(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
@@ -265,7 +282,7 @@ def _split(value: str) -> list[str]:
 @click.option("-k", default=searching.K, show_default=True, type=click.IntRange(min=1),
               help="How many passages to return.")
 @click.option("--method", default="tfidf", show_default=True, help=METHOD_HELP)
-@click.option("--min-score", type=float, default=None,
+@click.option("--min-score", type=FiniteFloat(), default=None,
               help="Drop hits below this score (default: the calibrated floor, if any).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per hit.")
 @click.option("--no-log", is_flag=True, help="Do not record this query in the query log.")
@@ -276,8 +293,8 @@ def _split(value: str) -> list[str]:
 @click.option("--window", default=searching.WINDOW, show_default=True,
               type=click.IntRange(min=1), help="hybrid: top hits of each method that are fused.")
 @click.option("--rrf-k", default=searching.RRF_K, show_default=True,
-              type=click.FloatRange(min=0), help="hybrid: the RRF constant k.")
-@click.option("--weights", default=None, metavar="M=W,...",
+              type=FiniteFloat(min=0), help="hybrid: the RRF constant k.")
+@click.option("--weights", default=None, metavar="M=W,...", callback=_weights_option,
               help="hybrid: methods and weights, e.g. bm25=1,dense=0.5 [default: "
                    + searching.describe_default() + "]")
 @click.option("--per-doc", type=click.IntRange(min=0), default=searching.collapse.PER_DOC,
@@ -353,9 +370,9 @@ def _hybrid_settings(index, method, fusion, window, rrf_k, weights, min_score):
         searching.require_vectors(index, method if indexing.is_dense(method) else "dense")
     if not indexing.is_hybrid(method):
         return None, {}
-    parsed = searching.parse_weights(weights) if weights else {}
     settings = searching.check_settings(searching.FusionSettings(
-        fusion=fusion, window=window, rrf_k=rrf_k, weights=parsed, floors=min_score is None))
+        fusion=fusion, window=window, rrf_k=rrf_k, weights=weights or {},
+        floors=min_score is None))
     return settings, {"fusion": searching.describe_fusion(index, settings, method)}
 
 
@@ -484,7 +501,12 @@ def _demo_encoder() -> str | None:
 @contextmanager
 def _demo_home(keep: str | None):
     if keep:
-        yield Path(keep)
+        path = Path(keep)
+        if path.exists() and any(path.iterdir()):  # the demo crawls, indexes and calibrates
+            raise click.BadParameter(f"{keep} is not empty: the demo would mix its articles"
+                                     " into what is there and replace its index; give a new"
+                                     " folder", param_hint="--keep")
+        yield path
         return
     home = Path(tempfile.mkdtemp(prefix="busca-demo-"))
     try:
@@ -520,7 +542,7 @@ def _log_query(store: indexing.Home, no_log: bool, command: str, query: str, met
 @click.option("-k", default=searching.K, show_default=True, type=click.IntRange(min=1),
               help="How many windows to gather (overlapping ones are merged).")
 @click.option("--method", default="tfidf", show_default=True, help=METHOD_HELP)
-@click.option("--min-score", type=float, default=None,
+@click.option("--min-score", type=FiniteFloat(), default=None,
               help="The floor: below it nothing is found (default: the calibrated floor).")
 @click.option("--max-chars", default=searching.MAX_CHARS, show_default=True,
               type=click.IntRange(min=1),
@@ -611,7 +633,7 @@ def _not_found(found: searching.Context) -> str:
 @click.option("--since", type=click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S",
                                               "%Y-%m-%d %H:%M"]), default=None,
               help="Only questions asked on or after this date (local time).")
-@click.option("--below", type=float, default=None,
+@click.option("--below", type=FiniteFloat(), default=None,
               help="Also count answered questions whose best score is under this.")
 @click.option("--golden", type=click.Path(dir_okay=False), default=None,
               help="Write the misses to this new file as a golden-set skeleton to label.")
@@ -880,7 +902,7 @@ def _store_floors(ctx, ev) -> None:
 @click.option("--max-pages", type=click.IntRange(min=1), default=None,
               help="Pages to fetch at most: HTML pages (html crawl default"
                    f" {crawling.DEFAULT_HTML_PAGES}), or API result pages.")
-@click.option("--rate", type=click.FloatRange(min=0, min_open=True),
+@click.option("--rate", type=FiniteFloat(min=0, min_open=True),
               default=crawling.DEFAULT_RATE, show_default=True,
               help="Requests per second per host (robots.txt Crawl-delay can lower it).")
 @click.option("--workers", type=click.IntRange(1, 16), default=crawling.DEFAULT_WORKERS,
@@ -890,7 +912,7 @@ def _store_floors(ctx, ev) -> None:
 @click.option("--allow-host", "allow_hosts", multiple=True, metavar="HOST",
               help="Another host the crawl may fetch from (repeatable).")
 @click.option("--full", is_flag=True, help="Fetch everything again, ignoring what is stored.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True),
+@click.option("--timeout", type=FiniteFloat(min=0, min_open=True),
               default=crawling.DEFAULT_TIMEOUT, show_default=True,
               help="Seconds to wait for a connection or for data.")
 @click.option("--retries", type=click.IntRange(0, 10), default=crawling.DEFAULT_RETRIES,

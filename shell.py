@@ -55,9 +55,10 @@ class Session:
 
     def __init__(self, index, store, settings: Settings, *,
                  style: display.Style, as_json: bool = False, log: bool = True,
-                 echo: Callable[..., None] = click.echo):
+                 echo: Callable[..., None] = click.echo, history: str = HISTORY):
         self.index, self.store, self.style = index, store, style
         self.as_json, self.log, self.echo = as_json, log, echo
+        self.history = history  # named by :help
         self.fusion: searching.FusionSettings | None = None  # hybrid's settings, as a value
         self.settings = settings
         self.last: str | None = None
@@ -140,7 +141,7 @@ class Session:
 
     def _help(self, _arg: str = "") -> None:
         methods = ", ".join(searching.available_methods(self.index))
-        self.echo(HELP.format(methods=methods, history=HISTORY), err=self.as_json)
+        self.echo(HELP.format(methods=methods, history=self.history), err=self.as_json)
 
     def _note(self, text: str) -> None:
         self.echo(text, err=True)
@@ -176,7 +177,7 @@ class Session:
         return shown
 
     def compare(self, arg: str = "") -> None:
-        question = self._question(arg)
+        question = self._question(arg, ":compare")
         s = self.settings
         methods = searching.default_methods(self.index)
         fusion = self.fusion or searching.FusionSettings(floors=self.settings.min_score is None)
@@ -189,7 +190,7 @@ class Session:
             self.echo(display.compare_text(result, analyzer, self.style), nl=False)
 
     def context(self, arg: str = "") -> None:
-        question = self._question(arg)
+        question = self._question(arg, ":context")
         s = self.settings
         found = searching.build_context(
             self.index, self.store, question, method=s.method, k=s.k, min_score=s.min_score,
@@ -204,10 +205,10 @@ class Session:
         else:
             self.echo(prompt, nl=not prompt.endswith("\n"))
 
-    def _question(self, arg: str) -> str:
+    def _question(self, arg: str, command: str) -> str:
         question = arg or self.last
         if not question:
-            raise SessionError("ask a question first, or give one: :compare QUESTION")
+            raise SessionError(f"ask a question first, or give one: {command} QUESTION")
         self.last = question
         return question
 

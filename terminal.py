@@ -21,6 +21,7 @@ import click
 from . import display, shell
 from . import index as indexing
 from . import search as searching
+from .params import FiniteFloat
 from .search import eval as evaluation
 
 HISTORY_ENV = "BUSCA_HISTORY"
@@ -55,7 +56,7 @@ def run_session(home: indexing.Home, *, method: str, k: int, per_doc: int | None
     """Load the index once and answer questions: readline on a terminal, else stdin lines."""
     settings = shell.Settings(method=method, k=k, per_doc=per_doc, min_score=min_score)
     session = shell.Session(home.current(), home, settings, style=style_for_stdout(),
-                            as_json=as_json, log=not no_log)
+                            as_json=as_json, log=not no_log, history=history_path())
     if sys.stdin.isatty() and not as_json:
         run_terminal(session, history_path())
     else:
@@ -143,7 +144,7 @@ def _shell_command(open_home: Callable, options: Callable) -> click.Command:
     @click.option("--per-doc", type=click.IntRange(min=0), default=None,
                   help="At most N windows of one article (0 = no limit) [default: search 0,"
                        " compare 0, context 2].")
-    @click.option("--min-score", type=float, default=None,
+    @click.option("--min-score", type=FiniteFloat(), default=None,
                   help="Drop hits below this score (default: the calibrated floor, if any).")
     @click.option("--json", "as_json", is_flag=True,
                   help="Read questions from stdin, one per line; one JSON line per answer.")

@@ -64,17 +64,23 @@ def faquad_golden(store: Store) -> Golden:
     return Golden(str(FAQUAD), "json", tuple(questions))
 
 
+def _rank_all(index, judged, method: str, n: int) -> list:
+    """Every question's full ranking under `method` (empty when it has no searchable term)."""
+    ranked = []
+    for j in judged:
+        try:
+            ranked.append(core.rank(index, j.question.text, method=method, k=n))
+        except NoSearchableTerms:
+            ranked.append((np.empty(0, np.int64), np.empty(0)))
+    return ranked
+
+
 def measure(index, table, golden: Golden, per_docs: list[int]) -> dict:
     judged = [j for j in judge(golden, table).items if j.gains]
     n = len(table.urls)
     rows = {}
     for method in METHODS:
-        ranked = []
-        for j in judged:
-            try:
-                ranked.append(core.rank(index, j.question.text, method=method, k=n))
-            except NoSearchableTerms:
-                ranked.append((np.empty(0, np.int64), np.empty(0)))
+        ranked = _rank_all(index, judged, method, n)
         for per_doc in per_docs:
             outcomes, spread = [], []
             for j, (ids, scores) in zip(judged, ranked):
@@ -97,12 +103,7 @@ def measure_context(index, table, golden: Golden, per_docs: list[int], k: int = 
         floor = core.floor_of(index, method)
         if floor is None:
             continue
-        ranked = []
-        for j in judged:
-            try:
-                ranked.append(core.rank(index, j.question.text, method=method, k=n))
-            except NoSearchableTerms:
-                ranked.append((np.empty(0, np.int64), np.empty(0)))
+        ranked = _rank_all(index, judged, method, n)
         for per_doc in per_docs:
             found, articles = [], []
             for j, (ids, scores) in zip(judged, ranked):

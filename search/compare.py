@@ -78,6 +78,7 @@ def compare(index, store: DocumentStore, query: str, *, methods: Sequence[str], 
     `fusion`: hybrid's settings (default: the build's).
     """
     depth = max(depth, k)
+    methods = list(dict.fromkeys(methods))  # a method named twice is one column
     for method in methods:
         scorer(index, method, fusion)  # UnknownMethod now, naming what the index has
     ranked, notes = _rankings(index, query, methods, depth, fusion)

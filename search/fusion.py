@@ -87,6 +87,9 @@ def parse_weights(text: str) -> dict[str, float]:
         if not (math.isfinite(weight) and weight >= 0):
             raise FusionError(f"bad weight {part!r}: write METHOD=NUMBER with a number >= 0,"
                               " e.g. bm25=1,dense=0.5")
+        if name.strip() in weights:
+            raise FusionError(f"{name.strip()!r} is weighted twice in {text!r}; give each"
+                              " method once, e.g. bm25=1,dense=0.5")
         weights[name.strip()] = weight
     return weights
 

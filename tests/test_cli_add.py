@@ -71,3 +71,17 @@ def test_a_line_with_neither_url_nor_id_is_named(run, tmp_path):
     assert f"skipped {bad}:4:" in result.stderr
     assert f'skipped {bad}:1: needs a string "text" and a "url" (or a BEIR "_id")' in result.stderr
 
+
+
+def test_a_document_given_twice_in_one_add_is_noted(run, tmp_path):
+    """Found in review: a url twice in one .jsonl was counted "1 added, 1 updated" with no
+    word that the first text was dropped."""
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text('{"url": "https://a/1", "title": "A", "text": "primeiro"}\n'
+                    '{"url": "https://a/2", "title": "B", "text": "outro"}\n'
+                    '{"url": "https://a/1", "title": "A", "text": "segundo"}\n', encoding="utf-8")
+    result = run("add", str(docs))
+    assert result.exit_code == 0 and "2 documents" in result.stdout
+    assert "note: https://a/1 comes more than once in the input; the last one is kept" \
+        in result.stderr
+    assert "https://a/2" not in result.stderr

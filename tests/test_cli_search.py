@@ -166,6 +166,7 @@ def test_hybrid_options_with_another_method_are_refused(indexed, option):
 def test_method_help_lists_the_methods_and_the_faster_path(run, command):
     text = " ".join(run(command, "--help").stdout.split())
     assert f"Ranking method: {', '.join(METHODS)}" in text
+    assert "dense:NAME, hybrid:NAME" in text  # the named models of --dense a,b (review)
     assert "load the encoder on every call" in text  # item 16
     assert "busca shell" in text and "busca serve" in text
 

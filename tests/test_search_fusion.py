@@ -326,7 +326,7 @@ def test_cli_dense_search_and_bad_input(indexed, run):
     result = run("search", "senha do banco", "--method", "dense", "-k", "1")
     assert result.exit_code == 0 and "<https://blog.example/segredos>" in result.stdout
     result = run("search", "senha", "--method", "hybrid", "--weights", "dense=1")
-    assert result.exit_code == 1 and "two or more" in result.output
+    assert result.exit_code == 2 and "two or more" in result.output  # bad usage, as --fusion
     result = run("search", "senha", "--method", "hybrid", "--fusion", "soma")
     assert result.exit_code == 2
 

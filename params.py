@@ -1,0 +1,20 @@
+"""click parameter types shared by cli.py and terminal.py."""
+
+from __future__ import annotations
+
+import math
+
+import click
+
+
+class FiniteFloat(click.FloatRange):
+    """A float option that refuses nan and ±inf: click's FloatRange lets nan through (every
+    comparison with nan is false), and a nan floor, rate or timeout silently breaks the work."""
+
+    name = "number"
+
+    def convert(self, value, param, ctx):
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"must be a finite number, got {value!r}", param, ctx)
+        return super().convert(number, param, ctx)
