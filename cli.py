@@ -1027,6 +1027,50 @@ def _print_crawl_report(report: crawling.events.CrawlReport, as_json: bool) -> N
 for _command in terminal.commands(_home, embed_options):
     cli.add_command(_command)
 
+# --- the HTTP API and the web page (issue 12) ---
+
+
+@cli.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on; anything but 127.0.0.1/localhost exposes the index.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535),
+              help="Port to listen on; 0 picks a free one (the URL is printed first).")
+@click.option("--token", envvar="BUSCA_TOKEN", default=None,
+              help="Enable POST /api/documents and POST /api/index for requests with"
+                   " Authorization: Bearer TOKEN (env BUSCA_TOKEN). Without it: read-only.")
+@click.option("--runs", type=click.Path(file_okay=False), default=None,
+              help="Folder of saved runs (busca eval --run-out) for /eval [default: HOME/runs].")
+@click.option("--no-log", is_flag=True, help="Do not record questions in the query log.")
+@click.option("-q", "--quiet", is_flag=True, help="No access log on stderr.")
+@embed_options
+@click.pass_context
+def serve_command(ctx, host, port, token, runs, no_log, quiet):
+    """An HTTP API and a web page over the index: search, compare, context, eval.
+
+    The first line on stdout is the URL; logs go to stderr; SIGTERM or Ctrl-C stops it.
+
+    Example: busca serve --port 0
+    """
+    try:
+        from .serve.server import serve as run_server
+    except ImportError as e:
+        raise click.ClickException(f"busca serve needs the serve extra ({e}): pip install"
+                                   " 'busca[serve]'") from None
+    if token is not None and len(token) < 16:
+        raise click.BadParameter("use at least 16 characters, e.g. from: python3 -c"
+                                 " 'import secrets; print(secrets.token_urlsafe())'",
+                                 param_hint="--token")
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        click.echo(f"warning: listening on {host}: anyone who can reach it can read the index",
+                   err=True)
+    try:
+        run_server(ctx.obj["home"], host=host, port=port, token=token, runs=runs,
+                   log_queries=not no_log, access_log=not quiet, embed=_embed(ctx),
+                   announce=lambda url: click.echo(url))
+    except OSError as e:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+
+
 # --- end of commands ---
 
 

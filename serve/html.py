@@ -1,0 +1,81 @@
+"""HTML building blocks. Every text from a crawled site (titles, URLs, passages) and every
+request parameter goes through `esc` or `marked`; URLs become links only when they are
+http(s), so a `javascript:` URL from a site is shown as text, never followed."""
+
+from __future__ import annotations
+
+from html import escape
+from urllib.parse import urlencode, urlsplit
+
+from starlette.responses import HTMLResponse
+
+
+def esc(value: object) -> str:
+    """Text made safe for element content and quoted attribute values."""
+    return escape("" if value is None else str(value), quote=True)
+
+
+def marked(text: str, spans: list[tuple[int, int]]) -> str:
+    """`text` escaped, with each (start, end) span wrapped in <mark>."""
+    out, at = [], 0
+    for a, b in spans:
+        if a < at:
+            continue
+        out += [esc(text[at:a]), "<mark>", esc(text[a:b]), "</mark>"]
+        at = b
+    out.append(esc(text[at:]))
+    return "".join(out)
+
+
+def source_link(url: str, label: str | None = None) -> str:
+    """A link to the source article, or plain text when the URL is not http(s)."""
+    label = esc(label if label is not None else url)
+    try:
+        scheme = urlsplit(url).scheme.lower()
+    except ValueError:
+        scheme = ""
+    if scheme not in ("http", "https"):
+        return f'<span class="url">{label}</span>'
+    return f'<a href="{esc(url)}" rel="noopener noreferrer nofollow" target="_blank">{label}</a>'
+
+
+def href(path: str, **query) -> str:
+    """An escaped local link with its query string (empty values left out)."""
+    kept = {k: v for k, v in query.items() if v not in (None, "")}
+    return esc(path + ("?" + urlencode(kept) if kept else ""))
+
+
+def page(title: str, body: str, *, active: str, status: int = 200) -> HTMLResponse:
+    """A whole page: header with navigation, then `body` (already escaped)."""
+    nav = "".join(f'<a href="{p}"{" class=active" if name == active else ""}>{label}</a>'
+                  for name, p, label in (("search", "/", "Search"), ("eval", "/eval", "Eval")))
+    doc = f"""<!doctype html>
+<html lang="pt-BR">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{esc(title)}</title>
+<link rel="stylesheet" href="/static/busca.css">
+<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">
+<script src="/static/busca.js" defer></script>
+</head>
+<body>
+<header><span class="brand">busca</span><nav>{nav}</nav></header>
+<main>
+{body}
+</main>
+</body>
+</html>
+"""
+    return HTMLResponse(doc, status_code=status)
+
+
+def table(headers: list[str], rows: list[list[str]], *, cls: str = "") -> str:
+    """A table; headers are escaped here, cells must already be HTML."""
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<table class="{esc(cls)}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def notice(message: str, kind: str = "error") -> str:
+    return f'<p class="notice {esc(kind)}">{esc(message)}</p>'

@@ -1,0 +1,137 @@
+"""The search page `/`: a form whose state lives in the URL (`/?q=…&method=…`), hits with
+analyzer-aware highlighting, and the compare view (every method in a column, the same
+passage linked across columns). Server-rendered: the page works without JavaScript."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+
+from ..search import highlight
+from . import params
+from .engine import Engine
+from .errors import status_of
+from .html import esc, href, marked, notice, page, source_link
+
+COMPARE = "compare"
+PALETTE = 8  # colours that tie one passage's cards together across columns
+
+
+def home(request: Request) -> HTMLResponse:
+    """GET /?q=&method=&k="""
+    engine: Engine = request.app.state.engine
+    args = request.query_params
+    try:
+        methods = engine.methods()
+    except Exception as e:  # no index yet: say how to make one
+        status = status_of(e)
+        if status is None:
+            raise
+        return page("busca", _form("", "", [], params.K) + notice(str(e)), active="search",
+                    status=status)
+    raw_q = args.get("q", "")
+    method = args.get("method") or ("hybrid" if "hybrid" in methods else params.METHOD)
+    try:
+        k = params.integer(args.get("k"), "k", default=params.K, low=1, high=params.MAX_K)
+        if method != COMPARE:
+            method = params.method(method, methods)
+        q = params.question(raw_q) if raw_q.strip() else ""
+        results = _results(engine, q, method, k) if q else ""
+        status = 200
+    except Exception as e:
+        status = status_of(e)
+        if status is None:
+            raise
+        k, results = params.K, notice(str(e))
+    title = f"{raw_q} — busca" if raw_q.strip() else "busca"
+    return page(title, _form(raw_q, method, methods, k) + results, active="search",
+                status=status)
+
+
+def _form(q: str, method: str, methods: list[str], k: int) -> str:
+    options = [*methods, COMPARE] if len(methods) > 1 else methods
+    switch = "".join(
+        f'<label class="switch"><input type="radio" name="method" value="{esc(m)}"'
+        f'{" checked" if m == method else ""}><span>{esc(m)}</span></label>' for m in options)
+    return f"""<form id="search" method="get" action="/" role="search">
+<input id="q" name="q" type="search" value="{esc(q)}" maxlength="{params.MAX_QUERY}"
+ placeholder="Faça uma pergunta…" autofocus aria-label="question">
+<input type="hidden" name="k" value="{k}">
+<button type="submit">Buscar</button>
+<div class="methods" role="radiogroup" aria-label="method">{switch}</div>
+</form>
+"""
+
+
+def _results(engine: Engine, q: str, method: str, k: int) -> str:
+    if method == COMPARE:
+        return _compare(engine, q, k)
+    found = engine.search(q, method=method, k=k)
+    analyzer = engine.analyzer(method)
+    if not found.hits:
+        why = found.note or ("no passage passes the floor" if found.floor is not None
+                             else "nothing found")
+        return notice(f"não encontrei: {why}", "empty")
+    floor = f" · floor {found.floor:.4f}" if found.floor is not None else ""
+    items = "".join(_hit(h, q, analyzer) for h in found.hits)
+    return (f'<p class="meta">{len(found.hits)} passages · {esc(method)} ({esc(analyzer)}'
+            f' analyzer){esc(floor)} · <a href="{href("/", q=q, method=COMPARE, k=k)}">compare'
+            f' the methods</a></p><ol class="hits" id="hits">{items}</ol>')
+
+
+def _hit(hit, q: str, analyzer: str) -> str:
+    text, spans = highlight.snippet(hit.text, q, analyzer)
+    full = marked(hit.text, highlight.spans(hit.text, q, analyzer))
+    return (f'<li class="hit" data-chunk="{hit.chunk_id}"><div class="head">'
+            f'<span class="rank">{hit.rank}</span><span class="score">{hit.score:.4f}</span>'
+            f'<span class="title">{esc(hit.title)}</span></div>'
+            f'<div class="src">{source_link(hit.url)}</div>'
+            f'<p class="snippet">{marked(text, spans)}</p>'
+            f'<details><summary>whole passage (chunk {hit.chunk_id},'
+            f' characters {hit.start}–{hit.end})</summary><p class="full">{full}</p>'
+            f'</details></li>')
+
+
+def _compare(engine: Engine, q: str, k: int) -> str:
+    comparison, _ = engine.compare(q, methods=None, k=k)
+    colour = {row.chunk_id: n % PALETTE for n, row in enumerate(comparison.rows)}
+    ranks = {row.chunk_id: row.ranks for row in comparison.rows}
+    shown = {m: {h.chunk_id for h in hits} for m, hits in comparison.columns.items()}
+    columns = []
+    for method, hits in comparison.columns.items():
+        analyzer = engine.analyzer(method)
+        cards = "".join(_card(method, h, q, analyzer, colour[h.chunk_id], ranks[h.chunk_id],
+                              shown) for h in hits)
+        if not hits:
+            cards = notice(comparison.notes.get(method) or "nothing found", "empty")
+        columns.append(f'<section class="column" data-method="{esc(method)}"><h2>{esc(method)}'
+                       f' <small>{esc(analyzer)}</small></h2>{cards}</section>')
+    legend = ("A passage keeps its colour in every column; under each card, its rank under"
+              f" every other method (— not in the first {comparison.depth}; a link when"
+              " that column shows it).")
+    return (f'<p class="meta">{esc(legend)}</p><div class="compare cols-{len(columns)}"'
+            f' id="compare">{"".join(columns)}</div>')
+
+
+def _card(method: str, hit, q: str, analyzer: str, colour: int, ranks: dict,
+          shown: dict) -> str:
+    text, spans = highlight.snippet(hit.text, q, analyzer)
+    links = " ".join(_rank_link(m, r, hit.chunk_id, hit.chunk_id in shown.get(m, ()))
+                     for m, r in ranks.items() if m != method)
+    return (f'<article class="card p{colour}" id="{esc(_anchor(method, hit.chunk_id))}"'
+            f' data-chunk="{hit.chunk_id}"><div class="head"><span class="rank">{hit.rank}</span>'
+            f'<span class="score">{hit.score:.4f}</span><span class="title">{esc(hit.title)}'
+            f'</span></div><div class="src">{source_link(hit.url)}</div>'
+            f'<p class="snippet">{marked(text, spans)}</p><div class="ranks">{links}</div>'
+            f'</article>')
+
+
+def _rank_link(method: str, rank: int | None, chunk_id: int, on_page: bool) -> str:
+    label = f"{esc(method)} {rank if rank is not None else '—'}"
+    if on_page:
+        return f'<a class="rank-link" href="#{esc(_anchor(method, chunk_id))}">{label}</a>'
+    return f'<span class="rank-link missing">{label}</span>'
+
+
+def _anchor(method: str, chunk_id: int) -> str:
+    return f"{method}-{chunk_id}"

@@ -1,0 +1,103 @@
+"""Request parameters: read, checked against their caps, or BadParameter naming the fix.
+
+Caps (module constants, documented in docs/serve.md): a question of at most MAX_QUERY
+characters, k at most MAX_K, at most MAX_DOCUMENTS documents per POST.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from .errors import BadParameter
+
+MAX_QUERY = 1000  # characters of a question
+MAX_K = 100
+MAX_PER_DOC = 100
+MAX_CHARS = 100_000  # context: characters of passage text
+MAX_DOCUMENTS = 1000  # documents in one POST /api/documents
+K = 3
+METHOD = "tfidf"  # as `busca search`
+
+
+def question(raw: object, name: str = "q") -> str:
+    """A non-empty question of at most MAX_QUERY characters."""
+    if raw is None:
+        raise BadParameter(f"missing {name}: give the question, e.g. ?{name}=prazo+do+reembolso")
+    if not isinstance(raw, str):
+        raise BadParameter(f"{name} must be a string")
+    if not raw.strip():
+        raise BadParameter(f"{name} is empty: give the question")
+    if len(raw) > MAX_QUERY:
+        raise BadParameter(f"{name} has {len(raw)} characters; at most {MAX_QUERY} are accepted")
+    return raw
+
+
+def integer(raw: object, name: str, *, default: int, low: int, high: int) -> int:
+    """An integer between `low` and `high` (default when absent or empty)."""
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw) if not isinstance(raw, (bool, float)) else None
+    except (TypeError, ValueError):
+        value = None
+    if value is None:
+        raise BadParameter(f"{name} must be a whole number, got {_shown(raw)}")
+    if not low <= value <= high:
+        raise BadParameter(f"{name} must be between {low} and {high}, got {value}")
+    return value
+
+
+def number(raw: object, name: str) -> float | None:
+    """A finite number, or None when absent or empty."""
+    if raw is None or raw == "":
+        return None
+    try:
+        value = float(raw) if not isinstance(raw, bool) else math.nan
+    except (TypeError, ValueError):
+        value = math.nan
+    if not math.isfinite(value):
+        raise BadParameter(f"{name} must be a finite number, got {_shown(raw)}")
+    return value
+
+
+def method(raw: object, known: list[str], *, default: str = METHOD) -> str:
+    """A method this index has."""
+    if raw is None or raw == "":
+        return default
+    if not isinstance(raw, str) or raw not in known:
+        raise BadParameter(f"unknown method {_shown(raw)}; this index has: {', '.join(known)}")
+    return raw
+
+
+def methods(raw: object, known: list[str]) -> list[str] | None:
+    """A comma-separated list of methods this index has (None: the default columns)."""
+    if raw is None or raw == "":
+        return None
+    names = [m.strip() for m in str(raw).split(",") if m.strip()]
+    bad = [m for m in names if m not in known]
+    if bad or not names:
+        raise BadParameter(f"unknown method {_shown(bad[0] if bad else raw)}; this index has:"
+                           f" {', '.join(known)}")
+    return list(dict.fromkeys(names))
+
+
+def choice(raw: object, name: str, choices: tuple[str, ...], default: str) -> str:
+    if raw is None or raw == "":
+        return default
+    if raw not in choices:
+        raise BadParameter(f"{name} must be one of {', '.join(choices)}, got {_shown(raw)}")
+    return str(raw)
+
+
+def only(data: Mapping, allowed: set[str], where: str) -> None:
+    """Refuse unknown keys (a typo in a field name must not pass silently)."""
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise BadParameter(f"unknown field {unknown[0]!r} in {where}; known fields:"
+                           f" {', '.join(sorted(allowed))}")
+
+
+def _shown(raw: object) -> str:
+    text = repr(raw)
+    return text if len(text) <= 60 else text[:57] + "…'"

@@ -1,0 +1,138 @@
+"""Saved evaluation runs (`busca eval --run-out`) read back for the /eval page.
+
+A run file gives each method's per-question outcomes; the `.trec` file beside it gives the
+rankings themselves and the `.qrels` file the relevant items. The golden set named in the
+run adds the question tags (paraphrase vs lexical slices); when that file cannot be read,
+the questions stored in the run are used, without tags. Loaded runs are cached by path and
+modification time.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..search.eval import (Evaluation, Golden, GoldenError, Question, default_metrics,
+                           load_golden, summarize)
+from ..search.eval import runs as eval_runs
+from .errors import HttpError
+
+MAX_RUNS = 200  # run files listed at most (newest first)
+KEY = "recall@3"
+
+
+@dataclass(frozen=True)
+class RunView:
+    """One saved run, summarised, with its rankings and judgements."""
+
+    name: str
+    evaluation: Evaluation
+    rankings: dict[str, dict[str, list[tuple[str, float]]]]  # system -> qid -> (item, score)
+    relevant: dict[str, dict[str, float]]  # qid -> item -> gain
+    chunker: str  # the label of the chunker the run was made with, e.g. words:200:40
+    tags_from: str  # the golden file the tags came from ("" if none)
+
+    @property
+    def systems(self) -> list[str]:
+        return list(self.evaluation.outcomes)
+
+
+_cache: dict[tuple[str, int], RunView] = {}
+_lock = threading.Lock()
+
+
+def list_runs(folder: Path) -> list[str]:
+    """File names of the run files in `folder`, newest first."""
+    try:
+        files = [p for p in folder.glob("*.json") if p.is_file() and _is_run(p)]
+    except OSError:
+        return []
+    files.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    return [p.name for p in files[:MAX_RUNS]]
+
+
+def _is_run(path: Path) -> bool:
+    try:
+        with path.open("rb") as f:
+            head = f.read(200)
+    except OSError:
+        return False
+    return b'"busca-run"' in head
+
+
+def load(folder: Path, name: str) -> RunView:
+    """The run called `name` in `folder` (a name from `list_runs`, never a path)."""
+    if name not in list_runs(folder):
+        raise HttpError(404, f"no saved run named {name[:80]!r} in {folder}")
+    path = folder / name
+    key = (str(path), path.stat().st_mtime_ns)
+    with _lock:
+        if key not in _cache:
+            _cache[key] = _read(path)
+        return _cache[key]
+
+
+def _read(path: Path) -> RunView:
+    run = eval_runs.load_run(path)
+    golden, tags_from = _golden(path, run)
+    outcomes = {s: [by_id[q.id] for q in golden.questions] for s, by_id in run.outcomes.items()}
+    ev = summarize(golden, outcomes, default_metrics(), key=KEY, info=run.info)
+    chunker = ((run.info.get("index") or {}).get("chunker")) or ""
+    return RunView(path.name, ev, _trec(path.with_suffix(".trec")),
+                   _qrels(path.with_suffix(".qrels")), str(chunker), tags_from)
+
+
+def _golden(path: Path, run: eval_runs.SavedRun) -> tuple[Golden, str]:
+    """The run's golden set (for tags) if readable and matching, else its stored questions."""
+    named = run.info.get("golden")
+    for candidate in ([Path(named), path.parent / named, path.parent / Path(named).name]
+                      if named else []):
+        try:
+            golden = load_golden(str(candidate))
+        except (GoldenError, OSError):
+            continue
+        if all(all(q.id in out for q in golden.questions) for out in run.outcomes.values()):
+            return golden, str(candidate)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    questions = tuple(Question(str(q["id"]), str(q["question"]),
+                               trecho="" if q.get("answerable") else None)
+                      for q in data.get("questions", []))
+    return Golden(str(path), "json", questions), ""
+
+
+def _trec(path: Path) -> dict[str, dict[str, list[tuple[str, float]]]]:
+    out: dict[str, dict[str, list[tuple[str, float]]]] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        parts = line.split()
+        if len(parts) == 6:
+            qid, _, item, _, score, tag = parts
+            out.setdefault(tag, {}).setdefault(qid, []).append((_item(item), float(score)))
+    return out
+
+
+def _qrels(path: Path) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        parts = line.split()
+        if len(parts) == 4:
+            out.setdefault(parts[0], {})[_item(parts[2])] = float(parts[3])
+    return out
+
+
+def _item(name: str) -> str:
+    return name.replace("%20", " ")
+
+
+def system_tag(system: str) -> str:
+    """The tag a system's lines carry in the .trec file (search/runs.py `_safe`)."""
+    return "".join(c if c.isalnum() or c in "._:-" else "_" for c in system)

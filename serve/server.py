@@ -1,0 +1,93 @@
+"""Run the application with uvicorn: bind first (so `--port 0` has a port to announce),
+print the URL as the first line on stdout, log on stderr, stop gracefully on SIGTERM/SIGINT
+(requests in flight finish; the exit code is 0)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import socket
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import uvicorn
+
+from .app import create_app
+from .engine import Engine
+
+log = logging.getLogger(__name__)
+
+HOST = "127.0.0.1"
+PORT = 8000
+GRACE = 10  # seconds requests in flight get to finish after a stop signal
+
+LOG_CONFIG = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain",
+                            "stream": "ext://sys.stderr"}},
+    "loggers": {"uvicorn": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
+                "uvicorn.access": {"handlers": ["stderr"], "level": "INFO",
+                                   "propagate": False},
+                "busca.serve": {"handlers": ["stderr"], "level": "INFO", "propagate": False}},
+}
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, but a stop signal ends the process normally (exit 0) instead of
+    being raised again once the server has shut down."""
+
+    @contextlib.contextmanager
+    def capture_signals(self):
+        previous = {sig: signal.signal(sig, self.handle_exit)
+                    for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port (port 0: a free port); OSError names the problem."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP named, so asyncio sets TCP_NODELAY on every accepted connection (it checks
+    # the protocol number); with 0 here, Nagle's algorithm held each keep-alive answer ~40 ms.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError:
+        sock.close()
+        raise
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+
+
+def serve(home: str | Path, *, host: str = HOST, port: int = PORT, token: str | None = None,
+          runs: str | Path | None = None, log_queries: bool = True, access_log: bool = True,
+          embed: dict | None = None, announce: Callable[[str], None] = print) -> None:
+    """Serve `home` until SIGTERM or SIGINT (`embed`: openai:MODEL server settings)."""
+    engine = Engine(home, log_queries=log_queries, embed=embed)
+    app = create_app(engine, token=token, runs=Path(runs) if runs else None, host=host)
+    sock = bind(host, port)
+    config = uvicorn.Config(app, log_config=LOG_CONFIG, access_log=access_log,
+                            timeout_graceful_shutdown=GRACE, lifespan="off",
+                            server_header=False)
+    server = _Server(config)
+    try:
+        engine.live()  # load the index and the encoder now, not on the first request
+    except Exception as e:  # noqa: BLE001 - no index yet is fine: the API says 503
+        log.warning("%s", e)
+    announce(url_of(sock))
+    sys.stdout.flush()
+    server.run(sockets=[sock])

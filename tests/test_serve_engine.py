@@ -1,0 +1,81 @@
+"""The server's engine: the live build follows `CURRENT`, a request that ran on a build
+swapped out meanwhile is run again on the new one, and one rebuild runs at a time."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("starlette")
+
+from busca.crawler.store import Document  # noqa: E402
+from busca.index import build_index, open_home  # noqa: E402
+from busca.serve.engine import Engine  # noqa: E402
+from busca.serve.errors import BuildRunning, status_of  # noqa: E402
+
+DOCS = [("https://a.example/1", "Um", "O ornitorrinco bota ovos e vive na Austrália."),
+        ("https://a.example/2", "Dois", "A equidna também bota ovos. " * 30),
+        ("https://a.example/3", "Três", "Cangurus carregam filhotes na bolsa.")]
+
+
+@pytest.fixture
+def home(tmp_path):
+    with open_home(tmp_path) as home:
+        for url, title, text in DOCS:
+            home.put(Document(url, title, text))
+        build_index(home, size=20, overlap=5)
+    return tmp_path
+
+
+def rebuild(home, size: int) -> str:
+    with open_home(home) as opened:
+        return build_index(opened, size=size, overlap=5).build
+
+
+def test_the_next_request_uses_a_new_build(home):
+    engine = Engine(home, log_queries=False)
+    first = engine.search("ornitorrinco", method="bm25", k=3)
+    new = rebuild(home, 10)
+    second = engine.search("ornitorrinco", method="bm25", k=3)
+    assert first.build != second.build == new
+    assert engine.stats()["build"] == new
+
+
+def test_a_request_caught_by_a_swap_runs_again_on_the_new_build(home):
+    engine = Engine(home, log_queries=False)
+    seen = []
+
+    def work(live):
+        seen.append(live.build)
+        if len(seen) == 1:
+            rebuild(home, 12)  # published while this request runs: its rows are dropped
+        return live.build
+
+    assert engine.run(work) == seen[-1] != seen[0]
+    assert len(seen) == 2
+
+
+def test_one_rebuild_at_a_time(home):
+    engine = Engine(home, log_queries=False)
+    with engine._writing:
+        with pytest.raises(BuildRunning) as caught:
+            engine.rebuild()
+    assert status_of(caught.value) == 409
+    assert engine.rebuild(size=15).chunker["size"] == 15
+
+
+def test_a_build_read_while_it_was_removed_is_read_again(home, monkeypatch):
+    from busca.index import IndexFormatError
+
+    engine = Engine(home, log_queries=False)
+    opened = engine.home()
+    real, calls = opened.current, []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) == 1:  # CURRENT named the old build, deleted before its manifest was read
+            raise IndexFormatError("the index in … is damaged")
+        return real()
+
+    monkeypatch.setattr(opened, "current", flaky)
+    assert engine.search("ornitorrinco", method="bm25", k=1).hits
+    assert len(calls) >= 2

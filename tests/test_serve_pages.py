@@ -1,0 +1,126 @@
+"""The page in a real headless browser: Debian's chromium and chromedriver, driven by Selenium,
+against the real `busca serve` on 127.0.0.1. Nothing is downloaded: both binaries come from
+the distribution (.ci/run installs them)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from serving import Server
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--window-size=1400,1000")
+WAIT = 60
+
+webdriver = pytest.importorskip("selenium.webdriver")
+if not (CHROMIUM.exists() and CHROMEDRIVER.exists()) and not os.environ.get("CI"):
+    pytest.skip("needs Debian's chromium and chromium-driver (apt-get install chromium"
+                " chromium-driver); CI installs them", allow_module_level=True)
+
+from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def browser():
+    profile = tempfile.mkdtemp(prefix="busca-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in (*FLAGS, f"--user-data-dir={profile}"):
+        options.add_argument(flag)
+    service = webdriver.chrome.service.Service(str(CHROMEDRIVER))
+    driver = webdriver.Chrome(service=service, options=options)
+    driver.set_page_load_timeout(WAIT)
+    yield driver
+    driver.quit()
+    shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def server(served_home):
+    with Server(served_home, "--no-log", "--quiet") as s:
+        yield s
+
+
+def wait_for(driver, css: str, count: int = 1):
+    WebDriverWait(driver, WAIT).until(
+        lambda d: len(d.find_elements(By.CSS_SELECTOR, css)) >= count)
+    return driver.find_elements(By.CSS_SELECTOR, css)
+
+
+def test_type_a_question_and_see_hits(browser, server):
+    browser.get(server.url)
+    box = wait_for(browser, "#q")[0]
+    browser.find_element(By.CSS_SELECTOR, 'label.switch input[value="bm25"] + span').click()
+    box.send_keys("Qual a universidade pioneira no Brasil em engenharia de software?",
+                  Keys.ENTER)
+    hits = wait_for(browser, "#hits .hit", 3)
+    assert hits[0].find_element(By.CSS_SELECTOR, ".title").text == "Engenharia de software"
+    marks = [m.text.lower() for m in browser.find_elements(By.CSS_SELECTOR, "#hits mark")]
+    assert "engenharia" in marks and "universidades" in marks  # stemmed: universidade(s)
+    state = parse_qs(urlsplit(browser.current_url).query)
+    assert state["method"] == ["bm25"] and "pioneira" in state["q"][0]
+
+
+def test_compare_view_links_the_same_passage_and_survives_a_reload(browser, server):
+    question = "Como o PC consegue rodar vários aplicativos juntos?"
+    browser.get(server.url)
+    wait_for(browser, "#q")[0].send_keys(question, Keys.ENTER)
+    wait_for(browser, "#hits .hit, .notice")
+    browser.find_element(By.CSS_SELECTOR, 'label.switch input[value="compare"] + span').click()
+    columns = wait_for(browser, "#compare .column", 4)
+    assert [c.get_attribute("data-method") for c in columns] == \
+        ["tfidf", "bm25", "dense", "hybrid"]
+    assert "method=compare" in browser.current_url
+    first = columns[0].find_element(By.CSS_SELECTOR, ".card")
+    chunk = first.get_attribute("data-chunk")
+    ActionChains(browser).move_to_element(first).perform()
+    same = browser.find_elements(By.CSS_SELECTOR, f'#compare .card[data-chunk="{chunk}"]')
+    assert len(same) >= 2 and all("linked" in c.get_attribute("class") for c in same)
+    browser.refresh()
+    wait_for(browser, "#compare .column", 4)
+    assert browser.find_element(By.ID, "q").get_attribute("value") == question
+
+
+def test_eval_page_chart_slices_and_a_question_detail(browser, server):
+    browser.get(server.url + "eval")
+    bars = wait_for(browser, "svg#chart rect.bar", 16)
+    assert len(bars) == 16  # recall@1/3/5/10 x 4 methods
+    slices = browser.find_elements(By.CSS_SELECTOR, "table.slices tbody tr")
+    assert sorted(r.find_element(By.TAG_NAME, "td").text for r in slices) == \
+        ["tipo = lexical", "tipo = parafrase"]
+    link = browser.find_element(By.CSS_SELECTOR, "table.wins a.question")
+    question = link.text
+    link.click()
+    detail = wait_for(browser, "#detail")[0]
+    assert detail.find_element(By.TAG_NAME, "h2").text == question
+    assert len(detail.find_elements(By.CSS_SELECTOR, ".column")) == 2
+    assert detail.find_elements(By.CSS_SELECTOR, ".card.relevant")  # a lost question: found by A
+
+
+def test_a_hostile_article_shows_as_text(browser, xss_home):
+    from conftest import XSS_TITLE
+
+    with Server(xss_home, "--no-log", "--quiet") as s:
+        for method in ("bm25", "compare"):
+            browser.get(f"{s.url}?q=ornitorrinco&method={method}")
+            titles = [t.text for t in wait_for(browser, ".title", 3)]
+            assert XSS_TITLE in titles
+            cards = browser.find_elements(By.CSS_SELECTOR, ".card, .hit")
+            ActionChains(browser).move_to_element(cards[0]).perform()
+            assert browser.execute_script("return window.__xss === undefined")
+            with pytest.raises(NoAlertPresentException):
+                browser.switch_to.alert.text  # noqa: B018
+            assert not browser.find_elements(By.CSS_SELECTOR, "main img, main b")

@@ -1,0 +1,60 @@
+"""Request parameters of `busca serve`: caps and one-line errors naming the fix."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+pytest.importorskip("starlette")
+
+from busca.errors import BuscaError  # noqa: E402
+from busca.serve import params  # noqa: E402
+from busca.serve.errors import BadParameter, status_of  # noqa: E402
+from busca.serve.server import bind, url_of  # noqa: E402
+
+
+def test_question_caps_and_messages():
+    assert params.question("prazo do reembolso") == "prazo do reembolso"
+    assert params.question("x" * params.MAX_QUERY) == "x" * params.MAX_QUERY
+    for raw, words in ((None, "missing q"), ("   ", "empty"), (3, "string"),
+                       ("x" * (params.MAX_QUERY + 1), "1001 characters")):
+        with pytest.raises(BadParameter, match=words):
+            params.question(raw)
+
+
+def test_integers_numbers_and_methods():
+    assert params.integer(None, "k", default=3, low=1, high=100) == 3
+    assert params.integer("7", "k", default=3, low=1, high=100) == 7
+    for raw in ("0", "101", "2.5", "x", True, 1.0):
+        with pytest.raises(BadParameter, match="k must"):
+            params.integer(raw, "k", default=3, low=1, high=100)
+    assert params.number("0.25", "min_score") == 0.25 and params.number("", "m") is None
+    for raw in ("nan", "inf", "-inf", "abc", True):
+        with pytest.raises(BadParameter, match="finite"):
+            params.number(raw, "min_score")
+    known = ["tfidf", "bm25"]
+    assert params.method(None, known) == "tfidf" and params.method("bm25", known) == "bm25"
+    with pytest.raises(BadParameter, match="this index has: tfidf, bm25"):
+        params.method("dense", known)
+    assert params.methods("bm25, tfidf,bm25", known) == ["bm25", "tfidf"]
+    with pytest.raises(BadParameter, match="'x'"):
+        params.methods("bm25,x", known)
+
+
+def test_every_error_has_a_status_and_unknown_ones_none():
+    assert status_of(BadParameter("x")) == 400
+    assert status_of(BuscaError("x")) == 400
+    assert status_of(RuntimeError("boom")) is None  # a 500 whose details stay in the log
+    from busca.index.storage import IndexNotFound
+    assert status_of(IndexNotFound("no index")) == 503
+
+
+def test_bind_asks_for_tcp_so_answers_are_not_delayed_by_nagle():
+    sock = bind("127.0.0.1", 0)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP
+        assert url_of(sock).startswith("http://127.0.0.1:") and url_of(sock).endswith("/")
+        assert int(url_of(sock).rsplit(":", 1)[1].rstrip("/")) > 0
+    finally:
+        sock.close()
