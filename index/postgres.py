@@ -37,8 +37,9 @@ CHUNK_COLUMNS = 'id, url, position, start, "end", doc_sha256'
 QUERY_KEYS = ("at", "command", "query", "method", "k", "scores", "floor", "answered", "seconds")
 
 
-class StaleBuild(PostgresError):
-    """The build was dropped by newer builds while it was being read."""
+class StaleBuild(PostgresError, IndexNotFound):
+    """The build was dropped by newer builds while it was being read (an IndexNotFound, so
+    that a server retries on the live build)."""
 
 
 def _now() -> str:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -79,3 +81,38 @@ def test_named_dense_models_on_a_postgres_home(pg_home, tmp_path, fake):
             answers.append([(h["chunk_id"], round(h["score"], 5)) for h in
                             map(json.loads, found.stdout.splitlines())])
     assert answers[0] == answers[1] and len(answers[0]) == 5
+
+
+def test_two_servers_answer_every_request_while_a_third_process_reindexes(pg_home):
+    import threading
+
+    import requests
+    from serving import Server
+
+    articles = Path(__file__).resolve().parent.parent / "fixtures" / "site" / "articles.jsonl"
+    assert invoke("--home", pg_home, "add", str(articles)).exit_code == 0
+    assert invoke("--home", pg_home, "index", "-q").exit_code == 0
+    with Server(pg_home, "--no-log", "--quiet") as a, Server(pg_home, "--no-log",
+                                                             "--quiet") as b:
+        stop, results = threading.Event(), []
+
+        def client(url: str) -> None:
+            session = requests.Session()
+            while not stop.is_set():
+                r = session.get(url + "api/search", timeout=60,
+                                params={"q": "carga horária do estágio", "method": "bm25"})
+                results.append((r.status_code, r.json().get("build")))
+
+        threads = [threading.Thread(target=client, args=(s.url,)) for s in (a, b, a, b)]
+        for t in threads:
+            t.start()
+        for size in (150, 120, 180):  # the third process: three rebuilds
+            done = subprocess.run([sys.executable, "-m", "busca.cli", "--home", pg_home,
+                                   "index", "-q", "--size", str(size), "--overlap", "20"],
+                                  capture_output=True, text=True)
+            assert done.returncode == 0, done.stderr
+        stop.set()
+        for t in threads:
+            t.join(60)
+    assert results and all(status == 200 for status, _ in results), results[:5]
+    assert len({build for _, build in results}) >= 2
