@@ -126,7 +126,8 @@ def _index(ctx):
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--home", envvar="BUSCA_HOME", default=DEFAULT_HOME, show_default=True,
-              type=click.Path(file_okay=False), help="Folder that holds the corpus (env BUSCA_HOME).")
+              type=click.Path(file_okay=False),
+              help="Folder, or postgresql:// URL, that holds the corpus (env BUSCA_HOME).")
 @click.option("-v", "--verbose", count=True, help="More log output on stderr.")
 @click.version_option(__version__, prog_name="busca")
 @click.pass_context

