@@ -136,7 +136,7 @@ def _encoder(name: str, threads: int):
     `e5-small@onnx` (accuracy level 4, the default) or `e5-small@onnx0` (level 0, float)."""
     if "@" not in name:
         return get_encoder(name, threads=threads)
-    from busca.index.e5_small import E5SmallEncoder
+    from busca.index.e5_encoder import E5SmallEncoder
     engine = name.split("@", 1)[1]
     level = int(engine[4:] or 4) if engine.startswith("onnx") else 4
     return E5SmallEncoder(threads=threads, engine=engine[:4], accuracy_level=level)

