@@ -96,12 +96,18 @@ class RateLimiter:
                 self._sleep(delay)
             with self._lock:
                 if self._holds.get(host, 0.0) == held:  # no new hold while asleep
+                    # A sleep that overslept (a busy machine) moves the next slot too: the
+                    # spacing holds between the requests' real starts, not their schedule.
+                    self._next[host] = max(self._next[host], self._clock() + self._gap(host))
                     return
 
     def _reserve(self, host: str) -> float:
         start = max(self._clock(), self._next.get(host, 0.0), self._holds.get(host, 0.0))
-        self._next[host] = start + max(self.interval, self._intervals.get(host, 0.0))
+        self._next[host] = start + self._gap(host)
         return start
+
+    def _gap(self, host: str) -> float:
+        return max(self.interval, self._intervals.get(host, 0.0))
 
 
 @dataclass

@@ -233,6 +233,17 @@ def test_rate_limiter_spaces_request_starts():
     assert t.now == starts[-1]
 
 
+def test_an_oversleeping_wait_moves_the_next_slot():
+    t = FakeTime()
+    late = iter([0.06, 0.0, 0.0])  # a busy machine wakes the second request 60 ms late
+    limiter = RateLimiter(10.0, clock=t.clock, sleep=lambda s: t.sleep(s + next(late)))
+    starts = []
+    for _ in range(4):
+        limiter.wait("h")
+        starts.append(t.now)
+    assert min(b - a for a, b in zip(starts, starts[1:])) == pytest.approx(0.1)
+
+
 def test_rate_limiter_hold_and_slow_down():
     t = FakeTime()
     limiter = RateLimiter(10.0, clock=t.clock, sleep=t.sleep)
