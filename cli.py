@@ -113,9 +113,15 @@ def _embed(ctx) -> dict:
     return {**ctx.obj.get("embed", {}), "key": os.environ.get(EMBED_KEY_VARIABLE) or None}
 
 
+# Commands that may create a home (serve: its token-only write endpoints); every other command
+# only reads one, so a mistyped --home is an error instead of a new empty home.
+CREATES_HOME = frozenset({"add", "index", "crawl", "log", "demo", "serve"})
+
+
 def _home(ctx) -> indexing.Home:
     """The home, its builds' openai:MODEL rankers using the user's --embed-* settings."""
-    return indexing.open_home(ctx.obj["home"], embed=_embed(ctx))
+    return indexing.open_home(ctx.obj["home"], embed=_embed(ctx),
+                              create=ctx.command.name in CREATES_HOME)
 
 
 def _index(ctx):

@@ -22,7 +22,7 @@ from ..crawler.store import Document, DocumentStore
 from ..errors import BuscaError
 from .chunks import ChunkRow
 from .manifest import Manifest
-from .storage import LocalHome
+from .storage import HomeNotFound, LocalHome
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
@@ -97,11 +97,13 @@ class Home(DocumentStore, Protocol):
     def __exit__(self, *exc) -> None: ...
 
 
-def open_home(location: str | Path, *, embed: Mapping | None = None) -> Home:
-    """The home at `location`: a folder path (created if missing) or a `postgresql://` URL
-    (index/postgres.py; needs the extra busca[postgres]). `embed`: the user's settings for
-    openai:MODEL embedding servers (url, key, batch, prefixes), handed to the dense rankers of
-    its builds."""
+def open_home(location: str | Path, *, embed: Mapping | None = None,
+              create: bool = True) -> Home:
+    """The home at `location`: a folder path (created if missing, unless `create` is False:
+    then a missing folder is HomeNotFound, so a mistyped --home never leaves an empty home
+    behind) or a `postgresql://` URL (index/postgres.py; needs the extra busca[postgres]).
+    `embed`: the user's settings for openai:MODEL embedding servers (url, key, batch,
+    prefixes), handed to the dense rankers of its builds."""
     text = str(location)
     if text.lower().startswith(POSTGRES_SCHEMES):
         try:
@@ -110,4 +112,8 @@ def open_home(location: str | Path, *, embed: Mapping | None = None) -> Home:
             raise BackendUnavailable(f"a PostgreSQL home needs the postgres extra ({e.name} is"
                                      " missing): pip install 'busca[postgres]'") from e
         return PostgresHome(text, embed=embed)
+    if not create and not Path(location).exists():
+        raise HomeNotFound(f"no index in {location} — the folder does not exist: check --home"
+                           " (or BUSCA_HOME), or crawl or add documents there and"
+                           ' run "busca index" first')
     return LocalHome(location, embed=embed)

@@ -46,6 +46,10 @@ class IndexNotFound(BuscaError):
     """There is no index in the home folder."""
 
 
+class HomeNotFound(IndexNotFound):
+    """A command that only reads was given a home folder that does not exist."""
+
+
 class IndexFormatError(BuscaError):
     """The index was written by an incompatible version or is damaged."""
 

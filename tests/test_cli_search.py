@@ -183,3 +183,13 @@ def test_nothing_above_the_floor_exits_3_in_search_and_context(indexed):
         none = indexed(command, "xilofone")  # no word of the question is indexed
         assert none.exit_code == 3, (command, none.output)
     assert indexed("search", QUESTION, "--min-score", "100", "--json").stdout == ""
+
+
+@pytest.mark.parametrize("command", [["search", "pergunta"], ["context", "pergunta"], ["stats"],
+                                     ["misses"], ["compare", "pergunta"]])
+def test_a_mistyped_home_is_one_line_and_creates_nothing(tmp_path, command):
+    missing = tmp_path / "nao-existe"
+    result = invoke(missing, *command)
+    assert result.exit_code == 1
+    assert f"no index in {missing} — the folder does not exist" in result.output
+    assert "Traceback" not in result.output and not missing.exists()
