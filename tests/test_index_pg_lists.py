@@ -62,6 +62,25 @@ def test_packed_values_unpack_bit_for_bit(dtype, distinct):
         assert out.dtype == np.dtype(dtype) and out.tobytes() == values.tobytes()
 
 
+def test_copy_buffers_cover_every_row_once_and_cut_big_lists_apart(monkeypatch):
+    from busca.index import pg_copy
+
+    monkeypatch.setattr(pg_copy, "BUFFER_BYTES", 1000)
+    monkeypatch.setattr(pg_copy, "BLOCK", 4)
+    lengths = np.array([10, 300, 5, 5, 5, 5, 5, 400, 0, 1])
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    values = np.arange(indptr[-1], dtype=np.int32)
+    fields = [pg_copy.Int4(np.arange(lengths.size)),
+              pg_copy.Slices(indptr, values, pg_lists.pack_ids)]
+    bounds = pg_copy._bounds(fields, lengths.size)
+    assert bounds[0] == 0 and bounds[-1] == lengths.size and bounds == sorted(set(bounds))
+    for lo, hi in zip(bounds, bounds[1:]):
+        assert hi - lo <= 4
+        assert hi - lo == 1 or 4 * lengths[lo:hi].sum() <= 1000  # one big row goes alone
+    assert pg_copy._bounds([pg_copy.Int4(np.arange(9))], 9) == [0, 4, 8, 9]
+    assert pg_copy._bounds(fields, 0) == [0]
+
+
 # --- the cache alone (no database) ----------------------------------------------------------
 def test_cache_keeps_the_most_recently_used_within_its_budget():
     cache = PostingCache(3 * (1000 + pg_cache.ENTRY_OVERHEAD))
