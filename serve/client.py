@@ -13,6 +13,7 @@ or answered on another build); it is empty when the caller's own path will say i
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from urllib.parse import urlencode, urlsplit
 
 from ..errors import BuscaError
@@ -42,9 +43,10 @@ def search(record: Record, query: str, *, method: str, k: int, min_score: float 
     if status != 200:
         raise NotServed(_note(record, status, data))
     _same_build(record, data, build)
-    hits = [Hit(h["rank"], h["score"], h["chunk_id"], h["url"], h["title"], h["start"],
-                h["end"], h["text"], method) for h in data["hits"]]
-    return hits, data.get("note", "")
+    with _readable(record):
+        hits = [Hit(h["rank"], h["score"], h["chunk_id"], h["url"], h["title"], h["start"],
+                    h["end"], h["text"], method) for h in data["hits"]]
+        return hits, str(data.get("note") or "")
 
 
 def context(record: Record, question: str, *, method: str, k: int, max_chars: int,
@@ -59,17 +61,19 @@ def context(record: Record, question: str, *, method: str, k: int, max_chars: in
     status, data = _request(record, "POST", "/api/context", body, timeout)
     if status == 409 and data.get("answer", "") is None and "best" in data:
         _same_build(record, data, build)
-        best = data["best"]
-        hits = () if best is None else (Hit(1, best, -1, "", "", 0, 0, "", method),)
-        return Context(question, method, data["floor"], hits, reason=data.get("note", ""),
-                       max_chars=max_chars)
+        with _readable(record):
+            best = data["best"]
+            hits = () if best is None else (Hit(1, float(best), -1, "", "", 0, 0, "", method),)
+            return Context(question, method, data["floor"], hits,
+                           reason=str(data.get("note") or ""), max_chars=max_chars)
     if status != 200:
         raise NotServed(_note(record, status, data))
     _same_build(record, data, build)
-    passages = tuple(_passage(p, method) for p in data["passages"])
-    hits = tuple(h for p in passages for h in p.hits)
-    return Context(question, method, data["floor"], hits, passages,
-                   max_chars=data["max_chars"])
+    with _readable(record):
+        passages = tuple(_passage(p, method) for p in data["passages"])
+        hits = tuple(h for p in passages for h in p.hits)
+        return Context(question, method, data["floor"], hits, passages,
+                       max_chars=data["max_chars"])
 
 
 def _passage(p: dict, method: str) -> Passage:
@@ -77,6 +81,17 @@ def _passage(p: dict, method: str) -> Passage:
                      h["end"], "", method) for h in p["hits"])
     spans = tuple(Span(s["start"], s["end"], s["text"]) for s in p["spans"])
     return Passage(p["rank"], p["url"], p["title"], p["score"], spans, hits, p["truncated"])
+
+
+@contextmanager
+def _readable(record: Record):
+    """NotServed, with a note, for an answer without the fields this client reads."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise NotServed(f"note: busca serve at {record.url} (pid {record.pid}) gave an answer"
+                        f" this busca cannot read ({type(e).__name__}: {e}); searching in this"
+                        " process") from None
 
 
 def _same_build(record: Record, data: dict, build: str) -> None:

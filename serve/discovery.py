@@ -127,8 +127,9 @@ def find(location: str | Path) -> Record | None:
 
 
 def alive(pid: int) -> bool:
-    """Whether a process with this id exists (one of another user's counts)."""
-    if pid <= 0:
+    """Whether a process with this id exists (one of another user's counts). Not on Windows,
+    where signal 0 would interrupt the process: there no record is ever live."""
+    if pid <= 0 or os.name == "nt":
         return False
     try:
         os.kill(pid, 0)

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+import requests
 from click.testing import CliRunner
 
 from busca.cli import cli
@@ -295,6 +296,7 @@ def test_the_record_goes_when_the_server_stops_and_stays_stale_when_killed(reuse
     shutil.copytree(reused_home, home, ignore=shutil.ignore_patterns(discovery.FILE))
     s = Server(home, "--no-log")
     assert discovery.find(home) is not None
+    assert requests.get(s.url + "healthz", timeout=30).status_code == 200  # handlers are set
     assert s.stop(signal.SIGTERM) == 0
     assert not (home / discovery.FILE).exists()
     s = Server(home, "--no-log")
