@@ -111,6 +111,7 @@ def embed_options(command):
 
 
 def no_serve_option(command):
+    """--no-serve of the commands that ask a running busca serve (search, context)."""
     return click.option(
         "--no-serve", is_flag=True, envvar="BUSCA_NO_SERVE",
         help="Compute in this process even when a busca serve of this home runs (by default"
@@ -595,7 +596,6 @@ def _log_query(store: indexing.Home, log: bool, command: str, query: str, method
         searching.querylog.log_call(store, command=command, query=query, method=method, k=k,
                                     scores=[h.score for h in hits], floor=floor,
                                     started=started)
-
 
 
 @cli.command()

@@ -2,7 +2,8 @@
 fixture corpus (the 39 FaQuAD articles of fixtures/site, 200-word windows), computed in the
 command's own process and answered by a running `busca serve` of the same home.
 
-    python bench/bench_cli.py [--runs 7] [--dense use|none] [--work DIR] [--bytecode cached|source]
+    python bench/bench_cli.py [--runs 7] [--dense use|none] [--work DIR]
+                              [--bytecode cached|source] [--sizes fixture,100000]
 
 Each figure is a whole process (`python -m busca.cli --home H search Q --method M --no-log`),
 run `--runs` times after one warm-up run (file cache warm), one thread for BLAS/OpenMP;
@@ -13,6 +14,10 @@ printed: minimum and median seconds. Configurations, each on its own lines:
 - `via serve`: a `busca serve --no-log` of the same home runs (started here, on 127.0.0.1,
   one BLAS thread), and the very same command asks it (serve.json in the home); the server's
   access log is counted to show that every run reached it.
+
+`--sizes` adds synthetic corpora of N chunks (bench_session.py's: FaQuAD words, tfidf and
+bm25 built for real, random unit vectors as the `use` vectors, the question encoded by the
+real model), where loading the index is no longer negligible.
 
 Beside them, the same interpreter doing only `import numpy` and only `import busca.cli`, the
 floor under any command. `--bytecode cached` (default) lets the warm-up run write
@@ -89,6 +94,23 @@ class Serve:
         self.proc.wait(30)
 
 
+def build(home: Path, size: str, dense: str, env: dict[str, str], work: Path) -> str:
+    """Index the corpus into `home`; its label."""
+    if size != "fixture":
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import bench_session  # noqa: PLC0415
+
+        print(f"building {int(size):,} synthetic chunks…", file=sys.stderr)
+        bench_session.build_synthetic(home, int(size), work)
+        return (f"{int(size):,} synthetic chunks (tfidf, bm25; random vectors as use's,"
+                " the question encoded by use)")
+    subprocess.run(busca(home, "add", str(ARTICLES)), check=True, capture_output=True, env=env)
+    command = ["index"] + (["--dense", dense] if dense != "none" else [])
+    print(f"indexing the fixture corpus ({' '.join(command)})…", file=sys.stderr)
+    subprocess.run(busca(home, *command), check=True, capture_output=True, env=env)
+    return f"fixture corpus (39 articles, 201 chunks; busca {' '.join(command)})"
+
+
 def row(label: str, low: float, mid: float, goal: float | None = None) -> None:
     shown = f"{goal:>8.1f}" if goal is not None else f"{'':>8}"
     print(f"{label:<58}{low:>8.3f}{mid:>10.3f}{shown}", flush=True)
@@ -100,14 +122,11 @@ def main() -> None:
     parser.add_argument("--dense", default="use", help="encoder for dense/hybrid, or none")
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument("--bytecode", choices=("cached", "source"), default="cached")
+    parser.add_argument("--sizes", default="fixture",
+                        help="comma-separated: fixture and/or numbers of synthetic chunks")
     args = parser.parse_args()
     env = environment(args.bytecode)
     work = args.work or Path(tempfile.mkdtemp(prefix="busca-cli-"))
-    home = work / "home"
-    subprocess.run(busca(home, "add", str(ARTICLES)), check=True, capture_output=True, env=env)
-    build = ["index"] + (["--dense", args.dense] if args.dense != "none" else [])
-    print(f"indexing the fixture corpus ({' '.join(build)})…", file=sys.stderr)
-    subprocess.run(busca(home, *build), check=True, capture_output=True, env=env)
     print(f"python {platform.python_version()}, {os.cpu_count()} cores, one BLAS/OpenMP thread"
           f" per process, bytecode {args.bytecode}; {args.runs} runs after one warm-up;"
           f" load average at start: {os.getloadavg()[0]:.2f}")
@@ -115,11 +134,21 @@ def main() -> None:
     for label, code in (("python -c 'import numpy'", "import numpy"),
                         ("python -c 'import busca.cli'", "import busca.cli")):
         row(label, *wall([sys.executable, "-c", code], args.runs, env))
-    methods = ["tfidf", "bm25"] + (["dense", "hybrid"] if args.dense != "none" else [])
+    for size in [s.strip() for s in args.sizes.split(",") if s.strip()]:
+        home = work / f"home-{size}"
+        label = build(home, size, args.dense, env, work)
+        print(f"\n{label}; load average {os.getloadavg()[0]:.2f}", flush=True)
+        dense = args.dense != "none" or size != "fixture"
+        measure(home, ["tfidf", "bm25"] + (["dense", "hybrid"] if dense else []), args.runs,
+                env)
+    print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
+
+
+def measure(home: Path, methods: list[str], runs: int, env: dict[str, str]) -> None:
     medians: dict[tuple[str, str], float] = {}
     for method in methods:
         command = busca(home, "search", QUERY, "--method", method, "--no-log", "--no-serve")
-        low, mid = wall(command, args.runs, env)
+        low, mid = wall(command, runs, env)
         row(f"busca search Q --method {method} (alone: --no-serve)", low, mid, GOALS[method])
         medians["alone", method] = mid
     server = Serve(home, env)
@@ -127,15 +156,14 @@ def main() -> None:
         for method in methods:
             before = server.searches
             low, mid = wall(busca(home, "search", QUERY, "--method", method, "--no-log"),
-                            args.runs, env)
+                            runs, env)
             time.sleep(0.2)  # the last access-log line
             served = server.searches - before
-            row(f"busca search Q --method {method} (via serve: {served}/{args.runs + 1} asked)",
+            row(f"busca search Q --method {method} (via serve: {served}/{runs + 1} asked)",
                 low, mid, GOALS[method])
             medians["via serve", method] = mid
     finally:
         server.stop()
-    print(f"load average at the end: {os.getloadavg()[0]:.2f}")
     for where in ("alone", "via serve"):
         met = [f"{m} {'met' if medians[where, m] <= GOALS[m] else 'MISSED'}" for m in methods]
         print(f"goals {where} (median wall <= goal): " + ", ".join(met))

