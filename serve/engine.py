@@ -145,8 +145,9 @@ class Engine:
 
     # --- queries ---------------------------------------------------------------------
     def search(self, query: str, *, method: str, k: int, min_score: float | None = None,
-               per_doc: int = 0) -> Found:
-        """Hits as `busca search --json` prints them (same floor rules)."""
+               per_doc: int = 0, log_query: bool | None = None) -> Found:
+        """Hits as `busca search --json` prints them (same floor rules); `log_query`: record
+        the question in the query log (None: as the server was started, --no-log or not)."""
         def work(live: Live) -> Found:
             fusion = fusion_for(method, min_score)
             searching.scorer(live.index, method, fusion)  # UnknownMethod before anything else
@@ -157,7 +158,7 @@ class Engine:
                                                  k=k, per_doc=per_doc, fusion=fusion)
             except searching.NoSearchableTerms as e:
                 hits, note = [], str(e)
-            self._log("search", query, method, k, hits, floor, started)
+            self._log("search", query, method, k, hits, floor, started, log_query)
             kept = [h for h in hits if floor is None or h.score >= floor]
             return Found(kept, floor, note, live.build)
 
@@ -173,8 +174,10 @@ class Engine:
         return self.run(work)
 
     def context(self, question: str, *, method: str, k: int, max_chars: int,
-                min_score: float | None = None, per_doc: int = searching.CONTEXT_PER_DOC):
-        """What `busca context` finds: a search.Context."""
+                min_score: float | None = None, per_doc: int = searching.CONTEXT_PER_DOC,
+                log_query: bool | None = None):
+        """What `busca context` finds, a search.Context, and the build it ran on
+        (`log_query` as in `search`)."""
         def work(live: Live):
             fusion = fusion_for(method, min_score)
             searching.scorer(live.index, method, fusion)
@@ -182,8 +185,9 @@ class Engine:
             found = searching.build_context(live.index, self.home(), question, method=method,
                                             k=k, max_chars=max_chars, min_score=min_score,
                                             fusion=fusion, per_doc=per_doc)
-            self._log("context", question, method, k, found.hits, found.floor, started)
-            return found
+            self._log("context", question, method, k, found.hits, found.floor, started,
+                      log_query)
+            return found, live.build
 
         return self.run(work)
 
@@ -229,8 +233,8 @@ class Engine:
             out[item] = (doc.title if doc is not None else url, url, text)
         return out
 
-    def _log(self, command, query, method, k, hits, floor, started) -> None:
-        if self.log_queries:
+    def _log(self, command, query, method, k, hits, floor, started, wanted=None) -> None:
+        if self.log_queries if wanted is None else wanted:
             searching.querylog.log_call(self.home(), command=command, query=query,
                                         method=method, k=k, scores=[h.score for h in hits],
                                         floor=floor, started=started)
