@@ -23,8 +23,9 @@ import numpy as np
 
 from ..crawler.store import Document
 from .chunking import JAVA_SPACE, splits_like_java, window_starts, words
-from .chunks import ChunkRow
+from .chunks import ChunkColumns
 from .counting import CountedBatch, CountMerger, TermCounts, count_pieces
+from .tokens import compiled_batch
 
 BATCH_DOCS = 2000
 BATCH_CHARS = 4_000_000
@@ -67,16 +68,14 @@ class Chunked:
     def chunks(self) -> int:
         return int(sum(a.sum() for a in self.per_doc))
 
-    def rows(self) -> Iterator[ChunkRow]:
-        """The chunk rows, ids in order."""
-        n_chunks = np.concatenate(self.per_doc) if self.per_doc else np.empty(0, np.int64)
-        starts = np.concatenate(self.starts).tolist() if self.starts else []
-        ends = np.concatenate(self.ends).tolist() if self.ends else []
-        i = 0
-        for url, sha, n in zip(self.urls, self.hashes, n_chunks.tolist()):
-            for position in range(n):
-                yield ChunkRow(i, url, position, starts[i], ends[i], sha)
-                i += 1
+    def rows(self) -> ChunkColumns:
+        """The chunk rows, ids in order (as columns; iterating gives ChunkRows)."""
+        return ChunkColumns(self.urls, self.hashes, _joined(self.per_doc).tolist(),
+                            _joined(self.starts).tolist(), _joined(self.ends).tolist())
+
+
+def _joined(arrays: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(arrays) if arrays else np.empty(0, np.int64)
 
 
 def chunk_documents(documents: Iterable[Document], *, size: int, overlap: int,
@@ -180,6 +179,10 @@ def _gc_paused():
 
 
 def _chunk_batch(docs, *, size, overlap, count, keep_texts) -> ChunkedBatch:
+    if count and not keep_texts:
+        done = compiled_batch(docs, size=size, overlap=overlap)
+        if done is not None:
+            return ChunkedBatch(*done, texts=None)
     n_words, n_chunks, starts, ends, pieces = [], [], [], [], []
     for text, old in docs:
         count_words, spans, chunk_pieces = windows(text, size=size, overlap=overlap)
