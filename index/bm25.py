@@ -76,16 +76,16 @@ def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) ->
     analyzer = check_options(options)
     k1, b = options.get("bm25_k1", K1), options.get("bm25_b", B)
     term_filter = get_term_filter(analyzer)
-    kernel = compiled.module("postings_numba")
+    big = counts.matrix.nnz >= compiled.MIN_POSTINGS
+    kernel = compiled.module("postings_numba") if big else None
     if kernel is not None:
         terms, target = column_targets(counts.terms, term_filter)
         m = counts.matrix
-        lengths, indptr, indices, tf = kernel.merged_columns(m.indptr, m.indices, m.data, target,
-                                                             len(terms))
+        lengths, indptr = kernel.merged_shape(m.indptr, m.indices, m.data, target, len(terms))
         length_norm, avgdl = _length_norm(lengths.astype(np.float64), k1, b)
-        scores, bound = kernel.bm25_fill(indptr, indices, tf, _idf(np.diff(indptr), m.shape[0]),
-                                         length_norm)
-        del tf
+        indices, scores, bound = kernel.bm25_postings(
+            m.indptr, m.indices, m.data, target, indptr, _idf(np.diff(indptr), m.shape[0]),
+            length_norm)
     else:
         analyzed = reanalyze(counts, term_filter)
         terms = analyzed.terms

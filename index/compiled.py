@@ -1,12 +1,18 @@
 """The build's compiled loops (numba, the `fast` extra), loaded on first use: `module(name)`
 is index/<name>.py, or None when numba is not installed or BUSCA_NUMBA=0 (then every caller
-takes its numpy path, with the same results; the tests compare both)."""
+takes its numpy path, with the same results; the tests compare both).
+
+Loading numba and the cached machine code takes about half a second (compiling them, the
+first time after an install, several seconds), more than a small build costs without them:
+builds use them from MIN_DOCUMENTS documents (tokenising) or MIN_POSTINGS postings."""
 
 from __future__ import annotations
 
 import importlib
 import os
 
+MIN_DOCUMENTS = 5_000
+MIN_POSTINGS = 1_000_000
 _loaded: dict[str, object] = {}
 
 

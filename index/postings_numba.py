@@ -11,11 +11,10 @@ import numpy as np
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def merged_columns(indptr, indices, data, target, n_targets):
-    """Chunks x java-terms counts (CSR) with each column j added into column target[j]
-    (dropped when target[j] < 0), returned term-major (CSC: indptr, chunk ids increasing
-    within a column, int32 counts) with each chunk's length (the sum of its kept counts).
-    Two passes over the rows: count each column's chunks, then place them."""
+def merged_shape(indptr, indices, data, target, n_targets):
+    """For chunks x java-terms counts (CSR) whose column j is added into column target[j]
+    (dropped when target[j] < 0): each chunk's length (the sum of its kept counts) and the
+    term-major indptr of the merged columns (their chunk counts, cumulated)."""
     n_rows = indptr.size - 1
     lengths = np.zeros(n_rows, dtype=np.int64)
     mark = np.full(n_targets, -1, dtype=np.int64)
@@ -30,46 +29,51 @@ def merged_columns(indptr, indices, data, target, n_targets):
                     col_ptr[t + 1] += 1
     for c in range(n_targets):
         col_ptr[c + 1] += col_ptr[c]
-    fill = col_ptr[:-1].copy()
+    return lengths, col_ptr
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def bm25_postings(indptr, indices, data, target, col_ptr, idf, length_norm):
+    """The merged columns (see merged_shape) term-major, chunk ids increasing, each posting
+    scored float32(idf[t] * tf / (tf + length_norm[chunk])) as bm25.bm25_scores scores it;
+    returns (chunk ids, scores, each term's largest score)."""
+    n_rows, n_targets = indptr.size - 1, col_ptr.size - 1
     rows = np.empty(col_ptr[n_targets], dtype=np.int32)
-    counts = np.empty(col_ptr[n_targets], dtype=np.int32)
-    mark[:] = -1
-    where = np.empty(n_targets, dtype=np.int64)
+    scores = np.empty(col_ptr[n_targets], dtype=np.float32)
+    bound = np.zeros(n_targets, dtype=np.float32)
+    seen = np.zeros(n_targets, dtype=np.bool_)
+    fill = col_ptr[:-1].copy()
+    mark = np.full(n_targets, -1, dtype=np.int64)
+    slot = np.empty(n_targets, dtype=np.int64)
+    row_terms = np.empty(n_targets, dtype=np.int64)
+    row_tf = np.empty(n_targets, dtype=np.int64)
     for r in range(n_rows):
+        n = 0
         for k in range(indptr[r], indptr[r + 1]):
             t = target[indices[k]]
             if t < 0:
                 continue
             if mark[t] != r:
                 mark[t] = r
-                p = fill[t]
-                fill[t] += 1
-                where[t] = p
-                rows[p] = r
-                counts[p] = data[k]
+                slot[t] = n
+                row_terms[n] = t
+                row_tf[n] = data[k]
+                n += 1
             else:
-                counts[where[t]] += data[k]
-    return lengths, col_ptr, rows, counts
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def bm25_fill(indptr, indices, counts, idf, length_norm):
-    """float32(idf[t] * tf / (tf + length_norm[chunk])) of every posting, and each term's
-    largest (bm25.bm25_scores' numbers)."""
-    n_terms = indptr.size - 1
-    scores = np.empty(indices.size, dtype=np.float32)
-    bound = np.zeros(n_terms, dtype=np.float32)
-    for t in range(n_terms):
-        w = idf[t]
-        top = np.float32(0.0)
-        for k in range(indptr[t], indptr[t + 1]):
-            tf = np.float64(counts[k])
-            s = np.float32(w * tf / (tf + length_norm[indices[k]]))
-            scores[k] = s
-            if k == indptr[t] or s > top:
-                top = s
-        bound[t] = top
-    return scores, bound
+                row_tf[slot[t]] += data[k]
+        norm = length_norm[r]
+        for j in range(n):
+            t = row_terms[j]
+            tf = np.float64(row_tf[j])
+            s = np.float32(idf[t] * tf / (tf + norm))
+            p = fill[t]
+            fill[t] += 1
+            rows[p] = r
+            scores[p] = s
+            if not seen[t] or s > bound[t]:
+                bound[t] = s
+                seen[t] = True
+    return rows, scores, bound
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

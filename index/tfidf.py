@@ -82,7 +82,7 @@ def row_norms(matrix: sp.csr_matrix, idf: np.ndarray) -> np.ndarray:
 
 def column_bounds(csc: sp.csc_matrix, norms: np.ndarray) -> np.ndarray:
     """Per term, the largest count / norm over its chunks (0 for an empty column)."""
-    kernel = compiled.module("postings_numba")
+    kernel = compiled.module("postings_numba") if csc.nnz >= compiled.MIN_POSTINGS else None
     if kernel is not None:
         return kernel.ratio_bounds(csc.indptr, csc.indices, csc.data, norms)
     bound = np.zeros(csc.shape[1], dtype=np.float64)

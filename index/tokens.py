@@ -33,32 +33,49 @@ _tables: tuple[np.ndarray, np.ndarray] | None = None
 def compiled_batch(docs, *, size: int, overlap: int):
     """(words, chunks, starts, ends, counts) of the (text, previous spans) pairs as
     stream._chunk_batch makes them, or None: no compiler, a code that needs the Python path,
-    or previous spans that differ from the windows."""
+    a text that is not valid UTF-8, or previous spans that differ from the windows. Texts
+    are str, or UTF-8 bytes decoded here (in the compiled pass)."""
     k = compiled.module("tokens_numba")
     if k is None:
         return None
     texts = [text for text, _ in docs]
-    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    doc_end = np.cumsum(lengths)
-    doc_start = doc_end - lengths
-    joined = "".join(texts)
-    codes = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    if texts and all(isinstance(t, bytes) for t in texts):  # UTF-8 from Store.document_texts
+        byte_end = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
+        ok, codes, doc_start, doc_end = k.utf8_codes(
+            np.frombuffer(b"".join(texts), dtype=np.uint8), byte_end)
+        if not ok:
+            return None  # the Python path names the invalid text
+    else:
+        if any(isinstance(t, bytes) for t in texts):
+            return None  # str and bytes mixed: the Python path decodes them
+        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+        doc_end = np.cumsum(lengths)
+        doc_start = doc_end - lengths
+        codes = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"),
+                              dtype=np.uint32)
     lower, flags = tables()
     found = k.terms_of(codes, lower, flags, doc_start, doc_end)
     if found[0] & UNKNOWN:  # codes never seen in this process: fill their pages, again
         fill(codes)
         found = k.terms_of(codes, lower, flags, doc_start, doc_end)
-    status, words, w_start, w_end, w_occ, occ, t_pos, t_len = found
+    status, words, w_start, w_end, w_occ, occ, pool, t_at = found
     if status:
         return None
     chunks, starts, ends, indptr, indices, data = k.window_counts(
-        words, w_start, w_end, w_occ, occ, t_pos.size, doc_start, size, overlap)
+        words, w_start, w_end, w_occ, occ, t_at.size - 1, doc_start, size, overlap)
     if not _same_spans(docs, chunks, starts, ends):
         return None
-    terms = [joined[p:p + n].lower() for p, n in zip(t_pos.tolist(), t_len.tolist())]
-    terms, rank = sorted_terms(terms)
+    every = pool.tobytes().decode("utf-32-le", "surrogatepass")
+    bounds = t_at.tolist()
+    terms, rank = sorted_terms([every[a:b] for a, b in zip(bounds, bounds[1:])])
     indices, data = k.sorted_rows(indptr, indices, data, rank)
     return words, chunks, starts, ends, CountedBatch(terms, indptr, indices, compact(data))
+
+
+def warm_up() -> None:
+    """Load (or compile, the first time) the compiled pass for str and UTF-8 texts."""
+    for text in ("a", b"a"):
+        compiled_batch([(text, None)], size=1, overlap=0)
 
 
 def _same_spans(docs, chunks: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:

@@ -23,15 +23,6 @@ _FNV_PRIME = np.uint64(0x100000001B3)
 
 
 @numba.njit(cache=True, nogil=True)
-def _same(codes, lower, a, b, n):
-    for k in range(n):
-        x, y = codes[a + k], codes[b + k]
-        if x != y and lower[x] != lower[y]:
-            return False
-    return True
-
-
-@numba.njit(cache=True, nogil=True)
 def _grow(slots, term_hash, n_terms):
     """A table twice as large holding the same terms."""
     bigger = np.full(slots.size * 2, _EMPTY, dtype=np.int32)
@@ -45,118 +36,97 @@ def _grow(slots, term_hash, n_terms):
 
 
 @numba.njit(cache=True, nogil=True)
-def _scan(codes, lower, flags, doc_start, doc_end):
-    """Words and term occurrences (start, length, hash of the lowercase codes) of each
-    document, in one pass over the codes; status != 0: a code flagged `STOP` was met."""
+def terms_of(codes, lower, flags, doc_start, doc_end):
+    """Words and term occurrences of each document, in one pass over the codes. Returns
+    (status, words per document, word starts, word ends, per word its first occurrence
+    (words + 1 values), the term id of each occurrence, the lowercase codes of every term
+    one after the other, and where each term starts in them (terms + 1 values)); status
+    != 0: the STOP flags of a code that was met (nothing else is valid).
+
+    A term is looked up when it ends, while its codes are still in cache: by the hash of
+    its lowercase codes, then code by code against the term's copy in `pool`."""
     cap = codes.size // 2 + 2  # a word or a term takes a code and a separator at least
     words = np.zeros(doc_start.size, dtype=np.int64)
     w_start = np.empty(cap, dtype=np.int64)
     w_end = np.empty(cap, dtype=np.int64)
     w_occ = np.empty(cap + 1, dtype=np.int64)
-    o_start = np.empty(cap, dtype=np.int64)
-    o_len = np.empty(cap, dtype=np.int64)
-    o_hash = np.empty(cap, dtype=np.uint64)
-    n_words = n_occ = 0
-    h = _FNV_OFFSET
+    occ = np.empty(cap, dtype=np.int32)
+    pool = np.empty(codes.size, dtype=np.uint32)
+    t_at = np.zeros(cap + 1, dtype=np.int64)
+    t_hash = np.empty(cap, dtype=np.uint64)
+    slots = np.full(4096, _EMPTY, dtype=np.int32)
+    n_words = n_occ = n_terms = 0
     for d in range(doc_start.size):
         lo, hi = doc_start[d], doc_end[d]
         while lo < hi and codes[lo] <= 32:  # Java's trim()
             lo += 1
         while hi > lo and codes[hi - 1] <= 32:
             hi -= 1
-        in_word = in_term = False
-        first = n_words
-        for i in range(lo, hi):
+        first_word = n_words
+        i = lo
+        while i < hi:
             c = codes[i]
             if c == 32 or 9 <= c <= 13:  # Java's \s
-                if in_term:
-                    o_len[n_occ] = i - o_start[n_occ]
-                    o_hash[n_occ] = h
-                    n_occ += 1
-                    in_term = False
-                if in_word:
-                    w_end[n_words] = i
-                    n_words += 1
-                    in_word = False
+                i += 1
                 continue
-            if not in_word:
-                w_start[n_words] = i
-                w_occ[n_words] = n_occ
-                in_word = True
-            f = flags[c]
-            if f & TERM:
-                if not in_term:
-                    o_start[n_occ] = i
-                    h = _FNV_OFFSET
-                    in_term = True
-                h = (h ^ np.uint64(lower[c])) * _FNV_PRIME
-            else:
-                if f & STOP:
-                    return f & STOP, words, w_start, w_end, w_occ, o_start, o_len, o_hash, 0, 0
-                if in_term:
-                    o_len[n_occ] = i - o_start[n_occ]
-                    o_hash[n_occ] = h
-                    n_occ += 1
-                    in_term = False
-        if in_term:
-            o_len[n_occ] = hi - o_start[n_occ]
-            o_hash[n_occ] = h
-            n_occ += 1
-        if in_word:
-            w_end[n_words] = hi
+            w_start[n_words] = i
+            w_occ[n_words] = n_occ
+            while i < hi:
+                c = codes[i]
+                if c == 32 or 9 <= c <= 13:
+                    break
+                f = flags[c]
+                if not f & TERM:
+                    if f & STOP:
+                        return (f & STOP, words, w_start[:0], w_end[:0], w_occ[:0], occ[:0],
+                                pool[:0], t_at[:1])
+                    i += 1
+                    continue
+                start = i
+                h = _FNV_OFFSET
+                while True:
+                    h = (h ^ np.uint64(lower[c])) * _FNV_PRIME
+                    i += 1
+                    if i >= hi:
+                        break
+                    c = codes[i]
+                    if not flags[c] & TERM:
+                        break
+                length = i - start
+                mask = slots.size - 1
+                s = np.int64(h & np.uint64(mask))
+                while True:
+                    t = slots[s]
+                    if t == _EMPTY:  # a new term: copy its lowercase codes to the pool
+                        t = n_terms
+                        p = t_at[t]
+                        for q in range(length):
+                            pool[p + q] = lower[codes[start + q]]
+                        t_at[t + 1] = p + length
+                        t_hash[t] = h
+                        n_terms += 1
+                        slots[s] = t
+                        if 2 * n_terms > slots.size:
+                            slots = _grow(slots, t_hash, n_terms)
+                        break
+                    if t_hash[t] == h and t_at[t + 1] - t_at[t] == length:
+                        p = t_at[t]
+                        same = True
+                        for q in range(length):
+                            if pool[p + q] != lower[codes[start + q]]:
+                                same = False
+                                break
+                        if same:
+                            break
+                    s = (s + 1) & mask
+                occ[n_occ] = t
+                n_occ += 1
+            w_end[n_words] = i
             n_words += 1
-        words[d] = n_words - first
+        words[d] = n_words - first_word
     w_occ[n_words] = n_occ
-    return 0, words, w_start, w_end, w_occ, o_start, o_len, o_hash, n_words, n_occ
-
-
-@numba.njit(cache=True, nogil=True)
-def _ids(codes, lower, o_start, o_len, o_hash, n_occ):
-    """The term id of each occurrence (ids in order of first occurrence), and per term its
-    first occurrence."""
-    occ = np.empty(n_occ, dtype=np.int32)
-    first = np.empty(max(n_occ, 1), dtype=np.int64)
-    t_hash = np.empty(max(n_occ, 1), dtype=np.uint64)
-    slots = np.full(4096, _EMPTY, dtype=np.int32)
-    n_terms = 0
-    for k in range(n_occ):
-        h, length, start = o_hash[k], o_len[k], o_start[k]
-        mask = slots.size - 1
-        s = np.int64(h & np.uint64(mask))
-        while True:
-            t = slots[s]
-            if t == _EMPTY:
-                t = n_terms
-                first[t] = k
-                t_hash[t] = h
-                n_terms += 1
-                slots[s] = t
-                if 2 * n_terms > slots.size:
-                    slots = _grow(slots, t_hash, n_terms)
-                break
-            f = first[t]
-            if (t_hash[t] == h and o_len[f] == length
-                    and _same(codes, lower, o_start[f], start, length)):
-                break
-            s = (s + 1) & mask
-        occ[k] = t
-    return occ, first[:n_terms]
-
-
-@numba.njit(cache=True, nogil=True)
-def terms_of(codes, lower, flags, doc_start, doc_end):
-    """Words and term occurrences of each document. Returns (status, words per document,
-    word starts, word ends, per word its first occurrence (words + 1 values), the term id
-    of each occurrence, and per term id its first position and length); status != 0: the
-    STOP flags of a code that was met (nothing else is valid)."""
-    status, words, w_start, w_end, w_occ, o_start, o_len, o_hash, n_words, n_occ = _scan(
-        codes, lower, flags, doc_start, doc_end)
-    if status:
-        return status, words, w_start[:0], w_end[:0], w_occ[:0], o_start[:0].astype(np.int32), \
-            o_start[:0], o_len[:0]
-    occ, first = _ids(codes, lower, o_start, o_len, o_hash, n_occ)
-    return (0, words, w_start[:n_words], w_end[:n_words], w_occ[:n_words + 1], occ,
-            o_start[first], o_len[first])
+    return (0, words, w_start[:n_words], w_end[:n_words], w_occ[:n_words + 1], occ[:n_occ],
+            pool[:t_at[n_terms]], t_at[:n_terms + 1])
 
 
 @numba.njit(cache=True, nogil=True)
@@ -248,3 +218,53 @@ def sorted_rows(indptr, indices, data, rank):
             out_indices[q] = c
             out_data[q] = values[p]
     return out_indices, out_data
+
+
+@numba.njit(cache=True, nogil=True)
+def utf8_codes(buf, byte_end):
+    """The code points of UTF-8 bytes holding documents back to back (document d ends at
+    byte byte_end[d]), and each document's start and end among them. Strict like Python's
+    decoder (no overlong form, surrogate, code point above U+10FFFF or cut sequence); ok is
+    False at the first invalid byte (nothing else is valid)."""
+    n_docs = byte_end.size
+    codes = np.empty(buf.size, dtype=np.uint32)
+    doc_start = np.empty(n_docs, dtype=np.int64)
+    doc_end = np.empty(n_docs, dtype=np.int64)
+    i = n = 0
+    for d in range(n_docs):
+        doc_start[d] = n
+        end = byte_end[d]
+        while i < end:
+            b0 = np.uint32(buf[i])
+            if b0 < 0x80:
+                codes[n] = b0
+                i += 1
+            else:
+                if 0xC2 <= b0 <= 0xDF:
+                    width, lo, hi, cp = 2, 0x80, 0xBF, b0 & 0x1F
+                elif 0xE0 <= b0 <= 0xEF:
+                    width, cp = 3, b0 & 0x0F
+                    lo = 0xA0 if b0 == 0xE0 else 0x80
+                    hi = 0x9F if b0 == 0xED else 0xBF
+                elif 0xF0 <= b0 <= 0xF4:
+                    width, cp = 4, b0 & 0x07
+                    lo = 0x90 if b0 == 0xF0 else 0x80
+                    hi = 0x8F if b0 == 0xF4 else 0xBF
+                else:
+                    return False, codes[:0], doc_start, doc_end
+                if i + width > end:
+                    return False, codes[:0], doc_start, doc_end
+                for j in range(1, width):
+                    b = np.uint32(buf[i + j])
+                    if j == 1:
+                        ok = lo <= b <= hi
+                    else:
+                        ok = 0x80 <= b <= 0xBF
+                    if not ok:
+                        return False, codes[:0], doc_start, doc_end
+                    cp = (cp << 6) | (b & 0x3F)
+                codes[n] = cp
+                i += width
+            n += 1
+        doc_end[d] = n
+    return True, codes[:n], doc_start, doc_end

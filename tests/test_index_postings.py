@@ -6,7 +6,7 @@ import random
 import numpy as np
 import pytest
 
-from busca.index import bm25, tfidf
+from busca.index import bm25, compiled, tfidf
 from busca.index.counting import count_texts
 from busca.index.storage import LocalBuildWriter
 
@@ -16,6 +16,7 @@ pytest.importorskip("numba")
 
 
 def build_both(tmp_path, monkeypatch, counts, module, options):
+    monkeypatch.setattr(compiled, "MIN_POSTINGS", 0)  # compiled even for a small index
     folders = []
     for numba_on in ("1", "0"):
         folder = tmp_path / f"numba{numba_on}"

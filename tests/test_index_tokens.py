@@ -94,8 +94,64 @@ def test_merged_rows_stay_sorted(monkeypatch):
     merger = CountMerger()
     for i in range(6):
         docs = random_docs(rng, plain=i % 2 == 0)  # compiled and Python batches mixed
-        merger.add(stream._chunk_batch(docs, size=20, overlap=5, count=True,
-                                       keep_texts=False).counts)
+        merger.add(stream._chunk_batch(docs, size=20, overlap=5, count=True, keep_texts=False,
+                                       use_compiled=True).counts)
     matrix = merger.result().matrix
     for r in range(matrix.shape[0]):
         assert np.all(np.diff(matrix.indices[matrix.indptr[r]:matrix.indptr[r + 1]]) > 0)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_utf8_bytes_give_what_their_text_gives(seed):
+    rng = random.Random(seed)
+    for _ in range(40):
+        docs = random_docs(rng, plain=True)
+        as_bytes = [(t.encode("utf-8"), None) for t, _ in docs]
+        a = tokens.compiled_batch(docs, size=20, overlap=5)
+        b = tokens.compiled_batch(as_bytes, size=20, overlap=5)
+        assert all(x.tolist() == y.tolist() for x, y in zip(a[:4], b[:4]))
+        assert per_chunk(a[4]) == per_chunk(b[4])
+
+
+def test_the_compiled_utf8_decoder_is_as_strict_as_python():
+    from busca.index.tokens_numba import utf8_codes
+    rng = random.Random(4)
+    pieces = [b"a", b" ", "ação".encode(), "😀".encode(), "東".encode(), b"\xc0\xaf",
+              b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe2\x82", b"\x80", b"\xff", b"\xc3",
+              b"\xf0\x9f\x98", b"\xe0\x80\xaf", b"\xef\xbf\xbf", b"\xf4\x8f\xbf\xbf"]
+    for _ in range(3000):
+        raw = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
+        ok, codes, start, end = utf8_codes(np.frombuffer(raw, dtype=np.uint8),
+                                           np.array([len(raw)]))
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            assert not ok, raw
+        else:
+            assert ok and "".join(map(chr, codes.tolist())) == text, raw
+            assert (start[0], end[0]) == (0, len(text))
+
+
+def test_invalid_utf8_is_one_line_naming_the_fix():
+    from busca.crawler.store import StoreError
+    with pytest.raises(StoreError, match="not valid UTF-8"):
+        stream._chunk_batch([(b"ok \xff", None)], size=20, overlap=5, count=True,
+                            keep_texts=False, use_compiled=True)
+
+
+def test_chunk_documents_compiled_equals_python(monkeypatch):
+    from busca.index import compiled
+    from test_index_stream import documents
+    docs = documents(random.Random(8), 150)
+    for d in docs[::2]:  # half of the batches without a code that needs the Python path
+        object.__setattr__(d, "text", d.text.replace("Σ", "S").replace("İ", "I"))
+    monkeypatch.setattr(stream, "BATCH_DOCS", 9)
+    monkeypatch.setattr(compiled, "MIN_DOCUMENTS", 0)
+    rows = [(d.url, d.sha256, d.text.encode()) for d in docs]
+    fast = stream.chunk_documents(rows, size=20, overlap=5, reusable={}, total=150, workers=1)
+    monkeypatch.setenv("BUSCA_NUMBA", "0")
+    slow = stream.chunk_documents(docs, size=20, overlap=5, reusable={}, total=150, workers=1)
+    assert list(fast.rows()) == list(slow.rows())
+    assert fast.words == slow.words and fast.rechunked == slow.rechunked
+    assert fast.counts.terms == slow.counts.terms
+    assert (fast.counts.matrix != slow.counts.matrix).nnz == 0
