@@ -29,7 +29,7 @@ import numpy as np
 COMPILED_MIN_ROWS = 5_000
 SHIFT = 5  # windows of 32 chunks
 BLOCKS_MAX_BYTES = 256 << 20  # window tables kept per postings object, at most
-ROW_BYTES = 4  # bytes per window of a list's table: maximum, offset, a quarter of an int64
+ROW_BYTES = 3  # bytes per window of a list's table: maximum, offset, a quarter of an int32
 
 _scratch = threading.local()
 _kernel = None
@@ -55,15 +55,19 @@ def kernel():
 
 
 class Blocks:
-    """Per-window maxima of a postings object's long lists (a list is long when it has at
-    least as many postings as there are windows), quantised up to uint8 steps of the list's
-    maximum: made on a term's first use, kept in one growing table (rows are never changed
-    once written, so a search running in another thread always reads whole rows)."""
+    """Per-window tables of a postings object's long lists (a list is long when it has at
+    least as many postings as there are windows): each window's largest value, quantised up
+    to uint8 steps of the list's maximum, and where its postings start. Made for a query's
+    terms on the first query, for every long list on the next one (one pass over their
+    postings, if they fit in BLOCKS_MAX_BYTES; else term by term); kept in one growing
+    table whose rows never change once written, so a search running in another thread
+    always reads whole rows."""
 
     def __init__(self, n_rows: int, n_columns: int, factor: np.ndarray | None):
         self.shift = SHIFT
         self.n_windows = (max(n_rows, 1) - 1 >> SHIFT) + 1
         self.factor = factor if factor is not None else np.empty(0)
+        self.queries = 0
         self._lock = threading.Lock()
         self._reset(n_columns)
 
@@ -76,7 +80,7 @@ class Blocks:
         """New tables of `rows` rows, the used ones copied (see maxscore_numba.window_index)."""
         n = self.n_windows + 1
         shapes = {"maxima": ((rows, n), np.uint8), "rel": ((rows, n), np.uint8),
-                  "group": ((rows, (n >> 2) + 1), np.int64), "scales": ((rows,), np.float64)}
+                  "group": ((rows, (n >> 2) + 1), np.int32), "scales": ((rows,), np.float64)}
         for name, (shape, dtype) in shapes.items():
             table = np.zeros(shape, dtype=dtype)
             if self.used:
@@ -87,20 +91,32 @@ class Blocks:
         """The table rows of `columns` (-1 for a short list), making the missing ones."""
         found = self.slot[columns]
         missing = (found < 0) & (lengths >= self.n_windows)
-        if missing.any():
+        if self.queries == 1 or missing.any():
             with self._lock:
+                if self.queries == 1:
+                    self._add_all(postings)
                 for c in columns[missing]:
                     self._add(postings, int(c))
                 found = self.slot[columns]
+        self.queries += 1
         return found
+
+    def _add_all(self, postings) -> None:
+        """Tables for every long list, if they fit in BLOCKS_MAX_BYTES."""
+        long = np.flatnonzero(np.diff(postings.indptr) >= self.n_windows)
+        if long.size * (self.n_windows + 1) * ROW_BYTES <= BLOCKS_MAX_BYTES:
+            if self.scales.size < long.size:
+                self._tables(long.size)
+            for c in long:
+                self._add(postings, int(c))
 
     def _add(self, postings, column: int) -> None:
         if self.slot[column] >= 0:
             return
-        if (self.used + 1) * self.n_windows * ROW_BYTES > BLOCKS_MAX_BYTES:
+        if (self.used + 1) * (self.n_windows + 1) * ROW_BYTES > BLOCKS_MAX_BYTES:
             self._reset(self.slot.size)  # fresh arrays: running searches keep the old ones
         if self.used == self.scales.size:
-            self._tables(2 * self.used)
+            self._tables(2 * self.used)  # before the cap resets, at most twice the rows
         row = self.used
         lo, hi = int(postings.indptr[column]), int(postings.indptr[column + 1])
         self.scales[row] = kernel().window_index(postings.indices, postings.data, lo, hi,

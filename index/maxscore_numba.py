@@ -79,7 +79,7 @@ def _push(heap, size, value):
 def window_index(indices, data, lo, hi, factor, shift, maxima, rel, group):
     """One long list's window table (rows of zeros on entry): maxima[j], its largest value
     (times factor, if any) in window j in steps of scale = maximum / 254 rounded up (0: no
-    posting there); its first posting at or after window j is group[j >> 2] + rel[j]
+    posting there); its first posting at or after window j is lo + group[j >> 2] + rel[j]
     (j <= number of windows). Returns scale."""
     use_factor = factor.size > 0
     top = 0.0
@@ -93,8 +93,8 @@ def window_index(indices, data, lo, hi, factor, shift, maxima, rel, group):
     p = lo
     for j in range(rel.size):
         if j & 3 == 0:
-            group[j >> 2] = p
-        rel[j] = p - group[j >> 2]
+            group[j >> 2] = p - lo
+        rel[j] = p - lo - group[j >> 2]
         limit = (j + 1) << shift
         while p < hi and indices[p] < limit:
             v = np.float64(data[p])
@@ -153,8 +153,8 @@ def _seed(indptr, indices, data, cols, weights, factor, slots, rel, group, shift
         for t in range(cols.size):
             if slots[t] >= 0:
                 s = slots[t]
-                lo = group[s, j >> 2] + rel[s, j]
-                hi = group[s, (j + 1) >> 2] + rel[s, j + 1]
+                lo = indptr[cols[t]] + group[s, j >> 2] + rel[s, j]
+                hi = indptr[cols[t]] + group[s, (j + 1) >> 2] + rel[s, j + 1]
             else:
                 a, b = indptr[cols[t]], indptr[cols[t] + 1]
                 lo = a + np.searchsorted(indices[a:b], base)
@@ -205,10 +205,11 @@ def candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, r
     for i in range(c_count):
         total += bounds[i]
         below[i] = total
-    pos = np.empty(c_count, dtype=np.int64)
+    start = np.empty(c_count, dtype=np.int64)
     end = np.empty(c_count, dtype=np.int64)
     for i in range(c_count):
-        pos[i], end[i] = indptr[cols[i]], indptr[cols[i] + 1]
+        start[i], end[i] = indptr[cols[i]], indptr[cols[i] + 1]
+    pos = start.copy()
     window_bound = np.empty(c_count)  # the terms' bounds in the current window
     acc = np.empty(1 << shift)
     seed = _seed(indptr, indices, data, cols, weights, factor, slots, rel, group, shift, ub,
@@ -231,7 +232,10 @@ def candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, r
             break
         j = doc >> shift
         if ub[j] * (1 + slack) < floor:  # nothing in this window can reach theta
-            target = (j + 1) << shift
+            j += 1
+            while j < ub.size and ub[j] * (1 + slack) < floor:
+                j += 1
+            target = j << shift
             for i in range(first, c_count):
                 pos[i] = _seek(indices, pos[i], end[i], target)
             continue
@@ -258,7 +262,7 @@ def candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, r
                 continue
             s = slots[i]
             if s >= 0:  # its postings in this window, from the table
-                p = max(pos[i], group[s, j >> 2] + rel[s, j])
+                p = max(pos[i], start[i] + group[s, j >> 2] + rel[s, j])
             else:
                 p = _seek(indices, pos[i], end[i], doc)
             while p < end[i] and indices[p] < doc:

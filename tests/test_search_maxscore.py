@@ -179,12 +179,12 @@ def test_window_index_bounds_and_offsets(built, compiled):
         lo, hi = int(scorer.indptr[column]), int(scorer.indptr[column + 1])
         maxima = np.zeros(n_windows + 1, np.uint8)
         rel = np.zeros(n_windows + 1, np.uint8)
-        group = np.zeros(((n_windows + 1) >> 2) + 1, np.int64)
+        group = np.zeros(((n_windows + 1) >> 2) + 1, np.int32)
         scale = kernel.window_index(scorer.indices, scorer.data, lo, hi, np.empty(0), shift,
                                     maxima, rel, group)
         docs, values = scorer.indices[lo:hi], scorer.data[lo:hi].astype(np.float64)
         for j in range(n_windows + 1):
-            start = group[j >> 2] + rel[j]
+            start = lo + group[j >> 2] + rel[j]
             assert start == lo + np.searchsorted(docs, j << shift)
             inside = values[(docs >> shift) == j]
             top = inside.max() if inside.size else 0.0
