@@ -1,20 +1,19 @@
 """Block-max MaxScore over term-major postings, compiled with numba (`fast` extra).
 
-Chunks are cut into windows of 2**shift consecutive ids. Each long posting list has, per
-window, its largest value quantised *up* to one of 255 steps of the list's maximum
-(`window_maxima`, made once per term and kept by maxscore.py's `Blocks`); short lists add
-their values into the windows they touch. The sum over the query's terms is an upper bound
-`ub[j]` of every score in window j.
+Chunks are cut into windows of 2**shift consecutive ids. Each long posting list has a table
+(`window_index`, made once per term and kept by maxscore.py's `Blocks`): per window, its
+largest value quantised *up* to one of 255 steps of the list's maximum, and where its
+postings there start. Short lists have no table: their values are added into the windows
+they touch. The sum over the query's terms bounds every score of window j (`ub[j]`).
 
-`candidates` first scores in full the SEEDS windows of highest bound (a first k-th best
-score `theta`), then walks the windows in id order, skipping every window whose bound is below
-`theta`. In a window it reads each term's postings there (their exact maximum gives a tighter
-bound, and the window is dropped if the bounds add up to less than `theta`), then adds the
-terms strongest first into a window-sized accumulator: while the terms not yet added could
-lift a chunk with nothing so far to `theta` every posting is added; after that only the chunks
-already present and still able to reach `theta` with the remaining bounds are followed, and
-the window ends when none is left. A term-at-a-time pass over a few dozen chunks held in L1
-replaces the document-at-a-time merge and the galloping look-ups of plain MaxScore.
+`candidates` first scores in full the SEEDS windows of highest bound, for a first k-th best
+score `theta`, then walks the windows in id order. A window whose bound is below `theta` is
+skipped without reading a posting. In the others, the terms (weakest bound first) are split
+by their bounds in this window: the longest weak prefix whose window bounds add up to less
+than `theta` cannot lift a chunk to it alone, so only the chunks of the other terms (the
+drivers, read from where the table says the window starts) are visited, document at a time;
+each is completed with the weak terms, strongest first, looked up inside the window, and
+abandoned as soon as what the window maxima leave cannot lift it to `theta`.
 
 Every chunk whose score reached `theta` when it was scored is kept; those within rounding
 (slack) of the final k-th best are returned, to be scored exactly (`exact_top`, the numbers
@@ -47,7 +46,7 @@ def _seek(indices, lo, hi, target):
     return lo
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _push(heap, size, value):
     """Keep the `heap.size` largest values in a min-heap; returns the new size."""
     k = heap.size
@@ -200,11 +199,6 @@ def candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, r
     step = np.empty(c_count)
     for t in range(c_count):
         step[t] = scales[slots[t]] * weights[t] if slots[t] >= 0 else 0.0
-    below = np.zeros(c_count)  # below[i]: bounds of terms 0..i
-    total = 0.0
-    for i in range(c_count):
-        total += bounds[i]
-        below[i] = total
     start = np.empty(c_count, dtype=np.int64)
     end = np.empty(c_count, dtype=np.int64)
     for i in range(c_count):
@@ -218,68 +212,72 @@ def candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, r
     heap_size = 0
     n_found = 0
     theta = seed
-    first = 0  # terms first.. are essential
-    window, window_first = -1, -1
-    while True:
+    j = 0
+    while j < ub.size:
         floor = theta * (1 - slack)
-        while first < c_count - 1 and theta > 0 and below[first] * (1 + slack) < floor:
-            first += 1
-        doc = -1
-        for i in range(first, c_count):
-            if pos[i] < end[i] and (doc < 0 or indices[pos[i]] < doc):
-                doc = indices[pos[i]]
-        if doc < 0:
-            break
-        j = doc >> shift
         if ub[j] * (1 + slack) < floor:  # nothing in this window can reach theta
             j += 1
-            while j < ub.size and ub[j] * (1 + slack) < floor:
-                j += 1
-            target = j << shift
-            for i in range(first, c_count):
-                pos[i] = _seek(indices, pos[i], end[i], target)
             continue
-        score = 0.0
-        for i in range(first, c_count):
-            if pos[i] < end[i] and indices[pos[i]] == doc:
-                score += data[pos[i]] * weights[i]
-                pos[i] += 1
-        if j != window or first != window_first:
-            window, window_first = j, first
-            for i in range(first):
-                s = slots[i]
-                window_bound[i] = maxima[s, j] * step[i] if s >= 0 else bounds[i]
-        rest = 0.0
-        for i in range(first):
-            rest += window_bound[i]
-        f = factor[doc] if use_factor else 1.0
-        for i in range(first - 1, -1, -1):
-            if (score * f + rest) * (1 + slack) < floor:
-                score = -1.0
-                break
-            rest -= window_bound[i]
-            if window_bound[i] <= 0:
-                continue
+        base = j << shift
+        limit = base + (1 << shift)
+        for i in range(c_count):
             s = slots[i]
-            if s >= 0:  # its postings in this window, from the table
-                p = max(pos[i], start[i] + group[s, j >> 2] + rel[s, j])
+            window_bound[i] = maxima[s, j] * step[i] if s >= 0 else bounds[i]
+        # drivers: the terms outside the longest weak prefix whose window bounds stay below
+        prefix = 0.0
+        drv = 0
+        while drv < c_count - 1 and (prefix + window_bound[drv]) * (1 + slack) < floor:
+            prefix += window_bound[drv]
+            drv += 1
+        for i in range(drv, c_count):
+            s = slots[i]
+            if s >= 0:
+                pos[i] = max(pos[i], start[i] + group[s, j >> 2] + rel[s, j])
             else:
-                p = _seek(indices, pos[i], end[i], doc)
-            while p < end[i] and indices[p] < doc:
-                p += 1
-            pos[i] = p
-            if p < end[i] and indices[p] == doc:
-                score += data[p] * weights[i]
-        if score <= 0:
-            continue
-        score *= f
-        if score >= floor:
-            found[n_found] = doc
-            scores[n_found] = score
-            n_found += 1
-            heap_size = _push(heap, heap_size, score)
-            if heap_size == k:
-                theta = max(heap[0], seed)
+                pos[i] = _seek(indices, pos[i], end[i], base)
+        while True:
+            doc = limit
+            for i in range(drv, c_count):
+                if pos[i] < end[i] and indices[pos[i]] < doc:
+                    doc = indices[pos[i]]
+            if doc >= limit:
+                break
+            score = 0.0
+            for i in range(drv, c_count):
+                if pos[i] < end[i] and indices[pos[i]] == doc:
+                    score += data[pos[i]] * weights[i]
+                    pos[i] += 1
+            rest = prefix
+            f = factor[doc] if use_factor else 1.0
+            for i in range(drv - 1, -1, -1):
+                if (score * f + rest) * (1 + slack) < floor:
+                    score = -1.0
+                    break
+                rest -= window_bound[i]
+                if window_bound[i] <= 0:
+                    continue
+                s = slots[i]
+                if s >= 0:  # its postings in this window, from the table
+                    p = max(pos[i], start[i] + group[s, j >> 2] + rel[s, j])
+                else:
+                    p = _seek(indices, pos[i], end[i], doc)
+                while p < end[i] and indices[p] < doc:
+                    p += 1
+                pos[i] = p
+                if p < end[i] and indices[p] == doc:
+                    score += data[p] * weights[i]
+            if score <= 0:
+                continue
+            score *= f
+            if score >= floor:
+                found[n_found] = doc
+                scores[n_found] = score
+                n_found += 1
+                heap_size = _push(heap, heap_size, score)
+                if heap_size == k:
+                    theta = max(heap[0], seed)
+                    floor = theta * (1 - slack)
+        j += 1
     floor = theta * (1 - slack)
     kept = 0
     for i in range(n_found):
