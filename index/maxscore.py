@@ -31,6 +31,8 @@ SHIFT = 5  # windows of 32 chunks
 BLOCKS_MAX_BYTES = 256 << 20  # window tables kept per postings object, at most
 ROW_BYTES = 3  # bytes per window of a list's table: maximum, offset, a quarter of an int32
 
+UNSEEN, SHORT = -1, -2  # a column's table row before its first query / for a short list
+
 _scratch = threading.local()
 _kernel = None
 
@@ -72,7 +74,7 @@ class Blocks:
         self._reset(n_columns)
 
     def _reset(self, n_columns: int) -> None:
-        self.slot = np.full(n_columns, -1, dtype=np.int64)
+        self.slot = np.full(n_columns, UNSEEN, dtype=np.int64)
         self.used = 0
         self._tables(8)
 
@@ -87,15 +89,14 @@ class Blocks:
                 table[:self.used] = getattr(self, name)[:self.used]
             setattr(self, name, table)
 
-    def slots(self, postings, columns: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-        """The table rows of `columns` (-1 for a short list), making the missing ones."""
+    def slots(self, postings, columns: np.ndarray) -> np.ndarray:
+        """The table rows of `columns` (negative for a short list), making the missing ones."""
         found = self.slot[columns]
-        missing = (found < 0) & (lengths >= self.n_windows)
-        if self.queries == 1 or missing.any():
+        if self.queries == 1 or (found == UNSEEN).any():
             with self._lock:
                 if self.queries == 1:
                     self._add_all(postings)
-                for c in columns[missing]:
+                for c in columns[self.slot[columns] == UNSEEN]:
                     self._add(postings, int(c))
                 found = self.slot[columns]
         self.queries += 1
@@ -111,14 +112,17 @@ class Blocks:
                 self._add(postings, int(c))
 
     def _add(self, postings, column: int) -> None:
-        if self.slot[column] >= 0:
+        if self.slot[column] != UNSEEN:
+            return
+        lo, hi = int(postings.indptr[column]), int(postings.indptr[column + 1])
+        if hi - lo < self.n_windows:
+            self.slot[column] = SHORT
             return
         if (self.used + 1) * (self.n_windows + 1) * ROW_BYTES > BLOCKS_MAX_BYTES:
             self._reset(self.slot.size)  # fresh arrays: running searches keep the old ones
         if self.used == self.scales.size:
             self._tables(2 * self.used)  # before the cap resets, at most twice the rows
         row = self.used
-        lo, hi = int(postings.indptr[column]), int(postings.indptr[column + 1])
         self.scales[row] = kernel().window_index(postings.indices, postings.data, lo, hi,
                                                  self.factor, self.shift, self.maxima[row],
                                                  self.rel[row], self.group[row])
@@ -152,9 +156,8 @@ def _scratch_vectors(n_rows: int, n_windows: int):
 def _tables(postings, columns, factor):
     """The arguments of the compiled walk after the query's: its window tables, work vectors."""
     blocks = blocks_of(postings, factor)
-    lengths = postings.indptr[columns + 1] - postings.indptr[columns]
     found, scores, ub = _scratch_vectors(postings.n_rows, blocks.n_windows)
-    return (blocks.factor, blocks.slots(postings, columns, lengths), blocks.maxima, blocks.rel,
+    return (blocks.factor, blocks.slots(postings, columns), blocks.maxima, blocks.rel,
             blocks.group, blocks.scales, blocks.shift, ub, found, scores)
 
 
