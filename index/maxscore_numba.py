@@ -6,8 +6,8 @@ largest value quantised *up* to one of 255 steps of the list's maximum, and wher
 postings there start. Short lists have no table: their values are added into the windows
 they touch. The sum over the query's terms bounds every score of window j (`ub[j]`).
 
-`candidates` first scores in full the SEEDS windows of highest bound, for a first k-th best
-score `theta`, then walks the windows in id order. A window whose bound is below `theta` is
+`candidates` first walks the SEEDS windows of highest bound, best first, for a k-th best
+score `theta` close to the final one, then the other windows in id order. A window whose bound is below `theta` is
 skipped without reading a posting. In the others, the terms (weakest bound first) are split
 by their bounds in this window: the longest weak prefix whose window bounds add up to less
 than `theta` cannot lift a chunk to it alone, so only the chunks of the other terms (the
@@ -26,7 +26,7 @@ import numba
 import numpy as np
 
 SLACK = 1e-5  # relative margin on every pruning test (float32 sums in another order)
-SEEDS = 16  # windows scored in full first, those of highest bound
+SEEDS = 16  # windows walked first, those of highest bound, best first
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -127,46 +127,81 @@ def _bounds(indptr, indices, data, cols, weights, factor, slots, maxima, scales,
                 ub[indices[p] >> shift] += v
 
 
-@numba.njit(cache=True, nogil=True)
-def _seed(indptr, indices, data, cols, weights, factor, slots, rel, group, shift, ub, k, acc,
-          n_seeds):
-    """A score the k-th best cannot be below: the k-th best full score of the chunks of the
-    n_seeds windows of highest bound (0 when they hold fewer than k chunks)."""
+@numba.njit(cache=True, nogil=True, inline="always")
+def _visit(j, fresh, indices, data, weights, factor, slots, maxima, rel, group, shift, step,
+           bounds, start, end, pos, window_bound, heap, state, theta, slack, found, scores):
+    """Walk window j (see the module docstring): state = [heap size, chunks found], theta =
+    [k-th best so far]. fresh: the postings' positions are found from scratch (the windows
+    come in any order), else from `pos` onwards (the windows come in id order)."""
+    c_count = weights.size
     use_factor = factor.size > 0
-    best = np.full(n_seeds, -1.0)
-    seeds = np.full(n_seeds, -1, dtype=np.int64)
-    low, at = -1.0, 0
-    for j in range(ub.size):
-        if ub[j] > low:
-            best[at], seeds[at] = ub[j], j
-            at = np.argmin(best)
-            low = best[at]
-    heap = np.empty(k)
-    size = 0
-    for j in seeds:
-        if j < 0 or ub[j] <= 0:
-            continue
-        base = j << shift
-        limit = base + acc.size
-        acc[:] = 0.0
-        for t in range(cols.size):
-            if slots[t] >= 0:
-                s = slots[t]
-                lo = indptr[cols[t]] + group[s, j >> 2] + rel[s, j]
-                hi = indptr[cols[t]] + group[s, (j + 1) >> 2] + rel[s, j + 1]
+    k = heap.size
+    floor = theta[0] * (1 - slack)
+    base = j << shift
+    limit = base + (1 << shift)
+    for i in range(c_count):
+        s = slots[i]
+        window_bound[i] = maxima[s, j] * step[i] if s >= 0 else bounds[i]
+        if fresh:
+            if s >= 0:
+                pos[i] = start[i] + group[s, j >> 2] + rel[s, j]
             else:
-                a, b = indptr[cols[t]], indptr[cols[t] + 1]
-                lo = a + np.searchsorted(indices[a:b], base)
-                hi = lo
-                while hi < b and indices[hi] < limit:
-                    hi += 1
-            w = weights[t]
-            for p in range(lo, hi):
-                acc[indices[p] - base] += data[p] * w
-        for d in range(acc.size):
-            if acc[d] > 0:
-                size = _push(heap, size, acc[d] * (factor[base + d] if use_factor else 1.0))
-    return heap[0] if size == k else 0.0
+                pos[i] = start[i] + np.searchsorted(indices[start[i]:end[i]], base)
+    # drivers: the terms outside the longest weak prefix whose window bounds stay below
+    prefix = 0.0
+    drv = 0
+    while drv < c_count - 1 and (prefix + window_bound[drv]) * (1 + slack) < floor:
+        prefix += window_bound[drv]
+        drv += 1
+    if not fresh:
+        for i in range(drv, c_count):
+            s = slots[i]
+            if s >= 0:
+                pos[i] = max(pos[i], start[i] + group[s, j >> 2] + rel[s, j])
+            else:
+                pos[i] = _seek(indices, pos[i], end[i], base)
+    while True:
+        doc = limit
+        for i in range(drv, c_count):
+            if pos[i] < end[i] and indices[pos[i]] < doc:
+                doc = indices[pos[i]]
+        if doc >= limit:
+            break
+        score = 0.0
+        for i in range(drv, c_count):
+            if pos[i] < end[i] and indices[pos[i]] == doc:
+                score += data[pos[i]] * weights[i]
+                pos[i] += 1
+        rest = prefix
+        f = factor[doc] if use_factor else 1.0
+        for i in range(drv - 1, -1, -1):
+            if (score * f + rest) * (1 + slack) < floor:
+                score = -1.0
+                break
+            rest -= window_bound[i]
+            if window_bound[i] <= 0:
+                continue
+            s = slots[i]
+            if s >= 0:  # its postings in this window, from the table
+                p = max(pos[i], start[i] + group[s, j >> 2] + rel[s, j])
+            else:
+                p = _seek(indices, pos[i], end[i], doc)
+            while p < end[i] and indices[p] < doc:
+                p += 1
+            pos[i] = p
+            if p < end[i] and indices[p] == doc:
+                score += data[p] * weights[i]
+        if score <= 0:
+            continue
+        score *= f
+        if score >= floor:
+            found[state[1]] = doc
+            scores[state[1]] = score
+            state[1] += 1
+            state[0] = _push(heap, state[0], score)
+            if state[0] == k and heap[0] > theta[0]:
+                theta[0] = heap[0]
+                floor = theta[0] * (1 - slack)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -205,79 +240,35 @@ def candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, r
         start[i], end[i] = indptr[cols[i]], indptr[cols[i] + 1]
     pos = start.copy()
     window_bound = np.empty(c_count)  # the terms' bounds in the current window
-    acc = np.empty(1 << shift)
-    seed = _seed(indptr, indices, data, cols, weights, factor, slots, rel, group, shift, ub,
-                 k, acc, min(SEEDS, ub.size))
     heap = np.empty(k)
-    heap_size = 0
-    n_found = 0
-    theta = seed
-    j = 0
-    while j < ub.size:
-        floor = theta * (1 - slack)
-        if ub[j] * (1 + slack) < floor:  # nothing in this window can reach theta
-            j += 1
-            continue
-        base = j << shift
-        limit = base + (1 << shift)
-        for i in range(c_count):
-            s = slots[i]
-            window_bound[i] = maxima[s, j] * step[i] if s >= 0 else bounds[i]
-        # drivers: the terms outside the longest weak prefix whose window bounds stay below
-        prefix = 0.0
-        drv = 0
-        while drv < c_count - 1 and (prefix + window_bound[drv]) * (1 + slack) < floor:
-            prefix += window_bound[drv]
-            drv += 1
-        for i in range(drv, c_count):
-            s = slots[i]
-            if s >= 0:
-                pos[i] = max(pos[i], start[i] + group[s, j >> 2] + rel[s, j])
-            else:
-                pos[i] = _seek(indices, pos[i], end[i], base)
-        while True:
-            doc = limit
-            for i in range(drv, c_count):
-                if pos[i] < end[i] and indices[pos[i]] < doc:
-                    doc = indices[pos[i]]
-            if doc >= limit:
-                break
-            score = 0.0
-            for i in range(drv, c_count):
-                if pos[i] < end[i] and indices[pos[i]] == doc:
-                    score += data[pos[i]] * weights[i]
-                    pos[i] += 1
-            rest = prefix
-            f = factor[doc] if use_factor else 1.0
-            for i in range(drv - 1, -1, -1):
-                if (score * f + rest) * (1 + slack) < floor:
-                    score = -1.0
-                    break
-                rest -= window_bound[i]
-                if window_bound[i] <= 0:
-                    continue
-                s = slots[i]
-                if s >= 0:  # its postings in this window, from the table
-                    p = max(pos[i], start[i] + group[s, j >> 2] + rel[s, j])
-                else:
-                    p = _seek(indices, pos[i], end[i], doc)
-                while p < end[i] and indices[p] < doc:
-                    p += 1
-                pos[i] = p
-                if p < end[i] and indices[p] == doc:
-                    score += data[p] * weights[i]
-            if score <= 0:
-                continue
-            score *= f
-            if score >= floor:
-                found[n_found] = doc
-                scores[n_found] = score
-                n_found += 1
-                heap_size = _push(heap, heap_size, score)
-                if heap_size == k:
-                    theta = max(heap[0], seed)
-                    floor = theta * (1 - slack)
-        j += 1
+    state = np.zeros(2, dtype=np.int64)
+    theta = np.zeros(1)
+    # first the windows of highest bound, best first (a k-th best score close to the final)
+    n_seeds = min(SEEDS, ub.size)
+    best = np.full(n_seeds, -1.0)
+    seeds = np.full(n_seeds, -1, dtype=np.int64)
+    low, at = -1.0, 0
+    for j in range(ub.size):
+        if ub[j] > low:
+            best[at], seeds[at] = ub[j], j
+            at = np.argmin(best)
+            low = best[at]
+    for x in np.argsort(-best):
+        j = seeds[x]
+        if j >= 0 and ub[j] > 0 and ub[j] * (1 + slack) >= theta[0] * (1 - slack):
+            _visit(j, True, indices, data, weights, factor, slots, maxima, rel, group, shift,
+                   step, bounds, start, end, pos, window_bound, heap, state, theta, slack,
+                   found, scores)
+        if j >= 0:
+            ub[j] = -1.0  # done
+    pos[:] = start
+    for j in range(ub.size):  # then every other window that may still hold one, in id order
+        if ub[j] > 0 and ub[j] * (1 + slack) >= theta[0] * (1 - slack):
+            _visit(j, False, indices, data, weights, factor, slots, maxima, rel, group, shift,
+                   step, bounds, start, end, pos, window_bound, heap, state, theta, slack,
+                   found, scores)
+    n_found = state[1]
+    theta = theta[0]
     floor = theta * (1 - slack)
     kept = 0
     for i in range(n_found):
