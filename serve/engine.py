@@ -23,7 +23,6 @@ from .. import index as indexing
 from .. import search as searching
 from ..crawler import Document
 from ..index.chunking import chunker_label
-from ..index.vectors import DenseScorer
 from .errors import BuildRunning
 
 log = logging.getLogger(__name__)
@@ -111,15 +110,15 @@ class Engine:
 
     def _warm(self, index) -> None:
         """Load every ranker and the chunk table now; each dense model reuses the encoder
-        already in memory (the build's ranker cache is filled here, so no request loads one)."""
+        already in memory (the build's own dense ranker: exact in memory on a local home,
+        pgvector on a PostgreSQL one), so no request loads one."""
         for method in index.methods:
             if indexing.is_dense(method):
                 entry = index.manifest.entry(method)
                 key = (method, entry["encoder"], entry["dimension"])
-                ranker = DenseScorer(index, method, encoder=self._encoders.get(key))
+                ranker = index.ranker(method, encoder=self._encoders.get(key))
                 ranker.embed("aquecimento")  # some encoders load their tables lazily
                 self._encoders[key] = ranker.encoder
-                index._rankers[method] = ranker
         for method in searching.available_methods(index):
             searching.scorer(index, method)
         index.chunks([0])  # opens the build's chunk table while its files surely exist
