@@ -8,11 +8,16 @@ whose score is within rounding of the k-th best, found by block-max MaxScore ove
 products and sums, in the same order and dtype), so the ranking and the scores are the same,
 bit for bit, whether numba is there or not; without it, lexical.py's numpy path answers.
 `candidates` and `exact_sums` are the two halves, for callers with postings of their own.
+Postings laid out for one query only (`one_query`: PostgreSQL's ranker makes them per query)
+get the plain document-at-a-time MaxScore instead, without tables (making them would cost a
+pass over every posting, thrown away with the postings).
 
 A postings object has `indptr`, `indices`, `data` (term-major CSR), `n_rows` and
-`accumulator` (the dtype of exact sums). The per-window maxima of its long lists are made on
-a term's first query and kept (`Blocks`, about n_rows / 32 bytes a term, at most
-BLOCKS_MAX_BYTES in all); nothing needs to be stored in the index.
+`accumulator` (the dtype of exact sums), and may have `bound` (each column's largest value).
+The window tables of its long lists are made from those arrays and kept on it (`Blocks`: 3
+bytes a window, n_rows × 3/32 bytes a long list, at most BLOCKS_MAX_BYTES in all): for the
+query's terms on the first query, for every long list on the second; nothing needs to be
+stored in the index.
 
 numba is the `fast` extra; it is imported only for indexes of COMPILED_MIN_ROWS chunks or
 more (loading it costs a few hundred milliseconds, more than a small index's whole query),
@@ -161,13 +166,45 @@ def _tables(postings, columns, factor):
             blocks.group, blocks.scales, blocks.shift, ub, found, scores)
 
 
+def one_query(postings, columns: np.ndarray) -> bool:
+    """True for postings laid out for this query alone (PostgreSQL's ranker makes them per
+    query, only the query's columns): window tables would cost a pass over every posting and
+    be thrown away, so the plain walk (`daat_candidates`), which reads fewer, answers."""
+    return postings.indptr.size - 1 <= columns.size
+
+
+def _plain(postings, columns, weights, k, factor):
+    """Sorted candidates by the plain document-at-a-time MaxScore (no tables)."""
+    bound = getattr(postings, "bound", None)
+    if bound is None:  # each column's largest value
+        values = postings.data * (factor[postings.indices] if factor is not None else 1)
+        lengths = np.diff(postings.indptr)
+        bound = np.zeros(lengths.size)
+        filled = lengths > 0
+        bound[filled] = np.maximum.reduceat(values, postings.indptr[:-1][filled])
+    bounds = weights * np.asarray(bound, dtype=np.float64)[columns]
+    order = np.argsort(bounds, kind="stable")  # weakest first
+    buffers = getattr(_scratch, "buffers", None)
+    if buffers is None or buffers[0].size != postings.n_rows:
+        buffers = _scratch_vectors(postings.n_rows, 1)
+    found, scores = buffers[0], buffers[1]
+    return kernel().daat_candidates(postings.indptr, postings.indices, postings.data,
+                                    columns[order],
+                                    weights[order].astype(postings.accumulator),
+                                    bounds[order], factor if factor is not None else _NONE,
+                                    k, found, scores)
+
+
 def candidates(postings, columns, weights: np.ndarray, k: int,
                factor: np.ndarray | None) -> np.ndarray:
     """Sorted chunk ids whose score may be in the top k (see the module docstring)."""
     columns = np.asarray(columns, dtype=np.int64)
+    weights = np.asarray(weights, dtype=np.float64)
+    if one_query(postings, columns):
+        return _plain(postings, columns, weights, k, factor)
     factor, *tables = _tables(postings, columns, factor)
     ids = kernel().candidates(postings.indptr, postings.indices, postings.data, columns,
-                              np.asarray(weights, dtype=np.float64), factor, k, *tables)
+                              weights, factor, k, *tables)
     ids.sort()
     return ids
 
@@ -176,13 +213,22 @@ def top(postings, columns, weights, k: int, factor: np.ndarray | None = None,
         norms: np.ndarray | None = None, qnorm: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """The exact top k (ids, float64 scores), best first, equal scores in id order: the
     candidates' `exact_sums` in column order, as float64, divided by norms[id] * qnorm when
-    norms are given. One compiled call."""
+    norms are given. One compiled call (two for postings made for one query)."""
     columns = np.asarray(columns, dtype=np.int64)
     weights = np.asarray(weights, dtype=np.float64)
+    norms = norms if norms is not None else _NONE
+    if one_query(postings, columns):
+        ids = _plain(postings, columns, weights, k, factor)
+        dtype = postings.accumulator
+        ids, scores = kernel().exact_top(
+            postings.indptr, postings.indices, postings.data, columns, weights.astype(dtype),
+            ids.astype(postings.indices.dtype), k, norms, float(qnorm),
+            np.zeros(ids.size, dtype=dtype))
+        return ids.astype(np.int64), scores
     factor, *tables = _tables(postings, columns, factor)
     ids, scores = kernel().top(postings.indptr, postings.indices, postings.data, columns,
                                weights, weights.astype(postings.accumulator), factor, k,
-                               *tables, norms if norms is not None else _NONE, float(qnorm))
+                               *tables, norms, float(qnorm))
     return ids.astype(np.int64), scores
 
 

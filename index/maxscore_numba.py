@@ -27,6 +27,7 @@ import numpy as np
 
 SLACK = 1e-5  # relative margin on every pruning test (float32 sums in another order)
 SEEDS = 16  # windows walked first, those of highest bound, best first
+PROBE = 32  # chunks scored in full before a plain walk, for a first threshold
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -279,6 +280,97 @@ def candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, r
 
 
 @numba.njit(cache=True, nogil=True)
+def daat_candidates(indptr, indices, data, cols, weights, bounds, factor, k, found, scores):
+    """Plain document-at-a-time MaxScore (no tables), for postings made for one query:
+    chunk ids that may be in the top k, sorted. cols/weights/bounds: the query's terms,
+    weakest bound first; factor: per-chunk factor (empty: 1); found, scores: work vectors
+    of n values (ids and floats). The walk: chunks in id order through the terms outside the
+    longest weak prefix whose bounds add up to less than theta, each completed with the weak
+    terms by galloping search and abandoned when what is left cannot lift it to theta."""
+    c_count = cols.size
+    use_factor = factor.size > 0
+    below = np.zeros(c_count)  # below[i]: bounds of terms 0..i
+    total = 0.0
+    for i in range(c_count):
+        total += bounds[i]
+        below[i] = total
+    pos = np.empty(c_count, dtype=np.int64)
+    end = np.empty(c_count, dtype=np.int64)
+    for i in range(c_count):
+        pos[i], end[i] = indptr[cols[i]], indptr[cols[i] + 1]
+    heap = np.empty(k)
+    heap_size = 0
+    n_found = 0
+    seed = _daat_seed(indptr, indices, data, cols, weights, factor, k)
+    theta = seed
+    first = 0  # terms first.. are essential
+    while True:
+        floor = theta * (1 - SLACK)
+        while first < c_count - 1 and theta > 0 and below[first] * (1 + SLACK) < floor:
+            first += 1
+        doc = -1
+        for i in range(first, c_count):
+            if pos[i] < end[i] and (doc < 0 or indices[pos[i]] < doc):
+                doc = indices[pos[i]]
+        if doc < 0:
+            break
+        score = 0.0
+        for i in range(first, c_count):
+            if pos[i] < end[i] and indices[pos[i]] == doc:
+                score += data[pos[i]] * weights[i]
+                pos[i] += 1
+        f = factor[doc] if use_factor else 1.0
+        for i in range(first - 1, -1, -1):
+            if (score * f + below[i] * (1 + SLACK)) < floor:
+                score = -1.0
+                break
+            pos[i] = _seek(indices, pos[i], end[i], doc)
+            if pos[i] < end[i] and indices[pos[i]] == doc:
+                score += data[pos[i]] * weights[i]
+        if score <= 0:
+            continue
+        score *= f
+        if score >= floor:
+            found[n_found] = doc
+            scores[n_found] = score
+            n_found += 1
+            heap_size = _push(heap, heap_size, score)
+            if heap_size == k:
+                theta = max(heap[0], seed)
+    floor = theta * (1 - SLACK)
+    return found[:_compact(found, scores, n_found, floor)].copy()
+
+
+@numba.njit(cache=True, nogil=True)
+def _daat_seed(indptr, indices, data, cols, weights, factor, k):
+    """A score the k-th best cannot be below: the k-th best full score of the PROBE chunks
+    where the strongest term weighs most (0 when it has fewer than k chunks)."""
+    last = cols.size - 1
+    lo, hi = indptr[cols[last]], indptr[cols[last] + 1]
+    probe = max(PROBE, k)
+    if hi - lo < probe:
+        return 0.0
+    best = np.full(probe, -1.0)
+    docs = np.empty(probe, dtype=np.int64)
+    low, at = -1.0, 0
+    for p in range(lo, hi):
+        v = data[p] * factor[indices[p]] if factor.size > 0 else data[p]
+        if v > low:
+            best[at], docs[at] = v, indices[p]
+            at = np.argmin(best)
+            low = best[at]
+    for i in range(probe):
+        doc, score = docs[i], 0.0
+        for j in range(cols.size):
+            a, b = indptr[cols[j]], indptr[cols[j] + 1]
+            q = a + np.searchsorted(indices[a:b], doc)
+            if q < b and indices[q] == doc:
+                score += data[q] * weights[j]
+        best[i] = score * factor[doc] if factor.size > 0 else score
+    return np.sort(best)[probe - k]
+
+
+@numba.njit(cache=True, nogil=True)
 def exact_sums(indptr, indices, data, cols, weights, ids, out):
     """out[i] += sum_j weights[j] * column cols[j] at ids[i], columns in the given order,
     each product and sum in out's dtype: the numbers of lexical.py's numpy `lookup`."""
@@ -319,3 +411,15 @@ def top(indptr, indices, data, cols, weights, exact_weights, factor, k, slots, m
     ids.sort()
     return exact_top(indptr, indices, data, cols, exact_weights, ids, k, norms, qnorm,
                      np.zeros(ids.size, dtype=exact_weights.dtype))
+
+
+@numba.njit(cache=True, nogil=True)
+def _compact(found, scores, n, floor):
+    """Drop the kept chunks whose score fell below floor; returns how many are left."""
+    kept = 0
+    for i in range(n):
+        if scores[i] >= floor:
+            found[kept] = found[i]
+            scores[kept] = scores[i]
+            kept += 1
+    return kept

@@ -222,3 +222,33 @@ def test_candidates_of_a_small_postings_object(compiled):
             ids, scores = maxscore.top(postings, query, np.array(weights, float), k)
             assert ids.tolist() == want.tolist()
             assert scores.tolist() == sums[want].astype(np.float64).tolist()
+
+
+def test_postings_of_one_query_take_the_plain_walk(compiled):
+    """PostgreSQL's ranker lays out only the query's lists per query: no window tables are
+    made (they would cost a pass over every posting), the top k is still exact, with a
+    chunk factor (TF-IDF's) and with the lists' stored bounds."""
+    from types import SimpleNamespace
+    rng = np.random.default_rng(9)
+    n_rows = 4000
+    columns = [np.sort(rng.choice(n_rows, size, replace=False)) for size in (3500, 900, 60)]
+    indptr = np.concatenate([[0], np.cumsum([c.size for c in columns])]).astype(np.int64)
+    indices = np.concatenate(columns).astype(np.int32)
+    data = (rng.random(indices.size) + 0.01).astype(np.float64)
+    bound = np.array([data[indptr[c]:indptr[c + 1]].max() for c in range(3)])
+    factor = rng.random(n_rows) + 0.5
+    postings = SimpleNamespace(indptr=indptr, indices=indices, data=data, n_rows=n_rows,
+                               accumulator=np.float64, bound=bound * factor.max())
+    weights = np.array([1.0, 2.0, 3.0])
+    assert maxscore.one_query(postings, np.arange(3))
+    sums = np.zeros(n_rows)
+    for c in range(3):
+        sums[columns[c]] += data[indptr[c]:indptr[c + 1]] * weights[c]
+    norms = 1 / factor
+    for k in (1, 10, 100):
+        ids, scores = maxscore.top(postings, [0, 1, 2], weights, k, factor, norms, 2.0)
+        cosine = sums / (norms * 2.0)
+        want = np.lexsort((np.arange(n_rows), -cosine))[:k]
+        assert ids.tolist() == want.tolist()
+        assert scores.tolist() == cosine[want].tolist()
+    assert getattr(postings, "_blocks", None) is None
