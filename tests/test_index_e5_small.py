@@ -207,3 +207,15 @@ def test_q4_0_blocks_repack_to_matmulnbits_order():
     weights = ((q.astype(np.float32) - 8) * scales.reshape(3, 2, 1)).reshape(3, 64)
     assert packed.shape == (3, 2, 16) and scales.shape == (6,)
     np.testing.assert_array_equal(weights, dequantise(blocks, 3, 64))
+
+
+def test_int8_on_two_threads_gives_the_same_vectors(ours):
+    """threads > 1 runs windows side by side; each window's vector is the one-thread one."""
+    from busca.index.e5_int8 import E5SmallInt8
+    if not isinstance(ours, E5SmallInt8):
+        pytest.skip("int8 engine only")
+    passages, questions = _fifty_texts()
+    two = E5SmallInt8.load(threads=2)
+    np.testing.assert_array_equal(two.encode(passages), ours.encode(passages))
+    np.testing.assert_array_equal(two.encode(questions, query=True),
+                                  ours.encode(questions, query=True))
