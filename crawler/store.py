@@ -238,6 +238,15 @@ class Store:
             for row in self.db.execute(sql + " ORDER BY url", args):
                 yield Document(*row)
 
+    def document_texts(self) -> Iterator[tuple[str, str, str | bytes]]:
+        """(url, sha256, text) of every document in URL order, the text as the UTF-8 bytes
+        SQLite holds (str if the file uses another encoding): what a build reads, without
+        decoding a text in this process (index/stream.py's workers decode them)."""
+        with guard(self.path):
+            utf8 = self.db.execute("PRAGMA encoding").fetchone()[0] == "UTF-8"
+            text = "CAST(text AS BLOB)" if utf8 else "text"
+            yield from self.db.execute(f"SELECT url, sha256, {text} FROM documents ORDER BY url")
+
     @_guarded
     def hashes(self, source: str | None = None) -> dict[str, str]:
         """url -> sha256 of every document (optionally of one source)."""

@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import BuscaError
+from . import compiled
 from .analyzers import analyzer_version, default_bm25_analyzer, get_term_filter
-from .counting import TermCounts, column_blocks, count_texts, reanalyze
+from .counting import TermCounts, column_blocks, column_targets, count_texts, reanalyze
 
 if TYPE_CHECKING:  # scipy loads with the build, never for a search
     import scipy.sparse as sp
@@ -74,16 +75,30 @@ def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) ->
     """Build the BM25 arrays from the chunks' java-term counts; the manifest entry."""
     analyzer = check_options(options)
     k1, b = options.get("bm25_k1", K1), options.get("bm25_b", B)
-    analyzed = reanalyze(counts, get_term_filter(analyzer))
-    terms = analyzed.terms
+    term_filter = get_term_filter(analyzer)
+    big = counts.matrix.nnz >= compiled.MIN_POSTINGS
+    kernel = compiled.module("postings_numba") if big else None
+    if kernel is not None:
+        terms, target = column_targets(counts.terms, term_filter)
+        m = counts.matrix
+        lengths, indptr = kernel.merged_shape(m.indptr, m.indices, m.data, target, len(terms))
+        length_norm, avgdl = _length_norm(lengths.astype(np.float64), k1, b)
+        indices, scores, bound = kernel.bm25_postings(
+            m.indptr, m.indices, m.data, target, indptr, _idf(np.diff(indptr), m.shape[0]),
+            length_norm)
+    else:
+        analyzed = reanalyze(counts, term_filter)
+        terms = analyzed.terms
+        lengths = np.asarray(analyzed.matrix.sum(axis=1), dtype=np.float64).ravel()
+        csc = analyzed.matrix.tocsc()
+        del analyzed  # the chunk-major copy is no longer needed: less memory at the peak
+        scores, bound, avgdl = bm25_scores(csc, lengths, k1=k1, b=b)
+        indptr, indices = csc.indptr, csc.indices
+        del csc
     if not terms:
         log.warning("bm25: no chunk has a term left after the %s analyzer", analyzer)
-    lengths = np.asarray(analyzed.matrix.sum(axis=1), dtype=np.float64).ravel()
-    csc = analyzed.matrix.tocsc()
-    del analyzed  # the chunk-major copy is no longer needed: less memory at the peak
-    scores, bound, avgdl = bm25_scores(csc, lengths, k1=k1, b=b)
-    out.save_array(METHOD, "indptr", csc.indptr.astype(np.int64))
-    out.save_array(METHOD, "indices", csc.indices.astype(np.int32, copy=False))
+    out.save_array(METHOD, "indptr", indptr.astype(np.int64))
+    out.save_array(METHOD, "indices", indices.astype(np.int32, copy=False))
     out.save_array(METHOD, "scores", scores)
     out.save_array(METHOD, "bound", bound)
     out.write_terms(METHOD, terms)
@@ -92,14 +107,23 @@ def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) ->
             "scoring": "Lucene BM25, idf " + IDF, "floor": None}
 
 
+def _idf(df: np.ndarray, n: int) -> np.ndarray:
+    return np.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+def _length_norm(lengths: np.ndarray, k1: float, b: float) -> tuple[np.ndarray, float]:
+    """k1 * (1 - b + b * dl / avgdl) per chunk, and avgdl."""
+    n = lengths.size
+    avgdl = float(lengths.sum() / n) if n else 0.0
+    return (k1 * (1 - b + b * lengths / avgdl) if avgdl > 0 else np.zeros(n)), avgdl
+
+
 def bm25_scores(csc: sp.csc_matrix, lengths: np.ndarray, *, k1: float = K1, b: float = B):
     """The float32 score of each entry of a chunks x terms count matrix (CSC), each term's
     largest score, and avgdl; `lengths` = terms per chunk."""
     n, vocabulary = csc.shape
-    avgdl = float(lengths.sum() / n) if n else 0.0
-    df = np.diff(csc.indptr)
-    idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
-    length_norm = k1 * (1 - b + b * lengths / avgdl) if avgdl > 0 else np.zeros(n)
+    idf = _idf(np.diff(csc.indptr), n)
+    length_norm, avgdl = _length_norm(lengths, k1, b)
     scores = np.empty(csc.nnz, dtype=np.float32)
     bound = np.zeros(vocabulary, dtype=np.float32)
     for c0, c1 in column_blocks(csc.indptr):

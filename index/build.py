@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from .. import __version__
 from ..errors import BuscaError
@@ -56,14 +57,13 @@ def build_index(home, *, size: int = SIZE, overlap: int = OVERLAP,
     out = home.new_build()  # a home that cannot take a build fails before any work
     try:
         chunked = chunk_documents(
-            home.documents(), size=size, overlap=overlap, reusable=_reusable_rows(before),
+            _documents(home), size=size, overlap=overlap, reusable=_reusable_rows(before),
             total=total, count=bool(from_counts), keep_texts=len(from_counts) < len(methods),
             workers=options.get("workers"), on_progress=progress)
         if not chunked.chunks:
             raise NothingToIndex("nothing to index: every document in the store is empty")
         entries = _build_methods(methods, chunked, out, options, previous, progress)
         _keep_floors(entries, before)
-        out.write_chunks(chunked.rows())
         manifest = Manifest(build=out.name, chunker=chunker, documents=total,
                             chunks=chunked.chunks, methods=entries, words=chunked.words,
                             rechunked_documents=chunked.rechunked, busca_version=__version__)
@@ -73,17 +73,32 @@ def build_index(home, *, size: int = SIZE, overlap: int = OVERLAP,
         raise
 
 
+def _documents(home):
+    """The home's documents as the build reads them: (url, sha256, UTF-8 text) rows when the
+    store offers them (no text decoded in this process), else its Documents."""
+    texts = getattr(home, "document_texts", None)
+    return texts() if texts is not None else home.documents()
+
+
 def _build_methods(methods, chunked, out, options, previous, progress) -> dict:
+    """Build every method and write the chunk rows. The methods built from the shared counts
+    run in threads of their own (their numpy and compiled loops let go of the GIL) while this
+    thread writes the chunk rows, then builds the others (dense) one after the other."""
+    counted = [m for m in methods if m in _counted(methods)]
     entries = {}
-    for method in methods:
-        spec = method_spec(method)
-        progress(f"building {method}", 0, chunked.chunks)
-        if method in _counted(methods):
-            entries[method] = spec.build_counts(chunked.counts, out, options=options,
-                                                on_progress=progress)
-        else:
-            entries[method] = spec.build(chunked.texts, out, options=options,
-                                         previous=previous, on_progress=progress)
+    with ThreadPoolExecutor(max(1, len(counted))) as pool:
+        if counted:
+            progress(f"building {', '.join(counted)}", 0, chunked.chunks)
+        running = {m: pool.submit(method_spec(m).build_counts, chunked.counts, out,
+                                  options=options) for m in counted}
+        out.write_chunks(chunked.rows())
+        for method in methods:
+            if method in running:
+                entries[method] = running[method].result()
+                continue
+            progress(f"building {method}", 0, chunked.chunks)
+            entries[method] = method_spec(method).build(chunked.texts, out, options=options,
+                                                        previous=previous, on_progress=progress)
     return entries
 
 

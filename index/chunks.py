@@ -7,8 +7,9 @@ disappears with its build. Written and read only here.
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,18 +40,52 @@ class ChunkRow:
     doc_sha256: str = ""
 
 
+@dataclass(frozen=True)
+class ChunkColumns:
+    """The chunk rows of a build as columns: per document its url, sha256 and number of
+    chunks; per chunk its span. Iterating gives the ChunkRows, ids in order from 0."""
+
+    urls: Sequence[str]
+    hashes: Sequence[str]
+    per_doc: Sequence[int]
+    starts: Sequence[int]
+    ends: Sequence[int]
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __iter__(self) -> Iterator[ChunkRow]:
+        return itertools.starmap(ChunkRow, self.tuples())
+
+    def tuples(self) -> Iterator[tuple]:
+        """(id, url, position, start, end, doc_sha256) of each chunk."""
+        counts = list(self.per_doc)
+        return zip(itertools.count(), _repeated(self.urls, counts),
+                   itertools.chain.from_iterable(map(range, counts)), self.starts, self.ends,
+                   _repeated(self.hashes, counts))
+
+
+def _repeated(values: Iterable, counts: list[int]) -> Iterator:
+    return itertools.chain.from_iterable(map(itertools.repeat, values, counts))
+
+
 def write_chunks(folder: Path, rows: Iterable[ChunkRow]) -> None:
-    """Write the chunk table of the build in `folder` (a new file, one transaction)."""
+    """Write the chunk table of the build in `folder` (a new file, one transaction). No
+    journal and no sync: the file belongs to a build that nobody reads before it is
+    published, and a build that dies is deleted."""
     path = Path(folder) / FILE
     path.unlink(missing_ok=True)
+    values = rows.tuples() if isinstance(rows, ChunkColumns) else (
+        (r.id, r.url, r.position, r.start, r.end, r.doc_sha256) for r in rows)
     db = sqlite3.connect(path)
     try:
+        db.execute("PRAGMA journal_mode=OFF")
+        db.execute("PRAGMA synchronous=OFF")
         with db:
             db.executescript(_SCHEMA)
             db.executemany(
                 "INSERT INTO chunks (id, url, position, start, end, doc_sha256)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                ((r.id, r.url, r.position, r.start, r.end, r.doc_sha256) for r in rows))
+                " VALUES (?, ?, ?, ?, ?, ?)", values)
     finally:
         db.close()
 

@@ -49,7 +49,9 @@ class TermCounts:
 
 @dataclass(frozen=True)
 class CountedBatch:
-    """Counts of a batch of chunks over the batch's own term ids (`terms` in id order)."""
+    """Counts of a batch of chunks over the batch's own term ids (`terms` in id order):
+    CSR, ids numbered in sorted term order and increasing within each row, so that the
+    merged matrix has its rows sorted without sorting them."""
 
     terms: list[str]
     indptr: np.ndarray
@@ -76,12 +78,22 @@ def count_pieces(chunks: Sequence[Sequence[str]]) -> CountedBatch:
     per_piece = [tuple(map(term_ids.__getitem__, piece_terms(p))) for p in piece_ids]
     n_terms = np.fromiter(map(len, per_piece), dtype=np.int64, count=len(per_piece))
     flat = np.fromiter(chain.from_iterable(per_piece), dtype=np.int64, count=int(n_terms.sum()))
+    terms, rank = sorted_terms(list(term_ids))
+    flat = rank[flat]
     rows = np.repeat(np.arange(len(chunks), dtype=np.int64), lengths)
     columns, rows = _expand(occurrences, rows, n_terms, flat)
     matrix = sp.coo_matrix((np.ones(columns.size, dtype=np.int32), (rows, columns)),
-                           shape=(len(chunks), len(term_ids))).tocsr()
-    return CountedBatch(list(term_ids), matrix.indptr.astype(np.int64),
-                        matrix.indices.astype(np.int32), _compact(matrix.data))
+                           shape=(len(chunks), len(terms))).tocsr()  # rows sorted
+    return CountedBatch(terms, matrix.indptr.astype(np.int64),
+                        matrix.indices.astype(np.int32), compact(matrix.data))
+
+
+def sorted_terms(terms: list[str]) -> tuple[list[str], np.ndarray]:
+    """The terms sorted, and rank[i] = the position of terms[i] among them."""
+    order = sorted(range(len(terms)), key=terms.__getitem__)
+    rank = np.empty(len(terms), dtype=np.int32)
+    rank[np.asarray(order, dtype=np.int64)] = np.arange(len(terms), dtype=np.int32)
+    return [terms[i] for i in order], rank
 
 
 def _expand(occurrences, rows, n_terms, flat):
@@ -95,7 +107,7 @@ def _expand(occurrences, rows, n_terms, flat):
     return flat[first + within], np.repeat(rows, counts)
 
 
-def _compact(data: np.ndarray) -> np.ndarray:
+def compact(data: np.ndarray) -> np.ndarray:
     if data.size == 0 or data.max() <= UINT16_MAX:
         return data.astype(np.uint16)
     return data.astype(np.int32)
@@ -107,13 +119,13 @@ class CountMerger:
     def __init__(self):
         self.vocabulary: defaultdict[str, int] = defaultdict()
         self.vocabulary.default_factory = self.vocabulary.__len__
-        self.parts: list[CountedBatch] = []
+        self.parts: list[tuple] = []  # (local id -> vocabulary id, indptr, indices, data)
         self.rows = 0
 
     def add(self, batch: CountedBatch) -> None:
         mapping = np.fromiter(map(self.vocabulary.__getitem__, batch.terms), dtype=np.int32,
                               count=len(batch.terms))
-        self.parts.append(CountedBatch([], batch.indptr, mapping[batch.indices], batch.data))
+        self.parts.append((mapping, batch.indptr, batch.indices, batch.data))
         self.rows += batch.indptr.size - 1
 
     def result(self) -> TermCounts:
@@ -121,27 +133,27 @@ class CountMerger:
         The batches are moved into the final arrays one by one (memory: the result plus
         one batch)."""
         import scipy.sparse as sp
-        terms = list(self.vocabulary)
-        order = sorted(range(len(terms)), key=terms.__getitem__)
-        rank = np.empty(len(terms), dtype=np.int32)
-        rank[np.asarray(order, dtype=np.int64)] = np.arange(len(terms), dtype=np.int32)
+        terms, rank = sorted_terms(list(self.vocabulary))
         parts, self.parts = self.parts, []
-        nnz = sum(p.indices.size for p in parts)
+        nnz = sum(p[2].size for p in parts)
         index_dtype = np.int32 if nnz < np.iinfo(np.int32).max else np.int64
         indptr = np.zeros(self.rows + 1, dtype=index_dtype)
         indices = np.empty(nnz, dtype=np.int32)
-        wide = any(p.data.dtype != np.uint16 for p in parts)
+        wide = any(p[3].dtype != np.uint16 for p in parts)
         data = np.empty(nnz, dtype=np.int32 if wide else np.uint16)
         row = start = 0
+        parts.reverse()
         while parts:
-            p = parts.pop(0)
-            n, end = p.indptr.size - 1, start + p.indices.size
-            indptr[row + 1:row + n + 1] = p.indptr[1:] + start
-            indices[start:end] = rank[p.indices]
-            data[start:end] = p.data
+            mapping, part_indptr, part_indices, part_data = parts.pop()
+            n, end = part_indptr.size - 1, start + part_indices.size
+            indptr[row + 1:row + n + 1] = part_indptr[1:] + start
+            np.take(rank[mapping], part_indices, out=indices[start:end])
+            data[start:end] = part_data
             row, start = row + n, end
         matrix = sp.csr_matrix((data, indices, indptr), shape=(self.rows, len(terms)))
-        return TermCounts(matrix, [terms[i] for i in order])
+        # each batch's ids follow term order, and so do their ranks: rows stay sorted
+        matrix.has_sorted_indices = True
+        return TermCounts(matrix, terms)
 
 
 def count_texts(texts: Iterable[str], *, batch: int = 4096) -> TermCounts:
@@ -158,17 +170,28 @@ def count_texts(texts: Iterable[str], *, batch: int = 4096) -> TermCounts:
     return merger.result()
 
 
+def column_targets(terms: list[str], term_filter) -> tuple[list[str], np.ndarray]:
+    """The sorted terms that `term_filter` maps `terms` to, and for each of `terms` its new
+    column (-1: dropped)."""
+    if term_filter is None:
+        return list(terms), np.arange(len(terms), dtype=np.int64)
+    mapped = [term_filter(t) for t in terms]
+    kept = sorted({t for t in mapped if t})
+    column = {t: i for i, t in enumerate(kept)}
+    target = np.fromiter((column[t] if t else -1 for t in mapped), dtype=np.int64,
+                         count=len(mapped))
+    return kept, target
+
+
 def reanalyze(counts: TermCounts, term_filter) -> TermCounts:
     """The counts under another analyzer: each java column merged into its filtered term's
     column or dropped (`term_filter(term) -> term | None`)."""
     import scipy.sparse as sp
     if term_filter is None:
         return counts
-    mapped = [term_filter(t) for t in counts.terms]
-    terms = sorted({t for t in mapped if t})
-    column = {t: i for i, t in enumerate(terms)}
-    keep = np.array([i for i, t in enumerate(mapped) if t], dtype=np.int64)
-    targets = np.array([column[mapped[i]] for i in keep], dtype=np.int64)
+    terms, target = column_targets(counts.terms, term_filter)
+    keep = np.flatnonzero(target >= 0)
+    targets = target[keep]
     most = int(counts.matrix.sum(axis=1).max()) if counts.chunks else 0
     dtype = np.uint16 if most <= UINT16_MAX else np.int32
     projection = sp.csr_matrix((np.ones(keep.size, dtype=dtype), (keep, targets)),

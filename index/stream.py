@@ -10,6 +10,7 @@ previous build keeps its previous chunk spans.
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 import re
 import threading
@@ -21,19 +22,23 @@ from multiprocessing import get_all_start_methods, get_context
 
 import numpy as np
 
-from ..crawler.store import Document
+from ..crawler.store import Document, StoreError
+from . import compiled
 from .chunking import JAVA_SPACE, splits_like_java, window_starts, words
-from .chunks import ChunkRow
+from .chunks import ChunkColumns
 from .counting import CountedBatch, CountMerger, TermCounts, count_pieces
+from .tokens import compiled_batch, warm_up
 
 BATCH_DOCS = 2000
 BATCH_CHARS = 4_000_000
+STEP = 100  # documents read at a time into a batch
 PARALLEL_MIN_DOCS = 5000  # below this, a worker pool costs more than it saves
 
 _GAP = re.compile(f"[{JAVA_SPACE}]+")
 
 Progress = Callable[[str, int, int], None]
 Spans = list[tuple[int, int]]
+DocumentText = tuple[str, str, "str | bytes"]  # url, sha256, text (Store.document_texts)
 
 
 @dataclass(frozen=True)
@@ -67,28 +72,29 @@ class Chunked:
     def chunks(self) -> int:
         return int(sum(a.sum() for a in self.per_doc))
 
-    def rows(self) -> Iterator[ChunkRow]:
-        """The chunk rows, ids in order."""
-        n_chunks = np.concatenate(self.per_doc) if self.per_doc else np.empty(0, np.int64)
-        starts = np.concatenate(self.starts).tolist() if self.starts else []
-        ends = np.concatenate(self.ends).tolist() if self.ends else []
-        i = 0
-        for url, sha, n in zip(self.urls, self.hashes, n_chunks.tolist()):
-            for position in range(n):
-                yield ChunkRow(i, url, position, starts[i], ends[i], sha)
-                i += 1
+    def rows(self) -> ChunkColumns:
+        """The chunk rows, ids in order (as columns; iterating gives ChunkRows)."""
+        return ChunkColumns(self.urls, self.hashes, _joined(self.per_doc).tolist(),
+                            _joined(self.starts).tolist(), _joined(self.ends).tolist())
 
 
-def chunk_documents(documents: Iterable[Document], *, size: int, overlap: int,
+def _joined(arrays: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(arrays) if arrays else np.empty(0, np.int64)
+
+
+def chunk_documents(documents: Iterable[Document | DocumentText], *, size: int, overlap: int,
                     reusable: dict, total: int, count: bool = True, keep_texts: bool = False,
                     workers: int | None = None, on_progress: Progress | None = None) -> Chunked:
-    """Word windows of every document, with their term counts and, if asked, texts."""
+    """Word windows of every document, with their term counts and, if asked, texts. A
+    document is a Document or a (url, sha256, text) tuple whose text may be UTF-8 bytes
+    (Store.document_texts: decoded by the workers, not here)."""
     progress = on_progress or (lambda stage, done, total: None)
     workers = default_workers() if workers is None else workers
     result = Chunked(texts=[] if keep_texts else None)
     merger = CountMerger() if count else None
     batches = _batches(documents, reusable, result)
-    job = dict(size=size, overlap=overlap, count=count, keep_texts=keep_texts)
+    job = dict(size=size, overlap=overlap, count=count, keep_texts=keep_texts,
+               use_compiled=total >= compiled.MIN_DOCUMENTS)
     done = 0
     for batch in _run(batches, job, workers if total >= PARALLEL_MIN_DOCS else 1):
         result.words += int(batch.words.sum())
@@ -112,22 +118,37 @@ def default_workers() -> int:
                else os.cpu_count() or 1)
 
 
-def _batches(documents: Iterable[Document], reusable: dict, result: Chunked):
-    """Lists of (text, previous spans or None), recording urls, hashes and reuse."""
-    batch, chars = [], 0
-    for doc in documents:
-        old = reusable.get(doc.url)
-        spans = [(r.start, r.end) for r in old[1]] if old and old[0] == doc.sha256 else None
-        result.rechunked += spans is None
-        result.urls.append(doc.url)
-        result.hashes.append(doc.sha256)
-        batch.append((doc.text, spans))
-        chars += len(doc.text)
-        if len(batch) >= BATCH_DOCS or chars >= BATCH_CHARS:
-            yield batch
-            batch, chars = [], 0
-    if batch:
-        yield batch
+def _batches(documents: Iterable, reusable: dict, result: Chunked):
+    """Lists of (text, previous spans or None), recording urls, hashes and reuse. Documents
+    are taken STEP at a time (list work in C) until a batch is full."""
+    documents = iter(documents)
+    texts: list = []
+    spans: list = []
+    chars = 0
+    while True:
+        step = list(itertools.islice(documents, min(STEP, BATCH_DOCS - len(texts))))
+        if step and isinstance(step[0], Document):
+            step = [(d.url, d.sha256, d.text) for d in step]
+        if step:
+            urls, hashes, step_texts = zip(*step)
+            result.urls.extend(urls)
+            result.hashes.extend(hashes)
+            old = [_previous(reusable, u, h) for u, h in zip(urls, hashes)] if reusable \
+                else [None] * len(urls)
+            result.rechunked += old.count(None)
+            texts.extend(step_texts)
+            spans.extend(old)
+            chars += sum(map(len, step_texts))
+        if texts and (not step or len(texts) >= BATCH_DOCS or chars >= BATCH_CHARS):
+            yield list(zip(texts, spans))
+            texts, spans, chars = [], [], 0
+        if not step:
+            return
+
+
+def _previous(reusable: dict, url: str, sha256: str) -> Spans | None:
+    old = reusable.get(url)
+    return [(r.start, r.end) for r in old[1]] if old and old[0] == sha256 else None
 
 
 def _run(batches: Iterator[list], job: dict, workers: int) -> Iterator[ChunkedBatch]:
@@ -137,6 +158,8 @@ def _run(batches: Iterator[list], job: dict, workers: int) -> Iterator[ChunkedBa
         for batch in batches:
             yield chunk_batch(batch, **job)
         return
+    if job["use_compiled"] and job["count"] and not job["keep_texts"]:
+        warm_up()  # load the compiled pass once here: every forked worker inherits it
     with ProcessPoolExecutor(workers, mp_context=context) as pool:
         pending = []
         try:
@@ -160,10 +183,12 @@ def _fork_context():
 
 
 def chunk_batch(docs: list[tuple[str, Spans | None]], *, size: int, overlap: int,
-                count: bool, keep_texts: bool) -> ChunkedBatch:
-    """Windows of each (text, previous spans) and the term counts of all of them."""
+                count: bool, keep_texts: bool, use_compiled: bool = False) -> ChunkedBatch:
+    """Windows of each (text, previous spans) and the term counts of all of them (through
+    index/tokens.py's compiled pass if `use_compiled` and numba is there)."""
     with _gc_paused():
-        return _chunk_batch(docs, size=size, overlap=overlap, count=count, keep_texts=keep_texts)
+        return _chunk_batch(docs, size=size, overlap=overlap, count=count, keep_texts=keep_texts,
+                            use_compiled=use_compiled)
 
 
 @contextmanager
@@ -179,7 +204,12 @@ def _gc_paused():
             gc.enable()
 
 
-def _chunk_batch(docs, *, size, overlap, count, keep_texts) -> ChunkedBatch:
+def _chunk_batch(docs, *, size, overlap, count, keep_texts, use_compiled=False) -> ChunkedBatch:
+    if use_compiled and count and not keep_texts:
+        done = compiled_batch(docs, size=size, overlap=overlap)
+        if done is not None:
+            return ChunkedBatch(*done, texts=None)
+    docs = [(_decoded(text), old) for text, old in docs]
     n_words, n_chunks, starts, ends, pieces = [], [], [], [], []
     for text, old in docs:
         count_words, spans, chunk_pieces = windows(text, size=size, overlap=overlap)
@@ -194,6 +224,16 @@ def _chunk_batch(docs, *, size, overlap, count, keep_texts) -> ChunkedBatch:
                         np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64),
                         count_pieces(pieces) if count else None,
                         [" ".join(p) for p in pieces] if keep_texts else None)
+
+
+def _decoded(text: str | bytes) -> str:
+    if isinstance(text, str):
+        return text
+    try:
+        return text.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise StoreError(f"a document's text in the store is not valid UTF-8 ({e}): add or"
+                         " crawl that document again") from None
 
 
 def windows(text: str, *, size: int, overlap: int) -> tuple[int, Spans, list[list[str]]]:

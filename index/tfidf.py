@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from . import compiled
 from .analyzers import get_term_filter
 from .counting import (EmptyVocabulary, TermCounts, column_blocks, count_texts,
                                   reanalyze)
@@ -44,10 +45,10 @@ def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) ->
         raise EmptyVocabulary("no chunk contains a word or number to index")
     matrix = counts.matrix
     n = matrix.shape[0]
-    df = np.bincount(matrix.indices, minlength=matrix.shape[1])
+    csc = matrix.tocsc()  # chunk ids sorted within each term
+    df = np.diff(csc.indptr)
     idf = np.log(n / df)
     norms = row_norms(matrix, idf)
-    csc = matrix.tocsc()
     out.save_array(METHOD, "indptr", csc.indptr.astype(np.int64))
     out.save_array(METHOD, "indices", csc.indices.astype(np.int32, copy=False))
     out.save_array(METHOD, "counts", csc.data.astype(_count_dtype(csc.data), copy=False))
@@ -62,20 +63,28 @@ def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) ->
 def row_norms(matrix: sp.csr_matrix, idf: np.ndarray) -> np.ndarray:
     """L2 norm of each chunk's count x idf vector, summed exactly as scikit-learn's row sums
     (np.add.reduceat over the row's terms in column order), so the norms are bit for bit
-    those of the first TF-IDF builder; a block of rows at a time (bounded memory)."""
+    those of the first TF-IDF builder; a block of rows at a time (bounded memory). Rows
+    merged by counting.CountMerger come sorted; others are sorted first."""
+    if not matrix.has_sorted_indices:
+        matrix = matrix.sorted_indices()
+    indptr, indices, data = matrix.indptr, matrix.indices, matrix.data
     squares = np.zeros(matrix.shape[0], dtype=np.float64)
     for r0 in range(0, matrix.shape[0], ROW_BLOCK):
-        block = matrix[r0:r0 + ROW_BLOCK]
-        block.sort_indices()
-        weights = block.data * idf[block.indices]
-        filled = np.flatnonzero(np.diff(block.indptr))
+        r1 = min(r0 + ROW_BLOCK, matrix.shape[0])
+        lo, hi = indptr[r0], indptr[r1]
+        weights = data[lo:hi] * idf[indices[lo:hi]]
+        starts = indptr[r0:r1] - lo
+        filled = np.flatnonzero(indptr[r0 + 1:r1 + 1] - indptr[r0:r1])
         if filled.size:
-            squares[r0 + filled] = np.add.reduceat(weights * weights, block.indptr[filled])
+            squares[r0 + filled] = np.add.reduceat(weights * weights, starts[filled])
     return np.sqrt(squares)
 
 
 def column_bounds(csc: sp.csc_matrix, norms: np.ndarray) -> np.ndarray:
     """Per term, the largest count / norm over its chunks (0 for an empty column)."""
+    kernel = compiled.module("postings_numba") if csc.nnz >= compiled.MIN_POSTINGS else None
+    if kernel is not None:
+        return kernel.ratio_bounds(csc.indptr, csc.indices, csc.data, norms)
     bound = np.zeros(csc.shape[1], dtype=np.float64)
     for c0, c1 in column_blocks(csc.indptr):
         lo, hi = csc.indptr[c0], csc.indptr[c1]

@@ -1,0 +1,94 @@
+"""Term-major postings of the lexical builders in compiled loops (numba, the `fast` extra):
+the same arrays as the numpy/scipy path of tfidf.py and bm25.py, value for value (every
+float is the same IEEE operation on the same operands; logarithms stay in numpy), with no
+full-size temporaries. tests/test_index_postings.py compares both paths.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def merged_shape(indptr, indices, data, target, n_targets):
+    """For chunks x java-terms counts (CSR) whose column j is added into column target[j]
+    (dropped when target[j] < 0): each chunk's length (the sum of its kept counts) and the
+    term-major indptr of the merged columns (their chunk counts, cumulated)."""
+    n_rows = indptr.size - 1
+    lengths = np.zeros(n_rows, dtype=np.int64)
+    mark = np.full(n_targets, -1, dtype=np.int64)
+    col_ptr = np.zeros(n_targets + 1, dtype=np.int64)
+    for r in range(n_rows):
+        for k in range(indptr[r], indptr[r + 1]):
+            t = target[indices[k]]
+            if t >= 0:
+                lengths[r] += data[k]
+                if mark[t] != r:
+                    mark[t] = r
+                    col_ptr[t + 1] += 1
+    for c in range(n_targets):
+        col_ptr[c + 1] += col_ptr[c]
+    return lengths, col_ptr
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def bm25_postings(indptr, indices, data, target, col_ptr, idf, length_norm):
+    """The merged columns (see merged_shape) term-major, chunk ids increasing, each posting
+    scored float32(idf[t] * tf / (tf + length_norm[chunk])) as bm25.bm25_scores scores it;
+    returns (chunk ids, scores, each term's largest score)."""
+    n_rows, n_targets = indptr.size - 1, col_ptr.size - 1
+    rows = np.empty(col_ptr[n_targets], dtype=np.int32)
+    scores = np.empty(col_ptr[n_targets], dtype=np.float32)
+    bound = np.zeros(n_targets, dtype=np.float32)
+    seen = np.zeros(n_targets, dtype=np.bool_)
+    fill = col_ptr[:-1].copy()
+    mark = np.full(n_targets, -1, dtype=np.int64)
+    slot = np.empty(n_targets, dtype=np.int64)
+    row_terms = np.empty(n_targets, dtype=np.int64)
+    row_tf = np.empty(n_targets, dtype=np.int64)
+    for r in range(n_rows):
+        n = 0
+        for k in range(indptr[r], indptr[r + 1]):
+            t = target[indices[k]]
+            if t < 0:
+                continue
+            if mark[t] != r:
+                mark[t] = r
+                slot[t] = n
+                row_terms[n] = t
+                row_tf[n] = data[k]
+                n += 1
+            else:
+                row_tf[slot[t]] += data[k]
+        norm = length_norm[r]
+        for j in range(n):
+            t = row_terms[j]
+            tf = np.float64(row_tf[j])
+            s = np.float32(idf[t] * tf / (tf + norm))
+            p = fill[t]
+            fill[t] += 1
+            rows[p] = r
+            scores[p] = s
+            if not seen[t] or s > bound[t]:
+                bound[t] = s
+                seen[t] = True
+    return rows, scores, bound
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def ratio_bounds(indptr, indices, counts, norms):
+    """Per term the largest count / norm over its chunks, a non-finite ratio counted as 0
+    (tfidf.column_bounds' numbers)."""
+    n_terms = indptr.size - 1
+    bound = np.zeros(n_terms, dtype=np.float64)
+    for t in range(n_terms):
+        top = 0.0
+        for k in range(indptr[t], indptr[t + 1]):
+            r = np.float64(counts[k]) / norms[indices[k]]
+            if not np.isfinite(r):
+                r = 0.0
+            if k == indptr[t] or r > top:
+                top = r
+        bound[t] = top
+    return bound

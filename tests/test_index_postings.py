@@ -1,0 +1,63 @@
+"""The compiled postings of tfidf and bm25 (index/postings_numba.py) against their numpy path:
+every array of the index folder equal, value for value and dtype for dtype."""
+
+import random
+
+import numpy as np
+import pytest
+
+from busca.index import bm25, compiled, tfidf
+from busca.index.counting import count_texts
+from busca.index.storage import LocalBuildWriter
+
+from test_index_counting import random_texts
+
+pytest.importorskip("numba")
+
+
+def build_both(tmp_path, monkeypatch, counts, module, options):
+    monkeypatch.setattr(compiled, "MIN_POSTINGS", 0)  # compiled even for a small index
+    folders = []
+    for numba_on in ("1", "0"):
+        folder = tmp_path / f"numba{numba_on}"
+        folder.mkdir()
+        with monkeypatch.context() as m:
+            m.setenv("BUSCA_NUMBA", numba_on)
+            entry = module.build_counts(counts, LocalBuildWriter(None, folder), options=options)
+        folders.append((folder, entry))
+    return folders
+
+
+def assert_same_folders(a, b):
+    names = sorted(p.name for p in a.iterdir())
+    assert names == sorted(p.name for p in b.iterdir())
+    for name in names:
+        if name.endswith(".npy"):
+            x, y = np.load(a / name), np.load(b / name)
+            assert x.dtype == y.dtype and np.array_equal(x, y), name
+        else:
+            assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("analyzer, k1, b", [("pt", 1.2, 0.75), ("simple", 0.9, 0.4),
+                                             ("en", 2.0, 1.0), ("java", 0.0, 0.0)])
+def test_bm25_compiled_equals_numpy(tmp_path, monkeypatch, seed, analyzer, k1, b):
+    texts = random_texts(random.Random(seed), 200) + ["", "de o a", "x " * 70_000]
+    counts = count_texts(texts)
+    (one, entry), (two, expected) = build_both(
+        tmp_path, monkeypatch, counts, bm25,
+        {"bm25_analyzer": analyzer, "bm25_k1": k1, "bm25_b": b})
+    assert entry == expected
+    assert_same_folders(one, two)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_tfidf_compiled_equals_numpy(tmp_path, monkeypatch, seed):
+    # "a a" in every chunk: idf 0, so a chunk made only of it has norm 0 (its bound is 0)
+    texts = [t + " a a" for t in random_texts(random.Random(seed), 200)] + ["a"]
+    (one, entry), (two, expected) = build_both(tmp_path, monkeypatch, count_texts(texts),
+                                               tfidf, {})
+    assert entry == expected
+    assert_same_folders(one, two)
+    assert np.load(one / "tfidf.norms.npy")[-1] == 0

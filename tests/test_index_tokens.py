@@ -1,0 +1,157 @@
+"""The compiled batch (index/tokens.py, numba) against the Python path of stream.py: the same
+windows, spans and counts per chunk and term, and the cases it leaves to the Python path."""
+
+import random
+
+import numpy as np
+import pytest
+
+from busca.index import stream, tokens
+from busca.index.counting import CountMerger
+
+from test_index_counting import random_texts
+from test_index_stream import random_text
+
+pytest.importorskip("numba")
+
+
+def python_batch(docs, size, overlap, monkeypatch):
+    with monkeypatch.context() as m:
+        m.setenv("BUSCA_NUMBA", "0")
+        return stream._chunk_batch(docs, size=size, overlap=overlap, count=True,
+                                   keep_texts=False)
+
+
+def per_chunk(counts):
+    """{term: count} of each chunk, and whether every row's ids increase in term order."""
+    rows, ordered = [], counts.terms == sorted(counts.terms)
+    for r in range(counts.indptr.size - 1):
+        ids = counts.indices[counts.indptr[r]:counts.indptr[r + 1]]
+        ordered = ordered and bool(np.all(np.diff(ids) > 0))
+        rows.append({counts.terms[i]: int(n) for i, n in
+                     zip(ids, counts.data[counts.indptr[r]:counts.indptr[r + 1]])})
+    return rows, ordered
+
+
+def random_docs(rng, plain: bool):
+    docs = []
+    for _ in range(rng.randint(1, 8)):
+        text = random_text(rng) if rng.random() < 0.5 else "".join(random_texts(rng, 3))
+        if plain:  # no code that only the Python path lowercases right
+            text = text.replace("Σ", "S").replace("İ", "I")
+        docs.append((text, None))
+    return docs
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_compiled_batch_equals_the_python_path(seed, monkeypatch):
+    rng = random.Random(seed)
+    for _ in range(60):
+        docs = random_docs(rng, plain=True)
+        size = rng.choice([1, 3, 20, 200])
+        overlap = rng.randrange(size)
+        done = tokens.compiled_batch(docs, size=size, overlap=overlap)
+        assert done is not None
+        words, chunks, starts, ends, counts = done
+        expected = python_batch(docs, size, overlap, monkeypatch)
+        assert words.tolist() == expected.words.tolist()
+        assert chunks.tolist() == expected.chunks.tolist()
+        assert starts.tolist() == expected.starts.tolist()
+        assert ends.tolist() == expected.ends.tolist()
+        got, ordered = per_chunk(counts)
+        want, want_ordered = per_chunk(expected.counts)
+        assert got == want and ordered and want_ordered
+        assert counts.data.dtype == expected.counts.data.dtype
+
+
+def test_codes_that_need_the_python_path():
+    assert tokens.compiled_batch([("ΟΔΟΣ", None)], size=20, overlap=5) is None  # final sigma
+    assert tokens.compiled_batch([("İstanbul", None)], size=20, overlap=5) is None  # "i̇"
+    assert tokens.compiled_batch([("ação 東京 😀 x\x00y", None)], size=20, overlap=5) is not None
+
+
+def test_counts_that_do_not_fit_16_bits_and_every_code_page():
+    text = "a " * 70_000 + " ".join(chr(c) for c in range(0x20, 0x3000, 7) if c not in (0x3A3, 0x130))
+    words, chunks, starts, ends, counts = tokens.compiled_batch([(text, None)], size=10**6,
+                                                               overlap=0)
+    assert counts.data.dtype == np.int32 and counts.data.max() == 70_000
+    assert chunks.tolist() == [1] and starts.tolist() == [0]
+
+
+def test_previous_spans_are_kept_only_when_they_are_the_windows(monkeypatch):
+    text = "um dois três quatro cinco"
+    fresh = tokens.compiled_batch([(text, None)], size=3, overlap=1)
+    spans = list(zip(fresh[2].tolist(), fresh[3].tolist()))
+    assert tokens.compiled_batch([(text, spans)], size=3, overlap=1) is not None
+    assert tokens.compiled_batch([(text, [(0, 7), (8, 25)])], size=3, overlap=1) is None
+    batch = stream._chunk_batch([(text, [(0, 7), (8, 25)])], size=3, overlap=1, count=True,
+                                keep_texts=False)  # the Python path cuts the old spans
+    assert batch.starts.tolist() == [0, 8] and batch.ends.tolist() == [7, 25]
+
+
+def test_merged_rows_stay_sorted(monkeypatch):
+    rng = random.Random(9)
+    merger = CountMerger()
+    for i in range(6):
+        docs = random_docs(rng, plain=i % 2 == 0)  # compiled and Python batches mixed
+        merger.add(stream._chunk_batch(docs, size=20, overlap=5, count=True, keep_texts=False,
+                                       use_compiled=True).counts)
+    matrix = merger.result().matrix
+    for r in range(matrix.shape[0]):
+        assert np.all(np.diff(matrix.indices[matrix.indptr[r]:matrix.indptr[r + 1]]) > 0)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_utf8_bytes_give_what_their_text_gives(seed):
+    rng = random.Random(seed)
+    for _ in range(40):
+        docs = random_docs(rng, plain=True)
+        as_bytes = [(t.encode("utf-8"), None) for t, _ in docs]
+        a = tokens.compiled_batch(docs, size=20, overlap=5)
+        b = tokens.compiled_batch(as_bytes, size=20, overlap=5)
+        assert all(x.tolist() == y.tolist() for x, y in zip(a[:4], b[:4]))
+        assert per_chunk(a[4]) == per_chunk(b[4])
+
+
+def test_the_compiled_utf8_decoder_is_as_strict_as_python():
+    from busca.index.tokens_numba import utf8_codes
+    rng = random.Random(4)
+    pieces = [b"a", b" ", "ação".encode(), "😀".encode(), "東".encode(), b"\xc0\xaf",
+              b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe2\x82", b"\x80", b"\xff", b"\xc3",
+              b"\xf0\x9f\x98", b"\xe0\x80\xaf", b"\xef\xbf\xbf", b"\xf4\x8f\xbf\xbf"]
+    for _ in range(3000):
+        raw = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
+        ok, codes, start, end = utf8_codes(np.frombuffer(raw, dtype=np.uint8),
+                                           np.array([len(raw)]))
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            assert not ok, raw
+        else:
+            assert ok and "".join(map(chr, codes.tolist())) == text, raw
+            assert (start[0], end[0]) == (0, len(text))
+
+
+def test_invalid_utf8_is_one_line_naming_the_fix():
+    from busca.crawler.store import StoreError
+    with pytest.raises(StoreError, match="not valid UTF-8"):
+        stream._chunk_batch([(b"ok \xff", None)], size=20, overlap=5, count=True,
+                            keep_texts=False, use_compiled=True)
+
+
+def test_chunk_documents_compiled_equals_python(monkeypatch):
+    from busca.index import compiled
+    from test_index_stream import documents
+    docs = documents(random.Random(8), 150)
+    for d in docs[::2]:  # half of the batches without a code that needs the Python path
+        object.__setattr__(d, "text", d.text.replace("Σ", "S").replace("İ", "I"))
+    monkeypatch.setattr(stream, "BATCH_DOCS", 9)
+    monkeypatch.setattr(compiled, "MIN_DOCUMENTS", 0)
+    rows = [(d.url, d.sha256, d.text.encode()) for d in docs]
+    fast = stream.chunk_documents(rows, size=20, overlap=5, reusable={}, total=150, workers=1)
+    monkeypatch.setenv("BUSCA_NUMBA", "0")
+    slow = stream.chunk_documents(docs, size=20, overlap=5, reusable={}, total=150, workers=1)
+    assert list(fast.rows()) == list(slow.rows())
+    assert fast.words == slow.words and fast.rechunked == slow.rechunked
+    assert fast.counts.terms == slow.counts.terms
+    assert (fast.counts.matrix != slow.counts.matrix).nnz == 0
