@@ -78,8 +78,9 @@ class Tokenizer:
         self.unk_score = float(scores.min()) - 10.0
         kept = list(pieces)
         kept[self.unk] = ""  # neither <unk> nor empty pieces are ever matched
-        self.pieces = dict(zip(kept, zip(range(len(kept)), scores.tolist())))
+        self.pieces = dict(zip(kept, range(len(kept))))  # piece -> id (ints: no GC pressure)
         self.pieces.pop("", None)
+        self.scores = scores.tolist()
         self.longest = max(map(len, self.pieces))
         self.table = str.maketrans(normalise_map)
         # word by word only if no piece holds the metaspace past its start (true of XLM-R's)
@@ -116,7 +117,7 @@ class Tokenizer:
         return ids
 
     def _viterbi(self, chars: str) -> list[int]:
-        n, pieces, longest = len(chars), self.pieces, self.longest
+        n, pieces, scores, longest = len(chars), self.pieces, self.scores, self.longest
         best = [-1e30] * (n + 1)
         back: list[tuple[int, int]] = [(0, 0)] * (n + 1)
         best[0] = 0.0
@@ -126,8 +127,8 @@ class Tokenizer:
                 continue
             for e in range(i + 1, min(n, i + longest) + 1):
                 hit = pieces.get(chars[i:e])
-                if hit is not None and here + hit[1] > best[e]:
-                    best[e], back[e] = here + hit[1], (hit[0], i)
+                if hit is not None and here + scores[hit] > best[e]:
+                    best[e], back[e] = here + scores[hit], (hit, i)
             if here + self.unk_score > best[i + 1]:
                 best[i + 1], back[i + 1] = here + self.unk_score, (self.unk, i)
         ids = []
