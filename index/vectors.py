@@ -2,9 +2,9 @@
 
 `score(query)`: every chunk's cosine, one float32 matrix-vector product. `top(query, k)`: the
 same top k; on a large index with numba installed (the `fast` extra), an int8 copy of the
-vectors, made once per loaded index, is read first (a quarter of the bytes), and only the chunks
-whose error bound lets them reach the k-th best are rescored in float32 (index/vectors_numba.py):
-the result is the exact top k, not an approximation.
+vectors, made once per loaded index, is read first (a quarter of the bytes, at memory speed),
+and only the chunks whose error bound lets them reach the k-th best are rescored in float32
+(index/vectors_numba.py): the result is the exact top k, not an approximation.
 """
 
 from __future__ import annotations
@@ -109,40 +109,52 @@ class DenseScorer:
 
     def contenders(self, q: np.ndarray, k: int) -> np.ndarray:
         """Sorted rows among which the top k by cosine with q are."""
-        n = self.vectors.shape[0]
+        n, d = self.vectors.shape
         if n <= k:
             return np.arange(n)
         kernel = _kernel() if n >= QUANTISED_MIN_ROWS else None
-        if kernel is None:
+        if kernel is None or d > kernel.max_dimension:
             scores = self.vectors @ q
             kth = np.partition(-scores, k - 1)[k - 1]
             return np.flatnonzero(-scores <= kth + 1e-6 * max(1.0, abs(kth)))
-        codes, scales, errors = self._quantised()
+        quantised = self._quantised()
         qnorm = float(np.linalg.norm(q))
-        limit = min(32767, (2**31 - 1) // (127 * q.size))
-        t = float(np.abs(q).max()) / limit or 1.0
-        u = np.rint(q / t).astype(np.int16)
+        t = float(np.abs(q).max()) / 127 or 1.0
+        u = np.rint(q / t).astype(np.int8)
         e = float(np.linalg.norm(q - t * u.astype(np.float64)))
-        return kernel.candidates(codes, scales, errors, u, t, e, qnorm, k,
-                                 np.empty(n, dtype=np.float64))
+        # float32 rounding of the rescored products (d terms of at most |v| |q| in all)
+        floor = 1e-6 + 2 * (d + 2) * 2.0**-24 * qnorm * quantised.norm
+        return kernel.candidates(quantised.codes, quantised.scales, quantised.errors, u, t, e,
+                                 qnorm, floor, k)
 
-    def _quantised(self):
-        """int8 codes, scales and rounding-error norms of the vectors (made on first use)."""
+    def _quantised(self) -> Quantised:
+        """The int8 copy of the vectors (made on first use)."""
         if getattr(self, "_codes", None) is None:
             self._codes = quantise(self.vectors, _kernel())
         return self._codes
 
 
-def quantise(vectors: np.ndarray, kernel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per-row int8 codes c, scales s (v ~ s c) and the norms |v - s c|, a block at a time."""
+class Quantised(NamedTuple):
+    """Per-row int8 codes c and scales s (v ~ s c), the norms |v - s c| of the rounding errors,
+    and the largest |v|."""
+
+    codes: np.ndarray
+    scales: np.ndarray
+    errors: np.ndarray
+    norm: float
+
+
+def quantise(vectors: np.ndarray, kernel) -> Quantised:
+    """The int8 copy of `vectors`, a block at a time (bounded memory)."""
     n = vectors.shape[0]
     codes = np.empty(vectors.shape, dtype=np.int8)
     scales = np.empty(n, dtype=np.float64)
     errors = np.empty(n, dtype=np.float64)
+    norm = 0.0
     for lo in range(0, n, QUANTISE_BLOCK):
-        kernel.quantise_rows(np.asarray(vectors[lo:lo + QUANTISE_BLOCK]), codes, scales, errors,
-                             lo)
-    return codes, scales, errors
+        norm = max(norm, kernel.quantise_rows(np.asarray(vectors[lo:lo + QUANTISE_BLOCK]), codes,
+                                              scales, errors, lo))
+    return Quantised(codes, scales, errors, norm)
 
 
 def _kernel():
@@ -150,12 +162,13 @@ def _kernel():
     if os.environ.get("BUSCA_NUMBA", "1") == "0":
         return None
     try:
-        from .vectors_numba import candidates, quantise_rows
+        from .vectors_numba import MAX_DIMENSION, candidates, quantise_rows
     except ImportError:
         return None
-    return _Kernel(candidates, quantise_rows)
+    return _Kernel(candidates, quantise_rows, MAX_DIMENSION)
 
 
 class _Kernel(NamedTuple):
     candidates: object
     quantise_rows: object
+    max_dimension: int

@@ -84,10 +84,11 @@ def test_int8_contenders_are_few_and_the_float32_path_agrees(tmp_path, clustered
 
 def test_quantised_error_bound_holds(clustered):
     vectors, queries = clustered
-    codes, scales, errors = dense.quantise(vectors, dense._kernel())
+    codes, scales, errors, norm = dense.quantise(vectors, dense._kernel())
     rebuilt = codes.astype(np.float64) * scales[:, None]
     assert np.linalg.norm(vectors - rebuilt, axis=1) == pytest.approx(errors, abs=1e-6)
     assert np.abs(codes).max() == 127
+    assert norm == pytest.approx(np.linalg.norm(vectors, axis=1).max())
 
 
 def test_rank_uses_top_and_refuses_k_zero(tmp_path, clustered):
