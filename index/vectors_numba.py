@@ -8,11 +8,11 @@ the codes at memory speed; and
 
     |v . q - s t (c . u)| <= |s c| |q - t u| + r |q| <= (1 + r) e + r |q|,  e = |q - t u|,
 
-plus `floor`, the caller's allowance for float32 rounding in the rescoring; so a chunk whose
+plus `floor`, the caller's allowance for rounding in the rescoring; so a chunk whose
 upper bound is below the k-th best lower bound cannot be in the top k. One
 pass over the rows keeps the k best lower bounds and every row whose upper bound reaches the
 k-th of them so far (a superset of the survivors: that bound only rises); the survivors are
-rescored exactly in float32 by the caller (index/vectors.py).
+rescored exactly by the caller (index/vectors.py).
 """
 
 from __future__ import annotations
@@ -56,23 +56,27 @@ def candidates(codes, scales, errors, u, t, e, qnorm, floor, k):
     return out[:found].copy()
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, fastmath={"nnan", "ninf", "nsz", "reassoc"})
 def quantise_rows(vectors, codes, scales, errors, lo):
-    """Rows lo.. of codes, scales and errors for the block `vectors` (see the docstring); the
-    largest norm of a row of the block."""
+    """Rows lo.. of codes, scales and errors for the block `vectors` (float32; see the
+    docstring); the largest norm of a row of the block. Codes are rounded in float32, the
+    error of the codes chosen is summed in float64 (c s is exact there)."""
     most = 0.0
+    d = vectors.shape[1]
     for i in range(vectors.shape[0]):
-        top = 0.0
-        for j in range(vectors.shape[1]):
-            top = max(top, abs(float(vectors[i, j])))
-        scale = top / 127 if top > 0 else 1.0
+        top = np.float32(0.0)
+        for j in range(d):
+            top = max(top, abs(vectors[i, j]))
+        scale = top / np.float32(127) if top > 0 else np.float32(1.0)
+        inv = np.float32(1.0) / scale
         error, norm = 0.0, 0.0
-        for j in range(vectors.shape[1]):
-            v = float(vectors[i, j])
-            norm += v * v
-            c = np.rint(v / scale)
+        for j in range(d):
+            c = min(np.float32(127.0), max(np.float32(-127.0), np.rint(vectors[i, j] * inv)))
             codes[lo + i, j] = np.int8(c)
-            error += (v - c * scale) ** 2
+            v = np.float64(vectors[i, j])
+            r = v - np.float64(c) * np.float64(scale)
+            error += r * r
+            norm += v * v
         scales[lo + i] = scale
         errors[lo + i] = np.sqrt(error)
         most = max(most, np.sqrt(norm))
