@@ -181,39 +181,52 @@ def _blocks(vectors: np.ndarray):
     .npy is read with plain reads into one buffer, so its pages are not mapped into this process
     (its resident memory stays that of the int8 copy)."""
     n, d = vectors.shape
-    if _whole_file(vectors):
-        buffer = np.empty((min(n, QUANTISE_BLOCK), d), dtype=np.float32)
-        with open(vectors.filename, "rb", buffering=0) as f:
-            f.seek(vectors.offset)
-            for lo in range(0, n, QUANTISE_BLOCK):
-                block = buffer[:min(QUANTISE_BLOCK, n - lo)]
-                view, read = memoryview(block).cast("B"), 0
-                while read < view.nbytes:
-                    got = f.readinto(view[read:])
-                    if not got:
-                        raise EOFError(f"{vectors.filename} ended early")
-                    read += got
-                yield lo, block
+    f = _open(vectors)
+    if f is None:
+        for lo in range(0, n, QUANTISE_BLOCK):
+            yield lo, np.ascontiguousarray(vectors[lo:lo + QUANTISE_BLOCK], dtype=np.float32)
         return
-    for lo in range(0, n, QUANTISE_BLOCK):
-        yield lo, np.ascontiguousarray(vectors[lo:lo + QUANTISE_BLOCK], dtype=np.float32)
+    buffer = np.empty((min(n, QUANTISE_BLOCK), d), dtype=np.float32)
+    with f:
+        f.seek(vectors.offset)
+        for lo in range(0, n, QUANTISE_BLOCK):
+            block = buffer[:min(QUANTISE_BLOCK, n - lo)]
+            view, read = memoryview(block).cast("B"), 0
+            while read < view.nbytes:
+                got = f.readinto(view[read:])
+                if not got:
+                    raise EOFError(f"{vectors.filename} ended early")
+                read += got
+            yield lo, block
 
 
 def _rows(vectors: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """vectors[ids] (ascending ids); from a memory-mapped .npy by plain reads, so a server's
     resident memory does not grow by the pages around every row it rescored."""
-    if not (ids.size and hasattr(os, "preadv") and _whole_file(vectors)):
+    f = _open(vectors) if ids.size and hasattr(os, "preadv") else None
+    if f is None:
         return np.asarray(vectors[ids])
     out = np.empty((ids.size, vectors.shape[1]), dtype=np.float32)
     size = out.shape[1] * 4
     flat = memoryview(out).cast("B")
-    with open(vectors.filename, "rb", buffering=0) as f:
+    with f:
         for x, i in enumerate(ids.tolist()):
             got = os.preadv(f.fileno(), [flat[x * size:(x + 1) * size]],
                             vectors.offset + i * size)
             if got != size:
                 raise EOFError(f"{vectors.filename} ended early")
     return out
+
+
+def _open(vectors: np.ndarray):
+    """The file under a whole memory-mapped float32 .npy, opened for plain reads; None when
+    `vectors` is not one or the file is gone (a replaced build: its mapping still reads)."""
+    if not _whole_file(vectors):
+        return None
+    try:
+        return open(vectors.filename, "rb", buffering=0)
+    except OSError:
+        return None
 
 
 def _whole_file(vectors: np.ndarray) -> bool:

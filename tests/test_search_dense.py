@@ -169,3 +169,18 @@ def test_a_memory_mapped_file_is_read_not_mapped_and_quantised_alike(tmp_path, c
     in_memory = dense.quantise(np.array(vectors), dense._kernel())
     for a, b in zip(from_file, in_memory):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_removed_vectors_file_is_still_searched_through_its_mapping(tmp_path, clustered,
+                                                                      monkeypatch):
+    """`busca index` may remove the build a server still holds: the mapping keeps reading."""
+    monkeypatch.setattr(dense, "QUANTISED_MIN_ROWS", 0)
+    vectors, queries = clustered
+    scorer = scorer_for(tmp_path, vectors, queries)
+    scorer.prepare()
+    want = scorer.top("q", 10)
+    (tmp_path / "dense.vectors.npy").unlink()
+    scorer.encoder.at = 0
+    got = scorer.top("q", 10)
+    assert got[0].tolist() == want[0].tolist()
+    np.testing.assert_array_equal(got[1], want[1])
