@@ -17,7 +17,7 @@ each is completed with the weak terms, strongest first, looked up inside the win
 abandoned as soon as what the window maxima leave cannot lift it to `theta`.
 
 The walk jumps from window to window, beyond what the CPU's own prefetcher guesses, so the
-first cache lines of each long list's postings in the next AHEAD windows to walk are asked
+first cache lines of each long list's postings in the next LEAD windows to walk are asked
 for ahead of time, as are the seeds' (3–5 % less time at 100k chunks; most of the time is
 branches and arithmetic: a query whose postings are all in cache takes about as long).
 
@@ -37,7 +37,7 @@ from numba.extending import intrinsic
 
 SLACK = 1e-5  # relative margin on every pruning test (float32 sums in another order)
 SEEDS = 16  # windows walked first, those of highest bound (in id order)
-AHEAD = 16  # windows ahead of the walk whose postings are asked for (prefetched)
+LEAD = 4  # windows to walk found ahead, their postings asked for (a power of 2)
 PROBE = 32  # chunks scored in full before a plain walk, for a first threshold
 
 
@@ -307,15 +307,23 @@ def candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, r
         if j >= 0:
             ub[j] = -1.0  # done
     pos[:] = start
-    ahead = 0  # windows before this one have been asked for
-    for j in range(ub.size):  # then every other window that may still hold one, in id order
-        if ub[j] > 0 and ub[j] * (1 + slack) >= theta[0] * (1 - slack):
-            last = min(j + AHEAD, ub.size - 1)
-            ahead = max(ahead, j + 1)
-            while ahead <= last:
-                if ub[ahead] > 0 and ub[ahead] * (1 + slack) >= theta[0] * (1 - slack):
-                    _ask(ahead, indices, data, slots, rel, group, start)
-                ahead += 1
+    # then every other window that may still hold one, in id order; the next LEAD of them
+    # are found (and their postings asked for) ahead of the walk, in the same pass over ub
+    lead = np.empty(LEAD, dtype=np.int64)
+    head, queued, scan = 0, 0, 0
+    while True:
+        while queued < LEAD and scan < ub.size:
+            if ub[scan] > 0 and ub[scan] * (1 + slack) >= theta[0] * (1 - slack):
+                _ask(scan, indices, data, slots, rel, group, start)
+                lead[(head + queued) & (LEAD - 1)] = scan
+                queued += 1
+            scan += 1
+        if queued == 0:
+            break
+        j = lead[head]
+        head = (head + 1) & (LEAD - 1)
+        queued -= 1
+        if ub[j] * (1 + slack) >= theta[0] * (1 - slack):  # theta may have risen since
             _visit(j, indices, data, weights, factor, slots, maxima, rel, group, shift, step,
                    bounds, start, end, pos, window_bound, heap, state, theta, slack, found,
                    scores)
