@@ -1,8 +1,8 @@
 """Where one bm25 query's time goes, on an index kept by bench_lexical.py (`--keep`): the
 analyzer, the vocabulary lookup, the scorer's setup, the compiled kernel and the whole
 `search.rank` call, in µs per query (CPU time, median of rounds over the same questions),
-then the kernel again with the query's postings already in cache and with the same query
-repeated (what is left is branches and arithmetic, not memory).
+then the kernel timed query by query: as it comes, with the query's postings read just
+before (in cache), and the same query a third time (branch predictors trained as well).
 
     python bench/bench_query_parts.py --work /work/bench/lex --size 100000
 """
@@ -60,20 +60,21 @@ def main() -> None:
         return kernel.top(scorer.indptr, scorer.indices, scorer.data, columns, weights,
                           weights.astype(np.float32), factor, 10, *tables, maxscore._NONE, 0.0)
 
-    def in_cache(q):  # every posting of the query read first, then the kernel timed
-        for c in arrays[q][0]:
-            lo, hi = scorer.indptr[c], scorer.indptr[c + 1]
-            scorer.indices[lo:hi].sum(), scorer.data[lo:hi].sum()
+    def once(q):
         started = time.process_time()
         compiled(q)
         return time.process_time() - started
 
+    def in_cache(q):  # every posting of the query read first, then the kernel timed
+        for c in arrays[q][0]:
+            lo, hi = scorer.indptr[c], scorer.indptr[c + 1]
+            scorer.indices[lo:hi].sum(), scorer.data[lo:hi].sum()
+        return once(q)
+
     def repeated(q):
         compiled(q)
         compiled(q)
-        started = time.process_time()
-        compiled(q)
-        return time.process_time() - started
+        return once(q)
 
     load = open("/proc/loadavg").read().split()[0]
     print(f"{args.size:,} chunks, {len(queries)} FaQuAD questions with a known term, load"
@@ -91,10 +92,12 @@ def main() -> None:
     ]
     for name, us in rows:
         print(f"  {name:<50} {us:8.1f}")
-    cache = statistics.median(in_cache(q) for q in queries) * 1e6
-    again = statistics.median(repeated(q) for q in queries) * 1e6
-    print(f"  {'kernel, postings already in cache (median)':<50} {cache:8.1f}")
-    print(f"  {'kernel, same query a third time (median)':<50} {again:8.1f}")
+    for name, timed in (("kernel alone, one query after another", once),
+                        ("kernel, the query's postings read just before", in_cache),
+                        ("kernel, the same query a third time", repeated)):
+        us = statistics.median(
+            sum(timed(q) for q in queries) / len(queries) * 1e6 for _ in range(args.rounds))
+        print(f"  {name:<50} {us:8.1f}")
     print(f"load average at end: {open('/proc/loadavg').read().split()[0]}")
 
 
