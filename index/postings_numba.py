@@ -92,3 +92,25 @@ def ratio_bounds(indptr, indices, counts, norms):
                 top = r
         bound[t] = top
     return bound
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def columns(indptr, indices, data, n_columns):
+    """A CSR matrix term-major (CSC: indptr, row ids increasing within a column, values):
+    scipy's tocsc, as one counting sort."""
+    col_ptr = np.zeros(n_columns + 1, dtype=np.int64)
+    for k in range(indices.size):
+        col_ptr[indices[k] + 1] += 1
+    for c in range(n_columns):
+        col_ptr[c + 1] += col_ptr[c]
+    fill = col_ptr[:-1].copy()
+    rows = np.empty(indices.size, dtype=np.int32)
+    values = np.empty(indices.size, dtype=data.dtype)
+    for r in range(indptr.size - 1):
+        for k in range(indptr[r], indptr[r + 1]):
+            c = indices[k]
+            p = fill[c]
+            fill[c] = p + 1
+            rows[p] = r
+            values[p] = data[k]
+    return col_ptr, rows, values

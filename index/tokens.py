@@ -14,6 +14,8 @@ Python path.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from . import compiled
@@ -36,33 +38,31 @@ def compiled_batch(docs, *, size: int, overlap: int):
     a text that is not valid UTF-8, or previous spans that differ from the windows. Texts
     are str, or UTF-8 bytes decoded here (in the compiled pass)."""
     k = compiled.module("tokens_numba")
-    if k is None:
+    if k is None or sys.byteorder != "little":
         return None
-    texts = [text for text, _ in docs]
-    if texts and all(isinstance(t, bytes) for t in texts):  # UTF-8 from Store.document_texts
-        byte_end = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
-        ok, codes, doc_start, doc_end = k.utf8_codes(
-            np.frombuffer(b"".join(texts), dtype=np.uint8), byte_end)
-        if not ok:
-            return None  # the Python path names the invalid text
-    else:
-        if any(isinstance(t, bytes) for t in texts):
-            return None  # str and bytes mixed: the Python path decodes them
-        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-        doc_end = np.cumsum(lengths)
-        doc_start = doc_end - lengths
-        codes = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"),
-                              dtype=np.uint32)
+    texts = [text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+             for text, _ in docs]  # bytes: UTF-8 from Store.document_texts
+    raw = b"\n".join(texts)  # a lone surrogate is invalid UTF-8 there: the Python path
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    byte_end = np.cumsum(lengths + 1) - 1
+    byte_start = byte_end - lengths
+    padded = raw + bytes(8)
+    buf = np.frombuffer(padded, dtype=np.uint8)
+    win = np.ndarray(shape=(len(raw),), dtype="<u8", buffer=padded, strides=(1,))
     lower, flags = tables()
-    found = k.terms_of(codes, lower, flags, doc_start, doc_end)
+    found = k.terms_of(buf, win, byte_start, byte_end, lower, flags)
     if found[0] & UNKNOWN:  # codes never seen in this process: fill their pages, again
-        fill(codes)
-        found = k.terms_of(codes, lower, flags, doc_start, doc_end)
-    status, words, w_start, w_end, w_occ, occ, pool, t_at = found
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return None  # the Python path names the invalid text
+        fill(np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32))
+        found = k.terms_of(buf, win, byte_start, byte_end, lower, flags)
+    status, words, doc_char, w_start, w_end, w_occ, occ, pool, t_at = found
     if status:
         return None
     chunks, starts, ends, indptr, indices, data = k.window_counts(
-        words, w_start, w_end, w_occ, occ, t_at.size - 1, doc_start, size, overlap)
+        words, w_start, w_end, w_occ, occ, t_at.size - 1, doc_char, size, overlap)
     if not _same_spans(docs, chunks, starts, ends):
         return None
     every = pool.tobytes().decode("utf-32-le", "surrogatepass")
