@@ -91,7 +91,7 @@ def chunk_documents(documents: Iterable[Document | DocumentText], *, size: int, 
     progress = on_progress or (lambda stage, done, total: None)
     workers = default_workers() if workers is None else workers
     result = Chunked(texts=[] if keep_texts else None)
-    merger = CountMerger() if count else None
+    merger = CountMerger(documents=total) if count else None
     batches = _batches(documents, reusable, result)
     job = dict(size=size, overlap=overlap, count=count, keep_texts=keep_texts,
                use_compiled=total >= compiled.MIN_DOCUMENTS)
@@ -102,7 +102,7 @@ def chunk_documents(documents: Iterable[Document | DocumentText], *, size: int, 
         result.starts.append(batch.starts)
         result.ends.append(batch.ends)
         if merger is not None:
-            merger.add(batch.counts)
+            merger.add(batch.counts, documents=batch.chunks.size)
         if keep_texts:
             result.texts.extend(batch.texts)
         done += batch.chunks.size

@@ -1,15 +1,17 @@
 """The compiled path of stream.py's batches: word windows and java-term counts of a batch of
-documents in two numba calls (index/tokens_numba.py, the `fast` extra) instead of Python
+documents in a few numba calls (index/tokens_numba.py, the `fast` extra) instead of Python
 work per word. The results are those of the Python path (`stream._chunk_batch`): the same
-spans, and the same counts per chunk and term (tests/test_index_tokens.py compares both);
-only the order of a batch's term ids differs, which the merge (counting.CountMerger) does not
-see. numba missing or BUSCA_NUMBA=0: `compiled_batch` returns None and the Python path runs.
+spans, and the same counts per chunk and term (tests/test_index_tokens.py compares both).
+numba missing or BUSCA_NUMBA=0: `compiled_batch` returns None and the Python path runs.
 
-Every character is looked up in two tables indexed by code point, filled 256 codes at a time
-as codes appear: its lowercase and whether it is a letter or digit once lowercased
-(`analyzers.java_terms`' regex, asked per code). A code whose lowercase is not one code of
-its own (İ -> "i̇") or depends on its neighbours (Σ: σ or final ς) sends its batch to the
-Python path.
+The texts travel as UTF-8 (the store's bytes, or str encoded here). Each distinct word is
+decoded once and its characters looked up in two tables indexed by code point, filled 256
+codes at a time as codes appear: its lowercase, and whether it is a letter or digit once
+lowercased (`analyzers.java_terms`' regex, asked per code). A code whose lowercase is not one
+code of its own (İ -> "i̇") or depends on its neighbours (Σ: σ or final ς), bytes that are
+not UTF-8, or previous spans that differ from the windows send the batch to the Python path.
+A batch's term ids are numbered in sorted term order and each chunk's ids increase, like
+counting.count_pieces', so the merged rows need no sort.
 """
 
 from __future__ import annotations
@@ -80,10 +82,12 @@ def warm_up() -> None:
 
 def _same_spans(docs, chunks: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
     """True when every previous span list equals the new windows (the spans are reused)."""
+    reused = [d for d, (_, old) in enumerate(docs) if old is not None]
+    if not reused:
+        return True
     first = np.cumsum(chunks) - chunks
-    for d, (_, old) in enumerate(docs):
-        if old is None:
-            continue
+    for d in reused:
+        old = docs[d][1]
         a, b = int(first[d]), int(first[d] + chunks[d])
         if old != list(zip(starts[a:b].tolist(), ends[a:b].tolist())):
             return False

@@ -1,17 +1,15 @@
 """Word windows and java-term counts of a batch of documents in a few compiled passes (numba,
 the `fast` extra); index/tokens.py prepares the input and checks when it may be used.
 
-The batch is the documents' UTF-8 bytes joined by "\n" (and 8 zero bytes of padding). A
+The batch is the documents' UTF-8 bytes joined by "\n" (plus 8 zero bytes of padding). A
 document's words are Java's (`text.trim().split("\\s+")`: trim every char <= U+0020 at both
-ends, split at the six ASCII whitespace chars) — all single bytes, never inside a multi-byte
-sequence, so words are found on the bytes, without decoding them. Each distinct word (its
-bytes) is decoded, checked as strictly as Python's decoder, and split into java terms once:
-runs of codes flagged TERM, lowercased through the `lower` table (the caller sends the batch
-to the Python path when a code maps to more than one code or depends on its neighbours: İ,
-Σ). Words and terms get ids from open-addressing hash tables whose hits are checked byte by
-byte (a word of up to 16 bytes is its own key: its first and last 8), so two different words or terms never
-share an id. Positions are counted in characters (continuation bytes subtracted), as Python
-indexes the text.
+ends, split at the six ASCII whitespace chars): single bytes that are never part of a
+multi-byte sequence, so words are found on the bytes without decoding them. Each distinct
+word is decoded once (as strictly as Python's decoder) and split into java terms: runs of
+codes flagged TERM, lowercased through the `lower` table. Words and terms get ids from
+open-addressing hash tables whose hits are checked in full (a word of up to 16 bytes is its
+own key: its first and last 8 bytes), so two different words or terms never share an id.
+Positions are counted in characters (continuation bytes subtracted), as Python indexes text.
 """
 
 from __future__ import annotations
