@@ -54,7 +54,7 @@ def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) ->
         indptr, indices, data = csc.indptr, csc.indices, csc.data
         del csc
     idf = np.log(n / np.diff(indptr))
-    norms = row_norms(matrix, idf)
+    norms = row_norms(matrix, idf, kernel)
     out.save_array(METHOD, "indptr", indptr.astype(np.int64))
     out.save_array(METHOD, "indices", indices.astype(np.int32, copy=False))
     out.save_array(METHOD, "counts", data.astype(_count_dtype(data), copy=False))
@@ -66,14 +66,17 @@ def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) ->
             "weighting": "raw count x ln(N/df), cosine", "floor": None}
 
 
-def row_norms(matrix: sp.csr_matrix, idf: np.ndarray) -> np.ndarray:
+def row_norms(matrix: sp.csr_matrix, idf: np.ndarray, kernel=None) -> np.ndarray:
     """L2 norm of each chunk's count x idf vector, summed exactly as scikit-learn's row sums
     (np.add.reduceat over the row's terms in column order), so the norms are bit for bit
     those of the first TF-IDF builder; a block of rows at a time (bounded memory). Rows
-    merged by counting.CountMerger come sorted; others are sorted first."""
+    merged by counting.CountMerger come sorted; others are sorted first. `kernel`:
+    index/postings_numba.py, the same sums in one compiled loop."""
     if not matrix.has_sorted_indices:
         matrix = matrix.sorted_indices()
     indptr, indices, data = matrix.indptr, matrix.indices, matrix.data
+    if kernel is not None:
+        return np.sqrt(kernel.row_squares(indptr, indices, data, idf))
     squares = np.zeros(matrix.shape[0], dtype=np.float64)
     for r0 in range(0, matrix.shape[0], ROW_BLOCK):
         r1 = min(r0 + ROW_BLOCK, matrix.shape[0])
