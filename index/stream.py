@@ -1,14 +1,16 @@
 """Chunk the store's documents into word windows and count their terms in one streaming pass.
 
-Documents are read in batches; each batch is cut into windows and tokenised in a worker
-process (all cores), and the main process merges the batches in order, so memory holds the
-compact results (spans, term counts) and never all the texts. The windows are exactly those
+Documents are read in batches (from a local store, each worker process reads its own URL
+range: no text passes through the main process); each batch is cut into windows and
+tokenised in a worker process (all cores), and the main process merges the batches in order,
+so memory holds the compact results (spans, term counts) and never all the texts. The windows are exactly those
 of `chunking.chunk_words` (tests/test_stream.py checks it); a document unchanged since the
 previous build keeps its previous chunk spans.
 """
 
 from __future__ import annotations
 
+import bisect
 import gc
 import itertools
 import os
@@ -22,7 +24,7 @@ from multiprocessing import get_all_start_methods, get_context
 
 import numpy as np
 
-from ..crawler.store import Document, StoreError
+from ..crawler.store import Document, DocumentRanges, StoreError
 from . import compiled
 from .chunking import JAVA_SPACE, splits_like_java, window_starts, words
 from .chunks import ChunkColumns
@@ -38,7 +40,7 @@ _GAP = re.compile(f"[{JAVA_SPACE}]+")
 
 Progress = Callable[[str, int, int], None]
 Spans = list[tuple[int, int]]
-DocumentText = tuple[str, str, "str | bytes"]  # url, sha256, text (Store.document_texts)
+DocumentText = tuple[str, str, "str | bytes"]  # url, sha256, text (str or UTF-8 bytes)
 
 
 @dataclass(frozen=True)
@@ -82,30 +84,38 @@ def _joined(arrays: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(arrays) if arrays else np.empty(0, np.int64)
 
 
-def chunk_documents(documents: Iterable[Document | DocumentText], *, size: int, overlap: int,
-                    reusable: dict, total: int, count: bool = True, keep_texts: bool = False,
-                    workers: int | None = None, on_progress: Progress | None = None) -> Chunked:
+def chunk_documents(documents: Iterable[Document | DocumentText] | DocumentRanges, *,
+                    size: int, overlap: int, reusable: dict, total: int, count: bool = True,
+                    keep_texts: bool = False, workers: int | None = None,
+                    on_progress: Progress | None = None) -> Chunked:
     """Word windows of every document, with their term counts and, if asked, texts. A
     document is a Document or a (url, sha256, text) tuple whose text may be UTF-8 bytes
-    (Store.document_texts: decoded by the workers, not here)."""
+    (decoded by the workers); or `documents` are a store's DocumentRanges, which the workers
+    read themselves (no text passes through this process)."""
     progress = on_progress or (lambda stage, done, total: None)
     workers = default_workers() if workers is None else workers
     result = Chunked(texts=[] if keep_texts else None)
     merger = CountMerger(documents=total) if count else None
-    batches = _batches(documents, reusable, result)
+    tasks = (_ranges(documents, reusable) if isinstance(documents, DocumentRanges)
+             else _batches(documents, reusable, result))
     job = dict(size=size, overlap=overlap, count=count, keep_texts=keep_texts,
                use_compiled=total >= compiled.MIN_DOCUMENTS)
     done = 0
-    for batch in _run(batches, job, workers if total >= PARALLEL_MIN_DOCS else 1):
-        result.words += int(batch.words.sum())
-        result.per_doc.append(batch.chunks)
-        result.starts.append(batch.starts)
-        result.ends.append(batch.ends)
-        if merger is not None:
-            merger.add(batch.counts, documents=batch.chunks.size)
-        if keep_texts:
-            result.texts.extend(batch.texts)
-        done += batch.chunks.size
+    for batches, read in _run(tasks, job, workers if total >= PARALLEL_MIN_DOCS else 1):
+        if read is not None:  # the documents a worker read: its range of the store
+            result.urls.extend(read[0])
+            result.hashes.extend(read[1])
+            result.rechunked += read[2]
+        for batch in batches:
+            result.words += int(batch.words.sum())
+            result.per_doc.append(batch.chunks)
+            result.starts.append(batch.starts)
+            result.ends.append(batch.ends)
+            if merger is not None:
+                merger.add(batch.counts, documents=batch.chunks.size)
+            if keep_texts:
+                result.texts.extend(batch.texts)
+            done += batch.chunks.size
         progress("chunking and counting terms", done, total)
     if merger is not None and merger.rows:
         result.counts = merger.result()
@@ -151,20 +161,61 @@ def _previous(reusable: dict, url: str, sha256: str) -> Spans | None:
     return [(r.start, r.end) for r in old[1]] if old and old[0] == sha256 else None
 
 
-def _run(batches: Iterator[list], job: dict, workers: int) -> Iterator[ChunkedBatch]:
-    """Results of `chunk_batch` over the batches, in order; at most 2 per worker in flight."""
+@dataclass(frozen=True)
+class _Range:
+    """Range `index` of a store's documents, which the worker reads itself; `previous`: url
+    -> (sha256, spans) of the documents in it whose spans may be reused."""
+
+    ranges: DocumentRanges
+    index: int
+    previous: dict
+
+
+def _ranges(ranges: DocumentRanges, reusable: dict) -> Iterator[_Range]:
+    urls = sorted(reusable)
+    for i in range(len(ranges)):
+        lo = bisect.bisect_left(urls, ranges.starts[i]) if i else 0
+        hi = bisect.bisect_left(urls, ranges.starts[i + 1]) if i + 1 < len(ranges) else len(urls)
+        yield _Range(ranges, i, {u: (reusable[u][0], [(r.start, r.end) for r in reusable[u][1]])
+                                 for u in urls[lo:hi]})
+
+
+def chunk_task(task: list | _Range, **job) -> tuple[list[ChunkedBatch], tuple | None]:
+    """`chunk_batch` of a batch (None: nothing read), or of a store range read here, cut in
+    batches of BATCH_CHARS at most, with (urls, hashes, documents to chunk again)."""
+    if not isinstance(task, _Range):
+        return [chunk_batch(task, **job)], None
+    rows = task.ranges.read(task.index)
+    urls = [url for url, _, _ in rows]
+    hashes = [sha for _, sha, _ in rows]
+    docs = []
+    for url, sha, text in rows:
+        old = task.previous.get(url)
+        docs.append((text, old[1] if old and old[0] == sha else None))
+    del rows
+    batches, start, chars = [], 0, 0
+    for end, (text, _) in enumerate(docs, 1):
+        chars += len(text)
+        if chars >= BATCH_CHARS or end == len(docs):
+            batches.append(chunk_batch(docs[start:end], **job))
+            start, chars = end, 0
+    return batches, (urls, hashes, sum(old is None for _, old in docs))
+
+
+def _run(tasks: Iterator, job: dict, workers: int) -> Iterator[tuple[list[ChunkedBatch], tuple]]:
+    """Results of `chunk_task` over the tasks, in order; at most 2 per worker in flight."""
     context = _fork_context()
     if workers <= 1 or context is None:
-        for batch in batches:
-            yield chunk_batch(batch, **job)
+        for task in tasks:
+            yield chunk_task(task, **job)
         return
     if job["use_compiled"] and job["count"] and not job["keep_texts"]:
         warm_up()  # load the compiled pass once here: every forked worker inherits it
     with ProcessPoolExecutor(workers, mp_context=context) as pool:
         pending = []
         try:
-            for batch in batches:
-                pending.append(pool.submit(chunk_batch, batch, **job))
+            for task in tasks:
+                pending.append(pool.submit(chunk_task, task, **job))
                 if len(pending) >= 2 * workers:
                     yield pending.pop(0).result()
             while pending:

@@ -43,7 +43,7 @@ def compiled_batch(docs, *, size: int, overlap: int):
     if k is None or sys.byteorder != "little":
         return None
     texts = [text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
-             for text, _ in docs]  # bytes: UTF-8 from Store.document_texts
+             for text, _ in docs]  # bytes: UTF-8 from DocumentRanges.read
     raw = b"\n".join(texts)  # a lone surrogate is invalid UTF-8 there: the Python path
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
     byte_end = np.cumsum(lengths + 1) - 1
