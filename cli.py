@@ -18,6 +18,7 @@ from . import __version__
 from . import crawler as crawling
 from . import index as indexing
 from . import search as searching
+from . import serve as serving
 from . import terminal
 from .params import FiniteFloat
 from .errors import BuscaError
@@ -26,8 +27,9 @@ from .search import eval as evaluation
 DEFAULT_HOME = ".busca"
 FIXTURES = Path(__file__).parent / "fixtures"
 METHOD_HELP = ("Ranking method: " + ", ".join(indexing.METHODS) + ", dense:NAME, hybrid:NAME"
-               " (one the index was built with; busca stats lists them). dense and hybrid load the encoder on every call (2-3 s for use): for"
-               " many questions, busca shell or busca serve load it once.")
+               " (one the index was built with; busca stats lists them). When a busca serve"
+               " of this home runs, it answers (see --no-serve); else dense and hybrid load"
+               " the encoder on every call: for many questions, busca shell.")
 
 class _Group(click.Group):
     def invoke(self, ctx):
@@ -106,6 +108,14 @@ def embed_options(command):
     for param in command.__click_params__[-len(options):]:
         param.expose_value, param.callback, param.is_eager = False, _remember_embed, True
     return command
+
+
+def no_serve_option(command):
+    """--no-serve of the commands that ask a running busca serve (search, context)."""
+    return click.option(
+        "--no-serve", is_flag=True, envvar="BUSCA_NO_SERVE",
+        help="Compute in this process even when a busca serve of this home runs (by default"
+             " it answers, with the same results) [env BUSCA_NO_SERVE=1].")(command)
 
 
 def _embed(ctx) -> dict:
@@ -306,15 +316,17 @@ def _split(value: str) -> list[str]:
 @click.option("--per-doc", type=click.IntRange(min=0), default=searching.collapse.PER_DOC,
               show_default=True, help="At most N windows of one article (0 = no limit).")
 @click.option("--pager", is_flag=True, help="Show the hits through $PAGER.")
+@no_serve_option
 @embed_options
 @click.pass_context
 def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rrf_k, weights,
-           per_doc, pager):
+           per_doc, pager, no_serve):
     """Top-k passages for a question, with score, title, URL and snippet. Without a
     question, an interactive session (as busca shell).
 
     Exits with code 3 when nothing is found (no passage reaches the floor), as context does.
-    dense and hybrid load their encoder on each call: see --method.
+    A running busca serve of this home answers when there is one (the same hits), else dense
+    and hybrid load their encoder on each call: see --method.
 
     Example: busca search "qual o prazo do reembolso?" -k 5
     """
@@ -329,19 +341,31 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
     _hybrid_only(ctx, method)
     with _home(ctx) as home:
         index = home.current()
-        min_score = _floor(index, method, min_score)
+        given, min_score = min_score, _floor(index, method, min_score)
         settings, fused = _hybrid_settings(index, method, fusion, window, rrf_k, weights,
                                            min_score)
-        started = time.perf_counter()
-        try:
-            hits = searching.collapse.search(index, home, query, method=method, k=k,
-                                             per_doc=per_doc, fusion=settings)
-        except searching.NoSearchableTerms as e:
-            _log_query(home, no_log, "search", query, method, k, [], min_score, started)
-            click.echo(f"no hits: {e}", err=True)
-            ctx.exit(NOT_FOUND_EXIT)
-        _log_query(home, no_log, "search", query, method, k, hits, min_score, started)
-        hits = [h for h in hits if min_score is None or h.score >= min_score]
+        log = _logging(home, no_log, "search")
+        served = None
+        if _reusable(ctx, no_serve, settings, given):
+            served = _ask_server(home, lambda record: serving.client.search(
+                record, query, method=method, k=k, min_score=given, per_doc=per_doc, log=log,
+                build=index.manifest.build))
+        if served is not None:
+            hits, note = served
+            if note:
+                click.echo(f"no hits: {note}", err=True)
+                ctx.exit(NOT_FOUND_EXIT)
+        else:
+            started = time.perf_counter()
+            try:
+                hits = searching.collapse.search(index, home, query, method=method, k=k,
+                                                 per_doc=per_doc, fusion=settings)
+            except searching.NoSearchableTerms as e:
+                _log_query(home, log, "search", query, method, k, [], min_score, started)
+                click.echo(f"no hits: {e}", err=True)
+                ctx.exit(NOT_FOUND_EXIT)
+            _log_query(home, log, "search", query, method, k, hits, min_score, started)
+            hits = [h for h in hits if min_score is None or h.score >= min_score]
     if as_json:
         for hit in hits:
             click.echo(json.dumps({**_hit_json(hit), **fused}, ensure_ascii=False))
@@ -355,6 +379,29 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
         terminal.print_hits(index, hits, query, method, pager=pager)
     if not hits:
         ctx.exit(NOT_FOUND_EXIT)
+
+
+def _reusable(ctx, no_serve: bool, fusion, given: float | None) -> bool:
+    """Whether a running busca serve may answer: not --no-serve (BUSCA_NO_SERVE=1), no
+    --embed-* setting of this call (the server has its own), and hybrid's default fusion (the
+    API has no options for it)."""
+    if no_serve or ctx.obj.get("embed"):
+        return False
+    return fusion is None or fusion == searching.FusionSettings(floors=given is None)
+
+
+def _ask_server(home, ask):
+    """`ask(record)` of the running busca serve of this home, or None (none runs, or it gave
+    no usable answer: then a note on stderr when a person should know why)."""
+    record = serving.discovery.find(home.location)
+    if record is None:
+        return None
+    try:
+        return ask(record)
+    except serving.client.NotServed as e:
+        if e.note:
+            click.echo(e.note, err=True)
+        return None
 
 
 def _hybrid_only(ctx, method: str) -> None:
@@ -531,16 +578,24 @@ def _title(text: str) -> None:
 NOT_FOUND_EXIT = 3  # search and context found nothing above the floor (context: skip the LLM call)
 
 
-def _log_query(store: indexing.Home, no_log: bool, command: str, query: str, method: str,
-               k: int, hits, floor: float | None, started: float) -> None:
-    """Append one search/context call to the query log (unless --no-log or turned off)."""
+def _logging(store: indexing.Home, no_log: bool, command: str) -> bool:
+    """Whether this search/context call goes to the query log (not with --no-log; a note when
+    the log is on but the home is read-only; `log_call` also skips a log turned off)."""
     if no_log:
-        return
+        return False
     if searching.querylog.read_only(store) and searching.querylog.is_enabled(store):
         click.echo(f"note: {command} did not log this question: the home is read-only", err=True)
-        return
-    searching.querylog.log_call(store, command=command, query=query, method=method, k=k,
-                                scores=[h.score for h in hits], floor=floor, started=started)
+        return False
+    return True
+
+
+def _log_query(store: indexing.Home, log: bool, command: str, query: str, method: str,
+               k: int, hits, floor: float | None, started: float) -> None:
+    """Append one search/context call to the query log when `log` (see `_logging`)."""
+    if log:
+        searching.querylog.log_call(store, command=command, query=query, method=method, k=k,
+                                    scores=[h.score for h in hits], floor=floor,
+                                    started=started)
 
 
 @cli.command()
@@ -563,10 +618,11 @@ def _log_query(store: indexing.Home, no_log: bool, command: str, query: str, met
 @click.option("--per-doc", type=click.IntRange(min=0), default=searching.CONTEXT_PER_DOC,
               show_default=True, help="At most N windows of one article while other articles"
               " pass the floor (0 = no limit).")
+@no_serve_option
 @embed_options
 @click.pass_context
 def context(ctx, question, k, method, min_score, max_chars, template, lang, as_json, no_log,
-            per_doc):
+            per_doc, no_serve):
     """A prompt for any LLM: instruction, passages cited as [fonte: URL], then the question.
 
     Exits with code 3 and no prompt when no passage reaches the floor ("não encontrei").
@@ -578,7 +634,7 @@ def context(ctx, question, k, method, min_score, max_chars, template, lang, as_j
     text = _read_template(template) if template else None
     found = _emit_context(ctx, question, method=method, k=k, min_score=min_score,
                           max_chars=max_chars, template=text, lang=lang, as_json=as_json,
-                          log=not no_log, per_doc=per_doc)
+                          log=not no_log, per_doc=per_doc, serve=not no_serve)
     if not found:
         ctx.exit(NOT_FOUND_EXIT)
 
@@ -598,22 +654,31 @@ def _read_template(path: str) -> str:
 def _emit_context(ctx, question: str, *, method: str = "tfidf", k: int = searching.K,
                   min_score: float | None = None, max_chars: int = searching.MAX_CHARS,
                   template: str | None = None, lang: str = "pt", as_json: bool = False,
-                  log: bool = True, per_doc: int = searching.CONTEXT_PER_DOC) -> bool:
-    """Print the prompt (or its JSON form); False, with "não encontrei" on stderr, if none."""
+                  log: bool = True, per_doc: int = searching.CONTEXT_PER_DOC,
+                  serve: bool = True) -> bool:
+    """Print the prompt (or its JSON form); False, with "não encontrei" on stderr, if none.
+    A running busca serve of this home ranks when there is one (unless not `serve`)."""
     with _home(ctx) as store:
         index = store.current()
-        min_score = _floor(index, method, min_score)
+        given, min_score = min_score, _floor(index, method, min_score)
         settings, _ = _hybrid_settings(index, method, searching.FUSION, searching.WINDOW,
                                        searching.RRF_K, None, min_score)  # as `search` does
-        started = time.perf_counter()
-        try:
-            found = searching.build_context(index, store, question, method=method, k=k,
-                                            max_chars=max_chars, min_score=min_score,
-                                            fusion=settings, per_doc=per_doc)
-        except searching.ContextTooSmall as e:
-            raise click.BadParameter(str(e), param_hint="--max-chars") from None
-        _log_query(store, not log, "context", question, method, k, found.hits, min_score,
-                   started)
+        log = _logging(store, not log, "context")
+        found = None
+        if _reusable(ctx, not serve, settings, given):
+            found = _ask_server(store, lambda record: serving.client.context(
+                record, question, method=method, k=k, max_chars=max_chars, min_score=given,
+                per_doc=per_doc, log=log, build=index.manifest.build))
+        if found is None:
+            started = time.perf_counter()
+            try:
+                found = searching.build_context(index, store, question, method=method, k=k,
+                                                max_chars=max_chars, min_score=min_score,
+                                                fusion=settings, per_doc=per_doc)
+            except searching.ContextTooSmall as e:
+                raise click.BadParameter(str(e), param_hint="--max-chars") from None
+            _log_query(store, log, "context", question, method, k, found.hits, min_score,
+                       started)
     if not found.answered:
         click.echo(_not_found(found), err=True)
         return False

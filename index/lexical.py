@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import BuscaError
-from .maxscore import candidates as maxscore_candidates
 from .maxscore import exact_sums, usable
+from .maxscore import top as compiled_top
 from .analyzers import get_analyzer, get_term_filter, java_terms
 
 LONG = 16  # a posting list longer than 1/LONG of the chunks may be worth skipping
@@ -181,20 +181,22 @@ class _Postings:
         return ids, dense[ids]
 
     def ranked(self, columns, weights, k: int, exact, factor: np.ndarray | None = None, *,
-               long: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+               long: int | None = None, norms: np.ndarray | None = None,
+               qnorm: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
         """Top k by exact(ids), whose order is that of factor[d] * sum_j weights[j] * column j
-        (factor None: 1) up to rounding."""
+        (factor None: 1) up to rounding. exact(ids) must be `lookup(ids, columns, weights)` as
+        float64, divided by norms[ids] * qnorm when norms are given: the compiled path
+        computes that itself."""
         if k < 1:
             raise ValueError(f"k must be at least 1, got {k}")
         columns = np.asarray(columns, dtype=np.int64)
         weights = np.asarray(weights, dtype=np.float64)
+        if usable(self.n_rows):
+            return compiled_top(self, columns, weights, k, factor, norms, qnorm)
         lengths = self.indptr[columns + 1] - self.indptr[columns]
         if lengths.sum() * 8 < self.n_rows:
             ids = column_sums(self.indptr, self.indices, self.data, columns, weights,
                               self.n_rows)[0]
-            return _top(ids, exact(ids), k)
-        if self.bound is not None and usable(self.n_rows):
-            ids = maxscore_candidates(self, columns, weights, k, factor)
             return _top(ids, exact(ids), k)
         skip = self._skippable(lengths, weights * self._bounds(columns), long)
         kept = np.setdiff1d(np.arange(columns.size), skip)
@@ -282,7 +284,8 @@ class TfidfScorer(_Postings):
         def cosine(ids):  # bit for bit what `score` computes
             return self.lookup(ids, columns, scaled) / (self.norms[ids] * qnorm)
 
-        return self.ranked(columns, scaled, k, cosine, self.inverse_norms)
+        return self.ranked(columns, scaled, k, cosine, self.inverse_norms, norms=self.norms,
+                           qnorm=qnorm)
 
 
 class Bm25Scorer(_Postings):

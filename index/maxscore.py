@@ -1,11 +1,23 @@
-"""The candidates for an exact top k, found by a compiled MaxScore when numba is installed.
+"""The exact top k of a weighted sum of posting lists, by a compiled block-max MaxScore when
+numba is installed (index/maxscore_numba.py).
 
-`candidates(postings, columns, weights, k, factor)` returns the chunk ids that may be in the
-top k of factor[d] * sum_j weights[j] * column j: every chunk whose score is within rounding
-of the k-th best, found by document-at-a-time MaxScore (Turtle & Flood 1995) in one compiled
-call (index/maxscore_numba.py). The caller scores them exactly (lexical.py's `lookup`, the
-numbers of the exhaustive path), so the ranking and the scores are the same, bit for bit,
-whether numba is there or not; without it, lexical.py's numpy path finds the candidates.
+`top(postings, columns, weights, k, factor)` returns the exact top k of
+factor[d] * sum_j weights[j] * column j in one compiled call: the candidates (every chunk
+whose score is within rounding of the k-th best, found by block-max MaxScore over windows of
+2**SHIFT chunks) are scored exactly, with the numbers of lexical.py's `lookup` (the same
+products and sums, in the same order and dtype), so the ranking and the scores are the same,
+bit for bit, whether numba is there or not; without it, lexical.py's numpy path answers.
+`candidates` and `exact_sums` are the two halves, for callers with postings of their own.
+Postings laid out for one query only (`one_query`: PostgreSQL's ranker makes them per query)
+get the plain document-at-a-time MaxScore instead, without tables (making them would cost a
+pass over every posting, thrown away with the postings).
+
+A postings object has `indptr`, `indices`, `data` (term-major CSR), `n_rows` and
+`accumulator` (the dtype of exact sums), and may have `bound` (each column's largest value).
+The window tables of its long lists are made from those arrays and kept on it (`Blocks`: 3
+bytes a window, n_rows × 3/32 bytes a long list, at most BLOCKS_MAX_BYTES in all): for the
+query's terms on the first query, for every long list on the second; nothing needs to be
+stored in the index.
 
 numba is the `fast` extra; it is imported only for indexes of COMPILED_MIN_ROWS chunks or
 more (loading it costs a few hundred milliseconds, more than a small index's whole query),
@@ -16,19 +28,17 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import NamedTuple
 
 import numpy as np
 
 COMPILED_MIN_ROWS = 5_000
+SHIFT = 5  # windows of 32 chunks
+BLOCKS_MAX_BYTES = 256 << 20  # window tables kept per postings object, at most
+ROW_BYTES = 3  # bytes per window of a list's table: maximum, offset, a quarter of an int32
+
+UNSEEN, SHORT = -1, -2  # a column's table row before its first query / for a short list
 
 _scratch = threading.local()
-
-
-class _Kernel(NamedTuple):
-    candidates: object
-    exact_sums: object
-
 _kernel = None
 
 
@@ -44,33 +54,185 @@ def kernel():
         return None
     if _kernel is None:
         try:
-            from .maxscore_numba import candidates, exact_sums
-            _kernel = _Kernel(candidates, exact_sums)
+            from . import maxscore_numba
+            _kernel = maxscore_numba
         except ImportError:
             _kernel = False
     return _kernel or None
 
 
-def scratch(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """This thread's work vectors of n ids and n scores (fresh ones per query would cost the
-    page faults of touching megabytes)."""
+class Blocks:
+    """Per-window tables of a postings object's long lists (a list is long when it has at
+    least as many postings as there are windows): each window's largest value, quantised up
+    to uint8 steps of the list's maximum, and where its postings start. Made for a query's
+    terms on the first query, for every long list on the next one (one pass over their
+    postings, if they fit in BLOCKS_MAX_BYTES; else term by term); kept in one growing
+    table whose rows never change once written, so a search running in another thread
+    always reads whole rows."""
+
+    def __init__(self, n_rows: int, n_columns: int, factor: np.ndarray | None):
+        self.shift = SHIFT
+        self.n_windows = (max(n_rows, 1) - 1 >> SHIFT) + 1
+        self.factor = factor if factor is not None else np.empty(0)
+        self.queries = 0
+        self._lock = threading.Lock()
+        self._reset(n_columns)
+
+    def _reset(self, n_columns: int) -> None:
+        self.slot = np.full(n_columns, UNSEEN, dtype=np.int64)
+        self.used = 0
+        self._tables(8)
+
+    def _tables(self, rows: int) -> None:
+        """New tables of `rows` rows, the used ones copied (see maxscore_numba.window_index)."""
+        n = self.n_windows + 1
+        shapes = {"maxima": ((rows, n), np.uint8), "rel": ((rows, n), np.uint8),
+                  "group": ((rows, (n >> 2) + 1), np.int32), "scales": ((rows,), np.float64)}
+        for name, (shape, dtype) in shapes.items():
+            table = np.zeros(shape, dtype=dtype)
+            if self.used:
+                table[:self.used] = getattr(self, name)[:self.used]
+            setattr(self, name, table)
+
+    def slots(self, postings, columns: np.ndarray) -> np.ndarray:
+        """The table rows of `columns` (negative for a short list), making the missing ones."""
+        found = self.slot[columns]
+        if self.queries == 1 or (found == UNSEEN).any():
+            with self._lock:
+                if self.queries == 1:
+                    self._add_all(postings)
+                for c in columns[self.slot[columns] == UNSEEN]:
+                    self._add(postings, int(c))
+                found = self.slot[columns]
+        self.queries += 1
+        return found
+
+    def _add_all(self, postings) -> None:
+        """Tables for every long list, if they fit in BLOCKS_MAX_BYTES."""
+        long = np.flatnonzero(np.diff(postings.indptr) >= self.n_windows)
+        if long.size * (self.n_windows + 1) * ROW_BYTES <= BLOCKS_MAX_BYTES:
+            if self.scales.size < long.size:
+                self._tables(long.size)
+            for c in long:
+                self._add(postings, int(c))
+
+    def _add(self, postings, column: int) -> None:
+        if self.slot[column] != UNSEEN:
+            return
+        lo, hi = int(postings.indptr[column]), int(postings.indptr[column + 1])
+        if hi - lo < self.n_windows:
+            self.slot[column] = SHORT
+            return
+        if (self.used + 1) * (self.n_windows + 1) * ROW_BYTES > BLOCKS_MAX_BYTES:
+            self._reset(self.slot.size)  # fresh arrays: running searches keep the old ones
+        if self.used == self.scales.size:
+            self._tables(2 * self.used)  # before the cap resets, at most twice the rows
+        row = self.used
+        self.scales[row] = kernel().window_index(postings.indices, postings.data, lo, hi,
+                                                 self.factor, self.shift, self.maxima[row],
+                                                 self.rel[row], self.group[row])
+        self.used += 1
+        self.slot[column] = row
+
+
+def blocks_of(postings, factor: np.ndarray | None) -> Blocks:
+    """The Blocks kept on `postings` (made on first use; a fresh one if it cannot keep it)."""
+    blocks = getattr(postings, "_blocks", None)
+    if (blocks is None or blocks.shift != SHIFT
+            or blocks.factor is not factor and factor is not None):
+        blocks = Blocks(postings.n_rows, postings.indptr.size - 1, factor)
+        try:
+            postings._blocks = blocks
+        except AttributeError:
+            pass
+    return blocks
+
+
+def _scratch_vectors(n_rows: int, n_windows: int):
+    """This thread's work vectors: ids and scores of n_rows, bounds of n_windows (fresh ones
+    per query would cost the page faults of touching megabytes)."""
     buffers = getattr(_scratch, "buffers", None)
-    if buffers is None or buffers[0].size != n:
-        buffers = _scratch.buffers = (np.empty(n, dtype=np.int64), np.empty(n))
+    if buffers is None or buffers[0].size != n_rows or buffers[2].size != n_windows:
+        buffers = _scratch.buffers = (np.empty(n_rows, dtype=np.int64), np.empty(n_rows),
+                                      np.empty(n_windows))
     return buffers
 
 
-def candidates(postings, columns: np.ndarray, weights: np.ndarray, k: int,
+def _tables(postings, columns, factor):
+    """The arguments of the compiled walk after the query's: its window tables, work vectors."""
+    blocks = blocks_of(postings, factor)
+    found, scores, ub = _scratch_vectors(postings.n_rows, blocks.n_windows)
+    return (blocks.factor, blocks.slots(postings, columns), blocks.maxima, blocks.rel,
+            blocks.group, blocks.scales, blocks.shift, ub, found, scores)
+
+
+def one_query(postings, columns: np.ndarray) -> bool:
+    """True for postings laid out for this query alone (PostgreSQL's ranker makes them per
+    query, only the query's columns): window tables would cost a pass over every posting and
+    be thrown away, so the plain walk (`daat_candidates`), which reads fewer, answers."""
+    return postings.indptr.size - 1 <= columns.size
+
+
+def _plain(postings, columns, weights, k, factor):
+    """Sorted candidates by the plain document-at-a-time MaxScore (no tables)."""
+    bound = getattr(postings, "bound", None)
+    if bound is None:  # each column's largest value
+        values = postings.data * (factor[postings.indices] if factor is not None else 1)
+        lengths = np.diff(postings.indptr)
+        bound = np.zeros(lengths.size)
+        filled = lengths > 0
+        bound[filled] = np.maximum.reduceat(values, postings.indptr[:-1][filled])
+    bounds = weights * np.asarray(bound, dtype=np.float64)[columns]
+    order = np.argsort(bounds, kind="stable")  # weakest first
+    buffers = getattr(_scratch, "buffers", None)
+    if buffers is None or buffers[0].size != postings.n_rows:
+        buffers = _scratch_vectors(postings.n_rows, 1)
+    found, scores = buffers[0], buffers[1]
+    return kernel().daat_candidates(postings.indptr, postings.indices, postings.data,
+                                    columns[order],
+                                    weights[order].astype(postings.accumulator),
+                                    bounds[order], factor if factor is not None else _NONE,
+                                    k, found, scores)
+
+
+def candidates(postings, columns, weights: np.ndarray, k: int,
                factor: np.ndarray | None) -> np.ndarray:
     """Sorted chunk ids whose score may be in the top k (see the module docstring)."""
-    bounds = weights * postings.bound[columns]
-    order = np.argsort(bounds, kind="stable")  # weakest first
-    dtype = postings.accumulator
-    found = kernel().candidates(postings.indptr, postings.indices, postings.data,
-                                columns[order], weights[order].astype(dtype), bounds[order],
-                                factor if factor is not None else np.empty(0), k,
-                                *scratch(postings.n_rows))
-    return found  # visited in id order: sorted and unique
+    columns = np.asarray(columns, dtype=np.int64)
+    weights = np.asarray(weights, dtype=np.float64)
+    if one_query(postings, columns):
+        return _plain(postings, columns, weights, k, factor)
+    factor, *tables = _tables(postings, columns, factor)
+    ids = kernel().candidates(postings.indptr, postings.indices, postings.data, columns,
+                              weights, factor, k, *tables)
+    ids.sort()
+    return ids
+
+
+def top(postings, columns, weights, k: int, factor: np.ndarray | None = None,
+        norms: np.ndarray | None = None, qnorm: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """The exact top k (ids, float64 scores), best first, equal scores in id order: the
+    candidates' `exact_sums` in column order, as float64, divided by norms[id] * qnorm when
+    norms are given. One compiled call (two for postings made for one query)."""
+    columns = np.asarray(columns, dtype=np.int64)
+    weights = np.asarray(weights, dtype=np.float64)
+    norms = norms if norms is not None else _NONE
+    if one_query(postings, columns):
+        ids = _plain(postings, columns, weights, k, factor)
+        dtype = postings.accumulator
+        ids, scores = kernel().exact_top(
+            postings.indptr, postings.indices, postings.data, columns, weights.astype(dtype),
+            ids.astype(postings.indices.dtype), k, norms, float(qnorm),
+            np.zeros(ids.size, dtype=dtype))
+        return ids.astype(np.int64), scores
+    factor, *tables = _tables(postings, columns, factor)
+    ids, scores = kernel().top(postings.indptr, postings.indices, postings.data, columns,
+                               weights, weights.astype(postings.accumulator), factor, k,
+                               *tables, norms, float(qnorm))
+    return ids.astype(np.int64), scores
+
+
+_NONE = np.empty(0)
 
 
 def exact_sums(postings, ids: np.ndarray, columns, weights, out: np.ndarray) -> np.ndarray:

@@ -1,16 +1,23 @@
-"""Document-at-a-time MaxScore over term-major postings, compiled with numba (`fast` extra).
+"""Block-max MaxScore over term-major postings, compiled with numba (`fast` extra).
 
-The query's terms come weakest bound first; a term's bound is the largest value of its
-column times its weight (and the chunk factor, which `<method>.bound` already includes).
-Chunks are visited in id order through the *essential* terms only: those not in the longest
-prefix of weak terms whose bounds add up to less than `theta`, the k-th best score found so
-far (no chunk having only non-essential terms can reach it). A visited chunk's score is
-completed with the non-essential terms, strongest first, by a galloping search in each list,
-and abandoned as soon as what is left cannot lift it to `theta`. As `theta` grows, more terms
-become non-essential and fewer postings are read.
+Chunks are cut into windows of 2**shift consecutive ids. Each long posting list has a table
+(`window_index`, made once per term and kept by maxscore.py's `Blocks`): per window, its
+largest value quantised *up* to one of 255 steps of the list's maximum, and where its
+postings there start. Short lists have no table: their values are added into the windows
+they touch. The sum over the query's terms bounds every score of window j (`ub[j]`).
 
-Every chunk whose score reached `theta` when it was scored is kept; at the end those within
-rounding (SLACK) of the k-th best are returned, to be scored exactly by the caller.
+`candidates` first walks the SEEDS windows of highest bound, best first, for a k-th best
+score `theta` close to the final one, then the other windows in id order. A window whose bound is below `theta` is
+skipped without reading a posting. In the others, the terms (weakest bound first) are split
+by their bounds in this window: the longest weak prefix whose window bounds add up to less
+than `theta` cannot lift a chunk to it alone, so only the chunks of the other terms (the
+drivers, read from where the table says the window starts) are visited, document at a time;
+each is completed with the weak terms, strongest first, looked up inside the window, and
+abandoned as soon as what the window maxima leave cannot lift it to `theta`.
+
+Every chunk whose score reached `theta` when it was scored is kept; those within rounding
+(slack) of the final k-th best are returned, to be scored exactly (`exact_top`, the numbers
+of lexical.py's `lookup`).
 """
 
 from __future__ import annotations
@@ -19,7 +26,8 @@ import numba
 import numpy as np
 
 SLACK = 1e-5  # relative margin on every pruning test (float32 sums in another order)
-PROBE = 32  # chunks scored in full before the walk, for a first threshold
+SEEDS = 16  # windows walked first, those of highest bound, best first
+PROBE = 32  # chunks scored in full before a plain walk, for a first threshold
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -39,7 +47,7 @@ def _seek(indices, lo, hi, target):
     return lo
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _push(heap, size, value):
     """Keep the `heap.size` largest values in a min-heap; returns the new size."""
     k = heap.size
@@ -68,10 +76,217 @@ def _push(heap, size, value):
 
 
 @numba.njit(cache=True, nogil=True)
-def candidates(indptr, indices, data, cols, weights, bounds, factor, k, found, scores):
-    """Chunk ids that may be in the top k (unsorted). cols/weights/bounds: the query's terms,
+def window_index(indices, data, lo, hi, factor, shift, maxima, rel, group):
+    """One long list's window table (rows of zeros on entry): maxima[j], its largest value
+    (times factor, if any) in window j in steps of scale = maximum / 254 rounded up (0: no
+    posting there); its first posting at or after window j is lo + group[j >> 2] + rel[j]
+    (j <= number of windows). Returns scale."""
+    use_factor = factor.size > 0
+    top = 0.0
+    for p in range(lo, hi):
+        v = np.float64(data[p])
+        if use_factor:
+            v *= factor[indices[p]]
+        if v > top:
+            top = v
+    scale = top / 254.0 if top > 0 else 1.0
+    p = lo
+    for j in range(rel.size):
+        if j & 3 == 0:
+            group[j >> 2] = p - lo
+        rel[j] = p - lo - group[j >> 2]
+        limit = (j + 1) << shift
+        while p < hi and indices[p] < limit:
+            v = np.float64(data[p])
+            if use_factor:
+                v *= factor[indices[p]]
+            q = min(np.ceil(v / scale), 255.0)
+            if q > maxima[j]:
+                maxima[j] = np.uint8(q)
+            p += 1
+    return scale
+
+
+@numba.njit(cache=True, nogil=True)
+def _bounds(indptr, indices, data, cols, weights, factor, slots, maxima, scales, shift, ub):
+    """ub[j] = an upper bound of every chunk's score in window j."""
+    ub[:] = 0.0
+    use_factor = factor.size > 0
+    for t in range(cols.size):
+        w = weights[t]
+        s = slots[t]
+        if s >= 0:
+            row = maxima[s]
+            step = scales[s] * w
+            for j in range(ub.size):
+                ub[j] += row[j] * step
+        else:  # a short list: its values, added up per window (at least their maximum)
+            for p in range(indptr[cols[t]], indptr[cols[t] + 1]):
+                v = data[p] * w
+                if use_factor:
+                    v *= factor[indices[p]]
+                ub[indices[p] >> shift] += v
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _visit(j, fresh, indices, data, weights, factor, slots, maxima, rel, group, shift, step,
+           bounds, start, end, pos, window_bound, heap, state, theta, slack, found, scores):
+    """Walk window j (see the module docstring): state = [heap size, chunks found], theta =
+    [k-th best so far]. fresh: the postings' positions are found from scratch (the windows
+    come in any order), else from `pos` onwards (the windows come in id order)."""
+    c_count = weights.size
+    use_factor = factor.size > 0
+    k = heap.size
+    floor = theta[0] * (1 - slack)
+    base = j << shift
+    limit = base + (1 << shift)
+    for i in range(c_count):
+        s = slots[i]
+        window_bound[i] = maxima[s, j] * step[i] if s >= 0 else bounds[i]
+        if fresh:
+            if s >= 0:
+                pos[i] = start[i] + group[s, j >> 2] + rel[s, j]
+            else:
+                pos[i] = start[i] + np.searchsorted(indices[start[i]:end[i]], base)
+    # drivers: the terms outside the longest weak prefix whose window bounds stay below
+    prefix = 0.0
+    drv = 0
+    while drv < c_count - 1 and (prefix + window_bound[drv]) * (1 + slack) < floor:
+        prefix += window_bound[drv]
+        drv += 1
+    if not fresh:
+        for i in range(drv, c_count):
+            s = slots[i]
+            if s >= 0:
+                pos[i] = max(pos[i], start[i] + group[s, j >> 2] + rel[s, j])
+            else:
+                pos[i] = _seek(indices, pos[i], end[i], base)
+    while True:
+        doc = limit
+        for i in range(drv, c_count):
+            if pos[i] < end[i] and indices[pos[i]] < doc:
+                doc = indices[pos[i]]
+        if doc >= limit:
+            break
+        score = 0.0
+        for i in range(drv, c_count):
+            if pos[i] < end[i] and indices[pos[i]] == doc:
+                score += data[pos[i]] * weights[i]
+                pos[i] += 1
+        rest = prefix
+        f = factor[doc] if use_factor else 1.0
+        for i in range(drv - 1, -1, -1):
+            if (score * f + rest) * (1 + slack) < floor:
+                score = -1.0
+                break
+            rest -= window_bound[i]
+            if window_bound[i] <= 0:
+                continue
+            s = slots[i]
+            if s >= 0:  # its postings in this window, from the table
+                p = max(pos[i], start[i] + group[s, j >> 2] + rel[s, j])
+            else:
+                p = _seek(indices, pos[i], end[i], doc)
+            while p < end[i] and indices[p] < doc:
+                p += 1
+            pos[i] = p
+            if p < end[i] and indices[p] == doc:
+                score += data[p] * weights[i]
+        if score <= 0:
+            continue
+        score *= f
+        if score >= floor:
+            found[state[1]] = doc
+            scores[state[1]] = score
+            state[1] += 1
+            state[0] = _push(heap, state[0], score)
+            if state[0] == k and heap[0] > theta[0]:
+                theta[0] = heap[0]
+                floor = theta[0] * (1 - slack)
+
+
+@numba.njit(cache=True, nogil=True)
+def candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, rel, group,
+               scales, shift, ub, found, scores):
+    """Sorted chunk ids that may be in the top k of factor[d] * sum_t weights[t] * column
+    cols[t] (factor empty: 1). slots[t]: the row of column cols[t] in the window tables
+    (maxima, rel, group, scales: see `window_index`), -1 for none (a short list); ub: work
+    vector of one value per window; found, scores: work vectors of one id and one float per
+    chunk."""
+    c_count = cols.size
+    use_factor = factor.size > 0
+    slack = SLACK + 2.4e-7 * c_count  # float32 sums of m terms in another order
+    _bounds(indptr, indices, data, cols, weights, factor, slots, maxima, scales, shift, ub)
+    # each term's bound (the largest weighted value); terms sorted weakest first
+    bounds = np.empty(c_count)
+    for t in range(c_count):
+        if slots[t] >= 0:
+            bounds[t] = scales[slots[t]] * 255.0 * weights[t]
+        else:
+            top = 0.0
+            for p in range(indptr[cols[t]], indptr[cols[t] + 1]):
+                v = np.float64(data[p])
+                if use_factor:
+                    v *= factor[indices[p]]
+                top = max(top, v)
+            bounds[t] = top * weights[t]
+    order = np.argsort(bounds, kind="mergesort")
+    cols, weights, slots, bounds = cols[order], weights[order], slots[order], bounds[order]
+    step = np.empty(c_count)
+    for t in range(c_count):
+        step[t] = scales[slots[t]] * weights[t] if slots[t] >= 0 else 0.0
+    start = np.empty(c_count, dtype=np.int64)
+    end = np.empty(c_count, dtype=np.int64)
+    for i in range(c_count):
+        start[i], end[i] = indptr[cols[i]], indptr[cols[i] + 1]
+    pos = start.copy()
+    window_bound = np.empty(c_count)  # the terms' bounds in the current window
+    heap = np.empty(k)
+    state = np.zeros(2, dtype=np.int64)
+    theta = np.zeros(1)
+    # first the windows of highest bound, best first (a k-th best score close to the final)
+    n_seeds = min(SEEDS, ub.size)
+    best = np.full(n_seeds, -1.0)
+    seeds = np.full(n_seeds, -1, dtype=np.int64)
+    low, at = -1.0, 0
+    for j in range(ub.size):
+        if ub[j] > low:
+            best[at], seeds[at] = ub[j], j
+            at = np.argmin(best)
+            low = best[at]
+    for x in np.argsort(-best):
+        j = seeds[x]
+        if j >= 0 and ub[j] > 0 and ub[j] * (1 + slack) >= theta[0] * (1 - slack):
+            _visit(j, True, indices, data, weights, factor, slots, maxima, rel, group, shift,
+                   step, bounds, start, end, pos, window_bound, heap, state, theta, slack,
+                   found, scores)
+        if j >= 0:
+            ub[j] = -1.0  # done
+    pos[:] = start
+    for j in range(ub.size):  # then every other window that may still hold one, in id order
+        if ub[j] > 0 and ub[j] * (1 + slack) >= theta[0] * (1 - slack):
+            _visit(j, False, indices, data, weights, factor, slots, maxima, rel, group, shift,
+                   step, bounds, start, end, pos, window_bound, heap, state, theta, slack,
+                   found, scores)
+    n_found = state[1]
+    theta = theta[0]
+    floor = theta * (1 - slack)
+    kept = 0
+    for i in range(n_found):
+        if scores[i] >= floor:
+            found[kept] = found[i]
+            kept += 1
+    return found[:kept].copy()
+
+
+@numba.njit(cache=True, nogil=True)
+def daat_candidates(indptr, indices, data, cols, weights, bounds, factor, k, found, scores):
+    """Plain document-at-a-time MaxScore (no tables), for postings made for one query:
+    chunk ids that may be in the top k, sorted. cols/weights/bounds: the query's terms,
     weakest bound first; factor: per-chunk factor (empty: 1); found, scores: work vectors
-    of n values (ids and floats)."""
+    of n values (ids and floats). The walk: chunks in id order through the terms outside the
+    longest weak prefix whose bounds add up to less than theta, each completed with the weak
+    terms by galloping search and abandoned when what is left cannot lift it to theta."""
     c_count = cols.size
     use_factor = factor.size > 0
     below = np.zeros(c_count)  # below[i]: bounds of terms 0..i
@@ -86,7 +301,7 @@ def candidates(indptr, indices, data, cols, weights, bounds, factor, k, found, s
     heap = np.empty(k)
     heap_size = 0
     n_found = 0
-    seed = _seed(indptr, indices, data, cols, weights, factor, k)
+    seed = _daat_seed(indptr, indices, data, cols, weights, factor, k)
     theta = seed
     first = 0  # terms first.. are essential
     while True:
@@ -127,7 +342,7 @@ def candidates(indptr, indices, data, cols, weights, bounds, factor, k, found, s
 
 
 @numba.njit(cache=True, nogil=True)
-def _seed(indptr, indices, data, cols, weights, factor, k):
+def _daat_seed(indptr, indices, data, cols, weights, factor, k):
     """A score the k-th best cannot be below: the k-th best full score of the PROBE chunks
     where the strongest term weighs most (0 when it has fewer than k chunks)."""
     last = cols.size - 1
@@ -169,6 +384,33 @@ def exact_sums(indptr, indices, data, cols, weights, ids, out):
             if pos[i] < b - a and column[pos[i]] == ids[i]:
                 out[i] += data[a + pos[i]] * weights[j]
     return out
+
+
+@numba.njit(cache=True, nogil=True)
+def exact_top(indptr, indices, data, cols, weights, ids, k, norms, qnorm, out):
+    """The k best of the sorted `ids` by their exact score, best first, equal scores in id
+    order: out (zeros of the accumulator's dtype) gets `exact_sums` in column order; the score
+    is that as float64, divided by norms[id] * qnorm when norms are given (TF-IDF's cosine)."""
+    exact_sums(indptr, indices, data, cols, weights, ids, out)
+    score = np.empty(ids.size)
+    for i in range(ids.size):
+        score[i] = np.float64(out[i])
+        if norms.size > 0:
+            score[i] = score[i] / (norms[ids[i]] * qnorm)
+    order = np.argsort(-score, kind="mergesort")[:k]
+    return ids[order], score[order]
+
+
+@numba.njit(cache=True, nogil=True)
+def top(indptr, indices, data, cols, weights, exact_weights, factor, k, slots, maxima, rel,
+        group, scales, shift, ub, found, scores, norms, qnorm):
+    """`candidates` then `exact_top` in one call: the exact top k (ids, float64 scores); the
+    exact sums are in exact_weights' dtype."""
+    ids = candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, rel,
+                     group, scales, shift, ub, found, scores)
+    ids.sort()
+    return exact_top(indptr, indices, data, cols, exact_weights, ids, k, norms, qnorm,
+                     np.zeros(ids.size, dtype=exact_weights.dtype))
 
 
 @numba.njit(cache=True, nogil=True)

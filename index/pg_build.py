@@ -2,8 +2,10 @@
 
 The writer opens its own connection and transaction. Chunk rows are copied as they come;
 method arrays are kept in a temporary folder (memory-mapped .npy) until `publish`, which turns
-them into the build's tables (index/pg_schema.py lists them), builds their indexes, records the
-manifest in `builds`, flips `busca_meta.live` and commits. Readers see the old build until that
+them into the build's tables (index/pg_schema.py lists them: per lexical method one row per
+term holding its posting list, plus the SQL ranking tables when `sql_tables` is set), builds
+their indexes, records the manifest in `builds`, flips `busca_meta.live`, sets the format
+version and commits. Readers see the old build until that
 COMMIT; a killed build never commits, so PostgreSQL rolls it back and nothing of it remains.
 Builds older than the previous one are dropped after the commit (the previous one stays for
 readers still answering on it).
@@ -26,8 +28,10 @@ import scipy.sparse as sp
 
 from . import pg_copy as pc
 from .dense_models import array_key
+from .pg_lists import pack_ids, pack_values
 from .pg_schema import (ARRAYS, BLOCKS, BLOCKS_KEYS, CHUNKS, DENSE, DENSE_KEYS, FORWARD,
-                        FORWARD_KEYS, TERMS, TERMS_KEYS, build_table, quoted)
+                        FORWARD_KEYS, POSTINGS, POSTINGS_KEYS, POSTINGS_STORAGE, TERMS,
+                        TERMS_KEYS, build_table, quoted, set_format)
 
 LEXICAL_DATA = ("counts", "scores")  # the per-posting array of tfidf / bm25
 BIG = ("indices", "counts", "scores", "vectors")  # stored as tables, not as .npy bytes
@@ -45,9 +49,10 @@ def new_build_name() -> str:
 class PostgresBuildWriter:
     """Implements the BuildWriter boundary for a PostgreSQL home."""
 
-    def __init__(self, connect, schema: str, *, make_build=None):
+    def __init__(self, connect, schema: str, *, make_build=None, sql_tables: bool = False):
         self.name = new_build_name()
         self.schema = schema
+        self.sql_tables = sql_tables  # also write the tables of index/pg_rank.py's SQL ranker
         self.conn = connect(autocommit=False)
         self.conn.execute("SET client_connection_check_interval = '1s'")
         self.conn.execute("SET maintenance_work_mem = '256MB'")
@@ -98,6 +103,7 @@ class PostgresBuildWriter:
             cur.execute(f"INSERT INTO {s}.busca_meta (key, value) VALUES ('live', %s)"
                         " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
                         (json.dumps(self.name),))
+            set_format(cur, self.schema)
         self.conn.commit()
         self.conn.autocommit = True
         drop_old_builds(self.conn, self.schema)
@@ -119,21 +125,50 @@ class PostgresBuildWriter:
         return np.load(self._dir / f"{method}.{name}.npy", mmap_mode="r", allow_pickle=False)
 
     def _upload(self, cur, method: str, names: list[str], manifest: dict) -> None:
-        blobs = [n for n in names if n not in BIG]
-        for name in blobs:
-            buf = io.BytesIO()
-            np.save(buf, np.asarray(self._load(method, name)), allow_pickle=False)
-            cur.execute(f"INSERT INTO {build_table(self.schema, self.name, 'arrays')}"
-                        " (name, data) VALUES (%s, %s)", (f"{method}.{name}", buf.getvalue()))
+        for name in (n for n in names if n not in BIG):
+            self._blob(cur, f"{method}.{name}", np.asarray(self._load(method, name)))
         data = next((n for n in LEXICAL_DATA if n in names), None)
         if data is not None:
-            self._upload_postings(cur, method, data, int(manifest["chunks"]))
+            self._upload_lists(cur, method, data, int(manifest["chunks"]))
+            if self.sql_tables:
+                self._upload_postings(cur, method, data, int(manifest["chunks"]))
         elif "vectors" in names:
             entry = next(e for m, e in manifest["methods"].items()
                          if array_key(m) == method and "dimension" in e)
             self._upload_vectors(cur, method, entry)
 
+    def _blob(self, cur, name: str, array: np.ndarray) -> None:
+        buf = io.BytesIO()
+        np.save(buf, array, allow_pickle=False)
+        cur.execute(f"INSERT INTO {build_table(self.schema, self.name, 'arrays')}"
+                    " (name, data) VALUES (%s, %s)", (name, buf.getvalue()))
+
+    def _upload_lists(self, cur, method: str, data: str, n: int) -> None:
+        """`<m>_postings`: per term, its CSR column slice (chunk ids, values), packed by
+        index/pg_lists.py."""
+        indptr = np.asarray(self._load(method, "indptr"), dtype=np.int64)
+        indices = self._load(method, "indices")
+        values = self._load(method, data)
+        self._blob(cur, f"{method}.dtype", np.array(values.dtype.str))
+        terms = self._terms[method]
+        df = np.diff(indptr)
+        if data == "counts":
+            idf = np.asarray(self._load(method, "idf"), dtype=np.float64)
+        else:  # bm25 (Lucene's idf, for reading the table; the impacts already hold it)
+            idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
+        bound = np.asarray(self._load(method, "bound"), dtype=np.float64)
+        table = build_table(self.schema, self.name, f"{method}_postings")
+        cur.execute(POSTINGS.format(t=table))
+        cur.execute(POSTINGS_STORAGE.format(t=table))
+        pc.copy_rows(cur, table, ["term", "term_id", "df", "idf", "bound", "ids", "vals"], [
+            pc.Text(terms), pc.Int4(np.arange(len(terms))), pc.Int4(df), pc.Float8(idf),
+            pc.Float8(bound), pc.Slices(indptr, indices, pack_ids),
+            pc.Slices(indptr, values, pack_values)], len(terms))
+        for sql in POSTINGS_KEYS:
+            cur.execute(sql.format(t=table))
+
     def _upload_postings(self, cur, method: str, data: str, n: int) -> None:
+        """The SQL ranker's tables: `<m>_terms`, `<m>_blocks`, `<m>_forward`."""
         _try_extension(cur, "intarray")  # idx(): rankers find terms in forward rows faster
         indptr = np.asarray(self._load(method, "indptr"), dtype=np.int64)
         indices = np.asarray(self._load(method, "indices"))

@@ -6,15 +6,18 @@ A row is a sequence of fields; each field is one of
 - `Bytes(matrix)`: one fixed-width bytea per row (a uint8 matrix, one row per row);
 - `Array(indptr, values, kind)`: a one-dimensional int4[] or float4[] per row, row r holding
   values[indptr[r]:indptr[r+1]] (CSR-like);
-- `Vector(matrix)`: one pgvector `vector` per row (float32 matrix).
-`copy_rows(cursor, table, columns, fields)` streams them with `COPY ... (FORMAT BINARY)`.
+- `Vector(matrix)`: one pgvector `vector` per row (float32 matrix);
+- `Slices(indptr, values, pack)`: one bytea per row, pack(values[indptr[r]:indptr[r+1]])
+  (a posting list's chunk ids or values; index/pg_lists.py packs them).
+`copy_rows(cursor, table, columns, fields)` streams them with `COPY ... (FORMAT BINARY)`, in
+buffers of at most BLOCK rows and about BUFFER_BYTES bytes.
 Values keep their exact bits: float4 arrays are the float32 values busca computed.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +26,7 @@ HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
 TRAILER = struct.pack("!h", -1)
 OIDS = {"int4": (23, ">i4"), "float4": (700, ">f4")}
 BLOCK = 8192  # rows per buffer handed to COPY
+BUFFER_BYTES = 32 << 20  # and about this many bytes of Slices per buffer at most
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,13 @@ class Vector:
     matrix: np.ndarray
 
 
+@dataclass(frozen=True)
+class Slices:
+    indptr: np.ndarray
+    values: np.ndarray
+    pack: Callable[[np.ndarray], bytes]
+
+
 def _scalars(values: np.ndarray, dtype: str) -> list[bytes]:
     width = np.dtype(dtype).itemsize
     out = np.empty((len(values), 4 + width), dtype=np.uint8)
@@ -83,7 +94,18 @@ def _encode_field(field, lo: int, hi: int) -> list[bytes]:
         return [prefix + row.tobytes() for row in matrix]
     if isinstance(field, Vector):
         return _vectors(field.matrix[lo:hi])
+    if isinstance(field, Slices):
+        return _slices(field, lo, hi)
     return _arrays(field, lo, hi)
+
+
+def _slices(field: Slices, lo: int, hi: int) -> list[bytes]:
+    values = np.asarray(field.values)
+    out = []
+    for r in range(lo, hi):
+        data = field.pack(values[int(field.indptr[r]):int(field.indptr[r + 1])])
+        out.append(struct.pack("!i", len(data)) + data)
+    return out
 
 
 def _vectors(matrix: np.ndarray) -> list[bytes]:
@@ -113,11 +135,30 @@ def _arrays(field: Array, lo: int, hi: int) -> list[bytes]:
     return out
 
 
+def _bounds(fields: Sequence, n: int) -> list[int]:
+    """Row numbers where buffers start: every BLOCK rows, and sooner where Slices fields would
+    make a buffer larger than about BUFFER_BYTES."""
+    if not any(isinstance(f, Slices) for f in fields):
+        return list(range(0, n, BLOCK)) + [n] if n else [0]
+    sizes = np.zeros(n, dtype=np.int64)
+    for f in fields:
+        if isinstance(f, Slices):
+            sizes += np.diff(np.asarray(f.indptr[:n + 1], dtype=np.int64)) \
+                * np.asarray(f.values).dtype.itemsize
+    starts, total = [0], 0
+    for r in range(n):
+        if r > starts[-1] and (r - starts[-1] >= BLOCK or total + sizes[r] > BUFFER_BYTES):
+            starts.append(r)
+            total = 0
+        total += int(sizes[r])
+    return starts + [n] if n else [0]
+
+
 def _rows(fields: Sequence, n: int):
-    """Binary COPY data for n rows, in blocks of BLOCK rows."""
+    """Binary COPY data for n rows, in buffers (see `_bounds`)."""
     count = struct.pack("!h", len(fields))
-    for lo in range(0, n, BLOCK):
-        hi = min(n, lo + BLOCK)
+    bounds = _bounds(fields, n)
+    for lo, hi in zip(bounds, bounds[1:]):
         columns = [_encode_field(f, lo, hi) for f in fields]
         yield b"".join(count + b"".join(parts) for parts in zip(*columns))
 

@@ -1,7 +1,9 @@
 """Ranking inside PostgreSQL: the same ids and scores as the local rankers.
 
-busca analyzes the query (the index's own analyzer) and weighs its terms; the database sums
-the stored weights and orders the chunks:
+Lexical ranking here is the home URL's `lexical=sql` (builds then also write the tables it
+reads); by default busca ranks the lists it reads from the build (index/pg_lexical.py), about
+50x faster at 1M chunks (docs/postgres.md). busca analyzes the query (the index's own
+analyzer) and weighs its terms; the database sums the stored weights and orders the chunks:
 
 - candidates: each query term's postings are stored best first (`<m>_blocks`: bm25 impacts,
   tfidf count / norm) in blocks of 256, 512, 1024, ... A round reads the first blocks of every

@@ -11,16 +11,25 @@ a database without mixing. Tables of schema `<corpus>`:
     builds (name, manifest jsonb)   one row per published build       index/pg_build.py
   one set per build `<b>` (written in the build's one transaction by index/pg_build.py):
     <b>_chunks                      chunk rows: id, url, position, start, end, doc_sha256
-    <b>_<m>_terms                   per term of lexical method m: term, term_id (column), df,
-                                    idf, bound, tops (the first val of each of its blocks)
+    <b>_<m>_postings                per term of lexical method m: term, term_id (the local
+                                    column), df, idf, bound, and its posting list, the local
+                                    CSR column slice: ids and vals as bytea packed by
+                                    index/pg_lists.py, stored out of line, not compressed
+    <b>_dense                       per chunk: text hash, pgvector embedding (+ HNSW index)
+    <b>_arrays (name, data bytea)   the method's other arrays as .npy bytes (idf, norms, ...)
+  and, only for builds made with `?lexical=sql` (ranking inside PostgreSQL, index/pg_rank.py):
+    <b>_<m>_terms                   per term: term, term_id, df, idf, bound, tops (the first
+                                    val of each of its blocks)
     <b>_<m>_blocks                  a term's postings, best val first, in blocks of 256, 512,
                                     1024, ... postings: term_id, block, chunks int4[], vals float4[]
     <b>_<m>_forward                 per chunk: norm, term ids int4[], vals float4[] (exact scoring)
-    <b>_dense                       per chunk: text hash, pgvector embedding (+ HNSW index)
-    <b>_arrays (name, data bytea)   the method's other arrays as .npy bytes (idf, norms, ...)
 
 `vals` are busca's own numbers: bm25 impacts (float32, index/bm25.py), tfidf raw counts in
-`forward` and count / chunk norm in `blocks` (the key that orders a term's postings).
+`postings` and `forward`, count / chunk norm in `blocks` (the key that orders a term's postings).
+
+Format versions: 1 had only the SQL ranking tables; 2 (this busca) adds `postings`. A corpus
+of an older version keeps its documents and is refused for searching with a one-line hint to
+run `busca index`, whose build moves it to this version; a newer version is refused.
 """
 
 from __future__ import annotations
@@ -29,10 +38,16 @@ import re
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import BuscaError
+from .storage import IndexFormatError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+OLDER_VERSIONS = (1,)  # their documents, settings and query log are read as they are
 SCHEMES = ("postgresql", "postgres")
 DEFAULT_CORPUS = "busca"
+# busca's own home URL parameters besides corpus (index/postgres.py reads them), with their
+# values (None: a whole number)
+OPTIONS = {"dense": ("hnsw", "exact"), "lexical": ("busca", "sql"), "ef_search": None,
+           "cache_mb": None}
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,39}$")
 
 BASE_TABLES = """
@@ -53,6 +68,11 @@ CREATE TABLE IF NOT EXISTS {s}.builds (
 
 CHUNKS = """CREATE TABLE {t} (id int4 PRIMARY KEY, url text NOT NULL, position int4 NOT NULL,
     start int4 NOT NULL, "end" int4 NOT NULL, doc_sha256 text NOT NULL)"""
+POSTINGS = """CREATE TABLE {t} (term text NOT NULL, term_id int4 NOT NULL, df int4 NOT NULL,
+    idf float8 NOT NULL, bound float8 NOT NULL, ids bytea NOT NULL, vals bytea NOT NULL)"""
+POSTINGS_STORAGE = ("ALTER TABLE {t} ALTER COLUMN ids SET STORAGE EXTERNAL,"
+                    " ALTER COLUMN vals SET STORAGE EXTERNAL")  # out of line, not compressed
+POSTINGS_KEYS = ["ALTER TABLE {t} ADD PRIMARY KEY (term)"]
 TERMS = """CREATE TABLE {t} (term text NOT NULL, term_id int4 NOT NULL, df int4 NOT NULL,
     idf float8 NOT NULL, bound float8 NOT NULL, tops float4[] NOT NULL)"""
 TERMS_KEYS = ["ALTER TABLE {t} ADD PRIMARY KEY (term)"]
@@ -77,6 +97,11 @@ class PostgresFormatError(PostgresError):
     """The database holds a busca schema of another format version."""
 
 
+class PostgresOldFormat(PostgresFormatError, IndexFormatError):
+    """The corpus was indexed by an older busca: its documents are read, its builds are not
+    (an IndexFormatError: `busca index` rebuilds instead of reusing them)."""
+
+
 def is_postgres(location) -> bool:
     """True for a `postgresql://` or `postgres://` URL."""
     return isinstance(location, str) and location.split("://", 1)[0].lower() in SCHEMES
@@ -97,6 +122,27 @@ def parse_location(url: str) -> tuple[str, str]:
         raise PostgresError(f"bad corpus name {corpus!r} in the home URL: use lowercase letters,"
                             " digits and _ (at most 40), e.g. ?corpus=blog")
     return urlunsplit(parts._replace(query=urlencode(kept))), corpus
+
+
+def read_options(url: str) -> tuple[str, dict]:
+    """(the URL without busca's query options, those options), each value checked."""
+    parts = urlsplit(url)
+    options, kept = {}, []
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key in OPTIONS:
+            options[key] = value
+        else:
+            kept.append((key, value))
+    for key, allowed in OPTIONS.items():
+        if key not in options:
+            continue
+        if allowed is not None and options[key] not in allowed:
+            raise PostgresError(f"{key}={options[key]} in the home URL: use "
+                                + " or ".join(f"{key}={a}" for a in allowed))
+        if allowed is None and not options[key].isdigit():
+            raise PostgresError(f"{key}={options[key]} in the home URL: use a whole number,"
+                                f" e.g. {key}={200 if key == 'ef_search' else 256}")
+    return urlunsplit(parts._replace(query=urlencode(kept))), options
 
 
 def redact(url: str) -> str:
@@ -122,18 +168,32 @@ def create_base(conn, schema: str) -> None:
         conn.execute(BASE_TABLES.format(s=s))
         conn.execute(f"INSERT INTO {s}.busca_meta (key, value) VALUES ('format_version', %s::jsonb)"
                      " ON CONFLICT (key) DO NOTHING", (str(FORMAT_VERSION),))
-    check_format(conn, schema)
+    check_format(conn, schema, builds=False)
 
 
-def check_format(conn, schema: str) -> None:
-    """PostgresFormatError unless the schema holds this busca's format version."""
+def check_format(conn, schema: str, *, builds: bool = True) -> None:
+    """PostgresFormatError unless the schema holds this busca's format version (an older one
+    is accepted when `builds` is False: its documents, settings and query log are the same);
+    PostgresOldFormat, with the rebuild hint, for an older one whose builds are to be read."""
     row = conn.execute(f"SELECT value FROM {quoted(schema)}.busca_meta"
                        " WHERE key = 'format_version'").fetchone()
     version = row[0] if row else None
-    if version != FORMAT_VERSION:
-        raise PostgresFormatError(
-            f"the corpus {schema!r} in this database has format version {version}, this busca"
-            f" reads {FORMAT_VERSION} — use a busca of that version, or another ?corpus= name")
+    if version == FORMAT_VERSION or (version in OLDER_VERSIONS and not builds):
+        return
+    if version in OLDER_VERSIONS:
+        raise PostgresOldFormat(
+            f"the corpus {schema!r} in this database was indexed by an older busca (format"
+            f" version {version}, this busca reads {FORMAT_VERSION}) — run \"busca index\" to"
+            " rebuild it (its documents are kept)")
+    raise PostgresFormatError(
+        f"the corpus {schema!r} in this database has format version {version}, this busca"
+        f" reads {FORMAT_VERSION} — use a busca of that version, or another ?corpus= name")
+
+
+def set_format(conn, schema: str) -> None:
+    """Record this busca's format version (a build does, in its transaction)."""
+    conn.execute(f"UPDATE {quoted(schema)}.busca_meta SET value = %s::jsonb"
+                 " WHERE key = 'format_version'", (str(FORMAT_VERSION),))
 
 
 def build_table(schema: str, build: str, part: str) -> str:

@@ -1,12 +1,17 @@
 """A corpus home in PostgreSQL: the second implementation of the backend boundary.
 
-`open_postgres("postgresql://user@host/db?corpus=blog")` gives a home whose documents, crawl
+`open_home("postgresql://user@host/db?corpus=blog")` gives a home whose documents, crawl
 state, builds and query log live in the schema `blog` (the map of tables: index/pg_schema.py).
-Builds are written by index/pg_build.py in one transaction; ranking happens in the database
-(index/pg_rank.py) with the same ids and scores as a local home.
+Builds are written by index/pg_build.py in one transaction. tfidf and bm25 are ranked by
+busca's own code on the posting lists read from the build (index/pg_lexical.py, cached per
+process by index/pg_cache.py), or inside PostgreSQL with `lexical=sql` (index/pg_rank.py);
+dense by pgvector (index/pg_rank.py). Same ids and scores as a local home.
 
 URL parameters read by busca (and removed before connecting): `corpus` (schema, default
-`busca`), `dense` (`hnsw`, the default, or `exact`), `ef_search` (HNSW candidates, default 200).
+`busca`), `dense` (`hnsw`, the default, or `exact`), `ef_search` (HNSW candidates, default 200),
+`lexical` (`busca`, the default, or `sql`: builds also write the SQL ranker's tables, and
+queries are ranked by PostgreSQL), `cache_mb` (the posting list cache, default
+$BUSCA_PG_CACHE_MB or 256; 0: none).
 """
 
 from __future__ import annotations
@@ -16,20 +21,20 @@ import json
 import threading
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
-from . import pg_rank
+from . import pg_cache, pg_rank
 from .chunks import ChunkRow
 from .encoders import THREADS, get_encoder
 from .manifest import Manifest
 from .dense_models import array_key, server_settings
 from .methods import UnknownMethod, method_spec, stored_methods
 from .pg_build import PostgresBuildWriter
+from .pg_lexical import LexicalRanker, PostingLists
 from .pg_store import PostgresStore
 from .pg_schema import (PostgresError, build_table, check_format, create_base, parse_location,
-                        quoted, redact)
+                        quoted, read_options, redact)
 from .storage import IndexFormatError, IndexNotFound
 from .vectors import check_encoder, require_vectors
 
@@ -46,29 +51,22 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _read_options(url: str) -> tuple[str, dict]:
-    parts = urlsplit(url)
-    options, kept = {}, []
-    for key, value in parse_qsl(parts.query, keep_blank_values=True):
-        if key in ("dense", "ef_search"):
-            options[key] = value
-        else:
-            kept.append((key, value))
-    if options.get("dense", "hnsw") not in ("hnsw", "exact"):
-        raise PostgresError(f"dense={options['dense']} in the home URL: use dense=hnsw or"
-                            " dense=exact")
-    return urlunsplit(parts._replace(query=urlencode(kept))), options
-
-
 class PostgresHome(PostgresStore):
     """Documents, settings, builds and the query log of one corpus in one database."""
 
     def __init__(self, location: str, *, embed: Mapping | None = None):
         self.location = location
-        url, self.options = _read_options(location)
+        url, self.options = read_options(location)
         self._conninfo, self.schema = parse_location(url)
         self._local = threading.local()
         self.embed = dict(embed or {})  # the user's openai:MODEL server settings (vectors.py)
+        try:
+            mb = pg_cache.budget_mb(self.options.get("cache_mb"))
+        except ValueError:
+            raise PostgresError("BUSCA_PG_CACHE_MB must be a whole number of megabytes (0: no"
+                                " cache)") from None
+        self.cache = pg_cache.shared(mb)
+        self.sql_lexical = self.options.get("lexical") == "sql"
         create_base(self.conn(), self.schema)
 
     # --- connections --------------------------------------------------------------------
@@ -119,7 +117,8 @@ class PostgresHome(PostgresStore):
         return row[0] if row else None
 
     def current(self) -> PostgresBuild:
-        """The live build, or IndexNotFound naming the fix."""
+        """The live build, or IndexNotFound naming the fix (PostgresOldFormat, an
+        IndexFormatError, when an older busca wrote it)."""
         check_format(self.conn(), self.schema)
         name = self.live_name()
         row = None if name is None else self.conn().execute(
@@ -137,7 +136,7 @@ class PostgresHome(PostgresStore):
             return None
 
     def new_build(self) -> PostgresBuildWriter:
-        return PostgresBuildWriter(self.connect, self.schema,
+        return PostgresBuildWriter(self.connect, self.schema, sql_tables=self.sql_lexical,
                                    make_build=lambda data: PostgresBuild(self, _manifest(data)))
 
     def set_floors(self, floors: Mapping[str, float]) -> PostgresBuild:
@@ -191,9 +190,9 @@ class PostgresBuild:
     def table(self, part: str) -> str:
         return build_table(self.home.schema, self.name, part)
 
-    def _fetch(self, sql: str, args=()) -> list[tuple]:
+    def _fetch(self, sql: str, args=(), *, binary: bool = False) -> list[tuple]:
         try:
-            return self.home.conn().execute(sql, args).fetchall()
+            return self.home.conn().execute(sql, args, binary=binary).fetchall()
         except Exception as e:
             if type(e).__name__ == "UndefinedTable":
                 raise StaleBuild(f"build {self.name} was replaced while reading it — ask"
@@ -211,7 +210,7 @@ class PostgresBuild:
 
     def terms(self, method: str) -> list[str]:
         return [r[0] for r in self._fetch(
-            f"SELECT term FROM {self.table(method + '_terms')} ORDER BY term_id")]
+            f"SELECT term FROM {self.table(method + '_postings')} ORDER BY term_id")]
 
     def array(self, method: str, name: str) -> np.ndarray:
         """A method array as the local build stores it (vectors come from pgvector)."""
@@ -250,29 +249,48 @@ class PostgresBuild:
         body = buf.getvalue()[19:-2]  # COPY header (19 bytes) and trailer (2)
         return np.frombuffer(body, dtype=row)["v"].astype(np.float32)
 
-    def ranker(self, method: str):
-        """The database ranker of a stored method (tfidf, bm25, dense), made once."""
+    def ranker(self, method: str, *, encoder=None):
+        """The ranker of a stored method (tfidf, bm25, dense), made once; `encoder`: for a
+        dense method, one already in memory to use instead of loading one."""
         if method not in self._rankers:
             spec = method_spec(method)
             if method not in self.methods or spec is None or spec.ranker is None:
                 have = ", ".join(stored_methods(self.methods)) or "none"
                 raise UnknownMethod(f"this index has no method {method!r}; it has: {have}")
-            self._rankers[method] = self._make_ranker(method, spec.kind)
+            self._rankers[method] = self._make_ranker(method, spec.kind, encoder)
         return self._rankers[method]
 
-    def _make_ranker(self, method: str, kind: str):
+    def _make_ranker(self, method: str, kind: str, encoder=None):
         entry = self.manifest.entry(method)
         if kind == "dense":
             require_vectors(self, method)
-            encoder = get_encoder(entry["encoder"], threads=THREADS,
-                                  server=server_settings(entry, **self.embed),
-                                  dimension=entry["dimension"])
+            encoder = encoder or get_encoder(entry["encoder"], threads=THREADS,
+                                             server=server_settings(entry, **self.embed),
+                                             dimension=entry["dimension"])
             check_encoder(entry, encoder)
             return pg_rank.DenseRanker(
                 self.home.conn, self.table(array_key(method)), encoder,
                 exact=self.home.options.get("dense") == "exact",
                 ef_search=int(self.home.options.get("ef_search", pg_rank.EF_SEARCH)))
+        weights = "bm25" if method == "bm25" or "k1" in entry else "tfidf"
+        if self.home.sql_lexical:
+            return self._sql_ranker(method, entry)
+        lists = PostingLists(lambda sql, args: self._fetch(sql, args, binary=True),
+                             self.table(f"{method}_postings"),
+                             (self.home._conninfo, self.home.schema, self.name, method),
+                             np.dtype(str(self.array(method, "dtype"))), self.home.cache)
+        return LexicalRanker(lists, weights, entry, int(self.manifest.chunks),
+                             bound_dtype=np.float32 if weights == "bm25" else np.float64,
+                             norms=self.array(method, "norms") if weights == "tfidf" else None)
+
+    def _sql_ranker(self, method: str, entry: Mapping) -> pg_rank.LexicalRanker:
+        """PostgreSQL ranks (`lexical=sql`): needs the tables such builds write."""
         tables = {part: self.table(f"{method}_{part}") for part in ("terms", "blocks", "forward")}
+        row = self._fetch("SELECT to_regclass(%s)", (tables["blocks"],))
+        if row[0][0] is None:
+            raise IndexFormatError(
+                f"build {self.name} has no tables for lexical=sql (it was built without it) —"
+                " run \"busca index\" with lexical=sql in the home URL")
         return pg_rank.LexicalRanker(self.home.conn, tables, method, entry,
                                      int(self.manifest.chunks), find=self.home.find_function())
 

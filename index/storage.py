@@ -102,14 +102,16 @@ class Index:
         except sqlite3.Error as e:
             raise damaged(self.path, f"chunks.db: {e}") from e
 
-    def ranker(self, method: str):
-        """The ranker of a stored method (built once per build: arrays and encoder load once)."""
+    def ranker(self, method: str, *, encoder=None):
+        """The ranker of a stored method (built once per build: arrays and encoder load once);
+        `encoder`: for a dense method, one already in memory to use instead of loading one."""
         if method not in self._rankers:
             spec = method_spec(method)
             if method not in self.methods or spec is None or spec.ranker is None:
                 have = ", ".join(stored_methods(self.methods)) or "none"
                 raise UnknownMethod(f"this index has no method {method!r}; it has: {have}")
-            self._rankers[method] = spec.ranker(self, method)
+            given = {"encoder": encoder} if encoder is not None and spec.kind == "dense" else {}
+            self._rankers[method] = spec.ranker(self, method, **given)
         return self._rankers[method]
 
 

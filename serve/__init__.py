@@ -1,4 +1,17 @@
 """`busca serve`: the HTTP API and the web page over a corpus home (layer above search/,
-below cli.py). Needs the `serve` extra (Starlette + uvicorn)."""
+below cli.py). The server needs the `serve` extra (Starlette + uvicorn); `discovery` (the
+record a running server leaves in its home) and `client` (how `busca search` and `busca
+context` ask it) need only the standard library. Names load on first use (busca/lazy.py).
+"""
 
-__all__ = ["app", "engine", "server"]
+from ..lazy import face
+
+EXPORTS = {
+    "app": ".app:",
+    "client": ".client:",
+    "discovery": ".discovery:",
+    "engine": ".engine:",
+    "server": ".server:",
+}
+__all__ = sorted(EXPORTS)
+face(__name__)

@@ -31,7 +31,7 @@ def hit_json(hit: searching.Hit) -> dict:
 
 
 def search(request: Request) -> JSONResponse:
-    """GET /api/search?q=&method=&k=&min_score=&per_doc="""
+    """GET /api/search?q=&method=&k=&min_score=&per_doc=&log="""
     engine, args = _engine(request), request.query_params
     query = params.question(args.get("q"))
     method = params.method(args.get("method"), engine.methods())
@@ -39,8 +39,10 @@ def search(request: Request) -> JSONResponse:
     min_score = params.number(args.get("min_score"), "min_score")
     per_doc = params.integer(args.get("per_doc"), "per_doc", default=0, low=0,
                              high=params.MAX_PER_DOC)
+    log_query = params.flag(args.get("log"), "log")
     started = time.perf_counter()
-    found = engine.search(query, method=method, k=k, min_score=min_score, per_doc=per_doc)
+    found = engine.search(query, method=method, k=k, min_score=min_score, per_doc=per_doc,
+                          log_query=log_query)
     out = {"query": query, "method": method, "hits": [hit_json(h) for h in found.hits],
            "floor": found.floor, "build": found.build, "took_ms": _ms(started)}
     if found.note:
@@ -66,11 +68,12 @@ def compare(request: Request) -> JSONResponse:
     return JSONResponse({**data, "build": build, "took_ms": _ms(started)})
 
 
-CONTEXT_FIELDS = {"q", "k", "lang", "max_chars", "method", "min_score", "per_doc"}
+CONTEXT_FIELDS = {"q", "k", "lang", "max_chars", "method", "min_score", "per_doc", "log"}
 
 
 async def context(request: Request) -> JSONResponse:
-    """POST /api/context {"q", "k", "lang", "max_chars", "method", "min_score", "per_doc"}"""
+    """POST /api/context {"q", "k", "lang", "max_chars", "method", "min_score", "per_doc",
+    "log"}"""
     data = await _json_object(request)
     params.only(data, CONTEXT_FIELDS, "the context request")
     engine = _engine(request)
@@ -83,15 +86,19 @@ async def context(request: Request) -> JSONResponse:
     min_score = params.number(data.get("min_score"), "min_score")
     per_doc = params.integer(data.get("per_doc"), "per_doc", default=searching.CONTEXT_PER_DOC,
                              low=0, high=params.MAX_PER_DOC)
-    found = await _threaded(lambda: engine.context(
+    log_query = params.flag(data.get("log"), "log")
+    found, build = await _threaded(lambda: engine.context(
         question, method=method, k=k, max_chars=max_chars, min_score=min_score,
-        per_doc=per_doc))
+        per_doc=per_doc, log_query=log_query))
     if not found.answered:
+        # best and note: what `busca context` says when it reuses this server
         return JSONResponse({"answer": None, "reason": _not_found(found), "question": question,
-                             "method": method, "floor": found.floor, "status": 409},
-                            status_code=409)
+                             "method": method, "floor": found.floor,
+                             "best": max(found.scores) if found.hits else None,
+                             "note": found.reason, "build": build,
+                             "status": 409}, status_code=409)
     prompt = searching.render(found, lang=lang)
-    return JSONResponse(searching.context_dict(found, prompt=prompt))
+    return JSONResponse({**searching.context_dict(found, prompt=prompt), "build": build})
 
 
 def _not_found(found: searching.Context) -> str:

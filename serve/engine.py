@@ -23,7 +23,6 @@ from .. import index as indexing
 from .. import search as searching
 from ..crawler import Document
 from ..index.chunking import chunker_label
-from ..index.vectors import DenseScorer
 from .errors import BuildRunning
 
 log = logging.getLogger(__name__)
@@ -111,15 +110,15 @@ class Engine:
 
     def _warm(self, index) -> None:
         """Load every ranker and the chunk table now; each dense model reuses the encoder
-        already in memory (the build's ranker cache is filled here, so no request loads one)."""
+        already in memory (the build's own dense ranker: exact in memory on a local home,
+        pgvector on a PostgreSQL one), so no request loads one."""
         for method in index.methods:
             if indexing.is_dense(method):
                 entry = index.manifest.entry(method)
                 key = (method, entry["encoder"], entry["dimension"])
-                ranker = DenseScorer(index, method, encoder=self._encoders.get(key))
+                ranker = index.ranker(method, encoder=self._encoders.get(key))
                 ranker.embed("aquecimento")  # some encoders load their tables lazily
                 self._encoders[key] = ranker.encoder
-                index._rankers[method] = ranker
         for method in searching.available_methods(index):
             searching.scorer(index, method)
         index.chunks([0])  # opens the build's chunk table while its files surely exist
@@ -146,8 +145,9 @@ class Engine:
 
     # --- queries ---------------------------------------------------------------------
     def search(self, query: str, *, method: str, k: int, min_score: float | None = None,
-               per_doc: int = 0) -> Found:
-        """Hits as `busca search --json` prints them (same floor rules)."""
+               per_doc: int = 0, log_query: bool | None = None) -> Found:
+        """Hits as `busca search --json` prints them (same floor rules); `log_query`: record
+        the question in the query log (None: as the server was started, --no-log or not)."""
         def work(live: Live) -> Found:
             fusion = fusion_for(method, min_score)
             searching.scorer(live.index, method, fusion)  # UnknownMethod before anything else
@@ -158,7 +158,7 @@ class Engine:
                                                  k=k, per_doc=per_doc, fusion=fusion)
             except searching.NoSearchableTerms as e:
                 hits, note = [], str(e)
-            self._log("search", query, method, k, hits, floor, started)
+            self._log("search", query, method, k, hits, floor, started, log_query)
             kept = [h for h in hits if floor is None or h.score >= floor]
             return Found(kept, floor, note, live.build)
 
@@ -174,8 +174,10 @@ class Engine:
         return self.run(work)
 
     def context(self, question: str, *, method: str, k: int, max_chars: int,
-                min_score: float | None = None, per_doc: int = searching.CONTEXT_PER_DOC):
-        """What `busca context` finds: a search.Context."""
+                min_score: float | None = None, per_doc: int = searching.CONTEXT_PER_DOC,
+                log_query: bool | None = None):
+        """What `busca context` finds, a search.Context, and the build it ran on
+        (`log_query` as in `search`)."""
         def work(live: Live):
             fusion = fusion_for(method, min_score)
             searching.scorer(live.index, method, fusion)
@@ -183,8 +185,9 @@ class Engine:
             found = searching.build_context(live.index, self.home(), question, method=method,
                                             k=k, max_chars=max_chars, min_score=min_score,
                                             fusion=fusion, per_doc=per_doc)
-            self._log("context", question, method, k, found.hits, found.floor, started)
-            return found
+            self._log("context", question, method, k, found.hits, found.floor, started,
+                      log_query)
+            return found, live.build
 
         return self.run(work)
 
@@ -230,8 +233,8 @@ class Engine:
             out[item] = (doc.title if doc is not None else url, url, text)
         return out
 
-    def _log(self, command, query, method, k, hits, floor, started) -> None:
-        if self.log_queries:
+    def _log(self, command, query, method, k, hits, floor, started, wanted=None) -> None:
+        if self.log_queries if wanted is None else wanted:
             searching.querylog.log_call(self.home(), command=command, query=query,
                                         method=method, k=k, scores=[h.score for h in hits],
                                         floor=floor, started=started)

@@ -82,6 +82,18 @@ def methods(raw: object, known: list[str]) -> list[str] | None:
     return list(dict.fromkeys(names))
 
 
+def flag(raw: object, name: str) -> bool | None:
+    """A yes/no switch: true/false in JSON, 1/0 (or true/false) in a query string; None when
+    absent."""
+    if raw is None or raw == "":
+        return None
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str) and raw.lower() in ("1", "true", "0", "false"):
+        return raw.lower() in ("1", "true")
+    raise BadParameter(f"{name} must be 1 or 0 (true or false), got {_shown(raw)}")
+
+
 def choice(raw: object, name: str, choices: tuple[str, ...], default: str) -> str:
     if raw is None or raw == "":
         return default

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import uvicorn
 
+from .. import __version__
+from . import discovery
 from .app import create_app
 from .engine import Engine
 
@@ -76,7 +78,8 @@ def url_of(sock: socket.socket) -> str:
 def serve(home: str | Path, *, host: str = HOST, port: int = PORT, token: str | None = None,
           runs: str | Path | None = None, log_queries: bool = True, access_log: bool = True,
           embed: dict | None = None, announce: Callable[[str], None] = print) -> None:
-    """Serve `home` until SIGTERM or SIGINT (`embed`: openai:MODEL server settings)."""
+    """Serve `home` until SIGTERM or SIGINT (`embed`: openai:MODEL server settings). While it
+    runs, `<home>/serve.json` tells `busca search` and `busca context` where to ask."""
     engine = Engine(home, log_queries=log_queries, embed=embed)
     app = create_app(engine, token=token, runs=Path(runs) if runs else None, host=host)
     sock = bind(host, port)
@@ -84,10 +87,19 @@ def serve(home: str | Path, *, host: str = HOST, port: int = PORT, token: str | 
                             timeout_graceful_shutdown=GRACE, lifespan="off",
                             server_header=False)
     server = _Server(config)
+    build = None
     try:
-        engine.live()  # load the index and the encoder now, not on the first request
+        build = engine.live().build  # load the index and the encoder now, not on a request
     except Exception as e:  # noqa: BLE001 - no index yet is fine: the API says 503
         log.warning("%s", e)
-    announce(url_of(sock))
-    sys.stdout.flush()
-    server.run(sockets=[sock])
+    record = discovery.publish(home, url=url_of(sock), build=build, writable=bool(token),
+                               version=__version__)  # before the URL line: it is there then
+    try:
+        if record is not None:
+            log.info("busca search and busca context on this home ask this server (%s)",
+                     record)
+        announce(url_of(sock))
+        sys.stdout.flush()
+        server.run(sockets=[sock])
+    finally:
+        discovery.withdraw(home)

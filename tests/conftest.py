@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,11 @@ from click.testing import CliRunner
 from busca.cli import cli
 
 REPO = Path(__file__).resolve().parent.parent
+
+# A `busca serve` started by a test leaves serve.json in its home, and `busca search` would
+# then ask it: tests that compare the CLI with the server need the CLI's own answer. The tests
+# of that reuse (test_cli_reuse.py) remove this for themselves.
+os.environ["BUSCA_NO_SERVE"] = "1"
 FIXTURES = REPO / "fixtures"
 
 

@@ -52,6 +52,8 @@ def test_lexical_search_loads_only_the_document_store(tmp_path):
                                 "--method", method)
         # documents and chunk sources are read through the store; nothing that fetches
         assert offenders(modules, {"busca.crawler.defaults", "busca.crawler.store"}) == [], method
+        # no busca serve runs for this home: no HTTP client either (serve/client.py)
+        assert [m for m in modules if m.split(".")[0] == "http"] == [], method
 
 
 def test_the_crawler_face_still_gives_functions_not_modules():

@@ -1,5 +1,6 @@
 """A PostgreSQL home answers as a local home does: same stats, same top 10 (urls and scores),
-same eval metrics, on the fixture corpus and on a synthetic corpus of 10k+ chunks."""
+same eval metrics, on the fixture corpus and on a synthetic corpus of 10k+ chunks — with busca
+ranking the lists it reads (the default) and with PostgreSQL ranking (`lexical=sql`)."""
 
 from __future__ import annotations
 
@@ -57,14 +58,24 @@ def figures(home) -> dict:
     return data
 
 
+RANKING = ["busca", "sql"]  # the home URL's lexical=
+
+
 @pytest.fixture(scope="module")
-def fixture_homes(tmp_path_factory, postgres_server_url):
+def fixture_built(tmp_path_factory, postgres_server_url):
+    """A local home and a PostgreSQL one built with lexical=sql (so both rankers can read it)."""
     local = tmp_path_factory.mktemp("local") / "home"
     pg = f"{postgres_server_url}?corpus=fixture_{random.getrandbits(32):x}"
-    for home in (local, pg):
+    for home in (local, pg + "&lexical=sql"):
         busca(home, "add", str(ARTICLES))
         busca(home, "index", "--quiet")
     return local, pg
+
+
+@pytest.fixture(params=RANKING)
+def fixture_homes(request, fixture_built):
+    local, pg = fixture_built
+    return local, f"{pg}&lexical={request.param}"
 
 
 def test_fixture_corpus_same_stats(fixture_homes):
@@ -110,14 +121,20 @@ def test_unknown_words_and_stopwords_get_the_local_messages(fixture_homes):
 
 
 @pytest.fixture(scope="module")
-def large_homes(tmp_path_factory, postgres_server_url, synthetic_corpus):
+def large_built(tmp_path_factory, postgres_server_url, synthetic_corpus):
     docs, asked = synthetic_corpus
     local = tmp_path_factory.mktemp("large") / "home"
     pg = f"{postgres_server_url}?corpus=large_{random.getrandbits(32):x}"
-    for home in (local, pg):
+    for home in (local, pg + "&lexical=sql"):
         busca(home, "add", str(docs))
         busca(home, "index", "--quiet")
     return local, pg, asked
+
+
+@pytest.fixture(params=RANKING)
+def large_homes(request, large_built):
+    local, pg, asked = large_built
+    return local, f"{pg}&lexical={request.param}", asked
 
 
 def test_large_corpus_same_stats_and_top10_on_60_questions(large_homes):
@@ -128,10 +145,45 @@ def test_large_corpus_same_stats_and_top10_on_60_questions(large_homes):
     assert assert_same_answers(local, pg, asked[:60]) >= 100
 
 
-def test_same_answers_without_the_intarray_extension(fixture_homes, monkeypatch):
+def test_large_corpus_bit_for_bit_with_and_without_numba(large_built, monkeypatch):
+    """busca's ranking of the lists read from PostgreSQL is the local code on the same numbers:
+    the same scores bit for bit, whether MaxScore runs compiled or in numpy."""
+    local, pg, asked = large_built
+    for numba in ("1", "0"):
+        monkeypatch.setenv("BUSCA_NUMBA", numba)
+        with open_home(local) as a, open_home(pg) as b:
+            for method in ("tfidf", "bm25"):
+                ra, rb = a.current().ranker(method), b.current().ranker(method)
+                for query in asked[:40]:
+                    for k in (1, 10, 100):
+                        ids_a, scores_a = ra.top(query, k)
+                        ids_b, scores_b = rb.top(query, k)
+                        assert np.array_equal(ids_a, ids_b), (method, query, k)
+                        assert np.array_equal(scores_a, scores_b), (method, query, k)
+
+
+def test_a_build_without_the_sql_tables_is_refused_by_lexical_sql_in_one_line(pg_home):
+    from busca.index import IndexFormatError
+
+    busca(pg_home, "add", str(ARTICLES))
+    busca(pg_home, "index", "--quiet", "--methods", "bm25")
+    with open_home(pg_home) as home:
+        assert home.current().ranker("bm25").top("matrícula", 3)[0].size == 3
+    with open_home(pg_home + "&lexical=sql") as home:
+        with pytest.raises(IndexFormatError, match="lexical=sql") as e:
+            home.current().ranker("bm25")
+    assert "\n" not in str(e.value)
+    result = CliRunner().invoke(cli, ["--home", pg_home + "&lexical=sql", "search", "matrícula",
+                                      "--method", "bm25"], obj={})
+    assert result.exit_code == 1 and "lexical=sql" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_same_answers_without_the_intarray_extension(fixture_built, monkeypatch):
     from busca.index.postgres import PostgresHome
 
-    local, pg = fixture_homes
+    local, pg = fixture_built
+    pg += "&lexical=sql"
     monkeypatch.setattr(PostgresHome, "find_function", lambda self: "array_position")
     with open_home(local) as a, open_home(pg) as b:
         for method in ("tfidf", "bm25"):

@@ -135,3 +135,120 @@ def test_compiled_bm25_matches_a_brute_force_oracle(built, compiled):
             assert i == j or abs(oracle[i] - oracle[j]) <= 1e-5 * oracle[j], (query, rank)
         checked += 1
     assert checked > 15
+
+
+@pytest.mark.parametrize("shift", [1, 3, 6])
+@pytest.mark.parametrize("method", ["tfidf", "bm25"])
+def test_compiled_top_is_exact_whatever_the_window(built, method, shift, compiled,
+                                                   monkeypatch):
+    """Windows of 2 to 64 chunks: long lists get tables, short ones are walked; the top k
+    stays the exhaustive ranking bit for bit."""
+    monkeypatch.setattr(maxscore, "SHIFT", shift)
+    scorer = core.scorer(built[1], method)
+    for query in queries(shift, 40):
+        for k in (1, 10):
+            got = ranked(scorer, query, k)
+            if got is None:
+                continue
+            want = core.top_k(*scorer.score(query), k)
+            assert got[0].tolist() == want[0].tolist(), query
+            assert got[1].tolist() == want[1].tolist(), query
+    assert scorer._blocks.shift == shift
+
+
+def test_window_tables_survive_a_reset(built, compiled, monkeypatch):
+    """A memory cap smaller than one table: every new term starts fresh tables, and the
+    answers stay exact."""
+    monkeypatch.setattr(maxscore, "BLOCKS_MAX_BYTES", 1)
+    scorer = core.scorer(built[1], "bm25")
+    for query in queries(5, 30):
+        got = ranked(scorer, query, 10)
+        if got is not None:
+            want = core.top_k(*scorer.score(query), 10)
+            assert got[1].tolist() == want[1].tolist() and got[0].tolist() == want[0].tolist()
+
+
+def test_window_index_bounds_and_offsets(built, compiled):
+    """The table of a list: each window's quantised maximum is at least its largest value
+    (and within one step of it), and the offsets are where the window's postings start."""
+    scorer = core.scorer(built[1], "bm25")
+    kernel = maxscore.kernel()
+    shift = 3
+    n_windows = (scorer.n_rows - 1 >> shift) + 1
+    for column in range(min(scorer.indptr.size - 1, 40)):
+        lo, hi = int(scorer.indptr[column]), int(scorer.indptr[column + 1])
+        maxima = np.zeros(n_windows + 1, np.uint8)
+        rel = np.zeros(n_windows + 1, np.uint8)
+        group = np.zeros(((n_windows + 1) >> 2) + 1, np.int32)
+        scale = kernel.window_index(scorer.indices, scorer.data, lo, hi, np.empty(0), shift,
+                                    maxima, rel, group)
+        docs, values = scorer.indices[lo:hi], scorer.data[lo:hi].astype(np.float64)
+        for j in range(n_windows + 1):
+            start = lo + group[j >> 2] + rel[j]
+            assert start == lo + np.searchsorted(docs, j << shift)
+            inside = values[(docs >> shift) == j]
+            top = inside.max() if inside.size else 0.0
+            assert maxima[j] * scale >= top * (1 - 1e-12)
+            assert maxima[j] * scale <= top + scale * (1 + 1e-9)
+
+
+def test_candidates_of_a_small_postings_object(compiled):
+    """The entry point for postings fetched elsewhere (a plain object with the CSR arrays):
+    its candidates hold the exhaustive top k, and `top` is that top k."""
+    from types import SimpleNamespace
+    rng = np.random.default_rng(4)
+    n_rows, n_columns = 3000, 6
+    columns = [np.sort(rng.choice(n_rows, size, replace=False))
+               for size in (2900, 1500, 300, 40, 5, 0)]
+    indptr = np.concatenate([[0], np.cumsum([c.size for c in columns])]).astype(np.int64)
+    indices = np.concatenate(columns).astype(np.int32)
+    data = rng.random(indices.size).astype(np.float32) + np.float32(0.01)
+    postings = SimpleNamespace(indptr=indptr, indices=indices, data=data, n_rows=n_rows,
+                               accumulator=np.float32)
+    dense = np.zeros((n_columns, n_rows), np.float32)
+    for c in range(n_columns):
+        dense[c, columns[c]] = data[indptr[c]:indptr[c + 1]]
+    for query, weights in (([0, 1, 2, 3, 4, 5], [1, 1, 1, 1, 1, 1]), ([0, 3], [1, 2]),
+                           ([4], [1]), ([1, 2, 4], [3, 1, 2])):
+        w = np.array(weights, np.float32)
+        sums = np.zeros(n_rows, np.float32)
+        for c, weight in zip(query, w):
+            sums += dense[c] * weight
+        for k in (1, 10, 50):
+            want = np.lexsort((np.arange(n_rows), -sums))[:k]
+            want = want[sums[want] > 0]
+            found = maxscore.candidates(postings, query, np.array(weights, float), k, None)
+            assert set(want.tolist()) <= set(found.tolist())
+            ids, scores = maxscore.top(postings, query, np.array(weights, float), k)
+            assert ids.tolist() == want.tolist()
+            assert scores.tolist() == sums[want].astype(np.float64).tolist()
+
+
+def test_postings_of_one_query_take_the_plain_walk(compiled):
+    """PostgreSQL's ranker lays out only the query's lists per query: no window tables are
+    made (they would cost a pass over every posting), the top k is still exact, with a
+    chunk factor (TF-IDF's) and with the lists' stored bounds."""
+    from types import SimpleNamespace
+    rng = np.random.default_rng(9)
+    n_rows = 4000
+    columns = [np.sort(rng.choice(n_rows, size, replace=False)) for size in (3500, 900, 60)]
+    indptr = np.concatenate([[0], np.cumsum([c.size for c in columns])]).astype(np.int64)
+    indices = np.concatenate(columns).astype(np.int32)
+    data = (rng.random(indices.size) + 0.01).astype(np.float64)
+    bound = np.array([data[indptr[c]:indptr[c + 1]].max() for c in range(3)])
+    factor = rng.random(n_rows) + 0.5
+    postings = SimpleNamespace(indptr=indptr, indices=indices, data=data, n_rows=n_rows,
+                               accumulator=np.float64, bound=bound * factor.max())
+    weights = np.array([1.0, 2.0, 3.0])
+    assert maxscore.one_query(postings, np.arange(3))
+    sums = np.zeros(n_rows)
+    for c in range(3):
+        sums[columns[c]] += data[indptr[c]:indptr[c + 1]] * weights[c]
+    norms = 1 / factor
+    for k in (1, 10, 100):
+        ids, scores = maxscore.top(postings, [0, 1, 2], weights, k, factor, norms, 2.0)
+        cosine = sums / (norms * 2.0)
+        want = np.lexsort((np.arange(n_rows), -cosine))[:k]
+        assert ids.tolist() == want.tolist()
+        assert scores.tolist() == cosine[want].tolist()
+    assert getattr(postings, "_blocks", None) is None
