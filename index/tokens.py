@@ -21,17 +21,9 @@ import sys
 import numpy as np
 
 from . import compiled
-from .analyzers import _ALNUM_RUN
+from .codetables import UNKNOWN, fill, tables
 from .counting import CountedBatch, compact, sorted_terms
 
-TERM = 1  # flags: a letter or digit once lowercased
-SPECIAL = 2  # flags: a code whose lowercase is not one code of its own (İ, Σ); never TERM
-UNKNOWN = 4  # flags: a code whose page of the tables is not filled yet
-STOP = SPECIAL | UNKNOWN  # the compiled pass stops at these
-PAGE = 256
-_CODES = 0x110000
-_SIGMA = 0x3A3
-_tables: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def compiled_batch(docs, *, size: int, overlap: int):
@@ -92,30 +84,3 @@ def _same_spans(docs, chunks: np.ndarray, starts: np.ndarray, ends: np.ndarray) 
         if old != list(zip(starts[a:b].tolist(), ends[a:b].tolist())):
             return False
     return True
-
-
-def tables() -> tuple[np.ndarray, np.ndarray]:
-    """The lowercase and flags tables by code point (flags UNKNOWN until `fill`)."""
-    global _tables
-    if _tables is None:
-        _tables = (np.arange(_CODES, dtype=np.uint32), np.full(_CODES, UNKNOWN, dtype=np.uint8))
-    return _tables
-
-
-def fill(codes: np.ndarray) -> None:
-    """Fill the tables for every code in `codes` (256 codes at a time)."""
-    lower, flags = tables()
-    pages = np.flatnonzero(np.bincount(codes >> 8, minlength=_CODES // PAGE) > 0)
-    for page in pages.tolist():
-        if flags[page * PAGE] & UNKNOWN:
-            _fill(lower, flags, page)
-
-
-def _fill(lower: np.ndarray, flags: np.ndarray, page: int) -> None:
-    for c in range(page * PAGE, (page + 1) * PAGE):
-        low = chr(c).lower()
-        if len(low) != 1 or c == _SIGMA:
-            flags[c] = SPECIAL
-        else:
-            lower[c] = ord(low)
-            flags[c] = TERM if _ALNUM_RUN.fullmatch(low) else 0

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .tokens import STOP, TERM
+from .codetables import STOP, TERM
 
 INVALID = 8  # status: bytes that are not UTF-8
 _EMPTY = -1
