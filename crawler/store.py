@@ -146,7 +146,7 @@ def _now() -> str:
 class DocumentRanges:
     """A store's documents as consecutive URL ranges (range i starts at starts[i], the first
     one at the smallest URL there is), for worker processes that each read their own:
-    `read(i)` opens the file read-only and returns (url, sha256, text as the UTF-8 bytes
+    `read(i)` opens the file read-only and yields (url, sha256, text as the UTF-8 bytes
     SQLite holds) of range i in URL order. A document added or changed while they read is
     read as it is at that moment, once."""
 
@@ -156,7 +156,7 @@ class DocumentRanges:
     def __len__(self) -> int:
         return len(self.starts)
 
-    def read(self, i: int) -> list[tuple[str, str, bytes]]:
+    def read(self, i: int) -> Iterator[tuple[str, str, bytes]]:
         sql = "SELECT url, sha256, CAST(text AS BLOB) FROM documents"
         bounds = [("url >= ?", self.starts[i]) if i > 0 else None,
                   ("url < ?", self.starts[i + 1]) if i + 1 < len(self.starts) else None]
@@ -167,7 +167,7 @@ class DocumentRanges:
             db = sqlite3.connect(self.path.resolve().as_uri() + "?mode=ro", uri=True,
                                  timeout=30)
             try:
-                return db.execute(sql + " ORDER BY url", [b[1] for b in bounds]).fetchall()
+                yield from db.execute(sql + " ORDER BY url", [b[1] for b in bounds])
             finally:
                 db.close()
 

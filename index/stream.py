@@ -181,25 +181,25 @@ def _ranges(ranges: DocumentRanges, reusable: dict) -> Iterator[_Range]:
 
 
 def chunk_task(task: list | _Range, **job) -> tuple[list[ChunkedBatch], tuple | None]:
-    """`chunk_batch` of a batch (None: nothing read), or of a store range read here, cut in
-    batches of BATCH_CHARS at most, with (urls, hashes, documents to chunk again)."""
+    """`chunk_batch` of a batch (None: nothing read), or of a store range read here in
+    batches of BATCH_CHARS at most, with (urls, hashes, documents chunked again)."""
     if not isinstance(task, _Range):
         return [chunk_batch(task, **job)], None
-    rows = task.ranges.read(task.index)
-    urls = [url for url, _, _ in rows]
-    hashes = [sha for _, sha, _ in rows]
-    docs = []
-    for url, sha, text in rows:
+    urls, hashes, batches, docs, chars, again = [], [], [], [], 0, 0
+    for url, sha, text in task.ranges.read(task.index):
         old = task.previous.get(url)
-        docs.append((text, old[1] if old and old[0] == sha else None))
-    del rows
-    batches, start, chars = [], 0, 0
-    for end, (text, _) in enumerate(docs, 1):
+        spans = old[1] if old and old[0] == sha else None
+        urls.append(url)
+        hashes.append(sha)
+        docs.append((text, spans))
+        again += spans is None
         chars += len(text)
-        if chars >= BATCH_CHARS or end == len(docs):
-            batches.append(chunk_batch(docs[start:end], **job))
-            start, chars = end, 0
-    return batches, (urls, hashes, sum(old is None for _, old in docs))
+        if chars >= BATCH_CHARS:
+            batches.append(chunk_batch(docs, **job))
+            docs, chars = [], 0
+    if docs or not batches:
+        batches.append(chunk_batch(docs, **job))
+    return batches, (urls, hashes, again)
 
 
 def _run(tasks: Iterator, job: dict, workers: int) -> Iterator[tuple[list[ChunkedBatch], tuple]]:

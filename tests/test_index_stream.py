@@ -150,7 +150,9 @@ def test_store_ranges_cover_every_document_once_in_url_order(tmp_path):
         assert all(text.decode("utf-8") == texts[url] for url, _, text in read if url in texts)
 
 
-def test_ranges_read_by_workers_give_what_documents_give(tmp_path):
+def test_ranges_read_by_workers_give_what_documents_give(tmp_path, monkeypatch):
+    from busca.index import stream
+    monkeypatch.setattr(stream, "BATCH_CHARS", 700)  # a range is chunked in several batches
     docs = documents(random.Random(7), 60)
     with stored(tmp_path, docs) as store:
         docs = list(store.documents())  # as stored (normalized)
