@@ -3,14 +3,15 @@
 Documents are read in batches (from a local store, each worker process reads its own URL
 range: no text passes through the main process); each batch is cut into windows and
 tokenised in a worker process (all cores), and the main process merges the batches in order,
-so memory holds the compact results (spans, term counts) and never all the texts. The windows are exactly those
-of `chunking.chunk_words` (tests/test_stream.py checks it); a document unchanged since the
-previous build keeps its previous chunk spans.
+so memory holds the compact results (spans, term counts) and never all the texts. The windows
+are exactly those of `chunking.chunk_words` (tests/test_index_stream.py checks it); a document
+unchanged since the previous build keeps its previous chunk spans.
 """
 
 from __future__ import annotations
 
 import bisect
+import ctypes
 import gc
 import itertools
 import os
@@ -211,7 +212,7 @@ def _run(tasks: Iterator, job: dict, workers: int) -> Iterator[tuple[list[Chunke
         return
     if job["use_compiled"] and job["count"] and not job["keep_texts"]:
         warm_up()  # load the compiled pass once here: every forked worker inherits it
-    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_keep_freed_memory) as pool:
         pending = []
         try:
             for task in tasks:
@@ -223,6 +224,22 @@ def _run(tasks: Iterator, job: dict, workers: int) -> Iterator[tuple[list[Chunke
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
             raise
+
+
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
+
+
+def _keep_freed_memory() -> None:
+    """In a worker process (glibc): freed memory stays in the process for the next batch.
+    glibc otherwise gives every block of a few MB back to the kernel when it is freed, and
+    the next batch faults in fresh zeroed pages again: a third of the compiled pass's time
+    (a worker's memory stays at its high-water mark instead, about 200 MB at 1M chunks)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(M_MMAP_THRESHOLD, 1 << 30)
+        libc.mallopt(M_TRIM_THRESHOLD, 1 << 30)
+    except (OSError, AttributeError):  # another C library: its own policy
+        pass
 
 
 def _fork_context():

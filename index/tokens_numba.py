@@ -184,11 +184,13 @@ def terms_of(buf, win, byte_start, byte_end, lower, flags):
     d_at = np.empty(cap, dtype=np.int64)  # ... characters
     d_hash = np.empty(cap, dtype=np.uint64)
     d_chars = np.empty(cap, dtype=np.int64)
-    d_terms = np.zeros(cap + 1, dtype=np.int64)  # ... and terms (word_terms[d_terms[w]:])
+    d_terms = np.empty(cap + 1, dtype=np.int64)  # ... and terms (word_terms[d_terms[w]:])
+    d_terms[0] = 0  # the others are written as words come (no pages zero-filled for nothing)
     word_terms = np.empty(buf.size // 2 + 2, dtype=np.int32)
     w_slots = np.full(4096, _EMPTY, dtype=np.int32)
     pool = np.empty(buf.size, dtype=np.uint32)  # distinct terms
-    t_at = np.zeros(buf.size // 2 + 3, dtype=np.int64)
+    t_at = np.empty(buf.size // 2 + 3, dtype=np.int64)
+    t_at[0] = 0
     t_hash = np.empty(buf.size // 2 + 2, dtype=np.uint64)
     t_slots = np.full(4096, _EMPTY, dtype=np.int32)
     scratch = np.empty(buf.size + 1, dtype=np.uint32)
