@@ -543,12 +543,19 @@ DEMO_REFUSED = "Qual a nota de corte do Sisu para Medicina?"
 
 
 def _demo_encoder() -> str | None:
-    try:
-        indexing.get_encoder(indexing.DEFAULT_ENCODER)
-    except indexing.EncoderError as e:
-        click.echo(f"(no dense search in this demo: {e})", err=True)
-        return None
-    return indexing.DEFAULT_ENCODER
+    """The default encoder, else USE (the `dense` extra alone), else none."""
+    first = None
+    for name in dict.fromkeys((indexing.DEFAULT_ENCODER, indexing.FALLBACK_ENCODER)):
+        try:
+            indexing.get_encoder(name)
+        except indexing.EncoderError as e:
+            first = first or e
+            continue
+        if name != indexing.DEFAULT_ENCODER:
+            click.echo(f"(dense search in this demo with {name}: {first})", err=True)
+        return name
+    click.echo(f"(no dense search in this demo: {first})", err=True)
+    return None
 
 
 @contextmanager

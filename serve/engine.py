@@ -118,6 +118,8 @@ class Engine:
                 key = (method, entry["encoder"], entry["dimension"])
                 ranker = index.ranker(method, encoder=self._encoders.get(key))
                 ranker.embed("aquecimento")  # some encoders load their tables lazily
+                if hasattr(ranker, "prepare"):
+                    ranker.prepare()  # the local int8 copy of a large index (index/vectors.py)
                 self._encoders[key] = ranker.encoder
         for method in searching.available_methods(index):
             searching.scorer(index, method)

