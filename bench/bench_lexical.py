@@ -100,7 +100,8 @@ def measure(n: int, base: dict, keep: bool, systems: set[str]) -> dict:
         rows[f"busca {method}"] = {**found, "build": build["build"],
                                    "size": build["size"][method],
                                    "build_peak": build["build_peak"],
-                                   "workers_peak": build["workers_peak"]}
+                                   "workers_peak": build["workers_peak"],
+                                   "build_config": build.get("build_config", "")}
     if "bm25s" in systems:
         built = step("bm25s build", "bm25s-build", one_thread=False)
         for backend in ("numba", "numpy"):
@@ -157,9 +158,10 @@ def print_table(n: int, rows: dict) -> None:
     if "dense" in rows:
         print_dense(rows["dense"])
     workers = bm25.get("workers_peak", 0)
-    print("  busca: one `busca index` builds tfidf and bm25 with one tokenising pass (build s,"
-          " build peak MB: main process"
-          + (f"; its tokenising workers peaked at {workers:.0f} MB)" if workers else ")")
+    print("  busca: one `busca index` builds tfidf and bm25 with one tokenising pass"
+          + (f" ({bm25['build_config']})" if bm25.get("build_config") else "")
+          + "; build s, build peak MB: main process"
+          + (f" (its tokenising workers peaked at {workers:.0f} MB)" if workers else "")
           + "; peers without an index file: search peak includes the build")
 
 

@@ -91,7 +91,17 @@ def busca_build(cfg: dict) -> dict:
     build = time.perf_counter() - started
     path = current_dir(home)
     return {"build": build, "size": {m: directory_mb(path, f"{m}.*") for m in ("tfidf", "bm25")},
-            "build_peak": peak_mb(), "workers_peak": peak_mb(resource.RUSAGE_CHILDREN)}
+            "build_peak": peak_mb(), "workers_peak": peak_mb(resource.RUSAGE_CHILDREN),
+            "build_config": _busca_build_config()}
+
+
+def _busca_build_config() -> str:
+    from busca.index import compiled
+    from busca.index.stream import default_workers
+    loops = compiled.module("tokens_numba")
+    how = (f"compiled loops (numba {loops.numba.__version__})" if loops is not None
+           else "Python/numpy loops (no numba)")
+    return f"{default_workers()} tokenising workers, {how}"
 
 
 def busca_query(cfg: dict) -> dict:

@@ -142,6 +142,36 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+@dataclass(frozen=True)
+class DocumentRanges:
+    """A store's documents as consecutive URL ranges (range i starts at starts[i], the first
+    one at the smallest URL there is), for worker processes that each read their own:
+    `read(i)` opens the file read-only and yields (url, sha256, text as the UTF-8 bytes
+    SQLite holds) of range i in URL order. A document added or changed while they read is
+    read as it is at that moment, once."""
+
+    path: Path
+    starts: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def read(self, i: int) -> Iterator[tuple[str, str, bytes]]:
+        sql = "SELECT url, sha256, CAST(text AS BLOB) FROM documents"
+        bounds = [("url >= ?", self.starts[i]) if i > 0 else None,
+                  ("url < ?", self.starts[i + 1]) if i + 1 < len(self.starts) else None]
+        bounds = [b for b in bounds if b is not None]
+        if bounds:
+            sql += " WHERE " + " AND ".join(b[0] for b in bounds)
+        with guard(self.path):
+            db = sqlite3.connect(self.path.resolve().as_uri() + "?mode=ro", uri=True,
+                                 timeout=30)
+            try:
+                yield from db.execute(sql + " ORDER BY url", [b[1] for b in bounds])
+            finally:
+                db.close()
+
+
 class DocumentStore(Protocol):
     """What the crawler needs of a home: documents, and settings/crawl state as JSON values.
 
@@ -238,14 +268,16 @@ class Store:
             for row in self.db.execute(sql + " ORDER BY url", args):
                 yield Document(*row)
 
-    def document_texts(self) -> Iterator[tuple[str, str, str | bytes]]:
-        """(url, sha256, text) of every document in URL order, the text as the UTF-8 bytes
-        SQLite holds (str if the file uses another encoding): what a build reads, without
-        decoding a text in this process (index/stream.py's workers decode them)."""
+    def document_ranges(self, size: int) -> DocumentRanges | None:
+        """The documents cut into URL ranges of `size` documents (the last may be shorter),
+        which processes read themselves (DocumentRanges.read); None when the file's texts
+        are not stored as UTF-8."""
         with guard(self.path):
-            utf8 = self.db.execute("PRAGMA encoding").fetchone()[0] == "UTF-8"
-            text = "CAST(text AS BLOB)" if utf8 else "text"
-            yield from self.db.execute(f"SELECT url, sha256, {text} FROM documents ORDER BY url")
+            if self.db.execute("PRAGMA encoding").fetchone()[0] != "UTF-8":
+                return None
+            starts = [url for i, (url,) in enumerate(
+                self.db.execute("SELECT url FROM documents ORDER BY url")) if i % size == 0]
+        return DocumentRanges(self.path, tuple(starts))
 
     @_guarded
     def hashes(self, source: str | None = None) -> dict[str, str]:

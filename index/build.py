@@ -18,7 +18,7 @@ from .dense import previous_models
 from .dense_models import DenseModel
 from .manifest import Manifest
 from .methods import DEFAULT, UnknownMethod, check_methods, method_spec, with_dense
-from .stream import chunk_documents
+from .stream import BATCH_DOCS, chunk_documents
 
 log = logging.getLogger(__name__)
 
@@ -74,10 +74,11 @@ def build_index(home, *, size: int = SIZE, overlap: int = OVERLAP,
 
 
 def _documents(home):
-    """The home's documents as the build reads them: (url, sha256, UTF-8 text) rows when the
-    store offers them (no text decoded in this process), else its Documents."""
-    texts = getattr(home, "document_texts", None)
-    return texts() if texts is not None else home.documents()
+    """The home's documents as the build reads them: URL ranges that the tokenising workers
+    read themselves when the store offers them, else its Documents."""
+    ranges = getattr(home, "document_ranges", None)
+    found = ranges(BATCH_DOCS) if ranges is not None else None
+    return found if found is not None else home.documents()
 
 
 def _build_methods(methods, chunked, out, options, previous, progress) -> dict:

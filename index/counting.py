@@ -114,42 +114,59 @@ def compact(data: np.ndarray) -> np.ndarray:
 
 
 class CountMerger:
-    """Accumulates batches in order into one vocabulary; `result()` gives sorted columns."""
+    """Accumulates batches in order into one vocabulary; `result()` gives sorted columns.
 
-    def __init__(self):
+    The entries go straight into one pair of growing arrays (their room reserved from the
+    first batch's entries per document and `documents`, the expected total; untouched room
+    costs no memory), with ids in order of first appearance; `result()` renames them in
+    place. Memory holds the counts once: no list of parts to concatenate, no freed parts
+    left behind in the heap."""
+
+    def __init__(self, documents: int = 0):
         self.vocabulary: defaultdict[str, int] = defaultdict()
         self.vocabulary.default_factory = self.vocabulary.__len__
-        self.parts: list[tuple] = []  # (local id -> vocabulary id, indptr, indices, data)
+        self.documents = documents
+        self.indptr: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
+        self.indices = np.empty(0, dtype=np.int32)
+        self.data = np.empty(0, dtype=np.uint16)
+        self.nnz = 0
         self.rows = 0
 
-    def add(self, batch: CountedBatch) -> None:
+    def add(self, batch: CountedBatch, documents: int = 0) -> None:
+        """Append a batch's rows (`documents`: how many documents they come from)."""
         mapping = np.fromiter(map(self.vocabulary.__getitem__, batch.terms), dtype=np.int32,
                               count=len(batch.terms))
-        self.parts.append((mapping, batch.indptr, batch.indices, batch.data))
-        self.rows += batch.indptr.size - 1
+        n, end = batch.indptr.size - 1, self.nnz + batch.indices.size
+        if end > self.indices.size:
+            self._reserve(end, batch.indices.size / max(documents, 1))
+        if batch.data.dtype != self.data.dtype and batch.data.dtype == np.int32:
+            self.data = self.data.astype(np.int32)
+        np.take(mapping, batch.indices, out=self.indices[self.nnz:end])
+        self.data[self.nnz:end] = batch.data
+        self.indptr.append(batch.indptr[1:] + self.nnz)
+        self.nnz, self.rows = end, self.rows + n
+
+    def _reserve(self, needed: int, per_document: float) -> None:
+        """Room for `needed` entries, and for the expected documents at this density."""
+        room = max(needed, int(per_document * self.documents * 1.05), int(self.indices.size * 1.5))
+        for name in ("indices", "data"):
+            old = getattr(self, name)
+            grown = np.empty(room, dtype=old.dtype)
+            grown[:self.nnz] = old[:self.nnz]
+            setattr(self, name, grown)
 
     def result(self) -> TermCounts:
-        """All rows so far; columns renumbered in sorted term order (as CountVectorizer).
-        The batches are moved into the final arrays one by one (memory: the result plus
-        one batch)."""
+        """All rows so far; columns renumbered in sorted term order (as CountVectorizer)."""
         import scipy.sparse as sp
         terms, rank = sorted_terms(list(self.vocabulary))
-        parts, self.parts = self.parts, []
-        nnz = sum(p[2].size for p in parts)
-        index_dtype = np.int32 if nnz < np.iinfo(np.int32).max else np.int64
-        indptr = np.zeros(self.rows + 1, dtype=index_dtype)
-        indices = np.empty(nnz, dtype=np.int32)
-        wide = any(p[3].dtype != np.uint16 for p in parts)
-        data = np.empty(nnz, dtype=np.int32 if wide else np.uint16)
-        row = start = 0
-        parts.reverse()
-        while parts:
-            mapping, part_indptr, part_indices, part_data = parts.pop()
-            n, end = part_indptr.size - 1, start + part_indices.size
-            indptr[row + 1:row + n + 1] = part_indptr[1:] + start
-            np.take(rank[mapping], part_indices, out=indices[start:end])
-            data[start:end] = part_data
-            row, start = row + n, end
+        indices, data = self.indices[:self.nnz], self.data[:self.nnz]
+        for lo in range(0, self.nnz, 1 << 22):  # in place, a block at a time
+            block = indices[lo:lo + (1 << 22)]
+            block[:] = rank[block]
+        indptr = np.concatenate(self.indptr)
+        if self.nnz < np.iinfo(np.int32).max:
+            indptr = indptr.astype(np.int32)
+        self.indptr, self.indices, self.data, self.nnz = [indptr[-1:]], indices[:0], data[:0], 0
         matrix = sp.csr_matrix((data, indices, indptr), shape=(self.rows, len(terms)))
         # each batch's ids follow term order, and so do their ranks: rows stay sorted
         matrix.has_sorted_indices = True

@@ -92,3 +92,80 @@ def ratio_bounds(indptr, indices, counts, norms):
                 top = r
         bound[t] = top
     return bound
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def columns(indptr, indices, data, n_columns):
+    """A CSR matrix term-major (CSC: indptr, row ids increasing within a column, values):
+    scipy's tocsc, as one counting sort."""
+    col_ptr = np.zeros(n_columns + 1, dtype=np.int64)
+    for k in range(indices.size):
+        col_ptr[indices[k] + 1] += 1
+    for c in range(n_columns):
+        col_ptr[c + 1] += col_ptr[c]
+    fill = col_ptr[:-1].copy()
+    rows = np.empty(indices.size, dtype=np.int32)
+    values = np.empty(indices.size, dtype=data.dtype)
+    for r in range(indptr.size - 1):
+        for k in range(indptr[r], indptr[r + 1]):
+            c = indices[k]
+            p = fill[c]
+            fill[c] = p + 1
+            rows[p] = r
+            values[p] = data[k]
+    return col_ptr, rows, values
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _pairwise(a, lo, n):
+    """numpy's pairwise sum of a[lo:lo + n] (the order np.add.reduce adds float64 in): below
+    8 values one by one from -0.0, up to 128 in 8 running sums, above that two halves."""
+    if n < 8:
+        res = -0.0
+        for i in range(n):
+            res += a[lo + i]
+        return res
+    if n <= 128:
+        r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+        r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+        i = 8
+        while i < n - n % 8:
+            r0 += a[lo + i]
+            r1 += a[lo + i + 1]
+            r2 += a[lo + i + 2]
+            r3 += a[lo + i + 3]
+            r4 += a[lo + i + 4]
+            r5 += a[lo + i + 5]
+            r6 += a[lo + i + 6]
+            r7 += a[lo + i + 7]
+            i += 8
+        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while i < n:
+            res += a[lo + i]
+            i += 1
+        return res
+    half = n // 2
+    half -= half % 8
+    return _pairwise(a, lo, half) + _pairwise(a, lo + half, n - half)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def row_squares(indptr, indices, data, idf):
+    """Per chunk (CSR rows, terms in column order) the sum of (count x idf)^2, added as
+    np.add.reduceat adds a row (tfidf.row_norms' numbers): its first square, plus the
+    pairwise sum of the others."""
+    n_rows = indptr.size - 1
+    squares = np.zeros(n_rows, dtype=np.float64)
+    longest = 0
+    for r in range(n_rows):
+        longest = max(longest, indptr[r + 1] - indptr[r])
+    row = np.empty(longest, dtype=np.float64)
+    for r in range(n_rows):
+        lo, n = np.int64(indptr[r]), np.int64(indptr[r + 1] - indptr[r])
+        if n == 0:
+            continue
+        for k in range(n):
+            w = np.float64(data[lo + k]) * idf[indices[lo + k]]
+            row[k] = w * w
+        squares[r] = row[0] + _pairwise(row, np.int64(1), n - 1)
+    return squares

@@ -1,14 +1,17 @@
 """Chunk the store's documents into word windows and count their terms in one streaming pass.
 
-Documents are read in batches; each batch is cut into windows and tokenised in a worker
-process (all cores), and the main process merges the batches in order, so memory holds the
-compact results (spans, term counts) and never all the texts. The windows are exactly those
-of `chunking.chunk_words` (tests/test_stream.py checks it); a document unchanged since the
-previous build keeps its previous chunk spans.
+Documents are read in batches (from a local store, each worker process reads its own URL
+range: no text passes through the main process); each batch is cut into windows and
+tokenised in a worker process (all cores), and the main process merges the batches in order,
+so memory holds the compact results (spans, term counts) and never all the texts. The windows
+are exactly those of `chunking.chunk_words` (tests/test_index_stream.py checks it); a document
+unchanged since the previous build keeps its previous chunk spans.
 """
 
 from __future__ import annotations
 
+import bisect
+import ctypes
 import gc
 import itertools
 import os
@@ -22,7 +25,7 @@ from multiprocessing import get_all_start_methods, get_context
 
 import numpy as np
 
-from ..crawler.store import Document, StoreError
+from ..crawler.store import Document, DocumentRanges, StoreError
 from . import compiled
 from .chunking import JAVA_SPACE, splits_like_java, window_starts, words
 from .chunks import ChunkColumns
@@ -38,7 +41,7 @@ _GAP = re.compile(f"[{JAVA_SPACE}]+")
 
 Progress = Callable[[str, int, int], None]
 Spans = list[tuple[int, int]]
-DocumentText = tuple[str, str, "str | bytes"]  # url, sha256, text (Store.document_texts)
+DocumentText = tuple[str, str, "str | bytes"]  # url, sha256, text (str or UTF-8 bytes)
 
 
 @dataclass(frozen=True)
@@ -82,30 +85,38 @@ def _joined(arrays: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(arrays) if arrays else np.empty(0, np.int64)
 
 
-def chunk_documents(documents: Iterable[Document | DocumentText], *, size: int, overlap: int,
-                    reusable: dict, total: int, count: bool = True, keep_texts: bool = False,
-                    workers: int | None = None, on_progress: Progress | None = None) -> Chunked:
+def chunk_documents(documents: Iterable[Document | DocumentText] | DocumentRanges, *,
+                    size: int, overlap: int, reusable: dict, total: int, count: bool = True,
+                    keep_texts: bool = False, workers: int | None = None,
+                    on_progress: Progress | None = None) -> Chunked:
     """Word windows of every document, with their term counts and, if asked, texts. A
     document is a Document or a (url, sha256, text) tuple whose text may be UTF-8 bytes
-    (Store.document_texts: decoded by the workers, not here)."""
+    (decoded by the workers); or `documents` are a store's DocumentRanges, which the workers
+    read themselves (no text passes through this process)."""
     progress = on_progress or (lambda stage, done, total: None)
     workers = default_workers() if workers is None else workers
     result = Chunked(texts=[] if keep_texts else None)
-    merger = CountMerger() if count else None
-    batches = _batches(documents, reusable, result)
+    merger = CountMerger(documents=total) if count else None
+    tasks = (_ranges(documents, reusable) if isinstance(documents, DocumentRanges)
+             else _batches(documents, reusable, result))
     job = dict(size=size, overlap=overlap, count=count, keep_texts=keep_texts,
                use_compiled=total >= compiled.MIN_DOCUMENTS)
     done = 0
-    for batch in _run(batches, job, workers if total >= PARALLEL_MIN_DOCS else 1):
-        result.words += int(batch.words.sum())
-        result.per_doc.append(batch.chunks)
-        result.starts.append(batch.starts)
-        result.ends.append(batch.ends)
-        if merger is not None:
-            merger.add(batch.counts)
-        if keep_texts:
-            result.texts.extend(batch.texts)
-        done += batch.chunks.size
+    for batches, read in _run(tasks, job, workers if total >= PARALLEL_MIN_DOCS else 1):
+        if read is not None:  # the documents a worker read: its range of the store
+            result.urls.extend(read[0])
+            result.hashes.extend(read[1])
+            result.rechunked += read[2]
+        for batch in batches:
+            result.words += int(batch.words.sum())
+            result.per_doc.append(batch.chunks)
+            result.starts.append(batch.starts)
+            result.ends.append(batch.ends)
+            if merger is not None:
+                merger.add(batch.counts, documents=batch.chunks.size)
+            if keep_texts:
+                result.texts.extend(batch.texts)
+            done += batch.chunks.size
         progress("chunking and counting terms", done, total)
     if merger is not None and merger.rows:
         result.counts = merger.result()
@@ -151,20 +162,61 @@ def _previous(reusable: dict, url: str, sha256: str) -> Spans | None:
     return [(r.start, r.end) for r in old[1]] if old and old[0] == sha256 else None
 
 
-def _run(batches: Iterator[list], job: dict, workers: int) -> Iterator[ChunkedBatch]:
-    """Results of `chunk_batch` over the batches, in order; at most 2 per worker in flight."""
+@dataclass(frozen=True)
+class _Range:
+    """Range `index` of a store's documents, which the worker reads itself; `previous`: url
+    -> (sha256, spans) of the documents in it whose spans may be reused."""
+
+    ranges: DocumentRanges
+    index: int
+    previous: dict
+
+
+def _ranges(ranges: DocumentRanges, reusable: dict) -> Iterator[_Range]:
+    urls = sorted(reusable)
+    for i in range(len(ranges)):
+        lo = bisect.bisect_left(urls, ranges.starts[i]) if i else 0
+        hi = bisect.bisect_left(urls, ranges.starts[i + 1]) if i + 1 < len(ranges) else len(urls)
+        yield _Range(ranges, i, {u: (reusable[u][0], [(r.start, r.end) for r in reusable[u][1]])
+                                 for u in urls[lo:hi]})
+
+
+def chunk_task(task: list | _Range, **job) -> tuple[list[ChunkedBatch], tuple | None]:
+    """`chunk_batch` of a batch (None: nothing read), or of a store range read here in
+    batches of BATCH_CHARS at most, with (urls, hashes, documents chunked again)."""
+    if not isinstance(task, _Range):
+        return [chunk_batch(task, **job)], None
+    urls, hashes, batches, docs, chars, again = [], [], [], [], 0, 0
+    for url, sha, text in task.ranges.read(task.index):
+        old = task.previous.get(url)
+        spans = old[1] if old and old[0] == sha else None
+        urls.append(url)
+        hashes.append(sha)
+        docs.append((text, spans))
+        again += spans is None
+        chars += len(text)
+        if chars >= BATCH_CHARS:
+            batches.append(chunk_batch(docs, **job))
+            docs, chars = [], 0
+    if docs or not batches:
+        batches.append(chunk_batch(docs, **job))
+    return batches, (urls, hashes, again)
+
+
+def _run(tasks: Iterator, job: dict, workers: int) -> Iterator[tuple[list[ChunkedBatch], tuple]]:
+    """Results of `chunk_task` over the tasks, in order; at most 2 per worker in flight."""
     context = _fork_context()
     if workers <= 1 or context is None:
-        for batch in batches:
-            yield chunk_batch(batch, **job)
+        for task in tasks:
+            yield chunk_task(task, **job)
         return
     if job["use_compiled"] and job["count"] and not job["keep_texts"]:
         warm_up()  # load the compiled pass once here: every forked worker inherits it
-    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_keep_freed_memory) as pool:
         pending = []
         try:
-            for batch in batches:
-                pending.append(pool.submit(chunk_batch, batch, **job))
+            for task in tasks:
+                pending.append(pool.submit(chunk_task, task, **job))
                 if len(pending) >= 2 * workers:
                     yield pending.pop(0).result()
             while pending:
@@ -172,6 +224,22 @@ def _run(batches: Iterator[list], job: dict, workers: int) -> Iterator[ChunkedBa
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
             raise
+
+
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
+
+
+def _keep_freed_memory() -> None:
+    """In a worker process (glibc): freed memory stays in the process for the next batch.
+    glibc otherwise gives every block of a few MB back to the kernel when it is freed, and
+    the next batch faults in fresh zeroed pages again: a third of the compiled pass's time
+    (a worker's memory stays at its high-water mark instead, about 200 MB at 1M chunks)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(M_MMAP_THRESHOLD, 1 << 30)
+        libc.mallopt(M_TRIM_THRESHOLD, 1 << 30)
+    except (OSError, AttributeError):  # another C library: its own policy
+        pass
 
 
 def _fork_context():

@@ -45,29 +45,38 @@ def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) ->
         raise EmptyVocabulary("no chunk contains a word or number to index")
     matrix = counts.matrix
     n = matrix.shape[0]
-    csc = matrix.tocsc()  # chunk ids sorted within each term
-    df = np.diff(csc.indptr)
-    idf = np.log(n / df)
-    norms = row_norms(matrix, idf)
-    out.save_array(METHOD, "indptr", csc.indptr.astype(np.int64))
-    out.save_array(METHOD, "indices", csc.indices.astype(np.int32, copy=False))
-    out.save_array(METHOD, "counts", csc.data.astype(_count_dtype(csc.data), copy=False))
+    kernel = compiled.module("postings_numba") if matrix.nnz >= compiled.MIN_POSTINGS else None
+    if kernel is not None:
+        indptr, indices, data = kernel.columns(matrix.indptr, matrix.indices, matrix.data,
+                                               matrix.shape[1])
+    else:
+        csc = matrix.tocsc()  # chunk ids sorted within each term
+        indptr, indices, data = csc.indptr, csc.indices, csc.data
+        del csc
+    idf = np.log(n / np.diff(indptr))
+    norms = row_norms(matrix, idf, kernel)
+    out.save_array(METHOD, "indptr", indptr.astype(np.int64))
+    out.save_array(METHOD, "indices", indices.astype(np.int32, copy=False))
+    out.save_array(METHOD, "counts", data.astype(_count_dtype(data), copy=False))
     out.save_array(METHOD, "idf", idf)
     out.save_array(METHOD, "norms", norms)
-    out.save_array(METHOD, "bound", column_bounds(csc, norms))
+    out.save_array(METHOD, "bound", column_bounds(indptr, indices, data, norms, kernel))
     out.write_terms(METHOD, counts.terms)
     return {"analyzer": analyzer, "vocabulary": len(counts.terms),
             "weighting": "raw count x ln(N/df), cosine", "floor": None}
 
 
-def row_norms(matrix: sp.csr_matrix, idf: np.ndarray) -> np.ndarray:
+def row_norms(matrix: sp.csr_matrix, idf: np.ndarray, kernel=None) -> np.ndarray:
     """L2 norm of each chunk's count x idf vector, summed exactly as scikit-learn's row sums
     (np.add.reduceat over the row's terms in column order), so the norms are bit for bit
     those of the first TF-IDF builder; a block of rows at a time (bounded memory). Rows
-    merged by counting.CountMerger come sorted; others are sorted first."""
+    merged by counting.CountMerger come sorted; others are sorted first. `kernel`:
+    index/postings_numba.py, the same sums in one compiled loop."""
     if not matrix.has_sorted_indices:
         matrix = matrix.sorted_indices()
     indptr, indices, data = matrix.indptr, matrix.indices, matrix.data
+    if kernel is not None:
+        return np.sqrt(kernel.row_squares(indptr, indices, data, idf))
     squares = np.zeros(matrix.shape[0], dtype=np.float64)
     for r0 in range(0, matrix.shape[0], ROW_BLOCK):
         r1 = min(r0 + ROW_BLOCK, matrix.shape[0])
@@ -80,20 +89,21 @@ def row_norms(matrix: sp.csr_matrix, idf: np.ndarray) -> np.ndarray:
     return np.sqrt(squares)
 
 
-def column_bounds(csc: sp.csc_matrix, norms: np.ndarray) -> np.ndarray:
-    """Per term, the largest count / norm over its chunks (0 for an empty column)."""
-    kernel = compiled.module("postings_numba") if csc.nnz >= compiled.MIN_POSTINGS else None
+def column_bounds(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
+                  norms: np.ndarray, kernel=None) -> np.ndarray:
+    """Per term (term-major counts), the largest count / norm over its chunks (0 for an empty
+    column); `kernel`: index/postings_numba.py, the same numbers in one compiled loop."""
     if kernel is not None:
-        return kernel.ratio_bounds(csc.indptr, csc.indices, csc.data, norms)
-    bound = np.zeros(csc.shape[1], dtype=np.float64)
-    for c0, c1 in column_blocks(csc.indptr):
-        lo, hi = csc.indptr[c0], csc.indptr[c1]
+        return kernel.ratio_bounds(indptr, indices, data, norms)
+    bound = np.zeros(indptr.size - 1, dtype=np.float64)
+    for c0, c1 in column_blocks(indptr):
+        lo, hi = indptr[c0], indptr[c1]
         with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = csc.data[lo:hi] / norms[csc.indices[lo:hi]]
+            ratio = data[lo:hi] / norms[indices[lo:hi]]
         ratio[~np.isfinite(ratio)] = 0.0
-        filled = np.flatnonzero(np.diff(csc.indptr[c0:c1 + 1]))
+        filled = np.flatnonzero(np.diff(indptr[c0:c1 + 1]))
         if filled.size:
-            bound[c0 + filled] = np.maximum.reduceat(ratio, csc.indptr[c0 + filled] - lo)
+            bound[c0 + filled] = np.maximum.reduceat(ratio, indptr[c0 + filled] - lo)
     return bound
 
 

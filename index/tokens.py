@@ -1,33 +1,29 @@
 """The compiled path of stream.py's batches: word windows and java-term counts of a batch of
-documents in two numba calls (index/tokens_numba.py, the `fast` extra) instead of Python
+documents in a few numba calls (index/tokens_numba.py, the `fast` extra) instead of Python
 work per word. The results are those of the Python path (`stream._chunk_batch`): the same
-spans, and the same counts per chunk and term (tests/test_index_tokens.py compares both);
-only the order of a batch's term ids differs, which the merge (counting.CountMerger) does not
-see. numba missing or BUSCA_NUMBA=0: `compiled_batch` returns None and the Python path runs.
+spans, and the same counts per chunk and term (tests/test_index_tokens.py compares both).
+numba missing or BUSCA_NUMBA=0: `compiled_batch` returns None and the Python path runs.
 
-Every character is looked up in two tables indexed by code point, filled 256 codes at a time
-as codes appear: its lowercase and whether it is a letter or digit once lowercased
-(`analyzers.java_terms`' regex, asked per code). A code whose lowercase is not one code of
-its own (İ -> "i̇") or depends on its neighbours (Σ: σ or final ς) sends its batch to the
-Python path.
+The texts travel as UTF-8 (the store's bytes, or str encoded here). Each distinct word is
+decoded once and its characters looked up in two tables indexed by code point, filled 256
+codes at a time as codes appear: its lowercase, and whether it is a letter or digit once
+lowercased (`analyzers.java_terms`' regex, asked per code). A code whose lowercase is not one
+code of its own (İ -> "i̇") or depends on its neighbours (Σ: σ or final ς), bytes that are
+not UTF-8, or previous spans that differ from the windows send the batch to the Python path.
+A batch's term ids are numbered in sorted term order and each chunk's ids increase, like
+counting.count_pieces', so the merged rows need no sort.
 """
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from . import compiled
-from .analyzers import _ALNUM_RUN
+from .codetables import UNKNOWN, fill, tables
 from .counting import CountedBatch, compact, sorted_terms
 
-TERM = 1  # flags: a letter or digit once lowercased
-SPECIAL = 2  # flags: a code whose lowercase is not one code of its own (İ, Σ); never TERM
-UNKNOWN = 4  # flags: a code whose page of the tables is not filled yet
-STOP = SPECIAL | UNKNOWN  # the compiled pass stops at these
-PAGE = 256
-_CODES = 0x110000
-_SIGMA = 0x3A3
-_tables: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def compiled_batch(docs, *, size: int, overlap: int):
@@ -36,33 +32,31 @@ def compiled_batch(docs, *, size: int, overlap: int):
     a text that is not valid UTF-8, or previous spans that differ from the windows. Texts
     are str, or UTF-8 bytes decoded here (in the compiled pass)."""
     k = compiled.module("tokens_numba")
-    if k is None:
+    if k is None or sys.byteorder != "little":
         return None
-    texts = [text for text, _ in docs]
-    if texts and all(isinstance(t, bytes) for t in texts):  # UTF-8 from Store.document_texts
-        byte_end = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
-        ok, codes, doc_start, doc_end = k.utf8_codes(
-            np.frombuffer(b"".join(texts), dtype=np.uint8), byte_end)
-        if not ok:
-            return None  # the Python path names the invalid text
-    else:
-        if any(isinstance(t, bytes) for t in texts):
-            return None  # str and bytes mixed: the Python path decodes them
-        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-        doc_end = np.cumsum(lengths)
-        doc_start = doc_end - lengths
-        codes = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"),
-                              dtype=np.uint32)
+    texts = [text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+             for text, _ in docs]  # bytes: UTF-8 from DocumentRanges.read
+    raw = b"\n".join(texts)  # a lone surrogate is invalid UTF-8 there: the Python path
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    byte_end = np.cumsum(lengths + 1) - 1
+    byte_start = byte_end - lengths
+    padded = raw + bytes(8)
+    buf = np.frombuffer(padded, dtype=np.uint8)
+    win = np.ndarray(shape=(len(raw),), dtype="<u8", buffer=padded, strides=(1,))
     lower, flags = tables()
-    found = k.terms_of(codes, lower, flags, doc_start, doc_end)
+    found = k.terms_of(buf, win, byte_start, byte_end, lower, flags)
     if found[0] & UNKNOWN:  # codes never seen in this process: fill their pages, again
-        fill(codes)
-        found = k.terms_of(codes, lower, flags, doc_start, doc_end)
-    status, words, w_start, w_end, w_occ, occ, pool, t_at = found
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return None  # the Python path names the invalid text
+        fill(np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32))
+        found = k.terms_of(buf, win, byte_start, byte_end, lower, flags)
+    status, words, doc_char, w_start, w_end, w_occ, occ, pool, t_at = found
     if status:
         return None
     chunks, starts, ends, indptr, indices, data = k.window_counts(
-        words, w_start, w_end, w_occ, occ, t_at.size - 1, doc_start, size, overlap)
+        words, w_start, w_end, w_occ, occ, t_at.size - 1, doc_char, size, overlap)
     if not _same_spans(docs, chunks, starts, ends):
         return None
     every = pool.tobytes().decode("utf-32-le", "surrogatepass")
@@ -80,38 +74,13 @@ def warm_up() -> None:
 
 def _same_spans(docs, chunks: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
     """True when every previous span list equals the new windows (the spans are reused)."""
+    reused = [d for d, (_, old) in enumerate(docs) if old is not None]
+    if not reused:
+        return True
     first = np.cumsum(chunks) - chunks
-    for d, (_, old) in enumerate(docs):
-        if old is None:
-            continue
+    for d in reused:
+        old = docs[d][1]
         a, b = int(first[d]), int(first[d] + chunks[d])
         if old != list(zip(starts[a:b].tolist(), ends[a:b].tolist())):
             return False
     return True
-
-
-def tables() -> tuple[np.ndarray, np.ndarray]:
-    """The lowercase and flags tables by code point (flags UNKNOWN until `fill`)."""
-    global _tables
-    if _tables is None:
-        _tables = (np.arange(_CODES, dtype=np.uint32), np.full(_CODES, UNKNOWN, dtype=np.uint8))
-    return _tables
-
-
-def fill(codes: np.ndarray) -> None:
-    """Fill the tables for every code in `codes` (256 codes at a time)."""
-    lower, flags = tables()
-    pages = np.flatnonzero(np.bincount(codes >> 8, minlength=_CODES // PAGE) > 0)
-    for page in pages.tolist():
-        if flags[page * PAGE] & UNKNOWN:
-            _fill(lower, flags, page)
-
-
-def _fill(lower: np.ndarray, flags: np.ndarray, page: int) -> None:
-    for c in range(page * PAGE, (page + 1) * PAGE):
-        low = chr(c).lower()
-        if len(low) != 1 or c == _SIGMA:
-            flags[c] = SPECIAL
-        else:
-            lower[c] = ord(low)
-            flags[c] = TERM if _ALNUM_RUN.fullmatch(low) else 0

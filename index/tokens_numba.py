@@ -1,13 +1,15 @@
-"""Word windows and java-term counts of a batch of documents in one compiled pass (numba, the
-`fast` extra); index/tokens.py prepares the input and checks when it may be used.
+"""Word windows and java-term counts of a batch of documents in a few compiled passes (numba,
+the `fast` extra); index/tokens.py prepares the input and checks when it may be used.
 
-The batch is one array of character codes; each document is a range of it. A document's
-words are Java's (`text.trim().split("\\s+")`: trim every code <= 32 at both ends, split at
-the six ASCII whitespace codes), its windows those of `chunking.window_starts`, and the java
-terms of a word the runs of codes flagged TERM, lowercased through the `lower` table (the
-caller guarantees that every code maps to one code: no İ, no Σ). Each distinct term gets an
-id, in order of first occurrence, from an open-addressing hash table whose hits are checked
-code by code, so two different terms never share an id.
+The batch is the documents' UTF-8 bytes joined by "\n" (plus 8 zero bytes of padding). A
+document's words are Java's (`text.trim().split("\\s+")`: trim every char <= U+0020 at both
+ends, split at the six ASCII whitespace chars): single bytes that are never part of a
+multi-byte sequence, so words are found on the bytes without decoding them. Each distinct
+word is decoded once (as strictly as Python's decoder) and split into java terms: runs of
+codes flagged TERM, lowercased through the `lower` table. Words and terms get ids from
+open-addressing hash tables whose hits are checked in full (a word of up to 16 bytes is its
+own key: its first and last 8 bytes), so two different words or terms never share an id.
+Positions are counted in characters (continuation bytes subtracted), as Python indexes text.
 """
 
 from __future__ import annotations
@@ -15,20 +17,22 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .tokens import STOP, TERM
+from .codetables import STOP, TERM
 
+INVALID = 8  # status: bytes that are not UTF-8
 _EMPTY = -1
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
 @numba.njit(cache=True, nogil=True)
-def _grow(slots, term_hash, n_terms):
-    """A table twice as large holding the same terms."""
+def _grow(slots, hashes, n):
+    """A table twice as large holding the same n entries (slot = hash modulo its size)."""
     bigger = np.full(slots.size * 2, _EMPTY, dtype=np.int32)
     mask = bigger.size - 1
-    for t in range(n_terms):
-        s = np.int64(term_hash[t] & np.uint64(mask))
+    for t in range(n):
+        s = np.int64(hashes[t] & np.uint64(mask))
         while bigger[s] != _EMPTY:
             s = (s + 1) & mask
         bigger[s] = t
@@ -36,97 +40,220 @@ def _grow(slots, term_hash, n_terms):
 
 
 @numba.njit(cache=True, nogil=True)
-def terms_of(codes, lower, flags, doc_start, doc_end):
-    """Words and term occurrences of each document, in one pass over the codes. Returns
-    (status, words per document, word starts, word ends, per word its first occurrence
-    (words + 1 values), the term id of each occurrence, the lowercase codes of every term
-    one after the other, and where each term starts in them (terms + 1 values)); status
-    != 0: the STOP flags of a code that was met (nothing else is valid).
+def _decode(buf, a, b, out):
+    """The code points of the UTF-8 bytes buf[a:b] into `out`: their number, or -1 if the
+    bytes are not valid UTF-8 (no overlong form, surrogate, code point above U+10FFFF or cut
+    sequence, as Python's decoder)."""
+    i = a
+    n = 0
+    while i < b:
+        b0 = np.uint32(buf[i])
+        if b0 < 0x80:
+            out[n] = b0
+            i += 1
+        else:
+            if 0xC2 <= b0 <= 0xDF:
+                width, lo, hi, cp = 2, 0x80, 0xBF, b0 & 0x1F
+            elif 0xE0 <= b0 <= 0xEF:
+                width, cp = 3, b0 & 0x0F
+                lo = 0xA0 if b0 == 0xE0 else 0x80
+                hi = 0x9F if b0 == 0xED else 0xBF
+            elif 0xF0 <= b0 <= 0xF4:
+                width, cp = 4, b0 & 0x07
+                lo = 0x90 if b0 == 0xF0 else 0x80
+                hi = 0x8F if b0 == 0xF4 else 0xBF
+            else:
+                return -1
+            if i + width > b:
+                return -1
+            for j in range(1, width):
+                x = np.uint32(buf[i + j])
+                if not ((lo <= x <= hi) if j == 1 else (0x80 <= x <= 0xBF)):
+                    return -1
+                cp = (cp << 6) | (x & 0x3F)
+            out[n] = cp
+            i += width
+        n += 1
+    return n
 
-    A term is looked up when it ends, while its codes are still in cache: by the hash of
-    its lowercase codes, then code by code against the term's copy in `pool`."""
-    cap = codes.size // 2 + 2  # a word or a term takes a code and a separator at least
-    words = np.zeros(doc_start.size, dtype=np.int64)
+
+@numba.njit(cache=True, nogil=True)
+def word_edges(buf, n):
+    """Start and end byte of every run of non-whitespace bytes in buf[:n] (Java's \\s: space,
+    \\t, \\n, \\v, \\f, \\r), alternating; branch-free."""
+    edges = np.empty(n + 1, dtype=np.int64)
+    k = 0
+    before = 1
+    for j in range(n):
+        x = buf[j]
+        space = np.int64((x == 32) | ((x >= 9) & (x <= 13)))
+        edges[k] = j
+        k += space != before
+        before = space
+    edges[k] = n
+    k += 1 - before
+    return edges[:k]
+
+
+@numba.njit(cache=True, nogil=True)
+def _same_bytes(buf, a, b, n):
+    for q in range(n):
+        if buf[a + q] != buf[b + q]:
+            return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def _word_terms(buf, a, b, w, d_terms, word_terms, d_chars, scratch, lower, flags, pool,
+                t_at, t_hash, t_slots, n_terms):
+    """Decode the new word buf[a:b] (distinct word w), look its java terms up (new ones
+    join the pool) and list them in word_terms[d_terms[w]:d_terms[w + 1]]. Returns (terms
+    now known, the term table) or (-status, ...) when the word cannot be done here."""
+    n = _decode(buf, a, b, scratch)
+    if n < 0:
+        return -INVALID, t_slots
+    d_chars[w] = n
+    q = d_terms[w]
+    k = 0
+    while k < n:
+        f = flags[scratch[k]]
+        if not f & TERM:
+            if f & STOP:
+                return -(f & STOP), t_slots
+            k += 1
+            continue
+        start = k
+        h = _FNV_OFFSET
+        while k < n and flags[scratch[k]] & TERM:
+            low = lower[scratch[k]]
+            scratch[k] = low
+            h = (h ^ np.uint64(low)) * _FNV_PRIME
+            k += 1
+        length = k - start
+        mask = t_slots.size - 1
+        s = np.int64(h & np.uint64(mask))
+        while True:
+            t = t_slots[s]
+            if t == _EMPTY:
+                t = n_terms
+                p = t_at[t]
+                pool[p:p + length] = scratch[start:k]
+                t_at[t + 1] = p + length
+                t_hash[t] = h
+                n_terms += 1
+                t_slots[s] = t
+                if 2 * n_terms > t_slots.size:
+                    t_slots = _grow(t_slots, t_hash, n_terms)
+                break
+            if t_hash[t] == h and t_at[t + 1] - t_at[t] == length:
+                p = t_at[t]
+                same = True
+                for z in range(length):
+                    if pool[p + z] != scratch[start + z]:
+                        same = False
+                        break
+                if same:
+                    break
+            s = (s + 1) & mask
+        word_terms[q] = t
+        q += 1
+    d_terms[w + 1] = q
+    return n_terms, t_slots
+
+
+@numba.njit(cache=True, nogil=True)
+def terms_of(buf, win, byte_start, byte_end, lower, flags):
+    """Words and term occurrences of each document (document d is buf[byte_start[d]:
+    byte_end[d]]; `win[j]` = the 8 bytes from j, little-endian). Returns (status, words per
+    document, each document's first character, word starts and ends in characters, per word
+    its first occurrence (words + 1 values), the term id of each occurrence, the lowercase
+    codes of every term one after the other, and where each term starts among them (terms + 1
+    values)); status != 0: the STOP flags of a code that was met, or INVALID."""
+    n_docs = byte_start.size
+    edges = word_edges(buf, byte_end[n_docs - 1] if n_docs else 0)
+    cap = edges.size // 2 + 2
+    words = np.zeros(n_docs, dtype=np.int64)
+    doc_char = np.empty(n_docs, dtype=np.int64)
     w_start = np.empty(cap, dtype=np.int64)
     w_end = np.empty(cap, dtype=np.int64)
     w_occ = np.empty(cap + 1, dtype=np.int64)
-    occ = np.empty(cap, dtype=np.int32)
-    pool = np.empty(codes.size, dtype=np.uint32)
-    t_at = np.zeros(cap + 1, dtype=np.int64)
-    t_hash = np.empty(cap, dtype=np.uint64)
-    slots = np.full(4096, _EMPTY, dtype=np.int32)
-    n_words = n_occ = n_terms = 0
-    for d in range(doc_start.size):
-        lo, hi = doc_start[d], doc_end[d]
-        while lo < hi and codes[lo] <= 32:  # Java's trim()
+    occ = np.empty(buf.size // 2 + 2, dtype=np.int32)
+    d_key = np.empty(cap, dtype=np.uint64)  # distinct words: first and last 8 bytes, ...
+    d_tail = np.empty(cap, dtype=np.uint64)
+    d_len = np.empty(cap, dtype=np.int64)  # ... length, where they first occur, hash,
+    d_at = np.empty(cap, dtype=np.int64)  # ... characters
+    d_hash = np.empty(cap, dtype=np.uint64)
+    d_chars = np.empty(cap, dtype=np.int64)
+    d_terms = np.empty(cap + 1, dtype=np.int64)  # ... and terms (word_terms[d_terms[w]:])
+    d_terms[0] = 0  # the others are written as words come (no pages zero-filled for nothing)
+    word_terms = np.empty(buf.size // 2 + 2, dtype=np.int32)
+    w_slots = np.full(4096, _EMPTY, dtype=np.int32)
+    pool = np.empty(buf.size, dtype=np.uint32)  # distinct terms
+    t_at = np.empty(buf.size // 2 + 3, dtype=np.int64)
+    t_at[0] = 0
+    t_hash = np.empty(buf.size // 2 + 2, dtype=np.uint64)
+    t_slots = np.full(4096, _EMPTY, dtype=np.int32)
+    scratch = np.empty(buf.size + 1, dtype=np.uint32)
+    n_words = n_occ = n_distinct = n_terms = 0
+    cont = 0  # continuation bytes before the current word: char index = byte index - cont
+    e = 0
+    for d in range(n_docs):
+        lo, hi = byte_start[d], byte_end[d]
+        doc_char[d] = lo - cont
+        while lo < hi and buf[lo] <= 32:  # Java's trim(): ASCII, no continuation byte
             lo += 1
-        while hi > lo and codes[hi - 1] <= 32:
+        while hi > lo and buf[hi - 1] <= 32:
             hi -= 1
         first_word = n_words
-        i = lo
-        while i < hi:
-            c = codes[i]
-            if c == 32 or 9 <= c <= 13:  # Java's \s
-                i += 1
+        while e < edges.size and edges[e] < byte_end[d]:
+            a, b = max(edges[e], lo), min(edges[e + 1], hi)
+            e += 2
+            if a >= b:
                 continue
-            w_start[n_words] = i
-            w_occ[n_words] = n_occ
-            while i < hi:
-                c = codes[i]
-                if c == 32 or 9 <= c <= 13:
+            length = b - a
+            key = win[a]  # the first 8 bytes, and (longer words) the last 8: up to 16
+            tail = np.uint64(0)  # bytes, the word itself
+            if length < 8:
+                key &= (np.uint64(1) << np.uint64(8 * length)) - np.uint64(1)
+            elif length > 8:
+                tail = win[b - 8]
+            h = (key ^ np.uint64(length)) * _GOLDEN + tail
+            h = (h ^ (h >> np.uint64(29))) * _GOLDEN
+            h ^= h >> np.uint64(32)
+            mask = w_slots.size - 1
+            s = np.int64(h & np.uint64(mask))
+            while True:
+                w = w_slots[s]
+                if w == _EMPTY:
+                    w = n_distinct
+                    n_terms, t_slots = _word_terms(buf, a, b, w, d_terms, word_terms, d_chars,
+                                                   scratch, lower, flags, pool, t_at, t_hash,
+                                                   t_slots, n_terms)
+                    if n_terms < 0:
+                        return (-n_terms, words, doc_char, w_start[:0], w_end[:0], w_occ[:0],
+                                occ[:0], pool[:0], t_at[:1])
+                    d_key[w], d_tail[w], d_len[w], d_at[w], d_hash[w] = key, tail, length, a, h
+                    n_distinct += 1
+                    w_slots[s] = w
+                    if 2 * n_distinct > w_slots.size:
+                        w_slots = _grow(w_slots, d_hash, n_distinct)
                     break
-                f = flags[c]
-                if not f & TERM:
-                    if f & STOP:
-                        return (f & STOP, words, w_start[:0], w_end[:0], w_occ[:0], occ[:0],
-                                pool[:0], t_at[:1])
-                    i += 1
-                    continue
-                start = i
-                h = _FNV_OFFSET
-                while True:
-                    h = (h ^ np.uint64(lower[c])) * _FNV_PRIME
-                    i += 1
-                    if i >= hi:
-                        break
-                    c = codes[i]
-                    if not flags[c] & TERM:
-                        break
-                length = i - start
-                mask = slots.size - 1
-                s = np.int64(h & np.uint64(mask))
-                while True:
-                    t = slots[s]
-                    if t == _EMPTY:  # a new term: copy its lowercase codes to the pool
-                        t = n_terms
-                        p = t_at[t]
-                        for q in range(length):
-                            pool[p + q] = lower[codes[start + q]]
-                        t_at[t + 1] = p + length
-                        t_hash[t] = h
-                        n_terms += 1
-                        slots[s] = t
-                        if 2 * n_terms > slots.size:
-                            slots = _grow(slots, t_hash, n_terms)
-                        break
-                    if t_hash[t] == h and t_at[t + 1] - t_at[t] == length:
-                        p = t_at[t]
-                        same = True
-                        for q in range(length):
-                            if pool[p + q] != lower[codes[start + q]]:
-                                same = False
-                                break
-                        if same:
-                            break
-                    s = (s + 1) & mask
-                occ[n_occ] = t
+                if d_key[w] == key and d_tail[w] == tail and d_len[w] == length and (
+                        length <= 16 or _same_bytes(buf, d_at[w], a, length)):
+                    break
+                s = (s + 1) & mask
+            w_start[n_words] = a - cont
+            cont += length - d_chars[w]
+            w_end[n_words] = b - cont
+            w_occ[n_words] = n_occ
+            for q in range(d_terms[w], d_terms[w + 1]):
+                occ[n_occ] = word_terms[q]
                 n_occ += 1
-            w_end[n_words] = i
             n_words += 1
         words[d] = n_words - first_word
     w_occ[n_words] = n_occ
-    return (0, words, w_start[:n_words], w_end[:n_words], w_occ[:n_words + 1], occ[:n_occ],
-            pool[:t_at[n_terms]], t_at[:n_terms + 1])
+    return (0, words, doc_char, w_start[:n_words], w_end[:n_words], w_occ[:n_words + 1],
+            occ[:n_occ], pool[:t_at[n_terms]], t_at[:n_terms + 1])
 
 
 @numba.njit(cache=True, nogil=True)
@@ -218,53 +345,3 @@ def sorted_rows(indptr, indices, data, rank):
             out_indices[q] = c
             out_data[q] = values[p]
     return out_indices, out_data
-
-
-@numba.njit(cache=True, nogil=True)
-def utf8_codes(buf, byte_end):
-    """The code points of UTF-8 bytes holding documents back to back (document d ends at
-    byte byte_end[d]), and each document's start and end among them. Strict like Python's
-    decoder (no overlong form, surrogate, code point above U+10FFFF or cut sequence); ok is
-    False at the first invalid byte (nothing else is valid)."""
-    n_docs = byte_end.size
-    codes = np.empty(buf.size, dtype=np.uint32)
-    doc_start = np.empty(n_docs, dtype=np.int64)
-    doc_end = np.empty(n_docs, dtype=np.int64)
-    i = n = 0
-    for d in range(n_docs):
-        doc_start[d] = n
-        end = byte_end[d]
-        while i < end:
-            b0 = np.uint32(buf[i])
-            if b0 < 0x80:
-                codes[n] = b0
-                i += 1
-            else:
-                if 0xC2 <= b0 <= 0xDF:
-                    width, lo, hi, cp = 2, 0x80, 0xBF, b0 & 0x1F
-                elif 0xE0 <= b0 <= 0xEF:
-                    width, cp = 3, b0 & 0x0F
-                    lo = 0xA0 if b0 == 0xE0 else 0x80
-                    hi = 0x9F if b0 == 0xED else 0xBF
-                elif 0xF0 <= b0 <= 0xF4:
-                    width, cp = 4, b0 & 0x07
-                    lo = 0x90 if b0 == 0xF0 else 0x80
-                    hi = 0x8F if b0 == 0xF4 else 0xBF
-                else:
-                    return False, codes[:0], doc_start, doc_end
-                if i + width > end:
-                    return False, codes[:0], doc_start, doc_end
-                for j in range(1, width):
-                    b = np.uint32(buf[i + j])
-                    if j == 1:
-                        ok = lo <= b <= hi
-                    else:
-                        ok = 0x80 <= b <= 0xBF
-                    if not ok:
-                        return False, codes[:0], doc_start, doc_end
-                    cp = (cp << 6) | (b & 0x3F)
-                codes[n] = cp
-                i += width
-            n += 1
-        doc_end[d] = n
-    return True, codes[:n], doc_start, doc_end

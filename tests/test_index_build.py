@@ -1,4 +1,7 @@
 import json
+import multiprocessing
+import subprocess
+import sys
 from dataclasses import replace
 
 import pytest
@@ -64,6 +67,62 @@ def test_interrupted_build_keeps_previous_index(store, monkeypatch):
     monkeypatch.undo()
     second = build_index(store)  # the next build cleans up the leftovers
     assert [p.name for p in store.home.glob("index-*")] == [second["build"]]
+
+
+INTERRUPTED_IN_WORKERS = """
+import multiprocessing, sys
+from pathlib import Path
+import pytest
+from busca.crawler.store import Document
+from busca.index import LocalHome, build, stream
+from busca.index.build import build_index
+from busca.index.storage import load_index
+from busca import search as core
+
+stream.PARALLEL_MIN_DOCS = 1  # worker processes, 5 documents a range
+build.BATCH_DOCS = 5
+pools = []  # the real pool, counted: the build must go through worker processes
+stream_pool = stream.ProcessPoolExecutor
+
+def pool(*args, **kwargs):
+    pools.append(args)
+    return stream_pool(*args, **kwargs)
+
+stream.ProcessPoolExecutor = pool
+home = LocalHome(Path(sys.argv[1]))
+for i in range(40):
+    home.put(Document(f"d{i:02d}", "", " ".join(f"t{i}x{j}" for j in range(30 + i))))
+first = build_index(home)
+home.put(Document("d99", "", "documento novo"))
+calls = []
+
+def interrupt(stage, done, total):
+    if stage.startswith("chunking"):
+        calls.append(done)
+        if len(calls) == 2:  # ranges still in the workers' hands
+            raise KeyboardInterrupt
+
+with pytest.raises(KeyboardInterrupt):
+    build_index(home, on_progress=interrupt)
+assert pools and calls[-1] < 41 and multiprocessing.active_children() == []
+index = load_index(home.home)
+assert index.build == first["build"] and len(index.chunks()) == first["chunks"] == 40
+assert core.rank(index, "t7x3")[0].tolist() == [7]
+second = build_index(home)
+assert second["chunks"] == 41
+assert [p.name for p in home.home.glob("index-*")] == [second["build"]]
+print("kept")
+"""
+
+
+def test_build_interrupted_while_workers_read_the_store_keeps_previous_index(tmp_path):
+    """In a fresh interpreter: the build forks its workers only when no other thread runs."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork start method on this platform: builds run in one process")
+    done = subprocess.run([sys.executable, "-c", INTERRUPTED_IN_WORKERS, str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "kept"
 
 
 def test_unknown_format_version_is_refused(store):

@@ -61,3 +61,22 @@ def test_tfidf_compiled_equals_numpy(tmp_path, monkeypatch, seed):
     assert entry == expected
     assert_same_folders(one, two)
     assert np.load(one / "tfidf.norms.npy")[-1] == 0
+
+
+def test_compiled_row_sums_add_in_numpy_order():
+    """np.add.reduceat adds a row's first value to the pairwise sum of the others (8 running
+    sums up to 128 values, halves above): the compiled sums must give the same bits."""
+    from busca.index.postings_numba import row_squares
+    rng = np.random.default_rng(0)
+    lengths = np.array(list(range(0, 300)) + [511, 512, 777, 1000, 2049, 0, 1])
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    indices = rng.integers(0, 50, indptr[-1]).astype(np.int32)
+    data = rng.integers(1, 2000, indptr[-1]).astype(np.uint16)
+    idf = rng.random(50) * 9
+    weights = data * idf[indices]
+    expected = np.zeros(lengths.size)
+    filled = np.flatnonzero(lengths)
+    expected[filled] = np.add.reduceat(weights * weights, indptr[filled])
+    assert row_squares(indptr, indices, data, idf).tolist() == expected.tolist()
+    assert row_squares(indptr.astype(np.int32), indices, data, idf).tolist() == \
+        expected.tolist()  # the merged counts' indptr is int32

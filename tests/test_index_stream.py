@@ -75,6 +75,19 @@ assert list(one.rows()) == list(two.rows())
 assert one.texts == two.texts and one.words == two.words
 assert one.counts.terms == two.counts.terms
 assert (one.counts.matrix != two.counts.matrix).nnz == 0
+import tempfile
+from pathlib import Path
+from busca.crawler.store import Store
+with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp)) as store:
+    for d in docs:
+        store.put(d)
+    stored = list(store.documents())
+    one = stream.chunk_documents(stored, size=20, overlap=5, reusable={}, total=120, workers=1)
+    two = stream.chunk_documents(store.document_ranges(9), size=20, overlap=5, reusable={},
+                                 total=120, workers=2)
+assert list(one.rows()) == list(two.rows())
+assert one.counts.terms == two.counts.terms
+assert (one.counts.matrix != two.counts.matrix).nnz == 0
 print("same")
 """
 
@@ -115,3 +128,55 @@ def test_unchanged_documents_keep_their_previous_spans():
                               reusable={"a": ("other", old["a"][1])}, total=1)
     assert [(r.start, r.end) for r in changed.rows()] == [(0, 25)] and changed.rechunked == 1
     assert np.array_equal(chunked.counts.matrix.sum(axis=0), changed.counts.matrix.sum(axis=0))
+
+
+def stored(tmp_path, docs):
+    from busca.crawler.store import Store
+    store = Store(tmp_path / "home")
+    for d in docs:
+        store.put(d)
+    return store
+
+
+def test_store_ranges_cover_every_document_once_in_url_order(tmp_path):
+    docs = documents(random.Random(3), 23)
+    with stored(tmp_path, docs) as store:
+        ranges = store.document_ranges(5)
+        assert len(ranges) == 5
+        store.put(Document("u000x", "", "added after the ranges were cut"))
+        read = [row for i in range(len(ranges)) for row in ranges.read(i)]
+        assert [url for url, _, _ in read] == sorted([d.url for d in docs] + ["u000x"])
+        texts = {d.url: d.normalized().text for d in docs}
+        assert all(text.decode("utf-8") == texts[url] for url, _, text in read if url in texts)
+
+
+def test_ranges_read_by_workers_give_what_documents_give(tmp_path, monkeypatch):
+    from busca.index import stream
+    monkeypatch.setattr(stream, "BATCH_CHARS", 700)  # a range is chunked in several batches
+    docs = documents(random.Random(7), 60)
+    with stored(tmp_path, docs) as store:
+        docs = list(store.documents())  # as stored (normalized)
+        first = chunk_documents(docs, size=20, overlap=5, reusable={}, total=60)
+        previous = {}
+        for row in first.rows():
+            previous.setdefault(row.url, (row.doc_sha256, []))[1].append(row)
+        previous["u003"] = ("changed", previous["u003"][1])  # must be chunked again
+        one = chunk_documents(docs, size=20, overlap=5, reusable=previous, total=60,
+                              keep_texts=True)
+        two = chunk_documents(store.document_ranges(7), size=20, overlap=5, reusable=previous,
+                              total=60, keep_texts=True)
+    assert list(one.rows()) == list(two.rows()) == list(first.rows())
+    assert one.texts == two.texts and one.words == two.words
+    empty = sum(d.url not in previous for d in docs)  # no chunk before: nothing to reuse
+    assert one.rechunked == two.rechunked == 1 + empty
+    assert one.counts.terms == two.counts.terms
+    assert (one.counts.matrix != two.counts.matrix).nnz == 0
+
+
+def test_a_text_that_is_not_utf8_is_one_line_naming_the_fix(tmp_path):
+    from busca.crawler.store import StoreError
+    with stored(tmp_path, documents(random.Random(1), 3)) as store:
+        store.db.execute("UPDATE documents SET text = CAST(? AS TEXT) WHERE url = 'u001'",
+                         (b"ok \xff",))
+        with pytest.raises(StoreError, match="not valid UTF-8.*again"):
+            chunk_documents(store.document_ranges(2), size=20, overlap=5, reusable={}, total=3)

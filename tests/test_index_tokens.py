@@ -114,22 +114,22 @@ def test_utf8_bytes_give_what_their_text_gives(seed):
 
 
 def test_the_compiled_utf8_decoder_is_as_strict_as_python():
-    from busca.index.tokens_numba import utf8_codes
+    from busca.index.tokens_numba import _decode
     rng = random.Random(4)
     pieces = [b"a", b" ", "ação".encode(), "😀".encode(), "東".encode(), b"\xc0\xaf",
               b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe2\x82", b"\x80", b"\xff", b"\xc3",
               b"\xf0\x9f\x98", b"\xe0\x80\xaf", b"\xef\xbf\xbf", b"\xf4\x8f\xbf\xbf"]
+    out = np.empty(64, dtype=np.uint32)
     for _ in range(3000):
         raw = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
-        ok, codes, start, end = utf8_codes(np.frombuffer(raw, dtype=np.uint8),
-                                           np.array([len(raw)]))
+        n = _decode(np.frombuffer(raw, dtype=np.uint8), 0, len(raw), out)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
-            assert not ok, raw
+            assert n == -1, raw
+            assert tokens.compiled_batch([(raw + b" ok", None)], size=5, overlap=0) is None
         else:
-            assert ok and "".join(map(chr, codes.tolist())) == text, raw
-            assert (start[0], end[0]) == (0, len(text))
+            assert n == len(text) and "".join(map(chr, out[:n].tolist())) == text, raw
 
 
 def test_invalid_utf8_is_one_line_naming_the_fix():
@@ -155,3 +155,13 @@ def test_chunk_documents_compiled_equals_python(monkeypatch):
     assert fast.words == slow.words and fast.rechunked == slow.rechunked
     assert fast.counts.terms == slow.counts.terms
     assert (fast.counts.matrix != slow.counts.matrix).nnz == 0
+
+
+def test_long_words_that_share_their_ends_stay_apart(monkeypatch):
+    words = ["aaaaaaaaXbbbbbbbb", "aaaaaaaaYbbbbbbbb", "aaaaaaaabbbbbbbb", "aaaaaaaa",
+             "aaaaaaaabbbbbbbbb", "aaaaaaaaXbbbbbbbb", "AAAAAAAAXBBBBBBBB", "aaaa.aaaaXbbbbbbbb"]
+    docs = [(" ".join(words), None), (" ".join(reversed(words)), None)]
+    done = tokens.compiled_batch(docs, size=200, overlap=0)
+    expected = python_batch(docs, 200, 0, monkeypatch)
+    assert per_chunk(done[4]) == per_chunk(expected.counts)
+    assert per_chunk(done[4])[0][0]["aaaaaaaaxbbbbbbbb"] == 3

@@ -1,0 +1,80 @@
+"""busca's build and the peers' builds alternately, on the corpus and store kept by
+bench_lexical.py (`--keep`), with the same runners, to take a shared machine's swings out of
+the build ratio (each round: busca, then every peer, each in a fresh subprocess).
+
+    python bench/bench_lexical.py --sizes 1000000 --systems tantivy,pisa --work /work/bench/lex1m --keep
+    python bench/bench_build_paired.py --work /work/bench/lex1m --size 1000000 --rounds 3
+
+busca builds from scratch every round (the previous build of the kept store is deleted first,
+so no chunk span is reused), as in bench_lexical.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_lexical import PeerUnavailable, subprocess_run  # noqa: E402
+from lexical_peers import BUILD_THREADS, TANTIVY_HEAP  # noqa: E402
+
+PEERS = {"tantivy": "tantivy-build", "pisa": "pisa-build", "bm25s": "bm25s-build"}
+
+
+def fresh(home: Path) -> None:
+    """The kept store without any index build: the next build starts from nothing."""
+    for build in home.glob("index-*"):
+        shutil.rmtree(build)
+    (home / "CURRENT").unlink(missing_ok=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--work", type=Path, required=True, help="bench_lexical.py's --work.")
+    parser.add_argument("--size", type=int, required=True, help="Chunks (a store kept there).")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--peers", default="tantivy", help=f"Among {','.join(PEERS)}.")
+    args = parser.parse_args()
+    home = args.work / f"busca-{args.size}"
+    corpus = args.work / f"corpus-{args.size}.txt"
+    if not (home / "busca.db").exists() or not corpus.exists():
+        raise SystemExit(f"no kept store or corpus in {args.work}: run bench_lexical.py with"
+                         f" --sizes {args.size} --work {args.work} --keep first")
+    peers = [p for p in args.peers.split(",") if p]
+    if unknown := [p for p in peers if p not in PEERS]:
+        raise SystemExit(f"unknown peer {unknown[0]}: choose among {','.join(PEERS)}")
+    base = {"work": str(args.work), "corpus": str(corpus), "size": args.size}
+    print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    times: dict[str, list[float]] = {"busca": [], **{p: [] for p in peers}}
+    config = ""
+    for r in range(args.rounds):
+        fresh(home)
+        built = subprocess_run({**base, "runner": "busca-build"}, one_thread=False)
+        config = built.get("build_config", "")
+        times["busca"].append(built["build"])
+        line = [f"busca {built['build']:.1f} s"]
+        for peer in peers:
+            try:
+                times[peer].append(subprocess_run({**base, "runner": PEERS[peer]},
+                                                  one_thread=False)["build"])
+            except PeerUnavailable as why:
+                raise SystemExit(f"{peer} cannot build here: {why}") from None
+            line.append(f"{peer} {times[peer][-1]:.1f} s"
+                        f" ({times[peer][-1] / built['build']:.2f}x busca's)")
+        print(f"round {r + 1} (load {os.getloadavg()[0]:.2f}): " + ", ".join(line), flush=True)
+    print(f"busca: {config}; tantivy: {BUILD_THREADS} threads, a {TANTIVY_HEAP // 1_000_000} MB"
+          f" writer heap; PISA: {BUILD_THREADS} threads (texts read before the clock starts)")
+    median = {name: statistics.median(t) for name, t in times.items()}
+    for peer in peers:
+        ratios = [p / b for p, b in zip(times[peer], times["busca"])]
+        print(f"median: busca {median['busca']:.1f} s, {peer} {median[peer]:.1f} s; median of"
+              f" round ratios {statistics.median(ratios):.2f}x (goal: >= 1.5x for the fastest"
+              " peer)")
+
+
+if __name__ == "__main__":
+    main()
