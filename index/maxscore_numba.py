@@ -6,14 +6,20 @@ largest value quantised *up* to one of 255 steps of the list's maximum, and wher
 postings there start. Short lists have no table: their values are added into the windows
 they touch. The sum over the query's terms bounds every score of window j (`ub[j]`).
 
-`candidates` first walks the SEEDS windows of highest bound, best first, for a k-th best
-score `theta` close to the final one, then the other windows in id order. A window whose bound is below `theta` is
-skipped without reading a posting. In the others, the terms (weakest bound first) are split
+`candidates` first walks the SEEDS windows of highest bound (in id order, so that every list
+is read forwards), for a k-th best score `theta` close to the final one, then the other
+windows in id order. A window whose bound is below `theta` is skipped without reading a
+posting. In the others, the terms (weakest bound first) are split
 by their bounds in this window: the longest weak prefix whose window bounds add up to less
 than `theta` cannot lift a chunk to it alone, so only the chunks of the other terms (the
 drivers, read from where the table says the window starts) are visited, document at a time;
 each is completed with the weak terms, strongest first, looked up inside the window, and
 abandoned as soon as what the window maxima leave cannot lift it to `theta`.
+
+The walk jumps from window to window, beyond what the CPU's own prefetcher guesses, so the
+first cache lines of each long list's postings in the next LEAD windows to walk are asked
+for ahead of time, as are the seeds' (3–5 % less time at 100k chunks; most of the time is
+branches and arithmetic: a query whose postings are all in cache takes about as long).
 
 Every chunk whose score reached `theta` when it was scored is kept; those within rounding
 (slack) of the final k-th best are returned, to be scored exactly (`exact_top`, the numbers
@@ -24,10 +30,37 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 SLACK = 1e-5  # relative margin on every pruning test (float32 sums in another order)
-SEEDS = 16  # windows walked first, those of highest bound, best first
+SEEDS = 16  # windows walked first, those of highest bound (in id order)
+LEAD = 4  # windows to walk found ahead, their postings asked for (a power of 2)
 PROBE = 32  # chunks scored in full before a plain walk, for a first threshold
+
+
+@intrinsic
+def _prefetch(typingctx, array, index):
+    """Ask the CPU for the cache line of array[index] (llvm.prefetch: a hint, never a fault,
+    no effect on any result; LLVM names the overload for the pointer type itself)."""
+    if not isinstance(array, types.Array) or not isinstance(index, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        array_type, index_type = signature.args
+        data = context.make_array(array_type)(context, builder, args[0]).data
+        where = builder.gep(data, [context.cast(builder, args[1], index_type, types.intp)])
+        byte_pointer, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
+        hint = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [byte_pointer, i32, i32, i32]),
+            "llvm.prefetch")
+        # read, keep in every cache level, data
+        builder.call(hint, [builder.bitcast(where, byte_pointer), i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return types.void(array, index), codegen
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -129,11 +162,11 @@ def _bounds(indptr, indices, data, cols, weights, factor, slots, maxima, scales,
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _visit(j, fresh, indices, data, weights, factor, slots, maxima, rel, group, shift, step,
-           bounds, start, end, pos, window_bound, heap, state, theta, slack, found, scores):
+def _visit(j, indices, data, weights, factor, slots, maxima, rel, group, shift, step, bounds,
+           start, end, pos, window_bound, heap, state, theta, slack, found, scores):
     """Walk window j (see the module docstring): state = [heap size, chunks found], theta =
-    [k-th best so far]. fresh: the postings' positions are found from scratch (the windows
-    come in any order), else from `pos` onwards (the windows come in id order)."""
+    [k-th best so far]. The postings are read from `pos` onwards: windows come in id order
+    (from `start` again for each pass)."""
     c_count = weights.size
     use_factor = factor.size > 0
     k = heap.size
@@ -143,24 +176,18 @@ def _visit(j, fresh, indices, data, weights, factor, slots, maxima, rel, group, 
     for i in range(c_count):
         s = slots[i]
         window_bound[i] = maxima[s, j] * step[i] if s >= 0 else bounds[i]
-        if fresh:
-            if s >= 0:
-                pos[i] = start[i] + group[s, j >> 2] + rel[s, j]
-            else:
-                pos[i] = start[i] + np.searchsorted(indices[start[i]:end[i]], base)
     # drivers: the terms outside the longest weak prefix whose window bounds stay below
     prefix = 0.0
     drv = 0
     while drv < c_count - 1 and (prefix + window_bound[drv]) * (1 + slack) < floor:
         prefix += window_bound[drv]
         drv += 1
-    if not fresh:
-        for i in range(drv, c_count):
-            s = slots[i]
-            if s >= 0:
-                pos[i] = max(pos[i], start[i] + group[s, j >> 2] + rel[s, j])
-            else:
-                pos[i] = _seek(indices, pos[i], end[i], base)
+    for i in range(drv, c_count):
+        s = slots[i]
+        if s >= 0:
+            pos[i] = max(pos[i], start[i] + group[s, j >> 2] + rel[s, j])
+        else:
+            pos[i] = _seek(indices, pos[i], end[i], base)
     while True:
         doc = limit
         for i in range(drv, c_count):
@@ -203,6 +230,20 @@ def _visit(j, fresh, indices, data, weights, factor, slots, maxima, rel, group, 
             if state[0] == k and heap[0] > theta[0]:
                 theta[0] = heap[0]
                 floor = theta[0] * (1 - slack)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _ask(j, indices, data, slots, rel, group, start):
+    """Prefetch the first two cache lines of each long list's postings in window j (the
+    walk's reads jump from window to window, beyond what the CPU guesses by itself)."""
+    for i in range(slots.size):
+        s = slots[i]
+        if s >= 0:
+            p = start[i] + group[s, j >> 2] + rel[s, j]
+            _prefetch(indices, p)
+            _prefetch(data, p)
+            _prefetch(indices, p + 16)
+            _prefetch(data, p + 16)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -254,20 +295,38 @@ def candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, r
             best[at], seeds[at] = ub[j], j
             at = np.argmin(best)
             low = best[at]
-    for x in np.argsort(-best):
-        j = seeds[x]
+    seeds.sort()  # in id order: each list is read forwards, as in the walk after them
+    for j in seeds:
+        if j >= 0:
+            _ask(j, indices, data, slots, rel, group, start)
+    for j in seeds:
         if j >= 0 and ub[j] > 0 and ub[j] * (1 + slack) >= theta[0] * (1 - slack):
-            _visit(j, True, indices, data, weights, factor, slots, maxima, rel, group, shift,
-                   step, bounds, start, end, pos, window_bound, heap, state, theta, slack,
-                   found, scores)
+            _visit(j, indices, data, weights, factor, slots, maxima, rel, group, shift, step,
+                   bounds, start, end, pos, window_bound, heap, state, theta, slack, found,
+                   scores)
         if j >= 0:
             ub[j] = -1.0  # done
     pos[:] = start
-    for j in range(ub.size):  # then every other window that may still hold one, in id order
-        if ub[j] > 0 and ub[j] * (1 + slack) >= theta[0] * (1 - slack):
-            _visit(j, False, indices, data, weights, factor, slots, maxima, rel, group, shift,
-                   step, bounds, start, end, pos, window_bound, heap, state, theta, slack,
-                   found, scores)
+    # then every other window that may still hold one, in id order; the next LEAD of them
+    # are found (and their postings asked for) ahead of the walk, in the same pass over ub
+    lead = np.empty(LEAD, dtype=np.int64)
+    head, queued, scan = 0, 0, 0
+    while True:
+        while queued < LEAD and scan < ub.size:
+            if ub[scan] > 0 and ub[scan] * (1 + slack) >= theta[0] * (1 - slack):
+                _ask(scan, indices, data, slots, rel, group, start)
+                lead[(head + queued) & (LEAD - 1)] = scan
+                queued += 1
+            scan += 1
+        if queued == 0:
+            break
+        j = lead[head]
+        head = (head + 1) & (LEAD - 1)
+        queued -= 1
+        if ub[j] * (1 + slack) >= theta[0] * (1 - slack):  # theta may have risen since
+            _visit(j, indices, data, weights, factor, slots, maxima, rel, group, shift, step,
+                   bounds, start, end, pos, window_bound, heap, state, theta, slack, found,
+                   scores)
     n_found = state[1]
     theta = theta[0]
     floor = theta * (1 - slack)

@@ -252,3 +252,33 @@ def test_postings_of_one_query_take_the_plain_walk(compiled):
         assert ids.tolist() == want.tolist()
         assert scores.tolist() == cosine[want].tolist()
     assert getattr(postings, "_blocks", None) is None
+
+
+def test_prefetch_hint_changes_nothing_even_past_the_end():
+    """The walk's prefetch (llvm.prefetch) compiles with the installed numba and is only a
+    hint: asking for lines inside, at and past the end of an array leaves every value and
+    the sum as they were."""
+    import numba
+
+    from busca.index.maxscore_numba import _prefetch
+
+    @numba.njit
+    def total(values, ahead):
+        s = 0.0
+        for i in range(values.size):
+            _prefetch(values, i + ahead)
+            s += values[i]
+        return s
+
+    @numba.njit
+    def plain(values):
+        s = 0.0
+        for i in range(values.size):
+            s += values[i]
+        return s
+
+    values = np.random.default_rng(1).random(1000)
+    before = values.copy()
+    for ahead in (0, 16, 999, 10_000):
+        assert total(values, ahead) == plain(before)
+    assert np.array_equal(values, before)
