@@ -262,8 +262,11 @@ def check_installed(name: str) -> None:
     key = ST_PREFIX if name.startswith(ST_PREFIX) else name
     for module, extra in PACKAGES.get(key, ()):
         if not _installed(module):
+            other = f", or pick another model with --dense {FALLBACK_ENCODER}" if (
+                name == DEFAULT_ENCODER) else ""
             raise EncoderMissing(f"the {name} encoder needs the package {module!r}, which is not"
-                                 f" installed — install it with: pip install 'busca[{extra}]'")
+                                 f" installed — install it with: pip install 'busca[{extra}]'"
+                                 + other)
 
 
 def check_server(name: str, server: ServerSettings | None) -> None:

