@@ -35,6 +35,8 @@ COMPILED_MIN_ROWS = 5_000
 SHIFT = 5  # windows of 32 chunks
 BLOCKS_MAX_BYTES = 256 << 20  # window tables kept per postings object, at most
 ROW_BYTES = 3  # bytes per window of a list's table: maximum, offset, a quarter of an int32
+DENSE_SHARE = 32  # a list gets a code per chunk when it holds 1/32 of the chunks or more
+DENSE_MAX_BYTES = 256 << 20  # (one byte per chunk: at most 4x its postings' 8), in all
 
 UNSEEN, SHORT = -1, -2  # a column's table row before its first query / for a short list
 
@@ -77,6 +79,10 @@ class Blocks:
         self.queries = 0
         self._lock = threading.Lock()
         self._reset(n_columns)
+        # per-chunk codes of the longest lists (`dense_row`), made on the second query:
+        # (row of each column or -1, codes, scales), replaced as a whole
+        self.dense = (np.full(n_columns, -1, dtype=np.int64),
+                      np.zeros((0, self.n_windows << SHIFT), dtype=np.uint8), np.empty(0))
 
     def _reset(self, n_columns: int) -> None:
         self.slot = np.full(n_columns, UNSEEN, dtype=np.int64)
@@ -101,6 +107,7 @@ class Blocks:
             with self._lock:
                 if self.queries == 1:
                     self._add_all(postings)
+                    self._add_dense(postings)
                 for c in columns[self.slot[columns] == UNSEEN]:
                     self._add(postings, int(c))
                 found = self.slot[columns]
@@ -115,6 +122,26 @@ class Blocks:
                 self._tables(long.size)
             for c in long:
                 self._add(postings, int(c))
+
+    def _add_dense(self, postings) -> None:
+        """Codes per chunk for the lists holding at least 1/DENSE_SHARE of the chunks, the
+        longest first, up to DENSE_MAX_BYTES: the walk then bounds each chunk of a window
+        at once instead of reading those lists' postings."""
+        lengths = np.diff(postings.indptr)
+        width = self.n_windows << self.shift
+        chosen = np.flatnonzero(lengths * DENSE_SHARE >= max(postings.n_rows, 1))
+        chosen = chosen[np.argsort(-lengths[chosen], kind="stable")][:DENSE_MAX_BYTES // width]
+        if not chosen.size:
+            return
+        rows = np.full(lengths.size, -1, dtype=np.int64)
+        codes = np.zeros((chosen.size, width), dtype=np.uint8)
+        scales = np.empty(chosen.size)
+        for row, c in enumerate(chosen):
+            scales[row] = kernel().dense_row(postings.indices, postings.data,
+                                             int(postings.indptr[c]), int(postings.indptr[c + 1]),
+                                             self.factor, codes[row])
+            rows[c] = row
+        self.dense = (rows, codes, scales)
 
     def _add(self, postings, column: int) -> None:
         if self.slot[column] != UNSEEN:
@@ -159,11 +186,14 @@ def _scratch_vectors(n_rows: int, n_windows: int):
 
 
 def _tables(postings, columns, factor):
-    """The arguments of the compiled walk after the query's: its window tables, work vectors."""
+    """The arguments of the compiled walk after the query's: its window tables, work vectors,
+    per-chunk codes."""
     blocks = blocks_of(postings, factor)
     found, scores, ub = _scratch_vectors(postings.n_rows, blocks.n_windows)
-    return (blocks.factor, blocks.slots(postings, columns), blocks.maxima, blocks.rel,
-            blocks.group, blocks.scales, blocks.shift, ub, found, scores)
+    slots = blocks.slots(postings, columns)
+    rows, codes, scales = blocks.dense
+    return (blocks.factor, slots, blocks.maxima, blocks.rel, blocks.group, blocks.scales,
+            blocks.shift, ub, found, scores, rows[columns], codes, scales)
 
 
 def one_query(postings, columns: np.ndarray) -> bool:
