@@ -16,8 +16,12 @@ A postings object has `indptr`, `indices`, `data` (term-major CSR), `n_rows` and
 `accumulator` (the dtype of exact sums), and may have `bound` (each column's largest value).
 The window tables of its long lists are made from those arrays and kept on it (`Blocks`: 3
 bytes a window, n_rows × 3/32 bytes a long list, at most BLOCKS_MAX_BYTES in all): for the
-query's terms on the first query, for every long list on the second; nothing needs to be
-stored in the index.
+query's terms on the first query, for every long list on the second. On the second query the
+lists holding at least 1/DENSE_SHARE of the chunks also get a code per chunk (one byte, the
+longest lists first, at most DENSE_MAX_BYTES in all), so the walk bounds every chunk of a
+window at once without reading their postings. The lists are read from the index's files
+for this, not through its memory mapping, so the pages of the coded lists do not stay in
+the process. Nothing needs to be stored in the index.
 
 numba is the `fast` extra; it is imported only for indexes of COMPILED_MIN_ROWS chunks or
 more (loading it costs a few hundred milliseconds, more than a small index's whole query),
@@ -159,6 +163,16 @@ class Blocks:
                                                  self.group[row])
         self.used += 1
         self.slot[column] = row
+
+
+def prepare(postings, factor: np.ndarray | None = None) -> None:
+    """Make the window tables of every long list and the codes now, as the second query
+    would (a server or a terminal session, before the first question)."""
+    blocks = blocks_of(postings, factor)
+    with blocks._lock:
+        if blocks.queries <= 1:
+            blocks._add_all(postings)
+            blocks.queries = 2
 
 
 def _read_list(postings, column: int) -> tuple[np.ndarray, np.ndarray]:

@@ -9,21 +9,29 @@ they touch. The sum over the query's terms bounds every score of window j (`ub[j
 `candidates` first walks the SEEDS windows of highest bound (in id order, so that every list
 is read forwards), for a k-th best score `theta` close to the final one, then the other
 windows in id order. A window whose bound is below `theta` is skipped without reading a
-posting. In the others, the terms (weakest bound first) are split
-by their bounds in this window: the longest weak prefix whose window bounds add up to less
-than `theta` cannot lift a chunk to it alone, so only the chunks of the other terms (the
-drivers, read from where the table says the window starts) are visited, document at a time;
-each is completed with the weak terms, strongest first, looked up inside the window, and
-abandoned as soon as what the window maxima leave cannot lift it to `theta`.
+posting. A window is walked one of two ways:
+
+- with codes per chunk (`_walk_dense`, when one of the query's lists has them: the longest
+  lists get one byte per chunk, `dense_row`, its value quantised *up* like the tables'):
+  the coded terms add code * step for the window's 32 chunks at once (vector code), the
+  others add their values there, and a chunk whose bound reaches `theta` is kept with it.
+  No posting of a coded list is read during the walk; `theta` is the k-th best *lower*
+  bound (a chunk's bound minus the codes' largest rounding), so it never passes the true
+  k-th best score;
+- without (`_walk_tables`): the terms (weakest bound first) are split by their bounds in
+  this window: the longest weak prefix whose window bounds add up to less than `theta`
+  cannot lift a chunk to it alone, so only the chunks of the other terms (the drivers,
+  read from where the table says the window starts) are visited, document at a time; each
+  is completed with the weak terms, strongest first, looked up inside the window, and
+  abandoned as soon as what the window maxima leave cannot lift it to `theta`.
 
 The walk jumps from window to window, beyond what the CPU's own prefetcher guesses, so the
-first cache lines of each long list's postings in the next LEAD windows to walk are asked
-for ahead of time, as are the seeds' (3–5 % less time at 100k chunks; most of the time is
-branches and arithmetic: a query whose postings are all in cache takes about as long).
+first cache lines of each long list's postings (or codes) in the next LEAD windows to walk
+are asked for ahead of time, as are the seeds'.
 
-Every chunk whose score reached `theta` when it was scored is kept; those within rounding
-(slack) of the final k-th best are returned, to be scored exactly (`exact_top`, the numbers
-of lexical.py's `lookup`).
+Every chunk whose score (or bound) reached `theta` when it was seen is kept; those within
+rounding (slack) of the final `theta` are returned, to be scored exactly (`exact_top`, or in
+`top` through the window tables: the numbers of lexical.py's `lookup`).
 """
 
 from __future__ import annotations

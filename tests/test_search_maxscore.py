@@ -186,6 +186,26 @@ def test_codes_per_chunk_keep_the_top_k_exact(built, method, rows, compiled, mon
     assert coded == {"none": 0, "one": 1, "all": long}[rows]
 
 
+@pytest.mark.parametrize("method", ["tfidf", "bm25"])
+def test_prepare_makes_tables_and_codes_before_the_first_query(built, method, compiled,
+                                                               monkeypatch):
+    """`prepare()` (busca serve and busca shell call it at start) makes every long list's
+    table and the codes at once, with the factor the method ranks with, so the first query
+    already walks with them, exactly."""
+    scorer = core.scorer(built[1], method)
+    monkeypatch.setattr(scorer, "_blocks", None, raising=False)
+    scorer.prepare()
+    blocks = scorer._blocks
+    assert blocks.dense[1].shape[0] > 0 and blocks.queries == 2
+    assert blocks.factor is (scorer.inverse_norms if method == "tfidf" else blocks.factor)
+    for query in queries(23, 20):
+        got = ranked(scorer, query, 10)
+        if got is not None:
+            want = core.top_k(*scorer.score(query), 10)
+            assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+    assert scorer._blocks is blocks  # the same tables: none made again
+
+
 def test_dense_row_codes_bound_each_value(built, compiled):
     """A list's code per chunk, times its scale, is at least its value there and less than
     one step above it; 0 exactly where the list has no posting (with and without a factor)."""
