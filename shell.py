@@ -78,9 +78,9 @@ class Session:
         ranker = searching.scorer(self.index, method, fusion)  # UnknownMethod lists them
         if kind in ("dense", HYBRID):
             ranker.top(WARM_UP, 1)  # encode once now: some encoders load lazily
-            for part in getattr(ranker, "rankers", {}).values() or [ranker]:
-                if hasattr(part, "prepare"):
-                    part.prepare()  # a large index's int8 copy (index/vectors.py), now too
+        for part in getattr(ranker, "rankers", {}).values() or [ranker]:
+            if hasattr(part, "prepare"):  # a large index's int8 copy (index/vectors.py), or
+                part.prepare()  # its window tables and codes (index/maxscore.py), now too
         self.settings, self.fusion = replace(self.settings, method=method), fusion
 
     def floor(self, method: str | None = None) -> float | None:

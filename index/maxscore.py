@@ -16,8 +16,12 @@ A postings object has `indptr`, `indices`, `data` (term-major CSR), `n_rows` and
 `accumulator` (the dtype of exact sums), and may have `bound` (each column's largest value).
 The window tables of its long lists are made from those arrays and kept on it (`Blocks`: 3
 bytes a window, n_rows × 3/32 bytes a long list, at most BLOCKS_MAX_BYTES in all): for the
-query's terms on the first query, for every long list on the second; nothing needs to be
-stored in the index.
+query's terms on the first query, for every long list on the second. On the second query the
+lists holding at least 1/DENSE_SHARE of the chunks also get a code per chunk (one byte, the
+longest lists first, at most DENSE_MAX_BYTES in all), so the walk bounds every chunk of a
+window at once without reading their postings. The lists are read from the index's files
+for this, not through its memory mapping, so the pages of the coded lists do not stay in
+the process. Nothing needs to be stored in the index.
 
 numba is the `fast` extra; it is imported only for indexes of COMPILED_MIN_ROWS chunks or
 more (loading it costs a few hundred milliseconds, more than a small index's whole query),
@@ -35,6 +39,8 @@ COMPILED_MIN_ROWS = 5_000
 SHIFT = 5  # windows of 32 chunks
 BLOCKS_MAX_BYTES = 256 << 20  # window tables kept per postings object, at most
 ROW_BYTES = 3  # bytes per window of a list's table: maximum, offset, a quarter of an int32
+DENSE_SHARE = 32  # a list gets a code per chunk when it holds 1/32 of the chunks or more
+DENSE_MAX_BYTES = 160 << 20  # (one byte per chunk, at most 4x its postings), in all
 
 UNSEEN, SHORT = -1, -2  # a column's table row before its first query / for a short list
 
@@ -77,6 +83,10 @@ class Blocks:
         self.queries = 0
         self._lock = threading.Lock()
         self._reset(n_columns)
+        # per-chunk codes of the longest lists (`dense_row`), made on the second query:
+        # (row of each column or -1, codes, scales), replaced as a whole
+        self.dense = (np.full(n_columns, -1, dtype=np.int64),
+                      np.zeros((0, self.n_windows << SHIFT), dtype=np.uint8), np.empty(0))
 
     def _reset(self, n_columns: int) -> None:
         self.slot = np.full(n_columns, UNSEEN, dtype=np.int64)
@@ -108,31 +118,88 @@ class Blocks:
         return found
 
     def _add_all(self, postings) -> None:
-        """Tables for every long list, if they fit in BLOCKS_MAX_BYTES."""
-        long = np.flatnonzero(np.diff(postings.indptr) >= self.n_windows)
-        if long.size * (self.n_windows + 1) * ROW_BYTES <= BLOCKS_MAX_BYTES:
-            if self.scales.size < long.size:
-                self._tables(long.size)
-            for c in long:
-                self._add(postings, int(c))
+        """Tables for every long list, if they fit in BLOCKS_MAX_BYTES; codes per chunk for
+        the lists holding at least 1/DENSE_SHARE of the chunks, the longest first, up to
+        DENSE_MAX_BYTES: the walk then bounds each chunk of a window at once instead of
+        reading those lists' postings. Each list is read once for both."""
+        lengths = np.diff(postings.indptr)
+        long = np.flatnonzero(lengths >= self.n_windows)
+        tables = long.size * (self.n_windows + 1) * ROW_BYTES <= BLOCKS_MAX_BYTES
+        if tables and self.scales.size < long.size:
+            self._tables(long.size)
+        width = self.n_windows << self.shift
+        coded = long[lengths[long] * DENSE_SHARE >= max(postings.n_rows, 1)]
+        coded = coded[np.argsort(-lengths[coded], kind="stable")][:DENSE_MAX_BYTES // width]
+        rows = np.full(lengths.size, -1, dtype=np.int64)
+        rows[coded] = np.arange(coded.size)
+        codes = np.zeros((coded.size, width), dtype=np.uint8)
+        scales = np.empty(coded.size)
+        for c in long if tables else coded:
+            ids, values = _read_list(postings, int(c))
+            if tables:
+                self._add(postings, int(c), ids, values)
+            if rows[c] >= 0:
+                scales[rows[c]] = kernel().dense_row(ids, values, 0, ids.size, self.factor,
+                                                     codes[rows[c]])
+        if coded.size:
+            self.dense = (rows, codes, scales)
 
-    def _add(self, postings, column: int) -> None:
+    def _add(self, postings, column: int, ids=None, values=None) -> None:
         if self.slot[column] != UNSEEN:
             return
         lo, hi = int(postings.indptr[column]), int(postings.indptr[column + 1])
         if hi - lo < self.n_windows:
             self.slot[column] = SHORT
             return
+        if ids is None:
+            ids, values = _read_list(postings, column)
         if (self.used + 1) * (self.n_windows + 1) * ROW_BYTES > BLOCKS_MAX_BYTES:
             self._reset(self.slot.size)  # fresh arrays: running searches keep the old ones
         if self.used == self.scales.size:
             self._tables(2 * self.used)  # before the cap resets, at most twice the rows
         row = self.used
-        self.scales[row] = kernel().window_index(postings.indices, postings.data, lo, hi,
-                                                 self.factor, self.shift, self.maxima[row],
-                                                 self.rel[row], self.group[row])
+        self.scales[row] = kernel().window_index(ids, values, 0, ids.size, self.factor,
+                                                 self.shift, self.maxima[row], self.rel[row],
+                                                 self.group[row])
         self.used += 1
         self.slot[column] = row
+
+
+def prepare(postings, factor: np.ndarray | None = None) -> None:
+    """Make the window tables of every long list and the codes now, as the second query
+    would (a server or a terminal session, before the first question)."""
+    blocks = blocks_of(postings, factor)
+    with blocks._lock:
+        if blocks.queries <= 1:
+            blocks._add_all(postings)
+            blocks.queries = 2
+
+
+def _read_list(postings, column: int) -> tuple[np.ndarray, np.ndarray]:
+    """A list's chunk ids and values. From an index's files they are read, not mapped: a
+    table or codes are made from them once, and the pages of a list the walk no longer
+    reads (the coded ones) stay out of the process's memory."""
+    lo, hi = int(postings.indptr[column]), int(postings.indptr[column + 1])
+    return tuple(_read(a, lo, hi) for a in (postings.indices, postings.data))
+
+
+def _read(array: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """array[lo:hi], read from the file when array is a whole memory-mapped .npy array (or
+    a plain view of one), else a view."""
+    mapped = array.base if not isinstance(array, np.memmap) else array
+    if (not isinstance(mapped, np.memmap) or not mapped.filename or mapped.ndim != 1
+            or array.ctypes.data != mapped.ctypes.data or array.size != mapped.size):
+        return array[lo:hi]
+    out = np.empty(hi - lo, dtype=array.dtype)
+    view, done = memoryview(out).cast("B"), 0
+    with open(mapped.filename, "rb", buffering=0) as f:
+        f.seek(mapped.offset + lo * array.itemsize)
+        while done < view.nbytes:
+            got = f.readinto(view[done:])
+            if not got:
+                raise OSError(f"{mapped.filename} is shorter than its header says")
+            done += got
+    return out
 
 
 def blocks_of(postings, factor: np.ndarray | None) -> Blocks:
@@ -159,11 +226,14 @@ def _scratch_vectors(n_rows: int, n_windows: int):
 
 
 def _tables(postings, columns, factor):
-    """The arguments of the compiled walk after the query's: its window tables, work vectors."""
+    """The arguments of the compiled walk after the query's: its window tables, work vectors,
+    per-chunk codes."""
     blocks = blocks_of(postings, factor)
     found, scores, ub = _scratch_vectors(postings.n_rows, blocks.n_windows)
-    return (blocks.factor, blocks.slots(postings, columns), blocks.maxima, blocks.rel,
-            blocks.group, blocks.scales, blocks.shift, ub, found, scores)
+    slots = blocks.slots(postings, columns)
+    rows, codes, scales = blocks.dense
+    return (blocks.factor, slots, blocks.maxima, blocks.rel, blocks.group, blocks.scales,
+            blocks.shift, ub, found, scores, rows[columns], codes, scales)
 
 
 def one_query(postings, columns: np.ndarray) -> bool:

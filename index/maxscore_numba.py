@@ -9,21 +9,29 @@ they touch. The sum over the query's terms bounds every score of window j (`ub[j
 `candidates` first walks the SEEDS windows of highest bound (in id order, so that every list
 is read forwards), for a k-th best score `theta` close to the final one, then the other
 windows in id order. A window whose bound is below `theta` is skipped without reading a
-posting. In the others, the terms (weakest bound first) are split
-by their bounds in this window: the longest weak prefix whose window bounds add up to less
-than `theta` cannot lift a chunk to it alone, so only the chunks of the other terms (the
-drivers, read from where the table says the window starts) are visited, document at a time;
-each is completed with the weak terms, strongest first, looked up inside the window, and
-abandoned as soon as what the window maxima leave cannot lift it to `theta`.
+posting. A window is walked one of two ways:
+
+- with codes per chunk (`_walk_dense`, when one of the query's lists has them: the longest
+  lists get one byte per chunk, `dense_row`, its value quantised *up* like the tables'):
+  the coded terms add code * step for the window's 32 chunks at once (vector code), the
+  others add their values there, and a chunk whose bound reaches `theta` is kept with it.
+  No posting of a coded list is read during the walk; `theta` is the k-th best *lower*
+  bound (a chunk's bound minus the codes' largest rounding), so it never passes the true
+  k-th best score;
+- without (`_walk_tables`): the terms (weakest bound first) are split by their bounds in
+  this window: the longest weak prefix whose window bounds add up to less than `theta`
+  cannot lift a chunk to it alone, so only the chunks of the other terms (the drivers,
+  read from where the table says the window starts) are visited, document at a time; each
+  is completed with the weak terms, strongest first, looked up inside the window, and
+  abandoned as soon as what the window maxima leave cannot lift it to `theta`.
 
 The walk jumps from window to window, beyond what the CPU's own prefetcher guesses, so the
-first cache lines of each long list's postings in the next LEAD windows to walk are asked
-for ahead of time, as are the seeds' (3–5 % less time at 100k chunks; most of the time is
-branches and arithmetic: a query whose postings are all in cache takes about as long).
+first cache lines of each long list's postings (or codes) in the next LEAD windows to walk
+are asked for ahead of time, as are the seeds'.
 
-Every chunk whose score reached `theta` when it was scored is kept; those within rounding
-(slack) of the final k-th best are returned, to be scored exactly (`exact_top`, the numbers
-of lexical.py's `lookup`).
+Every chunk whose score (or bound) reached `theta` when it was seen is kept; those within
+rounding (slack) of the final `theta` are returned, to be scored exactly (`exact_top`, or in
+`top` through the window tables: the numbers of lexical.py's `lookup`).
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ from numba.extending import intrinsic
 
 SLACK = 1e-5  # relative margin on every pruning test (float32 sums in another order)
 SEEDS = 16  # windows walked first, those of highest bound (in id order)
-LEAD = 4  # windows to walk found ahead, their postings asked for (a power of 2)
+LEAD = 8  # windows to walk found ahead, their postings asked for (a power of 2)
 PROBE = 32  # chunks scored in full before a plain walk, for a first threshold
 
 
@@ -141,6 +149,28 @@ def window_index(indices, data, lo, hi, factor, shift, maxima, rel, group):
 
 
 @numba.njit(cache=True, nogil=True)
+def dense_row(indices, data, lo, hi, factor, row):
+    """One long list's per-chunk codes (row: zeros on entry, one byte per chunk): row[d] =
+    its value at chunk d (times factor, if any) in steps of scale = maximum / 254 rounded
+    up, 0 where it has no posting. Returns scale."""
+    use_factor = factor.size > 0
+    top = 0.0
+    for p in range(lo, hi):
+        v = np.float64(data[p])
+        if use_factor:
+            v *= factor[indices[p]]
+        if v > top:
+            top = v
+    scale = top / 254.0 if top > 0 else 1.0
+    for p in range(lo, hi):
+        v = np.float64(data[p])
+        if use_factor:
+            v *= factor[indices[p]]
+        row[indices[p]] = np.uint8(max(min(np.ceil(v / scale), 255.0), 1.0))
+    return scale
+
+
+@numba.njit(cache=True, nogil=True)
 def _bounds(indptr, indices, data, cols, weights, factor, slots, maxima, scales, shift, ub):
     """ub[j] = an upper bound of every chunk's score in window j."""
     ub[:] = 0.0
@@ -233,12 +263,78 @@ def _visit(j, indices, data, weights, factor, slots, maxima, rel, group, shift, 
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _ask(j, indices, data, slots, rel, group, start):
-    """Prefetch the first two cache lines of each long list's postings in window j (the
-    walk's reads jump from window to window, beyond what the CPU guesses by itself)."""
-    for i in range(slots.size):
+def _add_codes(acc, codes, step):
+    """acc += codes * step, 32 chunks at once (a loop LLVM turns into vector code)."""
+    for r in range(acc.size):
+        acc[r] += np.float32(codes[r]) * step
+
+
+@numba.njit(cache=True, nogil=True, inline="always", fastmath=True)
+def _largest(acc):
+    """The largest of acc (no NaN here: fastmath lets LLVM compare a vector at a time)."""
+    top = acc[0]
+    for r in range(1, acc.size):
+        top = max(top, acc[r])
+    return top
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _visit_dense(j, indices, data, weights, factor, slots, rel, group, shift, dslots, dense,
+                 dsteps, error, start, end, pos, acc, heap, state, theta, slack, found, scores):
+    """Walk window j with a bound per chunk: the terms with codes per chunk (`dense_row`)
+    add code * step for the window's 32 chunks at once, the others add their values there.
+    No posting of a coded list is read: a chunk whose bound reaches theta is kept with that
+    bound, and its bound minus the codes' rounding (`error`) goes to the heap of k-th
+    best lower bounds; `exact_top` scores the kept ones."""
+    c_count = weights.size
+    use_factor = factor.size > 0
+    k = heap.size
+    floor = theta[0] * (1 - slack)
+    base = j << shift
+    limit = base + acc.size
+    acc[:] = 0.0
+    for i in range(c_count):
+        d = dslots[i]
+        if d >= 0:
+            _add_codes(acc, dense[d, base:limit], dsteps[i])
+            continue
         s = slots[i]
         if s >= 0:
+            p = start[i] + group[s, j >> 2] + rel[s, j]
+        else:
+            p = _seek(indices, pos[i], end[i], base)
+            pos[i] = p
+        while p < end[i] and indices[p] < limit:
+            v = data[p] * weights[i]
+            if use_factor:
+                v *= factor[indices[p]]
+            acc[indices[p] - base] += v
+            p += 1
+    if _largest(acc) * (1 + slack) < floor:
+        return
+    for r in range(acc.size):
+        high = acc[r] * (1 + slack)
+        if high < floor or acc[r] <= 0:  # (no term of the query there)
+            continue
+        found[state[1]] = base + r
+        scores[state[1]] = high
+        state[1] += 1
+        state[0] = _push(heap, state[0], (acc[r] - error) * (1 - slack))
+        if state[0] == k and heap[0] > theta[0]:
+            theta[0] = heap[0]
+            floor = theta[0] * (1 - slack)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _ask(j, indices, data, slots, rel, group, start, shift, dslots, dense):
+    """Prefetch the first two cache lines of each long list's postings in window j, or its
+    codes there (the walk's reads jump from window to window, beyond what the CPU guesses
+    by itself)."""
+    for i in range(slots.size):
+        s = slots[i]
+        if dslots[i] >= 0:
+            _prefetch(dense, dslots[i] * dense.shape[1] + (j << shift))
+        elif s >= 0:
             p = start[i] + group[s, j >> 2] + rel[s, j]
             _prefetch(indices, p)
             _prefetch(data, p)
@@ -248,12 +344,13 @@ def _ask(j, indices, data, slots, rel, group, start):
 
 @numba.njit(cache=True, nogil=True)
 def candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, rel, group,
-               scales, shift, ub, found, scores):
+               scales, shift, ub, found, scores, dslots, dense, dscales):
     """Sorted chunk ids that may be in the top k of factor[d] * sum_t weights[t] * column
     cols[t] (factor empty: 1). slots[t]: the row of column cols[t] in the window tables
     (maxima, rel, group, scales: see `window_index`), -1 for none (a short list); ub: work
     vector of one value per window; found, scores: work vectors of one id and one float per
-    chunk."""
+    chunk; dslots[t]: the row of column cols[t] in `dense` (codes per chunk, see
+    `dense_row`, with scale dscales[row]), -1 for none."""
     c_count = cols.size
     use_factor = factor.size > 0
     slack = SLACK + 2.4e-7 * c_count  # float32 sums of m terms in another order
@@ -273,19 +370,15 @@ def candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, r
             bounds[t] = top * weights[t]
     order = np.argsort(bounds, kind="mergesort")
     cols, weights, slots, bounds = cols[order], weights[order], slots[order], bounds[order]
-    step = np.empty(c_count)
-    for t in range(c_count):
-        step[t] = scales[slots[t]] * weights[t] if slots[t] >= 0 else 0.0
+    dslots = dslots[order]
     start = np.empty(c_count, dtype=np.int64)
     end = np.empty(c_count, dtype=np.int64)
     for i in range(c_count):
         start[i], end[i] = indptr[cols[i]], indptr[cols[i] + 1]
-    pos = start.copy()
-    window_bound = np.empty(c_count)  # the terms' bounds in the current window
     heap = np.empty(k)
-    state = np.zeros(2, dtype=np.int64)
-    theta = np.zeros(1)
-    # first the windows of highest bound, best first (a k-th best score close to the final)
+    state = np.zeros(2, dtype=np.int64)  # heap size, chunks kept
+    theta = np.zeros(1)  # the k-th best score (lower bound) so far
+    # first the windows of highest bound, in id order (each list read forwards)
     n_seeds = min(SEEDS, ub.size)
     best = np.full(n_seeds, -1.0)
     seeds = np.full(n_seeds, -1, dtype=np.int64)
@@ -295,10 +388,32 @@ def candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, r
             best[at], seeds[at] = ub[j], j
             at = np.argmin(best)
             low = best[at]
-    seeds.sort()  # in id order: each list is read forwards, as in the walk after them
+    seeds.sort()
+    if (dslots >= 0).any():
+        _walk_dense(indices, data, weights, factor, slots, rel, group, scales, shift, ub,
+                    dslots, dense, dscales, start, end, seeds, heap, state, theta, slack,
+                    found, scores)
+    else:
+        _walk_tables(indices, data, weights, factor, slots, maxima, rel, group, scales, shift,
+                     ub, bounds, start, end, seeds, heap, state, theta, slack, found, scores)
+    return found[:_compact(found, scores, state[1], theta[0] * (1 - slack))].copy()
+
+
+@numba.njit(cache=True, nogil=True)
+def _walk_tables(indices, data, weights, factor, slots, maxima, rel, group, scales, shift, ub,
+                 bounds, start, end, seeds, heap, state, theta, slack, found, scores):
+    """The walk through postings (`_visit`): the seeds, then the other windows."""
+    c_count = weights.size
+    step = np.empty(c_count)
+    for t in range(c_count):
+        step[t] = scales[slots[t]] * weights[t] if slots[t] >= 0 else 0.0
+    no_codes = np.full(c_count, -1, dtype=np.int64)
+    no_rows = np.zeros((0, 0), dtype=np.uint8)
+    pos = start.copy()
+    window_bound = np.empty(c_count)  # the terms' bounds in the current window
     for j in seeds:
         if j >= 0:
-            _ask(j, indices, data, slots, rel, group, start)
+            _ask(j, indices, data, slots, rel, group, start, shift, no_codes, no_rows)
     for j in seeds:
         if j >= 0 and ub[j] > 0 and ub[j] * (1 + slack) >= theta[0] * (1 - slack):
             _visit(j, indices, data, weights, factor, slots, maxima, rel, group, shift, step,
@@ -314,28 +429,64 @@ def candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, r
     while True:
         while queued < LEAD and scan < ub.size:
             if ub[scan] > 0 and ub[scan] * (1 + slack) >= theta[0] * (1 - slack):
-                _ask(scan, indices, data, slots, rel, group, start)
+                _ask(scan, indices, data, slots, rel, group, start, shift, no_codes, no_rows)
                 lead[(head + queued) & (LEAD - 1)] = scan
                 queued += 1
             scan += 1
         if queued == 0:
-            break
+            return
         j = lead[head]
         head = (head + 1) & (LEAD - 1)
         queued -= 1
-        if ub[j] * (1 + slack) >= theta[0] * (1 - slack):  # theta may have risen since
-            _visit(j, indices, data, weights, factor, slots, maxima, rel, group, shift, step,
-                   bounds, start, end, pos, window_bound, heap, state, theta, slack, found,
-                   scores)
-    n_found = state[1]
-    theta = theta[0]
-    floor = theta * (1 - slack)
-    kept = 0
-    for i in range(n_found):
-        if scores[i] >= floor:
-            found[kept] = found[i]
-            kept += 1
-    return found[:kept].copy()
+        if ub[j] * (1 + slack) < theta[0] * (1 - slack):  # theta has risen since
+            continue
+        _visit(j, indices, data, weights, factor, slots, maxima, rel, group, shift, step,
+               bounds, start, end, pos, window_bound, heap, state, theta, slack, found, scores)
+
+
+@numba.njit(cache=True, nogil=True)
+def _walk_dense(indices, data, weights, factor, slots, rel, group, scales, shift, ub, dslots,
+                dense, dscales, start, end, seeds, heap, state, theta, slack, found, scores):
+    """The walk with codes per chunk (`_visit_dense`): the seeds, then the other windows."""
+    c_count = weights.size
+    dsteps = np.zeros(c_count, dtype=np.float32)
+    error = 0.0  # the most the codes can add to a chunk's score
+    for t in range(c_count):
+        if dslots[t] >= 0:
+            dsteps[t] = dscales[dslots[t]] * weights[t]
+            error += dsteps[t]
+    acc = np.empty(1 << shift, dtype=np.float32)
+    pos = start.copy()
+    for j in seeds:
+        if j >= 0:
+            _ask(j, indices, data, slots, rel, group, start, shift, dslots, dense)
+    for j in seeds:
+        if j >= 0 and ub[j] > 0 and ub[j] * (1 + slack) >= theta[0] * (1 - slack):
+            _visit_dense(j, indices, data, weights, factor, slots, rel, group, shift, dslots,
+                         dense, dsteps, error, start, end, pos, acc, heap, state, theta, slack,
+                         found, scores)
+        if j >= 0:
+            ub[j] = -1.0  # done
+    pos[:] = start
+    lead = np.empty(LEAD, dtype=np.int64)  # as in _walk_tables
+    head, queued, scan = 0, 0, 0
+    while True:
+        while queued < LEAD and scan < ub.size:
+            if ub[scan] > 0 and ub[scan] * (1 + slack) >= theta[0] * (1 - slack):
+                _ask(scan, indices, data, slots, rel, group, start, shift, dslots, dense)
+                lead[(head + queued) & (LEAD - 1)] = scan
+                queued += 1
+            scan += 1
+        if queued == 0:
+            return
+        j = lead[head]
+        head = (head + 1) & (LEAD - 1)
+        queued -= 1
+        if ub[j] * (1 + slack) < theta[0] * (1 - slack):
+            continue
+        _visit_dense(j, indices, data, weights, factor, slots, rel, group, shift, dslots, dense,
+                     dsteps, error, start, end, pos, acc, heap, state, theta, slack, found,
+                     scores)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -451,6 +602,13 @@ def exact_top(indptr, indices, data, cols, weights, ids, k, norms, qnorm, out):
     order: out (zeros of the accumulator's dtype) gets `exact_sums` in column order; the score
     is that as float64, divided by norms[id] * qnorm when norms are given (TF-IDF's cosine)."""
     exact_sums(indptr, indices, data, cols, weights, ids, out)
+    return _best(ids, out, k, norms, qnorm)
+
+
+@numba.njit(cache=True, nogil=True)
+def _best(ids, out, k, norms, qnorm):
+    """The k best ids by out (divided by norms[id] * qnorm when norms are given), best
+    first, equal scores in id order; with their float64 scores."""
     score = np.empty(ids.size)
     for i in range(ids.size):
         score[i] = np.float64(out[i])
@@ -462,14 +620,30 @@ def exact_top(indptr, indices, data, cols, weights, ids, k, norms, qnorm, out):
 
 @numba.njit(cache=True, nogil=True)
 def top(indptr, indices, data, cols, weights, exact_weights, factor, k, slots, maxima, rel,
-        group, scales, shift, ub, found, scores, norms, qnorm):
+        group, scales, shift, ub, found, scores, dslots, dense, dscales, norms, qnorm):
     """`candidates` then `exact_top` in one call: the exact top k (ids, float64 scores); the
     exact sums are in exact_weights' dtype."""
     ids = candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, rel,
-                     group, scales, shift, ub, found, scores)
+                     group, scales, shift, ub, found, scores, dslots, dense, dscales)
     ids.sort()
-    return exact_top(indptr, indices, data, cols, exact_weights, ids, k, norms, qnorm,
-                     np.zeros(ids.size, dtype=exact_weights.dtype))
+    out = np.zeros(ids.size, dtype=exact_weights.dtype)
+    for j in range(cols.size):  # `exact_sums`, each posting found through the tables
+        a, b = indptr[cols[j]], indptr[cols[j] + 1]
+        s, d = slots[j], dslots[j]
+        p = a
+        for i in range(ids.size):
+            doc = ids[i]
+            if d >= 0 and dense[d, doc] == 0:
+                continue
+            if s >= 0:  # from where its window starts
+                p = max(p, a + group[s, (doc >> shift) >> 2] + rel[s, doc >> shift])
+            else:
+                p = _seek(indices, p, b, doc)
+            while p < b and indices[p] < doc:
+                p += 1
+            if p < b and indices[p] == doc:
+                out[i] += data[p] * exact_weights[j]
+    return _best(ids, out, k, norms, qnorm)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -122,7 +122,9 @@ class Engine:
                     ranker.prepare()  # the local int8 copy of a large index (index/vectors.py)
                 self._encoders[key] = ranker.encoder
         for method in searching.available_methods(index):
-            searching.scorer(index, method)
+            ranker = searching.scorer(index, method)
+            if not indexing.is_dense(method) and hasattr(ranker, "prepare"):
+                ranker.prepare()  # a large index's window tables and codes (index/maxscore.py)
         index.chunks([0])  # opens the build's chunk table while its files surely exist
 
     def run(self, work: Callable[[Live], T]) -> T:

@@ -156,6 +156,74 @@ def test_compiled_top_is_exact_whatever_the_window(built, method, shift, compile
     assert scorer._blocks.shift == shift
 
 
+@pytest.mark.parametrize("rows", ["none", "one", "all"])
+@pytest.mark.parametrize("method", ["tfidf", "bm25"])
+def test_codes_per_chunk_keep_the_top_k_exact(built, method, rows, compiled, monkeypatch):
+    """From the second query on, the longest lists get a code per chunk and the walk bounds
+    each chunk with them (all such lists, only the longest one, or none when the memory cap
+    leaves no room): the top k stays the exhaustive ranking bit for bit, with a chunk factor
+    (TF-IDF's cosine) and k beyond the chunks that have a term."""
+    scorer = core.scorer(built[1], method)
+    width = ((scorer.n_rows - 1 >> maxscore.SHIFT) + 1) << maxscore.SHIFT
+    monkeypatch.setattr(maxscore, "DENSE_MAX_BYTES", {"none": 0, "one": width,
+                                                      "all": 1 << 30}[rows])
+    monkeypatch.setattr(scorer, "_blocks", None, raising=False)  # fresh tables and codes
+    checked = 0
+    for query in ["de gato"] + queries(17, 50):
+        for k in (1, 10, 2000):
+            got = ranked(scorer, query, k)
+            if got is None:
+                continue
+            want = core.top_k(*scorer.score(query), k)
+            assert got[0].tolist() == want[0].tolist(), query
+            assert got[1].tolist() == want[1].tolist(), query
+            checked += 1
+    assert checked > 100
+    coded = scorer._blocks.dense[1].shape[0]
+    lengths = np.diff(scorer.indptr)
+    long = int((lengths * maxscore.DENSE_SHARE >= scorer.n_rows).sum())
+    assert long >= 2  # the corpus has such lists
+    assert coded == {"none": 0, "one": 1, "all": long}[rows]
+
+
+@pytest.mark.parametrize("method", ["tfidf", "bm25"])
+def test_prepare_makes_tables_and_codes_before_the_first_query(built, method, compiled,
+                                                               monkeypatch):
+    """`prepare()` (busca serve and busca shell call it at start) makes every long list's
+    table and the codes at once, with the factor the method ranks with, so the first query
+    already walks with them, exactly."""
+    scorer = core.scorer(built[1], method)
+    monkeypatch.setattr(scorer, "_blocks", None, raising=False)
+    scorer.prepare()
+    blocks = scorer._blocks
+    assert blocks.dense[1].shape[0] > 0 and blocks.queries == 2
+    assert blocks.factor is (scorer.inverse_norms if method == "tfidf" else blocks.factor)
+    for query in queries(23, 20):
+        got = ranked(scorer, query, 10)
+        if got is not None:
+            want = core.top_k(*scorer.score(query), 10)
+            assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+    assert scorer._blocks is blocks  # the same tables: none made again
+
+
+def test_dense_row_codes_bound_each_value(built, compiled):
+    """A list's code per chunk, times its scale, is at least its value there and less than
+    one step above it; 0 exactly where the list has no posting (with and without a factor)."""
+    scorer = core.scorer(built[1], "bm25")
+    kernel = maxscore.kernel()
+    factor = np.random.default_rng(2).random(scorer.n_rows) + 0.5
+    for f in (np.empty(0), factor):
+        for column in range(min(scorer.indptr.size - 1, 40)):
+            lo, hi = int(scorer.indptr[column]), int(scorer.indptr[column + 1])
+            row = np.zeros(scorer.n_rows, np.uint8)
+            scale = kernel.dense_row(scorer.indices, scorer.data, lo, hi, f, row)
+            docs = scorer.indices[lo:hi]
+            values = scorer.data[lo:hi].astype(np.float64) * (f[docs] if f.size else 1.0)
+            assert (row[docs] >= 1).all() and np.count_nonzero(row) == docs.size
+            assert (row[docs] * scale >= values * (1 - 1e-12)).all()
+            assert (row[docs] * scale <= values + scale * (1 + 1e-9)).all()
+
+
 def test_window_tables_survive_a_reset(built, compiled, monkeypatch):
     """A memory cap smaller than one table: every new term starts fresh tables, and the
     answers stay exact."""
