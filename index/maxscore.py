@@ -19,9 +19,7 @@ bytes a window, n_rows × 3/32 bytes a long list, at most BLOCKS_MAX_BYTES in al
 query's terms on the first query, for every long list on the second. On the second query the
 lists holding at least 1/DENSE_SHARE of the chunks also get a code per chunk (one byte, the
 longest lists first, at most DENSE_MAX_BYTES in all), so the walk bounds every chunk of a
-window at once without reading their postings. The lists are read from the index's files
-for this, not through its memory mapping, so the pages of the coded lists do not stay in
-the process. Nothing needs to be stored in the index.
+window at once without reading their postings. Nothing needs to be stored in the index.
 
 numba is the `fast` extra; it is imported only for indexes of COMPILED_MIN_ROWS chunks or
 more (loading it costs a few hundred milliseconds, more than a small index's whole query),
@@ -40,7 +38,7 @@ SHIFT = 5  # windows of 32 chunks
 BLOCKS_MAX_BYTES = 256 << 20  # window tables kept per postings object, at most
 ROW_BYTES = 3  # bytes per window of a list's table: maximum, offset, a quarter of an int32
 DENSE_SHARE = 32  # a list gets a code per chunk when it holds 1/32 of the chunks or more
-DENSE_MAX_BYTES = 160 << 20  # (one byte per chunk, at most 4x its postings), in all
+DENSE_MAX_BYTES = 160 << 20  # (one byte per chunk), in all; BUSCA_CODES_MB sets it
 
 UNSEEN, SHORT = -1, -2  # a column's table row before its first query / for a short list
 
@@ -129,13 +127,13 @@ class Blocks:
             self._tables(long.size)
         width = self.n_windows << self.shift
         coded = long[lengths[long] * DENSE_SHARE >= max(postings.n_rows, 1)]
-        coded = coded[np.argsort(-lengths[coded], kind="stable")][:DENSE_MAX_BYTES // width]
+        coded = coded[np.argsort(-lengths[coded], kind="stable")][:codes_budget() // width]
         rows = np.full(lengths.size, -1, dtype=np.int64)
         rows[coded] = np.arange(coded.size)
         codes = np.zeros((coded.size, width), dtype=np.uint8)
         scales = np.empty(coded.size)
         for c in long if tables else coded:
-            ids, values = _read_list(postings, int(c))
+            ids, values = _list(postings, int(c))
             if tables:
                 self._add(postings, int(c), ids, values)
             if rows[c] >= 0:
@@ -152,7 +150,7 @@ class Blocks:
             self.slot[column] = SHORT
             return
         if ids is None:
-            ids, values = _read_list(postings, column)
+            ids, values = _list(postings, column)
         if (self.used + 1) * (self.n_windows + 1) * ROW_BYTES > BLOCKS_MAX_BYTES:
             self._reset(self.slot.size)  # fresh arrays: running searches keep the old ones
         if self.used == self.scales.size:
@@ -175,31 +173,20 @@ def prepare(postings, factor: np.ndarray | None = None) -> None:
             blocks.queries = 2
 
 
-def _read_list(postings, column: int) -> tuple[np.ndarray, np.ndarray]:
-    """A list's chunk ids and values. From an index's files they are read, not mapped: a
-    table or codes are made from them once, and the pages of a list the walk no longer
-    reads (the coded ones) stay out of the process's memory."""
+def _list(postings, column: int) -> tuple[np.ndarray, np.ndarray]:
+    """A list's chunk ids and values (views)."""
     lo, hi = int(postings.indptr[column]), int(postings.indptr[column + 1])
-    return tuple(_read(a, lo, hi) for a in (postings.indices, postings.data))
+    return postings.indices[lo:hi], postings.data[lo:hi]
 
 
-def _read(array: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """array[lo:hi], read from the file when array is a whole memory-mapped .npy array (or
-    a plain view of one), else a view."""
-    mapped = array.base if not isinstance(array, np.memmap) else array
-    if (not isinstance(mapped, np.memmap) or not mapped.filename or mapped.ndim != 1
-            or array.ctypes.data != mapped.ctypes.data or array.size != mapped.size):
-        return array[lo:hi]
-    out = np.empty(hi - lo, dtype=array.dtype)
-    view, done = memoryview(out).cast("B"), 0
-    with open(mapped.filename, "rb", buffering=0) as f:
-        f.seek(mapped.offset + lo * array.itemsize)
-        while done < view.nbytes:
-            got = f.readinto(view[done:])
-            if not got:
-                raise OSError(f"{mapped.filename} is shorter than its header says")
-            done += got
-    return out
+def codes_budget() -> int:
+    """Bytes the codes per chunk may take: BUSCA_CODES_MB (0: none, the walk reads postings
+    only: less memory, slower), else DENSE_MAX_BYTES."""
+    value = os.environ.get("BUSCA_CODES_MB", "")
+    try:
+        return max(0, int(float(value) * (1 << 20))) if value.strip() else DENSE_MAX_BYTES
+    except ValueError:
+        return DENSE_MAX_BYTES
 
 
 def blocks_of(postings, factor: np.ndarray | None) -> Blocks:

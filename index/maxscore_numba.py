@@ -633,10 +633,16 @@ def top(indptr, indices, data, cols, weights, exact_weights, factor, k, slots, m
         p = a
         for i in range(ids.size):
             doc = ids[i]
-            if d >= 0 and dense[d, doc] == 0:
+            w = doc >> shift
+            if d >= 0 and s >= 0:  # its place: the window's first, plus the codes before it
+                if dense[d, doc] != 0:
+                    p = a + group[s, w >> 2] + rel[s, w]
+                    for c in range(w << shift, doc):
+                        p += dense[d, c] != 0
+                    out[i] += data[p] * exact_weights[j]
                 continue
             if s >= 0:  # from where its window starts
-                p = max(p, a + group[s, (doc >> shift) >> 2] + rel[s, doc >> shift])
+                p = max(p, a + group[s, w >> 2] + rel[s, w])
             else:
                 p = _seek(indices, p, b, doc)
             while p < b and indices[p] < doc:

@@ -206,6 +206,24 @@ def test_prepare_makes_tables_and_codes_before_the_first_query(built, method, co
     assert scorer._blocks is blocks  # the same tables: none made again
 
 
+def test_codes_budget_comes_from_the_environment(built, compiled, monkeypatch):
+    """BUSCA_CODES_MB=0 turns the codes off (the walk reads postings, still exact); a size
+    in MB caps them; anything unreadable keeps the default."""
+    for value, want in (("0", 0), ("1.5", 3 << 19), ("", maxscore.DENSE_MAX_BYTES),
+                        ("lots", maxscore.DENSE_MAX_BYTES)):
+        monkeypatch.setenv("BUSCA_CODES_MB", value)
+        assert maxscore.codes_budget() == want
+    monkeypatch.setenv("BUSCA_CODES_MB", "0")
+    scorer = core.scorer(built[1], "bm25")
+    monkeypatch.setattr(scorer, "_blocks", None, raising=False)
+    for query in queries(29, 10):
+        got = ranked(scorer, query, 10)
+        if got is not None:
+            want = core.top_k(*scorer.score(query), 10)
+            assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+    assert scorer._blocks.dense[1].shape[0] == 0
+
+
 def test_dense_row_codes_bound_each_value(built, compiled):
     """A list's code per chunk, times its scale, is at least its value there and less than
     one step above it; 0 exactly where the list has no posting (with and without a factor)."""
