@@ -28,6 +28,9 @@ and BUSCA_NUMBA=0 turns it off (tests compare both paths).
 
 from __future__ import annotations
 
+import ctypes
+import functools
+import mmap
 import os
 import threading
 
@@ -119,7 +122,8 @@ class Blocks:
         """Tables for every long list, if they fit in BLOCKS_MAX_BYTES; codes per chunk for
         the lists holding at least 1/DENSE_SHARE of the chunks, the longest first, up to
         DENSE_MAX_BYTES: the walk then bounds each chunk of a window at once instead of
-        reading those lists' postings. Each list is read once for both."""
+        reading those lists' postings. Each list is read once for both; a coded list from
+        the index's files (`_read_list`), so that its pages are not mapped."""
         lengths = np.diff(postings.indptr)
         long = np.flatnonzero(lengths >= self.n_windows)
         tables = long.size * (self.n_windows + 1) * ROW_BYTES <= BLOCKS_MAX_BYTES
@@ -133,7 +137,7 @@ class Blocks:
         codes = np.zeros((coded.size, width), dtype=np.uint8)
         scales = np.empty(coded.size)
         for c in long if tables else coded:
-            ids, values = _list(postings, int(c))
+            ids, values = (_read_list if rows[c] >= 0 else _list)(postings, int(c))
             if tables:
                 self._add(postings, int(c), ids, values)
             if rows[c] >= 0:
@@ -177,6 +181,66 @@ def _list(postings, column: int) -> tuple[np.ndarray, np.ndarray]:
     """A list's chunk ids and values (views)."""
     lo, hi = int(postings.indptr[column]), int(postings.indptr[column + 1])
     return postings.indices[lo:hi], postings.data[lo:hi]
+
+
+def _read_list(postings, column: int) -> tuple[np.ndarray, np.ndarray]:
+    """A coded list's chunk ids and values, read from the index's files, not through the
+    mapping. Its pages are then set apart (`_set_apart`): the walk reads none of its ids
+    (exact scores count their place on the codes) and only the values it scores."""
+    lo, hi = int(postings.indptr[column]), int(postings.indptr[column + 1])
+    for array in (postings.indices, postings.data):
+        _set_apart(array, lo, hi)
+    return _read(postings.indices, lo, hi), _read(postings.data, lo, hi)
+
+
+def _read(array: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """array[lo:hi], read from the file when array is a whole memory-mapped .npy array (or
+    a plain view of one), else a view."""
+    mapped = array.base if not isinstance(array, np.memmap) else array
+    if (not isinstance(mapped, np.memmap) or not mapped.filename or mapped.ndim != 1
+            or array.ctypes.data != mapped.ctypes.data or array.size != mapped.size):
+        return array[lo:hi]
+    out = np.empty(hi - lo, dtype=array.dtype)
+    view, done = memoryview(out).cast("B"), 0
+    with open(mapped.filename, "rb", buffering=0) as f:
+        f.seek(mapped.offset + lo * array.itemsize)
+        while done < view.nbytes:
+            got = f.readinto(view[done:])
+            if not got:
+                raise OSError(f"{mapped.filename} is shorter than its header says")
+            done += got
+    return out
+
+
+_MADV_RANDOM = 1  # Linux, the BSDs and macOS
+
+
+def _set_apart(array: np.ndarray, lo: int, hi: int) -> None:
+    """madvise(MADV_RANDOM) over the whole pages of array[lo:hi] when array is memory-mapped:
+    those pages become a mapping of their own, so a fault next to them no longer maps them
+    with its neighbours (Linux maps whole folios of a file at a fault: a coded list's pages
+    would otherwise come back into memory). A hint: nothing changes where it is refused."""
+    if hi <= lo or not isinstance(array.base, np.memmap):
+        return
+    madvise = _madvise()
+    if madvise is None:
+        return
+    page = mmap.PAGESIZE
+    first = -(-(array.ctypes.data + lo * array.itemsize) // page) * page
+    last = (array.ctypes.data + hi * array.itemsize) // page * page
+    if last > first:
+        madvise(first, last - first, _MADV_RANDOM)
+
+
+@functools.cache
+def _madvise():
+    """libc's madvise, or None where there is none."""
+    try:
+        madvise = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return None
+    madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    return madvise
 
 
 def codes_budget() -> int:

@@ -224,6 +224,24 @@ def test_codes_budget_comes_from_the_environment(built, compiled, monkeypatch):
     assert scorer._blocks.dense[1].shape[0] == 0
 
 
+def test_coded_lists_are_read_from_the_files_and_set_apart(built, compiled):
+    """A coded list is read from the index's .npy files (the same numbers as its slice of
+    the mapped arrays), and setting its pages apart (a madvise hint) changes no value."""
+    scorer = core.scorer(built[1], "bm25")
+    assert isinstance(scorer.indices.base, np.memmap)  # the index is memory-mapped
+    lengths = np.diff(scorer.indptr)
+    for column in np.argsort(-lengths)[:5]:
+        before = [a.copy() for a in maxscore._list(scorer, int(column))]
+        ids, values = maxscore._read_list(scorer, int(column))
+        assert not np.shares_memory(ids, scorer.indices)
+        assert ids.tolist() == before[0].tolist() and values.tobytes() == before[1].tobytes()
+        after = maxscore._list(scorer, int(column))
+        assert after[0].tolist() == before[0].tolist()
+        assert after[1].tobytes() == before[1].tobytes()
+    plain = np.arange(10.0)  # not mapped: a view, and no advice
+    assert np.shares_memory(maxscore._read(plain, 2, 5), plain)
+
+
 def test_dense_row_codes_bound_each_value(built, compiled):
     """A list's code per chunk, times its scale, is at least its value there and less than
     one step above it; 0 exactly where the list has no posting (with and without a factor)."""
