@@ -121,7 +121,7 @@ class _Postings:
 
     def prepare(self) -> None:
         """The compiled walk's window tables and codes made now, not on the second query
-        (busca serve and busca shell, before the first question; ~1.3 s at 1M chunks)."""
+        (busca serve and busca shell, before the first question; ~2 s at 1M chunks)."""
         if usable(self.n_rows):
             prepare_walk(self, self.walk_factor)
 
