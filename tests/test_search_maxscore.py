@@ -61,18 +61,25 @@ def ranked(scorer, query, k):
         return None
 
 
+def is_exhaustive_top(scorer, query, k) -> bool:
+    """Assert that the compiled top k is the exhaustive ranking, ids and scores bit for bit;
+    False when the query has no searchable term."""
+    got = ranked(scorer, query, k)
+    if got is None:
+        return False
+    want = core.top_k(*scorer.score(query), k)
+    assert got[0].tolist() == want[0].tolist(), query
+    assert got[1].tolist() == want[1].tolist(), query  # bit for bit
+    return True
+
+
 @pytest.mark.parametrize("method", ["tfidf", "bm25"])
 @pytest.mark.parametrize("k", [1, 3, 10, 100, 5000])
 def test_compiled_top_equals_exhaustive_ranking(built, method, k, compiled):
     scorer = core.scorer(built[1], method)
     assert maxscore.usable(scorer.n_rows)
     for query in queries(k, 60):
-        got = ranked(scorer, query, k)
-        if got is None:
-            continue
-        want = core.top_k(*scorer.score(query), k)
-        assert got[0].tolist() == want[0].tolist(), query
-        assert got[1].tolist() == want[1].tolist(), query  # bit for bit
+        is_exhaustive_top(scorer, query, k)
 
 
 @pytest.mark.parametrize("method", ["tfidf", "bm25"])
@@ -147,12 +154,7 @@ def test_compiled_top_is_exact_whatever_the_window(built, method, shift, compile
     scorer = core.scorer(built[1], method)
     for query in queries(shift, 40):
         for k in (1, 10):
-            got = ranked(scorer, query, k)
-            if got is None:
-                continue
-            want = core.top_k(*scorer.score(query), k)
-            assert got[0].tolist() == want[0].tolist(), query
-            assert got[1].tolist() == want[1].tolist(), query
+            is_exhaustive_top(scorer, query, k)
     assert scorer._blocks.shift == shift
 
 
@@ -171,13 +173,7 @@ def test_codes_per_chunk_keep_the_top_k_exact(built, method, rows, compiled, mon
     checked = 0
     for query in ["de gato"] + queries(17, 50):
         for k in (1, 10, 2000):
-            got = ranked(scorer, query, k)
-            if got is None:
-                continue
-            want = core.top_k(*scorer.score(query), k)
-            assert got[0].tolist() == want[0].tolist(), query
-            assert got[1].tolist() == want[1].tolist(), query
-            checked += 1
+            checked += is_exhaustive_top(scorer, query, k)
     assert checked > 100
     coded = scorer._blocks.dense[1].shape[0]
     lengths = np.diff(scorer.indptr)
@@ -199,10 +195,7 @@ def test_prepare_makes_tables_and_codes_before_the_first_query(built, method, co
     assert blocks.dense[1].shape[0] > 0 and blocks.queries == 2
     assert blocks.factor is (scorer.inverse_norms if method == "tfidf" else blocks.factor)
     for query in queries(23, 20):
-        got = ranked(scorer, query, 10)
-        if got is not None:
-            want = core.top_k(*scorer.score(query), 10)
-            assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+        is_exhaustive_top(scorer, query, 10)
     assert scorer._blocks is blocks  # the same tables: none made again
 
 
@@ -217,10 +210,7 @@ def test_codes_budget_comes_from_the_environment(built, compiled, monkeypatch):
     scorer = core.scorer(built[1], "bm25")
     monkeypatch.setattr(scorer, "_blocks", None, raising=False)
     for query in queries(29, 10):
-        got = ranked(scorer, query, 10)
-        if got is not None:
-            want = core.top_k(*scorer.score(query), 10)
-            assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+        is_exhaustive_top(scorer, query, 10)
     assert scorer._blocks.dense[1].shape[0] == 0
 
 
@@ -266,10 +256,7 @@ def test_window_tables_survive_a_reset(built, compiled, monkeypatch):
     monkeypatch.setattr(maxscore, "BLOCKS_MAX_BYTES", 1)
     scorer = core.scorer(built[1], "bm25")
     for query in queries(5, 30):
-        got = ranked(scorer, query, 10)
-        if got is not None:
-            want = core.top_k(*scorer.score(query), 10)
-            assert got[1].tolist() == want[1].tolist() and got[0].tolist() == want[0].tolist()
+        is_exhaustive_top(scorer, query, 10)
 
 
 def test_window_index_bounds_and_offsets(built, compiled):
