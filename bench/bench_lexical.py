@@ -11,7 +11,9 @@ the same text, then shuffled (numpy seed 0). Queries: FaQuAD's 900 questions, sh
 (seed 0), top 10, one at a time, after 3 warm-up queries, in a process whose OpenMP/BLAS
 pools have one thread; `--passes` passes over the same (up to 400) questions, the fastest
 kept (a shared machine's other work slows some passes by a third), the first pass's q/s
-printed beside it. Every system runs in a subprocess of its own, so each peak memory is
+printed beside it. After every store or build step the files written are flushed to disk
+(`os.sync`), so that no system's queries compete with the flush of an index (1.6 GB
+stayed dirty after busca's 1M build). Every system runs in a subprocess of its own, so each peak memory is
 that process's alone. busca builds through the real path (store -> `build_index` with
 `tfidf,bm25`: chunk rows in SQLite, one tokenising pass on every core); bm25s gets the same
 Portuguese Snowball stemmer and stopwords as busca's `pt` analyzer; rank_bm25 gets busca's
@@ -92,8 +94,11 @@ def measure(n: int, base: dict, keep: bool, systems: set[str]) -> dict:
     """Every system at n chunks (those of `systems` only, busca always)."""
     def step(label, runner, one_thread=True, **extra):
         print(f"[{n:,}] {label}…", file=sys.stderr, flush=True)
-        return subprocess_run({**base, "size": n, "runner": runner, **extra},
-                              one_thread=one_thread)
+        found = subprocess_run({**base, "size": n, "runner": runner, **extra},
+                               one_thread=one_thread)
+        if not runner.endswith("-query"):
+            os.sync()  # the files just written reach the disk before any query is timed
+        return found
 
     rows: dict = {}
     step("filling the busca store (not timed)", "busca-store")
