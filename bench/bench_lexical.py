@@ -13,8 +13,8 @@ pools have one thread; `--passes` passes over the same (up to 400) questions, th
 kept (a shared machine's other work slows some passes by a third), the first pass's q/s
 printed beside it. After every store or build step the files written are flushed to disk
 (`os.sync`), so that no system's queries compete with the flush of an index (1.6 GB
-stayed dirty after busca's 1M build). Every system runs in a subprocess of its own, so each peak memory is
-that process's alone. busca builds through the real path (store -> `build_index` with
+stayed dirty after busca's 1M build). Every system runs in a subprocess of its own, so each
+peak memory is that process's alone. busca builds through the real path (store -> `build_index` with
 `tfidf,bm25`: chunk rows in SQLite, one tokenising pass on every core); bm25s gets the same
 Portuguese Snowball stemmer and stopwords as busca's `pt` analyzer; rank_bm25 gets busca's
 `pt` terms; the dictionary cosine gets the Java-parity terms. rank_bm25 and the dictionary
@@ -74,6 +74,14 @@ def make_corpus(words: np.ndarray, n: int, out: Path) -> None:
 
 class PeerUnavailable(Exception):
     """A peer that cannot run here (not installed, or failed): reported, not fatal."""
+
+
+def kept_index_parser(doc: str) -> argparse.ArgumentParser:
+    """The arguments of a script reading an index kept by this bench (`--keep`)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--work", type=Path, required=True, help="bench_lexical.py's --work.")
+    parser.add_argument("--size", type=int, required=True, help="Chunks (an index kept there).")
+    return parser
 
 
 def subprocess_run(cfg: dict, *, one_thread: bool) -> dict:

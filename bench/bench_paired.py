@@ -7,20 +7,17 @@ the same runners and one-thread settings, to take a shared machine's swings out 
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_lexical import (FAQUAD, PASSES, faquad_words_and_questions,  # noqa: E402
-                           subprocess_run)
+                           kept_index_parser, subprocess_run)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--work", type=Path, required=True, help="bench_lexical.py's --work.")
-    parser.add_argument("--size", type=int, required=True, help="Chunks (an index kept there).")
+    parser = kept_index_parser(__doc__)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--passes", type=int, default=PASSES,
                         help="Passes over the queries per run; the fastest is kept.")

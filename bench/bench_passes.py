@@ -10,7 +10,6 @@ comparison. An index kept by bench_lexical.py (`--keep`).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -18,7 +17,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_lexical import FAQUAD, ONE_THREAD, faquad_words_and_questions  # noqa: E402
+from bench_lexical import (FAQUAD, ONE_THREAD, faquad_words_and_questions,  # noqa: E402
+                           kept_index_parser)
 
 WARMUP = 3  # as bench_lexical.py
 
@@ -50,9 +50,7 @@ def passes(home: str, questions: list[str], count: int) -> list[tuple[float, flo
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--work", type=Path, required=True, help="bench_lexical.py's --work.")
-    parser.add_argument("--size", type=int, required=True, help="Chunks (an index kept there).")
+    parser = kept_index_parser(__doc__)
     parser.add_argument("--processes", type=int, default=3)
     parser.add_argument("--passes", type=int, default=4)
     parser.add_argument("--queries", type=int, default=400)
