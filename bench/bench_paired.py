@@ -7,37 +7,40 @@ the same runners and one-thread settings, to take a shared machine's swings out 
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_lexical import FAQUAD, faquad_words_and_questions, subprocess_run  # noqa: E402
+from bench_lexical import (FAQUAD, PASSES, faquad_words_and_questions,  # noqa: E402
+                           kept_index_parser, subprocess_run)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--work", type=Path, required=True, help="bench_lexical.py's --work.")
-    parser.add_argument("--size", type=int, required=True, help="Chunks (an index kept there).")
+    parser = kept_index_parser(__doc__)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--passes", type=int, default=PASSES,
+                        help="Passes over the queries per run; the fastest is kept.")
     args = parser.parse_args()
     _, questions = faquad_words_and_questions(FAQUAD)
     base = {"work": str(args.work), "queries": questions, "budget": 5.0, "most": 400,
-            "size": args.size}
+            "size": args.size, "passes": args.passes}
     print(f"load average at start: {open('/proc/loadavg').read().split()[0]}")
-    ratios, busca, pisa = [], [], []
+    ratios, busca, pisa, firsts = [], [], [], []
     for r in range(args.rounds):
         b = subprocess_run({**base, "runner": "busca-query", "method": "bm25"}, one_thread=True)
         p = subprocess_run({**base, "runner": "pisa-query"}, one_thread=True)
         busca.append(b["qps"])
         pisa.append(p["qps"])
         ratios.append(b["qps"] / p["qps"])
+        firsts.append(b["first_qps"] / p["first_qps"])
         print(f"round {r + 1}: busca bm25 {b['qps']:,.0f} q/s (p50 {b['p50']:.2f} ms), PISA"
-              f" {p['qps']:,.0f} q/s (p50 {p['p50']:.2f} ms), ratio {ratios[-1]:.2f}x")
+              f" {p['qps']:,.0f} q/s (p50 {p['p50']:.2f} ms), ratio {ratios[-1]:.2f}x;"
+              f" first passes {b['first_qps']:,.0f} and {p['first_qps']:,.0f} q/s,"
+              f" {firsts[-1]:.2f}x")
     print(f"median: busca bm25 {statistics.median(busca):,.0f} q/s, PISA"
           f" {statistics.median(pisa):,.0f} q/s; median of round ratios"
-          f" {statistics.median(ratios):.2f}x")
+          f" {statistics.median(ratios):.2f}x (first passes {statistics.median(firsts):.2f}x)")
     print(f"load average at end: {open('/proc/loadavg').read().split()[0]}")
 
 

@@ -9,7 +9,6 @@ before (in cache), and the same query a third time (branch predictors trained as
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -18,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_lexical import FAQUAD, faquad_words_and_questions  # noqa: E402
+from bench_lexical import FAQUAD, faquad_words_and_questions, kept_index_parser  # noqa: E402
 
 
 def per_query(fn, items, rounds: int) -> float:
@@ -33,9 +32,7 @@ def per_query(fn, items, rounds: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--work", type=Path, required=True, help="bench_lexical.py's --work.")
-    parser.add_argument("--size", type=int, required=True, help="Chunks (an index kept there).")
+    parser = kept_index_parser(__doc__)
     parser.add_argument("--queries", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()

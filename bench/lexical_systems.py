@@ -41,21 +41,32 @@ def directory_mb(path: Path, pattern: str = "*") -> float:
     return sum(p.stat().st_size for p in path.rglob(pattern) if p.is_file()) / 2**20
 
 
-def time_queries(search, queries: list[str], budget: float, most: int) -> dict:
-    """Run `search(query)` one query at a time: queries/s, p50 and p99 in ms."""
+def time_queries(search, cfg: dict, budget: float | None = None) -> dict:
+    """Run `search(query)` one query at a time over cfg's queries (at most cfg["most"], for
+    at most `budget` seconds, default cfg["budget"]), cfg["passes"] times after WARMUP
+    queries: queries/s, p50 and p99 in ms of the fastest pass (the least disturbed by the
+    machine's other work), and the first pass's queries/s (words analyzed and pages read
+    for the first time)."""
+    queries, most = cfg["queries"], cfg["most"]
+    budget = cfg["budget"] if budget is None else budget
     for q in queries[:WARMUP]:
         search(q)
-    times = []
-    started = time.perf_counter()
-    for q in queries[WARMUP:WARMUP + most]:
-        t = time.perf_counter()
-        search(q)
-        times.append(time.perf_counter() - t)
-        if time.perf_counter() - started > budget and len(times) >= 5:
-            break
-    ms = np.array(times) * 1000
-    return {"queries": len(times), "qps": len(times) / (ms.sum() / 1000),
-            "p50": float(np.percentile(ms, 50)), "p99": float(np.percentile(ms, 99))}
+    best, first = None, None
+    for _ in range(max(1, cfg.get("passes", 1))):
+        times = []
+        started = time.perf_counter()
+        for q in queries[WARMUP:WARMUP + most]:
+            t = time.perf_counter()
+            search(q)
+            times.append(time.perf_counter() - t)
+            if time.perf_counter() - started > budget and len(times) >= 5:
+                break
+        ms = np.array(times) * 1000
+        found = {"queries": len(times), "qps": len(times) / (ms.sum() / 1000),
+                 "p50": float(np.percentile(ms, 50)), "p99": float(np.percentile(ms, 99))}
+        first = found["qps"] if first is None else first
+        best = found if best is None or found["qps"] > best["qps"] else best
+    return {**best, "first_qps": first}
 
 
 # --- busca --------------------------------------------------------------------------------
@@ -120,7 +131,7 @@ def busca_query(cfg: dict) -> dict:
         except NoSearchableTerms:
             return None
 
-    return {"load": load, **time_queries(search, cfg["queries"], cfg["budget"], cfg["most"]),
+    return {"load": load, **time_queries(search, cfg),
             "search_peak": peak_mb()}
 
 
@@ -144,7 +155,7 @@ def sklearn_naive(cfg: dict) -> dict:
     def search(query):
         return _top10((matrix @ vectorizer.transform([query]).T).toarray().ravel())
 
-    return {"build": build, **time_queries(search, cfg["queries"], cfg["budget"], cfg["most"]),
+    return {"build": build, **time_queries(search, cfg),
             "search_peak": peak_mb()}
 
 
@@ -158,8 +169,7 @@ def rank_bm25(cfg: dict) -> dict:
     model = BM25Okapi([pt_terms(t) for t in texts])
     build = time.perf_counter() - started
     del texts
-    return {"build": build, **time_queries(lambda q: _top10(model.get_scores(pt_terms(q))),
-                                           cfg["queries"], cfg["budget"], cfg["most"]),
+    return {"build": build, **time_queries(lambda q: _top10(model.get_scores(pt_terms(q))), cfg),
             "search_peak": peak_mb()}
 
 
@@ -186,7 +196,7 @@ def dict_cosine(cfg: dict) -> dict:
             scores.append(0.0 if na == 0 or nb == 0 else dot / (na * nb))
         return sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:10]
 
-    return {"build": build, **time_queries(search, cfg["queries"], cfg["budget"], cfg["most"]),
+    return {"build": build, **time_queries(search, cfg),
             "search_peak": peak_mb()}
 
 

@@ -19,7 +19,9 @@ bytes a window, n_rows × 3/32 bytes a long list, at most BLOCKS_MAX_BYTES in al
 query's terms on the first query, for every long list on the second. On the second query the
 lists holding at least 1/DENSE_SHARE of the chunks also get a code per chunk (one byte, the
 longest lists first, at most DENSE_MAX_BYTES in all), so the walk bounds every chunk of a
-window at once without reading their postings. Nothing needs to be stored in the index.
+window at once without reading their postings, and the largest code of each part of 4
+chunks (its peaks, a quarter byte per chunk), which bound the windows more tightly than
+the tables. Nothing needs to be stored in the index.
 
 numba is the `fast` extra; it is imported only for indexes of COMPILED_MIN_ROWS chunks or
 more (loading it costs a few hundred milliseconds, more than a small index's whole query),
@@ -41,7 +43,9 @@ SHIFT = 5  # windows of 32 chunks
 BLOCKS_MAX_BYTES = 256 << 20  # window tables kept per postings object, at most
 ROW_BYTES = 3  # bytes per window of a list's table: maximum, offset, a quarter of an int32
 DENSE_SHARE = 32  # a list gets a code per chunk when it holds 1/32 of the chunks or more
-DENSE_MAX_BYTES = 160 << 20  # (one byte per chunk), in all; BUSCA_CODES_MB sets it
+PART_SHIFT = 2  # a coded list's peaks: its largest code in each part of 4 chunks
+DENSE_MAX_BYTES = 200 << 20  # codes and peaks (1.25 bytes per chunk and list), in all;
+# BUSCA_CODES_MB sets it
 
 UNSEEN, SHORT = -1, -2  # a column's table row before its first query / for a short list
 
@@ -52,6 +56,12 @@ _kernel = None
 def usable(n_rows: int) -> bool:
     """True when the compiled MaxScore is installed, allowed and worth loading."""
     return n_rows >= COMPILED_MIN_ROWS and kernel() is not None
+
+
+def _loaded():
+    """The compiled module, for callers that asked `usable()` first: without a second look at
+    the environment (a microsecond a query)."""
+    return _kernel or kernel()
 
 
 def kernel():
@@ -79,15 +89,18 @@ class Blocks:
 
     def __init__(self, n_rows: int, n_columns: int, factor: np.ndarray | None):
         self.shift = SHIFT
+        self.part_shift = min(PART_SHIFT, SHIFT)
         self.n_windows = (max(n_rows, 1) - 1 >> SHIFT) + 1
         self.factor = factor if factor is not None else np.empty(0)
         self.queries = 0
         self._lock = threading.Lock()
         self._reset(n_columns)
         # per-chunk codes of the longest lists (`dense_row`), made on the second query:
-        # (row of each column or -1, codes, scales), replaced as a whole
+        # (row of each column or -1, codes, scales, peaks), replaced as a whole
+        width = self.n_windows << SHIFT
         self.dense = (np.full(n_columns, -1, dtype=np.int64),
-                      np.zeros((0, self.n_windows << SHIFT), dtype=np.uint8), np.empty(0))
+                      np.zeros((0, width), dtype=np.uint8), np.empty(0),
+                      np.zeros((0, width >> self.part_shift), dtype=np.uint8))
 
     def _reset(self, n_columns: int) -> None:
         self.slot = np.full(n_columns, UNSEEN, dtype=np.int64)
@@ -108,7 +121,7 @@ class Blocks:
     def slots(self, postings, columns: np.ndarray) -> np.ndarray:
         """The table rows of `columns` (negative for a short list), making the missing ones."""
         found = self.slot[columns]
-        if self.queries == 1 or (found == UNSEEN).any():
+        if self.queries == 1 or UNSEEN in found.tolist():  # (a list: numpy's any() is slower)
             with self._lock:
                 if self.queries == 1:
                     self._add_all(postings)
@@ -119,11 +132,11 @@ class Blocks:
         return found
 
     def _add_all(self, postings) -> None:
-        """Tables for every long list, if they fit in BLOCKS_MAX_BYTES; codes per chunk for
-        the lists holding at least 1/DENSE_SHARE of the chunks, the longest first, up to
-        DENSE_MAX_BYTES: the walk then bounds each chunk of a window at once instead of
-        reading those lists' postings. Each list is read once for both; a coded list from
-        the index's files (`_read_list`), so that its pages are not mapped."""
+        """Tables for every long list, if they fit in BLOCKS_MAX_BYTES; codes per chunk (and
+        their peaks) for the lists holding at least 1/DENSE_SHARE of the chunks, the longest
+        first, up to DENSE_MAX_BYTES: the walk then bounds each chunk of a window at once
+        instead of reading those lists' postings. Each list is read once for both; a coded
+        list from the index's files (`_read_list`), so that its pages are not mapped."""
         lengths = np.diff(postings.indptr)
         long = np.flatnonzero(lengths >= self.n_windows)
         tables = long.size * (self.n_windows + 1) * ROW_BYTES <= BLOCKS_MAX_BYTES
@@ -131,10 +144,12 @@ class Blocks:
             self._tables(long.size)
         width = self.n_windows << self.shift
         coded = long[lengths[long] * DENSE_SHARE >= max(postings.n_rows, 1)]
-        coded = coded[np.argsort(-lengths[coded], kind="stable")][:codes_budget() // width]
+        coded = coded[np.argsort(-lengths[coded], kind="stable")]
+        coded = coded[:codes_budget() // coded_bytes(postings.n_rows)]
         rows = np.full(lengths.size, -1, dtype=np.int64)
         rows[coded] = np.arange(coded.size)
         codes = np.zeros((coded.size, width), dtype=np.uint8)
+        peaks = np.zeros((coded.size, width >> self.part_shift), dtype=np.uint8)
         scales = np.empty(coded.size)
         for c in long if tables else coded:
             ids, values = (_read_list if rows[c] >= 0 else _list)(postings, int(c))
@@ -142,9 +157,10 @@ class Blocks:
                 self._add(postings, int(c), ids, values)
             if rows[c] >= 0:
                 scales[rows[c]] = kernel().dense_row(ids, values, 0, ids.size, self.factor,
-                                                     codes[rows[c]])
+                                                     codes[rows[c]], peaks[rows[c]],
+                                                     self.part_shift)
         if coded.size:
-            self.dense = (rows, codes, scales)
+            self.dense = (rows, codes, scales, peaks)
 
     def _add(self, postings, column: int, ids=None, values=None) -> None:
         if self.slot[column] != UNSEEN:
@@ -243,6 +259,12 @@ def _madvise():
     return madvise
 
 
+def coded_bytes(n_rows: int) -> int:
+    """What one coded list takes: a code per chunk and a peak per part, whole windows."""
+    width = ((max(n_rows, 1) - 1 >> SHIFT) + 1) << SHIFT
+    return width + (width >> min(PART_SHIFT, SHIFT))
+
+
 def codes_budget() -> int:
     """Bytes the codes per chunk may take: BUSCA_CODES_MB (0: none, the walk reads postings
     only: less memory, slower), else DENSE_MAX_BYTES."""
@@ -266,25 +288,28 @@ def blocks_of(postings, factor: np.ndarray | None) -> Blocks:
     return blocks
 
 
-def _scratch_vectors(n_rows: int, n_windows: int):
-    """This thread's work vectors: ids and scores of n_rows, bounds of n_windows (fresh ones
-    per query would cost the page faults of touching megabytes)."""
+def _scratch_vectors(n_rows: int, n_windows: int, n_parts: int = 1):
+    """This thread's work vectors: ids and scores of n_rows, bounds of n_windows, float32
+    sums of n_parts (fresh ones per query would cost the page faults of touching
+    megabytes)."""
     buffers = getattr(_scratch, "buffers", None)
-    if buffers is None or buffers[0].size != n_rows or buffers[2].size != n_windows:
+    if (buffers is None or buffers[0].size != n_rows or buffers[2].size != n_windows
+            or buffers[3].size != n_parts):
         buffers = _scratch.buffers = (np.empty(n_rows, dtype=np.int64), np.empty(n_rows),
-                                      np.empty(n_windows))
+                                      np.empty(n_windows), np.empty(n_parts, dtype=np.float32))
     return buffers
 
 
 def _tables(postings, columns, factor):
     """The arguments of the compiled walk after the query's: its window tables, work vectors,
-    per-chunk codes."""
+    per-chunk codes and their peaks."""
     blocks = blocks_of(postings, factor)
-    found, scores, ub = _scratch_vectors(postings.n_rows, blocks.n_windows)
+    found, scores, ub, sums = _scratch_vectors(
+        postings.n_rows, blocks.n_windows, blocks.n_windows << blocks.shift - blocks.part_shift)
     slots = blocks.slots(postings, columns)
-    rows, codes, scales = blocks.dense
+    rows, codes, scales, peaks = blocks.dense
     return (blocks.factor, slots, blocks.maxima, blocks.rel, blocks.group, blocks.scales,
-            blocks.shift, ub, found, scores, rows[columns], codes, scales)
+            blocks.shift, ub, found, scores, rows[columns], codes, scales, peaks, sums)
 
 
 def one_query(postings, columns: np.ndarray) -> bool:
@@ -309,11 +334,11 @@ def _plain(postings, columns, weights, k, factor):
     if buffers is None or buffers[0].size != postings.n_rows:
         buffers = _scratch_vectors(postings.n_rows, 1)
     found, scores = buffers[0], buffers[1]
-    return kernel().daat_candidates(postings.indptr, postings.indices, postings.data,
-                                    columns[order],
-                                    weights[order].astype(postings.accumulator),
-                                    bounds[order], factor if factor is not None else _NONE,
-                                    k, found, scores)
+    return _loaded().daat_candidates(postings.indptr, postings.indices, postings.data,
+                                     columns[order],
+                                     weights[order].astype(postings.accumulator),
+                                     bounds[order], factor if factor is not None else _NONE,
+                                     k, found, scores)
 
 
 def candidates(postings, columns, weights: np.ndarray, k: int,
@@ -324,8 +349,8 @@ def candidates(postings, columns, weights: np.ndarray, k: int,
     if one_query(postings, columns):
         return _plain(postings, columns, weights, k, factor)
     factor, *tables = _tables(postings, columns, factor)
-    ids = kernel().candidates(postings.indptr, postings.indices, postings.data, columns,
-                              weights, factor, k, *tables)
+    ids = _loaded().candidates(postings.indptr, postings.indices, postings.data, columns,
+                               weights, factor, k, *tables)
     ids.sort()
     return ids
 
@@ -341,15 +366,15 @@ def top(postings, columns, weights, k: int, factor: np.ndarray | None = None,
     if one_query(postings, columns):
         ids = _plain(postings, columns, weights, k, factor)
         dtype = postings.accumulator
-        ids, scores = kernel().exact_top(
+        ids, scores = _loaded().exact_top(
             postings.indptr, postings.indices, postings.data, columns, weights.astype(dtype),
             ids.astype(postings.indices.dtype), k, norms, float(qnorm),
             np.zeros(ids.size, dtype=dtype))
         return ids.astype(np.int64), scores
     factor, *tables = _tables(postings, columns, factor)
-    ids, scores = kernel().top(postings.indptr, postings.indices, postings.data, columns,
-                               weights, weights.astype(postings.accumulator), factor, k,
-                               *tables, norms, float(qnorm))
+    ids, scores = _loaded().top(postings.indptr, postings.indices, postings.data, columns,
+                                weights, weights.astype(postings.accumulator), factor, k,
+                                *tables, norms, float(qnorm))
     return ids.astype(np.int64), scores
 
 
@@ -360,7 +385,7 @@ def exact_sums(postings, ids: np.ndarray, columns, weights, out: np.ndarray) -> 
     """lexical.py's `lookup` compiled: the same products and sums, in the same order and
     dtype (tests compare both bit for bit)."""
     dtype = postings.accumulator
-    return kernel().exact_sums(postings.indptr, postings.indices, postings.data,
-                               np.asarray(columns, dtype=np.int64),
-                               np.asarray(weights, dtype=np.float64).astype(dtype),
-                               ids.astype(postings.indices.dtype), out)
+    return _loaded().exact_sums(postings.indptr, postings.indices, postings.data,
+                                np.asarray(columns, dtype=np.int64),
+                                np.asarray(weights, dtype=np.float64).astype(dtype),
+                                ids.astype(postings.indices.dtype), out)

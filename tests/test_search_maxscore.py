@@ -166,8 +166,8 @@ def test_codes_per_chunk_keep_the_top_k_exact(built, method, rows, compiled, mon
     leaves no room): the top k stays the exhaustive ranking bit for bit, with a chunk factor
     (TF-IDF's cosine) and k beyond the chunks that have a term."""
     scorer = core.scorer(built[1], method)
-    width = ((scorer.n_rows - 1 >> maxscore.SHIFT) + 1) << maxscore.SHIFT
-    monkeypatch.setattr(maxscore, "DENSE_MAX_BYTES", {"none": 0, "one": width,
+    one = maxscore.coded_bytes(scorer.n_rows)
+    monkeypatch.setattr(maxscore, "DENSE_MAX_BYTES", {"none": 0, "one": one + one // 2,
                                                       "all": 1 << 30}[rows])
     monkeypatch.setattr(scorer, "_blocks", None, raising=False)  # fresh tables and codes
     checked = 0
@@ -234,20 +234,64 @@ def test_coded_lists_are_read_from_the_files_and_set_apart(built, compiled):
 
 def test_dense_row_codes_bound_each_value(built, compiled):
     """A list's code per chunk, times its scale, is at least its value there and less than
-    one step above it; 0 exactly where the list has no posting (with and without a factor)."""
+    one step above it; 0 exactly where the list has no posting (with and without a factor);
+    its peaks are the largest code of each part of 2**PART_SHIFT chunks."""
     scorer = core.scorer(built[1], "bm25")
     kernel = maxscore.kernel()
     factor = np.random.default_rng(2).random(scorer.n_rows) + 0.5
     for f in (np.empty(0), factor):
         for column in range(min(scorer.indptr.size - 1, 40)):
             lo, hi = int(scorer.indptr[column]), int(scorer.indptr[column + 1])
-            row = np.zeros(scorer.n_rows, np.uint8)
-            scale = kernel.dense_row(scorer.indices, scorer.data, lo, hi, f, row)
+            width = maxscore.coded_bytes(scorer.n_rows) * 4 // 5
+            row = np.zeros(width, np.uint8)
+            peaks = np.zeros(width >> maxscore.PART_SHIFT, np.uint8)
+            scale = kernel.dense_row(scorer.indices, scorer.data, lo, hi, f, row, peaks,
+                                     maxscore.PART_SHIFT)
+            assert peaks.tolist() == row.reshape(peaks.size, -1).max(axis=1).tolist()
             docs = scorer.indices[lo:hi]
             values = scorer.data[lo:hi].astype(np.float64) * (f[docs] if f.size else 1.0)
             assert (row[docs] >= 1).all() and np.count_nonzero(row) == docs.size
             assert (row[docs] * scale >= values * (1 - 1e-12)).all()
             assert (row[docs] * scale <= values + scale * (1 + 1e-9)).all()
+
+
+@pytest.mark.parametrize("method", ["tfidf", "bm25"])
+def test_window_bounds_with_peaks_bound_every_chunk(built, method, compiled, monkeypatch):
+    """With every long list coded, a window's bound (`_bounds`: the coded terms' peaks added
+    up part by part, the best part taken) is at least every chunk's score in it, within the
+    walk's slack, and tighter overall than the sum of the lists' window maxima."""
+    monkeypatch.setattr(maxscore, "DENSE_MAX_BYTES", 1 << 30)
+    scorer = core.scorer(built[1], method)
+    monkeypatch.setattr(scorer, "_blocks", None, raising=False)
+    scorer.prepare()
+    kernel = maxscore.kernel()
+    tighter = 0
+    for query in queries(31, 40):
+        try:
+            columns, weights = (scorer.query_weights(query) if method == "tfidf"
+                                else scorer.query_counts(query))
+        except NoSearchableTerms:
+            continue
+        if not columns:
+            continue
+        columns = np.asarray(columns, dtype=np.int64)
+        weights = np.asarray(weights, dtype=np.float64)
+        factor, slots, maxima, rel, group, scales, shift, ub, *_, dslots, codes, dscales, \
+            peaks, sums = maxscore._tables(scorer, columns, scorer.walk_factor)
+        args = (scorer.indptr, scorer.indices, scorer.data, columns, weights, factor, slots,
+                maxima, scales, shift)
+        kernel._bounds(*args, ub, dslots, dscales, peaks, sums)
+        with_peaks = ub.copy()
+        kernel._bounds(*args, ub, np.full_like(dslots, -1), dscales, peaks, sums)
+        scores = scorer.dense(columns, weights) * (factor if factor.size else 1.0)
+        width = 1 << shift
+        padded = np.zeros(with_peaks.size * width)
+        padded[:scores.size] = scores
+        best = padded.reshape(-1, width).max(axis=1)
+        assert (with_peaks * (1 + 1e-5) >= best).all(), query
+        assert (with_peaks <= ub * (1 + 1e-6)).all(), query
+        tighter += (dslots >= 0).any() and with_peaks.sum() < ub.sum() * 0.99
+    assert tighter >= 10
 
 
 def test_window_tables_survive_a_reset(built, compiled, monkeypatch):
