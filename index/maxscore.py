@@ -266,8 +266,8 @@ def coded_bytes(n_rows: int) -> int:
 
 
 def codes_budget() -> int:
-    """Bytes the codes per chunk may take: BUSCA_CODES_MB (0: none, the walk reads postings
-    only: less memory, slower), else DENSE_MAX_BYTES."""
+    """Bytes the codes per chunk and their peaks may take: BUSCA_CODES_MB (0: none, the walk
+    reads postings only: less memory, slower), else DENSE_MAX_BYTES."""
     value = os.environ.get("BUSCA_CODES_MB", "")
     try:
         return max(0, int(float(value) * (1 << 20))) if value.strip() else DENSE_MAX_BYTES
