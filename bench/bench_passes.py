@@ -19,8 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_lexical import (FAQUAD, ONE_THREAD, faquad_words_and_questions,  # noqa: E402
                            kept_index_parser)
-
-WARMUP = 3  # as bench_lexical.py
+from lexical_systems import WARMUP  # noqa: E402
 
 
 def passes(home: str, questions: list[str], count: int) -> list[tuple[float, float]]:

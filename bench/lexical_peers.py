@@ -36,8 +36,8 @@ def _stopwords() -> list[str]:
 
 
 def _figures(search, cfg: dict, load: float, config: str) -> dict:
-    return {"load": load, **time_queries(search, cfg),
-            "search_peak": peak_mb(), "config": config}
+    return {"load": load, **time_queries(search, cfg), "search_peak": peak_mb(),
+            "config": config}
 
 
 # --- bm25s ----------------------------------------------------------------------------------
@@ -181,13 +181,13 @@ def pisa_query(cfg: dict) -> dict:
     stems: dict[str, str | None] = {}  # each word's term, kept as busca's scorer keeps them
 
     def terms(query: str) -> str:
-        out = []
+        found = []
         for word in java_terms(query):
             if word not in stems:
                 stems[word] = pt_term(word)
             if stems[word]:
-                out.append(stems[word])
-        return " ".join(out)
+                found.append(stems[word])
+        return " ".join(found)
 
     def searcher(algorithm):
         def search(query):
