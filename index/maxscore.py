@@ -44,6 +44,7 @@ BLOCKS_MAX_BYTES = 256 << 20  # window tables kept per postings object, at most
 ROW_BYTES = 3  # bytes per window of a list's table: maximum, offset, a quarter of an int32
 DENSE_SHARE = 32  # a list gets a code per chunk when it holds 1/32 of the chunks or more
 PART_SHIFT = 2  # a coded list's peaks: its largest code in each part of 4 chunks
+TILE_SHIFT = 6  # peaks laid out in tiles of 64 windows (maxscore_numba._bounds)
 DENSE_MAX_BYTES = 200 << 20  # codes and peaks (1.25 bytes per chunk and list), in all;
 # BUSCA_CODES_MB sets it
 
@@ -100,7 +101,7 @@ class Blocks:
         width = self.n_windows << SHIFT
         self.dense = (np.full(n_columns, -1, dtype=np.int64),
                       np.zeros((0, width), dtype=np.uint8), np.empty(0),
-                      np.zeros((0, width >> self.part_shift), dtype=np.uint8))
+                      np.zeros((0, *peaks_shape(n_rows)), dtype=np.uint8))
 
     def _reset(self, n_columns: int) -> None:
         self.slot = np.full(n_columns, UNSEEN, dtype=np.int64)
@@ -149,7 +150,7 @@ class Blocks:
         rows = np.full(lengths.size, -1, dtype=np.int64)
         rows[coded] = np.arange(coded.size)
         codes = np.zeros((coded.size, width), dtype=np.uint8)
-        peaks = np.zeros((coded.size, width >> self.part_shift), dtype=np.uint8)
+        peaks = np.zeros((coded.size, *peaks_shape(postings.n_rows)), dtype=np.uint8)
         scales = np.empty(coded.size)
         for c in long if tables else coded:
             ids, values = (_read_list if rows[c] >= 0 else _list)(postings, int(c))
@@ -158,7 +159,7 @@ class Blocks:
             if rows[c] >= 0:
                 scales[rows[c]] = kernel().dense_row(ids, values, 0, ids.size, self.factor,
                                                      codes[rows[c]], peaks[rows[c]],
-                                                     self.part_shift)
+                                                     self.part_shift, self.shift)
         if coded.size:
             self.dense = (rows, codes, scales, peaks)
 
@@ -259,10 +260,17 @@ def _madvise():
     return madvise
 
 
+def peaks_shape(n_rows: int) -> tuple[int, int, int]:
+    """The shape of one coded list's peaks: (tiles, parts per window, windows per tile)."""
+    n_windows = (max(n_rows, 1) - 1 >> SHIFT) + 1
+    return ((n_windows - 1 >> TILE_SHIFT) + 1, 1 << SHIFT - min(PART_SHIFT, SHIFT),
+            1 << TILE_SHIFT)
+
+
 def coded_bytes(n_rows: int) -> int:
     """What one coded list takes: a code per chunk and a peak per part, whole windows."""
     width = ((max(n_rows, 1) - 1 >> SHIFT) + 1) << SHIFT
-    return width + (width >> min(PART_SHIFT, SHIFT))
+    return width + int(np.prod(peaks_shape(n_rows)))
 
 
 def codes_budget() -> int:
@@ -288,15 +296,15 @@ def blocks_of(postings, factor: np.ndarray | None) -> Blocks:
     return blocks
 
 
-def _scratch_vectors(n_rows: int, n_windows: int, n_parts: int = 1):
+def _scratch_vectors(n_rows: int, n_windows: int, tile: tuple[int, int] = (1, 1)):
     """This thread's work vectors: ids and scores of n_rows, bounds of n_windows, float32
-    sums of n_parts (fresh ones per query would cost the page faults of touching
+    sums of one tile of peaks (fresh ones per query would cost the page faults of touching
     megabytes)."""
     buffers = getattr(_scratch, "buffers", None)
     if (buffers is None or buffers[0].size != n_rows or buffers[2].size != n_windows
-            or buffers[3].size != n_parts):
+            or buffers[3].shape != tile):
         buffers = _scratch.buffers = (np.empty(n_rows, dtype=np.int64), np.empty(n_rows),
-                                      np.empty(n_windows), np.empty(n_parts, dtype=np.float32))
+                                      np.empty(n_windows), np.empty(tile, dtype=np.float32))
     return buffers
 
 
@@ -304,8 +312,8 @@ def _tables(postings, columns, factor):
     """The arguments of the compiled walk after the query's: its window tables, work vectors,
     per-chunk codes and their peaks."""
     blocks = blocks_of(postings, factor)
-    found, scores, ub, sums = _scratch_vectors(
-        postings.n_rows, blocks.n_windows, blocks.n_windows << blocks.shift - blocks.part_shift)
+    found, scores, ub, sums = _scratch_vectors(postings.n_rows, blocks.n_windows,
+                                               peaks_shape(postings.n_rows)[1:])
     slots = blocks.slots(postings, columns)
     rows, codes, scales, peaks = blocks.dense
     return (blocks.factor, slots, blocks.maxima, blocks.rel, blocks.group, blocks.scales,

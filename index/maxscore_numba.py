@@ -152,12 +152,22 @@ def window_index(indices, data, lo, hi, factor, shift, maxima, rel, group):
     return scale
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _log2(n):
+    """log2 of a power of 2."""
+    bits = 0
+    while (1 << bits) < n:
+        bits += 1
+    return bits
+
+
 @numba.njit(cache=True, nogil=True)
-def dense_row(indices, data, lo, hi, factor, row, peaks, part_shift):
+def dense_row(indices, data, lo, hi, factor, row, peaks, part_shift, shift):
     """One long list's per-chunk codes (row: zeros on entry, one byte per chunk): row[d] =
     its value at chunk d (times factor, if any) in steps of scale = maximum / 254 rounded
-    up, 0 where it has no posting; peaks (zeros on entry, one byte per part of
-    2**part_shift chunks): the largest code in each part. Returns scale."""
+    up, 0 where it has no posting; peaks (zeros on entry, shape (tiles, parts per window,
+    windows per tile): see `_bounds`): the largest code in each part of 2**part_shift
+    chunks, peaks[w // tile, part of window w, w % tile]. Returns scale."""
     use_factor = factor.size > 0
     top = 0.0
     for p in range(lo, hi):
@@ -167,15 +177,20 @@ def dense_row(indices, data, lo, hi, factor, row, peaks, part_shift):
         if v > top:
             top = v
     scale = top / 254.0 if top > 0 else 1.0
+    tile_mask = peaks.shape[2] - 1  # (powers of 2)
+    tile_shift = _log2(peaks.shape[2])
+    part_mask = peaks.shape[1] - 1
     for p in range(lo, hi):
         v = np.float64(data[p])
         if use_factor:
             v *= factor[indices[p]]
         code = np.uint8(max(min(np.ceil(v / scale), 255.0), 1.0))
-        row[indices[p]] = code
-        part = indices[p] >> part_shift
-        if code > peaks[part]:
-            peaks[part] = code
+        d = indices[p]
+        row[d] = code
+        w = d >> shift
+        at = (w >> tile_shift, (d >> part_shift) & part_mask, w & tile_mask)
+        if code > peaks[at]:
+            peaks[at] = code
     return scale
 
 
@@ -183,18 +198,22 @@ def dense_row(indices, data, lo, hi, factor, row, peaks, part_shift):
 def _bounds(indptr, indices, data, cols, weights, factor, slots, maxima, scales, shift, ub,
             dslots, dscales, peaks, sums):
     """ub[j] = an upper bound of every chunk's score in window j: the terms' window maxima
-    added up, except for coded terms (dslots >= 0), whose peaks are added up per part of
-    the window (sums: a work vector of one float32 per part), the largest part's sum
-    going to ub[j]: a tighter bound than the sum of their window maxima."""
+    added up, except when the query has coded terms (dslots >= 0): their peaks and the
+    short lists' values are then added up per part of the window, the largest part's sum
+    going to ub[j]: a tighter bound than the sum of their window maxima (at 100k chunks,
+    a quarter of the windows to walk). Peaks come in tiles of windows, part-major
+    (peaks[row, tile, part, window in tile]), so that a tile's sums (the work array `sums`,
+    float32, shape (parts per window, windows per tile)) stay in the first-level cache and
+    the best part of each window is found a vector of windows at a time."""
     ub[:] = 0.0
     use_factor = factor.size > 0
-    coded = False
+    coded = (dslots >= 0).any()
     for t in range(cols.size):
         w = weights[t]
         s = slots[t]
-        if dslots[t] >= 0:
-            coded = True
-        elif s >= 0:
+        if dslots[t] >= 0 or s < 0 and coded:
+            continue  # (per part, below)
+        if s >= 0:
             row = maxima[s]
             step = scales[s] * w
             for j in range(ub.size):
@@ -207,20 +226,62 @@ def _bounds(indptr, indices, data, cols, weights, factor, slots, maxima, scales,
                 ub[indices[p] >> shift] += v
     if not coded:
         return
-    sums[:] = 0.0
+    per, tile = sums.shape
+    part_shift = shift - _log2(per)
+    tile_shift = _log2(tile)
+    pos = np.empty(cols.size, dtype=np.int64)  # each short list's next posting
     for t in range(cols.size):
-        d = dslots[t]
-        if d >= 0:  # the step of `_walk_dense`, in the same float32
-            step = np.float32(dscales[d] * weights[t])
-            row = peaks[d]
-            for q in range(sums.size):
-                sums[q] += np.float32(row[q]) * step
-    per = sums.size // ub.size
-    for j in range(ub.size):
-        best = sums[j * per]
-        for q in range(j * per + 1, j * per + per):
-            best = max(best, sums[q])
-        ub[j] += best
+        pos[t] = indptr[cols[t]]
+    for t0 in range(peaks.shape[1]):
+        first = True
+        for t in range(cols.size):
+            d = dslots[t]
+            if d < 0:
+                continue
+            step = np.float32(dscales[d] * weights[t])  # the step of `_walk_dense`
+            _add_peaks(sums, peaks[d, t0], step, first)
+            first = False
+        limit = (t0 + 1) << tile_shift + shift
+        for t in range(cols.size):
+            if slots[t] >= 0:
+                continue
+            w = weights[t]
+            p, end = pos[t], indptr[cols[t] + 1]
+            while p < end and indices[p] < limit:
+                doc = indices[p]
+                v = data[p] * w
+                if use_factor:
+                    v *= factor[doc]
+                sums[(doc >> part_shift) & per - 1, (doc >> shift) & tile - 1] += v
+                p += 1
+            pos[t] = p
+        for q in range(1, per):
+            _most(sums[0], sums[q])
+        j0 = t0 * tile
+        best = sums[0]
+        for j in range(min(tile, ub.size - j0)):
+            ub[j0 + j] += best[j]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _add_peaks(sums, peaks, step, first):
+    """sums (=, if first) += peaks * step, part by part (vector code)."""
+    for q in range(sums.shape[0]):
+        out, row = sums[q], peaks[q]
+        if first:
+            for j in range(out.size):
+                out[j] = np.float32(row[j]) * step
+        else:
+            for j in range(out.size):
+                out[j] += np.float32(row[j]) * step
+
+
+@numba.njit(cache=True, nogil=True, inline="always", fastmath=True)
+def _most(acc, other):
+    """acc = max(acc, other), element by element (no NaN here: fastmath lets LLVM compare a
+    vector at a time)."""
+    for j in range(acc.size):
+        acc[j] = max(acc[j], other[j])
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -383,7 +444,7 @@ def candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, r
     vector of one value per window; found, scores: work vectors of one id and one float per
     chunk; dslots[t]: the row of column cols[t] in `dense` (codes per chunk, see
     `dense_row`, with scale dscales[row], and peaks[row] its parts' largest codes), -1 for
-    none; sums: work vector of one float32 per part of a window (`_bounds`)."""
+    none; sums: a tile's work array (`_bounds`)."""
     c_count = cols.size
     use_factor = factor.size > 0
     slack = SLACK + 2.4e-7 * c_count  # float32 sums of m terms in another order

@@ -235,19 +235,21 @@ def test_coded_lists_are_read_from_the_files_and_set_apart(built, compiled):
 def test_dense_row_codes_bound_each_value(built, compiled):
     """A list's code per chunk, times its scale, is at least its value there and less than
     one step above it; 0 exactly where the list has no posting (with and without a factor);
-    its peaks are the largest code of each part of 2**PART_SHIFT chunks."""
+    its peaks are the largest code of each part of 2**PART_SHIFT chunks, in tiles of
+    windows, part-major."""
     scorer = core.scorer(built[1], "bm25")
     kernel = maxscore.kernel()
     factor = np.random.default_rng(2).random(scorer.n_rows) + 0.5
     for f in (np.empty(0), factor):
         for column in range(min(scorer.indptr.size - 1, 40)):
             lo, hi = int(scorer.indptr[column]), int(scorer.indptr[column + 1])
-            width = maxscore.coded_bytes(scorer.n_rows) * 4 // 5
-            row = np.zeros(width, np.uint8)
-            peaks = np.zeros(width >> maxscore.PART_SHIFT, np.uint8)
+            tiles, per, tile = maxscore.peaks_shape(scorer.n_rows)
+            row = np.zeros(tiles * tile << maxscore.SHIFT, np.uint8)
+            peaks = np.zeros((tiles, per, tile), np.uint8)
             scale = kernel.dense_row(scorer.indices, scorer.data, lo, hi, f, row, peaks,
-                                     maxscore.PART_SHIFT)
-            assert peaks.tolist() == row.reshape(peaks.size, -1).max(axis=1).tolist()
+                                     maxscore.PART_SHIFT, maxscore.SHIFT)
+            parts = row.reshape(tiles, tile, per, -1).max(axis=3)  # [tile, window, part]
+            assert peaks.tolist() == parts.transpose(0, 2, 1).tolist()
             docs = scorer.indices[lo:hi]
             values = scorer.data[lo:hi].astype(np.float64) * (f[docs] if f.size else 1.0)
             assert (row[docs] >= 1).all() and np.count_nonzero(row) == docs.size
