@@ -139,8 +139,9 @@ class Blocks:
         """Tables (with peaks) for every long list, if they fit in BLOCKS_MAX_BYTES; codes
         per chunk for the lists holding at least 1/DENSE_SHARE of the chunks, the longest
         first, up to DENSE_MAX_BYTES: the walk then bounds each chunk of a window at once
-        instead of reading those lists' postings. Each list is read once for both; a coded
-        list from the index's files (`_read_list`), so that its pages are not mapped."""
+        instead of reading those lists' postings. Each list is read once for both, from the
+        index's files (`_read_list`), so that its pages are not mapped: the walk then maps
+        only the pages it reads (at 1M chunks, 600 MB of long lists would otherwise be)."""
         lengths = np.diff(postings.indptr)
         long = np.flatnonzero(lengths >= self.n_windows)
         tables = long.size * (self.n_windows + 1) * ROW_BYTES <= BLOCKS_MAX_BYTES
@@ -155,7 +156,7 @@ class Blocks:
         codes = np.zeros((coded.size, width), dtype=np.uint8)
         scales = np.empty(coded.size)
         for c in long if tables else coded:
-            ids, values = (_read_list if rows[c] >= 0 else _list)(postings, int(c))
+            ids, values = _read_list(postings, int(c))
             if tables:
                 self._add(postings, int(c), ids, values)
             if rows[c] >= 0:
@@ -203,9 +204,10 @@ def _list(postings, column: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _read_list(postings, column: int) -> tuple[np.ndarray, np.ndarray]:
-    """A coded list's chunk ids and values, read from the index's files, not through the
-    mapping. Its pages are then set apart (`_set_apart`): the walk reads none of its ids
-    (exact scores count their place on the codes) and only the values it scores."""
+    """A long list's chunk ids and values, read from the index's files, not through the
+    mapping. Its pages are then set apart (`_set_apart`): the walk reads a coded list's
+    values only where it scores exactly (their place counted on the codes), and another
+    list's postings only in the windows it walks."""
     lo, hi = int(postings.indptr[column]), int(postings.indptr[column + 1])
     for array in (postings.indices, postings.data):
         _set_apart(array, lo, hi)
@@ -237,7 +239,7 @@ _MADV_RANDOM = 1  # Linux, the BSDs and macOS
 def _set_apart(array: np.ndarray, lo: int, hi: int) -> None:
     """madvise(MADV_RANDOM) over the whole pages of array[lo:hi] when array is memory-mapped:
     those pages become a mapping of their own, so a fault next to them no longer maps them
-    with its neighbours (Linux maps whole folios of a file at a fault: a coded list's pages
+    with its neighbours (Linux maps whole folios of a file at a fault: a long list's pages
     would otherwise come back into memory). A hint: nothing changes where it is refused."""
     if hi <= lo or not isinstance(array.base, np.memmap):
         return

@@ -214,8 +214,8 @@ def test_codes_budget_comes_from_the_environment(built, compiled, monkeypatch):
     assert scorer._blocks.dense[1].shape[0] == 0
 
 
-def test_coded_lists_are_read_from_the_files_and_set_apart(built, compiled):
-    """A coded list is read from the index's .npy files (the same numbers as its slice of
+def test_long_lists_are_read_from_the_files_and_set_apart(built, compiled):
+    """A long list is read from the index's .npy files (the same numbers as its slice of
     the mapped arrays), and setting its pages apart (a madvise hint) changes no value."""
     scorer = core.scorer(built[1], "bm25")
     assert isinstance(scorer.indices.base, np.memmap)  # the index is memory-mapped
