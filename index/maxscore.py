@@ -265,7 +265,7 @@ def _madvise():
 
 
 def peaks_shape(n_rows: int) -> tuple[int, int, int]:
-    """The shape of one coded list's peaks: (tiles, parts per window, windows per tile)."""
+    """The shape of one long list's peaks: (tiles, parts per window, windows per tile)."""
     n_windows = (max(n_rows, 1) - 1 >> SHIFT) + 1
     return ((n_windows - 1 >> TILE_SHIFT) + 1, 1 << SHIFT - min(PART_SHIFT, SHIFT),
             1 << TILE_SHIFT)
@@ -313,7 +313,7 @@ def _scratch_vectors(n_rows: int, n_windows: int, tile: tuple[int, int] = (1, 1)
 
 def _tables(postings, columns, factor):
     """The arguments of the compiled walk after the query's: its window tables, work vectors,
-    per-chunk codes and their peaks."""
+    per-chunk codes and the tables' peaks."""
     blocks = blocks_of(postings, factor)
     found, scores, ub, sums = _scratch_vectors(postings.n_rows, blocks.n_windows,
                                                peaks_shape(postings.n_rows)[1:])

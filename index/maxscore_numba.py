@@ -192,8 +192,8 @@ def dense_row(indices, data, lo, hi, factor, row):
 
 
 @numba.njit(cache=True, nogil=True)
-def _bounds(indptr, indices, data, cols, weights, factor, slots, maxima, scales, shift, ub,
-            peaks, sums):
+def _bounds(indptr, indices, data, cols, weights, factor, slots, scales, shift, ub, peaks,
+            sums):
     """ub[j] = an upper bound of every chunk's score in window j. Without a long list in
     the query, the short lists' values added up per window. Else per part of the window:
     the long lists' peaks (see `window_index`) and the short lists' values added up, the
@@ -434,8 +434,7 @@ def candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, r
     c_count = cols.size
     use_factor = factor.size > 0
     slack = SLACK + 2.4e-7 * c_count  # float32 sums of m terms in another order
-    _bounds(indptr, indices, data, cols, weights, factor, slots, maxima, scales, shift, ub,
-            peaks, sums)
+    _bounds(indptr, indices, data, cols, weights, factor, slots, scales, shift, ub, peaks, sums)
     # each term's bound (the largest weighted value); terms sorted weakest first
     bounds = np.empty(c_count)
     for t in range(c_count):
