@@ -9,8 +9,9 @@ Corpus: chunk i is a random 200-word window of FaQuAD's 249 paragraphs (read in 
 words) in which each word is, with probability 1/2, replaced by a word drawn at random from
 the same text, then shuffled (numpy seed 0). Queries: FaQuAD's 900 questions, shuffled
 (seed 0), top 10, one at a time, after 3 warm-up queries, in a process whose OpenMP/BLAS
-pools have one thread; `--passes` passes over the same (up to 400) questions, the fastest
-kept (a shared machine's other work slows some passes by a third), the first pass's q/s
+pools have one thread; `--passes` passes over the same (up to 400) questions, and more
+passes (up to 20) until they add up to `--timed` seconds, the fastest kept (a shared
+machine's other work slows some passes by a third or more), the first pass's q/s
 printed beside it. After every store or build step the files written are flushed to disk
 (`os.sync`), so that no system's queries compete with the flush of an index (1.6 GB
 stayed dirty after busca's 1M build). Every system runs in a subprocess of its own, so each
@@ -40,7 +41,8 @@ HERE = Path(__file__).resolve().parent
 FAQUAD = HERE.parent / "fixtures" / "faquad" / "dataset.json"
 WINDOW = 200
 SLOW_PEERS_MAX = 100_000
-PASSES = 3  # passes over the questions per system, the fastest kept
+PASSES = 3  # passes over the questions per system at least, the fastest kept
+TIMED = 2.0  # seconds of passes per system at least (up to lexical_systems.MAX_PASSES)
 ONE_THREAD = {v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                                "NUMBA_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")}
 SYSTEMS = ("bm25s", "tantivy", "pisa", "dense", "sklearn", "slow")  # slow: rank_bm25, dict
@@ -251,7 +253,10 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=5.0, help="Seconds of queries per system.")
     parser.add_argument("--most", type=int, default=400, help="Most queries per system.")
     parser.add_argument("--passes", type=int, default=PASSES,
-                        help="Passes over the queries per system; the fastest is kept.")
+                        help="Passes over the queries per system at least; the fastest is"
+                        " kept.")
+    parser.add_argument("--timed", type=float, default=TIMED,
+                        help="More passes (up to 20) until they take this many seconds.")
     parser.add_argument("--systems", default=",".join(SYSTEMS),
                         help=f"Peers to run besides busca (default: all of {','.join(SYSTEMS)}).")
     parser.add_argument("--json", type=Path, default=None, help="Also write the figures here.")
@@ -274,7 +279,8 @@ def main() -> None:
     print(f"making {chunks:,} chunks from {words.size:,} FaQuAD words…", file=sys.stderr)
     make_corpus(words, chunks, corpus)
     base = {"work": str(work), "corpus": str(corpus), "queries": questions,
-            "budget": args.budget, "most": args.most, "passes": args.passes}
+            "budget": args.budget, "most": args.most, "passes": args.passes,
+            "timed": args.timed}
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     if "dense" in args.systems.split(",") or args.dense_only:
         try:

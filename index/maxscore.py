@@ -14,14 +14,15 @@ pass over every posting, thrown away with the postings).
 
 A postings object has `indptr`, `indices`, `data` (term-major CSR), `n_rows` and
 `accumulator` (the dtype of exact sums), and may have `bound` (each column's largest value).
-The window tables of its long lists are made from those arrays and kept on it (`Blocks`: 3
-bytes a window, n_rows × 3/32 bytes a long list, at most BLOCKS_MAX_BYTES in all): for the
-query's terms on the first query, for every long list on the second. On the second query the
-lists holding at least 1/DENSE_SHARE of the chunks also get a code per chunk (one byte, the
-longest lists first, at most DENSE_MAX_BYTES in all), so the walk bounds every chunk of a
-window at once without reading their postings, and the largest code of each part of 4
-chunks (its peaks, a quarter byte per chunk), which bound the windows more tightly than
-the tables. Nothing needs to be stored in the index.
+The window tables of its long lists are made from those arrays and kept on it (`Blocks`:
+ROW_BYTES = 11 bytes a window, n_rows × 11/32 bytes a long list, at most BLOCKS_MAX_BYTES
+in all): for the query's terms on the first query, for every long list on the second. A
+table holds each window's largest value and where its postings start, and the list's peaks
+(its largest code in each part of 4 chunks), which bound the windows tightly. On the second
+query the lists holding at least 1/DENSE_SHARE of the chunks also get a code per chunk
+(one byte, the longest lists first, at most DENSE_MAX_BYTES in all), so the walk bounds
+every chunk of a window at once without reading their postings. Nothing needs to be stored
+in the index.
 
 numba is the `fast` extra; it is imported only for indexes of COMPILED_MIN_ROWS chunks or
 more (loading it costs a few hundred milliseconds, more than a small index's whole query),
@@ -40,11 +41,13 @@ import numpy as np
 
 COMPILED_MIN_ROWS = 5_000
 SHIFT = 5  # windows of 32 chunks
-BLOCKS_MAX_BYTES = 256 << 20  # window tables kept per postings object, at most
-ROW_BYTES = 3  # bytes per window of a list's table: maximum, offset, a quarter of an int32
+BLOCKS_MAX_BYTES = 320 << 20  # window tables kept per postings object, at most
 DENSE_SHARE = 32  # a list gets a code per chunk when it holds 1/32 of the chunks or more
-PART_SHIFT = 2  # a coded list's peaks: its largest code in each part of 4 chunks
-DENSE_MAX_BYTES = 200 << 20  # codes and peaks (1.25 bytes per chunk and list), in all;
+PART_SHIFT = 2  # a long list's peaks: its largest code in each part of 4 chunks
+TILE_SHIFT = 6  # peaks laid out in tiles of 64 windows (maxscore_numba._bounds)
+# bytes per window of a list's table: maximum, offset, a quarter of an int32, and its peaks
+ROW_BYTES = 3 + (1 << SHIFT - min(PART_SHIFT, SHIFT))
+DENSE_MAX_BYTES = 64 << 20  # codes (a byte per chunk and list), in all;
 # BUSCA_CODES_MB sets it
 
 UNSEEN, SHORT = -1, -2  # a column's table row before its first query / for a short list
@@ -94,13 +97,13 @@ class Blocks:
         self.factor = factor if factor is not None else np.empty(0)
         self.queries = 0
         self._lock = threading.Lock()
+        self._peaks_shape = peaks_shape(n_rows)
         self._reset(n_columns)
         # per-chunk codes of the longest lists (`dense_row`), made on the second query:
-        # (row of each column or -1, codes, scales, peaks), replaced as a whole
+        # (row of each column or -1, codes, scales), replaced as a whole
         width = self.n_windows << SHIFT
         self.dense = (np.full(n_columns, -1, dtype=np.int64),
-                      np.zeros((0, width), dtype=np.uint8), np.empty(0),
-                      np.zeros((0, width >> self.part_shift), dtype=np.uint8))
+                      np.zeros((0, width), dtype=np.uint8), np.empty(0))
 
     def _reset(self, n_columns: int) -> None:
         self.slot = np.full(n_columns, UNSEEN, dtype=np.int64)
@@ -111,7 +114,8 @@ class Blocks:
         """New tables of `rows` rows, the used ones copied (see maxscore_numba.window_index)."""
         n = self.n_windows + 1
         shapes = {"maxima": ((rows, n), np.uint8), "rel": ((rows, n), np.uint8),
-                  "group": ((rows, (n >> 2) + 1), np.int32), "scales": ((rows,), np.float64)}
+                  "group": ((rows, (n >> 2) + 1), np.int32), "scales": ((rows,), np.float64),
+                  "peaks": ((rows, *self._peaks_shape), np.uint8)}
         for name, (shape, dtype) in shapes.items():
             table = np.zeros(shape, dtype=dtype)
             if self.used:
@@ -132,11 +136,12 @@ class Blocks:
         return found
 
     def _add_all(self, postings) -> None:
-        """Tables for every long list, if they fit in BLOCKS_MAX_BYTES; codes per chunk (and
-        their peaks) for the lists holding at least 1/DENSE_SHARE of the chunks, the longest
+        """Tables (with peaks) for every long list, if they fit in BLOCKS_MAX_BYTES; codes
+        per chunk for the lists holding at least 1/DENSE_SHARE of the chunks, the longest
         first, up to DENSE_MAX_BYTES: the walk then bounds each chunk of a window at once
-        instead of reading those lists' postings. Each list is read once for both; a coded
-        list from the index's files (`_read_list`), so that its pages are not mapped."""
+        instead of reading those lists' postings. Each list is read once for both, from the
+        index's files (`_read_list`), so that its pages are not mapped: the walk then maps
+        only the pages it reads (at 1M chunks, 600 MB of long lists would otherwise be)."""
         lengths = np.diff(postings.indptr)
         long = np.flatnonzero(lengths >= self.n_windows)
         tables = long.size * (self.n_windows + 1) * ROW_BYTES <= BLOCKS_MAX_BYTES
@@ -149,18 +154,16 @@ class Blocks:
         rows = np.full(lengths.size, -1, dtype=np.int64)
         rows[coded] = np.arange(coded.size)
         codes = np.zeros((coded.size, width), dtype=np.uint8)
-        peaks = np.zeros((coded.size, width >> self.part_shift), dtype=np.uint8)
         scales = np.empty(coded.size)
         for c in long if tables else coded:
-            ids, values = (_read_list if rows[c] >= 0 else _list)(postings, int(c))
+            ids, values = _read_list(postings, int(c))
             if tables:
                 self._add(postings, int(c), ids, values)
             if rows[c] >= 0:
                 scales[rows[c]] = kernel().dense_row(ids, values, 0, ids.size, self.factor,
-                                                     codes[rows[c]], peaks[rows[c]],
-                                                     self.part_shift)
+                                                     codes[rows[c]])
         if coded.size:
-            self.dense = (rows, codes, scales, peaks)
+            self.dense = (rows, codes, scales)
 
     def _add(self, postings, column: int, ids=None, values=None) -> None:
         if self.slot[column] != UNSEEN:
@@ -178,7 +181,8 @@ class Blocks:
         row = self.used
         self.scales[row] = kernel().window_index(ids, values, 0, ids.size, self.factor,
                                                  self.shift, self.maxima[row], self.rel[row],
-                                                 self.group[row])
+                                                 self.group[row], self.peaks[row],
+                                                 self.part_shift)
         self.used += 1
         self.slot[column] = row
 
@@ -200,9 +204,10 @@ def _list(postings, column: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _read_list(postings, column: int) -> tuple[np.ndarray, np.ndarray]:
-    """A coded list's chunk ids and values, read from the index's files, not through the
-    mapping. Its pages are then set apart (`_set_apart`): the walk reads none of its ids
-    (exact scores count their place on the codes) and only the values it scores."""
+    """A long list's chunk ids and values, read from the index's files, not through the
+    mapping. Its pages are then set apart (`_set_apart`): the walk reads a coded list's
+    values only where it scores exactly (their place counted on the codes), and another
+    list's postings only in the windows it walks."""
     lo, hi = int(postings.indptr[column]), int(postings.indptr[column + 1])
     for array in (postings.indices, postings.data):
         _set_apart(array, lo, hi)
@@ -234,7 +239,7 @@ _MADV_RANDOM = 1  # Linux, the BSDs and macOS
 def _set_apart(array: np.ndarray, lo: int, hi: int) -> None:
     """madvise(MADV_RANDOM) over the whole pages of array[lo:hi] when array is memory-mapped:
     those pages become a mapping of their own, so a fault next to them no longer maps them
-    with its neighbours (Linux maps whole folios of a file at a fault: a coded list's pages
+    with its neighbours (Linux maps whole folios of a file at a fault: a long list's pages
     would otherwise come back into memory). A hint: nothing changes where it is refused."""
     if hi <= lo or not isinstance(array.base, np.memmap):
         return
@@ -259,14 +264,20 @@ def _madvise():
     return madvise
 
 
+def peaks_shape(n_rows: int) -> tuple[int, int, int]:
+    """The shape of one long list's peaks: (tiles, parts per window, windows per tile)."""
+    n_windows = (max(n_rows, 1) - 1 >> SHIFT) + 1
+    return ((n_windows - 1 >> TILE_SHIFT) + 1, 1 << SHIFT - min(PART_SHIFT, SHIFT),
+            1 << TILE_SHIFT)
+
+
 def coded_bytes(n_rows: int) -> int:
-    """What one coded list takes: a code per chunk and a peak per part, whole windows."""
-    width = ((max(n_rows, 1) - 1 >> SHIFT) + 1) << SHIFT
-    return width + (width >> min(PART_SHIFT, SHIFT))
+    """What one coded list takes: a code per chunk, whole windows."""
+    return ((max(n_rows, 1) - 1 >> SHIFT) + 1) << SHIFT
 
 
 def codes_budget() -> int:
-    """Bytes the codes per chunk and their peaks may take: BUSCA_CODES_MB (0: none, the walk
+    """Bytes the codes per chunk may take: BUSCA_CODES_MB (0: none, the walk
     reads postings only: less memory, slower), else DENSE_MAX_BYTES."""
     value = os.environ.get("BUSCA_CODES_MB", "")
     try:
@@ -288,28 +299,28 @@ def blocks_of(postings, factor: np.ndarray | None) -> Blocks:
     return blocks
 
 
-def _scratch_vectors(n_rows: int, n_windows: int, n_parts: int = 1):
+def _scratch_vectors(n_rows: int, n_windows: int, tile: tuple[int, int] = (1, 1)):
     """This thread's work vectors: ids and scores of n_rows, bounds of n_windows, float32
-    sums of n_parts (fresh ones per query would cost the page faults of touching
+    sums of one tile of peaks (fresh ones per query would cost the page faults of touching
     megabytes)."""
     buffers = getattr(_scratch, "buffers", None)
     if (buffers is None or buffers[0].size != n_rows or buffers[2].size != n_windows
-            or buffers[3].size != n_parts):
+            or buffers[3].shape != tile):
         buffers = _scratch.buffers = (np.empty(n_rows, dtype=np.int64), np.empty(n_rows),
-                                      np.empty(n_windows), np.empty(n_parts, dtype=np.float32))
+                                      np.empty(n_windows), np.empty(tile, dtype=np.float32))
     return buffers
 
 
 def _tables(postings, columns, factor):
     """The arguments of the compiled walk after the query's: its window tables, work vectors,
-    per-chunk codes and their peaks."""
+    per-chunk codes and the tables' peaks."""
     blocks = blocks_of(postings, factor)
-    found, scores, ub, sums = _scratch_vectors(
-        postings.n_rows, blocks.n_windows, blocks.n_windows << blocks.shift - blocks.part_shift)
+    found, scores, ub, sums = _scratch_vectors(postings.n_rows, blocks.n_windows,
+                                               peaks_shape(postings.n_rows)[1:])
     slots = blocks.slots(postings, columns)
-    rows, codes, scales, peaks = blocks.dense
+    rows, codes, scales = blocks.dense
     return (blocks.factor, slots, blocks.maxima, blocks.rel, blocks.group, blocks.scales,
-            blocks.shift, ub, found, scores, rows[columns], codes, scales, peaks, sums)
+            blocks.shift, ub, found, scores, rows[columns], codes, scales, blocks.peaks, sums)
 
 
 def one_query(postings, columns: np.ndarray) -> bool:

@@ -214,8 +214,8 @@ def test_codes_budget_comes_from_the_environment(built, compiled, monkeypatch):
     assert scorer._blocks.dense[1].shape[0] == 0
 
 
-def test_coded_lists_are_read_from_the_files_and_set_apart(built, compiled):
-    """A coded list is read from the index's .npy files (the same numbers as its slice of
+def test_long_lists_are_read_from_the_files_and_set_apart(built, compiled):
+    """A long list is read from the index's .npy files (the same numbers as its slice of
     the mapped arrays), and setting its pages apart (a madvise hint) changes no value."""
     scorer = core.scorer(built[1], "bm25")
     assert isinstance(scorer.indices.base, np.memmap)  # the index is memory-mapped
@@ -234,20 +234,16 @@ def test_coded_lists_are_read_from_the_files_and_set_apart(built, compiled):
 
 def test_dense_row_codes_bound_each_value(built, compiled):
     """A list's code per chunk, times its scale, is at least its value there and less than
-    one step above it; 0 exactly where the list has no posting (with and without a factor);
-    its peaks are the largest code of each part of 2**PART_SHIFT chunks."""
+    one step above it; 0 exactly where the list has no posting (with and without a
+    factor)."""
     scorer = core.scorer(built[1], "bm25")
     kernel = maxscore.kernel()
     factor = np.random.default_rng(2).random(scorer.n_rows) + 0.5
     for f in (np.empty(0), factor):
         for column in range(min(scorer.indptr.size - 1, 40)):
             lo, hi = int(scorer.indptr[column]), int(scorer.indptr[column + 1])
-            width = maxscore.coded_bytes(scorer.n_rows) * 4 // 5
-            row = np.zeros(width, np.uint8)
-            peaks = np.zeros(width >> maxscore.PART_SHIFT, np.uint8)
-            scale = kernel.dense_row(scorer.indices, scorer.data, lo, hi, f, row, peaks,
-                                     maxscore.PART_SHIFT)
-            assert peaks.tolist() == row.reshape(peaks.size, -1).max(axis=1).tolist()
+            row = np.zeros(maxscore.coded_bytes(scorer.n_rows), np.uint8)
+            scale = kernel.dense_row(scorer.indices, scorer.data, lo, hi, f, row)
             docs = scorer.indices[lo:hi]
             values = scorer.data[lo:hi].astype(np.float64) * (f[docs] if f.size else 1.0)
             assert (row[docs] >= 1).all() and np.count_nonzero(row) == docs.size
@@ -257,10 +253,9 @@ def test_dense_row_codes_bound_each_value(built, compiled):
 
 @pytest.mark.parametrize("method", ["tfidf", "bm25"])
 def test_window_bounds_with_peaks_bound_every_chunk(built, method, compiled, monkeypatch):
-    """With every long list coded, a window's bound (`_bounds`: the coded terms' peaks added
+    """A window's bound (`_bounds`: the long lists' peaks and the short lists' values added
     up part by part, the best part taken) is at least every chunk's score in it, within the
     walk's slack, and tighter overall than the sum of the lists' window maxima."""
-    monkeypatch.setattr(maxscore, "DENSE_MAX_BYTES", 1 << 30)
     scorer = core.scorer(built[1], method)
     monkeypatch.setattr(scorer, "_blocks", None, raising=False)
     scorer.prepare()
@@ -276,21 +271,27 @@ def test_window_bounds_with_peaks_bound_every_chunk(built, method, compiled, mon
             continue
         columns = np.asarray(columns, dtype=np.int64)
         weights = np.asarray(weights, dtype=np.float64)
-        factor, slots, maxima, rel, group, scales, shift, ub, *_, dslots, codes, dscales, \
-            peaks, sums = maxscore._tables(scorer, columns, scorer.walk_factor)
-        args = (scorer.indptr, scorer.indices, scorer.data, columns, weights, factor, slots,
-                maxima, scales, shift)
-        kernel._bounds(*args, ub, dslots, dscales, peaks, sums)
-        with_peaks = ub.copy()
-        kernel._bounds(*args, ub, np.full_like(dslots, -1), dscales, peaks, sums)
+        factor, slots, maxima, rel, group, scales, shift, ub, *_, peaks, sums = \
+            maxscore._tables(scorer, columns, scorer.walk_factor)
+        kernel._bounds(scorer.indptr, scorer.indices, scorer.data, columns, weights, factor,
+                       slots, scales, shift, ub, peaks, sums)
         scores = scorer.dense(columns, weights) * (factor if factor.size else 1.0)
         width = 1 << shift
-        padded = np.zeros(with_peaks.size * width)
+        padded = np.zeros(ub.size * width)
         padded[:scores.size] = scores
         best = padded.reshape(-1, width).max(axis=1)
-        assert (with_peaks * (1 + 1e-5) >= best).all(), query
-        assert (with_peaks <= ub * (1 + 1e-6)).all(), query
-        tighter += (dslots >= 0).any() and with_peaks.sum() < ub.sum() * 0.99
+        assert (ub * (1 + 1e-5) >= best).all(), query
+        maxima_sum = np.zeros(ub.size)  # each list's window maxima (or values) added up
+        for column, weight, slot in zip(columns, weights, slots):
+            if slot >= 0:
+                maxima_sum += maxima[slot, :ub.size] * scales[slot] * weight
+            else:
+                lo, hi = scorer.indptr[column], scorer.indptr[column + 1]
+                docs = scorer.indices[lo:hi]
+                values = scorer.data[lo:hi] * weight * (factor[docs] if factor.size else 1)
+                np.add.at(maxima_sum, docs >> shift, values)
+        assert (ub <= maxima_sum * (1 + 1e-6)).all(), query
+        tighter += (slots >= 0).any() and ub.sum() < maxima_sum.sum() * 0.99
     assert tighter >= 10
 
 
@@ -305,7 +306,8 @@ def test_window_tables_survive_a_reset(built, compiled, monkeypatch):
 
 def test_window_index_bounds_and_offsets(built, compiled):
     """The table of a list: each window's quantised maximum is at least its largest value
-    (and within one step of it), and the offsets are where the window's postings start."""
+    (and within one step of it), the offsets are where the window's postings start, and its
+    peaks are the largest code of each part, in tiles of windows, part-major."""
     scorer = core.scorer(built[1], "bm25")
     kernel = maxscore.kernel()
     shift = 3
@@ -315,9 +317,15 @@ def test_window_index_bounds_and_offsets(built, compiled):
         maxima = np.zeros(n_windows + 1, np.uint8)
         rel = np.zeros(n_windows + 1, np.uint8)
         group = np.zeros(((n_windows + 1) >> 2) + 1, np.int32)
+        tile, per = 4, 1 << shift - 1  # parts of 2 chunks
+        peaks = np.zeros(((n_windows - 1) // tile + 1, per, tile), np.uint8)
         scale = kernel.window_index(scorer.indices, scorer.data, lo, hi, np.empty(0), shift,
-                                    maxima, rel, group)
+                                    maxima, rel, group, peaks, 1)
         docs, values = scorer.indices[lo:hi], scorer.data[lo:hi].astype(np.float64)
+        codes = np.zeros(peaks.size * 2, np.uint8)  # each chunk's code, then its parts' peak
+        codes[docs] = np.ceil(values / scale)
+        parts = codes.reshape(-1, tile, per, 2).max(axis=3)  # [tile, window, part]
+        assert peaks.tolist() == parts.transpose(0, 2, 1).tolist()
         for j in range(n_windows + 1):
             start = lo + group[j >> 2] + rel[j]
             assert start == lo + np.searchsorted(docs, j << shift)
