@@ -93,7 +93,7 @@ class Blocks:
     def __init__(self, n_rows: int, n_columns: int, factor: np.ndarray | None):
         self.shift = SHIFT
         self.part_shift = min(PART_SHIFT, SHIFT)
-        self.n_windows = (max(n_rows, 1) - 1 >> SHIFT) + 1
+        self.n_windows = window_count(n_rows)
         self.factor = factor if factor is not None else np.empty(0)
         self.queries = 0
         self._lock = threading.Lock()
@@ -264,16 +264,20 @@ def _madvise():
     return madvise
 
 
+def window_count(n_rows: int) -> int:
+    """How many windows of 2**SHIFT chunks n_rows chunks fill (at least one)."""
+    return (max(n_rows, 1) - 1 >> SHIFT) + 1
+
+
 def peaks_shape(n_rows: int) -> tuple[int, int, int]:
     """The shape of one long list's peaks: (tiles, parts per window, windows per tile)."""
-    n_windows = (max(n_rows, 1) - 1 >> SHIFT) + 1
-    return ((n_windows - 1 >> TILE_SHIFT) + 1, 1 << SHIFT - min(PART_SHIFT, SHIFT),
+    return ((window_count(n_rows) - 1 >> TILE_SHIFT) + 1, 1 << SHIFT - min(PART_SHIFT, SHIFT),
             1 << TILE_SHIFT)
 
 
 def coded_bytes(n_rows: int) -> int:
     """What one coded list takes: a code per chunk, whole windows."""
-    return ((max(n_rows, 1) - 1 >> SHIFT) + 1) << SHIFT
+    return window_count(n_rows) << SHIFT
 
 
 def codes_budget() -> int:
@@ -316,7 +320,7 @@ def _tables(postings, columns, factor):
     per-chunk codes and the tables' peaks."""
     blocks = blocks_of(postings, factor)
     found, scores, ub, sums = _scratch_vectors(postings.n_rows, blocks.n_windows,
-                                               peaks_shape(postings.n_rows)[1:])
+                                               blocks.peaks.shape[2:])
     slots = blocks.slots(postings, columns)
     rows, codes, scales = blocks.dense
     return (blocks.factor, slots, blocks.maxima, blocks.rel, blocks.group, blocks.scales,

@@ -128,6 +128,19 @@ def _log2(n):
     return bits
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _scale(indices, data, lo, hi, factor):
+    """The step of a list's codes: its largest value (times factor, if any) / 254."""
+    top = 0.0
+    for p in range(lo, hi):
+        v = np.float64(data[p])
+        if factor.size > 0:
+            v *= factor[indices[p]]
+        if v > top:
+            top = v
+    return top / 254.0 if top > 0 else 1.0
+
+
 @numba.njit(cache=True, nogil=True)
 def window_index(indices, data, lo, hi, factor, shift, maxima, rel, group, peaks, part_shift):
     """One long list's window table (rows of zeros on entry): maxima[j], its largest value
@@ -137,14 +150,7 @@ def window_index(indices, data, lo, hi, factor, shift, maxima, rel, group, peaks
     see `_bounds`), the largest such code in each part of 2**part_shift chunks,
     peaks[w // tile, part of window w, w % tile]. Returns scale."""
     use_factor = factor.size > 0
-    top = 0.0
-    for p in range(lo, hi):
-        v = np.float64(data[p])
-        if use_factor:
-            v *= factor[indices[p]]
-        if v > top:
-            top = v
-    scale = top / 254.0 if top > 0 else 1.0
+    scale = _scale(indices, data, lo, hi, factor)
     tile_mask = peaks.shape[2] - 1  # (powers of 2)
     tile_shift = _log2(peaks.shape[2])
     part_mask = peaks.shape[1] - 1
@@ -175,14 +181,7 @@ def dense_row(indices, data, lo, hi, factor, row):
     its value at chunk d (times factor, if any) in steps of scale = maximum / 254 rounded
     up (the steps of its window table), 0 where it has no posting. Returns scale."""
     use_factor = factor.size > 0
-    top = 0.0
-    for p in range(lo, hi):
-        v = np.float64(data[p])
-        if use_factor:
-            v *= factor[indices[p]]
-        if v > top:
-            top = v
-    scale = top / 254.0 if top > 0 else 1.0
+    scale = _scale(indices, data, lo, hi, factor)
     for p in range(lo, hi):
         v = np.float64(data[p])
         if use_factor:
