@@ -1120,9 +1120,12 @@ for _command in terminal.commands(_home, embed_options):
               help="Folder of saved runs (busca eval --run-out) for /eval [default: HOME/runs].")
 @click.option("--no-log", is_flag=True, help="Do not record questions in the query log.")
 @click.option("-q", "--quiet", is_flag=True, help="No access log on stderr.")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+              help="Also answer requests whose Host is NAME (repeatable), e.g. a proxy's or"
+                   " /etc/hosts' name; loopback addresses and localhost always are.")
 @embed_options
 @click.pass_context
-def serve_command(ctx, host, port, token, runs, no_log, quiet):
+def serve_command(ctx, host, port, token, runs, no_log, quiet, allow_hosts):
     """An HTTP API and a web page over the index: search, compare, context, eval.
 
     The first line on stdout is the URL; logs go to stderr; SIGTERM or Ctrl-C stops it.
@@ -1138,13 +1141,17 @@ def serve_command(ctx, host, port, token, runs, no_log, quiet):
         raise click.BadParameter("use at least 16 characters, e.g. from: python3 -c"
                                  " 'import secrets; print(secrets.token_urlsafe())'",
                                  param_hint="--token")
+    try:
+        allowed = tuple(serving.hosts.allowed_name(name) for name in allow_hosts)
+    except serving.hosts.BadHostName as e:
+        raise click.BadParameter(str(e), param_hint="--allow-host") from None
     if host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(f"warning: listening on {host}: anyone who can reach it can read the index",
                    err=True)
     try:
         run_server(ctx.obj["home"], host=host, port=port, token=token, runs=runs,
                    log_queries=not no_log, access_log=not quiet, embed=_embed(ctx),
-                   announce=lambda url: click.echo(url))
+                   allow_hosts=allowed, announce=lambda url: click.echo(url))
     except OSError as e:
         raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
 
