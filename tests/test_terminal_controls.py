@@ -36,8 +36,9 @@ DOCS = [
 # what must never reach the terminal: escape introducers of strings, BEL, ST, C1 controls,
 # bidi overrides and isolates, DEL, the screen clear, and the payloads of the OSC strings
 FORBIDDEN = [b"\x1b]", b"\x07", b"\x1b\\", b"\x1bP", b"\x1b_", b"\x1bc", b"\x1b[2J",
-             b"\x1b[H", b"\x7f", b"pwned", b"cHduZWQ", *(chr(c).encode() for c in range(0x80, 0xa0)),
+             b"\x1b[H", b"\x7f", *(chr(c).encode() for c in range(0x80, 0xa0)),
              *(chr(c).encode() for c in (*range(0x202a, 0x202f), *range(0x2066, 0x206a)))]
+PAYLOADS = [b"pwned", b"cHduZWQ"]  # gone with their sequence (unless shown escaped, as \x1b)
 SGR = re.compile(rb"\x1b\[[0-9;]*m")  # busca's own colours (only with colour on)
 
 
@@ -88,7 +89,7 @@ def on_pty(args: list[str], env: dict, lines: list[str] = (), prompt: bytes = b"
             if not chunk:
                 break
             out += chunk
-        assert proc.wait(timeout=30) in (0, 1, 3), out
+        assert proc.wait(timeout=30) in (0, 1, 2, 3), out
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -96,8 +97,8 @@ def on_pty(args: list[str], env: dict, lines: list[str] = (), prompt: bytes = b"
     return out
 
 
-def assert_inert(out: bytes, *, colour: bool) -> None:
-    for sequence in FORBIDDEN:
+def assert_inert(out: bytes, *, colour: bool, payloads: bool = True) -> None:
+    for sequence in FORBIDDEN + (PAYLOADS if payloads else []):
         assert sequence not in out, (sequence, out)
     rest = SGR.sub(b"", out) if colour else out
     assert b"\x1b" not in rest, out  # no escape but busca's own colours
@@ -147,6 +148,15 @@ def test_misses_and_errors_quoting_file_text_are_inert(hostile, tmp_path):
                   str(template)], env)
     assert_inert(out, colour=False)
     assert "Responda com" in out.decode("utf-8")
+    golden = tmp_path / "perguntas\x1b]0;pwned-golden\x07\u202e.json"
+    golden.write_text("[]", encoding="utf-8")
+    out = on_pty(["--home", str(hostile), "eval", str(golden)], env)  # an empty golden set
+    assert_inert(out, colour=False)
+    assert "Error: " in out.decode("utf-8") and "perguntas.json: " in out.decode("utf-8")
+    absent = tmp_path / "falta\x1b]52;c;cHduZWQ=\x1b\\.json"  # click shows it escaped: \x1b
+    out = on_pty(["--home", str(hostile), "eval", str(absent)], env)
+    assert_inert(out, colour=False, payloads=False)
+    assert "does not exist" in out.decode("utf-8")
 
 
 def test_the_store_and_json_keep_every_character(hostile, tmp_path):
