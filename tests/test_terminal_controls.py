@@ -159,6 +159,19 @@ def test_misses_and_errors_quoting_file_text_are_inert(hostile, tmp_path):
     assert "does not exist" in out.decode("utf-8")
 
 
+def test_a_question_of_bytes_that_are_not_utf8_is_logged_without_a_traceback(hostile, tmp_path):
+    args = [sys.executable.encode(), b"-c", b"from busca.cli import main; main()", b"--home",
+            bytes(hostile), b"search", b"ornitorrinco \x9b\x1b]0;pwned-raw\x07"]
+    done = subprocess.run(args, capture_output=True, timeout=120,
+                          env=env_for(tmp_path, hostile, colour=False))
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+    assert b"\x1b]" not in done.stdout and b"Ornitorrinco evil" in done.stdout
+    logged = subprocess.run([*BUSCA, "--home", str(hostile), "misses", "--below", "1000",
+                             "--json"], capture_output=True, text=True, timeout=120)
+    assert any(json.loads(line)["question"].startswith("ornitorrinco ?")
+               for line in logged.stdout.splitlines()), logged.stdout
+
+
 def test_the_store_and_json_keep_every_character(hostile, tmp_path):
     with Store(hostile) as store:
         for doc in DOCS:
