@@ -15,17 +15,14 @@ from urllib.parse import urlsplit, urlunsplit
 
 import requests
 
-from .discover import Discovery, discover
+from . import registry
+from .discover import discover
 from .errors import ApiUnusable, CrawlError, CrawlStopped
 from .events import CrawlReport, Finished, Notice, SourceFound, Tally
-from .feed import crawl_feed
+from .found import Discovery
 from .http import Fetcher
-from .jsonapi import crawl_json
 from .options import DEFAULT_HTML_PAGES, SOURCES, WP_TYPES, Context, CrawlOptions
-from .sitemap import crawl_sitemaps
-from .spider import crawl_html
 from .store import DocumentStore as Store
-from .wordpress import crawl_wordpress
 
 
 def crawl(url: str, store: Store, *, options: CrawlOptions | None = None,
@@ -105,12 +102,12 @@ def check_options(options: CrawlOptions) -> None:
 
 
 def _events(ctx: Context, url: str) -> Iterator:
-    if ctx.options.source == "json":
-        yield SourceFound("json", url, "the JSON API named on the command line")
-        yield from crawl_json(ctx, url)
-        return
-    found = discover(url, ctx.fetcher, source=ctx.options.source, types=ctx.options.types)
-    ctx.fetcher.hosts.add(urlsplit(found.start).hostname)
+    forced = ctx.options.source
+    if forced != "auto" and registry.source(forced).endpoint_given:
+        found = Discovery(forced, url, "the JSON API named on the command line", api_root=url)
+    else:
+        found = discover(url, ctx.fetcher, source=ctx.options.source, types=ctx.options.types)
+        ctx.fetcher.hosts.add(urlsplit(found.start).hostname)
     for note in found.notes:
         yield Notice(note)
     yield SourceFound(found.source, found.api_root or found.start, found.detail)
@@ -128,18 +125,10 @@ def _without_api(ctx: Context, url: str, error: ApiUnusable) -> Iterator:
 
 
 def _read(ctx: Context, found: Discovery) -> Iterator:
-    origin = "{0.scheme}://{0.netloc}".format(urlsplit(found.start))
-    if found.source == "wordpress":
-        try:
-            yield from crawl_wordpress(ctx, found.api_root)
-        except ApiUnusable as e:  # only in auto mode, before any post was stored
-            yield from _without_api(ctx, found.start, e)
-    elif found.source == "sitemap":
-        yield from crawl_sitemaps(ctx, found.sitemaps, f"{origin}#sitemap")
-    elif found.source == "feed":
-        yield from crawl_feed(ctx, found.feeds, f"{origin}#feed")
-    else:
-        yield from crawl_html(ctx, found.start, found.page, f"{origin}#html")
+    try:
+        yield from registry.reader(found.source)(ctx, found)
+    except ApiUnusable as e:  # WordPress, only in auto mode, before any post was stored
+        yield from _without_api(ctx, found.start, e)
 
 
 def why_nothing(url: str, report: CrawlReport, options: CrawlOptions) -> str:

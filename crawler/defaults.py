@@ -4,8 +4,9 @@ options without loading requests or bs4."""
 from __future__ import annotations
 
 from .. import __version__
+from .registry import NAMES
 
-SOURCES = ("auto", "wordpress", "json", "sitemap", "feed", "html")
+SOURCES = ("auto", *NAMES)
 WP_TYPES = ("posts", "pages")
 DEFAULT_TYPES = ("posts",)
 DEFAULT_WORKERS = 2

@@ -1,6 +1,7 @@
-"""Find how to read a site: WordPress REST API, then sitemaps, then a feed, then HTML links.
+"""Find how to read a site: the registry's detectors in order (registry.py), then HTML links.
 
-From the URL a user types (home page or any page):
+From the URL a user types (home page or any page): a platform named by the page itself
+(crawler/platforms/), then
 1. WordPress: the `Link: <…/wp-json/>; rel="https://api.w.org/"` header or the same
    `<link>` in the HTML, else `/wp-json/`, else `/?rest_route=/` (plain permalinks);
    a probe of `/wp/v2/posts` tells whether the API answers anonymous clients.
@@ -12,10 +13,12 @@ From the URL a user types (home page or any page):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import replace
 from urllib.parse import urljoin, urlsplit
 
+from . import registry
 from .errors import CrawlError, Disallowed, FetchError, OffSite
+from .found import Discovery, Start
 from .html import HtmlPage, decode_html, extract_page
 from .http import Fetcher, Response
 from .sitemap import looks_like_sitemap
@@ -25,58 +28,37 @@ SITEMAP_PROBES = ("/wp-sitemap.xml", "/sitemap.xml", "/sitemap_index.xml")
 _API_REL = re.compile(r'<([^>]+)>\s*;[^,]*rel="?https://api\.w\.org/"?', re.I)
 
 
-@dataclass(frozen=True)
-class Discovery:
-    """The source to crawl and what discovery learnt on the way."""
-
-    source: str
-    start: str  # the start URL after redirects
-    detail: str
-    api_root: str | None = None
-    sitemaps: tuple[str, ...] = ()
-    feeds: tuple[str, ...] = ()
-    page: HtmlPage | None = None  # the start page, parsed (HTML crawls start from it)
-    notes: tuple[str, ...] = ()
-
-
 def discover(url: str, fetcher: Fetcher, *, source: str = "auto",
              types: tuple[str, ...] = ("posts",), api: bool = True) -> Discovery:
     """Decide the source for `url`; CrawlError when there is nothing usable. `api=False`
-    skips the WordPress API (auto mode after the API proved unusable)."""
+    skips the WordPress API (auto mode after the API proved unusable). The detectors and
+    their order are the registry's."""
     response = start_page(url, fetcher)
     page = _parse(response)
-    kind = _xml_kind(response)
-    notes: list[str] = []
-    if source in ("auto", "sitemap") and kind == "sitemap":
-        return Discovery("sitemap", response.url, "the URL is a sitemap", sitemaps=(response.url,))
-    if source in ("auto", "feed") and kind == "feed":
-        return Discovery("feed", response.url, "the URL is a feed", feeds=(response.url,))
-    if source in ("auto", "wordpress") and api:
-        found = _wordpress(response, page, fetcher, types, notes, strict=source == "wordpress")
-        if found:
-            return found
-    if source in ("auto", "sitemap"):
-        found = _sitemaps(response.url, fetcher, notes)
-        if found:
-            return found
-        if source == "sitemap":
-            raise CrawlError(f"no sitemap at {response.url}: robots.txt names none and "
-                             f"{', '.join(SITEMAP_PROBES)} are missing; try --source html")
-    if source in ("auto", "feed"):
-        if page is not None and page.feeds:
-            return Discovery("feed", response.url, "feed linked from the page",
-                             feeds=page.feeds, notes=tuple(notes))
-        if source == "feed":
-            raise CrawlError(f"no RSS/Atom feed linked from {response.url}; pass the feed's"
-                             " own URL, or try --source sitemap")
-    if response.status >= 400:
-        raise CrawlError(f"{response.url} answers HTTP {response.status} and no API, sitemap"
-                         " or feed was found; check the URL")
-    if source == "auto":
-        notes.append(f"no WordPress API, sitemap or feed found at {response.url};"
-                     " following its links instead")
-    return Discovery("html", response.url, "following same-host links", page=page,
-                     notes=tuple(notes))
+    html = decode_html(response.body, response.headers.get("Content-Type")) if page else ""
+    start = Start(response, page, html, fetcher, types, strict=source != "auto")
+    for _name, detect in registry.detectors(source, skip=() if api else ("wordpress",)):
+        found = detect(start)
+        if found is not None:
+            return replace(found, notes=tuple(dict.fromkeys((*start.notes, *found.notes))))
+    raise CrawlError(f"no {source} source found at {response.url}; try --source auto")
+
+
+def find_wordpress(start: Start) -> Discovery | None:
+    """The WordPress REST API the start page advertises or answers at, if anonymous clients
+    may list posts."""
+    return _wordpress(start.response, start.page, start.fetcher, start.types, start.notes,
+                      strict=start.strict)
+
+
+def find_sitemaps(url: str, fetcher: Fetcher, notes: list[str]) -> Discovery | None:
+    """Sitemaps named by robots.txt, else found at the usual paths."""
+    return _sitemaps(url, fetcher, notes)
+
+
+def xml_kind(response: Response) -> str | None:
+    """"sitemap" or "feed" when the answer is one, else None."""
+    return _xml_kind(response)
 
 
 def start_page(url: str, fetcher: Fetcher) -> Response:

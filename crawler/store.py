@@ -2,7 +2,8 @@
 
 Tables:
 - `documents`: url (the id), title, text (NFC), source, modified (ISO 8601 or NULL),
-  sha256 of the text, fetched_at.
+  sha256 of the text, fetched_at, meta (JSON object or NULL: categories, tags, section,
+  authors, language, dates, page numbers; added to older homes by ALTER TABLE).
 - `meta`: small key/value settings and crawl state (high-water marks, validators).
 Other tables of the same file belong to the index (see index/storage.py, the map of a home).
 
@@ -39,7 +40,8 @@ CREATE TABLE IF NOT EXISTS documents (
     source TEXT NOT NULL DEFAULT '',
     modified TEXT,
     sha256 TEXT NOT NULL,
-    fetched_at TEXT NOT NULL
+    fetched_at TEXT NOT NULL,
+    meta TEXT
 );
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
@@ -125,17 +127,37 @@ class Document:
     source: str = ""
     modified: str | None = None
     sha256: str = field(default="", compare=False)
+    meta: dict | None = field(default=None, compare=False)  # JSON-ready: tags, section, page…
 
     def normalized(self) -> Document:
         """The same document with NFC title and text and its text hash filled in."""
         text = unicodedata.normalize("NFC", self.text)
         title = unicodedata.normalize("NFC", self.title)
-        return Document(self.url, title, text, self.source, self.modified, text_hash(text))
+        return Document(self.url, title, text, self.source, self.modified, text_hash(text),
+                        self.meta or None)
+
+    def meta_json(self) -> str | None:
+        """The metadata as the store keeps it: compact, sorted JSON, or None."""
+        return json.dumps(self.meta, ensure_ascii=False, sort_keys=True) if self.meta else None
+
+
+def _row_document(row) -> Document:
+    """A Document from (url, title, text, source, modified, sha256, meta JSON)."""
+    *head, meta = row
+    try:
+        data = json.loads(meta) if meta else None
+    except ValueError:
+        data = None
+    return Document(*head, data if isinstance(data, dict) else None)
 
 
 def text_hash(text: str) -> str:
     """sha256 hex digest of the UTF-8 text."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _columns(db: sqlite3.Connection) -> set[str]:
+    return {row[1] for row in db.execute("PRAGMA table_info(documents)")}
 
 
 def _now() -> str:
@@ -206,6 +228,8 @@ class Store:
         db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")
         db.executescript(_SCHEMA)
+        if "meta" not in _columns(db):  # a home made before documents had metadata
+            db.execute("ALTER TABLE documents ADD COLUMN meta TEXT")
         return db
 
     def _open_read_only(self) -> sqlite3.Connection:
@@ -216,6 +240,12 @@ class Store:
                              isolation_level=None)
         db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # fail now if damaged
         return db
+
+    @functools.cached_property
+    def _meta(self) -> str:
+        """The meta column, or NULL for an older home opened read-only (not migrated)."""
+        with guard(self.path):
+            return "meta" if "meta" in _columns(self.db) else "NULL"
 
     def close(self) -> None:
         self.db.close()
@@ -231,15 +261,16 @@ class Store:
     def put(self, doc: Document) -> str:
         """Insert or update a document; returns "added", "updated" or "unchanged"."""
         doc = doc.normalized()
+        meta = doc.meta_json()
         old = self.db.execute(
-            "SELECT sha256, title, modified FROM documents WHERE url = ?", (doc.url,)
+            "SELECT sha256, title, modified, meta FROM documents WHERE url = ?", (doc.url,)
         ).fetchone()
-        if old and old == (doc.sha256, doc.title, doc.modified):
+        if old and old == (doc.sha256, doc.title, doc.modified, meta):
             return "unchanged"
         self.db.execute(
             "INSERT OR REPLACE INTO documents (url, title, text, source, modified, sha256,"
-            " fetched_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (doc.url, doc.title, doc.text, doc.source, doc.modified, doc.sha256, _now()),
+            " fetched_at, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (doc.url, doc.title, doc.text, doc.source, doc.modified, doc.sha256, _now(), meta),
         )
         if old is None:
             return "added"
@@ -248,10 +279,10 @@ class Store:
     @_guarded
     def get(self, url: str) -> Document | None:
         row = self.db.execute(
-            "SELECT url, title, text, source, modified, sha256 FROM documents WHERE url = ?",
-            (url,),
+            f"SELECT url, title, text, source, modified, sha256, {self._meta} FROM documents"
+            " WHERE url = ?", (url,),
         ).fetchone()
-        return Document(*row) if row else None
+        return _row_document(row) if row else None
 
     @_guarded
     def delete(self, url: str) -> bool:
@@ -260,13 +291,13 @@ class Store:
 
     def documents(self, source: str | None = None) -> Iterator[Document]:
         """All documents in URL order (optionally only those of one source)."""
-        sql = "SELECT url, title, text, source, modified, sha256 FROM documents"
+        sql = f"SELECT url, title, text, source, modified, sha256, {self._meta} FROM documents"
         args: tuple = ()
         if source is not None:
             sql, args = sql + " WHERE source = ?", (source,)
         with guard(self.path):
             for row in self.db.execute(sql + " ORDER BY url", args):
-                yield Document(*row)
+                yield _row_document(row)
 
     def document_ranges(self, size: int) -> DocumentRanges | None:
         """The documents cut into URL ranges of `size` documents (the last may be shorter),

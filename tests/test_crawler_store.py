@@ -1,3 +1,4 @@
+import sqlite3
 import unicodedata
 
 from busca.crawler.store import Document, Store, text_hash
@@ -36,3 +37,28 @@ def test_meta_round_trips_json(tmp_path):
     store.set_meta("k", {"a": [1, 2]})
     assert store.get_meta("k") == {"a": [1, 2]}
     assert store.get_meta("missing", 7) == 7
+
+
+def test_metadata_is_stored_as_json_and_a_change_rewrites_it(tmp_path):
+    with Store(tmp_path) as store:
+        doc = Document("https://s.example/a", "A", "texto", "mediawiki",
+                       meta={"tags": ["x"], "language": "pt"})
+        assert store.put(doc) == "added"
+        assert store.get(doc.url).meta == {"tags": ["x"], "language": "pt"}
+        assert store.put(doc) == "unchanged"
+        assert store.put(Document(doc.url, "A", "texto", "mediawiki", meta={"tags": ["y"]})) \
+            == "unchanged"  # same text and title: not re-indexed, but the metadata is new
+        assert next(store.documents()).meta == {"tags": ["y"]}
+
+
+def test_a_home_made_before_metadata_gains_the_column(tmp_path):
+    db = sqlite3.connect(tmp_path / "busca.db")
+    db.executescript("CREATE TABLE documents (url TEXT PRIMARY KEY, title TEXT NOT NULL,"
+                     " text TEXT NOT NULL, source TEXT NOT NULL DEFAULT '', modified TEXT,"
+                     " sha256 TEXT NOT NULL, fetched_at TEXT NOT NULL);"
+                     "INSERT INTO documents VALUES ('u', 't', 'x', 'file', NULL, 'h', 'now');")
+    db.close()
+    with Store(tmp_path) as store:
+        assert store.get("u").meta is None
+        store.put(Document("v", "t", "y", meta={"page": 3}))
+        assert store.get("v").meta == {"page": 3}
