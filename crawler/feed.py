@@ -1,6 +1,7 @@
 """RSS 2.0 and Atom feeds: full text from content:encoded / <content>, else the item's page.
 
-A feed lists only the latest items (WordPress: 10), so a feed crawl never deletes anything.
+A feed lists only the latest items (WordPress: 10), so a feed crawl never deletes anything,
+unless it is a paged feed (Atom `<link rel="next">`, as Blogger's) read to its last page.
 """
 
 from __future__ import annotations
@@ -28,19 +29,36 @@ class FeedItem:
     title: str
     html: str  # full content; "" when the feed only has a summary
     modified: str | None
+    meta: dict | None = None  # categories, authors, published date
+
+
+MAX_FEED_PAGES = 500
 
 
 def parse_feed(body: bytes, base: str) -> list[FeedItem]:
     """Items of an RSS 2.0 or Atom feed; ValueError if it is neither."""
+    return parse_feed_page(body, base)[0]
+
+
+def parse_feed_page(body: bytes, base: str) -> tuple[list[FeedItem], str | None]:
+    """(items, the next page's URL from an Atom `<link rel="next">`, if any)."""
     try:
         root = ElementTree.fromstring(body)
     except ElementTree.ParseError as e:
         raise ValueError(f"malformed XML ({e})") from None
     if root.tag == "rss":
-        return [_rss_item(item, base) for item in root.iter("item")]
+        channel = root.find("channel")
+        links = channel.findall(f"{ATOM}link") if channel is not None else []
+        return [_rss_item(item, base) for item in root.iter("item")], _next(links, base)
     if root.tag == f"{ATOM}feed":
-        return [_atom_entry(entry, base) for entry in root.iter(f"{ATOM}entry")]
+        entries = [_atom_entry(entry, base) for entry in root.iter(f"{ATOM}entry")]
+        return entries, _next(root.findall(f"{ATOM}link"), base)
     raise ValueError(f"<{root.tag}> is neither RSS nor Atom")
+
+
+def _next(links, base: str) -> str | None:
+    href = next((a.get("href") for a in links if a.get("rel") == "next" and a.get("href")), None)
+    return join_url(base, href.strip()) if href else None
 
 
 def _rss_item(item, base: str) -> FeedItem:
@@ -54,8 +72,12 @@ def _atom_entry(entry, base: str) -> FeedItem:
     href = next((a.get("href") for a in links if a.get("rel", "alternate") == "alternate"), "")
     content = entry.find(f"{ATOM}content")
     html = content.text or "" if content is not None else ""
+    meta = {"tags": [c.get("term") for c in entry.findall(f"{ATOM}category") if c.get("term")],
+            "authors": [a.findtext(f"{ATOM}name") for a in entry.findall(f"{ATOM}author")
+                        if a.findtext(f"{ATOM}name")],
+            "published": entry.findtext(f"{ATOM}published")}
     return FeedItem(join_url(base, href or "") or "", entry.findtext(f"{ATOM}title") or "", html,
-                    entry.findtext(f"{ATOM}updated"))
+                    entry.findtext(f"{ATOM}updated"), {k: v for k, v in meta.items() if v} or None)
 
 
 def _rfc822(value: str | None) -> str | None:
@@ -65,37 +87,65 @@ def _rfc822(value: str | None) -> str | None:
         return None
 
 
-def crawl_feed(ctx: Context, feeds: tuple[str, ...], site: str) -> Iterator:
-    """Events of storing the items of the site's main feed."""
+def crawl_feed(ctx: Context, feeds: tuple[str, ...], site: str, *,
+               source: str = "feed") -> Iterator:
+    """Events of storing the items of the site's main feed, page after page when it is paged
+    (Atom rel="next"); a paged feed read to its end deletes the items it no longer has."""
     url = next((f for f in feeds if "comments" not in f), feeds[0])
-    try:
-        response = ctx.fetcher.get(url)
-        if response.status != 200:
-            raise FetchError(url, f"HTTP {response.status}")
-        items = parse_feed(response.body, response.url)
-    except (FetchError, ValueError) as e:
-        raise CrawlStopped(f"the feed {url} is unusable: {getattr(e, 'reason', e)}") from None
+    items, pages, complete = yield from _read_pages(ctx, url)
     yield Expected(len(items))
-    yield Notice(f"the feed lists its {len(items)} latest items only; use --source sitemap"
-                 " or wordpress for the whole site")
+    if pages == 1:
+        yield Notice(f"the feed lists its {len(items)} latest items only; use --source sitemap"
+                     " or wordpress for the whole site")
     stored = set(ctx.store.hashes())
-    queue = deque()
+    queue, seen = deque(), set()
     for item in items:
+        seen.add(item.link)
         if not item.link:
             yield Failed(url, f"feed item without a link: {item.title[:60]!r}")
+            complete = False
         elif item.html:
-            yield _store_item(ctx, item, site)
+            yield _store_item(ctx, item, site, source)
         elif (job := plan(ctx, item.link, stored)) is not None:
             queue.append(job)
     for job, result in fetch_all(ctx, queue):
-        yield from store_result(ctx, job, result, source="feed", site=site, stored=stored)
+        yield from store_result(ctx, job, result, source=source, site=site, stored=stored)
+    if complete and pages > 1:
+        yield from ctx.delete_missing(source, site, seen)
 
 
-def _store_item(ctx: Context, item: FeedItem, site: str):
+def _read_pages(ctx: Context, url: str):
+    """(items of every page, pages read, whether the last page was reached)."""
+    items: dict[str, FeedItem] = {}
+    read: list[str] = []
+    while url and len(read) < MAX_FEED_PAGES:
+        if url in read:
+            yield Failed(url, "the feed's next page is one already read (a paging loop)")
+            return list(items.values()), len(read), False
+        try:
+            response = ctx.fetcher.get(url)
+            if response.status != 200:
+                raise FetchError(url, f"HTTP {response.status}")
+            page, following = parse_feed_page(response.body, response.url)
+        except (FetchError, ValueError) as e:
+            if not read:
+                raise CrawlStopped(f"the feed {url} is unusable:"
+                                   f" {getattr(e, 'reason', e)}") from None
+            yield Failed(url, f"feed page unusable: {getattr(e, 'reason', e)}")
+            return list(items.values()), len(read), False
+        read.append(url)
+        for item in page:
+            items.setdefault(item.link, item)
+        url = following
+    return list(items.values()), len(read), not url
+
+
+def _store_item(ctx: Context, item: FeedItem, site: str, source: str):
     text = body_text(item.html)
     if not text:
         return Failed(item.link, "empty body in the feed; nothing to store")
-    document = Document(item.link, title_text(item.title), text, "feed", item.modified)
+    document = Document(item.link, title_text(item.title), text, source, item.modified,
+                        meta=item.meta)
     status = ctx.store.put(document)
-    ctx.set_doc_state(item.link, {"source": "feed", "site": site})
+    ctx.set_doc_state(item.link, {"source": source, "site": site})
     return Stored(item.link, status)

@@ -13,35 +13,25 @@ may also be a template filled from the item (`https://site/artigos/{slug}`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from .errors import CrawlStopped, FetchError
 from .events import Failed, Notice, Stored
 from .html import body_text, join_url, title_text
 from .options import Context, JsonApiOptions
+from .paging import MISSING, lookup, next_page, pages_itself, without
 from .store import Document
+from .wikitext import wikitext_to_text
 
-_MISSING = object()
-
-
-def lookup(data, path: str):
-    """The value at a dotted path ("" is the data itself); _MISSING if absent."""
-    for key in filter(None, path.split(".")):
-        if isinstance(data, dict) and key in data:
-            data = data[key]
-        elif isinstance(data, list) and re.fullmatch(r"-?\d+", key) and -len(data) <= int(key) < len(data):
-            data = data[int(key)]
-        else:
-            return _MISSING
-    return data
+_MISSING = MISSING
 
 
-def crawl_json(ctx: Context, list_url: str) -> Iterator:
-    """Events of reading every page of the list and storing its items."""
-    opts = ctx.options.json
-    site = _without(list_url, opts.page_param)
+def crawl_json(ctx: Context, list_url: str, *, opts: JsonApiOptions | None = None,
+               source: str = "json") -> Iterator:
+    """Events of reading every page of the list and storing its items (as `source`; the
+    platform presets pass their own options)."""
+    opts = opts or ctx.options.json
+    site = without(list_url, opts.page_param, opts.offset_param, opts.cursor_param)
     seen_pages, seen_urls, complete, url = set(), set(), True, list_url
     while url:
         if url in seen_pages:
@@ -59,28 +49,29 @@ def crawl_json(ctx: Context, list_url: str) -> Iterator:
             break
         items = _items(data, opts, url)
         for number, item in enumerate(items, start=1):
-            event = _store_item(ctx, item, opts, url, number, site)
+            event = _store_item(ctx, item, opts, (url, number, site, source))
             if isinstance(event, Stored):
                 seen_urls.add(event.url)
             else:
                 complete = False  # an item we could not read may be a stored document
             yield event
         try:
-            url = _next_url(data, opts, url, bool(items))
+            url = next_page(data, opts, url, first=list_url, count=len(items))
         except FetchError as e:
             yield Failed(e.url, e.reason)
             complete = False
             break
-    yield from _delete_missing(ctx, site, seen_urls, complete=complete)
+    yield from _delete_missing(ctx, (site, source), opts, seen_urls, complete=complete)
 
 
-def _delete_missing(ctx: Context, site: str, seen: set[str], *, complete: bool) -> Iterator:
+def _delete_missing(ctx: Context, where: tuple[str, str], opts: JsonApiOptions, seen: set[str],
+                    *, complete: bool) -> Iterator:
     """Delete stored items the listing no longer has, only when it surely is the whole list."""
-    opts = ctx.options.json
-    missing = [url for url in ctx.known("json", site) if url not in seen]
+    site, source = where
+    missing = [url for url in ctx.known(source, site) if url not in seen]
     if not missing:
         return
-    if not (opts.page_param or opts.next_path):
+    if not pages_itself(opts):
         yield Notice(f"{len(missing)} stored documents of this API were not in the page read;"
                      " nothing deleted, since without --json-page-param or --json-next busca"
                      " cannot tell the page is the whole list")
@@ -91,7 +82,7 @@ def _delete_missing(ctx: Context, site: str, seen: set[str], *, complete: bool) 
         yield Notice(f"the API listed {len(seen)} items but {len(missing)} stored documents"
                      " are missing from it; nothing deleted (check the --json-* options)")
     else:
-        yield from ctx.delete_missing("json", site, seen)
+        yield from ctx.delete_missing(source, site, seen)
 
 
 def _page(ctx: Context, url: str, *, first: bool):
@@ -120,7 +111,8 @@ def _items(data, opts: JsonApiOptions, url: str) -> list:
                        " set --json-items to the dotted path of the list")
 
 
-def _store_item(ctx: Context, item, opts: JsonApiOptions, page_url: str, number: int, site: str):
+def _store_item(ctx: Context, item, opts: JsonApiOptions, at: tuple[str, int, str, str]):
+    page_url, number, site, source = at
     where = f"{page_url} item {number}"
     url = _item_url(item, opts.url, page_url)
     body = lookup(item, opts.body)
@@ -128,16 +120,32 @@ def _store_item(ctx: Context, item, opts: JsonApiOptions, page_url: str, number:
         return Failed(where, f"no URL at '{opts.url}'{_fields_hint(item)}; set --json-url")
     if not isinstance(body, str):
         return Failed(url, f"no text at '{opts.body}'{_fields_hint(item)}; set --json-body")
-    text = body_text(body)
+    text = wikitext_to_text(body) if opts.body_format == "wikitext" else body_text(body)
     if not text:
         return Failed(url, "empty body; nothing to store")
     title = lookup(item, opts.title)
     modified = lookup(item, opts.modified) if opts.modified else None
-    document = Document(url, title_text(title) if isinstance(title, str) else "", text, "json",
-                        str(modified) if modified not in (None, _MISSING) else None)
+    document = Document(url, title_text(title) if isinstance(title, str) else "", text, source,
+                        str(modified) if modified not in (None, MISSING) else None,
+                        meta=item_meta(item, opts.meta))
     status = ctx.store.put(document)
-    ctx.set_doc_state(url, {"source": "json", "site": site})
+    ctx.set_doc_state(url, {"source": source, "site": site})
     return Stored(url, status)
+
+
+def item_meta(item, paths: tuple[tuple[str, str], ...]) -> dict | None:
+    """The metadata named by (name, dotted path) pairs; empty and missing values left out."""
+    meta = {}
+    for name, path in paths:
+        value = lookup(item, path)
+        if isinstance(value, list):
+            value = [v if isinstance(v, (str, int)) else str(v) for v in value]
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = value if isinstance(value, int) else str(value)
+        if value in (None, "", [], MISSING) or isinstance(value, (dict, bool)):
+            continue
+        meta[name] = value
+    return meta or None
 
 
 def _item_url(item, spec: str, page_url: str) -> str | None:
@@ -148,41 +156,10 @@ def _item_url(item, spec: str, page_url: str) -> str | None:
             return None
     else:
         value = lookup(item, spec)
-    if not isinstance(value, (str, int)) or value in ("", _MISSING):
+    if not isinstance(value, (str, int)) or value in ("", MISSING):
         return None
     return join_url(page_url, str(value))
 
 
 def _fields_hint(item) -> str:
     return f" (the item has: {', '.join(list(item)[:15])})" if isinstance(item, dict) else ""
-
-
-def _next_url(data, opts: JsonApiOptions, url: str, had_items: bool) -> str | None:
-    if opts.next_path:
-        value = lookup(data, opts.next_path)
-        if isinstance(value, int) and not isinstance(value, bool) and opts.page_param:
-            return _with_param(url, opts.page_param, value)
-        if isinstance(value, str) and value.strip():
-            target = join_url(url, value.strip())
-            if target is None:
-                raise FetchError(url, f"malformed next-page URL {value.strip()[:100]!r}")
-            return target
-        return None
-    if opts.page_param and had_items:
-        current = dict(parse_qsl(urlsplit(url).query)).get(opts.page_param, "1")
-        return _with_param(url, opts.page_param, int(current) + 1 if current.isdigit() else 2)
-    return None
-
-
-def _with_param(url: str, name: str, value) -> str:
-    parts = urlsplit(url)
-    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != name]
-    return urlunsplit((*parts[:3], urlencode([*query, (name, str(value))], safe="/,"), ""))
-
-
-def _without(url: str, name: str | None) -> str:
-    if not name:
-        return url
-    parts = urlsplit(url)
-    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != name]
-    return urlunsplit((*parts[:3], urlencode(query, safe="/,"), ""))

@@ -31,6 +31,14 @@ class JsonApiOptions:
     modified: str | None = None
     page_param: str | None = None  # e.g. "page": 1, 2, 3... until a page has no items
     next_path: str | None = None  # path to the next page's URL (or page number)
+    offset_param: str | None = None  # e.g. "offset", "skip": advanced by the items read
+    total_path: str | None = None  # path to the item total (ends offset paging early)
+    cursor_param: str | None = None  # e.g. "page[after]": set to the value at cursor_path
+    cursor_path: str | None = None  # path to the next cursor (a URL when no cursor_param)
+    continue_path: str | None = None  # MediaWiki: an object merged into the first URL's query
+    more_path: str | None = None  # path to a has-more flag; false ends the paging
+    meta: tuple[tuple[str, str], ...] = ()  # (name, path) pairs kept as document metadata
+    body_format: str = "html"  # "html" (or text), or "wikitext"
 
 
 @dataclass(frozen=True)

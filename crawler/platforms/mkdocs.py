@@ -1,0 +1,90 @@
+"""MkDocs (Material too): the whole site in `search/search_index.json`, one entry per page and
+per heading; `location` is relative to the site root (not to /search/)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from urllib.parse import urljoin
+
+from ..found import Discovery, Start
+from ..html import body_text, title_text
+from ..options import Context
+from ..store import Document
+from .common import missing, probe_json, read_whole
+
+INDEX = "search/search_index.json"
+_CONFIG = re.compile(r"""<script[^>]+id=["']__config["'][^>]*>(.*?)</script>""", re.S | re.I)
+_BASE_URL = re.compile(r"""\bbase_url\s*=\s*["']([^"']*)["']""")
+
+
+def detect(start: Start) -> Discovery | None:
+    """A generator naming mkdocs; the site root from Material's __config or `base_url`."""
+    if not ("mkdocs" in start.generator() or start.strict):
+        return None
+    root = _root(start)
+    if "mkdocs" in start.generator():
+        return Discovery("mkdocs", start.url, f"generator MkDocs, site root {root}",
+                         api_root=root + INDEX)
+    for candidate in dict.fromkeys((root, start.origin + "/")):
+        if probe_json(start, candidate + INDEX, "docs"):
+            return Discovery("mkdocs", start.url, f"{candidate}{INDEX} answers",
+                             api_root=candidate + INDEX)
+    return missing(start, f"no MkDocs search index ({root}{INDEX} does not answer)")
+
+
+def _root(start: Start) -> str:
+    """The site root the page names (its base is relative to the page itself)."""
+    base = None
+    config = _CONFIG.search(start.html)
+    if config:
+        try:
+            base = json.loads(config.group(1)).get("base")
+        except (ValueError, AttributeError):
+            base = None
+    if base is None and (match := _BASE_URL.search(start.html)):
+        base = match.group(1)
+    root = urljoin(start.url, (base or ".").rstrip("/") + "/")
+    return root
+
+
+def read(ctx: Context, found: Discovery) -> Iterator:
+    return read_whole(ctx, found.api_root, "mkdocs", parse_index)
+
+
+def parse_index(body: bytes, url: str) -> list[Document]:
+    """One document per page of a search index: its own text, then each section's heading
+    and text (older MkDocs repeats the sections inside the page entry: then it alone)."""
+    data = json.loads(body.decode("utf-8-sig"))
+    root = url[: -len(INDEX)] if url.endswith(INDEX) else urljoin(url, "../")
+    language = (data.get("config") or {}).get("lang") or []
+    pages: dict[str, dict] = {}
+    for entry in data.get("docs", []):
+        if not isinstance(entry, dict) or not isinstance(entry.get("location"), str):
+            continue
+        path, _, anchor = entry["location"].partition("#")
+        page = pages.setdefault(path, {"title": "", "text": "", "sections": []})
+        text = body_text(entry.get("text") or "")
+        if anchor:
+            page["sections"].append((anchor, title_text(entry.get("title") or ""), text))
+        else:
+            page["title"], page["text"] = title_text(entry.get("title") or ""), text
+    return [doc for path, page in pages.items()
+            if (doc := _document(urljoin(root, path), page, language))]
+
+
+def _document(url: str, page: dict, language: list) -> Document | None:
+    lines = [page["text"]] if page["text"] else []
+    whole = page["text"]
+    for _anchor, heading, text in page["sections"]:
+        if text and text in whole:  # older MkDocs: the page entry has every section already
+            continue
+        lines += [heading, text]
+    text = "\n".join(line for line in lines if line)
+    if not text:
+        return None
+    meta = {"sections": [[a, h] for a, h, _ in page["sections"]]} if page["sections"] else {}
+    if language:
+        meta["language"] = language[0] if isinstance(language, list) else str(language)
+    return Document(url, page["title"], text, "mkdocs", meta=meta or None)

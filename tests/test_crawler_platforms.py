@@ -1,0 +1,97 @@
+"""Every platform source end to end, against a fixture server of that platform's shape
+(fixtures/platforms.py) serving the 39 bundled articles: found from the URL alone, each
+article stored once with its metadata, a re-crawl storing nothing new, edits and deletions
+followed."""
+
+from __future__ import annotations
+
+import pytest
+
+from busca.crawler.crawl import crawl
+from busca.crawler.events import Failed, SourceFound, Stored
+from busca.crawler.html import body_text
+from busca.crawler.options import CrawlOptions
+from busca.crawler.store import Store
+from busca.fixtures.platforms import PLATFORMS, PlatformSite
+from busca.fixtures.server import Faults
+from busca.fixtures.shapes import paragraphs
+
+FAST = {"rate": 1000.0, "backoff": 0.01, "timeout": 5.0}
+META = {  # what each platform's API gives about an article (at least these keys)
+    "mediawiki": {"language", "authors"}, "drupal": {"language", "created"},
+    "zendesk": {"section", "tags", "authors", "language", "created"},
+    "mkdocs": {"language"}, "ghost": {"tags", "authors", "section", "published"},
+    "discourse": {"section", "tags", "authors", "created"}, "blogger": {"tags", "authors"},
+    "llms": set(),
+}
+WHOLE_FILE = ("mkdocs", "llms")  # one file holds the site: a re-crawl gets a 304
+
+
+def run(url: str, store: Store, **options):
+    events = list(crawl(url, store, options=CrawlOptions(**{**FAST, **options})))
+    return events[-1].report, events
+
+
+def expected_text(platform: str, article: dict) -> str:
+    """The text each platform gives for an article: the WordPress text, plus MkDocs' section
+    headings and the code block of llms-full.txt's first page."""
+    if platform != "mkdocs":
+        return body_text(article["content"])
+    parts = paragraphs(article)
+    lines = [body_text(parts[0])]
+    for n, p in enumerate(parts[1:], start=2):
+        lines += [f"Parte {n}", body_text(p)]
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_platform_found_from_the_url_alone_and_every_article_stored_once(tmp_path, platform):
+    with PlatformSite(platform=platform) as site, Store(tmp_path) as store:
+        report, events = run(site.home, store)
+        found = [e for e in events if isinstance(e, SourceFound)]
+        stored = [e.url for e in events if isinstance(e, Stored)]
+        documents = {d.url: d for d in store.documents()}
+        links = {site.link(a): a for a in site.articles}
+    assert [f.source for f in found] == [platform], [f.detail for f in found]
+    assert report.failures == () and report.counts["added"] == 39
+    assert sorted(stored) == sorted(links) and set(documents) == set(links)
+    for url, article in links.items():
+        document = documents[url]
+        assert document.source == platform and document.title == article["title"]
+        text = expected_text(platform, article)
+        if platform == "llms" and article is site.articles[0]:  # "# …" in a code block
+            text += "\n# instala o cliente\npip install cliente"
+        assert document.text == text
+        assert META[platform] <= set(document.meta or {}), (url, document.meta)
+        if platform == "mkdocs" and len(paragraphs(article)) > 1:
+            assert document.meta["sections"][0] == ["parte-2", "Parte 2"]
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_recrawl_stores_nothing_new_then_follows_an_edit_and_a_deletion(tmp_path, platform):
+    with PlatformSite(platform=platform) as site, Store(tmp_path) as store:
+        run(site.home, store)
+        first = len(site.log)
+        report, _ = run(site.home, store)
+        again = site.log[first:]
+        assert report.counts == {"added": 0, "updated": 0, "unchanged": 39, "deleted": 0}
+        if platform in WHOLE_FILE + ("discourse",):  # no body travels again
+            assert [h.bodies for h in again if h.bodies] == []
+        assert len(again) <= first
+        article = site.articles[3]
+        edited = site.edit(article["id"], content=article["content"].replace(
+            "</p>", " Frase nova.</p>", 1))
+        gone = site.remove(site.articles[5]["id"])
+        report, _ = run(site.home, store)
+        assert report.counts == {"added": 0, "updated": 1, "unchanged": 37, "deleted": 1}
+        assert "Frase nova." in store.get(site.link(edited)).text
+        assert store.get(site.link(gone)) is None
+
+
+@pytest.mark.parametrize("platform", ["mediawiki", "discourse", "blogger"])
+def test_faults_on_every_article_once(tmp_path, platform):
+    faults = Faults(throttle_every=5, retry_after="0", error_every=7)
+    with PlatformSite(platform=platform, faults=faults) as site, Store(tmp_path) as store:
+        report, events = run(site.home, store)
+        assert report.counts["added"] == 39 and store.count() == 39
+    assert [e for e in events if isinstance(e, Failed)] == []
