@@ -1015,13 +1015,32 @@ def _store_floors(ctx, ev) -> None:
               help="--source json: query parameter that numbers pages (e.g. page).")
 @click.option("--json-next", default=None,
               help="--source json: dotted path of the next page's URL or number.")
+@click.option("--json-offset-param", default=None,
+              help="--source json: query parameter of the offset (skip, offset, start).")
+@click.option("--json-total", default=None,
+              help="--source json: dotted path of the item total (ends offset paging).")
+@click.option("--json-cursor-param", default=None,
+              help="--source json: query parameter that takes the cursor (page[after]).")
+@click.option("--json-cursor", default=None,
+              help="--source json: dotted path of the next cursor (a URL without"
+                   " --json-cursor-param).")
+@click.option("--json-continue", default=None,
+              help="--source json: dotted path of an object merged into the next request's"
+                   " query (MediaWiki's continue).")
+@click.option("--json-more", default=None,
+              help="--source json: dotted path of a has-more flag; false ends the paging.")
+@click.option("--json-meta", multiple=True, metavar="NAME=PATH",
+              help="--source json: keep the value at PATH as metadata NAME (repeatable;"
+                   " authors.*.name maps over a list).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 @click.pass_context
 def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_hosts, full,
           timeout, retries, json_items, json_url, json_title, json_body, json_modified,
-          json_page_param, json_next, as_json, quiet):
-    """Read a site's articles into the store: WordPress API, sitemap, feed or HTML links.
+          json_page_param, json_next, json_offset_param, json_total, json_cursor_param,
+          json_cursor, json_continue, json_more, json_meta, as_json, quiet):
+    """Read a site's articles into the store: its platform's API (WordPress, MediaWiki, Drupal,
+    Zendesk, MkDocs, Ghost, Discourse, Blogger, llms-full.txt), a sitemap, feed or HTML links.
 
     Example: busca crawl https://example.com --rate 1 --types posts,pages
     """
@@ -1032,7 +1051,10 @@ def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_h
                                  f" {', '.join(crawling.WP_TYPES)}", param_hint="--types")
     api = crawling.JsonApiOptions(
         items=json_items, url=json_url, title=json_title, body=json_body,
-        modified=json_modified, page_param=json_page_param, next_path=json_next)
+        modified=json_modified, page_param=json_page_param, next_path=json_next,
+        offset_param=json_offset_param, total_path=json_total, cursor_param=json_cursor_param,
+        cursor_path=json_cursor, continue_path=json_continue, more_path=json_more,
+        meta=tuple(_meta_pair(pair) for pair in json_meta))
     options = crawling.CrawlOptions(
         source=source, types=kinds, max_pages=max_pages, rate=rate,
         workers=workers, user_agent=user_agent, allow_hosts=allow_hosts, full=full,
@@ -1047,6 +1069,14 @@ def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_h
     if report.stopped:
         raise click.ClickException(f"the crawl stopped early: {report.stopped}; the"
                                    f" {report.documents} documents read so far are stored")
+
+
+def _meta_pair(pair: str) -> tuple[str, str]:
+    name, sep, path = pair.partition("=")
+    if not (sep and name.strip() and path.strip()):
+        raise click.BadParameter(f"{pair!r} is not NAME=PATH, e.g. tags=tags.*.name",
+                                 param_hint="--json-meta")
+    return name.strip(), path.strip()
 
 
 def _run_crawl(url, store, options, progress) -> crawling.events.CrawlReport:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import socket
 
+import pytest
+
 from busca.crawler.store import Store
+from busca.fixtures.platforms import PLATFORMS, PlatformSite
 from busca.fixtures.server import FixtureSite, Faults, load_articles
 
 FAST = ["--rate", "500"]
@@ -146,3 +149,30 @@ def test_a_site_capping_per_page_is_crawled_through_its_api(run, home):
     assert "via wordpress: 12 added" in result.stdout and "0 failed" in result.stdout
     assert ("note: the WordPress API refuses per_page=100 (per_page must be between 1"
             " (inclusive) and 10 (inclusive)); reading 10 posts per page") in result.stderr
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_crawl_names_the_platform_it_found_from_the_url_alone(run, home, platform):
+    with PlatformSite(platform=platform, articles=load_articles()[:4]) as site:
+        result = run("crawl", site.home, *FAST)
+    assert result.exit_code == 0, result.output
+    assert f"source: {platform} at " in result.stderr
+    assert f"via {platform}: 4 added" in result.stdout
+
+
+def test_json_paging_and_metadata_options(run, home):
+    with PlatformSite(platform="mediawiki", articles=load_articles()[:4], page_cap=3) as site:
+        result = run("crawl", site.url + "w/api.php?action=query&generator=allpages&prop="
+                     "revisions|info&inprop=url&rvprop=content&rvslots=main&formatversion=2",
+                     *FAST, "--source", "json", "--json-items", "query.pages",
+                     "--json-url", "fullurl", "--json-body", "revisions.0.slots.main.content",
+                     "--json-continue", "continue", "--json-meta", "language=pagelanguage")
+    assert result.exit_code == 0, result.output
+    assert "via json: 4 added" in result.stdout
+    with Store(home) as store:
+        assert {d.meta["language"] for d in store.documents()} == {"pt-br"}
+
+
+def test_json_meta_needs_name_and_path(run):
+    result = run("crawl", "http://127.0.0.1:9/", "--source", "json", "--json-meta", "tags")
+    assert result.exit_code == 2 and "is not NAME=PATH" in result.output

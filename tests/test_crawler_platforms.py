@@ -8,12 +8,16 @@ from __future__ import annotations
 import pytest
 
 from busca.crawler.crawl import crawl
+from busca.crawler.errors import CrawlError
 from busca.crawler.events import Failed, SourceFound, Stored
 from busca.crawler.html import body_text
+from busca.crawler.markdown import markdown_to_text, top_sections
 from busca.crawler.options import CrawlOptions
 from busca.crawler.store import Store
+from busca.crawler.wikitext import wikitext_to_text
+from busca.fixtures import platforms
 from busca.fixtures.platforms import PLATFORMS, PlatformSite
-from busca.fixtures.server import Faults
+from busca.fixtures.server import Faults, FixtureSite, load_articles
 from busca.fixtures.shapes import paragraphs
 
 FAST = {"rate": 1000.0, "backoff": 0.01, "timeout": 5.0}
@@ -95,3 +99,45 @@ def test_faults_on_every_article_once(tmp_path, platform):
         report, events = run(site.home, store)
         assert report.counts["added"] == 39 and store.count() == 39
     assert [e for e in events if isinstance(e, Failed)] == []
+
+
+@pytest.mark.parametrize("platform", ["mediawiki", "drupal", "mkdocs", "discourse", "llms"])
+def test_forced_source_probes_the_api_of_a_page_without_markers(tmp_path, platform):
+    articles = load_articles()[:3]
+    with PlatformSite(platform=platform, marker=False, articles=articles) as site, \
+            Store(tmp_path) as store:
+        auto, _ = run(site.home, store)
+        assert auto.source == "html"  # no marker: auto does not guess
+        report, _ = run(site.home, store, source=platform)
+    assert report.source == platform and report.counts["added"] == 3
+
+
+def test_forced_source_missing_names_what_and_the_way_out(tmp_path):
+    with FixtureSite(load_articles()[:2]) as site, Store(tmp_path) as store:
+        with pytest.raises(CrawlError, match=r"no MediaWiki api.php .* try --source sitemap"):
+            run(site.url, store, source="mediawiki")
+
+
+def test_ghost_page_without_a_key_says_so_and_falls_back(tmp_path, monkeypatch):
+    monkeypatch.setitem(platforms._HEADS, "ghost", '<meta name="generator" content="Ghost 5.8">')
+    with PlatformSite(platform="ghost", articles=load_articles()[:2]) as site, \
+            Store(tmp_path) as store:
+        report, _ = run(site.home, store)
+    assert report.source == "html"
+    assert any("carries no Content API key (data-key)" in n for n in report.notices)
+
+
+def test_a_wordpress_site_is_still_read_through_its_api(tmp_path):
+    with FixtureSite(load_articles()[:3]) as site, Store(tmp_path) as store:
+        report, _ = run(site.url, store)
+    assert report.source == "wordpress" and report.counts["added"] == 3
+
+
+def test_wikitext_and_markdown_to_text():
+    wiki = ("{{Info|a={{b}}}}'''Análise''' de [[Sistema|sistemas]] e [[rede]].<ref>x</ref>\n\n"
+            "== Prazos ==\n* um [https://x.org dois] &amp; três\n[[Categoria:Teste]]")
+    assert wikitext_to_text(wiki) == "Análise de sistemas e rede.\nPrazos\num dois & três"
+    markdown = "## Título\n\n- um **dois** [três](/x)\n\n```\n# código\n```\n"
+    assert markdown_to_text(markdown) == "Título\num dois três\n# código"
+    assert top_sections("# A\nSource: u\n```\n# não\n```\n# B\nb") == [
+        ("A", "Source: u\n```\n# não\n```"), ("B", "b")]

@@ -97,7 +97,8 @@ def _topic(ctx: Context, root: str, topic: dict, url: str):
                                    if isinstance(p, dict))))
     if not text:
         return Failed(url, "a topic without text; nothing stored")
-    meta = {"section": data.get("category_id"), "tags": data.get("tags") or None,
+    tags = [t.get("name") if isinstance(t, dict) else t for t in data.get("tags") or []]
+    meta = {"section": data.get("category_id"), "tags": [t for t in tags if t] or None,
             "authors": sorted({p.get("username") for p in posts if p.get("username")}) or None,
             "created": data.get("created_at")}
     document = Document(url, title_text(data.get("title") or topic.get("title") or ""), text,
