@@ -221,9 +221,13 @@ def _legacy_ids(store: crawling.DocumentStore, files) -> dict[str, list[str]]:
 @click.option("--bm25-analyzer", "--analyzer", "bm25_analyzer", default=None,
               type=click.Choice(sorted(indexing.ANALYZERS)),
               help="Analyzer for bm25 [default: pt when PyStemmer is installed, else simple].")
+@click.option("--titles", default=None, metavar="METHOD,...|all|none",
+              help="Methods that index each article's title with every window of it (lexical:"
+                   " its words; dense: \"Title. text\") [default: "
+                   + (",".join(indexing.TITLES) or "none") + "].")
 @embed_options
 @click.pass_context
-def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyzer):
+def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyzer, titles):
     """Split the stored documents into word windows and build the index.
 
     Example: busca index --size 200 --overlap 40 --dense use,bge=openai:bge-m3
@@ -241,6 +245,7 @@ def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyz
             options.update(dense_models=models, threads=threads,
                            servers=_servers(ctx, models, entries),
                            vector_cache=getattr(home, "home", None))
+        options["titles"] = _titled(titles, names)
         manifest = indexing.build_index(
             home, size=size, overlap=overlap, methods=names, options=options,
             on_progress=progress)
@@ -249,6 +254,13 @@ def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyz
                f" {manifest.chunks} chunks ({manifest.rechunked_documents} documents"
                f" re-chunked); methods: {', '.join(manifest.methods)}")
     _echo_dense(manifest)
+
+
+def _titled(titles: str | None, names: list[str]) -> list[str]:
+    try:
+        return indexing.titled_methods(titles, names, indexing.TITLES)
+    except indexing.BadTitles as e:
+        raise click.BadParameter(str(e), param_hint="--titles") from None
 
 
 def _servers(ctx, models, entries: dict) -> dict:
