@@ -223,8 +223,8 @@ def _legacy_ids(store: crawling.DocumentStore, files) -> dict[str, list[str]]:
               help="Analyzer for bm25 [default: pt when PyStemmer is installed, else simple].")
 @click.option("--titles", default=None, metavar="METHOD,...|all|none",
               help="Methods that index each article's title with every window of it (lexical:"
-                   " its words; dense: \"Title. text\") [default: "
-                   + (",".join(indexing.TITLES) or "none") + "].")
+                   " its words; dense: \"Title. text\") [default: the previous index's,"
+                   " else " + (",".join(indexing.TITLES) or "none") + "].")
 @embed_options
 @click.pass_context
 def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyzer, titles):
@@ -245,7 +245,8 @@ def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyz
             options.update(dense_models=models, threads=threads,
                            servers=_servers(ctx, models, entries),
                            vector_cache=getattr(home, "home", None))
-        options["titles"] = _titled(titles, names)
+        if titles is not None:
+            options["titles"] = _titled(titles, names)
         manifest = indexing.build_index(
             home, size=size, overlap=overlap, methods=names, options=options,
             on_progress=progress)

@@ -19,7 +19,7 @@ from .dense_models import DenseModel
 from .manifest import Manifest
 from .methods import DEFAULT, UnknownMethod, check_methods, method_spec, with_dense
 from .stream import BATCH_DOCS, chunk_documents
-from .titles import chunk_titles, titled_texts, with_titles
+from .titles import chunk_titles, kept_titles, titled_texts, with_titles
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +53,8 @@ def build_index(home, *, size: int = SIZE, overlap: int = OVERLAP,
         raise NothingToIndex("nothing to index: run busca crawl or busca add first")
     chunker = {"kind": "words", "size": size, "overlap": overlap}
     previous = home.previous()
+    if options.get("titles") is None:  # not asked: as the previous build did
+        options = {**options, "titles": kept_titles(previous, methods)}
     before = previous if previous is not None and previous.manifest.chunker == chunker else None
     from_counts = _counted(methods)
     out = home.new_build()  # a home that cannot take a build fails before any work

@@ -41,6 +41,14 @@ def titled_methods(spec: str | None, methods: Sequence[str], default: Sequence[s
     return [m for m in methods if m in names]
 
 
+def kept_titles(previous, methods: Sequence[str]) -> list[str]:
+    """A rebuild without --titles: the methods of `methods` whose previous build indexed
+    titles; with no previous build, those of TITLES."""
+    if previous is None:
+        return titled_methods(None, methods, TITLES)
+    return [m for m in methods if previous.manifest.entry(m).get("titles")]
+
+
 def chunk_titles(home, urls: Iterable[str], per_doc: Iterable[int]) -> list[str]:
     """The title of every chunk (its document's), in chunk order."""
     titles = {d.url: d.title or "" for d in home.documents()}

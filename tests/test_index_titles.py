@@ -110,3 +110,13 @@ def test_eval_chunkers_index_titles_as_the_live_index_does(added, tmp_path):
     temporary = json.loads(result.stdout)
     assert [q["ranks"] for q in temporary["per_question"]["bm25/words:12:3"]] == \
         [q["ranks"] for q in live["per_question"]["bm25"]]
+
+
+def test_a_rebuild_keeps_the_titles_until_none(added, home):
+    assert added("index", "--size", "12", "--overlap", "3", "-q", "--titles",
+                 "bm25").exit_code == 0
+    assert added("index", "--size", "12", "--overlap", "3", "-q").exit_code == 0
+    assert load_index(home).methods["bm25"]["titles"] is True
+    assert added("index", "--size", "12", "--overlap", "3", "-q", "--titles",
+                 "none").exit_code == 0
+    assert "titles" not in load_index(home).methods["bm25"]
