@@ -225,9 +225,13 @@ def _legacy_ids(store: crawling.DocumentStore, files) -> dict[str, list[str]]:
 @click.option("--bm25-analyzer", "--analyzer", "bm25_analyzer", default=None,
               type=click.Choice(sorted(indexing.ANALYZERS)),
               help="Analyzer for bm25 [default: pt when PyStemmer is installed, else simple].")
+@click.option("--titles", default=None, metavar="METHOD,...|all|none",
+              help="Methods that index each article's title with every window of it (lexical:"
+                   " its words; dense: \"Title. text\") [default: the previous index's,"
+                   " else " + (",".join(indexing.TITLES) or "none") + "].")
 @embed_options
 @click.pass_context
-def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyzer):
+def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyzer, titles):
     """Split the stored documents into word windows and build the index.
 
     Example: busca index --size 200 --overlap 40 --dense use,bge=openai:bge-m3
@@ -245,6 +249,8 @@ def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyz
             options.update(dense_models=models, threads=threads,
                            servers=_servers(ctx, models, entries),
                            vector_cache=getattr(home, "home", None))
+        if titles is not None:
+            options["titles"] = _titled(titles, names)
         manifest = indexing.build_index(
             home, size=size, overlap=overlap, methods=names, options=options,
             on_progress=progress)
@@ -253,6 +259,13 @@ def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyz
                f" {manifest.chunks} chunks ({manifest.rechunked_documents} documents"
                f" re-chunked); methods: {', '.join(manifest.methods)}")
     _echo_dense(manifest)
+
+
+def _titled(titles: str | None, names: list[str]) -> list[str]:
+    try:
+        return indexing.titled_methods(titles, names, indexing.TITLES)
+    except indexing.BadTitles as e:
+        raise click.BadParameter(str(e), param_hint="--titles") from None
 
 
 def _servers(ctx, models, entries: dict) -> dict:
@@ -803,6 +816,11 @@ def log_setting(ctx, state):
 @click.option("--chunkers", default=None, metavar="SPEC,...",
               help="Evaluate temporary indexes cut by these chunkers, e.g."
                    " words:200:40,sentences:220:1 (the live index is not touched).")
+@click.option("--per-doc", is_flag=True,
+              help="Judge documents, not windows: each document at its best window, relevant"
+                   " if one of its windows holds the answer.")
+@click.option("--threads", default=indexing.THREADS, show_default=True,
+              type=click.IntRange(min=1), help="Threads for the dense encoder.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 @click.option("--tune-fusion", is_flag=True,
               help="Instead, try hybrid's fusion, k and weights (on --methods LEXICAL,dense, or"
@@ -810,7 +828,7 @@ def log_setting(ctx, state):
 @embed_options
 @click.pass_context
 def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_out, calibrate,
-                 compare, chunkers, quiet, tune_fusion):
+                 compare, chunkers, per_doc, threads, quiet, tune_fusion):
     """Recall@k, MRR and nDCG per method on a golden set, with intervals, the questions each
     change fixed or broke, and the score floor.
 
@@ -830,7 +848,7 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
         ev = _compare_runs(golden_set, compare, metrics, key, by_tags)
     else:
         harness = _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers,
-                            calibrate, quiet)
+                            calibrate, quiet, per_doc=per_doc, threads=threads)
         ev = harness.evaluation
     _eval_outputs(ev, as_json, report, plot)
     if not compare and run_out:
@@ -885,7 +903,8 @@ def _eval_metrics(ks: str, key: str):
         raise click.BadParameter(str(e), param_hint="--key") from None
 
 
-def _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers, calibrate, quiet):
+def _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers, calibrate, quiet, *,
+              per_doc: bool = False, threads: int = 1):
     progress = Progress(quiet)
     names = _split(methods) if methods else None
     depth = max(evaluation.DEPTH, key.k, *(m.k for m in metrics))  # rank deep enough for -k
@@ -904,12 +923,13 @@ def _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers, calibra
             names = names or _chunker_methods(ctx)
             harness = evaluation.evaluate_chunkers(
                 golden_set, store, specs, methods=names, metrics=metrics, key=key, by=by_tags,
-                options=_chunker_options(ctx, store), depth=depth, on_progress=progress)
+                options={**_chunker_options(ctx, store), "threads": threads}, depth=depth,
+                per_doc=per_doc, threads=threads, on_progress=progress)
         else:
             index = store.current()
             harness = evaluation.evaluate_index(
                 golden_set, index, store, methods=names, metrics=metrics, key=key, by=by_tags,
-                depth=depth, on_progress=progress)
+                depth=depth, per_doc=per_doc, threads=threads, on_progress=progress)
     progress.close()
     return harness
 

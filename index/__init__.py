@@ -9,6 +9,7 @@ EXPORTS = {
     "ANALYZERS": ".analyzers",
     "B": ".bm25",
     "BackendUnavailable": ".backend",
+    "BadTitles": ".titles",
     "Build": ".backend",
     "build_index": ".build",
     "BuildWriter": ".backend",
@@ -47,6 +48,8 @@ EXPORTS = {
     "server_settings": ".dense_models",
     "SIZE": ".chunking",
     "THREADS": ".encoders",
+    "TITLES": ".titles",
+    "titled_methods": ".titles",
     "UnknownMethod": ".methods",
 }
 __all__ = sorted(EXPORTS)

@@ -300,3 +300,45 @@ def test_a_floor_from_few_questions_is_stored_with_a_warning(run, corpus):
     assert result.exit_code == 0, result.output
     assert "warning: this floor comes from only" in result.stdout  # the report
     assert "warning: tfidf: this floor comes from only" in result.stderr  # when stored
+
+
+def test_a_dense_model_encodes_each_question_once(run, corpus, fake):
+    """dense and hybrid share the question's vector (and --threads reaches the encoder)."""
+    from busca.index import encoders
+
+    assert run("index", "--size", "12", "--overlap", "3", "-q", "--dense",
+               "fake").exit_code == 0
+    threads = []
+    encoders.ENCODERS["fake"] = lambda *, threads_=threads, threads=1: (
+        threads_.append(threads), fake)[1]
+    fake.queries.clear()
+    result = run("eval", str(corpus), "-q", "--json", "--threads", "2")
+    assert result.exit_code == 0, result.output
+    assert {"dense", "hybrid"} <= set(json.loads(result.stdout)["summary"])
+    assert sorted(fake.queries) == sorted(q["pergunta"] for q in GOLDEN)
+    assert threads == [2]
+
+
+def _first_document_rank(index, query: str, url: str):
+    ids, _ = core.rank(index, query, method="tfidf", k=100)
+    urls = list(dict.fromkeys(row.url for row in index.chunks([int(i) for i in ids])))
+    return urls.index(url) + 1 if url in urls else None
+
+
+def test_per_doc_ranks_documents_at_their_best_window(run, corpus, home):
+    chunks = json.loads(run("eval", str(corpus), "-q", "--json").stdout)
+    result = run("eval", str(corpus), "-q", "--json", "--per-doc")
+    assert result.exit_code == 0, result.output
+    docs = json.loads(result.stdout)
+    assert docs["info"]["per_doc"] is True and chunks["info"]["per_doc"] is False
+    index = load_index(home)
+    where = {"l1": "https://s/reembolso", "l2": "https://s/pagamentos",
+             "l3": "https://s/suporte", "p1": "https://s/reembolso",
+             "p2": "https://s/pagamentos"}
+    by_id = {q["id"]: q["question"] for q in docs["questions"]}
+    for got in docs["per_question"]["tfidf"]:
+        if got["id"] in where:
+            assert got["first_rank"] == _first_document_rank(index, by_id[got["id"]],
+                                                            where[got["id"]])
+    assert docs["summary"]["tfidf"]["recall@1"]["mean"] >= \
+        chunks["summary"]["tfidf"]["recall@1"]["mean"]

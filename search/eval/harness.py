@@ -14,8 +14,9 @@ from ..scorers import available_methods
 from .bootstrap import LEVEL, RESAMPLES, SEED
 from .chunkers import temporary_indexes
 from .golden import Golden
-from .judge import (DEPTH, ChunkTable, Judgement, chunk_table, index_rankers,
-                                   judge, rank_questions)
+from ...index.encoders import THREADS
+from .judge import (DEPTH, ChunkTable, Judgement, chunk_table, index_rankers, judge,
+                    per_document, rank_questions)
 from .metrics import Metric
 from .runs import fingerprint
 from .summary import KEY, Evaluation, summarize
@@ -37,14 +38,16 @@ class Harness:
 def evaluate_index(golden: Golden, index, store, *, methods: Sequence[str] | None,
                    metrics: Sequence[Metric], key: Metric | str = KEY,
                    by: Sequence[str] | None = None, depth: int = DEPTH,
+                   per_doc: bool = False, threads: int = THREADS,
                    on_progress: Callable | None = None) -> Harness:
-    """Evaluate the live index's methods (default: all it has) on the golden set."""
+    """Evaluate the live index's methods (default: all it has) on the golden set; `per_doc`:
+    a hit is its document (relevant if it holds the answer), each at its best chunk."""
     methods = list(methods or available_methods(index))
-    rankers = index_rankers(index, methods, depth=depth)
+    rankers = index_rankers(index, methods, depth=depth, threads=threads)
     table = chunk_table(index, store)
-    judgement = _judged(golden, table)
+    judgement = _judged(golden, table, per_doc)
     outcomes = rank_questions(judgement, table, rankers, depth=depth, on_progress=on_progress)
-    info = _info(golden, index.manifest, table.label, depth)
+    info = {**_info(golden, index.manifest, table.label, depth), "per_doc": per_doc}
     return _finish(golden, outcomes, {table.label: (judgement, table)}, table.documents,
                    metrics, key, by, info)
 
@@ -53,6 +56,7 @@ def evaluate_chunkers(golden: Golden, store, chunkers: Sequence[dict], *,
                       methods: Sequence[str], metrics: Sequence[Metric],
                       key: Metric | str = KEY, by: Sequence[str] | None = None,
                       options: dict | None = None, depth: int = DEPTH,
+                      per_doc: bool = False, threads: int = THREADS,
                       on_progress: Callable | None = None) -> Harness:
     """Evaluate `methods` on temporary indexes, one per chunker; systems are "method/chunker"."""
     documents = list(store.documents())
@@ -60,8 +64,8 @@ def evaluate_chunkers(golden: Golden, store, chunkers: Sequence[dict], *,
     with temporary_indexes(documents, chunkers, methods, options=options,
                            previous=store.previous(), on_progress=on_progress) as built:
         for table, index in built:
-            judgement = _judged(golden, table)
-            rankers = index_rankers(index, methods, depth=depth)
+            judgement = _judged(golden, table, per_doc)
+            rankers = index_rankers(index, methods, depth=depth, threads=threads)
             ranked = rank_questions(judgement, table, rankers, depth=depth,
                                     on_progress=on_progress)
             outcomes.update({f"{m}/{table.label}": o for m, o in ranked.items()})
@@ -70,12 +74,15 @@ def evaluate_chunkers(golden: Golden, store, chunkers: Sequence[dict], *,
     chunks = " / ".join(str(len(table.urls)) for _, (_, table) in judged.items())
     info = _info(golden, {"documents": len(documents), "chunks": chunks,
                           "build": "temporary (--chunkers)"}, labels, depth)
+    info["per_doc"] = per_doc
     docs = {d.url: d.text for d in documents}
     return _finish(golden, outcomes, judged, docs, metrics, key, by, info)
 
 
-def _judged(golden: Golden, table: ChunkTable) -> Judgement:
+def _judged(golden: Golden, table: ChunkTable, per_doc: bool = False) -> Judgement:
     judgement = judge(golden, table)
+    if per_doc:
+        judgement = per_document(judgement, table)
     labelled = [j for j in judgement.items if j.question.answerable]
     if labelled and not any(j.gains for j in labelled):
         hint = (f" — add its corpus: busca add {golden.corpus} && busca index"
