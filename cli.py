@@ -512,7 +512,7 @@ def demo(ctx, keep):
         dense = _demo_encoder()
         _title("2. busca index" + (f" --dense {dense}" if dense else "")
                + "  (200-word windows, 40 words of overlap)")
-        ctx.invoke(index, quiet=True, dense=dense)
+        ctx.invoke(index, quiet=False, dense=dense)  # encoding takes a while: show progress
         _title("3. busca stats  (the seed's four figures)")
         ctx.invoke(stats)
         methods = searching.available_methods(indexing.open_home(home).current())
@@ -524,8 +524,10 @@ def demo(ctx, keep):
                " -k 3  (each hit once, with its rank under every method)")
         ctx.invoke(cli.commands["compare"], query=DEMO_PARAPHRASE, golden=golden, k=3)
         _title("5. busca eval fixtures/golden/golden.json --calibrate  (the bundled golden set;"
-               " paraphrases and lexical questions apart)")
-        ctx.invoke(eval_command, golden=golden, quiet=True, calibrate=True, key="recall@3")
+               " paraphrases and lexical questions apart; each floor keeps"
+               f" {evaluation.KEEP:.0%} of the answerable questions)")
+        ctx.invoke(eval_command, golden=golden, quiet=True, calibrate=True, key="recall@3",
+                   keep=evaluation.KEEP)
         method = "hybrid" if "hybrid" in methods else "tfidf"
         _title(f'6. busca context "{DEMO_PARAPHRASE}" --method {method}')
         _emit_context(ctx, DEMO_PARAPHRASE, method=method)
@@ -792,6 +794,9 @@ def log_setting(ctx, state):
               help="Save the run (JSON, plus .trec and .qrels beside it) for --compare.")
 @click.option("--calibrate", is_flag=True,
               help="Store each method's floor in the index; busca search then applies it.")
+@click.option("--keep", type=FiniteFloat(0, 1, min_open=True), default=evaluation.KEEP,
+              show_default=True, help="The share of answerable questions each floor keeps;"
+              " the report says which share of unanswerable ones it refuses.")
 @click.option("--compare", nargs=2, type=click.Path(exists=True, dir_okay=False), default=None,
               metavar="RUN_A RUN_B", help="Compare two saved runs instead of running.")
 @click.option("--chunkers", default=None, metavar="SPEC,...",
@@ -804,7 +809,7 @@ def log_setting(ctx, state):
 @embed_options
 @click.pass_context
 def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_out, calibrate,
-                 compare, chunkers, quiet, tune_fusion):
+                 keep, compare, chunkers, quiet, tune_fusion):
     """Recall@k, MRR and nDCG per method on a golden set, with intervals, the questions each
     change fixed or broke, and the score floor.
 
@@ -821,10 +826,10 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
         if calibrate or chunkers or run_out:
             raise click.UsageError("--compare reads two saved runs; it cannot be combined with"
                                    " --calibrate, --chunkers or --run-out")
-        ev = _compare_runs(golden_set, compare, metrics, key, by_tags)
+        ev = _compare_runs(golden_set, compare, metrics, key, by_tags, keep)
     else:
         harness = _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers,
-                            calibrate, quiet)
+                            calibrate, quiet, keep)
         ev = harness.evaluation
     _eval_outputs(ev, as_json, report, plot)
     if not compare and run_out:
@@ -879,7 +884,8 @@ def _eval_metrics(ks: str, key: str):
         raise click.BadParameter(str(e), param_hint="--key") from None
 
 
-def _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers, calibrate, quiet):
+def _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers, calibrate, quiet,
+              keep):
     progress = Progress(quiet)
     names = _split(methods) if methods else None
     depth = max(evaluation.DEPTH, key.k, *(m.k for m in metrics))  # rank deep enough for -k
@@ -898,12 +904,13 @@ def _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers, calibra
             names = names or _chunker_methods(ctx)
             harness = evaluation.evaluate_chunkers(
                 golden_set, store, specs, methods=names, metrics=metrics, key=key, by=by_tags,
-                options=_chunker_options(ctx, store), depth=depth, on_progress=progress)
+                options=_chunker_options(ctx, store), depth=depth, on_progress=progress,
+                keep=keep)
         else:
             index = store.current()
             harness = evaluation.evaluate_index(
                 golden_set, index, store, methods=names, metrics=metrics, key=key, by=by_tags,
-                depth=depth, on_progress=progress)
+                depth=depth, on_progress=progress, keep=keep)
     progress.close()
     return harness
 
@@ -925,7 +932,7 @@ def _chunker_methods(ctx) -> list[str]:
         return list(indexing.DEFAULT)
 
 
-def _compare_runs(golden_set, paths, metrics, key, by_tags):
+def _compare_runs(golden_set, paths, metrics, key, by_tags, keep):
     first, second = (evaluation.load_run(p) for p in paths)
     systems = evaluation.align(golden_set, first, second)
     pairs = evaluation.run_pairs(list(systems))
@@ -935,7 +942,8 @@ def _compare_runs(golden_set, paths, metrics, key, by_tags):
             "runs": {"A": {**first.info, "path": paths[0]}, "B": {**second.info, "path": paths[1]}},
             "answerable": len(golden_set.answerable),
             "unanswerable": len(golden_set.unanswerable)}
-    return evaluation.summarize(golden_set, systems, metrics, key=key, by=by_tags, pairs=pairs, info=info)
+    return evaluation.summarize(golden_set, systems, metrics, key=key, by=by_tags, pairs=pairs,
+                                info=info, keep=keep)
 
 
 def _eval_outputs(ev, as_json: bool, report: str | None, plot: str | None) -> None:
@@ -962,8 +970,11 @@ def _store_floors(ctx, ev) -> None:
     with _home(ctx) as home:
         floors = evaluation.store_floors(home, ev.floors)
     for method, floor in floors.items():
-        click.echo(f"stored the floor {floor:.4g} for {method}: busca search applies it by"
-                   " default (override with --min-score)", err=True)
+        chosen = ev.floors[method].chosen
+        click.echo(f"stored the floor {floor:.4g} for {method}: it keeps {chosen.kept:.0%} of"
+                   f" answerable questions and refuses {chosen.refused.value:.0%} of"
+                   " unanswerable ones; busca search applies it by default (override with"
+                   " --min-score)", err=True)
         if ev.floors[method].warning:
             click.echo(f"warning: {method}: {ev.floors[method].warning}", err=True)
 
