@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -167,7 +168,7 @@ def add(ctx, files):
 
     Example: busca add artigos.jsonl notas/*.md
     """
-    counts = {"added": 0, "updated": 0, "unchanged": 0}
+    counts = {"added": 0, "updated": 0, "unchanged": 0, "duplicate": 0}
     problems, seen = 0, set()
     with _home(ctx) as store:
         legacy = _legacy_ids(store, files)
@@ -179,14 +180,16 @@ def add(ctx, files):
             if item.url in seen:
                 click.echo(f"note: {item.url} comes more than once in the input; the last one"
                            " is kept", err=True)
-            seen.add(item.url)
             status = store.put(item)
             for old in legacy.get(item.url, ()):  # the same file under its pre-file:// id
                 store.delete(old)
                 status = "updated" if status == "added" else status
-            counts[status] += 1
+            counts["duplicate" if item.url in seen else status] += 1
+            seen.add(item.url)
         total = store.count()
-    summary = ", ".join(f"{n} {what}" for what, n in counts.items())
+    summary = ", ".join(f"{n} {what}" for what, n in counts.items() if what != "duplicate")
+    if counts["duplicate"]:
+        summary += f", {counts['duplicate']} duplicate{'s' * (counts['duplicate'] > 1)} (last kept)"
     click.echo(f"{summary}; {total} documents in {ctx.obj['home']}")
     if problems:
         raise click.ClickException(f"{problems} input(s) skipped, see the messages above")
@@ -459,6 +462,7 @@ def stats(ctx, as_json):
     with _home(ctx) as home:
         try:
             index = home.current()
+            waiting = _not_indexed(home, index)
         except indexing.IndexNotFound:  # the documents are known without an index
             documents = home.count()
             index = None
@@ -472,6 +476,7 @@ def stats(ctx, as_json):
     manifest = index.manifest
     figures = manifest.figures()
     if as_json:
+        figures["not_indexed"] = dict(zip(("added_or_changed", "removed"), waiting))
         click.echo(json.dumps(figures, ensure_ascii=False, indent=2))
         return
     c = manifest.chunker
@@ -485,6 +490,22 @@ def stats(ctx, as_json):
                            for k, v in searching.method_settings(index, method).items())
         size = f"{entry['vocabulary']:>10,} terms" if "vocabulary" in entry else " " * 16
         click.echo(f"{method:<{w}} {size}   ({detail})")
+    if any(waiting):
+        removed = f", {waiting[1]} removed" if waiting[1] else ""
+        click.echo(f"{waiting[0]} document(s) added or changed{removed} since this index —"
+                   ' run "busca index" to include them', err=True)
+
+
+EMPTY_TEXT = hashlib.sha256(b"").hexdigest()  # the text hash of a document with no text
+
+
+def _not_indexed(home, index) -> tuple[int, int]:
+    """(documents added or changed, documents removed) in the store since `index` was built."""
+    stored = {u: h for u, h in home.hashes().items() if h != EMPTY_TEXT}  # never chunked
+    indexed = {r.url: r.doc_sha256 for r in index.chunks()}
+    changed = sum(1 for url, sha in stored.items()
+                  if url not in indexed or indexed[url] and sha and indexed[url] != sha)
+    return changed, sum(1 for url in indexed if url not in stored)
 
 
 def _stat(value) -> str:
