@@ -1096,11 +1096,17 @@ def _run_crawl(url, store, options, progress) -> crawling.events.CrawlReport:
                 _echo_crawl_event(event, quiet=progress.quiet)
             progress("documents", done, total if total >= done else 0)
     except KeyboardInterrupt:
-        raise click.ClickException(f"interrupted; the {done} documents read so far are stored,"
-                                   " run the same command again to continue") from None
+        raise _Interrupted(f"interrupted; the {done} documents read so far are stored,"
+                           " run the same command again to continue") from None
     finally:
         progress.close()
     raise AssertionError("crawl() ended without a report")  # pragma: no cover
+
+
+class _Interrupted(click.ClickException):
+    """Ctrl-C: the message, and the shell's exit code for SIGINT (128 + 2)."""
+
+    exit_code = 130
 
 
 def _echo_crawl_event(event, *, quiet: bool) -> None:
