@@ -1154,7 +1154,7 @@ for _command in terminal.commands(_home, embed_options):
 @click.option("--token", envvar="BUSCA_TOKEN", default=None,
               help="Enable POST /api/documents and POST /api/index for requests with"
                    " Authorization: Bearer TOKEN (env BUSCA_TOKEN). Without it: read-only.")
-@click.option("--runs", type=click.Path(file_okay=False), default=None,
+@click.option("--runs", type=click.Path(exists=True, file_okay=False), default=None,
               help="Folder of saved runs (busca eval --run-out) for /eval [default: HOME/runs].")
 @click.option("--no-log", is_flag=True, help="Do not record questions in the query log.")
 @click.option("-q", "--quiet", is_flag=True, help="No access log on stderr.")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -73,3 +75,27 @@ def test_stats_says_which_documents_wait_for_busca_index(run, tmp_path):
             in result.stderr)
     assert json.loads(run("stats", "--json").stdout)["not_indexed"] == {
         "added_or_changed": 2, "removed": 0}
+
+
+# --- busca serve --runs, a PostgreSQL home that is not there (item 17) ----------------------
+
+def test_serve_refuses_a_runs_folder_that_does_not_exist(tmp_path):
+    """It started silently, and /eval then showed no runs (a typo in the folder's name)."""
+    pytest.importorskip("uvicorn")
+    missing = tmp_path / "no-such-folder"
+    done = subprocess.run([sys.executable, "-m", "busca.cli", "--home", str(tmp_path / "home"),
+                           "serve", "--port", "0", "--runs", str(missing)],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and done.stdout == ""  # no URL: nothing was started
+    assert "--runs" in done.stderr and "does not exist" in done.stderr
+
+
+def test_a_postgres_server_that_is_not_running_is_one_clean_line(run):
+    """libpq's first line was lost and its second began with a tab."""
+    pytest.importorskip("psycopg")
+    result = run("--home", "postgresql://busca:pw@127.0.0.1:1/nothing", "stats")
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "\t" not in lines[0] and "pw@" not in lines[0]
+    assert 'connection to server at "127.0.0.1", port 1 failed: Connection refused;' in lines[0]
+    assert "Is the server running on that host" in lines[0]
