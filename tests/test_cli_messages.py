@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
 import pytest
 
-from conftest import write_jsonl
+from conftest import REPO, write_jsonl
 
 
 @pytest.mark.parametrize("command", ["search", "context", "shell"])
@@ -99,3 +100,33 @@ def test_a_postgres_server_that_is_not_running_is_one_clean_line(run):
     assert len(lines) == 1 and "\t" not in lines[0] and "pw@" not in lines[0]
     assert 'connection to server at "127.0.0.1", port 1 failed: Connection refused;' in lines[0]
     assert "Is the server running on that host" in lines[0]
+
+
+# --- what the README promises (item 16) -----------------------------------------------------
+
+README = (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_readme_names_exactly_the_commands_that_take_json():
+    """It said every command takes --json; add, index and the crawl's progress do not."""
+    from busca.cli import cli
+    taking = {name for name, command in cli.commands.items()
+              if any(p.name == "as_json" for p in command.params)}
+    sentence = " ".join(README.split("Progress goes to stderr, results to stdout.")[1]
+                        .split("Every\ncommand takes `--home")[0].split())
+    named = set(re.findall(r"`(\w+)`", sentence.split("take `--json`")[0]))
+    assert named == taking and {"add", "index"}.isdisjoint(taking)
+    assert "every command takes `--json`" not in README
+
+
+def test_the_readme_says_what_ci_installs_besides_the_test_command():
+    """It said the test command runs "exactly as CI does"; CI also installs chromium."""
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert "chromium-driver" in ci and "exactly as CI does" not in README
+    assert "chromium chromium-driver" in README
+
+
+def test_the_readme_gives_the_demos_time_with_its_conditions():
+    """It said the demo takes ~25 s; it took 129 s at load 5 (issue 25 item 16)."""
+    assert "`busca demo` takes ~25 s" not in README
+    assert "quiet 2-core AVX2 machine (load average 1.5" in README
