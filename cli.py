@@ -462,7 +462,7 @@ def stats(ctx, as_json):
     with _home(ctx) as home:
         try:
             index = home.current()
-            waiting = _not_indexed(home, index)
+            waiting = (0, 0) if as_json else _not_indexed(home, index)
         except indexing.IndexNotFound:  # the documents are known without an index
             documents = home.count()
             index = None
@@ -476,7 +476,6 @@ def stats(ctx, as_json):
     manifest = index.manifest
     figures = manifest.figures()
     if as_json:
-        figures["not_indexed"] = dict(zip(("added_or_changed", "removed"), waiting))
         click.echo(json.dumps(figures, ensure_ascii=False, indent=2))
         return
     c = manifest.chunker
