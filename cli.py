@@ -20,7 +20,7 @@ from . import crawler as crawling
 from . import index as indexing
 from . import search as searching
 from . import serve as serving
-from . import terminal
+from . import display, terminal
 from .params import FiniteFloat
 from .errors import BuscaError
 from .search import eval as evaluation
@@ -37,7 +37,10 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except BuscaError as e:  # a problem the user can fix: its one-line message, exit 1
-            raise click.ClickException(str(e)) from None
+            raise click.ClickException(display.strip_controls(str(e))) from None
+        except click.ClickException as e:  # messages may quote a site's or a file's text
+            e.message = display.strip_controls(e.message)
+            raise
 
 
 class Progress:
@@ -175,11 +178,12 @@ def add(ctx, files):
         for item in crawling.read_files(list(files)):
             if isinstance(item, crawling.Problem):
                 problems += 1
-                click.echo(f"skipped {item.where}: {item.message}", err=True)
+                click.echo(display.strip_controls(f"skipped {item.where}: {item.message}"),
+                           err=True)
                 continue
             if item.url in seen:
-                click.echo(f"note: {item.url} comes more than once in the input; the last one"
-                           " is kept", err=True)
+                click.echo(f"note: {display.strip_controls(item.url)} comes more than once"
+                           " in the input; the last one is kept", err=True)
             status = store.put(item)
             for old in legacy.get(item.url, ()):  # the same file under its pre-file:// id
                 store.delete(old)
@@ -488,7 +492,7 @@ def stats(ctx, as_json):
         detail = ", ".join(f"{k} {_stat(v)}"
                            for k, v in searching.method_settings(index, method).items())
         size = f"{entry['vocabulary']:>10,} terms" if "vocabulary" in entry else " " * 16
-        click.echo(f"{method:<{w}} {size}   ({detail})")
+        click.echo(display.strip_controls(f"{method:<{w}} {size}   ({detail})"))
     if any(waiting):
         removed = f", {waiting[1]} removed" if waiting[1] else ""
         click.echo(f"{waiting[0]} document(s) added or changed{removed} since this index —"
@@ -715,6 +719,8 @@ def _emit_context(ctx, question: str, *, method: str = "tfidf", k: int = searchi
     if as_json:
         prompt = json.dumps(searching.context_dict(found, prompt=prompt),
                             ensure_ascii=False, indent=2) + "\n"
+    else:
+        prompt = display.strip_controls(prompt)
     click.echo(prompt, nl=not prompt.endswith("\n"))
     return True
 
@@ -764,7 +770,7 @@ def misses(ctx, since, below, golden, as_json):
         for m in found:
             best = f"{m.best:.4f}" if m.best is not None else "—"
             click.echo(f"{m.count:>5}  {best:>6}  {m.last[:16].replace('T', ' '):<16}"
-                       f"  {m.query}")
+                       f"  {display.strip_controls(m.query)}")
 
 
 def _write_golden(path: str, found: list[searching.querylog.Miss]) -> None:
@@ -970,7 +976,7 @@ def _eval_outputs(ev, as_json: bool, report: str | None, plot: str | None) -> No
     if as_json:
         click.echo(json.dumps(evaluation.report.to_json(ev), ensure_ascii=False, indent=1))
     else:
-        click.echo(evaluation.report.render_text(ev), nl=False)
+        click.echo(display.strip_controls(evaluation.report.render_text(ev)), nl=False)
     try:
         if report:
             Path(report).parent.mkdir(parents=True, exist_ok=True)
@@ -1110,11 +1116,14 @@ class _Interrupted(click.ClickException):
 
 def _echo_crawl_event(event, *, quiet: bool) -> None:
     if isinstance(event, crawling.events.SourceFound):
-        click.echo(f"source: {event.source} at {event.url} ({event.detail})", err=True)
+        text = f"source: {event.source} at {event.url} ({event.detail})"
     elif isinstance(event, crawling.events.Notice):
-        click.echo(f"note: {event.message}", err=True)
+        text = f"note: {event.message}"
     elif not quiet:
-        click.echo(f"failed: {event.url}: {event.reason}", err=True)
+        text = f"failed: {event.url}: {event.reason}"
+    else:
+        return
+    click.echo(display.strip_controls(text), err=True)
 
 
 def _print_crawl_report(report: crawling.events.CrawlReport, as_json: bool) -> None:
@@ -1126,16 +1135,16 @@ def _print_crawl_report(report: crawling.events.CrawlReport, as_json: bool) -> N
         click.echo(json.dumps(data, ensure_ascii=False, indent=2))
         return
     counts = ", ".join(f"{n} {status}" for status, n in report.counts.items())
-    click.echo(f"crawled {report.url} via {report.source or 'nothing'}: {counts};"
-               f" {len(report.failures)} failed; {report.requests} requests in"
-               f" {report.seconds:.1f} s")
+    click.echo(display.strip_controls(f"crawled {report.url} via {report.source or 'nothing'}:"
+               f" {counts}; {len(report.failures)} failed; {report.requests} requests in"
+               f" {report.seconds:.1f} s"))
     by_reason: dict[str, list[str]] = {}
     for failed_url, reason in report.failures:
         by_reason.setdefault(reason, []).append(failed_url)
     for reason, urls in by_reason.items():
         shown = ", ".join(map(str, urls[:3])) + (f" and {len(urls) - 3} more" if len(urls) > 3
                                                  else "")
-        click.echo(f"  failed ({len(urls)}): {reason}: {shown}")
+        click.echo(display.strip_controls(f"  failed ({len(urls)}): {reason}: {shown}"))
 
 
 # The commands for a person at a terminal (issue 16): busca shell, busca compare.
@@ -1157,9 +1166,12 @@ for _command in terminal.commands(_home, embed_options):
               help="Folder of saved runs (busca eval --run-out) for /eval [default: HOME/runs].")
 @click.option("--no-log", is_flag=True, help="Do not record questions in the query log.")
 @click.option("-q", "--quiet", is_flag=True, help="No access log on stderr.")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+              help="Also answer requests whose Host is NAME (repeatable), e.g. a proxy's or"
+                   " /etc/hosts' name; loopback addresses and localhost always are.")
 @embed_options
 @click.pass_context
-def serve_command(ctx, host, port, token, runs, no_log, quiet):
+def serve_command(ctx, host, port, token, runs, no_log, quiet, allow_hosts):
     """An HTTP API and a web page over the index: search, compare, context, eval.
 
     The first line on stdout is the URL; logs go to stderr; SIGTERM or Ctrl-C stops it.
@@ -1175,13 +1187,17 @@ def serve_command(ctx, host, port, token, runs, no_log, quiet):
         raise click.BadParameter("use at least 16 characters, e.g. from: python3 -c"
                                  " 'import secrets; print(secrets.token_urlsafe())'",
                                  param_hint="--token")
+    try:
+        allowed = tuple(serving.hosts.allowed_name(name) for name in allow_hosts)
+    except serving.hosts.BadHostName as e:
+        raise click.BadParameter(str(e), param_hint="--allow-host") from None
     if host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(f"warning: listening on {host}: anyone who can reach it can read the index",
                    err=True)
     try:
         run_server(ctx.obj["home"], host=host, port=port, token=token, runs=runs,
                    log_queries=not no_log, access_log=not quiet, embed=_embed(ctx),
-                   announce=lambda url: click.echo(url))
+                   allow_hosts=allowed, announce=lambda url: click.echo(url))
     except OSError as e:
         raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
 
