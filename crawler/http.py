@@ -44,8 +44,17 @@ class Response:
         try:
             return json.loads(self.body.decode("utf-8-sig", errors="replace"))
         except ValueError as e:
+            if self.is_html():
+                raise FetchError(self.url, "an HTML page, not JSON (a login page, cache or"
+                                 " firewall in front of the API?)", status=self.status) from None
             raise FetchError(self.url, f"malformed JSON ({e}); {len(self.body)} bytes received",
                              status=self.status) from None
+
+    def is_html(self) -> bool:
+        """Whether the body is an HTML page (by its Content-Type or its first tag)."""
+        head = self.body[:512].lstrip().lower()
+        return ("html" in self.headers.get("Content-Type", "").lower()
+                or head.startswith((b"<!doctype html", b"<html")))
 
 
 @dataclass(frozen=True)
@@ -221,8 +230,8 @@ class Fetcher:
             if response.status not in RETRY_STATUSES:
                 return response
             if last:
-                raise FetchError(url, f"HTTP {response.status} after {attempt + 1} attempts",
-                                 status=response.status)
+                raise FetchError(url, f"HTTP {response.status} after {attempt + 1} attempt"
+                                 f"{'s' * (attempt > 0)}", status=response.status)
             pause = max(self._backoff(attempt), self._retry_after(url, response))
             self.limiter.hold(host, pause)
         raise AssertionError("unreachable")  # pragma: no cover
