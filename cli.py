@@ -993,6 +993,10 @@ def _store_floors(ctx, ev) -> None:
 @click.option("--timeout", type=FiniteFloat(min=0, min_open=True),
               default=crawling.DEFAULT_TIMEOUT, show_default=True,
               help="Seconds to wait for a connection or for data.")
+@click.option("--deadline", type=FiniteFloat(min=0, min_open=True),
+              default=crawling.DEFAULT_DEADLINE, show_default=True,
+              help="Seconds one attempt at a request may take in all (a slow-drip server is"
+                   " cut there, retried, then reported).")
 @click.option("--retries", type=click.IntRange(0, 10), default=crawling.DEFAULT_RETRIES,
               show_default=True, help="Retries on connection errors, 429 and 5xx.")
 @click.option("--json-items", default="", help="--source json: dotted path of the item list"
@@ -1013,7 +1017,7 @@ def _store_floors(ctx, ev) -> None:
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 @click.pass_context
 def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_hosts, full,
-          timeout, retries, json_items, json_url, json_title, json_body, json_modified,
+          timeout, deadline, retries, json_items, json_url, json_title, json_body, json_modified,
           json_page_param, json_next, as_json, quiet):
     """Read a site's articles into the store: WordPress API, sitemap, feed or HTML links.
 
@@ -1030,7 +1034,7 @@ def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_h
     options = crawling.CrawlOptions(
         source=source, types=kinds, max_pages=max_pages, rate=rate,
         workers=workers, user_agent=user_agent, allow_hosts=allow_hosts, full=full,
-        timeout=timeout, retries=retries, json=api)
+        timeout=timeout, deadline=deadline, retries=retries, json=api)
     progress = Progress(quiet)
     with _home(ctx) as store:
         report = _run_crawl(url, store, options, progress)
