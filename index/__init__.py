@@ -11,6 +11,7 @@ EXPORTS = {
     "BackendUnavailable": ".backend",
     "Build": ".backend",
     "build_index": ".build",
+    "BuildLocked": ".buildlock",
     "BuildWriter": ".backend",
     "check_server": ".encoders",
     "ChunkingError": ".chunking",

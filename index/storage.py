@@ -4,6 +4,8 @@
       documents, meta         crawler/store.py (documents; settings and crawl state)
       queries                 index/queries.py (the query log; what to log: search/querylog.py)
     CURRENT                   here: one line naming the live build, replaced atomically
+    index.lock                index/buildlock.py: flock held by the build running (its pid and
+                              start time inside), so a second build exits with one line
     index-<build>/            here: one build, invisible until CURRENT names it
       manifest.json           here (the record is index/manifest.py's Manifest)
       chunks.db               index/chunks.py (the build's chunk rows)
@@ -33,6 +35,7 @@ import numpy as np
 
 from ..crawler.store import Store, StoreError, guard, read_only_error
 from ..errors import BuscaError
+from .buildlock import LocalBuildLock
 from .chunks import ChunkRow, ChunkTable, drop_legacy, write_chunks
 from .manifest import FORMAT_VERSION, Manifest
 from .methods import UnknownMethod, method_spec, stored_methods
@@ -118,10 +121,12 @@ class Index:
 class LocalBuildWriter:
     """A build being written into its own folder; readers see it only once published."""
 
-    def __init__(self, home: Path | None, path: Path, *, after_publish=None):
+    def __init__(self, home: Path | None, path: Path, *, after_publish=None,
+                 lock: LocalBuildLock | None = None):
         self.home, self.path = home, Path(path)
         self.name = self.path.name
         self._after_publish = after_publish or (lambda: None)
+        self._lock = lock  # the home's build lock, released when the build ends
 
     def save_array(self, method: str, name: str, array: np.ndarray) -> None:
         save_array(self.path, f"{method}.{name}", array)
@@ -141,14 +146,22 @@ class LocalBuildWriter:
 
     def publish(self, manifest: Manifest) -> Index:
         """Finish the build and make it the live index (one atomic rename)."""
-        index = self.finish(manifest)
-        swap_pointer(self.home, self.path)
-        remove_stale(self.home)
-        self._after_publish()
-        return index
+        try:
+            index = self.finish(manifest)
+            swap_pointer(self.home, self.path)
+            remove_stale(self.home)
+            self._after_publish()
+            return index
+        finally:
+            self._release()
 
     def abort(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
+        self._release()
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
 
 
 class LocalHome(Store):
@@ -173,12 +186,18 @@ class LocalHome(Store):
             return None
 
     def new_build(self) -> LocalBuildWriter:
+        """A writer holding the home's build lock (BuildLocked while another build runs)."""
         self._check_writable()
+        try:
+            lock = LocalBuildLock(self.home)
+        except OSError as e:
+            raise StoreError(f"cannot write a new index into {self.home}: {e}") from e
         try:
             path = new_build_dir(self.home)
         except OSError as e:
+            lock.release()
             raise StoreError(f"cannot write a new index into {self.home}: {e}") from e
-        return LocalBuildWriter(self.home, path, after_publish=self._drop_legacy)
+        return LocalBuildWriter(self.home, path, after_publish=self._drop_legacy, lock=lock)
 
     def _drop_legacy(self) -> None:
         with guard(self.path):
