@@ -127,6 +127,7 @@ class LocalBuildWriter:
         self.name = self.path.name
         self._after_publish = after_publish or (lambda: None)
         self._lock = lock  # the home's build lock, released when the build ends
+        self._published = False
 
     def save_array(self, method: str, name: str, array: np.ndarray) -> None:
         save_array(self.path, f"{method}.{name}", array)
@@ -149,6 +150,7 @@ class LocalBuildWriter:
         try:
             index = self.finish(manifest)
             swap_pointer(self.home, self.path)
+            self._published = True  # live now: an error after this must not remove it
             remove_stale(self.home)
             self._after_publish()
             return index
@@ -156,7 +158,8 @@ class LocalBuildWriter:
             self._release()
 
     def abort(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+        if not self._published:
+            shutil.rmtree(self.path, ignore_errors=True)
         self._release()
 
     def _release(self) -> None:
@@ -274,16 +277,24 @@ def read_manifest(path: Path) -> Manifest:
 def write_json(path: Path, data: dict) -> None:
     """Write JSON to a temporary name, then rename it into place."""
     tmp = path.with_name(path.name + f".tmp-{uuid.uuid4().hex[:8]}")
-    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
-    os.replace(tmp, path)
+    _replace(tmp, path, json.dumps(data, ensure_ascii=False, indent=2))
 
 
 def swap_pointer(home: Path, path: Path) -> None:
     """Make the build in `path` the live index of `home`."""
     pointer = Path(home) / POINTER
     tmp = pointer.with_name(POINTER + f".tmp-{uuid.uuid4().hex[:8]}")
-    tmp.write_text(path.name + "\n", encoding="utf-8")
-    os.replace(tmp, pointer)
+    _replace(tmp, pointer, path.name + "\n")
+
+
+def _replace(tmp: Path, path: Path, text: str) -> None:
+    """Write `text` to `tmp` and rename it to `path`; no `tmp` is left if the write fails."""
+    try:
+        tmp.write_text(text, encoding="utf-8")
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, path)
 
 
 def remove_stale(home: Path) -> None:
