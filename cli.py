@@ -123,15 +123,16 @@ def _embed(ctx) -> dict:
     return {**ctx.obj.get("embed", {}), "key": os.environ.get(EMBED_KEY_VARIABLE) or None}
 
 
-# Commands that may create a home (serve: its token-only write endpoints); every other command
-# only reads one, so a mistyped --home is an error instead of a new empty home.
-CREATES_HOME = frozenset({"add", "index", "crawl", "log", "demo", "serve"})
+# Commands that may create a home (and `serve --token`: its write endpoints); every other
+# command only reads one, so a mistyped --home is an error instead of a new empty home.
+CREATES_HOME = frozenset({"add", "index", "crawl", "log", "demo"})
 
 
 def _home(ctx) -> indexing.Home:
     """The home, its builds' openai:MODEL rankers using the user's --embed-* settings."""
-    return indexing.open_home(ctx.obj["home"], embed=_embed(ctx),
-                              create=ctx.command.name in CREATES_HOME)
+    creates = ctx.command.name in CREATES_HOME or (ctx.command.name == "serve"
+                                                   and ctx.params.get("token") is not None)
+    return indexing.open_home(ctx.obj["home"], embed=_embed(ctx), create=creates)
 
 
 def _index(ctx):
@@ -140,9 +141,17 @@ def _index(ctx):
         return home.current()
 
 
+def _not_empty(ctx, param, home: str) -> str:
+    """--home '' is bad usage (exit 2): it would mean the working folder, without saying so."""
+    if not home.strip():
+        raise click.BadParameter("is empty; give a folder (default .busca) or a postgresql://"
+                                 " URL — for the working folder, say --home .", param=param)
+    return home
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--home", envvar="BUSCA_HOME", default=DEFAULT_HOME, show_default=True,
-              type=click.Path(file_okay=False),
+              type=click.Path(file_okay=False), callback=_not_empty,
               help="Folder, or postgresql:// URL, that holds the corpus (env BUSCA_HOME).")
 @click.option("-v", "--verbose", count=True, help="More log output on stderr.")
 @click.version_option(__version__, prog_name="busca")
@@ -1145,6 +1154,8 @@ def serve_command(ctx, host, port, token, runs, no_log, quiet):
     if host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(f"warning: listening on {host}: anyone who can reach it can read the index",
                    err=True)
+    if token is None:  # read-only: a folder without a corpus is an error, and stays as it is
+        _home(ctx).close()
     try:
         run_server(ctx.obj["home"], host=host, port=port, token=token, runs=runs,
                    log_queries=not no_log, access_log=not quiet, embed=_embed(ctx),
