@@ -18,6 +18,7 @@ EXPORTS = {
     "ChunkRow": ".chunks",
     "DEFAULT": ".methods",
     "DEFAULT_ENCODER": ".encoders",
+    "DiskFull": ".diskfull",
     "EMBED_BATCH": ".embedding_api#BATCH",
     "encoder_names": ".encoders",
     "EncoderError": ".encoders",
