@@ -127,15 +127,16 @@ def _embed(ctx) -> dict:
     return {**ctx.obj.get("embed", {}), "key": os.environ.get(EMBED_KEY_VARIABLE) or None}
 
 
-# Commands that may create a home (serve: its token-only write endpoints); every other command
-# only reads one, so a mistyped --home is an error instead of a new empty home.
-CREATES_HOME = frozenset({"add", "index", "crawl", "log", "demo", "serve"})
+# Commands that may create a home (and `serve --token`: its write endpoints); every other
+# command only reads one, so a mistyped --home is an error instead of a new empty home.
+CREATES_HOME = frozenset({"add", "index", "crawl", "log", "demo"})
 
 
 def _home(ctx) -> indexing.Home:
     """The home, its builds' openai:MODEL rankers using the user's --embed-* settings."""
-    return indexing.open_home(ctx.obj["home"], embed=_embed(ctx),
-                              create=ctx.command.name in CREATES_HOME)
+    creates = ctx.command.name in CREATES_HOME or (ctx.command.name == "serve"
+                                                   and ctx.params.get("token") is not None)
+    return indexing.open_home(ctx.obj["home"], embed=_embed(ctx), create=creates)
 
 
 def _index(ctx):
@@ -144,9 +145,17 @@ def _index(ctx):
         return home.current()
 
 
+def _not_empty(ctx, param, home: str) -> str:
+    """--home '' is bad usage (exit 2): it would mean the working folder, without saying so."""
+    if not home.strip():
+        raise click.BadParameter("is empty; give a folder (default .busca) or a postgresql://"
+                                 " URL — for the working folder, say --home .", param=param)
+    return home
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--home", envvar="BUSCA_HOME", default=DEFAULT_HOME, show_default=True,
-              type=click.Path(file_okay=False),
+              type=click.Path(file_okay=False), callback=_not_empty,
               help="Folder, or postgresql:// URL, that holds the corpus (env BUSCA_HOME).")
 @click.option("-v", "--verbose", count=True, help="More log output on stderr.")
 @click.version_option(__version__, prog_name="busca")
@@ -1048,6 +1057,10 @@ def _store_floors(ctx, ev) -> None:
 @click.option("--timeout", type=FiniteFloat(min=0, min_open=True),
               default=crawling.DEFAULT_TIMEOUT, show_default=True,
               help="Seconds to wait for a connection or for data.")
+@click.option("--deadline", type=FiniteFloat(min=0, min_open=True),
+              default=crawling.DEFAULT_DEADLINE, show_default=True,
+              help="Seconds one attempt at a request may take in all (a slow-drip server is"
+                   " cut there, retried, then reported).")
 @click.option("--retries", type=click.IntRange(0, 10), default=crawling.DEFAULT_RETRIES,
               show_default=True, help="Retries on connection errors, 429 and 5xx.")
 @click.option("--json-items", default="", help="--source json: dotted path of the item list"
@@ -1068,7 +1081,7 @@ def _store_floors(ctx, ev) -> None:
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 @click.pass_context
 def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_hosts, full,
-          timeout, retries, json_items, json_url, json_title, json_body, json_modified,
+          timeout, deadline, retries, json_items, json_url, json_title, json_body, json_modified,
           json_page_param, json_next, as_json, quiet):
     """Read a site's articles into the store: WordPress API, sitemap, feed or HTML links.
 
@@ -1085,7 +1098,7 @@ def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_h
     options = crawling.CrawlOptions(
         source=source, types=kinds, max_pages=max_pages, rate=rate,
         workers=workers, user_agent=user_agent, allow_hosts=allow_hosts, full=full,
-        timeout=timeout, retries=retries, json=api)
+        timeout=timeout, deadline=deadline, retries=retries, json=api)
     progress = Progress(quiet)
     with _home(ctx) as store:
         report = _run_crawl(url, store, options, progress)
@@ -1212,6 +1225,8 @@ def serve_command(ctx, host, port, token, runs, no_log, quiet, allow_hosts):
     if host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(f"warning: listening on {host}: anyone who can reach it can read the index",
                    err=True)
+    if token is None:  # read-only: a folder without a corpus is an error, and stays as it is
+        _home(ctx).close()
     try:
         run_server(ctx.obj["home"], host=host, port=port, token=token, runs=runs,
                    log_queries=not no_log, access_log=not quiet, embed=_embed(ctx),
