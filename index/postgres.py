@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import threading
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
@@ -80,9 +81,8 @@ class PostgresHome(PostgresStore):
         try:
             return psycopg.connect(self._conninfo, autocommit=autocommit, connect_timeout=10)
         except psycopg.Error as e:
-            reason = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
-            raise PostgresError(f"cannot connect to {redact(self.location)} ({reason}) — check"
-                                " the URL and that the server runs") from e
+            raise PostgresError(f"cannot connect to {redact(self.location)} ({_libpq(e)}) —"
+                                " check the URL and that the server runs") from e
 
     def conn(self):
         """This thread's autocommit connection (reconnecting if it was closed)."""
@@ -297,3 +297,10 @@ class PostgresBuild:
 
 def _manifest(data) -> Manifest:
     return Manifest.from_json(data)
+
+
+def _libpq(error) -> str:
+    """libpq's message on one line: every line of it, without psycopg's prefix or tabs."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    text = "; ".join(lines) or type(error).__name__
+    return re.sub(r"^connection (failed|is bad): ", "", text)

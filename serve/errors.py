@@ -40,7 +40,8 @@ class BuildRunning(HttpError):
 STATUSES: tuple[tuple[type[BaseException], int], ...] = (
     (indexing.IndexNotFound, 503), (indexing.IndexFormatError, 503), (StoreError, 503),
     (indexing.EncoderError, 503), (indexing.BackendUnavailable, 503),
-    (searching.StaleIndex, 409), (indexing.NothingToIndex, 409), (RunError, 422),
+    (searching.StaleIndex, 409), (indexing.NothingToIndex, 409), (indexing.BuildLocked, 409),
+    (RunError, 422), (indexing.DiskFull, 507),
 )
 
 
