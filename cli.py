@@ -176,9 +176,10 @@ def cli(ctx, home, verbose):
 @click.pass_context
 def add(ctx, files):
     """Put local files in the store: .jsonl ({"url","title","text"} per line, or a BEIR
-    corpus.jsonl: {"_id","title","text"}, the _id being the document id), .txt, .md, .html.
+    corpus.jsonl: {"_id","title","text"}, the _id being the document id), .txt, .md, .html,
+    .pdf (with the pdf extra; pages kept, so context cites file.pdf#page=N).
 
-    Example: busca add artigos.jsonl notas/*.md
+    Example: busca add artigos.jsonl notas/*.md manual.pdf
     """
     counts = {"added": 0, "updated": 0, "unchanged": 0, "duplicate": 0}
     problems, seen = 0, set()
@@ -1054,6 +1055,8 @@ def _store_floors(ctx, ev) -> None:
 @click.option("--allow-host", "allow_hosts", multiple=True, metavar="HOST",
               help="Another host the crawl may fetch from (repeatable).")
 @click.option("--full", is_flag=True, help="Fetch everything again, ignoring what is stored.")
+@click.option("--pdfs", is_flag=True, help="Also read the PDFs the site links or lists (within"
+              " the 10 MiB response cap; pages kept, so context cites file.pdf#page=N).")
 @click.option("--timeout", type=FiniteFloat(min=0, min_open=True),
               default=crawling.DEFAULT_TIMEOUT, show_default=True,
               help="Seconds to wait for a connection or for data.")
@@ -1098,9 +1101,9 @@ def _store_floors(ctx, ev) -> None:
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 @click.pass_context
 def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_hosts, full,
-          timeout, deadline, retries, json_items, json_url, json_title, json_body, json_modified,
-          json_page_param, json_next, json_offset_param, json_total, json_cursor_param,
-          json_cursor, json_continue, json_more, json_meta, as_json, quiet):
+          pdfs, timeout, deadline, retries, json_items, json_url, json_title, json_body,
+          json_modified, json_page_param, json_next, json_offset_param, json_total,
+          json_cursor_param, json_cursor, json_continue, json_more, json_meta, as_json, quiet):
     """Read a site's articles into the store: its platform's API (WordPress, MediaWiki, Drupal,
     Zendesk, MkDocs, Ghost, Discourse, Blogger, llms-full.txt), a sitemap, feed or HTML links.
 
@@ -1119,7 +1122,7 @@ def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_h
         meta=tuple(_meta_pair(pair) for pair in json_meta))
     options = crawling.CrawlOptions(
         source=source, types=kinds, max_pages=max_pages, rate=rate,
-        workers=workers, user_agent=user_agent, allow_hosts=allow_hosts, full=full,
+        workers=workers, user_agent=user_agent, allow_hosts=allow_hosts, full=full, pdfs=pdfs,
         timeout=timeout, deadline=deadline, retries=retries, json=api)
     progress = Progress(quiet)
     with _home(ctx) as store:

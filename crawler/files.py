@@ -1,4 +1,4 @@
-"""Read local files into documents for `busca add` (.jsonl, .txt, .md, .html).
+"""Read local files into documents for `busca add` (.jsonl, .txt, .md, .html, .pdf).
 
 A .txt, .md or .html file is one document whose id is its resolved absolute path as a
 `file://` URL, so `notes/a.md`, `./notes/a.md` and `/home/me/notes/a.md` are one document.
@@ -9,14 +9,17 @@ replace them. A .jsonl file holds many documents, each with its own "url" (or BE
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from .html import decode_html, html_to_text
+from .pdf import PdfError, read_pdf
 from .store import Document
 
-SUFFIXES = (".jsonl", ".txt", ".md", ".html", ".htm")
+logger = logging.getLogger(__name__)
+SUFFIXES = (".jsonl", ".txt", ".md", ".html", ".htm", ".pdf")
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,9 @@ def read_files(paths: list[str]) -> Iterator[Document | Problem]:
             data = path.read_bytes()
         except OSError as e:
             yield Problem(name, f"cannot read it ({e.strerror or e})")
+            continue
+        if path.suffix.lower() == ".pdf":
+            yield from _pdf(name, data)
             continue
         if utf16 := _utf16(data):
             yield Problem(name, f"is {utf16} text; busca reads UTF-8: convert it, e.g. iconv"
@@ -102,6 +108,22 @@ def _document(name: str, title: str, text: str) -> Document | Problem:
     if not text.strip():
         return Problem(name, "no text found in it")
     return Document(file_id(name), title, text, source="file")
+
+
+def _pdf(name: str, data: bytes) -> Iterator[Document | Problem]:
+    """One document with its pages' offsets; pages without text reported (a scan?)."""
+    try:
+        pdf = read_pdf(data)
+    except PdfError as e:
+        yield Problem(name, str(e))
+        return
+    if pdf.empty:  # the document is stored: a warning on stderr, not a skipped input
+        shown = ", ".join(map(str, pdf.empty[:10])) + (" …" if len(pdf.empty) > 10 else "")
+        logger.warning("%s: %d of its %d pages have no text (scanned?); page(s) %s not"
+                       " stored — run OCR on it to add them", name, len(pdf.empty), pdf.pages,
+                       shown)
+    yield Document(file_id(name), pdf.title or Path(name).stem, pdf.text, source="file",
+                   meta=pdf.meta())
 
 
 def _jsonl(name: str, text: str) -> Iterator[Document | Problem]:

@@ -52,6 +52,7 @@ class CrawlOptions(Politeness):
     workers: int = DEFAULT_WORKERS
     full: bool = False
     per_page: int = PER_PAGE
+    pdfs: bool = False  # read PDFs the site links (within the response size cap)
     json: JsonApiOptions = field(default_factory=JsonApiOptions)
 
 

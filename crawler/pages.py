@@ -11,12 +11,14 @@ from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from urllib.parse import unquote, urlsplit
 
 from .errors import FetchError
 from .events import Failed, Stored
 from .html import HtmlPage, decode_html, extract_page
 from .http import Fetcher
 from .options import Context
+from .pdf import PdfError, read_pdf
 from .store import Document
 
 MAX_KEPT_LINKS = 300
@@ -29,6 +31,7 @@ class Job:
     url: str
     headers: dict = field(default_factory=dict)
     lastmod: str | None = None
+    pdf: bool = False  # a PDF answer is read (--pdfs), not refused as "not an HTML page"
 
 
 @dataclass(frozen=True)
@@ -40,13 +43,14 @@ class Result:
     validators: dict = field(default_factory=dict)
     reason: str = ""
     final_url: str = ""
+    meta: dict | None = None  # a PDF's page offsets
 
 
 def plan(ctx: Context, url: str, stored: set[str], lastmod: str | None = None) -> Job | None:
     """The request for `url`, or None when the sitemap's lastmod says it is unchanged."""
     state = ctx.doc_state(url) or {}
     if ctx.options.full or url not in stored:
-        return Job(url, {}, lastmod)
+        return Job(url, {}, lastmod, ctx.options.pdfs)
     if lastmod and state.get("lastmod") == lastmod:
         return None
     headers = {}
@@ -54,7 +58,7 @@ def plan(ctx: Context, url: str, stored: set[str], lastmod: str | None = None) -
         headers["If-None-Match"] = state["etag"]
     if state.get("last_modified"):
         headers["If-Modified-Since"] = state["last_modified"]
-    return Job(url, headers, lastmod)
+    return Job(url, headers, lastmod, ctx.options.pdfs)
 
 
 def fetch_page(fetcher: Fetcher, job: Job) -> Result:
@@ -70,12 +74,25 @@ def fetch_page(fetcher: Fetcher, job: Job) -> Result:
     if r.status != 200:
         return Result("failed", reason=f"HTTP {r.status}", final_url=r.url)
     ctype = r.headers.get("Content-Type", "")
+    validators = {"etag": r.headers.get("ETag"), "last_modified": r.headers.get("Last-Modified")}
+    if job.pdf and ("pdf" in ctype.lower() or r.body[:5] == b"%PDF-"):
+        return _pdf_result(r, validators)
     if ctype and "html" not in ctype.lower():
         return Result("failed", reason=f"not an HTML page ({ctype.split(';')[0]})",
                       final_url=r.url)
     page = extract_page(decode_html(r.body, ctype), r.url)
-    validators = {"etag": r.headers.get("ETag"), "last_modified": r.headers.get("Last-Modified")}
     return Result("page", page, validators, final_url=r.url)
+
+
+def _pdf_result(r, validators: dict) -> Result:
+    """A linked PDF as a page: its text, title and page offsets; a scan is a failure."""
+    try:
+        pdf = read_pdf(r.body)
+    except PdfError as e:
+        return Result("failed", reason=f"PDF: {e}", final_url=r.url)
+    title = pdf.title or unquote(urlsplit(r.url).path.rsplit("/", 1)[-1])
+    return Result("page", HtmlPage(title, pdf.text), validators, final_url=r.url,
+                  meta=pdf.meta())
 
 
 def fetch_all(ctx: Context, queue: deque[Job]) -> Iterator[tuple[Job, Result]]:
@@ -120,7 +137,8 @@ def store_result(ctx: Context, job: Job, result: Result, *, source: str, site: s
         yield Failed(url, "no text found in the page (empty article?); nothing stored")
     else:
         page = result.page
-        document = Document(url, page.title, page.text, source, job.lastmod or page.modified)
+        document = Document(url, page.title, page.text, source, job.lastmod or page.modified,
+                            meta=result.meta)
         status = ctx.store.put(document)
         stored.add(url)
         state = {"source": source, "site": site, "lastmod": job.lastmod, **result.validators}

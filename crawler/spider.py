@@ -96,7 +96,8 @@ def normalize(url: str) -> str:
 
 def _crawlable(ctx: Context, url: str) -> bool:
     path = urlsplit(url).path
-    if SKIP_EXTENSIONS.search(path) or SKIP_PATHS.search(url):
+    pdf = ctx.options.pdfs and path.lower().endswith(".pdf")
+    if SKIP_EXTENSIONS.search(path) and not pdf or SKIP_PATHS.search(url):
         return False
     try:
         ctx.fetcher.check(url)

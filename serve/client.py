@@ -80,7 +80,8 @@ def _passage(p: dict, method: str) -> Passage:
     hits = tuple(Hit(h["rank"], h["score"], h["chunk_id"], p["url"], p["title"], h["start"],
                      h["end"], "", method) for h in p["hits"])
     spans = tuple(Span(s["start"], s["end"], s["text"]) for s in p["spans"])
-    return Passage(p["rank"], p["url"], p["title"], p["score"], spans, hits, p["truncated"])
+    return Passage(p["rank"], p["url"], p["title"], p["score"], spans, hits, p["truncated"],
+                   cite=p.get("cite") or "")
 
 
 @contextmanager

@@ -1,0 +1,109 @@
+"""PDFs: `busca add file.pdf` gives one document with its page offsets, scanned pages are
+reported, and `busca context` cites the page (`file.pdf#page=N`)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from busca.crawler.citation import cite
+from busca.crawler.crawl import crawl
+from busca.crawler.options import CrawlOptions
+from busca.crawler.files import read_files
+from busca.crawler.pdf import PdfError, read_pdf
+from busca.crawler.files import Problem
+from busca.crawler.store import Document, Store
+from busca.fixtures.common import Reply
+from busca.fixtures.pdf import make_pdf
+from busca.fixtures.server import FixtureSite, load_articles
+
+pytest.importorskip("pypdf")
+
+PAGES = ["Manual do cliente.\nEste manual explica a assinatura.",
+         "Pagamentos por boleto compensam em até três dias úteis.",
+         None,  # a scanned page: an image, no text
+         "Reembolso. O prazo para o estorno aparecer na fatura é de até 7 dias úteis após a"
+         " confirmação do cancelamento."]
+
+
+def test_pages_and_their_offsets():
+    pdf = read_pdf(make_pdf(PAGES, title="Manual"))
+    assert pdf.title == "Manual" and pdf.pages == 4 and pdf.empty == (3,)
+    assert [n for n, _ in pdf.starts] == [1, 2, 4]
+    for (number, start), page in zip(pdf.starts, [PAGES[0], PAGES[1], PAGES[3]]):
+        assert pdf.text[start:].startswith(page.split("\n")[0])
+    assert pdf.meta()["pages_without_text"] == [3]
+
+
+def test_a_pdf_of_scans_only_is_refused_with_the_fix():
+    with pytest.raises(PdfError, match=r"none of its 2 pages has text \(a scan\?\); run OCR"):
+        read_pdf(make_pdf([None, None]))
+
+
+def test_a_damaged_pdf_is_one_problem(tmp_path):
+    path = tmp_path / "quebrado.pdf"
+    path.write_bytes(b"%PDF-1.4\nnada aqui")
+    [problem] = list(read_files([str(path)]))
+    assert isinstance(problem, Problem) and "damaged or unreadable PDF" in problem.message
+
+
+def test_cite_points_at_the_page_of_an_offset():
+    meta = {"pages": [[1, 0], [2, 50], [4, 120]]}
+    assert cite("file:///m.pdf", meta, 0) == "file:///m.pdf#page=1"
+    assert cite("file:///m.pdf", meta, 119) == "file:///m.pdf#page=2"
+    assert cite("file:///m.pdf", meta, 500) == "file:///m.pdf#page=4"
+    assert cite("https://s.example/a", None, 10) == "https://s.example/a"
+
+
+def test_add_a_pdf_then_context_cites_its_page(run, home, tmp_path, caplog):
+    path = tmp_path / "manual.pdf"
+    path.write_bytes(make_pdf(PAGES, title="Manual do cliente"))
+    added = run("add", str(path))
+    assert added.exit_code == 0, added.output
+    assert "1 added" in added.stdout
+    assert "1 of its 4 pages have no text (scanned?); page(s) 3 not stored" in caplog.text
+    with Store(home) as store:
+        [document] = list(store.documents())
+    assert document.url == path.resolve().as_uri() and document.title == "Manual do cliente"
+    assert [n for n, _ in document.meta["pages"]] == [1, 2, 4]
+    assert run("index", "-q", "--size", "12", "--overlap", "4").exit_code == 0
+    result = run("context", "prazo do estorno na fatura", "--json")
+    assert result.exit_code == 0, result.output
+    [passage] = json.loads(result.stdout)["passages"]
+    assert passage["cite"] == document.url + "#page=4"
+    prompt = run("context", "prazo do estorno na fatura")
+    assert f"[fonte: {document.url}#page=4]" in prompt.stdout
+
+
+def test_documents_without_pages_keep_their_url():
+    doc = Document("https://s.example/a", "A", "texto")
+    assert cite(doc.url, doc.meta, 3) == doc.url
+
+
+class PdfSite(FixtureSite):
+    """A plain site (no API, sitemap or feed) whose home page links a PDF."""
+
+    def route(self, path, query, headers):
+        if path == "/manual.pdf":
+            return Reply(200, {"Content-Type": "application/pdf"}, make_pdf(PAGES))
+        if path == "/":
+            return Reply(200, {"Content-Type": "text/html; charset=utf-8"}, (
+                "<html><body><main><h1>Início</h1><p>Leia o manual do cliente.</p>"
+                '<a href="/manual.pdf">manual</a></main></body></html>').encode())
+        return super().route(path, query, headers)
+
+
+def test_crawl_reads_linked_pdfs_only_when_asked(tmp_path):
+    site = PdfSite(load_articles()[:1], wordpress=False, sitemap=False, feed=False)
+    with site, Store(tmp_path) as store:
+        options = CrawlOptions(rate=1000, source="html")
+        list(crawl(site.url, store, options=options))
+        assert store.get(site.url + "manual.pdf") is None
+        assert not site.hits("/manual.pdf")
+        report = list(crawl(site.url, store, options=replace(options, pdfs=True)))[-1].report
+        document = store.get(site.url + "manual.pdf")
+    assert report.counts["added"] == 1 and document.title == "manual.pdf"
+    assert [n for n, _ in document.meta["pages"]] == [1, 2, 4]
+    assert "Reembolso" in document.text
