@@ -1,22 +1,41 @@
-"""Where in a document a passage sits, for its citation: the PDF page (`file.pdf#page=12`)
-or the section (`URL#anchor — Heading`), from the document's stored metadata.
+"""Where in a document a passage sits, for its citation: the PDF page (`file.pdf#page=12`),
+or the section (`URL#anchor` and its heading path "Reembolso › Prazos"), from the
+document's stored metadata (`pages`: [number, offset]; `headings`: [offset, level, text,
+anchor]).
 
 No imports beyond the standard library: `busca context` loads it without the crawler.
 """
 
 from __future__ import annotations
 
+SEPARATOR = " › "
+
 
 def cite(url: str, meta: dict | None, offset: int) -> str:
     """The citation of character `offset` of the document `url` (the URL when nothing finer)."""
-    page = _last_at(((n, start) for n, start in _pairs(meta, "pages")), offset)
+    base = url.split("#")[0]
+    page = _last_at(((n, start) for n, start, *_ in _rows(meta, "pages")), offset)
     if page is not None:
-        return f"{url.split('#')[0]}#page={page}"
+        return f"{base}#page={page}"
+    heading = _last_at(((h, h[0]) for h in _rows(meta, "headings")), offset)
+    if heading is not None and len(heading) >= 4 and heading[3]:
+        return f"{base}#{heading[3]}"
     return url
 
 
-def _pairs(meta: dict | None, key: str) -> list:
-    value = (meta or {}).get(key) if isinstance(meta, dict) else None
+def section(meta: dict | None, offset: int) -> str:
+    """The heading path over character `offset` ("Reembolso › Prazos"), or ""."""
+    path: list[tuple[int, str]] = []
+    for row in _rows(meta, "headings"):
+        if len(row) < 3 or not isinstance(row[0], int) or row[0] > offset:
+            break
+        level, text = row[1], str(row[2])
+        path = [(lv, t) for lv, t in path if isinstance(lv, int) and lv < level] + [(level, text)]
+    return SEPARATOR.join(text for _, text in path)
+
+
+def _rows(meta: dict | None, key: str) -> list:
+    value = meta.get(key) if isinstance(meta, dict) else None
     return [v for v in value if isinstance(v, list) and len(v) >= 2] if isinstance(value, list) \
         else []
 

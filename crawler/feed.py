@@ -14,7 +14,7 @@ from xml.etree import ElementTree
 
 from .errors import CrawlStopped, FetchError
 from .events import Expected, Failed, Notice, Stored
-from .html import body_text, join_url, title_text
+from .html import body, headings_meta, join_url, title_text
 from .options import Context
 from .pages import fetch_all, plan, store_result
 from .store import Document
@@ -141,11 +141,11 @@ def _read_pages(ctx: Context, url: str):
 
 
 def _store_item(ctx: Context, item: FeedItem, site: str, source: str):
-    text = body_text(item.html)
+    text, headings = body(item.html)
     if not text:
         return Failed(item.link, "empty body in the feed; nothing to store")
     document = Document(item.link, title_text(item.title), text, source, item.modified,
-                        meta=item.meta)
+                        meta={**(item.meta or {}), **headings_meta(headings)} or None)
     status = ctx.store.put(document)
     ctx.set_doc_state(item.link, {"source": source, "site": site})
     return Stored(item.link, status)

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import logging
+import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .html import decode_html, html_to_text
+from .html import decode_html, extract_page, headings_meta
+from .markdown import markdown_headings
 from .pdf import PdfError, read_pdf
 from .store import Document
 
@@ -51,8 +53,8 @@ def read_files(paths: list[str]) -> Iterator[Document | Problem]:
             continue
         suffix = path.suffix.lower()
         if suffix in (".html", ".htm"):  # its <meta charset> tells the encoding
-            title, body = html_to_text(decode_html(data, None))
-            yield _document(name, title or path.stem, body)
+            page = extract_page(decode_html(data, None))
+            yield _document(name, page.title or path.stem, page.text, page.headings)
             continue
         try:
             text = data.decode("utf-8-sig")
@@ -62,7 +64,9 @@ def read_files(paths: list[str]) -> Iterator[Document | Problem]:
         if suffix == ".jsonl":
             yield from _jsonl(name, text)
         elif suffix in (".txt", ".md"):
-            yield _document(name, _first_heading(text) or path.stem, text)
+            text = unicodedata.normalize("NFC", text)  # as stored: heading offsets hold
+            yield _document(name, _first_heading(text) or path.stem, text,
+                            markdown_headings(text) if suffix == ".md" else ())
         else:
             yield Problem(name, f"unsupported file type; busca adds {', '.join(SUFFIXES)}")
 
@@ -104,10 +108,11 @@ def legacy_ids(ids: Iterable[str]) -> dict[str, list[str]]:
     return found
 
 
-def _document(name: str, title: str, text: str) -> Document | Problem:
+def _document(name: str, title: str, text: str, headings=()) -> Document | Problem:
     if not text.strip():
         return Problem(name, "no text found in it")
-    return Document(file_id(name), title, text, source="file")
+    return Document(file_id(name), title, text, source="file",
+                    meta=headings_meta(headings) or None)
 
 
 def _pdf(name: str, data: bytes) -> Iterator[Document | Problem]:

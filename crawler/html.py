@@ -21,6 +21,7 @@ DROP_TAGS = ("script", "style", "noscript", "template", "svg", "canvas", "iframe
 # Page chrome inside the chosen container: dropped after the title was read.
 CHROME_TAGS = ("header", "footer")
 CHROME_ROLES = ("navigation", "banner", "contentinfo", "complementary", "search")
+HEADING_TAGS = ("h1", "h2", "h3", "h4")
 # Elements that start and end a line.
 BLOCK_TAGS = frozenset(
     "address article blockquote caption dd details div dl dt fieldset figcaption h1 h2 h3 h4"
@@ -45,6 +46,7 @@ class HtmlPage:
     feeds: tuple[str, ...] = ()
     api_root: str | None = None
     modified: str | None = None
+    headings: tuple[tuple[int, int, str, str], ...] = ()  # (offset in text, level, text, id)
 
 
 def html_to_text(html: str) -> tuple[str, str]:
@@ -75,8 +77,9 @@ def extract_page(html: str, url: str = "", *, take_title: bool = True) -> HtmlPa
         tag.decompose()
     for tag in container.find_all(attrs={"role": list(CHROME_ROLES)}):
         tag.decompose()
-    return HtmlPage(title=title, text="\n".join(_lines(container)), links=links,
-                    is_listing=listing, **heads)
+    lines = _lines(container)
+    return HtmlPage(title=title, text="\n".join(lines), links=links, is_listing=listing,
+                    headings=_headings(container, lines), **heads)
 
 
 def plain_text(text: str) -> str:
@@ -86,9 +89,20 @@ def plain_text(text: str) -> str:
 
 def body_text(value: str) -> str:
     """Clean text of a field that may hold HTML or plain text (feeds, JSON APIs)."""
+    return body(value)[0]
+
+
+def body(value: str) -> tuple[str, tuple[tuple[int, int, str, str], ...]]:
+    """(clean text, its h1–h4 headings as (offset, level, text, id)) of an HTML or text field."""
     if not _TAG_LIKE.search(value):
-        return plain_text(value)
-    return extract_page(value, take_title=False).text
+        return plain_text(value), ()
+    page = extract_page(value, take_title=False)
+    return page.text, page.headings
+
+
+def headings_meta(headings) -> dict:
+    """The metadata entry of a text's headings (none: an empty dict)."""
+    return {"headings": [list(h) for h in headings]} if headings else {}
 
 
 def title_text(value: str) -> str:
@@ -202,6 +216,25 @@ def _lines(container: Tag) -> list[str]:
                 stack.append((iter(node.children), False))
     _flush(buffer, lines)
     return [unicodedata.normalize("NFC", line) for line in lines]
+
+
+def _headings(container: Tag, lines: list[str]) -> tuple[tuple[int, int, str, str], ...]:
+    """Where each h1–h4 left in the text starts, in order, with its level and anchor id."""
+    offsets, total = [], 0
+    for line in lines:
+        offsets.append(total)
+        total += len(line) + 1
+    found, at = [], 0
+    for tag in container.find_all(HEADING_TAGS):
+        text = unicodedata.normalize("NFC", _clean(tag.get_text(" ")))
+        index = next((i for i in range(at, len(lines)) if lines[i] == text), None) if text else None
+        if index is None:
+            continue
+        anchor = tag.get("id") or next((a.get("id") or a.get("name") for a in
+                                        tag.find_all("a") if a.get("id") or a.get("name")), "")
+        found.append((offsets[index], int(tag.name[1]), text, anchor or ""))
+        at = index + 1
+    return tuple(found)
 
 
 def _flush(buffer: list[str], lines: list[str]) -> None:

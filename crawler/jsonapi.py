@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 from .errors import CrawlStopped, FetchError
 from .events import Failed, Notice, Stored
-from .html import body_text, join_url, title_text
+from .html import body as html_body, headings_meta, join_url, title_text
 from .options import Context, JsonApiOptions
 from .paging import MISSING, lookup, next_page, pages_itself, without
 from .store import Document
@@ -120,14 +120,16 @@ def _store_item(ctx: Context, item, opts: JsonApiOptions, at: tuple[str, int, st
         return Failed(where, f"no URL at '{opts.url}'{_fields_hint(item)}; set --json-url")
     if not isinstance(body, str):
         return Failed(url, f"no text at '{opts.body}'{_fields_hint(item)}; set --json-body")
-    text = wikitext_to_text(body) if opts.body_format == "wikitext" else body_text(body)
+    text, headings = (wikitext_to_text(body), ()) if opts.body_format == "wikitext" \
+        else html_body(body)
     if not text:
         return Failed(url, "empty body; nothing to store")
     title = lookup(item, opts.title)
     modified = lookup(item, opts.modified) if opts.modified else None
     document = Document(url, title_text(title) if isinstance(title, str) else "", text, source,
                         str(modified) if modified not in (None, MISSING) else None,
-                        meta=item_meta(item, opts.meta))
+                        meta={**(item_meta(item, opts.meta) or {}), **headings_meta(headings)}
+                        or None)
     status = ctx.store.put(document)
     ctx.set_doc_state(url, {"source": source, "site": site})
     return Stored(url, status)

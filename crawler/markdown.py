@@ -15,6 +15,7 @@ _HEADING = re.compile(r"^#{1,6}\s+")
 _LIST = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _EMPHASIS = re.compile(r"(\*\*|__|\*|`)")
 _TAG = re.compile(r"</?[A-Za-z][^>]*>")
+_ATX = re.compile(r"^(#{1,4})\s+(.+?)\s*$")
 
 
 def markdown_to_text(source: str) -> str:
@@ -45,3 +46,23 @@ def top_sections(source: str) -> list[tuple[str, str]]:
         elif sections:
             sections[-1][1].append(line)
     return [(title, "\n".join(body)) for title, body in sections]
+
+
+def markdown_headings(source: str) -> tuple[tuple[int, int, str, str], ...]:
+    """(offset, level, text, anchor) of each `#`–`####` heading outside code blocks; the
+    anchor is the slug MkDocs and GitHub give it."""
+    found, offset, code = [], 0, False
+    for line in source.splitlines(keepends=True):
+        if FENCE.match(line):
+            code = not code
+        match = None if code else _ATX.match(line)
+        if match:
+            text = match.group(2).strip().rstrip("#").strip()
+            found.append((offset, len(match.group(1)), text, slug(text)))
+        offset += len(line)
+    return tuple(found)
+
+
+def slug(text: str) -> str:
+    """The anchor of a heading: lowercased words joined by hyphens, punctuation dropped."""
+    return re.sub(r"[\s]+", "-", re.sub(r"[^\w\s-]", "", text.lower()).strip())

@@ -15,7 +15,7 @@ from urllib.parse import unquote, urlsplit
 
 from .errors import FetchError
 from .events import Failed, Stored
-from .html import HtmlPage, decode_html, extract_page
+from .html import HtmlPage, decode_html, extract_page, headings_meta
 from .http import Fetcher
 from .options import Context
 from .pdf import PdfError, read_pdf
@@ -138,7 +138,7 @@ def store_result(ctx: Context, job: Job, result: Result, *, source: str, site: s
     else:
         page = result.page
         document = Document(url, page.title, page.text, source, job.lastmod or page.modified,
-                            meta=result.meta)
+                            meta=result.meta or headings_meta(page.headings) or None)
         status = ctx.store.put(document)
         stored.add(url)
         state = {"source": source, "site": site, "lastmod": job.lastmod, **result.validators}

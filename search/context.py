@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ..crawler.citation import cite
+from ..crawler.citation import cite, section
 from ..errors import BuscaError
 from ..index.lexical import NoSearchableTerms
 from .fusion import FusionSettings
@@ -76,7 +76,8 @@ class Passage:
     spans: tuple[Span, ...]
     hits: tuple[Hit, ...]
     truncated: bool = False
-    cite: str = ""  # the URL and where its best window sits (#page=N of a PDF), else the URL
+    cite: str = ""  # the URL and where its best window sits (#page=N, #anchor), else the URL
+    section: str = ""  # the heading path over its best window ("Reembolso › Prazos")
 
     @property
     def text(self) -> str:
@@ -139,9 +140,9 @@ def merge_hits(hits: list[Hit], store: Store, *,
         ranges = sorted(widen(doc.text, h.start, h.end, reach=reach) for h in group)
         spans = tuple(Span(a, b, doc.text[a:b]) for a, b in _union(doc.text, ranges))
         best = max(group, key=lambda h: (h.score, -h.rank))
+        meta, middle = getattr(doc, "meta", None), (best.start + best.end) // 2
         passages.append(Passage(0, url, doc.title, best.score, spans, tuple(group),
-                                cite=cite(url, getattr(doc, "meta", None),
-                                          (best.start + best.end) // 2)))
+                                cite=cite(url, meta, middle), section=section(meta, middle)))
     passages.sort(key=lambda p: (-p.score, min(h.rank for h in p.hits)))
     return [replace(p, rank=i) for i, p in enumerate(passages, start=1)]
 
@@ -242,7 +243,8 @@ def format_passages(passages: list[Passage] | tuple[Passage, ...]) -> str:
     """Each passage under its `[fonte: URL]` label and title, separated by blank lines."""
     blocks = []
     for p in passages:
-        label = f"[fonte: {p.source}]" + (f" {p.title}" if p.title else "")
+        label = f"[fonte: {p.source}]" + (f" {p.title}" if p.title else "") + (
+            f" — {p.section}" if p.section else "")
         blocks.append(f"{label}\n{p.text}")
     return "\n\n".join(blocks)
 
@@ -275,7 +277,8 @@ def context_dict(context: Context, *, prompt: str | None = None) -> dict:
 
 def _passage_dict(p: Passage) -> dict:
     return {
-        "rank": p.rank, "url": p.url, "cite": p.source, "title": p.title, "score": p.score,
+        "rank": p.rank, "url": p.url, "cite": p.source, "section": p.section,
+        "title": p.title, "score": p.score,
         "truncated": p.truncated,
         "spans": [{"start": s.start, "end": s.end, "text": s.text} for s in p.spans],
         "hits": [{"rank": h.rank, "score": h.score, "chunk_id": h.chunk_id,

@@ -81,7 +81,7 @@ def _passage(p: dict, method: str) -> Passage:
                      h["end"], "", method) for h in p["hits"])
     spans = tuple(Span(s["start"], s["end"], s["text"]) for s in p["spans"])
     return Passage(p["rank"], p["url"], p["title"], p["score"], spans, hits, p["truncated"],
-                   cite=p.get("cite") or "")
+                   cite=p.get("cite") or "", section=p.get("section") or "")
 
 
 @contextmanager

@@ -75,16 +75,18 @@ def parse_index(body: bytes, url: str) -> list[Document]:
 
 
 def _document(url: str, page: dict, language: list) -> Document | None:
-    lines = [page["text"]] if page["text"] else []
+    text, headings = page["text"], []
     whole = page["text"]
-    for _anchor, heading, text in page["sections"]:
-        if text and text in whole:  # older MkDocs: the page entry has every section already
+    for anchor, heading, body in page["sections"]:
+        if body and body in whole:  # older MkDocs: the page entry has every section already
             continue
-        lines += [heading, text]
-    text = "\n".join(line for line in lines if line)
+        headings.append([len(text) + 1 if text else 0, 2, heading, anchor])
+        text = "\n".join(filter(None, (text, heading, body)))
     if not text:
         return None
     meta = {"sections": [[a, h] for a, h, _ in page["sections"]]} if page["sections"] else {}
+    if headings:
+        meta["headings"] = headings
     if language:
         meta["language"] = language[0] if isinstance(language, list) else str(language)
     return Document(url, page["title"], text, "mkdocs", meta=meta or None)

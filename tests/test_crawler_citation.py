@@ -1,0 +1,83 @@
+"""Citations finer than the URL: a PDF's page, or the section under the passage's best
+window (`URL#anchor` and "Heading › Subheading"), from headings kept at extraction."""
+
+from __future__ import annotations
+
+import json
+
+from busca.crawler.citation import cite, section
+from busca.crawler.html import body, extract_page
+from busca.crawler.store import Store
+from busca.fixtures.platforms import PlatformSite
+from busca.fixtures.server import load_articles
+from busca.fixtures.shapes import paragraphs
+
+HTML = ('<p>Intro</p><h2 id="reembolso">Reembolso</h2><p>Texto a.</p>'
+        '<h3><a name="prazos"></a>Prazos</h3><p>Sete dias.</p><h2>Outro</h2><p>b</p>')
+
+
+def test_headings_are_found_at_their_offsets_with_level_and_anchor():
+    text, headings = body(HTML)
+    assert headings == ((6, 2, "Reembolso", "reembolso"), (25, 3, "Prazos", "prazos"),
+                        (43, 2, "Outro", ""))
+    for offset, _, heading, _ in headings:
+        assert text[offset:].startswith(heading)
+    page = extract_page(f"<html><body><article><h1>T</h1>{HTML}</article></body></html>")
+    assert page.title == "T" and page.headings == headings  # the title is not a section
+
+
+def test_section_path_and_anchor_of_an_offset():
+    meta = {"headings": [list(h) for h in body(HTML)[1]]}
+    url = "https://s.example/ajuda"
+    assert (cite(url, meta, 0), section(meta, 0)) == (url, "")
+    assert (cite(url, meta, 30), section(meta, 30)) == (url + "#prazos", "Reembolso › Prazos")
+    assert section(meta, 45) == "Outro" and cite(url, meta, 45) == url  # no anchor: the URL
+
+
+def test_context_cites_the_mkdocs_section_of_the_answer(run, home):
+    articles = [a for a in load_articles() if len(paragraphs(a)) >= 3][:6]
+    with PlatformSite(platform="mkdocs", articles=articles) as site:
+        assert run("crawl", site.home, "--rate", "500").exit_code == 0
+        target = articles[2]
+        url = site.link(target)
+    assert run("index", "-q", "--size", "30", "--overlap", "5").exit_code == 0
+    third = body(paragraphs(target)[2])[0]
+    question = " ".join(third.split()[:12])
+    result = run("context", question, "--json")
+    assert result.exit_code == 0, result.output
+    passage = json.loads(result.stdout)["passages"][0]
+    assert (passage["url"], passage["cite"], passage["section"]) == (
+        url, url + "#parte-3", "Parte 3")
+    prompt = run("context", question).stdout
+    assert f"[fonte: {url}#parte-3] {target['title']} — Parte 3" in prompt
+    with Store(home) as store:
+        assert store.get(url).meta["headings"][0][1:] == [2, "Parte 2", "parte-2"]
+
+
+NOTES = """# Manual da loja
+
+O atendimento funciona de segunda a sexta pelo chat do painel.
+
+## Reembolso
+
+Quando o cliente cancela dentro da garantia, o valor pago é devolvido.
+
+```
+# não é um título
+```
+
+### Prazos
+
+O estorno aparece na fatura em até sete dias úteis após a confirmação.
+"""
+
+
+def test_added_markdown_is_cited_by_its_heading(run, home, tmp_path):
+    path = tmp_path / "notas.md"
+    path.write_text(NOTES, encoding="utf-8")
+    assert run("add", str(path)).exit_code == 0
+    assert run("index", "-q", "--size", "8", "--overlap", "2").exit_code == 0
+    result = run("context", "estorno aparece na fatura em sete dias úteis", "--json")
+    passage = json.loads(result.stdout)["passages"][0]
+    assert passage["cite"] == path.resolve().as_uri() + "#prazos"
+    assert passage["section"] == "Manual da loja › Reembolso › Prazos"
