@@ -1055,6 +1055,10 @@ def _store_floors(ctx, ev) -> None:
 @click.option("--allow-host", "allow_hosts", multiple=True, metavar="HOST",
               help="Another host the crawl may fetch from (repeatable).")
 @click.option("--full", is_flag=True, help="Fetch everything again, ignoring what is stored.")
+@click.option("--main-text", "main_text", type=click.Choice(crawling.MAIN_TEXT),
+              default="auto", show_default=True,
+              help="Main-text extractor of fetched pages: auto uses trafilatura (if installed)"
+                   " for pages without <article> or <main>.")
 @click.option("--pdfs", is_flag=True, help="Also read the PDFs the site links or lists (within"
               " the 10 MiB response cap; pages kept, so context cites file.pdf#page=N).")
 @click.option("--timeout", type=FiniteFloat(min=0, min_open=True),
@@ -1101,8 +1105,8 @@ def _store_floors(ctx, ev) -> None:
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 @click.pass_context
 def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_hosts, full,
-          pdfs, timeout, deadline, retries, json_items, json_url, json_title, json_body,
-          json_modified, json_page_param, json_next, json_offset_param, json_total,
+          main_text, pdfs, timeout, deadline, retries, json_items, json_url, json_title,
+          json_body, json_modified, json_page_param, json_next, json_offset_param, json_total,
           json_cursor_param, json_cursor, json_continue, json_more, json_meta, as_json, quiet):
     """Read a site's articles into the store: its platform's API (WordPress, MediaWiki, Drupal,
     Zendesk, MkDocs, Ghost, Discourse, Blogger, llms-full.txt), a sitemap, feed or HTML links.
@@ -1123,6 +1127,7 @@ def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_h
     options = crawling.CrawlOptions(
         source=source, types=kinds, max_pages=max_pages, rate=rate,
         workers=workers, user_agent=user_agent, allow_hosts=allow_hosts, full=full, pdfs=pdfs,
+        main_text=main_text,
         timeout=timeout, deadline=deadline, retries=retries, json=api)
     progress = Progress(quiet)
     with _home(ctx) as store:

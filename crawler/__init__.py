@@ -22,6 +22,7 @@ EXPORTS = {
     "events": ".events:",
     "JsonApiOptions": ".options",
     "legacy_ids": ".files",
+    "MAIN_TEXT": ".defaults",
     "Problem": ".files",
     "read_files": ".files",
     "SOURCES": ".defaults",

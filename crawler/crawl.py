@@ -15,7 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import requests
 
-from . import registry
+from . import maintext, registry
 from .discover import discover
 from .errors import ApiUnusable, CrawlError, CrawlStopped
 from .events import CrawlReport, Finished, Notice, SourceFound, Tally
@@ -101,6 +101,7 @@ def check_options(options: CrawlOptions) -> None:
         raise CrawlError("--deadline must be above 0 seconds")
     if options.max_pages is not None and options.max_pages < 1:
         raise CrawlError("--max-pages must be at least 1")
+    maintext.check(options.main_text)
 
 
 def _events(ctx: Context, url: str) -> Iterator:

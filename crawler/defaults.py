@@ -8,6 +8,7 @@ from .registry import NAMES
 
 SOURCES = ("auto", *NAMES)
 WP_TYPES = ("posts", "pages")
+MAIN_TEXT = ("auto", "busca", "trafilatura")  # who extracts fetched pages' main text
 DEFAULT_TYPES = ("posts",)
 DEFAULT_WORKERS = 2
 DEFAULT_HTML_PAGES = 500  # page budget of the link-following crawl when --max-pages is unset

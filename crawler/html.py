@@ -47,6 +47,7 @@ class HtmlPage:
     api_root: str | None = None
     modified: str | None = None
     headings: tuple[tuple[int, int, str, str], ...] = ()  # (offset in text, level, text, id)
+    landmark: bool = True  # the text came from <article>, <main> or [role=main], not <body>
 
 
 def html_to_text(html: str) -> tuple[str, str]:
@@ -79,7 +80,8 @@ def extract_page(html: str, url: str = "", *, take_title: bool = True) -> HtmlPa
         tag.decompose()
     lines = _lines(container)
     return HtmlPage(title=title, text="\n".join(lines), links=links, is_listing=listing,
-                    headings=_headings(container, lines), **heads)
+                    headings=_headings(container, lines),
+                    landmark=container is not soup.body and container is not soup, **heads)
 
 
 def plain_text(text: str) -> str:

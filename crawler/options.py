@@ -53,6 +53,8 @@ class CrawlOptions(Politeness):
     full: bool = False
     per_page: int = PER_PAGE
     pdfs: bool = False  # read PDFs the site links (within the response size cap)
+    main_text: str = "auto"  # "busca", "trafilatura", or auto: trafilatura (if installed)
+    #                          for pages without <article>/<main>
     json: JsonApiOptions = field(default_factory=JsonApiOptions)
 
 

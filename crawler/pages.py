@@ -17,6 +17,7 @@ from .errors import FetchError
 from .events import Failed, Stored
 from .html import HtmlPage, decode_html, extract_page, headings_meta
 from .http import Fetcher
+from .maintext import with_main_text
 from .options import Context
 from .pdf import PdfError, read_pdf
 from .store import Document
@@ -32,6 +33,7 @@ class Job:
     headers: dict = field(default_factory=dict)
     lastmod: str | None = None
     pdf: bool = False  # a PDF answer is read (--pdfs), not refused as "not an HTML page"
+    main_text: str = "auto"  # who extracts the main text (maintext.py)
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,7 @@ def plan(ctx: Context, url: str, stored: set[str], lastmod: str | None = None) -
     """The request for `url`, or None when the sitemap's lastmod says it is unchanged."""
     state = ctx.doc_state(url) or {}
     if ctx.options.full or url not in stored:
-        return Job(url, {}, lastmod, ctx.options.pdfs)
+        return Job(url, {}, lastmod, ctx.options.pdfs, ctx.options.main_text)
     if lastmod and state.get("lastmod") == lastmod:
         return None
     headers = {}
@@ -58,7 +60,7 @@ def plan(ctx: Context, url: str, stored: set[str], lastmod: str | None = None) -
         headers["If-None-Match"] = state["etag"]
     if state.get("last_modified"):
         headers["If-Modified-Since"] = state["last_modified"]
-    return Job(url, headers, lastmod, ctx.options.pdfs)
+    return Job(url, headers, lastmod, ctx.options.pdfs, ctx.options.main_text)
 
 
 def fetch_page(fetcher: Fetcher, job: Job) -> Result:
@@ -80,7 +82,8 @@ def fetch_page(fetcher: Fetcher, job: Job) -> Result:
     if ctype and "html" not in ctype.lower():
         return Result("failed", reason=f"not an HTML page ({ctype.split(';')[0]})",
                       final_url=r.url)
-    page = extract_page(decode_html(r.body, ctype), r.url)
+    html = decode_html(r.body, ctype)
+    page = with_main_text(extract_page(html, r.url), html, job.main_text)
     return Result("page", page, validators, final_url=r.url)
 
 
