@@ -15,6 +15,7 @@ from xml.etree import ElementTree
 from .errors import CrawlStopped, FetchError
 from .events import Expected, Failed, Notice, Stored
 from .html import body, headings_meta, join_url, title_text
+from .listing import Memo
 from .options import Context
 from .pages import fetch_all, plan, store_result
 from .store import Document
@@ -92,13 +93,14 @@ def crawl_feed(ctx: Context, feeds: tuple[str, ...], site: str, *,
     """Events of storing the items of the site's main feed, page after page when it is paged
     (Atom rel="next"); a paged feed read to its end deletes the items it no longer has."""
     url = next((f for f in feeds if "comments" not in f), feeds[0])
-    items, pages, complete = yield from _read_pages(ctx, url)
-    yield Expected(len(items))
+    items, unchanged, pages, complete = yield from _read_pages(ctx, url, f"{url}#{source}")
+    yield Expected(len(items) + len(unchanged))
+    yield from (Stored(link, "unchanged", fetched=False) for link in unchanged)
     if pages == 1:
         yield Notice(f"the feed lists its {len(items)} latest items only; use --source sitemap"
                      " or wordpress for the whole site")
     stored = set(ctx.store.hashes())
-    queue, seen = deque(), set()
+    queue, seen = deque(), set(unchanged)
     for item in items:
         seen.add(item.link)
         if not item.link:
@@ -114,16 +116,25 @@ def crawl_feed(ctx: Context, feeds: tuple[str, ...], site: str, *,
         yield from ctx.delete_missing(source, site, seen)
 
 
-def _read_pages(ctx: Context, url: str):
-    """(items of every page, pages read, whether the last page was reached)."""
+def _read_pages(ctx: Context, url: str, listing: str):
+    """(items of every page read, links of pages unchanged since the last crawl (304),
+    pages, whether the last page was reached)."""
     items: dict[str, FeedItem] = {}
+    unchanged: list[str] = []
     read: list[str] = []
+    memo = Memo(ctx, listing)
     while url and len(read) < MAX_FEED_PAGES:
         if url in read:
             yield Failed(url, "the feed's next page is one already read (a paging loop)")
-            return list(items.values()), len(read), False
+            return list(items.values()), unchanged, len(read), False
         try:
-            response = ctx.fetcher.get(url)
+            headers = memo.headers(url)
+            response = ctx.fetcher.get(url, headers=headers)
+            if response.status == 304 and headers:
+                read.append(url)
+                links, url = memo.replay(url)
+                unchanged += links
+                continue
             if response.status != 200:
                 raise FetchError(url, f"HTTP {response.status}")
             page, following = parse_feed_page(response.body, response.url)
@@ -132,12 +143,14 @@ def _read_pages(ctx: Context, url: str):
                 raise CrawlStopped(f"the feed {url} is unusable:"
                                    f" {getattr(e, 'reason', e)}") from None
             yield Failed(url, f"feed page unusable: {getattr(e, 'reason', e)}")
-            return list(items.values()), len(read), False
+            return list(items.values()), unchanged, len(read), False
         read.append(url)
         for item in page:
             items.setdefault(item.link, item)
+        if page and all(item.link and item.html for item in page):  # stored from the feed
+            memo.remember(url, response.headers, [item.link for item in page], following)
         url = following
-    return list(items.values()), len(read), not url
+    return list(items.values()), unchanged, len(read), not url
 
 
 def _store_item(ctx: Context, item: FeedItem, site: str, source: str):

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .errors import CrawlStopped, FetchError
+from .listing import Memo
 from .events import Failed, Notice, Stored
 from .html import body as html_body, headings_meta, join_url, title_text
 from .options import Context, JsonApiOptions
@@ -33,6 +34,7 @@ def crawl_json(ctx: Context, list_url: str, *, opts: JsonApiOptions | None = Non
     opts = opts or ctx.options.json
     site = without(list_url, opts.page_param, opts.offset_param, opts.cursor_param)
     seen_pages, seen_urls, complete, url = set(), set(), True, list_url
+    memo = Memo(ctx, f"{site}#{source}")
     while url:
         if url in seen_pages:
             yield Failed(url, "the next page is one already read (a paging loop); stopped")
@@ -43,24 +45,36 @@ def crawl_json(ctx: Context, list_url: str, *, opts: JsonApiOptions | None = Non
             complete = False
             break
         seen_pages.add(url)
-        data = yield from _page(ctx, url, first=len(seen_pages) == 1)
-        if data is None:
+        answer = yield from _page(ctx, url, memo.headers(url), first=len(seen_pages) == 1)
+        if answer is None:
             complete = False
             break
+        response, data = answer
+        if response.status == 304:  # the page and its documents are as last time
+            urls, url = memo.replay(url)
+            seen_urls.update(urls)
+            yield from (Stored(u, "unchanged", fetched=False) for u in urls)
+            continue
+        stored, whole = [], True
         items = _items(data, opts, url)
         for number, item in enumerate(items, start=1):
-            event = _store_item(ctx, item, opts, (url, number, site, source))
+            event = store_item(ctx, item, opts, (url, number, site, source))
             if isinstance(event, Stored):
-                seen_urls.add(event.url)
+                stored.append(event.url)
             else:
-                complete = False  # an item we could not read may be a stored document
+                whole = False  # an item we could not read may be a stored document
             yield event
+        seen_urls.update(stored)
+        complete = complete and whole
         try:
-            url = next_page(data, opts, url, first=list_url, count=len(items))
+            following = next_page(data, opts, url, first=list_url, count=len(items))
         except FetchError as e:
             yield Failed(e.url, e.reason)
             complete = False
             break
+        if whole:
+            memo.remember(url, response.headers, stored, following)
+        url = following
     yield from _delete_missing(ctx, (site, source), opts, seen_urls, complete=complete)
 
 
@@ -85,15 +99,18 @@ def _delete_missing(ctx: Context, where: tuple[str, str], opts: JsonApiOptions, 
         yield from ctx.delete_missing(source, site, seen)
 
 
-def _page(ctx: Context, url: str, *, first: bool):
+def _page(ctx: Context, url: str, headers: dict, *, first: bool):
+    """(response, its JSON) of a 200, (response, None) of a 304, or None: the page failed."""
     try:
-        response = ctx.fetcher.get(url)
+        response = ctx.fetcher.get(url, headers=headers)
         if response.status in (401, 403):
             raise CrawlStopped(f"the API refuses anonymous clients (HTTP {response.status}"
                                f" from {url}); does it need a key in the URL?")
+        if response.status == 304 and headers:
+            return response, None
         if response.status != 200:
             raise FetchError(url, f"HTTP {response.status}")
-        return response.json()
+        return response, response.json()
     except FetchError as e:
         if first:
             raise CrawlStopped(f"cannot read the JSON API at {url}: {e.reason}") from None
@@ -111,7 +128,9 @@ def _items(data, opts: JsonApiOptions, url: str) -> list:
                        " set --json-items to the dotted path of the list")
 
 
-def _store_item(ctx: Context, item, opts: JsonApiOptions, at: tuple[str, int, str, str]):
+def store_item(ctx: Context, item, opts: JsonApiOptions, at: tuple[str, int, str, str]):
+    """Store one item of a listing page (`at`: page URL, item number, site, source): Stored,
+    or Failed naming the missing field."""
     page_url, number, site, source = at
     where = f"{page_url} item {number}"
     url = _item_url(item, opts.url, page_url)
