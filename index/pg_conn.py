@@ -17,6 +17,7 @@ Anything else (a bug in busca's SQL) is left as it is.
 
 from __future__ import annotations
 
+import functools
 import re
 import select
 import threading
@@ -225,6 +226,24 @@ class Connections:
         if not row:
             return self.where
         return replace(self.where, owner=row[0].strip('"'))
+
+
+class GuardedWriter:
+    """A build writer (index/pg_build.py) whose every call raises one-line PostgresErrors."""
+
+    def __init__(self, writer, guard):
+        self._writer, self._guard = writer, guard
+
+    def __getattr__(self, name):
+        value = getattr(self._writer, name)
+        if not callable(value):
+            return value
+
+        @functools.wraps(value)
+        def guarded(*args, **kwargs):
+            with self._guard(write=True):
+                return value(*args, **kwargs)
+        return guarded
 
 
 def _dropped(conn) -> bool:

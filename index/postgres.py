@@ -16,7 +16,6 @@ $BUSCA_PG_CACHE_MB or 256; 0: none).
 
 from __future__ import annotations
 
-import functools
 import io
 import json
 from collections.abc import Iterable, Mapping
@@ -31,7 +30,8 @@ from .manifest import Manifest
 from .dense_models import array_key, server_settings
 from .methods import UnknownMethod, method_spec, stored_methods
 from .pg_build import PostgresBuildWriter
-from .pg_conn import Connections, Guarded, PostgresMissingTable, access, check_writable
+from .pg_conn import (Connections, Guarded, GuardedWriter, PostgresMissingTable, access,
+                      check_writable)
 from .pg_lexical import LexicalRanker, PostingLists
 from .pg_store import PostgresStore
 from .pg_schema import (PostgresError, build_table, check_format, corpus_exists, create_base,
@@ -323,24 +323,6 @@ class PostgresBuild:
                 " run \"busca index\" with lexical=sql in the home URL")
         return pg_rank.LexicalRanker(self.home.conn, tables, method, entry,
                                      int(self.manifest.chunks), find=self.home.find_function())
-
-
-class GuardedWriter:
-    """A build writer whose every call raises one-line PostgresErrors (index/pg_conn.py)."""
-
-    def __init__(self, writer: PostgresBuildWriter, guard):
-        self._writer, self._guard = writer, guard
-
-    def __getattr__(self, name):
-        value = getattr(self._writer, name)
-        if not callable(value):
-            return value
-
-        @functools.wraps(value)
-        def guarded(*args, **kwargs):
-            with self._guard(write=True):
-                return value(*args, **kwargs)
-        return guarded
 
 
 def _manifest(data) -> Manifest:
