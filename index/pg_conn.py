@@ -129,6 +129,13 @@ def _first_line(error: Exception) -> str:
     return text.splitlines()[0].strip() if text else type(error).__name__
 
 
+def _libpq(error) -> str:
+    """libpq's message on one line: every line of it, without psycopg's prefix or tabs."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    text = "; ".join(lines) or type(error).__name__
+    return re.sub(r"^connection (failed|is bad): ", "", text)
+
+
 def is_write(sql: str) -> bool:
     """Whether a statement changes the database (for the GRANT a refusal names)."""
     return bool(_WRITES.match(sql))
@@ -174,8 +181,8 @@ class Connections:
             conn = psycopg.connect(self._conninfo, autocommit=autocommit, connect_timeout=10)
         except psycopg.Error as e:
             raise PostgresUnavailable(f"cannot connect to {redact(self.where.location)}"
-                                      f" ({_first_line(e)}) — check the URL and that the"
-                                      " server runs") from e
+                                      f" ({_libpq(e)}) — check the URL and that the server"
+                                      " runs") from e
         info = conn.info
         self.where = Where(self.where.location, self.where.schema, info.user, info.dbname)
         return conn

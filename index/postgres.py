@@ -327,3 +327,4 @@ class PostgresBuild:
 
 def _manifest(data) -> Manifest:
     return Manifest.from_json(data)
+

@@ -203,6 +203,9 @@ async def _json_object(request: Request, *, empty_ok: bool = False) -> dict:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as e:
         raise BadParameter(f"the body is not valid JSON ({e})") from None
+    except RecursionError:  # json's parser recurses once per level of nesting
+        raise BadParameter("the JSON body is nested too deeply; send a flat JSON object"
+                           " as the documentation shows") from None
     if not isinstance(data, dict):
         raise BadParameter("the body must be a JSON object")
     return data

@@ -43,7 +43,8 @@ STATUSES: tuple[tuple[type[BaseException], int], ...] = (
     (indexing.IndexNotFound, 503), (indexing.IndexFormatError, 503), (StoreError, 503),
     (indexing.EncoderError, 503), (indexing.BackendUnavailable, 503),
     (indexing.PostgresError, 503),  # the database is down, or the role may not do it
-    (searching.StaleIndex, 409), (indexing.NothingToIndex, 409), (RunError, 422),
+    (searching.StaleIndex, 409), (indexing.NothingToIndex, 409), (indexing.BuildLocked, 409),
+    (RunError, 422), (indexing.DiskFull, 507),
 )
 
 
