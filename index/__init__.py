@@ -44,6 +44,7 @@ EXPORTS = {
     "open_home": ".backend",
     "OPENAI_PREFIX": ".encoders",
     "OVERLAP": ".chunking",
+    "PostgresError": ".pg_schema",
     "parse_chunker": ".chunking",
     "Ranker": ".backend",
     "resolve": ".dense_models",

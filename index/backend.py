@@ -104,7 +104,9 @@ def open_home(location: str | Path, *, embed: Mapping | None = None,
               create: bool = True) -> Home:
     """The home at `location`: a folder path (created if missing, unless `create` is False:
     then a folder without a store is HomeNotFound, so a mistyped --home, or a command that only
-    reads, never leaves an empty home behind) or a `postgresql://` URL (index/postgres.py; needs the extra busca[postgres]).
+    reads, never leaves an empty home behind) or a `postgresql://` URL (index/postgres.py;
+    needs the extra busca[postgres]: opening it only reads; a missing corpus is created by
+    its first write, or, when `create` is False, is CorpusNotFound, a HomeNotFound).
     `embed`: the user's settings for openai:MODEL embedding servers (url, key, batch,
     prefixes), handed to the dense rankers of its builds."""
     text = str(location)
@@ -114,7 +116,7 @@ def open_home(location: str | Path, *, embed: Mapping | None = None,
         except ImportError as e:
             raise BackendUnavailable(f"a PostgreSQL home needs the postgres extra ({e.name} is"
                                      " missing): pip install 'busca[postgres]'") from e
-        return PostgresHome(text, embed=embed)
+        return PostgresHome(text, embed=embed, create=create)
     if not create:
         _check_exists(Path(location))
     return LocalHome(location, embed=embed)
