@@ -157,7 +157,9 @@ def _jsonl(name: str, text: str) -> Iterator[Document | Problem]:
             continue
         title = item.get("title") if isinstance(item.get("title"), str) else ""
         yield Document(ident, title or ident, item["text"], source="file",
-                       modified=item.get("modified") if isinstance(item.get("modified"), str) else None)
+                       modified=item.get("modified") if isinstance(item.get("modified"), str) else None,
+                       meta=item["meta"] if isinstance(item.get("meta"), dict) and item["meta"]
+                       else None)
 
 
 def _identifier(item: dict) -> str | None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from ..crawler.citation import section
 from ..errors import BuscaError
 
 SIZE = 200
@@ -141,36 +143,61 @@ def chunk_sentences(text: str, *, max_chars: int = MAX_CHARS,
             for position, group in enumerate(groups)]
 
 
-CHUNKER_DEFAULTS = {"words": (SIZE, OVERLAP), "sentences": (MAX_CHARS, SENTENCE_OVERLAP)}
+# --- section chunks: word windows that never cross a heading ---------------------------
+
+def chunk_sections(text: str, headings=(), *, size: int = SIZE,
+                   overlap: int = OVERLAP) -> list[Chunk]:
+    """Word windows cut anew at every heading (`headings`: the document's meta.headings,
+    [offset, level, text, anchor]); each window's indexed text starts with its heading path
+    ("Reembolso › Prazos"), while its span covers the document's own text only."""
+    check_window(size, overlap)
+    meta = {"headings": [list(h) for h in headings or ()]}
+    cuts = sorted({0, *(h[0] for h in meta["headings"] if isinstance(h[0], int)
+                        and 0 < h[0] < len(text))})
+    chunks: list[Chunk] = []
+    for start, end in zip(cuts, [*cuts[1:], len(text)]):
+        path = section(meta, start)
+        for piece in chunk_words(text[start:end], size=size, overlap=overlap):
+            body = f"{path}\n{piece.text}" if path else piece.text
+            chunks.append(Chunk(len(chunks), start + piece.start, start + piece.end, body))
+    return chunks
+
+
+CHUNKER_DEFAULTS = {"words": (SIZE, OVERLAP), "sentences": (MAX_CHARS, SENTENCE_OVERLAP),
+                    "sections": (SIZE, OVERLAP)}
 
 
 def parse_chunker(spec: str) -> dict:
     """A chunker spec ("words:200:40", "sentences:220:1", "words") as a manifest dict."""
     kind, _, rest = spec.strip().partition(":")
     if kind not in CHUNKER_DEFAULTS:
-        raise ChunkingError(f"unknown chunker {spec!r}; use words[:SIZE[:OVERLAP]] or "
-                            "sentences[:MAX_CHARS[:OVERLAP]], e.g. words:200:40")
+        raise ChunkingError(f"unknown chunker {spec!r}; use words[:SIZE[:OVERLAP]],"
+                            " sections[:SIZE[:OVERLAP]] or sentences[:MAX_CHARS[:OVERLAP]],"
+                            " e.g. words:200:40")
     parts = rest.split(":") if rest else []
     if len(parts) > 2 or not all(p.strip().isdigit() for p in parts):
         raise ChunkingError(f"chunker {spec!r}: expected {kind}:N:M with whole numbers")
     first, second = [int(p) for p in parts] + list(CHUNKER_DEFAULTS[kind][len(parts):])
-    if kind == "words":
+    if kind in ("words", "sections"):
         check_window(first, second)
-        return {"kind": "words", "size": first, "overlap": second}
+        return {"kind": kind, "size": first, "overlap": second}
     chunk_sentences("", max_chars=first, overlap=second)  # validates the numbers
     return {"kind": "sentences", "max_chars": first, "overlap": second}
 
 
 def chunker_label(chunker: dict) -> str:
     """The spec string of a chunker dict: "words:200:40"."""
-    first = chunker["size"] if chunker["kind"] == "words" else chunker["max_chars"]
+    first = chunker["max_chars"] if chunker["kind"] == "sentences" else chunker["size"]
     return f"{chunker['kind']}:{first}:{chunker['overlap']}"
 
 
-def chunk_with(chunker: dict, text: str) -> list[Chunk]:
-    """Chunks of `text` by a chunker dict (from `parse_chunker` or a manifest)."""
+def chunk_with(chunker: dict, text: str, headings=()) -> list[Chunk]:
+    """Chunks of `text` by a chunker dict (from `parse_chunker` or a manifest); `headings`
+    (the document's meta.headings) only matter to the sections chunker."""
     if chunker["kind"] == "words":
         return chunk_words(text, size=chunker["size"], overlap=chunker["overlap"])
+    if chunker["kind"] == "sections":
+        return chunk_sections(text, headings, size=chunker["size"], overlap=chunker["overlap"])
     if chunker["kind"] == "sentences":
         return chunk_sentences(text, max_chars=chunker["max_chars"], overlap=chunker["overlap"])
     raise ChunkingError(f"unknown chunker kind {chunker['kind']!r}")

@@ -64,3 +64,15 @@ def test_corpus_is_long_technical_articles(records):
                     reason="the debian-handbook package is not installed")
 def test_make_handbook_rebuilds_the_same_bytes():
     assert make_handbook.render() == ARTICLES.read_text(encoding="utf-8")
+
+
+def test_headings_point_at_their_numbered_blocks(records):
+    lines = [json.loads(line) for line in ARTICLES.read_text(encoding="utf-8").splitlines()]
+    counted = 0
+    for line in lines:
+        for offset, level, heading, anchor in line.get("meta", {}).get("headings", []):
+            block = line["text"][offset:].split("\n\n", 1)[0]
+            assert block.endswith(heading) and block[0].isalnum() and level >= 2 and anchor
+            assert block[: -len(heading)].strip().rstrip(".")[-1].isdigit()  # "5.4.1. "
+            counted += 1
+    assert counted >= 100

@@ -107,7 +107,8 @@ def chunk_documents(documents: Iterable[Document], chunker: dict) -> tuple[Chunk
     urls, positions, starts, ends, texts, bodies = [], [], [], [], [], {}
     for doc in documents:
         bodies[doc.url] = doc.text
-        for chunk in chunk_with(chunker, doc.text):
+        headings = (doc.meta or {}).get("headings") if isinstance(doc.meta, dict) else None
+        for chunk in chunk_with(chunker, doc.text, headings or ()):
             urls.append(doc.url)
             positions.append(chunk.position)
             starts.append(chunk.start)
