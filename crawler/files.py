@@ -156,10 +156,10 @@ def _jsonl(name: str, text: str) -> Iterator[Document | Problem]:
                                  f" (bad: {bad})")
             continue
         title = item.get("title") if isinstance(item.get("title"), str) else ""
+        modified, meta = item.get("modified"), item.get("meta")
         yield Document(ident, title or ident, item["text"], source="file",
-                       modified=item.get("modified") if isinstance(item.get("modified"), str) else None,
-                       meta=item["meta"] if isinstance(item.get("meta"), dict) and item["meta"]
-                       else None)
+                       modified=modified if isinstance(modified, str) else None,
+                       meta=meta if isinstance(meta, dict) and meta else None)
 
 
 def _identifier(item: dict) -> str | None:

@@ -29,11 +29,15 @@ def lookup(data, path: str):
             return [v for v in found if v is not MISSING and v is not None]
         if isinstance(data, dict) and key in data:
             data = data[key]
-        elif isinstance(data, list) and re.fullmatch(r"-?\d+", key) and -len(data) <= int(key) < len(data):
+        elif isinstance(data, list) and _index(key, len(data)):
             data = data[int(key)]
         else:
             return MISSING
     return data
+
+
+def _index(key: str, length: int) -> bool:
+    return re.fullmatch(r"-?\d+", key) is not None and -length <= int(key) < length
 
 
 def pages_itself(opts: JsonApiOptions) -> bool:

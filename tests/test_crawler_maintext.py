@@ -15,7 +15,6 @@ from busca.crawler.html import extract_page
 from busca.crawler.maintext import check, with_main_text
 from busca.crawler.options import CrawlOptions
 from busca.crawler.store import Store
-from busca.fixtures.common import Reply
 from busca.fixtures.server import SITE_DIR, FixtureSite, load_articles
 
 pytest.importorskip("trafilatura")

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from busca.crawler.files import read_files
-from busca.index.chunking import ChunkingError, chunk_sections, chunk_with, chunk_words, parse_chunker
+from busca.index.chunking import (ChunkingError, chunk_sections, chunk_with, chunk_words,
+                                   parse_chunker)
 
 TEXT = ("Introdução curta da loja.\nReembolso\nO valor pago é devolvido em até sete dias úteis"
         " após o pedido.\nPrazos\nO estorno aparece na fatura seguinte.")
