@@ -13,6 +13,16 @@ from collections.abc import Mapping
 from .options import Context
 
 
+def conditional_headers(validators: dict) -> dict:
+    """If-None-Match / If-Modified-Since from a stored {"etag", "last_modified"}."""
+    headers = {}
+    if validators.get("etag"):
+        headers["If-None-Match"] = validators["etag"]
+    if validators.get("last_modified"):
+        headers["If-Modified-Since"] = validators["last_modified"]
+    return headers
+
+
 class Memo:
     """The remembered pages of one listing (keyed by the listing's URL without paging)."""
 
@@ -28,12 +38,7 @@ class Memo:
         if not isinstance(entry, dict) or not isinstance(entry.get("items"), list) \
                 or any(item not in self.stored for item in entry["items"]):
             return {}
-        headers = {}
-        if entry.get("etag"):
-            headers["If-None-Match"] = entry["etag"]
-        if entry.get("last_modified"):
-            headers["If-Modified-Since"] = entry["last_modified"]
-        return headers
+        return conditional_headers(entry)
 
     def replay(self, url: str) -> tuple[list[str], str | None]:
         """(the documents, the next page) of a page that answered 304."""

@@ -9,6 +9,7 @@ from html import unescape
 from ..errors import CrawlError, CrawlStopped, FetchError
 from ..events import Expected, Stored
 from ..found import Start
+from ..listing import conditional_headers
 from ..options import Context
 from ..store import Document
 
@@ -42,7 +43,7 @@ def read_whole(ctx: Context, url: str, source: str,
     fetched again only when its ETag / Last-Modified changed; pages gone from it deleted."""
     site = f"{url}#{source}"
     state = ctx.site_state(site)
-    headers = {} if ctx.options.full else _validators(state)
+    headers = {} if ctx.options.full else conditional_headers(state)
     try:
         response = ctx.fetcher.get(url, headers=headers)
     except FetchError as e:
@@ -66,11 +67,3 @@ def read_whole(ctx: Context, url: str, source: str,
     ctx.set_site_state(site, {"etag": response.headers.get("ETag"),
                               "last_modified": response.headers.get("Last-Modified")})
 
-
-def _validators(state: dict) -> dict:
-    headers = {}
-    if state.get("etag"):
-        headers["If-None-Match"] = state["etag"]
-    if state.get("last_modified"):
-        headers["If-Modified-Since"] = state["last_modified"]
-    return headers
