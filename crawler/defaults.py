@@ -1,11 +1,60 @@
 """Crawl defaults, with no imports of the crawling code: the command line shows them in its
-options without loading requests or bs4."""
+options without loading requests or bs4. The table of sources is here for that reason;
+crawler/registry.py finds and runs them."""
 
 from __future__ import annotations
 
-from .. import __version__
-from .registry import NAMES
+from dataclasses import dataclass
 
+from .. import __version__
+
+# The sources busca can read a site through (crawler/registry.py finds and runs them).
+BUILTIN = "busca.crawler.builtin"
+
+
+@dataclass(frozen=True)
+class Source:
+    """A named way to read a site: its module, and what it reads (for help and docs)."""
+
+    name: str
+    module: str
+    reads: str
+    endpoint_given: bool = False  # the crawl URL is the endpoint itself: no discovery
+
+
+SOURCE_TABLE = (
+    Source("wordpress", BUILTIN, "the WordPress REST API (/wp-json/wp/v2/posts)"),
+    Source("mediawiki", "busca.crawler.platforms.mediawiki",
+           "MediaWiki's api.php (generator=allpages, continue)"),
+    Source("drupal", "busca.crawler.platforms.drupal", "Drupal's JSON:API (/jsonapi/node/*)"),
+    Source("zendesk", "busca.crawler.platforms.zendesk",
+           "the Zendesk Help Center API (/api/v2/help_center/LOCALE/articles.json)"),
+    Source("mkdocs", "busca.crawler.platforms.mkdocs", "MkDocs' /search/search_index.json"),
+    Source("ghost", "busca.crawler.platforms.ghost",
+           "Ghost's Content API (/ghost/api/content/posts/, key from the page)"),
+    Source("discourse", "busca.crawler.platforms.discourse",
+           "Discourse's /latest.json, then /t/ID.json per topic"),
+    Source("blogger", "busca.crawler.platforms.blogger",
+           "Blogger's paged Atom feed (/feeds/posts/default)"),
+    Source("llms", "busca.crawler.platforms.llms",
+           "/llms-full.txt (Docusaurus, GitBook, Mintlify)"),
+    Source("json", BUILTIN, "a JSON API described by the --json-* options", endpoint_given=True),
+    Source("sitemap", BUILTIN, "sitemaps (robots.txt, /wp-sitemap.xml, /sitemap.xml)"),
+    Source("feed", BUILTIN, "an RSS or Atom feed, following Atom rel=\"next\" pages"),
+    Source("html", BUILTIN, "the site's pages, following same-host links"),
+)
+NAMES = tuple(s.name for s in SOURCE_TABLE)
+
+# (source, module, detector): the order of --source auto.
+STEPS = (
+    ("sitemap", BUILTIN, "sitemap_given"),
+    ("feed", BUILTIN, "feed_given"),
+    *((s.name, s.module, "detect") for s in SOURCE_TABLE if s.module != BUILTIN),
+    ("wordpress", BUILTIN, "wordpress_detect"),
+    ("sitemap", BUILTIN, "sitemap_detect"),
+    ("feed", BUILTIN, "feed_detect"),
+    ("html", BUILTIN, "html_detect"),
+)
 SOURCES = ("auto", *NAMES)
 WP_TYPES = ("posts", "pages")
 MAIN_TEXT = ("auto", "busca", "trafilatura")  # who extracts fetched pages' main text

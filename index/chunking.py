@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..crawler.citation import section
+from ..citation import section
 from ..errors import BuscaError
 
 SIZE = 200

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ..crawler.citation import cite, section
+from ..citation import cite, section
 from ..errors import BuscaError
 from ..index.lexical import NoSearchableTerms
 from .fusion import FusionSettings

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from busca.crawler.citation import cite, section
+from busca.citation import cite, section
 from busca.crawler.html import body, extract_page
 from busca.crawler.store import Store
 from busca.fixtures.platforms import PlatformSite

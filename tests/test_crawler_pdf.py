@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from busca.crawler.citation import cite
+from busca.citation import cite
 from busca.crawler.crawl import crawl
 from busca.crawler.options import CrawlOptions
 from busca.crawler.files import read_files

@@ -3,7 +3,8 @@ or the section (`URL#anchor` and its heading path "Reembolso › Prazos"), from 
 document's stored metadata (`pages`: [number, offset]; `headings`: [offset, level, text,
 anchor]).
 
-No imports beyond the standard library: `busca context` loads it without the crawler.
+No imports at all: `busca context` and the index's sections chunker load it without the
+crawler.
 """
 
 from __future__ import annotations
