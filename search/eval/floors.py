@@ -136,6 +136,12 @@ def tradeoff(answerable: list[Outcome], unanswerable: list[Outcome], floor: floa
     return _row(floor, answerable, _tops(answerable), _tops(unanswerable), k)
 
 
+def target_cut(pos, neg, keep: float) -> float:
+    """The highest cut keeping at least `keep` of the scores `pos` (see `calibrate`)."""
+    return _target_floor(np.asarray(pos, dtype=np.float64), np.asarray(neg, dtype=np.float64),
+                         keep)
+
+
 def _tops(outcomes: list[Outcome]) -> np.ndarray:
     """Best-hit scores; a question with no hit at all scores -inf (always refused)."""
     return np.array([-math.inf if o.top_score is None else o.top_score for o in outcomes])
