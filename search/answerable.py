@@ -158,6 +158,20 @@ class Verdict:
     def refused(self) -> bool:
         return self.probability < self.threshold
 
+    @property
+    def reason(self) -> str:
+        return (f"the answerability model judges the answer is not here (p = {self.probability:.3f}"
+                f" < {self.threshold:.3f}); give --min-score 0 to see the hits anyway")
+
+
+def refusal(index, query: str, method: str, min_score: float | None) -> Verdict | None:
+    """The stored model's verdict when it refuses `query` (never when a min_score is given:
+    it overrides the model as it does a floor). Called where the floor is applied."""
+    if min_score is not None:
+        return None
+    found = verdict(index, query, method)
+    return found if found is not None and found.refused else None
+
 
 def verdict(index, query: str, method: str) -> Verdict | None:
     """The stored model's verdict on `query` searched with `method`; None without a model

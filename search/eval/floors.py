@@ -223,13 +223,14 @@ def floors_to_store(results: dict) -> tuple[dict[str, float], bool]:
     return floors, dropped
 
 
-def store_floors(home, results: dict) -> dict[str, float]:
-    """Store the calibrated floors of an evaluation in the home's live build; the floors."""
+def store_floors(home, results: dict, models: dict | None = None) -> dict[str, float]:
+    """Store the calibrated floors of an evaluation (and its answerability models, method ->
+    plain JSON) in the home's live build; the floors."""
     floors, _ = floors_to_store(results)
-    if not floors:
+    if not floors and not models:
         reasons = [r for r in results.values() if isinstance(r, str)]
         raise NoFloorToStore(reasons[0] if reasons else
                              "no floor to store: calibrate the methods hybrid fuses,"
                              " e.g. --methods bm25,dense,hybrid")
-    home.set_floors(floors)
+    home.set_floors(floors, models)
     return floors
