@@ -387,7 +387,7 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
             _log_query(home, log, "search", query, method, k, hits, min_score, started)
             hits = [h for h in hits if min_score is None or h.score >= min_score]
             if hits and (refused := searching.refusal(index, query, method, given)):
-                click.echo(f"nothing found: {refused.reason}", err=as_json)
+                click.echo(f"no hits: {refused.reason}", err=True)  # as served
                 ctx.exit(NOT_FOUND_EXIT)
     if as_json:
         for hit in hits:
@@ -722,7 +722,7 @@ def _emit_context(ctx, question: str, *, method: str = "tfidf", k: int = searchi
             started = time.perf_counter()
             try:
                 found = searching.build_context(index, store, question, method=method, k=k,
-                                                max_chars=max_chars, min_score=min_score,
+                                                max_chars=max_chars, min_score=given,
                                                 fusion=settings, per_doc=per_doc)
             except searching.ContextTooSmall as e:
                 raise click.BadParameter(str(e), param_hint="--max-chars") from None
@@ -1017,8 +1017,9 @@ def _store_floors(ctx, ev) -> None:
     models = {m: a.model.to_json() for m, a in ev.answerability.items() if a.model}
     with _home(ctx) as home:
         floors = evaluation.store_floors(home, ev.floors, models)
+    stored = _index(ctx).manifest.methods
     for method, answerability in ev.answerability.items():
-        if answerability.model:
+        if answerability.model and method in stored:
             click.echo(_stored_model(method, answerability), err=True)
     for method, floor in floors.items():
         chosen = ev.floors[method].chosen

@@ -156,6 +156,8 @@ def _column(j: int) -> Fit:
 def logistic(x: np.ndarray, y: np.ndarray):
     """Fit the logistic model on the rows with every value; its probability function."""
     model = _fit(x, y, ())
+    if model is None:  # one kind only among the questions that found something
+        return lambda z: np.full(z.shape[0], 0.5)
     return lambda z: np.array([model.probability(dict(zip(model.features, row)))
                                for row in z])
 

@@ -225,8 +225,11 @@ def floors_to_store(results: dict) -> tuple[dict[str, float], bool]:
 
 def store_floors(home, results: dict, models: dict | None = None) -> dict[str, float]:
     """Store the calibrated floors of an evaluation (and its answerability models, method ->
-    plain JSON) in the home's live build; the floors."""
+    plain JSON, for the methods the build has an entry for) in the home's live build; the
+    floors."""
     floors, _ = floors_to_store(results)
+    stored = home.current().manifest.methods  # hybrid:NAME is fused on the fly: no entry
+    models = {m: model for m, model in (models or {}).items() if m in stored}
     if not floors and not models:
         reasons = [r for r in results.values() if isinstance(r, str)]
         raise NoFloorToStore(reasons[0] if reasons else
