@@ -396,6 +396,9 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
                 ctx.exit(NOT_FOUND_EXIT)
             _log_query(home, log, "search", query, method, k, hits, min_score, started)
             hits = [h for h in hits if min_score is None or h.score >= min_score]
+            if hits and (refused := searching.refusal(index, query, method, given)):
+                click.echo(f"no hits: {refused.reason}", err=True)  # as served
+                ctx.exit(NOT_FOUND_EXIT)
     if as_json:
         for hit in hits:
             click.echo(json.dumps({**_hit_json(hit), **fused}, ensure_ascii=False))
@@ -729,7 +732,7 @@ def _emit_context(ctx, question: str, *, method: str = "tfidf", k: int = searchi
             started = time.perf_counter()
             try:
                 found = searching.build_context(index, store, question, method=method, k=k,
-                                                max_chars=max_chars, min_score=min_score,
+                                                max_chars=max_chars, min_score=given,
                                                 fusion=settings, per_doc=per_doc)
             except searching.ContextTooSmall as e:
                 raise click.BadParameter(str(e), param_hint="--max-chars") from None
@@ -1021,8 +1024,13 @@ def _store_floors(ctx, ev) -> None:
     if evaluation.floors_to_store(ev.floors)[1]:
         click.echo("hybrid stores no floor of its own: a hybrid hit must pass the floor of"
                    " one of its components", err=True)
+    models = {m: a.model.to_json() for m, a in ev.answerability.items() if a.model}
     with _home(ctx) as home:
-        floors = evaluation.store_floors(home, ev.floors)
+        floors = evaluation.store_floors(home, ev.floors, models)
+    stored = _index(ctx).manifest.methods
+    for method, answerability in ev.answerability.items():
+        if answerability.model and method in stored:
+            click.echo(_stored_model(method, answerability), err=True)
     for method, floor in floors.items():
         chosen = ev.floors[method].chosen
         click.echo(f"stored the floor {floor:.4g} for {method}: it keeps {chosen.kept:.0%} of"
@@ -1031,6 +1039,19 @@ def _store_floors(ctx, ev) -> None:
                    " --min-score)", err=True)
         if ev.floors[method].warning:
             click.echo(f"warning: {method}: {ev.floors[method].warning}", err=True)
+
+
+def _stored_model(method: str, found) -> str:
+    """What --calibrate says of the answerability model it stored for `method`."""
+    model = found.model
+    held = next(s for s in found.signals if s.name == "logistic").refusals
+    at = next((r for r in held if r.keep == model.keep), held[-1])
+    return (f"stored the answerability model for {method} ({', '.join(model.features)};"
+            f" threshold {model.threshold:.4g}): held out, it kept {at.kept:.0%} of answerable"
+            f" questions and refused {at.refused.value:.0%} ({at.refused.low:.0%}–"
+            f"{at.refused.high:.0%}) of {at.refused.n} unanswerable ones (target: keep"
+            f" {model.keep:.0%}); busca search and context refuse by it (override with"
+            " --min-score)")
 
 
 # --- crawl a site (issue 3) ---

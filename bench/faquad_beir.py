@@ -8,6 +8,11 @@ by `busca add`), DIR/queries.jsonl (`_id`, `text`) and DIR/qrels/test.tsv. DATAS
 to ../shared/data/faquad/dataset.json beside the repository, else fixtures/faquad/dataset.json.
 FaQuAD: Sayama et al., BRACIS 2019, CC BY 4.0 (github.com/liafacom/faquad).
 
+`--hold-out N` (answerability, issue 30) leaves every Nth article (by position: N-1, 2N-1, …)
+out of the corpus and also writes DIR/golden.json: the questions of the kept articles
+(answerable, `url` = their paragraph) and those of the held-out ones (unanswerable, `trecho`
+null) — questions on the site's topics whose answer the site does not hold.
+
 `--baseline` also scores scikit-learn's TfidfVectorizer (defaults, cosine) on the task with
 busca's metric code, the reference point of MEASUREMENTS.md (nDCG@10 0.852).
 """
@@ -52,6 +57,17 @@ def write_beir(records: list[dict], out: Path) -> dict:
     return {"documents": len(records), "queries": n_queries}
 
 
+def hold_out(records: list[dict], every: int) -> tuple[list[dict], list[dict]]:
+    """(kept paragraphs, golden items): every `every`-th article (d % every == every - 1) held
+    out, its questions unanswerable; deterministic."""
+    held = lambda r: int(r["_id"][1:3]) % every == every - 1  # noqa: E731
+    kept = [r for r in records if not held(r)]
+    golden = [{"id": qid, "pergunta": text, "url": r["_id"]} if not held(r) else
+              {"id": qid, "pergunta": text, "trecho": None}
+              for r in records for qid, text in r["questions"]]
+    return kept, golden
+
+
 def sklearn_baseline(records: list[dict]) -> dict:
     """nDCG@10, MRR@10 and recall@k of TfidfVectorizer (defaults) + cosine, per busca's metrics."""
     import numpy as np
@@ -80,9 +96,21 @@ def main() -> None:
                         help="folder to write (default: ./faquad-beir)")
     parser.add_argument("--baseline", action="store_true",
                         help="also print scikit-learn TF-IDF figures on the task")
+    parser.add_argument("--hold-out", type=int, default=0, metavar="N",
+                        help="leave every Nth article out; its questions become unanswerable"
+                             " (writes DIR/golden.json)")
     args = parser.parse_args()
     path = args.dataset or next((p for p in CANDIDATES if p.is_file()), CANDIDATES[-1])
     records = paragraphs(json.loads(path.read_text(encoding="utf-8")))
+    if args.hold_out > 1:
+        records, golden = hold_out(records, args.hold_out)
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "golden.json").write_text(
+            "[\n" + ",\n".join(json.dumps(g, ensure_ascii=False) for g in golden) + "\n]\n",
+            encoding="utf-8")
+        unanswerable = sum(g.get("url") is None for g in golden)
+        print(f"held out every {args.hold_out}th article: {unanswerable} unanswerable and"
+              f" {len(golden) - unanswerable} answerable questions in {args.out}/golden.json")
     counts = write_beir(records, args.out)
     print(f"wrote {args.out}: {counts['documents']} documents, {counts['queries']} queries"
           f" (from {path})")

@@ -86,8 +86,10 @@ class Home(DocumentStore, Protocol):
 
     def new_build(self) -> BuildWriter: ...
 
-    def set_floors(self, floors: Mapping[str, float]) -> Build:
-        """Store calibrated floors in the live build's manifest."""
+    def set_floors(self, floors: Mapping[str, float],
+                   models: Mapping[str, Mapping] | None = None) -> Build:
+        """Store calibrated floors (and answerability models, plain JSON) in the live build's
+        manifest."""
 
     def log_query(self, *, command: str, query: str, method: str, k: int,
                   scores: list[float], floor: float | None, answered: bool, seconds: float,

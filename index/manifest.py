@@ -43,11 +43,14 @@ class Manifest:
         """The calibrated score floor stored for `method`, if any."""
         return self.entry(method).get("floor")
 
-    def with_floors(self, floors: Mapping[str, float]) -> Manifest:
-        """The same manifest with these methods' floors set."""
+    def with_floors(self, floors: Mapping[str, float],
+                    models: Mapping[str, Mapping] | None = None) -> Manifest:
+        """The same manifest with these methods' floors (and answerability models) set."""
         methods = {m: dict(e) for m, e in self.methods.items()}
         for method, value in floors.items():
             methods.setdefault(method, {})["floor"] = value
+        for method, model in (models or {}).items():
+            methods.setdefault(method, {})["answerable"] = dict(model)
         return replace(self, methods=methods)
 
     def to_json(self) -> dict:

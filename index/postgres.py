@@ -166,11 +166,12 @@ class PostgresHome(PostgresStore):
                 make_build=lambda data: PostgresBuild(self, _manifest(data)))
         return GuardedWriter(writer, self.guard)
 
-    def set_floors(self, floors: Mapping[str, float]) -> PostgresBuild:
-        """Calibrated floors into the live build's manifest."""
+    def set_floors(self, floors: Mapping[str, float],
+                   models: Mapping[str, Mapping] | None = None) -> PostgresBuild:
+        """Calibrated floors (and answerability models) into the live build's manifest."""
         build = self.current()
         self._writing()
-        manifest = build.manifest.with_floors(floors)
+        manifest = build.manifest.with_floors(floors, models)
         self.conn().execute(f"UPDATE {quoted(self.schema)}.builds SET manifest = %s"
                             " WHERE name = %s", (json.dumps(manifest.to_json()), build.name))
         return PostgresBuild(self, manifest)

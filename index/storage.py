@@ -206,11 +206,14 @@ class LocalHome(Store):
         with guard(self.path):
             drop_legacy(self.db)
 
-    def set_floors(self, floors: Mapping[str, float]) -> Index:
-        """Store calibrated floors in the live manifest."""
+    def set_floors(self, floors: Mapping[str, float],
+                   models: Mapping[str, Mapping] | None = None) -> Index:
+        """Store calibrated floors (and answerability models, plain JSON) in the live manifest."""
         self._check_writable()
         index = self.current()
-        update_manifest(index, {"methods": {m: {"floor": f} for m, f in floors.items()}})
+        manifest = index.manifest.with_floors(floors, models)
+        update_manifest(index, {"methods": {m: manifest.entry(m) for m in
+                                            {*floors, *(models or {})}}})
         return index
 
     def log_query(self, **row) -> None:

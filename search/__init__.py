@@ -40,6 +40,7 @@ EXPORTS = {
     "parse_weights": ".fusion",
     "querylog": ".querylog:",
     "rank": ".scorers",
+    "refusal": ".answerable",
     "render": ".context",
     "require_vectors": "..index.vectors",
     "RRF_K": ".fusion",

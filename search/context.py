@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from ..citation import cite, section
 from ..errors import BuscaError
 from ..index.lexical import NoSearchableTerms
+from .answerable import refusal
 from .fusion import FusionSettings
 from .collapse import search as search_per_doc
 from .hits import K, Hit, check_floor
@@ -120,6 +121,9 @@ def build_context(index, store: Store, question: str, *, method: str = "tfidf",
                               backfill=True, floor=floor, fusion=fusion)
     except NoSearchableTerms as e:
         return Context(question, method, floor, (), reason=str(e), max_chars=max_chars)
+    refused = refusal(index, question, method, min_score)
+    if refused is not None:
+        return Context(question, method, floor, (), reason=refused.reason, max_chars=max_chars)
     passages = merge_hits([h for h in hits if floor is None or h.score >= floor], store)
     if passages:
         passages = fit(passages, max_chars)

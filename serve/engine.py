@@ -168,6 +168,8 @@ class Engine:
                 hits, note = [], str(e)
             self._log("search", query, method, k, hits, floor, started, log_query)
             kept = [h for h in hits if floor is None or h.score >= floor]
+            if kept and (refused := searching.refusal(live.index, query, method, min_score)):
+                kept, note = [], refused.reason
             return Found(kept, floor, note, live.build)
 
         return self.run(work)

@@ -179,7 +179,7 @@ def test_asking_the_server_loads_no_web_stack_and_no_encoder(server, reused_home
     env = {k: v for k, v in os.environ.items() if k != "BUSCA_NO_SERVE"}
     before = requests_seen(server, "/api/search")
     done = subprocess.run([sys.executable, "-c", probe, "--home", str(reused_home), "search",
-                           PARAPHRASE_Q, "--method", "hybrid", "--no-log"],
+                           LEXICAL_Q, "--method", "hybrid", "--no-log"],
                           capture_output=True, text=True, check=True, env=env)
     assert requests_seen(server, "/api/search", before + 1) == before + 1
     modules = json.loads(done.stdout.strip().splitlines()[-1])
@@ -201,7 +201,7 @@ def test_no_serve_and_its_variable_keep_the_work_here(server, reused_home, monke
 
 def test_hybrid_options_the_api_lacks_are_computed_here(server, reused_home):
     before = requests_seen(server, "/api/search")
-    code, out, _ = invoke(reused_home, "search", PARAPHRASE_Q, "--method", "hybrid",
+    code, out, _ = invoke(reused_home, "search", LEXICAL_Q, "--method", "hybrid",
                           "--fusion", "rrf", "--json", "--no-log")
     assert code == 0 and json.loads(out.splitlines()[0])["fusion"]["fusion"] == "rrf"
     assert requests_seen(server, "/api/search") == before

@@ -136,6 +136,12 @@ def tradeoff(answerable: list[Outcome], unanswerable: list[Outcome], floor: floa
     return _row(floor, answerable, _tops(answerable), _tops(unanswerable), k)
 
 
+def target_cut(pos, neg, keep: float) -> float:
+    """The highest cut keeping at least `keep` of the scores `pos` (see `calibrate`)."""
+    return _target_floor(np.asarray(pos, dtype=np.float64), np.asarray(neg, dtype=np.float64),
+                         keep)
+
+
 def _tops(outcomes: list[Outcome]) -> np.ndarray:
     """Best-hit scores; a question with no hit at all scores -inf (always refused)."""
     return np.array([-math.inf if o.top_score is None else o.top_score for o in outcomes])
@@ -217,13 +223,17 @@ def floors_to_store(results: dict) -> tuple[dict[str, float], bool]:
     return floors, dropped
 
 
-def store_floors(home, results: dict) -> dict[str, float]:
-    """Store the calibrated floors of an evaluation in the home's live build; the floors."""
+def store_floors(home, results: dict, models: dict | None = None) -> dict[str, float]:
+    """Store the calibrated floors of an evaluation (and its answerability models, method ->
+    plain JSON, for the methods the build has an entry for) in the home's live build; the
+    floors."""
     floors, _ = floors_to_store(results)
-    if not floors:
+    stored = home.current().manifest.methods  # hybrid:NAME is fused on the fly: no entry
+    models = {m: model for m, model in (models or {}).items() if m in stored}
+    if not floors and not models:
         reasons = [r for r in results.values() if isinstance(r, str)]
         raise NoFloorToStore(reasons[0] if reasons else
                              "no floor to store: calibrate the methods hybrid fuses,"
                              " e.g. --methods bm25,dense,hybrid")
-    home.set_floors(floors)
+    home.set_floors(floors, models)
     return floors

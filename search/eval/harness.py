@@ -15,6 +15,7 @@ from ..scorers import available_methods
 from .bootstrap import LEVEL, RESAMPLES, SEED
 from .floors import KEEP
 from .chunkers import temporary_indexes
+from .answerability import question_features
 from .golden import Golden
 from ...index.encoders import THREADS
 from .judge import (DEPTH, ChunkTable, Judgement, chunk_table, index_rankers, judge,
@@ -51,7 +52,7 @@ def evaluate_index(golden: Golden, index, store, *, methods: Sequence[str] | Non
     outcomes = rank_questions(judgement, table, rankers, depth=depth, on_progress=on_progress)
     info = {**_info(golden, index.manifest, table.label, depth), "per_doc": per_doc}
     return _finish(golden, outcomes, {table.label: (judgement, table)}, table.documents,
-                   metrics, key, by, info, keep)
+                   metrics, key, by, info, keep, question_features(golden, outcomes, index))
 
 
 def evaluate_chunkers(golden: Golden, store, chunkers: Sequence[dict], *,
@@ -62,7 +63,7 @@ def evaluate_chunkers(golden: Golden, store, chunkers: Sequence[dict], *,
                       on_progress: Callable | None = None, keep: float = KEEP) -> Harness:
     """Evaluate `methods` on temporary indexes, one per chunker; systems are "method/chunker"."""
     documents = list(store.documents())
-    outcomes, judged = {}, {}
+    outcomes, judged, features = {}, {}, {}
     with temporary_indexes(documents, chunkers, methods, options=options,
                            previous=store.previous(), on_progress=on_progress) as built:
         for table, index in built:
@@ -71,6 +72,8 @@ def evaluate_chunkers(golden: Golden, store, chunkers: Sequence[dict], *,
             ranked = rank_questions(judgement, table, rankers, depth=depth,
                                     on_progress=on_progress)
             outcomes.update({f"{m}/{table.label}": o for m, o in ranked.items()})
+            features.update({f"{m}/{table.label}": f for m, f in
+                             question_features(golden, ranked, index).items()})
             judged[table.label] = (judgement, table)
     labels = ", ".join(chunker_label(c) for c in chunkers)
     chunks = " / ".join(str(len(table.urls)) for _, (_, table) in judged.items())
@@ -78,7 +81,7 @@ def evaluate_chunkers(golden: Golden, store, chunkers: Sequence[dict], *,
                           "build": "temporary (--chunkers)"}, labels, depth)
     info["per_doc"] = per_doc
     docs = {d.url: d.text for d in documents}
-    return _finish(golden, outcomes, judged, docs, metrics, key, by, info, keep)
+    return _finish(golden, outcomes, judged, docs, metrics, key, by, info, keep, features)
 
 
 def _judged(golden: Golden, table: ChunkTable, per_doc: bool = False) -> Judgement:
@@ -107,8 +110,10 @@ def _foreign_urls(golden: Golden, table: ChunkTable) -> str | None:
             f" questions with the URLs this corpus has, or add and index its corpus")
 
 
-def _finish(golden, outcomes, judged, documents, metrics, key, by, info, keep) -> Harness:
-    evaluation = summarize(golden, outcomes, metrics, key=key, by=by, info=info, keep=keep)
+def _finish(golden, outcomes, judged, documents, metrics, key, by, info, keep,
+            features) -> Harness:
+    evaluation = summarize(golden, outcomes, metrics, key=key, by=by, info=info, keep=keep,
+                           features=features)
     evaluation.problems = {label: j.problems for label, (j, _) in judged.items()}
     evaluation.found_in = {label: j.found_in for label, (j, _) in judged.items()}
     return Harness(evaluation, judged, fingerprint(documents))

@@ -246,21 +246,21 @@ def outcome_of(judged: Judged, table: ChunkTable, ids, scores) -> Outcome:
     ids = [int(i) for i in ids]
     scores = [float(s) for s in scores]
     if judged.level == "document":
-        units, unit_scores = _documents(table, ids, scores)
+        units, unit_scores, chunks = _documents(table, ids, scores)
         labels = units
     else:
-        units, unit_scores, labels = ids, scores, [table.name(i) for i in ids]
+        units, unit_scores, labels, chunks = ids, scores, [table.name(i) for i in ids], ids
     ranks = [r for r, u in enumerate(units, start=1) if u in judged.gains]
     gains = [judged.gains[units[r - 1]] for r in ranks]
     return Outcome(judged.question.id, tuple(ranks), tuple(gains),
                    tuple(sorted(judged.gains.values(), reverse=True)),
                    unit_scores[0] if unit_scores else None,
                    unit_scores[ranks[0] - 1] if ranks else None,
-                   tuple(labels), tuple(unit_scores))
+                   tuple(labels), tuple(unit_scores), tuple(chunks))
 
 
 def _documents(table: ChunkTable, ids: list[int], scores: list[float]):
-    seen: dict[str, float] = {}
+    seen: dict[str, tuple[float, int]] = {}
     for i, s in zip(ids, scores):
-        seen.setdefault(table.urls[i], s)
-    return list(seen), list(seen.values())
+        seen.setdefault(table.urls[i], (s, i))
+    return list(seen), [s for s, _ in seen.values()], [i for _, i in seen.values()]

@@ -48,7 +48,8 @@ class Outcome:
     `ranks`: 1-based ranks of the relevant items found (ascending); `gains`: their gains;
     `ideal`: the gains of all relevant items, best first; `top_score`: the best hit's score
     (None with no hit); `first_score`: the score at the first relevant rank. `units` and
-    `scores` keep the ranking itself (item labels and scores, best first) for run files.
+    `scores` keep the ranking itself (item labels and scores, best first) for run files; `ids`
+    the chunk id of each unit (a document's best chunk), for answerability features.
     """
 
     question_id: str
@@ -59,6 +60,7 @@ class Outcome:
     first_score: float | None
     units: tuple[str, ...] = field(default=(), compare=False, repr=False)
     scores: tuple[float, ...] = field(default=(), compare=False, repr=False)
+    ids: tuple[int, ...] = field(default=(), compare=False, repr=False)  # chunk of each unit
 
     @property
     def first_rank(self) -> int | None:

@@ -39,7 +39,8 @@ def to_json(ev: Evaluation) -> dict:
                 for label, found in ev.problems.items()}
     data = {"info": ev.info, "metrics": [m.name for m in ev.metrics], "key": ev.key.name,
             "summary": ev.summary, "slices": ev.slices, "pairs": ev.pairs,
-            "subsets": ev.subsets, "floors": ev.floors, "label_problems": problems,
+            "subsets": ev.subsets, "floors": ev.floors,
+            "answerability": ev.answerability, "label_problems": problems,
             "trecho_found_in": ev.found_in, "questions": questions,
             "per_question": per_question}
     return _plain(data)
@@ -59,7 +60,8 @@ def _plain(x):
 
 def _sections(ev: Evaluation, md: bool) -> list[str]:
     lines = _header(ev, md)
-    for part in (_labels, _metrics, _slices, _pairs, _per_question, _subsets, _floors):
+    for part in (_labels, _metrics, _slices, _pairs, _per_question, _subsets, _floors,
+                 _answerability):
         lines += part(ev, md)
     return lines
 
@@ -263,3 +265,36 @@ def _does(choice) -> str:
 
 def _mark(floor: float, cal: Calibration) -> str:
     return " ←" if floor == cal.floor else " (J)" if floor == cal.youden.floor else ""
+
+
+def _answerability(ev: Evaluation, md: bool) -> list[str]:
+    if not ev.answerability:
+        return []
+    first = next(iter(ev.answerability.values()))
+    targets = [r.keep for r in first.signals[0].refusals]
+    lines = _title("Answerability: unanswerable questions refused at a share of answerable"
+                   " ones kept", md)
+    lines += ["", f"each signal and its cut fitted on {first.folds - 1} of {first.folds}"
+              " stratified folds, measured on the held-out fold (pooled); refused with its"
+              " 95% Wilson interval; logistic = the model over every feature"]
+    headers = ["method", "signal", "AUC"]
+    for t in targets:
+        headers += [f"kept (target {t:.0%})", f"refused at {t:.0%}"]
+    rows = []
+    for system, a in ev.answerability.items():
+        for sig in a.signals:
+            row = [system, sig.name, _num(sig.auc, 2)]
+            for r in sig.refusals:
+                row += [f"{r.kept:.0%}", _share(r.refused)]
+            rows.append(row)
+    lines += _table(headers, rows, md)
+    for system, a in ev.answerability.items():
+        train = next(s for s in a.signals if s.name == "logistic").training
+        lines.append(f"{system}: logistic on its own training questions (not a measure): "
+                     + ", ".join(f"keeps {r.kept:.0%}, refuses {r.refused.value:.0%} at"
+                                 f" {r.keep:.0%}" for r in train))
+    return lines
+
+
+def _share(share) -> str:
+    return f"{share.value:.0%} ({share.low:.0%}–{share.high:.0%}) of {share.n}"

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from .bootstrap import (SUBSET_SIZES, Difference, Estimate, SubsetRange, bootstrap,
                         paired_difference, subset_range)
+from .answerability import Answerability, measure_all
 from .floors import KEEP, Calibration, FloorError, calibrate
 from .golden import Golden
 from .metrics import KEY, Metric, Outcome, parse_metric, values
@@ -50,14 +51,17 @@ class Evaluation:
     info: dict = field(default_factory=dict)
     problems: dict[str, tuple] = field(default_factory=dict)  # chunker label -> LabelProblems
     found_in: dict[str, Mapping[str, int]] = field(default_factory=dict)
+    answerability: dict[str, Answerability] = field(default_factory=dict)
 
 
 def summarize(golden: Golden, outcomes: dict[str, list[Outcome]], metrics: Sequence[Metric], *,
               key: Metric | str = KEY, by: Sequence[str] | None = None,
               pairs: Sequence[tuple[str, str]] | None = None, info: dict | None = None,
-              keep: float = KEEP) -> Evaluation:
+              keep: float = KEEP, features: dict[str, list[dict]] | None = None
+              ) -> Evaluation:
     """The whole evaluation of `outcomes` (per system, in golden order); each floor keeps
-    `keep` of the answerable questions."""
+    `keep` of the answerable questions; `features` (per system, per question: see
+    search/answerable.py) give the answerability signals."""
     key = parse_metric(key) if isinstance(key, str) else key
     answerable = [i for i, q in enumerate(golden.questions) if q.answerable]
     unanswerable = [i for i, q in enumerate(golden.questions) if not q.answerable]
@@ -73,7 +77,8 @@ def summarize(golden: Golden, outcomes: dict[str, list[Outcome]], metrics: Seque
     floors = {s: _floor(kept[s], [outcomes[s][i] for i in unanswerable], keep)
               for s in outcomes}
     return Evaluation(golden, list(metrics), key, outcomes, summary, slices, compared,
-                      subsets, floors, dict(info or {}))
+                      subsets, floors, dict(info or {}),
+                      answerability=measure_all(golden, features or {}, keep))
 
 
 def default_pairs(systems: list[str]) -> list[tuple[str, str]]:

@@ -1,0 +1,197 @@
+"""Answerability: does the site hold the answer, or should search say "nothing found"?
+
+A raw score floor carries little signal for some models (e5's cosines of relevant and
+irrelevant windows both sit between 0.83 and 0.90), so the signal can be a small logistic
+model over features of one search's ranked lists (best first):
+- `top`: the method's best score (what a floor reads);
+- `z_top`: that score as a z-score of the method's top `WINDOW` scores (per-query normalisation);
+- `margin`: (first - second score) / the standard deviation of that window;
+- `idf_coverage`: the share of the question's idf mass (Lucene BM25 idf of each distinct
+  analysed term, a word the corpus lacks counting with df 0) that the best window holds, read
+  from the postings of the index's lexical method (bm25, else tfidf);
+- `agreement`: the share of the lexical method's top `AGREE_K` also in dense's top `AGREE_K`
+  (the same value whatever the method searched; needs a lexical and a dense method).
+Each method uses every feature its index allows. `busca eval --calibrate` fits the model
+(search/eval/answerability.py) and stores it as plain JSON in the method's manifest entry
+(`answerable`); `busca search` and `busca context` then refuse a question whose probability is
+below the model's threshold (`--min-score` overrides, as it does a floor).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..index.dense_models import resolve
+from ..index.lexical import NoSearchableTerms
+from .fusion import LEXICAL
+from .scorers import rank
+
+FEATURES = ("top", "z_top", "margin", "idf_coverage", "agreement")
+WINDOW = 100  # scores per query that z_top and margin read (hybrid's fusion window)
+AGREE_K = 10
+ENTRY = "answerable"  # the key of the model in a method's manifest entry
+
+
+@dataclass(frozen=True)
+class Model:
+    """A fitted logistic model: p(answerable) = sigmoid(intercept + sum coef * standardised x),
+    and the threshold below which a question is refused."""
+
+    features: tuple[str, ...]
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    coefficients: tuple[float, ...]
+    intercept: float
+    threshold: float
+    keep: float
+    agreement: tuple[str, ...] = ()  # (lexical, dense) methods the agreement feature compares
+
+    def probability(self, values: Mapping[str, float]) -> float:
+        """p(answerable) of one question's feature values (all of `features` needed)."""
+        z = self.intercept + sum(c * (values[f] - m) / s for f, m, s, c in zip(
+            self.features, self.mean, self.scale, self.coefficients))
+        return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+
+    def to_json(self) -> dict:
+        return {"features": list(self.features), "mean": list(self.mean),
+                "scale": list(self.scale), "coefficients": list(self.coefficients),
+                "intercept": self.intercept, "threshold": self.threshold, "keep": self.keep,
+                "agreement": list(self.agreement)}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> Model:
+        return cls(tuple(data["features"]), tuple(map(float, data["mean"])),
+                   tuple(map(float, data["scale"])), tuple(map(float, data["coefficients"])),
+                   float(data["intercept"]), float(data["threshold"]), float(data["keep"]),
+                   tuple(data.get("agreement", ())))
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    """What idf_coverage reads: a lexical method's analyzer and term-major postings."""
+
+    analyze: object  # str -> list of terms
+    column: Mapping[str, int]
+    indptr: np.ndarray
+    indices: np.ndarray
+    n: int  # chunks
+
+    def idf(self, df: int) -> float:
+        """Lucene BM25 idf: ln(1 + (n - df + 0.5) / (df + 0.5))."""
+        return math.log(1 + (self.n - df + 0.5) / (df + 0.5))
+
+    def coverage(self, query: str, chunk: int) -> float:
+        """The share of the query's idf mass whose terms occur in `chunk` (0 with no term)."""
+        total = covered = 0.0
+        for term in set(self.analyze(query)):
+            c = self.column.get(term)
+            span = slice(int(self.indptr[c]), int(self.indptr[c + 1])) if c is not None else None
+            weight = self.idf(0 if span is None else span.stop - span.start)
+            total += weight
+            if span is not None and np.any(self.indices[span] == chunk):
+                covered += weight
+        return covered / total if total > 0 else 0.0
+
+
+def lexicon_of(index) -> Lexicon | None:
+    """The Lexicon of the index's lexical method (bm25, else tfidf), None without postings."""
+    method = next((m for m in LEXICAL if m in index.manifest.methods), None)
+    if method is None:
+        return None
+    ranker = index.ranker(method)
+    if not hasattr(ranker, "indptr"):
+        return None
+    return Lexicon(ranker.analyze, ranker.column, ranker.indptr, ranker.indices,
+                   int(index.manifest.chunks))
+
+
+def features(query: str, ranked: Mapping, method: str, *, lexicon: Lexicon | None = None,
+             agreement: tuple[str, ...] = ()) -> dict[str, float]:
+    """The feature values of one question from `ranked` (method -> (ids, scores), best
+    first): {} when `method` found nothing; a feature left out when it cannot be computed."""
+    ids, scores = (np.asarray(a) for a in ranked[method])
+    if ids.size == 0:
+        return {}
+    window = np.asarray(scores[:WINDOW], dtype=np.float64)
+    sd = float(window.std())
+    second = float(window[1]) if window.size > 1 else float(window[0])
+    out = {"top": float(window[0]),
+           "z_top": (float(window[0]) - float(window.mean())) / sd if sd > 0 else 0.0,
+           "margin": (float(window[0]) - second) / sd if sd > 0 else 0.0}
+    if lexicon is not None:
+        out["idf_coverage"] = lexicon.coverage(query, int(ids[0]))
+    if len(agreement) == 2 and all(m in ranked for m in agreement):
+        out["agreement"] = overlap(ranked[agreement[0]][0], ranked[agreement[1]][0])
+    return out
+
+
+def overlap(a, b, k: int = AGREE_K) -> float:
+    """The share of a's top k that is also in b's top k (0 when a is empty)."""
+    top = [int(i) for i in list(a)[:k]]
+    return len(set(top) & {int(i) for i in list(b)[:k]}) / len(top) if top else 0.0
+
+
+def agreement_pair(methods) -> tuple[str, ...]:
+    """(lexical, dense) among `methods`: bm25 else tfidf, and `dense`; () without both."""
+    lexical = next((m for m in LEXICAL if m in methods), None)
+    return (lexical, "dense") if lexical and "dense" in methods else ()
+
+
+def model_of(index, method: str) -> Model | None:
+    """The answerability model stored for `method`, if any."""
+    data = index.manifest.entry(resolve(index.manifest.methods, method)).get(ENTRY)
+    return Model.from_json(data) if data else None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the stored model says of one question."""
+
+    probability: float
+    threshold: float
+
+    @property
+    def refused(self) -> bool:
+        return self.probability < self.threshold
+
+    @property
+    def reason(self) -> str:
+        return (f"the answerability model judges the answer is not here (p = {self.probability:.3f}"
+                f" < {self.threshold:.3f}); give --min-score 0 to see the hits anyway")
+
+
+def refusal(index, query: str, method: str, min_score: float | None) -> Verdict | None:
+    """The stored model's verdict when it refuses `query` (never when a min_score is given:
+    it overrides the model as it does a floor). Called where the floor is applied."""
+    if min_score is not None:
+        return None
+    found = verdict(index, query, method)
+    return found if found is not None and found.refused else None
+
+
+def verdict(index, query: str, method: str) -> Verdict | None:
+    """The stored model's verdict on `query` searched with `method`; None without a model
+    (or when this index cannot compute one of its features)."""
+    model = model_of(index, method)
+    if model is None:
+        return None
+    needed = [method, *(model.agreement if "agreement" in model.features else ())]
+    ranked = {m: _ranked(index, query, m) for m in dict.fromkeys(needed)}
+    lexicon = lexicon_of(index) if "idf_coverage" in model.features else None
+    values = features(query, ranked, method, lexicon=lexicon, agreement=model.agreement)
+    if not values:
+        return Verdict(0.0, model.threshold)
+    if any(f not in values for f in model.features):
+        return None
+    return Verdict(model.probability(values), model.threshold)
+
+
+def _ranked(index, query: str, method: str):
+    try:
+        return rank(index, query, method=method, k=WINDOW)
+    except NoSearchableTerms:
+        return np.empty(0, np.int64), np.empty(0)

@@ -1,0 +1,212 @@
+"""Answerability signals measured: how many unanswerable questions each signal refuses while
+it keeps a stated share of the answerable ones (90% and 95%).
+
+A signal is one feature of search/answerable.py read alone (higher = answerable), or the
+logistic model over all of them. Every figure is cross-validated the same way: stratified
+k-fold (FOLDS, shuffled with SEED); on each fold the signal (the model, for `logistic`) and the
+cut keeping the target share of answerable questions are fitted on the other folds only, then
+applied to the held-out questions, and the held-out counts are pooled — so no question is
+judged by a cut or a model fitted on it. The logistic model's figure on its own training
+questions is kept beside it (`training`) to show what cross-validation removes. A question
+that found nothing is always refused; AUC is the raw feature's (the model's out of fold).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..answerable import FEATURES, Model, agreement_pair, features, lexicon_of
+from .floors import Share, target_cut, wilson
+
+KEEPS = (0.90, 0.95)
+FOLDS = 5
+SEED = 0
+LOGISTIC = "logistic"
+Fit = Callable[[np.ndarray, np.ndarray], Callable[[np.ndarray], np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """At one target: answerable questions kept and unanswerable ones refused (held out)."""
+
+    keep: float
+    kept: float
+    refused: Share
+
+
+@dataclass(frozen=True)
+class Signal:
+    """One signal's refusals at each target, its AUC and (logistic) its training figures."""
+
+    name: str
+    auc: float
+    refusals: tuple[Refusal, ...]
+    training: tuple[Refusal, ...] = ()
+
+
+@dataclass(frozen=True)
+class Answerability:
+    """A method's signals, the features its model uses and the model fitted on every question."""
+
+    features: tuple[str, ...]
+    signals: tuple[Signal, ...]
+    folds: int
+    model: Model | None
+
+
+def question_features(golden, outcomes: dict, index) -> dict[str, list[dict]]:
+    """Per method, each question's feature values from the rankings of the evaluation (the
+    agreement pair among the evaluated methods; idf coverage from the index's postings)."""
+    lexicon = lexicon_of(index)
+    pair = agreement_pair(outcomes)
+    out = {}
+    for method in outcomes:
+        out[method] = [features(q.text, {m: (np.array(o[i].ids, dtype=np.int64),
+                                             np.array(o[i].scores)) for m, o in outcomes.items()},
+                                method, lexicon=lexicon, agreement=pair)
+                       for i, q in enumerate(golden.questions)]
+    return out
+
+
+def measure_all(golden, rows: dict[str, list[dict]], keep: float,
+                keeps: Sequence[float] = KEEPS) -> dict[str, Answerability]:
+    """`measure` for each method ("method" or "method/chunker") of `rows`."""
+    answerable = [q.answerable for q in golden.questions]
+    out = {}
+    for system, per_question in rows.items():
+        pair = agreement_pair({s.partition("/")[0] for s in rows})
+        found = measure(per_question, answerable, keep=keep, keeps=keeps, agreement=pair)
+        if found is not None:
+            out[system] = found
+    return out
+
+
+def measure(rows: Sequence[dict], answerable: Sequence[bool], *, keep: float,
+            keeps: Sequence[float] = KEEPS, agreement: tuple[str, ...] = (),
+            folds: int = FOLDS, seed: int = SEED) -> Answerability | None:
+    """Every signal's refusals over these questions; None without both kinds of question."""
+    y = np.array(answerable, dtype=bool)
+    names = tuple(f for f in FEATURES if any(f in r for r in rows))
+    k = min(folds, int(y.sum()), int((~y).sum()))
+    if k < 2 or not names:
+        return None
+    x = matrix(rows, names)
+    targets = tuple(dict.fromkeys([*keeps, keep]))
+    signals = [_signal(n, x, y, targets, _column(j), k, seed) for j, n in enumerate(names)]
+    signals.append(_signal(LOGISTIC, x, y, targets, logistic, k, seed, training=True))
+    return Answerability(names, tuple(signals), k, fit_model(x, y, names, keep, agreement))
+
+
+def matrix(rows: Sequence[dict], names: Sequence[str]) -> np.ndarray:
+    """Rows x features; a question that found nothing is a row of nan (always refused)."""
+    return np.array([[r.get(n, np.nan) if r else np.nan for n in names] for r in rows],
+                    dtype=np.float64).reshape(len(rows), len(names))
+
+
+def cross_validated(x: np.ndarray, y: np.ndarray, fit: Fit, keeps: Sequence[float], *,
+                    folds: int = FOLDS, seed: int = SEED) -> tuple[tuple[Refusal, ...], np.ndarray]:
+    """Held-out refusals at each target and the held-out scores: stratified k-fold, the
+    signal and its cut fitted on the other folds."""
+    from sklearn.model_selection import StratifiedKFold
+
+    kept = np.zeros(len(keeps))
+    refused = np.zeros(len(keeps))
+    scores = np.empty(y.size)
+    for train, test in StratifiedKFold(folds, shuffle=True, random_state=seed).split(x, y):
+        predict = fit(x[train], y[train])
+        inside, outside = scored(predict, x[train]), scored(predict, x[test])
+        scores[test] = outside
+        for t, target in enumerate(keeps):
+            cut = target_cut(inside[y[train]], inside[~y[train]], target)
+            kept[t] += np.sum(outside[y[test]] >= cut)
+            refused[t] += np.sum(outside[~y[test]] < cut)
+    n_pos, n_neg = int(y.sum()), int((~y).sum())
+    return tuple(Refusal(target, kept[t] / n_pos, wilson(int(refused[t]), n_neg))
+                 for t, target in enumerate(keeps)), scores
+
+
+def in_sample(x: np.ndarray, y: np.ndarray, fit: Fit, keeps: Sequence[float]
+              ) -> tuple[Refusal, ...]:
+    """The same figures measured on the questions the signal was fitted on."""
+    s = scored(fit(x, y), x)
+    out = []
+    for target in keeps:
+        cut = target_cut(s[y], s[~y], target)
+        out.append(Refusal(target, float(np.mean(s[y] >= cut)),
+                           wilson(int(np.sum(s[~y] < cut)), int((~y).sum()))))
+    return tuple(out)
+
+
+def scored(predict, x: np.ndarray) -> np.ndarray:
+    """`predict` on the rows with every value; -inf (refused) on rows that found nothing."""
+    ok = np.all(np.isfinite(x), axis=1)
+    out = np.full(x.shape[0], -np.inf)
+    if ok.any():
+        out[ok] = predict(x[ok])
+    return out
+
+
+def _column(j: int) -> Fit:
+    return lambda x, y: (lambda z: z[:, j])
+
+
+def logistic(x: np.ndarray, y: np.ndarray):
+    """Fit the logistic model on the rows with every value; its probability function."""
+    model = _fit(x, y, ())
+    if model is None:  # one kind only among the questions that found something
+        return lambda z: np.full(z.shape[0], 0.5)
+    return lambda z: np.array([model.probability(dict(zip(model.features, row)))
+                               for row in z])
+
+
+def fit_model(x: np.ndarray, y: np.ndarray, names: Sequence[str], keep: float,
+              agreement: tuple[str, ...] = ()) -> Model | None:
+    """The model on every question, its threshold keeping `keep` of the answerable ones."""
+    model = _fit(x, y, tuple(names), agreement)
+    if model is None:
+        return None
+    s = scored(lambda z: np.array([model.probability(dict(zip(model.features, r))) for r in z]),
+               x)
+    threshold = target_cut(s[y], s[~y], keep)
+    return Model(model.features, model.mean, model.scale, model.coefficients, model.intercept,
+                 float(threshold), keep, model.agreement)
+
+
+def _fit(x: np.ndarray, y: np.ndarray, names: tuple[str, ...],
+         agreement: tuple[str, ...] = ()) -> Model | None:
+    """Standardised features, class-balanced L2 logistic regression (deterministic lbfgs)."""
+    from sklearn.linear_model import LogisticRegression
+
+    ok = np.all(np.isfinite(x), axis=1)
+    x, y = x[ok], y[ok]
+    if len(set(y.tolist())) < 2:
+        return None
+    names = names or tuple(str(j) for j in range(x.shape[1]))
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale == 0] = 1.0
+    lr = LogisticRegression(class_weight="balanced", max_iter=1000)
+    lr.fit((x - mean) / scale, y)
+    return Model(names, tuple(map(float, mean)), tuple(map(float, scale)),
+                 tuple(map(float, lr.coef_[0])), float(lr.intercept_[0]), 0.0, 0.0,
+                 tuple(agreement if "agreement" in names else ()))
+
+
+def _signal(name, x, y, keeps, fit, folds, seed, *, training: bool = False) -> Signal:
+    """A signal's held-out refusals; its AUC on held-out scores (a lone feature's held-out
+    scores are its raw values)."""
+    refusals, held_out = cross_validated(x, y, fit, keeps, folds=folds, seed=seed)
+    return Signal(name, auc(held_out, y), refusals,
+                  in_sample(x, y, fit, keeps) if training else ())
+
+
+def auc(scores: np.ndarray, y: np.ndarray) -> float:
+    """P(an answerable question scores above an unanswerable one), ties counting half."""
+    pos, neg = scores[y], scores[~y]
+    if pos.size == 0 or neg.size == 0:
+        return float("nan")
+    greater = (pos[:, None] > neg[None, :]).sum()
+    ties = (pos[:, None] == neg[None, :]).sum()
+    return float((greater + 0.5 * ties) / (pos.size * neg.size))
