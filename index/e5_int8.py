@@ -102,12 +102,15 @@ class E5SmallInt8(E5Small):
             providers=["CPUExecutionProvider"], disabled_optimizers=["SkipLayerNormFusion"])
         return []
 
-    def pool(self, windows: list[list[int]]) -> np.ndarray:
+    def pool(self, windows: list[list[int]], head=None, skips: list[int] | None = None):
         if self._threads == 1 or len(windows) < 2:
-            return super().pool(windows)
+            return super().pool(windows, head, skips)
+        skips = skips or [0] * len(windows)
+        alone = super(E5SmallInt8, self).pool
         with ThreadPoolExecutor(self._threads) as workers:  # onnxruntime frees the GIL
-            return np.concatenate(list(workers.map(lambda w: super(E5SmallInt8, self).pool([w]),
-                                                   windows)))
+            done = list(workers.map(lambda w, s: alone([w], head, [s]), windows, skips))
+        tops = [top for _, found in done for top in found] if head is not None else None
+        return np.concatenate([vectors for vectors, _ in done]), tops
 
     def _encoder_layers(self, x: np.ndarray, real: np.ndarray) -> np.ndarray:
         """Each row alone, without its padding (rows past a window's length stay zero)."""
