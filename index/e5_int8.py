@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .e5_sae import int8_columns
 from .e5_small import E5Small, model_file
 from .e5_weights import Model, read_model
 
@@ -60,6 +61,9 @@ SHIPPED_OUTLIERS = (
     ((15, 35, 146, 351), (15, 35, 223, 351), (564, 635, 1186, 1329)),
     ((35, 146, 223, 351), (35, 146, 223, 351), (119, 554, 712, 1371)),
 )
+
+
+_int8_columns = int8_columns  # its name before the sparse head shared it (index/e5_sae.py)
 
 
 def vnni_available() -> bool:
@@ -168,12 +172,6 @@ class _Watcher(E5Small):
         return x @ p[name]
 
 
-def _int8_columns(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(K, N) float32 -> int8 (K, N) and one scale per column (symmetric, +-127)."""
-    scale = np.maximum(np.abs(w).max(axis=0), 1e-12) / 127
-    return np.round(w / scale).clip(-127, 127).astype(np.int8), scale.astype(np.float32)
-
-
 def build_graph(layers: list[dict], model: Model, outliers: dict) -> bytes:
     """The serialised ONNX graph: x (n, width, hidden), every position a token -> hidden."""
     from onnx import TensorProto, helper, numpy_helper  # noqa: PLC0415
@@ -250,7 +248,7 @@ class _Graph:
         apart = np.asarray(apart, np.int64)
         main = w.copy()
         main[apart] = 0
-        q, scale = _int8_columns(main)
+        q, scale = int8_columns(main)
         if apart.size and side_path:
             keep = np.ones(w.shape[0], np.float32)
             keep[apart] = 0

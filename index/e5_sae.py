@@ -108,8 +108,7 @@ def _graph(sae: Sae) -> bytes:
     """x (L, d) -> the k largest of x @ W + bias per row (values, latent ids)."""
     from onnx import TensorProto, helper, numpy_helper  # noqa: PLC0415
 
-    from .e5_int8 import _int8_columns  # noqa: PLC0415
-    weights, scales = _int8_columns(sae.matrix())
+    weights, scales = int8_columns(sae.matrix())
     inits = [numpy_helper.from_array(a, name) for a, name in (
         (weights, "w"), (scales, "s"), (np.zeros(scales.size, np.int8), "z"),
         (np.asarray(sae.bias, np.float32), "b"), (np.array([sae.k], np.int64), "k"))]
@@ -123,6 +122,12 @@ def _graph(sae: Sae) -> bytes:
                                                             ["L", sae.hidden])], out, inits)
     return helper.make_model(graph, opset_imports=[
         helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]).SerializeToString()
+
+
+def int8_columns(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(K, N) float32 -> int8 (K, N) and one scale per column (symmetric, +-127)."""
+    scale = np.maximum(np.abs(w).max(axis=0), 1e-12) / 127
+    return np.round(w / scale).clip(-127, 127).astype(np.int8), scale.astype(np.float32)
 
 
 def pooled(sae: Sae, tops: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
