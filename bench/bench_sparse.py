@@ -49,9 +49,9 @@ def main() -> None:
         print(f"{name:13s} " + "  ".join(f"{v:.2f} s" for v in values)
               + f"   best {min(values):.2f} s ({len(texts) / min(values):.1f} chunks/s)")
     ratios = [s / d for s, d in zip(seconds["dense+sparse"], seconds["dense"])]
+    best = min(seconds["dense+sparse"]) / min(seconds["dense"])
     print("overhead per round: " + "  ".join(f"{100 * (r - 1):+.0f}%" for r in ratios)
-          + f"; best against best: {100 * (min(seconds['dense+sparse'])"
-            f" / min(seconds['dense']) - 1):+.0f}%")
+          + f"; best against best: {100 * (best - 1):+.0f}%")
 
 
 if __name__ == "__main__":

@@ -164,3 +164,20 @@ def test_sparse_gives_the_same_top_10_on_both_backends(encoder, pg_home, tmp_pat
         entry = build.manifest.methods["sparse"]
         assert (entry["reused"], entry["encoded"]) == (build.manifest.chunks, 0)
     assert _top10(local, "sparse", QUESTIONS[0]) == _top10(pg_home, "sparse", QUESTIONS[0])
+
+
+def test_hybrid3_fuses_sparse_as_a_third_component_and_keeps_no_floor():
+    from busca.search.eval.floors import Calibration, floors_to_store
+    from busca.search.fusion import FusionError, default_weights
+
+    have = ["tfidf", "bm25", "dense", "sparse"]
+    assert default_weights(have, "minmax", dense_share=0.7, sparse="sparse") == {
+        "bm25": 0.21, "dense": 0.49, "sparse": 0.3}
+    assert default_weights(have, "rrf", sparse="sparse") == {"bm25": 1.0, "dense": 1.0,
+                                                             "sparse": 1.0}
+    assert default_weights(have, "minmax", dense_share=0.7) == {"bm25": 0.3, "dense": 0.7}
+    with pytest.raises(FusionError, match="hybrid3 needs the sparse method"):
+        default_weights(have[:3], sparse="sparse")
+    calibrated = Calibration(0.5, 0.1, None, None, 3, (), (), ())
+    floors, dropped = floors_to_store({m: calibrated for m in ("sparse", "hybrid", "hybrid3")})
+    assert floors == {"sparse": 0.5} and dropped
