@@ -16,7 +16,7 @@ from functools import partial
 from ..errors import BuscaError
 from .bm25 import build as bm25_build, build_counts as bm25_counts
 from .dense import build as dense_build, build_hybrid
-from .dense_models import DenseModel, is_dense, is_hybrid, method_names, parse_models
+from .dense_models import HYBRID3, DenseModel, is_dense, is_hybrid, method_names, parse_models
 from .encoders import default_encoder
 from .lexical import Bm25Scorer, TfidfScorer
 from .sparse import SparseScorer, build as sparse_build
@@ -28,7 +28,6 @@ LEXICAL = ("bm25", "tfidf")  # the first one an index has is hybrid's default le
 HYBRID = "hybrid"
 DENSE = "dense"
 SPARSE = "sparse"
-HYBRID3 = "hybrid3"  # hybrid + sparse: derived, never stored
 
 
 class UnknownMethod(BuscaError, ValueError):
@@ -84,8 +83,7 @@ def stored_methods(methods: Mapping) -> list[str]:
 
 def check_methods(methods: Sequence[str]) -> None:
     """Refuse an empty list, unknown names, and a hybrid without its components."""
-    unknown = [m for m in methods
-               if method_spec(m) is None or is_hybrid(m) and m != HYBRID or m == HYBRID3]
+    unknown = [m for m in methods if method_spec(m) is None or is_hybrid(m) and m != HYBRID]
     if unknown or not methods:
         what = f"unknown method {unknown[0]!r}" if unknown else "no method to build"
         raise UnknownMethod(f"{what}; known methods: {', '.join(METHODS)}, dense:NAME"
