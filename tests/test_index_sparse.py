@@ -95,6 +95,18 @@ def test_sparse_comes_from_the_dense_pass_and_leaves_the_vectors_alone(encoder):
     assert nothing[0].size == 0
 
 
+def test_two_threads_give_the_same_vectors_and_latents(encoder):
+    """The int8 engine runs windows side by side with threads > 1: each keeps its latents."""
+    from busca.index.e5_encoder import E5SmallEncoder
+
+    texts = _texts()[:3] + QUESTIONS[:1]
+    vectors, latents = encoder.encode_sparse(texts)
+    vectors2, latents2 = E5SmallEncoder(threads=2, engine=encoder.engine).encode_sparse(texts)
+    assert np.array_equal(vectors, vectors2)
+    for (ids, weights), (ids2, weights2) in zip(latents, latents2):
+        assert np.array_equal(ids, ids2) and np.array_equal(weights, weights2)
+
+
 def test_maxscore_gives_the_exact_top_k_of_the_dot_products(encoder):
     """20,000 chunks of 256 random latents each (MaxScore prunes; the compiled walk runs when
     numba is installed), real questions: the same top 10 and scores as a numpy product."""
