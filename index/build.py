@@ -21,7 +21,7 @@ from .dense import previous_models
 from .dense_models import DenseModel
 from .diskfull import DiskFull, disk_full_error, folder_size, is_disk_full
 from .manifest import Manifest
-from .methods import DEFAULT, UnknownMethod, check_methods, method_spec, with_dense
+from .methods import DEFAULT, SPARSE, UnknownMethod, check_methods, method_spec, with_dense
 from .stream import BATCH_DOCS, chunk_documents
 from .titles import chunk_titles, kept_titles, titled_texts, with_titles
 
@@ -51,6 +51,8 @@ def build_index(home, *, size: int = SIZE, overlap: int = OVERLAP,
     if "bm25" in methods:  # a bad k1 or a missing stemmer fails before any work; the
         # analyzer is chosen once (a fallback from pt is warned about once)
         options = {**options, "bm25_analyzer": check_bm25_options(options)}
+    if SPARSE in methods:  # the dense pass leaves its latents here (index/sparse.py)
+        options = {**options, "sparse_sink": {"latents": {}, "version": None}}
     progress = on_progress or (lambda stage, done, total: None)
     total = home.count()
     if total == 0:
@@ -119,7 +121,7 @@ def _build_methods(methods, chunked, out, options, previous, progress, titles) -
         running = {m: pool.submit(method_spec(m).build_counts, counts[m in titled], out,
                                   options=options) for m in counted}
         out.write_chunks(chunked.rows())
-        for method in methods:
+        for method in sorted(methods, key=lambda m: m == SPARSE):  # after the dense pass
             if method in running:
                 entries[method] = running[method].result()
             else:

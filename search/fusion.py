@@ -34,6 +34,7 @@ LEXICAL = ("bm25", "tfidf")  # the first one the index has is the default lexica
 # encoder (index/encoders.py DENSE_SHARES: use 0.3, e5-small 0.7, others 0.5) and lexical the
 # rest; RRF stays the textbook 1:1. Measured: docs/dense.md, "Fusion across models".
 RRF_WEIGHTS = {"lexical": 1.0, "dense": 1.0}
+SPARSE_SHARE = 0.3  # hybrid3: sparse's share, the others keep their proportions (docs/dense.md)
 
 
 class FusionError(BuscaError, ValueError):
@@ -95,17 +96,25 @@ def parse_weights(text: str) -> dict[str, float]:
 
 
 def default_weights(methods, fusion: str = FUSION, dense: str = "dense", *,
-                    dense_share: float = DENSE_SHARE) -> dict[str, float]:
+                    dense_share: float = DENSE_SHARE, sparse: str | None = None
+                    ) -> dict[str, float]:
     """Default components and weights: the best lexical method the index has, plus `dense`
     (the default dense model; `dense:NAME` for `hybrid:NAME`): 1:1 for RRF, 1 - `dense_share`
-    and `dense_share` for the weighted sums."""
+    and `dense_share` for the weighted sums. With `sparse` (hybrid3), that method too: 1 for
+    RRF, SPARSE_SHARE of the weighted sums (the other two scaled by 1 - SPARSE_SHARE)."""
     lexical = next((m for m in LEXICAL if m in methods), None)
     if lexical is None or dense not in methods:
         raise FusionError("hybrid needs dense vectors and a lexical method (bm25 or tfidf);"
                           " add vectors with: busca index --dense use")
+    if sparse is not None and sparse not in methods:
+        raise FusionError("hybrid3 needs the sparse method: busca index --methods"
+                          " tfidf,bm25,sparse --dense e5-small")
     if fusion == "rrf":
-        return {lexical: RRF_WEIGHTS["lexical"], dense: RRF_WEIGHTS["dense"]}
-    return {lexical: round(1 - dense_share, 6), dense: dense_share}
+        weights = {lexical: RRF_WEIGHTS["lexical"], dense: RRF_WEIGHTS["dense"]}
+        return {**weights, sparse: 1.0} if sparse else weights
+    rest = 1 - SPARSE_SHARE if sparse else 1.0
+    weights = {lexical: round((1 - dense_share) * rest, 6), dense: round(dense_share * rest, 6)}
+    return {**weights, sparse: SPARSE_SHARE} if sparse else weights
 
 
 def rrf(lists, weights, *, k: float = RRF_K) -> tuple[np.ndarray, np.ndarray]:
@@ -156,11 +165,12 @@ def stored_settings(entry: Mapping) -> FusionSettings:
 
 
 def components(settings: FusionSettings, available: Sequence[str], dense: str = "dense", *,
-               dense_share: float = DENSE_SHARE) -> dict[str, float]:
+               dense_share: float = DENSE_SHARE, sparse: str | None = None) -> dict[str, float]:
     """Method -> weight that `settings` fuses, given the methods an index has (`dense`: the
-    dense component of the default weights, `dense_share`: the share measured for its encoder)."""
+    dense component of the default weights, `dense_share`: the share measured for its encoder,
+    `sparse`: a third component, for hybrid3)."""
     weights = settings.weights or default_weights(available, settings.fusion, dense,
-                                                  dense_share=dense_share)
+                                                  dense_share=dense_share, sparse=sparse)
     missing = [m for m in weights if m not in available]
     if missing:
         raise FusionError(f"hybrid cannot use {', '.join(missing)}: this index has"
@@ -237,7 +247,7 @@ def share_of(encoder: str | None) -> float:
 
 
 def describe(settings: FusionSettings, available: Sequence[str], dense: str = "dense", *,
-             dense_share: float = DENSE_SHARE) -> dict:
+             dense_share: float = DENSE_SHARE, sparse: str | None = None) -> dict:
     """Settings with the components and weights actually used on an index with `available`."""
-    return {**settings.describe(),
-            "weights": components(settings, available, dense, dense_share=dense_share)}
+    return {**settings.describe(), "weights": components(settings, available, dense,
+                                                         dense_share=dense_share, sparse=sparse)}

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from ..index.dense_models import HYBRID, model_of, resolve
 from ..index.lexical import top_k
-from ..index.methods import UnknownMethod, method_spec, stored_methods
+from ..index.methods import HYBRID3, SPARSE, UnknownMethod, method_spec, stored_methods
 from .fusion import FusionSettings, HybridScorer, components, describe, share_of, stored_settings
 
 K = 3
@@ -16,12 +16,13 @@ K = 3
 
 def available_methods(index) -> list[str]:
     """Methods this index can answer with, in registry order: each dense model (`dense`,
-    `dense:NAME`) and, when it has `hybrid`, one hybrid per extra model (`hybrid:NAME`)."""
+    `dense:NAME`) and, when it has `hybrid`, one hybrid per extra model (`hybrid:NAME`) and
+    `hybrid3` (hybrid + sparse) when it has `sparse`."""
     stored = stored_methods(index.manifest.methods)
     if HYBRID not in stored:
         return stored
     extra = [f"{HYBRID}:{model_of(m)}" for m in stored if m.startswith("dense:")]
-    return stored + extra
+    return stored + extra + ([HYBRID3] if SPARSE in stored else [])
 
 
 def scorer(index, method: str, fusion: FusionSettings | None = None):
@@ -38,7 +39,7 @@ def scorer(index, method: str, fusion: FusionSettings | None = None):
     settings = fusion if fusion is not None else stored_settings(index.manifest.entry(HYBRID))
     dense = _dense_of(method)
     weights = components(_resolved(index, settings), _parts(index), dense,
-                         dense_share=dense_share(index, dense))
+                         dense_share=dense_share(index, dense), sparse=_sparse_of(method))
     return HybridScorer({m: index.ranker(resolve(index.manifest.methods, m)) for m in weights},
                         weights, settings, {m: floor_of(index, m) for m in weights})
 
@@ -48,7 +49,7 @@ def describe_fusion(index, settings: FusionSettings, method: str = "hybrid") -> 
     method = resolve(index.manifest.methods, method)
     dense = _dense_of(method)
     return describe(_resolved(index, settings), _parts(index), dense,
-                    dense_share=dense_share(index, dense))
+                    dense_share=dense_share(index, dense), sparse=_sparse_of(method))
 
 
 def dense_share(index, dense: str = "dense") -> float:
@@ -79,7 +80,12 @@ def _resolved(index, settings: FusionSettings) -> FusionSettings:
 
 def _parts(index) -> list[str]:
     """What a hybrid may fuse: every method of the index but the hybrids."""
-    return [m for m in available_methods(index) if m.partition(":")[0] != HYBRID]
+    return [m for m in available_methods(index) if method_spec(m).kind != "fused"]
+
+
+def _sparse_of(method: str) -> str | None:
+    """The sparse component of a hybrid's default weights: `hybrid3` fuses `sparse`."""
+    return SPARSE if method == HYBRID3 else None
 
 
 def _dense_of(method: str) -> str:

