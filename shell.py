@@ -10,12 +10,12 @@ Like cli.py, this module prints.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 import click
 
+from . import corpus as api
 from . import display
 from . import search as searching
 from .errors import BuscaError
@@ -152,25 +152,23 @@ class Session:
     # --- answers ------------------------------------------------------------------------
     def ask(self, question: str) -> list:
         """Rank `question` with the current settings and print the hits."""
-        s, floor = self.settings, self.floor()
+        s = self.settings
         self.last = question
-        started = time.perf_counter()
-        per_doc = searching.collapse.PER_DOC if s.per_doc is None else s.per_doc
-        hits = searching.collapse.search(self.index, self.store, question, method=s.method,
-                                         k=s.k, per_doc=per_doc, fusion=self.fusion)
-        seconds = time.perf_counter() - started
-        self._log(question, hits, floor, started)
-        shown = [h for h in hits if floor is None or h.score >= floor]
+        spec = self.spec(api.SearchSpec, searching.collapse.PER_DOC)
+        result = api.search_build(self.index, self.store, question, spec)
+        if result.note:  # no word of the question is in the index
+            raise searching.NoSearchableTerms(result.note)
+        shown, floor, seconds = list(result.hits), result.floor, result.seconds
         self.answered += 1
         if self.as_json:
             self.echo(json.dumps({"question": question, "method": s.method, "k": s.k,
-                                  "per_doc": per_doc, "floor": floor,
+                                  "per_doc": spec.per_doc, "floor": floor,
                                   "seconds": round(seconds, 4),
-                                  "hits": [hit_json(h) for h in shown]}, ensure_ascii=False))
+                                  "hits": [h.to_json() for h in shown]}, ensure_ascii=False))
             return shown
         if not shown:
             self.echo("nothing found" + (f": no passage scores {floor:.4f} or more"
-                                         if floor is not None and hits else ""))
+                                         if floor is not None and result.ranked else ""))
         else:
             analyzer = searching.highlight.analyzer_for(self.index.manifest.methods, s.method)
             self.echo(display.hits_text(shown, question, analyzer, self.style))
@@ -178,6 +176,12 @@ class Session:
         self.echo(self.style.paint(f"({len(shown)} {hits_word}, {s.method},"
                                    f" {seconds * 1000:.0f} ms)", dim=True), err=True)
         return shown
+
+    def spec(self, kind: type[api.SearchSpec], per_doc: int):
+        """The session's settings as a spec of `kind` (`per_doc` unless the session set one)."""
+        s = self.settings
+        return kind(method=s.method, k=s.k, min_score=s.min_score, log=self.log,
+                    per_doc=per_doc if s.per_doc is None else s.per_doc)
 
     def compare(self, arg: str = "") -> None:
         question = self._question(arg, ":compare")
@@ -194,11 +198,8 @@ class Session:
 
     def context(self, arg: str = "") -> None:
         question = self._question(arg, ":context")
-        s = self.settings
-        found = searching.build_context(
-            self.index, self.store, question, method=s.method, k=s.k, min_score=s.min_score,
-            fusion=self.fusion,
-            per_doc=searching.CONTEXT_PER_DOC if s.per_doc is None else s.per_doc)
+        spec = replace(self.spec(api.ContextSpec, searching.CONTEXT_PER_DOC), log=False)
+        found = api.context_build(self.index, self.store, question, spec)
         prompt = searching.render(found) if found.answered else None
         if self.as_json:
             self.echo(json.dumps(searching.context_dict(found, prompt=prompt),
@@ -215,13 +216,6 @@ class Session:
         self.last = question
         return question
 
-    def _log(self, question, hits, floor, started) -> None:
-        if self.log:
-            searching.querylog.log_call(self.store, command="search", query=question,
-                                        method=self.settings.method, k=self.settings.k,
-                                        scores=[h.score for h in hits], floor=floor,
-                                        started=started)
-
 
 def _number(arg: str, name: str, least: int) -> int:
     try:
@@ -231,12 +225,6 @@ def _number(arg: str, name: str, least: int) -> int:
     if value < least:
         raise SessionError(f"{name} takes a whole number of {least} or more, e.g. {name} 5")
     return value
-
-
-def hit_json(hit: searching.Hit) -> dict:
-    return {"rank": hit.rank, "score": hit.score, "url": hit.url, "title": hit.title,
-            "chunk_id": hit.chunk_id, "start": hit.start, "end": hit.end, "text": hit.text,
-            "method": hit.method}
 
 
 # --- from a pipe ----------------------------------------------------------------------------
