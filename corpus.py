@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # loaded only by the use cases that need them
     from .crawler.store import Document
     from .search.compare import Comparison
     from .search.eval.golden import Golden
-    from .search.eval.harness import Harness
+    from .search.eval.summary import Evaluation
 
 METHOD = "tfidf"  # busca search's default method
 HYBRID_AS_SEARCH = FusionSettings(floors=True)  # hybrid as `busca search` uses it by default
@@ -301,9 +301,9 @@ class Corpus:
     def evaluate(self, golden: Golden | str | Path, *, methods: Sequence[str] | None = None,
                  ks: Sequence[int] | None = None, key: str | None = None,
                  by: Sequence[str] | None = None,
-                 on_progress: Callable | None = None) -> Harness:
-        """`busca eval`: recall@k, MRR, nDCG and the floors per method on a golden set
-        (`.evaluation` holds the figures)."""
+                 on_progress: Callable | None = None) -> Evaluation:
+        """`busca eval`: recall@k, MRR, nDCG (`.summary[method][metric].mean`) and the
+        floors per method on a golden set."""
         from .search import eval as evaluation
 
         golden = _golden(golden)
@@ -312,14 +312,13 @@ class Corpus:
         depth = max(evaluation.DEPTH, metric.k, *(m.k for m in metrics))
         return evaluation.evaluate_index(golden, self.build, self.home, methods=methods,
                                          metrics=metrics, key=metric, by=by, depth=depth,
-                                         on_progress=on_progress)
+                                         on_progress=on_progress).evaluation
 
     def calibrate(self, golden: Golden | str | Path, **options: Any) -> dict[str, float]:
         """`busca eval --calibrate`: store each method's floor in the live build; the floors."""
         from .search import eval as evaluation
 
-        harness = self.evaluate(golden, **options)
-        return evaluation.store_floors(self.home, harness.evaluation.floors)
+        return evaluation.store_floors(self.home, self.evaluate(golden, **options).floors)
 
 
 def _golden(golden) -> Golden:

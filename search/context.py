@@ -101,6 +101,10 @@ class Context:
     def scores(self) -> list[float]:
         return [h.score for h in self.hits]
 
+    def prompt(self, *, lang: str = "pt", template: str | None = None) -> str:
+        """The prompt for an LLM (see `render`)."""
+        return render(self, lang=lang, template=template)
+
     def to_json(self, *, prompt: str | None = None) -> dict:
         """The structured form (`busca context --json`, POST /api/context)."""
         return context_dict(self, prompt=prompt)
