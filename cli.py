@@ -233,35 +233,16 @@ def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyz
         raise click.BadParameter(f"must be smaller than --size ({size})", param_hint="--overlap")
     progress = Progress(quiet)
     options = dict(ctx.obj.get("index_options", {}))
-    options.update(bm25_k1=k1, bm25_b=b, bm25_analyzer=bm25_analyzer)
-    with _home(ctx) as home:
-        names, models, kept, entries = indexing.methods_for(home, _split(methods), dense=dense)
-        if kept:
-            click.echo(f"keeping the dense models {kept} (--dense none drops them)", err=True)
-        if models:
-            options.update(dense_models=models, threads=threads,
-                           servers=_servers(ctx, models, entries),
-                           vector_cache=getattr(home, "home", None))
-        manifest = indexing.build_index(
-            home, size=size, overlap=overlap, methods=names, options=options,
-            on_progress=progress)
+    options.update(bm25_k1=k1, bm25_b=b, bm25_analyzer=bm25_analyzer, threads=threads)
+    with _corpus(ctx) as corpus:
+        manifest = corpus.index(size=size, overlap=overlap, methods=_split(methods),
+                                dense=dense, options=options, on_progress=progress,
+                                on_note=lambda note: click.echo(note, err=True))
     progress.close()
     click.echo(f"indexed {manifest.documents} documents, {manifest.words} words →"
                f" {manifest.chunks} chunks ({manifest.rechunked_documents} documents"
                f" re-chunked); methods: {', '.join(manifest.methods)}")
     _echo_dense(manifest)
-
-
-def _servers(ctx, models, entries: dict) -> dict:
-    """Model name -> ServerSettings of each openai:MODEL model: the user's --embed-* values
-    over those the previous build stored; fails (before chunking) when there is no URL."""
-    servers = {}
-    for model in models:
-        if model.encoder.startswith(indexing.OPENAI_PREFIX):
-            servers[model.name] = indexing.server_settings(entries.get(model.name, {}),
-                                                           **_embed(ctx))
-            indexing.check_server(model.encoder, servers[model.name])
-    return servers
 
 
 def _echo_dense(manifest: indexing.Manifest) -> None:
@@ -851,7 +832,8 @@ def _chunker_options(ctx, home) -> dict:
     options = dict(ctx.obj.get("index_options", {}))
     _, models, _, entries = indexing.methods_for(home, [], dense=None)
     if models:
-        options.update(dense_models=models, servers=_servers(ctx, models, entries),
+        options.update(dense_models=models,
+                       servers=api.Corpus(home, embed=_embed(ctx)).servers(models, entries),
                        vector_cache=getattr(home, "home", None))
     return options
 

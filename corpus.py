@@ -189,6 +189,14 @@ def _log(home, spec: SearchSpec, command: str, question: str, hits, floor, start
                                     started=started)
 
 
+def prepare(ranker) -> None:
+    """Load what a ranker (or each ranker a hybrid fuses) loads lazily, now: a large index's
+    int8 copy (index/vectors.py), its window tables and codes (index/maxscore.py)."""
+    for part in getattr(ranker, "rankers", {}).values() or [ranker]:
+        if hasattr(part, "prepare"):
+            part.prepare()
+
+
 class Corpus:
     """One corpus home (a folder or a postgresql:// URL) and every use case over it."""
 

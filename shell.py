@@ -71,16 +71,12 @@ class Session:
         kind = method.partition(":")[0]  # dense:NAME and hybrid:NAME are dense and hybrid too
         if method in ("dense", HYBRID):
             searching.require_vectors(self.index)  # the hint to add vectors
-        fusion = None
-        if kind == HYBRID:
-            fusion = searching.check_settings(  # as busca search does by default
-                searching.FusionSettings(floors=self.settings.min_score is None))
+        min_score = self.settings.min_score
+        fusion = api.SearchSpec(method=method, min_score=min_score).fusion_settings(min_score)
         ranker = searching.scorer(self.index, method, fusion)  # UnknownMethod lists them
         if kind in ("dense", HYBRID):
             ranker.top(WARM_UP, 1)  # encode once now: some encoders load lazily
-        for part in getattr(ranker, "rankers", {}).values() or [ranker]:
-            if hasattr(part, "prepare"):  # a large index's int8 copy (index/vectors.py), or
-                part.prepare()  # its window tables and codes (index/maxscore.py), now too
+        api.prepare(ranker)
         self.settings, self.fusion = replace(self.settings, method=method), fusion
 
     def floor(self, method: str | None = None) -> float | None:

@@ -21,7 +21,8 @@ from typing import TypeVar
 
 from .. import index as indexing
 from .. import search as searching
-from ..corpus import ContextSpec, Result, SearchSpec, context_build, search_build
+from ..corpus import (ContextSpec, Corpus, Result, SearchSpec, context_build, prepare,
+                      search_build)
 from ..crawler import Document
 from ..index.chunking import chunker_label
 from .errors import BuildRunning
@@ -101,13 +102,11 @@ class Engine:
                 key = (method, entry["encoder"], entry["dimension"])
                 ranker = index.ranker(method, encoder=self._encoders.get(key))
                 ranker.embed("aquecimento")  # some encoders load their tables lazily
-                if hasattr(ranker, "prepare"):
-                    ranker.prepare()  # the local int8 copy of a large index (index/vectors.py)
+                prepare(ranker)
                 self._encoders[key] = ranker.encoder
         for method in searching.available_methods(index):
-            ranker = searching.scorer(index, method)
-            if not indexing.is_dense(method) and hasattr(ranker, "prepare"):
-                ranker.prepare()  # a large index's window tables and codes (index/maxscore.py)
+            if not indexing.is_dense(method):
+                prepare(searching.scorer(index, method))
         index.chunks([0])  # opens the build's chunk table while its files surely exist
 
     def run(self, work: Callable[[Live], T]) -> T:
@@ -213,12 +212,9 @@ class Engine:
     # --- writes (only with --token) ----------------------------------------------------
     def add(self, documents: list[Document]) -> dict:
         """Store documents as `busca add` does; counts of added/updated/unchanged."""
-        counts = {"added": 0, "updated": 0, "unchanged": 0}
         with self._writing:
             home = self.home()
-            for doc in documents:
-                counts[home.put(doc)] += 1
-            return {**counts, "documents": home.count()}
+            return {**Corpus(home).add(documents), "documents": home.count()}
 
     def rebuild(self, *, size: int | None = None, overlap: int | None = None):
         """`busca index` with the live build's chunker and methods (dense kept); the new
@@ -232,21 +228,10 @@ class Engine:
             lexical = [m for m in (previous.manifest.methods if previous is not None
                                    else indexing.DEFAULT)
                        if not (indexing.is_dense(m) or indexing.is_hybrid(m))]
-            names, models, _, entries = indexing.methods_for(home, lexical, dense=None)
-            return indexing.build_index(
-                home, size=size or chunker.get("size") or indexing.SIZE,
+            return Corpus(home, embed=self.embed).index(
+                size=size or chunker.get("size") or indexing.SIZE,
                 overlap=overlap if overlap is not None else chunker.get("overlap",
                                                                         indexing.OVERLAP),
-                methods=names, options=self._build_options(home, models, entries))
+                methods=lexical, options={"workers": 1})
         finally:
             self._writing.release()
-
-    def _build_options(self, home, models, entries: dict) -> dict:
-        """`busca index`'s options for the kept dense models (their servers, as the CLI)."""
-        options: dict = {"workers": 1}
-        if models:
-            servers = {m.name: indexing.server_settings(entries.get(m.name, {}), **self.embed)
-                       for m in models if m.encoder.startswith(indexing.OPENAI_PREFIX)}
-            options.update(dense_models=models, servers=servers,
-                           vector_cache=getattr(home, "home", None))
-        return options
