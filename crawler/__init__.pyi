@@ -24,4 +24,27 @@ from .crawl import why_nothing as why_nothing
 from .defaults import WP_TYPES as WP_TYPES
 
 EXPORTS: dict[str, str]
-__all__: list[str]
+__all__ = [
+    "CrawlError",
+    "CrawlOptions",
+    "DEFAULT_HTML_PAGES",
+    "DEFAULT_RATE",
+    "DEFAULT_RETRIES",
+    "DEFAULT_TIMEOUT",
+    "DEFAULT_TYPES",
+    "DEFAULT_USER_AGENT",
+    "DEFAULT_WORKERS",
+    "Document",
+    "DocumentStore",
+    "JsonApiOptions",
+    "Problem",
+    "SOURCES",
+    "Store",
+    "StoreError",
+    "WP_TYPES",
+    "crawl",
+    "events",
+    "legacy_ids",
+    "read_files",
+    "why_nothing",
+]

@@ -7,4 +7,10 @@ from . import engine as engine
 from . import server as server
 
 EXPORTS: dict[str, str]
-__all__: list[str]
+__all__ = [
+    "app",
+    "client",
+    "discovery",
+    "engine",
+    "server",
+]

@@ -45,9 +45,10 @@ def stub(face: Path) -> str:
     name = "busca." + ".".join(face.parent.relative_to(ROOT).parts)
     lines = [stub_line(n, w) for n, w in sorted(exports(face).items(),
                                                   key=lambda item: item[0].lower())]
+    names = "".join(f'\n    "{n}",' for n in sorted(exports(face)))
     return (f'"""Types of the lazy face {name} (busca/lazy.py loads the names on first'
             ' use)."""\n\n' + "\n".join(lines)
-            + "\n\nEXPORTS: dict[str, str]\n__all__: list[str]\n")
+            + f"\n\nEXPORTS: dict[str, str]\n__all__ = [{names}\n]\n")
 
 
 @pytest.mark.parametrize("face", FACES)
@@ -107,6 +108,9 @@ k: int = search.K
 metric = evaluation.parse_metric("recall@3")
 doc: busca.Document = crawler.Document("u", "t", "x")
 problem: type[errors.BuscaError] = errors.IndexNotFound
+batch: int = index.EMBED_BATCH  # a name the face gives another module's constant
+per_doc: int = search.CONTEXT_PER_DOC
+reveal_type(search.compare_methods)
 reveal_type(busca.open)
 reveal_type(index.open_home)
 reveal_type(errors.StaleIndex)
@@ -138,6 +142,7 @@ def test_mypy_resolves_the_public_surface(tmp_path):
     assert "-> busca.corpus.Corpus" in done.stdout
     assert "-> busca.index.backend.Home" in done.stdout
     assert "busca.search.hits.StaleIndex" in done.stdout
+    assert "-> busca.search.compare.Comparison" in done.stdout
 
 
 @needs_mypy
