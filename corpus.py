@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # loaded only by the use cases that need them
 
 METHOD = "tfidf"  # busca search's default method
 HYBRID_AS_SEARCH = FusionSettings(floors=True)  # hybrid as `busca search` uses it by default
+WARM_UP = "aquecimento"  # encoded when a dense ranker loads, so no question waits for it
 
 
 @dataclass(frozen=True)
@@ -174,8 +175,10 @@ def _prepare(build, spec: SearchSpec,
 
 def _log_policy(home, spec: SearchSpec, notify: Notify | None) -> tuple[SearchSpec, str]:
     """The spec with `log` off when the home cannot log, and why ("read-only")."""
-    querylog = searching.querylog
-    if spec.log and querylog.read_only(home) and querylog.is_enabled(home):
+    if not spec.log:
+        return spec, ""
+    querylog = searching.querylog  # loaded only when the question may be logged
+    if querylog.read_only(home) and querylog.is_enabled(home):
         if notify:
             notify("unlogged", "read-only")
         return replace(spec, log=False), "read-only"
@@ -203,6 +206,7 @@ class Corpus:
     def __init__(self, home: indexing.Home, *, embed: Mapping | None = None):
         self.home = home
         self.embed = dict(embed or {})
+        self._build: indexing.Build | None = None
 
     @property
     def location(self) -> str:
@@ -210,8 +214,23 @@ class Corpus:
 
     @property
     def build(self) -> indexing.Build:
-        """The live build (IndexNotFound before the first `index`)."""
-        return self.home.current()
+        """The live build (IndexNotFound before the first `index`), loaded once: its rankers
+        and encoder stay in memory across calls, and a newer build (`busca index` here or in
+        another process, new floors) replaces it at the next call, as in `busca serve`."""
+        current = self.home.current()
+        if self._build is None or self._build.manifest != current.manifest:
+            self._build = current
+        return self._build
+
+    def warm(self) -> None:
+        """Load every method's ranker (and encoder) now, so no question waits for them."""
+        build = self.build
+        for method in searching.available_methods(build):
+            fusion = SearchSpec(method=method).fusion_settings(None)
+            ranker = searching.scorer(build, method, fusion)
+            if indexing.is_dense(method):
+                ranker.top(WARM_UP, 1)  # some encoders load their tables at the first text
+            prepare(ranker)
 
     def close(self) -> None:
         self.home.close()

@@ -22,7 +22,7 @@ from .errors import BuscaError
 from .index import HYBRID
 
 HISTORY = "~/.busca_history"  # read and written by terminal.py
-WARM_UP = "aquecimento"  # encoded when a dense method is chosen, so no question waits for it
+WARM_UP = api.WARM_UP  # encoded when a dense method is chosen, so no question waits for it
 
 HELP = """\
 Type a question and press Enter. Commands:

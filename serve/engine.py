@@ -21,8 +21,8 @@ from typing import TypeVar
 
 from .. import index as indexing
 from .. import search as searching
-from ..corpus import (ContextSpec, Corpus, Result, SearchSpec, context_build, prepare,
-                      search_build)
+from ..corpus import (WARM_UP, ContextSpec, Corpus, Result, SearchSpec, context_build,
+                      prepare, search_build)
 from ..crawler import Document
 from ..index.chunking import chunker_label
 from .errors import BuildRunning
@@ -101,7 +101,7 @@ class Engine:
                 entry = index.manifest.entry(method)
                 key = (method, entry["encoder"], entry["dimension"])
                 ranker = index.ranker(method, encoder=self._encoders.get(key))
-                ranker.embed("aquecimento")  # some encoders load their tables lazily
+                ranker.embed(WARM_UP)  # some encoders load their tables lazily
                 prepare(ranker)
                 self._encoders[key] = ranker.encoder
         for method in searching.available_methods(index):

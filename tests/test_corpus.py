@@ -149,3 +149,16 @@ def test_docs_python_md_runs_as_written(tmp_path, monkeypatch, capsys):
     assert re.search(r"^bm25 recall@3 0\.\d+$", out, flags=re.M)
     assert out.rstrip().endswith("True")
     assert os.path.isdir(tmp_path / "casa")
+
+
+def test_a_long_lived_corpus_keeps_its_build_and_picks_up_a_new_one(fake_home):
+    with busca.open(fake_home) as corpus:
+        corpus.warm()
+        first = corpus.build
+        ranker = first.ranker("dense")
+        assert corpus.build is first and corpus.build.ranker("dense") is ranker
+        before = corpus.search(QUESTIONS[0], method="hybrid", log=False)
+        assert invoke(fake_home, "index", "-q", "--size", "120", "--overlap", "20").exit_code == 0
+        after = corpus.search(QUESTIONS[0], method="hybrid", log=False)
+        assert corpus.build is not first and after.build != before.build
+        assert after.lines() == cli_lines(fake_home, QUESTIONS[0], "--method", "hybrid")
