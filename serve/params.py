@@ -11,7 +11,8 @@ from collections.abc import Mapping
 
 from ..corpus import SearchSpec
 from ..index.dense_models import is_hybrid
-from ..search.fusion import FUSION, FUSIONS, RRF_K, WINDOW, FusionError, parse_weights
+from ..search.fusion import (FUSION, FUSIONS, RRF_K, WINDOW, FusionError, FusionSettings,
+                             check_settings, parse_weights)
 from .errors import BadParameter
 
 MAX_QUERY = 1000  # characters of a question
@@ -47,7 +48,9 @@ def weights(raw: object) -> dict[str, float] | None:
     if raw is None or raw == "":
         return None
     try:
-        return parse_weights(str(raw))
+        parsed = parse_weights(str(raw))
+        check_settings(FusionSettings(weights=parsed))
+        return parsed
     except FusionError as e:
         raise BadParameter(f"weights: {e}") from None
 
