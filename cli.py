@@ -326,7 +326,8 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
                           log=not no_log)
     with _corpus(ctx) as corpus:
         index = corpus.build
-        result = api.search_build(index, corpus.home, query, spec, notify=_notify("search", method),
+        result = api.search_build(index, corpus.home, query, spec,
+                                  notify=_notify("search", method),
                                   remote=_remote(ctx, no_serve, corpus.home))
     if result.note:
         click.echo(f"no hits: {result.note}", err=True)

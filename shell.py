@@ -19,7 +19,7 @@ from . import corpus as api
 from . import display
 from . import search as searching
 from .errors import BuscaError
-from .index import HYBRID
+from .index import HYBRID, is_dense, is_hybrid
 
 HISTORY = "~/.busca_history"  # read and written by terminal.py
 WARM_UP = api.WARM_UP  # encoded when a dense method is chosen, so no question waits for it
@@ -68,13 +68,12 @@ class Session:
     # --- settings -----------------------------------------------------------------------
     def use(self, method: str) -> None:
         """Switch to `method`, loading its scorer (and encoder) now, not at the next question."""
-        kind = method.partition(":")[0]  # dense:NAME and hybrid:NAME are dense and hybrid too
         if method in ("dense", HYBRID):
             searching.require_vectors(self.index)  # the hint to add vectors
         min_score = self.settings.min_score
         fusion = api.SearchSpec(method=method, min_score=min_score).fusion_settings(min_score)
         ranker = searching.scorer(self.index, method, fusion)  # UnknownMethod lists them
-        if kind in ("dense", HYBRID):
+        if is_dense(method) or is_hybrid(method):  # dense:NAME and hybrid:NAME too
             ranker.top(WARM_UP, 1)  # encode once now: some encoders load lazily
         api.prepare(ranker)
         self.settings, self.fusion = replace(self.settings, method=method), fusion
