@@ -20,7 +20,7 @@ QUESTIONS = ("Qual a universidade pioneira no Brasil em engenharia de software?"
              " coisa por vez?")
 
 
-def invoke(home: Path, *args: str):
+def invoke(home: str | Path, *args: str):
     result = CliRunner().invoke(cli, ["--home", str(home), *args], catch_exceptions=False,
                                 obj={})
     return result
@@ -36,7 +36,7 @@ def fake_home(tmp_path, fake) -> Path:
     return home
 
 
-def cli_lines(home: Path, question: str, *args: str) -> list[dict]:
+def cli_lines(home: str | Path, question: str, *args: str) -> list[dict]:
     result = invoke(home, "search", question, "--json", "--no-log", *args)
     assert result.exit_code in (0, 3), result.output
     return [json.loads(line) for line in result.stdout.splitlines()]
@@ -162,3 +162,14 @@ def test_a_long_lived_corpus_keeps_its_build_and_picks_up_a_new_one(fake_home):
         after = corpus.search(QUESTIONS[0], method="hybrid", log=False)
         assert corpus.build is not first and after.build != before.build
         assert after.lines() == cli_lines(fake_home, QUESTIONS[0], "--method", "hybrid")
+
+
+@pytest.mark.postgres
+def test_a_postgresql_url_is_a_corpus_too(pg_home):
+    with busca.open(pg_home) as corpus:
+        corpus.add_files([FIXTURES / "site" / "articles.jsonl"])
+        manifest = corpus.index(methods=["tfidf", "bm25"])
+        assert manifest.documents == 39
+        result = corpus.search(QUESTIONS[0], method="bm25", k=3, log=False)
+        assert result.hits and result.hits[0].url.startswith("https://faquad.example/")
+        assert result.lines() == cli_lines(pg_home, QUESTIONS[0], "--method", "bm25", "-k", "3")
