@@ -621,9 +621,9 @@ def _not_found(found: searching.Context) -> str:
     why = found.reason or "no passage matches the question"
     if found.method == indexing.HYBRID and found.floor is None and not found.reason:
         why = "no passage passes the floor of any of the fused methods"
-    if found.hits and found.floor is not None:
+    if found.best is not None and found.floor is not None:
         why = (f"no passage scores {found.floor:.4f} or more (best"
-               f" {max(found.scores):.4f}); lower --min-score to see weaker matches")
+               f" {found.best:.4f}); lower --min-score to see weaker matches")
     return f"não encontrei (nothing found): {why} — no prompt was written"
 
 

@@ -92,6 +92,7 @@ class Context:
     passages: tuple[Passage, ...] = ()
     reason: str = ""  # why nothing was found, when the index could say
     max_chars: int = MAX_CHARS
+    top: float | None = None  # the best score when the hits are not carried (busca serve's 409)
 
     @property
     def answered(self) -> bool:
@@ -100,6 +101,11 @@ class Context:
     @property
     def scores(self) -> list[float]:
         return [h.score for h in self.hits]
+
+    @property
+    def best(self) -> float | None:
+        """The best score found, above the floor or not (None when nothing matched)."""
+        return max(self.scores) if self.hits else self.top
 
     def prompt(self, *, lang: str = "pt", template: str | None = None) -> str:
         """The prompt for an LLM (see `render`)."""

@@ -86,7 +86,7 @@ async def context(request: Request) -> JSONResponse:
         # best and note: what `busca context` says when it reuses this server
         return JSONResponse({"answer": None, "reason": _not_found(found), "question": question,
                              "method": method, "floor": found.floor,
-                             "best": max(found.scores) if found.hits else None,
+                             "best": found.best,
                              "note": found.reason, "build": build,
                              "status": 409}, status_code=409)
     prompt = searching.render(found, lang=lang)
@@ -96,8 +96,8 @@ async def context(request: Request) -> JSONResponse:
 def _not_found(found: searching.Context) -> str:
     if found.reason:
         return found.reason
-    if found.hits and found.floor is not None:
-        return (f"no passage scores {found.floor:.4f} or more (best {max(found.scores):.4f});"
+    if found.best is not None and found.floor is not None:
+        return (f"no passage scores {found.floor:.4f} or more (best {found.best:.4f});"
                 " lower min_score to see weaker matches")
     return "no passage passes the floor of any of the fused methods"
 

@@ -20,7 +20,6 @@ from ..corpus import ContextSpec, Result, SearchSpec
 from ..errors import BuscaError
 from ..index.dense_models import is_hybrid
 from ..search.context import Context
-from ..search.hits import Hit
 from .discovery import Record
 
 TIMEOUT = 3.0  # seconds for the connection and for each read
@@ -74,10 +73,9 @@ def context(record: Record, question: str, spec: ContextSpec, *, build: str,
     if status == 409 and data.get("answer", "") is None and "best" in data:
         _same_build(record, data, build)
         with _readable(record):
-            best, method = data["best"], spec.method
-            hits = () if best is None else (Hit(1, float(best), -1, "", "", 0, 0, "", method),)
-            return Context(question, method, data["floor"], hits,
-                           reason=str(data.get("note") or ""), max_chars=spec.max_chars)
+            best = None if data["best"] is None else float(data["best"])
+            return Context(question, spec.method, data["floor"], (), max_chars=spec.max_chars,
+                           reason=str(data.get("note") or ""), top=best)
     if status != 200:
         raise NotServed(_note(record, status, data))
     _same_build(record, data, build)
