@@ -79,6 +79,24 @@ def test_with_the_real_encoder_too(served_home, method):
                 cli_lines(served_home, question, "--method", method)
 
 
+def test_with_e5_small_too(tmp_path):
+    from busca.index import EncoderError, get_encoder
+
+    try:
+        get_encoder("e5-small")
+    except EncoderError as e:
+        pytest.skip(str(e))
+    home = tmp_path / "home"
+    for args in (["add", str(FIXTURES / "site" / "articles.jsonl")],
+                 ["index", "-q", "--dense", "e5-small"]):
+        assert invoke(home, *args).exit_code == 0
+    with busca.open(home, create=False) as corpus:
+        for method in ("dense", "hybrid"):
+            for question in QUESTIONS:
+                assert corpus.search(question, method=method, log=False).lines() == \
+                    cli_lines(home, question, "--method", method)
+
+
 def test_search_applies_the_calibrated_floor_and_logs_as_the_cli(fake_home):
     golden = str(FIXTURES / "golden" / "golden.json")
     with busca.open(fake_home) as corpus:
