@@ -269,10 +269,12 @@ class Corpus:
 
     def index(self, *, size: int = indexing.SIZE, overlap: int = indexing.OVERLAP,
               methods: Sequence[str] = indexing.DEFAULT, dense: str | None = None,
-              options: Mapping | None = None, on_progress: Callable | None = None,
+              titles: str | None = None, options: Mapping | None = None,
+              on_progress: Callable | None = None,
               on_note: Callable[[str], None] | None = None) -> indexing.Manifest:
         """`busca index`: chunk the documents, build `methods` (and the dense models of
-        `dense`, else the previous build's) and publish the build; its manifest."""
+        `dense`, else the previous build's; the titles indexed with the windows for the
+        methods `titles` names, else the previous build's) and publish it; its manifest."""
         names, models, kept, entries = indexing.methods_for(self.home, methods, dense=dense)
         if kept and on_note:
             on_note(f"keeping the dense models {kept} (--dense none drops them)")
@@ -280,6 +282,8 @@ class Corpus:
         if models:
             options.update(dense_models=models, servers=self.servers(models, entries),
                            vector_cache=getattr(self.home, "home", None))
+        if titles is not None:
+            options["titles"] = indexing.titled_methods(titles, names, indexing.TITLES)
         return indexing.build_index(self.home, size=size, overlap=overlap, methods=names,
                                     options=options, on_progress=on_progress)
 

@@ -2,11 +2,13 @@
 
 The CLI decides the `Style` once (colour only on a terminal and never with NO_COLOR; the
 terminal's width) and passes it in; with no colour and no terminal the text is plain and
-stable, which is what pipes and tests read.
+stable, which is what pipes and tests read. Every text that came from a site or a file
+goes through `strip_controls` before it is drawn, so no crawled byte drives the terminal.
 """
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,6 +19,20 @@ from .search import Comparison, Hit, highlight
 
 MISSED = "—"
 WIDTH = 100  # characters when not on a terminal
+
+# whole escape sequences: CSI; OSC, DCS, SOS, PM and APC strings ended by BEL or ST; the
+# two-byte ones (ESC 7, ESC c…). An unended string loses only its ESC (its text stays).
+_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]"
+                     r"|[]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)"
+                     r"|[ -/]*[0-~])")
+# what is left: C0 but newline and tab, DEL, C1; the bidi embeddings, overrides, isolates
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def strip_controls(text: str) -> str:
+    """`text` from a site or a file, safe on a terminal: no escape sequence, no C0/C1 control
+    but newline and tab, no bidi override (the stored text keeps them)."""
+    return _CONTROL.sub("", _ESCAPE.sub("", text))
 
 
 @dataclass(frozen=True)
@@ -40,6 +56,7 @@ def marked_snippet(text: str, query: str, analyzer: str, style: Style, *, indent
     """A snippet of `text` with the query's words highlighted, wrapped on a terminal; it
     starts at the sentence holding `focus` (a golden passage) when `text` holds it."""
     chars = chars or style.snippet_chars()
+    text, focus = strip_controls(text), focus and strip_controls(focus)
     at = text.find(" ".join(focus.split())) if focus else -1
     piece, found = highlight.snippet(text, query, analyzer, width=chars,
                                      at=at if at >= 0 else None)
@@ -70,8 +87,8 @@ def hits_text(hits: Sequence[Hit], query: str, analyzer: str, style: Style) -> s
     """Each hit: rank, score, title, URL, then a highlighted snippet."""
     blocks = []
     for hit in hits:
-        head = (f"{hit.rank}. {hit.score:.4f}  {style.paint(hit.title, bold=True)}  "
-                + style.paint(f"<{hit.url}>", dim=True))
+        head = (f"{hit.rank}. {hit.score:.4f}  {style.paint(strip_controls(hit.title), bold=True)}"
+                + "  " + style.paint(f"<{strip_controls(hit.url)}>", dim=True))
         blocks.append(head + "\n" + marked_snippet(hit.text, query, analyzer, style,
                                                    indent="   "))
     return "\n".join(blocks) + ("\n" if blocks else "")
@@ -94,8 +111,8 @@ def compare_text(comparison: Comparison, analyzer: str, style: Style, *,
     for row in comparison.rows:
         mark = style.paint("✓", fg="green", bold=True) if row.chunk_id in relevant else " "
         ranks = "".join(_rank_cell(row.ranks[m], comparison.k, cell, style) for m in methods)
-        lines.append(f"  {mark} {ranks}   {style.paint(row.title, bold=True)}  "
-                     + style.paint(f"<{row.url}>", dim=True))
+        lines.append(f"  {mark} {ranks}   {style.paint(strip_controls(row.title), bold=True)}"
+                     + "  " + style.paint(f"<{strip_controls(row.url)}>", dim=True))
         lines.append(marked_snippet(row.text, comparison.query, analyzer, style,
                                     indent=indent, chars=chars,
                                     focus=focus if row.chunk_id in relevant else None))
@@ -117,5 +134,6 @@ def _legend(comparison: Comparison, golden: bool, methods) -> str:
         text += f"; at most {comparison.per_doc} window(s) per article"
     if golden:
         text += "; ✓ = holds the golden passage"
-    notes = "".join(f"\n{m}: {why}" for m, why in comparison.notes.items() if m in methods)
+    notes = "".join(f"\n{m}: {strip_controls(why)}" for m, why in comparison.notes.items()
+                    if m in methods)
     return text + notes

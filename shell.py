@@ -101,7 +101,7 @@ class Session:
         if self.as_json:
             self.echo(json.dumps({"input": line, "error": message}, ensure_ascii=False))
         else:
-            self.echo(f"error: {message}", err=True)
+            self.echo(f"error: {display.strip_controls(message)}", err=True)
 
     def command(self, line: str) -> bool:
         name, _, arg = line[1:].partition(" ")
@@ -202,7 +202,7 @@ class Session:
         elif prompt is None:
             self.echo("não encontrei (nothing found): no passage passes the floor")
         else:
-            self.echo(prompt, nl=not prompt.endswith("\n"))
+            self.echo(display.strip_controls(prompt), nl=not prompt.endswith("\n"))
 
     def _question(self, arg: str, command: str) -> str:
         question = arg or self.last

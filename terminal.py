@@ -227,7 +227,8 @@ def _print_comparison(result, analyzer: str, relevant: set[int], question, label
         text += "the golden set marks this question as unanswerable\n"
     elif question is not None and not labelled:
         text += "no chunk of the index holds the golden passage\n"
-    emit(f"{style.paint(result.query, bold=True)}\n{text}", pager=pager)
+    emit(f"{style.paint(display.strip_controls(result.query), bold=True)}\n{text}",
+         pager=pager)
 
 
 def _golden_question(home, path: str, query: str):

@@ -15,10 +15,8 @@ import argparse
 import os
 import shutil
 import statistics
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_lexical import PeerUnavailable, subprocess_run  # noqa: E402
 from lexical_peers import BUILD_THREADS, TANTIVY_HEAP  # noqa: E402
 

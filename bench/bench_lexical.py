@@ -42,7 +42,7 @@ FAQUAD = HERE.parent / "fixtures" / "faquad" / "dataset.json"
 WINDOW = 200
 SLOW_PEERS_MAX = 100_000
 PASSES = 3  # passes over the questions per system at least, the fastest kept
-TIMED = 2.0  # seconds of passes per system at least (up to lexical_systems.MAX_PASSES)
+TIMED = 2.0  # seconds of passes per system at least (up to measure.MAX_PASSES)
 ONE_THREAD = {v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                                "NUMBA_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")}
 SYSTEMS = ("bm25s", "tantivy", "pisa", "dense", "sklearn", "slow")  # slow: rank_bm25, dict
@@ -265,7 +265,6 @@ def main() -> None:
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        sys.path.insert(0, str(HERE))
         from lexical_systems import run
         print(json.dumps(run(json.loads(sys.stdin.read()))))
         return

@@ -8,10 +8,7 @@ the same runners and one-thread settings, to take a shared machine's swings out 
 from __future__ import annotations
 
 import statistics
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_lexical import (FAQUAD, PASSES, TIMED, faquad_words_and_questions,  # noqa: E402
                            kept_index_parser, subprocess_run)
 

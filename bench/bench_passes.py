@@ -16,10 +16,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_lexical import (FAQUAD, ONE_THREAD, faquad_words_and_questions,  # noqa: E402
                            kept_index_parser)
-from lexical_systems import WARMUP  # noqa: E402
+from measure import WARMUP  # noqa: E402
 
 
 def passes(home: str, questions: list[str], count: int) -> list[tuple[float, float]]:

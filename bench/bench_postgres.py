@@ -34,7 +34,6 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 from bench_lexical import FAQUAD, faquad_words_and_questions, make_corpus  # noqa: E402
 

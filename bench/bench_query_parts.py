@@ -10,13 +10,10 @@ before (in cache), and the same query a third time (branch predictors trained as
 from __future__ import annotations
 
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_lexical import FAQUAD, faquad_words_and_questions, kept_index_parser  # noqa: E402
 
 

@@ -37,7 +37,6 @@ import numpy as np
 import requests
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 import bench_session  # noqa: E402  (corpus builders)

@@ -39,7 +39,6 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 REPO = HERE.parent
 SITE = REPO / "fixtures" / "site" / "articles.jsonl"
 GOLDEN = REPO / "fixtures" / "golden" / "golden.json"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lexical_systems import peak_mb, read_corpus
+from measure import peak_mb, read_corpus
 
 DIMENSION = 512
 

@@ -22,7 +22,7 @@ import shutil
 import time
 from pathlib import Path
 
-from lexical_systems import directory_mb, peak_mb, read_corpus, time_queries
+from measure import directory_mb, peak_mb, read_corpus, time_queries
 
 K1, B = 1.2, 0.75
 BUILD_THREADS = 2  # peers that can build with threads get the machine's cores, as busca does

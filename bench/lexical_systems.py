@@ -17,64 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-WARMUP = 3  # queries run before timing (first calls page in data, fill caches)
-MAX_PASSES = 20  # passes over the queries at most, while they take less than cfg["timed"]
-
-
-def peak_mb(who=resource.RUSAGE_SELF) -> float:
-    """Peak resident memory. Linux keeps ru_maxrss across exec (a child starts with the
-    parent's peak), so this process's own high-water mark is read from /proc when it can."""
-    if who == resource.RUSAGE_SELF:
-        try:
-            status = Path("/proc/self/status").read_text()
-            return int(status.split("VmHWM:")[1].split()[0]) / 1024
-        except (OSError, IndexError, ValueError):
-            pass
-    return resource.getrusage(who).ru_maxrss / 1024
-
-
-def read_corpus(path: str, n: int) -> list[str]:
-    with open(path, encoding="utf-8") as f:
-        return [next(f).rstrip("\n") for _ in range(n)]
-
-
-def directory_mb(path: Path, pattern: str = "*") -> float:
-    return sum(p.stat().st_size for p in path.rglob(pattern) if p.is_file()) / 2**20
-
-
-def time_queries(search, cfg: dict, budget: float | None = None) -> dict:
-    """Run `search(query)` one query at a time over cfg's queries (at most cfg["most"], for
-    at most `budget` seconds, default cfg["budget"]), cfg["passes"] times after WARMUP
-    queries, and more passes (up to MAX_PASSES) while all of them took less than
-    cfg["timed"] seconds (a fast system's pass lasts 50 ms: one burst of the machine's other
-    work would spoil every pass): queries/s, p50 and p99 in ms of the fastest pass (the
-    least disturbed), and the first pass's queries/s (words analyzed and pages read for the
-    first time)."""
-    queries, most = cfg["queries"], cfg["most"]
-    budget = cfg["budget"] if budget is None else budget
-    for q in queries[:WARMUP]:
-        search(q)
-    best, first = None, None
-    done, spent = 0, 0.0
-    while done < max(1, cfg.get("passes", 1)) or (
-            spent < cfg.get("timed", 0.0) and done < MAX_PASSES):
-        done += 1
-        times = []
-        started = time.perf_counter()
-        for q in queries[WARMUP:WARMUP + most]:
-            t = time.perf_counter()
-            search(q)
-            times.append(time.perf_counter() - t)
-            if time.perf_counter() - started > budget and len(times) >= 5:
-                break
-        spent += time.perf_counter() - started
-        ms = np.array(times) * 1000
-        found = {"queries": len(times), "qps": len(times) / (ms.sum() / 1000),
-                 "p50": float(np.percentile(ms, 50)), "p99": float(np.percentile(ms, 99))}
-        first = found["qps"] if first is None else first
-        best = found if best is None or found["qps"] > best["qps"] else best
-    return {**best, "first_qps": first}
-
+from measure import directory_mb, peak_mb, read_corpus, time_queries
 
 # --- busca --------------------------------------------------------------------------------
 

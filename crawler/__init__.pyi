@@ -3,6 +3,7 @@
 from .crawl import crawl as crawl
 from .errors import CrawlError as CrawlError
 from .options import CrawlOptions as CrawlOptions
+from .defaults import DEFAULT_DEADLINE as DEFAULT_DEADLINE
 from .defaults import DEFAULT_HTML_PAGES as DEFAULT_HTML_PAGES
 from .defaults import DEFAULT_RATE as DEFAULT_RATE
 from .defaults import DEFAULT_RETRIES as DEFAULT_RETRIES
@@ -27,6 +28,7 @@ EXPORTS: dict[str, str]
 __all__ = [
     "CrawlError",
     "CrawlOptions",
+    "DEFAULT_DEADLINE",
     "DEFAULT_HTML_PAGES",
     "DEFAULT_RATE",
     "DEFAULT_RETRIES",

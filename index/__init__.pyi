@@ -3,14 +3,17 @@
 from .analyzers import ANALYZERS as ANALYZERS
 from .bm25 import B as B
 from .backend import BackendUnavailable as BackendUnavailable
+from .titles import BadTitles as BadTitles
 from .backend import Build as Build
 from .build import build_index as build_index
+from .buildlock import BuildLocked as BuildLocked
 from .backend import BuildWriter as BuildWriter
 from .encoders import check_server as check_server
 from .chunking import ChunkingError as ChunkingError
 from .chunks import ChunkRow as ChunkRow
 from .methods import DEFAULT as DEFAULT
 from .encoders import DEFAULT_ENCODER as DEFAULT_ENCODER
+from .diskfull import DiskFull as DiskFull
 from .embedding_api import BATCH as EMBED_BATCH
 from .encoders import encoder_names as encoder_names
 from .encoders import EncoderError as EncoderError
@@ -36,11 +39,14 @@ from .backend import open_home as open_home
 from .encoders import OPENAI_PREFIX as OPENAI_PREFIX
 from .chunking import OVERLAP as OVERLAP
 from .chunking import parse_chunker as parse_chunker
+from .pg_schema import PostgresError as PostgresError
 from .backend import Ranker as Ranker
 from .dense_models import resolve as resolve
 from .dense_models import server_settings as server_settings
 from .chunking import SIZE as SIZE
 from .encoders import THREADS as THREADS
+from .titles import titled_methods as titled_methods
+from .titles import TITLES as TITLES
 from .methods import UnknownMethod as UnknownMethod
 
 EXPORTS: dict[str, str]
@@ -48,12 +54,15 @@ __all__ = [
     "ANALYZERS",
     "B",
     "BackendUnavailable",
+    "BadTitles",
     "Build",
+    "BuildLocked",
     "BuildWriter",
     "ChunkRow",
     "ChunkingError",
     "DEFAULT",
     "DEFAULT_ENCODER",
+    "DiskFull",
     "EMBED_BATCH",
     "EncoderError",
     "FALLBACK_ENCODER",
@@ -71,9 +80,11 @@ __all__ = [
     "NothingToIndex",
     "OPENAI_PREFIX",
     "OVERLAP",
+    "PostgresError",
     "Ranker",
     "SIZE",
     "THREADS",
+    "TITLES",
     "UnknownMethod",
     "build_index",
     "check_server",
@@ -87,4 +98,5 @@ __all__ = [
     "parse_chunker",
     "resolve",
     "server_settings",
+    "titled_methods",
 ]

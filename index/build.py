@@ -1,14 +1,17 @@
 """Build an index from a home's documents: chunk every document, build each method, publish.
 
 Every write goes through the home's BuildWriter (index/backend.py), so readers see the old
-build until the new one is published, and a build that dies leaves the old one live.
+build until the new one is published, and a build that dies leaves the old one live; one
+stopped by a full disk is removed and reported in one line (index/diskfull.py).
 """
 
 from __future__ import annotations
 
 import logging
+import tempfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from .. import __version__
 from ..errors import BuscaError
@@ -16,9 +19,11 @@ from .bm25 import check_options as check_bm25_options
 from .chunking import OVERLAP, SIZE, check_window
 from .dense import previous_models
 from .dense_models import DenseModel
+from .diskfull import DiskFull, disk_full_error, folder_size, is_disk_full
 from .manifest import Manifest
 from .methods import DEFAULT, UnknownMethod, check_methods, method_spec, with_dense
 from .stream import BATCH_DOCS, chunk_documents
+from .titles import chunk_titles, kept_titles, titled_texts, with_titles
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +34,7 @@ Progress = Callable[[str, int, int], None]
 # Manifest keys that change what a method's scores mean: a calibrated floor survives a
 # rebuild (e.g. after a crawl added articles) only when none of them changed.
 SETTINGS = ("analyzer", "analyzer_version", "weighting", "k1", "b", "encoder", "version",
-            "dimension")
+            "dimension", "titles")
 
 
 class NothingToIndex(BuscaError):
@@ -52,6 +57,8 @@ def build_index(home, *, size: int = SIZE, overlap: int = OVERLAP,
         raise NothingToIndex("nothing to index: run busca crawl or busca add first")
     chunker = {"kind": "words", "size": size, "overlap": overlap}
     previous = home.previous()
+    if options.get("titles") is None:  # not asked: as the previous build did
+        options = {**options, "titles": kept_titles(previous, methods)}
     before = previous if previous is not None and previous.manifest.chunker == chunker else None
     from_counts = _counted(methods)
     out = home.new_build()  # a home that cannot take a build fails before any work
@@ -62,15 +69,29 @@ def build_index(home, *, size: int = SIZE, overlap: int = OVERLAP,
             workers=options.get("workers"), on_progress=progress)
         if not chunked.chunks:
             raise NothingToIndex("nothing to index: every document in the store is empty")
-        entries = _build_methods(methods, chunked, out, options, previous, progress)
+        titles = _titles(home, chunked, options.get("titles") or ())
+        entries = _build_methods(methods, chunked, out, options, previous, progress, titles)
         _keep_floors(entries, before)
         manifest = Manifest(build=out.name, chunker=chunker, documents=total,
                             chunks=chunked.chunks, methods=entries, words=chunked.words,
                             rechunked_documents=chunked.rechunked, busca_version=__version__)
         return out.publish(manifest).manifest
-    except BaseException:
+    except BaseException as e:
+        full = is_disk_full(e)
+        written = folder_size(getattr(out, "path", None)) if full else 0
         out.abort()
+        if full:
+            raise _no_space(e, out, previous, written) from e
         raise
+
+
+def _no_space(error: BaseException, out, previous, written: int) -> DiskFull:
+    """The one line for a build stopped by a full disk, its partial build already removed:
+    the space a build needs is about the previous build's size, at least what was written."""
+    path = getattr(out, "path", None)  # a local build's folder; else the temporary folder
+    folder = Path(path).parent if path is not None else Path(tempfile.gettempdir())
+    needed = max(written, folder_size(getattr(previous, "path", None)))
+    return disk_full_error(error, folder, needed=needed, previous_live=previous is not None)
 
 
 def _documents(home):
@@ -81,26 +102,43 @@ def _documents(home):
     return found if found is not None else home.documents()
 
 
-def _build_methods(methods, chunked, out, options, previous, progress) -> dict:
+def _build_methods(methods, chunked, out, options, previous, progress, titles) -> dict:
     """Build every method and write the chunk rows. The methods built from the shared counts
     run in threads of their own (their numpy and compiled loops let go of the GIL) while this
-    thread writes the chunk rows, then builds the others (dense) one after the other."""
+    thread writes the chunk rows, then builds the others (dense) one after the other.
+    `titles`: the chunks' titles for the methods that index them (options["titles"])."""
     counted = [m for m in methods if m in _counted(methods)]
+    titled = set(options.get("titles") or ())
+    counts = {False: chunked.counts}
+    if titled & set(counted):
+        counts[True] = with_titles(chunked.counts, titles)
     entries = {}
     with ThreadPoolExecutor(max(1, len(counted))) as pool:
         if counted:
             progress(f"building {', '.join(counted)}", 0, chunked.chunks)
-        running = {m: pool.submit(method_spec(m).build_counts, chunked.counts, out,
+        running = {m: pool.submit(method_spec(m).build_counts, counts[m in titled], out,
                                   options=options) for m in counted}
         out.write_chunks(chunked.rows())
         for method in methods:
             if method in running:
                 entries[method] = running[method].result()
-                continue
-            progress(f"building {method}", 0, chunked.chunks)
-            entries[method] = method_spec(method).build(chunked.texts, out, options=options,
-                                                        previous=previous, on_progress=progress)
+            else:
+                progress(f"building {method}", 0, chunked.chunks)
+                texts = titled_texts(chunked.texts, titles) if method in titled \
+                    else chunked.texts
+                entries[method] = method_spec(method).build(texts, out, options=options,
+                                                            previous=previous,
+                                                            on_progress=progress)
+            if method in titled:
+                entries[method]["titles"] = True
     return entries
+
+
+def _titles(home, chunked, titled) -> list[str]:
+    """Each chunk's document title, when some method indexes titles."""
+    if not titled:
+        return []
+    return chunk_titles(home, chunked.urls, (n for a in chunked.per_doc for n in a))
 
 
 def _counted(methods: Sequence[str]) -> set[str]:

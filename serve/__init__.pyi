@@ -4,6 +4,7 @@ from . import app as app
 from . import client as client
 from . import discovery as discovery
 from . import engine as engine
+from . import hosts as hosts
 from . import server as server
 
 EXPORTS: dict[str, str]
@@ -12,5 +13,6 @@ __all__ = [
     "client",
     "discovery",
     "engine",
+    "hosts",
     "server",
 ]

@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import hmac
 import inspect
-import ipaddress
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +21,7 @@ from starlette.routing import Route
 from . import api, assets, evalpage, pages
 from .engine import Engine
 from .errors import HttpError, body, status_of
+from .hosts import HostRule, host_rule
 
 log = logging.getLogger(__name__)
 
@@ -71,13 +71,15 @@ def guarded(endpoint: Callable) -> Callable:
 
 
 def bearer(token: str, endpoint: Callable) -> Callable:
-    """`endpoint` behind `Authorization: Bearer <token>` (compared in constant time)."""
-    expected = f"Bearer {token}".encode()
+    """`endpoint` behind `Authorization: Bearer <token>` (the scheme in any case, the token
+    compared in constant time)."""
+    expected = token.encode()
 
     @functools.wraps(endpoint)
     async def checked(request: Request) -> Response:
-        given = request.headers.get("authorization", "").encode("latin-1", "replace")
-        if not hmac.compare_digest(given, expected):
+        scheme, _, given = request.headers.get("authorization", "").strip().partition(" ")
+        given = given.strip().encode("latin-1", "replace")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given, expected):
             return JSONResponse(body(401, "this endpoint needs Authorization: Bearer <token>,"
                                           " the --token busca serve was started with"),
                                 status_code=401, headers={"WWW-Authenticate": "Bearer"})
@@ -86,8 +88,9 @@ def bearer(token: str, endpoint: Callable) -> Callable:
 
 
 def create_app(engine: Engine, *, token: str | None = None, runs: Path | None = None,
-               host: str = "127.0.0.1") -> Starlette:
-    """The application over `engine`; write endpoints only when `token` is set."""
+               host: str = "127.0.0.1", allow_hosts: tuple[str, ...] = ()) -> Starlette:
+    """The application over `engine`; write endpoints only when `token` is set; the Host
+    headers it answers follow serve/hosts.py (`host`: the address it listens on)."""
     routes = [
         Route("/", guarded(pages.home)),
         Route("/eval", guarded(evalpage.eval_page)),
@@ -107,7 +110,7 @@ def create_app(engine: Engine, *, token: str | None = None, runs: Path | None = 
     app.state.engine = engine
     app.state.runs = Path(runs) if runs else Path(str(engine.location)) / "runs"
     app.state.writable = bool(token)
-    return Guard(app, loopback_only=_is_loopback(host))
+    return Guard(app, hosts=host_rule(host, allow_hosts))
 
 
 async def _http_error(request: Request, error: HTTPException) -> Response:
@@ -118,26 +121,19 @@ async def _http_error(request: Request, error: HTTPException) -> Response:
     return error_response(error.status_code, message)
 
 
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return host == "localhost"
-
-
 class BodyTooLarge(HttpError):
     def __init__(self):
         super().__init__(413, f"the request body is larger than {MAX_BODY:,} bytes")
 
 
 class Guard:
-    """ASGI middleware: caps on body and query string, Host check on a loopback server
-    (no DNS-rebinding reads), security headers on every answer."""
+    """ASGI middleware: caps on body and query string, the Host check (no DNS-rebinding
+    reads; `hosts` None: every Host), security headers on every answer."""
 
-    def __init__(self, app: Starlette, *, loopback_only: bool):
+    def __init__(self, app: Starlette, *, hosts: HostRule | None):
         self.app = app
         self.state = app.state
-        self.loopback_only = loopback_only
+        self.hosts = hosts
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -155,16 +151,15 @@ class Guard:
         length = headers.get(b"content-length", b"0")
         if not length.isdigit() or int(length) > MAX_BODY:
             return error_response(413, f"the request body is larger than {MAX_BODY:,} bytes")
-        if self.loopback_only and not _local_host(headers.get(b"host", b"")):
+        if self.hosts is not None and not self._host_accepted(scope["headers"]):
             return error_response(400, "unexpected Host header: this server answers only"
-                                       " requests for 127.0.0.1 or localhost")
+                                       " requests for 127.0.0.1, [::1], localhost or a name"
+                                       " given with busca serve --allow-host")
         return None
 
-
-def _local_host(value: bytes) -> bool:
-    name = value.decode("latin-1").rsplit(":", 1)[0] if not value.startswith(b"[") \
-        else value.decode("latin-1").split("]")[0] + "]"
-    return name in ("127.0.0.1", "localhost", "[::1]") or name.startswith("127.")
+    def _host_accepted(self, headers) -> bool:
+        given = [value for key, value in headers if key == b"host"]
+        return len(given) == 1 and self.hosts.accepts(given[0].decode("latin-1"))
 
 
 def _capped(receive):

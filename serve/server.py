@@ -77,11 +77,14 @@ def url_of(sock: socket.socket) -> str:
 
 def serve(home: str | Path, *, host: str = HOST, port: int = PORT, token: str | None = None,
           runs: str | Path | None = None, log_queries: bool = True, access_log: bool = True,
-          embed: dict | None = None, announce: Callable[[str], None] = print) -> None:
-    """Serve `home` until SIGTERM or SIGINT (`embed`: openai:MODEL server settings). While it
-    runs, `<home>/serve.json` tells `busca search` and `busca context` where to ask."""
+          embed: dict | None = None, allow_hosts: tuple[str, ...] = (),
+          announce: Callable[[str], None] = print) -> None:
+    """Serve `home` until SIGTERM or SIGINT (`embed`: openai:MODEL server settings;
+    `allow_hosts`: Host names answered besides loopback's). While it runs,
+    `<home>/serve.json` tells `busca search` and `busca context` where to ask."""
     engine = Engine(home, log_queries=log_queries, embed=embed)
-    app = create_app(engine, token=token, runs=Path(runs) if runs else None, host=host)
+    app = create_app(engine, token=token, runs=Path(runs) if runs else None, host=host,
+                     allow_hosts=allow_hosts)
     sock = bind(host, port)
     config = uvicorn.Config(app, log_config=LOG_CONFIG, access_log=access_log,
                             timeout_graceful_shutdown=GRACE, lifespan="off",

@@ -2,6 +2,7 @@
 
 import importlib.util
 import json
+import re
 import time
 
 import pytest
@@ -300,3 +301,94 @@ def test_a_floor_from_few_questions_is_stored_with_a_warning(run, corpus):
     assert result.exit_code == 0, result.output
     assert "warning: this floor comes from only" in result.stdout  # the report
     assert "warning: tfidf: this floor comes from only" in result.stderr  # when stored
+
+
+def test_a_dense_model_encodes_each_question_once(run, corpus, fake):
+    """dense and hybrid share the question's vector (and --threads reaches the encoder)."""
+    from busca.index import encoders
+
+    assert run("index", "--size", "12", "--overlap", "3", "-q", "--dense",
+               "fake").exit_code == 0
+    threads = []
+    encoders.ENCODERS["fake"] = lambda *, threads_=threads, threads=1: (
+        threads_.append(threads), fake)[1]
+    fake.queries.clear()
+    result = run("eval", str(corpus), "-q", "--json", "--threads", "2")
+    assert result.exit_code == 0, result.output
+    assert {"dense", "hybrid"} <= set(json.loads(result.stdout)["summary"])
+    assert sorted(fake.queries) == sorted(q["pergunta"] for q in GOLDEN)
+    assert threads == [2]
+
+
+def _first_document_rank(index, query: str, url: str):
+    ids, _ = core.rank(index, query, method="tfidf", k=100)
+    urls = list(dict.fromkeys(row.url for row in index.chunks([int(i) for i in ids])))
+    return urls.index(url) + 1 if url in urls else None
+
+
+def test_per_doc_ranks_documents_at_their_best_window(run, corpus, home):
+    chunks = json.loads(run("eval", str(corpus), "-q", "--json").stdout)
+    result = run("eval", str(corpus), "-q", "--json", "--per-doc")
+    assert result.exit_code == 0, result.output
+    docs = json.loads(result.stdout)
+    assert docs["info"]["per_doc"] is True and chunks["info"]["per_doc"] is False
+    index = load_index(home)
+    where = {"l1": "https://s/reembolso", "l2": "https://s/pagamentos",
+             "l3": "https://s/suporte", "p1": "https://s/reembolso",
+             "p2": "https://s/pagamentos"}
+    by_id = {q["id"]: q["question"] for q in docs["questions"]}
+    for got in docs["per_question"]["tfidf"]:
+        if got["id"] in where:
+            assert got["first_rank"] == _first_document_rank(index, by_id[got["id"]],
+                                                            where[got["id"]])
+    assert docs["summary"]["tfidf"]["recall@1"]["mean"] >= \
+        chunks["summary"]["tfidf"]["recall@1"]["mean"]
+
+
+def test_keep_chooses_the_floor_by_the_share_of_answerable_questions(run, corpus, home):
+    """Issue 30: the floor keeps --keep of the answerable questions (95% by default); the
+    report gives the unanswerable refused with an interval and J's floor as an alternative."""
+    result = run("eval", str(corpus), "-q", "--calibrate", "--json")
+    assert result.exit_code == 0, result.output
+    tfidf = json.loads(result.stdout)["floors"]["tfidf"]
+    assert tfidf["keep"] == 0.95 and tfidf["chosen"]["kept"] == 1.0  # 5 of 5 (>= 95%)
+    refused = tfidf["chosen"]["refused"]
+    assert refused["n"] == 2 and refused["low"] <= refused["value"] <= refused["high"]
+    assert load_index(home).methods["tfidf"]["floor"] == tfidf["floor"]
+    assert "keeps 100% of answerable questions" in result.stderr
+    lower = run("eval", str(corpus), "-q", "--calibrate", "--keep", "0.6")
+    assert lower.exit_code == 0, lower.output
+    text = lower.stdout.split("== Score floor")[1]
+    assert "(target: keep 60%" in text and "alternative, the best separation (Youden J" in text
+    assert "95% Wilson interval) of 2 unanswerable ones" in text
+    assert load_index(home).methods["tfidf"]["floor"] >= tfidf["floor"]
+    for bad in ("0", "1.5", "nan"):
+        refused = run("eval", str(corpus), "-q", "--keep", bad)
+        assert refused.exit_code == 2 and "--keep" in refused.stderr
+
+
+def test_a_golden_set_with_only_unanswerable_questions_prints_no_nan(run, corpus, tmp_path):
+    """Issue 25 item 14: it printed `+nan (+nan to +nan) 1.000` for each pair of methods."""
+    assert run("index", "--size", "12", "--overlap", "3", "--methods", "tfidf,bm25",
+               "-q").exit_code == 0
+    path = tmp_path / "none.json"
+    path.write_text(json.dumps([q for q in GOLDEN if q["trecho"] is None]), encoding="utf-8")
+    result = run("eval", str(path), "-q")
+    assert result.exit_code == 0, result.output
+    assert not re.search(r"\bnan\b", result.stdout, re.I)
+    assert "no answerable question to compare the methods on" in result.stdout
+
+
+def test_golden_urls_of_another_host_are_named_with_the_nearest_indexed_url(run, corpus,
+                                                                            tmp_path):
+    """Issue 25 item 15: it said only that no question has a relevant chunk in the index."""
+    moved = [{**q, "url": q["url"].replace("https://s/", "https://site.example/")}
+             for q in GOLDEN if q.get("url")]
+    path = tmp_path / "moved.json"
+    path.write_text(json.dumps(moved + GOLDEN[-2:], ensure_ascii=False), encoding="utf-8")
+    result = run("eval", str(path), "-q")
+    assert result.exit_code == 1
+    assert "URLs of" in result.stderr and "are not in the index" in result.stderr
+    assert ("it names https://site.example/pagamentos, the nearest indexed URL is"
+            " https://s/pagamentos") in result.stderr
+    assert "Traceback" not in result.output

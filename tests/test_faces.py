@@ -154,7 +154,52 @@ def test_mypy_sees_a_misspelt_name(tmp_path):
     assert 'Module has no attribute "open_hom"' in done.stdout
 
 
+def error_classes() -> dict[str, str]:
+    """Every class deriving from BuscaError in the package (read, not imported) -> its module
+    relative to the package, as errors.py's WHERE lists them."""
+    classes = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT)
+        if rel.parts[0] in ("tests", "bench", "fixtures", "docs", ".venv", "build"):
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef):
+                bases = [getattr(b, "id", getattr(b, "attr", "")) for b in node.bases]
+                classes[node.name] = ("." + ".".join(rel.with_suffix("").parts), bases)
+
+    def derives(name: str, seen: tuple = ()) -> bool:
+        return name == "BuscaError" or (name in classes and name not in seen and any(
+            derives(b, seen + (name,)) for b in classes[name][1]))
+
+    return {n: classes[n][0] for n in sorted(classes, key=str.lower)
+            if n != "BuscaError" and derives(n)}
+
+
+def write_errors() -> None:
+    """errors.py's WHERE and errors.pyi, from the error classes of the package."""
+    where = error_classes()
+    path = ROOT / "errors.py"
+    text = path.read_text(encoding="utf-8")
+    start, end = text.index("WHERE = {\n"), text.index("\n}\n", text.index("WHERE = {\n"))
+    rows = "".join(f'    "{n}": "{m}",\n' for n, m in where.items())
+    path.write_text(text[:start] + "WHERE = {\n" + rows.rstrip("\n") + text[end:],
+                    encoding="utf-8")
+    stub_text = (ROOT / "errors.pyi").read_text(encoding="utf-8")
+    head = stub_text[:stub_text.index("\nfrom ")]
+    imports = "".join(f"from {m} import {n} as {n}\n" for n, m in where.items())
+    (ROOT / "errors.pyi").write_text(
+        head + "\n" + imports + "\n\nclass BuscaError(Exception): ...\n\n\n"
+        "WHERE: dict[str, str]\n__all__: list[str]\n", encoding="utf-8")
+
+
+def test_errors_where_lists_every_error_class():
+    from busca.errors import WHERE
+
+    assert WHERE == error_classes(), "run: python3 tests/test_faces.py"
+
+
 if __name__ == "__main__":
     for face in FACES:
         path = ROOT / face / "__init__.py"
         path.with_suffix(".pyi").write_text(stub(path), encoding="utf-8")
+    write_errors()

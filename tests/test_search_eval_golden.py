@@ -112,3 +112,14 @@ def test_missing_file_and_bad_beir(tmp_path):
     write(tmp_path, "q1\td1\t1\nq1\td2\tmuito\n", "qrels/dev.tsv")
     with pytest.raises(GoldenError, match=r"dev.tsv:2: expected query-id"):
         load_golden(tmp_path)
+
+
+def test_beir_query_fields_become_tags(tmp_path):
+    (tmp_path / "qrels").mkdir()
+    write(tmp_path, '{"_id": "q1", "text": "Quem fundou?", "tipo": "parafrase", "n": 2,'
+                    ' "metadata": {}}\n{"_id": "q2", "text": "Onde?", "tipo": "lexical"}\n',
+          "queries.jsonl")
+    write(tmp_path, "q1\td1\t1\nq2\td3\t1\n", "qrels/test.tsv")
+    q1, q2 = load_golden(tmp_path).questions
+    assert q1.tags == {"tipo": "parafrase", "n": "2"}
+    assert q2.tags == {"tipo": "lexical"}

@@ -115,3 +115,13 @@ def test_cli_tune_fusion_reports_best_default_and_warning(run, tmp_path, monkeyp
                                            "weights": {"tfidf": 0.5, "dense": 0.5}}
     assert len(data["trials"]) == 81  # the default is one of the grid's settings
     assert (data["keep_default"] is None) == (data["best_minus_default"]["low"] > 0)
+
+
+def test_every_setting_is_named_by_its_own_fusion(setup):
+    index, store, golden = setup
+    result = tuning.tune_fusion(golden, index, store, metric=parse_metric("recall@1"))
+    names = [t.name for t in result.trials]
+    assert len(names) == len(set(names))  # no two rows of the table share a name
+    for trial in result.trials:
+        assert trial.name.startswith(trial.settings.fusion)
+    assert "zscore (tfidf=0.5, dense=0.5)" in names

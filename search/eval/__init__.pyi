@@ -14,6 +14,7 @@ from .golden import Golden as Golden
 from .golden import GoldenError as GoldenError
 from .harness import Harness as Harness
 from .judge import judge as judge
+from .floors import KEEP as KEEP
 from .metrics import KEY as KEY
 from .metrics import KS as KS
 from .golden import load_golden as load_golden
@@ -47,6 +48,7 @@ __all__ = [
     "Golden",
     "GoldenError",
     "Harness",
+    "KEEP",
     "KEY",
     "KS",
     "MetricError",

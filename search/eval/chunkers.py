@@ -16,6 +16,7 @@ from ...index.manifest import Manifest
 from ...index.dense_models import HYBRID, is_hybrid
 from ...index.methods import METHODS, UnknownMethod, method_spec, stored_methods
 from ...index.storage import Index, LocalBuildWriter
+from ...index.titles import titled_texts
 from .judge import ChunkTable, chunk_documents
 
 
@@ -38,6 +39,8 @@ def temporary_indexes(documents: Sequence[Document], chunkers: Sequence[dict],
         wanted[HYBRID] = None  # hybrid:NAME fuses with the settings of the stored hybrid
     ordered = stored_methods(wanted)
     progress = on_progress or (lambda stage, done, total: None)
+    titled = set((options or {}).get("titles") or _titled(previous))
+    titles = {d.url: d.title or "" for d in documents}
     with tempfile.TemporaryDirectory(prefix="busca-eval-") as tmp:
         built = []
         for n, chunker in enumerate(chunkers):
@@ -50,11 +53,22 @@ def temporary_indexes(documents: Sequence[Document], chunkers: Sequence[dict],
             entries = {}
             for method in ordered:
                 progress(f"building {method} ({table.label})", 0, len(texts))
+                titled_method = method in titled
                 entries[method] = method_spec(method).build(
-                    texts, out, options=dict(options or {}), previous=previous,
+                    titled_texts(texts, [titles[u] for u in table.urls]) if titled_method
+                    else texts, out, options=dict(options or {}), previous=previous,
                     on_progress=progress)
+                if titled_method:
+                    entries[method]["titles"] = True
             out.write_chunks(table.rows())
             manifest = Manifest(build=out.name, chunker=chunker, documents=len(documents),
                                 chunks=len(texts), methods=entries, busca_version=__version__)
             built.append((table, out.finish(manifest)))
         yield built
+
+
+def _titled(previous) -> list[str]:
+    """The methods of the live build that index titles (the temporary ones do as well)."""
+    if previous is None:
+        return []
+    return [m for m, entry in previous.manifest.methods.items() if entry.get("titles")]

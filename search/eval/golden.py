@@ -4,7 +4,7 @@
   with optional `"url"` and `"id"`; English keys `question`, `answer` or `passage`, `url`.
   Any other key with a plain value (`"tipo": "parafrase"`) is kept as a tag.
 - JSONL: one such object per line.
-- BEIR folder: `queries.jsonl` (`_id`, `text`) and `qrels/<split>.tsv` (query id, corpus id,
+- BEIR folder: `queries.jsonl` (`_id`, `text`, other plain keys kept as tags) and `qrels/<split>.tsv` (query id, corpus id,
   score); the corpus ids are document ids: a corpus line's "url", else its "_id" (`busca add
   corpus.jsonl` reads a BEIR corpus as distributed).
 
@@ -120,12 +120,16 @@ def _question(where: str, item) -> Question:
     if qid is not None and (not isinstance(qid, (str, int)) or isinstance(qid, bool)
                             or not str(qid).strip()):
         raise GoldenError(f'{where}: "id" must be a non-empty string or number')
-    known = (*QUESTION_KEYS, *TRECHO_KEYS, "url", "id")
-    tags = {k: str(v) for k, v in item.items()
-            if k not in known and isinstance(v, (str, int, float, bool))}
+    tags = _tags(item, (*QUESTION_KEYS, *TRECHO_KEYS, "url", "id"))
     return Question(str(qid).strip() if qid is not None else _auto_id(text), text.strip(),
                     trecho.strip() if trecho else None, url.strip() if url else None,
                     tags=tags)
+
+
+def _tags(item: dict, known: tuple[str, ...]) -> dict[str, str]:
+    """Every other key with a plain value (`"tipo": "parafrase"`), as text."""
+    return {k: str(v) for k, v in item.items()
+            if k not in known and isinstance(v, (str, int, float, bool))}
 
 
 def _first(item: dict, keys: tuple[str, ...]):
@@ -157,7 +161,7 @@ def _load_beir(folder: Path, split: str) -> Golden:
     if not queries.is_file():
         raise GoldenError(f"{folder}: a BEIR folder needs queries.jsonl and qrels/{split}.tsv")
     qrels = _read_qrels(_qrels_file(folder, split))
-    texts = {}
+    texts, tags = {}, {}
     for n, line in enumerate(_read(queries).splitlines(), start=1):
         if line.strip():
             item = _parse(line, str(queries), n)
@@ -165,12 +169,13 @@ def _load_beir(folder: Path, split: str) -> Golden:
                     or "_id" not in item:
                 raise GoldenError(f'{queries}:{n}: expected {{"_id": …, "text": …}}')
             texts[str(item["_id"])] = item["text"]
+            tags[str(item["_id"])] = _tags(item, ("_id", "text"))
     missing = [q for q in qrels if q not in texts]
     if missing:
         raise GoldenError(f"{folder}: qrels name {len(missing)} queries that queries.jsonl"
                           f" lacks (first: {missing[0]!r})")
-    questions = [Question(qid, texts[qid].strip(), qrels=docs) for qid, docs in qrels.items()
-                 if texts[qid].strip()]
+    questions = [Question(qid, texts[qid].strip(), qrels=docs, tags=tags[qid])
+                 for qid, docs in qrels.items() if texts[qid].strip()]
     corpus = folder / "corpus.jsonl"
     return Golden(str(folder), "beir", _checked(questions, folder),
                   str(corpus) if corpus.is_file() else None)

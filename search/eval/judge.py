@@ -17,9 +17,11 @@ import numpy as np
 from ...crawler.store import Document
 from ...index.chunking import chunk_with, chunker_label
 from ...index.chunks import ChunkRow
+from ...index.encoders import THREADS
 from ...index.lexical import NoSearchableTerms
 from ..hits import StaleIndex  # re-exported: raised here and by hits.hits_for
 from ..scorers import rank, scorer
+from .encoding import share_query_vectors
 from .golden import Golden, Question
 from .metrics import Outcome
 
@@ -144,6 +146,15 @@ def judge(golden: Golden, table: ChunkTable) -> Judgement:
     return Judgement(tuple(items), tuple(problems), found_in)
 
 
+def per_document(judgement: Judgement, table: ChunkTable) -> Judgement:
+    """The same relevance one level up: a question's relevant units become the documents of
+    its relevant chunks, and a ranking of chunks is read as a ranking of documents."""
+    items = tuple(j if j.level == "document" else
+                  Judged(j.question, {table.urls[i]: 1.0 for i in j.gains}, "document")
+                  for j in judgement.items)
+    return Judgement(items, judgement.problems, judgement.found_in)
+
+
 def _judge_one(q: Question, table: ChunkTable, haystack: str, offsets, by_url):
     if q.qrels:
         gains = {u: float(g) for u, g in q.qrels.items() if u in by_url}
@@ -196,8 +207,12 @@ def _diagnose(q: Question, table: ChunkTable, by_url) -> LabelProblem:
 
 # --- ranking -------------------------------------------------------------------------------
 
-def index_rankers(index, methods: Iterable[str], *, depth: int = DEPTH) -> dict[str, Ranker]:
-    """A ranking function per method of a loaded index (top `depth` chunk ids and scores)."""
+def index_rankers(index, methods: Iterable[str], *, depth: int = DEPTH,
+                  threads: int = THREADS) -> dict[str, Ranker]:
+    """A ranking function per method of a loaded index (top `depth` chunk ids and scores);
+    dense models encode each question once (`threads` each), whichever methods use them."""
+    methods = list(methods)
+    share_query_vectors(index, methods, threads=threads)
     return {m: _ranker(index, m, depth) for m in methods}
 
 

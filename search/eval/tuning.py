@@ -166,7 +166,7 @@ def _cross_validated(trials: list[Trial], folds: int) -> Estimate:
 
 def _name(s: FusionSettings) -> str:
     w = ", ".join(f"{m}={x:g}" for m, x in s.weights.items())
-    return f"rrf k={s.rrf_k:g} ({w})" if s.fusion == "rrf" else f"minmax ({w})"
+    return f"rrf k={s.rrf_k:g} ({w})" if s.fusion == "rrf" else f"{s.fusion} ({w})"
 
 
 # --- output ----------------------------------------------------------------------------------

@@ -1,0 +1,77 @@
+"""Which `Host` headers the server answers: its defence against DNS rebinding.
+
+A page on evil.example can make its own name resolve to 127.0.0.1 and then read a server on
+loopback with the victim's browser; the browser still sends `Host: evil.example`. So a server
+bound to loopback answers only Host names that cannot be rebound: loopback literals
+(127.0.0.0/8, [::1]), `localhost`, and the names given with `--allow-host`. A server bound to
+another address answers every Host, unless `--allow-host` is given: then those names, plus
+`localhost` and any IP literal (a literal cannot be rebound).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+
+from ..errors import BuscaError
+
+# name or [IPv6], then an optional :port (RFC 9110's Host = uri-host [ ":" port ])
+_HOST = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._-]+))"
+                   r"(?::(?P<port>[0-9]{0,5}))?")
+_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_-]*[A-Za-z0-9])?"
+                   r"(\.[A-Za-z0-9]([A-Za-z0-9_-]*[A-Za-z0-9])?)*")
+
+
+class BadHostName(BuscaError):
+    """An --allow-host value that is not a host name or IP address."""
+
+
+@dataclass(frozen=True)
+class HostRule:
+    """The Host names a server answers (lower-case); `any_ip`: every IP literal too."""
+
+    names: frozenset[str]
+    any_ip: bool = False
+
+    def accepts(self, value: str) -> bool:
+        """Whether `value`, a Host header (name and optional port), is one to answer."""
+        match = _HOST.fullmatch(value)
+        if match is None:
+            return False
+        if match["v6"] is not None:
+            return self._address(match["v6"], ipaddress.IPv6Address)
+        name = match["name"].lower()
+        return name in self.names or self._address(name, ipaddress.IPv4Address)
+
+    def _address(self, text: str, kind: type) -> bool:
+        try:
+            address = kind(text)
+        except ValueError:
+            return False
+        return self.any_ip or address.is_loopback
+
+
+def host_rule(bound: str, allowed: tuple[str, ...] = ()) -> HostRule | None:
+    """The rule of a server listening on `bound`, None when every Host is answered."""
+    names = frozenset({"localhost", *(allowed_name(a) for a in allowed)})
+    if is_loopback(bound):
+        return HostRule(names)
+    return HostRule(names, any_ip=True) if allowed else None
+
+
+def allowed_name(value: str) -> str:
+    """An --allow-host value as compared (lower-case); BadHostName names the problem."""
+    text = value.strip().lower()
+    if _NAME.fullmatch(text) is None or len(text) > 253:
+        raise BadHostName(f"{value!r} is not a host name: give the bare name the browser"
+                          " shows, without scheme or port (e.g. busca.lan)")
+    return text
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a --host address is loopback (127.0.0.0/8, ::1, localhost)."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host.lower() == "localhost"

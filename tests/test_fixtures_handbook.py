@@ -1,0 +1,66 @@
+"""The long technical golden set: fixtures/handbook/ (Debian Administrator's Handbook, pt-BR)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from busca.crawler.store import Document
+from busca.fixtures import check_golden as cg
+from busca.fixtures import make_handbook
+from busca.search.eval.golden import load_golden
+from busca.search.eval.judge import chunk_documents, judge
+
+HANDBOOK = Path(__file__).resolve().parent.parent / "fixtures" / "handbook"
+GOLDEN = HANDBOOK / "golden.json"
+ARTICLES = HANDBOOK / "articles.jsonl"
+
+
+@pytest.fixture(scope="module")
+def records():
+    return cg.read_articles(ARTICLES)
+
+
+def test_golden_set_is_big_enough():
+    golden = load_golden(GOLDEN)
+    tipos = Counter(q.tags["tipo"] for q in golden.answerable)
+    assert len(golden.answerable) >= 60
+    assert tipos["parafrase"] >= 40 and tipos["lexical"] >= 15
+    assert len(golden.unanswerable) >= 15
+    assert {q.tags["tipo"] for q in golden.unanswerable} == {"sem_resposta"}
+
+
+def test_golden_set_passes_the_checker(records):
+    golden = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    assert cg.check_golden(golden, records) == []
+
+
+def test_every_labelled_passage_is_in_a_window_of_its_article(records):
+    golden = load_golden(GOLDEN)
+    docs = [Document(url=r["url"], title=r["title"], text=r["text"]) for r in records]
+    table, _ = chunk_documents(docs, {"kind": "words", "size": 200, "overlap": 40})
+    judgement = judge(golden, table)
+    assert judgement.problems == ()
+    for judged in judgement.items:
+        if judged.question.answerable:
+            assert judged.gains, judged.question.id
+            assert {table.urls[i] for i in judged.gains} == {judged.question.url}
+
+
+def test_corpus_is_long_technical_articles(records):
+    urls = [r["url"] for r in records]
+    assert len(urls) == len(set(urls)) == len(make_handbook.SECTIONS)
+    assert all(u.startswith(make_handbook.BASE_URL) for u in urls)
+    assert all(r["title"] and not r["title"][0].isdigit() for r in records)
+    windows = sum(len(cg.windows(r["text"])) for r in records)
+    assert 150 <= windows <= 400
+    assert min(len(r["text"].split()) for r in records) >= 300
+
+
+@pytest.mark.skipif(not make_handbook.DEFAULT_HTML.is_dir(),
+                    reason="the debian-handbook package is not installed")
+def test_make_handbook_rebuilds_the_same_bytes():
+    assert make_handbook.render() == ARTICLES.read_text(encoding="utf-8")

@@ -1,0 +1,156 @@
+"""`busca serve`'s guards over real HTTP: the Host check against DNS rebinding (raw Host
+headers, byte for byte), the bearer scheme in any case, a body nested too deeply.
+
+The real server runs on 127.0.0.1 (tests/serving.py) over a small lexical corpus.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from click.testing import CliRunner
+
+from busca.cli import cli
+from busca.serve.hosts import host_rule
+from conftest import write_jsonl
+from serving import Server
+
+TOKEN = "t0ken-for-the-security-tests-42"
+DOCS = [{"url": "https://ok.example/ornitorrinco", "title": "Ornitorrinco",
+         "text": "O ornitorrinco bota ovos e amamenta os filhotes na Austrália."},
+        {"url": "https://ok.example/equidna", "title": "Equidna",
+         "text": "A equidna também bota ovos, como o ornitorrinco."}]
+REFUSED = ["127.0.0.1.evil.example", "127.0.0.1.evil.example:{port}", "127.0.0.1evil.com",
+           "127.0.0.evil", "127.evil", "evil.example", "evil.example:{port}",
+           "localhost.evil.example", "evillocalhost", "127.0.0.1:{port}@evil.example",
+           "127.0.0.1:{port}.evil.example", "127.0.0.1:abc", "[::1].evil.example",
+           "[::1]evil", "[::2]:{port}", "10.0.0.1", "0.0.0.0:{port}", "127.1", "", " ",
+           "busca.lan", "busca.lan:{port}"]
+ANSWERED = ["127.0.0.1:{port}", "127.0.0.1", "127.9.8.7:{port}", "localhost:{port}",
+            "LocalHost", "[::1]:{port}", "[::1]"]
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory) -> Path:
+    home = tmp_path_factory.mktemp("security") / "home"
+    source = write_jsonl(home.parent / "docs.jsonl", DOCS)
+    for args in (["add", str(source)], ["index", "-q"]):
+        result = CliRunner().invoke(cli, ["--home", str(home), *args], catch_exceptions=False,
+                                    obj={})
+        assert result.exit_code == 0, result.output
+    return home
+
+
+@pytest.fixture(scope="module")
+def server(home):
+    with Server(home, "--no-log", "--token", TOKEN) as s:
+        yield s
+
+
+def send(server, method: str, path: str, *, hosts: list[str] | None = None,
+         headers: dict | None = None, body: bytes | None = None) -> tuple[int, dict]:
+    """One request with its Host header(s) exactly as given (none of http.client's own)."""
+    parts = urlsplit(server.url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+    for host in [f"127.0.0.1:{parts.port}"] if hosts is None else hosts:
+        conn.putheader("Host", host.format(port=parts.port))
+    for key, value in (headers or {}).items():
+        conn.putheader(key, value)
+    if body is not None:
+        conn.putheader("Content-Type", "application/json")
+        conn.putheader("Content-Length", str(len(body)))
+    conn.endheaders(body)
+    response = conn.getresponse()
+    data = response.read()
+    conn.close()
+    assert b"Traceback" not in data
+    if not response.getheader("content-type", "").startswith("application/json"):
+        return response.status, {"raw": data.decode("latin-1")}  # refused by uvicorn itself
+    return response.status, json.loads(data)
+
+
+@pytest.mark.parametrize("host", REFUSED)
+def test_a_host_that_only_starts_like_loopback_is_refused(server, host):
+    status, data = send(server, "GET", "/api/stats", hosts=[host])
+    assert status == 400 and "documents" not in data
+    assert "Host" in data.get("error", "") or data["raw"] == "Invalid HTTP request received."
+
+
+@pytest.mark.parametrize("host", ANSWERED)
+def test_loopback_literals_and_localhost_are_answered(server, host):
+    status, data = send(server, "GET", "/api/stats", hosts=[host])
+    assert status == 200 and data["documents"] == 2
+
+
+def test_two_host_headers_are_refused(server):
+    for hosts in (["127.0.0.1:{port}", "evil.example"], ["evil.example", "127.0.0.1:{port}"],
+                  ["127.0.0.1:{port}", "127.0.0.1:{port}"]):
+        status, data = send(server, "GET", "/api/stats", hosts=hosts)
+        assert status == 400 and "documents" not in data
+
+
+def test_allow_host_adds_names_and_only_those(home):
+    with Server(home, "--no-log", "--allow-host", "busca.lan", "--allow-host",
+                "Proxy.Example") as s:
+        for host in ("busca.lan:{port}", "BUSCA.LAN", "proxy.example", "127.0.0.1:{port}",
+                     "localhost"):
+            assert send(s, "GET", "/api/stats", hosts=[host])[0] == 200, host
+        for host in ("busca.lan.evil.example", "evil.example", "xbusca.lan",
+                     "127.0.0.1.busca.lan"):
+            assert send(s, "GET", "/api/stats", hosts=[host])[0] == 400, host
+
+
+@pytest.mark.parametrize("value", ["http://busca.lan", "busca.lan:8000", "", "a b",
+                                   "busca.lan/", "-busca.lan"])
+def test_a_bad_allow_host_is_a_usage_error(home, value):
+    result = CliRunner().invoke(cli, ["--home", str(home), "serve", "--port", "0",
+                                      "--allow-host", value], obj={})
+    assert result.exit_code == 2 and "--allow-host" in result.output
+    assert "is not a host name" in result.output and "Traceback" not in result.output
+
+
+def test_a_server_bound_beyond_loopback_keeps_every_host_unless_allow_host():
+    assert host_rule("0.0.0.0") is None and host_rule("192.168.1.5") is None  # as before
+    rule = host_rule("0.0.0.0", ("busca.lan",))
+    assert rule.accepts("192.168.1.5:8000") and rule.accepts("[fe80::1]:8000")  # literals
+    assert rule.accepts("busca.lan:8000") and rule.accepts("localhost")
+    assert not rule.accepts("evil.example:8000") and not rule.accepts("192.168.1.5.evil.example")
+    assert host_rule("::1") == host_rule("127.0.0.1") == host_rule("localhost")
+
+
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "Bearer", "bEaReR"])
+def test_the_bearer_scheme_is_case_insensitive(server, scheme):
+    body = json.dumps({"documents": [{"url": 1}]}).encode()
+    status, data = send(server, "POST", "/api/documents", body=body,
+                        headers={"Authorization": f"{scheme} {TOKEN}"})
+    assert status == 400 and "document 1" in data["error"]  # past the token check
+
+
+@pytest.mark.parametrize("auth", ["bearer wrong-token-0123456789", f"basic {TOKEN}",
+                                  f"bearer{TOKEN}", f"{TOKEN}", f"bearer {TOKEN}x", "bearer"])
+def test_a_wrong_token_or_scheme_is_still_refused(server, auth):
+    body = json.dumps({"documents": [{"url": 1}]}).encode()
+    status, data = send(server, "POST", "/api/documents", body=body,
+                        headers={"Authorization": auth})
+    assert status == 401 and "Bearer" in data["error"]
+
+
+DEPTH = 100_000
+
+
+@pytest.mark.parametrize("path,auth", [("/api/context", None), ("/api/documents", TOKEN),
+                                       ("/api/index", TOKEN)])
+@pytest.mark.parametrize("nested", ["[" * DEPTH + "]" * DEPTH,
+                                    '{"a":' * DEPTH + "1" + "}" * DEPTH])
+def test_a_body_nested_100000_deep_is_a_400_not_a_500(server, path, auth, nested):
+    headers = {"Authorization": f"Bearer {auth}"} if auth else {}
+    status, data = send(server, "POST", path, body=nested.encode(), headers=headers)
+    assert status == 400 and "nested too deeply" in data["error"]
+    status, data = send(server, "GET", "/api/stats")  # and the server goes on
+    assert status == 200
+    assert not any("RecursionError" in line or "Traceback" in line for line in server.stderr)
