@@ -1,4 +1,58 @@
-"""busca: crawl a site into a local index and search it from the terminal."""
+"""busca: crawl a site into a local index and search it from the terminal, or from Python:
+`busca.open(location)` gives a `Corpus` with every use case (docs/python.md).
+
+The names load on first use (PEP 562), so `import busca` and the command line stay fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from . import errors as errors
+    from .corpus import Corpus as Corpus
+    from .corpus import ContextSpec as ContextSpec
+    from .corpus import Result as Result
+    from .corpus import SearchSpec as SearchSpec
+    from .corpus import open as open
+    from .crawler.store import Document as Document
+    from .search.context import Context as Context
+    from .search.eval.golden import Golden as Golden
+    from .search.hits import Hit as Hit
 
 __version__ = "0.1.0"
-__all__ = ["__version__"]
+
+# name -> module that defines it (relative to this package); "module:" is the module itself
+EXPORTS = {
+    "Context": ".search.context",
+    "ContextSpec": ".corpus",
+    "Corpus": ".corpus",
+    "Document": ".crawler.store",
+    "errors": ".errors:",
+    "Golden": ".search.eval.golden",
+    "Hit": ".search.hits",
+    "open": ".corpus",
+    "Result": ".corpus",
+    "SearchSpec": ".corpus",
+}
+__all__ = ["__version__", *EXPORTS]
+
+
+if not TYPE_CHECKING:  # type checkers see the imports above, and a typo as an error
+
+    def __getattr__(name: str) -> Any:
+        """A public name, imported from its module on first use."""
+        where = EXPORTS.get(name)
+        if where is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        if where.endswith(":"):
+            value = importlib.import_module(where[:-1], __name__)
+        else:
+            value = getattr(importlib.import_module(where, __name__), name)
+        globals()[name] = value
+        return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(EXPORTS))

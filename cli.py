@@ -16,6 +16,7 @@ from pathlib import Path
 import click
 
 from . import __version__
+from . import corpus as api
 from . import crawler as crawling
 from . import index as indexing
 from . import search as searching
@@ -253,44 +254,20 @@ def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyz
         raise click.BadParameter(f"must be smaller than --size ({size})", param_hint="--overlap")
     progress = Progress(quiet)
     options = dict(ctx.obj.get("index_options", {}))
-    options.update(bm25_k1=k1, bm25_b=b, bm25_analyzer=bm25_analyzer)
-    with _home(ctx) as home:
-        names, models, kept, entries = indexing.methods_for(home, _split(methods), dense=dense)
-        if kept:
-            click.echo(f"keeping the dense models {kept} (--dense none drops them)", err=True)
-        if models:
-            options.update(dense_models=models, threads=threads,
-                           servers=_servers(ctx, models, entries),
-                           vector_cache=getattr(home, "home", None))
-        if titles is not None:
-            options["titles"] = _titled(titles, names)
-        manifest = indexing.build_index(
-            home, size=size, overlap=overlap, methods=names, options=options,
-            on_progress=progress)
+    options.update(bm25_k1=k1, bm25_b=b, bm25_analyzer=bm25_analyzer, threads=threads)
+    with _corpus(ctx) as corpus:
+        try:
+            manifest = corpus.index(size=size, overlap=overlap, methods=_split(methods),
+                                    dense=dense, titles=titles, options=options,
+                                    on_progress=progress,
+                                    on_note=lambda note: click.echo(note, err=True))
+        except indexing.BadTitles as e:
+            raise click.BadParameter(str(e), param_hint="--titles") from None
     progress.close()
     click.echo(f"indexed {manifest.documents} documents, {manifest.words} words →"
                f" {manifest.chunks} chunks ({manifest.rechunked_documents} documents"
                f" re-chunked); methods: {', '.join(manifest.methods)}")
     _echo_dense(manifest)
-
-
-def _titled(titles: str | None, names: list[str]) -> list[str]:
-    try:
-        return indexing.titled_methods(titles, names, indexing.TITLES)
-    except indexing.BadTitles as e:
-        raise click.BadParameter(str(e), param_hint="--titles") from None
-
-
-def _servers(ctx, models, entries: dict) -> dict:
-    """Model name -> ServerSettings of each openai:MODEL model: the user's --embed-* values
-    over those the previous build stored; fails (before chunking) when there is no URL."""
-    servers = {}
-    for model in models:
-        if model.encoder.startswith(indexing.OPENAI_PREFIX):
-            servers[model.name] = indexing.server_settings(entries.get(model.name, {}),
-                                                           **_embed(ctx))
-            indexing.check_server(model.encoder, servers[model.name])
-    return servers
 
 
 def _echo_dense(manifest: indexing.Manifest) -> None:
@@ -369,44 +346,26 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
     if not query.strip():
         raise click.BadParameter("the question is empty", param_hint="QUERY")
     _hybrid_only(ctx, method)
-    with _home(ctx) as home:
-        index = home.current()
-        given, min_score = min_score, _floor(index, method, min_score)
-        settings, fused = _hybrid_settings(index, method, fusion, window, rrf_k, weights,
-                                           min_score)
-        log = _logging(home, no_log, "search")
-        served = None
-        if _reusable(ctx, no_serve, settings, given):
-            served = _ask_server(home, lambda record: serving.client.search(
-                record, query, method=method, k=k, min_score=given, per_doc=per_doc, log=log,
-                build=index.manifest.build))
-        if served is not None:
-            hits, note = served
-            if note:
-                click.echo(f"no hits: {note}", err=True)
-                ctx.exit(NOT_FOUND_EXIT)
-        else:
-            started = time.perf_counter()
-            try:
-                hits = searching.collapse.search(index, home, query, method=method, k=k,
-                                                 per_doc=per_doc, fusion=settings)
-            except searching.NoSearchableTerms as e:
-                _log_query(home, log, "search", query, method, k, [], min_score, started)
-                click.echo(f"no hits: {e}", err=True)
-                ctx.exit(NOT_FOUND_EXIT)
-            _log_query(home, log, "search", query, method, k, hits, min_score, started)
-            hits = [h for h in hits if min_score is None or h.score >= min_score]
-            if hits and (refused := searching.refusal(index, query, method, given)):
-                click.echo(f"no hits: {refused.reason}", err=True)  # as served
-                ctx.exit(NOT_FOUND_EXIT)
+    spec = api.SearchSpec(method=method, k=k, min_score=min_score, per_doc=per_doc,
+                          fusion=fusion, window=window, rrf_k=rrf_k, weights=weights,
+                          log=not no_log)
+    with _corpus(ctx) as corpus:
+        index = corpus.build
+        result = api.search_build(index, corpus.home, query, spec,
+                                  notify=_notify("search", method),
+                                  remote=_remote(ctx, no_serve, corpus.home))
+    if result.note:
+        click.echo(f"no hits: {result.note}", err=True)
+        ctx.exit(NOT_FOUND_EXIT)
+    hits = result.hits
     if as_json:
-        for hit in hits:
-            click.echo(json.dumps({**_hit_json(hit), **fused}, ensure_ascii=False))
-    elif not hits and min_score is None:
+        for line in result.lines():
+            click.echo(json.dumps(line, ensure_ascii=False))
+    elif not hits and result.floor is None:
         click.echo("nothing found: no passage passes the floor of any of the fused methods"
                    " (give --min-score 0 to see weaker matches)")
     elif not hits:
-        click.echo(f"nothing found: no passage scores {min_score:.4f} or more"
+        click.echo(f"nothing found: no passage scores {result.floor:.4f} or more"
                    " (lower --min-score to see weaker matches)")
     else:
         terminal.print_hits(index, hits, query, method, pager=pager)
@@ -414,13 +373,31 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
         ctx.exit(NOT_FOUND_EXIT)
 
 
-def _reusable(ctx, no_serve: bool, fusion, given: float | None) -> bool:
-    """Whether a running busca serve may answer: not --no-serve (BUSCA_NO_SERVE=1), no
-    --embed-* setting of this call (the server has its own), and hybrid's default fusion (the
-    API has no options for it)."""
+def _corpus(ctx) -> api.Corpus:
+    """The home as a Corpus (see `_home`)."""
+    return api.Corpus(_home(ctx), embed=_embed(ctx))
+
+
+def _notify(command: str, method: str):
+    """What the use cases tell a person on stderr: the calibrated floor, an unlogged call."""
+    def notify(what: str, value) -> None:
+        if what == "floor":
+            click.echo(f"using the calibrated floor {value:.4f} for {method}"
+                       " (override with --min-score)", err=True)
+        elif what == "unlogged":
+            click.echo(f"note: {command} did not log this question: the home is {value}",
+                       err=True)
+    return notify
+
+
+def _remote(ctx, no_serve: bool, home):
+    """How a running busca serve of this home may answer (None: compute here): not with
+    --no-serve (BUSCA_NO_SERVE=1) nor an --embed-* setting of this call (the server has its
+    own)."""
     if no_serve or ctx.obj.get("embed"):
-        return False
-    return fusion is None or fusion == searching.FusionSettings(floors=given is None)
+        return None
+    return lambda question, spec, build: _ask_server(
+        home, lambda record: serving.client.ask(record, question, spec, build=build))
 
 
 def _ask_server(home, ask):
@@ -446,39 +423,6 @@ def _hybrid_only(ctx, method: str) -> None:
     if given:
         raise click.UsageError(f"{', '.join(given)} only apply to --method hybrid (this search"
                                f" uses {method}); drop them or add --method hybrid")
-
-
-def _hybrid_settings(index, method, fusion, window, rrf_k, weights, min_score):
-    """The hybrid options as a FusionSettings value (None for other methods), and
-    {"fusion": settings} for --json output (else {})."""
-    method = indexing.resolve(index.manifest.methods, method)
-    if indexing.is_dense(method) or method == indexing.HYBRID:
-        searching.require_vectors(index, method if indexing.is_dense(method) else "dense")
-    if not indexing.is_hybrid(method):
-        return None, {}
-    settings = searching.check_settings(searching.FusionSettings(
-        fusion=fusion, window=window, rrf_k=rrf_k, weights=weights or {},
-        floors=min_score is None))
-    return settings, {"fusion": searching.describe_fusion(index, settings, method)}
-
-
-def _floor(index, method: str, min_score: float | None) -> float | None:
-    if min_score is not None:
-        try:
-            return searching.check_floor(min_score)
-        except searching.BadFloor as e:
-            raise click.BadParameter(str(e), param_hint="--min-score") from None
-    floor = searching.floor_of(index, method)
-    if floor is not None:
-        click.echo(f"using the calibrated floor {floor:.4f} for {method}"
-                   " (override with --min-score)", err=True)
-    return floor
-
-
-def _hit_json(hit: searching.Hit) -> dict:
-    return {"rank": hit.rank, "score": hit.score, "url": hit.url, "title": hit.title,
-            "chunk_id": hit.chunk_id, "start": hit.start, "end": hit.end, "text": hit.text,
-            "method": hit.method}
 
 
 @cli.command()
@@ -637,26 +581,6 @@ def _title(text: str) -> None:
 NOT_FOUND_EXIT = 3  # search and context found nothing above the floor (context: skip the LLM call)
 
 
-def _logging(store: indexing.Home, no_log: bool, command: str) -> bool:
-    """Whether this search/context call goes to the query log (not with --no-log; a note when
-    the log is on but the home is read-only; `log_call` also skips a log turned off)."""
-    if no_log:
-        return False
-    if searching.querylog.read_only(store) and searching.querylog.is_enabled(store):
-        click.echo(f"note: {command} did not log this question: the home is read-only", err=True)
-        return False
-    return True
-
-
-def _log_query(store: indexing.Home, log: bool, command: str, query: str, method: str,
-               k: int, hits, floor: float | None, started: float) -> None:
-    """Append one search/context call to the query log when `log` (see `_logging`)."""
-    if log:
-        searching.querylog.log_call(store, command=command, query=query, method=method, k=k,
-                                    scores=[h.score for h in hits], floor=floor,
-                                    started=started)
-
-
 @cli.command()
 @click.argument("question")
 @click.option("-k", default=searching.K, show_default=True, type=click.IntRange(min=1),
@@ -717,27 +641,15 @@ def _emit_context(ctx, question: str, *, method: str = "tfidf", k: int = searchi
                   serve: bool = True) -> bool:
     """Print the prompt (or its JSON form); False, with "não encontrei" on stderr, if none.
     A running busca serve of this home ranks when there is one (unless not `serve`)."""
-    with _home(ctx) as store:
-        index = store.current()
-        given, min_score = min_score, _floor(index, method, min_score)
-        settings, _ = _hybrid_settings(index, method, searching.FUSION, searching.WINDOW,
-                                       searching.RRF_K, None, min_score)  # as `search` does
-        log = _logging(store, not log, "context")
-        found = None
-        if _reusable(ctx, not serve, settings, given):
-            found = _ask_server(store, lambda record: serving.client.context(
-                record, question, method=method, k=k, max_chars=max_chars, min_score=given,
-                per_doc=per_doc, log=log, build=index.manifest.build))
-        if found is None:
-            started = time.perf_counter()
-            try:
-                found = searching.build_context(index, store, question, method=method, k=k,
-                                                max_chars=max_chars, min_score=given,
-                                                fusion=settings, per_doc=per_doc)
-            except searching.ContextTooSmall as e:
-                raise click.BadParameter(str(e), param_hint="--max-chars") from None
-            _log_query(store, log, "context", question, method, k, found.hits, min_score,
-                       started)
+    spec = api.ContextSpec(method=method, k=k, min_score=min_score, max_chars=max_chars,
+                           per_doc=per_doc, log=log)
+    with _corpus(ctx) as corpus:
+        try:
+            found = api.context_build(corpus.build, corpus.home, question, spec,
+                                      notify=_notify("context", method),
+                                      remote=_remote(ctx, not serve, corpus.home))
+        except searching.ContextTooSmall as e:
+            raise click.BadParameter(str(e), param_hint="--max-chars") from None
     if not found.answered:
         click.echo(_not_found(found), err=True)
         return False
@@ -755,9 +667,9 @@ def _not_found(found: searching.Context) -> str:
     why = found.reason or "no passage matches the question"
     if found.method == indexing.HYBRID and found.floor is None and not found.reason:
         why = "no passage passes the floor of any of the fused methods"
-    if found.hits and found.floor is not None:
+    if found.best is not None and found.floor is not None:
         why = (f"no passage scores {found.floor:.4f} or more (best"
-               f" {max(found.scores):.4f}); lower --min-score to see weaker matches")
+               f" {found.best:.4f}); lower --min-score to see weaker matches")
     return f"não encontrei (nothing found): {why} — no prompt was written"
 
 
@@ -977,7 +889,8 @@ def _chunker_options(ctx, home) -> dict:
     options = dict(ctx.obj.get("index_options", {}))
     _, models, _, entries = indexing.methods_for(home, [], dense=None)
     if models:
-        options.update(dense_models=models, servers=_servers(ctx, models, entries),
+        options.update(dense_models=models,
+                       servers=api.Corpus(home, embed=_embed(ctx)).servers(models, entries),
                        vector_cache=getattr(home, "home", None))
     return options
 

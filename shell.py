@@ -10,19 +10,19 @@ Like cli.py, this module prints.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 import click
 
+from . import corpus as api
 from . import display
 from . import search as searching
 from .errors import BuscaError
-from .index import HYBRID
+from .index import HYBRID, is_dense, is_hybrid
 
 HISTORY = "~/.busca_history"  # read and written by terminal.py
-WARM_UP = "aquecimento"  # encoded when a dense method is chosen, so no question waits for it
+WARM_UP = api.WARM_UP  # encoded when a dense method is chosen, so no question waits for it
 
 HELP = """\
 Type a question and press Enter. Commands:
@@ -68,19 +68,14 @@ class Session:
     # --- settings -----------------------------------------------------------------------
     def use(self, method: str) -> None:
         """Switch to `method`, loading its scorer (and encoder) now, not at the next question."""
-        kind = method.partition(":")[0]  # dense:NAME and hybrid:NAME are dense and hybrid too
         if method in ("dense", HYBRID):
             searching.require_vectors(self.index)  # the hint to add vectors
-        fusion = None
-        if kind == HYBRID:
-            fusion = searching.check_settings(  # as busca search does by default
-                searching.FusionSettings(floors=self.settings.min_score is None))
+        min_score = self.settings.min_score
+        fusion = api.SearchSpec(method=method, min_score=min_score).fusion_settings(min_score)
         ranker = searching.scorer(self.index, method, fusion)  # UnknownMethod lists them
-        if kind in ("dense", HYBRID):
+        if is_dense(method) or is_hybrid(method):  # dense:NAME and hybrid:NAME too
             ranker.top(WARM_UP, 1)  # encode once now: some encoders load lazily
-        for part in getattr(ranker, "rankers", {}).values() or [ranker]:
-            if hasattr(part, "prepare"):  # a large index's int8 copy (index/vectors.py), or
-                part.prepare()  # its window tables and codes (index/maxscore.py), now too
+        api.prepare(ranker)
         self.settings, self.fusion = replace(self.settings, method=method), fusion
 
     def floor(self, method: str | None = None) -> float | None:
@@ -152,25 +147,23 @@ class Session:
     # --- answers ------------------------------------------------------------------------
     def ask(self, question: str) -> list:
         """Rank `question` with the current settings and print the hits."""
-        s, floor = self.settings, self.floor()
+        s = self.settings
         self.last = question
-        started = time.perf_counter()
-        per_doc = searching.collapse.PER_DOC if s.per_doc is None else s.per_doc
-        hits = searching.collapse.search(self.index, self.store, question, method=s.method,
-                                         k=s.k, per_doc=per_doc, fusion=self.fusion)
-        seconds = time.perf_counter() - started
-        self._log(question, hits, floor, started)
-        shown = [h for h in hits if floor is None or h.score >= floor]
+        spec = self.spec(api.SearchSpec, searching.collapse.PER_DOC)
+        result = api.search_build(self.index, self.store, question, spec)
+        if result.note:  # no word of the question is in the index
+            raise searching.NoSearchableTerms(result.note)
+        shown, floor, seconds = list(result.hits), result.floor, result.seconds
         self.answered += 1
         if self.as_json:
             self.echo(json.dumps({"question": question, "method": s.method, "k": s.k,
-                                  "per_doc": per_doc, "floor": floor,
+                                  "per_doc": spec.per_doc, "floor": floor,
                                   "seconds": round(seconds, 4),
-                                  "hits": [hit_json(h) for h in shown]}, ensure_ascii=False))
+                                  "hits": [h.to_json() for h in shown]}, ensure_ascii=False))
             return shown
         if not shown:
             self.echo("nothing found" + (f": no passage scores {floor:.4f} or more"
-                                         if floor is not None and hits else ""))
+                                         if floor is not None and result.ranked else ""))
         else:
             analyzer = searching.highlight.analyzer_for(self.index.manifest.methods, s.method)
             self.echo(display.hits_text(shown, question, analyzer, self.style))
@@ -178,6 +171,12 @@ class Session:
         self.echo(self.style.paint(f"({len(shown)} {hits_word}, {s.method},"
                                    f" {seconds * 1000:.0f} ms)", dim=True), err=True)
         return shown
+
+    def spec(self, kind: type[api.SearchSpec], per_doc: int):
+        """The session's settings as a spec of `kind` (`per_doc` unless the session set one)."""
+        s = self.settings
+        return kind(method=s.method, k=s.k, min_score=s.min_score, log=self.log,
+                    per_doc=per_doc if s.per_doc is None else s.per_doc)
 
     def compare(self, arg: str = "") -> None:
         question = self._question(arg, ":compare")
@@ -194,11 +193,8 @@ class Session:
 
     def context(self, arg: str = "") -> None:
         question = self._question(arg, ":context")
-        s = self.settings
-        found = searching.build_context(
-            self.index, self.store, question, method=s.method, k=s.k, min_score=s.min_score,
-            fusion=self.fusion,
-            per_doc=searching.CONTEXT_PER_DOC if s.per_doc is None else s.per_doc)
+        spec = replace(self.spec(api.ContextSpec, searching.CONTEXT_PER_DOC), log=False)
+        found = api.context_build(self.index, self.store, question, spec)
         prompt = searching.render(found) if found.answered else None
         if self.as_json:
             self.echo(json.dumps(searching.context_dict(found, prompt=prompt),
@@ -215,13 +211,6 @@ class Session:
         self.last = question
         return question
 
-    def _log(self, question, hits, floor, started) -> None:
-        if self.log:
-            searching.querylog.log_call(self.store, command="search", query=question,
-                                        method=self.settings.method, k=self.settings.k,
-                                        scores=[h.score for h in hits], floor=floor,
-                                        started=started)
-
 
 def _number(arg: str, name: str, least: int) -> int:
     try:
@@ -231,12 +220,6 @@ def _number(arg: str, name: str, least: int) -> int:
     if value < least:
         raise SessionError(f"{name} takes a whole number of {least} or more, e.g. {name} 5")
     return value
-
-
-def hit_json(hit: searching.Hit) -> dict:
-    return {"rank": hit.rank, "score": hit.score, "url": hit.url, "title": hit.title,
-            "chunk_id": hit.chunk_id, "start": hit.start, "end": hit.end, "text": hit.text,
-            "method": hit.method}
 
 
 # --- from a pipe ----------------------------------------------------------------------------

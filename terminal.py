@@ -18,6 +18,7 @@ from pathlib import Path
 
 import click
 
+from . import corpus as api
 from . import display, shell
 from . import index as indexing
 from . import search as searching
@@ -25,7 +26,6 @@ from .params import FiniteFloat
 from .search import eval as evaluation
 
 HISTORY_ENV = "BUSCA_HISTORY"
-HYBRID_AS_SEARCH = searching.FusionSettings(floors=True)  # busca search's default hybrid
 GOLDEN_ROWS = 3  # chunks holding the golden passage shown even when no method ranks them
 PROMPT = "busca:{method}> "
 HISTORY_LENGTH = 1000
@@ -215,7 +215,7 @@ def _compare(home, query: str, methods: str | None, k: int, per_doc: int, includ
     if not names:
         raise click.BadParameter("name at least one method", param_hint="--methods")
     return searching.compare_methods(index, home, query, methods=names, k=k, per_doc=per_doc,
-                                     include=include, fusion=HYBRID_AS_SEARCH)
+                                     include=include, fusion=api.HYBRID_AS_SEARCH)
 
 
 def _print_comparison(result, analyzer: str, relevant: set[int], question, labelled: bool,

@@ -100,6 +100,7 @@ class Context:
     passages: tuple[Passage, ...] = ()
     reason: str = ""  # why nothing was found, when the index could say
     max_chars: int = MAX_CHARS
+    top: float | None = None  # the best score when the hits are not carried (busca serve's 409)
 
     @property
     def answered(self) -> bool:
@@ -108,6 +109,27 @@ class Context:
     @property
     def scores(self) -> list[float]:
         return [h.score for h in self.hits]
+
+    @property
+    def best(self) -> float | None:
+        """The best score found, above the floor or not (None when nothing matched)."""
+        return max(self.scores) if self.hits else self.top
+
+    def prompt(self, *, lang: str = "pt", template: str | None = None) -> str:
+        """The prompt for an LLM (see `render`)."""
+        return render(self, lang=lang, template=template)
+
+    def to_json(self, *, prompt: str | None = None) -> dict:
+        """The structured form (`busca context --json`, POST /api/context)."""
+        return context_dict(self, prompt=prompt)
+
+    @classmethod
+    def from_json(cls, data: dict) -> Context:
+        """The context `to_json` gave (its hits carry what the passages list of them)."""
+        passages = tuple(_passage_of(p, data["method"]) for p in data["passages"])
+        hits = tuple(h for p in passages for h in p.hits)
+        return cls(data["question"], data["method"], data["floor"], hits, passages,
+                   max_chars=data["max_chars"])
 
 
 def build_context(index, store: Store, question: str, *, method: str = "tfidf",
@@ -277,6 +299,14 @@ def context_dict(context: Context, *, prompt: str | None = None) -> dict:
         "passages": [_passage_dict(p) for p in context.passages],
         "prompt": prompt,
     }
+
+
+def _passage_of(p: dict, method: str) -> Passage:
+    hits = tuple(Hit(h["rank"], h["score"], h["chunk_id"], p["url"], p["title"], h["start"],
+                     h["end"], "", method) for h in p["hits"])
+    spans = tuple(Span(s["start"], s["end"], s["text"]) for s in p["spans"])
+    return Passage(p["rank"], p["url"], p["title"], p["score"], spans, hits, p["truncated"],
+                   cite=p.get("cite") or "", section=p.get("section") or "")
 
 
 def _passage_dict(p: Passage) -> dict:

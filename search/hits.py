@@ -46,6 +46,18 @@ class Hit:
     text: str
     method: str
 
+    def to_json(self) -> dict:
+        """The fields of `busca search --json`, in its order."""
+        return {"rank": self.rank, "score": self.score, "url": self.url, "title": self.title,
+                "chunk_id": self.chunk_id, "start": self.start, "end": self.end,
+                "text": self.text, "method": self.method}
+
+    @classmethod
+    def from_json(cls, data: dict, *, method: str = "") -> Hit:
+        """The hit `to_json` gave (`method` when the form leaves it out, as the HTTP API)."""
+        return cls(data["rank"], data["score"], data["chunk_id"], data["url"], data["title"],
+                   data["start"], data["end"], data["text"], data.get("method", method))
+
 
 def search(index, store: DocumentStore, query: str, *, method: str = "tfidf", k: int = K,
            min_score: float | None = None, fusion: FusionSettings | None = None) -> list[Hit]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..index.dense_models import HYBRID, model_of, resolve
+from ..index.dense_models import HYBRID, is_hybrid, model_of, resolve
 from ..index.lexical import top_k
 from ..index.methods import HYBRID3, SPARSE, UnknownMethod, method_spec, stored_methods
 from .fusion import FusionSettings, HybridScorer, components, describe, share_of, stored_settings
@@ -80,7 +80,7 @@ def _resolved(index, settings: FusionSettings) -> FusionSettings:
 
 def _parts(index) -> list[str]:
     """What a hybrid may fuse: every method of the index but the hybrids."""
-    return [m for m in available_methods(index) if method_spec(m).kind != "fused"]
+    return [m for m in available_methods(index) if not is_hybrid(m)]
 
 
 def _sparse_of(method: str) -> str | None:

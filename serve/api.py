@@ -26,28 +26,20 @@ def _engine(request: Request) -> Engine:
 
 def hit_json(hit: searching.Hit) -> dict:
     """A hit with the fields of `busca search --json` (method aside)."""
-    return {"rank": hit.rank, "score": hit.score, "url": hit.url, "title": hit.title,
-            "chunk_id": hit.chunk_id, "start": hit.start, "end": hit.end, "text": hit.text}
+    out = hit.to_json()
+    del out["method"]
+    return out
 
 
 def search(request: Request) -> JSONResponse:
-    """GET /api/search?q=&method=&k=&min_score=&per_doc=&log="""
+    """GET /api/search?q=&method=&k=&min_score=&per_doc=&log=&fusion=&window=&rrf_k=&weights="""
     engine, args = _engine(request), request.query_params
     query = params.question(args.get("q"))
-    method = params.method(args.get("method"), engine.methods())
-    k = params.integer(args.get("k"), "k", default=params.K, low=1, high=params.MAX_K)
-    min_score = params.number(args.get("min_score"), "min_score")
-    per_doc = params.integer(args.get("per_doc"), "per_doc", default=0, low=0,
-                             high=params.MAX_PER_DOC)
+    spec = params.search_spec(args, engine.methods())
     log_query = params.flag(args.get("log"), "log")
     started = time.perf_counter()
-    found = engine.search(query, method=method, k=k, min_score=min_score, per_doc=per_doc,
-                          log_query=log_query)
-    out = {"query": query, "method": method, "hits": [hit_json(h) for h in found.hits],
-           "floor": found.floor, "build": found.build, "took_ms": _ms(started)}
-    if found.note:
-        out["note"] = found.note
-    return JSONResponse(out)
+    result = engine.search(query, spec, log_query=log_query)
+    return JSONResponse(result.to_json(took_ms=_ms(started)))
 
 
 def compare(request: Request) -> JSONResponse:
@@ -94,7 +86,7 @@ async def context(request: Request) -> JSONResponse:
         # best and note: what `busca context` says when it reuses this server
         return JSONResponse({"answer": None, "reason": _not_found(found), "question": question,
                              "method": method, "floor": found.floor,
-                             "best": max(found.scores) if found.hits else None,
+                             "best": found.best,
                              "note": found.reason, "build": build,
                              "status": 409}, status_code=409)
     prompt = searching.render(found, lang=lang)
@@ -104,8 +96,8 @@ async def context(request: Request) -> JSONResponse:
 def _not_found(found: searching.Context) -> str:
     if found.reason:
         return found.reason
-    if found.hits and found.floor is not None:
-        return (f"no passage scores {found.floor:.4f} or more (best {max(found.scores):.4f});"
+    if found.best is not None and found.floor is not None:
+        return (f"no passage scores {found.floor:.4f} or more (best {found.best:.4f});"
                 " lower min_score to see weaker matches")
     return "no passage passes the floor of any of the fused methods"
 

@@ -16,9 +16,10 @@ import json
 from contextlib import contextmanager
 from urllib.parse import urlencode, urlsplit
 
+from ..corpus import ContextSpec, Result, SearchSpec
 from ..errors import BuscaError
-from ..search.context import Context, Passage, Span
-from ..search.hits import Hit
+from ..index.dense_models import is_hybrid
+from ..search.context import Context
 from .discovery import Record
 
 TIMEOUT = 3.0  # seconds for the connection and for each read
@@ -32,56 +33,54 @@ class NotServed(BuscaError):
         self.note = note
 
 
-def search(record: Record, query: str, *, method: str, k: int, min_score: float | None,
-           per_doc: int, log: bool, build: str, timeout: float = TIMEOUT) -> tuple[list[Hit], str]:
-    """GET /api/search: the hits after the floor and the note when no word of the question
+def ask(record: Record, question: str, spec: SearchSpec, *, build: str,
+        timeout: float = TIMEOUT) -> Result | Context:
+    """The server's Result of a SearchSpec, or its Context of a ContextSpec."""
+    if isinstance(spec, ContextSpec):
+        return context(record, question, spec, build=build, timeout=timeout)
+    return search(record, question, spec, build=build, timeout=timeout)
+
+
+def search(record: Record, query: str, spec: SearchSpec, *, build: str,
+           timeout: float = TIMEOUT) -> Result:
+    """GET /api/search: the hits after the floor, and the note when no word of the question
     is in the index (`busca search` prints it and exits 3)."""
-    params = {"q": query, "method": method, "k": k, "per_doc": per_doc, "log": int(log)}
-    if min_score is not None:
-        params["min_score"] = repr(float(min_score))
+    params = {"q": query, "method": spec.method, "k": spec.k, "per_doc": spec.per_doc,
+              "log": int(spec.log)}
+    if spec.min_score is not None:
+        params["min_score"] = repr(float(spec.min_score))
+    if is_hybrid(spec.method):
+        params.update(fusion=spec.fusion, window=spec.window, rrf_k=repr(float(spec.rrf_k)))
+        if spec.weights:
+            params["weights"] = ",".join(f"{m}={float(w)!r}" for m, w in spec.weights.items())
     status, data = _request(record, "GET", "/api/search?" + urlencode(params), None, timeout)
     if status != 200:
         raise NotServed(_note(record, status, data))
     _same_build(record, data, build)
     with _readable(record):
-        hits = [Hit(h["rank"], h["score"], h["chunk_id"], h["url"], h["title"], h["start"],
-                    h["end"], h["text"], method) for h in data["hits"]]
-        return hits, str(data.get("note") or "")
+        return Result.from_json(data)
 
 
-def context(record: Record, question: str, *, method: str, k: int, max_chars: int,
-            min_score: float | None, per_doc: int, log: bool, build: str,
+def context(record: Record, question: str, spec: ContextSpec, *, build: str,
             timeout: float = TIMEOUT) -> Context:
     """POST /api/context: the Context `busca context` would build (its prompt is rendered
     by the caller, so --template and --lang apply as usual)."""
-    body = {"q": question, "method": method, "k": k, "max_chars": max_chars,
-            "per_doc": per_doc, "log": log}
-    if min_score is not None:
-        body["min_score"] = float(min_score)
+    body = {"q": question, "method": spec.method, "k": spec.k, "max_chars": spec.max_chars,
+            "per_doc": spec.per_doc, "log": spec.log}
+    if spec.min_score is not None:
+        body["min_score"] = float(spec.min_score)
     status, data = _request(record, "POST", "/api/context", body, timeout)
     if status == 409 and data.get("answer", "") is None and "best" in data:
         _same_build(record, data, build)
         with _readable(record):
-            best = data["best"]
-            hits = () if best is None else (Hit(1, float(best), -1, "", "", 0, 0, "", method),)
-            return Context(question, method, data["floor"], hits,
-                           reason=str(data.get("note") or ""), max_chars=max_chars)
+            best = None if data["best"] is None else float(data["best"])
+            return Context(question, spec.method, data["floor"], (), max_chars=spec.max_chars,
+                           reason=str(data.get("note") or ""), top=best)
     if status != 200:
         raise NotServed(_note(record, status, data))
     _same_build(record, data, build)
     with _readable(record):
-        passages = tuple(_passage(p, method) for p in data["passages"])
-        hits = tuple(h for p in passages for h in p.hits)
-        return Context(question, method, data["floor"], hits, passages,
-                       max_chars=data["max_chars"])
-
-
-def _passage(p: dict, method: str) -> Passage:
-    hits = tuple(Hit(h["rank"], h["score"], h["chunk_id"], p["url"], p["title"], h["start"],
-                     h["end"], "", method) for h in p["hits"])
-    spans = tuple(Span(s["start"], s["end"], s["text"]) for s in p["spans"])
-    return Passage(p["rank"], p["url"], p["title"], p["score"], spans, hits, p["truncated"],
-                   cite=p.get("cite") or "", section=p.get("section") or "")
+        return Context.from_json(data)
 
 
 @contextmanager

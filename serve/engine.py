@@ -16,11 +16,13 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from .. import index as indexing
 from .. import search as searching
+from ..corpus import (WARM_UP, ContextSpec, Corpus, Result, SearchSpec, context_build,
+                      prepare, search_build)
 from ..crawler import Document
 from ..index.chunking import chunker_label
 from .errors import BuildRunning
@@ -43,24 +45,6 @@ class Live:
     @property
     def build(self) -> str:
         return self.manifest.build
-
-
-@dataclass(frozen=True)
-class Found:
-    """Hits of one search after the floor, with the floor used and why nothing matched."""
-
-    hits: list[searching.Hit]
-    floor: float | None
-    note: str = ""
-    build: str = ""
-
-
-def fusion_for(method: str, min_score: float | None) -> searching.FusionSettings | None:
-    """Hybrid's settings (`hybrid`, `hybrid:NAME`) as `busca search` uses them by default: a
-    hybrid hit must pass a component's calibrated floor unless a min_score is given."""
-    if not indexing.is_hybrid(method):
-        return None
-    return searching.FusionSettings(floors=min_score is None)
 
 
 class Engine:
@@ -121,14 +105,12 @@ class Engine:
                 entry = index.manifest.entry(method)
                 key = (method, entry["encoder"], entry["dimension"])
                 ranker = index.ranker(method, encoder=self._encoders.get(key))
-                ranker.embed("aquecimento")  # some encoders load their tables lazily
-                if hasattr(ranker, "prepare"):
-                    ranker.prepare()  # the local int8 copy of a large index (index/vectors.py)
+                ranker.embed(WARM_UP)  # some encoders load their tables lazily
+                prepare(ranker)
                 self._encoders[key] = ranker.encoder
         for method in searching.available_methods(index):
-            ranker = searching.scorer(index, method)
-            if not indexing.is_dense(method) and hasattr(ranker, "prepare"):
-                ranker.prepare()  # a large index's window tables and codes (index/maxscore.py)
+            if not indexing.is_dense(method):
+                prepare(searching.scorer(index, method))
         index.chunks([0])  # opens the build's chunk table while its files surely exist
 
     def run(self, work: Callable[[Live], T]) -> T:
@@ -152,25 +134,16 @@ class Engine:
             return False
 
     # --- queries ---------------------------------------------------------------------
-    def search(self, query: str, *, method: str, k: int, min_score: float | None = None,
-               per_doc: int = 0, log_query: bool | None = None) -> Found:
-        """Hits as `busca search --json` prints them (same floor rules); `log_query`: record
-        the question in the query log (None: as the server was started, --no-log or not)."""
-        def work(live: Live) -> Found:
-            fusion = fusion_for(method, min_score)
-            searching.scorer(live.index, method, fusion)  # UnknownMethod before anything else
-            floor = min_score if min_score is not None else searching.floor_of(live.index, method)
-            started, note = time.perf_counter(), ""
-            try:
-                hits = searching.collapse.search(live.index, self.home(), query, method=method,
-                                                 k=k, per_doc=per_doc, fusion=fusion)
-            except searching.NoSearchableTerms as e:
-                hits, note = [], str(e)
-            self._log("search", query, method, k, hits, floor, started, log_query)
-            kept = [h for h in hits if floor is None or h.score >= floor]
-            if kept and (refused := searching.refusal(live.index, query, method, min_score)):
-                kept, note = [], refused.reason
-            return Found(kept, floor, note, live.build)
+    def search(self, query: str, spec: SearchSpec | None = None, /, *,
+               log_query: bool | None = None, **options) -> Result:
+        """Hits as `busca search --json` prints them (the same use case); options as
+        `Corpus.search`; `log_query`: record the question in the query log (None: as the
+        server was started, --no-log or not)."""
+        spec = replace(spec or SearchSpec(), **options, log=self._logs(log_query))
+
+        def work(live: Live) -> Result:
+            searching.scorer(live.index, spec.method, spec.fusion_settings(spec.min_score))
+            return search_build(live.index, self.home(), query, spec)  # UnknownMethod first
 
         return self.run(work)
 
@@ -183,21 +156,15 @@ class Engine:
 
         return self.run(work)
 
-    def context(self, question: str, *, method: str, k: int, max_chars: int,
-                min_score: float | None = None, per_doc: int = searching.CONTEXT_PER_DOC,
-                log_query: bool | None = None):
-        """What `busca context` finds, a search.Context, and the build it ran on
-        (`log_query` as in `search`)."""
+    def context(self, question: str, spec: ContextSpec | None = None, /, *,
+                log_query: bool | None = None, **options) -> tuple[searching.Context, str]:
+        """What `busca context` finds, a search.Context, and the build it ran on (options
+        as `Corpus.context`, `log_query` as in `search`)."""
+        spec = replace(spec or ContextSpec(), **options, log=self._logs(log_query))
+
         def work(live: Live):
-            fusion = fusion_for(method, min_score)
-            searching.scorer(live.index, method, fusion)
-            started = time.perf_counter()
-            found = searching.build_context(live.index, self.home(), question, method=method,
-                                            k=k, max_chars=max_chars, min_score=min_score,
-                                            fusion=fusion, per_doc=per_doc)
-            self._log("context", question, method, k, found.hits, found.floor, started,
-                      log_query)
-            return found, live.build
+            searching.scorer(live.index, spec.method, spec.fusion_settings(spec.min_score))
+            return context_build(live.index, self.home(), question, spec), live.build
 
         return self.run(work)
 
@@ -243,21 +210,15 @@ class Engine:
             out[item] = (doc.title if doc is not None else url, url, text)
         return out
 
-    def _log(self, command, query, method, k, hits, floor, started, wanted=None) -> None:
-        if self.log_queries if wanted is None else wanted:
-            searching.querylog.log_call(self.home(), command=command, query=query,
-                                        method=method, k=k, scores=[h.score for h in hits],
-                                        floor=floor, started=started)
+    def _logs(self, wanted: bool | None) -> bool:
+        return self.log_queries if wanted is None else wanted
 
     # --- writes (only with --token) ----------------------------------------------------
     def add(self, documents: list[Document]) -> dict:
         """Store documents as `busca add` does; counts of added/updated/unchanged."""
-        counts = {"added": 0, "updated": 0, "unchanged": 0}
         with self._writing:
             home = self.home()
-            for doc in documents:
-                counts[home.put(doc)] += 1
-            return {**counts, "documents": home.count()}
+            return {**Corpus(home).add(documents), "documents": home.count()}
 
     def rebuild(self, *, size: int | None = None, overlap: int | None = None):
         """`busca index` with the live build's chunker and methods (dense kept); the new
@@ -271,21 +232,10 @@ class Engine:
             lexical = [m for m in (previous.manifest.methods if previous is not None
                                    else indexing.DEFAULT)
                        if not (indexing.is_dense(m) or indexing.is_hybrid(m))]
-            names, models, _, entries = indexing.methods_for(home, lexical, dense=None)
-            return indexing.build_index(
-                home, size=size or chunker.get("size") or indexing.SIZE,
+            return Corpus(home, embed=self.embed).index(
+                size=size or chunker.get("size") or indexing.SIZE,
                 overlap=overlap if overlap is not None else chunker.get("overlap",
                                                                         indexing.OVERLAP),
-                methods=names, options=self._build_options(home, models, entries))
+                methods=lexical, options={"workers": 1})
         finally:
             self._writing.release()
-
-    def _build_options(self, home, models, entries: dict) -> dict:
-        """`busca index`'s options for the kept dense models (their servers, as the CLI)."""
-        options: dict = {"workers": 1}
-        if models:
-            servers = {m.name: indexing.server_settings(entries.get(m.name, {}), **self.embed)
-                       for m in models if m.encoder.startswith(indexing.OPENAI_PREFIX)}
-            options.update(dense_models=models, servers=servers,
-                           vector_cache=getattr(home, "home", None))
-        return options

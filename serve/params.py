@@ -9,6 +9,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from ..corpus import SearchSpec
+from ..index.dense_models import is_hybrid
+from ..search.fusion import (FUSION, FUSIONS, RRF_K, WINDOW, FusionError, FusionSettings,
+                             check_settings, parse_weights)
 from .errors import BadParameter
 
 MAX_QUERY = 1000  # characters of a question
@@ -16,8 +20,39 @@ MAX_K = 100
 MAX_PER_DOC = 100
 MAX_CHARS = 100_000  # context: characters of passage text
 MAX_DOCUMENTS = 1000  # documents in one POST /api/documents
+MAX_WINDOW = 10_000  # hybrid: top hits of each method that are fused
+FUSION_FIELDS = ("fusion", "window", "rrf_k", "weights")  # hybrid only
 K = 3
 METHOD = "tfidf"  # as `busca search`
+
+
+def search_spec(args: Mapping, known: list[str]) -> SearchSpec:
+    """The options of GET /api/search, those of `busca search` (hybrid's fusion included)."""
+    chosen = method(args.get("method"), known)
+    given = [name for name in FUSION_FIELDS if args.get(name) not in (None, "")]
+    if given and not is_hybrid(chosen):
+        raise BadParameter(f"{', '.join(given)} only apply to method hybrid (this search uses"
+                           f" {chosen}); drop them or add method=hybrid")
+    rrf_k = number(args.get("rrf_k"), "rrf_k")
+    return SearchSpec(
+        method=chosen, k=integer(args.get("k"), "k", default=K, low=1, high=MAX_K),
+        min_score=number(args.get("min_score"), "min_score"),
+        per_doc=integer(args.get("per_doc"), "per_doc", default=0, low=0, high=MAX_PER_DOC),
+        fusion=choice(args.get("fusion"), "fusion", FUSIONS, FUSION),
+        window=integer(args.get("window"), "window", default=WINDOW, low=1, high=MAX_WINDOW),
+        rrf_k=RRF_K if rrf_k is None else rrf_k, weights=weights(args.get("weights")))
+
+
+def weights(raw: object) -> dict[str, float] | None:
+    """hybrid's weights, "bm25=1,dense=0.5" (None when absent)."""
+    if raw is None or raw == "":
+        return None
+    try:
+        parsed = parse_weights(str(raw))
+        check_settings(FusionSettings(weights=parsed))
+        return parsed
+    except FusionError as e:
+        raise BadParameter(f"weights: {e}") from None
 
 
 def question(raw: object, name: str = "q") -> str:

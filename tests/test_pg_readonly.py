@@ -12,7 +12,6 @@ import json
 import re
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest

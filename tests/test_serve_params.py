@@ -58,3 +58,21 @@ def test_bind_asks_for_tcp_so_answers_are_not_delayed_by_nagle():
         assert int(url_of(sock).rsplit(":", 1)[1].rstrip("/")) > 0
     finally:
         sock.close()
+
+
+def test_search_options_are_those_of_busca_search():
+    from busca.corpus import SearchSpec
+
+    known = ["tfidf", "bm25", "dense", "hybrid"]
+    assert params.search_spec({}, known) == SearchSpec(per_doc=0)
+    spec = params.search_spec({"method": "hybrid", "k": "5", "fusion": "rrf", "window": "20",
+                               "rrf_k": "10", "weights": "bm25=1,dense=0.5"}, known)
+    assert spec == SearchSpec(method="hybrid", k=5, fusion="rrf", window=20, rrf_k=10.0,
+                              weights={"bm25": 1.0, "dense": 0.5})
+    for args, words in (({"method": "bm25", "fusion": "rrf"}, "only apply to method hybrid"),
+                        ({"method": "hybrid", "fusion": "sum"}, "fusion must be one of"),
+                        ({"method": "hybrid", "window": "0"}, "window must be between"),
+                        ({"method": "hybrid", "weights": "bm25"}, "weights:"),
+                        ({"method": "hybrid", "rrf_k": "nan"}, "rrf_k must be a finite")):
+        with pytest.raises(BadParameter, match=words):
+            params.search_spec(args, known)

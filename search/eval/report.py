@@ -10,6 +10,7 @@ import math
 import re
 from collections import Counter
 
+from ...index.dense_models import is_dense
 from .floors import Calibration
 from .summary import Evaluation, Pair
 
@@ -104,7 +105,7 @@ def _header(ev: Evaluation, md: bool) -> list[str]:
         f" {i.get('bootstrap', {}).get('seed')}",
     ]
     models = [f"{m} = {e['encoder']}" for m, e in index.get("methods", {}).items()
-              if m.partition(":")[0] == "dense" and "encoder" in e]
+              if is_dense(m) and "encoder" in e]
     if models and "runs" not in i:  # which model each dense method is, side by side
         lines.append("dense models: " + ", ".join(models))
     for name, run in i.get("runs", {}).items():

@@ -1,0 +1,52 @@
+"""Types of the lazy face busca.crawler (busca/lazy.py loads the names on first use)."""
+
+from .crawl import crawl as crawl
+from .errors import CrawlError as CrawlError
+from .options import CrawlOptions as CrawlOptions
+from .defaults import DEFAULT_DEADLINE as DEFAULT_DEADLINE
+from .defaults import DEFAULT_HTML_PAGES as DEFAULT_HTML_PAGES
+from .defaults import DEFAULT_RATE as DEFAULT_RATE
+from .defaults import DEFAULT_RETRIES as DEFAULT_RETRIES
+from .defaults import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
+from .defaults import DEFAULT_TYPES as DEFAULT_TYPES
+from .defaults import DEFAULT_USER_AGENT as DEFAULT_USER_AGENT
+from .defaults import DEFAULT_WORKERS as DEFAULT_WORKERS
+from .store import Document as Document
+from .store import DocumentStore as DocumentStore
+from . import events as events
+from .options import JsonApiOptions as JsonApiOptions
+from .files import legacy_ids as legacy_ids
+from .files import Problem as Problem
+from .files import read_files as read_files
+from .defaults import SOURCES as SOURCES
+from .store import Store as Store
+from .store import StoreError as StoreError
+from .crawl import why_nothing as why_nothing
+from .defaults import WP_TYPES as WP_TYPES
+
+EXPORTS: dict[str, str]
+__all__ = [
+    "CrawlError",
+    "CrawlOptions",
+    "DEFAULT_DEADLINE",
+    "DEFAULT_HTML_PAGES",
+    "DEFAULT_RATE",
+    "DEFAULT_RETRIES",
+    "DEFAULT_TIMEOUT",
+    "DEFAULT_TYPES",
+    "DEFAULT_USER_AGENT",
+    "DEFAULT_WORKERS",
+    "Document",
+    "DocumentStore",
+    "JsonApiOptions",
+    "Problem",
+    "SOURCES",
+    "Store",
+    "StoreError",
+    "WP_TYPES",
+    "crawl",
+    "events",
+    "legacy_ids",
+    "read_files",
+    "why_nothing",
+]

@@ -1,0 +1,84 @@
+"""Types of busca.errors: BuscaError and every error class, re-exported (errors.py loads
+them on first use)."""
+
+from .crawler.errors import ApiUnusable as ApiUnusable
+from .index.embedding_api import AuthFailed as AuthFailed
+from .index.backend import BackendUnavailable as BackendUnavailable
+from .search.hits import BadFloor as BadFloor
+from .serve.hosts import BadHostName as BadHostName
+from .index.dense_models import BadModelList as BadModelList
+from .serve.errors import BadParameter as BadParameter
+from .search.collapse import BadPerDoc as BadPerDoc
+from .index.embedding_api import BadResponse as BadResponse
+from .index.titles import BadTitles as BadTitles
+from .index.dense import BadVectors as BadVectors
+from .index.bm25 import Bm25ParameterError as Bm25ParameterError
+from .serve.app import BodyTooLarge as BodyTooLarge
+from .index.buildlock import BuildLocked as BuildLocked
+from .serve.errors import BuildRunning as BuildRunning
+from .index.vector_cache import CacheError as CacheError
+from .index.chunking import ChunkingError as ChunkingError
+from .crawler.errors import ConnectFailed as ConnectFailed
+from .search.context import ContextTooSmall as ContextTooSmall
+from .index.pg_schema import CorpusNotFound as CorpusNotFound
+from .crawler.errors import CrawlError as CrawlError
+from .crawler.errors import CrawlStopped as CrawlStopped
+from .index.vector_cache import DimensionChanged as DimensionChanged
+from .crawler.errors import Disallowed as Disallowed
+from .index.diskfull import DiskFull as DiskFull
+from .index.embedding_api import EmbeddingServerError as EmbeddingServerError
+from .index.vectors import EmptyQuery as EmptyQuery
+from .index.counting import EmptyVocabulary as EmptyVocabulary
+from .index.encoders import EncoderError as EncoderError
+from .index.vectors import EncoderMismatch as EncoderMismatch
+from .index.encoders import EncoderMissing as EncoderMissing
+from .crawler.errors import FetchError as FetchError
+from .search.eval.floors import FloorError as FloorError
+from .search.fusion import FusionError as FusionError
+from .search.eval.golden import GoldenError as GoldenError
+from .index.storage import HomeNotFound as HomeNotFound
+from .serve.errors import HttpError as HttpError
+from .index.storage import IndexFormatError as IndexFormatError
+from .index.storage import IndexNotFound as IndexNotFound
+from .search.eval.metrics import MetricError as MetricError
+from .index.encoders import MissingServer as MissingServer
+from .index.analyzers import MissingStemmer as MissingStemmer
+from .index.e5_weights import ModelFileError as ModelFileError
+from .index.encoders import ModelNotFound as ModelNotFound
+from .search.eval.floors import NoFloorToStore as NoFloorToStore
+from .index.lexical import NoSearchableTerms as NoSearchableTerms
+from .search.eval.harness import NothingRelevant as NothingRelevant
+from .index.build import NothingToIndex as NothingToIndex
+from .serve.client import NotServed as NotServed
+from .index.vectors import NoVectors as NoVectors
+from .crawler.errors import OffSite as OffSite
+from .search.eval.plots import PlotUnavailable as PlotUnavailable
+from .index.pg_conn import PostgresDenied as PostgresDenied
+from .index.pg_schema import PostgresError as PostgresError
+from .index.pg_schema import PostgresFormatError as PostgresFormatError
+from .index.pg_conn import PostgresMissingTable as PostgresMissingTable
+from .index.pg_schema import PostgresOldFormat as PostgresOldFormat
+from .index.pg_conn import PostgresReadOnly as PostgresReadOnly
+from .index.pg_conn import PostgresUnavailable as PostgresUnavailable
+from .crawler.store import ReadOnlyHome as ReadOnlyHome
+from .search.eval.runs import RunError as RunError
+from .index.embedding_api import ServerUnreachable as ServerUnreachable
+from .shell import SessionError as SessionError
+from .index.postgres import StaleBuild as StaleBuild
+from .search.hits import StaleIndex as StaleIndex
+from .crawler.store import StoreDamaged as StoreDamaged
+from .crawler.store import StoreError as StoreError
+from .search.context import TemplateError as TemplateError
+from .crawler.errors import TooLarge as TooLarge
+from .crawler.errors import TooSlow as TooSlow
+from .index.analyzers import UnknownAnalyzer as UnknownAnalyzer
+from .index.encoders import UnknownEncoder as UnknownEncoder
+from .index.methods import UnknownMethod as UnknownMethod
+from .index.embedding_api import UnknownModel as UnknownModel
+
+
+class BuscaError(Exception): ...
+
+
+WHERE: dict[str, str]
+__all__: list[str]

@@ -1,0 +1,102 @@
+"""Types of the lazy face busca.index (busca/lazy.py loads the names on first use)."""
+
+from .analyzers import ANALYZERS as ANALYZERS
+from .bm25 import B as B
+from .backend import BackendUnavailable as BackendUnavailable
+from .titles import BadTitles as BadTitles
+from .backend import Build as Build
+from .build import build_index as build_index
+from .buildlock import BuildLocked as BuildLocked
+from .backend import BuildWriter as BuildWriter
+from .encoders import check_server as check_server
+from .chunking import ChunkingError as ChunkingError
+from .chunks import ChunkRow as ChunkRow
+from .methods import DEFAULT as DEFAULT
+from .encoders import DEFAULT_ENCODER as DEFAULT_ENCODER
+from .diskfull import DiskFull as DiskFull
+from .embedding_api import BATCH as EMBED_BATCH
+from .encoders import encoder_names as encoder_names
+from .encoders import EncoderError as EncoderError
+from .encoders import FALLBACK_ENCODER as FALLBACK_ENCODER
+from .manifest import FORMAT_VERSION as FORMAT_VERSION
+from .encoders import get_encoder as get_encoder
+from .backend import Home as Home
+from .methods import HYBRID as HYBRID
+from .storage import IndexFormatError as IndexFormatError
+from .storage import IndexNotFound as IndexNotFound
+from .dense_models import is_dense as is_dense
+from .dense_models import is_hybrid as is_hybrid
+from .bm25 import K1 as K1
+from .bm25 import K1_MAX as K1_MAX
+from .methods import LEXICAL as LEXICAL
+from .storage import load_index as load_index
+from .storage import LocalHome as LocalHome
+from .manifest import Manifest as Manifest
+from .methods import METHODS as METHODS
+from .build import methods_for as methods_for
+from .build import NothingToIndex as NothingToIndex
+from .backend import open_home as open_home
+from .encoders import OPENAI_PREFIX as OPENAI_PREFIX
+from .chunking import OVERLAP as OVERLAP
+from .chunking import parse_chunker as parse_chunker
+from .pg_schema import PostgresError as PostgresError
+from .backend import Ranker as Ranker
+from .dense_models import resolve as resolve
+from .dense_models import server_settings as server_settings
+from .chunking import SIZE as SIZE
+from .encoders import THREADS as THREADS
+from .titles import titled_methods as titled_methods
+from .titles import TITLES as TITLES
+from .methods import UnknownMethod as UnknownMethod
+
+EXPORTS: dict[str, str]
+__all__ = [
+    "ANALYZERS",
+    "B",
+    "BackendUnavailable",
+    "BadTitles",
+    "Build",
+    "BuildLocked",
+    "BuildWriter",
+    "ChunkRow",
+    "ChunkingError",
+    "DEFAULT",
+    "DEFAULT_ENCODER",
+    "DiskFull",
+    "EMBED_BATCH",
+    "EncoderError",
+    "FALLBACK_ENCODER",
+    "FORMAT_VERSION",
+    "HYBRID",
+    "Home",
+    "IndexFormatError",
+    "IndexNotFound",
+    "K1",
+    "K1_MAX",
+    "LEXICAL",
+    "LocalHome",
+    "METHODS",
+    "Manifest",
+    "NothingToIndex",
+    "OPENAI_PREFIX",
+    "OVERLAP",
+    "PostgresError",
+    "Ranker",
+    "SIZE",
+    "THREADS",
+    "TITLES",
+    "UnknownMethod",
+    "build_index",
+    "check_server",
+    "encoder_names",
+    "get_encoder",
+    "is_dense",
+    "is_hybrid",
+    "load_index",
+    "methods_for",
+    "open_home",
+    "parse_chunker",
+    "resolve",
+    "server_settings",
+    "titled_methods",
+]

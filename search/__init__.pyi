@@ -1,0 +1,96 @@
+"""Types of the lazy face busca.search (busca/lazy.py loads the names on first use)."""
+
+from .scorers import available_methods as available_methods
+from .hits import BadFloor as BadFloor
+from .context import build_context as build_context
+from .hits import check_floor as check_floor
+from .fusion import check_settings as check_settings
+from .context import check_template as check_template
+from . import collapse as collapse
+from .compare import compare as compare_methods
+from .compare import CompareRow as CompareRow
+from .compare import Comparison as Comparison
+from .compare import comparison_dict as comparison_dict
+from .context import Context as Context
+from .context import context_dict as context_dict
+from .context import PER_DOC as CONTEXT_PER_DOC
+from .context import ContextTooSmall as ContextTooSmall
+from .compare import default_methods as default_methods
+from .fusion import describe_default as describe_default
+from .scorers import describe_fusion as describe_fusion
+from .scorers import floor_of as floor_of
+from .fusion import FUSION as FUSION
+from .fusion import FusionError as FusionError
+from .fusion import FUSIONS as FUSIONS
+from .fusion import FusionSettings as FusionSettings
+from . import highlight as highlight
+from .hits import Hit as Hit
+from .hits import hits_for as hits_for
+from .scorers import K as K
+from .context import LANGS as LANGS
+from .context import MAX_CHARS as MAX_CHARS
+from .scorers import method_settings as method_settings
+from ..index.lexical import NoSearchableTerms as NoSearchableTerms
+from .fusion import parse_weights as parse_weights
+from . import querylog as querylog
+from .scorers import rank as rank
+from .context import render as render
+from ..index.vectors import require_vectors as require_vectors
+from .fusion import RRF_K as RRF_K
+from .scorers import scorer as scorer
+from .hits import search as search
+from .hits import snippet as snippet
+from .hits import StaleIndex as StaleIndex
+from .context import TemplateError as TemplateError
+from ..index.lexical import top_k as top_k
+from ..index.methods import UnknownMethod as UnknownMethod
+from .fusion import WINDOW as WINDOW
+
+EXPORTS: dict[str, str]
+__all__ = [
+    "BadFloor",
+    "CONTEXT_PER_DOC",
+    "CompareRow",
+    "Comparison",
+    "Context",
+    "ContextTooSmall",
+    "FUSION",
+    "FUSIONS",
+    "FusionError",
+    "FusionSettings",
+    "Hit",
+    "K",
+    "LANGS",
+    "MAX_CHARS",
+    "NoSearchableTerms",
+    "RRF_K",
+    "StaleIndex",
+    "TemplateError",
+    "UnknownMethod",
+    "WINDOW",
+    "available_methods",
+    "build_context",
+    "check_floor",
+    "check_settings",
+    "check_template",
+    "collapse",
+    "compare_methods",
+    "comparison_dict",
+    "context_dict",
+    "default_methods",
+    "describe_default",
+    "describe_fusion",
+    "floor_of",
+    "highlight",
+    "hits_for",
+    "method_settings",
+    "parse_weights",
+    "querylog",
+    "rank",
+    "render",
+    "require_vectors",
+    "scorer",
+    "search",
+    "snippet",
+    "top_k",
+]

@@ -1,0 +1,193 @@
+"""corpus.py: the use cases as one Python object (`busca.open`), the same answers as the
+command line, and docs/python.md's example run as written."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import busca
+from busca.cli import cli
+from conftest import FIXTURES, REPO
+
+QUESTIONS = ("Qual a universidade pioneira no Brasil em engenharia de software?",
+             "Como o PC consegue rodar vários aplicativos juntos se o processador só faz uma"
+             " coisa por vez?")
+
+
+def invoke(home: str | Path, *args: str):
+    result = CliRunner().invoke(cli, ["--home", str(home), *args], catch_exceptions=False,
+                                obj={})
+    return result
+
+
+@pytest.fixture
+def fake_home(tmp_path, fake) -> Path:
+    """The fixture corpus indexed with tfidf, bm25 and the fake encoder (dense, hybrid)."""
+    home = tmp_path / "home"
+    for args in (["add", str(FIXTURES / "site" / "articles.jsonl")],
+                 ["index", "-q", "--dense", "fake"]):
+        assert invoke(home, *args).exit_code == 0
+    return home
+
+
+def cli_lines(home: str | Path, question: str, *args: str) -> list[dict]:
+    result = invoke(home, "search", question, "--json", "--no-log", *args)
+    assert result.exit_code in (0, 3), result.output
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+OPTIONS = {"tfidf": [{}, {"k": 5, "per_doc": 1}],
+           "bm25": [{}, {"k": 7, "per_doc": 1}, {"min_score": 5.0}],
+           "dense": [{}, {"k": 5, "per_doc": 2}],
+           "hybrid": [{}, {"fusion": "rrf", "k": 5}, {"weights": {"bm25": 1, "dense": 0.5}},
+                      {"fusion": "zscore", "window": 10, "per_doc": 1}]}
+
+
+def as_args(options: dict) -> list[str]:
+    args = []
+    for name, value in options.items():
+        if name == "weights":
+            value = ",".join(f"{m}={w}" for m, w in value.items())
+        args += ["-k" if name == "k" else f"--{name.replace('_', '-')}", str(value)]
+    return args
+
+
+@pytest.mark.parametrize("method", list(OPTIONS))
+def test_python_gives_the_hits_and_scores_of_busca_search_json(fake_home, method):
+    corpus = busca.open(fake_home)
+    for question in QUESTIONS:
+        for options in OPTIONS[method]:
+            expected = cli_lines(fake_home, question, "--method", method, *as_args(options))
+            result = corpus.search(question, method=method, log=False, **options)
+            assert result.lines() == expected, (question, options)
+            assert [h.to_json() for h in result.hits] == [
+                {k: v for k, v in line.items() if k != "fusion"} for line in expected]
+    corpus.close()
+
+
+@pytest.mark.parametrize("method", ["dense", "hybrid"])
+def test_with_the_real_encoder_too(served_home, method):
+    with busca.open(served_home, create=False) as corpus:
+        for question in QUESTIONS:
+            assert corpus.search(question, method=method, log=False).lines() == \
+                cli_lines(served_home, question, "--method", method)
+
+
+def test_with_e5_small_too(tmp_path):
+    from busca.index import EncoderError, get_encoder
+
+    try:
+        get_encoder("e5-small")
+    except EncoderError as e:
+        pytest.skip(str(e))
+    home = tmp_path / "home"
+    for args in (["add", str(FIXTURES / "site" / "articles.jsonl")],
+                 ["index", "-q", "--dense", "e5-small"]):
+        assert invoke(home, *args).exit_code == 0
+    with busca.open(home, create=False) as corpus:
+        for method in ("dense", "hybrid"):
+            for question in QUESTIONS:
+                assert corpus.search(question, method=method, log=False).lines() == \
+                    cli_lines(home, question, "--method", method)
+
+
+def test_search_applies_the_calibrated_floor_and_logs_as_the_cli(fake_home):
+    golden = str(FIXTURES / "golden" / "golden.json")
+    with busca.open(fake_home) as corpus:
+        floors = corpus.calibrate(golden, methods=["bm25"])
+        result = corpus.search(QUESTIONS[1], method="bm25")
+        assert result.floor == floors["bm25"] and result.calibrated
+        assert all(h.score >= result.floor for h in result.hits)
+        logged = corpus.home.logged_queries()
+    assert [q["query"] for q in logged] == [QUESTIONS[1]]
+    assert logged[0]["floor"] == pytest.approx(floors["bm25"])
+    expected = cli_lines(fake_home, QUESTIONS[1], "--method", "bm25")
+    assert [h.to_json() for h in result.hits] == expected
+
+
+def test_context_is_the_one_of_busca_context(fake_home):
+    with busca.open(fake_home) as corpus:
+        found = corpus.context(QUESTIONS[0], method="bm25", max_chars=900, log=False)
+    result = invoke(fake_home, "context", QUESTIONS[0], "--method", "bm25", "--json",
+                    "--max-chars", "900", "--no-log")
+    assert json.loads(result.stdout) == found.to_json(prompt=found.prompt())
+    assert busca.Context.from_json(found.to_json()).to_json() == found.to_json()
+
+
+def test_result_and_hit_round_trip_through_json(fake_home):
+    with busca.open(fake_home) as corpus:
+        result = corpus.search(QUESTIONS[0], method="tfidf", k=3, log=False)
+    data = json.loads(json.dumps(result.to_json(took_ms=1.0)))
+    again = busca.Result.from_json(data)
+    assert again.hits == result.hits and again.floor == result.floor
+    assert again.build == result.build == corpus.build.manifest.build
+    assert busca.Hit.from_json(result.hits[0].to_json()) == result.hits[0]
+
+
+def test_a_search_spec_is_a_value(fake_home):
+    spec = busca.SearchSpec(method="bm25", k=2)
+    with busca.open(fake_home) as corpus:
+        assert corpus.search(QUESTIONS[0], spec, log=False).hits == \
+            corpus.search(QUESTIONS[0], method="bm25", k=2, log=False).hits
+        with pytest.raises(TypeError):
+            corpus.search(QUESTIONS[0], methd="bm25")
+    with pytest.raises(AttributeError):
+        spec.k = 3
+
+
+def test_errors_are_the_library_errors(tmp_path):
+    with busca.open(tmp_path / "empty") as corpus:
+        with pytest.raises(busca.errors.IndexNotFound, match="busca index"):
+            corpus.search("pergunta")
+        assert corpus.stats() == {"documents": 0, "index": None}
+    with pytest.raises(busca.errors.BuscaError):
+        busca.open(tmp_path / "missing", create=False)
+
+
+def python_example() -> str:
+    text = (REPO / "docs" / "python.md").read_text(encoding="utf-8")
+    (code,) = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    return code
+
+
+def test_docs_python_md_runs_as_written(tmp_path, monkeypatch, capsys):
+    (tmp_path / "fixtures").symlink_to(FIXTURES, target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(python_example(), "docs/python.md", "exec"), {"__name__": "__main__"})
+    out = capsys.readouterr().out
+    assert out.startswith("40 documents,")
+    assert "1. " in out and "<https://faquad.example/" in out
+    assert "[fonte: https://exemplo.org/reembolso]" in out
+    assert re.search(r"^bm25 recall@3 0\.\d+$", out, flags=re.M)
+    assert out.rstrip().endswith("True")
+    assert os.path.isdir(tmp_path / "casa")
+
+
+def test_a_long_lived_corpus_keeps_its_build_and_picks_up_a_new_one(fake_home):
+    with busca.open(fake_home) as corpus:
+        corpus.warm()
+        first = corpus.build
+        ranker = first.ranker("dense")
+        assert corpus.build is first and corpus.build.ranker("dense") is ranker
+        before = corpus.search(QUESTIONS[0], method="hybrid", log=False)
+        assert invoke(fake_home, "index", "-q", "--size", "120", "--overlap", "20").exit_code == 0
+        after = corpus.search(QUESTIONS[0], method="hybrid", log=False)
+        assert corpus.build is not first and after.build != before.build
+        assert after.lines() == cli_lines(fake_home, QUESTIONS[0], "--method", "hybrid")
+
+
+@pytest.mark.postgres
+def test_a_postgresql_url_is_a_corpus_too(pg_home):
+    with busca.open(pg_home) as corpus:
+        corpus.add_files([FIXTURES / "site" / "articles.jsonl"])
+        manifest = corpus.index(methods=["tfidf", "bm25"])
+        assert manifest.documents == 39
+        result = corpus.search(QUESTIONS[0], method="bm25", k=3, log=False)
+        assert result.hits and result.hits[0].url.startswith("https://faquad.example/")
+        assert result.lines() == cli_lines(pg_home, QUESTIONS[0], "--method", "bm25", "-k", "3")
