@@ -52,6 +52,7 @@ from .index.build import NothingToIndex as NothingToIndex
 from .serve.client import NotServed as NotServed
 from .index.vectors import NoVectors as NoVectors
 from .crawler.errors import OffSite as OffSite
+from .crawler.pdf import PdfError as PdfError
 from .search.eval.plots import PlotUnavailable as PlotUnavailable
 from .index.pg_conn import PostgresDenied as PostgresDenied
 from .index.pg_schema import PostgresError as PostgresError
@@ -62,6 +63,7 @@ from .index.pg_conn import PostgresReadOnly as PostgresReadOnly
 from .index.pg_conn import PostgresUnavailable as PostgresUnavailable
 from .crawler.store import ReadOnlyHome as ReadOnlyHome
 from .search.eval.runs import RunError as RunError
+from .index.e5_sae import SaeFileError as SaeFileError
 from .index.embedding_api import ServerUnreachable as ServerUnreachable
 from .shell import SessionError as SessionError
 from .index.postgres import StaleBuild as StaleBuild

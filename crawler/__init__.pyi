@@ -16,6 +16,7 @@ from .store import DocumentStore as DocumentStore
 from . import events as events
 from .options import JsonApiOptions as JsonApiOptions
 from .files import legacy_ids as legacy_ids
+from .defaults import MAIN_TEXT as MAIN_TEXT
 from .files import Problem as Problem
 from .files import read_files as read_files
 from .defaults import SOURCES as SOURCES
@@ -39,6 +40,7 @@ __all__ = [
     "Document",
     "DocumentStore",
     "JsonApiOptions",
+    "MAIN_TEXT",
     "Problem",
     "SOURCES",
     "Store",

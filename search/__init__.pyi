@@ -34,6 +34,7 @@ from ..index.lexical import NoSearchableTerms as NoSearchableTerms
 from .fusion import parse_weights as parse_weights
 from . import querylog as querylog
 from .scorers import rank as rank
+from .answerable import refusal as refusal
 from .context import render as render
 from ..index.vectors import require_vectors as require_vectors
 from .fusion import RRF_K as RRF_K
@@ -87,6 +88,7 @@ __all__ = [
     "parse_weights",
     "querylog",
     "rank",
+    "refusal",
     "render",
     "require_vectors",
     "scorer",

@@ -32,7 +32,7 @@ def test_pages_and_their_offsets():
     pdf = read_pdf(make_pdf(PAGES, title="Manual"))
     assert pdf.title == "Manual" and pdf.pages == 4 and pdf.empty == (3,)
     assert [n for n, _ in pdf.starts] == [1, 2, 4]
-    for (number, start), page in zip(pdf.starts, [PAGES[0], PAGES[1], PAGES[3]]):
+    for (_number, start), page in zip(pdf.starts, [PAGES[0], PAGES[1], PAGES[3]]):
         assert pdf.text[start:].startswith(page.split("\n")[0])
     assert pdf.meta()["pages_without_text"] == [3]
 
