@@ -296,6 +296,14 @@ def _weights_option(ctx, param, value: str | None) -> dict[str, float] | None:
     return weights
 
 
+def _filters_option(ctx, param, value) -> tuple:
+    """--filter values parsed once; a malformed one is bad usage (exit 2)."""
+    try:
+        return searching.parse_filters(value)
+    except searching.BadFilter as e:
+        raise click.BadParameter(str(e), ctx, param) from None
+
+
 def _split(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
@@ -322,12 +330,16 @@ def _split(value: str) -> list[str]:
                    + searching.describe_default() + "]")
 @click.option("--per-doc", type=click.IntRange(min=0), default=searching.collapse.PER_DOC,
               show_default=True, help="At most N windows of one article (0 = no limit).")
+@click.option("--filter", "filters", multiple=True, metavar="FIELD=V", callback=_filters_option,
+              help="Rank only documents whose field (url, title, or metadata such as category,"
+                   " tags, author, date) matches: FIELD=a,b (one of), !=, >=, <=, ^= (prefix);"
+                   " repeatable, all must hold.")
 @click.option("--pager", is_flag=True, help="Show the hits through $PAGER.")
 @no_serve_option
 @embed_options
 @click.pass_context
 def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rrf_k, weights,
-           per_doc, pager, no_serve):
+           per_doc, filters, pager, no_serve):
     """Top-k passages for a question, with score, title, URL and snippet. Without a
     question, an interactive session (as busca shell).
 
@@ -337,6 +349,9 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
 
     Example: busca search "qual o prazo do reembolso?" -k 5
     """
+    if query is None and filters:
+        raise click.UsageError("--filter needs a question: the interactive session does not"
+                               " filter yet")
     if query is None:  # --per-doc only when given: each session command has its default
         given = ctx.get_parameter_source("per_doc") != click.core.ParameterSource.DEFAULT
         with _home(ctx) as home:
@@ -348,7 +363,7 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
     _hybrid_only(ctx, method)
     spec = api.SearchSpec(method=method, k=k, min_score=min_score, per_doc=per_doc,
                           fusion=fusion, window=window, rrf_k=rrf_k, weights=weights,
-                          log=not no_log)
+                          log=not no_log, filters=filters)
     with _corpus(ctx) as corpus:
         index = corpus.build
         result = api.search_build(index, corpus.home, query, spec,

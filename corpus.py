@@ -48,6 +48,10 @@ class SearchSpec:
     rrf_k: float = RRF_K
     weights: Mapping[str, float] | None = None  # None: the default weights
     log: bool = True  # record the question in the query log (if the home logs)
+    filters: tuple = ()  # Filter values (search/filters.py), or their texts: "category=Python"
+
+    def __post_init__(self):
+        object.__setattr__(self, "filters", searching.parse_filters(self.filters))
 
     def fusion_settings(self, floor: float | None) -> FusionSettings | None:
         """Hybrid's settings as a value (None for other methods); a hybrid hit must pass
@@ -128,11 +132,14 @@ def search_build(build, home, question: str, spec: SearchSpec, *,
     if isinstance(found, Result):
         return replace(found, calibrated=calibrated, fusion=described, unlogged=unlogged)
     started, note = time.perf_counter(), ""
+    allowed = _allowed(build, home, spec.filters)
     try:
         hits = searching.collapse.search(build, home, question, method=spec.method, k=spec.k,
-                                         per_doc=spec.per_doc, fusion=fusion)
+                                         per_doc=spec.per_doc, fusion=fusion, allowed=allowed)
     except searching.NoSearchableTerms as e:
         hits, note = [], str(e)
+    if allowed is not None and not allowed.any():
+        note = "no document matches the filters " + " ".join(map(str, spec.filters))
     seconds = time.perf_counter() - started
     _log(home, spec, "search", question, hits, floor, started)
     kept = tuple(h for h in hits if floor is None or h.score >= floor)
@@ -140,6 +147,16 @@ def search_build(build, home, question: str, spec: SearchSpec, *,
         kept, note = (), refused.reason  # the stored answerability model (issue 30)
     return Result(question, spec.method, kept, floor, note, build.manifest.build, calibrated,
                   described, unlogged, seconds, len(hits))
+
+
+def _allowed(build, home, filters):
+    """The mask of the chunks the filters allow (None without filters)."""
+    if not filters:
+        return None
+    if not hasattr(home, "records"):
+        raise searching.BadFilter("filters are not supported on PostgreSQL homes yet; search"
+                                  " without --filter, or use a local home")
+    return searching.allowed(build, home, filters)
 
 
 def context_build(build, home, question: str, spec: ContextSpec, *,
@@ -154,7 +171,8 @@ def context_build(build, home, question: str, spec: ContextSpec, *,
     started = time.perf_counter()
     found = searching.build_context(build, home, question, method=spec.method, k=spec.k,
                                     max_chars=spec.max_chars, min_score=spec.min_score,
-                                    fusion=fusion, per_doc=spec.per_doc)
+                                    fusion=fusion, per_doc=spec.per_doc,
+                                    allowed=_allowed(build, home, spec.filters))
     _log(home, spec, "context", question, found.hits, floor, started)
     return found
 

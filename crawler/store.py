@@ -299,6 +299,14 @@ class Store:
             for row in self.db.execute(sql + " ORDER BY url", args):
                 yield _row_document(row)
 
+    def records(self) -> Iterator[tuple[str, str, str, str | None, dict | None]]:
+        """(url, title, source, modified, meta) of every document, without the text."""
+        with guard(self.path):
+            rows = self.db.execute(
+                f"SELECT url, title, source, modified, {self._meta} FROM documents").fetchall()
+        for *head, meta in rows:
+            yield (*head, _row_document(("", "", "", "", None, "", meta)).meta)
+
     def document_ranges(self, size: int) -> DocumentRanges | None:
         """The documents cut into URL ranges of `size` documents (the last may be shorter),
         which processes read themselves (DocumentRanges.read); None when the file's texts

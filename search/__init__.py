@@ -6,7 +6,9 @@ Names load on first use (busca/lazy.py).
 from ..lazy import face
 
 EXPORTS = {
+    "allowed": ".filters",
     "available_methods": ".scorers",
+    "BadFilter": ".filters",
     "BadFloor": ".hits",
     "build_context": ".context",
     "check_floor": ".hits",
@@ -22,6 +24,7 @@ EXPORTS = {
     "CONTEXT_PER_DOC": ".context#PER_DOC",
     "ContextTooSmall": ".context",
     "default_methods": ".compare",
+    "Filter": ".filters",
     "describe_default": ".fusion",
     "describe_fusion": ".scorers",
     "floor_of": ".scorers",
@@ -37,6 +40,7 @@ EXPORTS = {
     "MAX_CHARS": ".context",
     "method_settings": ".scorers",
     "NoSearchableTerms": "..index.lexical",
+    "parse_filters": ".filters",
     "parse_weights": ".fusion",
     "querylog": ".querylog:",
     "rank": ".scorers",

@@ -81,10 +81,12 @@ def urls_of(index, ids: np.ndarray) -> list[str]:
 
 def rank(index, query: str, *, method: str = "tfidf", k: int = K, per_doc: int = PER_DOC,
          backfill: bool = False, floor: float | None = None,
-         fusion: FusionSettings | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Top-k (ids, scores) with at most `per_doc` windows per document (0: `scorers.rank`)."""
+         fusion: FusionSettings | None = None,
+         allowed=None) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k (ids, scores) with at most `per_doc` windows per document (0: `scorers.rank`),
+    among the chunks of the mask `allowed` when given."""
     def ranker(depth: int):
-        return rank_all(index, query, method=method, k=depth, fusion=fusion)
+        return rank_all(index, query, method=method, k=depth, fusion=fusion, allowed=allowed)
 
     return rank_with(ranker, lambda ids: urls_of(index, ids), k=k, per_doc=per_doc,
                      total=int(index.manifest.get("chunks") or 0), backfill=backfill,
@@ -113,8 +115,9 @@ def rank_with(ranker: Callable[[int], tuple[np.ndarray, np.ndarray]],
 
 def search(index, store: DocumentStore, query: str, *, method: str = "tfidf", k: int = K,
            per_doc: int = PER_DOC, backfill: bool = False, floor: float | None = None,
-           fusion: FusionSettings | None = None) -> list[Hit]:
-    """`hits.search` with at most `per_doc` windows of one document (0 = no limit)."""
+           fusion: FusionSettings | None = None, allowed=None) -> list[Hit]:
+    """`hits.search` with at most `per_doc` windows of one document (0 = no limit), among
+    the chunks of the mask `allowed` when given."""
     ids, scores = rank(index, query, method=method, k=k, per_doc=per_doc, backfill=backfill,
-                       floor=floor, fusion=fusion)
+                       floor=floor, fusion=fusion, allowed=allowed)
     return hits_for(index, store, ids, scores, method)

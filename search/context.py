@@ -134,13 +134,15 @@ class Context:
 
 def build_context(index, store: Store, question: str, *, method: str = "tfidf",
                   k: int = K, max_chars: int = MAX_CHARS, min_score: float | None = None,
-                  fusion: FusionSettings | None = None, per_doc: int = PER_DOC) -> Context:
-    """Rank (at most `per_doc` windows per document while other documents pass the floor),
-    apply the floor (`min_score`, else the calibrated one), merge and fit passages."""
+                  fusion: FusionSettings | None = None, per_doc: int = PER_DOC,
+                  allowed=None) -> Context:
+    """Rank (at most `per_doc` windows per document while other documents pass the floor;
+    only the chunks of the mask `allowed` when given), apply the floor (`min_score`, else
+    the calibrated one), merge and fit passages."""
     floor = check_floor(min_score) if min_score is not None else floor_of(index, method)
     try:
         hits = search_per_doc(index, store, question, method=method, k=k, per_doc=per_doc,
-                              backfill=True, floor=floor, fusion=fusion)
+                              backfill=True, floor=floor, fusion=fusion, allowed=allowed)
     except NoSearchableTerms as e:
         return Context(question, method, floor, (), reason=str(e), max_chars=max_chars)
     refused = refusal(index, question, method, min_score)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..errors import BuscaError
@@ -45,18 +45,22 @@ class Hit:
     end: int
     text: str
     method: str
+    meta: dict | None = field(default=None, compare=False)  # the document's metadata
 
     def to_json(self) -> dict:
-        """The fields of `busca search --json`, in its order."""
-        return {"rank": self.rank, "score": self.score, "url": self.url, "title": self.title,
-                "chunk_id": self.chunk_id, "start": self.start, "end": self.end,
-                "text": self.text, "method": self.method}
+        """The fields of `busca search --json`, in its order (`meta` when the document has
+        metadata: categories, tags, author, dates …)."""
+        out = {"rank": self.rank, "score": self.score, "url": self.url, "title": self.title,
+               "chunk_id": self.chunk_id, "start": self.start, "end": self.end,
+               "text": self.text, "method": self.method}
+        return {**out, "meta": self.meta} if self.meta else out
 
     @classmethod
     def from_json(cls, data: dict, *, method: str = "") -> Hit:
         """The hit `to_json` gave (`method` when the form leaves it out, as the HTTP API)."""
         return cls(data["rank"], data["score"], data["chunk_id"], data["url"], data["title"],
-                   data["start"], data["end"], data["text"], data.get("method", method))
+                   data["start"], data["end"], data["text"], data.get("method", method),
+                   data.get("meta"))
 
 
 def search(index, store: DocumentStore, query: str, *, method: str = "tfidf", k: int = K,
@@ -82,7 +86,7 @@ def hits_for(index, store: DocumentStore, ids, scores, method: str) -> list[Hit]
                              ' run "busca index" to search the current text')
         text = chunk_text(doc.text, row.start, row.end)
         hits.append(Hit(rank_, float(score), row.id, row.url, doc.title, row.start, row.end,
-                        text, method))
+                        text, method, doc.meta))
     return hits
 
 

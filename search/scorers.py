@@ -100,11 +100,16 @@ def floor_of(index, method: str) -> float | None:
 
 
 def rank(index, query: str, *, method: str = "tfidf", k: int = K,
-         fusion: FusionSettings | None = None):
-    """Top-k chunk ids and scores for `query`."""
+         fusion: FusionSettings | None = None, allowed=None):
+    """Top-k chunk ids and scores for `query` (only among the chunks of the boolean mask
+    `allowed`, when given: search/filters.py)."""
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     ranker = scorer(index, method, fusion)
+    if allowed is not None:
+        from .filters import restricted
+
+        ranker = restricted(ranker, allowed)
     if hasattr(ranker, "top"):
         return ranker.top(query, k)
     return top_k(*ranker.score(query), k)

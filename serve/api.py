@@ -32,7 +32,8 @@ def hit_json(hit: searching.Hit) -> dict:
 
 
 def search(request: Request) -> JSONResponse:
-    """GET /api/search?q=&method=&k=&min_score=&per_doc=&log=&fusion=&window=&rrf_k=&weights="""
+    """GET /api/search?q=&method=&k=&min_score=&per_doc=&log=&fusion=&window=&rrf_k=&weights=
+    &filter= (repeatable)"""
     engine, args = _engine(request), request.query_params
     query = params.question(args.get("q"))
     spec = params.search_spec(args, engine.methods())

@@ -53,7 +53,8 @@ def search(record: Record, query: str, spec: SearchSpec, *, build: str,
         params.update(fusion=spec.fusion, window=spec.window, rrf_k=repr(float(spec.rrf_k)))
         if spec.weights:
             params["weights"] = ",".join(f"{m}={float(w)!r}" for m, w in spec.weights.items())
-    status, data = _request(record, "GET", "/api/search?" + urlencode(params), None, timeout)
+    query = urlencode([*params.items(), *(("filter", str(f)) for f in spec.filters)])
+    status, data = _request(record, "GET", "/api/search?" + query, None, timeout)
     if status != 200:
         raise NotServed(_note(record, status, data))
     _same_build(record, data, build)

@@ -13,6 +13,7 @@ from ..corpus import SearchSpec
 from ..index.dense_models import is_hybrid
 from ..search.fusion import (FUSION, FUSIONS, RRF_K, WINDOW, FusionError, FusionSettings,
                              check_settings, parse_weights)
+from ..search.filters import BadFilter, parse_filters
 from .errors import BadParameter
 
 MAX_QUERY = 1000  # characters of a question
@@ -40,7 +41,17 @@ def search_spec(args: Mapping, known: list[str]) -> SearchSpec:
         per_doc=integer(args.get("per_doc"), "per_doc", default=0, low=0, high=MAX_PER_DOC),
         fusion=choice(args.get("fusion"), "fusion", FUSIONS, FUSION),
         window=integer(args.get("window"), "window", default=WINDOW, low=1, high=MAX_WINDOW),
-        rrf_k=RRF_K if rrf_k is None else rrf_k, weights=weights(args.get("weights")))
+        rrf_k=RRF_K if rrf_k is None else rrf_k, weights=weights(args.get("weights")),
+        filters=filters(args))
+
+
+def filters(args: Mapping) -> tuple:
+    """The `filter=` parameters (repeatable: FIELD=a,b, !=, >=, <=, ^=), parsed once."""
+    raw = args.getlist("filter") if hasattr(args, "getlist") else args.get("filter") or []
+    try:
+        return parse_filters([raw] if isinstance(raw, str) else list(raw))
+    except BadFilter as e:
+        raise BadParameter(f"filter: {e}") from None
 
 
 def weights(raw: object) -> dict[str, float] | None:

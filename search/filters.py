@@ -1,0 +1,170 @@
+"""Filters on the documents' fields and metadata, applied before ranking (issue #26).
+
+`--filter FIELD OP VALUE`, OP one of `=` (one of a comma list), `!=` (none of a comma list),
+`>=`, `<=` (numbers when both sides are numbers, else text: ISO dates compare as text) and
+`^=` (prefix). FIELD is `url`, `title`, `source`, `modified` or a metadata key (`category`,
+`tags`, `author`, `date` …); a list-valued key matches when one of its values does; several
+filters AND together. A query's filters give a boolean mask over the build's chunk ids
+(`allowed`), computed once per query from the documents' url, title and metadata (not their
+text); the rankers then rank only the allowed chunks (`restricted`), so the k hits are the
+top k among the matching chunks, never a post-filter of an unfiltered top k.
+Speed: the restricted rankers score every allowed chunk exhaustively (the lexical `score`
+pass over the query's postings, the dense float32 product) — not yet inside the MaxScore
+walk or the int8 dense pass.
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import BuscaError
+from ..index.lexical import top_k
+
+OPERATORS = ("!=", ">=", "<=", "^=", "=")  # two-character ones first
+FIELDS = ("url", "title", "source", "modified")  # the document's own columns
+_FIELD = re.compile(r"[\w.:-]+")
+
+
+class BadFilter(BuscaError, ValueError):
+    """A filter that cannot be read (no operator, no field, no value)."""
+
+
+@dataclass(frozen=True)
+class Filter:
+    """One condition: FIELD OP VALUES (VALUES: the comma list of `=` / `!=`, else one)."""
+
+    field: str
+    op: str
+    values: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.field}{self.op}{','.join(self.values)}"
+
+    def matches(self, found: list[str]) -> bool:
+        """Whether a document whose FIELD has the values `found` passes."""
+        if self.op == "!=":
+            return not any(v in self.values for v in found)
+        if self.op == "=":
+            return any(v in self.values for v in found)
+        if self.op == "^=":
+            return any(v.startswith(self.values[0]) for v in found)
+        return any(_compare(v, self.values[0], self.op) for v in found)
+
+
+def _compare(found: str, given: str, op: str) -> bool:
+    a, b = _number(found), _number(given)
+    if a is None or b is None:
+        a, b = found, given
+    return a >= b if op == ">=" else a <= b
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def parse_filter(text: str) -> Filter:
+    """`"category=Python,Go"` -> Filter("category", "=", ("Python", "Go")); BadFilter."""
+    at = min(((text.find(op), op) for op in OPERATORS if op in text),
+             key=lambda found: (found[0], -len(found[1])), default=None)
+    if at is None:
+        raise BadFilter(f"bad filter {text!r}: write FIELD=VALUE (or !=, >=, <=, ^=), e.g."
+                        " category=Python or 'date>=2015-01-01'")
+    field, op, raw = text[:at[0]].strip(), at[1], text[at[0] + len(at[1]):].strip()
+    if not _FIELD.fullmatch(field):
+        raise BadFilter(f"bad filter {text!r}: the field before {op!r} must be a name such as"
+                        " category, tags, author, date or url")
+    values = tuple(v.strip() for v in raw.split(",")) if op in ("=", "!=") else (raw,)
+    if not raw or not all(values):
+        raise BadFilter(f"bad filter {text!r}: give a value after {op!r}, e.g. {field}{op}X")
+    return Filter(field, op, values)
+
+
+def parse_filters(texts) -> tuple[Filter, ...]:
+    """Each `--filter` text parsed once (none: an empty tuple)."""
+    return tuple(parse_filter(t) if isinstance(t, str) else t for t in texts or ())
+
+
+def field_values(record: tuple, field: str) -> list[str]:
+    """The values of `field` in (url, title, source, modified, meta): a list of texts."""
+    if field in FIELDS:
+        value = record[FIELDS.index(field)]
+    else:
+        value = (record[4] or {}).get(field)
+    if value is None:
+        return []
+    items = value if isinstance(value, list) else [value]
+    return [_text(v) for v in items if v is not None]
+
+
+def _text(value) -> str:
+    if isinstance(value, dict):  # a {"name": …} object of a source's metadata
+        return str(value.get("name", ""))
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def passes(record: tuple, filters) -> bool:
+    """Whether a document (url, title, source, modified, meta) passes every filter."""
+    return all(f.matches(field_values(record, f.field)) for f in filters)
+
+
+def allowed(index, store, filters) -> np.ndarray:
+    """Boolean mask over the build's chunk ids: the chunks of documents passing `filters`."""
+    urls = [r[0] for r in store.records() if passes(r, filters)]
+    chunk_urls = _chunk_urls(index)
+    if not urls or not chunk_urls.size:
+        return np.zeros(chunk_urls.size, dtype=bool)
+    return np.isin(chunk_urls, np.array(urls))
+
+
+_CHUNK_URLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _chunk_urls(index) -> np.ndarray:
+    """The URL of each chunk id of a build, read once per build."""
+    try:
+        return _CHUNK_URLS[index]
+    except (KeyError, TypeError):
+        rows = index.chunks()
+        urls = np.empty(len(rows), dtype=object)
+        for row in rows:
+            urls[row.id] = row.url
+        urls = urls.astype(str) if len(rows) else np.empty(0, dtype=str)
+        try:
+            _CHUNK_URLS[index] = urls
+        except TypeError:
+            pass
+        return urls
+
+
+class Restricted:
+    """A ranker that ranks only the chunks `mask` allows (every allowed chunk is scored)."""
+
+    def __init__(self, ranker, mask: np.ndarray):
+        self.ranker, self.mask = ranker, mask
+
+    def score(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        ids, scores = self.ranker.score(query)
+        keep = self.mask[ids]
+        return ids[keep], scores[keep]
+
+    def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
+        return top_k(*self.score(query), k)
+
+
+def restricted(ranker, mask: np.ndarray):
+    """`ranker` ranking only the chunks of `mask`; a hybrid's components each restricted."""
+    from .fusion import HybridScorer
+
+    if isinstance(ranker, HybridScorer):
+        return HybridScorer({m: Restricted(r, mask) for m, r in ranker.rankers.items()},
+                            ranker.weights, ranker.settings, ranker.floors)
+    return Restricted(ranker, mask)
