@@ -156,10 +156,22 @@ def _jsonl(name: str, text: str) -> Iterator[Document | Problem]:
                                  f" (bad: {bad})")
             continue
         title = item.get("title") if isinstance(item.get("title"), str) else ""
-        modified, meta = item.get("modified"), item.get("meta")
+        modified = item.get("modified")
         yield Document(ident, title or ident, item["text"], source="file",
                        modified=modified if isinstance(modified, str) else None,
-                       meta=meta if isinstance(meta, dict) and meta else None)
+                       meta=jsonl_meta(item))
+
+
+RESERVED = ("url", "_id", "title", "text", "modified", "meta")  # a JSONL line's own fields
+
+
+def jsonl_meta(item: dict) -> dict | None:
+    """A JSONL line's metadata: every key beyond url/title/text (and _id, modified), with
+    the keys of its "meta" object; empty values left out."""
+    given = item.get("meta") if isinstance(item.get("meta"), dict) else {}
+    extra = {k: v for k, v in item.items() if k not in RESERVED}
+    meta = {k: v for k, v in {**extra, **given}.items() if v not in (None, "", [], {})}
+    return meta or None
 
 
 def _identifier(item: dict) -> str | None:

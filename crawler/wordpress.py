@@ -1,11 +1,15 @@
 """WordPress REST API: `/wp/v2/posts` (and pages), full or incremental.
 
 A first crawl (or `--full`) lists every post, 100 per page, oldest id first, asking only for
-the stored fields. Later crawls ask for what changed since the last high-water mark
-(`modified_after`, compared by WordPress with the local `modified` column), then sweep the
-whole collection with `_fields=id,link,modified,modified_gmt` (no bodies) to find deleted
-posts and anything the first request could not see (same-second edits, posts published
-from the schedule, a run killed part way); those are fetched with `include=`. Paging, page
+the stored fields, with `_embed=author,wp:term` for the metadata kept with each document
+(categories and tags by name, author name, date, modified, post type: `post_meta`). Later
+crawls ask for what changed since the last high-water mark (`modified_after`, compared by
+WordPress with the local `modified` column), then sweep the whole collection with
+`_fields=id,link,modified,modified_gmt,author,categories,tags` (no bodies) to find deleted
+posts, posts whose author or terms alone changed (WordPress does not always bump
+`modified` then) and anything the first request could not see (same-second edits, posts
+published from the schedule, a run killed part way); those are fetched with `include=`.
+A term renamed without any post changing is not seen until the post is fetched again. Paging, page
 sizes the site refuses and malformed items are handled in wordpress_pages.py.
 """
 
@@ -21,8 +25,10 @@ from .options import Context
 from .store import Document
 from .wordpress_pages import Listing, Page, pages, with_page
 
-FIELDS = "id,link,modified,modified_gmt,title,content"
-SWEEP_FIELDS = "id,link,modified,modified_gmt"
+FIELDS = ("id,link,modified,modified_gmt,title,content,date,type,author,categories,tags,"
+          "_links,_embedded")
+EMBED = "author,wp:term"  # the author's and the terms' names, in the same response
+SWEEP_FIELDS = "id,link,modified,modified_gmt,author,categories,tags"
 
 
 def api_url(root: str, route: str, params: dict) -> str:
@@ -127,7 +133,8 @@ def _reconcile(ctx: Context, root: str, kind: str, site: str, fetched: set) -> I
         if post_id in fetched:
             continue
         known = ctx.doc_state(post["link"]) or {}
-        same = known.get("id") == post_id and known.get("modified_gmt") == post.get("modified_gmt")
+        same = (known.get("id"), known.get("modified_gmt"), known.get("terms")) == (
+            post_id, post.get("modified_gmt"), _terms(post))
         if same and known.get("skipped"):
             continue
         if same and post.get("link") in stored:
@@ -157,17 +164,43 @@ def _fetch_posts(ctx: Context, url: str, site: str, fetched: set) -> Iterator:
 
 
 def _list_url(ctx: Context, root: str, kind: str, **params) -> str:
-    params = {"per_page": page_size(ctx, f"{root}#{kind}"), "_fields": params.pop("fields"),
+    fields = params.pop("fields")
+    embed = {"_embed": EMBED} if fields == FIELDS else {}
+    params = {"per_page": page_size(ctx, f"{root}#{kind}"), "_fields": fields, **embed,
               **params,
               "orderby": "id", "order": "asc"}
     return api_url(root, f"wp/v2/{kind}", params)
+
+
+def _terms(post: dict) -> list:
+    """The author and term ids the sweep compares: a change of tags alone is seen."""
+    return [post.get("author"), post.get("categories"), post.get("tags")]
+
+
+def post_meta(post: dict) -> dict | None:
+    """A post's metadata: categories and tags (names, from `_embedded`), author, date,
+    modified and post type; empty values left out."""
+    embedded = post.get("_embedded") if isinstance(post.get("_embedded"), dict) else {}
+    meta: dict = {}
+    for group in embedded.get("wp:term") or []:
+        for term in group if isinstance(group, list) else []:
+            if isinstance(term, dict) and term.get("name"):
+                key = TAXONOMIES.get(term.get("taxonomy"), str(term.get("taxonomy")))
+                meta.setdefault(key, []).append(title_text(str(term["name"])))
+    authors = [a.get("name") for a in embedded.get("author") or [] if isinstance(a, dict)]
+    meta.update(author=next((a for a in authors if a), None), date=post.get("date"),
+                modified=post.get("modified"), type=post.get("type"))
+    return {k: v for k, v in meta.items() if v not in (None, "", [])} or None
+
+
+TAXONOMIES = {"category": "categories", "post_tag": "tags"}
 
 
 def _store_post(ctx: Context, post: dict, site: str):
     """Store one post object (checked by `malformed`); the event that says what happened."""
     url, content = post["link"], post.get("content") or {}
     state = {"source": "wordpress", "site": site, "id": post["id"],
-             "modified_gmt": post.get("modified_gmt")}
+             "modified_gmt": post.get("modified_gmt"), "terms": _terms(post)}
     text = "" if content.get("protected") else body_text(str(content.get("rendered") or ""))
     if not text:
         ctx.set_doc_state(url, {**state, "skipped": True})
@@ -178,7 +211,7 @@ def _store_post(ctx: Context, post: dict, site: str):
         return Failed(url, "empty body; nothing to store")
     title = title_text(str((post.get("title") or {}).get("rendered") or ""))
     modified = f"{post['modified_gmt']}+00:00" if post.get("modified_gmt") else None
-    status = ctx.store.put(Document(url, title, text, "wordpress", modified))
+    status = ctx.store.put(Document(url, title, text, "wordpress", modified, meta=post_meta(post)))
     ctx.set_doc_state(url, state)
     return Stored(url, status)
 

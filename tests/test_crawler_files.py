@@ -42,3 +42,16 @@ def test_legacy_ids_are_paths_as_typed_that_name_the_same_file(tmp_path, monkeyp
     found = legacy_ids(["a.md", str(tmp_path / "a.md"), "https://site/a.md", "gone.md",
                         "reembolso", file_id("a.md")])
     assert found == {file_id("a.md"): ["a.md", str(tmp_path / "a.md")]}
+
+
+def test_jsonl_keys_beyond_url_title_text_are_metadata(tmp_path):
+    """Issue 26: every key beyond url/title/text goes to the document's metadata."""
+    path = tmp_path / "docs.jsonl"
+    path.write_text('{"url": "https://s/a", "title": "A", "text": "x", "modified": "2024-01-01",'
+                    ' "category": "Python", "tags": ["a", "b"], "year": 2015, "empty": "",'
+                    ' "meta": {"author": "Ana"}}\n'
+                    '{"_id": "d2", "text": "y"}\n', encoding="utf-8")
+    first, second = read_files([str(path)])
+    assert first.meta == {"category": "Python", "tags": ["a", "b"], "year": 2015,
+                          "author": "Ana"}
+    assert first.modified == "2024-01-01" and second.meta is None

@@ -12,7 +12,7 @@ from busca.crawler.crawl import crawl
 from busca.crawler.events import Expected, Failed, Stored
 from busca.crawler.options import CrawlOptions
 from busca.crawler.store import Store
-from busca.crawler.wordpress import FIELDS, SWEEP_FIELDS, api_url
+from busca.crawler.wordpress import EMBED, FIELDS, SWEEP_FIELDS, api_url
 from busca.fixtures.server import FixtureSite, load_articles
 
 SITE = "https://blog.example"
@@ -69,7 +69,8 @@ def test_first_crawl_asks_for_stored_fields_in_a_stable_order(api):
     events = run(SITE, store)
     listing = [c.request.url for c in rsps.calls if "per_page=100" in c.request.url][0]
     query = parse_qs(urlsplit(listing).query)
-    assert query == {"per_page": ["100"], "_fields": [FIELDS], "orderby": ["id"], "order": ["asc"]}
+    assert query == {"per_page": ["100"], "_fields": [FIELDS], "_embed": [EMBED],
+                     "orderby": ["id"], "order": ["asc"]}  # issue 26: the terms' names
     assert Expected(2) in events
     assert [e.url for e in events if isinstance(e, Stored)] == [f"{SITE}/p1/", f"{SITE}/p2/"]
     document = store.get(f"{SITE}/p1/")
