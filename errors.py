@@ -20,6 +20,7 @@ WHERE = {
     "ApiUnusable": ".crawler.errors",
     "AuthFailed": ".index.embedding_api",
     "BackendUnavailable": ".index.backend",
+    "BadFilter": ".search.filters",
     "BadFloor": ".search.hits",
     "BadHostName": ".serve.hosts",
     "BadModelList": ".index.dense_models",

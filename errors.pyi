@@ -4,6 +4,7 @@ them on first use)."""
 from .crawler.errors import ApiUnusable as ApiUnusable
 from .index.embedding_api import AuthFailed as AuthFailed
 from .index.backend import BackendUnavailable as BackendUnavailable
+from .search.filters import BadFilter as BadFilter
 from .search.hits import BadFloor as BadFloor
 from .serve.hosts import BadHostName as BadHostName
 from .index.dense_models import BadModelList as BadModelList

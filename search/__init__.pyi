@@ -1,6 +1,8 @@
 """Types of the lazy face busca.search (busca/lazy.py loads the names on first use)."""
 
+from .filters import allowed as allowed
 from .scorers import available_methods as available_methods
+from .filters import BadFilter as BadFilter
 from .hits import BadFloor as BadFloor
 from .context import build_context as build_context
 from .hits import check_floor as check_floor
@@ -18,6 +20,7 @@ from .context import ContextTooSmall as ContextTooSmall
 from .compare import default_methods as default_methods
 from .fusion import describe_default as describe_default
 from .scorers import describe_fusion as describe_fusion
+from .filters import Filter as Filter
 from .scorers import floor_of as floor_of
 from .fusion import FUSION as FUSION
 from .fusion import FusionError as FusionError
@@ -31,6 +34,7 @@ from .context import LANGS as LANGS
 from .context import MAX_CHARS as MAX_CHARS
 from .scorers import method_settings as method_settings
 from ..index.lexical import NoSearchableTerms as NoSearchableTerms
+from .filters import parse_filters as parse_filters
 from .fusion import parse_weights as parse_weights
 from . import querylog as querylog
 from .scorers import rank as rank
@@ -49,6 +53,7 @@ from .fusion import WINDOW as WINDOW
 
 EXPORTS: dict[str, str]
 __all__ = [
+    "BadFilter",
     "BadFloor",
     "CONTEXT_PER_DOC",
     "CompareRow",
@@ -57,6 +62,7 @@ __all__ = [
     "ContextTooSmall",
     "FUSION",
     "FUSIONS",
+    "Filter",
     "FusionError",
     "FusionSettings",
     "Hit",
@@ -69,6 +75,7 @@ __all__ = [
     "TemplateError",
     "UnknownMethod",
     "WINDOW",
+    "allowed",
     "available_methods",
     "build_context",
     "check_floor",
@@ -85,6 +92,7 @@ __all__ = [
     "highlight",
     "hits_for",
     "method_settings",
+    "parse_filters",
     "parse_weights",
     "querylog",
     "rank",

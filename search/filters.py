@@ -2,8 +2,10 @@
 
 `--filter FIELD OP VALUE`, OP one of `=` (one of a comma list), `!=` (none of a comma list),
 `>=`, `<=` (numbers when both sides are numbers, else text: ISO dates compare as text) and
-`^=` (prefix). FIELD is `url`, `title`, `source`, `modified` or a metadata key (`category`,
-`tags`, `author`, `date` …); a list-valued key matches when one of its values does; several
+`^=` (prefix). FIELD is `url`, `title`, `source`, `modified` or a metadata key (`categories`,
+`tags`, `author`, `date` …; `category` and `tag` name `categories` and `tags` when the
+document has no key of that exact name); a list-valued key matches when one of its values
+does; several
 filters AND together. A query's filters give a boolean mask over the build's chunk ids
 (`allowed`), computed once per query from the documents' url, title and metadata (not their
 text); the rankers then rank only the allowed chunks (`restricted`), so the k hits are the
@@ -93,14 +95,19 @@ def parse_filters(texts) -> tuple[Filter, ...]:
 
 def field_values(record: tuple, field: str) -> list[str]:
     """The values of `field` in (url, title, source, modified, meta): a list of texts."""
+    meta = record[4] or {}
     if field in FIELDS:
         value = record[FIELDS.index(field)]
-    else:
-        value = (record[4] or {}).get(field)
+    else:  # `category` and `tag` name the lists `categories` and `tags` too
+        value = meta.get(field, meta.get(_plural(field)))
     if value is None:
         return []
     items = value if isinstance(value, list) else [value]
     return [_text(v) for v in items if v is not None]
+
+
+def _plural(field: str) -> str:
+    return field[:-1] + "ies" if field.endswith("y") else field + "s"
 
 
 def _text(value) -> str:

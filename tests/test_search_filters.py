@@ -46,7 +46,7 @@ def test_bad_filters_are_one_line_errors(text):
 def test_matching():
     record = ("https://s/blog/x", "X", "", None, {"categories": ["Cursos", "História"],
                                                    "date": "2022-03-07T09:00:00", "n": 12})
-    yes = ["categories=História", "categories=Go,Cursos", "categories!=Go", "url^=https://s/blog/",
+    yes = ["categories=História", "category=Cursos", "categories=Go,Cursos", "categories!=Go", "url^=https://s/blog/",
            "date>=2022-03-07", "date<=2022-03-08", "n>=9", "n<=12", "title=X", "tags!=a"]
     no = ["categories=Go", "categories!=Cursos", "url^=https://s/news/", "date>=2022-03-08",
           "n>=100", "tags=a"]

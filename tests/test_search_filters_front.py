@@ -1,0 +1,91 @@
+"""Filters through the front ends (issue #26): `busca search --filter`, GET /api/search
+`filter=` on a real `busca serve`, and a clear refusal on PostgreSQL homes."""
+
+from __future__ import annotations
+
+import json
+from urllib.error import HTTPError
+from urllib.parse import urlencode
+from urllib.request import urlopen
+
+import pytest
+from click.testing import CliRunner
+from conftest import write_jsonl
+
+from busca import corpus as api
+from busca.cli import cli
+from busca.crawler.store import Document
+from busca.search.filters import BadFilter
+
+DOCS = [{"url": "https://a.example/ornitorrinco", "title": "Ornitorrinco", "category": "Mamíferos",
+         "date": "2015-03-01", "text": "O ornitorrinco bota ovos e amamenta os filhotes."},
+        {"url": "https://a.example/equidna", "title": "Equidna", "category": "Mamíferos",
+         "date": "2012-05-01", "text": "A equidna também bota ovos, como o ornitorrinco."},
+        {"url": "https://b.example/galinha", "title": "Galinha", "category": "Aves",
+         "date": "2018-01-01", "text": "A galinha bota ovos todos os dias."},
+        {"url": "https://b.example/vaca", "title": "Vaca", "category": "Mamíferos",
+         "date": "2016-01-01", "text": "A vaca dá leite e come capim."}]
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    home = tmp_path_factory.mktemp("filters") / "home"
+    source = write_jsonl(home.parent / "docs.jsonl", DOCS)
+    for args in (["add", str(source)], ["index", "-q", "--methods", "tfidf,bm25"]):
+        result = CliRunner().invoke(cli, ["--home", str(home), *args], obj={})
+        assert result.exit_code == 0, result.output
+    return home
+
+
+def _search(home, *args):
+    return CliRunner().invoke(cli, ["--home", str(home), "search", "ovos", "--json", "-k", "5",
+                                    "--no-log", *args], obj={})
+
+
+def _urls(stdout: str) -> list[str]:
+    return [json.loads(line)["url"] for line in stdout.splitlines()]
+
+
+def test_cli_filters_and_metadata(home):
+    result = _search(home, "--no-serve", "--filter", "category=Mamíferos",
+                     "--filter", "date>=2014-01-01")
+    assert result.exit_code == 0, result.output
+    assert _urls(result.stdout) == ["https://a.example/ornitorrinco"]
+    assert json.loads(result.stdout)["meta"] == {"category": "Mamíferos", "date": "2015-03-01"}
+    result = _search(home, "--no-serve", "--filter", "url^=https://a.example/",
+                     "--method", "bm25")
+    assert sorted(_urls(result.stdout)) == ["https://a.example/equidna",
+                                            "https://a.example/ornitorrinco"]
+
+
+@pytest.mark.parametrize("bad", ["category", "=Aves", "date>="])
+def test_a_bad_filter_is_bad_usage(home, bad):
+    result = _search(home, "--no-serve", "--filter", bad)
+    assert result.exit_code == 2 and "bad filter" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_http_filter_parameters_and_the_cli_through_the_server(home):
+    from serving import Server
+
+    with Server(home, "--no-log") as server:
+        query = urlencode([("q", "ovos"), ("k", 5), ("filter", "category!=Mamíferos")])
+        with urlopen(f"{server.url}api/search?{query}", timeout=60) as response:
+            data = json.load(response)
+        assert [h["url"] for h in data["hits"]] == ["https://b.example/galinha"]
+        assert data["hits"][0]["meta"]["category"] == "Aves"
+        with pytest.raises(HTTPError) as refused:
+            urlopen(f"{server.url}api/search?q=ovos&filter=nada", timeout=60)
+        body = json.load(refused.value)
+        assert refused.value.code == 400 and "bad filter" in json.dumps(body)
+        result = _search(home, "--filter", "category=Aves")  # answered by the server
+        assert _urls(result.stdout) == ["https://b.example/galinha"]
+
+
+def test_postgres_homes_refuse_filters(pg_home):
+    with api.open(pg_home) as corpus:
+        corpus.add([Document("https://a.example/x", "X", "ovos e mais ovos",
+                             meta={"category": "Aves"})])
+        corpus.index(methods=("bm25",))
+        with pytest.raises(BadFilter, match="not supported on PostgreSQL"):
+            corpus.search("ovos", filters=["category=Aves"], log=False)
