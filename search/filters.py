@@ -31,10 +31,6 @@ FIELDS = ("url", "title", "source", "modified")  # the document's own columns
 _FIELD = re.compile(r"[\w.:-]+")
 
 
-class BadFilter(BuscaError, ValueError):
-    """A filter that cannot be read (no operator, no field, no value)."""
-
-
 @dataclass(frozen=True)
 class Filter:
     """One condition: FIELD OP VALUES (VALUES: the comma list of `=` / `!=`, else one)."""
@@ -55,6 +51,10 @@ class Filter:
         if self.op == "^=":
             return any(v.startswith(self.values[0]) for v in found)
         return any(_compare(v, self.values[0], self.op) for v in found)
+
+
+class BadFilter(BuscaError, ValueError):
+    """A filter that cannot be read (no operator, no field, no value)."""
 
 
 def _compare(found: str, given: str, op: str) -> bool:
