@@ -296,6 +296,14 @@ def _weights_option(ctx, param, value: str | None) -> dict[str, float] | None:
     return weights
 
 
+def _print_facets(facets: dict) -> None:
+    """One line per metadata key: its most frequent values and their document counts."""
+    for key, facet in facets.items():
+        values = ", ".join(f"{v} {n}" for v, n in facet["top"].items())
+        more = f" … ({facet['values']} values)" if facet["values"] > len(facet["top"]) else ""
+        click.echo(display.strip_controls(f"facet {key}: {values}{more}"))
+
+
 def _filters_option(ctx, param, value) -> tuple:
     """--filter values parsed once; a malformed one is bad usage (exit 2)."""
     try:
@@ -444,28 +452,33 @@ def _hybrid_only(ctx, method: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 @click.pass_context
 def stats(ctx, as_json):
-    """Documents, words, chunks and vocabulary of the index, with its parameters.
+    """Documents, words, chunks and vocabulary of the index, with its parameters, and the
+    documents' metadata as facet counts (the most frequent values of each key).
 
     Example: busca stats --json
     """
     with _home(ctx) as home:
+        facets = searching.facets(home)
         try:
             index = home.current()
             waiting = (0, 0) if as_json else _not_indexed(home, index)
         except indexing.IndexNotFound:  # the documents are known without an index
             documents = home.count()
             index = None
+    shown = {"facets": facets} if facets else {}
     if index is None:
         if as_json:
-            click.echo(json.dumps({"documents": documents, "index": None}, indent=2))
+            click.echo(json.dumps({"documents": documents, "index": None, **shown},
+                                  ensure_ascii=False, indent=2))
         else:
             click.echo(f"documents   {documents:>10,}")
+            _print_facets(facets)
             click.echo('no index yet: run "busca index"')
         return
     manifest = index.manifest
     figures = manifest.figures()
     if as_json:
-        click.echo(json.dumps(figures, ensure_ascii=False, indent=2))
+        click.echo(json.dumps({**figures, **shown}, ensure_ascii=False, indent=2))
         return
     c = manifest.chunker
     w = max([11, *map(len, manifest.methods)])  # dense:NAME methods may be longer
@@ -478,6 +491,7 @@ def stats(ctx, as_json):
                            for k, v in searching.method_settings(index, method).items())
         size = f"{entry['vocabulary']:>10,} terms" if "vocabulary" in entry else " " * 16
         click.echo(display.strip_controls(f"{method:<{w}} {size}   ({detail})"))
+    _print_facets(facets)
     if any(waiting):
         removed = f", {waiting[1]} removed" if waiting[1] else ""
         click.echo(f"{waiting[0]} document(s) added or changed{removed} since this index —"

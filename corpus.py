@@ -342,11 +342,14 @@ class Corpus:
                                          fusion=HYBRID_AS_SEARCH)
 
     def stats(self) -> dict:
-        """`busca stats --json`: the build's figures, or the documents without an index."""
+        """`busca stats --json`: the build's figures, or the documents without an index, and
+        the metadata's facet counts when the documents have metadata."""
+        facets = searching.facets(self.home)
+        shown = {"facets": facets} if facets else {}
         try:
-            return self.build.manifest.figures()
+            return {**self.build.manifest.figures(), **shown}
         except indexing.IndexNotFound:
-            return {"documents": self.home.count(), "index": None}
+            return {"documents": self.home.count(), "index": None, **shown}
 
     # --- evaluation ------------------------------------------------------------------
     def evaluate(self, golden: Golden | str | Path, *, methods: Sequence[str] | None = None,

@@ -24,6 +24,7 @@ EXPORTS = {
     "CONTEXT_PER_DOC": ".context#PER_DOC",
     "ContextTooSmall": ".context",
     "default_methods": ".compare",
+    "facets": ".facets",
     "Filter": ".filters",
     "describe_default": ".fusion",
     "describe_fusion": ".scorers",

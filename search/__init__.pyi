@@ -20,6 +20,7 @@ from .context import ContextTooSmall as ContextTooSmall
 from .compare import default_methods as default_methods
 from .fusion import describe_default as describe_default
 from .scorers import describe_fusion as describe_fusion
+from .facets import facets as facets
 from .filters import Filter as Filter
 from .scorers import floor_of as floor_of
 from .fusion import FUSION as FUSION
@@ -88,6 +89,7 @@ __all__ = [
     "default_methods",
     "describe_default",
     "describe_fusion",
+    "facets",
     "floor_of",
     "highlight",
     "hits_for",

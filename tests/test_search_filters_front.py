@@ -89,3 +89,15 @@ def test_postgres_homes_refuse_filters(pg_home):
         corpus.index(methods=("bm25",))
         with pytest.raises(BadFilter, match="not supported on PostgreSQL"):
             corpus.search("ovos", filters=["category=Aves"], log=False)
+
+
+def test_stats_shows_facet_counts(home):
+    runner = CliRunner()
+    data = json.loads(runner.invoke(cli, ["--home", str(home), "stats", "--json"],
+                                    obj={}).stdout)
+    assert data["facets"]["category"] == {"values": 2, "top": {"Mamíferos": 3, "Aves": 1}}
+    assert data["facets"]["date"]["values"] == 4
+    text = runner.invoke(cli, ["--home", str(home), "stats"], obj={}).stdout
+    assert "facet category: Mamíferos 3, Aves 1" in text
+    with api.open(home) as corpus:
+        assert corpus.stats()["facets"] == data["facets"]
