@@ -316,6 +316,13 @@ def _split(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
+filter_option = click.option(
+    "--filter", "filters", multiple=True, metavar="FIELD=V", callback=_filters_option,
+    help="Rank only documents whose field (url, title, or metadata such as category, tags,"
+         " author, date) matches: FIELD=a,b (one of), !=, >=, <=, ^= (prefix); repeatable, all"
+         " must hold.")
+
+
 @cli.command()
 @click.argument("query", required=False)
 @click.option("-k", default=searching.K, show_default=True, type=click.IntRange(min=1),
@@ -338,10 +345,7 @@ def _split(value: str) -> list[str]:
                    + searching.describe_default() + "]")
 @click.option("--per-doc", type=click.IntRange(min=0), default=searching.collapse.PER_DOC,
               show_default=True, help="At most N windows of one article (0 = no limit).")
-@click.option("--filter", "filters", multiple=True, metavar="FIELD=V", callback=_filters_option,
-              help="Rank only documents whose field (url, title, or metadata such as category,"
-                   " tags, author, date) matches: FIELD=a,b (one of), !=, >=, <=, ^= (prefix);"
-                   " repeatable, all must hold.")
+@filter_option
 @click.option("--pager", is_flag=True, help="Show the hits through $PAGER.")
 @no_serve_option
 @embed_options
@@ -630,11 +634,12 @@ NOT_FOUND_EXIT = 3  # search and context found nothing above the floor (context:
 @click.option("--per-doc", type=click.IntRange(min=0), default=searching.CONTEXT_PER_DOC,
               show_default=True, help="At most N windows of one article while other articles"
               " pass the floor (0 = no limit).")
+@filter_option
 @no_serve_option
 @embed_options
 @click.pass_context
 def context(ctx, question, k, method, min_score, max_chars, template, lang, as_json, no_log,
-            per_doc, no_serve):
+            per_doc, filters, no_serve):
     """A prompt for any LLM: instruction, passages cited as [fonte: URL], then the question.
 
     Exits with code 3 and no prompt when no passage reaches the floor ("não encontrei").
@@ -646,7 +651,8 @@ def context(ctx, question, k, method, min_score, max_chars, template, lang, as_j
     text = _read_template(template) if template else None
     found = _emit_context(ctx, question, method=method, k=k, min_score=min_score,
                           max_chars=max_chars, template=text, lang=lang, as_json=as_json,
-                          log=not no_log, per_doc=per_doc, serve=not no_serve)
+                          log=not no_log, per_doc=per_doc, serve=not no_serve,
+                          filters=filters)
     if not found:
         ctx.exit(NOT_FOUND_EXIT)
 
@@ -667,11 +673,11 @@ def _emit_context(ctx, question: str, *, method: str = "tfidf", k: int = searchi
                   min_score: float | None = None, max_chars: int = searching.MAX_CHARS,
                   template: str | None = None, lang: str = "pt", as_json: bool = False,
                   log: bool = True, per_doc: int = searching.CONTEXT_PER_DOC,
-                  serve: bool = True) -> bool:
+                  serve: bool = True, filters: tuple = ()) -> bool:
     """Print the prompt (or its JSON form); False, with "não encontrei" on stderr, if none.
     A running busca serve of this home ranks when there is one (unless not `serve`)."""
     spec = api.ContextSpec(method=method, k=k, min_score=min_score, max_chars=max_chars,
-                           per_doc=per_doc, log=log)
+                           per_doc=per_doc, log=log, filters=filters)
     with _corpus(ctx) as corpus:
         try:
             found = api.context_build(corpus.build, corpus.home, question, spec,

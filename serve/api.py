@@ -61,12 +61,13 @@ def compare(request: Request) -> JSONResponse:
     return JSONResponse({**data, "build": build, "took_ms": _ms(started)})
 
 
-CONTEXT_FIELDS = {"q", "k", "lang", "max_chars", "method", "min_score", "per_doc", "log"}
+CONTEXT_FIELDS = {"q", "k", "lang", "max_chars", "method", "min_score", "per_doc", "log",
+                  "filter"}
 
 
 async def context(request: Request) -> JSONResponse:
     """POST /api/context {"q", "k", "lang", "max_chars", "method", "min_score", "per_doc",
-    "log"}"""
+    "log", "filter": ["category=Python", …]}"""
     data = await _json_object(request)
     params.only(data, CONTEXT_FIELDS, "the context request")
     engine = _engine(request)
@@ -80,9 +81,10 @@ async def context(request: Request) -> JSONResponse:
     per_doc = params.integer(data.get("per_doc"), "per_doc", default=searching.CONTEXT_PER_DOC,
                              low=0, high=params.MAX_PER_DOC)
     log_query = params.flag(data.get("log"), "log")
+    filters = params.filters(data)
     found, build = await _threaded(lambda: engine.context(
         question, method=method, k=k, max_chars=max_chars, min_score=min_score,
-        per_doc=per_doc, log_query=log_query))
+        per_doc=per_doc, log_query=log_query, filters=filters))
     if not found.answered:
         # best and note: what `busca context` says when it reuses this server
         return JSONResponse({"answer": None, "reason": _not_found(found), "question": question,

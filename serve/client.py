@@ -37,8 +37,6 @@ def ask(record: Record, question: str, spec: SearchSpec, *, build: str,
         timeout: float = TIMEOUT) -> Result | Context:
     """The server's Result of a SearchSpec, or its Context of a ContextSpec."""
     if isinstance(spec, ContextSpec):
-        if spec.filters:  # POST /api/context takes no filters yet: computed here instead
-            raise NotServed()
         return context(record, question, spec, build=build, timeout=timeout)
     return search(record, question, spec, build=build, timeout=timeout)
 
@@ -70,6 +68,8 @@ def context(record: Record, question: str, spec: ContextSpec, *, build: str,
     by the caller, so --template and --lang apply as usual)."""
     body = {"q": question, "method": spec.method, "k": spec.k, "max_chars": spec.max_chars,
             "per_doc": spec.per_doc, "log": spec.log}
+    if spec.filters:
+        body["filter"] = [str(f) for f in spec.filters]
     if spec.min_score is not None:
         body["min_score"] = float(spec.min_score)
     status, data = _request(record, "POST", "/api/context", body, timeout)

@@ -48,8 +48,11 @@ def search_spec(args: Mapping, known: list[str]) -> SearchSpec:
 def filters(args: Mapping) -> tuple:
     """The `filter=` parameters (repeatable: FIELD=a,b, !=, >=, <=, ^=), parsed once."""
     raw = args.getlist("filter") if hasattr(args, "getlist") else args.get("filter") or []
+    texts = [raw] if isinstance(raw, str) else raw
+    if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+        raise BadParameter('filter must be a text or a list of texts, e.g. ["category=Python"]')
     try:
-        return parse_filters([raw] if isinstance(raw, str) else list(raw))
+        return parse_filters(texts)
     except BadFilter as e:
         raise BadParameter(f"filter: {e}") from None
 

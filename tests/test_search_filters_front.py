@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from urllib.error import HTTPError
 from urllib.parse import urlencode
-from urllib.request import urlopen
+from urllib.request import Request, urlopen
 
 import pytest
 from click.testing import CliRunner
@@ -80,6 +80,26 @@ def test_http_filter_parameters_and_the_cli_through_the_server(home):
         assert refused.value.code == 400 and "bad filter" in json.dumps(body)
         result = _search(home, "--filter", "category=Aves")  # answered by the server
         assert _urls(result.stdout) == ["https://b.example/galinha"]
+        assert _context_urls(home, "--filter", "category=Aves") == ["https://b.example/galinha"]
+        body = json.dumps({"q": "ovos", "min_score": 0, "filter": ["date<=2013-01-01"]})
+        request = Request(f"{server.url}api/context", body.encode(), method="POST",
+                          headers={"Content-Type": "application/json"})
+        with urlopen(request, timeout=60) as response:
+            data = json.load(response)
+        assert [p["url"] for p in data["passages"]] == ["https://a.example/equidna"]
+
+
+def _context_urls(home, *args) -> list[str]:
+    result = CliRunner().invoke(cli, ["--home", str(home), "context", "ovos", "--json",
+                                      "--min-score", "0", "--no-log", *args], obj={})
+    assert result.exit_code == 0, result.output
+    return [p["url"] for p in json.loads(result.stdout)["passages"]]
+
+
+def test_context_filters(home):
+    assert _context_urls(home, "--no-serve", "--filter", "date<=2013-01-01") == [
+        "https://a.example/equidna"]
+    assert len(_context_urls(home, "--no-serve")) == 3
 
 
 def test_postgres_homes_refuse_filters(pg_home):
