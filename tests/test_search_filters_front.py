@@ -65,6 +65,12 @@ def test_a_bad_filter_is_bad_usage(home, bad):
     assert "Traceback" not in result.output
 
 
+def test_the_interactive_session_refuses_filters(home):
+    result = CliRunner().invoke(cli, ["--home", str(home), "search", "--filter", "a=b"],
+                                obj={})
+    assert result.exit_code == 2 and "--filter needs a question" in result.output
+
+
 def test_http_filter_parameters_and_the_cli_through_the_server(home):
     from serving import Server
 
