@@ -39,6 +39,8 @@ _loaded: dict[str, object] = {}
 _ready: dict[str, object] = {}  # name -> module, or False (could not load: numpy path)
 _lock = threading.Lock()
 _started: dict[str, object] = {}  # "warm": the compiling process; "load": the loading thread
+_waiting: dict[str, list] = {}  # name -> what to run once it is ready (`when_ready`)
+_wanted: list[str] = []  # the modules asked for by `ready`, in order
 
 
 def mode() -> str:
@@ -82,9 +84,22 @@ def ready(name: str):
     if found is None:
         if not _installed():
             return None
-        _start_loading()
+        _start_loading(name)
         found = _ready.get(name)
     return found or None
+
+
+def when_ready(name: str, then) -> None:
+    """then() now if `ready(name)`, else in the loading thread once it is (never if the
+    module cannot load)."""
+    with _lock:
+        if _ready.get(name) is None and mode() == "1" and _installed():
+            _waiting.setdefault(name, []).append(then)
+            then = None
+    if then is None:
+        ready(name)  # starts the loading
+    elif ready(name) is not None:
+        then()
 
 
 @functools.cache
@@ -110,18 +125,23 @@ def _start_warming():
         return _started["warm"]
 
 
-def _start_loading() -> None:
+def _start_loading(name: str) -> None:
+    """`name` loaded by the loading thread (started when none is running)."""
     with _lock:
-        if "load" in _started:
+        if name in _wanted:
             return
-        _started["load"] = threading.Thread(target=_load_all, name="busca-kernels",
-                                            daemon=True)
-        _started["load"].start()
+        _wanted.append(name)
+        thread = _started.get("load")
+        if thread is None or not thread.is_alive():
+            _started["load"] = threading.Thread(target=_load_wanted, name="busca-kernels",
+                                                daemon=True)
+            _started["load"].start()
 
 
-def _load_all() -> None:
-    """Every kernel's signatures loaded from numba's cache (compiled first, in another
-    process, when there is no record), then each module marked ready."""
+def _load_wanted() -> None:
+    """Each wanted module's recorded signatures loaded from numba's cache (compiled first, in
+    another process, when there is no record), then the module marked ready and what waited
+    for it run; until no wanted module is left."""
     record = warm_record()
     if record is None:
         process = _start_warming()
@@ -130,15 +150,32 @@ def _load_all() -> None:
         while _warming_elsewhere():  # another process of the user's compiles them
             time.sleep(0.5)
         record = warm_record() or {}
-    for name in KERNELS:
-        try:
-            loaded = module(name)
-            for function, signatures in record.get(name, {}).items():
-                for signature in signatures:
-                    getattr(loaded, function).compile(signature)
-            _ready[name] = loaded if loaded is not None else False
-        except Exception:  # noqa: BLE001 - a kernel that cannot load: the numpy path answers
-            _ready[name] = False
+    while True:
+        with _lock:
+            left = [n for n in _wanted if n not in _ready]
+            if not left:
+                _started.pop("load", None)
+                return
+        _ready[left[0]] = _load(left[0], record.get(left[0], {}))
+        with _lock:
+            waiting = _waiting.pop(left[0], []) if _ready[left[0]] else []
+        for then in waiting:
+            try:
+                then()
+            except Exception:  # noqa: BLE001 - a head start only: the first query redoes it
+                pass
+
+
+def _load(name: str, signatures: dict):
+    """The module with its recorded signatures loaded, or False (the numpy path answers)."""
+    try:
+        loaded = module(name)
+        for function, each in signatures.items():
+            for signature in each:
+                getattr(loaded, function).compile(signature)
+    except Exception:  # noqa: BLE001 - a kernel that cannot load: the numpy path answers
+        return False
+    return loaded if loaded is not None else False
 
 
 def _warming_elsewhere() -> bool:

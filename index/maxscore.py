@@ -64,6 +64,13 @@ def usable(n_rows: int) -> bool:
     return n_rows >= COMPILED_MIN_ROWS and compiled.ready("maxscore_numba") is not None
 
 
+def when_usable(n_rows: int, then) -> None:
+    """then() now if the compiled MaxScore is usable, else in the thread that loads it, once
+    loaded; never if it will not be."""
+    if n_rows >= COMPILED_MIN_ROWS:
+        compiled.when_ready("maxscore_numba", then)
+
+
 def _loaded():
     """The compiled module, for callers that asked `usable()` first: without a second look at
     the environment (a microsecond a query)."""

@@ -44,6 +44,8 @@ def background(monkeypatch, tmp_path):
     monkeypatch.setenv("BUSCA_KERNEL_RECORD", str(tmp_path / "record.pickle"))
     monkeypatch.setattr(compiled, "_ready", {})
     monkeypatch.setattr(compiled, "_started", {})
+    monkeypatch.setattr(compiled, "_wanted", [])
+    monkeypatch.setattr(compiled, "_waiting", {})
     monkeypatch.setattr(maxscore, "COMPILED_MIN_ROWS", 0)
 
 
@@ -88,6 +90,21 @@ def test_queries_answer_while_the_kernels_load_and_the_same_after(index, backgro
     assert getattr(ranker, "_blocks", None) is not None  # the compiled walk answered
     assert switching == want[:20]
     assert after == want
+
+
+def test_a_server_prepares_the_walk_as_soon_as_it_has_loaded(index, background, monkeypatch):
+    ranker = index.ranker("bm25")
+    monkeypatch.setattr(ranker, "_blocks", None, raising=False)
+    release = threading.Event()
+    record = compiled.warm_record
+    monkeypatch.setattr(compiled, "warm_record", lambda: release.wait(60) and record())
+    started = time.perf_counter()
+    ranker.prepare()  # busca serve, before its first question: it must not wait
+    assert time.perf_counter() - started < 1
+    assert ranker._blocks is None
+    release.set()
+    assert compiled.wait_ready(240)
+    assert ranker._blocks is not None and ranker._blocks.queries == 2  # tables and codes made
 
 
 def test_a_build_without_compiled_kernels_does_not_wait_and_has_them_compiled(background):
