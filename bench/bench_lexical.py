@@ -245,6 +245,30 @@ def dense_only(sizes: list[int], base: dict, keep: bool) -> None:
             shutil.rmtree(Path(base["work"]) / f"dense-{n}", ignore_errors=True)
 
 
+def _qps_check(n: int, bm25: dict, peers: dict, first: bool) -> tuple[str, bool]:
+    strongest = max(peers, key=lambda p: peers[p]["qps"])
+    ratio = bm25["qps"] / peers[strongest]["qps"]
+    note = ""
+    if first and bm25.get("first_qps") and peers[strongest].get("first_qps"):
+        note = f"; first passes {bm25['first_qps'] / peers[strongest]['first_qps']:.2f}x"
+    return (f"{n:,}: busca bm25 {bm25['qps']:,.0f} q/s = {ratio:.2f}x the strongest peer"
+            f" ({strongest}, {peers[strongest]['qps']:,.0f} q/s) >= 2x{note}", ratio >= 2)
+
+
+def _build_check(n: int, bm25: dict, peers: dict) -> tuple[str, bool]:
+    fastest = min(peers, key=lambda p: peers[p]["build"])
+    ratio = peers[fastest]["build"] / bm25["build"]
+    return (f"{n:,}: busca build {bm25['build']:.1f} s = {ratio:.2f}x faster than the fastest"
+            f" peer's ({fastest}, {peers[fastest]['build']:.1f} s) >= 1.5x", ratio >= 1.5)
+
+
+def _peak_checks(n: int, rows: dict) -> list[tuple[str, bool]]:
+    bm25 = rows["busca bm25"]
+    checks = [(f"{n:,}: busca bm25 search peak {bm25['search_peak']:.0f} MB <= 1024 MB",
+               bm25["search_peak"] <= 1024)]
+    return checks + ([dense_goal(n, rows["dense"])] if "dense" in rows else [])
+
+
 def check_goals_once(results: dict) -> list[tuple[str, bool]]:
     """The goals, read from the one-pass figures (`--queries once`)."""
     checks = []
@@ -254,24 +278,12 @@ def check_goals_once(results: dict) -> list[tuple[str, bool]]:
         peers = {p: rows[p] for p in PEERS if "qps" in rows.get(p, {})}
         bm25 = rows["busca bm25"]
         if peers:
-            strongest = max(peers, key=lambda p: peers[p]["qps"])
-            ratio = bm25["qps"] / peers[strongest]["qps"]
-            checks.append((f"{n:,}: busca bm25 {bm25['qps']:,.0f} q/s = {ratio:.2f}x the"
-                           f" strongest peer ({strongest}, {peers[strongest]['qps']:,.0f} q/s)"
-                           " >= 2x", ratio >= 2))
-            fastest = min(peers, key=lambda p: peers[p]["build"])
-            ratio = peers[fastest]["build"] / bm25["build"]
-            checks.append((f"{n:,}: busca build {bm25['build']:.1f} s = {ratio:.2f}x faster"
-                           f" than the fastest peer's ({fastest}, {peers[fastest]['build']:.1f}"
-                           " s) >= 1.5x", ratio >= 1.5))
-        limit = P99_MS.get(n, P99_MS[1_000_000] if n > 1_000_000 else P99_MS[100_000])
+            checks += [_qps_check(n, bm25, peers, False), _build_check(n, bm25, peers)]
+        limit = P99_MS[1_000_000] if n >= 1_000_000 else P99_MS[100_000]
         checks.append((f"{n:,}: busca bm25 p99 {bm25['p99']:.2f} ms <= {limit:g} ms",
                        bm25["p99"] <= limit))
         if n >= 1_000_000:
-            checks.append((f"{n:,}: busca bm25 search peak {bm25['search_peak']:.0f} MB"
-                           " <= 1024 MB", bm25["search_peak"] <= 1024))
-            if "dense" in rows:
-                checks.append(dense_goal(n, rows["dense"]))
+            checks += _peak_checks(n, rows)
     return checks
 
 
@@ -279,32 +291,15 @@ def check_goals(results: dict) -> list[tuple[str, bool]]:
     """The earlier goals, on the fastest of repeated passes (`--queries repeat`)."""
     checks = []
     for n, rows in results.items():
-        if n < 100_000:
-            continue
         peers = {p: rows[p] for p in PEERS if "qps" in rows.get(p, {})}
-        bm25 = rows["busca bm25"]
-        if not peers:
+        if n < 100_000 or not peers:
             continue
-        strongest = max(peers, key=lambda p: peers[p]["qps"])
-        ratio = bm25["qps"] / peers[strongest]["qps"]
-        first = ""
-        if bm25.get("first_qps") and peers[strongest].get("first_qps"):
-            first = f"; first passes {bm25['first_qps'] / peers[strongest]['first_qps']:.2f}x"
-        checks.append((f"{n:,}: busca bm25 {bm25['qps']:,.0f} q/s = {ratio:.2f}x the strongest"
-                       f" peer ({strongest}, {peers[strongest]['qps']:,.0f} q/s) >= 2x{first}",
-                       ratio >= 2))
+        bm25 = rows["busca bm25"]
+        checks.append(_qps_check(n, bm25, peers, True))
         if n >= 1_000_000:
-            fastest = min(peers, key=lambda p: peers[p]["build"])
-            ratio = peers[fastest]["build"] / bm25["build"]
-            checks.append((f"{n:,}: busca build {bm25['build']:.1f} s = {ratio:.2f}x faster"
-                           f" than the fastest peer's ({fastest}, {peers[fastest]['build']:.1f}"
-                           " s) >= 1.5x", ratio >= 1.5))
-            checks.append((f"{n:,}: busca bm25 p50 {bm25['p50']:.2f} ms <= 2 ms",
-                           bm25["p50"] <= 2))
-            checks.append((f"{n:,}: busca bm25 search peak {bm25['search_peak']:.0f} MB"
-                           " <= 1024 MB", bm25["search_peak"] <= 1024))
-            if "dense" in rows:
-                checks.append(dense_goal(n, rows["dense"]))
+            checks += [_build_check(n, bm25, peers),
+                       (f"{n:,}: busca bm25 p50 {bm25['p50']:.2f} ms <= 2 ms", bm25["p50"] <= 2)]
+            checks += _peak_checks(n, rows)
     return checks
 
 
