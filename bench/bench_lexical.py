@@ -193,7 +193,7 @@ def print_table(n: int, rows: dict, once: bool = False) -> None:
     print(f"\n{n:,} chunks")
     print(f"{'system':<14}{'build s':>9}{'index MB':>10}{'load s':>8}{'build peak MB':>15}"
           f"{'search peak MB':>16}{'q/s':>9}{'1st q ms' if once else '1st pass':>9}"
-          f"{'p50 ms':>9}{'p99 ms':>9}"
+          f"{'p50 ms':>9}{'p99 ms':>9}{format('p99 CPU', '>9') if once else ''}"
           f"{'busca bm25 q/s / q/s':>22}{'build s / busca':>17}")
     bm25 = rows["busca bm25"]
     for name, r in rows.items():
@@ -204,6 +204,7 @@ def print_table(n: int, rows: dict, once: bool = False) -> None:
               f"{_cell(r.get('search_peak'), '16.0f')}{_cell(r.get('qps'), '9.1f')}"
               f"{_cell(r.get('first_ms' if once else 'first_qps'), '9.1f')}"
               f"{_cell(r.get('p50'), '9.2f')}{_cell(r.get('p99'), '9.2f')}"
+              f"{_cell(r.get('p99_cpu'), '9.2f') if once else ''}"
               f"{bm25['qps'] / r['qps']:>21.2f}x{r['build'] / bm25['build']:>16.2f}x")
     for name, r in rows.items():
         if r.get("config"):

@@ -1,18 +1,20 @@
-"""The compiled loops (numba, the `fast` extra), loaded on first use, and never waited for.
+"""The compiled loops (numba, the `fast` extra), loaded on first use, never compiled while
+a user waits.
 
 `module(name)` is index/<name>.py, or None when numba is not installed or BUSCA_NUMBA=0
 (then every caller takes its numpy path, with the same results; the tests compare both).
 
 Compiling the loops takes a minute on a busy machine the first time after an install, and
 loading numba with the cached machine code up to a second or two: more than a new user's
-first build or first queries cost without them. So nothing waits for them:
+first build or first queries cost without them. So nobody waits for the compiler:
 - `for_build(name)`: the module if the kernels were compiled before (index/warm.py wrote its
   record, `warm_record`); else None (this build takes the numpy path) and, once per
   process, a separate process (`python -m busca.index.warm`) compiles every kernel into
   numba's cache, so the next build and queries find them;
-- `ready(name)`: for queries, the module once a background thread has loaded every kernel
-  (the record's signatures, from numba's cache; compiled by that separate process first when
-  there is no record); None until then, and queries take the numpy path meanwhile.
+- `ready(name)`: for queries, the module with the record's signatures loaded from numba's
+  cache at once when there is a record (no compiling: about half a second on a quiet
+  machine, once per process); without one, None while a background thread has that separate
+  process compile them and then loads them, and queries take the numpy path meanwhile.
 BUSCA_NUMBA_LOAD=wait loads (or compiles) at first use instead, in the caller's thread (the
 tests use it to reach the compiled paths at once).
 
@@ -76,14 +78,18 @@ def for_build(name: str):
 
 
 def ready(name: str):
-    """The module once its kernels are loaded in this process, else None (loading them has
-    started in a background thread; the caller takes its numpy path meanwhile)."""
+    """The module with its kernels loaded: at once when they were compiled before (loading
+    the cached machine code, no compiling), else None while a background thread has them
+    compiled in another process and loads them (the caller takes its numpy path meanwhile)."""
     if mode() != "1":
         return module(name)
     found = _ready.get(name)
     if found is None:
         if not _installed():
             return None
+        if "load" not in _started and name not in _wanted and warm_record() is not None:
+            _ready[name] = found = _load(name, {})  # each kernel loads at its first call
+            return found or None
         _start_loading(name)
         found = _ready.get(name)
     return found or None
