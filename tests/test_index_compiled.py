@@ -73,9 +73,9 @@ def test_queries_answer_while_the_kernels_load_and_the_same_after(index, backgro
     monkeypatch.setenv("BUSCA_NUMBA", "0")
     want = answers(ranker, asked)  # the numpy path alone
     monkeypatch.delenv("BUSCA_NUMBA")
-    release = threading.Event()
-    record = compiled.warm_record
-    monkeypatch.setattr(compiled, "warm_record", lambda: release.wait(60) and record())
+    release = threading.Event()  # holds the loading thread before it has them compiled
+    warming = compiled._start_warming
+    monkeypatch.setattr(compiled, "_start_warming", lambda: release.wait(60) and warming())
     started = time.perf_counter()
     during = answers(ranker, asked)  # the loading thread is held: nothing may wait for it
     assert time.perf_counter() - started < 5
@@ -95,9 +95,9 @@ def test_queries_answer_while_the_kernels_load_and_the_same_after(index, backgro
 def test_a_server_prepares_the_walk_as_soon_as_it_has_loaded(index, background, monkeypatch):
     ranker = index.ranker("bm25")
     monkeypatch.setattr(ranker, "_blocks", None, raising=False)
-    release = threading.Event()
-    record = compiled.warm_record
-    monkeypatch.setattr(compiled, "warm_record", lambda: release.wait(60) and record())
+    release = threading.Event()  # holds the loading thread before it has them compiled
+    warming = compiled._start_warming
+    monkeypatch.setattr(compiled, "_start_warming", lambda: release.wait(60) and warming())
     started = time.perf_counter()
     ranker.prepare()  # busca serve, before its first question: it must not wait
     assert time.perf_counter() - started < 1
@@ -117,3 +117,4 @@ def test_a_build_without_compiled_kernels_does_not_wait_and_has_them_compiled(ba
     assert {"top", "window_index", "exact_sums"} <= set(record["maxscore_numba"])
     assert {"terms_of", "window_counts"} <= set(record["tokens_numba"])
     assert compiled.for_build("postings_numba") is not None
+    assert compiled.ready("maxscore_numba") is not None  # compiled before: loaded at once
