@@ -45,9 +45,10 @@ OLDER_VERSIONS = (1,)  # their documents, settings and query log are read as the
 SCHEMES = ("postgresql", "postgres")
 DEFAULT_CORPUS = "busca"
 # busca's own home URL parameters besides corpus (index/postgres.py reads them), with their
-# values (None: a whole number)
+# values (None: a whole number; str: any text, checked by its reader)
 OPTIONS = {"dense": ("hnsw", "exact"), "lexical": ("busca", "sql"), "ef_search": None,
-           "cache_mb": None}
+           "cache_mb": None, "read": str, "read_wait": None}
+EXAMPLES = {"ef_search": 200, "cache_mb": 256, "read_wait": 10}
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,39}$")
 
 BASE_TABLES = """
@@ -138,14 +139,14 @@ def read_options(url: str) -> tuple[str, dict]:
         else:
             kept.append((key, value))
     for key, allowed in OPTIONS.items():
-        if key not in options:
+        if key not in options or allowed is str:
             continue
         if allowed is not None and options[key] not in allowed:
             raise PostgresError(f"{key}={options[key]} in the home URL: use "
                                 + " or ".join(f"{key}={a}" for a in allowed))
         if allowed is None and not options[key].isdigit():
             raise PostgresError(f"{key}={options[key]} in the home URL: use a whole number,"
-                                f" e.g. {key}={200 if key == 'ef_search' else 256}")
+                                f" e.g. {key}={EXAMPLES[key]}")
     return _without(parts, kept), options
 
 

@@ -10,6 +10,7 @@ standby with a read-only role, the answers the primary gives its owner.
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from dataclasses import dataclass
 
@@ -66,6 +67,8 @@ def pair(tmp_path_factory):
             db.execute(f"CREATE ROLE {reader} LOGIN PASSWORD '{PASSWORD}'")
             db.execute(f"GRANT USAGE ON SCHEMA {schema} TO {reader}")
             db.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {reader}")
+            db.execute(f"ALTER DEFAULT PRIVILEGES FOR ROLE current_user IN SCHEMA {schema}"
+                       f" GRANT SELECT ON TABLES TO {reader}")
         standby.catch_up()
         yield Pair(primary, standby, owner,
                    _with(_as_role(standby.url("busca_rep"), reader), f"corpus={schema}"), schema)
@@ -126,3 +129,173 @@ def test_writes_on_the_standby_are_refused_in_one_line(pair, tmp_path):
     for args in (["add", str(note)], ["index", "-q", "--dense", "none"]):
         message = _one_line_error(invoke("--home", owner_on_standby, *args))
         assert "is read-only" in message and "point them at the primary" in message
+
+
+# --- ?read=: writes to the primary, searches on the standby ------------------------------
+def _routed(pair, **options) -> str:
+    """The home URL of the primary (its owner) with `read=` the standby (the reader role)."""
+    from urllib.parse import quote
+
+    extra = "".join(f"&{k}={v}" for k, v in options.items())
+    return f"{pair.owner}&read={quote(pair.reader, safe='')}{extra}"
+
+
+def _live(server, schema: str) -> str:
+    """The live build on `server` (as its superuser: never waits for the standby)."""
+    import psycopg
+
+    with psycopg.connect(f"postgresql://postgres@127.0.0.1:{server.port}/busca_rep",
+                         autocommit=True) as db:
+        return db.execute(f"SELECT value #>> '{{}}' FROM {schema}.busca_meta"
+                          " WHERE key = 'live'").fetchone()[0]
+
+
+class _Replay:
+    """The standby's WAL replay paused (pg_wal_replay_pause) inside the block."""
+
+    def __init__(self, standby):
+        self.url = f"postgresql://postgres@127.0.0.1:{standby.port}/postgres"
+
+    def _call(self, function: str) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as db:
+            db.execute(f"SELECT {function}()")
+
+    def __enter__(self):
+        self._call("pg_wal_replay_pause")
+        return self
+
+    def __exit__(self, *exc):
+        self._call("pg_wal_replay_resume")
+
+
+def _stats_build(home: str) -> str:
+    done = invoke("--home", home, "stats", "--json")
+    assert done.exit_code == 0, done.output
+    return json.loads(done.stdout)["build"]
+
+
+def test_a_routed_home_writes_on_the_primary_and_searches_the_standby(pair, tmp_path):
+    """With the standby's replay paused, `index` through the routed home publishes on the
+    primary (the standby refuses writes), waits read_wait seconds, and its readers keep the
+    previous build — whole — until the standby replays the new one."""
+    routed = _routed(pair, read_wait=1)
+    before = _stats_build(routed)
+    note = tmp_path / "nota.md"
+    note.write_text("# Ornitorrinco\n\nO ornitorrinco bota ovos.", encoding="utf-8")
+    with _Replay(pair.standby):
+        assert invoke("--home", routed, "add", str(note)).exit_code == 0
+        done = invoke("--home", routed, "index", "-q", "--dense", "none")
+        assert done.exit_code == 0, done.output
+        published = _live(pair.primary, pair.schema)
+        assert published != before
+        assert _stats_build(routed) == before == _live(pair.standby, pair.schema)
+        found = invoke("--home", routed, "search", "ornitorrinco", "--json", "--no-serve")
+        assert found.exit_code == 3 and found.stdout == ""  # exit 3: nothing found
+    pair.standby.catch_up()
+    assert _stats_build(routed) == published
+    found = invoke("--home", routed, "search", "ornitorrinco", "--json", "--no-serve")
+    assert found.exit_code == 0 and "nota.md" in found.stdout
+
+
+def test_a_publish_waits_until_the_standby_has_the_build(pair):
+    """`index` through the routed home returns only once the standby replayed the build
+    (replay resumed 2 s into a paused standby): readers see it the moment it returns."""
+    import threading
+
+    routed = _routed(pair, read_wait=60)
+    with _Replay(pair.standby) as replay:
+        resumed: list[float] = []
+
+        def resume_later() -> None:
+            time.sleep(2)
+            while _live(pair.primary, pair.schema) == _stats_build(routed):
+                time.sleep(0.2)  # not published yet
+            resumed.append(time.monotonic())
+            replay._call("pg_wal_replay_resume")
+
+        helper = threading.Thread(target=resume_later)
+        helper.start()
+        done = invoke("--home", routed, "index", "-q", "--dense", "none", "--size", "170")
+        returned = time.monotonic()
+        helper.join(60)
+    assert done.exit_code == 0, done.output
+    assert resumed and returned >= resumed[0]
+    assert _live(pair.standby, pair.schema) == \
+        _live(pair.primary, pair.schema)
+
+
+def test_libpq_multi_host_urls_find_the_primary_and_the_standby(pair):
+    """libpq's own way: several hosts and target_session_attrs, as busca passes them on."""
+    hosts = f"127.0.0.1:{pair.standby.port},127.0.0.1:{pair.primary.port}"
+    writer = pair.owner.replace(f"127.0.0.1:{pair.primary.port}", hosts)
+    reader = pair.reader.replace(f"127.0.0.1:{pair.standby.port}",
+                                 f"127.0.0.1:{pair.primary.port},127.0.0.1:{pair.standby.port}")
+    assert invoke("--home", writer + "&target_session_attrs=read-write", "log", "on"
+                  ).exit_code == 0
+    args = ["search", "carga horária do estágio", "--json", "--no-serve"]
+    pair.standby.catch_up()
+    ours = invoke("--home", reader + "&target_session_attrs=standby", *args)
+    assert ours.exit_code == 0, ours.output
+    assert ours.stdout == invoke("--home", pair.owner, *args).stdout
+
+
+def test_two_servers_on_the_standby_answer_every_request_across_a_publish(pair):
+    """Two `busca serve` on the routed home (reads on the standby), 8 clients, a build
+    published on the primary meanwhile: every request 200, every answer the one its build
+    gives (the old or the new, never a mix), and both servers move to the new build once
+    the standby has it."""
+    import subprocess
+    import sys
+    import threading
+
+    import requests
+    from serving import Server
+
+    routed = _routed(pair)
+    params = {"q": "carga horária do estágio", "method": "bm25", "k": 10}
+    expected = {_live(pair.primary, pair.schema): _top(pair.owner)}
+    with Server(routed, "--quiet") as a, Server(routed, "--no-log", "--quiet") as b:
+        stop, results = threading.Event(), []
+
+        def client(url: str) -> None:
+            session = requests.Session()
+            while not stop.is_set() and len(results) < 3000:
+                r = session.get(url + "api/search", params=params, timeout=60)
+                body = r.json()
+                results.append((r.status_code, body.get("build"), [
+                    (h["chunk_id"], round(h["score"], 6)) for h in body.get("hits", [])]))
+
+        threads = [threading.Thread(target=client, args=(s.url,)) for s in (a, b) * 4]
+        for t in threads:
+            t.start()
+        while len(results) < 40 and all(t.is_alive() for t in threads):
+            time.sleep(0.05)
+        done = subprocess.run([sys.executable, "-m", "busca.cli", "--home", routed, "index",
+                               "-q", "--dense", "none", "--size", "150", "--overlap", "20"],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        new = _live(pair.primary, pair.schema)
+        expected[new] = _top(pair.owner)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not all(
+                requests.get(s.url + "api/search", params=params, timeout=60).json()["build"]
+                == new for s in (a, b)):
+            time.sleep(0.2)
+        stop.set()
+        for t in threads:
+            t.join(60)
+    assert len(results) >= 40 and all(status == 200 for status, _, _ in results), \
+        [r for r in results if r[0] != 200][:3]
+    assert {build for _, build, _ in results} <= set(expected)
+    assert all(hits == expected[build] for _, build, hits in results)
+    assert results[-1][1] == new and any(build != new for _, build, _ in results)
+
+
+def _top(home: str) -> list[tuple[int, float]]:
+    done = invoke("--home", home, "search", "carga horária do estágio", "--method", "bm25",
+                  "--json", "--no-serve", "-k", "10")
+    assert done.exit_code == 0, done.output
+    return [(h["chunk_id"], round(h["score"], 6)) for h in map(json.loads,
+                                                                 done.stdout.splitlines())]
