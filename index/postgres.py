@@ -9,7 +9,9 @@ dense by pgvector (index/pg_rank.py). Same ids and scores as a local home.
 
 URL parameters read by busca (and removed before connecting): `corpus` (schema, default
 `busca`), `dense` (`hnsw`, the default, or `exact`), `ef_search` (HNSW candidates, default 200),
-`lexical` (`busca`, the default, or `sql`: builds also write the SQL ranker's tables, and
+`partitions` (N > 1: new tables that grow with the corpus are hash-partitioned by their
+distribution key, index/pg_schema.py), `lexical` (`busca`, the default, or `sql`: builds
+also write the SQL ranker's tables, and
 queries are ranked by PostgreSQL), `cache_mb` (the posting list cache, default
 $BUSCA_PG_CACHE_MB or 256; 0: none), `read` (a standby to search on, index/pg_replica.py:
 writes go to the home URL's server) and `read_wait` (seconds a publish waits for it, 10).
@@ -73,6 +75,7 @@ class PostgresHome(PostgresStore):
                                 " cache)") from None
         self.cache = pg_cache.shared(mb)
         self.sql_lexical = self.options.get("lexical") == "sql"
+        self.partitions = int(self.options.get("partitions", 0))  # the layout of new tables
         self._exists = False
         self._read_only: bool | None = None
         if not self.exists() and not create:
@@ -115,7 +118,7 @@ class PostgresHome(PostgresStore):
         from then on this home reads from the primary."""
         self.routes.writing()
         if not self.exists():
-            create_base(self.conn(), self.schema)
+            create_base(self.conn(), self.schema, self.partitions)
             self._exists = True
 
     @property
@@ -180,7 +183,7 @@ class PostgresHome(PostgresStore):
         with self.guard(write=True):
             writer = PostgresBuildWriter(
                 self.connect, self.schema, sql_tables=self.sql_lexical,
-                make_build=self._published)
+                make_build=self._published, partitions=self.partitions)
         return GuardedWriter(writer, self.guard)
 
     def _published(self, data) -> PostgresBuild:
