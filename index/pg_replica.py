@@ -69,8 +69,12 @@ class Routes:
         target = self.primary.get().execute("SELECT pg_current_wal_lsn()").fetchone()[0]
         deadline = time.monotonic() + self.wait
         while True:
-            if replayed(self.standby.get(), str(target)):
-                return True
+            try:
+                if replayed(self.standby.get(), str(target)):
+                    return True
+            except PostgresError as e:  # the build is published all the same
+                log.warning("could not ask the standby whether it has the new build (%s)", e)
+                return False
             if time.monotonic() >= deadline:
                 log.warning("the standby %s has not replayed the new build after %g s: its"
                             " readers serve the previous build until it does",
