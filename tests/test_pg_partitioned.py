@@ -91,7 +91,12 @@ def _partitioned_tables(url: str) -> dict[str, int]:
 
 
 def test_the_big_tables_are_hash_partitioned_by_their_key(layouts):
+    from busca.index import open_home
+
     plain, parted, _ = layouts
+    for url in (plain, parted):
+        with open_home(url) as home:
+            assert home.current().manifest.chunks >= SIZE  # one 200-word document per chunk
     assert _partitioned_tables(plain) == {}
     assert _partitioned_tables(parted) == {"documents": PARTITIONS, "chunks": PARTITIONS,
                                            "tfidf_postings": PARTITIONS,
