@@ -327,3 +327,13 @@ def test_a_build_whose_standby_stops_meanwhile_is_published_all_the_same(pair):
     finally:
         second.stop()
     assert _live(pair.primary, pair.schema) != before
+
+
+def test_bad_read_and_layout_options_are_one_line_naming_the_fix(pair):
+    for option, expected in (("read=replica:5433", "read=replica:5433 in the home URL: use the"
+                              " URL of a standby"),
+                             ("read_wait=soon", "read_wait=soon in the home URL: use a whole"
+                              " number, e.g. read_wait=10"),
+                             ("partitions=many", "use a whole number, e.g. partitions=8")):
+        message = _one_line_error(invoke("--home", f"{pair.owner}&{option}", "stats"))
+        assert expected in message
