@@ -54,11 +54,11 @@ def build_index(home, *, size: int = SIZE, overlap: int = OVERLAP,
     if SPARSE in methods:  # the dense pass leaves its latents here (index/sparse.py)
         options = {**options, "sparse_sink": {"latents": {}, "version": None}}
     progress = on_progress or (lambda stage, done, total: None)
+    previous = home.previous()  # first: a home read from a standby now reads the primary
     total = home.count()
     if total == 0:
         raise NothingToIndex("nothing to index: run busca crawl or busca add first")
     chunker = {"kind": "words", "size": size, "overlap": overlap}
-    previous = home.previous()
     if options.get("titles") is None:  # not asked: as the previous build did
         options = {**options, "titles": kept_titles(previous, methods)}
     before = previous if previous is not None and previous.manifest.chunker == chunker else None
