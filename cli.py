@@ -115,6 +115,55 @@ def embed_options(command):
     return command
 
 
+RERANK_KEY_VARIABLE = "BUSCA_RERANK_KEY"
+
+
+def _remember_rerank(ctx, param, value):
+    """Keep a --rerank* value in ctx.obj["rerank"] (read by `_rerank`)."""
+    if value is not None:
+        ctx.ensure_object(dict).setdefault("rerank", {})[param.name] = value
+    return value
+
+
+def rerank_options(command):
+    """--rerank, --rerank-url, --rerank-top: the re-ranking stage of the commands that rank."""
+    options = [
+        click.option("--rerank", envvar="BUSCA_RERANK", metavar="KIND:MODEL",
+                     help="Re-score the top N with your cross-encoder server: openai:MODEL,"
+                          " tei:MODEL or llamacpp:MODEL (docs/rerank.md) [env BUSCA_RERANK]."),
+        click.option("--rerank-url", envvar="BUSCA_RERANK_URL", metavar="URL",
+                     help="--rerank: base URL of the re-ranking server [env BUSCA_RERANK_URL;"
+                          f" key from {RERANK_KEY_VARIABLE}]."),
+        click.option("--rerank-top", type=click.IntRange(min=1), metavar="N",
+                     help=f"--rerank: candidates re-scored [default: {indexing.RERANK_TOP}]."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    for param in command.__click_params__[-len(options):]:
+        param.expose_value, param.callback, param.is_eager = False, _remember_rerank, True
+    return command
+
+
+def model_options(command):
+    """The options of the user's model servers: --embed-* and --rerank*."""
+    return rerank_options(embed_options(command))
+
+
+def _rerank(ctx) -> indexing.RerankSettings | None:
+    """The re-ranking settings of --rerank*, or None; a malformed one is bad usage (exit 2)."""
+    given = (ctx.obj or {}).get("rerank", {})
+    if not given.get("rerank"):
+        if given:
+            raise click.UsageError("--rerank-url and --rerank-top need --rerank KIND:MODEL")
+        return None
+    try:
+        return indexing.parse_rerank(given["rerank"], given.get("rerank_url"),
+                                     key=os.environ.get(RERANK_KEY_VARIABLE) or None,
+                                     top=given.get("rerank_top") or indexing.RERANK_TOP)
+    except indexing.RerankError as e:
+        raise click.UsageError(str(e)) from None
+
+
 def no_serve_option(command):
     """--no-serve of the commands that ask a running busca serve (search, context)."""
     return click.option(
@@ -323,7 +372,7 @@ def _split(value: str) -> list[str]:
               show_default=True, help="At most N windows of one article (0 = no limit).")
 @click.option("--pager", is_flag=True, help="Show the hits through $PAGER.")
 @no_serve_option
-@embed_options
+@model_options
 @click.pass_context
 def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rrf_k, weights,
            per_doc, pager, no_serve):
@@ -341,13 +390,14 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
         with _home(ctx) as home:
             return terminal.run_session(home, method=method, k=k,
                                         per_doc=per_doc if given else None,
-                                        min_score=min_score, as_json=as_json, no_log=no_log)
+                                        min_score=min_score, as_json=as_json, no_log=no_log,
+                                        rerank=_rerank(ctx))
     if not query.strip():
         raise click.BadParameter("the question is empty", param_hint="QUERY")
     _hybrid_only(ctx, method)
     spec = api.SearchSpec(method=method, k=k, min_score=min_score, per_doc=per_doc,
                           fusion=fusion, window=window, rrf_k=rrf_k, weights=weights,
-                          log=not no_log)
+                          log=not no_log, rerank=_rerank(ctx))
     with _corpus(ctx) as corpus:
         index = corpus.build
         result = api.search_build(index, corpus.home, query, spec,
@@ -391,9 +441,9 @@ def _notify(command: str, method: str):
 
 def _remote(ctx, no_serve: bool, home):
     """How a running busca serve of this home may answer (None: compute here): not with
-    --no-serve (BUSCA_NO_SERVE=1) nor an --embed-* setting of this call (the server has its
-    own)."""
-    if no_serve or ctx.obj.get("embed"):
+    --no-serve (BUSCA_NO_SERVE=1) nor an --embed-* or --rerank setting of this call (the
+    server has its own)."""
+    if no_serve or ctx.obj.get("embed") or ctx.obj.get("rerank"):
         return None
     return lambda question, spec, build: _ask_server(
         home, lambda record: serving.client.ask(record, question, spec, build=build))
@@ -601,7 +651,7 @@ NOT_FOUND_EXIT = 3  # search and context found nothing above the floor (context:
               show_default=True, help="At most N windows of one article while other articles"
               " pass the floor (0 = no limit).")
 @no_serve_option
-@embed_options
+@model_options
 @click.pass_context
 def context(ctx, question, k, method, min_score, max_chars, template, lang, as_json, no_log,
             per_doc, no_serve):
@@ -641,7 +691,7 @@ def _emit_context(ctx, question: str, *, method: str = "tfidf", k: int = searchi
     """Print the prompt (or its JSON form); False, with "não encontrei" on stderr, if none.
     A running busca serve of this home ranks when there is one (unless not `serve`)."""
     spec = api.ContextSpec(method=method, k=k, min_score=min_score, max_chars=max_chars,
-                           per_doc=per_doc, log=log)
+                           per_doc=per_doc, log=log, rerank=_rerank(ctx))
     with _corpus(ctx) as corpus:
         try:
             found = api.context_build(corpus.build, corpus.home, question, spec,
@@ -774,7 +824,7 @@ def log_setting(ctx, state):
 @click.option("--tune-fusion", is_flag=True,
               help="Instead, try hybrid's fusion, k and weights (on --methods LEXICAL,dense, or"
                    " the default pair) and report the best on --key, with its interval.")
-@embed_options
+@model_options
 @click.pass_context
 def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_out, calibrate,
                  keep, compare, chunkers, per_doc, threads, quiet, tune_fusion):
@@ -784,6 +834,11 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
     Example: busca eval golden.json --report avaliacao.md --run-out antes.json
     """
     metrics, key = _eval_metrics(ks, key)
+    rerank = _rerank(ctx)
+    if rerank and (calibrate or chunkers or tune_fusion or compare):
+        raise click.UsageError("--rerank adds METHOD+rerank rows to an evaluation of the live"
+                               " index; it cannot be combined with --calibrate, --chunkers,"
+                               " --tune-fusion or --compare")
     if plot:
         evaluation.require_matplotlib()
     golden_set = evaluation.load_golden(golden)
@@ -878,7 +933,8 @@ def _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers, calibra
             index = store.current()
             harness = evaluation.evaluate_index(
                 golden_set, index, store, methods=names, metrics=metrics, key=key, by=by_tags,
-                depth=depth, per_doc=per_doc, threads=threads, on_progress=progress, keep=keep)
+                depth=depth, per_doc=per_doc, threads=threads, on_progress=progress, keep=keep,
+                rerank=_rerank(ctx))
     progress.close()
     return harness
 
@@ -1095,7 +1151,7 @@ def _print_crawl_report(report: crawling.events.CrawlReport, as_json: bool) -> N
 
 
 # The commands for a person at a terminal (issue 16): busca shell, busca compare.
-for _command in terminal.commands(_home, embed_options):
+for _command in terminal.commands(_home, model_options, rerank_of=_rerank):
     cli.add_command(_command)
 
 # --- the HTTP API and the web page (issue 12) ---
@@ -1116,7 +1172,7 @@ for _command in terminal.commands(_home, embed_options):
 @click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
               help="Also answer requests whose Host is NAME (repeatable), e.g. a proxy's or"
                    " /etc/hosts' name; loopback addresses and localhost always are.")
-@embed_options
+@model_options
 @click.pass_context
 def serve_command(ctx, host, port, token, runs, no_log, quiet, allow_hosts):
     """An HTTP API and a web page over the index: search, compare, context, eval.
@@ -1146,6 +1202,7 @@ def serve_command(ctx, host, port, token, runs, no_log, quiet, allow_hosts):
     try:
         run_server(ctx.obj["home"], host=host, port=port, token=token, runs=runs,
                    log_queries=not no_log, access_log=not quiet, embed=_embed(ctx),
+                   rerank=_rerank(ctx),
                    allow_hosts=allowed, announce=lambda url: click.echo(url))
     except OSError as e:
         raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror or e}") from None

@@ -77,6 +77,7 @@ WHERE = {
     "PostgresReadOnly": ".index.pg_conn",
     "PostgresUnavailable": ".index.pg_conn",
     "ReadOnlyHome": ".crawler.store",
+    "RerankError": ".index.rerank_api",
     "RunError": ".search.eval.runs",
     "ServerUnreachable": ".index.embedding_api",
     "SessionError": ".shell",

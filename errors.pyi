@@ -61,6 +61,7 @@ from .index.pg_schema import PostgresOldFormat as PostgresOldFormat
 from .index.pg_conn import PostgresReadOnly as PostgresReadOnly
 from .index.pg_conn import PostgresUnavailable as PostgresUnavailable
 from .crawler.store import ReadOnlyHome as ReadOnlyHome
+from .index.rerank_api import RerankError as RerankError
 from .search.eval.runs import RunError as RunError
 from .index.embedding_api import ServerUnreachable as ServerUnreachable
 from .shell import SessionError as SessionError

@@ -37,8 +37,9 @@ def search(request: Request) -> JSONResponse:
     query = params.Q.read(args.get("q"))
     spec = params.search_spec(args, engine.methods())
     log_query = params.LOG.read(args.get("log"))
+    rerank = params.RERANK.read(args.get("rerank"))
     started = time.perf_counter()
-    result = engine.search(query, spec, log_query=log_query)
+    result = engine.search(query, spec, log_query=log_query, rerank=rerank)
     return JSONResponse(result.to_json(took_ms=_ms(started)))
 
 
@@ -48,7 +49,7 @@ def compare(request: Request) -> JSONResponse:
     values = params.read(params.COMPARE, args, engine.methods())
     started = time.perf_counter()
     comparison, build = engine.compare(values["q"], methods=values["methods"], k=values["k"],
-                                       per_doc=values["per_doc"])
+                                       per_doc=values["per_doc"], rerank=values["rerank"])
     data = searching.comparison_dict(comparison)
     by_id = {row["chunk_id"]: row for row in data["rows"]}
     data["columns"] = {m: [{**hit_json(h), "ranks": by_id[h.chunk_id]["ranks"],
@@ -65,9 +66,9 @@ async def context(request: Request) -> JSONResponse:
     engine = _engine(request)
     values = params.read(params.CONTEXT, data, await _threaded(engine.methods))
     question, method, lang = values.pop("q"), values["method"], values.pop("lang")
-    log_query = values.pop("log")
+    log_query, rerank = values.pop("log"), values.pop("rerank")
     found, build = await _threaded(lambda: engine.context(question, log_query=log_query,
-                                                          **values))
+                                                          rerank=rerank, **values))
     if not found.answered:
         # best and note: what `busca context` says when it reuses this server
         return JSONResponse({"answer": None, "reason": _not_found(found), "question": question,

@@ -103,9 +103,11 @@ SPEC = (METHOD_FIELD, K_FIELD, MIN_SCORE, PER_DOC_FIELD,
               1, MAX_WINDOW),
         Field("rrf_k", "number", "hybrid: the RRF constant k.", RRF_K),
         Field("weights", "weights", "hybrid: methods and weights, e.g. bm25=1,dense=0.5."))
-SEARCH = (Q, *SPEC, LOG)
+RERANK = Field("rerank", "flag", "Re-score the top hits with the server's re-ranker (default:"
+               " on when busca serve runs with --rerank; true without it is a 400).")
+SEARCH = (Q, *SPEC, LOG, RERANK)
 COMPARE = (Q, Field("methods", "methods", "Comma-separated methods (default: tfidf, bm25,"
-                    " dense, hybrid, those the index has)."), K_FIELD, PER_DOC_FIELD)
+                    " dense, hybrid, those the index has)."), K_FIELD, PER_DOC_FIELD, RERANK)
 CONTEXT = (Q, K_FIELD, Field("lang", "choice", "Language of the instruction.", "pt",
                              choices=LANGS),
            Field("max_chars", "integer", "Characters of passage text at most.", CONTEXT_CHARS,
@@ -113,7 +115,7 @@ CONTEXT = (Q, K_FIELD, Field("lang", "choice", "Language of the instruction.", "
            METHOD_FIELD, MIN_SCORE,
            Field("per_doc", "integer", "At most N windows of one document while other"
                  " documents pass the floor (0: no limit).", CONTEXT_PER_DOC, 0, MAX_PER_DOC),
-           LOG)
+           LOG, RERANK)
 INDEX = (Field("size", "integer", "Words per window (default: the build's).", None, 1,
                100_000),
          Field("overlap", "integer", "Words shared by consecutive windows (default: the"

@@ -10,28 +10,14 @@ pytest.importorskip("starlette")
 validator = pytest.importorskip("openapi_spec_validator")
 jsonschema = pytest.importorskip("jsonschema")
 
-from click.testing import CliRunner  # noqa: E402
 from starlette.routing import Route  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
-from busca.cli import cli  # noqa: E402
 from busca.serve import params  # noqa: E402
 from busca.serve.app import create_app  # noqa: E402
 from busca.serve.engine import Engine  # noqa: E402
 
-from conftest import FIXTURES  # noqa: E402
-
 TOKEN = "t" * 24
-
-
-@pytest.fixture(scope="module")
-def lexical_home(tmp_path_factory):
-    home = tmp_path_factory.mktemp("openapi") / "home"
-    for args in (["add", str(FIXTURES / "site" / "articles.jsonl")],
-                 ["index", "-q", "--methods", "tfidf,bm25"]):
-        result = CliRunner().invoke(cli, ["--home", str(home), *args], obj={})
-        assert result.exit_code == 0, result.output
-    return home
 
 
 def _client(home, token=None) -> TestClient:
