@@ -1208,6 +1208,40 @@ def serve_command(ctx, host, port, token, runs, no_log, quiet, allow_hosts):
         raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
 
 
+@cli.command("mcp")
+@click.option("--http", "http", is_flag=True,
+              help="Serve streamable HTTP (at /mcp) instead of stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="--http: address.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535),
+              help="--http: port.")
+@click.option("--log", "log_queries", is_flag=True,
+              help="Record the questions in the query log (by default it writes nothing).")
+@model_options
+@click.pass_context
+def mcp_command(ctx, http, host, port, log_queries):
+    """A Model Context Protocol server over the corpus: tools search, context, compare,
+    get_chunk and stats, read-only. For an MCP client's configuration, see the README.
+
+    Example: busca --home ~/faq/.busca mcp
+    """
+    try:
+        from .serve.mcp_server import create_server
+    except ImportError as e:
+        raise click.ClickException(f"busca mcp needs the mcp extra ({e}): pip install"
+                                   " 'busca[mcp]'") from None
+    _home(ctx).close()  # a folder without a corpus is an error now, not at the first call
+    rerank, location, embed = _rerank(ctx), ctx.obj["home"], _embed(ctx)
+    server = create_server(lambda: api.open(location, embed=embed, create=False),
+                           log=log_queries, rerank=rerank)
+    if http:
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            click.echo(f"warning: listening on {host}: anyone who can reach it can read the"
+                       " index", err=True)
+        server.run("streamable-http", host=host, port=port)
+    else:
+        server.run("stdio")
+
+
 # --- end of commands ---
 
 
