@@ -49,6 +49,7 @@ WHERE = {
     "EncoderMismatch": ".index.vectors",
     "EncoderMissing": ".index.encoders",
     "FetchError": ".crawler.errors",
+    "FiltersNotSupported": ".integrations.langchain",
     "FloorError": ".search.eval.floors",
     "FusionError": ".search.fusion",
     "GoldenError": ".search.eval.golden",

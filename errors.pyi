@@ -33,6 +33,7 @@ from .index.encoders import EncoderError as EncoderError
 from .index.vectors import EncoderMismatch as EncoderMismatch
 from .index.encoders import EncoderMissing as EncoderMissing
 from .crawler.errors import FetchError as FetchError
+from .integrations.langchain import FiltersNotSupported as FiltersNotSupported
 from .search.eval.floors import FloorError as FloorError
 from .search.fusion import FusionError as FusionError
 from .search.eval.golden import GoldenError as GoldenError
