@@ -33,6 +33,7 @@ from .index.encoders import EncoderError as EncoderError
 from .index.vectors import EncoderMismatch as EncoderMismatch
 from .index.encoders import EncoderMissing as EncoderMissing
 from .crawler.errors import FetchError as FetchError
+from .integrations.langchain import FiltersNotSupported as FiltersNotSupported
 from .search.eval.floors import FloorError as FloorError
 from .search.fusion import FusionError as FusionError
 from .search.eval.golden import GoldenError as GoldenError
@@ -62,6 +63,7 @@ from .index.pg_schema import PostgresOldFormat as PostgresOldFormat
 from .index.pg_conn import PostgresReadOnly as PostgresReadOnly
 from .index.pg_conn import PostgresUnavailable as PostgresUnavailable
 from .crawler.store import ReadOnlyHome as ReadOnlyHome
+from .index.rerank_api import RerankError as RerankError
 from .search.eval.runs import RunError as RunError
 from .index.e5_sae import SaeFileError as SaeFileError
 from .index.embedding_api import ServerUnreachable as ServerUnreachable

@@ -71,6 +71,17 @@ def served_home(tmp_path_factory) -> Path:
     return home
 
 
+@pytest.fixture(scope="session")
+def lexical_home(tmp_path_factory) -> Path:
+    """The bundled fixture corpus indexed with tfidf and bm25 only (fast; read-only)."""
+    home = tmp_path_factory.mktemp("lexical") / "home"
+    for args in (["add", str(FIXTURES / "site" / "articles.jsonl")],
+                 ["index", "-q", "--methods", "tfidf,bm25"]):
+        result = CliRunner().invoke(cli, ["--home", str(home), *args], obj={})
+        assert result.exit_code == 0, result.output
+    return home
+
+
 XSS_TITLE = "<script>window.__xss = 1</script>"
 XSS_DOCS = [
     {"url": "javascript:window.__xss=3//", "title": XSS_TITLE,
