@@ -229,9 +229,18 @@ def _legacy_ids(store: crawling.DocumentStore, files) -> dict[str, list[str]]:
               help="Methods that index each article's title with every window of it (lexical:"
                    " its words; dense: \"Title. text\") [default: the previous index's,"
                    " else " + (",".join(indexing.TITLES) or "none") + "].")
+@click.option("--dense-groups", "dense_groups", default=None, type=click.IntRange(min=0),
+              metavar="WORDS", help="Also encode each window's sentence groups of about WORDS"
+              " words; a window scores by its best group blended with its own vector (0: no"
+              " groups) [default: the previous index's, else "
+              + str(indexing.GROUP_WORDS) + "].")
+@click.option("--dense-blend", "dense_blend", default=None, type=FiniteFloat(0, 1),
+              help="With --dense-groups: the window vector's share beside its best group's"
+                   " [default: " + str(indexing.GROUP_BLEND) + "].")
 @embed_options
 @click.pass_context
-def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyzer, titles):
+def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyzer, titles,
+          dense_groups, dense_blend):
     """Split the stored documents into word windows and build the index.
 
     Example: busca index --size 200 --overlap 40 --dense use,bge=openai:bge-m3
@@ -251,6 +260,8 @@ def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyz
                            vector_cache=getattr(home, "home", None))
         if titles is not None:
             options["titles"] = _titled(titles, names)
+        options.update({k: v for k, v in (("dense_groups", dense_groups),
+                                          ("dense_blend", dense_blend)) if v is not None})
         manifest = indexing.build_index(
             home, size=size, overlap=overlap, methods=names, options=options,
             on_progress=progress)

@@ -30,7 +30,7 @@ Progress = Callable[[str, int, int], None]
 # Manifest keys that change what a method's scores mean: a calibrated floor survives a
 # rebuild (e.g. after a crawl added articles) only when none of them changed.
 SETTINGS = ("analyzer", "analyzer_version", "weighting", "k1", "b", "encoder", "version",
-            "dimension", "titles")
+            "dimension", "titles", "groups")
 
 
 class NothingToIndex(BuscaError):
