@@ -79,15 +79,14 @@ def build(texts: Sequence[str], out, *, options: dict, previous=None,
              "cached": from_cache, "truncated": truncated,
              "chunks_per_second": round(len(todo) / seconds, 1) if todo and seconds > 0
              else None, "floor": None}
-    if groups:
-        entry["groups"] = groups
+    entry.update(groups or {})
     if hasattr(encoder, "describe"):
         entry["server"] = encoder.describe()
     return entry
 
 
 def _groups(texts, vectors, hashes, out, method, encoder, options, previous, progress):
-    """The sentence groups' manifest value (dense_groups.py) when options ask for groups."""
+    """The sentence groups' manifest values (dense_groups.py) when options ask for groups."""
     words = options.get("dense_groups")
     if words is None:  # not asked: as the previous build of this model did
         words = (_previous_entry(previous, method).get("groups") or {}).get("words",

@@ -10,7 +10,8 @@ A window with one group reuses its own vector (the group's text is the window's)
 Files per dense model (prefix as dense.py's): `.group-vectors.npy` (float32, groups x
 dimension), `.group-owners.npy` (int64, each group's window id, ascending; every window has
 at least one group), `.group-hashes.npy` (BLAKE2b-128 of each group's text, reused by the
-next build). The model's manifest entry gets `"groups": {"words": WORDS, "blend": BLEND}`.
+next build). The model's manifest entry gets `"groups": {"words": WORDS, "blend": BLEND}` (a
+change of either resets its floor) and the counts `group_vectors`, `groups_encoded`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 from ..errors import BuscaError
 from .chunking import sentences
 
-GROUP_WORDS = 0  # the default of `busca index` (0: no groups), measured in docs/dense.md
+GROUP_WORDS = 40  # the default of `busca index` (0: no groups), measured in docs/dense.md
 GROUP_BLEND = 0.5  # the window vector's share beside its best group's, measured in docs/dense.md
 VECTORS, OWNERS, HASHES = "group-vectors", "group-owners", "group-hashes"
 
@@ -53,8 +54,8 @@ def group_texts(text: str, words: int) -> list[str]:
 def build_groups(texts: Sequence[str], vectors: np.ndarray, hashes: np.ndarray, out, key: str,
                  *, words: int, blend: float, previous_groups, encode: Callable,
                  text_hashes: Callable) -> dict:
-    """Encode and store the groups of every window; the manifest's `groups` value and how
-    many groups were encoded. `previous_groups`: (vectors, hashes) of the previous build's
+    """Encode and store the groups of every window; the manifest entry's `groups` (the
+    settings), `group_vectors` (how many) and `groups_encoded` (how many were not reused). `previous_groups`: (vectors, hashes) of the previous build's
     groups made by the same encoder, or None; `encode(texts)`: the checked batch encoder;
     `text_hashes(texts)`: dense.py's digests."""
     cut = [group_texts(t, words) for t in texts]
@@ -74,7 +75,8 @@ def build_groups(texts: Sequence[str], vectors: np.ndarray, hashes: np.ndarray, 
     out.save_array(key, VECTORS, out_vectors)
     out.save_array(key, OWNERS, owners)
     out.save_array(key, HASHES, group_hashes)
-    return {"words": words, "blend": blend, "count": len(flat), "encoded": len(todo)}
+    return {"groups": {"words": words, "blend": blend}, "group_vectors": len(flat),
+            "groups_encoded": len(todo)}
 
 
 def previous_groups(previous, key: str):

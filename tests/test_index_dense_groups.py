@@ -71,7 +71,7 @@ def test_top_k_is_the_brute_force_max_sim_oracle(store, fake, blend):
     entry = index.manifest.entry("dense")
     texts = _texts(store, index)
     assert entry["groups"]["words"] == 6 and entry["groups"]["blend"] == blend
-    assert entry["groups"]["count"] > len(texts)  # several vectors per window
+    assert entry["group_vectors"] > len(texts)  # several vectors per window
     for query in ["senha do banco de dados", "pacotes com dpkg e apt", "erro do servidor"]:
         oracle = _oracle(texts, query, 6, blend)
         for k in (1, 3, 10):
@@ -86,14 +86,15 @@ def test_top_k_is_the_brute_force_max_sim_oracle(store, fake, blend):
 def test_a_window_of_one_group_reuses_its_vector_and_a_rebuild_reuses_groups(store, fake):
     build_index(store, size=30, overlap=5, methods=("dense",),
                 options={"dense": "fake", "dense_groups": 6})
-    first = load_index(store.home).manifest.entry("dense")["groups"]
+    first = load_index(store.home).manifest.entry("dense")
     windows = len(_texts(store, load_index(store.home)))
-    assert first["encoded"] < first["count"]  # single-group windows took their window's
-    assert len(fake.encoded) == windows + first["encoded"]
+    assert first["groups_encoded"] < first["group_vectors"]  # one-group windows took theirs
+    assert len(fake.encoded) == windows + first["groups_encoded"]
     fake.encoded.clear()
     build_index(store, size=30, overlap=5, methods=("dense",), options={"dense": "fake"})
-    again = load_index(store.home).manifest.entry("dense")["groups"]  # kept: not asked
-    assert again["words"] == 6 and again["encoded"] == 0 and fake.encoded == []
+    again = load_index(store.home).manifest.entry("dense")  # kept: not asked
+    assert again["groups"] == {"words": 6, "blend": 0.5}
+    assert again["groups_encoded"] == 0 and fake.encoded == []
     build_index(store, size=30, overlap=5, methods=("dense",),
                 options={"dense": "fake", "dense_groups": 0})
     assert "groups" not in load_index(store.home).manifest.entry("dense")
