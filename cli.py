@@ -836,10 +836,14 @@ def log_setting(ctx, state):
 @click.option("--tune-fusion", is_flag=True,
               help="Instead, try hybrid's fusion, k and weights (on --methods LEXICAL,dense, or"
                    " the default pair) and report the best on --key, with its interval.")
+@click.option("--save", is_flag=True,
+              help="With --tune-fusion: store the min-max dense share chosen on this golden set"
+                   " in the index (only if, cross-validated, it does not lose to the default);"
+                   " busca search's default hybrid then uses it.")
 @embed_options
 @click.pass_context
 def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_out, calibrate,
-                 compare, chunkers, per_doc, threads, quiet, tune_fusion):
+                 compare, chunkers, per_doc, threads, quiet, tune_fusion, save):
     """Recall@k, MRR and nDCG per method on a golden set, with intervals, the questions each
     change fixed or broke, and the score floor.
 
@@ -850,8 +854,10 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
         evaluation.require_matplotlib()
     golden_set = evaluation.load_golden(golden)
     by_tags = _eval_tags(golden_set, by)
+    if save and not tune_fusion:
+        raise click.UsageError("--save stores what --tune-fusion chose: add --tune-fusion")
     if tune_fusion:
-        return _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json, quiet)
+        return _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json, quiet, save)
     if compare:
         if calibrate or chunkers or run_out:
             raise click.UsageError("--compare reads two saved runs; it cannot be combined with"
@@ -873,8 +879,10 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
         _store_floors(ctx, ev)
 
 
-def _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json: bool, quiet: bool) -> None:
-    """`busca eval --tune-fusion`: the fusion grid on the live index."""
+def _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json: bool, quiet: bool,
+                 save: bool = False) -> None:
+    """`busca eval --tune-fusion`: the fusion grid on the live index (`save`: store the
+    chosen min-max dense share)."""
     progress = Progress(quiet)
     with _home(ctx) as store:
         index = store.current()
@@ -882,7 +890,11 @@ def _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json: bool, quiet: b
         result = evaluation.tune_fusion(
             golden_set, index, store, metric=key, components=_split(methods) if methods else None,
             by=by_tags, on_progress=progress)
+        choice = evaluation.tuning.choose_share(result)
+        if save:
+            evaluation.tuning.save_share(store, choice)
     progress.close()
+    click.echo(evaluation.tuning.describe_choice(choice, saving=save), err=True)
     if as_json:
         click.echo(json.dumps(evaluation.tuning.to_json(result), ensure_ascii=False, indent=1))
         click.echo(f"warning: {result.warning}", err=True)

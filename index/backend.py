@@ -86,8 +86,8 @@ class Home(DocumentStore, Protocol):
 
     def new_build(self) -> BuildWriter: ...
 
-    def set_floors(self, floors: Mapping[str, float]) -> Build:
-        """Store calibrated floors in the live build's manifest."""
+    def set_floors(self, floors: Mapping[str, float], key: str = "floor") -> Build:
+        """Store calibrated floors (or another per-method `key`) in the live build's manifest."""
 
     def log_query(self, *, command: str, query: str, method: str, k: int,
                   scores: list[float], floor: float | None, answered: bool, seconds: float,

@@ -141,11 +141,13 @@ def methods_for(home, methods: Sequence[str], *, dense: str | None = None,
 
 
 def _keep_floors(entries: dict, before) -> None:
-    """Carry calibrated floors over to methods built with the same settings as before."""
+    """Carry calibrated floors (and a dense model's tuned fusion share) over to methods built
+    with the same settings as before."""
     for method, entry in entries.items():
         old = before.manifest.entry(method) if before is not None else {}
-        if old.get("floor") is not None and all(old.get(k) == entry.get(k) for k in SETTINGS):
-            entry["floor"] = old["floor"]
+        for key in ("floor", "share"):
+            if old.get(key) is not None and all(old.get(k) == entry.get(k) for k in SETTINGS):
+                entry[key] = old[key]
 
 
 def _reusable_rows(before) -> dict:

@@ -43,11 +43,11 @@ class Manifest:
         """The calibrated score floor stored for `method`, if any."""
         return self.entry(method).get("floor")
 
-    def with_floors(self, floors: Mapping[str, float]) -> Manifest:
-        """The same manifest with these methods' floors set."""
+    def with_floors(self, floors: Mapping[str, float], key: str = "floor") -> Manifest:
+        """The same manifest with these methods' floors (or another `key`) set."""
         methods = {m: dict(e) for m, e in self.methods.items()}
         for method, value in floors.items():
-            methods.setdefault(method, {})["floor"] = value
+            methods.setdefault(method, {})[key] = value
         return replace(self, methods=methods)
 
     def to_json(self) -> dict:

@@ -139,10 +139,10 @@ class PostgresHome(PostgresStore):
         return PostgresBuildWriter(self.connect, self.schema, sql_tables=self.sql_lexical,
                                    make_build=lambda data: PostgresBuild(self, _manifest(data)))
 
-    def set_floors(self, floors: Mapping[str, float]) -> PostgresBuild:
-        """Calibrated floors into the live build's manifest."""
+    def set_floors(self, floors: Mapping[str, float], key: str = "floor") -> PostgresBuild:
+        """Calibrated floors (or another per-method `key`) into the live build's manifest."""
         build = self.current()
-        manifest = build.manifest.with_floors(floors)
+        manifest = build.manifest.with_floors(floors, key)
         self.conn().execute(f"UPDATE {quoted(self.schema)}.builds SET manifest = %s"
                             " WHERE name = %s", (json.dumps(manifest.to_json()), build.name))
         return PostgresBuild(self, manifest)

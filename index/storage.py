@@ -184,11 +184,12 @@ class LocalHome(Store):
         with guard(self.path):
             drop_legacy(self.db)
 
-    def set_floors(self, floors: Mapping[str, float]) -> Index:
-        """Store calibrated floors in the live manifest."""
+    def set_floors(self, floors: Mapping[str, float], key: str = "floor") -> Index:
+        """Store calibrated floors (or another per-method `key`, e.g. a dense model's tuned
+        fusion `share`) in the live manifest."""
         self._check_writable()
         index = self.current()
-        update_manifest(index, {"methods": {m: {"floor": f} for m, f in floors.items()}})
+        update_manifest(index, {"methods": {m: {key: f} for m, f in floors.items()}})
         return index
 
     def log_query(self, **row) -> None:
