@@ -135,7 +135,9 @@ def test_the_chosen_share_is_stored_only_when_it_wins_and_search_uses_it(setup):
     minmax = [t for t in result.trials if t.settings.fusion == "minmax"]
     assert choice.share == minmax[0].settings.weights["dense"]
     assert choice.share in tuning.DENSE_SHARES + (0.5,)
-    assert choice.default is result.default.estimate
+    assert choice.default is result.default.estimate and choice.default_share == 0.5
+    same = dataclasses.replace(choice, share=0.5, cross_validated=choice.default)
+    assert not same.wins and "nothing to store" in tuning.describe_choice(same, saving=True)
     losing = dataclasses.replace(choice, share=0.9, cross_validated=dataclasses.replace(
         choice.default, mean=choice.default.mean - 0.1))
     assert not tuning.save_share(store, losing)
@@ -173,6 +175,6 @@ def test_cli_save_stores_the_share_busca_search_then_fuses_with(run, tmp_path, m
     hit = json.loads(run("search", "câmera no celular", "--method", "hybrid", "--json",
                          "--min-score", "0", "--no-serve").stdout.splitlines()[0])
     stored = "— stored:" in line
-    assert stored or "— not stored:" in line
+    assert stored or "— not stored:" in line or "nothing to store" in line
     want = share if stored else 0.5
     assert hit["fusion"]["weights"] == {"tfidf": round(1 - want, 6), "dense": want}

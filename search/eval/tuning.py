@@ -172,11 +172,14 @@ class ShareChoice:
     share: float  # the best min-max share on all the questions
     cross_validated: Estimate  # choosing the share on 4 folds, scored on the fifth
     default: Estimate  # the default share's figure
+    default_share: float
 
     @property
     def wins(self) -> bool:
-        """Store it only if choosing a share this way does not lose to the default."""
-        return self.cross_validated.mean >= self.default.mean
+        """Store it only if it is not the default's and choosing a share this way does not
+        lose to the default."""
+        return self.share != self.default_share and \
+            self.cross_validated.mean >= self.default.mean
 
 
 def choose_share(tuning: Tuning) -> ShareChoice:
@@ -185,7 +188,8 @@ def choose_share(tuning: Tuning) -> ShareChoice:
     shares = [t for t in tuning.trials if t.settings.fusion == "minmax"]  # best first
     dense = tuning.components[-1]
     return ShareChoice(dense, float(shares[0].settings.weights[dense]),
-                       _cross_validated(shares, FOLDS), tuning.default.estimate)
+                       _cross_validated(shares, FOLDS), tuning.default.estimate,
+                       float(tuning.default.settings.weights[dense]))
 
 
 def save_share(home, choice: ShareChoice) -> bool:
@@ -199,7 +203,9 @@ def save_share(home, choice: ShareChoice) -> bool:
 def describe_choice(choice: ShareChoice, *, saving: bool) -> str:
     """One line on the chosen share and whether `--save` stores (`saving`) or would store it."""
     cv, d = choice.cross_validated, choice.default
-    if saving:
+    if choice.share == choice.default_share:
+        verdict = "the default's share: nothing to store"
+    elif saving:
         verdict = ("stored: busca search's default hybrid uses it" if choice.wins else
                    "not stored: cross-validated, choosing a share loses to the default")
     else:
