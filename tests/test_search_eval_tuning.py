@@ -98,7 +98,8 @@ def test_tuning_needs_one_lexical_method_and_dense(setup):
                            components=["tfidf", "hybrid", "dense"])
 
 
-def test_cli_tune_fusion_reports_best_default_and_warning(run, tmp_path, monkeypatch):
+def _cli_home(run, tmp_path, monkeypatch):
+    """A CLI home of DOCS indexed with tfidf and the fake encoder; the golden file."""
     monkeypatch.setitem(encoders.ENCODERS, "fake",
                         lambda *, threads=1: FakeEncoder(synonyms=SYNONYMS))
     docs = [{"url": u, "title": t, "text": x} for u, t, x in DOCS]
@@ -106,6 +107,11 @@ def test_cli_tune_fusion_reports_best_default_and_warning(run, tmp_path, monkeyp
     run("index", "-q", "--methods", "tfidf", "--dense", "fake")
     golden = tmp_path / "golden.json"
     golden.write_text(json.dumps(GOLDEN, ensure_ascii=False), encoding="utf-8")
+    return golden
+
+
+def test_cli_tune_fusion_reports_best_default_and_warning(run, tmp_path, monkeypatch):
+    golden = _cli_home(run, tmp_path, monkeypatch)
     result = run("eval", str(golden), "--tune-fusion", "-q")
     assert result.exit_code == 0
     assert "default" in result.stdout and "tipo=parafrase" in result.stdout
@@ -159,13 +165,7 @@ def test_the_chosen_share_is_stored_only_when_it_wins_and_search_uses_it(setup):
 
 
 def test_cli_save_stores_the_share_busca_search_then_fuses_with(run, tmp_path, monkeypatch):
-    monkeypatch.setitem(encoders.ENCODERS, "fake",
-                        lambda *, threads=1: FakeEncoder(synonyms=SYNONYMS))
-    docs = [{"url": u, "title": t, "text": x} for u, t, x in DOCS]
-    run("add", str(write_jsonl(tmp_path / "docs.jsonl", docs)))
-    run("index", "-q", "--methods", "tfidf", "--dense", "fake")
-    golden = tmp_path / "golden.json"
-    golden.write_text(json.dumps(GOLDEN, ensure_ascii=False), encoding="utf-8")
+    golden = _cli_home(run, tmp_path, monkeypatch)
     refused = run("eval", str(golden), "--save")
     assert refused.exit_code == 2 and "add --tune-fusion" in refused.output
     result = run("eval", str(golden), "--tune-fusion", "--save", "-q", "--key", "recall@1")
