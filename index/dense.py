@@ -87,10 +87,18 @@ def build(texts: Sequence[str], out, *, options: dict, previous=None,
 
 def _groups(texts, vectors, hashes, out, method, encoder, options, previous, progress):
     """The sentence groups' manifest values (dense_groups.py) when options ask for groups."""
+    before = _previous_entry(previous, method).get("groups") or {}
     words = options.get("dense_groups")
     if words is None:  # not asked: as the previous build of this model did
-        words = (_previous_entry(previous, method).get("groups") or {}).get("words",
-                                                                             GROUP_WORDS)
+        words = before.get("words", GROUP_WORDS)
+    blend = options.get("dense_blend")
+    if blend is None:
+        blend = before.get("blend", GROUP_BLEND)
+    if words and not getattr(out, "sentence_groups", True):
+        if options.get("dense_groups"):
+            log.warning("this home's dense search (pgvector) uses the window vectors only:"
+                        " no sentence groups stored (--dense-groups is for local homes)")
+        return None
     if not words:
         return None
     key = array_key(method)
@@ -105,8 +113,7 @@ def _groups(texts, vectors, hashes, out, method, encoder, options, previous, pro
                                                          total), None)
         return _stack(found, len(group_texts), encoder)
 
-    return build_groups(texts, vectors, hashes, out, key, words=words,
-                        blend=options.get("dense_blend", GROUP_BLEND),
+    return build_groups(texts, vectors, hashes, out, key, words=words, blend=blend,
                         previous_groups=reusable, encode=encode, text_hashes=text_hashes)
 
 

@@ -1,7 +1,10 @@
 """index/dense_groups.py: windows scored by their best sentence group (max-sim), exactly."""
 
+import json
+
 import numpy as np
 import pytest
+from conftest import write_jsonl
 from dense_fakes import FakeEncoder
 
 from busca import search as core
@@ -98,3 +101,18 @@ def test_a_window_of_one_group_reuses_its_vector_and_a_rebuild_reuses_groups(sto
     build_index(store, size=30, overlap=5, methods=("dense",),
                 options={"dense": "fake", "dense_groups": 0})
     assert "groups" not in load_index(store.home).manifest.entry("dense")
+
+
+def test_cli_options_set_the_groups_and_refuse_bad_values(run, tmp_path, fake):
+    docs = [{"url": f"https://blog.example/{n}", "title": f"Doc {n}",
+             "text": " ".join(SENTENCES[n:n + 4])} for n in range(4)]
+    run("add", str(write_jsonl(tmp_path / "docs.jsonl", docs)))
+    assert run("index", "-q", "--dense", "fake", "--dense-groups", "-1").exit_code == 2
+    assert run("index", "-q", "--dense", "fake", "--dense-blend", "2").exit_code == 2
+    result = run("index", "-q", "--dense", "fake", "--dense-groups", "8", "--dense-blend", "0.25")
+    assert result.exit_code == 0
+    stats = json.loads(run("stats", "--json").stdout)
+    assert stats["methods"]["dense"]["groups"] == {"words": 8, "blend": 0.25}
+    run("index", "-q")  # a rebuild without the options keeps them
+    assert json.loads(run("stats", "--json").stdout)["methods"]["dense"]["groups"] == {
+        "words": 8, "blend": 0.25}
