@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -126,15 +127,16 @@ def _embed(ctx) -> dict:
     return {**ctx.obj.get("embed", {}), "key": os.environ.get(EMBED_KEY_VARIABLE) or None}
 
 
-# Commands that may create a home (serve: its token-only write endpoints); every other command
-# only reads one, so a mistyped --home is an error instead of a new empty home.
-CREATES_HOME = frozenset({"add", "index", "crawl", "log", "demo", "serve"})
+# Commands that may create a home (and `serve --token`: its write endpoints); every other
+# command only reads one, so a mistyped --home is an error instead of a new empty home.
+CREATES_HOME = frozenset({"add", "index", "crawl", "log", "demo"})
 
 
 def _home(ctx) -> indexing.Home:
     """The home, its builds' openai:MODEL rankers using the user's --embed-* settings."""
-    return indexing.open_home(ctx.obj["home"], embed=_embed(ctx),
-                              create=ctx.command.name in CREATES_HOME)
+    creates = ctx.command.name in CREATES_HOME or (ctx.command.name == "serve"
+                                                   and ctx.params.get("token") is not None)
+    return indexing.open_home(ctx.obj["home"], embed=_embed(ctx), create=creates)
 
 
 def _index(ctx):
@@ -143,9 +145,17 @@ def _index(ctx):
         return home.current()
 
 
+def _not_empty(ctx, param, home: str) -> str:
+    """--home '' is bad usage (exit 2): it would mean the working folder, without saying so."""
+    if not home.strip():
+        raise click.BadParameter("is empty; give a folder (default .busca) or a postgresql://"
+                                 " URL — for the working folder, say --home .", param=param)
+    return home
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--home", envvar="BUSCA_HOME", default=DEFAULT_HOME, show_default=True,
-              type=click.Path(file_okay=False),
+              type=click.Path(file_okay=False), callback=_not_empty,
               help="Folder, or postgresql:// URL, that holds the corpus (env BUSCA_HOME).")
 @click.option("-v", "--verbose", count=True, help="More log output on stderr.")
 @click.version_option(__version__, prog_name="busca")
@@ -170,7 +180,7 @@ def add(ctx, files):
 
     Example: busca add artigos.jsonl notas/*.md
     """
-    counts = {"added": 0, "updated": 0, "unchanged": 0}
+    counts = {"added": 0, "updated": 0, "unchanged": 0, "duplicate": 0}
     problems, seen = 0, set()
     with _home(ctx) as store:
         legacy = _legacy_ids(store, files)
@@ -183,14 +193,16 @@ def add(ctx, files):
             if item.url in seen:
                 click.echo(f"note: {display.strip_controls(item.url)} comes more than once"
                            " in the input; the last one is kept", err=True)
-            seen.add(item.url)
             status = store.put(item)
             for old in legacy.get(item.url, ()):  # the same file under its pre-file:// id
                 store.delete(old)
                 status = "updated" if status == "added" else status
-            counts[status] += 1
+            counts["duplicate" if item.url in seen else status] += 1
+            seen.add(item.url)
         total = store.count()
-    summary = ", ".join(f"{n} {what}" for what, n in counts.items())
+    summary = ", ".join(f"{n} {what}" for what, n in counts.items() if what != "duplicate")
+    if counts["duplicate"]:
+        summary += f", {counts['duplicate']} duplicate{'s' * (counts['duplicate'] > 1)} (last kept)"
     click.echo(f"{summary}; {total} documents in {ctx.obj['home']}")
     if problems:
         raise click.ClickException(f"{problems} input(s) skipped, see the messages above")
@@ -487,6 +499,7 @@ def stats(ctx, as_json):
     with _home(ctx) as home:
         try:
             index = home.current()
+            waiting = (0, 0) if as_json else _not_indexed(home, index)
         except indexing.IndexNotFound:  # the documents are known without an index
             documents = home.count()
             index = None
@@ -513,6 +526,22 @@ def stats(ctx, as_json):
                            for k, v in searching.method_settings(index, method).items())
         size = f"{entry['vocabulary']:>10,} terms" if "vocabulary" in entry else " " * 16
         click.echo(display.strip_controls(f"{method:<{w}} {size}   ({detail})"))
+    if any(waiting):
+        removed = f", {waiting[1]} removed" if waiting[1] else ""
+        click.echo(f"{waiting[0]} document(s) added or changed{removed} since this index —"
+                   ' run "busca index" to include them', err=True)
+
+
+EMPTY_TEXT = hashlib.sha256(b"").hexdigest()  # the text hash of a document with no text
+
+
+def _not_indexed(home, index) -> tuple[int, int]:
+    """(documents added or changed, documents removed) in the store since `index` was built."""
+    stored = {u: h for u, h in home.hashes().items() if h != EMPTY_TEXT}  # never chunked
+    indexed = {r.url: r.doc_sha256 for r in index.chunks()}
+    changed = sum(1 for url, sha in stored.items()
+                  if url not in indexed or indexed[url] and sha and indexed[url] != sha)
+    return changed, sum(1 for url in indexed if url not in stored)
 
 
 def _stat(value) -> str:
@@ -540,7 +569,7 @@ def demo(ctx, keep):
         dense = _demo_encoder()
         _title("2. busca index" + (f" --dense {dense}" if dense else "")
                + "  (200-word windows, 40 words of overlap)")
-        ctx.invoke(index, quiet=True, dense=dense)
+        ctx.invoke(index, quiet=False, dense=dense)  # encoding takes a while: show progress
         _title("3. busca stats  (the seed's four figures)")
         ctx.invoke(stats)
         methods = searching.available_methods(indexing.open_home(home).current())
@@ -552,8 +581,10 @@ def demo(ctx, keep):
                " -k 3  (each hit once, with its rank under every method)")
         ctx.invoke(cli.commands["compare"], query=DEMO_PARAPHRASE, golden=golden, k=3)
         _title("5. busca eval fixtures/golden/golden.json --calibrate  (the bundled golden set;"
-               " paraphrases and lexical questions apart)")
-        ctx.invoke(eval_command, golden=golden, quiet=True, calibrate=True, key="recall@3")
+               " paraphrases and lexical questions apart; each floor keeps"
+               f" {evaluation.KEEP:.0%} of the answerable questions)")
+        ctx.invoke(eval_command, golden=golden, quiet=True, calibrate=True, key="recall@3",
+                   keep=evaluation.KEEP)
         method = "hybrid" if "hybrid" in methods else "tfidf"
         _title(f'6. busca context "{DEMO_PARAPHRASE}" --method {method}')
         _emit_context(ctx, DEMO_PARAPHRASE, method=method)
@@ -822,6 +853,9 @@ def log_setting(ctx, state):
               help="Save the run (JSON, plus .trec and .qrels beside it) for --compare.")
 @click.option("--calibrate", is_flag=True,
               help="Store each method's floor in the index; busca search then applies it.")
+@click.option("--keep", type=FiniteFloat(0, 1, min_open=True), default=evaluation.KEEP,
+              show_default=True, help="The share of answerable questions each floor keeps;"
+              " the report says which share of unanswerable ones it refuses.")
 @click.option("--compare", nargs=2, type=click.Path(exists=True, dir_okay=False), default=None,
               metavar="RUN_A RUN_B", help="Compare two saved runs instead of running.")
 @click.option("--chunkers", default=None, metavar="SPEC,...",
@@ -843,7 +877,7 @@ def log_setting(ctx, state):
 @embed_options
 @click.pass_context
 def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_out, calibrate,
-                 compare, chunkers, per_doc, threads, quiet, tune_fusion, save):
+                 keep, compare, chunkers, per_doc, threads, quiet, tune_fusion, save):
     """Recall@k, MRR and nDCG per method on a golden set, with intervals, the questions each
     change fixed or broke, and the score floor.
 
@@ -862,10 +896,10 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
         if calibrate or chunkers or run_out:
             raise click.UsageError("--compare reads two saved runs; it cannot be combined with"
                                    " --calibrate, --chunkers or --run-out")
-        ev = _compare_runs(golden_set, compare, metrics, key, by_tags)
+        ev = _compare_runs(golden_set, compare, metrics, key, by_tags, keep)
     else:
         harness = _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers,
-                            calibrate, quiet, per_doc=per_doc, threads=threads)
+                            calibrate, quiet, keep, per_doc=per_doc, threads=threads)
         ev = harness.evaluation
     _eval_outputs(ev, as_json, report, plot)
     if not compare and run_out:
@@ -926,8 +960,8 @@ def _eval_metrics(ks: str, key: str):
         raise click.BadParameter(str(e), param_hint="--key") from None
 
 
-def _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers, calibrate, quiet, *,
-              per_doc: bool = False, threads: int = 1):
+def _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers, calibrate, quiet,
+              keep, *, per_doc: bool = False, threads: int = 1):
     progress = Progress(quiet)
     names = _split(methods) if methods else None
     depth = max(evaluation.DEPTH, key.k, *(m.k for m in metrics))  # rank deep enough for -k
@@ -947,12 +981,12 @@ def _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers, calibra
             harness = evaluation.evaluate_chunkers(
                 golden_set, store, specs, methods=names, metrics=metrics, key=key, by=by_tags,
                 options={**_chunker_options(ctx, store), "threads": threads}, depth=depth,
-                per_doc=per_doc, threads=threads, on_progress=progress)
+                per_doc=per_doc, threads=threads, on_progress=progress, keep=keep)
         else:
             index = store.current()
             harness = evaluation.evaluate_index(
                 golden_set, index, store, methods=names, metrics=metrics, key=key, by=by_tags,
-                depth=depth, per_doc=per_doc, threads=threads, on_progress=progress)
+                depth=depth, per_doc=per_doc, threads=threads, on_progress=progress, keep=keep)
     progress.close()
     return harness
 
@@ -974,7 +1008,7 @@ def _chunker_methods(ctx) -> list[str]:
         return list(indexing.DEFAULT)
 
 
-def _compare_runs(golden_set, paths, metrics, key, by_tags):
+def _compare_runs(golden_set, paths, metrics, key, by_tags, keep):
     first, second = (evaluation.load_run(p) for p in paths)
     systems = evaluation.align(golden_set, first, second)
     pairs = evaluation.run_pairs(list(systems))
@@ -984,7 +1018,8 @@ def _compare_runs(golden_set, paths, metrics, key, by_tags):
             "runs": {"A": {**first.info, "path": paths[0]}, "B": {**second.info, "path": paths[1]}},
             "answerable": len(golden_set.answerable),
             "unanswerable": len(golden_set.unanswerable)}
-    return evaluation.summarize(golden_set, systems, metrics, key=key, by=by_tags, pairs=pairs, info=info)
+    return evaluation.summarize(golden_set, systems, metrics, key=key, by=by_tags, pairs=pairs,
+                                info=info, keep=keep)
 
 
 def _eval_outputs(ev, as_json: bool, report: str | None, plot: str | None) -> None:
@@ -1011,8 +1046,11 @@ def _store_floors(ctx, ev) -> None:
     with _home(ctx) as home:
         floors = evaluation.store_floors(home, ev.floors)
     for method, floor in floors.items():
-        click.echo(f"stored the floor {floor:.4g} for {method}: busca search applies it by"
-                   " default (override with --min-score)", err=True)
+        chosen = ev.floors[method].chosen
+        click.echo(f"stored the floor {floor:.4g} for {method}: it keeps {chosen.kept:.0%} of"
+                   f" answerable questions and refuses {chosen.refused.value:.0%} of"
+                   " unanswerable ones; busca search applies it by default (override with"
+                   " --min-score)", err=True)
         if ev.floors[method].warning:
             click.echo(f"warning: {method}: {ev.floors[method].warning}", err=True)
 
@@ -1042,6 +1080,10 @@ def _store_floors(ctx, ev) -> None:
 @click.option("--timeout", type=FiniteFloat(min=0, min_open=True),
               default=crawling.DEFAULT_TIMEOUT, show_default=True,
               help="Seconds to wait for a connection or for data.")
+@click.option("--deadline", type=FiniteFloat(min=0, min_open=True),
+              default=crawling.DEFAULT_DEADLINE, show_default=True,
+              help="Seconds one attempt at a request may take in all (a slow-drip server is"
+                   " cut there, retried, then reported).")
 @click.option("--retries", type=click.IntRange(0, 10), default=crawling.DEFAULT_RETRIES,
               show_default=True, help="Retries on connection errors, 429 and 5xx.")
 @click.option("--json-items", default="", help="--source json: dotted path of the item list"
@@ -1062,7 +1104,7 @@ def _store_floors(ctx, ev) -> None:
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 @click.pass_context
 def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_hosts, full,
-          timeout, retries, json_items, json_url, json_title, json_body, json_modified,
+          timeout, deadline, retries, json_items, json_url, json_title, json_body, json_modified,
           json_page_param, json_next, as_json, quiet):
     """Read a site's articles into the store: WordPress API, sitemap, feed or HTML links.
 
@@ -1079,7 +1121,7 @@ def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_h
     options = crawling.CrawlOptions(
         source=source, types=kinds, max_pages=max_pages, rate=rate,
         workers=workers, user_agent=user_agent, allow_hosts=allow_hosts, full=full,
-        timeout=timeout, retries=retries, json=api)
+        timeout=timeout, deadline=deadline, retries=retries, json=api)
     progress = Progress(quiet)
     with _home(ctx) as store:
         report = _run_crawl(url, store, options, progress)
@@ -1113,11 +1155,17 @@ def _run_crawl(url, store, options, progress) -> crawling.events.CrawlReport:
                 _echo_crawl_event(event, quiet=progress.quiet)
             progress("documents", done, total if total >= done else 0)
     except KeyboardInterrupt:
-        raise click.ClickException(f"interrupted; the {done} documents read so far are stored,"
-                                   " run the same command again to continue") from None
+        raise _Interrupted(f"interrupted; the {done} documents read so far are stored,"
+                           " run the same command again to continue") from None
     finally:
         progress.close()
     raise AssertionError("crawl() ended without a report")  # pragma: no cover
+
+
+class _Interrupted(click.ClickException):
+    """Ctrl-C: the message, and the shell's exit code for SIGINT (128 + 2)."""
+
+    exit_code = 130
 
 
 def _echo_crawl_event(event, *, quiet: bool) -> None:
@@ -1168,7 +1216,7 @@ for _command in terminal.commands(_home, embed_options):
 @click.option("--token", envvar="BUSCA_TOKEN", default=None,
               help="Enable POST /api/documents and POST /api/index for requests with"
                    " Authorization: Bearer TOKEN (env BUSCA_TOKEN). Without it: read-only.")
-@click.option("--runs", type=click.Path(file_okay=False), default=None,
+@click.option("--runs", type=click.Path(exists=True, file_okay=False), default=None,
               help="Folder of saved runs (busca eval --run-out) for /eval [default: HOME/runs].")
 @click.option("--no-log", is_flag=True, help="Do not record questions in the query log.")
 @click.option("-q", "--quiet", is_flag=True, help="No access log on stderr.")
@@ -1200,6 +1248,8 @@ def serve_command(ctx, host, port, token, runs, no_log, quiet, allow_hosts):
     if host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(f"warning: listening on {host}: anyone who can reach it can read the index",
                    err=True)
+    if token is None:  # read-only: a folder without a corpus is an error, and stays as it is
+        _home(ctx).close()
     try:
         run_server(ctx.obj["home"], host=host, port=port, token=token, runs=runs,
                    log_queries=not no_log, access_log=not quiet, embed=_embed(ctx),

@@ -18,3 +18,9 @@ class FiniteFloat(click.FloatRange):
         if not math.isfinite(number):
             self.fail(f"must be a finite number, got {value!r}", param, ctx)
         return super().convert(number, param, ctx)
+
+    def _describe_range(self) -> str:
+        """No range in --help for an unbounded number (click would show `x<=None`)."""
+        if self.min is None and self.max is None:
+            return ""
+        return super()._describe_range()

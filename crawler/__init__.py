@@ -9,6 +9,7 @@ EXPORTS = {
     "crawl": ".crawl",
     "CrawlError": ".errors",
     "CrawlOptions": ".options",
+    "DEFAULT_DEADLINE": ".defaults",
     "DEFAULT_HTML_PAGES": ".defaults",
     "DEFAULT_RATE": ".defaults",
     "DEFAULT_RETRIES": ".defaults",

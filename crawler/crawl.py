@@ -100,6 +100,8 @@ def check_options(options: CrawlOptions) -> None:
                          f" WordPress types are {', '.join(WP_TYPES)}")
     if options.rate <= 0 or options.workers < 1:
         raise CrawlError("the rate must be above 0 requests/s and workers at least 1")
+    if not options.deadline > 0:
+        raise CrawlError("--deadline must be above 0 seconds")
     if options.max_pages is not None and options.max_pages < 1:
         raise CrawlError("--max-pages must be at least 1")
 

@@ -12,5 +12,6 @@ DEFAULT_WORKERS = 2
 DEFAULT_HTML_PAGES = 500  # page budget of the link-following crawl when --max-pages is unset
 DEFAULT_RATE = 2.0  # requests per second per host
 DEFAULT_TIMEOUT = 20.0  # seconds to connect / between bytes read
+DEFAULT_DEADLINE = 60.0  # seconds one attempt at a request may take in all
 DEFAULT_RETRIES = 3
 DEFAULT_USER_AGENT = f"busca/{__version__} (local search-index crawler; python-requests)"

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
-from .errors import CrawlError, Disallowed, FetchError, OffSite
+from .errors import CrawlError, Disallowed, FetchError, OffSite, TooSlow
 from .html import HtmlPage, decode_html, extract_page
 from .http import Fetcher, Response
 from .sitemap import looks_like_sitemap
@@ -92,7 +92,14 @@ def start_page(url: str, fetcher: Fetcher) -> Response:
         raise CrawlError(f"{url} redirects to {e.url}, another host; crawl that URL"
                          f" instead or add --allow-host {host}") from None
     except FetchError as e:
-        raise CrawlError(f"cannot fetch {url}: {e.reason}") from None
+        raise CrawlError(f"cannot fetch {url}: {_why(url, e)}") from None
+
+
+def _why(url: str, error: FetchError) -> str:
+    """The reason, naming the URL that was too slow when it is not the start URL."""
+    if isinstance(error, TooSlow) and error.url != url:
+        return f"{error.url}: {error.reason}"
+    return error.reason
 
 
 def _parse(response: Response) -> HtmlPage | None:

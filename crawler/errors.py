@@ -35,6 +35,10 @@ class ConnectFailed(FetchError):
     """No HTTP answer at all: DNS failure, refused or timed-out connection."""
 
 
+class TooSlow(ConnectFailed):
+    """The answer did not arrive in full within the request's deadline (a slow-drip server)."""
+
+
 class CrawlStopped(CrawlError):
     """The crawl had to stop part way (the API refused us); what was stored stays."""
 

@@ -36,6 +36,10 @@ def read_files(paths: list[str]) -> Iterator[Document | Problem]:
         except OSError as e:
             yield Problem(name, f"cannot read it ({e.strerror or e})")
             continue
+        if utf16 := _utf16(data):
+            yield Problem(name, f"is {utf16} text; busca reads UTF-8: convert it, e.g. iconv"
+                                f" -f {utf16} -t UTF-8 {name} > {path.stem}.utf8{path.suffix}")
+            continue
         if b"\x00" in data:
             yield Problem(name, "looks like a binary file; busca adds .jsonl, .txt, .md, .html")
             continue
@@ -55,6 +59,23 @@ def read_files(paths: list[str]) -> Iterator[Document | Problem]:
             yield _document(name, _first_heading(text) or path.stem, text)
         else:
             yield Problem(name, f"unsupported file type; busca adds {', '.join(SUFFIXES)}")
+
+
+def _utf16(data: bytes) -> str | None:
+    """The iconv name of UTF-16 text: with a byte-order mark, or Latin text whose every other
+    byte is NUL (UTF-16LE when the NULs come second, else UTF-16BE); None for other bytes."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "UTF-16"
+    head = data[:4096]
+    pairs = len(head) // 2
+    if pairs < 2:
+        return None
+    first, second = head[0:2 * pairs:2].count(0), head[1:2 * pairs:2].count(0)
+    if second >= 0.9 * pairs and first <= 0.1 * pairs:
+        return "UTF-16LE"
+    if first >= 0.9 * pairs and second <= 0.1 * pairs:
+        return "UTF-16BE"
+    return None
 
 
 def file_id(path: str | Path) -> str:
@@ -84,6 +105,10 @@ def _document(name: str, title: str, text: str) -> Document | Problem:
 
 
 def _jsonl(name: str, text: str) -> Iterator[Document | Problem]:
+    if not text.strip():
+        yield Problem(name, 'no documents in it (an empty file); busca adds one {"url": …,'
+                            ' "title": …, "text": …} per line')
+        return
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue

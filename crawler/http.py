@@ -17,14 +17,17 @@ from email.utils import parsedate_to_datetime
 from urllib.parse import urljoin, urlsplit
 
 import requests
+import urllib3
 
-from .defaults import DEFAULT_RATE, DEFAULT_RETRIES, DEFAULT_TIMEOUT, DEFAULT_USER_AGENT
-from .errors import ConnectFailed, Disallowed, FetchError, OffSite, TooLarge
+from .defaults import (DEFAULT_DEADLINE, DEFAULT_RATE, DEFAULT_RETRIES, DEFAULT_TIMEOUT,
+                       DEFAULT_USER_AGENT)
+from .errors import ConnectFailed, Disallowed, FetchError, OffSite, TooLarge, TooSlow
 from .robots import Robots
 
 DEFAULT_BACKOFF = 0.5  # seconds before the first retry, doubled each time, plus jitter
 DEFAULT_MAX_RETRY_AFTER = 120.0  # longest Retry-After honoured (seconds)
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+READ_SIZE = 64 * 1024  # most bytes taken from the socket per read
 MAX_REDIRECTS = 5
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
@@ -44,8 +47,17 @@ class Response:
         try:
             return json.loads(self.body.decode("utf-8-sig", errors="replace"))
         except ValueError as e:
+            if self.is_html():
+                raise FetchError(self.url, "an HTML page, not JSON (a login page, cache or"
+                                 " firewall in front of the API?)", status=self.status) from None
             raise FetchError(self.url, f"malformed JSON ({e}); {len(self.body)} bytes received",
                              status=self.status) from None
+
+    def is_html(self) -> bool:
+        """Whether the body is an HTML page (by its Content-Type or its first tag)."""
+        head = self.body[:512].lstrip().lower()
+        return ("html" in self.headers.get("Content-Type", "").lower()
+                or head.startswith((b"<!doctype html", b"<html")))
 
 
 @dataclass(frozen=True)
@@ -55,6 +67,7 @@ class Politeness:
     user_agent: str = DEFAULT_USER_AGENT
     rate: float = DEFAULT_RATE
     timeout: float = DEFAULT_TIMEOUT
+    deadline: float = DEFAULT_DEADLINE  # per attempt: connection, headers and body
     retries: int = DEFAULT_RETRIES
     backoff: float = DEFAULT_BACKOFF
     max_retry_after: float = DEFAULT_MAX_RETRY_AFTER
@@ -221,8 +234,8 @@ class Fetcher:
             if response.status not in RETRY_STATUSES:
                 return response
             if last:
-                raise FetchError(url, f"HTTP {response.status} after {attempt + 1} attempts",
-                                 status=response.status)
+                raise FetchError(url, f"HTTP {response.status} after {attempt + 1} attempt"
+                                 f"{'s' * (attempt > 0)}", status=response.status)
             pause = max(self._backoff(attempt), self._retry_after(url, response))
             self.limiter.hold(host, pause)
         raise AssertionError("unreachable")  # pragma: no cover
@@ -246,33 +259,44 @@ class Fetcher:
         with self._count_lock:
             self.requests += 1
         all_headers = {"User-Agent": self.polite.user_agent, **headers}
-        timeout = self.polite.timeout
+        deadline = time.monotonic() + self.polite.deadline
+        timeout = min(self.polite.timeout, self.polite.deadline)
         try:
             with self.session.get(url, headers=all_headers, timeout=(min(10.0, timeout), timeout),
                                   allow_redirects=False, stream=True) as r:
-                body = self._read(url, r)
+                body = self._read(url, r, deadline)
                 return Response(url, r.status_code, r.headers, body)
         except requests.RequestException as e:
             raise ConnectFailed(url, _describe(e, url, timeout)) from None
+        except urllib3.exceptions.HTTPError as e:  # reading the body from the socket
+            raise ConnectFailed(url, _describe_read(e, url, timeout)) from None
         except ValueError as e:  # requests parses a redirect's Location even when not following
             raise FetchError(url, f"bad redirect Location ({e})") from None
 
-    def _read(self, url: str, r: requests.Response) -> bytes:
+    def _read(self, url: str, r: requests.Response, deadline: float) -> bytes:
+        """The body, read as it arrives so that the deadline is checked after every read."""
         cap = self.polite.max_bytes
         length = r.headers.get("Content-Length", "")
         if length.isdigit() and int(length) > cap:
             raise TooLarge(url, f"response of {int(length):,} bytes is over the"
                                 f" {cap:,}-byte cap", status=r.status_code)
-        deadline = time.monotonic() + 4 * self.polite.timeout
         chunks, size = [], 0
-        for chunk in r.iter_content(64 * 1024):
+        self._in_time(url, deadline, size, length)
+        while chunk := r.raw.read1(READ_SIZE, decode_content=True):
             size += len(chunk)
             if size > cap:
                 raise TooLarge(url, f"response is over the {cap:,}-byte cap", status=r.status_code)
-            if time.monotonic() > deadline:
-                raise ConnectFailed(url, f"response took over {4 * self.polite.timeout:g} s")
+            self._in_time(url, deadline, size, length)
             chunks.append(chunk)
         return b"".join(chunks)
+
+    def _in_time(self, url: str, deadline: float, size: int, length: str) -> None:
+        """TooSlow, naming the deadline and the option that raises it, once it has passed."""
+        if time.monotonic() <= deadline:
+            return
+        of = f" of {int(length):,}" if length.isdigit() else ""
+        raise TooSlow(url, f"no complete answer within the {self.polite.deadline:g} s deadline"
+                           f" ({size:,}{of} bytes received); raise --deadline for a slow site")
 
 
 def _redirect(url: str, location: str) -> str:
@@ -325,3 +349,12 @@ def _describe(error: requests.RequestException, url: str, timeout: float) -> str
     if isinstance(error, requests.exceptions.ChunkedEncodingError):
         return f"{host} closed the connection in the middle of the response"
     return f"cannot connect to {host}: {text[:200]}"
+
+
+def _describe_read(error: urllib3.exceptions.HTTPError, url: str, timeout: float) -> str:
+    host = urlsplit(url).netloc
+    if isinstance(error, urllib3.exceptions.ReadTimeoutError):
+        return f"{host} stopped answering (no data for {timeout:g} s)"
+    if isinstance(error, urllib3.exceptions.ProtocolError):
+        return f"{host} closed the connection in the middle of the response"
+    return f"cannot read the response of {host}: {str(error)[:200]}"

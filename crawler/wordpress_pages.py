@@ -131,6 +131,8 @@ def pages(ctx: Context, url: str, listing: Listing, *, expect: bool = False) -> 
             posts = response.json()
         except FetchError as e:
             listing.complete = False
+            if listing.essential and not listing.read and response.is_html():
+                raise ApiUnusable(url, "an HTML page, not JSON") from None  # auto: sitemap
             yield Failed(url, e.reason)
             url = next_url
             continue

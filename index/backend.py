@@ -18,7 +18,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..crawler.store import Document, DocumentStore
+from ..crawler.store import DB_NAME, Document, DocumentStore
 from ..errors import BuscaError
 from .chunks import ChunkRow
 from .manifest import Manifest
@@ -103,8 +103,10 @@ class Home(DocumentStore, Protocol):
 def open_home(location: str | Path, *, embed: Mapping | None = None,
               create: bool = True) -> Home:
     """The home at `location`: a folder path (created if missing, unless `create` is False:
-    then a missing folder is HomeNotFound, so a mistyped --home never leaves an empty home
-    behind) or a `postgresql://` URL (index/postgres.py; needs the extra busca[postgres]).
+    then a folder without a store is HomeNotFound, so a mistyped --home, or a command that only
+    reads, never leaves an empty home behind) or a `postgresql://` URL (index/postgres.py;
+    needs the extra busca[postgres]: opening it only reads; a missing corpus is created by
+    its first write, or, when `create` is False, is CorpusNotFound, a HomeNotFound).
     `embed`: the user's settings for openai:MODEL embedding servers (url, key, batch,
     prefixes), handed to the dense rankers of its builds."""
     text = str(location)
@@ -114,9 +116,17 @@ def open_home(location: str | Path, *, embed: Mapping | None = None,
         except ImportError as e:
             raise BackendUnavailable(f"a PostgreSQL home needs the postgres extra ({e.name} is"
                                      " missing): pip install 'busca[postgres]'") from e
-        return PostgresHome(text, embed=embed)
-    if not create and not Path(location).exists():
-        raise HomeNotFound(f"no index in {location} — the folder does not exist: check --home"
+        return PostgresHome(text, embed=embed, create=create)
+    if not create:
+        _check_exists(Path(location))
+    return LocalHome(location, embed=embed)
+
+
+def _check_exists(home: Path) -> None:
+    """HomeNotFound unless `home` holds a store: opening it would create one."""
+    if not home.exists():
+        raise HomeNotFound(f"no index in {home} — the folder does not exist: check --home"
                            " (or BUSCA_HOME), or crawl or add documents there and"
                            ' run "busca index" first')
-    return LocalHome(location, embed=embed)
+    if not (home / DB_NAME).is_file():
+        raise HomeNotFound(f'no corpus in {home} — run "busca add" or "busca crawl" first')

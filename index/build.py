@@ -1,14 +1,17 @@
 """Build an index from a home's documents: chunk every document, build each method, publish.
 
 Every write goes through the home's BuildWriter (index/backend.py), so readers see the old
-build until the new one is published, and a build that dies leaves the old one live.
+build until the new one is published, and a build that dies leaves the old one live; one
+stopped by a full disk is removed and reported in one line (index/diskfull.py).
 """
 
 from __future__ import annotations
 
 import logging
+import tempfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from .. import __version__
 from ..errors import BuscaError
@@ -16,6 +19,7 @@ from .bm25 import check_options as check_bm25_options
 from .chunking import OVERLAP, SIZE, check_window
 from .dense import previous_models
 from .dense_models import DenseModel
+from .diskfull import DiskFull, disk_full_error, folder_size, is_disk_full
 from .manifest import Manifest
 from .methods import DEFAULT, UnknownMethod, check_methods, method_spec, with_dense
 from .stream import BATCH_DOCS, chunk_documents
@@ -72,9 +76,22 @@ def build_index(home, *, size: int = SIZE, overlap: int = OVERLAP,
                             chunks=chunked.chunks, methods=entries, words=chunked.words,
                             rechunked_documents=chunked.rechunked, busca_version=__version__)
         return out.publish(manifest).manifest
-    except BaseException:
+    except BaseException as e:
+        full = is_disk_full(e)
+        written = folder_size(getattr(out, "path", None)) if full else 0
         out.abort()
+        if full:
+            raise _no_space(e, out, previous, written) from e
         raise
+
+
+def _no_space(error: BaseException, out, previous, written: int) -> DiskFull:
+    """The one line for a build stopped by a full disk, its partial build already removed:
+    the space a build needs is about the previous build's size, at least what was written."""
+    path = getattr(out, "path", None)  # a local build's folder; else the temporary folder
+    folder = Path(path).parent if path is not None else Path(tempfile.gettempdir())
+    needed = max(written, folder_size(getattr(previous, "path", None)))
+    return disk_full_error(error, folder, needed=needed, previous_live=previous is not None)
 
 
 def _documents(home):

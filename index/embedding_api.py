@@ -131,8 +131,8 @@ class EmbeddingClient:
 
     def _post(self, body: dict) -> dict:
         import requests
-        attempts = self.settings.retries + 1
-        for attempt in range(attempts):
+        attempts = allowed = self.settings.retries + 1
+        for attempt in range(allowed):
             try:
                 response = self.session.post(self.url, json=body, headers=self._headers(),
                                              timeout=self.settings.timeout)
@@ -140,6 +140,7 @@ class EmbeddingClient:
                 problem, wait = _reason(e), None
                 if _refused(e) and not self.answered and attempt >= 1:
                     attempts = attempt + 1
+                    problem += f"; nothing listens there, so not all {allowed} attempts"
                     break
             else:
                 if response.status_code == 200:
@@ -152,12 +153,12 @@ class EmbeddingClient:
             if attempt + 1 == attempts:
                 break
             delay = min(MAX_WAIT, wait if wait is not None else 0.5 * 2 ** attempt)
-            log.warning("embedding server %s: %s — retrying in %.1f s (%d/%d)", self.where,
-                        problem, delay, attempt + 1, self.settings.retries)
+            log.warning("embedding server %s: %s — attempt %d of %d failed, retrying in %.1f s",
+                        self.where, problem, attempt + 1, allowed, delay)
             self.sleep(delay)
         raise ServerUnreachable(
-            f"the embedding server at {self.where} did not answer after {attempts} attempts"
-            f" ({problem}) — start it or fix --embed-url / BUSCA_EMBED_URL")
+            f"the embedding server at {self.where} did not answer after {attempts} attempt"
+            f"{'s' * (attempts > 1)} ({problem}) — start it or fix --embed-url / BUSCA_EMBED_URL")
 
     def _refusal(self, response: requests.Response) -> EmbeddingServerError:
         status, said = response.status_code, self._message(response)

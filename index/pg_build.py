@@ -1,7 +1,8 @@
 """A build in progress on PostgreSQL: everything in ONE transaction, live only at COMMIT.
 
-The writer opens its own connection and transaction. Chunk rows are copied as they come;
-method arrays are kept in a temporary folder (memory-mapped .npy) until `publish`, which turns
+The writer opens its own connection and transaction; the connection holds the home's build
+lock (index/buildlock.py) until it closes, so a second build of the home exits at once. Chunk
+rows are copied as they come; method arrays are kept in a temporary folder (memory-mapped .npy) until `publish`, which turns
 them into the build's tables (index/pg_schema.py lists them: per lexical method one row per
 term holding its posting list, plus the SQL ranking tables when `sql_tables` is set), builds
 their indexes, records the manifest in `builds`, flips `busca_meta.live`, sets the format
@@ -27,6 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import pg_copy as pc
+from .buildlock import take_pg_lock
 from .dense_models import array_key
 from .pg_lists import pack_ids, pack_values
 from .pg_schema import (ARRAYS, BLOCKS, BLOCKS_KEYS, CHUNKS, DENSE, DENSE_KEYS, FORWARD,
@@ -56,6 +58,11 @@ class PostgresBuildWriter:
         self.schema = schema
         self.sql_tables = sql_tables  # also write the tables of index/pg_rank.py's SQL ranker
         self.conn = connect(autocommit=False)
+        try:
+            take_pg_lock(self.conn, schema)  # one build at a time per home
+        except BaseException:
+            self.conn.close()
+            raise
         self.conn.execute("SET client_connection_check_interval = '1s'")
         self.conn.execute("SET maintenance_work_mem = '256MB'")
         _remove_orphans()

@@ -35,10 +35,10 @@ run `busca index`, whose build moves it to this version; a newer version is refu
 from __future__ import annotations
 
 import re
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from ..errors import BuscaError
-from .storage import IndexFormatError
+from .storage import HomeNotFound, IndexFormatError
 
 FORMAT_VERSION = 2
 OLDER_VERSIONS = (1,)  # their documents, settings and query log are read as they are
@@ -97,6 +97,10 @@ class PostgresFormatError(PostgresError):
     """The database holds a busca schema of another format version."""
 
 
+class CorpusNotFound(PostgresError, HomeNotFound):
+    """A command that only reads named a corpus the database does not hold."""
+
+
 class PostgresOldFormat(PostgresFormatError, IndexFormatError):
     """The corpus was indexed by an older busca: its documents are read, its builds are not
     (an IndexFormatError: `busca index` rebuilds instead of reusing them)."""
@@ -121,7 +125,7 @@ def parse_location(url: str) -> tuple[str, str]:
     if not _NAME.match(corpus):
         raise PostgresError(f"bad corpus name {corpus!r} in the home URL: use lowercase letters,"
                             " digits and _ (at most 40), e.g. ?corpus=blog")
-    return urlunsplit(parts._replace(query=urlencode(kept))), corpus
+    return _without(parts, kept), corpus
 
 
 def read_options(url: str) -> tuple[str, dict]:
@@ -142,7 +146,13 @@ def read_options(url: str) -> tuple[str, dict]:
         if allowed is None and not options[key].isdigit():
             raise PostgresError(f"{key}={options[key]} in the home URL: use a whole number,"
                                 f" e.g. {key}={200 if key == 'ef_search' else 256}")
-    return urlunsplit(parts._replace(query=urlencode(kept))), options
+    return _without(parts, kept), options
+
+
+def _without(parts, kept: list) -> str:
+    """The URL with only the `kept` parameters, percent-encoded as libpq decodes them (a space
+    as %20: libpq does not read "+" as a space, e.g. in options=-c%20name%3Dvalue)."""
+    return urlunsplit(parts._replace(query=urlencode(kept, quote_via=quote)))
 
 
 def redact(url: str) -> str:
@@ -157,6 +167,33 @@ def redact(url: str) -> str:
 def quoted(schema: str, name: str = "") -> str:
     """`"schema"."name"` (names are checked or made by busca, never taken from a query)."""
     return f'"{schema}"' + (f'."{name}"' if name else "")
+
+
+CORPORA = """SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relname = 'busca_meta' AND c.relkind = 'r'"""
+SHOWN_CORPORA = 10
+
+
+def corpora(conn) -> list[str]:
+    """The corpora of the database: schemas holding a `busca_meta` table (catalogs only, which
+    every role may read)."""
+    return [row[0] for row in conn.execute(CORPORA + " ORDER BY 1").fetchall()]
+
+
+def corpus_exists(conn, schema: str) -> bool:
+    """Whether the corpus `schema` exists (catalogs only)."""
+    return bool(conn.execute(CORPORA + " AND n.nspname = %s", (schema,)).fetchone())
+
+
+def missing_corpus(conn, schema: str, where: str) -> CorpusNotFound:
+    """The one-line error for a read of a corpus that does not exist (nothing is created)."""
+    names = corpora(conn)
+    listed = ", ".join(names[:SHOWN_CORPORA]) + (f" and {len(names) - SHOWN_CORPORA} more"
+                                                  if len(names) > SHOWN_CORPORA else "")
+    there = f"its corpora: {listed}" if names else "it holds none yet"
+    return CorpusNotFound(
+        f"no corpus {schema!r} in {where} ({there}) — check ?corpus= in --home (or BUSCA_HOME),"
+        ' or crawl or add documents into it and run "busca index" first')
 
 
 def create_base(conn, schema: str) -> None:

@@ -24,7 +24,9 @@ def _now() -> str:
 
 class PostgresStore:
     """Documents and settings (crawl state) of a PostgreSQL home; every write commits.
-    (The DocumentStore half of PostgresHome: needs `conn()`, `connect()` and `schema`.)"""
+    (The DocumentStore half of PostgresHome: needs `conn()`, `connect()`, `guard()`, `schema`,
+    `exists()` — a corpus not created yet reads as empty — and `_writing()`, which creates
+    it before the first write.)"""
 
     @property
     def s(self) -> str:
@@ -36,6 +38,7 @@ class PostgresStore:
     def put(self, doc) -> str:
         """Insert or update a document; returns "added", "updated" or "unchanged"."""
         doc = doc.normalized()
+        self._writing()
         old = self._db().execute(f"SELECT sha256, title, modified FROM {self.s}.documents"
                                  " WHERE url = %s", (doc.url,)).fetchone()
         if old and tuple(old) == (doc.sha256, doc.title, doc.modified):
@@ -52,21 +55,27 @@ class PostgresStore:
         return "updated" if tuple(old[:2]) != (doc.sha256, doc.title) else "unchanged"
 
     def get(self, url: str):
+        if not self.exists():
+            return None
         row = self._db().execute(f"SELECT {DOCUMENT_COLUMNS} FROM {self.s}.documents"
                                  " WHERE url = %s", (url,)).fetchone()
         return Document(*row) if row else None
 
     def delete(self, url: str) -> bool:
+        if not self.exists():
+            return False
         cur = self._db().execute(f"DELETE FROM {self.s}.documents WHERE url = %s", (url,))
         return cur.rowcount > 0
 
     def documents(self, source: str | None = None) -> Iterator:
         """All documents in URL order, streamed (a server-side cursor of its own)."""
+        if not self.exists():
+            return
         sql = f"SELECT {DOCUMENT_COLUMNS} FROM {self.s}.documents"
         args: tuple = ()
         if source is not None:
             sql, args = sql + " WHERE source = %s", (source,)
-        with self.connect(autocommit=False) as conn:
+        with self.guard(), self.connect(autocommit=False) as conn:
             with conn.cursor(name="busca_documents") as cur:
                 cur.itersize = BATCH
                 cur.execute(sql + " ORDER BY url", args)
@@ -74,20 +83,27 @@ class PostgresStore:
                     yield Document(*row)
 
     def hashes(self, source: str | None = None) -> dict[str, str]:
+        if not self.exists():
+            return {}
         sql, args = f"SELECT url, sha256 FROM {self.s}.documents", ()
         if source is not None:
             sql, args = sql + " WHERE source = %s", (source,)
         return dict(self._db().execute(sql, args).fetchall())
 
     def count(self) -> int:
+        if not self.exists():
+            return 0
         return self._db().execute(f"SELECT count(*) FROM {self.s}.documents").fetchone()[0]
 
     def get_meta(self, key: str, default=None):
+        if not self.exists():
+            return default
         row = self._db().execute(f"SELECT value FROM {self.s}.settings WHERE key = %s",
                                  (key,)).fetchone()
         return row[0] if row else default
 
     def set_meta(self, key: str, value) -> None:
+        self._writing()
         self._db().execute(f"INSERT INTO {self.s}.settings (key, value) VALUES (%s, %s)"
                            " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
                            (key, json.dumps(value)))

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import io
 import json
-import threading
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 
@@ -31,10 +30,12 @@ from .manifest import Manifest
 from .dense_models import array_key, server_settings
 from .methods import UnknownMethod, method_spec, stored_methods
 from .pg_build import PostgresBuildWriter
+from .pg_conn import (Connections, Guarded, GuardedWriter, PostgresMissingTable, access,
+                      check_writable)
 from .pg_lexical import LexicalRanker, PostingLists
 from .pg_store import PostgresStore
-from .pg_schema import (PostgresError, build_table, check_format, create_base, parse_location,
-                        quoted, read_options, redact)
+from .pg_schema import (PostgresError, build_table, check_format, corpus_exists, create_base,
+                        missing_corpus, parse_location, quoted, read_options, redact)
 from .storage import IndexFormatError, IndexNotFound
 from .vectors import check_encoder, require_vectors
 
@@ -42,7 +43,7 @@ CHUNK_COLUMNS = 'id, url, position, start, "end", doc_sha256'
 QUERY_KEYS = ("at", "command", "query", "method", "k", "scores", "floor", "answered", "seconds")
 
 
-class StaleBuild(PostgresError, IndexNotFound):
+class StaleBuild(PostgresMissingTable):
     """The build was dropped by newer builds while it was being read (an IndexNotFound, so
     that a server retries on the live build)."""
 
@@ -54,11 +55,13 @@ def _now() -> str:
 class PostgresHome(PostgresStore):
     """Documents, settings, builds and the query log of one corpus in one database."""
 
-    def __init__(self, location: str, *, embed: Mapping | None = None):
+    def __init__(self, location: str, *, embed: Mapping | None = None, create: bool = True):
+        """Opening only reads. `create`: a missing corpus reads as empty and the first write
+        creates it; else it is CorpusNotFound (a mistyped ?corpus= creates nothing)."""
         self.location = location
         url, self.options = read_options(location)
         self._conninfo, self.schema = parse_location(url)
-        self._local = threading.local()
+        self._connections = Connections(self._conninfo, location, self.schema)
         self.embed = dict(embed or {})  # the user's openai:MODEL server settings (vectors.py)
         try:
             mb = pg_cache.budget_mb(self.options.get("cache_mb"))
@@ -67,34 +70,48 @@ class PostgresHome(PostgresStore):
                                 " cache)") from None
         self.cache = pg_cache.shared(mb)
         self.sql_lexical = self.options.get("lexical") == "sql"
-        create_base(self.conn(), self.schema)
+        self._exists = False
+        self._read_only: bool | None = None
+        if not self.exists() and not create:
+            raise missing_corpus(self.conn(), self.schema, redact(self._conninfo))
 
     # --- connections --------------------------------------------------------------------
     def connect(self, *, autocommit: bool = True):
-        """A new connection (PostgresError with a one-line reason if it fails)."""
-        try:
-            import psycopg
-        except ImportError as e:
-            raise PostgresError("a PostgreSQL home needs the postgres extra:"
-                                " pip install 'busca[postgres]'") from e
-        try:
-            return psycopg.connect(self._conninfo, autocommit=autocommit, connect_timeout=10)
-        except psycopg.Error as e:
-            reason = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
-            raise PostgresError(f"cannot connect to {redact(self.location)} ({reason}) — check"
-                                " the URL and that the server runs") from e
+        """A new psycopg connection (PostgresUnavailable with a one-line reason if it fails)."""
+        return self._connections.connect(autocommit=autocommit)
 
-    def conn(self):
-        """This thread's autocommit connection (reconnecting if it was closed)."""
-        conn = getattr(self._local, "conn", None)
-        if conn is None or conn.closed:
-            conn = self._local.conn = self.connect()
-        return conn
+    def conn(self) -> Guarded:
+        """This thread's autocommit connection (made again after a loss)."""
+        return self._connections.get()
+
+    def guard(self, *, write: bool = False):
+        """psycopg errors in the block -> one-line PostgresErrors (index/pg_conn.py)."""
+        return self._connections.guard(write=write)
 
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
+        self._connections.close()
+
+    # --- the corpus itself --------------------------------------------------------------
+    def exists(self) -> bool:
+        """Whether the corpus exists (then its format is checked, once): reads only."""
+        if not self._exists and corpus_exists(self.conn(), self.schema):
+            check_format(self.conn(), self.schema, builds=False)
+            self._exists = True
+        return self._exists
+
+    def _writing(self) -> None:
+        """Before a write: create the corpus if it does not exist yet (only writes create)."""
+        if not self.exists():
+            create_base(self.conn(), self.schema)
+            self._exists = True
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this role or session cannot write the query log (then searches skip it,
+        search/querylog.py): checked once."""
+        if self._read_only is None:
+            self._read_only = access(self.conn(), self.schema).read_only
+        return self._read_only
 
     def __enter__(self) -> PostgresHome:
         return self
@@ -112,6 +129,8 @@ class PostgresHome(PostgresStore):
 
     # --- builds -------------------------------------------------------------------------
     def live_name(self) -> str | None:
+        if not self.exists():
+            return None
         row = self.conn().execute(f"SELECT value FROM {quoted(self.schema)}.busca_meta"
                                   " WHERE key = 'live'").fetchone()
         return row[0] if row else None
@@ -119,8 +138,9 @@ class PostgresHome(PostgresStore):
     def current(self) -> PostgresBuild:
         """The live build, or IndexNotFound naming the fix (PostgresOldFormat, an
         IndexFormatError, when an older busca wrote it)."""
-        check_format(self.conn(), self.schema)
         name = self.live_name()
+        if name is not None:
+            check_format(self.conn(), self.schema)
         row = None if name is None else self.conn().execute(
             f"SELECT manifest FROM {quoted(self.schema)}.builds WHERE name = %s",
             (name,)).fetchone()
@@ -135,13 +155,21 @@ class PostgresHome(PostgresStore):
         except (IndexNotFound, IndexFormatError):
             return None
 
-    def new_build(self) -> PostgresBuildWriter:
-        return PostgresBuildWriter(self.connect, self.schema, sql_tables=self.sql_lexical,
-                                   make_build=lambda data: PostgresBuild(self, _manifest(data)))
+    def new_build(self) -> GuardedWriter:
+        """The writer of a new build, once the session and role are known to be allowed to
+        write it (a refusal is one line before any work)."""
+        self._writing()
+        check_writable(self.conn(), self._connections.where)
+        with self.guard(write=True):
+            writer = PostgresBuildWriter(
+                self.connect, self.schema, sql_tables=self.sql_lexical,
+                make_build=lambda data: PostgresBuild(self, _manifest(data)))
+        return GuardedWriter(writer, self.guard)
 
     def set_floors(self, floors: Mapping[str, float], key: str = "floor") -> PostgresBuild:
         """Calibrated floors (or another per-method `key`) into the live build's manifest."""
         build = self.current()
+        self._writing()
         manifest = build.manifest.with_floors(floors, key)
         self.conn().execute(f"UPDATE {quoted(self.schema)}.builds SET manifest = %s"
                             " WHERE name = %s", (json.dumps(manifest.to_json()), build.name))
@@ -151,6 +179,7 @@ class PostgresHome(PostgresStore):
     def log_query(self, *, command: str, query: str, method: str, k: int,
                   scores: list[float], floor: float | None, answered: bool, seconds: float,
                   at: str | None = None) -> None:
+        self._writing()
         self.conn().execute(
             f"INSERT INTO {quoted(self.schema)}.queries (at, command, query, method, k, scores,"
             " floor, answered, seconds) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
@@ -158,6 +187,8 @@ class PostgresHome(PostgresStore):
              bool(answered), seconds))
 
     def logged_queries(self, since: str | None = None) -> list[dict]:
+        if not self.exists():
+            return []
         sql = f"SELECT {', '.join(QUERY_KEYS)} FROM {quoted(self.schema)}.queries"
         args: tuple = ()
         if since is not None:
@@ -193,11 +224,9 @@ class PostgresBuild:
     def _fetch(self, sql: str, args=(), *, binary: bool = False) -> list[tuple]:
         try:
             return self.home.conn().execute(sql, args, binary=binary).fetchall()
-        except Exception as e:
-            if type(e).__name__ == "UndefinedTable":
-                raise StaleBuild(f"build {self.name} was replaced while reading it — ask"
-                                 " again") from e
-            raise
+        except PostgresMissingTable as e:
+            raise StaleBuild(f"build {self.name} was replaced while reading it — ask"
+                             " again") from e
 
     def chunks(self, ids: Iterable[int] | None = None) -> list[ChunkRow]:
         """Chunk rows in id order, or in the order of `ids`."""
@@ -240,8 +269,9 @@ class PostgresBuild:
         dimension = int(entry["dimension"])
         conn = self.home.conn()
         buf = io.BytesIO()
-        with conn.cursor().copy(f"COPY (SELECT embedding FROM {self.table(method)} ORDER BY"
-                                " chunk) TO STDOUT (FORMAT BINARY)") as copy:
+        with self.home.guard(), conn.cursor().copy(
+                f"COPY (SELECT embedding FROM {self.table(method)} ORDER BY chunk) TO STDOUT"
+                " (FORMAT BINARY)") as copy:
             for block in copy:
                 buf.write(block)
         row = np.dtype([("n", ">i2"), ("len", ">i4"), ("dim", ">i2"), ("unused", ">i2"),
@@ -297,3 +327,4 @@ class PostgresBuild:
 
 def _manifest(data) -> Manifest:
     return Manifest.from_json(data)
+

@@ -4,6 +4,8 @@
       documents, meta         crawler/store.py (documents; settings and crawl state)
       queries                 index/queries.py (the query log; what to log: search/querylog.py)
     CURRENT                   here: one line naming the live build, replaced atomically
+    index.lock                index/buildlock.py: flock held by the build running (its pid and
+                              start time inside), so a second build exits with one line
     index-<build>/            here: one build, invisible until CURRENT names it
       manifest.json           here (the record is index/manifest.py's Manifest)
       chunks.db               index/chunks.py (the build's chunk rows)
@@ -33,6 +35,7 @@ import numpy as np
 
 from ..crawler.store import Store, StoreError, guard, read_only_error
 from ..errors import BuscaError
+from .buildlock import LocalBuildLock
 from .chunks import ChunkRow, ChunkTable, drop_legacy, write_chunks
 from .manifest import FORMAT_VERSION, Manifest
 from .methods import UnknownMethod, method_spec, stored_methods
@@ -118,10 +121,13 @@ class Index:
 class LocalBuildWriter:
     """A build being written into its own folder; readers see it only once published."""
 
-    def __init__(self, home: Path | None, path: Path, *, after_publish=None):
+    def __init__(self, home: Path | None, path: Path, *, after_publish=None,
+                 lock: LocalBuildLock | None = None):
         self.home, self.path = home, Path(path)
         self.name = self.path.name
         self._after_publish = after_publish or (lambda: None)
+        self._lock = lock  # the home's build lock, released when the build ends
+        self._published = False
 
     def save_array(self, method: str, name: str, array: np.ndarray) -> None:
         save_array(self.path, f"{method}.{name}", array)
@@ -141,14 +147,24 @@ class LocalBuildWriter:
 
     def publish(self, manifest: Manifest) -> Index:
         """Finish the build and make it the live index (one atomic rename)."""
-        index = self.finish(manifest)
-        swap_pointer(self.home, self.path)
-        remove_stale(self.home)
-        self._after_publish()
-        return index
+        try:
+            index = self.finish(manifest)
+            swap_pointer(self.home, self.path)
+            self._published = True  # live now: an error after this must not remove it
+            remove_stale(self.home)
+            self._after_publish()
+            return index
+        finally:
+            self._release()
 
     def abort(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+        if not self._published:
+            shutil.rmtree(self.path, ignore_errors=True)
+        self._release()
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
 
 
 class LocalHome(Store):
@@ -173,12 +189,18 @@ class LocalHome(Store):
             return None
 
     def new_build(self) -> LocalBuildWriter:
+        """A writer holding the home's build lock (BuildLocked while another build runs)."""
         self._check_writable()
+        try:
+            lock = LocalBuildLock(self.home)
+        except OSError as e:
+            raise StoreError(f"cannot write a new index into {self.home}: {e}") from e
         try:
             path = new_build_dir(self.home)
         except OSError as e:
+            lock.release()
             raise StoreError(f"cannot write a new index into {self.home}: {e}") from e
-        return LocalBuildWriter(self.home, path, after_publish=self._drop_legacy)
+        return LocalBuildWriter(self.home, path, after_publish=self._drop_legacy, lock=lock)
 
     def _drop_legacy(self) -> None:
         with guard(self.path):
@@ -256,16 +278,24 @@ def read_manifest(path: Path) -> Manifest:
 def write_json(path: Path, data: dict) -> None:
     """Write JSON to a temporary name, then rename it into place."""
     tmp = path.with_name(path.name + f".tmp-{uuid.uuid4().hex[:8]}")
-    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
-    os.replace(tmp, path)
+    _replace(tmp, path, json.dumps(data, ensure_ascii=False, indent=2))
 
 
 def swap_pointer(home: Path, path: Path) -> None:
     """Make the build in `path` the live index of `home`."""
     pointer = Path(home) / POINTER
     tmp = pointer.with_name(POINTER + f".tmp-{uuid.uuid4().hex[:8]}")
-    tmp.write_text(path.name + "\n", encoding="utf-8")
-    os.replace(tmp, pointer)
+    _replace(tmp, pointer, path.name + "\n")
+
+
+def _replace(tmp: Path, path: Path, text: str) -> None:
+    """Write `text` to `tmp` and rename it to `path`; no `tmp` is left if the write fails."""
+    try:
+        tmp.write_text(text, encoding="utf-8")
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, path)
 
 
 def remove_stale(home: Path) -> None:

@@ -129,12 +129,16 @@ def chunk(request: Request) -> JSONResponse:
 
 
 def healthz(request: Request) -> JSONResponse:
-    """GET /healthz: up, and which build it serves (null before the first index)."""
+    """GET /healthz: up, and which build it serves (null before the first index); while its
+    database is away (a PostgreSQL home), still 200: status "degraded" and the problem."""
     engine = _engine(request)
     try:
         live = engine.live()
     except (indexing.IndexNotFound, indexing.IndexFormatError) as e:  # still up without one
         return JSONResponse({"status": "ok", "build": None, "problem": str(e)})
+    except indexing.PostgresError as e:  # the process is up; the database is not (yet)
+        return JSONResponse({"status": "degraded", "build": engine.last_build(),
+                             "problem": str(e)})
     return JSONResponse({"status": "ok", "build": live.build, "chunks": live.manifest.chunks,
                          "methods": searching.available_methods(live.index)})
 

@@ -94,6 +94,10 @@ class Engine:
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def last_build(self) -> str | None:
+        """The build loaded last (None before the first), without asking the home."""
+        return self._live.build if self._live is not None else None
+
     def _live_now(self) -> Live:
         current = self.home().current()
         live = self._live

@@ -1,7 +1,9 @@
 """HTTP errors of the server: what status each library error becomes, and the JSON body.
 
 Every error answer is `{"error": message, "status": code}`; a message is the library's one
-line (it names the problem and the fix). Anything unexpected is a 500 whose body says only
+line (it names the problem and the fix). A problem on the server's side — no index yet, the
+database down or refusing the role — is a 503 (busca serve connects again when the database
+is back). Anything unexpected is a 500 whose body says only
 "internal error" — the traceback goes to the log on stderr, never to the client.
 """
 
@@ -40,7 +42,9 @@ class BuildRunning(HttpError):
 STATUSES: tuple[tuple[type[BaseException], int], ...] = (
     (indexing.IndexNotFound, 503), (indexing.IndexFormatError, 503), (StoreError, 503),
     (indexing.EncoderError, 503), (indexing.BackendUnavailable, 503),
-    (searching.StaleIndex, 409), (indexing.NothingToIndex, 409), (RunError, 422),
+    (indexing.PostgresError, 503),  # the database is down, or the role may not do it
+    (searching.StaleIndex, 409), (indexing.NothingToIndex, 409), (indexing.BuildLocked, 409),
+    (RunError, 422), (indexing.DiskFull, 507),
 )
 
 

@@ -4,7 +4,13 @@ demo's 39 articles into what was there — 78 documents, a new index, new floors
 from __future__ import annotations
 
 import json
+import re
 
+import pytest
+from click.testing import CliRunner
+
+from busca import cli as cli_module
+from busca.cli import cli
 from conftest import FIXTURES
 
 
@@ -39,3 +45,36 @@ def test_the_demo_takes_e5_small_then_use_then_no_dense(monkeypatch, capsys):
     installed.clear()
     assert cli._demo_encoder() is None
     assert "no dense search in this demo: the e5-small encoder needs" in capsys.readouterr().err
+
+
+# --- one whole run of the demo (issue 25 items 11 and 12): slow with e5-small --------------
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    """`busca demo --keep HOME` run once; its output split into the demo's numbered steps."""
+    home = tmp_path_factory.mktemp("demo") / "home"
+    result = CliRunner().invoke(cli, ["demo", "--keep", str(home)], catch_exceptions=False,
+                                obj={})
+    assert result.exit_code == 0, result.output
+    steps = dict(re.findall(r"^== (\d+b?)\. (.*?)(?=^== \d|\Z)", result.stdout, re.S | re.M))
+    return result, steps
+
+
+def test_the_demo_ends_on_the_labelled_answer(demo_run):
+    """Item 11: the answer-ready prompt of step 6 cites the passage the golden set labels for
+    the demo's paraphrase question (a J-maximising dense floor refused it); step 7 still
+    refuses the question the site cannot answer."""
+    _, steps = demo_run
+    golden = json.loads((FIXTURES / "golden" / "golden.json").read_text(encoding="utf-8"))
+    label = next(q for q in golden if q["pergunta"] == cli_module.DEMO_PARAPHRASE)
+    prompt = " ".join(steps["6"].split())
+    assert "Trechos:" in prompt and " ".join(label["trecho"].split()) in prompt
+    assert "Trechos:" not in steps["7"] and "exit code 3" in steps["7"]
+
+
+def test_the_demo_shows_the_encoding_progress(demo_run):
+    """Item 12: the dense encoding (the demo's longest step) prints progress, as busca index."""
+    result, steps = demo_run
+    if "dense" not in steps["2"]:
+        pytest.skip("no dense encoder installed: the demo encodes nothing")
+    assert re.search(r"^encoding with \S+…$", result.stderr, re.M), result.stderr

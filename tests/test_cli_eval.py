@@ -2,6 +2,7 @@
 
 import importlib.util
 import json
+import re
 import time
 
 import pytest
@@ -342,3 +343,52 @@ def test_per_doc_ranks_documents_at_their_best_window(run, corpus, home):
                                                             where[got["id"]])
     assert docs["summary"]["tfidf"]["recall@1"]["mean"] >= \
         chunks["summary"]["tfidf"]["recall@1"]["mean"]
+
+
+def test_keep_chooses_the_floor_by_the_share_of_answerable_questions(run, corpus, home):
+    """Issue 30: the floor keeps --keep of the answerable questions (95% by default); the
+    report gives the unanswerable refused with an interval and J's floor as an alternative."""
+    result = run("eval", str(corpus), "-q", "--calibrate", "--json")
+    assert result.exit_code == 0, result.output
+    tfidf = json.loads(result.stdout)["floors"]["tfidf"]
+    assert tfidf["keep"] == 0.95 and tfidf["chosen"]["kept"] == 1.0  # 5 of 5 (>= 95%)
+    refused = tfidf["chosen"]["refused"]
+    assert refused["n"] == 2 and refused["low"] <= refused["value"] <= refused["high"]
+    assert load_index(home).methods["tfidf"]["floor"] == tfidf["floor"]
+    assert "keeps 100% of answerable questions" in result.stderr
+    lower = run("eval", str(corpus), "-q", "--calibrate", "--keep", "0.6")
+    assert lower.exit_code == 0, lower.output
+    text = lower.stdout.split("== Score floor")[1]
+    assert "(target: keep 60%" in text and "alternative, the best separation (Youden J" in text
+    assert "95% Wilson interval) of 2 unanswerable ones" in text
+    assert load_index(home).methods["tfidf"]["floor"] >= tfidf["floor"]
+    for bad in ("0", "1.5", "nan"):
+        refused = run("eval", str(corpus), "-q", "--keep", bad)
+        assert refused.exit_code == 2 and "--keep" in refused.stderr
+
+
+def test_a_golden_set_with_only_unanswerable_questions_prints_no_nan(run, corpus, tmp_path):
+    """Issue 25 item 14: it printed `+nan (+nan to +nan) 1.000` for each pair of methods."""
+    assert run("index", "--size", "12", "--overlap", "3", "--methods", "tfidf,bm25",
+               "-q").exit_code == 0
+    path = tmp_path / "none.json"
+    path.write_text(json.dumps([q for q in GOLDEN if q["trecho"] is None]), encoding="utf-8")
+    result = run("eval", str(path), "-q")
+    assert result.exit_code == 0, result.output
+    assert not re.search(r"\bnan\b", result.stdout, re.I)
+    assert "no answerable question to compare the methods on" in result.stdout
+
+
+def test_golden_urls_of_another_host_are_named_with_the_nearest_indexed_url(run, corpus,
+                                                                            tmp_path):
+    """Issue 25 item 15: it said only that no question has a relevant chunk in the index."""
+    moved = [{**q, "url": q["url"].replace("https://s/", "https://site.example/")}
+             for q in GOLDEN if q.get("url")]
+    path = tmp_path / "moved.json"
+    path.write_text(json.dumps(moved + GOLDEN[-2:], ensure_ascii=False), encoding="utf-8")
+    result = run("eval", str(path), "-q")
+    assert result.exit_code == 1
+    assert "URLs of" in result.stderr and "are not in the index" in result.stderr
+    assert ("it names https://site.example/pagamentos, the nearest indexed URL is"
+            " https://s/pagamentos") in result.stderr
+    assert "Traceback" not in result.output

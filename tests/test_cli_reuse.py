@@ -132,8 +132,10 @@ def test_context_through_the_server_is_the_same_prompt(server, reused_home, meth
 
 
 def test_calibrated_floors_apply_through_the_server(server, reused_home):
+    # floors that keep 80% of the answerable questions refuse the Sisu question below (at the
+    # default 95% both methods answer it; issue 30 moved the default from Youden's J)
     code, _, err = invoke(reused_home, "eval", str(FIXTURES / "golden" / "golden.json"), "-q",
-                          "--calibrate")
+                          "--calibrate", "--keep", "0.8")
     assert code == 0, err
     for command, path in (("search", "/api/search"), ("context", "/api/context")):
         for question in (PARAPHRASE_Q, "Qual a nota de corte do Sisu para Medicina?"):

@@ -279,8 +279,19 @@ def test_index_rebuilt_while_4_clients_query_fails_no_request(served_home, tmp_p
                 [(h["chunk_id"], h["score"]) for h in expected]
 
 
+def _added_not_indexed(tmp_path):
+    """A corpus with documents and no index yet (`busca serve` without a token creates no
+    corpus in a folder that has none: issue 25, item 8)."""
+    home, docs = tmp_path / "empty", tmp_path / "docs.jsonl"
+    docs.write_text(json.dumps({"url": "https://x.example/1", "title": "Um",
+                                "text": "O prazo de entrega é curto."}) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["--home", str(home), "add", str(docs)], obj={})
+    assert result.exit_code == 0, result.output
+    return home
+
+
 def test_no_index_yet_is_503_and_health_still_answers(tmp_path):
-    with Server(tmp_path / "empty") as s:
+    with Server(_added_not_indexed(tmp_path)) as s:
         assert_json_error(get(s, "/api/search", q="prazo"), 503, "busca index")
         health = get(s, "/healthz").json()
         assert health["status"] == "ok" and health["build"] is None
@@ -289,7 +300,7 @@ def test_no_index_yet_is_503_and_health_still_answers(tmp_path):
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_stops_gracefully_on_a_signal(tmp_path, sig):
-    s = Server(tmp_path / "empty")
+    s = Server(_added_not_indexed(tmp_path))
     assert get(s, "/healthz").status_code == 200
     assert s.stop(sig) == 0
     assert any("Finished server process" in line for line in s.stderr), s.stderr

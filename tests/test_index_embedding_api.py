@@ -165,3 +165,19 @@ def test_retry_after_reads_seconds_and_dates():
     assert retry_after("3") == 3.0 and retry_after(None) is None
     assert retry_after("soon") is None and retry_after("-2") == 0.0
     assert retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past
+
+
+def test_the_retry_lines_and_the_final_error_count_the_same_attempts(caplog):
+    """Issue 25 item 17: the retry line said "(1/5)" (retries) and the error "after 2
+    attempts"; both count attempts now, and a refused connection says why it stopped early."""
+    url = f"http://127.0.0.1:{free_port()}"
+    caplog.set_level(logging.WARNING)
+    with pytest.raises(ServerUnreachable) as e:
+        EmbeddingClient("m", ServerSettings(url, retries=5), sleep=[].append).embed(["x"])
+    assert "attempt 1 of 6 failed, retrying in 0.5 s" in caplog.text
+    assert "after 2 attempts (connection refused" in str(e.value)
+    assert "nothing listens there, so not all 6 attempts" in str(e.value)
+    with FaultyServer() as server:
+        server.faults = [("500",)]
+        with pytest.raises(ServerUnreachable, match="after 1 attempt \\(HTTP 500"):
+            client(server, retries=0).embed(["x"])

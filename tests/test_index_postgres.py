@@ -64,6 +64,7 @@ def test_query_log_in_time_order(pg_home):
 
 def test_other_format_version_is_refused_in_one_line(pg_home):
     with PostgresHome(pg_home) as home:
+        home.set_meta("querylog", True)  # the first write creates the corpus
         home.conn().execute(f"UPDATE {pg_schema.quoted(home.schema)}.busca_meta"
                             " SET value = '99' WHERE key = 'format_version'")
     with pytest.raises(pg_schema.PostgresFormatError, match="format version 99") as e:

@@ -1,6 +1,7 @@
 import pytest
 
-from busca.search.eval.floors import MIN_QUESTIONS, FloorError, calibrate, tradeoff
+from busca.search.eval.floors import (KEEP, MIN_QUESTIONS, FloorError, calibrate, tradeoff,
+                                      wilson)
 from busca.search.eval.metrics import Outcome
 
 
@@ -29,14 +30,20 @@ def test_the_seeds_floor_lies_midway_between_the_groups():
     assert cal.rows[0].floor == 0.0 and cal.rows[0].unanswerable_refused == 0.0
 
 
-def test_overlapping_groups_get_the_best_youden_cut():
+def test_overlapping_groups_get_the_best_youden_cut_as_the_alternative():
+    """Issue 30: Youden's J is printed as an alternative, never the default floor."""
     pos = [answerable(s) for s in (0.2, 0.5, 0.6, 0.7)]
     neg = [unanswerable(s) for s in (0.1, 0.3, 0.55)]
     cal = calibrate(pos, neg)
     # J at 0.4 (between 0.3 and 0.5): 3/4 kept + 2/3 refused - 1 = 0.42;
     # at 0.575 (between 0.55 and 0.6): 2/4 kept + 3/3 refused - 1 = 0.5, the best
-    assert cal.floor == pytest.approx(0.575)
-    assert cal.separation == pytest.approx(0.5)
+    assert cal.youden.floor == pytest.approx(0.575)
+    assert cal.youden.separation == pytest.approx(0.5)
+    assert (cal.youden.kept, cal.youden.refused.value) == (0.5, 1.0)
+    # keeping 95% of 4 answerable questions keeps all 4: midway between 0.1 and 0.2
+    assert cal.floor == pytest.approx(0.15) and cal.chosen.kept == 1.0
+    assert cal.separation == pytest.approx(1 / 3)
+    assert any(r.floor == cal.youden.floor for r in cal.rows)
     at_04 = tradeoff(pos, neg, 0.4)
     assert (at_04.answerable_refused, at_04.unanswerable_refused) == (0.25, pytest.approx(2 / 3))
 
@@ -71,3 +78,42 @@ def test_a_floor_from_too_few_questions_warns_and_says_how_many_it_needs():
     assert enough.warning is None
     assert "only 3 answerable" in calibrate(pos[:3], [unanswerable(0.1)] * 10).warning
 
+
+
+def _e5_like():
+    """Scores as e5 dense gives them: both groups crowded near 0.85-0.9, overlapping."""
+    pos = [answerable(0.84 + i * 0.003, qid=f"a{i}") for i in range(20)]  # 0.840 .. 0.897
+    neg = [unanswerable(0.85 + i * 0.005, f"n{i}") for i in range(10)]  # 0.850 .. 0.895
+    return pos, neg
+
+
+def test_the_floor_keeps_the_target_share_of_answerable_questions():
+    """Issue 30: the default floor keeps 95% of answerable questions, not the J optimum."""
+    pos, neg = _e5_like()
+    cal = calibrate(pos, neg)
+    assert KEEP == 0.95 and cal.keep == 0.95
+    assert cal.chosen.kept == 0.95  # 19 of 20: the lowest (0.840) is refused
+    assert 0.840 < cal.floor < 0.843  # the highest cut that keeps 19: below 0.843
+    assert cal.chosen.refused.value == 0.0 and cal.chosen.refused.n == 10
+    assert cal.chosen.refused.high == pytest.approx(wilson(0, 10).high)
+    assert cal.youden.kept < 0.5 < cal.youden.refused.value  # what J would have cost
+    lower = calibrate(pos, neg, keep=0.5)
+    assert lower.chosen.kept == 0.5 and lower.floor > cal.floor
+    assert lower.chosen.refused.value > 0
+    with pytest.raises(FloorError, match=r"\(0, 1\]"):
+        calibrate(pos, neg, keep=0)
+
+
+def test_the_target_counts_questions_with_no_hit_as_refused():
+    pos = [answerable(0.5), answerable(0.6), answerable(None, first_rank=None)]
+    neg = [unanswerable(0.1), unanswerable(0.55)]
+    cal = calibrate(pos, neg, keep=0.9)  # 0.9 of 3 is unreachable: keep every hit
+    assert cal.floor == 0.1 and cal.chosen.kept == pytest.approx(2 / 3)
+
+
+def test_wilson_intervals():
+    assert wilson(5, 10).low == pytest.approx(0.2366, abs=1e-4)
+    assert wilson(5, 10).high == pytest.approx(0.7634, abs=1e-4)
+    assert wilson(10, 10).low == pytest.approx(0.7225, abs=1e-4)
+    assert wilson(10, 10).high == pytest.approx(1.0)
+    assert wilson(0, 10).low == 0.0 and wilson(0, 0).n == 0

@@ -20,6 +20,7 @@ EXPORTS = {
     "GoldenError": ".golden",
     "Harness": ".harness",
     "judge": ".judge",
+    "KEEP": ".floors",
     "KEY": ".metrics",
     "KS": ".metrics",
     "load_golden": ".golden",

@@ -1,10 +1,12 @@
 """Score-floor calibration: measure, not guess, the score below which search says "nothing".
 
 For one method, the best hit's score of each answerable and each unanswerable question; the
-floor is the cut that best separates the two groups (most answerable questions at or above
-it plus most unanswerable ones below it, i.e. the largest Youden J), placed in the middle of
-the widest gap between observed scores that reaches that best separation — the seed's
-0.41 between 0.348 (highest unanswerable) and 0.476 (lowest answerable).
+floor is the highest cut that still keeps a stated share of the answerable questions (`keep`,
+95% by default), placed midway in the gap below the lowest kept score — the seed's 0.41
+between 0.348 (highest unanswerable) and 0.476 (lowest answerable) — and the report says
+which share of the unanswerable questions it refuses, with a Wilson interval. The cut with
+the best separation (Youden J) is printed as an alternative only: on real data it can refuse
+most answerable questions (e5 dense refused 88% of them).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ TABLE_ROWS = 9
 # Fewest questions of each kind (answerable, unanswerable) for a floor worth trusting: with
 # fewer, one question moves a share (answerable kept, unanswerable refused) by over 10 points.
 MIN_QUESTIONS = 10
+KEEP = 0.95  # the share of answerable questions a calibrated floor keeps (--keep)
+Z = 1.959964  # the normal quantile of a two-sided 95% interval
 
 
 class FloorError(BuscaError, ValueError):
@@ -40,10 +44,31 @@ class FloorRow:
 
 
 @dataclass(frozen=True)
+class Share:
+    """A share of n questions with its 95% Wilson score interval."""
+
+    value: float
+    low: float
+    high: float
+    n: int
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What one floor does: answerable questions kept (best hit at or above it), unanswerable
+    ones refused (with its interval), and Youden's J (kept + refused - 1)."""
+
+    floor: float
+    kept: float
+    refused: Share
+    separation: float
+
+
+@dataclass(frozen=True)
 class Calibration:
     """The floor chosen for one method and the trade-off table around it."""
 
-    floor: float
+    floor: float  # the highest floor that keeps `keep` of the answerable questions
     separation: float  # Youden J of the floor: answerable kept + unanswerable refused - 1
     lowest_answerable: float | None
     highest_unanswerable: float | None
@@ -52,26 +77,44 @@ class Calibration:
     unanswerable_scores: tuple[float | None, ...]
     rows: tuple[FloorRow, ...]
     warning: str | None = None  # too few questions to trust the floor, and how many it needs
+    keep: float = KEEP  # the target share of answerable questions kept
+    chosen: Choice | None = None  # what `floor` does
+    youden: Choice | None = None  # the alternative: the cut with the best separation
 
 
 def calibrate(answerable: list[Outcome], unanswerable: list[Outcome], *,
-              k: int = FLOOR_K) -> Calibration:
-    """The separating floor for one method's outcomes, with its trade-off table."""
+              k: int = FLOOR_K, keep: float = KEEP) -> Calibration:
+    """The floor that keeps `keep` of the answerable questions, with its trade-off table and
+    the best-separating (Youden) floor as an alternative."""
     if not answerable or not unanswerable:
         raise FloorError("calibrating a floor needs answerable and unanswerable questions"
                          ' (add some with "trecho": null that the site cannot answer)')
+    if not 0 < keep <= 1:
+        raise FloorError(f"the share of answerable questions to keep must be in (0, 1],"
+                         f" got {keep}")
     pos = _tops(answerable)
     neg = _tops(unanswerable)
-    floor, separation = _best_floor(pos, neg)
-    floors = _table_floors(np.concatenate([pos, neg]), floor)
-    rows = tuple(_row(f, answerable, pos, neg, k) for f in floors)
+    chosen = _choice(_target_floor(pos, neg, keep), pos, neg)
+    youden = _choice(_best_floor(pos, neg)[0], pos, neg)
+    floors = _table_floors(np.concatenate([pos, neg]), chosen.floor) | {youden.floor}
+    rows = tuple(_row(f, answerable, pos, neg, k) for f in sorted(floors))
     finite_pos, finite_neg = pos[np.isfinite(pos)], neg[np.isfinite(neg)]
     return Calibration(
-        floor, separation,
+        chosen.floor, chosen.separation,
         float(finite_pos.min()) if finite_pos.size else None,
         float(finite_neg.max()) if finite_neg.size else None,
         k, tuple(o.top_score for o in answerable), tuple(o.top_score for o in unanswerable),
-        rows, too_few(len(answerable), len(unanswerable)))
+        rows, too_few(len(answerable), len(unanswerable)), keep, chosen, youden)
+
+
+def wilson(hits: int, n: int) -> Share:
+    """The share hits/n with its 95% Wilson score interval (sound for small n and 0% or 100%)."""
+    if n == 0:
+        return Share(math.nan, math.nan, math.nan, 0)
+    p = hits / n
+    centre = (p + Z * Z / (2 * n)) / (1 + Z * Z / n)
+    half = Z / (1 + Z * Z / n) * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n))
+    return Share(p, max(0.0, centre - half), min(1.0, centre + half), n)
 
 
 def too_few(answerable: int, unanswerable: int) -> str | None:
@@ -96,6 +139,25 @@ def tradeoff(answerable: list[Outcome], unanswerable: list[Outcome], floor: floa
 def _tops(outcomes: list[Outcome]) -> np.ndarray:
     """Best-hit scores; a question with no hit at all scores -inf (always refused)."""
     return np.array([-math.inf if o.top_score is None else o.top_score for o in outcomes])
+
+
+def _choice(floor: float, pos: np.ndarray, neg: np.ndarray) -> Choice:
+    kept = float(np.mean(pos >= floor))
+    refused = wilson(int(np.sum(neg < floor)), neg.size)
+    return Choice(floor, kept, refused, round(kept + refused.value - 1, 12))
+
+
+def _target_floor(pos: np.ndarray, neg: np.ndarray, keep: float) -> float:
+    """The highest cut keeping at least `keep` of `pos`, midway in the gap below it; the
+    lowest score when no cut can (answerable questions with no hit at all)."""
+    values = np.unique(np.concatenate([pos, neg]))
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return 0.0
+    needed = math.ceil(keep * pos.size - 1e-9)
+    kept = [i for i, v in enumerate(values) if np.sum(pos >= v) >= needed]
+    i = kept[-1] if kept else 0
+    return _between(values[i - 1], values[i]) if i else float(values[i])
 
 
 def _best_floor(pos: np.ndarray, neg: np.ndarray) -> tuple[float, float]:
@@ -123,14 +185,14 @@ def _between(low: float, high: float) -> float:
     return float(mid)
 
 
-def _table_floors(scores: np.ndarray, chosen: float) -> list[float]:
+def _table_floors(scores: np.ndarray, chosen: float) -> set[float]:
     finite = scores[np.isfinite(scores)]
     picks = {0.0}
     if finite.size:
         near = 0.01 * (finite.max() - finite.min())
         picks |= {float(f"{q:.3g}") for q in np.quantile(finite, np.linspace(0, 1, TABLE_ROWS))
                   if abs(q - chosen) > near and f"{q:.3g}" != f"{chosen:.3g}"}
-    return sorted(picks | {chosen})
+    return picks | {chosen}
 
 
 def _row(floor: float, answerable: list[Outcome], pos: np.ndarray, neg: np.ndarray,

@@ -3,6 +3,7 @@ index, or of temporary indexes cut by other chunkers) and summarize."""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -12,6 +13,7 @@ from ...errors import BuscaError
 from ...index.chunking import chunker_label
 from ..scorers import available_methods
 from .bootstrap import LEVEL, RESAMPLES, SEED
+from .floors import KEEP
 from .chunkers import temporary_indexes
 from .golden import Golden
 from ...index.encoders import THREADS
@@ -39,7 +41,7 @@ def evaluate_index(golden: Golden, index, store, *, methods: Sequence[str] | Non
                    metrics: Sequence[Metric], key: Metric | str = KEY,
                    by: Sequence[str] | None = None, depth: int = DEPTH,
                    per_doc: bool = False, threads: int = THREADS,
-                   on_progress: Callable | None = None) -> Harness:
+                   on_progress: Callable | None = None, keep: float = KEEP) -> Harness:
     """Evaluate the live index's methods (default: all it has) on the golden set; `per_doc`:
     a hit is its document (relevant if it holds the answer), each at its best chunk."""
     methods = list(methods or available_methods(index))
@@ -49,7 +51,7 @@ def evaluate_index(golden: Golden, index, store, *, methods: Sequence[str] | Non
     outcomes = rank_questions(judgement, table, rankers, depth=depth, on_progress=on_progress)
     info = {**_info(golden, index.manifest, table.label, depth), "per_doc": per_doc}
     return _finish(golden, outcomes, {table.label: (judgement, table)}, table.documents,
-                   metrics, key, by, info)
+                   metrics, key, by, info, keep)
 
 
 def evaluate_chunkers(golden: Golden, store, chunkers: Sequence[dict], *,
@@ -57,7 +59,7 @@ def evaluate_chunkers(golden: Golden, store, chunkers: Sequence[dict], *,
                       key: Metric | str = KEY, by: Sequence[str] | None = None,
                       options: dict | None = None, depth: int = DEPTH,
                       per_doc: bool = False, threads: int = THREADS,
-                      on_progress: Callable | None = None) -> Harness:
+                      on_progress: Callable | None = None, keep: float = KEEP) -> Harness:
     """Evaluate `methods` on temporary indexes, one per chunker; systems are "method/chunker"."""
     documents = list(store.documents())
     outcomes, judged = {}, {}
@@ -76,7 +78,7 @@ def evaluate_chunkers(golden: Golden, store, chunkers: Sequence[dict], *,
                           "build": "temporary (--chunkers)"}, labels, depth)
     info["per_doc"] = per_doc
     docs = {d.url: d.text for d in documents}
-    return _finish(golden, outcomes, judged, docs, metrics, key, by, info)
+    return _finish(golden, outcomes, judged, docs, metrics, key, by, info, keep)
 
 
 def _judged(golden: Golden, table: ChunkTable, per_doc: bool = False) -> Judgement:
@@ -87,13 +89,26 @@ def _judged(golden: Golden, table: ChunkTable, per_doc: bool = False) -> Judgeme
     if labelled and not any(j.gains for j in labelled):
         hint = (f" — add its corpus: busca add {golden.corpus} && busca index"
                 if golden.corpus else "; is it the golden set of this corpus?")
-        raise NothingRelevant(f"no question of {golden.path} has a relevant chunk in the"
-                              f" index{hint}")
+        raise NothingRelevant(_foreign_urls(golden, table) or f"no question of {golden.path}"
+                              f" has a relevant chunk in the index{hint}")
     return judgement
 
 
-def _finish(golden, outcomes, judged, documents, metrics, key, by, info) -> Harness:
-    evaluation = summarize(golden, outcomes, metrics, key=key, by=by, info=info)
+def _foreign_urls(golden: Golden, table: ChunkTable) -> str | None:
+    """When no URL the golden set names is in the index: the message, with one of them next
+    to the nearest indexed URL (another host name, http for https, a missing slash)."""
+    named = [u for q in golden.answerable for u in ([q.url] if q.url else []) + list(q.qrels)]
+    indexed = sorted(table.documents)
+    if not named or not indexed or any(u in table.documents for u in named):
+        return None
+    nearest = difflib.get_close_matches(named[0], indexed, n=1, cutoff=0) or indexed[:1]
+    return (f"the URLs of {golden.path} are not in the index (none of its {len(set(named))}):"
+            f" it names {named[0]}, the nearest indexed URL is {nearest[0]} — label the"
+            f" questions with the URLs this corpus has, or add and index its corpus")
+
+
+def _finish(golden, outcomes, judged, documents, metrics, key, by, info, keep) -> Harness:
+    evaluation = summarize(golden, outcomes, metrics, key=key, by=by, info=info, keep=keep)
     evaluation.problems = {label: j.problems for label, (j, _) in judged.items()}
     evaluation.found_in = {label: j.found_in for label, (j, _) in judged.items()}
     return Harness(evaluation, judged, fingerprint(documents))

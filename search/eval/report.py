@@ -131,7 +131,7 @@ def _labels(ev: Evaluation, md: bool) -> list[str]:
             missing = sum(1 for p in problems if p.question.trecho is None)
             parts.append(f"{by_doc - missing} of {by_doc} questions labelled by document have"
                          " a relevant document in the index")
-        lines.append(f"[{label}] " + "; ".join(parts))
+        lines.append(f"[{label}] " + ("; ".join(parts) or "no answerable question"))
         if problems:
             lines.append(f"{len(problems)} labelled question(s) no chunk answers"
                          " (they score 0 — fix the label or the chunking):")
@@ -168,6 +168,9 @@ def _pairs(ev: Evaluation, md: bool) -> list[str]:
             " the two runs with --compare RUN_A RUN_B"]
     texts = {q.id: q.text for q in ev.golden.questions}
     lines = _title("Method against method (b − a, paired)", md)
+    if not ev.golden.answerable:
+        return lines + ["no answerable question to compare the methods on: add some with"
+                        " the trecho that answers them"]
     headers = ["a → b", "metric", "difference (95% interval)", "p (sign flip)"]
     rows = [[f"{p.a} → {p.b}", name, f"{d.mean:+.3f} ({d.low:+.2f} to {d.high:+.2f})",
              "<0.001" if d.p_value < 0.001 else _num(d.p_value)]
@@ -234,15 +237,29 @@ def _floors(ev: Evaluation, md: bool) -> list[str]:
         if not isinstance(cal, Calibration):
             lines.append(f"{s}: {cal}")
             continue
-        lines += ["", f"{s}: floor {cal.floor:.4g} (separation J = {cal.separation:.2f});"
-                  f" lowest answerable best hit {_sig(cal.lowest_answerable)}, highest"
-                  f" unanswerable {_sig(cal.highest_unanswerable)}"]
+        lines += ["", f"{s}: floor {cal.floor:.4g}, {_does(cal.chosen)} (target: keep"
+                  f" {cal.keep:.0%}; separation J = {cal.separation:.2f}); lowest answerable"
+                  f" best hit {_sig(cal.lowest_answerable)}, highest unanswerable"
+                  f" {_sig(cal.highest_unanswerable)}",
+                  f"alternative, the best separation (Youden J = {cal.youden.separation:.2f}):"
+                  f" floor {cal.youden.floor:.4g}, {_does(cal.youden)}"]
         if cal.warning:
             lines += ["", f"warning: {cal.warning}"]
         headers = ["floor", f"answered, relevant in top {cal.k}", "answerable refused",
                    "unanswerable refused"]
-        rows = [[f"{r.floor:.4g}" + (" ←" if r.floor == cal.floor else ""),
-                 _num(r.answered_right, 2), _num(r.answerable_refused, 2),
-                 _num(r.unanswerable_refused, 2)] for r in cal.rows]
+        rows = [[f"{r.floor:.4g}" + _mark(r.floor, cal), _num(r.answered_right, 2),
+                 _num(r.answerable_refused, 2), _num(r.unanswerable_refused, 2)]
+                for r in cal.rows]
         lines += _table(headers, rows, md)
     return lines
+
+
+def _does(choice) -> str:
+    """'keeps 95% of answerable questions, refuses 43% (20%–68%) of 14 unanswerable ones'."""
+    r = choice.refused
+    return (f"keeps {choice.kept:.0%} of answerable questions, refuses {r.value:.0%}"
+            f" ({r.low:.0%}–{r.high:.0%}, 95% Wilson interval) of {r.n} unanswerable ones")
+
+
+def _mark(floor: float, cal: Calibration) -> str:
+    return " ←" if floor == cal.floor else " (J)" if floor == cal.youden.floor else ""

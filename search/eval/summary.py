@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from .bootstrap import (SUBSET_SIZES, Difference, Estimate, SubsetRange, bootstrap,
                         paired_difference, subset_range)
-from .floors import Calibration, FloorError, calibrate
+from .floors import KEEP, Calibration, FloorError, calibrate
 from .golden import Golden
 from .metrics import KEY, Metric, Outcome, parse_metric, values
 
@@ -54,9 +54,10 @@ class Evaluation:
 
 def summarize(golden: Golden, outcomes: dict[str, list[Outcome]], metrics: Sequence[Metric], *,
               key: Metric | str = KEY, by: Sequence[str] | None = None,
-              pairs: Sequence[tuple[str, str]] | None = None, info: dict | None = None
-              ) -> Evaluation:
-    """The whole evaluation of `outcomes` (per system, in golden order)."""
+              pairs: Sequence[tuple[str, str]] | None = None, info: dict | None = None,
+              keep: float = KEEP) -> Evaluation:
+    """The whole evaluation of `outcomes` (per system, in golden order); each floor keeps
+    `keep` of the answerable questions."""
     key = parse_metric(key) if isinstance(key, str) else key
     answerable = [i for i, q in enumerate(golden.questions) if q.answerable]
     unanswerable = [i for i, q in enumerate(golden.questions) if not q.answerable]
@@ -69,7 +70,8 @@ def summarize(golden: Golden, outcomes: dict[str, list[Outcome]], metrics: Seque
     subsets = {s: [r for n in SUBSET_SIZES
                    if (r := subset_range(values(subset_metric, o), n))]
                for s, o in kept.items()}
-    floors = {s: _floor(kept[s], [outcomes[s][i] for i in unanswerable]) for s in outcomes}
+    floors = {s: _floor(kept[s], [outcomes[s][i] for i in unanswerable], keep)
+              for s in outcomes}
     return Evaluation(golden, list(metrics), key, outcomes, summary, slices, compared,
                       subsets, floors, dict(info or {}))
 
@@ -125,8 +127,9 @@ def _slices(golden, answerable, kept, metrics, by):
     return slices
 
 
-def _floor(answerable: list[Outcome], unanswerable: list[Outcome]) -> Calibration | str:
+def _floor(answerable: list[Outcome], unanswerable: list[Outcome],
+           keep: float) -> Calibration | str:
     try:
-        return calibrate(answerable, unanswerable)
+        return calibrate(answerable, unanswerable, keep=keep)
     except FloorError as e:
         return str(e)

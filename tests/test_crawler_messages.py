@@ -1,0 +1,72 @@
+"""Crawl messages a new user sees (issue 25 item 17), against the fixture site on 127.0.0.1."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from busca.crawler.crawl import crawl
+from busca.crawler.errors import CrawlError
+from busca.crawler.events import Failed, Notice, SourceFound
+from busca.crawler.options import CrawlOptions
+from busca.crawler.store import Store
+from busca.fixtures.server import Faults, FixtureSite, load_articles
+
+FAST = {"rate": 500.0, "backoff": 0.02, "timeout": 5.0}
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store(tmp_path / "home") as s:
+        yield s
+
+
+def events(url: str, store: Store, **options) -> list:
+    return list(crawl(url, store, options=CrawlOptions(**{**FAST, **options})))
+
+
+def test_an_api_answering_html_is_named_and_auto_falls_back_to_the_sitemap(store, tmp_path):
+    """It said "malformed JSON (Expecting value…)" and stored nothing."""
+    articles = load_articles()[:5]
+    with FixtureSite(articles, faults=Faults(api_html=True)) as site:
+        found = events(site.url, store)
+        with Store(tmp_path / "strict") as other:
+            strict = events(site.url, other, source="wordpress")
+            assert other.count() == 0
+    assert [e.reason for e in strict if isinstance(e, Failed)][0].startswith(
+        "an HTML page, not JSON")
+    notices = [e.message for e in found if isinstance(e, Notice)]
+    assert any("the WordPress API answers an HTML page, not JSON" in n
+               and "looking for a sitemap" in n for n in notices), notices
+    assert [e.source for e in found if isinstance(e, SourceFound)] == ["wordpress", "sitemap"]
+    assert found[-1].report.counts["added"] == 5 and store.count() == 5
+    assert not any("malformed JSON" in e.reason for e in found if isinstance(e, Failed))
+
+
+def test_one_attempt_is_singular(store):
+    """It said "HTTP 500 after 1 attempts"."""
+    with FixtureSite(load_articles()[:2], faults=Faults(error_every=1)) as site:
+        with pytest.raises(CrawlError, match=r"HTTP 500 after 1 attempt;"):
+            events(site.url, store, retries=0)
+        with pytest.raises(CrawlError, match=r"HTTP 500 after 2 attempts;"):
+            events(site.url, store, retries=1)
+
+
+def test_ctrl_c_stops_a_crawl_with_exit_code_130(tmp_path):
+    """It exited 1; 130 (128 + SIGINT) is what shells and scripts expect."""
+    with FixtureSite(load_articles()[:5], faults=Faults(latency=1.0)) as site:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "busca.cli", "--home", str(tmp_path / "home"), "crawl",
+             site.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not site.hits() and time.monotonic() < deadline:  # the crawl has begun
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted; the 0 documents read so far are stored" in err
+    assert "Traceback" not in err

@@ -1,0 +1,184 @@
+"""Readers that only read: a PostgreSQL corpus searched by a role with USAGE + SELECT only, and
+through a read-only session (`default_transaction_read_only=on`, what a standby enforces).
+
+Real roles and sessions on the embedded server: every read command answers as the owner does,
+nothing is written (the query log is skipped, with a note), a mistyped ?corpus= creates
+nothing, and a missing privilege is one line naming the GRANT.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+import requests
+from click.testing import CliRunner
+
+from busca.cli import cli
+from conftest import FIXTURES
+
+pytestmark = pytest.mark.postgres
+
+GOLDEN = str(FIXTURES / "golden" / "golden.json")
+QUESTION = "carga horária do estágio"
+READ_ONLY = "options=-c%20default_transaction_read_only%3Don"
+PASSWORD = "busca-test-pw"
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, list(args), obj={})
+
+
+@dataclass(frozen=True)
+class Homes:
+    owner: str  # the role that created the corpus
+    reader: str  # USAGE + SELECT (+ default privileges for the owner's later tables)
+    session: str  # the owner, through a read-only session
+    nobody: str  # a role with no privilege on the corpus
+    schema: str
+    admin: str  # the server URL, to look at the catalogs
+
+
+def _as_role(url: str, role: str) -> str:
+    parts = urlsplit(url)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit(parts._replace(netloc=f"{role}:{PASSWORD}@{host}"))
+
+
+def _with(url: str, param: str) -> str:
+    return url + ("&" if "?" in url else "?") + param
+
+
+@pytest.fixture(scope="module")
+def homes(postgres_server_url) -> Homes:
+    import psycopg
+
+    tag = uuid.uuid4().hex[:10]
+    schema, reader, nobody = f"ro_{tag}", f"reader_{tag}", f"nobody_{tag}"
+    owner = _with(postgres_server_url, f"corpus={schema}")
+    assert invoke("--home", owner, "add", str(FIXTURES / "site" / "articles.jsonl")).exit_code == 0
+    assert invoke("--home", owner, "index", "-q").exit_code == 0
+    with psycopg.connect(postgres_server_url, autocommit=True) as db:
+        for role in (reader, nobody):
+            db.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{PASSWORD}'")
+        db.execute(f"GRANT USAGE ON SCHEMA {schema} TO {reader}")
+        db.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {reader}")
+        db.execute(f"ALTER DEFAULT PRIVILEGES FOR ROLE current_user IN SCHEMA {schema}"
+                   f" GRANT SELECT ON TABLES TO {reader}")
+    yield Homes(owner, _with(_as_role(postgres_server_url, reader), f"corpus={schema}"),
+                _with(owner, READ_ONLY), _with(_as_role(postgres_server_url, nobody),
+                                               f"corpus={schema}"), schema, postgres_server_url)
+    with psycopg.connect(postgres_server_url, autocommit=True) as db:
+        db.execute(f"DROP SCHEMA {schema} CASCADE")
+        for role in (reader, nobody):
+            db.execute(f"DROP OWNED BY {role}")
+            db.execute(f"DROP ROLE {role}")
+
+
+def _scalar(url: str, sql: str, *args):
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as db:
+        return db.execute(sql, args).fetchone()[0]
+
+
+READS = {
+    "search tfidf": ["search", QUESTION, "--method", "tfidf", "--no-serve"],
+    "search bm25": ["search", QUESTION, "--method", "bm25", "--json", "--no-serve"],
+    "context": ["context", QUESTION, "--method", "bm25", "--no-serve"],
+    "compare": ["compare", QUESTION, "--json"],
+    "stats": ["stats", "--json"],
+    "eval": ["eval", GOLDEN, "--methods", "tfidf,bm25"],
+}
+
+
+def _answers(home: str) -> dict[str, str]:
+    out = {}
+    for name, args in READS.items():
+        result = invoke("--home", home, *args)
+        assert result.exit_code == 0, (name, result.output)
+        assert "Traceback" not in result.output
+        out[name] = re.sub(r"(?m)^date .*$", "", result.stdout)  # eval's run date
+    return out
+
+
+@pytest.mark.parametrize("who", ["reader", "session"])
+def test_every_read_command_answers_as_the_owner_and_writes_nothing(homes, who):
+    home = getattr(homes, who)
+    owner = _answers(homes.owner)
+    logged = _scalar(homes.admin, f"SELECT count(*) FROM {homes.schema}.queries")
+    assert logged > 0  # the owner's search and context were logged
+    assert _answers(home) == owner
+    assert _scalar(homes.admin, f"SELECT count(*) FROM {homes.schema}.queries") == logged
+    searched = invoke("--home", home, *READS["search tfidf"])
+    assert "did not log this question" in searched.stderr  # skipped, said, not failed
+
+
+def test_a_reader_reads_the_next_builds_too_and_serves(homes):
+    """With the GRANTs of docs/postgres.md, a rebuild by the owner stays readable; `busca
+    serve` and `busca shell` open the corpus with the reader role and answer."""
+    from serving import Server
+
+    assert invoke("--home", homes.owner, "index", "-q", "--size", "150").exit_code == 0
+    owner = invoke("--home", homes.owner, *READS["search bm25"])
+    reader = invoke("--home", homes.reader, *READS["search bm25"])
+    assert reader.exit_code == 0 and reader.stdout == owner.stdout
+    piped = CliRunner().invoke(cli, ["--home", homes.reader, "shell", "--json", "--method",
+                                     "bm25"], input=QUESTION + "\n", obj={})
+    assert piped.exit_code == 0, piped.output
+    assert [h["chunk_id"] for h in json.loads(piped.stdout)["hits"]] == \
+        [json.loads(line)["chunk_id"] for line in owner.stdout.splitlines()]
+    with Server(homes.reader, "--quiet") as server:
+        health = requests.get(server.url + "healthz", timeout=60)
+        found = requests.get(server.url + "api/search", params={"q": QUESTION, "method": "bm25"},
+                             timeout=60)
+    assert health.status_code == 200 and health.json()["status"] == "ok"
+    assert found.status_code == 200, found.text
+    assert [h["chunk_id"] for h in found.json()["hits"]] == \
+        [json.loads(line)["chunk_id"] for line in owner.stdout.splitlines()]
+    assert "Traceback" not in "".join(server.stderr)
+
+
+def _one_line_error(result) -> str:
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output and result.output.count("\n") == 1, result.output
+    return result.output
+
+
+def test_a_role_without_privileges_is_told_the_grant_in_one_line(homes):
+    role = urlsplit(homes.nobody).username
+    for args in (READS["search bm25"], READS["stats"], ["add", GOLDEN]):
+        message = _one_line_error(invoke("--home", homes.nobody, *args))
+        assert f"role {role} may not read the corpus '{homes.schema}'" in message
+        assert f'GRANT USAGE ON SCHEMA "{homes.schema}" TO {role}' in message
+        assert f'GRANT SELECT ON ALL TABLES IN SCHEMA "{homes.schema}" TO {role}' in message
+
+
+def test_writes_by_a_reader_are_refused_in_one_line_naming_the_fix(homes, tmp_path):
+    note = tmp_path / "nota.md"
+    note.write_text("# Nota\n\nTexto.", encoding="utf-8")
+    role = urlsplit(homes.reader).username
+    for args in (["add", str(note)], ["index", "-q"], ["log", "off"]):
+        message = _one_line_error(invoke("--home", homes.reader, *args))
+        assert f"role {role} may not change the corpus '{homes.schema}'" in message
+        assert f'CREATE SCHEMA "{homes.schema}" AUTHORIZATION {role}' in message
+    for args in (["add", str(note)], ["index", "-q"]):
+        message = _one_line_error(invoke("--home", homes.session, *args))
+        assert "is read-only" in message and "point them at the primary" in message
+    assert _scalar(homes.admin, f"SELECT count(*) FROM {homes.schema}.documents") == 39
+
+
+def test_a_read_command_on_a_missing_corpus_creates_nothing(homes):
+    typo = homes.schema + "_typo"
+    home = homes.owner.replace(f"corpus={homes.schema}", f"corpus={typo}")
+    for args in READS.values():
+        message = _one_line_error(invoke("--home", home, *args))
+        assert f"no corpus '{typo}'" in message and homes.schema in message  # listed
+        assert 'crawl or add documents into it and run "busca index"' in message
+    assert _scalar(homes.admin, "SELECT count(*) FROM pg_namespace WHERE nspname = %s",
+                   typo) == 0
