@@ -79,7 +79,7 @@ def build(texts: Sequence[str], out, *, options: dict, previous=None,
              "cached": from_cache, "truncated": truncated,
              "chunks_per_second": round(len(todo) / seconds, 1) if todo and seconds > 0
              else None, "floor": None}
-    entry.update(groups or {})
+    entry.update(groups or {"groups": None})
     if hasattr(encoder, "describe"):
         entry["server"] = encoder.describe()
     return entry
@@ -87,10 +87,11 @@ def build(texts: Sequence[str], out, *, options: dict, previous=None,
 
 def _groups(texts, vectors, hashes, out, method, encoder, options, previous, progress):
     """The sentence groups' manifest values (dense_groups.py) when options ask for groups."""
-    before = _previous_entry(previous, method).get("groups") or {}
+    entry = _previous_entry(previous, method)
+    before = entry.get("groups") or {}
     words = options.get("dense_groups")
-    if words is None:  # not asked: as the previous build of this model did
-        words = before.get("words", GROUP_WORDS)
+    if words is None:  # not asked: as the previous build of this model did (None: turned off)
+        words = 0 if "groups" in entry and not before else before.get("words", GROUP_WORDS)
     blend = options.get("dense_blend")
     if blend is None:
         blend = before.get("blend", GROUP_BLEND)

@@ -100,7 +100,9 @@ def test_a_window_of_one_group_reuses_its_vector_and_a_rebuild_reuses_groups(sto
     assert again["groups_encoded"] == 0 and fake.encoded == []
     build_index(store, size=30, overlap=5, methods=("dense",),
                 options={"dense": "fake", "dense_groups": 0})
-    assert "groups" not in load_index(store.home).manifest.entry("dense")
+    assert load_index(store.home).manifest.entry("dense")["groups"] is None
+    build_index(store, size=30, overlap=5, methods=("dense",), options={"dense": "fake"})
+    assert load_index(store.home).manifest.entry("dense")["groups"] is None  # 0 is kept
 
 
 def test_cli_options_set_the_groups_and_refuse_bad_values(run, tmp_path, fake):
