@@ -289,9 +289,18 @@ def _legacy_ids(store: crawling.DocumentStore, files) -> dict[str, list[str]]:
               help="Methods that index each article's title with every window of it (lexical:"
                    " its words; dense: \"Title. text\") [default: the previous index's,"
                    " else " + (",".join(indexing.TITLES) or "none") + "].")
+@click.option("--dense-groups", "dense_groups", default=None, type=click.IntRange(min=0),
+              metavar="WORDS", help="Also encode each window's sentence groups of about WORDS"
+              " words; a window scores by its best group blended with its own vector (0: no"
+              " groups) [default: the previous index's, else "
+              + str(indexing.GROUP_WORDS) + "].")
+@click.option("--dense-blend", "dense_blend", default=None, type=FiniteFloat(0, 1),
+              help="With --dense-groups: the window vector's share beside its best group's"
+                   " [default: " + str(indexing.GROUP_BLEND) + "].")
 @embed_options
 @click.pass_context
-def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyzer, titles):
+def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyzer, titles,
+          dense_groups, dense_blend):
     """Split the stored documents into word windows and build the index.
 
     Example: busca index --size 200 --overlap 40 --dense use,bge=openai:bge-m3
@@ -301,6 +310,8 @@ def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyz
     progress = Progress(quiet)
     options = dict(ctx.obj.get("index_options", {}))
     options.update(bm25_k1=k1, bm25_b=b, bm25_analyzer=bm25_analyzer, threads=threads)
+    options.update({k: v for k, v in (("dense_groups", dense_groups),
+                                      ("dense_blend", dense_blend)) if v is not None})
     with _corpus(ctx) as corpus:
         try:
             manifest = corpus.index(size=size, overlap=overlap, methods=_split(methods),
@@ -551,9 +562,11 @@ def demo(ctx, keep):
         _title(f"1. busca crawl {site.url}  (the bundled WordPress-like site, on this machine)")
         ctx.invoke(crawl, url=site.url)
         dense = _demo_encoder()
-        _title("2. busca index" + (f" --dense {dense}" if dense else "")
+        # window vectors only: the demo stays quick, and its refused question (step 7) is
+        # measured on them (sentence groups: docs/dense.md)
+        _title("2. busca index" + (f" --dense {dense} --dense-groups 0" if dense else "")
                + "  (200-word windows, 40 words of overlap)")
-        ctx.invoke(index, quiet=False, dense=dense)  # encoding takes a while: show progress
+        ctx.invoke(index, quiet=False, dense=dense, dense_groups=0 if dense else None)
         _title("3. busca stats  (the seed's four figures)")
         ctx.invoke(stats)
         methods = searching.available_methods(indexing.open_home(home).current())
@@ -822,10 +835,14 @@ def log_setting(ctx, state):
 @click.option("--tune-fusion", is_flag=True,
               help="Instead, try hybrid's fusion, k and weights (on --methods LEXICAL,dense, or"
                    " the default pair) and report the best on --key, with its interval.")
+@click.option("--save", is_flag=True,
+              help="With --tune-fusion: store the min-max dense share chosen on this golden set"
+                   " in the index (only if, cross-validated, it does not lose to the default);"
+                   " busca search's default hybrid then uses it.")
 @model_options
 @click.pass_context
 def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_out, calibrate,
-                 keep, compare, chunkers, per_doc, threads, quiet, tune_fusion):
+                 keep, compare, chunkers, per_doc, threads, quiet, tune_fusion, save):
     """Recall@k, MRR and nDCG per method on a golden set, with intervals, the questions each
     change fixed or broke, and the score floor.
 
@@ -841,8 +858,10 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
         evaluation.require_matplotlib()
     golden_set = evaluation.load_golden(golden)
     by_tags = _eval_tags(golden_set, by)
+    if save and not tune_fusion:
+        raise click.UsageError("--save stores what --tune-fusion chose: add --tune-fusion")
     if tune_fusion:
-        return _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json, quiet)
+        return _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json, quiet, save)
     if compare:
         if calibrate or chunkers or run_out:
             raise click.UsageError("--compare reads two saved runs; it cannot be combined with"
@@ -864,8 +883,10 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
         _store_floors(ctx, ev)
 
 
-def _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json: bool, quiet: bool) -> None:
-    """`busca eval --tune-fusion`: the fusion grid on the live index."""
+def _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json: bool, quiet: bool,
+                 save: bool = False) -> None:
+    """`busca eval --tune-fusion`: the fusion grid on the live index (`save`: store the
+    chosen min-max dense share)."""
     progress = Progress(quiet)
     with _home(ctx) as store:
         index = store.current()
@@ -873,7 +894,11 @@ def _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json: bool, quiet: b
         result = evaluation.tune_fusion(
             golden_set, index, store, metric=key, components=_split(methods) if methods else None,
             by=by_tags, on_progress=progress)
+        choice = evaluation.tuning.choose_share(result)
+        if save:
+            evaluation.tuning.save_share(store, choice)
     progress.close()
+    click.echo(evaluation.tuning.describe_choice(choice, saving=save), err=True)
     if as_json:
         click.echo(json.dumps(evaluation.tuning.to_json(result), ensure_ascii=False, indent=1))
         click.echo(f"warning: {result.warning}", err=True)

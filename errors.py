@@ -21,6 +21,7 @@ WHERE = {
     "AuthFailed": ".index.embedding_api",
     "BackendUnavailable": ".index.backend",
     "BadFloor": ".search.hits",
+    "BadGroups": ".index.dense_groups",
     "BadHostName": ".serve.hosts",
     "BadModelList": ".index.dense_models",
     "BadParameter": ".serve.errors",

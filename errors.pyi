@@ -5,6 +5,7 @@ from .crawler.errors import ApiUnusable as ApiUnusable
 from .index.embedding_api import AuthFailed as AuthFailed
 from .index.backend import BackendUnavailable as BackendUnavailable
 from .search.hits import BadFloor as BadFloor
+from .index.dense_groups import BadGroups as BadGroups
 from .serve.hosts import BadHostName as BadHostName
 from .index.dense_models import BadModelList as BadModelList
 from .serve.errors import BadParameter as BadParameter

@@ -57,6 +57,8 @@ EXPORTS = {
     "SIZE": ".chunking",
     "THREADS": ".encoders",
     "TITLES": ".titles",
+    "GROUP_WORDS": ".dense_groups",
+    "GROUP_BLEND": ".dense_groups",
     "titled_methods": ".titles",
     "UnknownMethod": ".methods",
 }

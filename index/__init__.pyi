@@ -20,6 +20,8 @@ from .encoders import EncoderError as EncoderError
 from .encoders import FALLBACK_ENCODER as FALLBACK_ENCODER
 from .manifest import FORMAT_VERSION as FORMAT_VERSION
 from .encoders import get_encoder as get_encoder
+from .dense_groups import GROUP_BLEND as GROUP_BLEND
+from .dense_groups import GROUP_WORDS as GROUP_WORDS
 from .backend import Home as Home
 from .methods import HYBRID as HYBRID
 from .storage import IndexFormatError as IndexFormatError
@@ -72,6 +74,8 @@ __all__ = [
     "EncoderError",
     "FALLBACK_ENCODER",
     "FORMAT_VERSION",
+    "GROUP_BLEND",
+    "GROUP_WORDS",
     "HYBRID",
     "Home",
     "IndexFormatError",

@@ -34,7 +34,7 @@ Progress = Callable[[str, int, int], None]
 # Manifest keys that change what a method's scores mean: a calibrated floor survives a
 # rebuild (e.g. after a crawl added articles) only when none of them changed.
 SETTINGS = ("analyzer", "analyzer_version", "weighting", "k1", "b", "encoder", "version",
-            "dimension", "titles")
+            "dimension", "titles", "groups")
 
 
 class NothingToIndex(BuscaError):
@@ -160,11 +160,13 @@ def methods_for(home, methods: Sequence[str], *, dense: str | None = None,
 
 
 def _keep_floors(entries: dict, before) -> None:
-    """Carry calibrated floors over to methods built with the same settings as before."""
+    """Carry calibrated floors (and a dense model's tuned fusion share) over to methods built
+    with the same settings as before."""
     for method, entry in entries.items():
         old = before.manifest.entry(method) if before is not None else {}
-        if old.get("floor") is not None and all(old.get(k) == entry.get(k) for k in SETTINGS):
-            entry["floor"] = old["floor"]
+        for key in ("floor", "share"):
+            if old.get(key) is not None and all(old.get(k) == entry.get(k) for k in SETTINGS):
+                entry[key] = old[key]
 
 
 def _reusable_rows(before) -> dict:

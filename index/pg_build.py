@@ -52,6 +52,8 @@ def new_build_name() -> str:
 class PostgresBuildWriter:
     """Implements the BuildWriter boundary for a PostgreSQL home."""
 
+    sentence_groups = False  # pgvector searches the window vectors only (index/dense_groups.py)
+
     def __init__(self, connect, schema: str, *, make_build=None, sql_tables: bool = False,
                  partitions: int = 0):
         self.name = new_build_name()

@@ -194,11 +194,13 @@ class PostgresHome(PostgresStore):
         return PostgresBuild(self, _manifest(data), self.conn)
 
     def set_floors(self, floors: Mapping[str, float],
-                   models: Mapping[str, Mapping] | None = None) -> PostgresBuild:
-        """Calibrated floors (and answerability models) into the live build's manifest."""
+                   models: Mapping[str, Mapping] | None = None, *,
+                   key: str = "floor") -> PostgresBuild:
+        """Calibrated floors (or another per-method `key`) and answerability models into the
+        live build's manifest."""
         build = self.current(primary=True)
         self._writing()
-        manifest = build.manifest.with_floors(floors, models)
+        manifest = build.manifest.with_floors(floors, models, key=key)
         self.conn().execute(f"UPDATE {quoted(self.schema)}.builds SET manifest = %s"
                             " WHERE name = %s", (json.dumps(manifest.to_json()), build.name))
         return PostgresBuild(self, manifest)

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from busca.cli import cli
 from conftest import FIXTURES
-from test_pg_readonly import PASSWORD, READS, _answers, _as_role, _one_line_error, _with
+from test_pg_readonly import PASSWORD, _answers, _as_role, _one_line_error, _with
 
 pytestmark = pytest.mark.postgres
 
