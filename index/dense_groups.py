@@ -56,7 +56,8 @@ def build_groups(texts: Sequence[str], vectors: np.ndarray, hashes: np.ndarray, 
                  text_hashes: Callable) -> dict:
     """Encode and store the groups of every window; the manifest entry's `groups` (the
     settings), `group_vectors` (how many) and `groups_encoded` (how many were not reused).
-    `previous_groups`: (vectors, hashes) of the previous build's groups made by the same encoder, or None; `encode(texts)`: the checked batch encoder;
+    `previous_groups`: (vectors, hashes) of the previous build's groups made by the same
+    encoder, or None; `encode(texts)`: the checked batch encoder;
     `text_hashes(texts)`: dense.py's digests."""
     cut = [group_texts(t, words) for t in texts]
     owners = np.repeat(np.arange(len(texts), dtype=np.int64), [len(c) for c in cut])
