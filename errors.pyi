@@ -6,6 +6,7 @@ from .index.embedding_api import AuthFailed as AuthFailed
 from .index.backend import BackendUnavailable as BackendUnavailable
 from .search.filters import BadFilter as BadFilter
 from .search.hits import BadFloor as BadFloor
+from .index.dense_groups import BadGroups as BadGroups
 from .serve.hosts import BadHostName as BadHostName
 from .index.dense_models import BadModelList as BadModelList
 from .serve.errors import BadParameter as BadParameter
@@ -34,6 +35,7 @@ from .index.encoders import EncoderError as EncoderError
 from .index.vectors import EncoderMismatch as EncoderMismatch
 from .index.encoders import EncoderMissing as EncoderMissing
 from .crawler.errors import FetchError as FetchError
+from .integrations.langchain import FiltersNotSupported as FiltersNotSupported
 from .search.eval.floors import FloorError as FloorError
 from .search.fusion import FusionError as FusionError
 from .search.eval.golden import GoldenError as GoldenError
@@ -63,6 +65,7 @@ from .index.pg_schema import PostgresOldFormat as PostgresOldFormat
 from .index.pg_conn import PostgresReadOnly as PostgresReadOnly
 from .index.pg_conn import PostgresUnavailable as PostgresUnavailable
 from .crawler.store import ReadOnlyHome as ReadOnlyHome
+from .index.rerank_api import RerankError as RerankError
 from .search.eval.runs import RunError as RunError
 from .index.e5_sae import SaeFileError as SaeFileError
 from .index.embedding_api import ServerUnreachable as ServerUnreachable

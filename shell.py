@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import click
 
@@ -20,6 +21,9 @@ from . import display
 from . import search as searching
 from .errors import BuscaError
 from .index import HYBRID, is_dense, is_hybrid
+
+if TYPE_CHECKING:
+    from .index.rerank_api import RerankSettings
 
 HISTORY = "~/.busca_history"  # read and written by terminal.py
 WARM_UP = api.WARM_UP  # encoded when a dense method is chosen, so no question waits for it
@@ -48,6 +52,7 @@ class Settings:
     k: int = searching.K
     per_doc: int | None = None  # None: each command's default (search 0, context 2)
     min_score: float | None = None  # None: the method's calibrated floor
+    rerank: RerankSettings | None = None  # the re-ranking stage of every question
 
 
 class Session:
@@ -176,15 +181,16 @@ class Session:
         """The session's settings as a spec of `kind` (`per_doc` unless the session set one)."""
         s = self.settings
         return kind(method=s.method, k=s.k, min_score=s.min_score, log=self.log,
-                    per_doc=per_doc if s.per_doc is None else s.per_doc)
+                    per_doc=per_doc if s.per_doc is None else s.per_doc, rerank=s.rerank)
 
     def compare(self, arg: str = "") -> None:
         question = self._question(arg, ":compare")
         s = self.settings
         methods = searching.default_methods(self.index)
         fusion = self.fusion or searching.FusionSettings(floors=self.settings.min_score is None)
-        result = searching.compare_methods(self.index, self.store, question, methods=methods, k=s.k,
-                                   per_doc=s.per_doc or 0, fusion=fusion)
+        result = searching.compare_methods(self.index, self.store, question, methods=methods,
+                                           k=s.k, per_doc=s.per_doc or 0, fusion=fusion,
+                                           rerank=api.reranker(s.rerank))
         if self.as_json:
             self.echo(json.dumps(searching.comparison_dict(result), ensure_ascii=False))
         else:

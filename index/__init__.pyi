@@ -20,6 +20,8 @@ from .encoders import EncoderError as EncoderError
 from .encoders import FALLBACK_ENCODER as FALLBACK_ENCODER
 from .manifest import FORMAT_VERSION as FORMAT_VERSION
 from .encoders import get_encoder as get_encoder
+from .dense_groups import GROUP_BLEND as GROUP_BLEND
+from .dense_groups import GROUP_WORDS as GROUP_WORDS
 from .backend import Home as Home
 from .methods import HYBRID as HYBRID
 from .storage import IndexFormatError as IndexFormatError
@@ -39,8 +41,13 @@ from .backend import open_home as open_home
 from .encoders import OPENAI_PREFIX as OPENAI_PREFIX
 from .chunking import OVERLAP as OVERLAP
 from .chunking import parse_chunker as parse_chunker
+from .rerank_api import parse_rerank as parse_rerank
 from .pg_schema import PostgresError as PostgresError
 from .backend import Ranker as Ranker
+from .rerank_api import TOP as RERANK_TOP
+from .rerank_api import RerankClient as RerankClient
+from .rerank_api import RerankError as RerankError
+from .rerank_api import RerankSettings as RerankSettings
 from .dense_models import resolve as resolve
 from .dense_models import server_settings as server_settings
 from .chunking import SIZE as SIZE
@@ -67,6 +74,8 @@ __all__ = [
     "EncoderError",
     "FALLBACK_ENCODER",
     "FORMAT_VERSION",
+    "GROUP_BLEND",
+    "GROUP_WORDS",
     "HYBRID",
     "Home",
     "IndexFormatError",
@@ -81,7 +90,11 @@ __all__ = [
     "OPENAI_PREFIX",
     "OVERLAP",
     "PostgresError",
+    "RERANK_TOP",
     "Ranker",
+    "RerankClient",
+    "RerankError",
+    "RerankSettings",
     "SIZE",
     "THREADS",
     "TITLES",
@@ -96,6 +109,7 @@ __all__ = [
     "methods_for",
     "open_home",
     "parse_chunker",
+    "parse_rerank",
     "resolve",
     "server_settings",
     "titled_methods",

@@ -87,9 +87,9 @@ class Home(DocumentStore, Protocol):
     def new_build(self) -> BuildWriter: ...
 
     def set_floors(self, floors: Mapping[str, float],
-                   models: Mapping[str, Mapping] | None = None) -> Build:
-        """Store calibrated floors (and answerability models, plain JSON) in the live build's
-        manifest."""
+                   models: Mapping[str, Mapping] | None = None, *, key: str = "floor") -> Build:
+        """Store calibrated floors (or another per-method `key`, e.g. a dense model's tuned
+        fusion `share`) and answerability models (plain JSON) in the live build's manifest."""
 
     def log_query(self, *, command: str, query: str, method: str, k: int,
                   scores: list[float], floor: float | None, answered: bool, seconds: float,

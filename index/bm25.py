@@ -77,7 +77,7 @@ def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) ->
     k1, b = options.get("bm25_k1", K1), options.get("bm25_b", B)
     term_filter = get_term_filter(analyzer)
     big = counts.matrix.nnz >= compiled.MIN_POSTINGS
-    kernel = compiled.module("postings_numba") if big else None
+    kernel = compiled.for_build("postings_numba") if big else None
     if kernel is not None:
         terms, target = column_targets(counts.terms, term_filter)
         m = counts.matrix

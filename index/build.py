@@ -34,7 +34,7 @@ Progress = Callable[[str, int, int], None]
 # Manifest keys that change what a method's scores mean: a calibrated floor survives a
 # rebuild (e.g. after a crawl added articles) only when none of them changed.
 SETTINGS = ("analyzer", "analyzer_version", "weighting", "k1", "b", "encoder", "version",
-            "dimension", "titles")
+            "dimension", "titles", "groups")
 
 
 class NothingToIndex(BuscaError):
@@ -54,11 +54,11 @@ def build_index(home, *, size: int = SIZE, overlap: int = OVERLAP,
     if SPARSE in methods:  # the dense pass leaves its latents here (index/sparse.py)
         options = {**options, "sparse_sink": {"latents": {}, "version": None}}
     progress = on_progress or (lambda stage, done, total: None)
+    previous = home.previous()  # first: a home read from a standby now reads the primary
     total = home.count()
     if total == 0:
         raise NothingToIndex("nothing to index: run busca crawl or busca add first")
     chunker = {"kind": "words", "size": size, "overlap": overlap}
-    previous = home.previous()
     if options.get("titles") is None:  # not asked: as the previous build did
         options = {**options, "titles": kept_titles(previous, methods)}
     before = previous if previous is not None and previous.manifest.chunker == chunker else None
@@ -160,11 +160,13 @@ def methods_for(home, methods: Sequence[str], *, dense: str | None = None,
 
 
 def _keep_floors(entries: dict, before) -> None:
-    """Carry calibrated floors over to methods built with the same settings as before."""
+    """Carry calibrated floors (and a dense model's tuned fusion share) over to methods built
+    with the same settings as before."""
     for method, entry in entries.items():
         old = before.manifest.entry(method) if before is not None else {}
-        if old.get("floor") is not None and all(old.get(k) == entry.get(k) for k in SETTINGS):
-            entry["floor"] = old["floor"]
+        for key in ("floor", "share"):
+            if old.get(key) is not None and all(old.get(k) == entry.get(k) for k in SETTINGS):
+                entry[key] = old[key]
 
 
 def _reusable_rows(before) -> dict:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..errors import BuscaError
+from .dense_groups import GROUP_BLEND, GROUP_WORDS, build_groups, previous_groups
 from .dense_models import DenseModel, array_key, default_name, dense_methods, method_names
 from .encoders import DEFAULT_ENCODER, THREADS, Encoder, get_encoder
 from .vector_cache import DimensionChanged, VectorCache
@@ -72,15 +73,57 @@ def build(texts: Sequence[str], out, *, options: dict, previous=None,
     vectors = _stack(found, len(texts), encoder)
     out.save_array(array_key(method), "vectors", vectors)
     out.save_array(array_key(method), "hashes", hashes)
+    groups = _groups(texts, vectors, hashes, out, method, encoder, options, previous, progress)
     entry = {"name": model.name, "encoder": encoder.name, "encoder_version": encoder.version,
              "dimension": encoder.dimension, "max_length": encoder.max_length,
              "encoded": len(todo), "reused": len(texts) - len(todo) - from_cache,
              "cached": from_cache, "truncated": truncated,
              "chunks_per_second": round(len(todo) / seconds, 1) if todo and seconds > 0
              else None, "floor": None}
+    entry.update(groups or {"groups": None})
     if hasattr(encoder, "describe"):
         entry["server"] = encoder.describe()
     return entry
+
+
+def _groups(texts, vectors, hashes, out, method, encoder, options, previous, progress):
+    """The sentence groups' manifest values (dense_groups.py) when options ask for groups."""
+    entry = _previous_entry(previous, method)
+    before = entry.get("groups") or {}
+    words = options.get("dense_groups")
+    if words is None:  # not asked: as the previous build of this model did (None: turned off)
+        words = 0 if "groups" in entry and not before else before.get("words", GROUP_WORDS)
+    blend = options.get("dense_blend")
+    if blend is None:
+        blend = before.get("blend", GROUP_BLEND)
+    if words and not getattr(out, "sentence_groups", True):
+        if options.get("dense_groups"):
+            log.warning("this home's dense search (pgvector) uses the window vectors only:"
+                        " no sentence groups stored (--dense-groups is for local homes)")
+        return None
+    if not words:
+        return None
+    key = array_key(method)
+    old = _previous_vectors(previous, encoder, key_only=True)
+    reusable = previous_groups(previous, old) if old else None
+
+    def encode(group_texts: list[str]) -> np.ndarray:
+        found: dict = {}
+        rows = list(range(len(group_texts)))
+        _encode_into(found, group_texts, text_hashes(group_texts), rows, encoder,
+                     lambda stage, done, total: progress(f"{stage} (sentence groups)", done,
+                                                         total), None)
+        return _stack(found, len(group_texts), encoder)
+
+    return build_groups(texts, vectors, hashes, out, key, words=words, blend=blend,
+                        previous_groups=reusable, encode=encode, text_hashes=text_hashes)
+
+
+def _previous_entry(previous, method: str) -> dict:
+    try:
+        return previous.manifest.entry(method) if previous is not None else {}
+    except (BuscaError, KeyError):
+        return {}
 
 
 def model_for(options: dict, method: str) -> DenseModel:
@@ -109,9 +152,9 @@ def _reuse(hashes: np.ndarray, encoder: Encoder, previous) -> dict:
     return found
 
 
-def _previous_vectors(previous, encoder: Encoder):
+def _previous_vectors(previous, encoder: Encoder, *, key_only: bool = False):
     """Vectors and hashes of the previous build's (a Build's) model made by the same encoder,
-    whatever its name there, if any."""
+    whatever its name there, if any (`key_only`: its array prefix)."""
     if previous is None:
         return None
     try:
@@ -120,6 +163,8 @@ def _previous_vectors(previous, encoder: Encoder):
             entry = methods[method]
             if (entry["encoder"], entry["encoder_version"]) == (encoder.name, encoder.version) \
                     and encoder.dimension in (None, entry["dimension"]):
+                if key_only:
+                    return array_key(method)
                 return (previous.array(array_key(method), "vectors"),
                         previous.array(array_key(method), "hashes"))
     except (BuscaError, KeyError):

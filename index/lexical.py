@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import BuscaError
-from .maxscore import exact_sums, usable
+from .maxscore import exact_sums, usable, when_usable
 from .maxscore import prepare as prepare_walk
 from .maxscore import top as compiled_top
 from .analyzers import get_analyzer, get_term_filter, java_terms
@@ -121,9 +121,9 @@ class _Postings:
 
     def prepare(self) -> None:
         """The compiled walk's window tables and codes made now, not on the second query
-        (busca serve and busca shell, before the first question; ~2 s at 1M chunks)."""
-        if usable(self.n_rows):
-            prepare_walk(self, self.walk_factor)
+        (busca serve and busca shell, before the first question; ~2 s at 1M chunks), or as
+        soon as the compiled walk has loaded (in the thread that loads it)."""
+        when_usable(self.n_rows, lambda: prepare_walk(self, self.walk_factor))
 
     def query_counts(self, query: str) -> tuple[list[int], np.ndarray]:
         """Columns of the query's known terms, and how often each occurs in the query."""

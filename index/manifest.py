@@ -44,11 +44,13 @@ class Manifest:
         return self.entry(method).get("floor")
 
     def with_floors(self, floors: Mapping[str, float],
-                    models: Mapping[str, Mapping] | None = None) -> Manifest:
-        """The same manifest with these methods' floors (and answerability models) set."""
+                    models: Mapping[str, Mapping] | None = None, *,
+                    key: str = "floor") -> Manifest:
+        """The same manifest with these methods' floors (or another `key`) and answerability
+        models set."""
         methods = {m: dict(e) for m, e in self.methods.items()}
         for method, value in floors.items():
-            methods.setdefault(method, {})["floor"] = value
+            methods.setdefault(method, {})[key] = value
         for method, model in (models or {}).items():
             methods.setdefault(method, {})["answerable"] = dict(model)
         return replace(self, methods=methods)

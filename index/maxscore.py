@@ -39,6 +39,8 @@ import threading
 
 import numpy as np
 
+from . import compiled
+
 COMPILED_MIN_ROWS = 5_000
 SHIFT = 5  # windows of 32 chunks
 BLOCKS_MAX_BYTES = 320 << 20  # window tables kept per postings object, at most
@@ -57,8 +59,16 @@ _kernel = None
 
 
 def usable(n_rows: int) -> bool:
-    """True when the compiled MaxScore is installed, allowed and worth loading."""
-    return n_rows >= COMPILED_MIN_ROWS and kernel() is not None
+    """True when the compiled MaxScore is installed, allowed, worth loading and loaded (it
+    loads in a background thread: index/compiled.py's `ready`)."""
+    return n_rows >= COMPILED_MIN_ROWS and compiled.ready("maxscore_numba") is not None
+
+
+def when_usable(n_rows: int, then) -> None:
+    """then() now if the compiled MaxScore is usable, else in the thread that loads it, once
+    loaded; never if it will not be."""
+    if n_rows >= COMPILED_MIN_ROWS:
+        compiled.when_ready("maxscore_numba", then)
 
 
 def _loaded():

@@ -9,7 +9,8 @@ their indexes, records the manifest in `builds`, flips `busca_meta.live`, sets t
 version and commits. Readers see the old build until that
 COMMIT; a killed build never commits, so PostgreSQL rolls it back and nothing of it remains.
 Builds older than the previous one are dropped after the commit (the previous one stays for
-readers still answering on it).
+readers still answering on it). With `partitions` > 1 the tables that grow with the corpus are
+created hash-partitioned by their distribution key (pg_schema.py's `create_table`).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from .dense_models import array_key
 from .pg_lists import pack_ids, pack_values
 from .pg_schema import (ARRAYS, BLOCKS, BLOCKS_KEYS, CHUNKS, DENSE, DENSE_KEYS, FORWARD,
                         FORWARD_KEYS, POSTINGS, POSTINGS_KEYS, POSTINGS_STORAGE, TERMS,
-                        TERMS_KEYS, build_table, quoted, set_format)
+                        TERMS_KEYS, build_table, create_table, quoted, set_format)
 
 LEXICAL_DATA = ("counts", "scores")  # the per-posting array of tfidf / bm25
 BIG = ("indices", "counts", "scores", "vectors")  # stored as tables, not as .npy bytes
@@ -51,9 +52,13 @@ def new_build_name() -> str:
 class PostgresBuildWriter:
     """Implements the BuildWriter boundary for a PostgreSQL home."""
 
-    def __init__(self, connect, schema: str, *, make_build=None, sql_tables: bool = False):
+    sentence_groups = False  # pgvector searches the window vectors only (index/dense_groups.py)
+
+    def __init__(self, connect, schema: str, *, make_build=None, sql_tables: bool = False,
+                 partitions: int = 0):
         self.name = new_build_name()
         self.schema = schema
+        self.partitions = partitions  # > 1: the big tables hash-partitioned (pg_schema.py)
         self.sql_tables = sql_tables  # also write the tables of index/pg_rank.py's SQL ranker
         self.conn = connect(autocommit=False)
         try:
@@ -83,7 +88,7 @@ class PostgresBuildWriter:
         rows = list(rows)
         table = build_table(self.schema, self.name, "chunks")
         with self.conn.cursor() as cur:
-            cur.execute(CHUNKS.format(t=table))
+            self._create(cur, CHUNKS, table, "chunks")
             pc.copy_rows(cur, table, ["id", "url", "position", "start", "end", "doc_sha256"], [
                 pc.Int4(np.array([r.id for r in rows], dtype=np.int64)),
                 pc.Text([r.url for r in rows]),
@@ -128,6 +133,9 @@ class PostgresBuildWriter:
         self.conn.close()
         shutil.rmtree(self._dir, ignore_errors=True)
 
+    def _create(self, cur, ddl: str, table: str, part: str) -> None:
+        create_table(cur, ddl.format(t=table), table, part, self.partitions)
+
     def _load(self, method: str, name: str) -> np.ndarray:
         return np.load(self._dir / f"{method}.{name}.npy", mmap_mode="r", allow_pickle=False)
 
@@ -165,7 +173,7 @@ class PostgresBuildWriter:
             idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
         bound = np.asarray(self._load(method, "bound"), dtype=np.float64)
         table = build_table(self.schema, self.name, f"{method}_postings")
-        cur.execute(POSTINGS.format(t=table))
+        self._create(cur, POSTINGS, table, "postings")
         cur.execute(POSTINGS_STORAGE.format(t=table))
         pc.copy_rows(cur, table, ["term", "term_id", "df", "idf", "bound", "ids", "vals"], [
             pc.Text(terms), pc.Int4(np.arange(len(terms))), pc.Int4(df), pc.Float8(idf),
@@ -195,14 +203,14 @@ class PostgresBuildWriter:
         bound = np.asarray(self._load(method, "bound"), dtype=np.float64)
         order, block_ptr, block_rows, tops = impact_blocks(indptr, indices, keys)
         table = build_table(self.schema, self.name, f"{method}_terms")
-        cur.execute(TERMS.format(t=table))
+        self._create(cur, TERMS, table, "terms")
         pc.copy_rows(cur, table, ["term", "term_id", "df", "idf", "bound", "tops"], [
             pc.Text(terms), pc.Int4(np.arange(len(terms))), pc.Int4(df), pc.Float8(idf),
             pc.Float8(bound), pc.Array(tops[0], tops[1], "float4")], len(terms))
         for sql in TERMS_KEYS:
             cur.execute(sql.format(t=table))
         table = build_table(self.schema, self.name, f"{method}_blocks")
-        cur.execute(BLOCKS.format(t=table))
+        self._create(cur, BLOCKS, table, "blocks")
         pc.copy_rows(cur, table, ["term_id", "block", "chunks", "vals"], [
             pc.Int4(block_rows[0]), pc.Int4(block_rows[1]),
             pc.Array(block_ptr, indices[order], "int4"), pc.Array(block_ptr, keys[order], "float4")],
@@ -213,7 +221,7 @@ class PostgresBuildWriter:
         csr = sp.csc_matrix((values, indices, indptr), shape=(n, len(terms))).tocsr()
         csr.sort_indices()
         table = build_table(self.schema, self.name, f"{method}_forward")
-        cur.execute(FORWARD.format(t=table))
+        self._create(cur, FORWARD, table, "forward")
         pc.copy_rows(cur, table, ["chunk", "norm", "terms", "vals"], [
             pc.Int4(np.arange(n)), pc.Float8(norms), pc.Array(csr.indptr, csr.indices, "int4"),
             pc.Array(csr.indptr, csr.data, "float4")], n)
@@ -225,7 +233,7 @@ class PostgresBuildWriter:
         hashes = self._load(method, "hashes")
         cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
         table = build_table(self.schema, self.name, method)
-        cur.execute(DENSE.format(t=table, d=int(vectors.shape[1])))
+        self._create(cur, DENSE.replace("{d}", str(int(vectors.shape[1]))), table, "dense")
         pc.copy_rows(cur, table, ["chunk", "hash", "embedding"], [
             pc.Int4(np.arange(len(vectors))), pc.Bytes(hashes), pc.Vector(vectors)],
             len(vectors))

@@ -27,6 +27,13 @@ a database without mixing. Tables of schema `<corpus>`:
 `vals` are busca's own numbers: bm25 impacts (float32, index/bm25.py), tfidf raw counts in
 `postings` and `forward`, count / chunk norm in `blocks` (the key that orders a term's postings).
 
+Layout: with `?partitions=N` (N > 1) every table that grows with the corpus is hash-
+partitioned into N partitions by its distribution key — the key Citus would distribute it by
+(docs/postgres.md): `documents` by url (when the corpus is created), `<b>_chunks` by id,
+`<b>_<m>_postings` and `_terms` by term, `_blocks` by term_id, `_forward` and `<b>_dense` by
+chunk; the small tables (busca_meta, settings, builds, queries, `<b>_arrays`) stay whole.
+Readers issue the same statements on either layout.
+
 Format versions: 1 had only the SQL ranking tables; 2 (this busca) adds `postings`. A corpus
 of an older version keeps its documents and is refused for searching with a one-line hint to
 run `busca index`, whose build moves it to this version; a newer version is refused.
@@ -45,17 +52,17 @@ OLDER_VERSIONS = (1,)  # their documents, settings and query log are read as the
 SCHEMES = ("postgresql", "postgres")
 DEFAULT_CORPUS = "busca"
 # busca's own home URL parameters besides corpus (index/postgres.py reads them), with their
-# values (None: a whole number)
+# values (None: a whole number; str: any text, checked by its reader)
 OPTIONS = {"dense": ("hnsw", "exact"), "lexical": ("busca", "sql"), "ef_search": None,
-           "cache_mb": None}
+           "cache_mb": None, "read": str, "read_wait": None, "partitions": None}
+EXAMPLES = {"ef_search": 200, "cache_mb": 256, "read_wait": 10, "partitions": 8}
+# the distribution key of each table that grows with the corpus (index/pg_build.py)
+DISTRIBUTION = {"documents": "url", "chunks": "id", "postings": "term", "terms": "term",
+                "blocks": "term_id", "forward": "chunk", "dense": "chunk"}
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,39}$")
 
 BASE_TABLES = """
 CREATE TABLE IF NOT EXISTS {s}.busca_meta (key text PRIMARY KEY, value jsonb NOT NULL);
-CREATE TABLE IF NOT EXISTS {s}.documents (
-    url text PRIMARY KEY, title text NOT NULL, text text NOT NULL,
-    source text NOT NULL DEFAULT '', modified text, sha256 text NOT NULL,
-    fetched_at text NOT NULL);
 CREATE TABLE IF NOT EXISTS {s}.settings (key text PRIMARY KEY, value jsonb NOT NULL);
 CREATE TABLE IF NOT EXISTS {s}.queries (
     id bigserial PRIMARY KEY, at text NOT NULL, command text NOT NULL, query text NOT NULL,
@@ -87,6 +94,23 @@ DENSE_KEYS = ["ALTER TABLE {t} ADD PRIMARY KEY (chunk)",
               "CREATE INDEX ON {t} USING hnsw (embedding vector_cosine_ops)"
               " WITH (m = {m}, ef_construction = {ef})"]
 ARRAYS = "CREATE TABLE {t} (name text PRIMARY KEY, data bytea NOT NULL)"
+DOCUMENTS = """CREATE TABLE IF NOT EXISTS {t} (
+    url text PRIMARY KEY, title text NOT NULL, text text NOT NULL,
+    source text NOT NULL DEFAULT '', modified text, sha256 text NOT NULL,
+    fetched_at text NOT NULL)"""
+
+
+def create_table(cur, ddl: str, table: str, part: str, partitions: int = 0) -> None:
+    """Run `ddl` (a CREATE TABLE of `table`, quoted); with partitions > 1, as a table hash-
+    partitioned by the distribution key of `part` (DISTRIBUTION) into that many partitions,
+    named `<table>_p<i>`."""
+    if partitions <= 1:
+        cur.execute(ddl)
+        return
+    cur.execute(f"{ddl} PARTITION BY HASH ({DISTRIBUTION[part]})")
+    for i in range(partitions):
+        cur.execute(f'CREATE TABLE {table[:-1]}_p{i}" PARTITION OF {table}'
+                    f" FOR VALUES WITH (MODULUS {partitions}, REMAINDER {i})")
 
 
 class PostgresError(BuscaError):
@@ -138,14 +162,14 @@ def read_options(url: str) -> tuple[str, dict]:
         else:
             kept.append((key, value))
     for key, allowed in OPTIONS.items():
-        if key not in options:
+        if key not in options or allowed is str:
             continue
         if allowed is not None and options[key] not in allowed:
             raise PostgresError(f"{key}={options[key]} in the home URL: use "
                                 + " or ".join(f"{key}={a}" for a in allowed))
         if allowed is None and not options[key].isdigit():
             raise PostgresError(f"{key}={options[key]} in the home URL: use a whole number,"
-                                f" e.g. {key}={200 if key == 'ef_search' else 256}")
+                                f" e.g. {key}={EXAMPLES[key]}")
     return _without(parts, kept), options
 
 
@@ -196,13 +220,17 @@ def missing_corpus(conn, schema: str, where: str) -> CorpusNotFound:
         ' or crawl or add documents into it and run "busca index" first')
 
 
-def create_base(conn, schema: str) -> None:
-    """Create the schema and its base tables (once, serialised), then check the format."""
+def create_base(conn, schema: str, partitions: int = 0) -> None:
+    """Create the schema and its base tables (once, serialised; `documents` hash-partitioned
+    when partitions > 1), then check the format."""
     s = quoted(schema)
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"busca:{schema}",))
         conn.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
         conn.execute(BASE_TABLES.format(s=s))
+        if conn.execute("SELECT to_regclass(%s) IS NULL", (f"{s}.documents",)).fetchone()[0]:
+            create_table(conn, DOCUMENTS.format(t=quoted(schema, "documents")),
+                         quoted(schema, "documents"), "documents", partitions)
         conn.execute(f"INSERT INTO {s}.busca_meta (key, value) VALUES ('format_version', %s::jsonb)"
                      " ON CONFLICT (key) DO NOTHING", (str(FORMAT_VERSION),))
     check_format(conn, schema, builds=False)

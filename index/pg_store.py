@@ -33,17 +33,18 @@ class PostgresStore:
         return quoted(self.schema)
 
     def _db(self):
-        return self.conn()
+        """Where documents are read (index/pg_replica.py: a standby, unless this home wrote)."""
+        return self._reads()
 
     def put(self, doc) -> str:
         """Insert or update a document; returns "added", "updated" or "unchanged"."""
         doc = doc.normalized()
         self._writing()
-        old = self._db().execute(f"SELECT sha256, title, modified FROM {self.s}.documents"
+        old = self.conn().execute(f"SELECT sha256, title, modified FROM {self.s}.documents"
                                  " WHERE url = %s", (doc.url,)).fetchone()
         if old and tuple(old) == (doc.sha256, doc.title, doc.modified):
             return "unchanged"
-        self._db().execute(
+        self.conn().execute(
             f"INSERT INTO {self.s}.documents (url, title, text, source, modified, sha256,"
             " fetched_at) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (url) DO UPDATE SET"
             " title = EXCLUDED.title, text = EXCLUDED.text, source = EXCLUDED.source,"
@@ -64,7 +65,8 @@ class PostgresStore:
     def delete(self, url: str) -> bool:
         if not self.exists():
             return False
-        cur = self._db().execute(f"DELETE FROM {self.s}.documents WHERE url = %s", (url,))
+        self._writing()
+        cur = self.conn().execute(f"DELETE FROM {self.s}.documents WHERE url = %s", (url,))
         return cur.rowcount > 0
 
     def documents(self, source: str | None = None) -> Iterator:
@@ -75,7 +77,7 @@ class PostgresStore:
         args: tuple = ()
         if source is not None:
             sql, args = sql + " WHERE source = %s", (source,)
-        with self.guard(), self.connect(autocommit=False) as conn:
+        with self.guard(), self.routes.reads_connect(autocommit=False) as conn:
             with conn.cursor(name="busca_documents") as cur:
                 cur.itersize = BATCH
                 cur.execute(sql + " ORDER BY url", args)
@@ -88,7 +90,7 @@ class PostgresStore:
         sql, args = f"SELECT url, sha256 FROM {self.s}.documents", ()
         if source is not None:
             sql, args = sql + " WHERE source = %s", (source,)
-        return dict(self._db().execute(sql, args).fetchall())
+        return dict(self.conn().execute(sql, args).fetchall())  # for crawls: the primary
 
     def count(self) -> int:
         if not self.exists():
@@ -98,12 +100,12 @@ class PostgresStore:
     def get_meta(self, key: str, default=None):
         if not self.exists():
             return default
-        row = self._db().execute(f"SELECT value FROM {self.s}.settings WHERE key = %s",
+        row = self.conn().execute(f"SELECT value FROM {self.s}.settings WHERE key = %s",
                                  (key,)).fetchone()
         return row[0] if row else default
 
     def set_meta(self, key: str, value) -> None:
         self._writing()
-        self._db().execute(f"INSERT INTO {self.s}.settings (key, value) VALUES (%s, %s)"
+        self.conn().execute(f"INSERT INTO {self.s}.settings (key, value) VALUES (%s, %s)"
                            " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
                            (key, json.dumps(value)))

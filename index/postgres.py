@@ -9,9 +9,12 @@ dense by pgvector (index/pg_rank.py). Same ids and scores as a local home.
 
 URL parameters read by busca (and removed before connecting): `corpus` (schema, default
 `busca`), `dense` (`hnsw`, the default, or `exact`), `ef_search` (HNSW candidates, default 200),
-`lexical` (`busca`, the default, or `sql`: builds also write the SQL ranker's tables, and
+`partitions` (N > 1: new tables that grow with the corpus are hash-partitioned by their
+distribution key, index/pg_schema.py), `lexical` (`busca`, the default, or `sql`: builds
+also write the SQL ranker's tables, and
 queries are ranked by PostgreSQL), `cache_mb` (the posting list cache, default
-$BUSCA_PG_CACHE_MB or 256; 0: none).
+$BUSCA_PG_CACHE_MB or 256; 0: none), `read` (a standby to search on, index/pg_replica.py:
+writes go to the home URL's server) and `read_wait` (seconds a publish waits for it, 10).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from .pg_build import PostgresBuildWriter
 from .pg_conn import (Connections, Guarded, GuardedWriter, PostgresMissingTable, access,
                       check_writable)
 from .pg_lexical import LexicalRanker, PostingLists, SparseRanker
+from .pg_replica import Routes
 from .sparse import question_encoder
 from .pg_store import PostgresStore
 from .pg_schema import (PostgresError, build_table, check_format, corpus_exists, create_base,
@@ -63,6 +67,7 @@ class PostgresHome(PostgresStore):
         url, self.options = read_options(location)
         self._conninfo, self.schema = parse_location(url)
         self._connections = Connections(self._conninfo, location, self.schema)
+        self.routes = Routes(self._connections, self.options, self.schema)
         self.embed = dict(embed or {})  # the user's openai:MODEL server settings (vectors.py)
         try:
             mb = pg_cache.budget_mb(self.options.get("cache_mb"))
@@ -71,10 +76,11 @@ class PostgresHome(PostgresStore):
                                 " cache)") from None
         self.cache = pg_cache.shared(mb)
         self.sql_lexical = self.options.get("lexical") == "sql"
+        self.partitions = int(self.options.get("partitions", 0))  # the layout of new tables
         self._exists = False
         self._read_only: bool | None = None
         if not self.exists() and not create:
-            raise missing_corpus(self.conn(), self.schema, redact(self._conninfo))
+            raise missing_corpus(self.standby(), self.schema, redact(self._conninfo))
 
     # --- connections --------------------------------------------------------------------
     def connect(self, *, autocommit: bool = True):
@@ -82,28 +88,38 @@ class PostgresHome(PostgresStore):
         return self._connections.connect(autocommit=autocommit)
 
     def conn(self) -> Guarded:
-        """This thread's autocommit connection (made again after a loss)."""
+        """This thread's autocommit connection to the primary (made again after a loss)."""
         return self._connections.get()
+
+    def standby(self) -> Guarded:
+        """This thread's connection to where builds are read (`read=`, else the primary)."""
+        return self.routes.standby.get()
+
+    def _reads(self) -> Guarded:
+        """Where documents are read: the standby, or the primary once this home wrote."""
+        return self.routes.reads()
 
     def guard(self, *, write: bool = False):
         """psycopg errors in the block -> one-line PostgresErrors (index/pg_conn.py)."""
         return self._connections.guard(write=write)
 
     def close(self) -> None:
-        self._connections.close()
+        self.routes.close()
 
     # --- the corpus itself --------------------------------------------------------------
     def exists(self) -> bool:
         """Whether the corpus exists (then its format is checked, once): reads only."""
-        if not self._exists and corpus_exists(self.conn(), self.schema):
-            check_format(self.conn(), self.schema, builds=False)
+        if not self._exists and corpus_exists(self._reads(), self.schema):
+            check_format(self._reads(), self.schema, builds=False)
             self._exists = True
         return self._exists
 
     def _writing(self) -> None:
-        """Before a write: create the corpus if it does not exist yet (only writes create)."""
+        """Before a write: create the corpus if it does not exist yet (only writes create);
+        from then on this home reads from the primary."""
+        self.routes.writing()
         if not self.exists():
-            create_base(self.conn(), self.schema)
+            create_base(self.conn(), self.schema, self.partitions)
             self._exists = True
 
     @property
@@ -123,36 +139,40 @@ class PostgresHome(PostgresStore):
     def find_function(self) -> str:
         """intarray's idx() (schema-qualified) if the extension is installed, else
         array_position: how rankers find a term in a chunk's sorted term ids."""
-        row = self.conn().execute(
+        row = self.standby().execute(
             "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n"
             " ON n.oid = e.extnamespace WHERE e.extname = 'intarray'").fetchone()
         return f"{quoted(row[0])}.idx" if row else "array_position"
 
     # --- builds -------------------------------------------------------------------------
-    def live_name(self) -> str | None:
+    def live_name(self, conn: Guarded | None = None) -> str | None:
+        """The live build's name, read from the standby (or `conn`)."""
         if not self.exists():
             return None
-        row = self.conn().execute(f"SELECT value FROM {quoted(self.schema)}.busca_meta"
+        row = (conn or self.standby()).execute(f"SELECT value FROM {quoted(self.schema)}.busca_meta"
                                   " WHERE key = 'live'").fetchone()
         return row[0] if row else None
 
-    def current(self) -> PostgresBuild:
-        """The live build, or IndexNotFound naming the fix (PostgresOldFormat, an
-        IndexFormatError, when an older busca wrote it)."""
-        name = self.live_name()
+    def current(self, *, primary: bool = False) -> PostgresBuild:
+        """The live build (on the standby, or the primary's), or IndexNotFound naming the fix
+        (PostgresOldFormat, an IndexFormatError, when an older busca wrote it)."""
+        source = self.conn if primary else self.standby
+        name = self.live_name(source())
         if name is not None:
-            check_format(self.conn(), self.schema)
-        row = None if name is None else self.conn().execute(
+            check_format(source(), self.schema)
+        row = None if name is None else source().execute(
             f"SELECT manifest FROM {quoted(self.schema)}.builds WHERE name = %s",
             (name,)).fetchone()
         if row is None:
             raise IndexNotFound(f'no index in {redact(self.location)} — run "busca index" first')
-        return PostgresBuild(self, _manifest(row[0]))
+        return PostgresBuild(self, _manifest(row[0]), source)
 
     def previous(self) -> PostgresBuild | None:
-        """The live build if it can be read (for reuse by the next build), else None."""
+        """The primary's live build if it can be read (for reuse by the next build), else
+        None; this home is writing from now on (it reads from the primary)."""
+        self.routes.writing()
         try:
-            return self.current()
+            return self.current(primary=True)
         except (IndexNotFound, IndexFormatError):
             return None
 
@@ -164,15 +184,23 @@ class PostgresHome(PostgresStore):
         with self.guard(write=True):
             writer = PostgresBuildWriter(
                 self.connect, self.schema, sql_tables=self.sql_lexical,
-                make_build=lambda data: PostgresBuild(self, _manifest(data)))
+                make_build=self._published, partitions=self.partitions)
         return GuardedWriter(writer, self.guard)
 
+    def _published(self, data) -> PostgresBuild:
+        """The build just committed, once the standby has it (waiting at most read_wait s)."""
+        with self.guard():
+            self.routes.published()
+        return PostgresBuild(self, _manifest(data), self.conn)
+
     def set_floors(self, floors: Mapping[str, float],
-                   models: Mapping[str, Mapping] | None = None) -> PostgresBuild:
-        """Calibrated floors (and answerability models) into the live build's manifest."""
-        build = self.current()
+                   models: Mapping[str, Mapping] | None = None, *,
+                   key: str = "floor") -> PostgresBuild:
+        """Calibrated floors (or another per-method `key`) and answerability models into the
+        live build's manifest."""
+        build = self.current(primary=True)
         self._writing()
-        manifest = build.manifest.with_floors(floors, models)
+        manifest = build.manifest.with_floors(floors, models, key=key)
         self.conn().execute(f"UPDATE {quoted(self.schema)}.builds SET manifest = %s"
                             " WHERE name = %s", (json.dumps(manifest.to_json()), build.name))
         return PostgresBuild(self, manifest)
@@ -181,7 +209,9 @@ class PostgresHome(PostgresStore):
     def log_query(self, *, command: str, query: str, method: str, k: int,
                   scores: list[float], floor: float | None, answered: bool, seconds: float,
                   at: str | None = None) -> None:
-        self._writing()
+        """Into the primary's query log (a reader keeps reading from its standby)."""
+        if not self.exists():
+            self._writing()
         self.conn().execute(
             f"INSERT INTO {quoted(self.schema)}.queries (at, command, query, method, k, scores,"
             " floor, answered, seconds) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
@@ -195,15 +225,16 @@ class PostgresHome(PostgresStore):
         args: tuple = ()
         if since is not None:
             sql, args = sql + " WHERE at >= %s", (since,)
-        rows = self.conn().execute(sql + " ORDER BY at, id", args).fetchall()
+        rows = self._reads().execute(sql + " ORDER BY at, id", args).fetchall()
         return [dict(zip(QUERY_KEYS, r)) for r in rows]
 
 
 class PostgresBuild:
     """A published build: its manifest, chunk rows, method data and rankers."""
 
-    def __init__(self, home: PostgresHome, manifest: Manifest):
+    def __init__(self, home: PostgresHome, manifest: Manifest, conn=None):
         self.home = home
+        self.conn = conn or home.standby  # the server it was found on, which reads it
         self.manifest = manifest
         self.name = manifest.build
         self.embed = home.embed
@@ -225,7 +256,7 @@ class PostgresBuild:
 
     def _fetch(self, sql: str, args=(), *, binary: bool = False) -> list[tuple]:
         try:
-            return self.home.conn().execute(sql, args, binary=binary).fetchall()
+            return self.conn().execute(sql, args, binary=binary).fetchall()
         except PostgresMissingTable as e:
             raise StaleBuild(f"build {self.name} was replaced while reading it — ask"
                              " again") from e
@@ -269,7 +300,7 @@ class PostgresBuild:
         if entry is None:
             raise IndexFormatError(f"build {self.name} has no array {method}.vectors")
         dimension = int(entry["dimension"])
-        conn = self.home.conn()
+        conn = self.conn()
         buf = io.BytesIO()
         with self.home.guard(), conn.cursor().copy(
                 f"COPY (SELECT embedding FROM {self.table(method)} ORDER BY chunk) TO STDOUT"
@@ -301,7 +332,7 @@ class PostgresBuild:
                                              dimension=entry["dimension"])
             check_encoder(entry, encoder)
             return pg_rank.DenseRanker(
-                self.home.conn, self.table(array_key(method)), encoder,
+                self.conn, self.table(array_key(method)), encoder,
                 exact=self.home.options.get("dense") == "exact",
                 ef_search=int(self.home.options.get("ef_search", pg_rank.EF_SEARCH)))
         if kind == "sparse":  # busca's code on the posting rows, whatever `lexical` says
@@ -329,7 +360,7 @@ class PostgresBuild:
             raise IndexFormatError(
                 f"build {self.name} has no tables for lexical=sql (it was built without it) —"
                 " run \"busca index\" with lexical=sql in the home URL")
-        return pg_rank.LexicalRanker(self.home.conn, tables, method, entry,
+        return pg_rank.LexicalRanker(self.conn, tables, method, entry,
                                      int(self.manifest.chunks), find=self.home.find_function())
 
 

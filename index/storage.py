@@ -207,11 +207,12 @@ class LocalHome(Store):
             drop_legacy(self.db)
 
     def set_floors(self, floors: Mapping[str, float],
-                   models: Mapping[str, Mapping] | None = None) -> Index:
-        """Store calibrated floors (and answerability models, plain JSON) in the live manifest."""
+                   models: Mapping[str, Mapping] | None = None, *, key: str = "floor") -> Index:
+        """Store calibrated floors (or another per-method `key`, e.g. a dense model's tuned
+        fusion `share`) and answerability models (plain JSON) in the live manifest."""
         self._check_writable()
         index = self.current()
-        manifest = index.manifest.with_floors(floors, models)
+        manifest = index.manifest.with_floors(floors, models, key=key)
         update_manifest(index, {"methods": {m: manifest.entry(m) for m in
                                             {*floors, *(models or {})}}})
         return index

@@ -100,7 +100,8 @@ def chunk_documents(documents: Iterable[Document | DocumentText] | DocumentRange
     tasks = (_ranges(documents, reusable) if isinstance(documents, DocumentRanges)
              else _batches(documents, reusable, result))
     job = dict(size=size, overlap=overlap, count=count, keep_texts=keep_texts,
-               use_compiled=total >= compiled.MIN_DOCUMENTS)
+               use_compiled=total >= compiled.MIN_DOCUMENTS
+               and compiled.for_build("tokens_numba") is not None)
     done = 0
     for batches, read in _run(tasks, job, workers if total >= PARALLEL_MIN_DOCS else 1):
         if read is not None:  # the documents a worker read: its range of the store

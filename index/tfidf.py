@@ -45,7 +45,8 @@ def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) ->
         raise EmptyVocabulary("no chunk contains a word or number to index")
     matrix = counts.matrix
     n = matrix.shape[0]
-    kernel = compiled.module("postings_numba") if matrix.nnz >= compiled.MIN_POSTINGS else None
+    kernel = (compiled.for_build("postings_numba") if matrix.nnz >= compiled.MIN_POSTINGS
+              else None)
     if kernel is not None:
         indptr, indices, data = kernel.columns(matrix.indptr, matrix.indices, matrix.data,
                                                matrix.shape[1])

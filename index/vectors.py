@@ -19,6 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import BuscaError
+from .dense_groups import Groups
 from .dense_models import array_key, dense_methods, label, server_settings
 from .embedding_api import ServerSettings
 from .encoders import THREADS, Encoder, get_encoder
@@ -94,6 +95,8 @@ class DenseScorer:
                                   f" manifest says {entry['dimension']} dimensions — rebuild")
         self.encoder = encoder or query_encoder(index, method, threads=threads, server=server)
         check_encoder(entry, self.encoder)
+        self.groups = Groups(index, array_key(method), entry["groups"], self.vectors.shape[0]) \
+            if entry.get("groups") else None
 
     def embed(self, query: str) -> np.ndarray:
         """The query's unit vector."""
@@ -103,7 +106,10 @@ class DenseScorer:
 
     def score(self, query: str) -> tuple[np.ndarray, np.ndarray]:
         """Every chunk id and its cosine with the query."""
-        scores = self.vectors @ self.embed(query)
+        q = self.embed(query)
+        scores = self.vectors @ q
+        if self.groups is not None:
+            scores = self.groups.combine(scores, self.groups.vectors @ q)
         return np.arange(scores.size, dtype=np.int64), scores.astype(np.float64)
 
     def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -114,7 +120,10 @@ class DenseScorer:
         q = self.embed(query)
         ids = self.contenders(q, k)
         rows = _rows(self.vectors, ids).astype(np.float64)
-        scores = (rows * q.astype(np.float64)).sum(axis=1)
+        if self.groups is not None:
+            scores = self.groups.exact(rows, ids, q)
+        else:
+            scores = (rows * q.astype(np.float64)).sum(axis=1)
         order = np.lexsort((ids, -scores))[:k]
         return ids[order], scores[order]
 
@@ -132,8 +141,11 @@ class DenseScorer:
         kernel = self._int8_kernel()
         self._searches = getattr(self, "_searches", 0) + 1
         qnorm = float(np.linalg.norm(q))
-        if kernel is None or (self._searches == 1 and getattr(self, "_codes", None) is None):
+        if self.groups is not None or kernel is None or (
+                self._searches == 1 and getattr(self, "_codes", None) is None):
             scores = self.vectors @ q
+            if self.groups is not None:  # max-sim: the same bound holds for each product
+                scores = self.groups.combine(scores, self.groups.vectors @ q)
             kth = -np.partition(-scores, k - 1)[k - 1]
             # the float32 product is off by at most d rounding steps of |v| |q| (unit rows)
             slack = 1e-6 + 2 * (d + 2) * 2.0**-24 * qnorm * 1.01

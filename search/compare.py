@@ -19,6 +19,7 @@ import numpy as np
 
 from ..index.lexical import NoSearchableTerms, top_k
 from ..index.methods import HYBRID
+from ..index.rerank_api import SUFFIX
 from .collapse import PER_DOC, collapse, urls_of
 from .fusion import FusionSettings
 from .hits import Hit, hits_for
@@ -26,6 +27,7 @@ from .scorers import K, available_methods, rank, scorer
 
 if TYPE_CHECKING:  # the crawler package loads only when a command needs it
     from ..crawler.store import DocumentStore
+    from .rerank import Reranker
 
 DEPTH = 100
 METHODS = ("tfidf", "bm25", "dense", "hybrid")
@@ -71,11 +73,13 @@ def default_methods(index) -> list[str]:
 
 def compare(index, store: DocumentStore, query: str, *, methods: Sequence[str], k: int = K,
             per_doc: int = PER_DOC, depth: int = DEPTH, include: Sequence[int] = (),
-            fusion: FusionSettings | None = None) -> Comparison:
+            fusion: FusionSettings | None = None,
+            rerank: Reranker | None = None) -> Comparison:
     """Rank `query` with every method to `depth`, keep each top k, align the hits by chunk.
 
     Chunks in `include` (e.g. the golden passage's) get a row even when no top k holds them.
-    `fusion`: hybrid's settings (default: the build's).
+    `fusion`: hybrid's settings (default: the build's). `rerank`: a column METHOD+rerank
+    after each method's, its top `rerank.top` re-scored by the re-ranker.
     """
     depth = max(depth, k)
     methods = list(dict.fromkeys(methods))  # a method named twice is one column
@@ -86,6 +90,10 @@ def compare(index, store: DocumentStore, query: str, *, methods: Sequence[str], 
         urls = _url_lookup(index, ranked)
         ranked = {m: collapse(ids, s, [urls[int(i)] for i in ids], per_doc)
                   for m, (ids, s) in ranked.items()}
+    if rerank is not None:
+        for method in list(methods):
+            ranked[method + SUFFIX] = _reranked(index, store, query, ranked[method], rerank)
+        methods += [m + SUFFIX for m in methods]
     columns = {m: hits_for(index, store, ranked[m][0][:k], ranked[m][1][:k], m)
                for m in methods}
     shown = {h.chunk_id for hits in columns.values() for h in hits}
@@ -94,6 +102,15 @@ def compare(index, store: DocumentStore, query: str, *, methods: Sequence[str], 
                           "") if extra else []
     return Comparison(query, tuple(methods), k, per_doc, depth, columns,
                       _rows(columns, {m: ranked[m] for m in methods}, extra_hits), notes)
+
+
+def _reranked(index, store, query: str, ranking, rerank: Reranker):
+    """A ranking's top `rerank.top` re-scored by the re-ranker: (ids, scores)."""
+    ids, scores = ranking
+    hits = hits_for(index, store, ids[:rerank.top], scores[:rerank.top], "")
+    hits = rerank(query, hits, rerank.top) if hits else []
+    return (np.array([h.chunk_id for h in hits], np.int64),
+            np.array([h.score for h in hits], np.float64))
 
 
 def _rankings(index, query: str, methods: Sequence[str], depth: int, fusion):

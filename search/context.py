@@ -25,6 +25,7 @@ from .sentences import SENTENCE_REACH, sentences, widen
 
 if TYPE_CHECKING:  # the crawler package loads only when a command needs it
     from ..crawler.store import DocumentStore as Store
+    from .rerank import Reranker
 
 MAX_CHARS = 6000  # characters of passage text in one context
 PER_DOC = 2  # windows of one document at most, unless no other document passes the floor
@@ -101,6 +102,7 @@ class Context:
     reason: str = ""  # why nothing was found, when the index could say
     max_chars: int = MAX_CHARS
     top: float | None = None  # the best score when the hits are not carried (busca serve's 409)
+    rerank: str = ""  # the re-ranker (KIND:MODEL) whose scores the passages carry, if any
 
     @property
     def answered(self) -> bool:
@@ -129,29 +131,35 @@ class Context:
         passages = tuple(_passage_of(p, data["method"]) for p in data["passages"])
         hits = tuple(h for p in passages for h in p.hits)
         return cls(data["question"], data["method"], data["floor"], hits, passages,
-                   max_chars=data["max_chars"])
+                   max_chars=data["max_chars"], rerank=str(data.get("rerank") or ""))
 
 
 def build_context(index, store: Store, question: str, *, method: str = "tfidf",
                   k: int = K, max_chars: int = MAX_CHARS, min_score: float | None = None,
                   fusion: FusionSettings | None = None, per_doc: int = PER_DOC,
-                  allowed=None) -> Context:
+                  rerank: Reranker | None = None, allowed=None) -> Context:
     """Rank (at most `per_doc` windows per document while other documents pass the floor;
     only the chunks of the mask `allowed` when given), apply the floor (`min_score`, else
-    the calibrated one), merge and fit passages."""
+    the calibrated one), re-rank the survivors (with `rerank`: its top k), merge and fit
+    passages."""
     floor = check_floor(min_score) if min_score is not None else floor_of(index, method)
     try:
-        hits = search_per_doc(index, store, question, method=method, k=k, per_doc=per_doc,
+        hits = search_per_doc(index, store, question, method=method,
+                              k=rerank.depth(k) if rerank else k, per_doc=per_doc,
                               backfill=True, floor=floor, fusion=fusion, allowed=allowed)
     except NoSearchableTerms as e:
         return Context(question, method, floor, (), reason=str(e), max_chars=max_chars)
     refused = refusal(index, question, method, min_score)
     if refused is not None:
         return Context(question, method, floor, (), reason=refused.reason, max_chars=max_chars)
-    passages = merge_hits([h for h in hits if floor is None or h.score >= floor], store)
+    passing = [h for h in hits if floor is None or h.score >= floor]
+    if rerank and passing:
+        hits = passing = rerank(question, passing, k)
+    passages = merge_hits(passing, store)
     if passages:
         passages = fit(passages, max_chars)
-    return Context(question, method, floor, tuple(hits), tuple(passages), max_chars=max_chars)
+    return Context(question, method, floor, tuple(hits), tuple(passages), max_chars=max_chars,
+                   rerank=rerank.label if rerank else "")
 
 
 def merge_hits(hits: list[Hit], store: Store, *,
@@ -300,6 +308,7 @@ def context_dict(context: Context, *, prompt: str | None = None) -> dict:
         "chars": sum(len(s.text) for p in context.passages for s in p.spans),
         "passages": [_passage_dict(p) for p in context.passages],
         "prompt": prompt,
+        **({"rerank": context.rerank} if context.rerank else {}),
     }
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import BuscaError
-from ..index.encoders import DENSE_SHARE, DENSE_SHARES
+from ..index.encoders import DENSE_SHARE, DENSE_SHARES, GROUPED_SHARES
 from ..index.lexical import NoSearchableTerms, top_k
 
 METHOD = "hybrid"
@@ -241,8 +241,11 @@ def describe_default() -> str:
             f" ({shares}, others {DENSE_SHARE:g}); rrf: {lexical}=1,dense=1")
 
 
-def share_of(encoder: str | None) -> float:
-    """The dense share measured for `encoder` (index/encoders.py DENSE_SHARES), else 0.5."""
+def share_of(encoder: str | None, *, grouped: bool = False) -> float:
+    """The dense share measured for `encoder` (index/encoders.py DENSE_SHARES, or
+    GROUPED_SHARES when its windows score by their best sentence group), else 0.5."""
+    if grouped and (encoder or "") in GROUPED_SHARES:
+        return float(GROUPED_SHARES[encoder])
     return float(DENSE_SHARES.get(encoder or "", DENSE_SHARE))
 
 

@@ -53,9 +53,13 @@ def describe_fusion(index, settings: FusionSettings, method: str = "hybrid") -> 
 
 
 def dense_share(index, dense: str = "dense") -> float:
-    """The share measured for the encoder that made the `dense` (or `dense:NAME`) vectors."""
+    """The dense share of the default weighted fusion: the one `busca eval --tune-fusion
+    --save` stored for this model on the user's golden set, else the one measured for the
+    encoder that made the `dense` (or `dense:NAME`) vectors (with or without sentence groups)."""
     entry = index.manifest.entry(resolve(index.manifest.methods, dense))
-    return share_of(entry.get("encoder"))
+    if entry.get("share") is not None:
+        return float(entry["share"])
+    return share_of(entry.get("encoder"), grouped=bool(entry.get("groups")))
 
 
 def method_settings(index, method: str) -> dict:

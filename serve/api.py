@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse
 from .. import index as indexing
 from .. import search as searching
 from ..crawler import Document
-from . import params
+from . import openapi, params
 from .engine import Engine
 from .errors import BadParameter, HttpError
 
@@ -35,24 +35,22 @@ def search(request: Request) -> JSONResponse:
     """GET /api/search?q=&method=&k=&min_score=&per_doc=&log=&fusion=&window=&rrf_k=&weights=
     &filter= (repeatable)"""
     engine, args = _engine(request), request.query_params
-    query = params.question(args.get("q"))
+    query = params.Q.read(args.get("q"))
     spec = params.search_spec(args, engine.methods())
-    log_query = params.flag(args.get("log"), "log")
+    log_query = params.LOG.read(args.get("log"))
+    rerank = params.RERANK.read(args.get("rerank"))
     started = time.perf_counter()
-    result = engine.search(query, spec, log_query=log_query)
+    result = engine.search(query, spec, log_query=log_query, rerank=rerank)
     return JSONResponse(result.to_json(took_ms=_ms(started)))
 
 
 def compare(request: Request) -> JSONResponse:
     """GET /api/compare?q=&methods=tfidf,bm25,dense,hybrid&k=&per_doc="""
     engine, args = _engine(request), request.query_params
-    query = params.question(args.get("q"))
-    methods = params.methods(args.get("methods"), engine.methods())
-    k = params.integer(args.get("k"), "k", default=params.K, low=1, high=params.MAX_K)
-    per_doc = params.integer(args.get("per_doc"), "per_doc", default=0, low=0,
-                             high=params.MAX_PER_DOC)
+    values = params.read(params.COMPARE, args, engine.methods())
     started = time.perf_counter()
-    comparison, build = engine.compare(query, methods=methods, k=k, per_doc=per_doc)
+    comparison, build = engine.compare(values["q"], methods=values["methods"], k=values["k"],
+                                       per_doc=values["per_doc"], rerank=values["rerank"])
     data = searching.comparison_dict(comparison)
     by_id = {row["chunk_id"]: row for row in data["rows"]}
     data["columns"] = {m: [{**hit_json(h), "ranks": by_id[h.chunk_id]["ranks"],
@@ -61,33 +59,22 @@ def compare(request: Request) -> JSONResponse:
     return JSONResponse({**data, "build": build, "took_ms": _ms(started)})
 
 
-CONTEXT_FIELDS = {"q", "k", "lang", "max_chars", "method", "min_score", "per_doc", "log",
-                  "filter"}
-
-
 async def context(request: Request) -> JSONResponse:
     """POST /api/context {"q", "k", "lang", "max_chars", "method", "min_score", "per_doc",
     "log", "filter": ["category=Python", …]}"""
     data = await _json_object(request)
-    params.only(data, CONTEXT_FIELDS, "the context request")
+    params.only(data, {f.name for f in params.CONTEXT}, "the context request")
     engine = _engine(request)
-    question = params.question(data.get("q"))
-    method = params.method(data.get("method"), await _threaded(engine.methods))
-    k = params.integer(data.get("k"), "k", default=params.K, low=1, high=params.MAX_K)
-    lang = params.choice(data.get("lang"), "lang", searching.LANGS, "pt")
-    max_chars = params.integer(data.get("max_chars"), "max_chars",
-                               default=searching.MAX_CHARS, low=1, high=params.MAX_CHARS)
-    min_score = params.number(data.get("min_score"), "min_score")
-    per_doc = params.integer(data.get("per_doc"), "per_doc", default=searching.CONTEXT_PER_DOC,
-                             low=0, high=params.MAX_PER_DOC)
-    log_query = params.flag(data.get("log"), "log")
-    filters = params.filters(data)
-    found, build = await _threaded(lambda: engine.context(
-        question, method=method, k=k, max_chars=max_chars, min_score=min_score,
-        per_doc=per_doc, log_query=log_query, filters=filters))
+    values = params.read(params.CONTEXT, data, await _threaded(engine.methods))
+    question, method, lang = values.pop("q"), values["method"], values.pop("lang")
+    log_query, rerank = values.pop("log"), values.pop("rerank")
+    filters = values.pop("filter")
+    found, build = await _threaded(lambda: engine.context(question, log_query=log_query,
+                                                          rerank=rerank, filters=filters,
+                                                          **values))
     if not found.answered:
         # best and note: what `busca context` says when it reuses this server
-        return JSONResponse({"answer": None, "reason": _not_found(found), "question": question,
+        return JSONResponse({"answer": None, "reason": not_found(found), "question": question,
                              "method": method, "floor": found.floor,
                              "best": found.best,
                              "note": found.reason, "build": build,
@@ -96,7 +83,8 @@ async def context(request: Request) -> JSONResponse:
     return JSONResponse({**searching.context_dict(found, prompt=prompt), "build": build})
 
 
-def _not_found(found: searching.Context) -> str:
+def not_found(found: searching.Context) -> str:
+    """Why a context found nothing, with the fix (busca serve's 409, busca mcp's message)."""
     if found.reason:
         return found.reason
     if found.best is not None and found.floor is not None:
@@ -138,7 +126,9 @@ def healthz(request: Request) -> JSONResponse:
                          "methods": searching.available_methods(live.index)})
 
 
-DOCUMENT_FIELDS = {"url", "title", "text", "modified"}
+def openapi_document(request: Request) -> JSONResponse:
+    """GET /openapi.json: the OpenAPI 3.1 document of this server's routes."""
+    return JSONResponse(openapi.document(writable=request.app.state.writable))
 
 
 async def add_documents(request: Request) -> JSONResponse:
@@ -160,7 +150,7 @@ def _document(item: object, n: int) -> Document:
     where = f"document {n}"
     if not isinstance(item, dict):
         raise BadParameter(f"{where} must be an object with url, title and text")
-    params.only(item, DOCUMENT_FIELDS, where)
+    params.only(item, {f.name for f in params.DOCUMENT}, where)
     for key in ("url", "text"):
         if not isinstance(item.get(key), str) or not item[key].strip():
             raise BadParameter(f"{where}: {key} must be a non-empty string")
@@ -176,14 +166,11 @@ def _document(item: object, n: int) -> Document:
 async def rebuild(request: Request) -> JSONResponse:
     """POST /api/index {"size", "overlap"} (token only): rebuild and swap in the index."""
     data = await _json_object(request, empty_ok=True)
-    params.only(data, {"size", "overlap"}, "the index request")
-    size = params.integer(data.get("size"), "size", default=0, low=1, high=100_000) or None
-    overlap = data.get("overlap")
-    if overlap is not None:
-        overlap = params.integer(overlap, "overlap", default=0, low=0, high=99_999)
+    params.only(data, {f.name for f in params.INDEX}, "the index request")
+    values = params.read(params.INDEX, data)
     engine = _engine(request)
     started = time.perf_counter()
-    manifest = await _threaded(lambda: engine.rebuild(size=size, overlap=overlap))
+    manifest = await _threaded(lambda: engine.rebuild(**values))
     return JSONResponse({key: manifest[key] for key in
                          ("build", "documents", "words", "chunks", "rechunked_documents",
                           "chunker")} | {"methods": list(manifest["methods"]),

@@ -96,6 +96,7 @@ def create_app(engine: Engine, *, token: str | None = None, runs: Path | None = 
         Route("/eval", guarded(evalpage.eval_page)),
         Route("/static/{name}", guarded(assets.asset)),
         Route("/healthz", guarded(api.healthz)),
+        Route("/openapi.json", guarded(api.openapi_document)),
         Route("/api/search", guarded(api.search)),
         Route("/api/compare", guarded(api.compare)),
         Route("/api/context", guarded(api.context), methods=["POST"]),

@@ -46,7 +46,7 @@ def search(record: Record, query: str, spec: SearchSpec, *, build: str,
     """GET /api/search: the hits after the floor, and the note when no word of the question
     is in the index (`busca search` prints it and exits 3)."""
     params = {"q": query, "method": spec.method, "k": spec.k, "per_doc": spec.per_doc,
-              "log": int(spec.log)}
+              "log": int(spec.log), "rerank": int(spec.rerank is not None)}
     if spec.min_score is not None:
         params["min_score"] = repr(float(spec.min_score))
     if is_hybrid(spec.method):
@@ -58,8 +58,15 @@ def search(record: Record, query: str, spec: SearchSpec, *, build: str,
     if status != 200:
         raise NotServed(_note(record, status, data))
     _same_build(record, data, build)
+    _same_rerank(data, spec)
     with _readable(record):
         return Result.from_json(data)
+
+
+def _same_rerank(data: dict, spec: SearchSpec) -> None:
+    """A server that re-ranks answers only a search that asks for its re-ranker."""
+    if (data.get("rerank") or None) != (spec.rerank.label if spec.rerank else None):
+        raise NotServed()
 
 
 def context(record: Record, question: str, spec: ContextSpec, *, build: str,
@@ -67,7 +74,7 @@ def context(record: Record, question: str, spec: ContextSpec, *, build: str,
     """POST /api/context: the Context `busca context` would build (its prompt is rendered
     by the caller, so --template and --lang apply as usual)."""
     body = {"q": question, "method": spec.method, "k": spec.k, "max_chars": spec.max_chars,
-            "per_doc": spec.per_doc, "log": spec.log}
+            "per_doc": spec.per_doc, "log": spec.log, "rerank": spec.rerank is not None}
     if spec.filters:
         body["filter"] = [str(f) for f in spec.filters]
     if spec.min_score is not None:
@@ -82,6 +89,7 @@ def context(record: Record, question: str, spec: ContextSpec, *, build: str,
     if status != 200:
         raise NotServed(_note(record, status, data))
     _same_build(record, data, build)
+    _same_rerank(data, spec)
     with _readable(record):
         return Context.from_json(data)
 

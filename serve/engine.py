@@ -22,7 +22,8 @@ from typing import TypeVar
 from .. import index as indexing
 from .. import search as searching
 from ..corpus import (WARM_UP, ContextSpec, Corpus, Result, SearchSpec, context_build,
-                      prepare, search_build)
+                      prepare, reranker, search_build)
+from ..index.rerank_api import RerankError, RerankSettings
 from ..crawler import Document
 from ..index.chunking import chunker_label
 from .errors import BuildRunning
@@ -50,9 +51,11 @@ class Live:
 class Engine:
     """Answers queries on the live build of `location`; safe to call from many threads."""
 
-    def __init__(self, location, *, log_queries: bool = True, embed: dict | None = None):
+    def __init__(self, location, *, log_queries: bool = True, embed: dict | None = None,
+                 rerank: RerankSettings | None = None):
         self.location = location
         self.embed = dict(embed or {})  # openai:MODEL server settings (busca serve --embed-*)
+        self.rerank = rerank  # the re-ranking stage (busca serve --rerank), if any
         self.log_queries = log_queries
         self._live: Live | None = None
         self._swap = threading.Lock()
@@ -135,11 +138,14 @@ class Engine:
 
     # --- queries ---------------------------------------------------------------------
     def search(self, query: str, spec: SearchSpec | None = None, /, *,
-               log_query: bool | None = None, **options) -> Result:
+               log_query: bool | None = None, rerank: bool | None = None,
+               **options) -> Result:
         """Hits as `busca search --json` prints them (the same use case); options as
         `Corpus.search`; `log_query`: record the question in the query log (None: as the
-        server was started, --no-log or not)."""
-        spec = replace(spec or SearchSpec(), **options, log=self._logs(log_query))
+        server was started, --no-log or not); `rerank`: re-rank (None: when started with
+        --rerank)."""
+        spec = replace(spec or SearchSpec(), **options, log=self._logs(log_query),
+                       rerank=self.reranking(rerank))
 
         def work(live: Live) -> Result:
             searching.scorer(live.index, spec.method, spec.fusion_settings(spec.min_score))
@@ -147,20 +153,27 @@ class Engine:
 
         return self.run(work)
 
-    def compare(self, query: str, *, methods: list[str] | None, k: int, per_doc: int = 0):
-        """The methods side by side (search.compare) and the build it ran on."""
+    def compare(self, query: str, *, methods: list[str] | None, k: int, per_doc: int = 0,
+                rerank: bool | None = None):
+        """The methods side by side (search.compare) and the build it ran on (`rerank` as
+        in `search`: a METHOD+rerank column after each method)."""
+        settings = self.reranking(rerank)
+
         def work(live: Live):
             chosen = methods or searching.default_methods(live.index)
             return searching.compare_methods(live.index, self.home(), query, methods=chosen,
-                                             k=k, per_doc=per_doc), live.build
+                                             k=k, per_doc=per_doc,
+                                             rerank=reranker(settings)), live.build
 
         return self.run(work)
 
     def context(self, question: str, spec: ContextSpec | None = None, /, *,
-                log_query: bool | None = None, **options) -> tuple[searching.Context, str]:
+                log_query: bool | None = None, rerank: bool | None = None,
+                **options) -> tuple[searching.Context, str]:
         """What `busca context` finds, a search.Context, and the build it ran on (options
-        as `Corpus.context`, `log_query` as in `search`)."""
-        spec = replace(spec or ContextSpec(), **options, log=self._logs(log_query))
+        as `Corpus.context`, `log_query` and `rerank` as in `search`)."""
+        spec = replace(spec or ContextSpec(), **options, log=self._logs(log_query),
+                       rerank=self.reranking(rerank))
 
         def work(live: Live):
             searching.scorer(live.index, spec.method, spec.fusion_settings(spec.min_score))
@@ -209,6 +222,13 @@ class Engine:
             text = doc.text[row.start:row.end] if doc is not None and row is not None else None
             out[item] = (doc.title if doc is not None else url, url, text)
         return out
+
+    def reranking(self, wanted: bool | None) -> RerankSettings | None:
+        """The re-ranking settings of a request: the server's unless it asks for none."""
+        if wanted and self.rerank is None:
+            raise RerankError("this busca serve re-ranks nothing: start it with --rerank"
+                              " KIND:MODEL --rerank-url URL, or drop rerank")
+        return self.rerank if wanted is not False else None
 
     def _logs(self, wanted: bool | None) -> bool:
         return self.log_queries if wanted is None else wanted

@@ -1,18 +1,22 @@
 """Request parameters: read, checked against their caps, or BadParameter naming the fix.
 
 Caps (module constants, documented in docs/serve.md): a question of at most MAX_QUERY
-characters, k at most MAX_K, at most MAX_DOCUMENTS documents per POST.
+characters, k at most MAX_K, at most MAX_DOCUMENTS documents per POST. Each endpoint's
+parameters are declared once, as `Field`s (SEARCH, COMPARE, CONTEXT, INDEX, DOCUMENT): the
+API reads requests with them and serve/openapi.py writes their JSON schemas from them.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from ..corpus import SearchSpec
 from ..index.dense_models import is_hybrid
 from ..search.fusion import (FUSION, FUSIONS, RRF_K, WINDOW, FusionError, FusionSettings,
                              check_settings, parse_weights)
+from ..search.context import LANGS, MAX_CHARS as CONTEXT_CHARS, PER_DOC as CONTEXT_PER_DOC
 from ..search.filters import BadFilter, parse_filters
 from .errors import BadParameter
 
@@ -27,28 +31,128 @@ K = 3
 METHOD = "tfidf"  # as `busca search`
 
 
+@dataclass(frozen=True)
+class Field:
+    """One request parameter: how it is read and checked, and what its schema says."""
+
+    name: str
+    kind: str  # question, integer, number, flag, method, methods, choice, weights, string,
+    #            filters (repeatable)
+    doc: str
+    default: object = None
+    low: int | None = None
+    high: int | None = None
+    choices: tuple[str, ...] = ()
+    required: bool = False
+
+    def read(self, raw: object, known: Sequence[str] = ()) -> object:
+        """The checked value of `raw` (the default when absent), or BadParameter."""
+        kind = self.kind
+        if kind == "question":
+            return question(raw, self.name)
+        if kind == "integer":
+            return integer(raw, self.name, default=self.default, low=self.low, high=self.high)
+        if kind == "number":
+            value = number(raw, self.name)
+            return self.default if value is None else value
+        if kind == "method":
+            return method(raw, list(known), default=self.default)
+        if kind == "methods":
+            return methods(raw, list(known))
+        if kind == "choice":
+            return choice(raw, self.name, self.choices, self.default)
+        if kind == "weights":
+            return weights(raw)
+        if kind == "filters":
+            return filters(raw)
+        return flag(raw, self.name)  # "flag"
+
+    def schema(self) -> dict:
+        """Its JSON schema (a query string's values are these types, written as text)."""
+        out: dict = {"description": self.doc}
+        out.update(_SCHEMAS.get(self.kind, {"type": "string"}))
+        if self.kind == "integer":
+            out.update(minimum=self.low, maximum=self.high)
+        if self.kind == "question":
+            out.update(minLength=1, maxLength=MAX_QUERY)
+        if self.choices:
+            out["enum"] = list(self.choices)
+        if self.default is not None:
+            out["default"] = self.default
+        return out
+
+
+_SCHEMAS = {"filters": {"type": "array", "items": {"type": "string"}},
+            "integer": {"type": "integer"}, "number": {"type": "number"},
+            "flag": {"type": "boolean"}, "question": {"type": "string"}}
+
+
+def read(fields: Sequence[Field], data: Mapping, known: Sequence[str] = ()) -> dict:
+    """Every field's checked value, by name, in the order the fields are declared."""
+    return {f.name: f.read(raw(data, f), known) for f in fields}
+
+
+def raw(data: Mapping, field: Field) -> object:
+    """A field's raw value: every value of a repeatable one (`filter=` of a query string)."""
+    if field.kind == "filters" and hasattr(data, "getlist"):
+        return data.getlist(field.name)
+    return data.get(field.name)
+
+
+Q = Field("q", "question", "The question.", required=True)
+K_FIELD = Field("k", "integer", "How many hits.", K, 1, MAX_K)
+METHOD_FIELD = Field("method", "method", "A method this index has (GET /api/stats lists"
+                     " them).", METHOD)
+MIN_SCORE = Field("min_score", "number", "The floor (default: the method's calibrated one).")
+PER_DOC_FIELD = Field("per_doc", "integer", "At most N windows of one document (0: no limit).",
+                      0, 0, MAX_PER_DOC)
+LOG = Field("log", "flag", "Record the question in the query log (default: as the server"
+            " was started).")
+SPEC = (METHOD_FIELD, K_FIELD, MIN_SCORE, PER_DOC_FIELD,
+        Field("fusion", "choice", "hybrid: how the scores are fused.", FUSION,
+              choices=FUSIONS),
+        Field("window", "integer", "hybrid: top hits of each method that are fused.", WINDOW,
+              1, MAX_WINDOW),
+        Field("rrf_k", "number", "hybrid: the RRF constant k.", RRF_K),
+        Field("weights", "weights", "hybrid: methods and weights, e.g. bm25=1,dense=0.5."))
+RERANK = Field("rerank", "flag", "Re-score the top hits with the server's re-ranker (default:"
+               " on when busca serve runs with --rerank; true without it is a 400).")
+FILTER = Field("filter", "filters", "Rank only documents that match: FIELD=a,b (one of), !=,"
+               " >=, <=, ^= (prefix); repeatable, all must hold (docs/filters.md).")
+SEARCH = (Q, *SPEC, LOG, RERANK, FILTER)
+COMPARE = (Q, Field("methods", "methods", "Comma-separated methods (default: tfidf, bm25,"
+                    " dense, hybrid, those the index has)."), K_FIELD, PER_DOC_FIELD, RERANK)
+CONTEXT = (Q, K_FIELD, Field("lang", "choice", "Language of the instruction.", "pt",
+                             choices=LANGS),
+           Field("max_chars", "integer", "Characters of passage text at most.", CONTEXT_CHARS,
+                 1, MAX_CHARS),
+           METHOD_FIELD, MIN_SCORE,
+           Field("per_doc", "integer", "At most N windows of one document while other"
+                 " documents pass the floor (0: no limit).", CONTEXT_PER_DOC, 0, MAX_PER_DOC),
+           LOG, RERANK, FILTER)
+INDEX = (Field("size", "integer", "Words per window (default: the build's).", None, 1,
+               100_000),
+         Field("overlap", "integer", "Words shared by consecutive windows (default: the"
+               " build's).", None, 0, 99_999))
+DOCUMENT = (Field("url", "string", "The document's URL (its id).", required=True),
+            Field("title", "string", "Its title (default: the URL)."),
+            Field("text", "string", "Its text.", required=True),
+            Field("modified", "string", "When it last changed (ISO 8601)."))
+
+
 def search_spec(args: Mapping, known: list[str]) -> SearchSpec:
     """The options of GET /api/search, those of `busca search` (hybrid's fusion included)."""
-    chosen = method(args.get("method"), known)
+    chosen = METHOD_FIELD.read(args.get("method"), known)
     given = [name for name in FUSION_FIELDS if args.get(name) not in (None, "")]
     if given and not is_hybrid(chosen):
         raise BadParameter(f"{', '.join(given)} only apply to method hybrid (this search uses"
                            f" {chosen}); drop them or add method=hybrid")
-    rrf_k = number(args.get("rrf_k"), "rrf_k")
-    return SearchSpec(
-        method=chosen, k=integer(args.get("k"), "k", default=K, low=1, high=MAX_K),
-        min_score=number(args.get("min_score"), "min_score"),
-        per_doc=integer(args.get("per_doc"), "per_doc", default=0, low=0, high=MAX_PER_DOC),
-        fusion=choice(args.get("fusion"), "fusion", FUSIONS, FUSION),
-        window=integer(args.get("window"), "window", default=WINDOW, low=1, high=MAX_WINDOW),
-        rrf_k=RRF_K if rrf_k is None else rrf_k, weights=weights(args.get("weights")),
-        filters=filters(args))
+    return SearchSpec(**read(SPEC, args, known), filters=FILTER.read(raw(args, FILTER)))
 
 
-def filters(args: Mapping) -> tuple:
-    """The `filter=` parameters (repeatable: FIELD=a,b, !=, >=, <=, ^=), parsed once."""
-    raw = args.getlist("filter") if hasattr(args, "getlist") else args.get("filter") or []
-    texts = [raw] if isinstance(raw, str) else raw
+def filters(raw: object) -> tuple:
+    """The `filter` parameters (FIELD=a,b, !=, >=, <=, ^=; a text or a list), parsed once."""
+    texts = [] if raw is None else [raw] if isinstance(raw, str) else raw
     if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
         raise BadParameter('filter must be a text or a list of texts, e.g. ["category=Python"]')
     try:

@@ -78,11 +78,12 @@ def url_of(sock: socket.socket) -> str:
 def serve(home: str | Path, *, host: str = HOST, port: int = PORT, token: str | None = None,
           runs: str | Path | None = None, log_queries: bool = True, access_log: bool = True,
           embed: dict | None = None, allow_hosts: tuple[str, ...] = (),
-          announce: Callable[[str], None] = print) -> None:
+          announce: Callable[[str], None] = print, rerank=None) -> None:
     """Serve `home` until SIGTERM or SIGINT (`embed`: openai:MODEL server settings;
-    `allow_hosts`: Host names answered besides loopback's). While it runs,
-    `<home>/serve.json` tells `busca search` and `busca context` where to ask."""
-    engine = Engine(home, log_queries=log_queries, embed=embed)
+    `allow_hosts`: Host names answered besides loopback's; `rerank`: the re-ranking stage of
+    every search and context). While it runs, `<home>/serve.json` tells `busca search` and
+    `busca context` where to ask."""
+    engine = Engine(home, log_queries=log_queries, embed=embed, rerank=rerank)
     app = create_app(engine, token=token, runs=Path(runs) if runs else None, host=host,
                      allow_hosts=allow_hosts)
     sock = bind(host, port)

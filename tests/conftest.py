@@ -17,6 +17,10 @@ REPO = Path(__file__).resolve().parent.parent
 # then ask it: tests that compare the CLI with the server need the CLI's own answer. The tests
 # of that reuse (test_cli_reuse.py) remove this for themselves.
 os.environ["BUSCA_NO_SERVE"] = "1"
+# The compiled kernels load at first use, waiting (a user's process loads them in the
+# background and answers on the numpy path meanwhile: tests/test_index_compiled.py): the
+# tests reach the compiled paths at once. BUSCA_NUMBA=0 set by a test still turns them off.
+os.environ.setdefault("BUSCA_NUMBA_LOAD", "wait")
 FIXTURES = REPO / "fixtures"
 
 
@@ -63,6 +67,17 @@ def served_home(tmp_path_factory) -> Path:
                   "--run-out", str(home / "runs" / "fixture.json")]):
         result = runner.invoke(cli, ["--home", str(home), *args], catch_exceptions=False,
                                obj={})
+        assert result.exit_code == 0, result.output
+    return home
+
+
+@pytest.fixture(scope="session")
+def lexical_home(tmp_path_factory) -> Path:
+    """The bundled fixture corpus indexed with tfidf and bm25 only (fast; read-only)."""
+    home = tmp_path_factory.mktemp("lexical") / "home"
+    for args in (["add", str(FIXTURES / "site" / "articles.jsonl")],
+                 ["index", "-q", "--methods", "tfidf,bm25"]):
+        result = CliRunner().invoke(cli, ["--home", str(home), *args], obj={})
         assert result.exit_code == 0, result.output
     return home
 

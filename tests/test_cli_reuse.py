@@ -168,7 +168,9 @@ def test_the_question_is_logged_once_as_in_process(server, reused_home):
     assert logged[-4] == logged[-3] and logged[-2] == logged[-1]
     assert logged[-4]["command"] == "search" and logged[-2]["command"] == "context"
     assert len(logged[-4]["scores"]) == 3 and not logged[-4]["answered"]
-    assert invoke(reused_home, "search", PARAPHRASE_Q, "--method", "dense", "--no-log")[0] == 0
+    # (the lexical question: after the calibration above, dense's stored answerability
+    # model may refuse the paraphrase, issue 30)
+    assert invoke(reused_home, "search", LEXICAL_Q, "--method", "dense", "--no-log")[0] == 0
     assert len(rows()) == before + 4
 
 

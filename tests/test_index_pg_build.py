@@ -91,6 +91,7 @@ def test_incremental_rebuild_rechunks_and_reencodes_only_changed_documents(pg_ho
     first = json.loads(busca(pg_home, "index", "--quiet", "--dense", "fake") and
                        busca(pg_home, "stats", "--json"))
     assert first["methods"]["dense"]["reused"] == 0
+    assert first["methods"]["dense"].get("groups") is None  # pgvector: window vectors only
     with open_home(pg_home) as home:
         doc = next(iter(home.documents()))
         home.put(Document(doc.url, doc.title, doc.text + " Uma frase nova no fim do texto.",
@@ -126,7 +127,9 @@ def test_dense_hnsw_top10_close_to_exact_and_exact_matches_local(
     local = tmp_path / "home"
     for home in (local, url):
         busca(home, "add", str(docs))
-        busca(home, "index", "--quiet", "--methods", "bm25", "--dense", "fake")
+        # window vectors on both sides: a PostgreSQL home stores no sentence groups
+        busca(home, "index", "--quiet", "--methods", "bm25", "--dense", "fake",
+              "--dense-groups", "0")
     found, wanted = 0, 0
     with open_home(local) as a, open_home(url) as b, open_home(url + "&dense=exact") as c:
         local_dense = a.current().ranker("dense")

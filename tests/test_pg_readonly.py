@@ -181,3 +181,38 @@ def test_a_read_command_on_a_missing_corpus_creates_nothing(homes):
         assert 'crawl or add documents into it and run "busca index"' in message
     assert _scalar(homes.admin, "SELECT count(*) FROM pg_namespace WHERE nspname = %s",
                    typo) == 0
+
+
+def test_a_role_set_read_only_searches_without_logging_and_writes_nothing(homes, tmp_path):
+    """The read-only transaction on its own: a role with every privilege a writer has (the
+    corpus's tables, the query log, CREATE on the schema) but `ALTER ROLE … SET
+    default_transaction_read_only = on` — no URL option — answers as the owner, logs nothing
+    (said on stderr) and is refused writes in one line."""
+    import psycopg
+
+    role = f"rorole_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(homes.admin, autocommit=True) as db:
+        db.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{PASSWORD}'")
+        db.execute(f"GRANT USAGE, CREATE ON SCHEMA {homes.schema} TO {role}")
+        db.execute(f"GRANT ALL ON ALL TABLES IN SCHEMA {homes.schema} TO {role}")
+        db.execute(f"GRANT ALL ON ALL SEQUENCES IN SCHEMA {homes.schema} TO {role}")
+        db.execute(f"ALTER ROLE {role} SET default_transaction_read_only = on")
+    home = _with(_as_role(homes.admin, role), f"corpus={homes.schema}")
+    note = tmp_path / "nota.md"
+    note.write_text("# Nota\n\nTexto.", encoding="utf-8")
+    try:
+        logged = _scalar(homes.admin, f"SELECT count(*) FROM {homes.schema}.queries")
+        owner = invoke("--home", homes.owner, *READS["search bm25"])
+        logged += 1
+        searched = invoke("--home", home, *READS["search bm25"])
+        assert searched.exit_code == 0 and searched.stdout == owner.stdout
+        assert "did not log this question" in searched.stderr
+        assert _scalar(homes.admin, f"SELECT count(*) FROM {homes.schema}.queries") == logged
+        for args in (["add", str(note)], ["log", "off"]):
+            message = _one_line_error(invoke("--home", home, *args))
+            assert "is read-only" in message and "point them at the primary" in message
+        assert _scalar(homes.admin, f"SELECT count(*) FROM {homes.schema}.documents") == 39
+    finally:
+        with psycopg.connect(homes.admin, autocommit=True) as db:
+            db.execute(f"DROP OWNED BY {role}")
+            db.execute(f"DROP ROLE {role}")

@@ -17,6 +17,7 @@ from busca.search.eval.judge import chunk_table, judge, outcome_of
 from busca.search.fusion import FusionError
 from busca.search.eval.golden import load_golden
 from busca.search.eval.metrics import parse_metric, value
+from busca.search.scorers import dense_share
 from busca.index import LocalHome
 
 GOLDEN = [
@@ -97,7 +98,8 @@ def test_tuning_needs_one_lexical_method_and_dense(setup):
                            components=["tfidf", "hybrid", "dense"])
 
 
-def test_cli_tune_fusion_reports_best_default_and_warning(run, tmp_path, monkeypatch):
+def _cli_home(run, tmp_path, monkeypatch):
+    """A CLI home of DOCS indexed with tfidf and the fake encoder; the golden file."""
     monkeypatch.setitem(encoders.ENCODERS, "fake",
                         lambda *, threads=1: FakeEncoder(synonyms=SYNONYMS))
     docs = [{"url": u, "title": t, "text": x} for u, t, x in DOCS]
@@ -105,6 +107,11 @@ def test_cli_tune_fusion_reports_best_default_and_warning(run, tmp_path, monkeyp
     run("index", "-q", "--methods", "tfidf", "--dense", "fake")
     golden = tmp_path / "golden.json"
     golden.write_text(json.dumps(GOLDEN, ensure_ascii=False), encoding="utf-8")
+    return golden
+
+
+def test_cli_tune_fusion_reports_best_default_and_warning(run, tmp_path, monkeypatch):
+    golden = _cli_home(run, tmp_path, monkeypatch)
     result = run("eval", str(golden), "--tune-fusion", "-q")
     assert result.exit_code == 0
     assert "default" in result.stdout and "tipo=parafrase" in result.stdout
@@ -125,3 +132,49 @@ def test_every_setting_is_named_by_its_own_fusion(setup):
     for trial in result.trials:
         assert trial.name.startswith(trial.settings.fusion)
     assert "zscore (tfidf=0.5, dense=0.5)" in names
+
+
+def test_the_chosen_share_is_stored_only_when_it_wins_and_search_uses_it(setup):
+    index, store, golden = setup
+    result = tuning.tune_fusion(golden, index, store, metric=parse_metric("recall@1"))
+    choice = tuning.choose_share(result)
+    minmax = [t for t in result.trials if t.settings.fusion == "minmax"]
+    assert choice.share == minmax[0].settings.weights["dense"]
+    assert choice.share in tuning.DENSE_SHARES + (0.5,)
+    assert choice.default is result.default.estimate and choice.default_share == 0.5
+    same = dataclasses.replace(choice, share=0.5, cross_validated=choice.default)
+    assert not same.wins and "nothing to store" in tuning.describe_choice(same, saving=True)
+    losing = dataclasses.replace(choice, share=0.9, cross_validated=dataclasses.replace(
+        choice.default, mean=choice.default.mean - 0.1))
+    assert not tuning.save_share(store, losing)
+    assert dense_share(store.current()) == 0.5  # the fake encoder's default
+    assert "would keep the default" in tuning.describe_choice(losing, saving=False)
+    winning = dataclasses.replace(choice, share=0.8, cross_validated=choice.default)
+    assert tuning.save_share(store, winning)
+    live = store.current()
+    assert live.manifest.entry("dense")["share"] == 0.8
+    assert dense_share(live) == 0.8
+    assert fusion.components(fusion.FusionSettings(), ["tfidf", "dense"],
+                             dense_share=dense_share(live)) == {"tfidf": 0.2, "dense": 0.8}
+    # a rebuild with the same settings keeps it (like a floor); new dense settings drop it
+    build_index(store, methods=("tfidf", "dense", "hybrid"), options={"dense": "fake"})
+    assert dense_share(store.current()) == 0.8
+    build_index(store, methods=("tfidf", "dense", "hybrid"),
+                options={"dense": "fake", "dense_groups": 3})
+    assert "share" not in store.current().manifest.entry("dense")
+
+
+def test_cli_save_stores_the_share_busca_search_then_fuses_with(run, tmp_path, monkeypatch):
+    golden = _cli_home(run, tmp_path, monkeypatch)
+    refused = run("eval", str(golden), "--save")
+    assert refused.exit_code == 2 and "add --tune-fusion" in refused.output
+    result = run("eval", str(golden), "--tune-fusion", "--save", "-q", "--key", "recall@1")
+    assert result.exit_code == 0
+    line = next(x for x in result.stderr.splitlines() if x.startswith("min-max dense share"))
+    share = float(line.split(": ")[1].split(" ")[0])
+    hit = json.loads(run("search", "câmera no celular", "--method", "hybrid", "--json",
+                         "--min-score", "0", "--no-serve").stdout.splitlines()[0])
+    stored = "— stored:" in line
+    assert stored or "— not stored:" in line or "nothing to store" in line
+    want = share if stored else 0.5
+    assert hit["fusion"]["weights"] == {"tfidf": round(1 - want, 6), "dense": want}

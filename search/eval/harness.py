@@ -18,8 +18,10 @@ from .chunkers import temporary_indexes
 from .answerability import question_features
 from .golden import Golden
 from ...index.encoders import THREADS
+from ...index.rerank_api import SUFFIX, RerankSettings
+from ..rerank import Reranker
 from .judge import (DEPTH, ChunkTable, Judgement, chunk_table, index_rankers, judge,
-                    per_document, rank_questions)
+                    per_document, rank_questions, reranked)
 from .metrics import Metric
 from .runs import fingerprint
 from .summary import KEY, Evaluation, summarize
@@ -42,15 +44,26 @@ def evaluate_index(golden: Golden, index, store, *, methods: Sequence[str] | Non
                    metrics: Sequence[Metric], key: Metric | str = KEY,
                    by: Sequence[str] | None = None, depth: int = DEPTH,
                    per_doc: bool = False, threads: int = THREADS,
-                   on_progress: Callable | None = None, keep: float = KEEP) -> Harness:
+                   on_progress: Callable | None = None, keep: float = KEEP,
+                   rerank: RerankSettings | None = None) -> Harness:
     """Evaluate the live index's methods (default: all it has) on the golden set; `per_doc`:
-    a hit is its document (relevant if it holds the answer), each at its best chunk."""
+    a hit is its document (relevant if it holds the answer), each at its best chunk; with
+    `rerank`, also METHOD+rerank for each method. `info["latency_ms"]`: each system's mean
+    ranking time per question."""
     methods = list(methods or available_methods(index))
     rankers = index_rankers(index, methods, depth=depth, threads=threads)
     table = chunk_table(index, store)
+    if rerank is not None:
+        stage = Reranker.of(rerank)
+        rankers.update({m + SUFFIX: reranked(rankers[m], table, stage) for m in methods})
     judgement = _judged(golden, table, per_doc)
-    outcomes = rank_questions(judgement, table, rankers, depth=depth, on_progress=on_progress)
-    info = {**_info(golden, index.manifest, table.label, depth), "per_doc": per_doc}
+    latency: dict[str, float] = {}
+    outcomes = rank_questions(judgement, table, rankers, depth=depth, on_progress=on_progress,
+                              latency=latency)
+    info = {**_info(golden, index.manifest, table.label, depth), "per_doc": per_doc,
+            "latency_ms": latency}
+    if rerank is not None:
+        info["rerank"] = rerank.describe()
     return _finish(golden, outcomes, {table.label: (judgement, table)}, table.documents,
                    metrics, key, by, info, keep, question_features(golden, outcomes, index))
 

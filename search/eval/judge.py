@@ -9,6 +9,7 @@ ranking of documents, each at its best chunk). Reusable entry point: `rank_quest
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
@@ -222,22 +223,39 @@ def _ranker(index, method: str, depth: int) -> Ranker:
     return lambda query: rank(index, query, method=method, k=depth)
 
 
+def reranked(ranker: Ranker, table: ChunkTable, rerank) -> Ranker:
+    """`ranker` whose top `rerank.top` chunks a re-ranker (search.rerank.Reranker) re-scores:
+    the ranking is those chunks, by the re-ranker's score."""
+    def ranked(query: str) -> tuple[np.ndarray, np.ndarray]:
+        ids = [int(i) for i in ranker(query)[0][:rerank.top]]
+        scores = rerank.client.scores(query, [table.text(i) for i in ids])
+        order = sorted(range(len(ids)), key=lambda i: -scores[i])
+        return (np.array([ids[i] for i in order], np.int64),
+                np.array([scores[i] for i in order], np.float64))
+    return ranked
+
+
 def rank_questions(judgement: Judgement, table: ChunkTable, rankers: Mapping[str, Ranker], *,
-                   depth: int = DEPTH, on_progress: Progress | None = None
-                   ) -> dict[str, list[Outcome]]:
-    """Per method, one Outcome per question (first relevant rank and more), in golden order."""
+                   depth: int = DEPTH, on_progress: Progress | None = None,
+                   latency: dict[str, float] | None = None) -> dict[str, list[Outcome]]:
+    """Per method, one Outcome per question (first relevant rank and more), in golden order;
+    `latency` gets each method's mean milliseconds of ranking per question."""
     progress = on_progress or (lambda stage, done, total: None)
     runs = {}
     for method, ranker in rankers.items():
-        outcomes = []
+        outcomes, seconds = [], 0.0
         for done, judged in enumerate(judgement.items, start=1):
+            started = time.perf_counter()
             try:
                 ids, scores = ranker(judged.question.text)
             except NoSearchableTerms:
                 ids, scores = np.empty(0, np.int64), np.empty(0)
+            seconds += time.perf_counter() - started
             outcomes.append(outcome_of(judged, table, ids[:depth], scores[:depth]))
             progress(f"ranking with {method}", done, len(judgement.items))
         runs[method] = outcomes
+        if latency is not None:
+            latency[method] = round(1000 * seconds / max(len(judgement.items), 1), 2)
     return runs
 
 

@@ -147,6 +147,10 @@ def _metrics(ev: Evaluation, md: bool) -> list[str]:
     lines = _title(f"Metrics on {n} answerable questions (mean, 95% interval)", md)
     headers = ["method"] + [m.name for m in ev.metrics]
     rows = [[s] + [_ci(est[m.name]) for m in ev.metrics] for s, est in ev.summary.items()]
+    latency = ev.info.get("latency_ms") or {}
+    if "rerank" in ev.info and all(s in latency for s in ev.summary):  # what it costs
+        headers.append("ms/question")
+        rows = [row + [f"{latency[s]:.1f}"] for row, s in zip(rows, ev.summary)]
     return lines + _table(headers, rows, md)
 
 

@@ -164,6 +164,56 @@ def _cross_validated(trials: list[Trial], folds: int) -> Estimate:
     return bootstrap(held_out)
 
 
+@dataclass(frozen=True)
+class ShareChoice:
+    """The min-max dense share chosen on a golden set, and what `--save` does with it."""
+
+    dense: str
+    share: float  # the best min-max share on all the questions
+    cross_validated: Estimate  # choosing the share on 4 folds, scored on the fifth
+    default: Estimate  # the default share's figure
+    default_share: float
+
+    @property
+    def wins(self) -> bool:
+        """Store it only if it is not the default's and choosing a share this way does not
+        lose to the default."""
+        return self.share != self.default_share and \
+            self.cross_validated.mean >= self.default.mean
+
+
+def choose_share(tuning: Tuning) -> ShareChoice:
+    """The min-max share of the grid best on all questions, with the cross-validated figure
+    of picking the share that way (min-max settings only) beside the default's."""
+    shares = [t for t in tuning.trials if t.settings.fusion == "minmax"]  # best first
+    dense = tuning.components[-1]
+    return ShareChoice(dense, float(shares[0].settings.weights[dense]),
+                       _cross_validated(shares, FOLDS), tuning.default.estimate,
+                       float(tuning.default.settings.weights[dense]))
+
+
+def save_share(home, choice: ShareChoice) -> bool:
+    """Store the chosen share in the live build's manifest (the dense model's `share`, which
+    `search/scorers.dense_share` prefers) when it wins; whether it was stored."""
+    if choice.wins:
+        home.set_floors({choice.dense: choice.share}, key="share")
+    return choice.wins
+
+
+def describe_choice(choice: ShareChoice, *, saving: bool) -> str:
+    """One line on the chosen share and whether `--save` stores (`saving`) or would store it."""
+    cv, d = choice.cross_validated, choice.default
+    if choice.share == choice.default_share:
+        verdict = "the default's share: nothing to store"
+    elif saving:
+        verdict = ("stored: busca search's default hybrid uses it" if choice.wins else
+                   "not stored: cross-validated, choosing a share loses to the default")
+    else:
+        verdict = "--save would store it" if choice.wins else "--save would keep the default"
+    return (f"min-max dense share chosen on this golden set: {choice.share:g}"
+            f" (cross-validated {_ci(cv)}, default {_ci(d)}) — {verdict}")
+
+
 def _name(s: FusionSettings) -> str:
     w = ", ".join(f"{m}={x:g}" for m, x in s.weights.items())
     return f"rrf k={s.rrf_k:g} ({w})" if s.fusion == "rrf" else f"{s.fusion} ({w})"

@@ -1,0 +1,166 @@
+"""`busca mcp`: the corpus as Model Context Protocol tools, over stdio or streamable HTTP.
+
+Tools: `search`, `context` (the cited prompt, or "nothing found"), `compare`, `get_chunk` and
+`stats`, each one call of the `Corpus` (busca.open) with the CLI's defaults and floor; their
+arguments and results are typed, so the SDK (`mcp` 2.x, the `mcp` extra) publishes JSON
+schemas for both. Read-only: no tool writes to the home, and questions are not logged unless
+the server is started with --log. One worker thread owns the Corpus (its SQLite handles stay
+in that thread; the loaded build and encoder are shared by every call), so calls run one at a
+time without blocking the protocol. A BuscaError is the tool's error: its one line, never a
+traceback; a malformed call is the SDK's validation error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import fields
+from typing import Annotated, Any, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+from typing_extensions import NotRequired, TypedDict  # pydantic needs these before 3.12
+
+from .. import __version__
+from .. import search as searching
+from ..corpus import ContextSpec, Corpus, SearchSpec
+from ..errors import BuscaError
+from ..search.hits import Hit
+from ..search.context import LANGS, MAX_CHARS as CONTEXT_CHARS, PER_DOC as CONTEXT_PER_DOC
+from .api import not_found
+from .params import MAX_CHARS, MAX_K, MAX_PER_DOC, MAX_QUERY
+
+T = TypeVar("T")
+NAME = "busca"
+INSTRUCTIONS = ("Search a corpus of documents indexed by busca. Use `context` to get passages"
+                " cited as [fonte: URL] with an instruction to answer only from them (or"
+                " 'nothing found': then say you do not know); `search` for the ranked hits;"
+                " `stats` for the methods this index has.")
+
+Question = Annotated[str, Field(min_length=1, max_length=MAX_QUERY, description="The question.")]
+Method = Annotated[str, Field(description="tfidf, bm25, dense, hybrid or dense:NAME (see"
+                                          " stats' methods).")]
+K = Annotated[int, Field(ge=1, le=MAX_K, description="How many hits (windows).")]
+MinScore = Annotated[float | None, Field(allow_inf_nan=False, description=(
+    "The floor; default: the method's calibrated floor."))]
+
+
+_TYPES = {"int": int, "float": float, "str": str}
+# a hit as busca search --json gives it (method aside), and a chunk (a hit without rank, score)
+HitOut = TypedDict("HitOut", {f.name: _TYPES[str(f.type)] for f in fields(Hit)
+                              if f.name != "method"})
+ChunkOut = TypedDict("ChunkOut", {f.name: _TYPES[str(f.type)] for f in fields(Hit)
+                                  if f.name not in ("method", "rank", "score")})
+
+
+class SearchOut(TypedDict):
+    query: str
+    method: str
+    hits: list[HitOut]
+    floor: float | None
+    build: str
+    note: NotRequired[str]
+    rerank: NotRequired[str]
+
+
+class ContextOut(TypedDict):
+    answered: bool
+    prompt: str | None  # None when nothing was found
+    message: str  # "nothing found: …" when not answered
+    question: str
+    method: str
+    floor: float | None
+    passages: list[dict[str, Any]]
+    rerank: NotRequired[str]
+
+
+class Tools:
+    """The five tools over one Corpus, run in the thread that owns it."""
+
+    def __init__(self, open_corpus: Callable[[], Corpus], *, log: bool = False,
+                 rerank=None):
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="busca-mcp")
+        self._corpus: Corpus | None = None
+        self._open = open_corpus
+        self.log, self.rerank = log, rerank
+
+    async def run(self, work: Callable[[Corpus], T]) -> T:
+        """`work(corpus)` in the corpus' thread; a BuscaError becomes the tool's error."""
+        def call() -> T:
+            if self._corpus is None:
+                self._corpus = self._open()
+            return work(self._corpus)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._worker, call)
+        except BuscaError as e:
+            raise ToolError(" ".join(str(e).split())) from None
+
+    async def search(self, question: Question, method: Method = "tfidf", k: K = searching.K,
+                     min_score: MinScore = None,
+                     per_doc: Annotated[int, Field(ge=0, le=MAX_PER_DOC)] = SearchSpec.per_doc,
+                     ) -> SearchOut:
+        """The top k passages for a question (as busca search --json), after the floor."""
+        spec = SearchSpec(method=method, k=k, min_score=min_score, per_doc=per_doc,
+                          log=self.log, rerank=self.rerank)
+        result = await self.run(lambda corpus: corpus.search(question, spec))
+        return result.to_json()
+
+    async def context(self, question: Question, method: Method = "tfidf", k: K = searching.K,
+                      min_score: MinScore = None,
+                      max_chars: Annotated[int, Field(ge=1, le=MAX_CHARS)] = CONTEXT_CHARS,
+                      per_doc: Annotated[int, Field(ge=0, le=MAX_PER_DOC)] = CONTEXT_PER_DOC,
+                      lang: Annotated[str, Field(pattern="^(" + "|".join(LANGS) + ")$")] = "pt",
+                      ) -> ContextOut:
+        """A prompt for an LLM: an instruction, the passages cited as [fonte: URL] and the
+        question (as busca context); when no passage reaches the floor, answered is false and
+        message says "nothing found" — then do not answer from memory."""
+        spec = ContextSpec(method=method, k=k, min_score=min_score, max_chars=max_chars,
+                           per_doc=per_doc, log=self.log, rerank=self.rerank)
+        found = await self.run(lambda corpus: corpus.context(question, spec))
+        prompt = searching.render(found, lang=lang) if found.answered else None
+        data = searching.context_dict(found, prompt=prompt)
+        out = {key: data[key] for key in ("question", "method", "floor", "passages")}
+        if found.rerank:
+            out["rerank"] = found.rerank
+        return {**out, "answered": found.answered, "prompt": prompt,
+                "message": "" if found.answered else f"nothing found: {not_found(found)}"}
+
+    async def compare(self, question: Question,
+                      methods: list[str] | None = None, k: K = 5,
+                      per_doc: Annotated[int, Field(ge=0, le=MAX_PER_DOC)] = 0,
+                      ) -> dict[str, Any]:
+        """Each method's top k side by side, with every hit's rank under each method."""
+        found = await self.run(lambda corpus: corpus.compare(
+            question, methods=methods, k=k, per_doc=per_doc, rerank=self.rerank))
+        return searching.comparison_dict(found)
+
+    async def get_chunk(self, chunk_id: Annotated[int, Field(ge=0)]) -> ChunkOut:
+        """One window of the index by its chunk_id (a hit's), with its URL and text."""
+        def chunk(corpus: Corpus) -> ChunkOut:
+            build = corpus.build
+            if chunk_id >= build.manifest.chunks:
+                raise ToolError(f"no chunk {chunk_id} in the index (it has"
+                                f" {build.manifest.chunks}: 0 to {build.manifest.chunks - 1})")
+            hit = searching.hits_for(build, corpus.home, [chunk_id], [0.0], "")[0]
+            return {key: hit.to_json()[key] for key in ChunkOut.__annotations__}
+        return await self.run(chunk)
+
+    async def stats(self) -> dict[str, Any]:
+        """The index's figures (as busca stats --json): documents, chunks, methods."""
+        return await self.run(lambda corpus: corpus.stats())
+
+
+def create_server(open_corpus: Callable[[], Corpus], *, log: bool = False,
+                  rerank=None) -> MCPServer:
+    """The MCP server of the corpus `open_corpus()` opens (on its first call)."""
+    tools = Tools(open_corpus, log=log, rerank=rerank)
+    server = MCPServer(NAME, version=__version__, instructions=INSTRUCTIONS)
+    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False,
+                                idempotent_hint=True, open_world_hint=False)
+    for tool in (tools.search, tools.context, tools.compare, tools.get_chunk, tools.stats):
+        server.add_tool(tool, name=tool.__name__, annotations=read_only,
+                        structured_output=True)
+    return server

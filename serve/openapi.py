@@ -1,0 +1,209 @@
+"""The OpenAPI 3.1 document of `busca serve`, served at GET /openapi.json.
+
+Generated, not written by hand: each operation's parameters and request body are the JSON
+schemas of the `Field`s the API reads them with (serve/params.py), the hit's schema is the
+`Hit` record's fields, and every error answer is the body serve/errors.py gives. The write
+endpoints are in the document only when the server has them (started with --token).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from .. import __version__
+from ..search.hits import Hit
+from . import params
+from .params import Field
+
+# statuses the middleware may give on any route (serve/app.py's Guard): a bad Host header,
+# a body or query string over its cap; and 500, an unexpected error (never with details)
+GUARD = (400, 413, 414, 500)
+REASONS = {200: "OK", 400: "A parameter or field is missing, malformed or out of range (or an"
+                           " unexpected Host header)",
+           401: "No valid Authorization: Bearer <token>", 404: "Not found",
+           409: "Conflict: the index changed meanwhile, or a build is already running",
+           413: "The request body is too large", 414: "The query string is too long",
+           422: "A saved run cannot be read", 500: "Internal error (details in the server log)",
+           503: "No index yet, or the database or the embedding/re-ranking server is away",
+           507: "The disk is full"}
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One route of the app: where its parameters are read from and what it answers."""
+
+    path: str
+    method: str
+    summary: str
+    answer: dict  # the schema of the 200 answer (JSON unless `html`)
+    query: tuple[Field, ...] = ()
+    body: tuple[Field, ...] | dict | None = None
+    statuses: tuple[int, ...] = ()
+    write: bool = False
+    media: str = "application/json"
+
+
+def _ref(name: str) -> dict:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _obj(properties: dict, required: tuple[str, ...] = (), **extra) -> dict:
+    return {"type": "object", "properties": properties, "required": list(required), **extra}
+
+
+def _nullable(kind: str) -> dict:
+    return {"type": [kind, "null"]}
+
+
+_TYPES = {"int": "integer", "float": "number", "str": "string"}
+_HIT_FIELDS = [f for f in dataclasses.fields(Hit) if f.name not in ("method", "meta")]
+HIT = _obj({**{f.name: {"type": _TYPES[str(f.type)]} for f in _HIT_FIELDS},
+            "meta": {"type": "object", "description": "The document's metadata (categories,"
+                     " tags, author, dates …), when it has any."}},
+           tuple(f.name for f in _HIT_FIELDS))
+SCHEMAS = {
+    "Error": _obj({"error": {"type": "string"}, "status": {"type": "integer"}},
+                  ("error", "status")),
+    "Hit": HIT,
+    "SearchResult": _obj({"query": {"type": "string"}, "method": {"type": "string"},
+                          "hits": {"type": "array", "items": _ref("Hit")},
+                          "floor": _nullable("number"), "build": {"type": "string"},
+                          "took_ms": {"type": "number"}, "note": {"type": "string"},
+                          "rerank": _nullable("string")},
+                         ("query", "method", "hits", "floor", "build")),
+    "Context": _obj({"question": {"type": "string"}, "method": {"type": "string"},
+                     "floor": _nullable("number"), "answered": {"type": "boolean"},
+                     "max_chars": {"type": "integer"}, "chars": {"type": "integer"},
+                     "passages": {"type": "array", "items": {"type": "object"}},
+                     "prompt": {"type": "string"}, "build": {"type": "string"}},
+                    ("question", "method", "answered", "passages", "prompt")),
+    "NothingFound": _obj({"answer": {"type": "null"}, "reason": {"type": "string"},
+                          "question": {"type": "string"}, "method": {"type": "string"},
+                          "floor": _nullable("number"), "best": _nullable("number"),
+                          "note": {"type": "string"}, "build": {"type": "string"},
+                          "status": {"const": 409}}, ("answer", "reason", "status")),
+    "Comparison": _obj({"query": {"type": "string"}, "methods": {"type": "array"},
+                        "k": {"type": "integer"}, "columns": {"type": "object"},
+                        "rows": {"type": "array"}, "build": {"type": "string"}},
+                       ("query", "methods", "columns", "rows")),
+    "Chunk": _obj({k: v for k, v in HIT["properties"].items() if k not in ("rank", "score")},
+                  ("chunk_id", "url", "title", "text")),
+    "Stats": {"type": "object", "description": "What busca stats --json prints."},
+    "Health": _obj({"status": {"enum": ["ok", "degraded"]}, "build": _nullable("string"),
+                    "problem": {"type": "string"}}, ("status", "build")),
+    "Added": _obj({"added": {"type": "integer"}, "updated": {"type": "integer"},
+                   "unchanged": {"type": "integer"}}),
+    "Built": _obj({"build": {"type": "string"}, "chunks": {"type": "integer"},
+                   "methods": {"type": "array", "items": {"type": "string"}}}, ("build",)),
+    "OpenAPI": {"type": "object", "description": "This document."},
+}
+HTML = {"type": "string"}
+_DOCUMENTS = {"type": "object", "additionalProperties": False, "required": ["documents"],
+              "properties": {"documents": {"type": "array", "minItems": 1,
+                                           "maxItems": params.MAX_DOCUMENTS,
+                                           "items": None}}}  # filled from params.DOCUMENT
+
+OPERATIONS = (
+    Operation("/", "get", "The search page", HTML, media="text/html"),
+    Operation("/eval", "get", "The saved evaluation runs, side by side", HTML, statuses=(422,),
+              media="text/html"),
+    Operation("/static/{name}", "get", "The page's script and style sheet", HTML,
+              statuses=(404,), media="text/plain"),
+    Operation("/healthz", "get", "Up, and which build it serves", _ref("Health")),
+    Operation("/openapi.json", "get", "This document", _ref("OpenAPI")),
+    Operation("/api/search", "get", "The hits of busca search --json", _ref("SearchResult"),
+              query=params.SEARCH, statuses=(409, 503)),
+    Operation("/api/compare", "get", "Each method's top k side by side", _ref("Comparison"),
+              query=params.COMPARE, statuses=(409, 503)),
+    Operation("/api/context", "post", "The cited prompt of busca context (409: nothing"
+              " found)", _ref("Context"), body=params.CONTEXT, statuses=(409, 503)),
+    Operation("/api/stats", "get", "What busca stats --json prints", _ref("Stats"),
+              statuses=(503,)),
+    Operation("/api/chunk/{chunk_id}", "get", "One chunk of the live index", _ref("Chunk"),
+              statuses=(404, 503)),
+    Operation("/api/documents", "post", "Add or replace documents (with --token)",
+              _ref("Added"), body=_DOCUMENTS, statuses=(401, 409, 503, 507), write=True),
+    Operation("/api/index", "post", "Rebuild the index and swap it in (with --token)",
+              _ref("Built"), body=params.INDEX, statuses=(401, 409, 503, 507), write=True),
+)
+PATH_PARAMETERS = {
+    "name": {"type": "string", "description": "A file of the page (app.js, style.css)."},
+    "chunk_id": {"type": "integer", "minimum": 0, "description": "The chunk's id (a hit's"
+                 " chunk_id)."},
+}
+
+
+def document(*, writable: bool = False) -> dict:
+    """The OpenAPI 3.1 document of the app (its write endpoints only when `writable`)."""
+    paths: dict = {}
+    for op in OPERATIONS:
+        if op.write and not writable:
+            continue
+        paths.setdefault(op.path, {})[op.method] = _operation(op)
+    components: dict = {"schemas": SCHEMAS}
+    if writable:
+        components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
+    return {"openapi": "3.1.0",
+            "info": {"title": "busca serve", "version": __version__,
+                     "description": "Search a busca corpus over HTTP (docs/serve.md)."},
+            "paths": paths, "components": components}
+
+
+def _operation(op: Operation) -> dict:
+    out: dict = {"summary": op.summary, "operationId": _operation_id(op)}
+    parameters = [_parameter(f) for f in op.query]
+    parameters += [{"name": name, "in": "path", "required": True,
+                    "schema": PATH_PARAMETERS[name]} for name in _path_names(op.path)]
+    if parameters:
+        out["parameters"] = parameters
+    if op.body is not None:
+        out["requestBody"] = {"required": op.path != "/api/index",
+                              "content": {"application/json": {"schema": _body(op.body)}}}
+    if op.write:
+        out["security"] = [{"bearer": []}]
+    out["responses"] = {"200": {"description": REASONS[200],
+                                "content": {op.media: {"schema": op.answer}}}}
+    for status in sorted(set(op.statuses) | set(GUARD)):
+        error = _ref("NothingFound") if (op.path, status) == ("/api/context", 409) else None
+        out["responses"][str(status)] = _error(status, error)
+    return out
+
+
+def _operation_id(op: Operation) -> str:
+    words = [w.strip("{}").replace(".", "_") for w in op.path.split("/") if w]
+    return "_".join([op.method, *words]) if words else f"{op.method}_home"
+
+
+def _path_names(path: str) -> list[str]:
+    return [w[1:-1] for w in path.split("/") if w.startswith("{")]
+
+
+def _parameter(field: Field) -> dict:
+    return {"name": field.name, "in": "query", "required": field.required,
+            "description": field.doc, "schema": _value(field)}
+
+
+def _value(field: Field) -> dict:
+    schema = field.schema()
+    schema.pop("description")
+    return schema
+
+
+def _body(fields: tuple[Field, ...] | dict) -> dict:
+    if isinstance(fields, dict):
+        items = _fields_object(params.DOCUMENT)
+        documents = {**fields["properties"]["documents"], "items": items}
+        return {**fields, "properties": {"documents": documents}}
+    return _fields_object(fields)
+
+
+def _fields_object(fields: tuple[Field, ...]) -> dict:
+    return {"type": "object", "additionalProperties": False,
+            "properties": {f.name: f.schema() for f in fields},
+            "required": [f.name for f in fields if f.required]}
+
+
+def _error(status: int, schema: dict | None) -> dict:
+    return {"description": REASONS[status],
+            "content": {"application/json": {"schema": schema or _ref("Error")}}}

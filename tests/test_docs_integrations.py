@@ -1,0 +1,120 @@
+"""The integration snippets of README.md and docs/serve.md, run as written.
+
+Each block follows a `<!-- tested: NAME -->` marker. The only changes made before running
+one are the addresses a reader replaces too: the home path in the MCP configuration (the
+fixture corpus'), and the URL of a server (the one this test started on 127.0.0.1: the real
+`busca serve`, or the TEI-shaped re-ranking server of tests/rerank_servers.py, since no
+cross-encoder can run here). The Python blocks run in a folder whose `.busca` is the fixture
+corpus, as a reader's working folder would have it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+import os
+import re
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from busca.cli import cli
+
+from conftest import REPO
+from rerank_servers import RerankServer
+
+
+def block(path: Path, name: str) -> str:
+    """The fenced code block after `<!-- tested: name -->` in `path`."""
+    text = path.read_text(encoding="utf-8")
+    found = re.search(rf"<!-- tested: {re.escape(name)} -->\n```[a-z]*\n(.*?)```", text, re.S)
+    assert found, f"no tested block {name!r} in {path}"
+    return found.group(1)
+
+
+def run_python(code: str, cwd: Path) -> str:
+    out = io.StringIO()
+    before = Path.cwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(code, "<snippet>", "exec"), {"__name__": "__snippet__"})
+    finally:
+        os.chdir(before)
+    return out.getvalue()
+
+
+@pytest.fixture
+def reader_folder(tmp_path, lexical_home) -> Path:
+    (tmp_path / ".busca").symlink_to(lexical_home, target_is_directory=True)
+    return tmp_path
+
+
+def test_readme_mcp_configuration_starts_a_server_an_mcp_client_can_use(lexical_home):
+    pytest.importorskip("mcp")
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    config = json.loads(block(REPO / "README.md", "mcp-config"))["mcpServers"]["busca"]
+    command = Path(sys.executable).parent / config["command"]  # the venv's console script
+    assert command.exists(), command
+    env = {**os.environ, **config["env"], "BUSCA_HOME": str(lexical_home)}
+
+    async def drive():
+        params = StdioServerParameters(command=str(command), args=config["args"], env=env)
+        async with stdio_client(params) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            names = {t.name for t in (await session.list_tools()).tools}
+            found = await session.call_tool("context", {"question": "prazo do estágio"})
+            return names, found
+    names, found = asyncio.run(drive())
+    assert names == {"search", "context", "compare", "get_chunk", "stats"}
+    assert not found.is_error and "[fonte: " in found.structured_content["prompt"]
+
+
+def test_readme_langchain_snippet(reader_folder):
+    pytest.importorskip("langchain_core")
+    out = run_python(block(REPO / "README.md", "langchain"), reader_folder)
+    lines = out.splitlines()
+    assert len(lines) == 3
+    for line in lines:
+        score, url = line.split()
+        assert float(score) > 0 and url.startswith("https://")
+
+
+def test_readme_rerank_commands(lexical_home):
+    commands = [line[2:] for line in block(REPO / "README.md", "rerank").splitlines()
+                if line.startswith("$ ")]
+    assert len(commands) == 2
+    with RerankServer("tei") as server:
+        outputs = []
+        for command in commands:
+            args = shlex.split(command.replace("http://127.0.0.1:8080", server.url))
+            assert args[0] == "busca"
+            before = Path.cwd()
+            os.chdir(REPO)  # the golden set's path is relative to the repository
+            try:
+                result = CliRunner().invoke(cli, args[1:], obj={},
+                                            env={"BUSCA_HOME": str(lexical_home)})
+            finally:
+                os.chdir(before)
+            assert result.exit_code == 0, result.output
+            outputs.append(result.stdout)
+    assert outputs[0].startswith("1. ")  # the hits, re-ranked: the server saw bm25's top 30
+    assert len(server.requests[0]["body"]["texts"]) == 30
+    assert re.search(r"^bm25\+rerank .* \d+\.\d$", outputs[1], re.M)
+
+
+def test_serve_md_openapi_snippet(lexical_home):
+    pytest.importorskip("openapi_spec_validator")
+    from serving import Server
+
+    code = block(REPO / "docs" / "serve.md", "openapi")
+    with Server(lexical_home, "--no-log") as server:
+        out = run_python(code.replace("http://127.0.0.1:8000/", server.url), Path.cwd())
+    assert "'/api/search'" in out and "'/openapi.json'" in out

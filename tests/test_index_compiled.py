@@ -1,0 +1,120 @@
+"""No user waits for numba (index/compiled.py): queries answer on the numpy path while the
+kernels load in a background thread, with the same results before, during and after the
+switch; a build without compiled kernels takes the numpy path and has another process
+compile them (index/warm.py) for the next one."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import pytest
+
+from busca.crawler.store import Document
+from busca.index import LocalHome, compiled, maxscore
+from busca.index.build import build_index
+from busca.index.lexical import NoSearchableTerms
+from busca.index.storage import load_index
+
+pytest.importorskip("numba")
+
+WORDS = ("prazo reembolso boleto matrícula senha biblioteca curso aluno prova nota bolsa"
+         " estágio horário pesquisa laboratório inscrição professora dados banco").split()
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    rng = random.Random(31)
+    home = tmp_path_factory.mktemp("kernels")
+    weights = [1 / (i + 1) for i in range(len(WORDS))]
+    with LocalHome(home) as store:
+        for i in range(1200):
+            text = " ".join(rng.choices(WORDS, weights, k=rng.randint(3, 30)))
+            store.put(Document(f"d{i:04d}", "", text))
+        build_index(store, methods=("tfidf", "bm25"))
+    return load_index(home)
+
+
+@pytest.fixture
+def background(monkeypatch, tmp_path):
+    """The default mode (kernels loaded in the background), from a fresh start."""
+    monkeypatch.delenv("BUSCA_NUMBA_LOAD", raising=False)
+    monkeypatch.delenv("BUSCA_NUMBA", raising=False)
+    monkeypatch.setenv("BUSCA_KERNEL_RECORD", str(tmp_path / "record.pickle"))
+    monkeypatch.setattr(compiled, "_ready", {})
+    monkeypatch.setattr(compiled, "_started", {})
+    monkeypatch.setattr(compiled, "_wanted", [])
+    monkeypatch.setattr(compiled, "_waiting", {})
+    monkeypatch.setattr(maxscore, "COMPILED_MIN_ROWS", 0)
+
+
+def answers(ranker, queries):
+    found = []
+    for query in queries:
+        try:
+            ids, scores = ranker.top(query, 10)
+            found.append((ids.tolist(), scores.tolist()))
+        except NoSearchableTerms:
+            found.append(None)
+    return found
+
+
+def queries(seed: int, count: int) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choices(WORDS, k=rng.randint(1, 6))) for _ in range(count)]
+
+
+@pytest.mark.parametrize("method", ["tfidf", "bm25"])
+def test_queries_answer_while_the_kernels_load_and_the_same_after(index, background, method,
+                                                                  monkeypatch):
+    ranker = index.ranker(method)
+    asked = queries(5, 40)
+    monkeypatch.setenv("BUSCA_NUMBA", "0")
+    want = answers(ranker, asked)  # the numpy path alone
+    monkeypatch.delenv("BUSCA_NUMBA")
+    release = threading.Event()  # holds the loading thread before it has them compiled
+    warming = compiled._start_warming
+    monkeypatch.setattr(compiled, "_start_warming", lambda: release.wait(60) and warming())
+    started = time.perf_counter()
+    during = answers(ranker, asked)  # the loading thread is held: nothing may wait for it
+    assert time.perf_counter() - started < 5
+    assert compiled._started["load"].is_alive()
+    assert not maxscore.usable(ranker.n_rows)
+    assert during == want
+    release.set()
+    switching = answers(ranker, asked[:20])  # the switch may come in the middle
+    assert compiled.wait_ready(240)
+    assert maxscore.usable(ranker.n_rows)
+    after = answers(ranker, asked)
+    assert getattr(ranker, "_blocks", None) is not None  # the compiled walk answered
+    assert switching == want[:20]
+    assert after == want
+
+
+def test_a_server_prepares_the_walk_as_soon_as_it_has_loaded(index, background, monkeypatch):
+    ranker = index.ranker("bm25")
+    monkeypatch.setattr(ranker, "_blocks", None, raising=False)
+    release = threading.Event()  # holds the loading thread before it has them compiled
+    warming = compiled._start_warming
+    monkeypatch.setattr(compiled, "_start_warming", lambda: release.wait(60) and warming())
+    started = time.perf_counter()
+    ranker.prepare()  # busca serve, before its first question: it must not wait
+    assert time.perf_counter() - started < 1
+    assert ranker._blocks is None
+    release.set()
+    assert compiled.wait_ready(240)
+    assert ranker._blocks is not None and ranker._blocks.queries == 2  # tables and codes made
+
+
+def test_a_build_without_compiled_kernels_does_not_wait_and_has_them_compiled(background):
+    started = time.perf_counter()
+    assert compiled.for_build("postings_numba") is None
+    assert time.perf_counter() - started < 2
+    process = compiled._started["warm"]
+    assert process.wait(timeout=280) == 0
+    record = compiled.warm_record()
+    assert {"top", "window_index", "exact_sums"} <= set(record["maxscore_numba"])
+    assert {"terms_of", "window_counts"} <= set(record["tokens_numba"])
+    assert compiled.for_build("postings_numba") is not None
+    assert compiled.ready("maxscore_numba") is not None  # compiled before: loaded at once

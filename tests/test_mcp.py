@@ -1,0 +1,142 @@
+"""`busca mcp` driven by the MCP SDK's own client over stdio: the real server process, the
+fixture corpus, the tools' schemas, the same hits and prompt as the CLI, and errors that are
+MCP errors (a tool result with isError, or a protocol error), never a crash."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from click.testing import CliRunner  # noqa: E402
+from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
+
+from busca.cli import cli  # noqa: E402
+
+QUESTION = "Qual o limite das atividades extracurriculares no curso?"
+TOOLS = {"search", "context", "compare", "get_chunk", "stats"}
+
+
+def _session(home, *args: str):
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "busca.cli", "--home", str(home), "mcp", *args],
+        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    return stdio_client(params)
+
+
+async def _drive(home, calls):
+    """Open a session, list the tools, then make each call; (tools, results)."""
+    async with _session(home) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = (await session.list_tools()).tools
+        results = [await session.call_tool(name, arguments) for name, arguments in calls]
+    return tools, results
+
+
+def cli_json(home, *args):
+    result = CliRunner().invoke(cli, ["--home", str(home), *args], obj={})
+    return result
+
+
+def test_a_client_lists_the_tools_and_gets_the_clis_hits_and_prompt(lexical_home):
+    calls = [("search", {"question": QUESTION, "method": "bm25", "k": 4}),
+             ("context", {"question": QUESTION, "method": "bm25"}),
+             ("context", {"question": QUESTION, "min_score": 1e6}),
+             ("stats", {}),
+             ("get_chunk", {"chunk_id": 0}),
+             ("compare", {"question": QUESTION, "methods": ["tfidf", "bm25"], "k": 2})]
+    tools, results = asyncio.run(_drive(lexical_home, calls))
+    by_name = {t.name: t for t in tools}
+    assert set(by_name) == TOOLS
+    search_schema = by_name["search"].input_schema
+    assert search_schema["required"] == ["question"]
+    assert search_schema["properties"]["k"]["maximum"] == 100
+    assert by_name["search"].output_schema["properties"]["hits"]["type"] == "array"
+    assert all(t.annotations.read_only_hint for t in tools)
+    assert not any(r.is_error for r in results), [r.content for r in results]
+    search, context, nothing, stats, chunk, compare = (r.structured_content for r in results)
+
+    cli_hits = [json.loads(line) for line in cli_json(
+        lexical_home, "search", QUESTION, "--method", "bm25", "-k", "4", "--json",
+        "--no-log").stdout.splitlines()]
+    assert [{k: v for k, v in h.items() if k != "method"} for h in cli_hits] == search["hits"]
+    cli_prompt = cli_json(lexical_home, "context", QUESTION, "--method", "bm25", "--no-log")
+    assert context["answered"] and context["prompt"] == cli_prompt.stdout
+    assert "[fonte: " in context["prompt"]
+    assert not nothing["answered"] and nothing["prompt"] is None
+    assert nothing["message"].startswith("nothing found: no passage scores")
+    assert stats["chunks"] == json.loads(cli_json(lexical_home, "stats", "--json").stdout)[
+        "chunks"]
+    assert chunk["chunk_id"] == 0 and chunk["text"]
+    assert compare["methods"] == ["tfidf", "bm25"] and len(compare["columns"]["bm25"]) == 2
+
+
+def test_malformed_calls_are_mcp_errors_and_the_server_keeps_answering(lexical_home):
+    calls = [("search", {"method": "bm25"}),  # no question
+             ("search", {"question": QUESTION, "k": 0}),  # out of range
+             ("search", {"question": QUESTION, "method": "nope"}),  # a BuscaError
+             ("get_chunk", {"chunk_id": 10**9}),
+             ("search", {"question": QUESTION})]  # still answers
+    _, results = asyncio.run(_drive(lexical_home, calls))
+    assert [r.is_error for r in results] == [True, True, True, True, False]
+    text = [r.content[0].text for r in results[:4]]
+    assert "question" in text[0] and "k" in text[1]
+    assert "nope" in text[2] and "Traceback" not in text[2] and "\n" not in text[2]
+    assert "no chunk 1000000000" in text[3]
+
+    async def unknown_tool():
+        async with _session(lexical_home) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            return await session.call_tool("delete_everything", {})
+    result = asyncio.run(unknown_tool())
+    assert result.is_error and "delete_everything" in result.content[0].text
+
+
+def test_a_folder_without_a_corpus_is_one_line(tmp_path):
+    result = CliRunner().invoke(cli, ["--home", str(tmp_path / "none"), "mcp"], obj={})
+    assert result.exit_code == 1 and "no index" in result.output.lower()
+    assert not (tmp_path / "none").exists()
+
+
+def test_streamable_http_answers_the_same_tools(lexical_home):
+    import subprocess
+    import time
+
+    import requests
+    from mcp.client.streamable_http import streamable_http_client
+
+    from embed_servers import free_port
+
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "busca.cli", "--home", str(lexical_home), "mcp", "--http",
+         "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                requests.get(url, timeout=1)
+                break
+            except requests.RequestException:
+                time.sleep(0.2)
+
+        async def drive():
+            async with streamable_http_client(url) as (read, write), \
+                    ClientSession(read, write) as session:
+                await session.initialize()
+                names = {t.name for t in (await session.list_tools()).tools}
+                found = await session.call_tool("search", {"question": QUESTION, "k": 2})
+                return names, found
+        names, found = asyncio.run(drive())
+    finally:
+        process.terminate()
+        process.wait(30)
+    assert names == TOOLS and not found.is_error
+    assert len(found.structured_content["hits"]) == 2
