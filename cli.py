@@ -292,8 +292,8 @@ def _legacy_ids(store: crawling.DocumentStore, files) -> dict[str, list[str]]:
 @click.option("--dense-groups", "dense_groups", default=None, type=click.IntRange(min=0),
               metavar="WORDS", help="Also encode each window's sentence groups of about WORDS"
               " words; a window scores by its best group blended with its own vector (0: no"
-              " groups) [default: the previous index's, else "
-              + str(indexing.GROUP_WORDS) + "].")
+              " groups; " + str(indexing.GROUP_WORDS) + " measured best) [default: the"
+              " previous index's, else 0].")
 @click.option("--dense-blend", "dense_blend", default=None, type=FiniteFloat(0, 1),
               help="With --dense-groups: the window vector's share beside its best group's"
                    " [default: " + str(indexing.GROUP_BLEND) + "].")

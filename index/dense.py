@@ -91,8 +91,8 @@ def _groups(texts, vectors, hashes, out, method, encoder, options, previous, pro
     entry = _previous_entry(previous, method)
     before = entry.get("groups") or {}
     words = options.get("dense_groups")
-    if words is None:  # not asked: as the previous build of this model did (None: turned off)
-        words = 0 if "groups" in entry and not before else before.get("words", GROUP_WORDS)
+    if words is None:  # not asked: as the previous build of this model did, else none
+        words = before.get("words", 0)
     blend = options.get("dense_blend")
     if blend is None:
         blend = before.get("blend", GROUP_BLEND)

@@ -23,7 +23,9 @@ import numpy as np
 from ..errors import BuscaError
 from .chunking import sentences
 
-GROUP_WORDS = 40  # the default of `busca index` (0: no groups), measured in docs/dense.md
+GROUP_WORDS = 40  # the group size measured best (docs/dense.md); groups are opt-in
+# (`busca index --dense-groups 40`): PostgreSQL homes cannot store them, so a default would
+# make the two backends rank differently
 GROUP_BLEND = 0.5  # the window vector's share beside its best group's, measured in docs/dense.md
 VECTORS, OWNERS, HASHES = "group-vectors", "group-owners", "group-hashes"
 

@@ -118,3 +118,10 @@ def test_cli_options_set_the_groups_and_refuse_bad_values(run, tmp_path, fake):
     run("index", "-q")  # a rebuild without the options keeps them
     assert json.loads(run("stats", "--json").stdout)["methods"]["dense"]["groups"] == {
         "words": 8, "blend": 0.25}
+
+
+def test_groups_are_opt_in(store, fake):
+    """Without --dense-groups a build stores window vectors only, as a PostgreSQL home does,
+    so both backends rank a corpus the same way by default."""
+    build_index(store, size=30, overlap=5, methods=("dense",), options={"dense": "fake"})
+    assert not load_index(store.home).manifest.entry("dense").get("groups")
