@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..errors import BuscaError
-from .dense_groups import GROUP_BLEND, GROUP_WORDS, build_groups, previous_groups
+from .dense_groups import GROUP_BLEND, build_groups, previous_groups
 from .dense_models import DenseModel, array_key, default_name, dense_methods, method_names
 from .encoders import DEFAULT_ENCODER, THREADS, Encoder, get_encoder
 from .vector_cache import DimensionChanged, VectorCache
