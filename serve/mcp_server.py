@@ -48,7 +48,8 @@ MinScore = Annotated[float | None, Field(allow_inf_nan=False, description=(
     "The floor; default: the method's calibrated floor."))]
 
 
-_TYPES = {"int": int, "float": float, "str": str}
+_TYPES = {"int": int, "float": float, "str": str,
+          "dict | None": NotRequired[dict]}  # meta: only when the document has metadata
 # a hit as busca search --json gives it (method aside), and a chunk (a hit without rank, score)
 HitOut = TypedDict("HitOut", {f.name: _TYPES[str(f.type)] for f in fields(Hit)
                               if f.name != "method"})
@@ -145,7 +146,8 @@ class Tools:
                 raise ToolError(f"no chunk {chunk_id} in the index (it has"
                                 f" {build.manifest.chunks}: 0 to {build.manifest.chunks - 1})")
             hit = searching.hits_for(build, corpus.home, [chunk_id], [0.0], "")[0]
-            return {key: hit.to_json()[key] for key in ChunkOut.__annotations__}
+            found = hit.to_json()
+            return {key: found[key] for key in ChunkOut.__annotations__ if key in found}
         return await self.run(chunk)
 
     async def stats(self) -> dict[str, Any]:
