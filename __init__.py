@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .search.eval.golden import Golden as Golden
     from .search.hits import Hit as Hit
 
-from .version import __version__
+__version__ = "0.1.0"
 
 # name -> module that defines it (relative to this package); "module:" is the module itself
 EXPORTS = {

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ..version import __version__
+from .. import __version__
 from ..errors import BuscaError
 from .bm25 import check_options as check_bm25_options
 from .chunking import OVERLAP, SIZE, check_window

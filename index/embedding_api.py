@@ -21,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
-from ..version import __version__
+from .. import __version__
 from ..errors import BuscaError
 
 if TYPE_CHECKING:  # requests loads when a server is asked, not with the command line
