@@ -1122,7 +1122,7 @@ def _stored_model(method: str, found) -> str:
               " in each response (empty: the response is the list).")
 @click.option("--json-url", default="url", show_default=True,
               help="--source json: field with the item's URL, or a template like"
-                   " 'https://site/artigos/{slug}'.")
+                   " 'https://site/artigos/{slug}' (strapi, contentful: the public page's).")
 @click.option("--json-title", default="title", show_default=True,
               help="--source json: field with the title.")
 @click.option("--json-body", default="content", show_default=True,

@@ -20,7 +20,9 @@ from .listing import Memo
 from .events import Failed, Notice, Stored
 from .html import body as html_body, headings_meta, join_url, title_text
 from .options import Context, JsonApiOptions
-from .paging import MISSING, lookup, next_page, pages_itself, without
+from .markdown import markdown_to_text
+from .paging import MISSING, fill, first, lookup, next_page, pages_itself, without
+from .richtext import is_rich, rich_to_text
 from .store import Document
 from .wikitext import wikitext_to_text
 
@@ -134,17 +136,16 @@ def store_item(ctx: Context, item, opts: JsonApiOptions, at: tuple[str, int, str
     page_url, number, site, source = at
     where = f"{page_url} item {number}"
     url = _item_url(item, opts.url, page_url)
-    body = lookup(item, opts.body)
+    body = first(item, opts.body)
     if not url:
         return Failed(where, f"no URL at '{opts.url}'{_fields_hint(item)}; set --json-url")
-    if not isinstance(body, str):
+    if not (isinstance(body, str) or opts.body_format == "auto" and is_rich(body)):
         return Failed(url, f"no text at '{opts.body}'{_fields_hint(item)}; set --json-body")
-    text, headings = (wikitext_to_text(body), ()) if opts.body_format == "wikitext" \
-        else html_body(body)
+    text, headings = body_text_of(body, opts.body_format)
     if not text:
         return Failed(url, "empty body; nothing to store")
-    title = lookup(item, opts.title)
-    modified = lookup(item, opts.modified) if opts.modified else None
+    title = first(item, opts.title)
+    modified = first(item, opts.modified) if opts.modified else None
     document = Document(url, title_text(title) if isinstance(title, str) else "", text, source,
                         str(modified) if modified not in (None, MISSING) else None,
                         meta={**(item_meta(item, opts.meta) or {}), **headings_meta(headings)}
@@ -158,7 +159,7 @@ def item_meta(item, paths: tuple[tuple[str, str], ...]) -> dict | None:
     """The metadata named by (name, dotted path) pairs; empty and missing values left out."""
     meta = {}
     for name, path in paths:
-        value = lookup(item, path)
+        value = first(item, path)
         if isinstance(value, list):
             value = [v if isinstance(v, (str, int)) else str(v) for v in value]
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -169,14 +170,21 @@ def item_meta(item, paths: tuple[tuple[str, str], ...]) -> dict | None:
     return meta or None
 
 
+def body_text_of(body, body_format: str) -> tuple[str, tuple]:
+    """(text, headings) of a body field: HTML or text; wikitext; or, with "auto", also
+    Markdown (a string without tags) and structured rich text (richtext.py)."""
+    if body_format == "wikitext":
+        return wikitext_to_text(body), ()
+    if body_format == "auto" and is_rich(body):
+        return rich_to_text(body), ()
+    text, headings = html_body(body)
+    if body_format == "auto" and not headings and "<" not in body:
+        return markdown_to_text(body), ()
+    return text, headings
+
+
 def _item_url(item, spec: str, page_url: str) -> str | None:
-    if "{" in spec:
-        try:
-            value = spec.format_map(item if isinstance(item, dict) else {})
-        except (KeyError, IndexError, ValueError, AttributeError, TypeError):
-            return None
-    else:
-        value = lookup(item, spec)
+    value = fill(spec, item) if "{" in spec else first(item, spec)
     if not isinstance(value, (str, int)) or value in ("", MISSING):
         return None
     return join_url(page_url, str(value))

@@ -36,6 +36,30 @@ def lookup(data, path: str):
     return data
 
 
+def first(data, paths: str):
+    """The value at the first of `|`-separated dotted paths that has one (not None, not
+    ""); MISSING if none does: `attributes.title|title` reads Strapi 4 and 5 alike."""
+    for path in paths.split("|"):
+        value = lookup(data, path.strip())
+        if value not in (None, "", MISSING):
+            return value
+    return MISSING
+
+
+def fill(template: str, data) -> str | None:
+    """A URL template filled from the item: `{slug}`, `{sys.id}` (dotted paths, `|`
+    alternatives); None when a field is missing or not a string or number."""
+    parts = re.split(r"\{([^{}]+)\}", template)
+    for i in range(1, len(parts), 2):
+        value = first(data, parts[i])
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            return None
+        parts[i] = str(value)
+    if any(brace in part for part in parts[::2] for brace in "{}"):
+        return None  # an unmatched brace
+    return "".join(parts)
+
+
 def _index(key: str, length: int) -> bool:
     return re.fullmatch(r"-?\d+", key) is not None and -length <= int(key) < length
 

@@ -12,7 +12,9 @@ from busca.crawler.errors import CrawlError
 from busca.crawler.events import Failed, SourceFound, Stored
 from busca.crawler.html import body_text
 from busca.crawler.markdown import markdown_to_text, top_sections
-from busca.crawler.options import CrawlOptions
+from busca.crawler.options import CrawlOptions, JsonApiOptions
+from busca.crawler.paging import MISSING, fill, first
+from busca.crawler.richtext import rich_to_text
 from busca.crawler.store import Store
 from busca.crawler.wikitext import wikitext_to_text
 from busca.fixtures import platforms
@@ -26,9 +28,12 @@ META = {  # what each platform's API gives about an article (at least these keys
     "zendesk": {"section", "tags", "authors", "language", "created"},
     "mkdocs": {"language"}, "ghost": {"tags", "authors", "section", "published"},
     "discourse": {"section", "tags", "authors", "created"}, "blogger": {"tags", "authors"},
-    "llms": set(),
+    "llms": set(), "strapi": {"language", "published", "created", "slug"},
+    "contentful": {"content_type", "language", "created", "tags", "slug"},
+    "substack": {"authors", "tags", "published", "audience"},
 }
 WHOLE_FILE = ("mkdocs", "llms")  # one file holds the site: a re-crawl gets a 304
+HEADLESS = ("strapi", "contentful")  # the URL a user gives is the API itself
 
 
 def run(url: str, store: Store, **options):
@@ -79,7 +84,10 @@ def test_recrawl_stores_nothing_new_then_follows_an_edit_and_a_deletion(tmp_path
         report, _ = run(site.home, store)
         again = site.log[first:]
         assert report.counts == {"added": 0, "updated": 0, "unchanged": 39, "deleted": 0}
-        assert [h.bodies for h in again if h.bodies] == []  # no body travels again
+        # no body travels again (a headless CMS's start URL is its API: discovery reads it)
+        start = site.home.removeprefix(site.url.rstrip("/"))
+        assert [h.bodies for h in again if h.bodies and h.path != start] == []
+        assert len([h for h in again if h.bodies]) <= (platform in HEADLESS)
         assert len(again) <= first
         article = site.articles[3]
         edited = site.edit(article["id"], content=article["content"].replace(
@@ -100,7 +108,8 @@ def test_faults_on_every_article_once(tmp_path, platform):
     assert [e for e in events if isinstance(e, Failed)] == []
 
 
-@pytest.mark.parametrize("platform", ["mediawiki", "drupal", "mkdocs", "discourse", "llms"])
+@pytest.mark.parametrize("platform", ["mediawiki", "drupal", "mkdocs", "discourse", "llms",
+                                      "substack"])
 def test_forced_source_probes_the_api_of_a_page_without_markers(tmp_path, platform):
     articles = load_articles()[:3]
     with PlatformSite(platform=platform, marker=False, articles=articles) as site, \
@@ -140,3 +149,64 @@ def test_wikitext_and_markdown_to_text():
     assert markdown_to_text(markdown) == "Título\num dois três\n# código"
     assert top_sections("# A\nSource: u\n```\n# não\n```\n# B\nb") == [
         ("A", "Source: u\n```\n# não\n```"), ("B", "b")]
+
+
+def test_strapi_4_attributes_and_markdown_bodies(tmp_path):
+    with PlatformSite(platform="strapi", version=4) as site, Store(tmp_path) as store:
+        report, events = run(site.home, store)
+        documents = {d.url: d for d in store.documents()}
+        links = {site.link(a): a for a in site.articles}
+    assert [e.detail for e in events if isinstance(e, SourceFound)] == ["Strapi 4 collection"]
+    assert report.counts["added"] == 39 and set(documents) == set(links)
+    for url, article in links.items():
+        assert documents[url].text == body_text(article["content"])
+        assert documents[url].meta["slug"] == article["slug"]
+
+
+def test_contentful_names_a_refused_token_and_takes_a_public_url_template(tmp_path):
+    articles = load_articles()[:3]
+    with PlatformSite(platform="contentful", articles=articles) as site, \
+            Store(tmp_path) as store:
+        with pytest.raises(CrawlError, match=r"Contentful refuses .*/entries: The access token"
+                                             r" .* \(AccessTokenInvalid\); check .*access_token="):
+            run(site.home.replace("fixture-delivery-token", "wrong"), store)
+        assert store.count() == 0
+        template = JsonApiOptions(url="https://blog.example/posts/{fields.slug}")
+        report, _ = run(site.home, store, json=template)
+        urls = sorted(d.url for d in store.documents())
+    assert report.counts["added"] == 3
+    assert urls == sorted(f"https://blog.example/posts/{a['slug']}" for a in articles)
+    assert not any("token" in u for u in urls)
+
+
+def test_rich_text_of_contentful_and_strapi_blocks():
+    link = {"nodeType": "hyperlink", "data": {"uri": "x"},
+            "content": [{"nodeType": "text", "value": "cinco dias"}]}
+    document = {"nodeType": "document", "content": [
+        {"nodeType": "heading-2", "content": [{"nodeType": "text", "value": "Prazos"}]},
+        {"nodeType": "paragraph", "content": [{"nodeType": "text", "value": "Sai em "}, link,
+                                              {"nodeType": "text", "value": "."}]},
+        {"nodeType": "unordered-list", "content": [
+            {"nodeType": "list-item", "content": [
+                {"nodeType": "paragraph", "content": [{"nodeType": "text", "value": "um"}]}]}]},
+        {"nodeType": "embedded-asset-block", "data": {"target": {}}, "content": []}]}
+    assert rich_to_text(document) == "Prazos\nSai em cinco dias.\num"
+    blocks = [{"type": "heading", "level": 2, "children": [{"type": "text", "text": "Ação"}]},
+              {"type": "list", "format": "unordered", "children": [
+                  {"type": "list-item", "children": [
+                      {"type": "text", "text": "um "},
+                      {"type": "link", "url": "x", "children": [{"type": "text", "text": "dois"}]},
+                  ]}]}]
+    assert rich_to_text(blocks) == "Ação\num dois"
+
+
+def test_alternative_paths_and_dotted_url_templates():
+    v4 = {"id": 7, "attributes": {"title": "A", "slug": "a"}}
+    v5 = {"id": 8, "documentId": "d8", "title": "B", "slug": ""}
+    assert first(v4, "attributes.title|title") == "A" and first(v5, "attributes.title|title") == "B"
+    assert first(v5, "slug|attributes.slug") is MISSING  # "" counts as no value
+    assert fill("/api/x/{documentId|id}", v4) == "/api/x/7"
+    assert fill("/api/x/{documentId|id}", v5) == "/api/x/d8"
+    assert fill("https://s/{sys.id}", {"sys": {"id": "e1"}}) == "https://s/e1"
+    assert fill("https://s/{sys.id}", {"sys": {}}) is None
+    assert fill("https://s/{slug", {"slug": "a"}) is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from html import unescape
 
 from ..errors import CrawlError, CrawlStopped, FetchError
@@ -67,3 +68,20 @@ def read_whole(ctx: Context, url: str, source: str,
     ctx.set_site_state(site, {"etag": response.headers.get("ETag"),
                               "last_modified": response.headers.get("Last-Modified")})
 
+
+
+def start_json(start: Start):
+    """The start URL's answer as JSON (a headless CMS's endpoint), or None."""
+    if start.html:
+        return None
+    try:
+        return start.response.json()
+    except FetchError:
+        return None
+
+
+def preset(ctx: Context, opts):
+    """A platform's JSON options, with the user's `--json-url` template (the public page of
+    each item, e.g. `https://site/blog/{slug}`) in place of the preset's when given."""
+    given = ctx.options.json.url
+    return replace(opts, url=given) if given != type(opts).url else opts
