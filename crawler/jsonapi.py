@@ -59,8 +59,9 @@ def crawl_json(ctx: Context, list_url: str, *, opts: JsonApiOptions | None = Non
             continue
         stored, whole = [], True
         items = _items(data, opts, url)
+        names = sideloaded(data, opts.names)
         for number, item in enumerate(items, start=1):
-            event = store_item(ctx, item, opts, (url, number, site, source))
+            event = store_item(ctx, item, opts, (url, number, site, source), names)
             if isinstance(event, Stored):
                 stored.append(event.url)
             else:
@@ -130,9 +131,37 @@ def _items(data, opts: JsonApiOptions, url: str) -> list:
                        " set --json-items to the dotted path of the list")
 
 
-def store_item(ctx: Context, item, opts: JsonApiOptions, at: tuple[str, int, str, str]):
-    """Store one item of a listing page (`at`: page URL, item number, site, source): Stored,
-    or Failed naming the missing field."""
+def sideloaded(data, names: tuple[tuple[str, str, str, str], ...]) -> dict[str, dict]:
+    """{meta name: {id: name}} from the lists a page sideloads (Zendesk's `sections`,
+    JSON:API's `included`)."""
+    tables: dict[str, dict] = {}
+    for meta, path, key, name in names:
+        found = lookup(data, path)
+        for entry in found if isinstance(found, list) else []:
+            ident, label = first(entry, key), first(entry, name)
+            if isinstance(label, str) and ident is not MISSING:
+                tables.setdefault(meta, {})[str(ident)] = label
+    return tables
+
+
+def _named(meta: dict | None, tables: dict[str, dict]) -> dict | None:
+    """The metadata with ids replaced by their sideloaded names (unknown ids kept)."""
+    if not meta or not tables:
+        return meta
+    for key, table in tables.items():
+        value = meta.get(key)
+        if isinstance(value, list):
+            meta[key] = [table.get(str(v), v) for v in value]
+        elif value is not None:
+            meta[key] = table.get(str(value), value)
+    return meta
+
+
+def store_item(ctx: Context, item, opts: JsonApiOptions, at: tuple[str, int, str, str],
+               names: dict[str, dict] | None = None):
+    """Store one item of a listing page (`at`: page URL, item number, site, source; `names`:
+    what the page sideloads, for ids in the metadata): Stored, or Failed naming the missing
+    field."""
     page_url, number, site, source = at
     where = f"{page_url} item {number}"
     url = _item_url(item, opts.url, page_url)
@@ -148,8 +177,8 @@ def store_item(ctx: Context, item, opts: JsonApiOptions, at: tuple[str, int, str
     modified = first(item, opts.modified) if opts.modified else None
     document = Document(url, title_text(title) if isinstance(title, str) else "", text, source,
                         str(modified) if modified not in (None, MISSING) else None,
-                        meta={**(item_meta(item, opts.meta) or {}), **headings_meta(headings)}
-                        or None)
+                        meta={**(_named(item_meta(item, opts.meta), names or {}) or {}),
+                              **headings_meta(headings)} or None)
     status = ctx.store.put(document)
     ctx.set_doc_state(url, {"source": source, "site": site})
     return Stored(url, status)

@@ -38,6 +38,8 @@ class JsonApiOptions:
     continue_path: str | None = None  # MediaWiki: an object merged into the first URL's query
     more_path: str | None = None  # path to a has-more flag; false ends the paging
     meta: tuple[tuple[str, str], ...] = ()  # (name, path) pairs kept as document metadata
+    names: tuple[tuple[str, str, str, str], ...] = ()  # (meta name, list path in the page,
+    #   key field, name field): ids in that metadata replaced by the names the page sideloads
     body_format: str = "html"  # "html" (or text), "wikitext", or "auto": HTML, Markdown or
     #                            structured rich text (Contentful, Strapi blocks)
 

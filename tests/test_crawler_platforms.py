@@ -20,7 +20,7 @@ from busca.crawler.wikitext import wikitext_to_text
 from busca.fixtures import platforms
 from busca.fixtures.platforms import PLATFORMS, PlatformSite
 from busca.fixtures.server import Faults, FixtureSite, load_articles
-from busca.fixtures.shapes import paragraphs
+from busca.fixtures.shapes import author, categories, paragraphs
 
 FAST = {"rate": 1000.0, "backoff": 0.01, "timeout": 5.0}
 META = {  # what each platform's API gives about an article (at least these keys)
@@ -210,3 +210,20 @@ def test_alternative_paths_and_dotted_url_templates():
     assert fill("https://s/{sys.id}", {"sys": {"id": "e1"}}) == "https://s/e1"
     assert fill("https://s/{sys.id}", {"sys": {}}) is None
     assert fill("https://s/{slug", {"slug": "a"}) is None
+
+
+@pytest.mark.parametrize("platform", ["zendesk", "drupal", "discourse"])
+def test_ids_in_the_metadata_become_names(tmp_path, platform):
+    """Zendesk's sideloaded sections and users, Drupal's included tags, Discourse's
+    /site.json categories: a document's metadata says "Notícias", not 360003."""
+    with PlatformSite(platform=platform) as site, Store(tmp_path) as store:
+        run(site.home, store)
+        documents = {d.url: d for d in store.documents()}
+        for article in site.articles:
+            meta, names = documents[site.link(article)].meta, categories(site, article)
+            if platform == "drupal":
+                assert meta.get("tags", []) == names
+            else:
+                assert meta["section"] == (names or [None])[0]
+            if platform == "zendesk":
+                assert meta["authors"] == author(article)

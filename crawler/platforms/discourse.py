@@ -1,5 +1,6 @@
 """Discourse: topics listed by `/latest.json?page=N` (no bodies there), each read from
-`/t/ID.json` only when its `bumped_at` changed since the last crawl."""
+`/t/ID.json` only when its `bumped_at` changed since the last crawl; category names from
+`/site.json`."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ def read(ctx: Context, found: Discovery) -> Iterator:
     site = f"{found.api_root}#discourse"
     topics, complete = yield from _list(ctx, found.api_root + "/latest.json")
     stored, seen = set(ctx.store.hashes("discourse")), set()
+    categories = _categories(ctx, found.api_root) if topics else {}
     for topic in topics:
         url = f"{found.api_root}/t/{topic['slug']}/{topic['id']}"
         seen.add(url)
@@ -35,7 +37,7 @@ def read(ctx: Context, found: Discovery) -> Iterator:
         if not ctx.options.full and url in stored and state.get("bumped") == topic["bumped_at"]:
             yield Stored(url, "unchanged", fetched=False)
             continue
-        event = _topic(ctx, found.api_root, topic, url)
+        event = _topic(ctx, found.api_root, topic, url, categories)
         if isinstance(event, Stored):
             ctx.set_doc_state(url, {"source": "discourse", "site": site,
                                     "bumped": topic["bumped_at"]})
@@ -83,7 +85,18 @@ def _json_page(url: str, more: str | None) -> str | None:
     return urlunsplit(parts._replace(path=path))
 
 
-def _topic(ctx: Context, root: str, topic: dict, url: str):
+def _categories(ctx: Context, root: str) -> dict:
+    """{category id: name} from `/site.json` ({} when it does not answer: ids are kept)."""
+    try:
+        response = ctx.fetcher.get(root + "/site.json")
+        found = response.json().get("categories") if response.status == 200 else None
+    except (FetchError, AttributeError):
+        return {}
+    return {c["id"]: c["name"] for c in found or [] if isinstance(c, dict)
+            and isinstance(c.get("name"), str) and "id" in c}
+
+
+def _topic(ctx: Context, root: str, topic: dict, url: str, categories: dict):
     api = f"{root}/t/{topic['id']}.json"
     try:
         response = ctx.fetcher.get(api)
@@ -98,7 +111,8 @@ def _topic(ctx: Context, root: str, topic: dict, url: str):
     if not text:
         return Failed(url, "a topic without text; nothing stored")
     tags = [t.get("name") if isinstance(t, dict) else t for t in data.get("tags") or []]
-    meta = {"section": data.get("category_id"), "tags": [t for t in tags if t] or None,
+    section = data.get("category_id")
+    meta = {"section": categories.get(section, section), "tags": [t for t in tags if t] or None,
             "authors": sorted({p.get("username") for p in posts if p.get("username")}) or None,
             "created": data.get("created_at")}
     document = Document(url, title_text(data.get("title") or topic.get("title") or ""), text,

@@ -1,5 +1,6 @@
 """Drupal: every node type the JSON:API root lists (`/jsonapi/node/article`…), body in
-`attributes.body.processed`, URL from the path alias, paged by `links.next.href`."""
+`attributes.body.processed`, URL from the path alias, paged by `links.next.href`; the
+article type's tags by name (`include=field_tags`)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ PAGE = "?page%5Blimit%5D=50&sort=drupal_internal__nid"
 OPTIONS = JsonApiOptions(
     items="data", url="attributes.path.alias", title="attributes.title",
     body="attributes.body.processed", modified="attributes.changed", next_path="links.next.href",
-    meta=(("language", "attributes.langcode"), ("created", "attributes.created")))
+    meta=(("language", "attributes.langcode"), ("created", "attributes.created"),
+          ("tags", "relationships.field_tags.data.*.id")),
+    names=(("tags", "included", "id", "attributes.name"),))
+TAGGED = "&include=field_tags"  # the standard profile's article type: its tags' names
 
 
 def detect(start: Start) -> Discovery | None:
@@ -41,4 +45,5 @@ def read(ctx: Context, found: Discovery) -> Iterator:
     if not types:
         raise CrawlStopped(f"the JSON:API root {found.api_root} lists no node types")
     for href in types:
-        yield from crawl_json(ctx, href + PAGE, opts=OPTIONS, source="drupal")
+        tagged = TAGGED if href.rstrip("/").endswith("/node/article") else ""
+        yield from crawl_json(ctx, href + PAGE + tagged, opts=OPTIONS, source="drupal")

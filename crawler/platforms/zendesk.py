@@ -1,5 +1,6 @@
 """Zendesk Help Center: `/api/v2/help_center/LOCALE/articles.json`, cursor pages of 100
-(`page[size]`, `links.next` while `meta.has_more`)."""
+(`page[size]`, `links.next` while `meta.has_more`), with the sections' and authors' names
+sideloaded (`include=sections,users`)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ from ..jsonapi import crawl_json
 from ..options import Context, JsonApiOptions
 from .common import missing, probe_json
 
-PAGE = "?page%5Bsize%5D=100"
+PAGE = "?page%5Bsize%5D=100&include=sections,users"  # sideloads: section and author names
 OPTIONS = JsonApiOptions(
     items="articles", url="html_url", title="title", body="body", modified="updated_at",
     next_path="links.next", more_path="meta.has_more",
     meta=(("section", "section_id"), ("tags", "label_names"), ("authors", "author_id"),
-          ("language", "locale"), ("created", "created_at")))
+          ("language", "locale"), ("created", "created_at")),
+    names=(("section", "sections", "id", "name"), ("authors", "users", "id", "name")))
 _LOCALE = re.compile(r"/hc/([a-z]{2}(?:-[a-z0-9]+)?)(?:/|$)", re.I)
 
 
