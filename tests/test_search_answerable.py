@@ -13,7 +13,7 @@ from busca.index import storage
 from busca.search.answerable import (Lexicon, Model, base_pair, features, overlap,
                                      shared_features)
 from busca.search.eval import answerability as measured
-from conftest import write_jsonl
+from conftest import FIXTURES, write_jsonl
 from serving import Server
 
 
@@ -262,3 +262,34 @@ def test_search_shell_and_serve_apply_the_shared_model_alike(indexed, home):
             got = requests.get(server.url + "api/search", timeout=60,
                                params={"q": "prazo do estorno", "method": method}).json()
             assert got["hits"] == [] and "answerability model" in got["note"]
+
+
+def test_calibrate_stores_the_shared_model_where_it_refuses_more_and_search_applies_it(
+        run, home):
+    """The bundled golden set on a lexical build, keep 90%: per method, --calibrate stores
+    the model whose held-out figure is better, and plain busca search refuses by it."""
+    assert run("add", str(FIXTURES / "site" / "articles.jsonl")).exit_code == 0
+    assert run("index", "-q", "--methods", "tfidf,bm25").exit_code == 0
+    golden = FIXTURES / "golden" / "golden.json"
+    result = run("eval", str(golden), "-q", "--calibrate", "--keep", "0.9", "--json")
+    assert result.exit_code == 0, result.output
+    measured_here = json.loads(result.stdout)["answerability"]
+    stored = storage.load_index(home).methods
+    for method, found in measured_here.items():
+        held = {s["name"]: next(r for r in s["refusals"] if r["keep"] == 0.9)
+                for s in found["signals"]}
+        better = max(("shared", "logistic"), key=lambda n: (
+            held[n]["refused"]["value"], held[n]["kept"], n == "shared"))
+        assert stored[method]["answerable"]["shared"] is (better == "shared")
+        kind = "the shared (question-level) model" if better == "shared" else "its own model"
+        assert f"stored the answerability model for {method}, {kind}" in result.stderr
+    assert stored["tfidf"]["answerable"]["shared"]  # here the shared model refuses more
+    assert stored["tfidf"]["answerable"]["features"] == [
+        "top@bm25", "z_top@bm25", "idf_coverage@bm25"]
+    unanswerable = [q["pergunta"] for q in json.loads(golden.read_text(encoding="utf-8"))
+                    if not q.get("trecho") and not q.get("url")]
+    refused = [q for q in unanswerable if "answerability model" in run("search", q,
+                                                                       "--no-serve").stderr]
+    assert refused  # busca search's default method (tfidf) applies the shared model
+    again = run("search", refused[0], "--no-serve")
+    assert again.exit_code == 3 and again.stdout == ""
