@@ -325,6 +325,11 @@ def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyz
                f" {manifest.chunks} chunks ({manifest.rechunked_documents} documents"
                f" re-chunked); methods: {', '.join(manifest.methods)}")
     _echo_dense(manifest)
+    kept = [m for m, e in manifest.methods.items() if e.get("answerable")]
+    if kept:
+        click.echo(f"kept the answerability model of the previous build for {', '.join(kept)}"
+                   " (the methods it reads were built with the same settings; busca eval"
+                   " --calibrate fits it again)", err=True)
 
 
 def _echo_dense(manifest: indexing.Manifest) -> None:
@@ -549,7 +554,7 @@ def stats(ctx, as_json):
     click.echo(f"{'chunks':<{w}} {figures['chunks']:>10,}   ({c['kind']}: {c['size']} per"
                f" window, {c['overlap']} overlap)")
     for method, entry in manifest.methods.items():
-        detail = ", ".join(f"{k} {_stat(v)}"
+        detail = ", ".join(f"{k} {_model_stat(v) if k == 'answerable' else _stat(v)}"
                            for k, v in searching.method_settings(index, method).items())
         size = f"{entry['vocabulary']:>10,} terms" if "vocabulary" in entry else " " * 16
         click.echo(display.strip_controls(f"{method:<{w}} {size}   ({detail})"))
@@ -570,6 +575,13 @@ def _not_indexed(home, index) -> tuple[int, int]:
     changed = sum(1 for url, sha in stored.items()
                   if url not in indexed or indexed[url] and sha and indexed[url] != sha)
     return changed, sum(1 for url in indexed if url not in stored)
+
+
+def _model_stat(model: dict) -> str:
+    """An answerability model as busca stats shows it: which, its threshold, where from."""
+    kept = f", kept from {model['kept_from']}" if model.get("kept_from") else ""
+    return (f"{'shared' if model.get('shared') else 'own'} model (threshold"
+            f" {_stat(float(model['threshold']))}{kept})")
 
 
 def _stat(value) -> str:
@@ -1051,13 +1063,14 @@ def _store_floors(ctx, ev) -> None:
     if evaluation.floors_to_store(ev.floors)[1]:
         click.echo("hybrid stores no floor of its own: a hybrid hit must pass the floor of"
                    " one of its components", err=True)
-    models = {m: a.model.to_json() for m, a in ev.answerability.items() if a.model}
+    best = {m: found for m, a in ev.answerability.items() if (found := a.best())}
+    models = {m: model.to_json() for m, (_, model) in best.items()}
     with _home(ctx) as home:
         floors = evaluation.store_floors(home, ev.floors, models)
     stored = _index(ctx).manifest.methods
-    for method, answerability in ev.answerability.items():
-        if answerability.model and method in stored:
-            click.echo(_stored_model(method, answerability), err=True)
+    for method, (signal, model) in best.items():
+        if method in stored:
+            click.echo(_stored_model(method, signal, model), err=True)
     for method, floor in floors.items():
         chosen = ev.floors[method].chosen
         click.echo(f"stored the floor {floor:.4g} for {method}: it keeps {chosen.kept:.0%} of"
@@ -1068,12 +1081,12 @@ def _store_floors(ctx, ev) -> None:
             click.echo(f"warning: {method}: {ev.floors[method].warning}", err=True)
 
 
-def _stored_model(method: str, found) -> str:
-    """What --calibrate says of the answerability model it stored for `method`."""
-    model = found.model
-    held = next(s for s in found.signals if s.name == "logistic").refusals
-    at = next((r for r in held if r.keep == model.keep), held[-1])
-    return (f"stored the answerability model for {method} ({', '.join(model.features)};"
+def _stored_model(method: str, signal, model) -> str:
+    """What --calibrate says of the answerability model (`signal`: its held-out figures) it
+    stored for `method`: the shared (question-level) one or the method's own."""
+    at = next((r for r in signal.refusals if r.keep == model.keep), signal.refusals[-1])
+    kind = "the shared (question-level) model" if model.shared else "its own model"
+    return (f"stored the answerability model for {method}, {kind} ({', '.join(model.features)};"
             f" threshold {model.threshold:.4g}): held out, it kept {at.kept:.0%} of answerable"
             f" questions and refused {at.refused.value:.0%} ({at.refused.low:.0%}–"
             f"{at.refused.high:.0%}) of {at.refused.n} unanswerable ones (target: keep"

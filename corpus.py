@@ -89,6 +89,7 @@ class Result:
     seconds: float = 0.0
     ranked: int = 0  # hits ranked before the floor (0 when a server answered)
     rerank: str = ""  # the re-ranker (KIND:MODEL) whose scores the hits carry, if any
+    refused: bool = False  # the answerability model refused the question (`note` says why)
 
     def to_json(self, **extra: Any) -> dict:
         """The form of GET /api/search (`extra` goes after the build, before the note)."""
@@ -148,14 +149,16 @@ def search_build(build, home, question: str, spec: SearchSpec, *,
     if allowed is not None and not allowed.any():
         note = "no document matches the filters " + " ".join(map(str, spec.filters))
     kept = tuple(h for h in hits if floor is None or h.score >= floor)
-    if kept and (refused := searching.refusal(build, question, spec.method, spec.min_score)):
+    refused = bool(kept) and searching.refusal(build, question, spec.method, spec.min_score)
+    if refused:
         kept, note = (), refused.reason  # the stored answerability model (issue 30)
     if rerank and kept:  # the re-ranker's scores, or its server's error: never a silent skip
         kept = tuple(rerank(question, kept, spec.k))
     seconds = time.perf_counter() - started
-    _log(home, spec, "search", question, hits[:spec.k], floor, started)
+    _log(home, spec, "search", question, hits[:spec.k], floor, started, refused=bool(refused))
     return Result(question, spec.method, kept, floor, note, build.manifest.build, calibrated,
-                  described, unlogged, seconds, len(hits), rerank.label if rerank else "")
+                  described, unlogged, seconds, len(hits), rerank.label if rerank else "",
+                  refused=bool(refused))
 
 
 def _allowed(build, home, filters):
@@ -224,11 +227,12 @@ def _log_policy(home, spec: SearchSpec, notify: Notify | None) -> tuple[SearchSp
     return spec, ""
 
 
-def _log(home, spec: SearchSpec, command: str, question: str, hits, floor, started) -> None:
+def _log(home, spec: SearchSpec, command: str, question: str, hits, floor, started, *,
+         refused: bool = False) -> None:
     if spec.log:
         searching.querylog.log_call(home, command=command, query=question, method=spec.method,
                                     k=spec.k, scores=[h.score for h in hits], floor=floor,
-                                    started=started)
+                                    started=started, refused=refused)
 
 
 def compare_build(build, home, question: str, *, methods: Sequence[str] | None = None,

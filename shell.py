@@ -156,17 +156,21 @@ class Session:
         self.last = question
         spec = self.spec(api.SearchSpec, searching.collapse.PER_DOC)
         result = api.search_build(self.index, self.store, question, spec)
-        if result.note:  # no word of the question is in the index
+        if result.note and not result.refused:  # no word of the question is in the index
             raise searching.NoSearchableTerms(result.note)
         shown, floor, seconds = list(result.hits), result.floor, result.seconds
         self.answered += 1
         if self.as_json:
+            note = {"note": result.note} if result.refused else {}
             self.echo(json.dumps({"question": question, "method": s.method, "k": s.k,
                                   "per_doc": spec.per_doc, "floor": floor,
                                   "seconds": round(seconds, 4),
-                                  "hits": [h.to_json() for h in shown]}, ensure_ascii=False))
+                                  "hits": [h.to_json() for h in shown], **note},
+                                 ensure_ascii=False))
             return shown
-        if not shown:
+        if result.refused:  # the stored answerability model, as busca search says it
+            self.echo(f"nothing found: {result.note}")
+        elif not shown:
             self.echo("nothing found" + (f": no passage scores {floor:.4f} or more"
                                          if floor is not None and result.ranked else ""))
         else:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 UnknownMethodError = UnknownMethod  # the name build errors had before the registry moved
 
 Progress = Callable[[str, int, int], None]
+
+ANSWERABLE = "answerable"  # a method's answerability model (search/answerable.py ENTRY)
 
 # Manifest keys that change what a method's scores mean: a calibrated floor survives a
 # rebuild (e.g. after a crawl added articles) only when none of them changed.
@@ -161,12 +163,31 @@ def methods_for(home, methods: Sequence[str], *, dense: str | None = None,
 
 def _keep_floors(entries: dict, before) -> None:
     """Carry calibrated floors (and a dense model's tuned fusion share) over to methods built
-    with the same settings as before."""
+    with the same settings as before, and an answerability model when every method it reads
+    was (marked `kept_from`: the build it was calibrated on)."""
     for method, entry in entries.items():
         old = before.manifest.entry(method) if before is not None else {}
         for key in ("floor", "share"):
-            if old.get(key) is not None and all(old.get(k) == entry.get(k) for k in SETTINGS):
+            if old.get(key) is not None and _same(old, entry):
                 entry[key] = old[key]
+        model = old.get(ANSWERABLE)
+        if model and all(_same(before.manifest.entry(m), entries.get(m))
+                         for m in _reads(method, model)):
+            entry[ANSWERABLE] = {**model, "kept_from": model.get("kept_from")
+                                 or before.manifest.build}
+
+
+def _same(old: Mapping, new: Mapping | None) -> bool:
+    """Whether a method was built again with the settings that give its scores meaning."""
+    return bool(old) and new is not None and all(old.get(k) == new.get(k) for k in SETTINGS)
+
+
+def _reads(method: str, model: Mapping) -> set[str]:
+    """The methods whose rankings an answerability model reads (search/answerable.py): a
+    shared model's base `methods`; a method's own model, the method and its agreement pair."""
+    if model.get("shared"):
+        return set(model.get("methods") or ())
+    return {method, *model.get("agreement", ())}
 
 
 def _reusable_rows(before) -> dict:

@@ -11,10 +11,15 @@ model over features of one search's ranked lists (best first):
   from the postings of the index's lexical method (bm25, else tfidf);
 - `agreement`: the share of the lexical method's top `AGREE_K` also in dense's top `AGREE_K`
   (the same value whatever the method searched; needs a lexical and a dense method).
-Each method uses every feature its index allows. `busca eval --calibrate` fits the model
-(search/eval/answerability.py) and stores it as plain JSON in the method's manifest entry
-(`answerable`); `busca search` and `busca context` then refuse a question whose probability is
-below the model's threshold (`--min-score` overrides, as it does a floor).
+Each method uses every feature its index allows. Answerability is a property of the question
+and the corpus, not of the ranking method, so a *shared* (question-level) model reads the
+build's base methods whatever method ranks: `top@bm25`, `z_top@bm25`, `idf_coverage@bm25`
+(the lexical method, bm25 else tfidf), `top@dense`, `margin@dense` and `agreement`
+(`shared_features`). `busca eval --calibrate` fits both (search/eval/answerability.py) and
+stores, per method, the one that refuses more unanswerable questions held out, as plain JSON in
+the method's manifest entry (`answerable`); `busca search`, `context`, `shell` and `serve` then
+refuse a question whose probability is below the model's threshold (`--min-score` overrides,
+as it does a floor).
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ FEATURES = ("top", "z_top", "margin", "idf_coverage", "agreement")
 WINDOW = 100  # scores per query that z_top and margin read (hybrid's fusion window)
 AGREE_K = 10
 ENTRY = "answerable"  # the key of the model in a method's manifest entry
+AT = "@"  # a shared feature's name: FEATURE@METHOD (the base method it is read from)
+SHARED = {"lexical": ("top", "z_top", "idf_coverage"), "dense": ("top", "margin")}
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,12 @@ class Model:
     threshold: float
     keep: float
     agreement: tuple[str, ...] = ()  # (lexical, dense) methods the agreement feature compares
+    shared: bool = False  # question-level: its features are read from the base methods
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        """The base methods a shared model reads (FEATURE@METHOD), () for a method's own."""
+        return tuple(dict.fromkeys(f.rpartition(AT)[2] for f in self.features if AT in f))
 
     def probability(self, values: Mapping[str, float]) -> float:
         """p(answerable) of one question's feature values (all of `features` needed)."""
@@ -60,14 +73,15 @@ class Model:
         return {"features": list(self.features), "mean": list(self.mean),
                 "scale": list(self.scale), "coefficients": list(self.coefficients),
                 "intercept": self.intercept, "threshold": self.threshold, "keep": self.keep,
-                "agreement": list(self.agreement)}
+                "agreement": list(self.agreement), "shared": self.shared,
+                "methods": list(self.methods)}  # what a rebuild checks (index/build.py)
 
     @classmethod
     def from_json(cls, data: Mapping) -> Model:
         return cls(tuple(data["features"]), tuple(map(float, data["mean"])),
                    tuple(map(float, data["scale"])), tuple(map(float, data["coefficients"])),
                    float(data["intercept"]), float(data["threshold"]), float(data["keep"]),
-                   tuple(data.get("agreement", ())))
+                   tuple(data.get("agreement", ())), bool(data.get("shared", False)))
 
 
 @dataclass(frozen=True)
@@ -135,6 +149,29 @@ def overlap(a, b, k: int = AGREE_K) -> float:
     return len(set(top) & {int(i) for i in list(b)[:k]}) / len(top) if top else 0.0
 
 
+def base_pair(methods) -> tuple[str | None, str | None]:
+    """(lexical, dense) base methods among `methods`: bm25 else tfidf, and `dense`; None for
+    a missing one."""
+    return next((m for m in LEXICAL if m in methods), None), \
+        ("dense" if "dense" in methods else None)
+
+
+def shared_features(query: str, ranked: Mapping, pair: tuple[str | None, str | None], *,
+                    lexicon: Lexicon | None = None) -> dict[str, float]:
+    """The question-level features (SHARED, named FEATURE@METHOD, and `agreement`) from the
+    base methods' rankings in `ranked`; a base method that found nothing reads as 0 on each."""
+    lexical, dense = pair
+    out: dict[str, float] = {}
+    for method, kind in ((lexical, "lexical"), (dense, "dense")):
+        if method is None or method not in ranked:
+            continue
+        found = features(query, ranked, method, lexicon=lexicon if kind == "lexical" else None)
+        out.update({f"{f}{AT}{method}": found.get(f, 0.0) for f in SHARED[kind]})
+    if lexical in ranked and dense in ranked:
+        out["agreement"] = overlap(ranked[lexical][0], ranked[dense][0])
+    return out
+
+
 def agreement_pair(methods) -> tuple[str, ...]:
     """(lexical, dense) among `methods`: bm25 else tfidf, and `dense`; () without both."""
     lexical = next((m for m in LEXICAL if m in methods), None)
@@ -179,12 +216,28 @@ def verdict(index, query: str, method: str) -> Verdict | None:
     model = model_of(index, method)
     if model is None:
         return None
+    if model.shared:
+        return _shared_verdict(index, query, model)
     needed = [method, *(model.agreement if "agreement" in model.features else ())]
     ranked = {m: _ranked(index, query, m) for m in dict.fromkeys(needed)}
     lexicon = lexicon_of(index) if "idf_coverage" in model.features else None
     values = features(query, ranked, method, lexicon=lexicon, agreement=model.agreement)
     if not values:
         return Verdict(0.0, model.threshold)
+    if any(f not in values for f in model.features):
+        return None
+    return Verdict(model.probability(values), model.threshold)
+
+
+def _shared_verdict(index, query: str, model: Model) -> Verdict | None:
+    """A shared model's verdict: the base methods it reads rank the question, whichever
+    method searched (None when this build lacks one of them)."""
+    if any(m not in index.manifest.methods for m in model.methods):
+        return None
+    pair = base_pair(model.methods)
+    ranked = {m: _ranked(index, query, m) for m in model.methods}
+    lexicon = lexicon_of(index) if pair[0] else None
+    values = shared_features(query, ranked, pair, lexicon=lexicon)
     if any(f not in values for f in model.features):
         return None
     return Verdict(model.probability(values), model.threshold)

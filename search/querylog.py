@@ -74,11 +74,12 @@ def answered(scores, floor: float | None) -> bool:
 
 
 def log_call(store, *, command: str, query: str, method: str, k: int, scores,
-             floor: float | None, started: float) -> bool:
-    """Log one search/context call that started at `started` (time.perf_counter())."""
+             floor: float | None, started: float, refused: bool = False) -> bool:
+    """Log one search/context call that started at `started` (time.perf_counter());
+    `refused`: the answerability model refused it (not answered, whatever the scores)."""
     scores = [float(s) for s in scores]
     return record(store, command=command, query=query, method=method, k=k, scores=scores,
-                  floor=floor, answered=answered(scores, floor),
+                  floor=floor, answered=not refused and answered(scores, floor),
                   seconds=time.perf_counter() - started)
 
 

@@ -2,14 +2,19 @@
 
 import json
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
+import requests
 
 from busca.index import storage
-from busca.search.answerable import Lexicon, Model, features, overlap
+from busca.search.answerable import (Lexicon, Model, base_pair, features, overlap,
+                                     shared_features)
 from busca.search.eval import answerability as measured
-from conftest import write_jsonl
+from conftest import FIXTURES, write_jsonl
+from serving import Server
 
 
 def test_features_of_one_ranking_worked_by_hand():
@@ -134,3 +139,157 @@ def test_context_refuses_by_the_model_when_a_floor_is_stored_too(indexed, home):
     storage.update_manifest(storage.load_index(home), {"methods": {"bm25": {"floor": 0.01}}})
     found = indexed("context", "prazo do estorno", "--method", "bm25", "--no-serve")
     assert found.exit_code == 3 and "answerability model" in found.stderr
+
+
+# --- the shared (question-level) model ----------------------------------------------------------
+
+def test_shared_features_worked_by_hand():
+    # "a" in chunks 0 and 1 (df 2), "b" in chunk 1 (df 1), of 4 chunks
+    lex = Lexicon(str.split, {"a": 0, "b": 1}, np.array([0, 2, 3]), np.array([0, 1, 1]), 4)
+    ranked = {"bm25": (np.array([1, 0, 2]), np.array([6.0, 3.0, 0.0])),
+              "dense": (np.array([0, 1]), np.array([0.9, 0.7])),
+              "tfidf": (np.array([2]), np.array([0.5]))}  # not a base method here: unread
+    out = shared_features("a b", ranked, ("bm25", "dense"), lexicon=lex)
+    sd = math.sqrt(6)  # bm25 window 6, 3, 0: mean 3, variance 6
+    assert out == pytest.approx({"top@bm25": 6.0, "z_top@bm25": 3 / sd,
+                                 "idf_coverage@bm25": 1.0,  # chunk 1 holds a and b
+                                 "top@dense": 0.9, "margin@dense": 0.2 / 0.1,  # sd 0.1
+                                 "agreement": 2 / 3})  # {1, 0, 2} against {0, 1}
+    empty = (np.array([], dtype=np.int64), np.array([]))
+    nothing = shared_features("zzz", {"bm25": empty, "dense": ranked["dense"]},
+                              ("bm25", "dense"), lexicon=lex)  # no word in the index
+    assert nothing == pytest.approx({"top@bm25": 0.0, "z_top@bm25": 0.0,
+                                     "idf_coverage@bm25": 0.0, "top@dense": 0.9,
+                                     "margin@dense": 2.0, "agreement": 0.0})
+    assert shared_features("a", ranked, ("bm25", None), lexicon=lex) == pytest.approx(
+        {"top@bm25": 6.0, "z_top@bm25": 3 / sd, "idf_coverage@bm25": 1.0})
+    assert base_pair(["tfidf", "bm25", "dense", "hybrid"]) == ("bm25", "dense")
+    assert base_pair(["tfidf"]) == ("tfidf", None)
+
+
+def test_measure_reports_the_shared_signal_and_prefers_the_better_model():
+    # the method's own top says nothing; the question-level top@bm25 separates the kinds
+    rows = [{"top": float(i % 3), "top@bm25": 2.0 + i % 4} for i in range(40)]
+    rows += [{"top": float(i % 3), "top@bm25": -1.0 - i % 3} for i in range(12)]
+    rows.append({})  # the method found nothing: refused, whatever the shared features say
+    answerable = [True] * 40 + [False] * 13
+    found = measured.measure(rows, answerable, keep=0.9)
+    by = {s.name: s for s in found.signals}
+    assert found.features == ("top",)  # the method's own features only
+    assert by["shared"].refusals[0].refused.value == 1.0 and by["shared"].auc == 1.0
+    assert by["logistic"].refusals[0].refused.value < 0.5
+    assert found.shared.shared and found.shared.features == ("top@bm25",)
+    assert found.shared.methods == ("bm25",) and not found.model.shared
+    signal, model = found.best()
+    assert (signal.name, model) == ("shared", found.shared)
+    again = Model.from_json(json.loads(json.dumps(model.to_json())))
+    assert again == model and model.to_json()["methods"] == ["bm25"]
+
+
+def test_the_own_model_is_stored_when_it_refuses_more_held_out():
+    rows = [{"top": 2.0 + i % 4, "top@bm25": float(i % 3)} for i in range(40)]
+    rows += [{"top": -1.0 - i % 3, "top@bm25": float(i % 3)} for i in range(12)]
+    found = measured.measure(rows, [True] * 40 + [False] * 12, keep=0.9)
+    assert found.best()[0].name == "logistic" and not found.best()[1].shared
+
+
+def _shared(threshold, methods=("tfidf", "bm25")):
+    """A shared model over bm25's top and idf coverage, stored for each of `methods`."""
+    model = Model(("top@bm25", "idf_coverage@bm25"), (0.0, 0.0), (1.0, 1.0), (1.0, 1.0), 0.0,
+                  threshold, 0.9, shared=True)
+    return {"methods": {m: {"answerable": model.to_json()} for m in methods}}
+
+
+def test_a_shared_model_refuses_whatever_method_searches(indexed, home):
+    storage.update_manifest(storage.load_index(home), _shared(0.9999))
+    for method in ("tfidf", "bm25"):
+        result = indexed("search", "prazo do estorno", "--method", method, "--no-serve")
+        assert (result.exit_code, result.stdout) == (3, "")
+        assert "no hits: the answerability model judges the answer is not here" in result.stderr
+    found = indexed("context", "prazo do estorno", "--method", "tfidf", "--no-serve")
+    assert found.exit_code == 3 and "answerability model" in found.stderr
+    storage.update_manifest(storage.load_index(home), _shared(0.5))  # bm25 top > 0: p > 0.5
+    result = indexed("search", "prazo do estorno", "--method", "tfidf", "--no-serve")
+    assert result.exit_code == 0 and result.stdout.startswith("1. ")
+
+
+def test_the_query_log_marks_a_refused_question_unanswered(indexed, home):
+    storage.update_manifest(storage.load_index(home), _shared(0.9999))
+    assert indexed("search", "prazo do estorno", "--method", "tfidf",
+                   "--no-serve").exit_code == 3
+    storage.update_manifest(storage.load_index(home), _shared(0.5))
+    assert indexed("search", "boleto compensam", "--method", "tfidf",
+                   "--no-serve").exit_code == 0
+    misses = [json.loads(line) for line in indexed("misses", "--json").stdout.splitlines()]
+    assert [m["question"] for m in misses] == ["prazo do estorno"]  # answered: not a miss
+
+
+def test_a_rebuild_keeps_the_model_while_the_methods_it_reads_keep_their_settings(indexed, home):
+    storage.update_manifest(storage.load_index(home), _shared(0.9999))
+    rebuilt = indexed("index", "--methods", "tfidf,bm25", "-q")
+    assert rebuilt.exit_code == 0
+    assert "kept the answerability model of the previous build for tfidf, bm25" in rebuilt.stderr
+    entries = storage.load_index(home).manifest.methods
+    assert entries["tfidf"]["answerable"]["features"] == ["top@bm25", "idf_coverage@bm25"]
+    assert entries["bm25"]["answerable"]["kept_from"]
+    assert "answerable shared model" in indexed("stats").stdout
+    refused = indexed("search", "prazo do estorno", "--method", "tfidf", "--no-serve")
+    assert refused.exit_code == 3 and "answerability model" in refused.stderr
+    # bm25 scores differently with another k1: the model that reads them is dropped
+    changed = indexed("index", "--methods", "tfidf,bm25", "--k1", "2.0", "-q")
+    assert changed.exit_code == 0 and "answerability" not in changed.stderr
+    assert not any("answerable" in e for e in storage.load_index(home).manifest.methods.values())
+
+
+def test_search_shell_and_serve_apply_the_shared_model_alike(indexed, home):
+    """The same refusal through every front end: busca search, busca shell (a pipe) and a
+    real busca serve on 127.0.0.1, whichever method ranks."""
+    storage.update_manifest(storage.load_index(home), _shared(0.9999))
+    searched = indexed("search", "prazo do estorno", "--method", "tfidf", "--no-serve")
+    assert searched.exit_code == 3 and "answerability model" in searched.stderr
+    busca = [sys.executable, "-c", "from busca.cli import main; main()", "--home", str(home)]
+    shell = subprocess.run([*busca, "shell", "--no-log"], input="prazo do estorno\n",
+                           capture_output=True, text=True, timeout=120)
+    assert shell.returncode == 0, shell.stderr
+    assert shell.stdout.startswith("nothing found: the answerability model judges the answer"
+                                   " is not here (p = ")
+    piped = subprocess.run([*busca, "shell", "--json", "--no-log"], capture_output=True,
+                           input=":method bm25\nprazo do estorno\n", text=True, timeout=120)
+    [answer] = [json.loads(line) for line in piped.stdout.splitlines()]
+    assert answer["hits"] == [] and "answerability model" in answer["note"]
+    with Server(home, "--no-log") as server:
+        for method in ("tfidf", "bm25"):
+            got = requests.get(server.url + "api/search", timeout=60,
+                               params={"q": "prazo do estorno", "method": method}).json()
+            assert got["hits"] == [] and "answerability model" in got["note"]
+
+
+def test_calibrate_stores_the_shared_model_where_it_refuses_more_and_search_applies_it(
+        run, home):
+    """The bundled golden set on a lexical build, keep 90%: per method, --calibrate stores
+    the model whose held-out figure is better, and plain busca search refuses by it."""
+    assert run("add", str(FIXTURES / "site" / "articles.jsonl")).exit_code == 0
+    assert run("index", "-q", "--methods", "tfidf,bm25").exit_code == 0
+    golden = FIXTURES / "golden" / "golden.json"
+    result = run("eval", str(golden), "-q", "--calibrate", "--keep", "0.9", "--json")
+    assert result.exit_code == 0, result.output
+    measured_here = json.loads(result.stdout)["answerability"]
+    stored = storage.load_index(home).methods
+    for method, found in measured_here.items():
+        held = {s["name"]: next(r for r in s["refusals"] if r["keep"] == 0.9)
+                for s in found["signals"]}
+        better = max(("shared", "logistic"), key=lambda n: (
+            held[n]["refused"]["value"], held[n]["kept"], n == "shared"))
+        assert stored[method]["answerable"]["shared"] is (better == "shared")
+        kind = "the shared (question-level) model" if better == "shared" else "its own model"
+        assert f"stored the answerability model for {method}, {kind}" in result.stderr
+    assert stored["tfidf"]["answerable"]["shared"]  # here the shared model refuses more
+    assert stored["tfidf"]["answerable"]["features"] == [
+        "top@bm25", "z_top@bm25", "idf_coverage@bm25"]
+    unanswerable = [q["pergunta"] for q in json.loads(golden.read_text(encoding="utf-8"))
+                    if not q.get("trecho") and not q.get("url")]
+    refused = [q for q in unanswerable if "answerability model" in run("search", q,
+                                                                       "--no-serve").stderr]
+    assert refused  # busca search's default method (tfidf) applies the shared model
+    again = run("search", refused[0], "--no-serve")
+    assert again.exit_code == 3 and again.stdout == ""

@@ -2,7 +2,9 @@
 it keeps a stated share of the answerable ones (90% and 95%).
 
 A signal is one feature of search/answerable.py read alone (higher = answerable), or the
-logistic model over all of them. Every figure is cross-validated the same way: stratified
+logistic model over all of them (`logistic`), or the question-level model shared by every
+method (`shared`: the same logistic regression over search/answerable.py's `shared_features`,
+read from the base methods whatever method ranks). Every figure is cross-validated the same way: stratified
 k-fold (FOLDS, shuffled with SEED); on each fold the signal (the model, for `logistic`) and the
 cut keeping the target share of answerable questions are fitted on the other folds only, then
 applied to the held-out questions, and the held-out counts are pooled — so no question is
@@ -18,13 +20,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..answerable import FEATURES, Model, agreement_pair, features, lexicon_of
+from ..answerable import (AT, FEATURES, Model, agreement_pair, base_pair, features,
+                          lexicon_of, shared_features)
 from .floors import Share, target_cut, wilson
 
 KEEPS = (0.90, 0.95)
 FOLDS = 5
 SEED = 0
 LOGISTIC = "logistic"
+SHARED = "shared"  # the question-level model's signal
 Fit = Callable[[np.ndarray, np.ndarray], Callable[[np.ndarray], np.ndarray]]
 
 
@@ -49,25 +53,38 @@ class Signal:
 
 @dataclass(frozen=True)
 class Answerability:
-    """A method's signals, the features its model uses and the model fitted on every question."""
+    """A method's signals, the features its model uses and the models fitted on every
+    question (its own; the shared one)."""
 
     features: tuple[str, ...]
     signals: tuple[Signal, ...]
     folds: int
     model: Model | None
+    shared: Model | None = None
+
+    def best(self) -> tuple[Signal, Model] | None:
+        """The model --calibrate stores: the one refusing more unanswerable questions held
+        out at its target (then keeping more answerable ones; the shared one on a tie)."""
+        by = {s.name: s for s in self.signals}
+        found = [(by[n], m) for n, m in ((SHARED, self.shared), (LOGISTIC, self.model))
+                 if m is not None and n in by]
+        return max(found, key=lambda f: _at(f[0], f[1].keep), default=None)
 
 
 def question_features(golden, outcomes: dict, index) -> dict[str, list[dict]]:
     """Per method, each question's feature values from the rankings of the evaluation (the
-    agreement pair among the evaluated methods; idf coverage from the index's postings)."""
+    agreement pair among the evaluated methods; idf coverage from the index's postings), the
+    shared ones (FEATURE@METHOD) included where the method found something."""
     lexicon = lexicon_of(index)
-    pair = agreement_pair(outcomes)
-    out = {}
-    for method in outcomes:
-        out[method] = [features(q.text, {m: (np.array(o[i].ids, dtype=np.int64),
-                                             np.array(o[i].scores)) for m, o in outcomes.items()},
-                                method, lexicon=lexicon, agreement=pair)
-                       for i, q in enumerate(golden.questions)]
+    pair, base = agreement_pair(outcomes), base_pair(outcomes)
+    out: dict[str, list[dict]] = {m: [] for m in outcomes}
+    for i, q in enumerate(golden.questions):
+        ranked = {m: (np.array(o[i].ids, dtype=np.int64), np.array(o[i].scores))
+                  for m, o in outcomes.items()}
+        shared = shared_features(q.text, ranked, base, lexicon=lexicon)
+        for method in outcomes:
+            own = features(q.text, ranked, method, lexicon=lexicon, agreement=pair)
+            out[method].append({**own, **shared} if own else {})
     return out
 
 
@@ -97,7 +114,19 @@ def measure(rows: Sequence[dict], answerable: Sequence[bool], *, keep: float,
     targets = tuple(dict.fromkeys([*keeps, keep]))
     signals = [_signal(n, x, y, targets, _column(j), k, seed) for j, n in enumerate(names)]
     signals.append(_signal(LOGISTIC, x, y, targets, logistic, k, seed, training=True))
-    return Answerability(names, tuple(signals), k, fit_model(x, y, names, keep, agreement))
+    shared, common = shared_names(rows), None
+    if shared:
+        xs = matrix(rows, shared)
+        signals.append(_signal(SHARED, xs, y, targets, logistic, k, seed, training=True))
+        common = fit_model(xs, y, shared, keep, agreement, shared=True)
+    return Answerability(names, tuple(signals), k, fit_model(x, y, names, keep, agreement),
+                         common)
+
+
+def shared_names(rows: Sequence[dict]) -> tuple[str, ...]:
+    """The shared model's features among `rows`: every FEATURE@METHOD, then `agreement`."""
+    first = next((r for r in rows if any(AT in f for f in r)), {})
+    return tuple(f for f in first if AT in f) + (("agreement",) if "agreement" in first else ())
 
 
 def matrix(rows: Sequence[dict], names: Sequence[str]) -> np.ndarray:
@@ -163,8 +192,9 @@ def logistic(x: np.ndarray, y: np.ndarray):
 
 
 def fit_model(x: np.ndarray, y: np.ndarray, names: Sequence[str], keep: float,
-              agreement: tuple[str, ...] = ()) -> Model | None:
-    """The model on every question, its threshold keeping `keep` of the answerable ones."""
+              agreement: tuple[str, ...] = (), *, shared: bool = False) -> Model | None:
+    """The model on every question, its threshold keeping `keep` of the answerable ones
+    (`shared`: the question-level model)."""
     model = _fit(x, y, tuple(names), agreement)
     if model is None:
         return None
@@ -172,7 +202,7 @@ def fit_model(x: np.ndarray, y: np.ndarray, names: Sequence[str], keep: float,
                x)
     threshold = target_cut(s[y], s[~y], keep)
     return Model(model.features, model.mean, model.scale, model.coefficients, model.intercept,
-                 float(threshold), keep, model.agreement)
+                 float(threshold), keep, model.agreement, shared)
 
 
 def _fit(x: np.ndarray, y: np.ndarray, names: tuple[str, ...],
@@ -192,6 +222,12 @@ def _fit(x: np.ndarray, y: np.ndarray, names: tuple[str, ...],
     return Model(names, tuple(map(float, mean)), tuple(map(float, scale)),
                  tuple(map(float, lr.coef_[0])), float(lr.intercept_[0]), 0.0, 0.0,
                  tuple(agreement if "agreement" in names else ()))
+
+
+def _at(signal: Signal, keep: float) -> tuple[float, float, bool]:
+    """(refused, kept, shared) of a signal at the target `keep`: the larger the better."""
+    r = next((r for r in signal.refusals if r.keep == keep), signal.refusals[-1])
+    return r.refused.value, r.kept, signal.name == SHARED
 
 
 def _signal(name, x, y, keeps, fit, folds, seed, *, training: bool = False) -> Signal:

@@ -281,7 +281,9 @@ def _answerability(ev: Evaluation, md: bool) -> list[str]:
                    " ones kept", md)
     lines += ["", f"each signal and its cut fitted on {first.folds - 1} of {first.folds}"
               " stratified folds, measured on the held-out fold (pooled); refused with its"
-              " 95% Wilson interval; logistic = the model over every feature"]
+              " 95% Wilson interval; logistic = the model over every feature; shared = the"
+              " question-level model over the base methods' features (the same for every"
+              " method)"]
     headers = ["method", "signal", "AUC"]
     for t in targets:
         headers += [f"kept (target {t:.0%})", f"refused at {t:.0%}"]
@@ -294,10 +296,10 @@ def _answerability(ev: Evaluation, md: bool) -> list[str]:
             rows.append(row)
     lines += _table(headers, rows, md)
     for system, a in ev.answerability.items():
-        train = next(s for s in a.signals if s.name == "logistic").training
-        lines.append(f"{system}: logistic on its own training questions (not a measure): "
-                     + ", ".join(f"keeps {r.kept:.0%}, refuses {r.refused.value:.0%} at"
-                                 f" {r.keep:.0%}" for r in train))
+        for sig in (s for s in a.signals if s.training):
+            lines.append(f"{system}: {sig.name} on its own training questions (not a measure): "
+                         + ", ".join(f"keeps {r.kept:.0%}, refuses {r.refused.value:.0%} at"
+                                     f" {r.keep:.0%}" for r in sig.training))
     return lines
 
 
