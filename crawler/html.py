@@ -14,6 +14,8 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 
 from bs4 import BeautifulSoup, NavigableString, Tag
 
+from .pagemeta import page_meta
+
 # Never text: dropped with everything inside.
 DROP_TAGS = ("script", "style", "noscript", "template", "svg", "canvas", "iframe", "object",
              "embed", "video", "audio", "map", "img", "picture", "figure", "form", "button",
@@ -46,6 +48,7 @@ class HtmlPage:
     feeds: tuple[str, ...] = ()
     api_root: str | None = None
     modified: str | None = None
+    meta: dict | None = None  # what the page states about itself (pagemeta.py)
     headings: tuple[tuple[int, int, str, str], ...] = ()  # (offset in text, level, text, id)
     landmark: bool = True  # the text came from <article>, <main> or [role=main], not <body>
 
@@ -66,6 +69,7 @@ def extract_page(html: str, url: str = "", *, take_title: bool = True) -> HtmlPa
     base = _base_url(soup, url)
     links = tuple(_links(soup, base)) if url else ()
     heads = _head_info(soup, base)
+    info = page_meta(soup) or None
     for tag in soup.find_all(DROP_TAGS):
         tag.decompose()
     articles = _main_articles(soup.find_all("article"))
@@ -81,7 +85,8 @@ def extract_page(html: str, url: str = "", *, take_title: bool = True) -> HtmlPa
     lines = _lines(container)
     return HtmlPage(title=title, text="\n".join(lines), links=links, is_listing=listing,
                     headings=_headings(container, lines),
-                    landmark=container is not soup.body and container is not soup, **heads)
+                    landmark=container is not soup.body and container is not soup, meta=info,
+                    **heads)
 
 
 def plain_text(text: str) -> str:

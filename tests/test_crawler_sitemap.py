@@ -116,3 +116,34 @@ def test_a_page_emptied_since_the_last_crawl_is_deleted(tmp_path):
         report = run(site.url, store)
         assert store.get(site.link(articles[0])) is None and store.count() == 2
     assert report.counts["deleted"] == 1 and not report.failures
+
+
+def test_pages_keep_what_they_state_about_themselves(tmp_path):
+    """A page read through the sitemap keeps its theme's category links (rel="category tag")
+    and its language as metadata, like the API would give them."""
+    with FixtureSite(load_articles()[:4]) as site, Store(tmp_path) as store:
+        run(site.url, store)
+        for article in site.articles:
+            names = {c["id"]: c["name"] for c in site.categories}
+            meta = store.get(site.link(article)).meta
+            assert meta["categories"] == [names[i] for i in article["categories"] if i in names]
+            assert meta["language"] == "pt-BR"
+
+
+def test_open_graph_and_rel_tag_metadata_of_a_page():
+    from busca.crawler.html import extract_page
+
+    html = ('<html lang="pt-BR"><head><meta property="article:section" content="Redes">'
+            '<meta property="article:tag" content="DNS"><meta property="article:tag"'
+            ' content="Bind"><meta property="article:published_time"'
+            ' content="2024-05-01T10:00:00+00:00"><meta name="author" content="Ana  Souza">'
+            '</head><body><article><h1>T</h1><p>texto</p><footer><a rel="category tag"'
+            ' href="/c/redes">Redes</a> <a rel="tag" href="/t/dns">DNS</a> <a rel="tag"'
+            ' href="/t/cache">Cache</a></footer></article><aside><a rel="tag" href="/t/x">'
+            'Fora</a></aside></body></html>')
+    assert extract_page(html, "https://s.example/a").meta == {
+        "section": "Redes", "tags": ["DNS", "Bind", "Cache"],
+        "published": "2024-05-01T10:00:00+00:00", "authors": ["Ana Souza"],
+        "language": "pt-BR", "categories": ["Redes"]}
+    listing = "<html><body><article><a rel='tag'>A</a></article><article></article></body></html>"
+    assert extract_page(listing, "https://s.example/").meta is None
