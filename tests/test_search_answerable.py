@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from busca.index import storage
+from busca.index.home import storage
 from busca.search.answerable import Lexicon, Model, features, overlap
 from busca.search.eval import answerability as measured
 from conftest import write_jsonl
