@@ -26,7 +26,7 @@ from .search.scorers import K
 
 if TYPE_CHECKING:  # loaded only by the use cases that need them
     from .crawler.store import Document
-    from .index.rerank_api import RerankSettings
+    from .index.dense.rerank_api import RerankSettings
     from .search.compare import Comparison
     from .search.eval.golden import Golden
     from .search.eval.summary import Evaluation
@@ -248,7 +248,7 @@ def compare_build(build, home, question: str, *, methods: Sequence[str] | None =
 
 def prepare(ranker) -> None:
     """Load what a ranker (or each ranker a hybrid fuses) loads lazily, now: a large index's
-    int8 copy (index/vectors.py), its window tables and codes (index/maxscore.py)."""
+    int8 copy (index/dense/vectors.py), its window tables and codes (index/lexical/maxscore.py)."""
     for part in getattr(ranker, "rankers", {}).values() or [ranker]:
         if hasattr(part, "prepare"):
             part.prepare()

@@ -23,7 +23,7 @@ from .errors import BuscaError
 from .index import HYBRID, is_dense, is_hybrid
 
 if TYPE_CHECKING:
-    from .index.rerank_api import RerankSettings
+    from .index.dense.rerank_api import RerankSettings
 
 HISTORY = "~/.busca_history"  # read and written by terminal.py
 WARM_UP = api.WARM_UP  # encoded when a dense method is chosen, so no question waits for it

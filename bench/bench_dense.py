@@ -39,14 +39,14 @@ from pathlib import Path
 
 import numpy as np
 
-from busca.index import storage
-from busca.index.chunking import chunk_words
-from busca.index.dense import BATCH
-from busca.index.encoders import get_encoder
-from busca.index.manifest import Manifest
-from busca.index.storage import Index
+from busca.index.home import storage
+from busca.index.text.chunking import chunk_words
+from busca.index.dense.dense import BATCH
+from busca.index.dense.encoders import get_encoder
+from busca.index.home.manifest import Manifest
+from busca.index.home.storage import Index
 from busca import search as core
-from busca.index.vectors import DenseScorer
+from busca.index.dense.vectors import DenseScorer
 
 SITE = Path(__file__).resolve().parent.parent / "fixtures" / "site" / "articles.jsonl"
 FAQ_WORDS = 60
@@ -188,7 +188,7 @@ def _encoder(name: str, threads: int):
     `e5-small@onnx0` (level 0, float)."""
     if "@" not in name:
         return get_encoder(name, threads=threads)
-    from busca.index.e5_encoder import E5SmallEncoder
+    from busca.index.dense.e5_encoder import E5SmallEncoder
     engine = name.split("@", 1)[1]
     if engine == "int8":
         return E5SmallEncoder(threads=threads, engine="int8")

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from busca.index.embedding_api import ServerSettings
-from busca.index.encoders import get_encoder
+from busca.index.dense.embedding_api import ServerSettings
+from busca.index.dense.encoders import get_encoder
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from bench_dense import QUESTIONS, SITE, windows  # noqa: E402

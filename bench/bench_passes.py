@@ -27,8 +27,8 @@ def passes(home: str, questions: list[str], count: int) -> list[tuple[float, flo
     import time
 
     from busca import search as core
-    from busca.index.lexical import NoSearchableTerms
-    from busca.index.storage import load_index
+    from busca.index.lexical.lexical import NoSearchableTerms
+    from busca.index.home.storage import load_index
     index = load_index(Path(home))
     for question in questions[:WARMUP]:
         core.rank(index, question, method="bm25", k=10)

@@ -36,7 +36,7 @@ from busca import search as core
 from busca.crawler.files import read_files
 from busca.index import LocalHome as Store
 from busca.index import build_index
-from busca.index.lexical import NoSearchableTerms
+from busca.index.lexical.lexical import NoSearchableTerms
 from busca.search import collapse
 from busca.search.eval.golden import Golden, Question, load_golden
 from busca.search.eval.judge import chunk_table, judge, outcome_of

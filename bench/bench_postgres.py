@@ -70,7 +70,8 @@ def fill_postgres(url: str, texts: list[str]) -> None:
 
 def build(location, methods) -> float:
     from dense_fakes import FakeEncoder
-    from busca.index import build_index, encoders, open_home
+    from busca.index import build_index, open_home
+    from busca.index.dense import encoders
     encoders.ENCODERS["fake"] = lambda *, threads=1: FakeEncoder()
     options = {"dense": "fake"} if "dense" in methods else {}
     started = time.perf_counter()
@@ -81,7 +82,8 @@ def build(location, methods) -> float:
 
 def _ranker(location, method):
     from dense_fakes import FakeEncoder
-    from busca.index import encoders, open_home
+    from busca.index.dense import encoders
+    from busca.index import open_home
     encoders.ENCODERS["fake"] = lambda *, threads=1: FakeEncoder()
     home = open_home(location)
     return home, home.current().ranker(method)
@@ -90,7 +92,7 @@ def _ranker(location, method):
 def latencies(location, method: str, queries: list[str], passes: int = 1,
               warmup: list[str] = ()) -> tuple[list[dict], list]:
     """p50/p99 of each pass over the queries (after the warm-up queries), and the answers."""
-    from busca.index.lexical import NoSearchableTerms
+    from busca.index.lexical.lexical import NoSearchableTerms
     home, ranker = _ranker(location, method)
     cache = getattr(home, "cache", None)
     if cache is not None:  # each method starts with an empty posting list cache
@@ -126,7 +128,7 @@ def with_options(url: str, **options) -> str:
 
 def _client(args) -> int:
     location, method, queries, seconds, start = args
-    from busca.index.lexical import NoSearchableTerms
+    from busca.index.lexical.lexical import NoSearchableTerms
     home, ranker = _ranker(location, method)
     for query in queries[:3]:  # warm-up (numba, the ranker's arrays), then all start together
         try:

@@ -34,9 +34,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     from busca import search as core
-    from busca.index import maxscore
-    from busca.index.analyzers import java_terms
-    from busca.index.storage import load_index
+    from busca.index.lexical import maxscore
+    from busca.index.text.analyzers import java_terms
+    from busca.index.home.storage import load_index
 
     index = load_index(args.work / f"busca-{args.size}")
     scorer = core.scorer(index, "bm25")

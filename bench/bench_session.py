@@ -64,7 +64,8 @@ def build_synthetic(home: Path, n: int, work: Path) -> list[str]:
     """n synthetic chunks with tfidf and bm25, plus random 512-d vectors as `use` vectors."""
     import bench_lexical
     import lexical_systems
-    from busca.index import LocalHome, build_index, get_encoder, storage
+    from busca.index import LocalHome, build_index, get_encoder
+    from busca.index.home import storage
     words, questions = bench_lexical.faquad_words_and_questions(FAQUAD)
     corpus = work / f"corpus-{n}.txt"
     bench_lexical.make_corpus(words, n, corpus)

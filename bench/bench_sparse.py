@@ -13,8 +13,8 @@ import json
 import time
 from pathlib import Path
 
-from busca.index.chunking import chunk_words
-from busca.index.e5_encoder import E5SmallEncoder
+from busca.index.text.chunking import chunk_words
+from busca.index.dense.e5_encoder import E5SmallEncoder
 
 ARTICLES = Path(__file__).resolve().parent.parent / "fixtures" / "site" / "articles.jsonl"
 

@@ -43,7 +43,7 @@ def _unit(x: np.ndarray) -> np.ndarray:
 
 
 def _vectors(folder: Path, n: int, rng) -> np.ndarray:
-    from busca.index import storage
+    from busca.index.home import storage
     if not (folder / "dense.vectors.npy").exists():
         folder.mkdir(parents=True, exist_ok=True)
         out = np.lib.format.open_memmap(folder / "dense.vectors.npy", mode="w+",
@@ -70,9 +70,9 @@ def _reset_peak() -> None:
 
 
 def dense_search(cfg: dict) -> dict:
-    from busca.index.manifest import Manifest
-    from busca.index.storage import Index
-    from busca.index.vectors import DenseScorer
+    from busca.index.home.manifest import Manifest
+    from busca.index.home.storage import Index
+    from busca.index.dense.vectors import DenseScorer
     rng = np.random.default_rng(0)
     folder = Path(cfg["work"]) / f"dense-{cfg['size']}"
     vectors = _vectors(folder, cfg["size"], rng)
@@ -115,7 +115,7 @@ def dense_search(cfg: dict) -> dict:
 
 
 def dense_encode(cfg: dict) -> dict:
-    from busca.index.encoders import get_encoder
+    from busca.index.dense.encoders import get_encoder
     texts = read_corpus(cfg["corpus"], 96)
     started = time.perf_counter()
     encoder = get_encoder(cfg.get("encoder", "use"), threads=1)

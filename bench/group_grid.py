@@ -24,7 +24,7 @@ import json
 import numpy as np
 
 from busca.index import open_home
-from busca.index.lexical import NoSearchableTerms
+from busca.index.lexical.lexical import NoSearchableTerms
 from busca.search.eval.golden import load_golden
 from busca.search.eval.judge import DEPTH, chunk_table, index_rankers, judge, outcome_of
 from busca.search.eval.metrics import parse_metric, value

@@ -33,7 +33,7 @@ TANTIVY_HEAP = 512_000_000  # writer memory shared by its threads (1M chunks: 0.
 
 
 def _stopwords() -> list[str]:
-    from busca.index.analyzers import _STOPWORDS
+    from busca.index.text.analyzers import _STOPWORDS
     return sorted(_STOPWORDS)
 
 
@@ -146,7 +146,7 @@ def _pt_analyzed(texts):
     """busca's pt terms of each text, one analysis per distinct whitespace piece (cached)."""
     import functools
 
-    from busca.index.analyzers import pt_terms
+    from busca.index.text.analyzers import pt_terms
     cached = functools.lru_cache(maxsize=1 << 20)(lambda piece: " ".join(pt_terms(piece)))
     for text in texts:
         yield " ".join(filter(None, map(cached, text.split())))
@@ -171,7 +171,7 @@ def pisa_query(cfg: dict) -> dict:
     import pyterrier_pisa
     from pyterrier_pisa import PisaIndex, _pisathon
 
-    from busca.index.analyzers import java_terms, pt_term
+    from busca.index.text.analyzers import java_terms, pt_term
     started = time.perf_counter()
     index = PisaIndex(str(Path(cfg["work"]) / f"pisa-{cfg['size']}"), stemmer="none",
                       stops="none")

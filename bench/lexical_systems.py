@@ -44,7 +44,7 @@ def busca_build(cfg: dict) -> dict:
     """One `busca index` of the store with both lexical methods (one tokenising pass)."""
     from busca.index import LocalHome as Store
     from busca.index.build import build_index
-    from busca.index.storage import current_dir
+    from busca.index.home.storage import current_dir
     home = Path(cfg["work"]) / f"busca-{cfg['size']}"
     started = time.perf_counter()
     with Store(home) as store:
@@ -58,7 +58,7 @@ def busca_build(cfg: dict) -> dict:
 
 def _busca_build_config() -> str:
     from busca.index import compiled
-    from busca.index.stream import default_workers
+    from busca.index.text.stream import default_workers
     loops = compiled.module("tokens_numba")
     how = (f"compiled loops (numba {loops.numba.__version__})" if loops is not None
            else "Python/numpy loops (no numba)")
@@ -66,9 +66,9 @@ def _busca_build_config() -> str:
 
 
 def busca_query(cfg: dict) -> dict:
-    from busca.index.storage import load_index
+    from busca.index.home.storage import load_index
     from busca import search as core
-    from busca.index.lexical import NoSearchableTerms
+    from busca.index.lexical.lexical import NoSearchableTerms
     method = cfg["method"]
     started = time.perf_counter()
     index = load_index(Path(cfg["work"]) / f"busca-{cfg['size']}")
@@ -113,7 +113,7 @@ def rank_bm25(cfg: dict) -> dict:
     """rank_bm25's BM25Okapi on busca's pt terms."""
     from rank_bm25 import BM25Okapi
 
-    from busca.index.analyzers import pt_terms
+    from busca.index.text.analyzers import pt_terms
     texts = read_corpus(cfg["corpus"], cfg["size"])
     started = time.perf_counter()
     model = BM25Okapi([pt_terms(t) for t in texts])
@@ -126,7 +126,7 @@ def rank_bm25(cfg: dict) -> dict:
 def dict_cosine(cfg: dict) -> dict:
     """The seed's Java program in Python dictionaries: TF-IDF maps and `cosseno` against every
     chunk, both norms recomputed at each comparison."""
-    from busca.index.analyzers import java_terms
+    from busca.index.text.analyzers import java_terms
     texts = read_corpus(cfg["corpus"], cfg["size"])
     started = time.perf_counter()
     counts = [Counter(java_terms(t)) for t in texts]

@@ -5,7 +5,7 @@ Tables:
   sha256 of the text, fetched_at, meta (JSON object or NULL: categories, tags, section,
   authors, language, dates, page numbers; added to older homes by ALTER TABLE).
 - `meta`: small key/value settings and crawl state (high-water marks, validators).
-Other tables of the same file belong to the index (see index/storage.py, the map of a home).
+Other tables of the same file belong to the index (see index/home/storage.py, the map of a home).
 
 Every write is its own transaction, so an interrupted crawl keeps what it stored. A home that
 cannot be written (a read-only medium or share) is opened read-only: it answers reads, and a

@@ -5,9 +5,9 @@ index/ (tfidf.py, bm25.py, dense.py). A backend stores documents, crawl state, c
 built method data and the query log, and ranks: it hands out one `Ranker` per stored method.
 search/ does fusion, floors, hits, snippets and context on every backend alike.
 
-Local folder: index/storage.py (LocalHome, Index, LocalBuildWriter). PostgreSQL: the second
-implementation, index/postgres.py (PostgresHome, PostgresBuild; pg_build.py's writer, pg_rank.py's
-rankers), chosen by `open_home` from a `postgresql://` or `postgres://` location.
+Local folder: index/home/storage.py (LocalHome, Index, LocalBuildWriter). PostgreSQL: the second
+implementation, index/postgres/home.py (PostgresHome, PostgresBuild; postgres/build.py's writer,
+postgres/rank.py's rankers), chosen by `open_home` from a `postgresql://` or `postgres://` location.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import numpy as np
 
 from ..crawler.store import DB_NAME, Document, DocumentStore
 from ..errors import BuscaError
-from .chunks import ChunkRow
-from .manifest import Manifest
-from .storage import HomeNotFound, LocalHome
+from .text.chunks import ChunkRow
+from .home.manifest import Manifest
+from .home.storage import HomeNotFound, LocalHome
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
@@ -106,7 +106,7 @@ def open_home(location: str | Path, *, embed: Mapping | None = None,
               create: bool = True) -> Home:
     """The home at `location`: a folder path (created if missing, unless `create` is False:
     then a folder without a store is HomeNotFound, so a mistyped --home, or a command that only
-    reads, never leaves an empty home behind) or a `postgresql://` URL (index/postgres.py;
+    reads, never leaves an empty home behind) or a `postgresql://` URL (index/postgres/home.py;
     needs the extra busca[postgres]: opening it only reads; a missing corpus is created by
     its first write, or, when `create` is False, is CorpusNotFound, a HomeNotFound).
     `embed`: the user's settings for openai:MODEL embedding servers (url, key, batch,
@@ -114,7 +114,7 @@ def open_home(location: str | Path, *, embed: Mapping | None = None,
     text = str(location)
     if text.lower().startswith(POSTGRES_SCHEMES):
         try:
-            from .postgres import PostgresHome
+            from .postgres.home import PostgresHome
         except ImportError as e:
             raise BackendUnavailable(f"a PostgreSQL home needs the postgres extra ({e.name} is"
                                      " missing): pip install 'busca[postgres]'") from e

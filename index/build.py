@@ -2,7 +2,7 @@
 
 Every write goes through the home's BuildWriter (index/backend.py), so readers see the old
 build until the new one is published, and a build that dies leaves the old one live; one
-stopped by a full disk is removed and reported in one line (index/diskfull.py).
+stopped by a full disk is removed and reported in one line (index/home/diskfull.py).
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import BuscaError
-from .bm25 import check_options as check_bm25_options
-from .chunking import OVERLAP, SIZE, check_window
-from .dense import previous_models
-from .dense_models import DenseModel
-from .diskfull import DiskFull, disk_full_error, folder_size, is_disk_full
-from .manifest import Manifest
+from .lexical.bm25 import check_options as check_bm25_options
+from .text.chunking import OVERLAP, SIZE, check_window
+from .dense.dense import previous_models
+from .dense.dense_models import DenseModel
+from .home.diskfull import DiskFull, disk_full_error, folder_size, is_disk_full
+from .home.manifest import Manifest
 from .methods import DEFAULT, SPARSE, UnknownMethod, check_methods, method_spec, with_dense
-from .stream import BATCH_DOCS, chunk_documents
-from .titles import chunk_titles, kept_titles, titled_texts, with_titles
+from .text.stream import BATCH_DOCS, chunk_documents
+from .text.titles import chunk_titles, kept_titles, titled_texts, with_titles
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ def build_index(home, *, size: int = SIZE, overlap: int = OVERLAP,
     if "bm25" in methods:  # a bad k1 or a missing stemmer fails before any work; the
         # analyzer is chosen once (a fallback from pt is warned about once)
         options = {**options, "bm25_analyzer": check_bm25_options(options)}
-    if SPARSE in methods:  # the dense pass leaves its latents here (index/sparse.py)
+    if SPARSE in methods:  # the dense pass leaves its latents here (index/lexical/sparse.py)
         options = {**options, "sparse_sink": {"latents": {}, "version": None}}
     progress = on_progress or (lambda stage, done, total: None)
     previous = home.previous()  # first: a home read from a standby now reads the primary

@@ -1,8 +1,10 @@
 """The compiled loops (numba, the `fast` extra), loaded on first use, never compiled while
 a user waits.
 
-`module(name)` is index/<name>.py, or None when numba is not installed or BUSCA_NUMBA=0
-(then every caller takes its numpy path, with the same results; the tests compare both).
+`module(name)` is the kernel module `name` (one of WHERE: index/text/tokens_numba.py,
+index/lexical/postings_numba.py, index/lexical/maxscore_numba.py, index/dense/vectors_numba.py),
+or None when numba is not installed or BUSCA_NUMBA=0 (then every caller takes its numpy path,
+with the same results; the tests compare both). Every `*_numba` module loads through here.
 
 Compiling the loops takes a minute on a busy machine the first time after an install, and
 loading numba with the cached machine code up to a second or two: more than a new user's
@@ -36,6 +38,9 @@ from pathlib import Path
 
 MIN_DOCUMENTS = 5_000
 MIN_POSTINGS = 1_000_000
+# every kernel module, by name -> where it lives under index/
+WHERE = {"tokens_numba": "text.tokens_numba", "postings_numba": "lexical.postings_numba",
+         "maxscore_numba": "lexical.maxscore_numba", "vectors_numba": "dense.vectors_numba"}
 KERNELS = ("tokens_numba", "postings_numba", "maxscore_numba")  # what index/warm.py compiles
 _loaded: dict[str, object] = {}
 _ready: dict[str, object] = {}  # name -> module, or False (could not load: numpy path)
@@ -54,12 +59,13 @@ def mode() -> str:
 
 
 def module(name: str):
-    """index/<name>.py imported (its numba functions load or compile on first call), or None."""
+    """The kernel module `name` (WHERE) imported (its numba functions load or compile on
+    first call), or None."""
     if mode() == "0":
         return None
     if name not in _loaded:
         try:
-            _loaded[name] = importlib.import_module(f"{__package__}.{name}")
+            _loaded[name] = importlib.import_module(f"{__package__}.{WHERE[name]}")
         except ImportError:
             _loaded[name] = None
     return _loaded[name]
@@ -233,7 +239,7 @@ def record_path() -> Path | None:
     here = Path(__file__).resolve().parent
     stamp = [numba_version, sys.version.split()[0]]
     for name in KERNELS:
-        info = (here / f"{name}.py").stat()
+        info = (here / f"{WHERE[name].replace('.', '/')}.py").stat()
         stamp.append(f"{info.st_mtime_ns}-{info.st_size}")
     key = hashlib.sha256("|".join(stamp).encode()).hexdigest()[:16]
     folder = here / "__pycache__"

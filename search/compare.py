@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..index.lexical import NoSearchableTerms, top_k
+from ..index.lexical.lexical import NoSearchableTerms, top_k
 from ..index.methods import HYBRID
-from ..index.rerank_api import SUFFIX
+from ..index.dense.rerank_api import SUFFIX
 from .collapse import PER_DOC, collapse, urls_of
 from .fusion import FusionSettings
 from .hits import Hit, hits_for

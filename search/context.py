@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..citation import cite, section
 from ..errors import BuscaError
-from ..index.lexical import NoSearchableTerms
+from ..index.lexical.lexical import NoSearchableTerms
 from .answerable import refusal
 from .fusion import FusionSettings
 from .collapse import search as search_per_doc

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import BuscaError
-from ..index.lexical import top_k
+from ..index.lexical.lexical import top_k
 
 OPERATORS = ("!=", ">=", "<=", "^=", "=")  # two-character ones first
 FIELDS = ("url", "title", "source", "modified")  # the document's own columns

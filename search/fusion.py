@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import BuscaError
-from ..index.encoders import DENSE_SHARE, DENSE_SHARES, GROUPED_SHARES
-from ..index.lexical import NoSearchableTerms, top_k
+from ..index.dense.encoders import DENSE_SHARE, DENSE_SHARES, GROUPED_SHARES
+from ..index.lexical.lexical import NoSearchableTerms, top_k
 
 METHOD = "hybrid"
 FUSIONS = ("rrf", "minmax", "zscore")
@@ -31,7 +31,7 @@ RRF_K = 60.0
 WINDOW = 100
 LEXICAL = ("bm25", "tfidf")  # the first one the index has is the default lexical component
 # Default weights: the weighted sums (minmax, zscore) give dense the share measured for its
-# encoder (index/encoders.py DENSE_SHARES: use 0.3, e5-small 0.7, others 0.5) and lexical the
+# encoder (index/dense/encoders.py DENSE_SHARES: use 0.3, e5-small 0.7, others 0.5) and lexical the
 # rest; RRF stays the textbook 1:1. Measured: docs/dense.md, "Fusion across models".
 RRF_WEIGHTS = {"lexical": 1.0, "dense": 1.0}
 SPARSE_SHARE = 0.3  # hybrid3: sparse's share, the others keep their proportions (docs/dense.md)
@@ -242,7 +242,7 @@ def describe_default() -> str:
 
 
 def share_of(encoder: str | None, *, grouped: bool = False) -> float:
-    """The dense share measured for `encoder` (index/encoders.py DENSE_SHARES, or
+    """The dense share measured for `encoder` (index/dense/encoders.py DENSE_SHARES, or
     GROUPED_SHARES when its windows score by their best sentence group), else 0.5."""
     if grouped and (encoder or "") in GROUPED_SHARES:
         return float(GROUPED_SHARES[encoder])

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
-from ..index.analyzers import fold_accents, get_term_filter
-from ..index.stopwords import ENGLISH, PORTUGUESE
+from ..index.text.analyzers import fold_accents, get_term_filter
+from ..index.text.stopwords import ENGLISH, PORTUGUESE
 
 _WORD = re.compile(r"[^\W_]+")  # the analyzers' runs of Unicode letters or digits
 _STOP = PORTUGUESE | {fold_accents(w) for w in PORTUGUESE}

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..errors import BuscaError
-from ..index.chunking import chunk_text
+from ..index.text.chunking import chunk_text
 from .fusion import FusionSettings
 from .scorers import K, rank
 

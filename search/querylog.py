@@ -1,10 +1,11 @@
 """The query log: what users asked, what they got, and which questions the corpus misses.
 
 Every `busca search` and `busca context` call appends one row to the home's query log (unless
-`--no-log` or the `querylog` setting is off); the home stores it (index/queries.py locally). `misses` groups the questions
-that found nothing or only scores below the floor, most frequent first; `golden_skeleton`
-turns them into a golden set in the seeds' format (`{"pergunta": ..., "trecho": ""}`) for a
-person to label and `busca eval` to score — the seed's loop of turning failures into tests.
+`--no-log` or the `querylog` setting is off); the home stores it (index/home/queries.py
+locally). `misses` groups the questions that found nothing or only scores below the floor, most
+frequent first; `golden_skeleton` turns them into a golden set in the seeds' format
+(`{"pergunta": ..., "trecho": ""}`) for a person to label and `busca eval` to score — the seed's
+loop of turning failures into tests.
 """
 
 from __future__ import annotations

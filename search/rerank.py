@@ -3,7 +3,7 @@
 The first stage (any method, with its floor and per-document cap) ranks N candidates
 (`--rerank-top`, default 30, at least k); the re-ranker scores each candidate's text against
 the question and the best k by that score are the answer, their `score` the re-ranker's. A
-server that cannot answer raises (index/rerank_api.py): the first stage's order is never
+server that cannot answer raises (index/dense/rerank_api.py): the first stage's order is never
 passed off as re-ranked.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ..index.rerank_api import RerankClient, RerankSettings
+from ..index.dense.rerank_api import RerankClient, RerankSettings
 from .hits import Hit
 
 

@@ -1,13 +1,14 @@
 """Rankers by method name, on any backend: stored methods come from the build, `hybrid` is
 fused here from them. The method names and kinds come from index/methods.py (the registry);
-several dense models (`dense`, `dense:NAME`) each get a `hybrid:NAME` (index/dense_models.py)."""
+several dense models (`dense`, `dense:NAME`) each get a `hybrid:NAME`
+(index/dense/dense_models.py)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from ..index.dense_models import HYBRID, is_hybrid, model_of, resolve
-from ..index.lexical import top_k
+from ..index.dense.dense_models import HYBRID, is_hybrid, model_of, resolve
+from ..index.lexical.lexical import top_k
 from ..index.methods import HYBRID3, SPARSE, UnknownMethod, method_spec, stored_methods
 from .fusion import FusionSettings, HybridScorer, components, describe, share_of, stored_settings
 

@@ -18,7 +18,7 @@ from urllib.parse import urlencode, urlsplit
 
 from ..corpus import ContextSpec, Result, SearchSpec
 from ..errors import BuscaError
-from ..index.dense_models import is_hybrid
+from ..index.dense.dense_models import is_hybrid
 from ..search.context import Context
 from .discovery import Record
 

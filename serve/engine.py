@@ -23,9 +23,9 @@ from .. import index as indexing
 from .. import search as searching
 from ..corpus import (WARM_UP, ContextSpec, Corpus, Result, SearchSpec, context_build,
                       prepare, reranker, search_build)
-from ..index.rerank_api import RerankError, RerankSettings
+from ..index.dense.rerank_api import RerankError, RerankSettings
 from ..crawler import Document
-from ..index.chunking import chunker_label
+from ..index.text.chunking import chunker_label
 from .errors import BuildRunning
 
 log = logging.getLogger(__name__)

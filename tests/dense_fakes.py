@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from busca.index import encoders
+from busca.index.dense import encoders
 
 # A tiny blog for hybrid tests: (url, title, text).
 DOCS = [

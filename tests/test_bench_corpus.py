@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
 import zipf_corpus  # noqa: E402
 
-from busca.index.analyzers import pt_terms  # noqa: E402
+from busca.index.text.analyzers import pt_terms  # noqa: E402
 
 SIZES = (125, 250, 500, 1000)
 

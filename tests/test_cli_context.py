@@ -5,7 +5,7 @@ import json
 import pytest
 
 from busca.cli import cli
-from busca.index import storage
+from busca.index.home import storage
 from busca.search.eval import golden as golden_module
 from busca.search import querylog
 from busca.index import LocalHome

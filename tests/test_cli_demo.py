@@ -28,7 +28,7 @@ def test_keep_refuses_a_folder_that_is_not_empty(run, home):
 def test_the_demo_takes_e5_small_then_use_then_no_dense(monkeypatch, capsys):
     """e5-small is the default dense model; with only the `dense` extra the demo shows USE."""
     from busca import cli, index
-    from busca.index.encoders import EncoderMissing
+    from busca.index.dense.encoders import EncoderMissing
     installed = {"e5-small", "use"}
 
     def get_encoder(name):

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from busca.index.storage import load_index
+from busca.index.home.storage import load_index
 from busca import search as core
 from conftest import FIXTURES, REPO, write_jsonl
 
@@ -305,7 +305,7 @@ def test_a_floor_from_few_questions_is_stored_with_a_warning(run, corpus):
 
 def test_a_dense_model_encodes_each_question_once(run, corpus, fake):
     """dense and hybrid share the question's vector (and --threads reaches the encoder)."""
-    from busca.index import encoders
+    from busca.index.dense import encoders
 
     assert run("index", "--size", "12", "--overlap", "3", "-q", "--dense",
                "fake").exit_code == 0

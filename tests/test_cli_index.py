@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from busca.index.storage import load_index
-from busca.index.vector_cache import VectorCache
+from busca.index.home.storage import load_index
+from busca.index.dense.vector_cache import VectorCache
 from conftest import write_jsonl
 from embed_servers import FaultyServer, cosines
 

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from busca.index.analyzers import UnknownAnalyzer, get_analyzer, java_terms
+from busca.index.text.analyzers import UnknownAnalyzer, get_analyzer, java_terms
 
 
 def test_java_terms_lowercase_letters_and_digits():
@@ -41,7 +41,7 @@ def test_en_stems_like_the_porter_algorithm(word, stem):
 
 
 def test_en_stopwords_are_exactly_lucenes_33():
-    from busca.index.stopwords import ENGLISH
+    from busca.index.text.stopwords import ENGLISH
     assert len(ENGLISH) == 33 and {"the", "with", "such", "into", "will"} <= ENGLISH
     assert get_analyzer("en")(" ".join(sorted(ENGLISH))) == []
     assert get_analyzer("en")("we were there") == ["we", "were"]  # not Lucene stopwords

@@ -1,4 +1,4 @@
-"""BM25 (index/bm25.py, index.lexical.Bm25Scorer), the pt and simple analyzers, and their
+"""BM25 (index/lexical/bm25.py, index.lexical.Bm25Scorer), the pt and simple analyzers, and their
 CLI: against bm25s, a hand-worked case, FaQuAD and a tiny BEIR folder."""
 
 import json
@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 
 from busca.crawler.store import Document
-from busca.index import analyzers
-from busca.index.analyzers import (MissingStemmer, UnknownAnalyzer, get_analyzer, java_terms,
+from busca.index.text import analyzers
+from busca.index.text.analyzers import (MissingStemmer, UnknownAnalyzer, get_analyzer, java_terms,
                                    pt_terms, simple_terms)
-from busca.index.bm25 import Bm25ParameterError, check_parameters
+from busca.index.lexical.bm25 import Bm25ParameterError, check_parameters
 from busca.index.build import build_index
-from busca.index.storage import load_index
+from busca.index.home.storage import load_index
 from busca import search as core
-from busca.index.lexical import NoSearchableTerms
+from busca.index.lexical.lexical import NoSearchableTerms
 from busca.index import LocalHome
 
 from conftest import FIXTURES, REPO

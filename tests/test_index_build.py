@@ -8,9 +8,9 @@ import pytest
 
 from busca.crawler.store import Document
 from busca.index.methods import METHODS
-from busca.index import storage
+from busca.index.home import storage
 from busca.index.build import NothingToIndex, build_index
-from busca.index.storage import IndexFormatError, IndexNotFound, load_index
+from busca.index.home.storage import IndexFormatError, IndexNotFound, load_index
 from busca import search as core
 from busca.index import LocalHome
 
@@ -74,9 +74,10 @@ import multiprocessing, sys
 from pathlib import Path
 import pytest
 from busca.crawler.store import Document
-from busca.index import LocalHome, build, stream
+from busca.index import LocalHome, build
+from busca.index.text import stream
 from busca.index.build import build_index
-from busca.index.storage import load_index
+from busca.index.home.storage import load_index
 from busca import search as core
 
 stream.PARALLEL_MIN_DOCS = 1  # worker processes, 5 documents a range

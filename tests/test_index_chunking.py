@@ -1,6 +1,6 @@
 import pytest
 
-from busca.index.chunking import (ChunkingError, chunk_text, chunk_words, window_starts,
+from busca.index.text.chunking import (ChunkingError, chunk_text, chunk_words, window_starts,
                                   words)
 
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from busca.crawler.files import read_files
-from busca.index.chunking import (ChunkingError, chunk_sections, chunk_with, chunk_words,
+from busca.index.text.chunking import (ChunkingError, chunk_sections, chunk_with, chunk_words,
                                    parse_chunker)
 
 TEXT = ("Introdução curta da loja.\nReembolso\nO valor pago é devolvido em até sete dias úteis"

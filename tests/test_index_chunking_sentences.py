@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from busca.index.chunking import (ChunkingError, chunk_sentences, chunk_with, chunker_label,
+from busca.index.text.chunking import (ChunkingError, chunk_sentences, chunk_with, chunker_label,
                                   parse_chunker, sentences)
 
 DOC = (

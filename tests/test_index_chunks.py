@@ -1,8 +1,8 @@
-"""The chunk table of a build (index/chunks.py): written once into the build's folder."""
+"""The chunk table of a build (index/text/chunks.py): written once into the build's folder."""
 
 import sqlite3
 
-from busca.index.chunks import FILE, ChunkRow, ChunkTable, drop_legacy, write_chunks
+from busca.index.text.chunks import FILE, ChunkRow, ChunkTable, drop_legacy, write_chunks
 
 
 def test_chunk_rows_per_build(tmp_path):

@@ -12,10 +12,11 @@ import time
 import pytest
 
 from busca.crawler.store import Document
-from busca.index import LocalHome, compiled, maxscore
+from busca.index import LocalHome, compiled
+from busca.index.lexical import maxscore
 from busca.index.build import build_index
-from busca.index.lexical import NoSearchableTerms
-from busca.index.storage import load_index
+from busca.index.lexical.lexical import NoSearchableTerms
+from busca.index.home.storage import load_index
 
 pytest.importorskip("numba")
 

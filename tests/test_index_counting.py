@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from sklearn.feature_extraction.text import CountVectorizer
 
-from busca.index.analyzers import get_term_filter, java_terms, pt_terms, simple_terms
-from busca.index.counting import CountMerger, column_blocks, count_pieces, count_texts, reanalyze
+from busca.index.text.analyzers import get_term_filter, java_terms, pt_terms, simple_terms
+from busca.index.text.counting import (CountMerger, column_blocks, count_pieces, count_texts,
+                                       reanalyze)
 
 WORDS = ("Ação ação AÇÃO informações informação não nao é e à às O o de DE universidade "
          "Universidades curso cursos 2019 3,5% snake_case R$1.234,56 pós-graduação ΟΔΟΣ ΣΟΦΙΑ "
@@ -73,8 +74,8 @@ def test_column_blocks_cover_every_column_once():
 def test_tfidf_arrays_equal_a_count_vectorizer_build_bit_for_bit(tmp_path):
     """The streamed counts give the TF-IDF arrays of the first builder (CountVectorizer and
     scipy row sums), norms included, to the last bit."""
-    from busca.index import tfidf
-    from busca.index.storage import LocalBuildWriter
+    from busca.index.lexical import tfidf
+    from busca.index.home.storage import LocalBuildWriter
     texts = random_texts(random.Random(11), 300)
     tfidf.build(texts, LocalBuildWriter(None, tmp_path), options={})
     counts, terms = reference(texts, java_terms)

@@ -6,12 +6,12 @@ from dense_fakes import FakeEncoder
 
 from busca.crawler.store import Document
 from busca.index.methods import METHODS
-from busca.index import dense, encoders
+from busca.index.dense import dense, encoders
 from busca.index.build import build_index
-from busca.index.storage import load_index
+from busca.index.home.storage import load_index
 from busca import search as core
-from busca.index.lexical import NoSearchableTerms
-from busca.index.vectors import DenseScorer, EmptyQuery, EncoderMismatch, NoVectors
+from busca.index.lexical.lexical import NoSearchableTerms
+from busca.index.dense.vectors import DenseScorer, EmptyQuery, EncoderMismatch, NoVectors
 from busca.index import LocalHome
 
 DOCS = [

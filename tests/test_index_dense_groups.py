@@ -1,4 +1,4 @@
-"""index/dense_groups.py: windows scored by their best sentence group (max-sim), exactly."""
+"""index/dense/dense_groups.py: windows scored by their best sentence group (max-sim), exactly."""
 
 import json
 
@@ -11,9 +11,9 @@ from busca import search as core
 from busca.crawler.store import Document
 from busca.index import LocalHome
 from busca.index.build import build_index
-from busca.index.chunking import chunk_text
-from busca.index.dense_groups import group_texts
-from busca.index.storage import load_index
+from busca.index.text.chunking import chunk_text
+from busca.index.dense.dense_groups import group_texts
+from busca.index.home.storage import load_index
 
 SENTENCES = [
     "O dpkg instala pacotes locais.", "Ele não resolve dependências sozinho.",

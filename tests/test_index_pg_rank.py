@@ -180,7 +180,7 @@ def test_a_build_without_the_sql_tables_is_refused_by_lexical_sql_in_one_line(pg
 
 
 def test_same_answers_without_the_intarray_extension(fixture_built, monkeypatch):
-    from busca.index.postgres import PostgresHome
+    from busca.index.postgres.home import PostgresHome
 
     local, pg = fixture_built
     pg += "&lexical=sql"

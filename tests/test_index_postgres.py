@@ -6,8 +6,8 @@ import pytest
 
 from busca.crawler.store import Document
 from busca.errors import BuscaError
-from busca.index import pg_schema
-from busca.index.postgres import PostgresHome
+from busca.index.postgres import schema as pg_schema
+from busca.index.postgres.home import PostgresHome
 
 pytestmark = pytest.mark.postgres
 
@@ -92,8 +92,8 @@ def test_url_parameters(pg_home):
 def test_the_postgres_backend_has_every_method_of_the_boundary(pg_home):
     """PostgresHome / PostgresBuild / PostgresBuildWriter against index/backend.py's protocols."""
     from busca.index import backend
-    from busca.index.chunks import ChunkRow
-    from busca.index.manifest import Manifest
+    from busca.index.text.chunks import ChunkRow
+    from busca.index.home.manifest import Manifest
 
     def members(protocol):
         names = {n for n in dir(protocol) if not n.startswith("_")}
@@ -114,7 +114,7 @@ def test_the_postgres_backend_has_every_method_of_the_boundary(pg_home):
 
 
 def test_an_aborted_build_leaves_nothing(pg_home):
-    from busca.index.chunks import ChunkRow
+    from busca.index.text.chunks import ChunkRow
 
     with PostgresHome(pg_home) as home:
         out = home.new_build()

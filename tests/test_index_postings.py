@@ -1,14 +1,15 @@
-"""The compiled postings of tfidf and bm25 (index/postings_numba.py) against their numpy path:
-every array of the index folder equal, value for value and dtype for dtype."""
+"""The compiled postings of tfidf and bm25 (index/lexical/postings_numba.py) against their numpy
+path: every array of the index folder equal, value for value and dtype for dtype."""
 
 import random
 
 import numpy as np
 import pytest
 
-from busca.index import bm25, compiled, tfidf
-from busca.index.counting import count_texts
-from busca.index.storage import LocalBuildWriter
+from busca.index.lexical import bm25, tfidf
+from busca.index import compiled
+from busca.index.text.counting import count_texts
+from busca.index.home.storage import LocalBuildWriter
 
 from test_index_counting import random_texts
 
@@ -66,7 +67,7 @@ def test_tfidf_compiled_equals_numpy(tmp_path, monkeypatch, seed):
 def test_compiled_row_sums_add_in_numpy_order():
     """np.add.reduceat adds a row's first value to the pairwise sum of the others (8 running
     sums up to 128 values, halves above): the compiled sums must give the same bits."""
-    from busca.index.postings_numba import row_squares
+    from busca.index.lexical.postings_numba import row_squares
     rng = np.random.default_rng(0)
     lengths = np.array(list(range(0, 300)) + [511, 512, 777, 1000, 2049, 0, 1])
     indptr = np.concatenate([[0], np.cumsum(lengths)])

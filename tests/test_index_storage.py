@@ -1,4 +1,4 @@
-"""The local home (index/storage.py): builds are invisible until published, one live build,
+"""The local home (index/home/storage.py): builds are invisible until published, one live build,
 the manifest as a typed record, format 1 refused with the rebuild hint, the query log table."""
 
 import json
@@ -11,8 +11,8 @@ from busca.crawler.store import Document
 from busca.errors import BuscaError
 from busca.index import Manifest, open_home
 from busca.index.build import build_index
-from busca.index.chunks import ChunkRow
-from busca.index.storage import (IndexFormatError, IndexNotFound, LocalHome, current_dir,
+from busca.index.text.chunks import ChunkRow
+from busca.index.home.storage import (IndexFormatError, IndexNotFound, LocalHome, current_dir,
                                  load_index)
 
 
@@ -124,7 +124,7 @@ def test_query_log_lives_in_its_own_table(tmp_path):
 def test_open_home_picks_the_backend(tmp_path):
     with open_home(tmp_path / "h") as home:
         assert isinstance(home, LocalHome) and (tmp_path / "h" / "busca.db").exists()
-    # a postgresql:// URL goes to index/postgres.py (port 1 on this machine refuses at once)
+    # a postgresql:// URL goes to index/postgres/home.py (port 1 on this machine refuses at once)
     pytest.importorskip("psycopg")
     with pytest.raises(BuscaError, match="cannot connect to") as e:
         open_home("postgresql://busca:secret@127.0.0.1:1/corpus")

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from busca.crawler.store import Document
-from busca.index.chunks import ChunkRow
-from busca.index.chunking import chunk_words, words
-from busca.index.counting import count_texts
-from busca.index.chunking import splits_like_java
-from busca.index.stream import chunk_documents, windows
+from busca.index.text.chunks import ChunkRow
+from busca.index.text.chunking import chunk_words, words
+from busca.index.text.counting import count_texts
+from busca.index.text.chunking import splits_like_java
+from busca.index.text.stream import chunk_documents, windows
 
 WORDS = "ação gato Universidade 2019 R$1.234,56 e-mail x\x00y ΟΔΟΣ 東京 😀 — ... café".split(" ")
 # Java splits only at [ \t\n\x0b\f\r] and trims every char <= U+0020 at both ends.
@@ -62,7 +62,7 @@ POOL_CHECK = """
 import random, sys
 sys.path.insert(0, sys.argv[1])
 from test_index_stream import documents
-from busca.index import stream
+from busca.index.text import stream
 docs = documents(random.Random(5), 120)
 stream.BATCH_DOCS = 7
 one = stream.chunk_documents(docs, size=20, overlap=5, reusable={}, total=120, workers=1,
@@ -151,7 +151,7 @@ def test_store_ranges_cover_every_document_once_in_url_order(tmp_path):
 
 
 def test_ranges_read_by_workers_give_what_documents_give(tmp_path, monkeypatch):
-    from busca.index import stream
+    from busca.index.text import stream
     monkeypatch.setattr(stream, "BATCH_CHARS", 700)  # a range is chunked in several batches
     docs = documents(random.Random(7), 60)
     with stored(tmp_path, docs) as store:

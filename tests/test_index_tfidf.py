@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from busca.crawler.store import Document
-from busca.index.analyzers import java_terms
+from busca.index.text.analyzers import java_terms
 from busca.index.build import build_index
-from busca.index.storage import load_index
+from busca.index.home.storage import load_index
 from busca import search as core
-from busca.index.lexical import NoSearchableTerms
+from busca.index.lexical.lexical import NoSearchableTerms
 from busca.index import LocalHome
 
 CORPUS = [

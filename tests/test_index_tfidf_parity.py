@@ -22,12 +22,12 @@ from pathlib import Path
 import pytest
 
 from busca.crawler.store import Document
-from busca.index.analyzers import java_terms
+from busca.index.text.analyzers import java_terms
 from busca.index.build import build_index
-from busca.index.chunking import chunk_words
-from busca.index.storage import load_index
+from busca.index.text.chunking import chunk_words
+from busca.index.home.storage import load_index
 from busca.search import rank, search
-from busca.index.lexical import NoSearchableTerms
+from busca.index.lexical.lexical import NoSearchableTerms
 from busca.index import LocalHome
 
 JAVA_SOURCE = Path(__file__).parent / "java" / "Reference.java"

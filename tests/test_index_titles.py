@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from busca import search as core
-from busca.index.counting import count_texts
-from busca.index.storage import load_index
-from busca.index.titles import BadTitles, titled_methods, titled_texts, with_titles
+from busca.index.text.counting import count_texts
+from busca.index.home.storage import load_index
+from busca.index.text.titles import BadTitles, titled_methods, titled_texts, with_titles
 from conftest import write_jsonl
 
 # Two long articles (several 12-word windows each) whose titles use words their text lacks.

@@ -1,4 +1,4 @@
-"""The compiled batch (index/tokens.py, numba) against the Python path of stream.py: the same
+"""The compiled batch (index/text/tokens.py, numba) against the Python path of stream.py: the same
 windows, spans and counts per chunk and term, and the cases it leaves to the Python path."""
 
 import random
@@ -6,8 +6,8 @@ import random
 import numpy as np
 import pytest
 
-from busca.index import stream, tokens
-from busca.index.counting import CountMerger
+from busca.index.text import stream, tokens
+from busca.index.text.counting import CountMerger
 
 from test_index_counting import random_texts
 from test_index_stream import random_text
@@ -114,7 +114,7 @@ def test_utf8_bytes_give_what_their_text_gives(seed):
 
 
 def test_the_compiled_utf8_decoder_is_as_strict_as_python():
-    from busca.index.tokens_numba import _decode
+    from busca.index.text.tokens_numba import _decode
     rng = random.Random(4)
     pieces = [b"a", b" ", "ação".encode(), "😀".encode(), "東".encode(), b"\xc0\xaf",
               b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe2\x82", b"\x80", b"\xff", b"\xc3",

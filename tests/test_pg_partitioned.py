@@ -106,7 +106,7 @@ def test_the_big_tables_are_hash_partitioned_by_their_key(layouts):
 @pytest.mark.parametrize("method", ["tfidf", "bm25"])
 def test_the_partitioned_layout_gives_the_plain_top_10(layouts, method):
     from busca.index import open_home
-    from busca.index.lexical import NoSearchableTerms
+    from busca.index.lexical.lexical import NoSearchableTerms
 
     plain, parted, questions = layouts
     tops = []

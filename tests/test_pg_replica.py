@@ -49,7 +49,7 @@ def pair(tmp_path_factory):
     fixtures = pytest.importorskip("busca.fixtures.postgres")
     from dense_fakes import FakeEncoder
 
-    from busca.index import encoders
+    from busca.index.dense import encoders
 
     primary = fixtures.PostgresServer()
     try:
@@ -112,7 +112,7 @@ def _hits(result) -> list[dict]:
 
 def test_dense_on_the_standby_answers_as_the_primary(pair):
     """pgvector's HNSW index is replicated page for page: the same top 10 and scores."""
-    from busca.index import encoders
+    from busca.index.dense import encoders
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(encoders.ENCODERS, "fake", lambda *, threads=1: __import__(

@@ -18,8 +18,8 @@ from dataclasses import replace
 
 from busca import corpus as api
 from busca.cli import cli
-from busca.index.embedding_api import AuthFailed, ServerUnreachable
-from busca.index.rerank_api import RerankClient, RerankError, parse_rerank
+from busca.index.dense.embedding_api import AuthFailed, ServerUnreachable
+from busca.index.dense.rerank_api import RerankClient, RerankError, parse_rerank
 
 from conftest import FIXTURES
 from embed_servers import free_port

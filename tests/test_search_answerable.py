@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import requests
 
-from busca.index import storage
+from busca.index.home import storage
 from busca.search.answerable import (Lexicon, Model, base_pair, features, overlap,
                                      shared_features)
 from busca.search.eval import answerability as measured

@@ -6,7 +6,7 @@ import pytest
 from busca.crawler.store import Document
 from busca.index import LocalHome
 from busca.index.build import build_index
-from busca.index.storage import load_index
+from busca.index.home.storage import load_index
 from busca import search as core
 from busca.search import collapse
 

@@ -5,9 +5,9 @@ import re
 import pytest
 
 from busca.crawler.store import Document
-from busca.index import storage
+from busca.index.home import storage
 from busca.index.build import build_index
-from busca.index.storage import load_index
+from busca.index.home.storage import load_index
 from busca.search import context as cx
 from busca import search as core
 from busca.index import LocalHome

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from busca import search as core
-from busca.index import storage
-from busca.index import vectors as dense
-from busca.index.manifest import Manifest
-from busca.index.storage import Index
-from busca.index.vectors import DenseScorer
+from busca.index.home import storage
+from busca.index.dense import vectors as dense
+from busca.index.home.manifest import Manifest
+from busca.index.home.storage import Index
+from busca.index.dense.vectors import DenseScorer
 
 pytest.importorskip("numba")
 

@@ -5,12 +5,12 @@ import pytest
 
 from busca.crawler.store import Document
 from busca.index.build import build_index
-from busca.index.storage import load_index
+from busca.index.home.storage import load_index
 from busca import search as core
 from busca.search.eval.judge import (Judged, StaleIndex, chunk_documents, chunk_table, collapse,
                                    index_rankers, judge, outcome_of, rank_questions)
 from busca.search.eval.golden import Golden, Question
-from busca.index.lexical import NoSearchableTerms
+from busca.index.lexical.lexical import NoSearchableTerms
 from busca.index import LocalHome
 
 REEMBOLSO = ("Reembolso. Quando o cliente cancela a assinatura dentro do período de garantia,"

@@ -6,9 +6,9 @@ from conftest import write_jsonl
 from dense_fakes import DOCS, FakeEncoder
 
 from busca.crawler.store import Document
-from busca.index import encoders
+from busca.index.dense import encoders
 from busca.index.build import build_index
-from busca.index.storage import load_index
+from busca.index.home.storage import load_index
 from busca.search import fusion
 from busca import search as core
 from busca.search.eval import tuning

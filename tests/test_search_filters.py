@@ -11,7 +11,7 @@ from busca import corpus as api
 from busca.crawler.store import Document
 from busca.index import LocalHome
 from busca.index.build import build_index
-from busca.index.storage import load_index
+from busca.index.home.storage import load_index
 from busca.search import filters as f
 from busca.search.fusion import FusionSettings, HybridScorer, fuse
 from busca.search.scorers import scorer

@@ -10,11 +10,12 @@ import pytest
 
 from busca import search as core
 from busca.crawler.store import Document
-from busca.index import LocalHome, maxscore
-from busca.index.analyzers import pt_terms
+from busca.index import LocalHome
+from busca.index.lexical import maxscore
+from busca.index.text.analyzers import pt_terms
 from busca.index.build import build_index
-from busca.index.lexical import NoSearchableTerms
-from busca.index.storage import load_index
+from busca.index.lexical.lexical import NoSearchableTerms
+from busca.index.home.storage import load_index
 
 pytest.importorskip("numba")
 
@@ -403,7 +404,7 @@ def test_prefetch_hint_changes_nothing_even_past_the_end():
     the sum as they were."""
     import numba
 
-    from busca.index.maxscore_numba import _prefetch
+    from busca.index.lexical.maxscore_numba import _prefetch
 
     @numba.njit
     def total(values, ahead):

@@ -46,7 +46,7 @@ def test_every_error_has_a_status_and_unknown_ones_none():
     assert status_of(BadParameter("x")) == 400
     assert status_of(BuscaError("x")) == 400
     assert status_of(RuntimeError("boom")) is None  # a 500 whose details stay in the log
-    from busca.index.storage import IndexNotFound
+    from busca.index.home.storage import IndexNotFound
     assert status_of(IndexNotFound("no index")) == 503
 
 

@@ -12,11 +12,11 @@ from pathlib import Path
 from ... import __version__
 from ...crawler.store import Document
 from ...index import build as index_build
-from ...index.manifest import Manifest
-from ...index.dense_models import HYBRID, is_hybrid
+from ...index.home.manifest import Manifest
+from ...index.dense.dense_models import HYBRID, is_hybrid
 from ...index.methods import METHODS, UnknownMethod, method_spec, stored_methods
-from ...index.storage import Index, LocalBuildWriter
-from ...index.titles import titled_texts
+from ...index.home.storage import Index, LocalBuildWriter
+from ...index.text.titles import titled_texts
 from .judge import ChunkTable, chunk_documents
 
 

@@ -12,10 +12,10 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ...index.dense_models import HYBRID, resolve
-from ...index.encoders import THREADS
+from ...index.dense.dense_models import HYBRID, resolve
+from ...index.dense.encoders import THREADS
 from ...index.methods import method_spec, stored_methods
-from ...index.vectors import query_encoder
+from ...index.dense.vectors import query_encoder
 from ..fusion import stored_settings
 from ..scorers import describe_fusion
 

@@ -10,15 +10,15 @@ from datetime import datetime, timezone
 
 from ... import __version__
 from ...errors import BuscaError
-from ...index.chunking import chunker_label
+from ...index.text.chunking import chunker_label
 from ..scorers import available_methods
 from .bootstrap import LEVEL, RESAMPLES, SEED
 from .floors import KEEP
 from .chunkers import temporary_indexes
 from .answerability import question_features
 from .golden import Golden
-from ...index.encoders import THREADS
-from ...index.rerank_api import SUFFIX, RerankSettings
+from ...index.dense.encoders import THREADS
+from ...index.dense.rerank_api import SUFFIX, RerankSettings
 from ..rerank import Reranker
 from .judge import (DEPTH, ChunkTable, Judgement, chunk_table, index_rankers, judge,
                     per_document, rank_questions, reranked)

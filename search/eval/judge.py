@@ -16,10 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...crawler.store import Document
-from ...index.chunking import chunk_with, chunker_label
-from ...index.chunks import ChunkRow
-from ...index.encoders import THREADS
-from ...index.lexical import NoSearchableTerms
+from ...index.text.chunking import chunk_with, chunker_label
+from ...index.text.chunks import ChunkRow
+from ...index.dense.encoders import THREADS
+from ...index.lexical.lexical import NoSearchableTerms
 from ..hits import StaleIndex  # re-exported: raised here and by hits.hits_for
 from ..scorers import rank, scorer
 from .encoding import share_query_vectors

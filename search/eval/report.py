@@ -10,7 +10,7 @@ import math
 import re
 from collections import Counter
 
-from ...index.dense_models import is_dense
+from ...index.dense.dense_models import is_dense
 from .floors import Calibration
 from .summary import Evaluation, Pair
 

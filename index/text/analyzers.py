@@ -1,0 +1,163 @@
+"""Analyzers: text -> list of terms. Each index stores the name of the one it used.
+
+Every analyzer first splits like `java_terms` (lowercase, then runs of Unicode letters or
+digits) and then maps each of those terms to one final term or drops it: its *term filter*.
+The index builder relies on that shape: it tokenises the chunks once and maps the vocabulary.
+
+- `java`: the Java-parity terms, unchanged (the default for `tfidf`).
+- `simple`: java terms with accents folded ("Ação" -> "acao"); no stopwords, no stemming.
+- `pt`: java terms minus Portuguese stopwords, Snowball-stemmed (PyStemmer, the `pt` extra),
+  then accent-folded ("informações" -> "inform"); the default for `bm25` when installed.
+- `en`: Lucene's EnglishAnalyzer as far as java terms allow: possessive "'s" dropped, its 33
+  stopwords dropped, Porter-stemmed (PyStemmer's `porter`, the algorithm of Lucene's
+  PorterStemFilter); no accent folding ("Studies" -> "studi", "patient's" -> "patient").
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections.abc import Callable
+
+from ...errors import BuscaError
+from .stopwords import ENGLISH, PORTUGUESE
+
+# Runs of characters for which str.isalnum() is true: Python's \w minus the underscore,
+# the same set as Java's [\p{L}\p{N}].
+_ALNUM_RUN = re.compile(r"[^\W_]+")
+
+PT_EXTRA = "pip install 'busca[pt]'"
+
+TermFilter = Callable[[str], "str | None"]
+STEMMERS = {"pt": "portuguese", "en": "porter"}  # analyzer -> PyStemmer algorithm
+
+
+def java_terms(text: str) -> list[str]:
+    """Lowercase, then every maximal run of Unicode letters or digits (Java parity)."""
+    return _ALNUM_RUN.findall(text.lower())
+
+
+class UnknownAnalyzer(BuscaError, ValueError):
+    """An analyzer name that busca does not know."""
+
+
+class MissingStemmer(BuscaError, RuntimeError):
+    """The `pt` analyzer needs PyStemmer, which is not installed."""
+
+
+def fold_accents(term: str) -> str:
+    """Compatibility-decompose and drop combining marks: "ação" -> "acao", "ª" -> "a"."""
+    if term.isascii():
+        return term
+    decomposed = unicodedata.normalize("NFKD", term)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+@functools.cache
+def stemmer(algorithm: str = "portuguese"):
+    """PyStemmer's Snowball stemmer for `algorithm`, or MissingStemmer naming the extra."""
+    try:
+        import Stemmer
+    except ImportError:
+        raise MissingStemmer("the pt and en analyzers need PyStemmer (Snowball stemming): "
+                             f"{PT_EXTRA}, or choose the simple analyzer") from None
+    return Stemmer.Stemmer(algorithm)
+
+
+def portuguese_stemmer():
+    """PyStemmer's Snowball Portuguese stemmer, or MissingStemmer naming the extra."""
+    return stemmer("portuguese")
+
+
+portuguese_stemmer.cache_clear = stemmer.cache_clear  # forgets every cached stemmer
+
+
+_STOPWORDS = PORTUGUESE | {fold_accents(w) for w in PORTUGUESE}
+
+
+def simple_term(term: str) -> str | None:
+    """A java term with its accents folded."""
+    return fold_accents(term) or None
+
+
+def pt_term(term: str) -> str | None:
+    """A java term stemmed and folded, or None for a Portuguese stopword (with or without
+    accents: "não" and "nao")."""
+    if term in _STOPWORDS or fold_accents(term) in _STOPWORDS:
+        return None
+    return fold_accents(portuguese_stemmer().stemWord(term)) or None
+
+
+def en_term(term: str) -> str | None:
+    """A java term Porter-stemmed, or None for an English stopword or the "s" that java terms
+    split off a possessive ("patient's" -> "patient", "s")."""
+    if term in ENGLISH or term == "s":
+        return None
+    return stemmer(STEMMERS["en"]).stemWord(term) or None
+
+
+TERM_FILTERS: dict[str, TermFilter | None] = {"java": None, "simple": simple_term, "pt": pt_term,
+                                              "en": en_term}
+
+
+def simple_terms(text: str) -> list[str]:
+    """Java terms with accents folded."""
+    return [t for t in map(simple_term, java_terms(text)) if t]
+
+
+def pt_terms(text: str) -> list[str]:
+    """Java terms without Portuguese stopwords, stemmed and accent-folded."""
+    return [t for t in map(pt_term, java_terms(text)) if t]
+
+
+def en_terms(text: str) -> list[str]:
+    """Java terms without possessives and English stopwords, Porter-stemmed."""
+    return [t for t in map(en_term, java_terms(text)) if t]
+
+
+ANALYZERS: dict[str, Callable[[str], list[str]]] = {
+    "java": java_terms, "simple": simple_terms, "pt": pt_terms, "en": en_terms}
+
+
+def get_analyzer(name: str) -> Callable[[str], list[str]]:
+    """The analyzer called `name`, or an error listing the known ones (or naming the extra
+    it needs)."""
+    _check(name)
+    return ANALYZERS[name]
+
+
+def get_term_filter(name: str) -> TermFilter | None:
+    """The per-term map of analyzer `name` (None: java terms are kept as they are)."""
+    _check(name)
+    return TERM_FILTERS[name]
+
+
+def _check(name: str) -> None:
+    if name not in ANALYZERS or name not in TERM_FILTERS:
+        known = ", ".join(sorted(ANALYZERS))
+        raise UnknownAnalyzer(f"unknown analyzer {name!r}; known analyzers: {known}")
+    if name in STEMMERS:
+        stemmer(STEMMERS[name])
+
+
+def has_stemmer() -> bool:
+    """True when PyStemmer is installed (the `pt` analyzer can run)."""
+    try:
+        portuguese_stemmer()
+    except MissingStemmer:
+        return False
+    return True
+
+
+def default_bm25_analyzer() -> str:
+    """`pt` when PyStemmer is installed, else `simple`."""
+    return "pt" if has_stemmer() else "simple"
+
+
+def analyzer_version(name: str) -> str:
+    """What else decides the terms of `name` (the stemmer's version), for the manifest."""
+    if name not in STEMMERS:
+        return ""
+    import Stemmer
+    return f"snowball {STEMMERS[name]}, PyStemmer {Stemmer.version()}"

@@ -1,0 +1,347 @@
+"""Word windows and java-term counts of a batch of documents in a few compiled passes (numba,
+the `fast` extra); index/text/tokens.py prepares the input and checks when it may be used.
+
+The batch is the documents' UTF-8 bytes joined by "\n" (plus 8 zero bytes of padding). A
+document's words are Java's (`text.trim().split("\\s+")`: trim every char <= U+0020 at both
+ends, split at the six ASCII whitespace chars): single bytes that are never part of a
+multi-byte sequence, so words are found on the bytes without decoding them. Each distinct
+word is decoded once (as strictly as Python's decoder) and split into java terms: runs of
+codes flagged TERM, lowercased through the `lower` table. Words and terms get ids from
+open-addressing hash tables whose hits are checked in full (a word of up to 16 bytes is its
+own key: its first and last 8 bytes), so two different words or terms never share an id.
+Positions are counted in characters (continuation bytes subtracted), as Python indexes text.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .codetables import STOP, TERM
+
+INVALID = 8  # status: bytes that are not UTF-8
+_EMPTY = -1
+_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+_FNV_PRIME = np.uint64(0x100000001B3)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@numba.njit(cache=True, nogil=True)
+def _grow(slots, hashes, n):
+    """A table twice as large holding the same n entries (slot = hash modulo its size)."""
+    bigger = np.full(slots.size * 2, _EMPTY, dtype=np.int32)
+    mask = bigger.size - 1
+    for t in range(n):
+        s = np.int64(hashes[t] & np.uint64(mask))
+        while bigger[s] != _EMPTY:
+            s = (s + 1) & mask
+        bigger[s] = t
+    return bigger
+
+
+@numba.njit(cache=True, nogil=True)
+def _decode(buf, a, b, out):
+    """The code points of the UTF-8 bytes buf[a:b] into `out`: their number, or -1 if the
+    bytes are not valid UTF-8 (no overlong form, surrogate, code point above U+10FFFF or cut
+    sequence, as Python's decoder)."""
+    i = a
+    n = 0
+    while i < b:
+        b0 = np.uint32(buf[i])
+        if b0 < 0x80:
+            out[n] = b0
+            i += 1
+        else:
+            if 0xC2 <= b0 <= 0xDF:
+                width, lo, hi, cp = 2, 0x80, 0xBF, b0 & 0x1F
+            elif 0xE0 <= b0 <= 0xEF:
+                width, cp = 3, b0 & 0x0F
+                lo = 0xA0 if b0 == 0xE0 else 0x80
+                hi = 0x9F if b0 == 0xED else 0xBF
+            elif 0xF0 <= b0 <= 0xF4:
+                width, cp = 4, b0 & 0x07
+                lo = 0x90 if b0 == 0xF0 else 0x80
+                hi = 0x8F if b0 == 0xF4 else 0xBF
+            else:
+                return -1
+            if i + width > b:
+                return -1
+            for j in range(1, width):
+                x = np.uint32(buf[i + j])
+                if not ((lo <= x <= hi) if j == 1 else (0x80 <= x <= 0xBF)):
+                    return -1
+                cp = (cp << 6) | (x & 0x3F)
+            out[n] = cp
+            i += width
+        n += 1
+    return n
+
+
+@numba.njit(cache=True, nogil=True)
+def word_edges(buf, n):
+    """Start and end byte of every run of non-whitespace bytes in buf[:n] (Java's \\s: space,
+    \\t, \\n, \\v, \\f, \\r), alternating; branch-free."""
+    edges = np.empty(n + 1, dtype=np.int64)
+    k = 0
+    before = 1
+    for j in range(n):
+        x = buf[j]
+        space = np.int64((x == 32) | ((x >= 9) & (x <= 13)))
+        edges[k] = j
+        k += space != before
+        before = space
+    edges[k] = n
+    k += 1 - before
+    return edges[:k]
+
+
+@numba.njit(cache=True, nogil=True)
+def _same_bytes(buf, a, b, n):
+    for q in range(n):
+        if buf[a + q] != buf[b + q]:
+            return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def _word_terms(buf, a, b, w, d_terms, word_terms, d_chars, scratch, lower, flags, pool,
+                t_at, t_hash, t_slots, n_terms):
+    """Decode the new word buf[a:b] (distinct word w), look its java terms up (new ones
+    join the pool) and list them in word_terms[d_terms[w]:d_terms[w + 1]]. Returns (terms
+    now known, the term table) or (-status, ...) when the word cannot be done here."""
+    n = _decode(buf, a, b, scratch)
+    if n < 0:
+        return -INVALID, t_slots
+    d_chars[w] = n
+    q = d_terms[w]
+    k = 0
+    while k < n:
+        f = flags[scratch[k]]
+        if not f & TERM:
+            if f & STOP:
+                return -(f & STOP), t_slots
+            k += 1
+            continue
+        start = k
+        h = _FNV_OFFSET
+        while k < n and flags[scratch[k]] & TERM:
+            low = lower[scratch[k]]
+            scratch[k] = low
+            h = (h ^ np.uint64(low)) * _FNV_PRIME
+            k += 1
+        length = k - start
+        mask = t_slots.size - 1
+        s = np.int64(h & np.uint64(mask))
+        while True:
+            t = t_slots[s]
+            if t == _EMPTY:
+                t = n_terms
+                p = t_at[t]
+                pool[p:p + length] = scratch[start:k]
+                t_at[t + 1] = p + length
+                t_hash[t] = h
+                n_terms += 1
+                t_slots[s] = t
+                if 2 * n_terms > t_slots.size:
+                    t_slots = _grow(t_slots, t_hash, n_terms)
+                break
+            if t_hash[t] == h and t_at[t + 1] - t_at[t] == length:
+                p = t_at[t]
+                same = True
+                for z in range(length):
+                    if pool[p + z] != scratch[start + z]:
+                        same = False
+                        break
+                if same:
+                    break
+            s = (s + 1) & mask
+        word_terms[q] = t
+        q += 1
+    d_terms[w + 1] = q
+    return n_terms, t_slots
+
+
+@numba.njit(cache=True, nogil=True)
+def terms_of(buf, win, byte_start, byte_end, lower, flags):
+    """Words and term occurrences of each document (document d is buf[byte_start[d]:
+    byte_end[d]]; `win[j]` = the 8 bytes from j, little-endian). Returns (status, words per
+    document, each document's first character, word starts and ends in characters, per word
+    its first occurrence (words + 1 values), the term id of each occurrence, the lowercase
+    codes of every term one after the other, and where each term starts among them (terms + 1
+    values)); status != 0: the STOP flags of a code that was met, or INVALID."""
+    n_docs = byte_start.size
+    edges = word_edges(buf, byte_end[n_docs - 1] if n_docs else 0)
+    cap = edges.size // 2 + 2
+    words = np.zeros(n_docs, dtype=np.int64)
+    doc_char = np.empty(n_docs, dtype=np.int64)
+    w_start = np.empty(cap, dtype=np.int64)
+    w_end = np.empty(cap, dtype=np.int64)
+    w_occ = np.empty(cap + 1, dtype=np.int64)
+    occ = np.empty(buf.size // 2 + 2, dtype=np.int32)
+    d_key = np.empty(cap, dtype=np.uint64)  # distinct words: first and last 8 bytes, ...
+    d_tail = np.empty(cap, dtype=np.uint64)
+    d_len = np.empty(cap, dtype=np.int64)  # ... length, where they first occur, hash,
+    d_at = np.empty(cap, dtype=np.int64)  # ... characters
+    d_hash = np.empty(cap, dtype=np.uint64)
+    d_chars = np.empty(cap, dtype=np.int64)
+    d_terms = np.empty(cap + 1, dtype=np.int64)  # ... and terms (word_terms[d_terms[w]:])
+    d_terms[0] = 0  # the others are written as words come (no pages zero-filled for nothing)
+    word_terms = np.empty(buf.size // 2 + 2, dtype=np.int32)
+    w_slots = np.full(4096, _EMPTY, dtype=np.int32)
+    pool = np.empty(buf.size, dtype=np.uint32)  # distinct terms
+    t_at = np.empty(buf.size // 2 + 3, dtype=np.int64)
+    t_at[0] = 0
+    t_hash = np.empty(buf.size // 2 + 2, dtype=np.uint64)
+    t_slots = np.full(4096, _EMPTY, dtype=np.int32)
+    scratch = np.empty(buf.size + 1, dtype=np.uint32)
+    n_words = n_occ = n_distinct = n_terms = 0
+    cont = 0  # continuation bytes before the current word: char index = byte index - cont
+    e = 0
+    for d in range(n_docs):
+        lo, hi = byte_start[d], byte_end[d]
+        doc_char[d] = lo - cont
+        while lo < hi and buf[lo] <= 32:  # Java's trim(): ASCII, no continuation byte
+            lo += 1
+        while hi > lo and buf[hi - 1] <= 32:
+            hi -= 1
+        first_word = n_words
+        while e < edges.size and edges[e] < byte_end[d]:
+            a, b = max(edges[e], lo), min(edges[e + 1], hi)
+            e += 2
+            if a >= b:
+                continue
+            length = b - a
+            key = win[a]  # the first 8 bytes, and (longer words) the last 8: up to 16
+            tail = np.uint64(0)  # bytes, the word itself
+            if length < 8:
+                key &= (np.uint64(1) << np.uint64(8 * length)) - np.uint64(1)
+            elif length > 8:
+                tail = win[b - 8]
+            h = (key ^ np.uint64(length)) * _GOLDEN + tail
+            h = (h ^ (h >> np.uint64(29))) * _GOLDEN
+            h ^= h >> np.uint64(32)
+            mask = w_slots.size - 1
+            s = np.int64(h & np.uint64(mask))
+            while True:
+                w = w_slots[s]
+                if w == _EMPTY:
+                    w = n_distinct
+                    n_terms, t_slots = _word_terms(buf, a, b, w, d_terms, word_terms, d_chars,
+                                                   scratch, lower, flags, pool, t_at, t_hash,
+                                                   t_slots, n_terms)
+                    if n_terms < 0:
+                        return (-n_terms, words, doc_char, w_start[:0], w_end[:0], w_occ[:0],
+                                occ[:0], pool[:0], t_at[:1])
+                    d_key[w], d_tail[w], d_len[w], d_at[w], d_hash[w] = key, tail, length, a, h
+                    n_distinct += 1
+                    w_slots[s] = w
+                    if 2 * n_distinct > w_slots.size:
+                        w_slots = _grow(w_slots, d_hash, n_distinct)
+                    break
+                if d_key[w] == key and d_tail[w] == tail and d_len[w] == length and (
+                        length <= 16 or _same_bytes(buf, d_at[w], a, length)):
+                    break
+                s = (s + 1) & mask
+            w_start[n_words] = a - cont
+            cont += length - d_chars[w]
+            w_end[n_words] = b - cont
+            w_occ[n_words] = n_occ
+            for q in range(d_terms[w], d_terms[w + 1]):
+                occ[n_occ] = word_terms[q]
+                n_occ += 1
+            n_words += 1
+        words[d] = n_words - first_word
+    w_occ[n_words] = n_occ
+    return (0, words, doc_char, w_start[:n_words], w_end[:n_words], w_occ[:n_words + 1],
+            occ[:n_occ], pool[:t_at[n_terms]], t_at[:n_terms + 1])
+
+
+@numba.njit(cache=True, nogil=True)
+def window_counts(words, w_start, w_end, w_occ, occ, n_terms, doc_start, size, overlap):
+    """Windows of `size` words overlapping by `overlap` (chunking.window_starts) of each
+    document and their term counts. Returns (chunks per document, span starts and ends
+    relative to the document, CSR indptr, indices (term ids in first-occurrence order within
+    a chunk) and counts)."""
+    n_docs = words.size
+    step = size - overlap
+    chunks = np.zeros(n_docs, dtype=np.int64)
+    total = 0
+    room = 0
+    base = 0
+    for d in range(n_docs):
+        n = words[d]
+        s = 0
+        while s < n:
+            e = min(s + size, n)
+            total += 1
+            room += w_occ[base + e] - w_occ[base + s]
+            chunks[d] += 1
+            if s + size >= n:
+                break
+            s += step
+        base += n
+    starts = np.empty(total, dtype=np.int64)
+    ends = np.empty(total, dtype=np.int64)
+    indptr = np.zeros(total + 1, dtype=np.int64)
+    indices = np.empty(room, dtype=np.int32)
+    data = np.empty(room, dtype=np.int32)
+    mark = np.full(n_terms, -1, dtype=np.int64)
+    where = np.empty(n_terms, dtype=np.int64)
+    c = nnz = base = 0
+    for d in range(n_docs):
+        n = words[d]
+        s = 0
+        while s < n:
+            e = min(s + size, n)
+            starts[c] = w_start[base + s] - doc_start[d]
+            ends[c] = w_end[base + e - 1] - doc_start[d]
+            for k in range(w_occ[base + s], w_occ[base + e]):
+                t = occ[k]
+                if mark[t] != c:
+                    mark[t] = c
+                    where[t] = nnz
+                    indices[nnz] = t
+                    data[nnz] = 1
+                    nnz += 1
+                else:
+                    data[where[t]] += 1
+            c += 1
+            indptr[c] = nnz
+            if s + size >= n:
+                break
+            s += step
+        base += n
+    return chunks, starts, ends, indptr, indices[:nnz], data[:nnz]
+
+
+@numba.njit(cache=True, nogil=True)
+def sorted_rows(indptr, indices, data, rank):
+    """The CSR rows with term id t renamed rank[t] and each row's entries in increasing id
+    order: two counting sorts (by id, then by row), linear in the entries."""
+    n_rows, nnz, n_ids = indptr.size - 1, indices.size, rank.size
+    col_ptr = np.zeros(n_ids + 1, dtype=np.int64)
+    for k in range(nnz):
+        col_ptr[rank[indices[k]] + 1] += 1
+    for c in range(n_ids):
+        col_ptr[c + 1] += col_ptr[c]
+    fill = col_ptr[:-1].copy()
+    rows = np.empty(nnz, dtype=np.int64)
+    values = np.empty(nnz, dtype=data.dtype)
+    for r in range(n_rows):
+        for k in range(indptr[r], indptr[r + 1]):
+            c = rank[indices[k]]
+            p = fill[c]
+            fill[c] += 1
+            rows[p] = r
+            values[p] = data[k]
+    out_indices = np.empty(nnz, dtype=np.int32)
+    out_data = np.empty(nnz, dtype=data.dtype)
+    pos = indptr[:-1].copy()
+    for c in range(n_ids):
+        for p in range(col_ptr[c], col_ptr[c + 1]):
+            r = rows[p]
+            q = pos[r]
+            pos[r] += 1
+            out_indices[q] = c
+            out_data[q] = values[p]
+    return out_indices, out_data
