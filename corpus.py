@@ -165,9 +165,6 @@ def _allowed(build, home, filters):
     """The mask of the chunks the filters allow (None without filters)."""
     if not filters:
         return None
-    if not hasattr(home, "records"):
-        raise searching.BadFilter("filters are not supported on PostgreSQL homes yet; search"
-                                  " without --filter, or use a local home")
     return searching.allowed(build, home, filters)
 
 

@@ -12,8 +12,8 @@ TOP = 10  # values shown per key
 
 def facets(store, top: int = TOP) -> dict[str, dict]:
     """Key -> {"values": distinct values, "top": {value: documents}} for each metadata key
-    of a local home's documents (most frequent first, at most `top`); {} without metadata
-    or on a home that cannot list it (PostgreSQL)."""
+    of a home's documents, local or PostgreSQL (most frequent first, at most `top`); {}
+    without metadata or on a store that cannot list it."""
     if not hasattr(store, "records"):
         return {}
     counts: dict[str, Counter] = {}

@@ -125,11 +125,23 @@ def passes(record: tuple, filters) -> bool:
 
 def allowed(index, store, filters) -> np.ndarray:
     """Boolean mask over the build's chunk ids: the chunks of documents passing `filters`."""
-    urls = [r[0] for r in store.records() if passes(r, filters)]
+    urls = [r[0] for r in _candidates(store, filters) if passes(r, filters)]
     chunk_urls = _chunk_urls(index)
     if not urls or not chunk_urls.size:
         return np.zeros(chunk_urls.size, dtype=bool)
     return np.isin(chunk_urls, np.array(urls))
+
+
+def _candidates(store, filters):
+    """The records `passes` is to judge: a store that selects by metadata key (PostgreSQL,
+    through its GIN index) gives only the documents having a key that each filter on
+    metadata other than `!=` needs (FIELD or its plural: without either it has no value);
+    the rule itself is always `passes`, in Python."""
+    needed = [(f.field, _plural(f.field)) for f in filters
+              if f.op != "!=" and f.field not in FIELDS]
+    if needed and hasattr(store, "records_having"):
+        return store.records_having(needed)
+    return store.records()
 
 
 _CHUNK_URLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -159,6 +171,8 @@ class Restricted:
         self.ranker, self.mask = ranker, mask
 
     def score(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        if hasattr(self.ranker, "score_among"):  # pgvector: reads only the allowed rows
+            return self.ranker.score_among(query, np.flatnonzero(self.mask))
         ids, scores = self.ranker.score(query)
         keep = self.mask[ids]
         return ids[keep], scores[keep]

@@ -1,5 +1,5 @@
 """Filters through the front ends (issue #26): `busca search --filter`, GET /api/search
-`filter=` on a real `busca serve`, and a clear refusal on PostgreSQL homes."""
+`filter=` on a real `busca serve` (PostgreSQL homes: tests/test_pg_filters.py)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,6 @@ from conftest import write_jsonl
 
 from busca import corpus as api
 from busca.cli import cli
-from busca.crawler.store import Document
-from busca.search.filters import BadFilter
 
 DOCS = [{"url": "https://a.example/ornitorrinco", "title": "Ornitorrinco", "category": "Mamíferos",
          "date": "2015-03-01", "text": "O ornitorrinco bota ovos e amamenta os filhotes."},
@@ -106,15 +104,6 @@ def test_context_filters(home):
     assert _context_urls(home, "--no-serve", "--filter", "date<=2013-01-01") == [
         "https://a.example/equidna"]
     assert len(_context_urls(home, "--no-serve")) == 3
-
-
-def test_postgres_homes_refuse_filters(pg_home):
-    with api.open(pg_home) as corpus:
-        corpus.add([Document("https://a.example/x", "X", "ovos e mais ovos",
-                             meta={"category": "Aves"})])
-        corpus.index(methods=("bm25",))
-        with pytest.raises(BadFilter, match="not supported on PostgreSQL"):
-            corpus.search("ovos", filters=["category=Aves"], log=False)
 
 
 def test_stats_shows_facet_counts(home):

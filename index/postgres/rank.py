@@ -188,6 +188,18 @@ class DenseRanker:
             (_vector(self.embed(query)),)).fetchall()
         return _arrays(rows)
 
+    def score_among(self, query: str, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The cosine of the chunks `ids` only (a filter's allowed chunks, search/filters.py):
+        an exact scan of those rows, by primary key — no HNSW, so no recall lost to the
+        filter."""
+        if not ids.size:
+            return _arrays([])
+        rows = self.connection().execute(
+            f"SELECT chunk, -(embedding <#> %s) FROM {self.table} WHERE chunk = ANY(%s)"
+            " ORDER BY chunk", (_vector(self.embed(query)), ids.astype(np.int32).tolist())
+        ).fetchall()
+        return _arrays(rows)
+
     def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
         vector = _vector(self.embed(query))
         conn = self.connection()

@@ -5,7 +5,7 @@ A home is a URL, `postgresql://user@host:port/database` (or `postgres://`), with
 a database without mixing. Tables of schema `<corpus>`:
 
     busca_meta (key, value jsonb)   format_version, live build        here, build.py
-    documents                       url, title, text, source, ...     index/postgres/store.py
+    documents                       url, title, text, source, meta... index/postgres/store.py
     settings (key, value jsonb)     crawl state, settings             index/postgres/store.py
     queries                         the query log                     index/postgres/home.py
     builds (name, manifest jsonb)   one row per published build       index/postgres/build.py
@@ -33,6 +33,10 @@ partitioned into N partitions by its distribution key — the key Citus would di
 `<b>_<m>_postings` and `_terms` by term, `_blocks` by term_id, `_forward` and `<b>_dense` by
 chunk; the small tables (busca_meta, settings, builds, queries, `<b>_arrays`) stay whole.
 Readers issue the same statements on either layout.
+
+The documents' `meta` (jsonb, with a GIN index) came without a format version: a corpus made
+before it is given the column in place by its first write (ALTER TABLE … ADD COLUMN IF NOT
+EXISTS meta jsonb, add_meta) and reads as without metadata until then.
 
 Format versions: 1 had only the SQL ranking tables; 2 (this busca) adds `postings`. A corpus
 of an older version keeps its documents and is refused for searching with a one-line hint to
@@ -97,7 +101,13 @@ ARRAYS = "CREATE TABLE {t} (name text PRIMARY KEY, data bytea NOT NULL)"
 DOCUMENTS = """CREATE TABLE IF NOT EXISTS {t} (
     url text PRIMARY KEY, title text NOT NULL, text text NOT NULL,
     source text NOT NULL DEFAULT '', modified text, sha256 text NOT NULL,
-    fetched_at text NOT NULL)"""
+    fetched_at text NOT NULL, meta jsonb)"""
+# the documents' metadata: a column added in place to a corpus made before it, and its GIN
+# index (jsonb_ops: `meta ?| keys`, the filters' pre-selection, index/postgres/store.py)
+META_COLUMN = "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS meta jsonb"
+META_INDEX = "CREATE INDEX IF NOT EXISTS documents_meta ON {t} USING gin (meta)"
+HAS_META = """SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(%s)
+    AND attname = 'meta' AND NOT attisdropped)"""
 
 
 def create_table(cur, ddl: str, table: str, part: str, partitions: int = 0) -> None:
@@ -231,9 +241,25 @@ def create_base(conn, schema: str, partitions: int = 0) -> None:
         if conn.execute("SELECT to_regclass(%s) IS NULL", (f"{s}.documents",)).fetchone()[0]:
             create_table(conn, DOCUMENTS.format(t=quoted(schema, "documents")),
                          quoted(schema, "documents"), "documents", partitions)
+            conn.execute(META_INDEX.format(t=quoted(schema, "documents")))
         conn.execute(f"INSERT INTO {s}.busca_meta (key, value) VALUES ('format_version', %s::jsonb)"
                      " ON CONFLICT (key) DO NOTHING", (str(FORMAT_VERSION),))
     check_format(conn, schema, builds=False)
+
+
+def has_meta(conn, schema: str) -> bool:
+    """Whether the corpus's documents have their `meta` column (catalogs only)."""
+    return bool(conn.execute(HAS_META, (quoted(schema, "documents"),)).fetchone()[0])
+
+
+def add_meta(conn, schema: str) -> None:
+    """Give the documents of a corpus made before metadata their `meta` column and its index
+    (once, serialised like create_base; the role must own the table)."""
+    table = quoted(schema, "documents")
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"busca:{schema}",))
+        conn.execute(META_COLUMN.format(t=table))
+        conn.execute(META_INDEX.format(t=table))
 
 
 def check_format(conn, schema: str, *, builds: bool = True) -> None:

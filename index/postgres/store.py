@@ -2,7 +2,9 @@
 
 Tables `documents` and `settings` of the corpus schema (index/postgres/schema.py creates them); this
 module is their one writer. Every write is its own statement in autocommit mode, so an
-interrupted crawl keeps what it stored.
+interrupted crawl keeps what it stored. A document's `meta` is jsonb, read back as the local
+store gives it (the same dict, keys sorted as its JSON text is); `records_having` selects by
+metadata key through the column's GIN index (the filters' pre-selection, search/filters.py).
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 
 from ...crawler.store import Document
-from .schema import quoted
+from .schema import add_meta, has_meta, quoted
 
 DOCUMENT_COLUMNS = "url, title, text, source, modified, sha256"
+RECORD_COLUMNS = "url, title, source, modified"
 BATCH = 1000  # documents per fetch of the streaming cursor
 
 
@@ -22,11 +25,31 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def _meta_json(meta) -> str | None:
+    """A stored meta as Document.meta_json gives it (so "unchanged" means the same text)."""
+    return json.dumps(meta, ensure_ascii=False, sort_keys=True) if meta else None
+
+
+def _sorted_meta(meta) -> dict | None:
+    """jsonb's object as the local store reads its sorted JSON text (the same dict, the same
+    key order at every depth)."""
+    text = _meta_json(meta) if isinstance(meta, dict) else None
+    return json.loads(text) if text else None
+
+
+def _document(row) -> Document:
+    """A Document from (url, title, text, source, modified, sha256, meta jsonb)."""
+    *head, meta = row
+    return Document(*head, _sorted_meta(meta))
+
+
 class PostgresStore:
     """Documents and settings (crawl state) of a PostgreSQL home; every write commits.
     (The DocumentStore half of PostgresHome: needs `conn()`, `connect()`, `guard()`, `schema`,
     `exists()` — a corpus not created yet reads as empty — and `_writing()`, which creates
     it before the first write.)"""
+
+    _has_meta: bool | None = None  # whether `documents` has its meta column (None: not known)
 
     @property
     def s(self) -> str:
@@ -38,30 +61,49 @@ class PostgresStore:
         return self._reads()
 
     def put(self, doc) -> str:
-        """Insert or update a document; returns "added", "updated" or "unchanged"."""
+        """Insert or update a document; returns "added", "updated" or "unchanged" (as the
+        local store: a change of metadata alone is written and reported "unchanged")."""
         doc = doc.normalized()
         self._writing()
-        old = self.conn().execute(f"SELECT sha256, title, modified FROM {self.s}.documents"
+        self._meta_ready()
+        old = self.conn().execute(f"SELECT sha256, title, modified, meta FROM {self.s}.documents"
                                  " WHERE url = %s", (doc.url,)).fetchone()
-        if old and tuple(old) == (doc.sha256, doc.title, doc.modified):
+        if old and (*old[:3], _meta_json(old[3])) == (doc.sha256, doc.title, doc.modified,
+                                                      doc.meta_json()):
             return "unchanged"
         self.conn().execute(
             f"INSERT INTO {self.s}.documents (url, title, text, source, modified, sha256,"
-            " fetched_at) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (url) DO UPDATE SET"
-            " title = EXCLUDED.title, text = EXCLUDED.text, source = EXCLUDED.source,"
-            " modified = EXCLUDED.modified, sha256 = EXCLUDED.sha256,"
-            " fetched_at = EXCLUDED.fetched_at",
-            (doc.url, doc.title, doc.text, doc.source, doc.modified, doc.sha256, _now()))
+            " fetched_at, meta) VALUES (%s, %s, %s, %s, %s, %s, %s, %s::jsonb) ON CONFLICT"
+            " (url) DO UPDATE SET title = EXCLUDED.title, text = EXCLUDED.text,"
+            " source = EXCLUDED.source, modified = EXCLUDED.modified,"
+            " sha256 = EXCLUDED.sha256, fetched_at = EXCLUDED.fetched_at, meta = EXCLUDED.meta",
+            (doc.url, doc.title, doc.text, doc.source, doc.modified, doc.sha256, _now(),
+             doc.meta_json()))
         if old is None:
             return "added"
         return "updated" if tuple(old[:2]) != (doc.sha256, doc.title) else "unchanged"
 
+    def _meta_ready(self) -> None:
+        """Before a write: a corpus made before metadata gets its `meta` column (once)."""
+        if not self._has_meta:
+            if not has_meta(self.conn(), self.schema):
+                add_meta(self.conn(), self.schema)
+            self._has_meta = True
+
+    @property
+    def _meta(self) -> str:
+        """The meta column, or NULL for a corpus made before metadata (its next write adds
+        the column)."""
+        if self._has_meta is None and self.exists():
+            self._has_meta = has_meta(self._db(), self.schema)
+        return "meta" if self._has_meta else "NULL"
+
     def get(self, url: str):
         if not self.exists():
             return None
-        row = self._db().execute(f"SELECT {DOCUMENT_COLUMNS} FROM {self.s}.documents"
+        row = self._db().execute(f"SELECT {DOCUMENT_COLUMNS}, {self._meta} FROM {self.s}.documents"
                                  " WHERE url = %s", (url,)).fetchone()
-        return Document(*row) if row else None
+        return _document(row) if row else None
 
     def delete(self, url: str) -> bool:
         if not self.exists():
@@ -74,7 +116,7 @@ class PostgresStore:
         """All documents in URL order, streamed (a server-side cursor of its own)."""
         if not self.exists():
             return
-        sql = f"SELECT {DOCUMENT_COLUMNS} FROM {self.s}.documents"
+        sql = f"SELECT {DOCUMENT_COLUMNS}, {self._meta} FROM {self.s}.documents"
         args: tuple = ()
         if source is not None:
             sql, args = sql + " WHERE source = %s", (source,)
@@ -83,7 +125,27 @@ class PostgresStore:
                 cur.itersize = BATCH
                 cur.execute(sql + " ORDER BY url", args)
                 for row in cur:
-                    yield Document(*row)
+                    yield _document(row)
+
+    def records(self) -> Iterator[tuple]:
+        """(url, title, source, modified, meta) of every document, without the text."""
+        return self._records("", ())
+
+    def records_having(self, keys: list[tuple[str, ...]]) -> Iterator[tuple]:
+        """The records of the documents whose meta has, for each tuple of `keys`, one of its
+        keys (`meta ?| ...`, answered through the GIN index): a superset of those a filter
+        needing those keys passes."""
+        if not self.exists() or self._meta == "NULL":
+            return iter(())
+        where = " WHERE " + " AND ".join(["meta ?| %s::text[]"] * len(keys)) if keys else ""
+        return self._records(where, tuple(list(k) for k in keys))
+
+    def _records(self, where: str, args: tuple) -> Iterator[tuple]:
+        if not self.exists():
+            return iter(())
+        rows = self._db().execute(f"SELECT {RECORD_COLUMNS}, {self._meta} FROM"
+                                  f" {self.s}.documents{where}", args).fetchall()
+        return ((*head, _sorted_meta(meta)) for *head, meta in rows)
 
     def hashes(self, source: str | None = None) -> dict[str, str]:
         if not self.exists():
