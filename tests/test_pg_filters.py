@@ -181,7 +181,7 @@ def test_stats_facets_are_the_local_ones(homes):
     assert "facet tags:" in busca(pg, "stats")
 
 
-def test_http_filter_and_meta_from_a_postgres_home(tmp_path, pg_home):
+def test_http_and_cli_filters_and_meta_from_a_postgres_home(tmp_path, pg_home):
     from serving import Server
 
     source = write_jsonl(tmp_path / "docs.jsonl", _records()[:40])
@@ -196,6 +196,10 @@ def test_http_filter_and_meta_from_a_postgres_home(tmp_path, pg_home):
                 answers.append(json.load(response)["hits"])
     assert answers[0] and answers[0] == answers[1]
     assert all("Ensino" in h["meta"]["tags"] and h["meta"]["views"] >= 40 for h in answers[1])
+    out = busca(pg_home, "search", "curso", "--json", "-k", "5", "--method", "bm25", "--no-log",
+                "--no-serve", "--filter", "tags=Ensino", "--filter", "views>=40")
+    assert [json.loads(line)["url"] for line in out.splitlines()] == [
+        h["url"] for h in answers[1]]
 
 
 def test_a_change_of_metadata_alone_is_stored_as_on_a_local_home(tmp_path, pg_home):
