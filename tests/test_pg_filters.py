@@ -63,7 +63,7 @@ def _records() -> list[dict]:
 @pytest.fixture(scope="module")
 def homes(tmp_path_factory, postgres_server_url):
     """A local home and a PostgreSQL one of the same JSONL corpus, indexed alike (tfidf,
-    bm25, fake dense, hybrid)."""
+    bm25, fake dense, hybrid; on PostgreSQL with the tables of lexical=sql too)."""
     from dense_fakes import register
 
     folder = tmp_path_factory.mktemp("pgfilters")
@@ -71,7 +71,7 @@ def homes(tmp_path_factory, postgres_server_url):
     local, pg = folder / "home", f"{postgres_server_url}?corpus=filters_{random.getrandbits(32):x}"
     with pytest.MonkeyPatch.context() as patch:
         register(patch)
-        for home in (local, pg):
+        for home in (local, pg + "&lexical=sql"):  # the SQL ranker's tables too
             busca(home, "add", str(source))
             busca(home, "index", "--quiet", "--methods", "tfidf,bm25", "--dense", "fake",
                   "--dense-groups", "0", "--size", "40", "--overlap", "10")
@@ -121,7 +121,7 @@ def test_the_same_mask_and_the_same_filtered_top10_for_every_method(homes):
     rng = random.Random(26)
     compared = {m: 0 for m in METHODS}
     empty = 0
-    with api.open(local) as a, api.open(pg) as b:
+    with api.open(local) as a, api.open(pg) as b, api.open(pg + "&lexical=sql") as c:
         for _ in range(40):
             texts = _random_filters(rng, records)
             filters = f.parse_filters(texts)
@@ -140,6 +140,12 @@ def test_the_same_mask_and_the_same_filtered_top10_for_every_method(homes):
                 assert {h.url: h.meta for h in x.hits} == {h.url: h.meta for h in y.hits}
                 assert x.note == y.note and all(mask[h.chunk_id] for h in y.hits)
                 compared[method] += bool(x.hits)
+            for method in ("tfidf", "bm25"):  # ranked by PostgreSQL (lexical=sql)
+                x = a.search(query, method=method, k=10, filters=texts, log=False)
+                z = c.search(query, method=method, k=10, filters=texts, log=False)
+                assert [h.chunk_id for h in x.hits] == [h.chunk_id for h in z.hits], texts
+                assert np.allclose([h.score for h in x.hits], [h.score for h in z.hits],
+                                   rtol=0, atol=1e-6)
     assert min(compared.values()) >= 20 and 0 < empty < 20
 
 
@@ -242,6 +248,12 @@ def test_a_corpus_made_before_metadata_reads_none_and_its_next_write_adds_the_co
         indexes = home.conn().execute("SELECT indexdef FROM pg_indexes WHERE schemaname = %s",
                                       (home.schema,)).fetchall()
         assert any("gin (meta)" in row[0] for row in indexes)
+        with home.conn().transaction():  # the pre-selection's form can use the index
+            home.conn().execute("SET LOCAL enable_seqscan = off")
+            plan = home.conn().execute(
+                f"EXPLAIN SELECT url FROM {pg_schema.quoted(home.schema, 'documents')}"
+                " WHERE meta ?| %s::text[]", (["tag", "tags"],)).fetchall()
+        assert "documents_meta" in " ".join(row[0] for row in plan)
 
 
 FAST = {"rate": 500.0, "backoff": 0.02, "timeout": 5.0, "source": "wordpress"}
