@@ -218,10 +218,28 @@ def cli(ctx, home, verbose):
     ctx.obj.setdefault("home", home)
 
 
+def groups_option(command):
+    """--groups of the commands that store documents (crawl, add): who may read them."""
+    return click.option(
+        "--groups", callback=_groups, metavar="NAME[,NAME]",
+        help="Stamp every document stored with these groups (metadata `groups`): busca serve"
+             " --tokens shows them only to tokens of one of these groups.")(command)
+
+
+def _groups(ctx, param, value) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    try:
+        return crawling.check_groups(value)
+    except crawling.BadGroup as e:
+        raise click.BadParameter(str(e), ctx=ctx, param=param) from None
+
+
 @cli.command()
 @click.argument("files", nargs=-1, required=True)
+@groups_option
 @click.pass_context
-def add(ctx, files):
+def add(ctx, files, groups):
     """Put local files in the store: .jsonl ({"url","title","text"} per line, or a BEIR
     corpus.jsonl: {"_id","title","text"}, the _id being the document id), .txt, .md, .html,
     .pdf (with the pdf extra; pages kept, so context cites file.pdf#page=N).
@@ -230,8 +248,9 @@ def add(ctx, files):
     """
     counts = {"added": 0, "updated": 0, "unchanged": 0, "duplicate": 0}
     problems, seen = 0, set()
-    with _home(ctx) as store:
-        legacy = _legacy_ids(store, files)
+    with _home(ctx) as home:
+        store = crawling.stamped(home, groups)
+        legacy = _legacy_ids(home, files)
         for item in crawling.read_files(list(files)):
             if isinstance(item, crawling.Problem):
                 problems += 1
@@ -1149,13 +1168,15 @@ def _stored_model(method: str, found) -> str:
 @click.option("--json-meta", multiple=True, metavar="NAME=PATH",
               help="--source json: keep the value at PATH as metadata NAME (repeatable;"
                    " authors.*.name maps over a list).")
+@groups_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 @click.pass_context
 def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_hosts, full,
           main_text, pdfs, timeout, deadline, retries, json_items, json_url, json_title,
           json_body, json_modified, json_page_param, json_next, json_offset_param, json_total,
-          json_cursor_param, json_cursor, json_continue, json_more, json_meta, as_json, quiet):
+          json_cursor_param, json_cursor, json_continue, json_more, json_meta, groups, as_json,
+          quiet):
     """Read a site's articles into the store: its platform's API (WordPress, MediaWiki, Drupal,
     Zendesk, MkDocs, Ghost, Discourse, Blogger, llms-full.txt), a sitemap, feed or HTML links.
 
@@ -1176,7 +1197,7 @@ def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_h
         source=source, types=kinds, max_pages=max_pages, rate=rate,
         workers=workers, user_agent=user_agent, allow_hosts=allow_hosts, full=full, pdfs=pdfs,
         main_text=main_text,
-        timeout=timeout, deadline=deadline, retries=retries, json=api)
+        timeout=timeout, deadline=deadline, retries=retries, json=api, groups=groups)
     progress = Progress(quiet)
     with _home(ctx) as store:
         report = _run_crawl(url, store, options, progress)

@@ -22,6 +22,7 @@ WHERE = {
     "BackendUnavailable": ".index.backend",
     "BadFilter": ".search.filters",
     "BadFloor": ".search.hits",
+    "BadGroup": ".crawler.groups",
     "BadGroups": ".index.dense_groups",
     "BadHostName": ".serve.hosts",
     "BadModelList": ".index.dense_models",

@@ -6,6 +6,7 @@ from .index.embedding_api import AuthFailed as AuthFailed
 from .index.backend import BackendUnavailable as BackendUnavailable
 from .search.filters import BadFilter as BadFilter
 from .search.hits import BadFloor as BadFloor
+from .crawler.groups import BadGroup as BadGroup
 from .index.dense_groups import BadGroups as BadGroups
 from .serve.hosts import BadHostName as BadHostName
 from .index.dense_models import BadModelList as BadModelList
