@@ -1300,6 +1300,13 @@ for _command in terminal.commands(_home, model_options, rerank_of=_rerank):
 @click.option("--token", envvar="BUSCA_TOKEN", default=None,
               help="Enable POST /api/documents and POST /api/index for requests with"
                    " Authorization: Bearer TOKEN (env BUSCA_TOKEN). Without it: read-only.")
+@click.option("--tokens", "tokens_file", type=click.Path(dir_okay=False), default=None,
+              metavar="FILE",
+              help="Restrict reading: FILE has one 'TOKEN GROUP[,GROUP]' per line; a request"
+                   " sees the documents of its token's groups and those without groups"
+                   " (docs/serve.md#access-control).")
+@click.option("--private", is_flag=True,
+              help="--tokens: documents without groups are hidden too (not public).")
 @click.option("--runs", type=click.Path(exists=True, file_okay=False), default=None,
               help="Folder of saved runs (busca eval --run-out) for /eval [default: HOME/runs].")
 @click.option("--no-log", is_flag=True, help="Do not record questions in the query log.")
@@ -1309,7 +1316,8 @@ for _command in terminal.commands(_home, model_options, rerank_of=_rerank):
                    " /etc/hosts' name; loopback addresses and localhost always are.")
 @model_options
 @click.pass_context
-def serve_command(ctx, host, port, token, runs, no_log, quiet, allow_hosts):
+def serve_command(ctx, host, port, token, tokens_file, private, runs, no_log, quiet,
+                  allow_hosts):
     """An HTTP API and a web page over the index: search, compare, context, eval.
 
     The first line on stdout is the URL; logs go to stderr; SIGTERM or Ctrl-C stops it.
@@ -1329,6 +1337,11 @@ def serve_command(ctx, host, port, token, runs, no_log, quiet, allow_hosts):
         allowed = tuple(serving.hosts.allowed_name(name) for name in allow_hosts)
     except serving.hosts.BadHostName as e:
         raise click.BadParameter(str(e), param_hint="--allow-host") from None
+    if private and tokens_file is None:
+        raise click.BadParameter("needs --tokens FILE (who may read which groups)",
+                                 param_hint="--private")
+    tokens = None if tokens_file is None else serving.access.load(
+        tokens_file, private=private, writer=token, home=ctx.obj["home"])
     if host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(f"warning: listening on {host}: anyone who can reach it can read the index",
                    err=True)
@@ -1337,7 +1350,7 @@ def serve_command(ctx, host, port, token, runs, no_log, quiet, allow_hosts):
     try:
         run_server(ctx.obj["home"], host=host, port=port, token=token, runs=runs,
                    log_queries=not no_log, access_log=not quiet, embed=_embed(ctx),
-                   rerank=_rerank(ctx),
+                   rerank=_rerank(ctx), tokens=tokens,
                    allow_hosts=allowed, announce=lambda url: click.echo(url))
     except OSError as e:
         raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror or e}") from None

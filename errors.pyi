@@ -14,6 +14,7 @@ from .serve.errors import BadParameter as BadParameter
 from .search.collapse import BadPerDoc as BadPerDoc
 from .index.embedding_api import BadResponse as BadResponse
 from .index.titles import BadTitles as BadTitles
+from .serve.access import BadTokens as BadTokens
 from .index.dense import BadVectors as BadVectors
 from .index.bm25 import Bm25ParameterError as Bm25ParameterError
 from .serve.app import BodyTooLarge as BodyTooLarge
@@ -78,6 +79,7 @@ from .crawler.store import StoreError as StoreError
 from .search.context import TemplateError as TemplateError
 from .crawler.errors import TooLarge as TooLarge
 from .crawler.errors import TooSlow as TooSlow
+from .serve.access import Unauthorized as Unauthorized
 from .index.analyzers import UnknownAnalyzer as UnknownAnalyzer
 from .index.encoders import UnknownEncoder as UnknownEncoder
 from .index.methods import UnknownMethod as UnknownMethod

@@ -160,6 +160,12 @@ def allowed(index, store, filters) -> np.ndarray:
     return np.isin(chunk_urls, np.array(urls))
 
 
+def counts(index, store, filters) -> tuple[int, int]:
+    """(documents, chunks) of a build passing `filters`."""
+    mask = allowed(index, store, filters)
+    return int(np.unique(_chunk_urls(index)[mask]).size), int(mask.sum())
+
+
 _CHUNK_URLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
