@@ -18,6 +18,7 @@ from conftest import write_jsonl
 from serving import Server
 
 from busca.cli import cli
+from busca.serve import access
 
 STAFF, SALES = "staff-token-0123456789abcdef", "sales-token-0123456789abcdef"
 WRITER = "writer-token-0123456789abcdef"
@@ -274,3 +275,18 @@ def test_tokens_refusals_before_listening(home, tmp_path):
     assert pg.exit_code == 1 and pg.stderr.strip().splitlines() == [
         "Error: --tokens is not supported on PostgreSQL homes yet (filters are not); serve a"
         " local home (a folder) to restrict reading by token"]
+
+
+def test_the_documented_tokens_file_loads(tmp_path):
+    from test_docs_integrations import block
+    from conftest import REPO
+
+    text = block(REPO / "README.md", "tokens")
+    assert text in (REPO / "docs" / "serve.md").read_text(encoding="utf-8")
+    path = tmp_path / "tokens.txt"
+    path.write_text(text, encoding="utf-8")
+    rules = access.load(path)
+    assert [sorted(r.groups) for r in rules.readers] == [["staff"], ["sales", "support"]]
+    staff = rules.rule("Bearer " + text.splitlines()[1].split()[0])
+    assert staff.admits({"groups": ["staff"]}) and staff.admits(None)
+    assert not staff.admits({"groups": "sales,support"})
