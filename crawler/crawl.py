@@ -20,7 +20,7 @@ from .discover import discover
 from .errors import ApiUnusable, CrawlError, CrawlStopped
 from .events import CrawlReport, Finished, Notice, SourceFound, Tally
 from .found import Discovery
-from .groups import check_groups, stamped
+from .groups import check_groups, crawl_groups, stamped
 from .http import Fetcher
 from .options import DEFAULT_HTML_PAGES, SOURCES, WP_TYPES, Context, CrawlOptions
 from .store import DocumentStore as Store
@@ -47,7 +47,10 @@ def crawl(url: str, store: Store, *, options: CrawlOptions | None = None,
 
     fetcher = Fetcher(session or requests.Session(), options,
                       hosts={urlsplit(url).hostname}, on_notice=notify)
-    ctx = Context(fetcher, stamped(store, options.groups), options)
+    groups, note = crawl_groups(store, url, options.groups)
+    if note:
+        notify(note)
+    ctx = Context(fetcher, stamped(store, groups), options)
     tally, stopped = Tally(), None
     try:
         for event in _events(ctx, url):

@@ -3,7 +3,10 @@
 A document's groups live in its metadata under `groups`, a list of names. They come from a
 JSONL key `groups` (a list or a comma string) or from `busca crawl --groups` / `busca add
 --groups`, which stamp every document that command stores (`stamped`). A document without
-groups is public (unless the server runs with `--private`).
+groups is public (unless the server runs with `--private`). A crawl remembers its groups for
+its start URL (`crawl_groups`): the next crawl of that URL without `--groups` stamps the same
+ones, so a scheduled re-crawl never turns a changed private article public; `--groups none`
+forgets them.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from dataclasses import replace
 from .errors import CrawlError
 
 GROUPS = "groups"  # the metadata key
+NONE = "none"  # `--groups none`: the crawl stamps no groups and forgets the remembered ones
 _NAME = re.compile(r"[\w.@:+-]+")
 
 
@@ -64,3 +68,20 @@ class Stamped:
 def stamped(store, groups: tuple[str, ...]):
     """`store` itself without groups, else a Stamped view of it."""
     return Stamped(store, tuple(groups)) if groups else store
+
+
+def crawl_groups(store, url: str, given: tuple[str, ...]) -> tuple[tuple[str, ...], str | None]:
+    """(the groups this crawl of `url` stamps, a note when they were remembered): the groups
+    given (then remembered for the URL), else those the last crawl of it was given."""
+    key = f"crawl_groups:{url}"
+    if tuple(given) == (NONE,):
+        store.set_meta(key, [])
+        return (), None
+    if given:
+        store.set_meta(key, list(given))
+        return tuple(given), None
+    kept = tuple(store.get_meta(key) or ())
+    if not kept:
+        return (), None
+    return kept, (f"every document stored gets the groups {', '.join(kept)}, remembered from"
+                  f" the last crawl of {url} (--groups none forgets them)")

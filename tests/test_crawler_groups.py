@@ -5,6 +5,7 @@ they store, and an incremental crawl keeps them."""
 from __future__ import annotations
 
 import json
+import time
 
 from conftest import write_jsonl
 
@@ -54,3 +55,22 @@ def test_a_bad_group_name_is_bad_usage(run, tmp_path):
     result = run("add", str(source), "--groups", "staff,two words")
     assert result.exit_code == 2 and "bad group name 'two words'" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_recrawl_without_groups_keeps_stamping_the_remembered_ones(run, home):
+    """A scheduled re-crawl without --groups must not turn a changed private article public:
+    the groups of the URL's last crawl are stamped again, and `--groups none` forgets them."""
+    with FixtureSite(load_articles()[:2]) as site:
+        run("crawl", site.url, *FAST, "--groups", "staff")
+        first = site.articles[0]
+        site.edit(first["id"], content=first["content"].replace("</p>", " Novo.</p>", 1))
+        again = run("crawl", site.url, *FAST)
+        assert again.exit_code == 0
+        assert "groups staff, remembered from the last crawl" in again.stderr
+        assert set(map(tuple, _groups(home).values())) == {("staff",)}
+        time.sleep(1.1)  # the modified date has whole seconds
+        site.edit(first["id"], content=first["content"].replace("</p>", " Mais.</p>", 1))
+        run("crawl", site.url, *FAST, "--groups", "none")
+        changed = _groups(home)[site.link(first)]
+        quiet = run("crawl", site.url, *FAST)
+    assert changed is None and "remembered" not in quiet.stderr
