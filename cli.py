@@ -218,10 +218,28 @@ def cli(ctx, home, verbose):
     ctx.obj.setdefault("home", home)
 
 
+def groups_option(command):
+    """--groups of the commands that store documents (crawl, add): who may read them."""
+    return click.option(
+        "--groups", callback=_groups, metavar="NAME[,NAME]",
+        help="Stamp every document stored with these groups (metadata `groups`): busca serve"
+             " --tokens shows them only to tokens of one of these groups.")(command)
+
+
+def _groups(ctx, param, value) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    try:
+        return crawling.check_groups(value)
+    except crawling.BadGroup as e:
+        raise click.BadParameter(str(e), ctx=ctx, param=param) from None
+
+
 @cli.command()
 @click.argument("files", nargs=-1, required=True)
+@groups_option
 @click.pass_context
-def add(ctx, files):
+def add(ctx, files, groups):
     """Put local files in the store: .jsonl ({"url","title","text"} per line, or a BEIR
     corpus.jsonl: {"_id","title","text"}, the _id being the document id), .txt, .md, .html,
     .pdf (with the pdf extra; pages kept, so context cites file.pdf#page=N).
@@ -230,8 +248,9 @@ def add(ctx, files):
     """
     counts = {"added": 0, "updated": 0, "unchanged": 0, "duplicate": 0}
     problems, seen = 0, set()
-    with _home(ctx) as store:
-        legacy = _legacy_ids(store, files)
+    with _home(ctx) as home:
+        store = crawling.stamped(home, groups)
+        legacy = _legacy_ids(home, files)
         for item in crawling.read_files(list(files)):
             if isinstance(item, crawling.Problem):
                 problems += 1
@@ -1162,13 +1181,15 @@ def _stored_model(method: str, signal, model) -> str:
 @click.option("--json-meta", multiple=True, metavar="NAME=PATH",
               help="--source json: keep the value at PATH as metadata NAME (repeatable;"
                    " authors.*.name maps over a list).")
+@groups_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 @click.pass_context
 def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_hosts, full,
           main_text, pdfs, timeout, deadline, retries, json_items, json_url, json_title,
           json_body, json_modified, json_page_param, json_next, json_offset_param, json_total,
-          json_cursor_param, json_cursor, json_continue, json_more, json_meta, as_json, quiet):
+          json_cursor_param, json_cursor, json_continue, json_more, json_meta, groups, as_json,
+          quiet):
     """Read a site's articles into the store: its platform's API (WordPress, MediaWiki, Drupal,
     Zendesk, MkDocs, Ghost, Discourse, Blogger, llms-full.txt), a sitemap, feed or HTML links.
 
@@ -1189,7 +1210,7 @@ def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_h
         source=source, types=kinds, max_pages=max_pages, rate=rate,
         workers=workers, user_agent=user_agent, allow_hosts=allow_hosts, full=full, pdfs=pdfs,
         main_text=main_text,
-        timeout=timeout, deadline=deadline, retries=retries, json=api)
+        timeout=timeout, deadline=deadline, retries=retries, json=api, groups=groups)
     progress = Progress(quiet)
     with _home(ctx) as store:
         report = _run_crawl(url, store, options, progress)
@@ -1292,6 +1313,13 @@ for _command in terminal.commands(_home, model_options, rerank_of=_rerank):
 @click.option("--token", envvar="BUSCA_TOKEN", default=None,
               help="Enable POST /api/documents and POST /api/index for requests with"
                    " Authorization: Bearer TOKEN (env BUSCA_TOKEN). Without it: read-only.")
+@click.option("--tokens", "tokens_file", type=click.Path(dir_okay=False), default=None,
+              metavar="FILE",
+              help="Restrict reading: FILE has one 'TOKEN GROUP[,GROUP]' per line; a request"
+                   " sees the documents of its token's groups and those without groups"
+                   " (docs/serve.md#access-control).")
+@click.option("--private", is_flag=True,
+              help="--tokens: documents without groups are hidden too (not public).")
 @click.option("--runs", type=click.Path(exists=True, file_okay=False), default=None,
               help="Folder of saved runs (busca eval --run-out) for /eval [default: HOME/runs].")
 @click.option("--no-log", is_flag=True, help="Do not record questions in the query log.")
@@ -1301,7 +1329,8 @@ for _command in terminal.commands(_home, model_options, rerank_of=_rerank):
                    " /etc/hosts' name; loopback addresses and localhost always are.")
 @model_options
 @click.pass_context
-def serve_command(ctx, host, port, token, runs, no_log, quiet, allow_hosts):
+def serve_command(ctx, host, port, token, tokens_file, private, runs, no_log, quiet,
+                  allow_hosts):
     """An HTTP API and a web page over the index: search, compare, context, eval.
 
     The first line on stdout is the URL; logs go to stderr; SIGTERM or Ctrl-C stops it.
@@ -1321,6 +1350,11 @@ def serve_command(ctx, host, port, token, runs, no_log, quiet, allow_hosts):
         allowed = tuple(serving.hosts.allowed_name(name) for name in allow_hosts)
     except serving.hosts.BadHostName as e:
         raise click.BadParameter(str(e), param_hint="--allow-host") from None
+    if private and tokens_file is None:
+        raise click.BadParameter("needs --tokens FILE (who may read which groups)",
+                                 param_hint="--private")
+    tokens = None if tokens_file is None else serving.access.load(
+        tokens_file, private=private, writer=token, home=ctx.obj["home"])
     if host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(f"warning: listening on {host}: anyone who can reach it can read the index",
                    err=True)
@@ -1329,7 +1363,7 @@ def serve_command(ctx, host, port, token, runs, no_log, quiet, allow_hosts):
     try:
         run_server(ctx.obj["home"], host=host, port=port, token=token, runs=runs,
                    log_queries=not no_log, access_log=not quiet, embed=_embed(ctx),
-                   rerank=_rerank(ctx),
+                   rerank=_rerank(ctx), tokens=tokens,
                    allow_hosts=allowed, announce=lambda url: click.echo(url))
     except OSError as e:
         raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror or e}") from None

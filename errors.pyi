@@ -6,6 +6,7 @@ from .index.dense.embedding_api import AuthFailed as AuthFailed
 from .index.backend import BackendUnavailable as BackendUnavailable
 from .search.filters import BadFilter as BadFilter
 from .search.hits import BadFloor as BadFloor
+from .crawler.groups import BadGroup as BadGroup
 from .index.dense.dense_groups import BadGroups as BadGroups
 from .serve.hosts import BadHostName as BadHostName
 from .index.dense.dense_models import BadModelList as BadModelList
@@ -13,6 +14,7 @@ from .serve.errors import BadParameter as BadParameter
 from .search.collapse import BadPerDoc as BadPerDoc
 from .index.dense.embedding_api import BadResponse as BadResponse
 from .index.text.titles import BadTitles as BadTitles
+from .serve.access import BadTokens as BadTokens
 from .index.dense.dense import BadVectors as BadVectors
 from .index.lexical.bm25 import Bm25ParameterError as Bm25ParameterError
 from .serve.app import BodyTooLarge as BodyTooLarge
@@ -77,6 +79,7 @@ from .crawler.store import StoreError as StoreError
 from .search.context import TemplateError as TemplateError
 from .crawler.errors import TooLarge as TooLarge
 from .crawler.errors import TooSlow as TooSlow
+from .serve.access import Unauthorized as Unauthorized
 from .index.text.analyzers import UnknownAnalyzer as UnknownAnalyzer
 from .index.dense.encoders import UnknownEncoder as UnknownEncoder
 from .index.methods import UnknownMethod as UnknownMethod

@@ -6,6 +6,8 @@ Names load on first use (busca/lazy.py).
 from ..lazy import face
 
 EXPORTS = {
+    "BadGroup": ".groups",
+    "check_groups": ".groups",
     "crawl": ".crawl",
     "CrawlError": ".errors",
     "CrawlOptions": ".options",
@@ -26,6 +28,7 @@ EXPORTS = {
     "Problem": ".files",
     "read_files": ".files",
     "SOURCES": ".defaults",
+    "stamped": ".groups",
     "Store": ".store",
     "StoreError": ".store",
     "why_nothing": ".crawl",

@@ -1,5 +1,7 @@
 """Types of the lazy face busca.crawler (busca/lazy.py loads the names on first use)."""
 
+from .groups import BadGroup as BadGroup
+from .groups import check_groups as check_groups
 from .crawl import crawl as crawl
 from .errors import CrawlError as CrawlError
 from .options import CrawlOptions as CrawlOptions
@@ -20,6 +22,7 @@ from .defaults import MAIN_TEXT as MAIN_TEXT
 from .files import Problem as Problem
 from .files import read_files as read_files
 from .defaults import SOURCES as SOURCES
+from .groups import stamped as stamped
 from .store import Store as Store
 from .store import StoreError as StoreError
 from .crawl import why_nothing as why_nothing
@@ -27,6 +30,7 @@ from .defaults import WP_TYPES as WP_TYPES
 
 EXPORTS: dict[str, str]
 __all__ = [
+    "BadGroup",
     "CrawlError",
     "CrawlOptions",
     "DEFAULT_DEADLINE",
@@ -46,9 +50,11 @@ __all__ = [
     "Store",
     "StoreError",
     "WP_TYPES",
+    "check_groups",
     "crawl",
     "events",
     "legacy_ids",
     "read_files",
+    "stamped",
     "why_nothing",
 ]

@@ -20,6 +20,7 @@ from .discover import discover
 from .errors import ApiUnusable, CrawlError, CrawlStopped
 from .events import CrawlReport, Finished, Notice, SourceFound, Tally
 from .found import Discovery
+from .groups import check_groups, crawl_groups, stamped
 from .http import Fetcher
 from .options import DEFAULT_HTML_PAGES, SOURCES, WP_TYPES, Context, CrawlOptions
 from .store import DocumentStore as Store
@@ -46,7 +47,10 @@ def crawl(url: str, store: Store, *, options: CrawlOptions | None = None,
 
     fetcher = Fetcher(session or requests.Session(), options,
                       hosts={urlsplit(url).hostname}, on_notice=notify)
-    ctx = Context(fetcher, store, options)
+    groups, note = crawl_groups(store, url, options.groups)
+    if note:
+        notify(note)
+    ctx = Context(fetcher, stamped(store, groups), options)
     tally, stopped = Tally(), None
     try:
         for event in _events(ctx, url):
@@ -102,6 +106,8 @@ def check_options(options: CrawlOptions) -> None:
     if options.max_pages is not None and options.max_pages < 1:
         raise CrawlError("--max-pages must be at least 1")
     maintext.check(options.main_text)
+    if options.groups:
+        check_groups(",".join(options.groups))
 
 
 def _events(ctx: Context, url: str) -> Iterator:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .groups import GROUPS, group_names
 from .html import decode_html, extract_page, headings_meta
 from .markdown import markdown_headings
 from .pdf import PdfError, read_pdf
@@ -171,7 +172,9 @@ def jsonl_meta(item: dict) -> dict | None:
     given = item.get("meta") if isinstance(item.get("meta"), dict) else {}
     extra = {k: v for k, v in item.items() if k not in RESERVED}
     meta = {k: v for k, v in {**extra, **given}.items() if v not in (None, "", [], {})}
-    return meta or None
+    if GROUPS in meta:  # a list or a comma string: kept as a list of names
+        meta[GROUPS] = list(group_names(meta[GROUPS])) or None
+    return {k: v for k, v in meta.items() if v is not None} or None
 
 
 def _identifier(item: dict) -> str | None:

@@ -59,6 +59,7 @@ class CrawlOptions(Politeness):
     main_text: str = "auto"  # "busca", "trafilatura", or auto: trafilatura (if installed)
     #                          for pages without <article>/<main>
     json: JsonApiOptions = field(default_factory=JsonApiOptions)
+    groups: tuple[str, ...] = ()  # stamped on every document stored (crawler/groups.py)
 
 
 @dataclass

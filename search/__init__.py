@@ -56,6 +56,8 @@ EXPORTS = {
     "TemplateError": ".context",
     "top_k": "..index.lexical.lexical",
     "UnknownMethod": "..index.methods",
+    "Visible": ".filters",
+    "visible_to": ".filters",
     "WINDOW": ".fusion",
 }
 __all__ = sorted(EXPORTS)

@@ -50,6 +50,8 @@ from .hits import StaleIndex as StaleIndex
 from .context import TemplateError as TemplateError
 from ..index.lexical.lexical import top_k as top_k
 from ..index.methods import UnknownMethod as UnknownMethod
+from .filters import Visible as Visible
+from .filters import visible_to as visible_to
 from .fusion import WINDOW as WINDOW
 
 EXPORTS: dict[str, str]
@@ -75,6 +77,7 @@ __all__ = [
     "StaleIndex",
     "TemplateError",
     "UnknownMethod",
+    "Visible",
     "WINDOW",
     "allowed",
     "available_methods",
@@ -105,4 +108,5 @@ __all__ = [
     "search",
     "snippet",
     "top_k",
+    "visible_to",
 ]

@@ -74,18 +74,19 @@ def default_methods(index) -> list[str]:
 def compare(index, store: DocumentStore, query: str, *, methods: Sequence[str], k: int = K,
             per_doc: int = PER_DOC, depth: int = DEPTH, include: Sequence[int] = (),
             fusion: FusionSettings | None = None,
-            rerank: Reranker | None = None) -> Comparison:
+            rerank: Reranker | None = None, allowed=None) -> Comparison:
     """Rank `query` with every method to `depth`, keep each top k, align the hits by chunk.
 
     Chunks in `include` (e.g. the golden passage's) get a row even when no top k holds them.
     `fusion`: hybrid's settings (default: the build's). `rerank`: a column METHOD+rerank
-    after each method's, its top `rerank.top` re-scored by the re-ranker.
+    after each method's, its top `rerank.top` re-scored by the re-ranker. `allowed`: a mask
+    over the chunk ids (search/filters.py); every method then ranks only those chunks.
     """
     depth = max(depth, k)
     methods = list(dict.fromkeys(methods))  # a method named twice is one column
     for method in methods:
         scorer(index, method, fusion)  # UnknownMethod now, naming what the index has
-    ranked, notes = _rankings(index, query, methods, depth, fusion)
+    ranked, notes = _rankings(index, query, methods, depth, fusion, allowed)
     if per_doc:
         urls = _url_lookup(index, ranked)
         ranked = {m: collapse(ids, s, [urls[int(i)] for i in ids], per_doc)
@@ -97,7 +98,8 @@ def compare(index, store: DocumentStore, query: str, *, methods: Sequence[str], 
     columns = {m: hits_for(index, store, ranked[m][0][:k], ranked[m][1][:k], m)
                for m in methods}
     shown = {h.chunk_id for hits in columns.values() for h in hits}
-    extra = [int(c) for c in dict.fromkeys(include) if int(c) not in shown]
+    extra = [int(c) for c in dict.fromkeys(include) if int(c) not in shown
+             and (allowed is None or allowed[int(c)])]
     extra_hits = hits_for(index, store, np.array(extra, np.int64), np.zeros(len(extra)),
                           "") if extra else []
     return Comparison(query, tuple(methods), k, per_doc, depth, columns,
@@ -113,7 +115,7 @@ def _reranked(index, store, query: str, ranking, rerank: Reranker):
             np.array([h.score for h in hits], np.float64))
 
 
-def _rankings(index, query: str, methods: Sequence[str], depth: int, fusion):
+def _rankings(index, query: str, methods: Sequence[str], depth: int, fusion, allowed=None):
     """Each needed method's (ids, scores) to `depth`; hybrid fused from its components."""
     needed = [m for m in methods if m != HYBRID]
     hybrid = scorer(index, HYBRID, fusion) if HYBRID in methods else None
@@ -124,7 +126,7 @@ def _rankings(index, query: str, methods: Sequence[str], depth: int, fusion):
     ranked, notes = {}, {}
     for method in needed:
         try:
-            ranked[method] = rank(index, query, method=method, k=deep)
+            ranked[method] = rank(index, query, method=method, k=deep, allowed=allowed)
         except NoSearchableTerms as e:
             ranked[method] = np.empty(0, np.int64), np.empty(0)
             notes[method] = str(e)

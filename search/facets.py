@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .filters import field_values
+from .filters import field_values, passes
 
 SKIPPED = ("headings", "sections", "pages")  # structure of a document, not facets
 TOP = 10  # values shown per key
 
 
-def facets(store, top: int = TOP) -> dict[str, dict]:
+def facets(store, top: int = TOP, filters=()) -> dict[str, dict]:
     """Key -> {"values": distinct values, "top": {value: documents}} for each metadata key
-    of a home's documents, local or PostgreSQL (most frequent first, at most `top`); {}
-    without metadata or on a store that cannot list it."""
+    of a home's documents passing `filters`, local or PostgreSQL (most frequent first, at
+    most `top`); {} without metadata or on a store that cannot list it."""
     if not hasattr(store, "records"):
         return {}
     counts: dict[str, Counter] = {}
-    for record in store.records():
+    for record in (r for r in store.records() if passes(r, filters)):
         for key in record[4] or {}:
             if key not in SKIPPED:
                 counts.setdefault(key, Counter()).update(set(field_values(record, key)))

@@ -9,7 +9,8 @@ does; several
 filters AND together. A query's filters give a boolean mask over the build's chunk ids
 (`allowed`), computed once per query from the documents' url, title and metadata (not their
 text); the rankers then rank only the allowed chunks (`restricted`), so the k hits are the
-top k among the matching chunks, never a post-filter of an unfiltered top k.
+top k among the matching chunks, never a post-filter of an unfiltered top k. `Visible`, the
+access rule of `busca serve --tokens`, is one more filter of the same kind.
 Speed: the restricted rankers score every allowed chunk exhaustively (the lexical `score`
 pass over the query's postings, the dense float32 product) — not yet inside the MaxScore
 walk or the int8 dense pass.
@@ -51,6 +52,33 @@ class Filter:
         if self.op == "^=":
             return any(v.startswith(self.values[0]) for v in found)
         return any(_compare(v, self.values[0], self.op) for v in found)
+
+
+@dataclass(frozen=True)
+class Visible:
+    """The access rule (busca serve --tokens): a document passes when one of its `groups` is
+    one of `groups`, or when it has none and the rule is not `private`. A filter like the
+    others, so every method and backend restricts to it before top-k."""
+
+    groups: frozenset[str]
+    private: bool = False
+    field = "groups"  # the metadata key (crawler/groups.py), not a dataclass field
+
+    def __str__(self) -> str:
+        return "(what this request may see)"
+
+    def matches(self, found: list[str]) -> bool:
+        names = [n.strip() for v in found for n in v.split(",") if n.strip()]
+        return any(n in self.groups for n in names) if names else not self.private
+
+    def admits(self, meta: dict | None) -> bool:
+        """Whether a document with metadata `meta` passes."""
+        return self.matches(field_values(("", "", "", None, meta), self.field))
+
+
+def visible_to(groups, *, private: bool = False) -> Visible:
+    """The rule of a reader of `groups` (documents without groups: public unless `private`)."""
+    return Visible(frozenset(groups), private)
 
 
 class BadFilter(BuscaError, ValueError):
@@ -134,14 +162,20 @@ def allowed(index, store, filters) -> np.ndarray:
 
 def _candidates(store, filters):
     """The records `passes` is to judge: a store that selects by metadata key (PostgreSQL,
-    through its GIN index) gives only the documents having a key that each filter on
+    through its GIN index) gives only the documents having a key that each Filter on
     metadata other than `!=` needs (FIELD or its plural: without either it has no value);
-    the rule itself is always `passes`, in Python."""
+    the rule itself is always `passes`, in Python (a Visible rule selects nothing here)."""
     needed = [(f.field, _plural(f.field)) for f in filters
-              if f.op != "!=" and f.field not in FIELDS]
+              if isinstance(f, Filter) and f.op != "!=" and f.field not in FIELDS]
     if needed and hasattr(store, "records_having"):
         return store.records_having(needed)
     return store.records()
+
+
+def counts(index, store, filters) -> tuple[int, int]:
+    """(documents, chunks) of a build passing `filters`."""
+    mask = allowed(index, store, filters)
+    return int(np.unique(_chunk_urls(index)[mask]).size), int(mask.sum())
 
 
 _CHUNK_URLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

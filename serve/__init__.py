@@ -8,6 +8,7 @@ Names load on first use (busca/lazy.py).
 from ..lazy import face
 
 EXPORTS = {
+    "access": ".access:",
     "app": ".app:",
     "client": ".client:",
     "discovery": ".discovery:",

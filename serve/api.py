@@ -15,13 +15,14 @@ from starlette.responses import JSONResponse
 from .. import index as indexing
 from .. import search as searching
 from ..crawler import Document
-from . import openapi, params
+from . import access, openapi, params
 from .engine import Engine
 from .errors import BadParameter, HttpError
 
 
 def _engine(request: Request) -> Engine:
-    return request.app.state.engine
+    """The engine as this request may see it (serve/access.py: its token's documents)."""
+    return access.engine_for(request)
 
 
 def hit_json(hit: searching.Hit) -> dict:
@@ -113,8 +114,9 @@ def chunk(request: Request) -> JSONResponse:
 
 def healthz(request: Request) -> JSONResponse:
     """GET /healthz: up, and which build it serves (null before the first index); while its
-    database is away (a PostgreSQL home), still 200: status "degraded" and the problem."""
-    engine = _engine(request)
+    database is away (a PostgreSQL home), still 200: status "degraded" and the problem; no
+    token needed (with --tokens, no chunk count)."""
+    engine: Engine = request.app.state.engine
     try:
         live = engine.live()
     except (indexing.IndexNotFound, indexing.IndexFormatError) as e:  # still up without one
@@ -122,13 +124,15 @@ def healthz(request: Request) -> JSONResponse:
     except indexing.PostgresError as e:  # the process is up; the database is not (yet)
         return JSONResponse({"status": "degraded", "build": engine.last_build(),
                              "problem": str(e)})
-    return JSONResponse({"status": "ok", "build": live.build, "chunks": live.manifest.chunks,
+    chunks = {} if request.app.state.access else {"chunks": live.manifest.chunks}
+    return JSONResponse({"status": "ok", "build": live.build, **chunks,
                          "methods": searching.available_methods(live.index)})
 
 
 def openapi_document(request: Request) -> JSONResponse:
     """GET /openapi.json: the OpenAPI 3.1 document of this server's routes."""
-    return JSONResponse(openapi.document(writable=request.app.state.writable))
+    return JSONResponse(openapi.document(writable=request.app.state.writable,
+                                         tokens=request.app.state.access is not None))
 
 
 async def add_documents(request: Request) -> JSONResponse:

@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from . import api, assets, evalpage, pages
+from . import access, api, assets, evalpage, pages
 from .engine import Engine
 from .errors import HttpError, body, status_of
 from .hosts import HostRule, host_rule
@@ -88,11 +88,14 @@ def bearer(token: str, endpoint: Callable) -> Callable:
 
 
 def create_app(engine: Engine, *, token: str | None = None, runs: Path | None = None,
-               host: str = "127.0.0.1", allow_hosts: tuple[str, ...] = ()) -> Starlette:
-    """The application over `engine`; write endpoints only when `token` is set; the Host
-    headers it answers follow serve/hosts.py (`host`: the address it listens on)."""
+               host: str = "127.0.0.1", allow_hosts: tuple[str, ...] = (),
+               tokens: access.Access | None = None) -> Starlette:
+    """The application over `engine`; write endpoints only when `token` is set; what each
+    request may read follows `tokens` (serve/access.py; None: everything); the Host headers
+    it answers follow serve/hosts.py (`host`: the address it listens on)."""
     routes = [
         Route("/", guarded(pages.home)),
+        Route("/login", guarded(access.login)),
         Route("/eval", guarded(evalpage.eval_page)),
         Route("/static/{name}", guarded(assets.asset)),
         Route("/healthz", guarded(api.healthz)),
@@ -111,6 +114,7 @@ def create_app(engine: Engine, *, token: str | None = None, runs: Path | None = 
     app.state.engine = engine
     app.state.runs = Path(runs) if runs else Path(str(engine.location)) / "runs"
     app.state.writable = bool(token)
+    app.state.access = tokens
     return Guard(app, hosts=host_rule(host, allow_hosts))
 
 

@@ -154,16 +154,18 @@ class Engine:
         return self.run(work)
 
     def compare(self, query: str, *, methods: list[str] | None, k: int, per_doc: int = 0,
-                rerank: bool | None = None):
+                rerank: bool | None = None, filters: tuple = ()):
         """The methods side by side (search.compare) and the build it ran on (`rerank` as
-        in `search`: a METHOD+rerank column after each method)."""
+        in `search`: a METHOD+rerank column after each method; `filters`: only the chunks
+        of the documents passing them)."""
         settings = self.reranking(rerank)
 
         def work(live: Live):
             chosen = methods or searching.default_methods(live.index)
+            allowed = searching.allowed(live.index, self.home(), filters) if filters else None
             return searching.compare_methods(live.index, self.home(), query, methods=chosen,
-                                             k=k, per_doc=per_doc,
-                                             rerank=reranker(settings)), live.build
+                                             k=k, per_doc=per_doc, rerank=reranker(settings),
+                                             allowed=allowed), live.build
 
         return self.run(work)
 

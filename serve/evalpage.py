@@ -9,6 +9,7 @@ import math
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
+from . import access
 from .engine import Engine
 from .errors import status_of
 from .html import esc, href, notice, page, source_link, table
@@ -19,8 +20,8 @@ LEXICAL = ("tfidf", "bm25")
 
 
 def eval_page(request: Request) -> HTMLResponse:
-    """GET /eval?run=&a=&b=&q="""
-    folder = request.app.state.runs
+    """GET /eval?run=&a=&b=&q= (with --tokens: the write token only)"""
+    engine, folder = access.whole(request), request.app.state.runs
     args = request.query_params
     names = list_runs(folder)
     if not names:
@@ -40,7 +41,7 @@ def eval_page(request: Request) -> HTMLResponse:
              _wins(view, a, b)]
     qid = args.get("q")
     if qid:
-        parts.append(_detail(request.app.state.engine, view, a, b, qid))
+        parts.append(_detail(engine, view, a, b, qid))
     return page(f"{view.name} — eval — busca", "".join(parts), active="eval")
 
 

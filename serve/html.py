@@ -9,6 +9,8 @@ from urllib.parse import urlencode, urlsplit
 
 from starlette.responses import HTMLResponse
 
+from ..search.facets import SKIPPED  # a document's structure, not labels
+
 
 def esc(value: object) -> str:
     """Text made safe for element content and quoted attribute values."""
@@ -37,6 +39,15 @@ def source_link(url: str, label: str | None = None) -> str:
     if scheme not in ("http", "https"):
         return f'<span class="url">{label}</span>'
     return f'<a href="{esc(url)}" rel="noopener noreferrer nofollow" target="_blank">{label}</a>'
+
+
+def meta_line(meta: dict | None) -> str:
+    """A hit's metadata as one line of `key: values` (escaped; empty without metadata)."""
+    if not meta:
+        return ""
+    items = (f"<span>{esc(key)}: {esc(', '.join(map(str, v)) if isinstance(v, list) else v)}"
+             "</span>" for key, v in meta.items() if key not in SKIPPED and not isinstance(v, dict))
+    return f'<div class="meta-line">{" · ".join(items)}</div>'
 
 
 def href(path: str, **query) -> str:

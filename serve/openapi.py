@@ -21,7 +21,8 @@ from .params import Field
 GUARD = (400, 413, 414, 500)
 REASONS = {200: "OK", 400: "A parameter or field is missing, malformed or out of range (or an"
                            " unexpected Host header)",
-           401: "No valid Authorization: Bearer <token>", 404: "Not found",
+           401: "No valid Authorization: Bearer <token>", 403: "Only the write token may"
+           " see this page (with --tokens)", 404: "Not found",
            409: "Conflict: the index changed meanwhile, or a build is already running",
            413: "The request body is too large", 414: "The query string is too long",
            422: "A saved run cannot be read", 500: "Internal error (details in the server log)",
@@ -106,7 +107,10 @@ _DOCUMENTS = {"type": "object", "additionalProperties": False, "required": ["doc
 
 OPERATIONS = (
     Operation("/", "get", "The search page", HTML, media="text/html"),
-    Operation("/eval", "get", "The saved evaluation runs, side by side", HTML, statuses=(422,),
+    Operation("/eval", "get", "The saved evaluation runs, side by side", HTML,
+              statuses=(403, 422), media="text/html"),
+    Operation("/login", "get", "A browser's sign-in with --tokens: an HTTP Basic challenge"
+              " (a read token as the password), then back to /", HTML, statuses=(401,),
               media="text/html"),
     Operation("/static/{name}", "get", "The page's script and style sheet", HTML,
               statuses=(404,), media="text/plain"),
@@ -134,23 +138,33 @@ PATH_PARAMETERS = {
 }
 
 
-def document(*, writable: bool = False) -> dict:
-    """The OpenAPI 3.1 document of the app (its write endpoints only when `writable`)."""
+OPEN = ("/healthz", "/openapi.json", "/static/{name}", "/login")  # the same for every token
+TOKENS = ("Started with --tokens: each request sees only the documents its read token may"
+          " see (Authorization: Bearer TOKEN, or HTTP Basic with TOKEN as the password) and"
+          " the public ones; without Authorization, only the public ones (none with"
+          " --private); an unknown token is a 401; the write token sees everything.")
+
+
+def document(*, writable: bool = False, tokens: bool = False) -> dict:
+    """The OpenAPI 3.1 document of the app (its write endpoints only when `writable`; the
+    read tokens' schemes when started with `tokens`)."""
     paths: dict = {}
     for op in OPERATIONS:
         if op.write and not writable:
             continue
-        paths.setdefault(op.path, {})[op.method] = _operation(op)
+        paths.setdefault(op.path, {})[op.method] = _operation(op, tokens)
     components: dict = {"schemas": SCHEMAS}
-    if writable:
+    if writable or tokens:
         components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
+    if tokens:
+        components["securitySchemes"]["basic"] = {"type": "http", "scheme": "basic"}
+    about = "Search a busca corpus over HTTP (docs/serve.md)." + (" " + TOKENS if tokens else "")
     return {"openapi": "3.1.0",
-            "info": {"title": "busca serve", "version": __version__,
-                     "description": "Search a busca corpus over HTTP (docs/serve.md)."},
+            "info": {"title": "busca serve", "version": __version__, "description": about},
             "paths": paths, "components": components}
 
 
-def _operation(op: Operation) -> dict:
+def _operation(op: Operation, tokens: bool = False) -> dict:
     out: dict = {"summary": op.summary, "operationId": _operation_id(op)}
     parameters = [_parameter(f) for f in op.query]
     parameters += [{"name": name, "in": "path", "required": True,
@@ -160,11 +174,14 @@ def _operation(op: Operation) -> dict:
     if op.body is not None:
         out["requestBody"] = {"required": op.path != "/api/index",
                               "content": {"application/json": {"schema": _body(op.body)}}}
+    read = tokens and not op.write and op.path not in OPEN
     if op.write:
         out["security"] = [{"bearer": []}]
+    elif read:  # a read token, or none (the public documents)
+        out["security"] = [{"bearer": []}, {"basic": []}, {}]
     out["responses"] = {"200": {"description": REASONS[200],
                                 "content": {op.media: {"schema": op.answer}}}}
-    for status in sorted(set(op.statuses) | set(GUARD)):
+    for status in sorted(set(op.statuses) | set(GUARD) | ({401} if read else set())):
         error = _ref("NothingFound") if (op.path, status) == ("/api/context", 409) else None
         out["responses"][str(status)] = _error(status, error)
     return out

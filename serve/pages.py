@@ -8,10 +8,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from ..search import highlight
-from . import params
+from . import access, params
 from .engine import Engine
 from .errors import status_of
-from .html import esc, href, marked, notice, page, source_link
+from .html import esc, href, marked, meta_line, notice, page, source_link
 
 COMPARE = "compare"
 PALETTE = 8  # colours that tie one passage's cards together across columns
@@ -19,7 +19,7 @@ PALETTE = 8  # colours that tie one passage's cards together across columns
 
 def home(request: Request) -> HTMLResponse:
     """GET /?q=&method=&k="""
-    engine: Engine = request.app.state.engine
+    engine: Engine = access.engine_for(request)
     args = request.query_params
     try:
         methods = engine.methods()
@@ -85,7 +85,7 @@ def _hit(hit, q: str, analyzer: str) -> str:
     return (f'<li class="hit" data-chunk="{hit.chunk_id}"><div class="head">'
             f'<span class="rank">{hit.rank}</span><span class="score">{hit.score:.4f}</span>'
             f'<span class="title">{esc(hit.title)}</span></div>'
-            f'<div class="src">{source_link(hit.url)}</div>'
+            f'<div class="src">{source_link(hit.url)}</div>{meta_line(hit.meta)}'
             f'<p class="snippet">{marked(text, spans)}</p>'
             f'<details><summary>whole passage (chunk {hit.chunk_id},'
             f' characters {hit.start}–{hit.end})</summary><p class="full">{full}</p>'

@@ -78,14 +78,15 @@ def url_of(sock: socket.socket) -> str:
 def serve(home: str | Path, *, host: str = HOST, port: int = PORT, token: str | None = None,
           runs: str | Path | None = None, log_queries: bool = True, access_log: bool = True,
           embed: dict | None = None, allow_hosts: tuple[str, ...] = (),
-          announce: Callable[[str], None] = print, rerank=None) -> None:
+          announce: Callable[[str], None] = print, rerank=None, tokens=None) -> None:
     """Serve `home` until SIGTERM or SIGINT (`embed`: openai:MODEL server settings;
     `allow_hosts`: Host names answered besides loopback's; `rerank`: the re-ranking stage of
-    every search and context). While it runs, `<home>/serve.json` tells `busca search` and
-    `busca context` where to ask."""
+    every search and context; `tokens`: who may read what, serve/access.py). While it runs,
+    `<home>/serve.json` tells `busca search` and `busca context` where to ask (not with
+    `tokens`: they would see only the public documents)."""
     engine = Engine(home, log_queries=log_queries, embed=embed, rerank=rerank)
     app = create_app(engine, token=token, runs=Path(runs) if runs else None, host=host,
-                     allow_hosts=allow_hosts)
+                     allow_hosts=allow_hosts, tokens=tokens)
     sock = bind(host, port)
     config = uvicorn.Config(app, log_config=LOG_CONFIG, access_log=access_log,
                             timeout_graceful_shutdown=GRACE, lifespan="off",
@@ -96,8 +97,9 @@ def serve(home: str | Path, *, host: str = HOST, port: int = PORT, token: str | 
         build = engine.live().build  # load the index and the encoder now, not on a request
     except Exception as e:  # noqa: BLE001 - no index yet is fine: the API says 503
         log.warning("%s", e)
-    record = discovery.publish(home, url=url_of(sock), build=build, writable=bool(token),
-                               version=__version__)  # before the URL line: it is there then
+    record = None if tokens else discovery.publish(
+        home, url=url_of(sock), build=build, writable=bool(token),
+        version=__version__)  # before the URL line: it is there then
     try:
         if record is not None:
             log.info("busca search and busca context on this home ask this server (%s)",

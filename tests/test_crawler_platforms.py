@@ -24,7 +24,7 @@ from busca.fixtures.shapes import author, categories, paragraphs
 
 FAST = {"rate": 1000.0, "backoff": 0.01, "timeout": 5.0}
 META = {  # what each platform's API gives about an article (at least these keys)
-    "mediawiki": {"language", "authors"}, "drupal": {"language", "created"},
+    "mediawiki": {"language", "authors", "categories"}, "drupal": {"language", "created"},
     "zendesk": {"section", "tags", "authors", "language", "created"},
     "mkdocs": {"language"}, "ghost": {"tags", "authors", "section", "published"},
     "discourse": {"section", "tags", "authors", "created"}, "blogger": {"tags", "authors"},
@@ -212,7 +212,7 @@ def test_alternative_paths_and_dotted_url_templates():
     assert fill("https://s/{slug", {"slug": "a"}) is None
 
 
-@pytest.mark.parametrize("platform", ["zendesk", "drupal", "discourse"])
+@pytest.mark.parametrize("platform", ["zendesk", "drupal", "discourse", "mediawiki"])
 def test_ids_in_the_metadata_become_names(tmp_path, platform):
     """Zendesk's sideloaded sections and users, Drupal's included tags, Discourse's
     /site.json categories: a document's metadata says "Notícias", not 360003."""
@@ -223,7 +223,24 @@ def test_ids_in_the_metadata_become_names(tmp_path, platform):
             meta, names = documents[site.link(article)].meta, categories(site, article)
             if platform == "drupal":
                 assert meta.get("tags", []) == names
+            elif platform == "mediawiki":  # without the namespace, whatever the wiki's language
+                assert meta["categories"] == names
             else:
                 assert meta["section"] == (names or [None])[0]
             if platform == "zendesk":
                 assert meta["authors"] == author(article)
+
+
+def test_mediawiki_answers_cut_by_the_size_limit_are_continued(tmp_path):
+    """A pageids batch whose answer carries only 4 texts (`rvcontinue`): the crawl continues
+    it until each changed page has its text, and stores each once."""
+    with PlatformSite(platform="mediawiki") as site, Store(tmp_path) as store:
+        run(site.home, store)
+        edited = [site.edit(a["id"], content=a["content"].replace("</p>", " Outra.</p>", 1))
+                  for a in site.articles[:10]]
+        report, events = run(site.home, store)
+        texts = [h for h in site.log if "pageids=" in h.path and h.bodies]
+        assert all("Outra." in store.get(site.link(a)).text for a in edited)
+    assert [e for e in events if isinstance(e, Failed)] == []
+    assert report.counts == {"added": 0, "updated": 10, "unchanged": 29, "deleted": 0}
+    assert any("rvcontinue=" in h.path for h in texts)

@@ -1,9 +1,10 @@
-"""MediaWiki: every article through api.php, `generator=allpages` with the wikitext of its
-latest revision, paged by merging the `continue` object into the next request.
-
-A later crawl sweeps the same generator with `prop=info` only (no text: each page's URL and
-`lastrevid`), then asks for the text of the pages whose revision changed, 50 `pageids` a
-request; pages gone from a complete sweep are deleted."""
+"""MediaWiki: every article through api.php. A sweep of `generator=allpages` with `prop=info`
+only (no text: each page's URL and `lastrevid`, paged by merging the `continue` object into
+the next request), then the wikitext of the latest revision and the visible categories of the
+pages that are new or whose revision changed, 50 `pageids` a request. A request whose answer
+is cut (`rvcontinue`, `clcontinue`: a response over the server's size limit gives some pages
+without their text) is continued until every page of the batch is whole; pages gone from a
+complete sweep are deleted."""
 
 from __future__ import annotations
 
@@ -14,22 +15,25 @@ from urllib.parse import urljoin
 from ..errors import FetchError
 from ..events import Failed, Stored
 from ..found import Discovery, Start
-from ..jsonapi import crawl_json, store_item
+from ..jsonapi import store_item
 from ..paging import lookup, next_page
 from ..options import Context, JsonApiOptions
 from .common import missing, probe_json
 
 PAGES = "?action=query&generator=allpages&gapnamespace=0&gapfilterredir=nonredirects"
-TEXT = ("&prop=revisions|info&inprop=url&rvprop=content|timestamp|user|ids&rvslots=main"
-        "&format=json&formatversion=2")
-QUERY = PAGES + "&gaplimit=50" + TEXT
+TEXT = ("&prop=revisions|info|categories&inprop=url&rvprop=content|timestamp|user|ids"
+        "&rvslots=main&clshow=!hidden&cllimit=max&format=json&formatversion=2")
+# The key a wiki's documents are kept under (the listing URL earlier versions read; kept so
+# that their homes' documents stay this wiki's).
+QUERY = PAGES + ("&gaplimit=50&prop=revisions|info&inprop=url&rvprop=content|timestamp|user|ids"
+                 "&rvslots=main&format=json&formatversion=2")
 SWEEP = PAGES + "&gaplimit=500&prop=info&inprop=url&format=json&formatversion=2"
 BATCH = 50  # pageids per request (api.php's limit for anonymous clients)
 OPTIONS = JsonApiOptions(
     items="query.pages", url="fullurl", title="title", body="revisions.0.slots.main.content",
     modified="revisions.0.timestamp", continue_path="continue", body_format="wikitext",
     meta=(("language", "pagelanguage"), ("authors", "revisions.0.user"),
-          ("revision", "revisions.0.revid")))
+          ("revision", "revisions.0.revid"), ("categories", "category_names")))
 _EDIT_URI = re.compile(r"""<link[^>]+rel=["']EditURI["'][^>]+href=["']([^"'?]+)""", re.I)
 
 
@@ -53,13 +57,10 @@ def detect(start: Start) -> Discovery | None:
 
 def read(ctx: Context, found: Discovery) -> Iterator:
     site = found.api_root + QUERY  # the listing every document of this wiki is kept under
-    if ctx.options.full or not ctx.known("mediawiki", site):
-        yield from crawl_json(ctx, site, opts=OPTIONS, source="mediawiki")
-        return
     revisions, complete = yield from _sweep(ctx, found.api_root + SWEEP)
     changed = []
     for url, (pageid, revision) in revisions.items():
-        stored = ctx.store.get(url)
+        stored = None if ctx.options.full else ctx.store.get(url)
         if stored is not None and (stored.meta or {}).get("revision") == revision:
             yield Stored(url, "unchanged", fetched=False)
         else:
@@ -87,10 +88,10 @@ def _sweep(ctx: Context, url: str):
 
 
 def _texts(ctx: Context, url: str, site: str):
-    """Store the pages of one pageids request; True if every one was stored."""
-    data = yield from _get(ctx, url)
-    pages = lookup(data, "query.pages") if data is not None else None
-    if not isinstance(pages, list):
+    """Store the pages of one pageids request, continued until each page is whole; True if
+    every one was stored."""
+    pages = yield from _whole_pages(ctx, url)
+    if pages is None:
         return False
     whole = True
     for number, page in enumerate(pages, start=1):
@@ -98,6 +99,36 @@ def _texts(ctx: Context, url: str, site: str):
         whole = whole and isinstance(event, Stored)
         yield event
     return whole
+
+
+def _whole_pages(ctx: Context, first: str):
+    """The batch's pages, their parts merged across the continued answers; None if one
+    request failed."""
+    pages, url, asked = {}, first, set()
+    while url and url not in asked:
+        asked.add(url)
+        data = yield from _get(ctx, url)
+        if data is None:
+            return None
+        for page in lookup(data, "query.pages") or []:
+            if isinstance(page, dict) and "pageid" in page:
+                _merge(pages.setdefault(page["pageid"], {}), page)
+        url = next_page(data, OPTIONS, url, first=first, count=0)
+    for page in pages.values():
+        titles = [c.get("title", "") for c in page.pop("categories", []) if isinstance(c, dict)]
+        page["category_names"] = [t.split(":", 1)[-1] for t in dict.fromkeys(titles) if t]
+    return list(pages.values())
+
+
+def _merge(into: dict, part: dict) -> None:
+    """One answer's part of a page into what earlier answers gave of it."""
+    for key, value in part.items():
+        if key == "categories" and isinstance(value, list):
+            into.setdefault(key, []).extend(value)
+        elif key == "revisions" and value:
+            into[key] = value
+        else:
+            into.setdefault(key, value)
 
 
 def _get(ctx: Context, url: str):

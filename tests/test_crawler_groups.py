@@ -1,0 +1,76 @@
+"""Documents' groups (issue #26, access control): a JSONL `groups` key (a list or a comma
+string) kept as a list; `busca add --groups` and `busca crawl --groups` stamp every document
+they store, and an incremental crawl keeps them."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from conftest import write_jsonl
+
+from busca.crawler.store import Store
+from busca.fixtures.server import FixtureSite, load_articles
+
+FAST = ["--rate", "500"]
+
+
+def _groups(home) -> dict[str, list[str] | None]:
+    with Store(home) as store:
+        return {d.url: (d.meta or {}).get("groups") for d in store.documents()}
+
+
+def test_jsonl_groups_become_a_list_and_add_groups_stamps_them(run, home, tmp_path):
+    source = write_jsonl(tmp_path / "docs.jsonl", [
+        {"url": "https://a.example/1", "text": "um", "groups": "staff, hr,,staff"},
+        {"url": "https://a.example/2", "text": "dois", "groups": ["sales"]},
+        {"url": "https://a.example/3", "text": "três", "groups": ""},
+        {"url": "https://a.example/4", "text": "quatro"}])
+    assert run("add", str(source)).exit_code == 0
+    assert _groups(home) == {"https://a.example/1": ["staff", "hr"],
+                             "https://a.example/2": ["sales"], "https://a.example/3": None,
+                             "https://a.example/4": None}
+    result = run("add", str(source), "--groups", "board,staff")
+    assert result.exit_code == 0  # a change of metadata alone counts as unchanged
+    assert _groups(home) == {"https://a.example/1": ["staff", "hr", "board"],
+                             "https://a.example/2": ["sales", "board", "staff"],
+                             "https://a.example/3": ["board", "staff"],
+                             "https://a.example/4": ["board", "staff"]}
+
+
+def test_crawl_groups_stamps_every_document_and_an_incremental_crawl_keeps_them(run, home):
+    with FixtureSite(load_articles()[:3]) as site:
+        first = run("crawl", site.url, *FAST, "--groups", "staff")
+        assert first.exit_code == 0, first.output
+        assert set(map(tuple, _groups(home).values())) == {("staff",)}
+        site.remove(site.articles[0]["id"])
+        second = run("crawl", site.url, *FAST, "--groups", "staff", "--json")
+    report = json.loads(second.stdout)
+    assert (report["added"], report["updated"], report["unchanged"]) == (0, 0, 2)
+    assert list(map(tuple, _groups(home).values())) == [("staff",), ("staff",)]
+
+
+def test_a_bad_group_name_is_bad_usage(run, tmp_path):
+    source = write_jsonl(tmp_path / "docs.jsonl", [{"url": "https://a.example/1", "text": "x"}])
+    result = run("add", str(source), "--groups", "staff,two words")
+    assert result.exit_code == 2 and "bad group name 'two words'" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_recrawl_without_groups_keeps_stamping_the_remembered_ones(run, home):
+    """A scheduled re-crawl without --groups must not turn a changed private article public:
+    the groups of the URL's last crawl are stamped again, and `--groups none` forgets them."""
+    with FixtureSite(load_articles()[:2]) as site:
+        run("crawl", site.url, *FAST, "--groups", "staff")
+        first = site.articles[0]
+        site.edit(first["id"], content=first["content"].replace("</p>", " Novo.</p>", 1))
+        again = run("crawl", site.url, *FAST)
+        assert again.exit_code == 0
+        assert "groups staff, remembered from the last crawl" in again.stderr
+        assert set(map(tuple, _groups(home).values())) == {("staff",)}
+        time.sleep(1.1)  # the modified date has whole seconds
+        site.edit(first["id"], content=first["content"].replace("</p>", " Mais.</p>", 1))
+        run("crawl", site.url, *FAST, "--groups", "none")
+        changed = _groups(home)[site.link(first)]
+        quiet = run("crawl", site.url, *FAST)
+    assert changed is None and "remembered" not in quiet.stderr

@@ -1,0 +1,292 @@
+"""Access control of `busca serve --tokens` (issue #26) over real HTTP: two read tokens,
+documents of different groups and public ones; neither token ever sees the other's documents
+through any endpoint (search, compare, context, chunk ids guessed one by one, stats, the
+page), a request without a token sees the public ones only, `--private` hides those too, the
+write token sees everything; bad tokens files are one line; tokens are never logged."""
+
+from __future__ import annotations
+
+import base64
+import json
+from urllib.error import HTTPError
+from urllib.parse import urlencode
+from urllib.request import Request, urlopen
+
+import pytest
+from click.testing import CliRunner
+from conftest import write_jsonl
+from serving import Server
+
+from busca.cli import cli
+from busca.serve import access
+
+STAFF, SALES = "staff-token-0123456789abcdef", "sales-token-0123456789abcdef"
+WRITER = "writer-token-0123456789abcdef"
+WORD = "março"  # in every document
+DOCS = [
+    {"url": "https://s.example/salarios", "title": "Salários da gerência", "groups": "staff",
+     "text": "O reajuste dos salários da gerência sai em março."},
+    {"url": "https://s.example/comissao", "title": "Comissão dos vendedores",
+     "groups": ["sales"], "text": "A comissão dos vendedores sobe em março."},
+    {"url": "https://s.example/ferias", "title": "Calendário de férias", "groups": "staff,board",
+     "text": "O calendário de férias da diretoria sai em março."},
+    {"url": "https://s.example/horario", "title": "Horário da loja",
+     "category": "<script>alert(1)</script>",
+     "text": "O horário da loja muda em março para o verão."},
+    {"url": "https://s.example/segredo", "title": "<b>Segredo</b> do conselho",
+     "groups": "board", "text": "O orçamento do conselho fecha em março."},
+]
+PUBLIC = {"https://s.example/horario"}
+SEES = {None: PUBLIC,
+        STAFF: PUBLIC | {"https://s.example/salarios", "https://s.example/ferias"},
+        SALES: PUBLIC | {"https://s.example/comissao"}}
+ONLY = {"https://s.example/salarios": "salários", "https://s.example/comissao": "comissão",
+        "https://s.example/ferias": "calendário", "https://s.example/horario": "horário",
+        "https://s.example/segredo": "orçamento"}  # a word of that document alone
+ALL = {d["url"] for d in DOCS}
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    home = tmp_path_factory.mktemp("access") / "home"
+    source = write_jsonl(home.parent / "docs.jsonl", DOCS)
+    for args in (["add", str(source)], ["index", "-q", "--methods", "tfidf,bm25"]):
+        result = CliRunner().invoke(cli, ["--home", str(home), *args], obj={})
+        assert result.exit_code == 0, result.output
+    return home
+
+
+@pytest.fixture(scope="module")
+def tokens_file(home):
+    path = home.parent / "tokens.txt"
+    path.write_text(f"# who reads what\n{STAFF} staff\n\n{SALES} sales,nobody\n",
+                    encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(home, tokens_file):
+    with Server(home, "--no-log", "--tokens", str(tokens_file), "--token", WRITER) as server:
+        yield server
+
+
+def get(server, path: str, token: str | None = None, *, basic: bool = False, data=None):
+    """(status, body text, headers) of one request."""
+    headers = {"Content-Type": "application/json"} if data is not None else {}
+    if token is not None:
+        headers["Authorization"] = ("Basic " + base64.b64encode(f"me:{token}".encode()).decode()
+                                    if basic else f"Bearer {token}")
+    request = Request(server.url + path.lstrip("/"), headers=headers,
+                      data=json.dumps(data).encode() if data is not None else None)
+    try:
+        with urlopen(request, timeout=60) as response:
+            return response.status, response.read().decode(), response.headers
+    except HTTPError as e:
+        return e.code, e.read().decode(), e.headers
+
+
+def search_urls(server, token, q: str, method: str) -> set[str]:
+    status, text, _ = get(server, "api/search?" + urlencode({"q": q, "method": method, "k": 10,
+                                                             "min_score": 0}), token)
+    assert status == 200, text
+    return {h["url"] for h in json.loads(text)["hits"]}
+
+
+@pytest.mark.parametrize("token", [None, STAFF, SALES])
+@pytest.mark.parametrize("method", ["tfidf", "bm25"])
+def test_search_shows_only_what_the_token_may_see(server, token, method):
+    if method == "bm25":  # tf-idf weighs a word of every document 0
+        assert search_urls(server, token, WORD, method) == SEES[token]
+    for url, word in ONLY.items():
+        assert search_urls(server, token, word, method) == ({url} & SEES[token])
+
+
+@pytest.mark.parametrize("method", ["tfidf", "bm25"])
+def test_a_word_of_a_hidden_document_answers_as_a_word_of_none(server, method):
+    def answer(q):
+        text = get(server, "api/search?" + urlencode({"q": q, "method": method}), SALES)[1]
+        found = json.loads(text)
+        return {k: v for k, v in found.items() if k not in ("query", "took_ms")}
+
+    assert answer("salários") == answer("xilofone")
+    for q in ("salários", "xilofone"):
+        context = json.loads(get(server, "api/context", SALES, data={"q": q})[1])
+        assert context["reason"] == answer("xilofone")["note"]
+        compare = json.loads(get(server, "api/compare?" + urlencode({"q": q}), SALES)[1])
+        assert set(compare["notes"].values()) == {answer("xilofone")["note"]}
+
+
+@pytest.mark.parametrize("token", [None, STAFF, SALES])
+def test_compare_and_context_show_only_what_the_token_may_see(server, token):
+    status, text, _ = get(server, "api/compare?" + urlencode({"q": WORD, "k": 10,
+                                                               "methods": "bm25"}), token)
+    data = json.loads(text)
+    assert status == 200
+    assert {h["url"] for hits in data["columns"].values() for h in hits} == SEES[token]
+    assert {r["url"] for r in data["rows"]} == SEES[token]
+    for url, word in ONLY.items():
+        status, text, _ = get(server, "api/context", token, data={"q": word, "min_score": 0})
+        if url in SEES[token]:
+            assert status == 200 and json.loads(text)["passages"][0]["url"] == url
+        else:
+            assert status == 409 and url not in text and "reason" in json.loads(text)
+
+
+@pytest.mark.parametrize("token", [None, STAFF, SALES])
+def test_a_forbidden_chunk_id_answers_exactly_as_a_missing_one(server, token):
+    chunks = json.loads(get(server, "api/stats", WRITER)[1])["chunks"]
+    seen = set()
+    for chunk_id in range(chunks + 3):
+        status, text, _ = get(server, f"api/chunk/{chunk_id}", token)
+        if status == 200:
+            seen.add(json.loads(text)["url"])
+        else:
+            assert (status, json.loads(text)) == (404, {
+                "error": f"no chunk {chunk_id} in the live index", "status": 404})
+    assert seen == SEES[token]
+
+
+@pytest.mark.parametrize("token", [None, STAFF, SALES])
+def test_stats_count_only_what_the_token_may_see(server, token):
+    status, text, _ = get(server, "api/stats", token)
+    stats = json.loads(text)
+    assert status == 200 and stats["restricted"] is True
+    assert (stats["documents"], stats["chunks"]) == (len(SEES[token]), len(SEES[token]))
+    groups = set(stats.get("facets", {}).get("groups", {}).get("top", {}))
+    assert groups == {None: set(), STAFF: {"staff", "board"}, SALES: {"sales"}}[token]
+    assert "words" not in stats and "vocabulary" not in json.dumps(stats)
+
+
+def test_the_write_token_sees_everything(server):
+    assert search_urls(server, WRITER, WORD, "bm25") == ALL
+    stats = json.loads(get(server, "api/stats", WRITER)[1])
+    assert stats["documents"] == len(ALL) and "restricted" not in stats
+
+
+@pytest.mark.parametrize("token", [None, STAFF, SALES])
+@pytest.mark.parametrize("method", ["bm25", "compare"])
+def test_the_page_shows_only_what_the_token_may_see(server, token, method):
+    for q in [WORD, *ONLY.values()]:
+        status, html, _ = get(server, "?" + urlencode({"q": q, "method": method}), token)
+        assert status == 200
+        for url in ALL - SEES[token]:
+            assert url not in html
+        if q == WORD:
+            assert all(url in html for url in SEES[token])
+
+
+def test_the_page_escapes_metadata_and_titles(server):
+    status, html, _ = get(server, "?" + urlencode({"q": "horário", "method": "bm25"}))
+    assert status == 200 and "https://s.example/horario" in html
+    assert "<script>alert(1)" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    status, html, _ = get(server, "?" + urlencode({"q": "orçamento", "method": "bm25"}),
+                          WRITER)
+    assert "<b>Segredo" not in html and "&lt;b&gt;Segredo&lt;/b&gt;" in html
+    assert "groups: board" in html
+
+
+def test_an_unknown_token_is_refused_and_no_token_is_ever_logged(server):
+    for auth in ("Bearer not-a-token-of-this-server", "Token x", "Basic !!!"):
+        request = Request(server.url + "api/search?q=mar%C3%A7o",
+                          headers={"Authorization": auth})
+        with pytest.raises(HTTPError) as caught:
+            urlopen(request, timeout=30)
+        body = json.loads(caught.value.read())
+        assert caught.value.code == 401 and "not-a-token" not in body["error"]
+    get(server, "api/search?q=x", STAFF)
+    get(server, "api/search?q=x", SALES, basic=True)
+    log = "".join(server.stderr)
+    assert "GET /api/search" in log
+    for secret in (STAFF, SALES, WRITER, "not-a-token"):
+        assert secret not in log
+
+
+def test_a_browser_signs_in_with_basic_auth(server):
+    status, _, headers = get(server, "login")
+    assert status == 401 and headers["WWW-Authenticate"].startswith("Basic ")
+    assert get(server, "login", SALES, basic=True)[0] == 200  # 303, then the page
+    assert get(server, "login", "wrong-token-0123456789", basic=True)[0] == 401
+    status, html, _ = get(server, "?" + urlencode({"q": "comissão", "method": "bm25"}), SALES,
+                          basic=True)
+    assert "https://s.example/comissao" in html
+
+
+def test_health_eval_and_the_openapi_document(server):
+    health = json.loads(get(server, "healthz")[1])
+    assert health["status"] == "ok" and "chunks" not in health
+    assert get(server, "eval", STAFF)[0] == 403
+    document = json.loads(get(server, "openapi.json")[1])
+    assert set(document["components"]["securitySchemes"]) == {"bearer", "basic"}
+    search = document["paths"]["/api/search"]["get"]
+    assert search["security"] == [{"bearer": []}, {"basic": []}, {}]
+    assert "401" in search["responses"] and "--tokens" in document["info"]["description"]
+
+
+def test_busca_search_on_the_home_does_not_ask_a_server_with_tokens(server, home):
+    assert not (home / "serve.json").exists()
+    result = CliRunner().invoke(cli, ["--home", str(home), "search", "salários", "--json",
+                                      "--no-log"], obj={})
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout.splitlines()[0])["url"] == "https://s.example/salarios"
+
+
+def test_private_hides_documents_without_groups(home, tokens_file):
+    with Server(home, "--no-log", "--tokens", str(tokens_file), "--private") as server:
+        assert search_urls(server, None, WORD, "bm25") == set()
+        assert json.loads(get(server, "api/stats")[1])["documents"] == 0
+        assert search_urls(server, STAFF, WORD, "bm25") == SEES[STAFF] - PUBLIC
+        assert get(server, "api/chunk/3")[0] == 404
+
+
+BAD = [
+    ("short-12345 staff\n", "line 1: the token is shorter than 16 characters"),
+    (f"{STAFF}\n", "line 1: write TOKEN GROUP[,GROUP…]"),
+    (f"{STAFF} staff hr\n", "line 1: write TOKEN GROUP[,GROUP…]"),
+    (f"# a\n{STAFF} staff\n{STAFF} sales\n", "line 3: the same token as line 2"),
+    (f"{STAFF} staff,<b>\n", "line 1: bad group name '<b>'"),
+    ("# only a comment\n", "no tokens in it"),
+    (f"{WRITER} staff\n", "line 1: this is the --token (write) token"),
+    (b"\xff\xfe", "cannot read the tokens file"),
+]
+
+
+@pytest.mark.parametrize("content, message", BAD)
+def test_a_bad_tokens_file_is_one_line(home, tmp_path, content, message):
+    path = tmp_path / "tokens.txt"
+    (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)
+    result = CliRunner().invoke(cli, ["--home", str(home), "serve", "--port", "0", "--tokens",
+                                      str(path), "--token", WRITER], obj={})
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and "Traceback" not in result.output
+    assert STAFF not in result.stderr and WRITER not in result.stderr
+
+
+def test_tokens_refusals_before_listening(home, tmp_path):
+    missing = CliRunner().invoke(cli, ["--home", str(home), "serve", "--tokens",
+                                       str(tmp_path / "none.txt")], obj={})
+    assert missing.exit_code == 1 and "cannot read the tokens file" in missing.stderr
+    private = CliRunner().invoke(cli, ["--home", str(home), "serve", "--private"], obj={})
+    assert private.exit_code == 2 and "needs --tokens FILE" in private.stderr
+    path = tmp_path / "tokens.txt"
+    path.write_text(f"{STAFF} staff\n")
+    pg = CliRunner().invoke(cli, ["--home", "postgresql://127.0.0.1:1/busca", "serve",
+                                  "--tokens", str(path)], obj={})
+    assert pg.exit_code == 1 and pg.stderr.strip().splitlines() == [
+        "Error: --tokens is not supported on PostgreSQL homes yet (filters are not); serve a"
+        " local home (a folder) to restrict reading by token"]
+
+
+def test_the_documented_tokens_file_loads(tmp_path):
+    from test_docs_integrations import block
+    from conftest import REPO
+
+    text = block(REPO / "README.md", "tokens")
+    assert text in (REPO / "docs" / "serve.md").read_text(encoding="utf-8")
+    path = tmp_path / "tokens.txt"
+    path.write_text(text, encoding="utf-8")
+    rules = access.load(path)
+    assert [sorted(r.groups) for r in rules.readers] == [["staff"], ["sales", "support"]]
+    staff = rules.rule("Bearer " + text.splitlines()[1].split()[0])
+    assert staff.admits({"groups": ["staff"]}) and staff.admits(None)
+    assert not staff.admits({"groups": "sales,support"})
