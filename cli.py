@@ -1354,7 +1354,7 @@ def serve_command(ctx, host, port, token, tokens_file, private, runs, no_log, qu
         raise click.BadParameter("needs --tokens FILE (who may read which groups)",
                                  param_hint="--private")
     tokens = None if tokens_file is None else serving.access.load(
-        tokens_file, private=private, writer=token, home=ctx.obj["home"])
+        tokens_file, private=private, writer=token)
     if host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(f"warning: listening on {host}: anyone who can reach it can read the index",
                    err=True)

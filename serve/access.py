@@ -28,7 +28,6 @@ from ..search.filters import Visible, counts, parse_filters, visible_to
 from .errors import HttpError
 
 MIN_TOKEN = 16  # characters, as --token
-DATABASES = ("postgresql://", "postgres://")  # homes where filters are refused (corpus.py)
 NOTHING = "nothing found among the documents this request may see"
 EXAMPLE = "s3cr3t-token-of-staff-0001 staff,hr"
 STATS = ("chunker", "build", "busca_version")  # figures a restricted request sees as they are
@@ -101,12 +100,9 @@ def presented(authorization: str) -> bytes | None:
     raise Unauthorized()
 
 
-def load(path: str | Path, *, private: bool = False, writer: str | None = None,
-         home: str | Path = "") -> Access:
-    """The Access of a tokens file; BadTokens naming the problem (never a token)."""
-    if str(home).lower().startswith(DATABASES):
-        raise BadTokens("--tokens is not supported on PostgreSQL homes yet (filters are not);"
-                        " serve a local home (a folder) to restrict reading by token")
+def load(path: str | Path, *, private: bool = False, writer: str | None = None) -> Access:
+    """The Access of a tokens file (a local or PostgreSQL home alike); BadTokens naming the
+    problem (never a token)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:

@@ -268,13 +268,6 @@ def test_tokens_refusals_before_listening(home, tmp_path):
     assert missing.exit_code == 1 and "cannot read the tokens file" in missing.stderr
     private = CliRunner().invoke(cli, ["--home", str(home), "serve", "--private"], obj={})
     assert private.exit_code == 2 and "needs --tokens FILE" in private.stderr
-    path = tmp_path / "tokens.txt"
-    path.write_text(f"{STAFF} staff\n")
-    pg = CliRunner().invoke(cli, ["--home", "postgresql://127.0.0.1:1/busca", "serve",
-                                  "--tokens", str(path)], obj={})
-    assert pg.exit_code == 1 and pg.stderr.strip().splitlines() == [
-        "Error: --tokens is not supported on PostgreSQL homes yet (filters are not); serve a"
-        " local home (a folder) to restrict reading by token"]
 
 
 def test_the_documented_tokens_file_loads(tmp_path):
