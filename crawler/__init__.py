@@ -26,7 +26,6 @@ EXPORTS = {
     "Problem": ".files",
     "read_files": ".files",
     "SOURCES": ".defaults",
-    "Store": ".store",
     "StoreError": ".store",
     "why_nothing": ".crawl",
     "WP_TYPES": ".defaults",

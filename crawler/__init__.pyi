@@ -20,7 +20,6 @@ from .defaults import MAIN_TEXT as MAIN_TEXT
 from .files import Problem as Problem
 from .files import read_files as read_files
 from .defaults import SOURCES as SOURCES
-from .store import Store as Store
 from .store import StoreError as StoreError
 from .crawl import why_nothing as why_nothing
 from .defaults import WP_TYPES as WP_TYPES
@@ -43,7 +42,6 @@ __all__ = [
     "MAIN_TEXT",
     "Problem",
     "SOURCES",
-    "Store",
     "StoreError",
     "WP_TYPES",
     "crawl",

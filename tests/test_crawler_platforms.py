@@ -13,7 +13,7 @@ from busca.crawler.events import Failed, SourceFound, Stored
 from busca.crawler.html import body_text
 from busca.crawler.markdown import markdown_to_text, top_sections
 from busca.crawler.options import CrawlOptions
-from busca.crawler.store import Store
+from busca.index.home.documents import Store
 from busca.crawler.wikitext import wikitext_to_text
 from busca.fixtures import platforms
 from busca.fixtures.platforms import PLATFORMS, PlatformSite
