@@ -66,7 +66,7 @@ from .index.postgres.conn import PostgresMissingTable as PostgresMissingTable
 from .index.postgres.schema import PostgresOldFormat as PostgresOldFormat
 from .index.postgres.conn import PostgresReadOnly as PostgresReadOnly
 from .index.postgres.conn import PostgresUnavailable as PostgresUnavailable
-from .crawler.store import ReadOnlyHome as ReadOnlyHome
+from .index.home.documents import ReadOnlyHome as ReadOnlyHome
 from .index.dense.rerank_api import RerankError as RerankError
 from .search.eval.runs import RunError as RunError
 from .index.dense.e5_sae import SaeFileError as SaeFileError
@@ -74,7 +74,7 @@ from .index.dense.embedding_api import ServerUnreachable as ServerUnreachable
 from .shell import SessionError as SessionError
 from .index.postgres.home import StaleBuild as StaleBuild
 from .search.hits import StaleIndex as StaleIndex
-from .crawler.store import StoreDamaged as StoreDamaged
+from .index.home.documents import StoreDamaged as StoreDamaged
 from .crawler.store import StoreError as StoreError
 from .search.context import TemplateError as TemplateError
 from .crawler.errors import TooLarge as TooLarge

@@ -29,7 +29,6 @@ EXPORTS = {
     "read_files": ".files",
     "SOURCES": ".defaults",
     "stamped": ".groups",
-    "Store": ".store",
     "StoreError": ".store",
     "why_nothing": ".crawl",
     "WP_TYPES": ".defaults",

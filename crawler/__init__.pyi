@@ -23,7 +23,6 @@ from .files import Problem as Problem
 from .files import read_files as read_files
 from .defaults import SOURCES as SOURCES
 from .groups import stamped as stamped
-from .store import Store as Store
 from .store import StoreError as StoreError
 from .crawl import why_nothing as why_nothing
 from .defaults import WP_TYPES as WP_TYPES
@@ -47,7 +46,6 @@ __all__ = [
     "MAIN_TEXT",
     "Problem",
     "SOURCES",
-    "Store",
     "StoreError",
     "WP_TYPES",
     "check_groups",

@@ -18,9 +18,10 @@ from typing import Protocol
 
 import numpy as np
 
-from ..crawler.store import DB_NAME, Document, DocumentStore
+from ..crawler.store import Document, DocumentStore
 from ..errors import BuscaError
 from .text.chunks import ChunkRow
+from .home.documents import DB_NAME
 from .home.manifest import Manifest
 from .home.storage import HomeNotFound, LocalHome
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from busca.crawler.store import Document, Store
+from busca.crawler.store import Document
+from busca.index.home.documents import Store
 
 BEIR_TINY = Path(__file__).parent / "data" / "beir-tiny"
 

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from busca.crawler.store import Store
+from busca.index.home.documents import Store
 from busca.fixtures.platforms import PLATFORMS, PlatformSite
 from busca.fixtures.server import FixtureSite, Faults, load_articles
 

@@ -7,7 +7,7 @@ import json
 
 from busca.citation import cite, section
 from busca.crawler.html import body, extract_page
-from busca.crawler.store import Store
+from busca.index.home.documents import Store
 from busca.fixtures.platforms import PlatformSite
 from busca.fixtures.server import load_articles
 from busca.fixtures.shapes import paragraphs

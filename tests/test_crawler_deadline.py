@@ -13,7 +13,7 @@ import pytest
 from busca.crawler.crawl import crawl
 from busca.crawler.errors import CrawlError
 from busca.crawler.options import CrawlOptions
-from busca.crawler.store import Store
+from busca.index.home.documents import Store
 
 DRIP = 0.2  # seconds between the bytes of a body
 

@@ -21,7 +21,7 @@ import pytest
 from busca.crawler.crawl import crawl
 from busca.crawler.events import Failed, Stored
 from busca.crawler.options import CrawlOptions
-from busca.crawler.store import Store
+from busca.index.home.documents import Store
 from busca.fixtures.server import SITE_DIR, FixtureSite, Faults, load_articles
 
 FAST = {"rate": 500.0, "backoff": 0.02, "timeout": 5.0}

@@ -7,7 +7,7 @@ import pytest
 from busca.crawler.crawl import crawl
 from busca.crawler.feed import parse_feed
 from busca.crawler.options import CrawlOptions
-from busca.crawler.store import Store
+from busca.index.home.documents import Store
 from busca.fixtures.server import FixtureSite, load_articles
 
 RSS = """<?xml version="1.0" encoding="UTF-8"?><rss version="2.0"

@@ -9,7 +9,7 @@ import time
 
 from conftest import write_jsonl
 
-from busca.crawler.store import Store
+from busca.index.home.documents import Store
 from busca.fixtures.server import FixtureSite, load_articles
 
 FAST = ["--rate", "500"]

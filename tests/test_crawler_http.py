@@ -284,7 +284,7 @@ def test_a_hold_made_while_a_request_waits_is_waited_out():
 def test_no_request_before_retry_after_with_several_workers(tmp_path):
     from busca.crawler.crawl import crawl
     from busca.crawler.options import CrawlOptions
-    from busca.crawler.store import Store
+    from busca.index.home.documents import Store
     from busca.fixtures.server import Faults, FixtureSite, load_articles
 
     faults = Faults(throttle_every=4, retry_after="1")

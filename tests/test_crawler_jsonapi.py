@@ -12,7 +12,7 @@ from busca.crawler.crawl import crawl
 from busca.crawler.events import Failed
 from busca.crawler.jsonapi import _MISSING, lookup
 from busca.crawler.options import CrawlOptions, JsonApiOptions
-from busca.crawler.store import Store
+from busca.index.home.documents import Store
 from busca.fixtures.server import FixtureSite, load_articles
 
 API = "https://api.s.example/v1/artigos"

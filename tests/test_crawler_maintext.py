@@ -14,7 +14,7 @@ from busca.crawler.errors import CrawlError
 from busca.crawler.html import extract_page
 from busca.crawler.maintext import check, with_main_text
 from busca.crawler.options import CrawlOptions
-from busca.crawler.store import Store
+from busca.index.home.documents import Store
 from busca.fixtures.server import SITE_DIR, FixtureSite, load_articles
 
 pytest.importorskip("trafilatura")

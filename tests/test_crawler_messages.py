@@ -13,7 +13,7 @@ from busca.crawler.crawl import crawl
 from busca.crawler.errors import CrawlError
 from busca.crawler.events import Failed, Notice, SourceFound
 from busca.crawler.options import CrawlOptions
-from busca.crawler.store import Store
+from busca.index.home.documents import Store
 from busca.fixtures.server import Faults, FixtureSite, load_articles
 
 FAST = {"rate": 500.0, "backoff": 0.02, "timeout": 5.0}

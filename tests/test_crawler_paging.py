@@ -12,7 +12,7 @@ import responses
 from busca.crawler.crawl import crawl
 from busca.crawler.options import CrawlOptions, JsonApiOptions
 from busca.crawler.paging import MISSING, lookup, next_page, with_param
-from busca.crawler.store import Store
+from busca.index.home.documents import Store
 
 API = "https://api.s.example/items"
 ITEMS = [{"url": f"https://s.example/{n}", "title": f"T{n}", "content": f"texto {n}",

@@ -14,7 +14,8 @@ from busca.crawler.options import CrawlOptions
 from busca.crawler.files import read_files
 from busca.crawler.pdf import PdfError, read_pdf
 from busca.crawler.files import Problem
-from busca.crawler.store import Document, Store
+from busca.crawler.store import Document
+from busca.index.home.documents import Store
 from busca.fixtures.common import Reply
 from busca.fixtures.pdf import make_pdf
 from busca.fixtures.server import FixtureSite, load_articles

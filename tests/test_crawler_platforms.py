@@ -15,7 +15,7 @@ from busca.crawler.markdown import markdown_to_text, top_sections
 from busca.crawler.options import CrawlOptions, JsonApiOptions
 from busca.crawler.paging import MISSING, fill, first
 from busca.crawler.richtext import rich_to_text
-from busca.crawler.store import Store
+from busca.index.home.documents import Store
 from busca.crawler.wikitext import wikitext_to_text
 from busca.fixtures import platforms
 from busca.fixtures.platforms import PLATFORMS, PlatformSite

@@ -9,7 +9,7 @@ import pytest
 from busca.crawler.crawl import crawl
 from busca.crawler.options import CrawlOptions
 from busca.crawler.sitemap import ARCHIVE_SITEMAPS, looks_like_sitemap, parse_sitemap
-from busca.crawler.store import Store
+from busca.index.home.documents import Store
 from busca.fixtures.server import FixtureSite, load_articles
 
 URLSET = """<?xml version="1.0" encoding="UTF-8"?><?xml-stylesheet type="text/xsl" href="/s.xsl"?>

@@ -8,7 +8,7 @@ import responses
 from busca.crawler.crawl import crawl
 from busca.crawler.options import CrawlOptions
 from busca.crawler.spider import SKIP_PATHS, normalize
-from busca.crawler.store import Store
+from busca.index.home.documents import Store
 from busca.fixtures.server import FixtureSite, load_articles
 
 SITE = "https://s.example"

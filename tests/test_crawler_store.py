@@ -1,7 +1,8 @@
 import sqlite3
 import unicodedata
 
-from busca.crawler.store import Document, Store, text_hash
+from busca.crawler.store import Document, text_hash
+from busca.index.home.documents import Store
 
 
 def test_put_reports_added_updated_unchanged(tmp_path):

@@ -11,7 +11,7 @@ import responses
 from busca.crawler.crawl import crawl
 from busca.crawler.events import Expected, Failed, Stored
 from busca.crawler.options import CrawlOptions
-from busca.crawler.store import Store
+from busca.index.home.documents import Store
 from busca.crawler.wordpress import EMBED, FIELDS, SWEEP_FIELDS, api_url
 from busca.fixtures.server import FixtureSite, load_articles
 

@@ -77,7 +77,7 @@ assert one.counts.terms == two.counts.terms
 assert (one.counts.matrix != two.counts.matrix).nnz == 0
 import tempfile
 from pathlib import Path
-from busca.crawler.store import Store
+from busca.index.home.documents import Store
 with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp)) as store:
     for d in docs:
         store.put(d)
@@ -131,7 +131,7 @@ def test_unchanged_documents_keep_their_previous_spans():
 
 
 def stored(tmp_path, docs):
-    from busca.crawler.store import Store
+    from busca.index.home.documents import Store
     store = Store(tmp_path / "home")
     for d in docs:
         store.put(d)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from busca.crawler import Store
+from busca.index.home.documents import Store
 
 BUSCA = [sys.executable, "-c", "from busca.cli import main; main()"]
 QUESTION = "ornitorrinco filhotes"

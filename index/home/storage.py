@@ -1,7 +1,7 @@
 """The map of a local home (`--home DIR`) and its backend: every file and table, and its writer.
 
     busca.db                  SQLite, opened by LocalHome
-      documents, meta         crawler/store.py (documents; settings and crawl state)
+      documents, meta         index/home/documents.py (documents; settings and crawl state)
       queries                 index/home/queries.py (the query log; what to log: search/querylog.py)
     CURRENT                   here: one line naming the live build, replaced atomically
     index.lock                index/home/buildlock.py: flock held by the build running (its pid and
@@ -33,9 +33,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ...crawler.store import Store, StoreError, guard, read_only_error
+from ...crawler.store import StoreError
 from ...errors import BuscaError
 from .buildlock import LocalBuildLock
+from .documents import Store, guard, read_only_error
 from ..text.chunks import ChunkRow, ChunkTable, drop_legacy, write_chunks
 from .manifest import FORMAT_VERSION, Manifest
 from ..methods import UnknownMethod, method_spec, stored_methods

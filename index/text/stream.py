@@ -25,8 +25,9 @@ from multiprocessing import get_all_start_methods, get_context
 
 import numpy as np
 
-from ...crawler.store import Document, DocumentRanges, StoreError
+from ...crawler.store import Document, StoreError
 from .. import compiled
+from ..home.documents import DocumentRanges
 from .chunking import JAVA_SPACE, splits_like_java, window_starts, words
 from .chunks import ChunkColumns
 from .counting import CountedBatch, CountMerger, TermCounts, count_pieces
