@@ -1,5 +1,5 @@
-"""BM25 (index/lexical/bm25.py, index.lexical.Bm25Scorer), the pt and simple analyzers, and their
-CLI: against bm25s, a hand-worked case, FaQuAD and a tiny BEIR folder."""
+"""BM25 (index/lexical/bm25.py, index.lexical.lexical.Bm25Scorer), the pt and simple analyzers,
+and their CLI: against bm25s, a hand-worked case, FaQuAD and a tiny BEIR folder."""
 
 import json
 import math
