@@ -1,0 +1,191 @@
+"""`Corpus`: one corpus home (a folder or a postgresql:// URL) and every use case over it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import index as indexing
+from .. import search as searching
+from ..search.context import Context
+from ..search.scorers import K
+from .questions import WARM_UP, compare_build, context_build, prepare, search_build
+from .specs import ContextSpec, Result, SearchSpec
+
+if TYPE_CHECKING:  # loaded only by the use cases that need them
+    from ..crawler.store import Document
+    from ..index.rerank_api import RerankSettings
+    from ..search.compare import Comparison
+    from ..search.eval.golden import Golden
+    from ..search.eval.summary import Evaluation
+
+
+class Corpus:
+    """One corpus home (a folder or a postgresql:// URL) and every use case over it."""
+
+    def __init__(self, home: indexing.Home, *, embed: Mapping | None = None):
+        self.home = home
+        self.embed = dict(embed or {})
+        self._build: indexing.Build | None = None
+
+    @property
+    def location(self) -> str:
+        return str(self.home.location)
+
+    @property
+    def build(self) -> indexing.Build:
+        """The live build (IndexNotFound before the first `index`), loaded once: its rankers
+        and encoder stay in memory across calls, and a newer build (`busca index` here or in
+        another process, new floors) replaces it at the next call, as in `busca serve`."""
+        current = self.home.current()
+        if self._build is None or self._build.manifest != current.manifest:
+            self._build = current
+        return self._build
+
+    def warm(self) -> None:
+        """Load every method's ranker (and encoder) now, so no question waits for them."""
+        build = self.build
+        for method in searching.available_methods(build):
+            fusion = SearchSpec(method=method).fusion_settings(None)
+            ranker = searching.scorer(build, method, fusion)
+            if indexing.is_dense(method):
+                ranker.top(WARM_UP, 1)  # some encoders load their tables at the first text
+            prepare(ranker)
+
+    def close(self) -> None:
+        self.home.close()
+
+    def __enter__(self) -> Corpus:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # --- documents -------------------------------------------------------------------
+    def add(self, documents: Iterable[Document]) -> dict[str, int]:
+        """Store documents (a URL already stored is replaced); added/updated/unchanged."""
+        counts = {"added": 0, "updated": 0, "unchanged": 0}
+        for doc in documents:
+            counts[self.home.put(doc)] += 1
+        return counts
+
+    def add_files(self, paths: Sequence[str | Path]) -> dict[str, int]:
+        """`busca add`: .jsonl, .txt, .md, .html files; a file it cannot read is an error."""
+        from ..crawler import Problem, read_files
+        from ..crawler.errors import CrawlError
+
+        documents = []
+        for item in read_files([str(p) for p in paths]):
+            if isinstance(item, Problem):
+                raise CrawlError(f"cannot add {item.where}: {item.message}")
+            documents.append(item)
+        return self.add(documents)
+
+    def crawl(self, url: str, **options: Any) -> Iterator:
+        """`busca crawl`: the crawl's events (the last one, Finished, has the report)."""
+        from ..crawler import CrawlOptions, crawl
+
+        return crawl(url, self.home, options=CrawlOptions(**options))
+
+    def index(self, *, size: int = indexing.SIZE, overlap: int = indexing.OVERLAP,
+              methods: Sequence[str] = indexing.DEFAULT, dense: str | None = None,
+              titles: str | None = None, options: Mapping | None = None,
+              on_progress: Callable | None = None,
+              on_note: Callable[[str], None] | None = None) -> indexing.Manifest:
+        """`busca index`: chunk the documents, build `methods` (and the dense models of
+        `dense`, else the previous build's; the titles indexed with the windows for the
+        methods `titles` names, else the previous build's) and publish it; its manifest."""
+        names, models, kept, entries = indexing.methods_for(self.home, methods, dense=dense)
+        if kept and on_note:
+            on_note(f"keeping the dense models {kept} (--dense none drops them)")
+        options = dict(options or {})
+        if models:
+            options.update(dense_models=models, servers=self.servers(models, entries),
+                           vector_cache=getattr(self.home, "home", None))
+        if titles is not None:
+            options["titles"] = indexing.titled_methods(titles, names, indexing.TITLES)
+        return indexing.build_index(self.home, size=size, overlap=overlap, methods=names,
+                                    options=options, on_progress=on_progress)
+
+    def servers(self, models, entries: dict) -> dict:
+        """Model name -> ServerSettings of each openai:MODEL model: this corpus's embed
+        settings over those the previous build stored; fails when there is no URL."""
+        servers = {}
+        for model in models:
+            if model.encoder.startswith(indexing.OPENAI_PREFIX):
+                servers[model.name] = indexing.server_settings(entries.get(model.name, {}),
+                                                               **self.embed)
+                indexing.check_server(model.encoder, servers[model.name])
+        return servers
+
+    # --- questions -------------------------------------------------------------------
+    def search(self, question: str, spec: SearchSpec | None = None, /,
+               **options: Any) -> Result:
+        """`busca search`: top-k hits above the floor; options as the CLI's (`method`, `k`,
+        `min_score`, `per_doc`, `fusion`, `window`, `rrf_k`, `weights`, `log`)."""
+        spec = replace(spec or SearchSpec(), **options)
+        return search_build(self.build, self.home, question, spec)
+
+    def context(self, question: str, spec: ContextSpec | None = None, /,
+                **options: Any) -> Context:
+        """`busca context`: the passages for an LLM prompt (`.answered`, `render`)."""
+        spec = replace(spec or ContextSpec(), **options)
+        return context_build(self.build, self.home, question, spec)
+
+    def compare(self, question: str, *, methods: Sequence[str] | None = None, k: int = K,
+                per_doc: int = 0, include: Sequence[int] = (),
+                rerank: RerankSettings | None = None) -> Comparison:
+        """`busca compare`: each method's top k and every hit's rank under each method
+        (with `rerank`, a column METHOD+rerank after each)."""
+        return compare_build(self.build, self.home, question, methods=methods, k=k,
+                             per_doc=per_doc, include=include, rerank=rerank)
+
+    def stats(self) -> dict:
+        """`busca stats --json`: the build's figures, or the documents without an index, and
+        the metadata's facet counts when the documents have metadata."""
+        facets = searching.facets(self.home)
+        shown = {"facets": facets} if facets else {}
+        try:
+            return {**self.build.manifest.figures(), **shown}
+        except indexing.IndexNotFound:
+            return {"documents": self.home.count(), "index": None, **shown}
+
+    # --- evaluation ------------------------------------------------------------------
+    def evaluate(self, golden: Golden | str | Path, *, methods: Sequence[str] | None = None,
+                 ks: Sequence[int] | None = None, key: str | None = None,
+                 by: Sequence[str] | None = None,
+                 on_progress: Callable | None = None) -> Evaluation:
+        """`busca eval`: recall@k, MRR, nDCG (`.summary[method][metric].mean`) and the
+        floors per method on a golden set."""
+        from ..search import eval as evaluation
+
+        golden = _golden(golden)
+        metrics = evaluation.default_metrics(tuple(ks) if ks else evaluation.KS)
+        metric = evaluation.parse_metric(key or evaluation.KEY)
+        depth = max(evaluation.DEPTH, metric.k, *(m.k for m in metrics))
+        return evaluation.evaluate_index(golden, self.build, self.home, methods=methods,
+                                         metrics=metrics, key=metric, by=by, depth=depth,
+                                         on_progress=on_progress).evaluation
+
+    def calibrate(self, golden: Golden | str | Path, **options: Any) -> dict[str, float]:
+        """`busca eval --calibrate`: store each method's floor in the live build; the floors."""
+        from ..search import eval as evaluation
+
+        return evaluation.store_floors(self.home, self.evaluate(golden, **options).floors)
+
+
+def _golden(golden) -> Golden:
+    if isinstance(golden, (str, Path)):
+        from ..search.eval import load_golden
+
+        return load_golden(golden)
+    return golden
+
+
+def open(location: str | Path, *, embed: Mapping | None = None,  # noqa: A001
+         create: bool = True) -> Corpus:
+    """The corpus at `location`: a folder (created unless `create` is False) or a
+    postgresql:// URL; `embed`: settings of openai:MODEL embedding servers."""
+    return Corpus(indexing.open_home(location, embed=embed, create=create), embed=embed)
