@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import index as indexing
 from .. import search as searching
 from ..search.context import Context
 from ..search.scorers import K
-from .questions import WARM_UP, compare_build, context_build, prepare, search_build
+from .live import Live, LiveBuild
+from .questions import compare_build, context_build, search_build
 from .specs import ContextSpec, Result, SearchSpec
 
 if TYPE_CHECKING:  # loaded only by the use cases that need them
@@ -21,14 +22,17 @@ if TYPE_CHECKING:  # loaded only by the use cases that need them
     from ..search.eval.golden import Golden
     from ..search.eval.summary import Evaluation
 
+T = TypeVar("T")
+
 
 class Corpus:
     """One corpus home (a folder or a postgresql:// URL) and every use case over it."""
 
-    def __init__(self, home: indexing.Home, *, embed: Mapping | None = None):
+    def __init__(self, home: indexing.Home, *, embed: Mapping | None = None,
+                 live: LiveBuild | None = None):
         self.home = home
         self.embed = dict(embed or {})
-        self._build: indexing.Build | None = None
+        self.live = live or LiveBuild()  # shared by the corpora of one server's threads
 
     @property
     def location(self) -> str:
@@ -39,20 +43,15 @@ class Corpus:
         """The live build (IndexNotFound before the first `index`), loaded once: its rankers
         and encoder stay in memory across calls, and a newer build (`busca index` here or in
         another process, new floors) replaces it at the next call, as in `busca serve`."""
-        current = self.home.current()
-        if self._build is None or self._build.manifest != current.manifest:
-            self._build = current
-        return self._build
+        return self.live.current(self.home).index
+
+    def run(self, work: Callable[[Live], T]) -> T:
+        """`work(live)` on the live build, run again if a newer one replaced it meanwhile."""
+        return self.live.run(self.home, work)
 
     def warm(self) -> None:
         """Load every method's ranker (and encoder) now, so no question waits for them."""
-        build = self.build
-        for method in searching.available_methods(build):
-            fusion = SearchSpec(method=method).fusion_settings(None)
-            ranker = searching.scorer(build, method, fusion)
-            if indexing.is_dense(method):
-                ranker.top(WARM_UP, 1)  # some encoders load their tables at the first text
-            prepare(ranker)
+        self.live.warm_up(self.build)
 
     def close(self) -> None:
         self.home.close()

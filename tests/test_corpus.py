@@ -191,3 +191,19 @@ def test_a_postgresql_url_is_a_corpus_too(pg_home):
         result = corpus.search(QUESTIONS[0], method="bm25", k=3, log=False)
         assert result.hits and result.hits[0].url.startswith("https://faquad.example/")
         assert result.lines() == cli_lines(pg_home, QUESTIONS[0], "--method", "bm25", "-k", "3")
+
+
+def test_a_corpus_call_caught_by_a_new_build_runs_again_on_it(fake_home):
+    """The long-lived mode busca serve shares (corpus/live.py): a call that ran on a build
+    published away meanwhile is run again on the new one."""
+    with busca.open(fake_home) as corpus:
+        seen = []
+
+        def work(live):
+            seen.append(live.build)
+            if len(seen) == 1:
+                assert invoke(fake_home, "index", "-q", "--size", "120").exit_code == 0
+            return live.build
+
+        assert corpus.run(work) == seen[-1] != seen[0]
+        assert len(seen) == 2 and corpus.live.last() == seen[-1]
