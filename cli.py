@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -54,8 +53,10 @@ class Progress:
         self.quiet = quiet
         self.stage = None
         self.tty = sys.stderr.isatty()
+        self.done = 0  # the last count shown (or not, when quiet)
 
     def __call__(self, stage: str, done: int, total: int) -> None:
+        self.done = done
         if self.quiet:
             return
         if stage != self.stage:
@@ -228,39 +229,24 @@ def add(ctx, files):
 
     Example: busca add artigos.jsonl notas/*.md manual.pdf
     """
-    counts = {"added": 0, "updated": 0, "unchanged": 0, "duplicate": 0}
-    problems, seen = 0, set()
-    with _home(ctx) as store:
-        legacy = _legacy_ids(store, files)
-        for item in crawling.read_files(list(files)):
-            if isinstance(item, crawling.Problem):
-                problems += 1
-                click.echo(display.strip_controls(f"skipped {item.where}: {item.message}"),
-                           err=True)
-                continue
-            if item.url in seen:
-                click.echo(f"note: {display.strip_controls(item.url)} comes more than once"
-                           " in the input; the last one is kept", err=True)
-            status = store.put(item)
-            for old in legacy.get(item.url, ()):  # the same file under its pre-file:// id
-                store.delete(old)
-                status = "updated" if status == "added" else status
-            counts["duplicate" if item.url in seen else status] += 1
-            seen.add(item.url)
-        total = store.count()
+    with _corpus(ctx) as corpus:
+        added = corpus.add_files(files, notify=_tell_added)
+    counts = added.counts
     summary = ", ".join(f"{n} {what}" for what, n in counts.items() if what != "duplicate")
     if counts["duplicate"]:
         summary += f", {counts['duplicate']} duplicate{'s' * (counts['duplicate'] > 1)} (last kept)"
-    click.echo(f"{summary}; {total} documents in {ctx.obj['home']}")
-    if problems:
-        raise click.ClickException(f"{problems} input(s) skipped, see the messages above")
+    click.echo(f"{summary}; {added.documents} documents in {ctx.obj['home']}")
+    if added.skipped:
+        raise click.ClickException(f"{added.skipped} input(s) skipped, see the messages above")
 
 
-def _legacy_ids(store: crawling.DocumentStore, files) -> dict[str, list[str]]:
-    """Ids that older versions gave the files being added (paths as typed), by file_id."""
-    if all(name.lower().endswith(".jsonl") for name in files):
-        return {}
-    return crawling.legacy_ids(store.hashes("file"))
+def _tell_added(what: str, value) -> None:
+    """What `busca add` tells on stderr as it reads: an input skipped, a URL given again."""
+    if what == "skipped":
+        click.echo(display.strip_controls(f"skipped {value.where}: {value.message}"), err=True)
+    elif what == "repeated":
+        click.echo(f"note: {display.strip_controls(value)} comes more than once"
+                   " in the input; the last one is kept", err=True)
 
 
 @cli.command()
@@ -519,57 +505,35 @@ def stats(ctx, as_json):
 
     Example: busca stats --json
     """
-    with _home(ctx) as home:
-        facets = searching.facets(home)
-        try:
-            index = home.current()
-            waiting = (0, 0) if as_json else _not_indexed(home, index)
-        except indexing.IndexNotFound:  # the documents are known without an index
-            documents = home.count()
-            index = None
-    shown = {"facets": facets} if facets else {}
-    if index is None:
-        if as_json:
-            click.echo(json.dumps({"documents": documents, "index": None, **shown},
-                                  ensure_ascii=False, indent=2))
-        else:
-            click.echo(f"documents   {documents:>10,}")
-            _print_facets(facets)
-            click.echo('no index yet: run "busca index"')
-        return
-    manifest = index.manifest
-    figures = manifest.figures()
+    with _corpus(ctx) as corpus:
+        figures = corpus.statistics(detail=not as_json)
     if as_json:
-        click.echo(json.dumps({**figures, **shown}, ensure_ascii=False, indent=2))
-        return
-    c = manifest.chunker
+        click.echo(json.dumps(figures.to_json(), ensure_ascii=False, indent=2))
+    elif figures.manifest is None:
+        click.echo(f"documents   {figures.documents:>10,}")
+        _print_facets(figures.facets)
+        click.echo('no index yet: run "busca index"')
+    else:
+        _print_stats(figures)
+
+
+def _print_stats(figures: api.Stats) -> None:
+    manifest, c = figures.manifest, figures.manifest.chunker
     w = max([11, *map(len, manifest.methods)])  # dense:NAME methods may be longer
-    click.echo(f"{'documents':<{w}} {figures['documents']:>10,}")
-    click.echo(f"{'words':<{w}} {figures['words']:>10,}")
-    click.echo(f"{'chunks':<{w}} {figures['chunks']:>10,}   ({c['kind']}: {c['size']} per"
+    click.echo(f"{'documents':<{w}} {manifest.documents:>10,}")
+    click.echo(f"{'words':<{w}} {manifest.words:>10,}")
+    click.echo(f"{'chunks':<{w}} {manifest.chunks:>10,}   ({c['kind']}: {c['size']} per"
                f" window, {c['overlap']} overlap)")
     for method, entry in manifest.methods.items():
-        detail = ", ".join(f"{k} {_stat(v)}"
-                           for k, v in searching.method_settings(index, method).items())
+        detail = ", ".join(f"{k} {_stat(v)}" for k, v in figures.settings[method].items())
         size = f"{entry['vocabulary']:>10,} terms" if "vocabulary" in entry else " " * 16
         click.echo(display.strip_controls(f"{method:<{w}} {size}   ({detail})"))
-    _print_facets(facets)
-    if any(waiting):
-        removed = f", {waiting[1]} removed" if waiting[1] else ""
-        click.echo(f"{waiting[0]} document(s) added or changed{removed} since this index —"
+    _print_facets(figures.facets)
+    changed, removed = figures.pending
+    if changed or removed:
+        gone = f", {removed} removed" if removed else ""
+        click.echo(f"{changed} document(s) added or changed{gone} since this index —"
                    ' run "busca index" to include them', err=True)
-
-
-EMPTY_TEXT = hashlib.sha256(b"").hexdigest()  # the text hash of a document with no text
-
-
-def _not_indexed(home, index) -> tuple[int, int]:
-    """(documents added or changed, documents removed) in the store since `index` was built."""
-    stored = {u: h for u, h in home.hashes().items() if h != EMPTY_TEXT}  # never chunked
-    indexed = {r.url: r.doc_sha256 for r in index.chunks()}
-    changed = sum(1 for url, sha in stored.items()
-                  if url not in indexed or indexed[url] and sha and indexed[url] != sha)
-    return changed, sum(1 for url in indexed if url not in stored)
 
 
 def _stat(value) -> str:
@@ -1178,9 +1142,19 @@ def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_h
         main_text=main_text,
         timeout=timeout, deadline=deadline, retries=retries, json=api)
     progress = Progress(quiet)
-    with _home(ctx) as store:
-        report = _run_crawl(url, store, options, progress)
-    progress.close()
+
+    def tell(event) -> None:  # a notice may come from another thread, before its wait
+        progress.close()
+        _echo_crawl_event(event, quiet=quiet)
+
+    with _corpus(ctx) as corpus:
+        try:
+            report = corpus.crawl_site(url, options, notify=tell, on_progress=progress)
+        except KeyboardInterrupt:
+            raise _Interrupted(f"interrupted; the {progress.done} documents read so far are"
+                               " stored, run the same command again to continue") from None
+        finally:
+            progress.close()
     _print_crawl_report(report, as_json)
     if report.documents == 0:
         raise click.ClickException(crawling.why_nothing(url, report, options))
@@ -1195,34 +1169,6 @@ def _meta_pair(pair: str) -> tuple[str, str]:
         raise click.BadParameter(f"{pair!r} is not NAME=PATH, e.g. tags=tags.*.name",
                                  param_hint="--json-meta")
     return name.strip(), path.strip()
-
-
-def _run_crawl(url, store, options, progress) -> crawling.events.CrawlReport:
-    done, total = 0, 0
-
-    def notice_now(message: str) -> None:  # before the wait it announces, from any thread
-        progress.close()
-        _echo_crawl_event(crawling.events.Notice(message), quiet=progress.quiet)
-
-    try:
-        for event in crawling.crawl(url, store, options=options, on_notice=notice_now):
-            if isinstance(event, crawling.events.Finished):
-                return event.report
-            if isinstance(event, crawling.events.Expected):
-                total += event.total
-            elif isinstance(event, crawling.events.Stored) and event.status != "deleted":
-                done += 1
-            elif isinstance(event, (crawling.events.Notice, crawling.events.SourceFound,
-                                    crawling.events.Failed)):
-                progress.close()
-                _echo_crawl_event(event, quiet=progress.quiet)
-            progress("documents", done, total if total >= done else 0)
-    except KeyboardInterrupt:
-        raise _Interrupted(f"interrupted; the {done} documents read so far are stored,"
-                           " run the same command again to continue") from None
-    finally:
-        progress.close()
-    raise AssertionError("crawl() ended without a report")  # pragma: no cover
 
 
 class _Interrupted(click.ClickException):
@@ -1245,11 +1191,7 @@ def _echo_crawl_event(event, *, quiet: bool) -> None:
 
 def _print_crawl_report(report: crawling.events.CrawlReport, as_json: bool) -> None:
     if as_json:
-        data = {"url": report.url, "source": report.source, **report.counts,
-                "failures": [{"url": u, "reason": r} for u, r in report.failures],
-                "notices": list(report.notices), "requests": report.requests,
-                "seconds": round(report.seconds, 3), "stopped": report.stopped}
-        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        click.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
         return
     counts = ", ".join(f"{n} {status}" for status, n in report.counts.items())
     click.echo(display.strip_controls(f"crawled {report.url} via {report.source or 'nothing'}:"

@@ -16,10 +16,12 @@ from __future__ import annotations
 from ..search.context import Context
 from ..search.hits import Hit
 from .corpus import Corpus, open
+from .documents import Added
 from .questions import (WARM_UP, compare_build, context_build, prepare, reranker,
                         search_build)
 from .specs import HYBRID_AS_SEARCH, METHOD, ContextSpec, Result, SearchSpec
+from .stats import Stats
 
-__all__ = ["Context", "ContextSpec", "Corpus", "Hit", "Result", "SearchSpec", "open",
+__all__ = ["Added", "Context", "ContextSpec", "Corpus", "Hit", "Result", "SearchSpec", "Stats", "open",
            "search_build", "context_build", "compare_build", "prepare", "reranker",
            "HYBRID_AS_SEARCH", "METHOD", "WARM_UP"]

@@ -8,14 +8,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import index as indexing
-from .. import search as searching
 from ..search.context import Context
 from ..search.scorers import K
+from .documents import Added, add_files, crawl_site
 from .live import Live, LiveBuild
+from .stats import Stats, stats
 from .questions import compare_build, context_build, search_build
 from .specs import ContextSpec, Result, SearchSpec
 
 if TYPE_CHECKING:  # loaded only by the use cases that need them
+    from ..crawler.events import CrawlReport
+    from ..crawler.options import CrawlOptions
     from ..crawler.store import Document
     from ..index.rerank_api import RerankSettings
     from ..search.compare import Comparison
@@ -70,23 +73,28 @@ class Corpus:
             counts[self.home.put(doc)] += 1
         return counts
 
-    def add_files(self, paths: Sequence[str | Path]) -> dict[str, int]:
-        """`busca add`: .jsonl, .txt, .md, .html files; a file it cannot read is an error."""
-        from ..crawler import Problem, read_files
-        from ..crawler.errors import CrawlError
-
-        documents = []
-        for item in read_files([str(p) for p in paths]):
-            if isinstance(item, Problem):
-                raise CrawlError(f"cannot add {item.where}: {item.message}")
-            documents.append(item)
-        return self.add(documents)
+    def add_files(self, paths: Sequence[str | Path], *,
+                  notify: Callable[[str, Any], None] | None = None) -> Added:
+        """`busca add`: .jsonl, .txt, .md, .html (.pdf) files; an input it cannot read is an
+        error, or with `notify`, skipped and told ("skipped", problem), as the CLI does."""
+        return add_files(self.home, paths, notify=notify)
 
     def crawl(self, url: str, **options: Any) -> Iterator:
-        """`busca crawl`: the crawl's events (the last one, Finished, has the report)."""
+        """The crawl's events (the last one, Finished, has the report); options of
+        CrawlOptions."""
         from ..crawler import CrawlOptions, crawl
 
         return crawl(url, self.home, options=CrawlOptions(**options))
+
+    def crawl_site(self, url: str, options: CrawlOptions | None = None, *,
+                   notify: Callable[[Any], None] | None = None,
+                   on_progress: Callable | None = None) -> CrawlReport:
+        """`busca crawl`: the site's documents into the home; the crawl's report (`notify`
+        and `on_progress` as in corpus.documents.crawl_site)."""
+        from ..crawler import CrawlOptions
+
+        return crawl_site(self.home, url, options or CrawlOptions(), notify=notify,
+                          on_progress=on_progress)
 
     def index(self, *, size: int = indexing.SIZE, overlap: int = indexing.OVERLAP,
               methods: Sequence[str] = indexing.DEFAULT, dense: str | None = None,
@@ -144,12 +152,12 @@ class Corpus:
     def stats(self) -> dict:
         """`busca stats --json`: the build's figures, or the documents without an index, and
         the metadata's facet counts when the documents have metadata."""
-        facets = searching.facets(self.home)
-        shown = {"facets": facets} if facets else {}
-        try:
-            return {**self.build.manifest.figures(), **shown}
-        except indexing.IndexNotFound:
-            return {"documents": self.home.count(), "index": None, **shown}
+        return self.statistics().to_json()
+
+    def statistics(self, *, detail: bool = False) -> Stats:
+        """`busca stats`: the figures as a value (`detail`: also each method's settings and
+        the documents stored since the build)."""
+        return stats(self.home, lambda: self.build, detail=detail)
 
     # --- evaluation ------------------------------------------------------------------
     def evaluate(self, golden: Golden | str | Path, *, methods: Sequence[str] | None = None,

@@ -207,3 +207,22 @@ def test_a_corpus_call_caught_by_a_new_build_runs_again_on_it(fake_home):
 
         assert corpus.run(work) == seen[-1] != seen[0]
         assert len(seen) == 2 and corpus.live.last() == seen[-1]
+
+
+def test_add_and_stats_are_values_the_cli_renders(tmp_path):
+    """`busca add`'s report and `busca stats`' figures come from the library as values."""
+    notes = tmp_path / "nota.md"
+    notes.write_text("# Nota\n\nO reembolso é pago em sete dias.", encoding="utf-8")
+    told = []
+    with busca.open(tmp_path / "home") as corpus:
+        added = corpus.add_files([notes, notes, tmp_path / "missing.txt"],
+                                 notify=lambda what, value: told.append(what))
+        assert added.to_json() == {"added": 1, "updated": 0, "unchanged": 0, "duplicate": 1,
+                                   "skipped": 1, "documents": 1}
+        assert told == ["repeated", "skipped"]  # in the order of the input
+        corpus.index(methods=["bm25"])
+        corpus.add([busca.Document("https://a.example/x", "X", "Outra nota.")])
+        figures = corpus.statistics(detail=True)
+        assert figures.pending == (1, 0) and "bm25" in figures.settings
+        assert figures.to_json() == corpus.stats()
+    assert json.loads(invoke(tmp_path / "home", "stats", "--json").stdout) == figures.to_json()
