@@ -10,6 +10,7 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -185,12 +186,6 @@ def _home(ctx) -> indexing.Home:
     creates = ctx.command.name in CREATES_HOME or (ctx.command.name == "serve"
                                                    and ctx.params.get("token") is not None)
     return indexing.open_home(ctx.obj["home"], embed=_embed(ctx), create=creates)
-
-
-def _index(ctx):
-    """The live build of the home."""
-    with _home(ctx) as home:
-        return home.current()
 
 
 def _not_empty(ctx, param, home: str) -> str:
@@ -857,19 +852,21 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
     if plot:
         evaluation.require_matplotlib()
     golden_set = evaluation.load_golden(golden)
-    by_tags = _eval_tags(golden_set, by)
+    spec = api.EvalSpec(methods=tuple(_split(methods)) if methods else None,
+                        metrics=tuple(metrics), key=key, by=_eval_tags(golden_set, by),
+                        per_doc=per_doc, threads=threads, keep=keep, rerank=rerank,
+                        options=ctx.obj.get("index_options", {}))
     if save and not tune_fusion:
         raise click.UsageError("--save stores what --tune-fusion chose: add --tune-fusion")
     if tune_fusion:
-        return _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json, quiet, save)
+        return _tune_fusion(ctx, golden_set, spec, as_json, quiet, save)
     if compare:
         if calibrate or chunkers or run_out:
             raise click.UsageError("--compare reads two saved runs; it cannot be combined with"
                                    " --calibrate, --chunkers or --run-out")
-        ev = _compare_runs(golden_set, compare, metrics, key, by_tags, keep)
+        ev = api.compare_runs(golden_set, compare, spec)
     else:
-        harness = _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers,
-                            calibrate, quiet, keep, per_doc=per_doc, threads=threads)
+        harness = _run_eval(ctx, golden_set, spec, chunkers, calibrate, quiet)
         ev = harness.evaluation
     _eval_outputs(ev, as_json, report, plot)
     if not compare and run_out:
@@ -883,20 +880,12 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
         _store_floors(ctx, ev)
 
 
-def _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json: bool, quiet: bool,
-                 save: bool = False) -> None:
+def _tune_fusion(ctx, golden_set, spec, as_json: bool, quiet: bool, save: bool) -> None:
     """`busca eval --tune-fusion`: the fusion grid on the live index (`save`: store the
     chosen min-max dense share)."""
     progress = Progress(quiet)
-    with _home(ctx) as store:
-        index = store.current()
-        searching.require_vectors(index)
-        result = evaluation.tune_fusion(
-            golden_set, index, store, metric=key, components=_split(methods) if methods else None,
-            by=by_tags, on_progress=progress)
-        choice = evaluation.tuning.choose_share(result)
-        if save:
-            evaluation.tuning.save_share(store, choice)
+    with _corpus(ctx) as corpus:
+        result, choice = corpus.tune_fusion(golden_set, spec, save=save, on_progress=progress)
     progress.close()
     click.echo(evaluation.tuning.describe_choice(choice, saving=save), err=True)
     if as_json:
@@ -908,7 +897,7 @@ def _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json: bool, quiet: b
         click.echo(evaluation.tuning.render(result), nl=False)
 
 
-def _eval_tags(golden_set, by: str | None) -> list[str] | None:
+def _eval_tags(golden_set, by: str | None) -> tuple[str, ...] | None:
     if not by:
         return None
     known = sorted({k for q in golden_set.questions for k in q.tags})
@@ -916,7 +905,7 @@ def _eval_tags(golden_set, by: str | None) -> list[str] | None:
     if unknown:
         raise click.BadParameter(f"no question has the tag {unknown[0]!r}; tags in this set:"
                                  f" {', '.join(known) or 'none'}", param_hint="--by")
-    return _split(by)
+    return tuple(_split(by))
 
 
 def _eval_metrics(ks: str, key: str):
@@ -930,68 +919,30 @@ def _eval_metrics(ks: str, key: str):
         raise click.BadParameter(str(e), param_hint="--key") from None
 
 
-def _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers, calibrate, quiet,
-              keep, *, per_doc: bool = False, threads: int = 1):
+def _run_eval(ctx, golden_set, spec, chunkers: str | None, calibrate: bool, quiet: bool):
+    """The evaluation of the live build, or of temporary builds cut by --chunkers."""
     progress = Progress(quiet)
-    names = _split(methods) if methods else None
-    depth = max(evaluation.DEPTH, key.k, *(m.k for m in metrics))  # rank deep enough for -k
-    with _home(ctx) as store:
+    with _corpus(ctx) as corpus:
         if chunkers:
-            if calibrate:
-                raise click.UsageError("--calibrate stores floors in the live index; it cannot"
-                                       " be combined with --chunkers")
-            try:
-                specs = [indexing.parse_chunker(s) for s in _split(chunkers)]
-            except indexing.ChunkingError as e:
-                raise click.BadParameter(str(e), param_hint="--chunkers") from None
-            if not specs:
-                raise click.BadParameter("name at least one chunker, e.g."
-                                         " words:200:40,sentences:220:1", param_hint="--chunkers")
-            names = names or _chunker_methods(ctx)
-            harness = evaluation.evaluate_chunkers(
-                golden_set, store, specs, methods=names, metrics=metrics, key=key, by=by_tags,
-                options={**_chunker_options(ctx, store), "threads": threads}, depth=depth,
-                per_doc=per_doc, threads=threads, on_progress=progress, keep=keep)
-        else:
-            index = store.current()
-            harness = evaluation.evaluate_index(
-                golden_set, index, store, methods=names, metrics=metrics, key=key, by=by_tags,
-                depth=depth, per_doc=per_doc, threads=threads, on_progress=progress, keep=keep,
-                rerank=_rerank(ctx))
+            spec = replace(spec, chunkers=_chunkers(chunkers, calibrate))
+        harness = corpus.run_eval(golden_set, spec, on_progress=progress)
     progress.close()
     return harness
 
 
-def _chunker_options(ctx, home) -> dict:
-    """Build options for --chunkers: the live index's dense models, with their servers."""
-    options = dict(ctx.obj.get("index_options", {}))
-    _, models, _, entries = indexing.methods_for(home, [], dense=None)
-    if models:
-        options.update(dense_models=models,
-                       servers=api.Corpus(home, embed=_embed(ctx)).servers(models, entries),
-                       vector_cache=getattr(home, "home", None))
-    return options
-
-
-def _chunker_methods(ctx) -> list[str]:
+def _chunkers(chunkers: str, calibrate: bool) -> tuple:
+    """--chunkers as chunker specs; bad usage (exit 2) with --calibrate or none named."""
+    if calibrate:
+        raise click.UsageError("--calibrate stores floors in the live index; it cannot"
+                               " be combined with --chunkers")
     try:
-        return searching.available_methods(_index(ctx))
-    except (indexing.IndexNotFound, indexing.IndexFormatError):
-        return list(indexing.DEFAULT)
-
-
-def _compare_runs(golden_set, paths, metrics, key, by_tags, keep):
-    first, second = (evaluation.load_run(p) for p in paths)
-    systems = evaluation.align(golden_set, first, second)
-    pairs = evaluation.run_pairs(list(systems))
-    if not pairs:
-        raise click.ClickException(f"{paths[0]} and {paths[1]} have no method in common")
-    info = {**second.info, "golden": golden_set.path,
-            "runs": {"A": {**first.info, "path": paths[0]}, "B": {**second.info, "path": paths[1]}},
-            "answerable": len(golden_set.answerable),
-            "unanswerable": len(golden_set.unanswerable)}
-    return evaluation.summarize(golden_set, systems, metrics, key=key, by=by_tags, pairs=pairs,
-                                info=info, keep=keep)
+        specs = tuple(indexing.parse_chunker(s) for s in _split(chunkers))
+    except indexing.ChunkingError as e:
+        raise click.BadParameter(str(e), param_hint="--chunkers") from None
+    if not specs:
+        raise click.BadParameter("name at least one chunker, e.g."
+                                 " words:200:40,sentences:220:1", param_hint="--chunkers")
+    return specs
 
 
 def _eval_outputs(ev, as_json: bool, report: str | None, plot: str | None) -> None:
@@ -1012,17 +963,15 @@ def _eval_outputs(ev, as_json: bool, report: str | None, plot: str | None) -> No
 
 
 def _store_floors(ctx, ev) -> None:
-    if evaluation.floors_to_store(ev.floors)[1]:
+    def tell(what: str, value) -> None:
         click.echo("hybrid stores no floor of its own: a hybrid hit must pass the floor of"
                    " one of its components", err=True)
-    models = {m: a.model.to_json() for m, a in ev.answerability.items() if a.model}
-    with _home(ctx) as home:
-        floors = evaluation.store_floors(home, ev.floors, models)
-    stored = _index(ctx).manifest.methods
-    for method, answerability in ev.answerability.items():
-        if answerability.model and method in stored:
-            click.echo(_stored_model(method, answerability), err=True)
-    for method, floor in floors.items():
+
+    with _corpus(ctx) as corpus:
+        stored = corpus.store_calibration(ev, notify=tell)
+    for method in stored.models:
+        click.echo(_stored_model(method, ev.answerability[method]), err=True)
+    for method, floor in stored.floors.items():
         chosen = ev.floors[method].chosen
         click.echo(f"stored the floor {floor:.4g} for {method}: it keeps {chosen.kept:.0%} of"
                    f" answerable questions and refuses {chosen.refused.value:.0%} of"

@@ -17,11 +17,13 @@ from ..search.context import Context
 from ..search.hits import Hit
 from .corpus import Corpus, open
 from .documents import Added
+from .evaluate import Calibrated, EvalSpec, compare_runs
 from .questions import (WARM_UP, compare_build, context_build, prepare, reranker,
                         search_build)
 from .specs import HYBRID_AS_SEARCH, METHOD, ContextSpec, Result, SearchSpec
 from .stats import Stats
 
-__all__ = ["Added", "Context", "ContextSpec", "Corpus", "Hit", "Result", "SearchSpec", "Stats", "open",
-           "search_build", "context_build", "compare_build", "prepare", "reranker",
-           "HYBRID_AS_SEARCH", "METHOD", "WARM_UP"]
+__all__ = ["Added", "Calibrated", "Context", "ContextSpec", "Corpus", "EvalSpec", "Hit",
+           "Result", "SearchSpec", "Stats", "open", "search_build", "context_build",
+           "compare_build", "compare_runs", "prepare", "reranker", "HYBRID_AS_SEARCH",
+           "METHOD", "WARM_UP"]

@@ -11,6 +11,7 @@ from .. import index as indexing
 from ..search.context import Context
 from ..search.scorers import K
 from .documents import Added, add_files, crawl_site
+from .evaluate import Calibrated, EvalSpec, calibrate, evaluate_golden, tune_fusion
 from .live import Live, LiveBuild
 from .stats import Stats, stats
 from .questions import compare_build, context_build, search_build
@@ -23,6 +24,7 @@ if TYPE_CHECKING:  # loaded only by the use cases that need them
     from ..index.rerank_api import RerankSettings
     from ..search.compare import Comparison
     from ..search.eval.golden import Golden
+    from ..search.eval.harness import Harness
     from ..search.eval.summary import Evaluation
 
 T = TypeVar("T")
@@ -168,19 +170,32 @@ class Corpus:
         floors per method on a golden set."""
         from ..search import eval as evaluation
 
-        golden = _golden(golden)
-        metrics = evaluation.default_metrics(tuple(ks) if ks else evaluation.KS)
-        metric = evaluation.parse_metric(key or evaluation.KEY)
-        depth = max(evaluation.DEPTH, metric.k, *(m.k for m in metrics))
-        return evaluation.evaluate_index(golden, self.build, self.home, methods=methods,
-                                         metrics=metrics, key=metric, by=by, depth=depth,
-                                         on_progress=on_progress).evaluation
+        spec = EvalSpec(methods=tuple(methods) if methods else None, key=key,
+                        metrics=tuple(evaluation.default_metrics(tuple(ks))) if ks else (),
+                        by=tuple(by) if by else None)
+        return self.run_eval(golden, spec, on_progress=on_progress).evaluation
+
+    def run_eval(self, golden: Golden | str | Path, spec: EvalSpec | None = None, *,
+                 on_progress: Callable | None = None) -> Harness:
+        """`busca eval` with every option (`EvalSpec`): the evaluation and its run."""
+        return evaluate_golden(self, _golden(golden), spec or EvalSpec(),
+                               on_progress=on_progress)
 
     def calibrate(self, golden: Golden | str | Path, **options: Any) -> dict[str, float]:
         """`busca eval --calibrate`: store each method's floor in the live build; the floors."""
-        from ..search import eval as evaluation
+        return self.store_calibration(self.evaluate(golden, **options)).floors
 
-        return evaluation.store_floors(self.home, self.evaluate(golden, **options).floors)
+    def store_calibration(self, evaluated: Evaluation, *,
+                          notify: Callable[[str, Any], None] | None = None) -> Calibrated:
+        """Store the floors and answerability models an evaluation calibrated."""
+        return calibrate(self, evaluated, notify=notify)
+
+    def tune_fusion(self, golden: Golden | str | Path, spec: EvalSpec | None = None, *,
+                    save: bool = False, on_progress: Callable | None = None):
+        """`busca eval --tune-fusion`: the tuning and the dense share it chooses (`save`:
+        stored in the live build)."""
+        return tune_fusion(self, _golden(golden), spec or EvalSpec(), save=save,
+                           on_progress=on_progress)
 
 
 def _golden(golden) -> Golden:

@@ -226,3 +226,22 @@ def test_add_and_stats_are_values_the_cli_renders(tmp_path):
         assert figures.pending == (1, 0) and "bm25" in figures.settings
         assert figures.to_json() == corpus.stats()
     assert json.loads(invoke(tmp_path / "home", "stats", "--json").stdout) == figures.to_json()
+
+
+def test_calibrate_from_python_stores_what_busca_eval_calibrate_stores(tmp_path):
+    """One calibration use case: the floors and answerability models of `busca eval
+    --calibrate` (corpus/evaluate.py), from Python as from the command line."""
+    golden = str(FIXTURES / "golden" / "golden.json")
+    homes = [tmp_path / "cli", tmp_path / "python"]
+    for home in homes:
+        for args in (["add", str(FIXTURES / "site" / "articles.jsonl")],
+                     ["index", "-q", "--methods", "tfidf,bm25"]):
+            assert invoke(home, *args).exit_code == 0
+    assert invoke(homes[0], "eval", golden, "-q", "--calibrate").exit_code == 0
+    with busca.open(homes[1]) as corpus:
+        floors = corpus.calibrate(golden)
+    stored = [busca.open(home).build.manifest.methods for home in homes]
+    assert set(floors) == {"tfidf", "bm25"}
+    for method, floor in floors.items():
+        assert stored[0][method]["floor"] == stored[1][method]["floor"] == floor
+        assert stored[0][method]["answerable"] == stored[1][method]["answerable"]
