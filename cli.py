@@ -383,13 +383,14 @@ filter_option = click.option(
                    + searching.describe_default() + "]")
 @click.option("--per-doc", type=click.IntRange(min=0), default=searching.collapse.PER_DOC,
               show_default=True, help="At most N windows of one article (0 = no limit).")
+@click.option("--offset", type=click.IntRange(min=0), default=0, help="Skip the first N hits.")
 @filter_option
 @click.option("--pager", is_flag=True, help="Show the hits through $PAGER.")
 @no_serve_option
 @model_options
 @click.pass_context
 def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rrf_k, weights,
-           per_doc, filters, pager, no_serve):
+           per_doc, filters, pager, no_serve, offset):
     """Top-k passages for a question, with score, title, URL and snippet. Without a
     question, an interactive session (as busca shell).
 
@@ -414,7 +415,7 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
     _hybrid_only(ctx, method)
     spec = api.SearchSpec(method=method, k=k, min_score=min_score, per_doc=per_doc,
                           fusion=fusion, window=window, rrf_k=rrf_k, weights=weights,
-                          log=not no_log, filters=filters, rerank=_rerank(ctx))
+                          log=not no_log, filters=filters, rerank=_rerank(ctx), offset=offset)
     with _corpus(ctx) as corpus:
         index = corpus.build
         result = api.search_build(index, corpus.home, query, spec,

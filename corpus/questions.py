@@ -38,11 +38,11 @@ def search_build(build, home, question: str, spec: SearchSpec, *,
     if isinstance(found, Result):
         return replace(found, calibrated=calibrated, fusion=described, unlogged=unlogged)
     started, note = time.perf_counter(), ""
-    rerank = reranker(spec.rerank)
+    rerank, want = reranker(spec.rerank), spec.k + spec.offset  # the pages before, skipped
     allowed = _allowed(build, home, spec.filters)
     try:
         hits = searching.collapse.search(build, home, question, method=spec.method,
-                                         k=rerank.depth(spec.k) if rerank else spec.k,
+                                         k=rerank.depth(want) if rerank else want,
                                          per_doc=spec.per_doc, fusion=fusion, allowed=allowed)
     except searching.NoSearchableTerms as e:
         hits, note = [], str(e)
@@ -52,9 +52,9 @@ def search_build(build, home, question: str, spec: SearchSpec, *,
     if kept and (refused := searching.refusal(build, question, spec.method, spec.min_score)):
         kept, note = (), refused.reason  # the stored answerability model (issue 30)
     if rerank and kept:  # the re-ranker's scores, or its server's error: never a silent skip
-        kept = tuple(rerank(question, kept, spec.k))
-    seconds = time.perf_counter() - started
-    _log(home, spec, "search", question, hits[:spec.k], floor, started)
+        kept = tuple(rerank(question, kept, want))
+    kept, seconds = kept[spec.offset:], time.perf_counter() - started
+    _log(home, spec, "search", question, hits[spec.offset:want], floor, started)
     return Result(question, spec.method, kept, floor, note, build.manifest.build, calibrated,
                   described, unlogged, seconds, len(hits), rerank.label if rerank else "")
 

@@ -33,6 +33,7 @@ class SearchSpec:
     k: int = K
     min_score: float | None = None  # None: the method's calibrated floor, if any
     per_doc: int = PER_DOC  # windows of one document at most (0 = no limit)
+    offset: int = 0  # search only: skip the first N hits (the next page: offset=k)
     fusion: str = FUSION  # hybrid only: how the methods' scores are fused
     window: int = WINDOW
     rrf_k: float = RRF_K
