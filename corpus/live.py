@@ -26,7 +26,12 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 RETRIES = 3  # a call re-run on a newer build at most this many times
-RETRY_ON = (searching.StaleIndex, indexing.IndexFormatError, indexing.IndexNotFound, OSError,
+
+
+def _retry_on() -> tuple:
+    """The errors of a build read while `busca index` swapped it (loaded on first use: the
+    command line imports this module without the index's storage)."""
+    return (searching.StaleIndex, indexing.IndexFormatError, indexing.IndexNotFound, OSError,
             sqlite3.Error)
 
 
@@ -60,7 +65,7 @@ class LiveBuild:
         for attempt in range(RETRIES + 1):
             try:
                 return self._current(home)
-            except RETRY_ON:  # read while `busca index` swapped builds and removed the old one
+            except _retry_on():  # read while `busca index` swapped builds and removed the old one
                 if attempt == RETRIES:
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
@@ -103,7 +108,7 @@ class LiveBuild:
             live = self.current(home)
             try:
                 result = work(live)
-            except RETRY_ON:
+            except _retry_on():
                 if attempt < RETRIES and _swapped(home, live):
                     continue
                 raise
