@@ -289,15 +289,13 @@ def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyz
     if overlap >= size:
         raise click.BadParameter(f"must be smaller than --size ({size})", param_hint="--overlap")
     progress = Progress(quiet)
-    options = dict(ctx.obj.get("index_options", {}))
-    options.update(bm25_k1=k1, bm25_b=b, bm25_analyzer=bm25_analyzer, threads=threads)
-    options.update({k: v for k, v in (("dense_groups", dense_groups),
-                                      ("dense_blend", dense_blend)) if v is not None})
+    spec = api.IndexSpec(size=size, overlap=overlap, methods=tuple(_split(methods)), dense=dense,
+                         titles=titles, threads=threads, bm25_k1=k1, bm25_b=b,
+                         bm25_analyzer=bm25_analyzer, dense_groups=dense_groups,
+                         dense_blend=dense_blend, options=ctx.obj.get("index_options", {}))
     with _corpus(ctx) as corpus:
         try:
-            manifest = corpus.index(size=size, overlap=overlap, methods=_split(methods),
-                                    dense=dense, titles=titles, options=options,
-                                    on_progress=progress,
+            manifest = corpus.index(spec, on_progress=progress,
                                     on_note=lambda note: click.echo(note, err=True))
         except indexing.BadTitles as e:
             raise click.BadParameter(str(e), param_hint="--titles") from None

@@ -20,10 +20,10 @@ from .documents import Added
 from .evaluate import Calibrated, EvalSpec, compare_runs
 from .questions import (WARM_UP, compare_build, context_build, prepare, reranker,
                         search_build)
-from .specs import HYBRID_AS_SEARCH, METHOD, ContextSpec, Result, SearchSpec
+from .specs import HYBRID_AS_SEARCH, METHOD, ContextSpec, IndexSpec, Result, SearchSpec
 from .stats import Stats
 
-__all__ = ["Added", "Calibrated", "Context", "ContextSpec", "Corpus", "EvalSpec", "Hit",
+__all__ = ["Added", "Calibrated", "Context", "ContextSpec", "Corpus", "EvalSpec", "Hit", "IndexSpec",
            "Result", "SearchSpec", "Stats", "open", "search_build", "context_build",
            "compare_build", "compare_runs", "prepare", "reranker", "HYBRID_AS_SEARCH",
            "METHOD", "WARM_UP"]

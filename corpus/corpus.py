@@ -15,7 +15,7 @@ from .evaluate import Calibrated, EvalSpec, calibrate, evaluate_golden, tune_fus
 from .live import Live, LiveBuild
 from .stats import Stats, stats
 from .questions import compare_build, context_build, search_build
-from .specs import ContextSpec, Result, SearchSpec
+from .specs import ContextSpec, IndexSpec, Result, SearchSpec
 
 if TYPE_CHECKING:  # loaded only by the use cases that need them
     from ..crawler.events import CrawlReport
@@ -98,25 +98,26 @@ class Corpus:
         return crawl_site(self.home, url, options or CrawlOptions(), notify=notify,
                           on_progress=on_progress)
 
-    def index(self, *, size: int = indexing.SIZE, overlap: int = indexing.OVERLAP,
-              methods: Sequence[str] = indexing.DEFAULT, dense: str | None = None,
-              titles: str | None = None, options: Mapping | None = None,
-              on_progress: Callable | None = None,
-              on_note: Callable[[str], None] | None = None) -> indexing.Manifest:
-        """`busca index`: chunk the documents, build `methods` (and the dense models of
-        `dense`, else the previous build's; the titles indexed with the windows for the
-        methods `titles` names, else the previous build's) and publish it; its manifest."""
-        names, models, kept, entries = indexing.methods_for(self.home, methods, dense=dense)
+    def index(self, spec: IndexSpec | None = None, /, *, on_progress: Callable | None = None,
+              on_note: Callable[[str], None] | None = None,
+              **options: Any) -> indexing.Manifest:
+        """`busca index`: chunk the documents, build the spec's methods (and the dense models
+        of `dense`, else the previous build's; the titles indexed with the windows for the
+        methods `titles` names, else the previous build's) and publish it; its manifest.
+        Options as the CLI's (`size`, `overlap`, `methods`, `dense`, `titles`, `threads`, …)."""
+        spec = replace(spec or IndexSpec(), **options)
+        names, models, kept, entries = indexing.methods_for(self.home, spec.methods,
+                                                            dense=spec.dense)
         if kept and on_note:
             on_note(f"keeping the dense models {kept} (--dense none drops them)")
-        options = dict(options or {})
+        built = spec.build_options()
         if models:
-            options.update(dense_models=models, servers=self.servers(models, entries),
-                           vector_cache=getattr(self.home, "home", None))
-        if titles is not None:
-            options["titles"] = indexing.titled_methods(titles, names, indexing.TITLES)
-        return indexing.build_index(self.home, size=size, overlap=overlap, methods=names,
-                                    options=options, on_progress=on_progress)
+            built.update(dense_models=models, servers=self.servers(models, entries),
+                         vector_cache=getattr(self.home, "home", None))
+        if spec.titles is not None:
+            built["titles"] = indexing.titled_methods(spec.titles, names, indexing.TITLES)
+        return indexing.build_index(self.home, size=spec.size, overlap=spec.overlap,
+                                    methods=names, options=built, on_progress=on_progress)
 
     def servers(self, models, entries: dict) -> dict:
         """Model name -> ServerSettings of each openai:MODEL model: this corpus's embed

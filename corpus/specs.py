@@ -7,7 +7,7 @@ its own JSON form (GET /api/search, `busca search --json`, the shell's pipe mode
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import index as indexing
@@ -53,6 +53,37 @@ class SearchSpec:
         return searching.check_settings(FusionSettings(
             fusion=self.fusion, window=self.window, rrf_k=self.rrf_k,
             weights=dict(self.weights or {}), floors=floor is None))
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """What `busca index` is asked with: its options, with its defaults (None: as the
+    previous build did, or the builder's default)."""
+
+    size: int = indexing.SIZE  # words per window
+    overlap: int = indexing.OVERLAP  # words shared by consecutive windows
+    methods: tuple[str, ...] = tuple(indexing.DEFAULT)
+    dense: str | None = None  # [NAME=]ENCODER,...: the dense models ("none" drops them)
+    titles: str | None = None  # METHOD,...|all|none: methods that index the titles
+    threads: int = indexing.THREADS  # of the dense encoder
+    bm25_k1: float = indexing.K1
+    bm25_b: float = indexing.B
+    bm25_analyzer: str | None = None  # None: pt when PyStemmer is installed, else simple
+    dense_groups: int | None = None  # words per sentence group of a window (0: none)
+    dense_blend: float | None = None  # the window vector's share beside its best group's
+    workers: int | None = None  # processes that chunk the documents
+    options: Mapping = field(default_factory=dict)  # any other build option, by its key
+
+    def __post_init__(self):
+        object.__setattr__(self, "methods", tuple(self.methods))
+
+    def build_options(self) -> dict:
+        """The options index.build_index reads: the one place their keys are written."""
+        named = {"bm25_k1": self.bm25_k1, "bm25_b": self.bm25_b,
+                 "bm25_analyzer": self.bm25_analyzer, "threads": self.threads,
+                 "dense_groups": self.dense_groups, "dense_blend": self.dense_blend,
+                 "workers": self.workers}
+        return {**self.options, **{k: v for k, v in named.items() if v is not None}}
 
 
 @dataclass(frozen=True)

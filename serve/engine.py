@@ -182,6 +182,6 @@ class Engine:
                 size=size or chunker.get("size") or indexing.SIZE,
                 overlap=overlap if overlap is not None else chunker.get("overlap",
                                                                         indexing.OVERLAP),
-                methods=lexical, options={"workers": 1})
+                methods=lexical, workers=1)
         finally:
             self._writing.release()

@@ -245,3 +245,22 @@ def test_calibrate_from_python_stores_what_busca_eval_calibrate_stores(tmp_path)
     for method, floor in floors.items():
         assert stored[0][method]["floor"] == stored[1][method]["floor"] == floor
         assert stored[0][method]["answerable"] == stored[1][method]["answerable"]
+
+
+def test_an_index_spec_builds_what_busca_index_builds(tmp_path):
+    """`busca index`'s options as one value (IndexSpec), the build options' keys written once."""
+    articles = str(FIXTURES / "site" / "articles.jsonl")
+    assert invoke(tmp_path / "cli", "add", articles).exit_code == 0
+    assert invoke(tmp_path / "cli", "index", "-q", "--methods", "bm25", "--size", "120",
+                  "--overlap", "20", "--k1", "0.9", "--b", "0.4", "--analyzer",
+                  "simple").exit_code == 0
+    spec = busca.IndexSpec(methods=("bm25",), size=120, overlap=20, bm25_k1=0.9, bm25_b=0.4,
+                           bm25_analyzer="simple")
+    with busca.open(tmp_path / "python") as corpus:
+        corpus.add_files([articles])
+        built = corpus.index(spec)
+    entry = built.methods["bm25"]
+    cli_entry = busca.open(tmp_path / "cli").build.manifest.methods["bm25"]
+    assert (entry["k1"], entry["b"], entry["analyzer"]) == (0.9, 0.4, "simple")
+    assert entry == cli_entry
+    assert built.chunker == {"kind": "words", "size": 120, "overlap": 20}
