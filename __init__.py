@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from . import errors as errors
     from .corpus import Corpus as Corpus
     from .corpus import ContextSpec as ContextSpec
+    from .corpus import IndexSpec as IndexSpec
     from .corpus import Result as Result
     from .corpus import SearchSpec as SearchSpec
     from .corpus import open as open
@@ -32,6 +33,7 @@ EXPORTS = {
     "errors": ".errors:",
     "Golden": ".search.eval.golden",
     "Hit": ".search.hits",
+    "IndexSpec": ".corpus",
     "open": ".corpus",
     "Result": ".corpus",
     "SearchSpec": ".corpus",

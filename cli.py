@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -11,6 +10,7 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -54,8 +54,10 @@ class Progress:
         self.quiet = quiet
         self.stage = None
         self.tty = sys.stderr.isatty()
+        self.done = 0  # the last count shown (or not, when quiet)
 
     def __call__(self, stage: str, done: int, total: int) -> None:
+        self.done = done
         if self.quiet:
             return
         if stage != self.stage:
@@ -186,12 +188,6 @@ def _home(ctx) -> indexing.Home:
     return indexing.open_home(ctx.obj["home"], embed=_embed(ctx), create=creates)
 
 
-def _index(ctx):
-    """The live build of the home."""
-    with _home(ctx) as home:
-        return home.current()
-
-
 def _not_empty(ctx, param, home: str) -> str:
     """--home '' is bad usage (exit 2): it would mean the working folder, without saying so."""
     if not home.strip():
@@ -246,40 +242,24 @@ def add(ctx, files, groups):
 
     Example: busca add artigos.jsonl notas/*.md manual.pdf
     """
-    counts = {"added": 0, "updated": 0, "unchanged": 0, "duplicate": 0}
-    problems, seen = 0, set()
-    with _home(ctx) as home:
-        store = crawling.stamped(home, groups)
-        legacy = _legacy_ids(home, files)
-        for item in crawling.read_files(list(files)):
-            if isinstance(item, crawling.Problem):
-                problems += 1
-                click.echo(display.strip_controls(f"skipped {item.where}: {item.message}"),
-                           err=True)
-                continue
-            if item.url in seen:
-                click.echo(f"note: {display.strip_controls(item.url)} comes more than once"
-                           " in the input; the last one is kept", err=True)
-            status = store.put(item)
-            for old in legacy.get(item.url, ()):  # the same file under its pre-file:// id
-                store.delete(old)
-                status = "updated" if status == "added" else status
-            counts["duplicate" if item.url in seen else status] += 1
-            seen.add(item.url)
-        total = store.count()
+    with _corpus(ctx) as corpus:
+        added = corpus.add_files(files, groups=groups, notify=_tell_added)
+    counts = added.counts
     summary = ", ".join(f"{n} {what}" for what, n in counts.items() if what != "duplicate")
     if counts["duplicate"]:
         summary += f", {counts['duplicate']} duplicate{'s' * (counts['duplicate'] > 1)} (last kept)"
-    click.echo(f"{summary}; {total} documents in {ctx.obj['home']}")
-    if problems:
-        raise click.ClickException(f"{problems} input(s) skipped, see the messages above")
+    click.echo(f"{summary}; {added.documents} documents in {ctx.obj['home']}")
+    if added.skipped:
+        raise click.ClickException(f"{added.skipped} input(s) skipped, see the messages above")
 
 
-def _legacy_ids(store: crawling.DocumentStore, files) -> dict[str, list[str]]:
-    """Ids that older versions gave the files being added (paths as typed), by file_id."""
-    if all(name.lower().endswith(".jsonl") for name in files):
-        return {}
-    return crawling.legacy_ids(store.hashes("file"))
+def _tell_added(what: str, value) -> None:
+    """What `busca add` tells on stderr as it reads: an input skipped, a URL given again."""
+    if what == "skipped":
+        click.echo(display.strip_controls(f"skipped {value.where}: {value.message}"), err=True)
+    elif what == "repeated":
+        click.echo(f"note: {display.strip_controls(value)} comes more than once"
+                   " in the input; the last one is kept", err=True)
 
 
 @cli.command()
@@ -327,15 +307,13 @@ def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyz
     if overlap >= size:
         raise click.BadParameter(f"must be smaller than --size ({size})", param_hint="--overlap")
     progress = Progress(quiet)
-    options = dict(ctx.obj.get("index_options", {}))
-    options.update(bm25_k1=k1, bm25_b=b, bm25_analyzer=bm25_analyzer, threads=threads)
-    options.update({k: v for k, v in (("dense_groups", dense_groups),
-                                      ("dense_blend", dense_blend)) if v is not None})
+    spec = api.IndexSpec(size=size, overlap=overlap, methods=tuple(_split(methods)), dense=dense,
+                         titles=titles, threads=threads, bm25_k1=k1, bm25_b=b,
+                         bm25_analyzer=bm25_analyzer, dense_groups=dense_groups,
+                         dense_blend=dense_blend, options=ctx.obj.get("index_options", {}))
     with _corpus(ctx) as corpus:
         try:
-            manifest = corpus.index(size=size, overlap=overlap, methods=_split(methods),
-                                    dense=dense, titles=titles, options=options,
-                                    on_progress=progress,
+            manifest = corpus.index(spec, on_progress=progress,
                                     on_note=lambda note: click.echo(note, err=True))
         except indexing.BadTitles as e:
             raise click.BadParameter(str(e), param_hint="--titles") from None
@@ -426,13 +404,14 @@ filter_option = click.option(
                    + searching.describe_default() + "]")
 @click.option("--per-doc", type=click.IntRange(min=0), default=searching.collapse.PER_DOC,
               show_default=True, help="At most N windows of one article (0 = no limit).")
+@click.option("--offset", type=click.IntRange(min=0), default=0, help="Skip the first N hits.")
 @filter_option
 @click.option("--pager", is_flag=True, help="Show the hits through $PAGER.")
 @no_serve_option
 @model_options
 @click.pass_context
 def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rrf_k, weights,
-           per_doc, filters, pager, no_serve):
+           per_doc, filters, pager, no_serve, offset):
     """Top-k passages for a question, with score, title, URL and snippet. Without a
     question, an interactive session (as busca shell).
 
@@ -457,7 +436,7 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
     _hybrid_only(ctx, method)
     spec = api.SearchSpec(method=method, k=k, min_score=min_score, per_doc=per_doc,
                           fusion=fusion, window=window, rrf_k=rrf_k, weights=weights,
-                          log=not no_log, filters=filters, rerank=_rerank(ctx))
+                          log=not no_log, filters=filters, rerank=_rerank(ctx), offset=offset)
     with _corpus(ctx) as corpus:
         index = corpus.build
         result = api.search_build(index, corpus.home, query, spec,
@@ -543,57 +522,36 @@ def stats(ctx, as_json):
 
     Example: busca stats --json
     """
-    with _home(ctx) as home:
-        facets = searching.facets(home)
-        try:
-            index = home.current()
-            waiting = (0, 0) if as_json else _not_indexed(home, index)
-        except indexing.IndexNotFound:  # the documents are known without an index
-            documents = home.count()
-            index = None
-    shown = {"facets": facets} if facets else {}
-    if index is None:
-        if as_json:
-            click.echo(json.dumps({"documents": documents, "index": None, **shown},
-                                  ensure_ascii=False, indent=2))
-        else:
-            click.echo(f"documents   {documents:>10,}")
-            _print_facets(facets)
-            click.echo('no index yet: run "busca index"')
-        return
-    manifest = index.manifest
-    figures = manifest.figures()
+    with _corpus(ctx) as corpus:
+        figures = corpus.statistics(detail=not as_json)
     if as_json:
-        click.echo(json.dumps({**figures, **shown}, ensure_ascii=False, indent=2))
-        return
-    c = manifest.chunker
+        click.echo(json.dumps(figures.to_json(), ensure_ascii=False, indent=2))
+    elif figures.manifest is None:
+        click.echo(f"documents   {figures.documents:>10,}")
+        _print_facets(figures.facets)
+        click.echo('no index yet: run "busca index"')
+    else:
+        _print_stats(figures)
+
+
+def _print_stats(figures: api.Stats) -> None:
+    manifest, c = figures.manifest, figures.manifest.chunker
     w = max([11, *map(len, manifest.methods)])  # dense:NAME methods may be longer
-    click.echo(f"{'documents':<{w}} {figures['documents']:>10,}")
-    click.echo(f"{'words':<{w}} {figures['words']:>10,}")
-    click.echo(f"{'chunks':<{w}} {figures['chunks']:>10,}   ({c['kind']}: {c['size']} per"
+    click.echo(f"{'documents':<{w}} {manifest.documents:>10,}")
+    click.echo(f"{'words':<{w}} {manifest.words:>10,}")
+    click.echo(f"{'chunks':<{w}} {manifest.chunks:>10,}   ({c['kind']}: {c['size']} per"
                f" window, {c['overlap']} overlap)")
     for method, entry in manifest.methods.items():
         detail = ", ".join(f"{k} {_model_stat(v) if k == 'answerable' else _stat(v)}"
-                           for k, v in searching.method_settings(index, method).items())
+                           for k, v in figures.settings[method].items())
         size = f"{entry['vocabulary']:>10,} terms" if "vocabulary" in entry else " " * 16
         click.echo(display.strip_controls(f"{method:<{w}} {size}   ({detail})"))
-    _print_facets(facets)
-    if any(waiting):
-        removed = f", {waiting[1]} removed" if waiting[1] else ""
-        click.echo(f"{waiting[0]} document(s) added or changed{removed} since this index —"
+    _print_facets(figures.facets)
+    changed, removed = figures.pending
+    if changed or removed:
+        gone = f", {removed} removed" if removed else ""
+        click.echo(f"{changed} document(s) added or changed{gone} since this index —"
                    ' run "busca index" to include them', err=True)
-
-
-EMPTY_TEXT = hashlib.sha256(b"").hexdigest()  # the text hash of a document with no text
-
-
-def _not_indexed(home, index) -> tuple[int, int]:
-    """(documents added or changed, documents removed) in the store since `index` was built."""
-    stored = {u: h for u, h in home.hashes().items() if h != EMPTY_TEXT}  # never chunked
-    indexed = {r.url: r.doc_sha256 for r in index.chunks()}
-    changed = sum(1 for url, sha in stored.items()
-                  if url not in indexed or indexed[url] and sha and indexed[url] != sha)
-    return changed, sum(1 for url in indexed if url not in stored)
 
 
 def _model_stat(model: dict) -> str:
@@ -924,19 +882,21 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
     if plot:
         evaluation.require_matplotlib()
     golden_set = evaluation.load_golden(golden)
-    by_tags = _eval_tags(golden_set, by)
+    spec = api.EvalSpec(methods=tuple(_split(methods)) if methods else None,
+                        metrics=tuple(metrics), key=key, by=_eval_tags(golden_set, by),
+                        per_doc=per_doc, threads=threads, keep=keep, rerank=rerank,
+                        options=ctx.obj.get("index_options", {}))
     if save and not tune_fusion:
         raise click.UsageError("--save stores what --tune-fusion chose: add --tune-fusion")
     if tune_fusion:
-        return _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json, quiet, save)
+        return _tune_fusion(ctx, golden_set, spec, as_json, quiet, save)
     if compare:
         if calibrate or chunkers or run_out:
             raise click.UsageError("--compare reads two saved runs; it cannot be combined with"
                                    " --calibrate, --chunkers or --run-out")
-        ev = _compare_runs(golden_set, compare, metrics, key, by_tags, keep)
+        ev = api.compare_runs(golden_set, compare, spec)
     else:
-        harness = _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers,
-                            calibrate, quiet, keep, per_doc=per_doc, threads=threads)
+        harness = _run_eval(ctx, golden_set, spec, chunkers, calibrate, quiet)
         ev = harness.evaluation
     _eval_outputs(ev, as_json, report, plot)
     if not compare and run_out:
@@ -950,20 +910,12 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
         _store_floors(ctx, ev)
 
 
-def _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json: bool, quiet: bool,
-                 save: bool = False) -> None:
+def _tune_fusion(ctx, golden_set, spec, as_json: bool, quiet: bool, save: bool) -> None:
     """`busca eval --tune-fusion`: the fusion grid on the live index (`save`: store the
     chosen min-max dense share)."""
     progress = Progress(quiet)
-    with _home(ctx) as store:
-        index = store.current()
-        searching.require_vectors(index)
-        result = evaluation.tune_fusion(
-            golden_set, index, store, metric=key, components=_split(methods) if methods else None,
-            by=by_tags, on_progress=progress)
-        choice = evaluation.tuning.choose_share(result)
-        if save:
-            evaluation.tuning.save_share(store, choice)
+    with _corpus(ctx) as corpus:
+        result, choice = corpus.tune_fusion(golden_set, spec, save=save, on_progress=progress)
     progress.close()
     click.echo(evaluation.tuning.describe_choice(choice, saving=save), err=True)
     if as_json:
@@ -975,7 +927,7 @@ def _tune_fusion(ctx, golden_set, methods, key, by_tags, as_json: bool, quiet: b
         click.echo(evaluation.tuning.render(result), nl=False)
 
 
-def _eval_tags(golden_set, by: str | None) -> list[str] | None:
+def _eval_tags(golden_set, by: str | None) -> tuple[str, ...] | None:
     if not by:
         return None
     known = sorted({k for q in golden_set.questions for k in q.tags})
@@ -983,7 +935,7 @@ def _eval_tags(golden_set, by: str | None) -> list[str] | None:
     if unknown:
         raise click.BadParameter(f"no question has the tag {unknown[0]!r}; tags in this set:"
                                  f" {', '.join(known) or 'none'}", param_hint="--by")
-    return _split(by)
+    return tuple(_split(by))
 
 
 def _eval_metrics(ks: str, key: str):
@@ -997,68 +949,30 @@ def _eval_metrics(ks: str, key: str):
         raise click.BadParameter(str(e), param_hint="--key") from None
 
 
-def _run_eval(ctx, golden_set, methods, metrics, key, by_tags, chunkers, calibrate, quiet,
-              keep, *, per_doc: bool = False, threads: int = 1):
+def _run_eval(ctx, golden_set, spec, chunkers: str | None, calibrate: bool, quiet: bool):
+    """The evaluation of the live build, or of temporary builds cut by --chunkers."""
     progress = Progress(quiet)
-    names = _split(methods) if methods else None
-    depth = max(evaluation.DEPTH, key.k, *(m.k for m in metrics))  # rank deep enough for -k
-    with _home(ctx) as store:
+    with _corpus(ctx) as corpus:
         if chunkers:
-            if calibrate:
-                raise click.UsageError("--calibrate stores floors in the live index; it cannot"
-                                       " be combined with --chunkers")
-            try:
-                specs = [indexing.parse_chunker(s) for s in _split(chunkers)]
-            except indexing.ChunkingError as e:
-                raise click.BadParameter(str(e), param_hint="--chunkers") from None
-            if not specs:
-                raise click.BadParameter("name at least one chunker, e.g."
-                                         " words:200:40,sentences:220:1", param_hint="--chunkers")
-            names = names or _chunker_methods(ctx)
-            harness = evaluation.evaluate_chunkers(
-                golden_set, store, specs, methods=names, metrics=metrics, key=key, by=by_tags,
-                options={**_chunker_options(ctx, store), "threads": threads}, depth=depth,
-                per_doc=per_doc, threads=threads, on_progress=progress, keep=keep)
-        else:
-            index = store.current()
-            harness = evaluation.evaluate_index(
-                golden_set, index, store, methods=names, metrics=metrics, key=key, by=by_tags,
-                depth=depth, per_doc=per_doc, threads=threads, on_progress=progress, keep=keep,
-                rerank=_rerank(ctx))
+            spec = replace(spec, chunkers=_chunkers(chunkers, calibrate))
+        harness = corpus.run_eval(golden_set, spec, on_progress=progress)
     progress.close()
     return harness
 
 
-def _chunker_options(ctx, home) -> dict:
-    """Build options for --chunkers: the live index's dense models, with their servers."""
-    options = dict(ctx.obj.get("index_options", {}))
-    _, models, _, entries = indexing.methods_for(home, [], dense=None)
-    if models:
-        options.update(dense_models=models,
-                       servers=api.Corpus(home, embed=_embed(ctx)).servers(models, entries),
-                       vector_cache=getattr(home, "home", None))
-    return options
-
-
-def _chunker_methods(ctx) -> list[str]:
+def _chunkers(chunkers: str, calibrate: bool) -> tuple:
+    """--chunkers as chunker specs; bad usage (exit 2) with --calibrate or none named."""
+    if calibrate:
+        raise click.UsageError("--calibrate stores floors in the live index; it cannot"
+                               " be combined with --chunkers")
     try:
-        return searching.available_methods(_index(ctx))
-    except (indexing.IndexNotFound, indexing.IndexFormatError):
-        return list(indexing.DEFAULT)
-
-
-def _compare_runs(golden_set, paths, metrics, key, by_tags, keep):
-    first, second = (evaluation.load_run(p) for p in paths)
-    systems = evaluation.align(golden_set, first, second)
-    pairs = evaluation.run_pairs(list(systems))
-    if not pairs:
-        raise click.ClickException(f"{paths[0]} and {paths[1]} have no method in common")
-    info = {**second.info, "golden": golden_set.path,
-            "runs": {"A": {**first.info, "path": paths[0]}, "B": {**second.info, "path": paths[1]}},
-            "answerable": len(golden_set.answerable),
-            "unanswerable": len(golden_set.unanswerable)}
-    return evaluation.summarize(golden_set, systems, metrics, key=key, by=by_tags, pairs=pairs,
-                                info=info, keep=keep)
+        specs = tuple(indexing.parse_chunker(s) for s in _split(chunkers))
+    except indexing.ChunkingError as e:
+        raise click.BadParameter(str(e), param_hint="--chunkers") from None
+    if not specs:
+        raise click.BadParameter("name at least one chunker, e.g."
+                                 " words:200:40,sentences:220:1", param_hint="--chunkers")
+    return specs
 
 
 def _eval_outputs(ev, as_json: bool, report: str | None, plot: str | None) -> None:
@@ -1079,18 +993,15 @@ def _eval_outputs(ev, as_json: bool, report: str | None, plot: str | None) -> No
 
 
 def _store_floors(ctx, ev) -> None:
-    if evaluation.floors_to_store(ev.floors)[1]:
+    def tell(what: str, value) -> None:
         click.echo("hybrid stores no floor of its own: a hybrid hit must pass the floor of"
                    " one of its components", err=True)
-    best = {m: found for m, a in ev.answerability.items() if (found := a.best())}
-    models = {m: model.to_json() for m, (_, model) in best.items()}
-    with _home(ctx) as home:
-        floors = evaluation.store_floors(home, ev.floors, models)
-    stored = _index(ctx).manifest.methods
-    for method, (signal, model) in best.items():
-        if method in stored:
-            click.echo(_stored_model(method, signal, model), err=True)
-    for method, floor in floors.items():
+
+    with _corpus(ctx) as corpus:
+        stored = corpus.store_calibration(ev, notify=tell)
+    for method, (signal, model) in stored.models.items():
+        click.echo(_stored_model(method, signal, model), err=True)
+    for method, floor in stored.floors.items():
         chosen = ev.floors[method].chosen
         click.echo(f"stored the floor {floor:.4g} for {method}: it keeps {chosen.kept:.0%} of"
                    f" answerable questions and refuses {chosen.refused.value:.0%} of"
@@ -1212,9 +1123,19 @@ def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_h
         main_text=main_text,
         timeout=timeout, deadline=deadline, retries=retries, json=api, groups=groups)
     progress = Progress(quiet)
-    with _home(ctx) as store:
-        report = _run_crawl(url, store, options, progress)
-    progress.close()
+
+    def tell(event) -> None:  # a notice may come from another thread, before its wait
+        progress.close()
+        _echo_crawl_event(event, quiet=quiet)
+
+    with _corpus(ctx) as corpus:
+        try:
+            report = corpus.crawl_site(url, options, notify=tell, on_progress=progress)
+        except KeyboardInterrupt:
+            raise _Interrupted(f"interrupted; the {progress.done} documents read so far are"
+                               " stored, run the same command again to continue") from None
+        finally:
+            progress.close()
     _print_crawl_report(report, as_json)
     if report.documents == 0:
         raise click.ClickException(crawling.why_nothing(url, report, options))
@@ -1229,34 +1150,6 @@ def _meta_pair(pair: str) -> tuple[str, str]:
         raise click.BadParameter(f"{pair!r} is not NAME=PATH, e.g. tags=tags.*.name",
                                  param_hint="--json-meta")
     return name.strip(), path.strip()
-
-
-def _run_crawl(url, store, options, progress) -> crawling.events.CrawlReport:
-    done, total = 0, 0
-
-    def notice_now(message: str) -> None:  # before the wait it announces, from any thread
-        progress.close()
-        _echo_crawl_event(crawling.events.Notice(message), quiet=progress.quiet)
-
-    try:
-        for event in crawling.crawl(url, store, options=options, on_notice=notice_now):
-            if isinstance(event, crawling.events.Finished):
-                return event.report
-            if isinstance(event, crawling.events.Expected):
-                total += event.total
-            elif isinstance(event, crawling.events.Stored) and event.status != "deleted":
-                done += 1
-            elif isinstance(event, (crawling.events.Notice, crawling.events.SourceFound,
-                                    crawling.events.Failed)):
-                progress.close()
-                _echo_crawl_event(event, quiet=progress.quiet)
-            progress("documents", done, total if total >= done else 0)
-    except KeyboardInterrupt:
-        raise _Interrupted(f"interrupted; the {done} documents read so far are stored,"
-                           " run the same command again to continue") from None
-    finally:
-        progress.close()
-    raise AssertionError("crawl() ended without a report")  # pragma: no cover
 
 
 class _Interrupted(click.ClickException):
@@ -1279,11 +1172,7 @@ def _echo_crawl_event(event, *, quiet: bool) -> None:
 
 def _print_crawl_report(report: crawling.events.CrawlReport, as_json: bool) -> None:
     if as_json:
-        data = {"url": report.url, "source": report.source, **report.counts,
-                "failures": [{"url": u, "reason": r} for u, r in report.failures],
-                "notices": list(report.notices), "requests": report.requests,
-                "seconds": round(report.seconds, 3), "stopped": report.stopped}
-        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        click.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
         return
     counts = ", ".join(f"{n} {status}" for status, n in report.counts.items())
     click.echo(display.strip_controls(f"crawled {report.url} via {report.source or 'nothing'}:"

@@ -65,6 +65,13 @@ class CrawlReport:
         """Documents the site gave us in this crawl (added, updated or unchanged)."""
         return sum(self.counts[s] for s in ("added", "updated", "unchanged"))
 
+    def to_json(self) -> dict:
+        """`busca crawl --json`."""
+        return {"url": self.url, "source": self.source, **self.counts,
+                "failures": [{"url": u, "reason": r} for u, r in self.failures],
+                "notices": list(self.notices), "requests": self.requests,
+                "seconds": round(self.seconds, 3), "stopped": self.stopped}
+
 
 @dataclass(frozen=True)
 class Finished:

@@ -45,7 +45,7 @@ def search(record: Record, query: str, spec: SearchSpec, *, build: str,
            timeout: float = TIMEOUT) -> Result:
     """GET /api/search: the hits after the floor, and the note when no word of the question
     is in the index (`busca search` prints it and exits 3)."""
-    params = {"q": query, "method": spec.method, "k": spec.k, "per_doc": spec.per_doc,
+    params = {"q": query, "method": spec.method, "k": spec.k, "per_doc": spec.per_doc, "offset": spec.offset,
               "log": int(spec.log), "rerank": int(spec.rerank is not None)}
     if spec.min_score is not None:
         params["min_score"] = repr(float(spec.min_score))

@@ -1,51 +1,27 @@
-"""The server's view of one home: the live build, swapped when `busca index` publishes a new
-one, and the few library calls the API makes (search, compare, context, chunk, add,
-rebuild). This is the only module of `serve/` that queries a build or writes to the home.
-
-Swap without failed requests: every request asks the home for its current build's manifest
-(local homes: the `CURRENT` pointer and one small JSON file); when it differs from the one
-loaded — another build, or new calibrated floors — the first request to notice loads the new
-build (reusing the dense encoder already in memory) and every later request uses it. A request
-that ran on a build swapped out meanwhile is run again on the new one.
+"""The server's view of one home: a `Corpus` per server thread, all sharing one live build
+(corpus/live.py: swapped when `busca index` publishes a new one, warmed when loaded, a request
+caught by a swap run again), and the few library calls the API makes (search, compare,
+context, chunk, add, rebuild). This is the only module of `serve/` that queries a build or
+writes to the home.
 """
 
 from __future__ import annotations
 
-import logging
-import sqlite3
 import threading
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TypeVar
 
 from .. import index as indexing
 from .. import search as searching
-from ..corpus import (WARM_UP, ContextSpec, Corpus, Result, SearchSpec, context_build,
-                      prepare, reranker, search_build)
+from ..corpus import ContextSpec, Corpus, Result, SearchSpec, context_build, reranker, search_build
+from ..corpus.live import Live, LiveBuild
 from ..index.dense.rerank_api import RerankError, RerankSettings
 from ..crawler import Document
 from ..index.text.chunking import chunker_label
 from .errors import BuildRunning
 
-log = logging.getLogger(__name__)
-
 T = TypeVar("T")
-RETRIES = 3  # a request re-run on a newer build at most this many times
-RETRY_ON = (searching.StaleIndex, indexing.IndexFormatError, indexing.IndexNotFound, OSError,
-            sqlite3.Error)
-
-
-@dataclass(frozen=True)
-class Live:
-    """One loaded build."""
-
-    index: object  # an index.Build
-    manifest: indexing.Manifest
-
-    @property
-    def build(self) -> str:
-        return self.manifest.build
 
 
 class Engine:
@@ -57,84 +33,34 @@ class Engine:
         self.embed = dict(embed or {})  # openai:MODEL server settings (busca serve --embed-*)
         self.rerank = rerank  # the re-ranking stage (busca serve --rerank), if any
         self.log_queries = log_queries
-        self._live: Live | None = None
-        self._swap = threading.Lock()
+        self._live = LiveBuild(warm=True)  # every ranker loaded before a request needs it
         self._writing = threading.Lock()
-        self._encoders: dict[str, object] = {}
         self._local = threading.local()
 
     # --- the live build --------------------------------------------------------------
+    def corpus(self) -> Corpus:
+        """This thread's corpus (SQLite connections stay in one thread), on the shared build."""
+        corpus = getattr(self._local, "corpus", None)
+        if corpus is None:
+            home = indexing.open_home(self.location, embed=self.embed)
+            corpus = self._local.corpus = Corpus(home, embed=self.embed, live=self._live)
+        return corpus
+
     def home(self) -> indexing.Home:
-        """This thread's handle on the home (SQLite connections stay in one thread)."""
-        home = getattr(self._local, "home", None)
-        if home is None:
-            home = self._local.home = indexing.open_home(self.location, embed=self.embed)
-        return home
+        """This thread's handle on the home."""
+        return self.corpus().home
 
     def live(self) -> Live:
         """The build the home serves now, loaded once; IndexNotFound if there is none."""
-        for attempt in range(RETRIES + 1):
-            try:
-                return self._live_now()
-            except RETRY_ON:  # read while `busca index` swapped builds and removed the old one
-                if attempt == RETRIES:
-                    raise
-        raise AssertionError("unreachable")  # pragma: no cover
+        return self._live.current(self.home())
 
     def last_build(self) -> str | None:
         """The build loaded last (None before the first), without asking the home."""
-        return self._live.build if self._live is not None else None
-
-    def _live_now(self) -> Live:
-        current = self.home().current()
-        live = self._live
-        if live is not None and live.manifest == current.manifest:
-            return live
-        with self._swap:
-            if self._live is None or self._live.manifest != current.manifest:
-                started = time.perf_counter()
-                self._warm(current)
-                self._live = Live(current, current.manifest)
-                log.info("serving build %s (%d chunks), loaded in %.0f ms", current.manifest.build,
-                         current.manifest.chunks, 1000 * (time.perf_counter() - started))
-            return self._live
-
-    def _warm(self, index) -> None:
-        """Load every ranker and the chunk table now; each dense model reuses the encoder
-        already in memory (the build's own dense ranker: exact in memory on a local home,
-        pgvector on a PostgreSQL one), so no request loads one."""
-        for method in index.methods:
-            if indexing.is_dense(method):
-                entry = index.manifest.entry(method)
-                key = (method, entry["encoder"], entry["dimension"])
-                ranker = index.ranker(method, encoder=self._encoders.get(key))
-                ranker.embed(WARM_UP)  # some encoders load their tables lazily
-                prepare(ranker)
-                self._encoders[key] = ranker.encoder
-        for method in searching.available_methods(index):
-            if not indexing.is_dense(method):
-                prepare(searching.scorer(index, method))
-        index.chunks([0])  # opens the build's chunk table while its files surely exist
+        return self._live.last()
 
     def run(self, work: Callable[[Live], T]) -> T:
         """`work(live)`, run again on the newer build if `busca index` swapped it meanwhile."""
-        for attempt in range(RETRIES + 1):
-            live = self.live()
-            try:
-                result = work(live)
-            except RETRY_ON:
-                if attempt < RETRIES and self._swapped(live):
-                    continue
-                raise
-            if attempt == RETRIES or not self._swapped(live):
-                return result
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _swapped(self, live: Live) -> bool:
-        try:
-            return self.home().current().manifest != live.manifest
-        except (indexing.IndexNotFound, indexing.IndexFormatError):
-            return False
+        return self.corpus().run(work)
 
     # --- queries ---------------------------------------------------------------------
     def search(self, query: str, spec: SearchSpec | None = None, /, *,
@@ -239,8 +165,8 @@ class Engine:
     def add(self, documents: list[Document]) -> dict:
         """Store documents as `busca add` does; counts of added/updated/unchanged."""
         with self._writing:
-            home = self.home()
-            return {**Corpus(home).add(documents), "documents": home.count()}
+            corpus = self.corpus()
+            return {**corpus.add(documents), "documents": corpus.home.count()}
 
     def rebuild(self, *, size: int | None = None, overlap: int | None = None):
         """`busca index` with the live build's chunker and methods (dense kept); the new
@@ -248,16 +174,16 @@ class Engine:
         if not self._writing.acquire(blocking=False):
             raise BuildRunning()
         try:
-            home = self.home()
-            previous = home.previous()
+            corpus = self.corpus()
+            previous = corpus.home.previous()
             chunker = previous.manifest.chunker if previous is not None else {}
             lexical = [m for m in (previous.manifest.methods if previous is not None
                                    else indexing.DEFAULT)
                        if not (indexing.is_dense(m) or indexing.is_hybrid(m))]
-            return Corpus(home, embed=self.embed).index(
+            return corpus.index(
                 size=size or chunker.get("size") or indexing.SIZE,
                 overlap=overlap if overlap is not None else chunker.get("overlap",
                                                                         indexing.OVERLAP),
-                methods=lexical, options={"workers": 1})
+                methods=lexical, workers=1)
         finally:
             self._writing.release()

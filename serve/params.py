@@ -109,6 +109,7 @@ PER_DOC_FIELD = Field("per_doc", "integer", "At most N windows of one document (
 LOG = Field("log", "flag", "Record the question in the query log (default: as the server"
             " was started).")
 SPEC = (METHOD_FIELD, K_FIELD, MIN_SCORE, PER_DOC_FIELD,
+        Field("offset", "integer", "Skip the first N hits (the next page).", 0, 0, MAX_K),
         Field("fusion", "choice", "hybrid: how the scores are fused.", FUSION,
               choices=FUSIONS),
         Field("window", "integer", "hybrid: top hits of each method that are fused.", WINDOW,

@@ -191,3 +191,76 @@ def test_a_postgresql_url_is_a_corpus_too(pg_home):
         result = corpus.search(QUESTIONS[0], method="bm25", k=3, log=False)
         assert result.hits and result.hits[0].url.startswith("https://faquad.example/")
         assert result.lines() == cli_lines(pg_home, QUESTIONS[0], "--method", "bm25", "-k", "3")
+
+
+def test_a_corpus_call_caught_by_a_new_build_runs_again_on_it(fake_home):
+    """The long-lived mode busca serve shares (corpus/live.py): a call that ran on a build
+    published away meanwhile is run again on the new one."""
+    with busca.open(fake_home) as corpus:
+        seen = []
+
+        def work(live):
+            seen.append(live.build)
+            if len(seen) == 1:
+                assert invoke(fake_home, "index", "-q", "--size", "120").exit_code == 0
+            return live.build
+
+        assert corpus.run(work) == seen[-1] != seen[0]
+        assert len(seen) == 2 and corpus.live.last() == seen[-1]
+
+
+def test_add_and_stats_are_values_the_cli_renders(tmp_path):
+    """`busca add`'s report and `busca stats`' figures come from the library as values."""
+    notes = tmp_path / "nota.md"
+    notes.write_text("# Nota\n\nO reembolso é pago em sete dias.", encoding="utf-8")
+    told = []
+    with busca.open(tmp_path / "home") as corpus:
+        added = corpus.add_files([notes, notes, tmp_path / "missing.txt"],
+                                 notify=lambda what, value: told.append(what))
+        assert added.to_json() == {"added": 1, "updated": 0, "unchanged": 0, "duplicate": 1,
+                                   "skipped": 1, "documents": 1}
+        assert told == ["repeated", "skipped"]  # in the order of the input
+        corpus.index(methods=["bm25"])
+        corpus.add([busca.Document("https://a.example/x", "X", "Outra nota.")])
+        figures = corpus.statistics(detail=True)
+        assert figures.pending == (1, 0) and "bm25" in figures.settings
+        assert figures.to_json() == corpus.stats()
+    assert json.loads(invoke(tmp_path / "home", "stats", "--json").stdout) == figures.to_json()
+
+
+def test_calibrate_from_python_stores_what_busca_eval_calibrate_stores(tmp_path):
+    """One calibration use case: the floors and answerability models of `busca eval
+    --calibrate` (corpus/evaluate.py), from Python as from the command line."""
+    golden = str(FIXTURES / "golden" / "golden.json")
+    homes = [tmp_path / "cli", tmp_path / "python"]
+    for home in homes:
+        for args in (["add", str(FIXTURES / "site" / "articles.jsonl")],
+                     ["index", "-q", "--methods", "tfidf,bm25"]):
+            assert invoke(home, *args).exit_code == 0
+    assert invoke(homes[0], "eval", golden, "-q", "--calibrate").exit_code == 0
+    with busca.open(homes[1]) as corpus:
+        floors = corpus.calibrate(golden)
+    stored = [busca.open(home).build.manifest.methods for home in homes]
+    assert set(floors) == {"tfidf", "bm25"}
+    for method, floor in floors.items():
+        assert stored[0][method]["floor"] == stored[1][method]["floor"] == floor
+        assert stored[0][method]["answerable"] == stored[1][method]["answerable"]
+
+
+def test_an_index_spec_builds_what_busca_index_builds(tmp_path):
+    """`busca index`'s options as one value (IndexSpec), the build options' keys written once."""
+    articles = str(FIXTURES / "site" / "articles.jsonl")
+    assert invoke(tmp_path / "cli", "add", articles).exit_code == 0
+    assert invoke(tmp_path / "cli", "index", "-q", "--methods", "bm25", "--size", "120",
+                  "--overlap", "20", "--k1", "0.9", "--b", "0.4", "--analyzer",
+                  "simple").exit_code == 0
+    spec = busca.IndexSpec(methods=("bm25",), size=120, overlap=20, bm25_k1=0.9, bm25_b=0.4,
+                           bm25_analyzer="simple")
+    with busca.open(tmp_path / "python") as corpus:
+        corpus.add_files([articles])
+        built = corpus.index(spec)
+    entry = built.methods["bm25"]
+    cli_entry = busca.open(tmp_path / "cli").build.manifest.methods["bm25"]
+    assert (entry["k1"], entry["b"], entry["analyzer"]) == (0.9, 0.4, "simple")
+    assert entry == cli_entry
+    assert built.chunker == {"kind": "words", "size": 120, "overlap": 20}

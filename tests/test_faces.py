@@ -139,7 +139,7 @@ def test_mypy_resolves_the_public_surface(tmp_path):
     done = mypy(tmp_path, SNIPPET)
     assert done.returncode == 0, done.stdout + done.stderr
     assert '"def (location: str | pathlib.Path' in done.stdout  # busca.open, not Any
-    assert "-> busca.corpus.Corpus" in done.stdout
+    assert "-> busca.corpus.corpus.Corpus" in done.stdout  # corpus/corpus.py (issue 32)
     assert "-> busca.index.backend.Home" in done.stdout
     assert "busca.search.hits.StaleIndex" in done.stdout
     assert "-> busca.search.compare.Comparison" in done.stdout

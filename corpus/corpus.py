@@ -1,0 +1,215 @@
+"""`Corpus`: one corpus home (a folder or a postgresql:// URL) and every use case over it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .. import index as indexing
+from ..search.context import Context
+from ..search.scorers import K
+from .documents import Added, add_files, crawl_site
+from .evaluate import Calibrated, EvalSpec, calibrate, evaluate_golden, tune_fusion
+from .live import Live, LiveBuild
+from .stats import Stats, stats
+from .questions import compare_build, context_build, search_build
+from .specs import ContextSpec, IndexSpec, Result, SearchSpec
+
+if TYPE_CHECKING:  # loaded only by the use cases that need them
+    from ..crawler.events import CrawlReport
+    from ..crawler.options import CrawlOptions
+    from ..crawler.store import Document
+    from ..index.dense.rerank_api import RerankSettings
+    from ..search.compare import Comparison
+    from ..search.eval.golden import Golden
+    from ..search.eval.harness import Harness
+    from ..search.eval.summary import Evaluation
+
+T = TypeVar("T")
+
+
+class Corpus:
+    """One corpus home (a folder or a postgresql:// URL) and every use case over it."""
+
+    def __init__(self, home: indexing.Home, *, embed: Mapping | None = None,
+                 live: LiveBuild | None = None):
+        self.home = home
+        self.embed = dict(embed or {})
+        self.live = live or LiveBuild()  # shared by the corpora of one server's threads
+
+    @property
+    def location(self) -> str:
+        return str(self.home.location)
+
+    @property
+    def build(self) -> indexing.Build:
+        """The live build (IndexNotFound before the first `index`), loaded once: its rankers
+        and encoder stay in memory across calls, and a newer build (`busca index` here or in
+        another process, new floors) replaces it at the next call, as in `busca serve`."""
+        return self.live.current(self.home).index
+
+    def run(self, work: Callable[[Live], T]) -> T:
+        """`work(live)` on the live build, run again if a newer one replaced it meanwhile."""
+        return self.live.run(self.home, work)
+
+    def warm(self) -> None:
+        """Load every method's ranker (and encoder) now, so no question waits for them."""
+        self.live.warm_up(self.build)
+
+    def close(self) -> None:
+        self.home.close()
+
+    def __enter__(self) -> Corpus:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # --- documents -------------------------------------------------------------------
+    def add(self, documents: Iterable[Document]) -> dict[str, int]:
+        """Store documents (a URL already stored is replaced); added/updated/unchanged."""
+        counts = {"added": 0, "updated": 0, "unchanged": 0}
+        for doc in documents:
+            counts[self.home.put(doc)] += 1
+        return counts
+
+    def add_files(self, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
+                  notify: Callable[[str, Any], None] | None = None) -> Added:
+        """`busca add`: .jsonl, .txt, .md, .html (.pdf) files, each stamped with `groups`
+        (who may read it); an input it cannot read is an error, or with `notify`, skipped
+        and told ("skipped", problem), as the CLI does."""
+        return add_files(self.home, paths, groups=groups, notify=notify)
+
+    def crawl(self, url: str, **options: Any) -> Iterator:
+        """The crawl's events (the last one, Finished, has the report); options of
+        CrawlOptions."""
+        from ..crawler import CrawlOptions, crawl
+
+        return crawl(url, self.home, options=CrawlOptions(**options))
+
+    def crawl_site(self, url: str, options: CrawlOptions | None = None, *,
+                   notify: Callable[[Any], None] | None = None,
+                   on_progress: Callable | None = None) -> CrawlReport:
+        """`busca crawl`: the site's documents into the home; the crawl's report (`notify`
+        and `on_progress` as in corpus.documents.crawl_site)."""
+        from ..crawler import CrawlOptions
+
+        return crawl_site(self.home, url, options or CrawlOptions(), notify=notify,
+                          on_progress=on_progress)
+
+    def index(self, spec: IndexSpec | None = None, /, *, on_progress: Callable | None = None,
+              on_note: Callable[[str], None] | None = None,
+              **options: Any) -> indexing.Manifest:
+        """`busca index`: chunk the documents, build the spec's methods (and the dense models
+        of `dense`, else the previous build's; the titles indexed with the windows for the
+        methods `titles` names, else the previous build's) and publish it; its manifest.
+        Options as the CLI's (`size`, `overlap`, `methods`, `dense`, `titles`, `threads`, …)."""
+        spec = replace(spec or IndexSpec(), **options)
+        names, models, kept, entries = indexing.methods_for(self.home, spec.methods,
+                                                            dense=spec.dense)
+        if kept and on_note:
+            on_note(f"keeping the dense models {kept} (--dense none drops them)")
+        built = spec.build_options()
+        if models:
+            built.update(dense_models=models, servers=self.servers(models, entries),
+                         vector_cache=getattr(self.home, "home", None))
+        if spec.titles is not None:
+            built["titles"] = indexing.titled_methods(spec.titles, names, indexing.TITLES)
+        return indexing.build_index(self.home, size=spec.size, overlap=spec.overlap,
+                                    methods=names, options=built, on_progress=on_progress)
+
+    def servers(self, models, entries: dict) -> dict:
+        """Model name -> ServerSettings of each openai:MODEL model: this corpus's embed
+        settings over those the previous build stored; fails when there is no URL."""
+        servers = {}
+        for model in models:
+            if model.encoder.startswith(indexing.OPENAI_PREFIX):
+                servers[model.name] = indexing.server_settings(entries.get(model.name, {}),
+                                                               **self.embed)
+                indexing.check_server(model.encoder, servers[model.name])
+        return servers
+
+    # --- questions -------------------------------------------------------------------
+    def search(self, question: str, spec: SearchSpec | None = None, /,
+               **options: Any) -> Result:
+        """`busca search`: top-k hits above the floor; options as the CLI's (`method`, `k`,
+        `min_score`, `per_doc`, `fusion`, `window`, `rrf_k`, `weights`, `log`)."""
+        spec = replace(spec or SearchSpec(), **options)
+        return search_build(self.build, self.home, question, spec)
+
+    def context(self, question: str, spec: ContextSpec | None = None, /,
+                **options: Any) -> Context:
+        """`busca context`: the passages for an LLM prompt (`.answered`, `render`)."""
+        spec = replace(spec or ContextSpec(), **options)
+        return context_build(self.build, self.home, question, spec)
+
+    def compare(self, question: str, *, methods: Sequence[str] | None = None, k: int = K,
+                per_doc: int = 0, include: Sequence[int] = (),
+                rerank: RerankSettings | None = None) -> Comparison:
+        """`busca compare`: each method's top k and every hit's rank under each method
+        (with `rerank`, a column METHOD+rerank after each)."""
+        return compare_build(self.build, self.home, question, methods=methods, k=k,
+                             per_doc=per_doc, include=include, rerank=rerank)
+
+    def stats(self) -> dict:
+        """`busca stats --json`: the build's figures, or the documents without an index, and
+        the metadata's facet counts when the documents have metadata."""
+        return self.statistics().to_json()
+
+    def statistics(self, *, detail: bool = False) -> Stats:
+        """`busca stats`: the figures as a value (`detail`: also each method's settings and
+        the documents stored since the build)."""
+        return stats(self.home, lambda: self.build, detail=detail)
+
+    # --- evaluation ------------------------------------------------------------------
+    def evaluate(self, golden: Golden | str | Path, *, methods: Sequence[str] | None = None,
+                 ks: Sequence[int] | None = None, key: str | None = None,
+                 by: Sequence[str] | None = None,
+                 on_progress: Callable | None = None) -> Evaluation:
+        """`busca eval`: recall@k, MRR, nDCG (`.summary[method][metric].mean`) and the
+        floors per method on a golden set."""
+        from ..search import eval as evaluation
+
+        spec = EvalSpec(methods=tuple(methods) if methods else None, key=key,
+                        metrics=tuple(evaluation.default_metrics(tuple(ks))) if ks else (),
+                        by=tuple(by) if by else None)
+        return self.run_eval(golden, spec, on_progress=on_progress).evaluation
+
+    def run_eval(self, golden: Golden | str | Path, spec: EvalSpec | None = None, *,
+                 on_progress: Callable | None = None) -> Harness:
+        """`busca eval` with every option (`EvalSpec`): the evaluation and its run."""
+        return evaluate_golden(self, _golden(golden), spec or EvalSpec(),
+                               on_progress=on_progress)
+
+    def calibrate(self, golden: Golden | str | Path, **options: Any) -> dict[str, float]:
+        """`busca eval --calibrate`: store each method's floor in the live build; the floors."""
+        return self.store_calibration(self.evaluate(golden, **options)).floors
+
+    def store_calibration(self, evaluated: Evaluation, *,
+                          notify: Callable[[str, Any], None] | None = None) -> Calibrated:
+        """Store the floors and answerability models an evaluation calibrated."""
+        return calibrate(self, evaluated, notify=notify)
+
+    def tune_fusion(self, golden: Golden | str | Path, spec: EvalSpec | None = None, *,
+                    save: bool = False, on_progress: Callable | None = None):
+        """`busca eval --tune-fusion`: the tuning and the dense share it chooses (`save`:
+        stored in the live build)."""
+        return tune_fusion(self, _golden(golden), spec or EvalSpec(), save=save,
+                           on_progress=on_progress)
+
+
+def _golden(golden) -> Golden:
+    if isinstance(golden, (str, Path)):
+        from ..search.eval import load_golden
+
+        return load_golden(golden)
+    return golden
+
+
+def open(location: str | Path, *, embed: Mapping | None = None,  # noqa: A001
+         create: bool = True) -> Corpus:
+    """The corpus at `location`: a folder (created unless `create` is False) or a
+    postgresql:// URL; `embed`: settings of openai:MODEL embedding servers."""
+    return Corpus(indexing.open_home(location, embed=embed, create=create), embed=embed)

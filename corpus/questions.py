@@ -1,0 +1,153 @@
+"""The question use cases on one build: search, context and compare, with the floor (given or
+calibrated), hybrid's fusion, the per-document cap and the query-log policy decided once."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from .. import index as indexing
+from .. import search as searching
+from ..search.context import Context
+from ..search.fusion import FusionSettings
+from ..search.scorers import K
+from .specs import HYBRID_AS_SEARCH, ContextSpec, Result, SearchSpec
+
+if TYPE_CHECKING:
+    from ..index.dense.rerank_api import RerankSettings
+    from ..search.compare import Comparison
+
+WARM_UP = "aquecimento"  # encoded when a dense ranker loads, so no question waits for it
+
+Remote = Callable[[str, SearchSpec, str], "Result | Context | None"]
+Notify = Callable[[str, Any], None]
+
+
+def search_build(build, home, question: str, spec: SearchSpec, *,
+                 remote: Remote | None = None, notify: Notify | None = None) -> Result:
+    """The search use case on one build: the floor (given or calibrated), hybrid's fusion,
+    the per-document cap, the query log; `remote(question, spec, build_id)` may answer
+    instead (a running busca serve), or give None. `notify(what, value)` hears, as they
+    happen, ("floor", the calibrated floor used) and ("unlogged", "read-only")."""
+    floor, calibrated, fusion = _prepare(build, spec, notify)
+    spec, unlogged = _log_policy(home, spec, notify)
+    described = searching.describe_fusion(build, fusion, spec.method) if fusion else None
+    found = remote(question, spec, build.manifest.build) if remote else None
+    if isinstance(found, Result):
+        return replace(found, calibrated=calibrated, fusion=described, unlogged=unlogged)
+    started, note = time.perf_counter(), ""
+    rerank, want = reranker(spec.rerank), spec.k + spec.offset  # the pages before, skipped
+    allowed = _allowed(build, home, spec.filters)
+    try:
+        hits = searching.collapse.search(build, home, question, method=spec.method,
+                                         k=rerank.depth(want) if rerank else want,
+                                         per_doc=spec.per_doc, fusion=fusion, allowed=allowed)
+    except searching.NoSearchableTerms as e:
+        hits, note = [], str(e)
+    if allowed is not None and not allowed.any():
+        note = "no document matches the filters " + " ".join(map(str, spec.filters))
+    kept = tuple(h for h in hits if floor is None or h.score >= floor)
+    refused = bool(kept) and searching.refusal(build, question, spec.method, spec.min_score)
+    if refused:
+        kept, note = (), refused.reason  # the stored answerability model (issue 30)
+    if rerank and kept:  # the re-ranker's scores, or its server's error: never a silent skip
+        kept = tuple(rerank(question, kept, want))
+    kept, seconds = kept[spec.offset:], time.perf_counter() - started
+    _log(home, spec, "search", question, hits[spec.offset:want], floor, started,
+         refused=bool(refused))
+    return Result(question, spec.method, kept, floor, note, build.manifest.build, calibrated,
+                  described, unlogged, seconds, len(hits), rerank.label if rerank else "",
+                  refused=bool(refused))
+
+
+def _allowed(build, home, filters):
+    """The mask of the chunks the filters allow (None without filters)."""
+    if not filters:
+        return None
+    return searching.allowed(build, home, filters)
+
+
+def context_build(build, home, question: str, spec: ContextSpec, *,
+                  remote: Remote | None = None, notify: Notify | None = None) -> Context:
+    """The context use case on one build: passages above the floor, fitted to max_chars
+    (`remote` and `notify` as in `search_build`)."""
+    floor, _, fusion = _prepare(build, spec, notify)
+    spec, _ = _log_policy(home, spec, notify)
+    found = remote(question, spec, build.manifest.build) if remote else None
+    if isinstance(found, Context):
+        return found
+    started = time.perf_counter()
+    found = searching.build_context(build, home, question, method=spec.method, k=spec.k,
+                                    max_chars=spec.max_chars, min_score=spec.min_score,
+                                    fusion=fusion, per_doc=spec.per_doc,
+                                    rerank=reranker(spec.rerank),
+                                    allowed=_allowed(build, home, spec.filters))
+    _log(home, spec, "context", question, found.hits, floor, started)
+    return found
+
+
+def _prepare(build, spec: SearchSpec,
+             notify: Notify | None) -> tuple[float | None, bool, FusionSettings | None]:
+    """The floor, whether it is the calibrated one, and hybrid's settings (checked)."""
+    method = indexing.resolve(build.manifest.methods, spec.method)
+    if spec.min_score is not None:
+        floor, calibrated = searching.check_floor(spec.min_score), False
+    else:
+        floor = searching.floor_of(build, spec.method)
+        calibrated = floor is not None
+        if calibrated and notify:
+            notify("floor", floor)
+    if indexing.is_dense(method) or method == indexing.HYBRID:
+        searching.require_vectors(build, method if indexing.is_dense(method) else "dense")
+    return floor, calibrated, spec.fusion_settings(floor)
+
+
+def reranker(settings: RerankSettings | None):
+    """The re-ranking stage of these settings (a search.rerank.Reranker), or None."""
+    if settings is None:
+        return None
+    from ..search.rerank import Reranker
+
+    return Reranker.of(settings)
+
+
+def _log_policy(home, spec: SearchSpec, notify: Notify | None) -> tuple[SearchSpec, str]:
+    """The spec with `log` off when the home cannot log, and why ("read-only")."""
+    if not spec.log:
+        return spec, ""
+    querylog = searching.querylog  # loaded only when the question may be logged
+    if querylog.read_only(home) and querylog.is_enabled(home):
+        if notify:
+            notify("unlogged", "read-only")
+        return replace(spec, log=False), "read-only"
+    return spec, ""
+
+
+def _log(home, spec: SearchSpec, command: str, question: str, hits, floor, started, *,
+         refused: bool = False) -> None:
+    if spec.log:
+        searching.querylog.log_call(home, command=command, query=question, method=spec.method,
+                                    k=spec.k, scores=[h.score for h in hits], floor=floor,
+                                    started=started, refused=refused)
+
+
+def compare_build(build, home, question: str, *, methods: Sequence[str] | None = None,
+                  k: int = K, per_doc: int = 0, include: Sequence[int] = (),
+                  rerank: RerankSettings | None = None) -> Comparison:
+    """The compare use case on one build: hybrid as `busca search` uses it by default."""
+    names = list(methods) if methods else searching.default_methods(build)
+    return searching.compare_methods(build, home, question, methods=names, k=k,
+                                     per_doc=per_doc, include=list(include),
+                                     fusion=HYBRID_AS_SEARCH,
+                                     rerank=reranker(rerank))
+
+
+def prepare(ranker) -> None:
+    """Load what a ranker (or each ranker a hybrid fuses) loads lazily, now: a large index's
+    int8 copy (index/dense/vectors.py), its window tables and codes (index/lexical/maxscore.py)."""
+    for part in getattr(ranker, "rankers", {}).values() or [ranker]:
+        if hasattr(part, "prepare"):
+            part.prepare()
+

@@ -1,0 +1,143 @@
+"""The values a question is asked with and answered by: `SearchSpec`, `ContextSpec`, `Result`.
+
+A search option is one field of `SearchSpec`, with the CLI's name and default; `Result` carries
+its own JSON form (GET /api/search, `busca search --json`, the shell's pipe mode).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .. import index as indexing
+from .. import search as searching
+from ..search.collapse import PER_DOC
+from ..search.context import MAX_CHARS, PER_DOC as CONTEXT_PER_DOC
+from ..search.fusion import FUSION, RRF_K, WINDOW, FusionSettings
+from ..search.hits import Hit
+from ..search.scorers import K
+
+if TYPE_CHECKING:
+    from ..index.dense.rerank_api import RerankSettings
+
+METHOD = "tfidf"  # busca search's default method
+HYBRID_AS_SEARCH = FusionSettings(floors=True)  # hybrid as `busca search` uses it by default
+
+
+@dataclass(frozen=True)
+class SearchSpec:
+    """What a search is asked with: `busca search`'s options, with its defaults."""
+
+    method: str = METHOD
+    k: int = K
+    min_score: float | None = None  # None: the method's calibrated floor, if any
+    per_doc: int = PER_DOC  # windows of one document at most (0 = no limit)
+    offset: int = 0  # search only: skip the first N hits (the next page: offset=k)
+    fusion: str = FUSION  # hybrid only: how the methods' scores are fused
+    window: int = WINDOW
+    rrf_k: float = RRF_K
+    weights: Mapping[str, float] | None = None  # None: the default weights
+    log: bool = True  # record the question in the query log (if the home logs)
+    filters: tuple = ()  # Filter values (search/filters.py), or their texts: "category=Python"
+    rerank: RerankSettings | None = None  # re-score the top `rerank.top` with this server
+
+    def __post_init__(self):
+        object.__setattr__(self, "filters", searching.parse_filters(self.filters))
+
+    def fusion_settings(self, floor: float | None) -> FusionSettings | None:
+        """Hybrid's settings as a value (None for other methods); a hybrid hit must pass
+        one component's calibrated floor unless a floor is given."""
+        if not indexing.is_hybrid(self.method):
+            return None
+        return searching.check_settings(FusionSettings(
+            fusion=self.fusion, window=self.window, rrf_k=self.rrf_k,
+            weights=dict(self.weights or {}), floors=floor is None))
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """What `busca index` is asked with: its options, with its defaults (None: as the
+    previous build did, or the builder's default)."""
+
+    size: int = indexing.SIZE  # words per window
+    overlap: int = indexing.OVERLAP  # words shared by consecutive windows
+    methods: tuple[str, ...] = tuple(indexing.DEFAULT)
+    dense: str | None = None  # [NAME=]ENCODER,...: the dense models ("none" drops them)
+    titles: str | None = None  # METHOD,...|all|none: methods that index the titles
+    threads: int = indexing.THREADS  # of the dense encoder
+    bm25_k1: float = indexing.K1
+    bm25_b: float = indexing.B
+    bm25_analyzer: str | None = None  # None: pt when PyStemmer is installed, else simple
+    dense_groups: int | None = None  # words per sentence group of a window (0: none)
+    dense_blend: float | None = None  # the window vector's share beside its best group's
+    workers: int | None = None  # processes that chunk the documents
+    options: Mapping = field(default_factory=dict)  # any other build option, by its key
+
+    def __post_init__(self):
+        object.__setattr__(self, "methods", tuple(self.methods))
+
+    def build_options(self) -> dict:
+        """The options index.build_index reads: the one place their keys are written."""
+        named = {"bm25_k1": self.bm25_k1, "bm25_b": self.bm25_b,
+                 "bm25_analyzer": self.bm25_analyzer, "threads": self.threads,
+                 "dense_groups": self.dense_groups, "dense_blend": self.dense_blend,
+                 "workers": self.workers}
+        return {**self.options, **{k: v for k, v in named.items() if v is not None}}
+
+
+@dataclass(frozen=True)
+class ContextSpec(SearchSpec):
+    """What `busca context` is asked with: a search, per_doc 2, and a character budget."""
+
+    per_doc: int = CONTEXT_PER_DOC
+    max_chars: int = MAX_CHARS
+
+
+@dataclass(frozen=True)
+class Result:
+    """The hits of one search after the floor, and how they were found."""
+
+    question: str
+    method: str
+    hits: tuple[Hit, ...]
+    floor: float | None
+    note: str = ""  # why nothing could match (no word of the question is in the index)
+    build: str = ""
+    calibrated: bool = False  # the floor is the method's calibrated one (none was given)
+    fusion: dict | None = None  # hybrid's settings, as --json prints them
+    unlogged: str = ""  # why a question asked to be logged was not ("read-only")
+    seconds: float = 0.0
+    ranked: int = 0  # hits ranked before the floor (0 when a server answered)
+    rerank: str = ""  # the re-ranker (KIND:MODEL) whose scores the hits carry, if any
+    refused: bool = False  # the answerability model refused the question (`note` says why)
+
+    def to_json(self, **extra: Any) -> dict:
+        """The form of GET /api/search (`extra` goes after the build, before the note)."""
+        out = {"query": self.question, "method": self.method,
+               "hits": [_without_method(h.to_json()) for h in self.hits],
+               "floor": self.floor, "build": self.build, **extra}
+        if self.rerank:
+            out["rerank"] = self.rerank
+        if self.note:
+            out["note"] = self.note
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict) -> Result:
+        """The result `to_json` gave."""
+        method = data["method"]
+        hits = tuple(Hit.from_json(h, method=method) for h in data["hits"])
+        return cls(data["query"], method, hits, data["floor"], str(data.get("note") or ""),
+                   data["build"], rerank=str(data.get("rerank") or ""))
+
+    def lines(self) -> list[dict]:
+        """`busca search --json`: one object per hit (hybrid's settings on each)."""
+        fused = {"fusion": self.fusion} if self.fusion else {}
+        return [{**h.to_json(), **fused} for h in self.hits]
+
+
+def _without_method(hit: dict) -> dict:
+    del hit["method"]
+    return hit
+
