@@ -410,8 +410,7 @@ filter_option = click.option(
 @no_serve_option
 @model_options
 @click.pass_context
-def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rrf_k, weights,
-           per_doc, filters, pager, no_serve, offset):
+def search(ctx, query, as_json, no_log, pager, no_serve, **options):
     """Top-k passages for a question, with score, title, URL and snippet. Without a
     question, an interactive session (as busca shell).
 
@@ -421,22 +420,13 @@ def search(ctx, query, k, method, min_score, as_json, no_log, fusion, window, rr
 
     Example: busca search "qual o prazo do reembolso?" -k 5
     """
-    if query is None and filters:
-        raise click.UsageError("--filter needs a question: the interactive session does not"
-                               " filter yet")
-    if query is None:  # --per-doc only when given: each session command has its default
-        given = ctx.get_parameter_source("per_doc") != click.core.ParameterSource.DEFAULT
-        with _home(ctx) as home:
-            return terminal.run_session(home, method=method, k=k,
-                                        per_doc=per_doc if given else None,
-                                        min_score=min_score, as_json=as_json, no_log=no_log,
-                                        rerank=_rerank(ctx))
+    spec = api.SearchSpec.of(**options, log=not no_log, rerank=_rerank(ctx))
+    method = spec.method
+    if query is None:
+        return _session(ctx, spec, as_json=as_json)
     if not query.strip():
         raise click.BadParameter("the question is empty", param_hint="QUERY")
     _hybrid_only(ctx, method)
-    spec = api.SearchSpec(method=method, k=k, min_score=min_score, per_doc=per_doc,
-                          fusion=fusion, window=window, rrf_k=rrf_k, weights=weights,
-                          log=not no_log, filters=filters, rerank=_rerank(ctx), offset=offset)
     with _corpus(ctx) as corpus:
         index = corpus.build
         result = api.search_build(index, corpus.home, query, spec,
@@ -704,6 +694,19 @@ def context(ctx, question, k, method, min_score, max_chars, template, lang, as_j
                           filters=filters)
     if not found:
         ctx.exit(NOT_FOUND_EXIT)
+
+
+def _session(ctx, spec, *, as_json: bool) -> None:
+    """`busca search` without a question: the interactive session, with the search options
+    it takes (--per-doc only when given: each session command has its default)."""
+    if spec.filters:
+        raise click.UsageError("--filter needs a question: the interactive session does not"
+                               " filter yet")
+    given = ctx.get_parameter_source("per_doc") != click.core.ParameterSource.DEFAULT
+    with _home(ctx) as home:
+        terminal.run_session(home, method=spec.method, k=spec.k,
+                             per_doc=spec.per_doc if given else None, min_score=spec.min_score,
+                             as_json=as_json, no_log=not spec.log, rerank=spec.rerank)
 
 
 def _read_template(path: str) -> str:

@@ -7,7 +7,7 @@ its own JSON form (GET /api/search, `busca search --json`, the shell's pipe mode
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from .. import index as indexing
@@ -44,6 +44,13 @@ class SearchSpec:
 
     def __post_init__(self):
         object.__setattr__(self, "filters", searching.parse_filters(self.filters))
+
+    @classmethod
+    def of(cls, **options: Any):
+        """The spec of a front end's options: those named like a field (a click command's
+        keyword arguments, a request's parameters); the others are the front end's own."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in options.items() if k in names})
 
     def fusion_settings(self, floor: float | None) -> FusionSettings | None:
         """Hybrid's settings as a value (None for other methods); a hybrid hit must pass
