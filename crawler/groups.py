@@ -73,8 +73,8 @@ def stamped(store, groups: tuple[str, ...]):
 def crawl_groups(store, url: str, given: tuple[str, ...]) -> tuple[tuple[str, ...], str | None]:
     """(the groups this crawl of `url` stamps, a note when they were remembered): the groups
     given (then remembered for the URL), else those the last crawl of it was given."""
-    key = f"crawl_groups:{url}"
-    if tuple(given) == (NONE,):
+    key, given = f"crawl_groups:{url}", tuple(given or ())
+    if given == (NONE,):
         store.set_meta(key, [])
         return (), None
     if given:
