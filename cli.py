@@ -22,7 +22,7 @@ from . import index as indexing
 from . import search as searching
 from . import serve as serving
 from . import display, terminal
-from .params import FiniteFloat
+from .params import FiniteFloat, filter_option
 from .errors import BuscaError
 from .search import eval as evaluation
 
@@ -363,23 +363,8 @@ def _print_facets(facets: dict) -> None:
         click.echo(display.strip_controls(f"facet {key}: {values}{more}"))
 
 
-def _filters_option(ctx, param, value) -> tuple:
-    """--filter values parsed once; a malformed one is bad usage (exit 2)."""
-    try:
-        return searching.parse_filters(value)
-    except searching.BadFilter as e:
-        raise click.BadParameter(str(e), ctx, param) from None
-
-
 def _split(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
-
-
-filter_option = click.option(
-    "--filter", "filters", multiple=True, metavar="FIELD=V", callback=_filters_option,
-    help="Rank only documents whose field (url, title, or metadata such as category, tags,"
-         " author, date) matches: FIELD=a,b (one of), !=, >=, <=, ^= (prefix); repeatable, all"
-         " must hold.")
 
 
 @cli.command()
@@ -698,15 +683,14 @@ def context(ctx, question, k, method, min_score, max_chars, template, lang, as_j
 
 def _session(ctx, spec, *, as_json: bool) -> None:
     """`busca search` without a question: the interactive session, with the search options
-    it takes (--per-doc only when given: each session command has its default)."""
-    if spec.filters:
-        raise click.UsageError("--filter needs a question: the interactive session does not"
-                               " filter yet")
+    it takes (--per-doc only when given: each session command has its default; --filter as
+    the session's first filters)."""
     given = ctx.get_parameter_source("per_doc") != click.core.ParameterSource.DEFAULT
     with _home(ctx) as home:
         terminal.run_session(home, method=spec.method, k=spec.k,
                              per_doc=spec.per_doc if given else None, min_score=spec.min_score,
-                             as_json=as_json, no_log=not spec.log, rerank=spec.rerank)
+                             as_json=as_json, no_log=not spec.log, rerank=spec.rerank,
+                             filters=spec.filters)
 
 
 def _read_template(path: str) -> str:

@@ -63,10 +63,19 @@ def test_a_bad_filter_is_bad_usage(home, bad):
     assert "Traceback" not in result.output
 
 
-def test_the_interactive_session_refuses_filters(home):
-    result = CliRunner().invoke(cli, ["--home", str(home), "search", "--filter", "a=b"],
-                                obj={})
-    assert result.exit_code == 2 and "--filter needs a question" in result.output
+def test_the_interactive_session_takes_filters_and_filter_commands(home):
+    """`busca search --filter` without a question: the session starts with these filters;
+    `:filter` adds one, `:filter clear` drops them (metadata fields)."""
+    lines = ["ovos", ":filter date<=2014-01-01", "ovos", ":filter clear", "ovos"]
+    result = CliRunner().invoke(cli, ["--home", str(home), "search", "--json", "-k", "5",
+                                      "--no-log", "--filter", "category=Mamíferos"],
+                                input="\n".join(lines), obj={})
+    assert result.exit_code == 0, result.output
+    first, both, cleared = ([h["url"] for h in json.loads(line)["hits"]]
+                            for line in result.stdout.splitlines())
+    assert sorted(first) == ["https://a.example/equidna", "https://a.example/ornitorrinco"]
+    assert both == ["https://a.example/equidna"]
+    assert "https://b.example/galinha" in cleared
 
 
 def test_http_filter_parameters_and_the_cli_through_the_server(home):
