@@ -14,13 +14,14 @@ AREAS = {"https://s/reembolso": "financeiro", "https://s/pagamentos": "financeir
 @pytest.fixture
 def corpus(run, tmp_path):
     """The three documents of test_cli_eval with an `area` each, and its golden set."""
-    docs = [{**d, "area": AREAS[d["url"]]} for d in DOCS]
-    assert run("add", str(write_jsonl(tmp_path / "docs.jsonl", docs))).exit_code == 0
-    assert run("index", "--size", "12", "--overlap", "3", "--methods", "tfidf,bm25",
-               "-q").exit_code == 0
-    path = tmp_path / "golden.json"
-    path.write_text(json.dumps(GOLDEN, ensure_ascii=False), encoding="utf-8")
-    return path
+    source = write_jsonl(tmp_path / "docs.jsonl",
+                         [{**d, "area": AREAS[d["url"]]} for d in DOCS])
+    for args in (["add", str(source)],
+                 ["index", "--size", "12", "--overlap", "3", "--methods", "tfidf,bm25", "-q"]):
+        assert run(*args).exit_code == 0
+    golden = tmp_path / "golden.json"
+    golden.write_text(json.dumps(GOLDEN, ensure_ascii=False), encoding="utf-8")
+    return golden
 
 
 def _trec(path) -> dict[tuple[str, str], list[str]]:
