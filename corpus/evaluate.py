@@ -95,6 +95,7 @@ def compare_runs(golden: Golden, paths: Sequence[str], spec: EvalSpec) -> Evalua
     """Two saved runs (busca eval --run-out) compared on the golden set; RunError when they
     have no method in common."""
     first, second = (evaluation.load_run(p) for p in paths)
+    golden = evaluation.scope.runs_scope(golden, first, second)  # runs made with --filter
     systems = evaluation.align(golden, first, second)
     pairs = evaluation.run_pairs(list(systems))
     if not pairs:

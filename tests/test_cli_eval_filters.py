@@ -77,3 +77,18 @@ def test_bad_filters_and_fields_are_one_line(run, corpus, args, code, message):
     result = run("eval", str(corpus), "-q", *args)
     assert result.exit_code == code and message in result.output, result.output
     assert "Traceback" not in result.output
+
+
+def test_runs_made_within_a_filter_compare_only_within_the_same_filter(run, corpus, tmp_path):
+    a, b, whole = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "whole.json"
+    for out, extra in ((a, ["--methods", "tfidf"]), (b, ["--methods", "tfidf"])):
+        assert run("eval", str(corpus), "--filter", "area=financeiro", "-q", "--run-out",
+                   str(out), *extra).exit_code == 0
+    assert run("eval", str(corpus), "-q", "--run-out", str(whole)).exit_code == 0
+    result = run("eval", str(corpus), "--compare", str(a), str(b), "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert [q["id"] for q in data["questions"]] == ["l1", "l2", "p1", "p2", "n1", "n2"]
+    result = run("eval", str(corpus), "--compare", str(whole), str(a))
+    assert result.exit_code == 1 and "different --filter" in result.output
+    assert "Traceback" not in result.output

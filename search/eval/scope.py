@@ -56,6 +56,20 @@ def _inside(judged: Judged, urls: set[str], allowed: np.ndarray) -> dict:
     return {i: g for i, g in judged.gains.items() if allowed[int(i)]}
 
 
+def runs_scope(golden: Golden, first, second) -> Golden:
+    """The golden set two saved runs are compared on: runs made with `--filter` hold only
+    the questions it kept, so both must have the same filters; ScopeError otherwise."""
+    a, b = (run.info.get("filter", {}).get("filters") or [] for run in (first, second))
+    if a != b:
+        raise ScopeError(f"{first.path} and {second.path} were made with different --filter"
+                         f" ({' '.join(a) or 'none'}; {' '.join(b) or 'none'}): compare runs"
+                         " made within the same filters")
+    if not a:
+        return golden
+    kept = {q for by_id in first.outcomes.values() for q in by_id}
+    return replace(golden, questions=tuple(q for q in golden.questions if q.id in kept))
+
+
 def meta_keys(by: Sequence[str] | None) -> list[str]:
     """The `meta.FIELD` keys among `by`."""
     return [k for k in by or () if k.startswith(META)]
