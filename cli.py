@@ -22,7 +22,7 @@ from . import index as indexing
 from . import search as searching
 from . import serve as serving
 from . import display, terminal
-from .params import FiniteFloat
+from .params import FiniteFloat, filter_option
 from .errors import BuscaError
 from .search import eval as evaluation
 
@@ -363,23 +363,8 @@ def _print_facets(facets: dict) -> None:
         click.echo(display.strip_controls(f"facet {key}: {values}{more}"))
 
 
-def _filters_option(ctx, param, value) -> tuple:
-    """--filter values parsed once; a malformed one is bad usage (exit 2)."""
-    try:
-        return searching.parse_filters(value)
-    except searching.BadFilter as e:
-        raise click.BadParameter(str(e), ctx, param) from None
-
-
 def _split(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
-
-
-filter_option = click.option(
-    "--filter", "filters", multiple=True, metavar="FIELD=V", callback=_filters_option,
-    help="Rank only documents whose field (url, title, or metadata such as category, tags,"
-         " author, date) matches: FIELD=a,b (one of), !=, >=, <=, ^= (prefix); repeatable, all"
-         " must hold.")
 
 
 @cli.command()
@@ -698,15 +683,14 @@ def context(ctx, question, k, method, min_score, max_chars, template, lang, as_j
 
 def _session(ctx, spec, *, as_json: bool) -> None:
     """`busca search` without a question: the interactive session, with the search options
-    it takes (--per-doc only when given: each session command has its default)."""
-    if spec.filters:
-        raise click.UsageError("--filter needs a question: the interactive session does not"
-                               " filter yet")
+    it takes (--per-doc only when given: each session command has its default; --filter as
+    the session's first filters)."""
     given = ctx.get_parameter_source("per_doc") != click.core.ParameterSource.DEFAULT
     with _home(ctx) as home:
         terminal.run_session(home, method=spec.method, k=spec.k,
                              per_doc=spec.per_doc if given else None, min_score=spec.min_score,
-                             as_json=as_json, no_log=not spec.log, rerank=spec.rerank)
+                             as_json=as_json, no_log=not spec.log, rerank=spec.rerank,
+                             filters=spec.filters)
 
 
 def _read_template(path: str) -> str:
@@ -836,7 +820,8 @@ def log_setting(ctx, state):
 @click.option("--key", default=evaluation.KEY, show_default=True,
               help="Metric on which questions count as fixed or broken.")
 @click.option("--by", default=None, metavar="TAG,...",
-              help="Tags to report separately [default: every tag with 2 to 12 values].")
+              help="Tags to report separately, or meta.FIELD: a metadata field of each"
+                   " question's relevant documents [default: every tag with 2 to 12 values].")
 @click.option("--json", "as_json", is_flag=True, help="Everything as one JSON object.")
 @click.option("--report", type=click.Path(dir_okay=False), default=None,
               help="Also write a Markdown report (date, busca version, index parameters).")
@@ -867,10 +852,11 @@ def log_setting(ctx, state):
               help="With --tune-fusion: store the min-max dense share chosen on this golden set"
                    " in the index (only if, cross-validated, it does not lose to the default);"
                    " busca search's default hybrid then uses it.")
+@filter_option
 @model_options
 @click.pass_context
 def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_out, calibrate,
-                 keep, compare, chunkers, per_doc, threads, quiet, tune_fusion, save):
+                 keep, compare, chunkers, per_doc, threads, quiet, tune_fusion, save, filters):
     """Recall@k, MRR and nDCG per method on a golden set, with intervals, the questions each
     change fixed or broke, and the score floor.
 
@@ -888,7 +874,8 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
     spec = api.EvalSpec(methods=tuple(_split(methods)) if methods else None,
                         metrics=tuple(metrics), key=key, by=_eval_tags(golden_set, by),
                         per_doc=per_doc, threads=threads, keep=keep, rerank=rerank,
-                        options=ctx.obj.get("index_options", {}))
+                        options=ctx.obj.get("index_options", {}), filters=filters)
+    _live_only(spec, calibrate, chunkers, tune_fusion, compare)
     if save and not tune_fusion:
         raise click.UsageError("--save stores what --tune-fusion chose: add --tune-fusion")
     if tune_fusion:
@@ -904,7 +891,7 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
     _eval_outputs(ev, as_json, report, plot)
     if not compare and run_out:
         try:
-            paths = evaluation.save_run(run_out, golden_set, ev.outcomes, harness.judged,
+            paths = evaluation.save_run(run_out, ev.golden, ev.outcomes, harness.judged,
                                        corpus=harness.corpus, info=ev.info)
         except OSError as e:
             raise click.ClickException(f"cannot write {e.filename}: {e.strerror}") from None
@@ -930,14 +917,27 @@ def _tune_fusion(ctx, golden_set, spec, as_json: bool, quiet: bool, save: bool) 
         click.echo(evaluation.tuning.render(result), nl=False)
 
 
+def _live_only(spec, calibrate: bool, chunkers, tune_fusion: bool, compare) -> None:
+    """--filter and --by meta.FIELD evaluate the live build: bad usage with the others."""
+    given = [name for name, on in (("--filter", spec.filters),
+                                   ("--by meta.FIELD", evaluation.scope.meta_keys(spec.by)))
+             if on]
+    if given and (calibrate or chunkers or tune_fusion or compare):
+        raise click.UsageError(f"{' and '.join(given)} evaluate the live index within its"
+                               " documents; they cannot be combined with --calibrate,"
+                               " --chunkers, --tune-fusion or --compare")
+
+
 def _eval_tags(golden_set, by: str | None) -> tuple[str, ...] | None:
     if not by:
         return None
     known = sorted({k for q in golden_set.questions for k in q.tags})
-    unknown = [t for t in _split(by) if t not in known]
+    unknown = [t for t in _split(by) if t not in known
+               and not (t.startswith(evaluation.scope.META) and len(t) > len("meta."))]
     if unknown:
         raise click.BadParameter(f"no question has the tag {unknown[0]!r}; tags in this set:"
-                                 f" {', '.join(known) or 'none'}", param_hint="--by")
+                                 f" {', '.join(known) or 'none'} (or meta.FIELD, a metadata"
+                                 " field of the relevant documents)", param_hint="--by")
     return tuple(_split(by))
 
 

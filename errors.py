@@ -86,6 +86,7 @@ WHERE = {
     "RerankError": ".index.dense.rerank_api",
     "RunError": ".search.eval.runs",
     "SaeFileError": ".index.dense.e5_sae",
+    "ScopeError": ".search.eval.scope",
     "ServerUnreachable": ".index.dense.embedding_api",
     "SessionError": ".shell",
     "StaleBuild": ".index.postgres.home",
@@ -98,6 +99,7 @@ WHERE = {
     "Unauthorized": ".serve.access",
     "UnknownAnalyzer": ".index.text.analyzers",
     "UnknownEncoder": ".index.dense.encoders",
+    "UnknownField": ".search.eval.scope",
     "UnknownMethod": ".index.methods",
     "UnknownModel": ".index.dense.embedding_api",
 }

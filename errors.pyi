@@ -70,6 +70,7 @@ from .index.home.documents import ReadOnlyHome as ReadOnlyHome
 from .index.dense.rerank_api import RerankError as RerankError
 from .search.eval.runs import RunError as RunError
 from .index.dense.e5_sae import SaeFileError as SaeFileError
+from .search.eval.scope import ScopeError as ScopeError
 from .index.dense.embedding_api import ServerUnreachable as ServerUnreachable
 from .shell import SessionError as SessionError
 from .index.postgres.home import StaleBuild as StaleBuild
@@ -82,6 +83,7 @@ from .crawler.errors import TooSlow as TooSlow
 from .serve.access import Unauthorized as Unauthorized
 from .index.text.analyzers import UnknownAnalyzer as UnknownAnalyzer
 from .index.dense.encoders import UnknownEncoder as UnknownEncoder
+from .search.eval.scope import UnknownField as UnknownField
 from .index.methods import UnknownMethod as UnknownMethod
 from .index.dense.embedding_api import UnknownModel as UnknownModel
 

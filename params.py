@@ -1,4 +1,4 @@
-"""click parameter types shared by cli.py and terminal.py."""
+"""click parameter types and options shared by cli.py and terminal.py."""
 
 from __future__ import annotations
 
@@ -24,3 +24,20 @@ class FiniteFloat(click.FloatRange):
         if self.min is None and self.max is None:
             return ""
         return super()._describe_range()
+
+
+def _filters_option(ctx, param, value) -> tuple:
+    """--filter values parsed once; a malformed one is bad usage (exit 2)."""
+    from .search.filters import BadFilter, parse_filters
+
+    try:
+        return parse_filters(value)
+    except BadFilter as e:
+        raise click.BadParameter(str(e), ctx, param) from None
+
+
+filter_option = click.option(
+    "--filter", "filters", multiple=True, metavar="FIELD=V", callback=_filters_option,
+    help="Rank only documents whose field (url, title, or metadata such as category, tags,"
+         " author, date) matches: FIELD=a,b (one of), !=, >=, <=, ^= (prefix); repeatable, all"
+         " must hold.")

@@ -33,6 +33,8 @@ Type a question and press Enter. Commands:
   :method NAME     rank with NAME ({methods})
   :k N             show N passages
   :per-doc N       at most N windows of one article (0 = no limit)
+  :filter F=V      rank only documents matching F=V (also !=, >=, <=, ^=; repeatable);
+                   :filter alone lists them, :filter clear removes them
   :compare [Q]     the methods side by side for Q (default: the last question)
   :context [Q]     the LLM prompt for Q (default: the last question)
   :settings        the current settings
@@ -53,6 +55,7 @@ class Settings:
     per_doc: int | None = None  # None: each command's default (search 0, context 2)
     min_score: float | None = None  # None: the method's calibrated floor
     rerank: RerankSettings | None = None  # the re-ranking stage of every question
+    filters: tuple = ()  # search.Filter values: every question ranks only what they allow
 
 
 class Session:
@@ -114,7 +117,7 @@ class Session:
         if name in ("q", "quit", "exit"):
             return False
         actions = {"method": self._method, "m": self._method, "k": self._k,
-                   "per-doc": self._per_doc, "compare": self.compare, "c": self.compare,
+                   "per-doc": self._per_doc, "filter": self._filter, "compare": self.compare, "c": self.compare,
                    "context": self.context, "settings": self._show, "help": self._help,
                    "h": self._help, "?": self._help}
         if name not in actions:
@@ -137,10 +140,23 @@ class Session:
         self.settings = replace(self.settings, per_doc=_number(arg, ":per-doc", 0))
         self._note(f"per-doc {self.settings.per_doc}")
 
+    def _filter(self, arg: str) -> None:
+        """`:filter F=V` adds a filter, `:filter clear` drops them all, `:filter` lists them."""
+        if arg.lower() == "clear":
+            self.settings = replace(self.settings, filters=())
+        elif arg:
+            added = searching.parse_filters([arg])  # BadFilter: one line, the session goes on
+            self.settings = replace(self.settings, filters=(*self.settings.filters, *added))
+        self._note(f"filters {self._filters()}")
+
+    def _filters(self) -> str:
+        return " ".join(str(f) for f in self.settings.filters) or "none"
+
     def _show(self, _arg: str = "") -> None:
         s = self.settings
         per_doc = "each command's default" if s.per_doc is None else s.per_doc
-        self._note(f"method {s.method}, k {s.k}, per-doc {per_doc}, floor {self.floor()}")
+        self._note(f"method {s.method}, k {s.k}, per-doc {per_doc}, floor {self.floor()},"
+                   f" filters {self._filters()}")
 
     def _help(self, _arg: str = "") -> None:
         methods = ", ".join(searching.available_methods(self.index))
@@ -162,8 +178,9 @@ class Session:
         self.answered += 1
         if self.as_json:
             note = {"note": result.note} if result.refused else {}
+            filters = {"filters": [str(f) for f in s.filters]} if s.filters else {}
             self.echo(json.dumps({"question": question, "method": s.method, "k": s.k,
-                                  "per_doc": spec.per_doc, "floor": floor,
+                                  "per_doc": spec.per_doc, "floor": floor, **filters,
                                   "seconds": round(seconds, 4),
                                   "hits": [h.to_json() for h in shown], **note},
                                  ensure_ascii=False))
@@ -185,7 +202,8 @@ class Session:
         """The session's settings as a spec of `kind` (`per_doc` unless the session set one)."""
         s = self.settings
         return kind(method=s.method, k=s.k, min_score=s.min_score, log=self.log,
-                    per_doc=per_doc if s.per_doc is None else s.per_doc, rerank=s.rerank)
+                    per_doc=per_doc if s.per_doc is None else s.per_doc, rerank=s.rerank,
+                    filters=s.filters)
 
     def compare(self, arg: str = "") -> None:
         question = self._question(arg, ":compare")
@@ -194,12 +212,19 @@ class Session:
         fusion = self.fusion or searching.FusionSettings(floors=self.settings.min_score is None)
         result = searching.compare_methods(self.index, self.store, question, methods=methods,
                                            k=s.k, per_doc=s.per_doc or 0, fusion=fusion,
-                                           rerank=api.reranker(s.rerank))
+                                           rerank=api.reranker(s.rerank),
+                                           allowed=self._allowed())
         if self.as_json:
             self.echo(json.dumps(searching.comparison_dict(result), ensure_ascii=False))
         else:
             analyzer = searching.highlight.analyzer_for(self.index.manifest.methods, "bm25")
             self.echo(display.compare_text(result, analyzer, self.style), nl=False)
+
+    def _allowed(self):
+        """The mask of the chunks the session's filters allow (None without filters)."""
+        if not self.settings.filters:
+            return None
+        return searching.allowed(self.index, self.store, self.settings.filters)
 
     def context(self, arg: str = "") -> None:
         question = self._question(arg, ":context")

@@ -28,13 +28,18 @@ class EvalSpec:
     methods: tuple[str, ...] | None = None  # None: every method of the index
     metrics: tuple = ()  # Metric values (recall@k, MRR, nDCG); (): evaluation.KS's
     key: Any = None  # the Metric questions count as fixed or broken on (None: evaluation.KEY)
-    by: tuple[str, ...] | None = None  # tags reported apart (None: each with 2 to 12 values)
+    by: tuple[str, ...] | None = None  # tags (or meta.FIELD) reported apart (None: each tag
+    #                                    with 2 to 12 values)
     chunkers: tuple = ()  # chunker specs: evaluate temporary builds cut by them instead
     per_doc: bool = False  # judge documents at their best window, not windows
     threads: int = indexing.THREADS
     keep: float = evaluation.KEEP  # the share of answerable questions each floor keeps
     rerank: RerankSettings | None = None
     options: Mapping = field(default_factory=dict)  # build options of the temporary builds
+    filters: tuple = ()  # Filter values (or texts): judge and rank within what they allow
+
+    def __post_init__(self):
+        object.__setattr__(self, "filters", searching.parse_filters(self.filters))
 
     @property
     def metric(self):
@@ -60,7 +65,10 @@ def evaluate_golden(corpus, golden: Golden, spec: EvalSpec, *,
     methods = list(spec.methods) if spec.methods else None
     if not spec.chunkers:
         return evaluation.evaluate_index(golden, corpus.build, corpus.home, methods=methods,
-                                         rerank=spec.rerank, **shared)
+                                         rerank=spec.rerank, filters=spec.filters, **shared)
+    if spec.filters or evaluation.scope.meta_keys(spec.by):
+        raise evaluation.scope.ScopeError("--filter and --by meta.FIELD evaluate the live"
+                                          " build: they cannot be combined with --chunkers")
     options = {**spec.options, **_dense_options(corpus), "threads": spec.threads}
     return evaluation.evaluate_chunkers(golden, corpus.home, list(spec.chunkers),
                                         methods=methods or _chunker_methods(corpus),
@@ -87,6 +95,7 @@ def compare_runs(golden: Golden, paths: Sequence[str], spec: EvalSpec) -> Evalua
     """Two saved runs (busca eval --run-out) compared on the golden set; RunError when they
     have no method in common."""
     first, second = (evaluation.load_run(p) for p in paths)
+    golden = evaluation.scope.runs_scope(golden, first, second)  # runs made with --filter
     systems = evaluation.align(golden, first, second)
     pairs = evaluation.run_pairs(list(systems))
     if not pairs:

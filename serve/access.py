@@ -170,9 +170,14 @@ class Scoped:
         return (found if found.answered else replace(found, reason=NOTHING)), build
 
     def compare(self, query: str, **options):
-        comparison, build = self.engine.compare(query, filters=(self.rule,), **options)
+        filters = (self.rule, *parse_filters(options.pop("filters", ())))
+        comparison, build = self.engine.compare(query, filters=filters, **options)
         notes = {m: NOTHING for m, hits in comparison.columns.items() if not hits}
         return replace(comparison, notes=notes), build
+
+    def facets(self, filters: tuple = ()) -> dict:
+        """The facet counts of the documents this request may see that pass `filters`."""
+        return self.engine.facets((self.rule, *filters))
 
     def chunk(self, chunk_id: int):
         hit = self.engine.chunk(chunk_id)

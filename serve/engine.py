@@ -123,6 +123,10 @@ class Engine:
         """The figures of `busca stats --json`."""
         return self.live().manifest.figures()
 
+    def facets(self, filters: tuple = ()) -> dict:
+        """Facet counts (search/facets.py) of the documents passing `filters`."""
+        return searching.facets(self.home(), filters=filters)
+
     def methods(self) -> list[str]:
         return searching.available_methods(self.live().index)
 

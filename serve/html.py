@@ -51,9 +51,10 @@ def meta_line(meta: dict | None) -> str:
 
 
 def href(path: str, **query) -> str:
-    """An escaped local link with its query string (empty values left out)."""
-    kept = {k: v for k, v in query.items() if v not in (None, "")}
-    return esc(path + ("?" + urlencode(kept) if kept else ""))
+    """An escaped local link with its query string (empty values left out; a list is a
+    repeated parameter)."""
+    kept = {k: v for k, v in query.items() if v not in (None, "", [])}
+    return esc(path + ("?" + urlencode(kept, doseq=True) if kept else ""))
 
 
 def page(title: str, body: str, *, active: str, status: int = 200) -> HTMLResponse:

@@ -8,7 +8,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from ..search import highlight
-from . import access, params
+from . import access, facetview, params
 from .engine import Engine
 from .errors import status_of
 from .html import esc, href, marked, meta_line, notice, page, source_link
@@ -18,7 +18,7 @@ PALETTE = 8  # colours that tie one passage's cards together across columns
 
 
 def home(request: Request) -> HTMLResponse:
-    """GET /?q=&method=&k="""
+    """GET /?q=&method=&k=&filter= (repeatable)"""
     engine: Engine = access.engine_for(request)
     args = request.query_params
     try:
@@ -31,12 +31,14 @@ def home(request: Request) -> HTMLResponse:
                     status=status)
     raw_q = args.get("q", "")
     method = args.get("method") or ("hybrid" if "hybrid" in methods else params.METHOD)
+    filters: tuple = ()
     try:
         k = params.integer(args.get("k"), "k", default=params.K, low=1, high=params.MAX_K)
         if method != COMPARE:
             method = params.method(method, methods)
+        filters = params.filters(args.getlist("filter"))
         q = params.question(raw_q) if raw_q.strip() else ""
-        results = _results(engine, q, method, k) if q else ""
+        results = _faceted(engine, q, method, k, filters) if q else ""
         status = 200
     except Exception as e:
         status = status_of(e)
@@ -44,11 +46,19 @@ def home(request: Request) -> HTMLResponse:
             raise
         k, results = params.K, notice(str(e))
     title = f"{raw_q} — busca" if raw_q.strip() else "busca"
-    return page(title, _form(raw_q, method, methods, k) + results, active="search",
+    return page(title, _form(raw_q, method, methods, k, filters) + results, active="search",
                 status=status)
 
 
-def _form(q: str, method: str, methods: list[str], k: int) -> str:
+def _faceted(engine: Engine, q: str, method: str, k: int, filters: tuple) -> str:
+    """The results with the active filters as chips above and the facets beside them."""
+    results = _results(engine, q, method, k, filters)
+    side = facetview.panel(engine.facets(filters), q, method, k, filters)
+    return (f'<div class="faceted"><div class="results">'
+            f'{facetview.chips(q, method, k, filters)}{results}</div>{side}</div>')
+
+
+def _form(q: str, method: str, methods: list[str], k: int, filters: tuple = ()) -> str:
     options = [*methods, COMPARE] if len(methods) > 1 else methods
     switch = "".join(
         f'<label class="switch"><input type="radio" name="method" value="{esc(m)}"'
@@ -56,17 +66,17 @@ def _form(q: str, method: str, methods: list[str], k: int) -> str:
     return f"""<form id="search" method="get" action="/" role="search">
 <input id="q" name="q" type="search" value="{esc(q)}" maxlength="{params.MAX_QUERY}"
  placeholder="Faça uma pergunta…" autofocus aria-label="question">
-<input type="hidden" name="k" value="{k}">
+<input type="hidden" name="k" value="{k}">{facetview.hidden(filters)}
 <button type="submit">Buscar</button>
 <div class="methods" role="radiogroup" aria-label="method">{switch}</div>
 </form>
 """
 
 
-def _results(engine: Engine, q: str, method: str, k: int) -> str:
+def _results(engine: Engine, q: str, method: str, k: int, filters: tuple = ()) -> str:
     if method == COMPARE:
-        return _compare(engine, q, k)
-    found = engine.search(q, method=method, k=k)
+        return _compare(engine, q, k, filters)
+    found = engine.search(q, method=method, k=k, filters=filters)
     analyzer = engine.analyzer(method)
     if not found.hits:
         why = found.note or ("no passage passes the floor" if found.floor is not None
@@ -75,8 +85,12 @@ def _results(engine: Engine, q: str, method: str, k: int) -> str:
     floor = f" · floor {found.floor:.4f}" if found.floor is not None else ""
     items = "".join(_hit(h, q, analyzer) for h in found.hits)
     return (f'<p class="meta">{len(found.hits)} passages · {esc(method)} ({esc(analyzer)}'
-            f' analyzer){esc(floor)} · <a href="{href("/", q=q, method=COMPARE, k=k)}">compare'
+            f' analyzer){esc(floor)} · <a href="{_compare_url(q, k, filters)}">compare'
             f' the methods</a></p><ol class="hits" id="hits">{items}</ol>')
+
+
+def _compare_url(q: str, k: int, filters: tuple) -> str:
+    return href("/", q=q, method=COMPARE, k=k, filter=[str(f) for f in filters])
 
 
 def _hit(hit, q: str, analyzer: str) -> str:
@@ -92,8 +106,8 @@ def _hit(hit, q: str, analyzer: str) -> str:
             f'</details></li>')
 
 
-def _compare(engine: Engine, q: str, k: int) -> str:
-    comparison, _ = engine.compare(q, methods=None, k=k)
+def _compare(engine: Engine, q: str, k: int, filters: tuple = ()) -> str:
+    comparison, _ = engine.compare(q, methods=None, k=k, filters=filters)
     colour = {row.chunk_id: n % PALETTE for n, row in enumerate(comparison.rows)}
     ranks = {row.chunk_id: row.ranks for row in comparison.rows}
     shown = {m: {h.chunk_id for h in hits} for m, hits in comparison.columns.items()}

@@ -232,3 +232,43 @@ def test_a_command_without_a_question_names_itself(corpus, tmp_path):
     errors = [json.loads(line)["error"] for line in done.stdout.splitlines()]
     assert errors == ["ask a question first, or give one: :compare QUESTION",
                       "ask a question first, or give one: :context QUESTION"]
+
+
+def test_pipe_filter_restricts_every_following_search_context_and_compare(corpus, tmp_path):
+    """`:filter` (issue #26): the session's searches, :context and :compare rank only the
+    matching documents until `:filter clear`; `:filter` alone lists them."""
+    env = _env(corpus, tmp_path)
+    first = subprocess.run([*BUSCA, "shell", "--json", "--no-log"], input=QUESTIONS[0],
+                           capture_output=True, text=True, env=env)
+    top = json.loads(first.stdout)["hits"][0]["url"]
+    lines = [f":filter url!={top}", ":filter title^=", ":filter", QUESTIONS[0], ":compare",
+             ":context", ":settings", ":filter clear", QUESTIONS[0]]
+    done = subprocess.run([*BUSCA, "shell", "--json", "--no-log"], input="\n".join(lines),
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = [json.loads(line) for line in done.stdout.splitlines()]
+    assert "bad filter" in out[0]["error"]  # one line; the session goes on
+    filtered, compared, context, cleared = out[1:]
+    assert filtered["filters"] == [f"url!={top}"] and filtered["hits"]
+    assert top not in {h["url"] for h in filtered["hits"]}
+    assert compared["rows"] and top not in {r["url"] for r in compared["rows"]}
+    assert context["passages"] and top not in {p["url"] for p in context["passages"]}
+    assert cleared["hits"][0]["url"] == top and "filters" not in cleared
+    assert f"filters url!={top}" in done.stderr  # :filter lists what is active
+    assert done.stderr.count("filters none") == 1  # after :filter clear
+
+
+def test_search_without_a_question_takes_filters_into_the_session(corpus, tmp_path):
+    """`busca search --filter F` with no question: the piped session ranks only F's documents."""
+    env = _env(corpus, tmp_path)
+    first = subprocess.run([*BUSCA, "shell", "--json", "--no-log", "-k", "1"],
+                           input=QUESTIONS[1], capture_output=True, text=True, env=env)
+    top = json.loads(first.stdout)["hits"][0]["url"]
+    done = subprocess.run([*BUSCA, "search", "--json", "--no-log", "--filter", f"url={top}"],
+                          input="\n".join(QUESTIONS[:4]), capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert all(a.get("filters") == [f"url={top}"] for a in answers if "error" not in a)
+    urls = {h["url"] for a in answers for h in a.get("hits", [])}
+    assert urls == {top}

@@ -63,10 +63,19 @@ def test_a_bad_filter_is_bad_usage(home, bad):
     assert "Traceback" not in result.output
 
 
-def test_the_interactive_session_refuses_filters(home):
-    result = CliRunner().invoke(cli, ["--home", str(home), "search", "--filter", "a=b"],
-                                obj={})
-    assert result.exit_code == 2 and "--filter needs a question" in result.output
+def test_the_interactive_session_takes_filters_and_filter_commands(home):
+    """`busca search --filter` without a question: the session starts with these filters;
+    `:filter` adds one, `:filter clear` drops them (metadata fields)."""
+    lines = ["ovos", ":filter date<=2014-01-01", "ovos", ":filter clear", "ovos"]
+    result = CliRunner().invoke(cli, ["--home", str(home), "search", "--json", "-k", "5",
+                                      "--no-log", "--filter", "category=Mamíferos"],
+                                input="\n".join(lines), obj={})
+    assert result.exit_code == 0, result.output
+    first, both, cleared = ([h["url"] for h in json.loads(line)["hits"]]
+                            for line in result.stdout.splitlines())
+    assert sorted(first) == ["https://a.example/equidna", "https://a.example/ornitorrinco"]
+    assert both == ["https://a.example/equidna"]
+    assert "https://b.example/galinha" in cleared
 
 
 def test_http_filter_parameters_and_the_cli_through_the_server(home):
@@ -116,3 +125,59 @@ def test_stats_shows_facet_counts(home):
     assert "facet category: Mamíferos 3, Aves 1" in text
     with api.open(home) as corpus:
         assert corpus.stats()["facets"] == data["facets"]
+
+
+def _page(server, **query) -> tuple[int, str]:
+    """(status, HTML) of the search page with these parameters (`filter`: a list)."""
+    url = f"{server.url}?{urlencode(query, doseq=True)}"
+    try:
+        with urlopen(url, timeout=60) as response:
+            return response.status, response.read().decode("utf-8")
+    except HTTPError as e:
+        return e.code, e.read().decode("utf-8")
+
+
+def _facet_links(html: str) -> dict[str, str]:
+    """filter text -> the page it links to, for each facet value of the panel."""
+    import html as markup
+    import re
+
+    panel = html[html.index('id="facets"'):]
+    return {markup.unescape(f): markup.unescape(h) for h, f in
+            re.findall(r'<a href="([^"]*)" data-filter="([^"]*)"', panel)}
+
+
+def test_the_page_shows_facets_that_add_filters_kept_in_the_url_as_chips(home):
+    """The page (issue #26): facet counts beside the results, each value a link adding
+    filter=KEY=VALUE; the filters stay in the URL and the form, as removable chips."""
+    import html as markup
+
+    from serving import Server
+
+    with Server(home, "--no-log") as server:
+        status, html = _page(server, q="ovos", method="bm25", k=5)
+        assert status == 200 and 'class="chip"' not in html
+        links = _facet_links(html)
+        assert '<h3>category</h3><ul><li><a href="' in html
+        assert ">Mamíferos</a> <span class=\"count\">3</span>" in html
+        assert ">Aves</a> <span class=\"count\">1</span>" in html
+        follow = links["category=Mamíferos"]
+        assert follow.startswith("/?") and "filter=category%3DMam%C3%ADferos" in follow
+        status, html = _page(server, q="ovos", method="bm25", k=5,
+                             filter=["category=Mamíferos"])
+        assert status == 200 and "https://b.example/galinha" not in html
+        assert "https://a.example/ornitorrinco" in html
+        assert '<span class="chip" data-filter="category=Mamíferos">' in html
+        assert '<input type="hidden" name="filter" value="category=Mamíferos">' in html
+        removal = markup.unescape(html.split('class="remove" href="')[1].split('"')[0])
+        assert "filter=" not in removal and "q=ovos" in removal
+        assert ">Aves</a>" not in html  # the counts are those of the filtered documents
+        links = _facet_links(html)
+        assert "filter=category%3DMam%C3%ADferos" not in links["category=Mamíferos"]  # active
+        both = links["date=2015-03-01"]
+        assert "filter=category%3DMam%C3%ADferos" in both and "filter=date%3D2015-03-01" in both
+        status, html = _page(server, q="ovos", method="compare", k=5, filter=["category=Aves"])
+        assert status == 200 and 'id="compare"' in html
+        assert "https://a.example/" not in html and "https://b.example/galinha" in html
+        status, html = _page(server, q="ovos", filter=["category"])
+        assert status == 400 and "bad filter" in html and "Traceback" not in html

@@ -283,3 +283,20 @@ def test_the_documented_tokens_file_loads(tmp_path):
     staff = rules.rule("Bearer " + text.splitlines()[1].split()[0])
     assert staff.admits({"groups": ["staff"]}) and staff.admits(None)
     assert not staff.admits({"groups": "sales,support"})
+
+
+@pytest.mark.parametrize("token", [None, STAFF, SALES])
+def test_the_page_facets_count_only_what_the_token_may_see(server, token):
+    """The page's facets: the counts of the documents this token may see, escaped."""
+    status, html, _ = get(server, "?" + urlencode({"q": WORD, "method": "bm25"}), token)
+    assert status == 200 and 'id="facets"' in html
+    panel = html[html.index('id="facets"'):]
+    groups = {None: set(), STAFF: {"staff", "board"}, SALES: {"sales"}}[token]
+    for name in ("staff", "board", "sales"):
+        assert (f'data-filter="groups={name}"' in panel) == (name in groups)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in panel and "<script>alert" not in panel
+    status, html, _ = get(server, "?" + urlencode([("q", WORD), ("method", "bm25"),
+                                                  ("filter", "groups=board")]), token)
+    shown = {u for u in ALL if u in html.split('id="hits"')[-1]}
+    assert status == 200 and shown == {u for u in SEES[token]
+                                       if u in ("https://s.example/ferias",)}

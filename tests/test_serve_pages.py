@@ -124,3 +124,39 @@ def test_a_hostile_article_shows_as_text(browser, xss_home):
             with pytest.raises(NoAlertPresentException):
                 browser.switch_to.alert.text  # noqa: B018
             assert not browser.find_elements(By.CSS_SELECTOR, "main img, main b")
+
+
+def test_a_facet_click_filters_and_its_chip_removes_the_filter(browser, tmp_path):
+    """The facets beside the hits (issue #26): a click adds the filter to the URL, the hits
+    and counts follow it, and the chip's × takes it away."""
+    from click.testing import CliRunner
+    from conftest import write_jsonl
+
+    from busca.cli import cli
+
+    docs = [{"url": f"https://a.example/{n}", "title": f"Artigo {n}", "category": category,
+             "text": f"O prazo de entrega do artigo {n} é curto."}
+            for n, category in enumerate(["Frete", "Frete", "Pagamento"])]
+    home = tmp_path / "home"
+    for args in (["add", str(write_jsonl(tmp_path / "d.jsonl", docs))],
+                 ["index", "-q", "--methods", "bm25"]):
+        assert CliRunner().invoke(cli, ["--home", str(home), *args], obj={}).exit_code == 0
+    with Server(home, "--no-log", "--quiet") as s:
+        browser.get(f"{s.url}?q=prazo&method=bm25")
+        assert len(wait_for(browser, "#hits .hit", 3)) == 3
+        facet = browser.find_element(By.CSS_SELECTOR, '#facets a[data-filter="category=Frete"]')
+        assert facet.find_element(By.XPATH, "..").text.split() == ["Frete", "2"]
+        facet.click()
+        chip = wait_for(browser, "#filters .chip")[0]
+        assert chip.get_attribute("data-filter") == "category=Frete"
+        assert parse_qs(urlsplit(browser.current_url).query)["filter"] == ["category=Frete"]
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#hits .hit")) == 2
+        box = browser.find_element(By.ID, "q")  # a new question keeps the filter
+        box.clear()
+        box.send_keys("entrega", Keys.ENTER)
+        WebDriverWait(browser, WAIT).until(lambda d: "entrega" in d.current_url)
+        assert parse_qs(urlsplit(browser.current_url).query)["filter"] == ["category=Frete"]
+        browser.find_element(By.CSS_SELECTOR, "#filters .chip .remove").click()
+        WebDriverWait(browser, WAIT).until(lambda d: "filter" not in d.current_url)
+        assert len(wait_for(browser, "#hits .hit", 3)) == 3
+        assert not browser.find_elements(By.CSS_SELECTOR, "#filters .chip")

@@ -39,6 +39,7 @@ EXPORTS = {
     "RunError": ".runs",
     "runs": ".runs:",
     "save_run": ".runs",
+    "scope": ".scope:",
     "store_floors": ".floors",
     "summarize": ".summary",
     "tune_fusion": ".tuning",

@@ -33,6 +33,7 @@ from .runs import run_pairs as run_pairs
 from .runs import RunError as RunError
 from . import runs as runs
 from .runs import save_run as save_run
+from . import scope as scope
 from .floors import store_floors as store_floors
 from .summary import summarize as summarize
 from .tuning import tune_fusion as tune_fusion
@@ -74,6 +75,7 @@ __all__ = [
     "run_pairs",
     "runs",
     "save_run",
+    "scope",
     "store_floors",
     "summarize",
     "tune_fusion",

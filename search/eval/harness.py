@@ -24,6 +24,7 @@ from .judge import (DEPTH, ChunkTable, Judgement, chunk_table, index_rankers, ju
                     per_document, rank_questions, reranked)
 from .metrics import Metric
 from .runs import fingerprint
+from .scope import meta_keys, meta_values, within
 from .summary import KEY, Evaluation, summarize
 
 
@@ -45,27 +46,54 @@ def evaluate_index(golden: Golden, index, store, *, methods: Sequence[str] | Non
                    by: Sequence[str] | None = None, depth: int = DEPTH,
                    per_doc: bool = False, threads: int = THREADS,
                    on_progress: Callable | None = None, keep: float = KEEP,
-                   rerank: RerankSettings | None = None) -> Harness:
+                   rerank: RerankSettings | None = None, filters: Sequence = ()) -> Harness:
     """Evaluate the live index's methods (default: all it has) on the golden set; `per_doc`:
     a hit is its document (relevant if it holds the answer), each at its best chunk; with
-    `rerank`, also METHOD+rerank for each method. `info["latency_ms"]`: each system's mean
-    ranking time per question."""
+    `rerank`, also METHOD+rerank for each method; with `filters`, only within the documents
+    they allow (search/eval/scope.py). `info["latency_ms"]`: each system's mean ranking time
+    per question."""
     methods = list(methods or available_methods(index))
-    rankers = index_rankers(index, methods, depth=depth, threads=threads)
+    allowed = _allowed(index, store, filters)
+    rankers = index_rankers(index, methods, depth=depth, threads=threads, allowed=allowed)
     table = chunk_table(index, store)
     if rerank is not None:
         stage = Reranker.of(rerank)
         rankers.update({m + SUFFIX: reranked(rankers[m], table, stage) for m in methods})
     judgement = _judged(golden, table, per_doc)
+    scope = {}
+    if allowed is not None:
+        golden, judgement, dropped = _within(golden, judgement, table, allowed)
+        scope = {"filter": {"filters": [str(f) for f in filters], "dropped": dropped,
+                            "chunks": int(allowed.sum())}}
     latency: dict[str, float] = {}
     outcomes = rank_questions(judgement, table, rankers, depth=depth, on_progress=on_progress,
                               latency=latency)
     info = {**_info(golden, index.manifest, table.label, depth), "per_doc": per_doc,
-            "latency_ms": latency}
+            "latency_ms": latency, **scope}
     if rerank is not None:
         info["rerank"] = rerank.describe()
+    meta = meta_values(judgement, table, store, meta_keys(by))
     return _finish(golden, outcomes, {table.label: (judgement, table)}, table.documents,
-                   metrics, key, by, info, keep, question_features(golden, outcomes, index))
+                   metrics, key, by, info, keep, question_features(golden, outcomes, index),
+                   meta)
+
+
+def _allowed(index, store, filters):
+    """The mask of the chunks `filters` allow (None without filters)."""
+    if not filters:
+        return None
+    from ..filters import allowed
+
+    return allowed(index, store, filters)
+
+
+def _within(golden: Golden, judgement, table: ChunkTable, allowed):
+    """`scope.within`; NothingRelevant when no labelled question is left."""
+    golden, judgement, dropped = within(golden, judgement, table, allowed)
+    if not any(j.gains for j in judgement.items):
+        raise NothingRelevant(f"no labelled question of {golden.path} has a relevant chunk"
+                              " among the documents the filters allow: widen the filters")
+    return golden, judgement, dropped
 
 
 def evaluate_chunkers(golden: Golden, store, chunkers: Sequence[dict], *,
@@ -124,9 +152,9 @@ def _foreign_urls(golden: Golden, table: ChunkTable) -> str | None:
 
 
 def _finish(golden, outcomes, judged, documents, metrics, key, by, info, keep,
-            features) -> Harness:
+            features, meta=None) -> Harness:
     evaluation = summarize(golden, outcomes, metrics, key=key, by=by, info=info, keep=keep,
-                           features=features)
+                           features=features, meta=meta)
     evaluation.problems = {label: j.problems for label, (j, _) in judged.items()}
     evaluation.found_in = {label: j.found_in for label, (j, _) in judged.items()}
     return Harness(evaluation, judged, fingerprint(documents))

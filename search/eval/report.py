@@ -108,6 +108,8 @@ def _header(ev: Evaluation, md: bool) -> list[str]:
               if is_dense(m) and "encoder" in e]
     if models and "runs" not in i:  # which model each dense method is, side by side
         lines.append("dense models: " + ", ".join(models))
+    if "filter" in i:  # busca eval --filter
+        lines.append(_filter_line(i["filter"]))
     for name, run in i.get("runs", {}).items():
         ri = run.get("index", {})
         lines.append(f"run {name}: {run.get('path')} — {ri.get('chunks')} chunks, chunker"
@@ -117,6 +119,14 @@ def _header(ev: Evaluation, md: bool) -> list[str]:
         for method, entry in index.get("methods", {}).items():
             lines.append(f"- method `{method}`: " + ", ".join(f"{k} {v}" for k, v in entry.items()))
     return lines
+
+
+def _filter_line(scope: dict) -> str:
+    dropped = scope.get("dropped", 0)
+    return (f"filter: {' '.join(scope.get('filters', []))} — ranked among"
+            f" {scope.get('chunks')} chunks; {dropped} labelled question"
+            f"{'' if dropped == 1 else 's'} dropped (every relevant document outside the"
+            " filter)")
 
 
 def _labels(ev: Evaluation, md: bool) -> list[str]:

@@ -57,17 +57,19 @@ class Evaluation:
 def summarize(golden: Golden, outcomes: dict[str, list[Outcome]], metrics: Sequence[Metric], *,
               key: Metric | str = KEY, by: Sequence[str] | None = None,
               pairs: Sequence[tuple[str, str]] | None = None, info: dict | None = None,
-              keep: float = KEEP, features: dict[str, list[dict]] | None = None
+              keep: float = KEEP, features: dict[str, list[dict]] | None = None,
+              meta: Mapping[str, Mapping[str, tuple[str, ...]]] | None = None
               ) -> Evaluation:
     """The whole evaluation of `outcomes` (per system, in golden order); each floor keeps
     `keep` of the answerable questions; `features` (per system, per question: see
-    search/answerable.py) give the answerability signals."""
+    search/answerable.py) give the answerability signals; `meta` (`meta.FIELD` -> question
+    id -> values: search/eval/scope.py) slices by a field of the relevant documents."""
     key = parse_metric(key) if isinstance(key, str) else key
     answerable = [i for i, q in enumerate(golden.questions) if q.answerable]
     unanswerable = [i for i, q in enumerate(golden.questions) if not q.answerable]
     kept = {s: [o[i] for i in answerable] for s, o in outcomes.items()}
     summary = {s: _estimates(o, metrics) for s, o in kept.items()}
-    slices = _slices(golden, answerable, kept, metrics, by)
+    slices = _slices(golden, answerable, kept, metrics, by, meta or {})
     chosen = list(pairs) if pairs is not None else default_pairs(list(outcomes))
     compared = [compare(a, kept[a], b, kept[b], metrics, key) for a, b in chosen]
     subset_metric = parse_metric(SUBSET_METRIC)
@@ -119,17 +121,26 @@ def tag_keys(golden: Golden, by: Sequence[str] | None = None) -> list[str]:
             if 2 <= len({q.tags[k] for q in questions if k in q.tags}) <= MAX_TAG_VALUES]
 
 
-def _slices(golden, answerable, kept, metrics, by):
+def _slices(golden, answerable, kept, metrics, by, meta):
     questions = [golden.questions[i] for i in answerable]
     slices = {}
     for tag in tag_keys(golden, by):
         groups: dict[str, list[int]] = {}
         for n, q in enumerate(questions):
-            groups.setdefault(q.tags.get(tag, "(none)"), []).append(n)
+            for value in _slice_values(q, tag, meta):
+                groups.setdefault(value, []).append(n)
         slices[tag] = {value: {s: _estimates([o[n] for n in members], metrics)
                                for s, o in kept.items()}
                        for value, members in groups.items()}
     return slices
+
+
+def _slice_values(question, tag: str, meta: Mapping) -> tuple[str, ...]:
+    """The slices of `tag` a question is in: its tag's value, or (`meta.FIELD`) each value
+    of FIELD among its relevant documents; "(none)" without one."""
+    if tag in meta:
+        return meta[tag].get(question.id) or ("(none)",)
+    return (question.tags.get(tag, "(none)"),)
 
 
 def _floor(answerable: list[Outcome], unanswerable: list[Outcome],
