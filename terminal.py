@@ -191,9 +191,10 @@ def _compare_command(open_home: Callable, options: Callable,
                        " a question's id).")
     @click.option("--json", "as_json", is_flag=True, help="The comparison as one JSON object.")
     @click.option("--pager", is_flag=True, help="Show the table through $PAGER.")
+    @filter_option
     @options
     @click.pass_context
-    def compare_command(ctx, query, methods, k, per_doc, golden, as_json, pager):
+    def compare_command(ctx, query, methods, k, per_doc, golden, as_json, pager, filters):
         """The methods side by side: every hit once, with its rank under each method (— where
         a method did not rank it in its first 100).
 
@@ -203,7 +204,7 @@ def _compare_command(open_home: Callable, options: Callable,
             question, gains = _golden_question(home, golden, query) if golden else (None, {})
             result = _compare(home, question.text if question else query, methods, k, per_doc,
                               [g for g in gains if isinstance(g, int)][:GOLDEN_ROWS],
-                              rerank_of(ctx))
+                              rerank_of(ctx), filters)
             analyzer = searching.highlight.analyzer_for(home.current().manifest.methods, "bm25")
         relevant = {r.chunk_id for r in result.rows if r.chunk_id in gains or r.url in gains}
         if as_json:
@@ -218,7 +219,7 @@ def _compare_command(open_home: Callable, options: Callable,
 
 
 def _compare(home, query: str, methods: str | None, k: int, per_doc: int, include: list[int],
-             rerank=None):
+             rerank=None, filters=()):
     if not query.strip():
         raise click.BadParameter("the question is empty", param_hint="QUERY")
     index = home.current()
@@ -226,7 +227,7 @@ def _compare(home, query: str, methods: str | None, k: int, per_doc: int, includ
     if not names:
         raise click.BadParameter("name at least one method", param_hint="--methods")
     return api.compare_build(index, home, query, methods=names, k=k, per_doc=per_doc,
-                             include=include, rerank=rerank)
+                             include=include, rerank=rerank, filters=filters)
 
 
 def _print_comparison(result, analyzer: str, relevant: set[int], question, labelled: bool,

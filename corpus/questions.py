@@ -135,13 +135,15 @@ def _log(home, spec: SearchSpec, command: str, question: str, hits, floor, start
 
 def compare_build(build, home, question: str, *, methods: Sequence[str] | None = None,
                   k: int = K, per_doc: int = 0, include: Sequence[int] = (),
-                  rerank: RerankSettings | None = None) -> Comparison:
-    """The compare use case on one build: hybrid as `busca search` uses it by default."""
+                  rerank: RerankSettings | None = None, filters: Sequence = ()) -> Comparison:
+    """The compare use case on one build: hybrid as `busca search` uses it by default;
+    `filters`: every method ranks only the chunks of the documents passing them."""
     names = list(methods) if methods else searching.default_methods(build)
     return searching.compare_methods(build, home, question, methods=names, k=k,
                                      per_doc=per_doc, include=list(include),
-                                     fusion=HYBRID_AS_SEARCH,
-                                     rerank=reranker(rerank))
+                                     fusion=HYBRID_AS_SEARCH, rerank=reranker(rerank),
+                                     allowed=_allowed(build, home,
+                                                      searching.parse_filters(filters)))
 
 
 def prepare(ranker) -> None:

@@ -46,12 +46,13 @@ def search(request: Request) -> JSONResponse:
 
 
 def compare(request: Request) -> JSONResponse:
-    """GET /api/compare?q=&methods=tfidf,bm25,dense,hybrid&k=&per_doc="""
+    """GET /api/compare?q=&methods=tfidf,bm25,dense,hybrid&k=&per_doc=&filter="""
     engine, args = _engine(request), request.query_params
     values = params.read(params.COMPARE, args, engine.methods())
     started = time.perf_counter()
     comparison, build = engine.compare(values["q"], methods=values["methods"], k=values["k"],
-                                       per_doc=values["per_doc"], rerank=values["rerank"])
+                                       per_doc=values["per_doc"], rerank=values["rerank"],
+                                       filters=values["filter"])
     data = searching.comparison_dict(comparison)
     by_id = {row["chunk_id"]: row for row in data["rows"]}
     data["columns"] = {m: [{**hit_json(h), "ranks": by_id[h.chunk_id]["ranks"],

@@ -122,7 +122,8 @@ FILTER = Field("filter", "filters", "Rank only documents that match: FIELD=a,b (
                " >=, <=, ^= (prefix); repeatable, all must hold (docs/filters.md).")
 SEARCH = (Q, *SPEC, LOG, RERANK, FILTER)
 COMPARE = (Q, Field("methods", "methods", "Comma-separated methods (default: tfidf, bm25,"
-                    " dense, hybrid, those the index has)."), K_FIELD, PER_DOC_FIELD, RERANK)
+                    " dense, hybrid, those the index has)."), K_FIELD, PER_DOC_FIELD, RERANK,
+           FILTER)
 CONTEXT = (Q, K_FIELD, Field("lang", "choice", "Language of the instruction.", "pt",
                              choices=LANGS),
            Field("max_chars", "integer", "Characters of passage text at most.", CONTEXT_CHARS,

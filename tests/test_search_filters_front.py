@@ -102,6 +102,25 @@ def test_http_filter_parameters_and_the_cli_through_the_server(home):
         assert [p["url"] for p in data["passages"]] == ["https://a.example/equidna"]
 
 
+def test_compare_filters_on_the_cli_and_the_http_api(home):
+    """`busca compare --filter` and GET /api/compare `filter=`: every method's column holds
+    only the matching documents."""
+    from serving import Server
+
+    result = CliRunner().invoke(cli, ["--home", str(home), "compare", "ovos", "--json", "-k",
+                                      "5", "--filter", "category=Aves"], obj={})
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)["rows"]
+    assert {r["url"] for r in rows} == {"https://b.example/galinha"}
+    with Server(home, "--no-log") as server:
+        query = urlencode([("q", "ovos"), ("methods", "tfidf,bm25"),
+                           ("filter", "category=Mamíferos"), ("filter", "date<=2013-01-01")])
+        with urlopen(f"{server.url}api/compare?{query}", timeout=60) as response:
+            data = json.load(response)
+    assert {m: [h["url"] for h in hits] for m, hits in data["columns"].items()} == {
+        "tfidf": ["https://a.example/equidna"], "bm25": ["https://a.example/equidna"]}
+
+
 def _context_urls(home, *args) -> list[str]:
     result = CliRunner().invoke(cli, ["--home", str(home), "context", "ovos", "--json",
                                       "--min-score", "0", "--no-log", *args], obj={})
