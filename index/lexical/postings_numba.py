@@ -1,7 +1,7 @@
 """Term-major postings of the lexical builders in compiled loops (numba, the `fast` extra):
 the same arrays as the numpy/scipy path of tfidf.py and bm25.py, value for value (every
 float is the same IEEE operation on the same operands; logarithms stay in numpy), with no
-full-size temporaries. tests/test_index_postings.py compares both paths.
+full-size temporaries. tests/index/test_index_postings.py compares both paths.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Documents are read in batches (from a local store, each worker process reads its
 range: no text passes through the main process); each batch is cut into windows and
 tokenised in a worker process (all cores), and the main process merges the batches in order,
 so memory holds the compact results (spans, term counts) and never all the texts. The windows
-are exactly those of `chunking.chunk_words` (tests/test_index_stream.py checks it); a document
+are exactly those of `chunking.chunk_words` (tests/index/test_index_stream.py checks it); a document
 unchanged since the previous build keeps its previous chunk spans.
 """
 

@@ -1,7 +1,7 @@
 """The compiled path of stream.py's batches: word windows and java-term counts of a batch of
 documents in a few numba calls (index/text/tokens_numba.py, the `fast` extra) instead of Python
 work per word. The results are those of the Python path (`stream._chunk_batch`): the same
-spans, and the same counts per chunk and term (tests/test_index_tokens.py compares both).
+spans, and the same counts per chunk and term (tests/index/test_index_tokens.py compares both).
 numba missing or BUSCA_NUMBA=0: `compiled_batch` returns None and the Python path runs.
 
 The texts travel as UTF-8 (the store's bytes, or str encoded here). Each distinct word is

@@ -15,7 +15,7 @@ from busca.fixtures.server import FixtureSite, load_articles
 
 pytestmark = pytest.mark.postgres
 
-GOLDEN = Path(__file__).resolve().parent.parent / "fixtures" / "golden" / "golden.json"
+GOLDEN = Path(__file__).resolve().parents[2] / "fixtures" / "golden" / "golden.json"
 
 
 def invoke(*args, env=None):
@@ -66,7 +66,7 @@ def test_named_dense_models_on_a_postgres_home(pg_home, tmp_path, fake):
     vectors go to pgvector and rank as on a local home."""
     from embed_servers import FaultyServer
 
-    articles = Path(__file__).resolve().parent.parent / "fixtures" / "site" / "articles.jsonl"
+    articles = Path(__file__).resolve().parents[2] / "fixtures" / "site" / "articles.jsonl"
     local = str(tmp_path / "home")
     with FaultyServer(models=("fake-model",)) as server:
         answers = []
@@ -90,7 +90,7 @@ def test_two_servers_answer_every_request_while_a_third_process_reindexes(pg_hom
     import requests
     from serving import Server
 
-    articles = Path(__file__).resolve().parent.parent / "fixtures" / "site" / "articles.jsonl"
+    articles = Path(__file__).resolve().parents[2] / "fixtures" / "site" / "articles.jsonl"
     assert invoke("--home", pg_home, "add", str(articles)).exit_code == 0
     assert invoke("--home", pg_home, "index", "-q").exit_code == 0
     with Server(pg_home, "--no-log", "--quiet") as a, Server(pg_home, "--no-log",

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from busca.cli import cli
 
-GOLDEN = Path(__file__).resolve().parent.parent / "fixtures" / "golden" / "golden.json"
+GOLDEN = Path(__file__).resolve().parents[2] / "fixtures" / "golden" / "golden.json"
 READERS = [["stats"], ["search", "pergunta"], ["context", "pergunta"], ["compare", "pergunta"],
            ["misses"], ["shell"], ["eval", str(GOLDEN)]]
 

@@ -1,5 +1,5 @@
 """`busca serve --tokens` on a PostgreSQL home (issue #26): the requests of
-tests/test_serve_access.py, answered alike — each token sees only its groups' documents and
+tests/serve/test_serve_access.py, answered alike — each token sees only its groups' documents and
 the public ones, through search, compare, context, chunk ids guessed one by one and stats."""
 
 from __future__ import annotations

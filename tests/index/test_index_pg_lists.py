@@ -17,7 +17,7 @@ from busca.index import IndexFormatError, open_home
 from busca.index.postgres import cache as pg_cache, lists as pg_lists, schema as pg_schema
 from busca.index.postgres.cache import PostingCache
 
-ARTICLES = Path(__file__).resolve().parent.parent / "fixtures" / "site" / "articles.jsonl"
+ARTICLES = Path(__file__).resolve().parents[2] / "fixtures" / "site" / "articles.jsonl"
 
 
 def invoke(*args):

@@ -11,7 +11,7 @@ import pytest
 from busca.index.text.chunking import chunk_words
 from busca.index.dense.e5_weights import Q4_BLOCK, ModelFileError, dequantise, read_model
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 TRICKY = ["", "  espaços   repetidos  ", "ﬁnanças Ｆｕｌｌ ｗｉｄｔｈ ①", "emoji 🙂 e ção",
           "\tTAB\nlinha", "ção" * 40, "x"]
 

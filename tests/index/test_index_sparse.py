@@ -15,7 +15,7 @@ from busca.cli import cli
 from busca.index import open_home
 from busca.index.dense.e5_sae import SaeFileError, read_sae
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 ARTICLES = REPO / "fixtures" / "site" / "articles.jsonl"
 QUESTIONS = ["Qual a universidade pioneira?", "a IA inventou uma biblioteca que não existe",
              "How do I reset my password?", "prazo de entrega em dias úteis"]

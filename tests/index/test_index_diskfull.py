@@ -26,7 +26,7 @@ from click.testing import CliRunner
 from busca.cli import cli
 from busca.index.home.diskfull import is_disk_full
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 ARTICLES = REPO / "fixtures" / "site" / "articles.jsonl"
 LIMITED = """
 import resource, signal, sys

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from busca.cli import cli
 from serving import Server
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 ARTICLES = REPO / "fixtures" / "site" / "articles.jsonl"
 TOKEN = "t0ken-for-the-lock-tests-0123456789"
 LOCKED = re.compile(r'Error: another "busca index" \(pid (\d+), started \d\d:\d\d:\d\d\) is'

@@ -30,8 +30,8 @@ from busca.search import rank, search
 from busca.index.lexical.lexical import NoSearchableTerms
 from busca.index import LocalHome
 
-JAVA_SOURCE = Path(__file__).parent / "java" / "Reference.java"
-FIXTURE = Path(__file__).parent.parent / "fixtures" / "site" / "articles.jsonl"
+JAVA_SOURCE = Path(__file__).parents[1] / "java" / "Reference.java"
+FIXTURE = Path(__file__).parents[2] / "fixtures" / "site" / "articles.jsonl"
 K = 3
 JAVA_K = 10  # Java prints more hits, to tell a floating-point tie from a real disagreement
 TOLERANCE = 1e-9

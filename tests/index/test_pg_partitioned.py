@@ -7,7 +7,7 @@ plainly and once in 8 partitions; QUERIES FaQuAD questions give the same top 10 
 scores to 1e-6) with tfidf and bm25; `busca search` prints the same hits; on the fixture corpus
 dense (exact, and HNSW per partition) and `busca stats` agree. The 100k check of the issue was
 run by hand (docs/postgres.md quotes it): `BUSCA_PARTITION_TEST_SIZE=100000 pytest
-tests/test_pg_partitioned.py`.
+tests/index/test_pg_partitioned.py`.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from busca.index import open_home
 
 pytestmark = pytest.mark.postgres
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 ARTICLES = REPO / "fixtures" / "site" / "articles.jsonl"
 GOLDEN = REPO / "fixtures" / "golden" / "golden.json"
 

@@ -11,7 +11,7 @@ import pytest
 from busca.crawler.store import Document
 from busca.index.home.documents import Store
 
-BEIR_TINY = Path(__file__).parent / "data" / "beir-tiny"
+BEIR_TINY = Path(__file__).parents[1] / "data" / "beir-tiny"
 
 
 def test_the_same_file_by_relative_and_absolute_path_is_one_document(run, home, tmp_path,

@@ -1,5 +1,5 @@
 """Filters through the front ends (issue #26): `busca search --filter`, GET /api/search
-`filter=` on a real `busca serve` (PostgreSQL homes: tests/test_pg_filters.py)."""
+`filter=` on a real `busca serve` (PostgreSQL homes: tests/index/test_pg_filters.py)."""
 
 from __future__ import annotations
 
