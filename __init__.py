@@ -21,8 +21,7 @@ if TYPE_CHECKING:
     from .search.context import Context as Context
     from .search.eval.golden import Golden as Golden
     from .search.hits import Hit as Hit
-
-__version__ = "0.1.0"
+    from .version import __version__ as __version__
 
 # name -> module that defines it (relative to this package); "module:" is the module itself
 EXPORTS = {
@@ -37,6 +36,7 @@ EXPORTS = {
     "open": ".corpus",
     "Result": ".corpus",
     "SearchSpec": ".corpus",
+    "__version__": ".version",
 }
 __all__ = ["__version__", *EXPORTS]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__
+from .version import __version__
 from . import corpus as api
 from . import crawler as crawling
 from . import index as indexing

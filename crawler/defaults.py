@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import __version__
+from ..version import __version__
 
 # The sources busca can read a site through (crawler/registry.py finds and runs them).
 BUILTIN = "busca.crawler.builtin"

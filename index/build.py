@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .. import __version__
+from ..version import __version__
 from ..errors import BuscaError
 from .lexical.bm25 import check_options as check_bm25_options
 from .text.chunking import OVERLAP, SIZE, check_window

@@ -24,7 +24,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 from typing_extensions import NotRequired, TypedDict  # pydantic needs these before 3.12
 
-from .. import __version__
+from ..version import __version__
 from .. import search as searching
 from ..corpus import ContextSpec, Corpus, SearchSpec
 from ..errors import BuscaError

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from .. import __version__
+from ..version import __version__
 from ..search.hits import Hit
 from . import params
 from .params import Field

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import uvicorn
 
-from .. import __version__
+from ..version import __version__
 from . import discovery
 from .app import create_app
 from .engine import Engine

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
-from ... import __version__
+from ...version import __version__
 from ...errors import BuscaError
 
 if TYPE_CHECKING:  # requests loads when a server is asked, not with the command line

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from ... import __version__
+from ...version import __version__
 from ...crawler.store import Document
 from ...index import build as index_build
 from ...index.home.manifest import Manifest

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ... import __version__
+from ...version import __version__
 from ...errors import BuscaError
 from ...index.text.chunking import chunker_label
 from ..scorers import available_methods
