@@ -12,7 +12,9 @@ plus `floor`, the caller's allowance for rounding in the rescoring; so a chunk w
 upper bound is below the k-th best lower bound cannot be in the top k. One
 pass over the rows keeps the k best lower bounds and every row whose upper bound reaches the
 k-th of them so far (a superset of the survivors: that bound only rises); the survivors are
-rescored exactly by the caller (index/dense/vectors.py).
+rescored exactly by the caller (index/dense/vectors.py). A filter's mask (one bool per row,
+empty: every row) is checked before a row is read: the k best lower bounds and the
+survivors come from the allowed rows only.
 """
 
 from __future__ import annotations
@@ -24,15 +26,19 @@ MAX_DIMENSION = (2**31 - 1) // (127 * 127)  # c . u cannot overflow int32 below 
 
 
 @numba.njit(cache=True, nogil=True)
-def candidates(codes, scales, errors, u, t, e, qnorm, floor, k):
-    """Rows whose cosine may be in the top k (ascending)."""
+def candidates(codes, scales, errors, u, t, e, qnorm, floor, k, mask):
+    """Rows whose cosine may be in the top k (ascending), among those `mask` allows (empty:
+    every row)."""
     n, d = codes.shape
     best = np.full(k, -np.inf)  # the k largest lower bounds
     low, at = -np.inf, 0
     kept = np.empty(n, dtype=np.int64)  # rows that could still make it (pages touched as used)
     upper = np.empty(n, dtype=np.float64)
     m = 0
+    use_mask = mask.size > 0
     for i in range(n):
+        if use_mask and not mask[i]:
+            continue
         acc = np.int32(0)
         for j in range(d):
             acc = np.int32(acc + np.int32(np.int16(np.int16(codes[i, j]) * np.int16(u[j]))))

@@ -35,6 +35,12 @@ are asked for ahead of time, as are the seeds'.
 Every chunk whose score (or bound) reached `theta` when it was seen is kept; those within
 rounding (slack) of the final `theta` are returned, to be scored exactly (`exact_top`, or in
 `top` through the window tables: the numbers of lexical.py's `lookup`).
+
+A filter (search/filters.py) comes in as `mask`, one bool per chunk (empty: every chunk),
+with `words`, the same bytes read 8 at a time: a window without an allowed chunk is never
+walked nor taken as a seed (`_open`, four words for 32 chunks), a chunk not allowed is
+passed over before it is scored, so `theta` is the k-th best among the allowed chunks. The
+window bounds are those of every chunk, still upper bounds of the allowed ones.
 """
 
 from __future__ import annotations
@@ -126,6 +132,32 @@ def _log2(n):
     while (1 << bits) < n:
         bits += 1
     return bits
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _open(mask, words, j, shift):
+    """Whether window j holds a chunk the mask allows (mask empty: every chunk is allowed);
+    a whole window is read as 2**shift / 8 words of `words` (mask's bytes, 8 at a time)."""
+    if mask.size == 0:
+        return True
+    lo = j << shift
+    hi = min(lo + (1 << shift), mask.size)
+    if shift >= 3 and hi - lo == 1 << shift and hi <= words.size << 3:
+        seen = np.uint64(0)
+        for w in range(lo >> 3, hi >> 3):
+            seen |= words[w]
+        return seen != 0
+    for d in range(lo, hi):
+        if mask[d]:
+            return True
+    return False
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _left_out(mask, doc):
+    """True when the mask (empty: every chunk allowed) leaves chunk `doc` out: the caller
+    moves its lists past it without scoring it."""
+    return mask.size > 0 and not mask[doc]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -271,7 +303,7 @@ def _most(acc, other):
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _visit(j, indices, data, weights, factor, slots, maxima, rel, group, shift, step, bounds,
-           start, end, pos, window_bound, heap, state, theta, slack, found, scores):
+           start, end, pos, window_bound, heap, state, theta, slack, found, scores, mask):
     """Walk window j (see the module docstring): state = [heap size, chunks found], theta =
     [k-th best so far]. The postings are read from `pos` onwards: windows come in id order
     (from `start` again for each pass)."""
@@ -303,6 +335,11 @@ def _visit(j, indices, data, weights, factor, slots, maxima, rel, group, shift, 
                 doc = indices[pos[i]]
         if doc >= limit:
             break
+        if _left_out(mask, doc):  # not allowed: the drivers move past it, unscored
+            for i in range(drv, c_count):
+                if pos[i] < end[i] and indices[pos[i]] == doc:
+                    pos[i] += 1
+            continue
         score = 0.0
         for i in range(drv, c_count):
             if pos[i] < end[i] and indices[pos[i]] == doc:
@@ -358,7 +395,8 @@ def _largest(acc):
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _visit_dense(j, indices, data, weights, factor, slots, rel, group, shift, dslots, dense,
-                 dsteps, error, start, end, pos, acc, heap, state, theta, slack, found, scores):
+                 dsteps, error, start, end, pos, acc, heap, state, theta, slack, found, scores,
+                 mask):
     """Walk window j with a bound per chunk: the terms with codes per chunk (`dense_row`)
     add code * step for the window's 32 chunks at once, the others add their values there.
     No posting of a coded list is read: a chunk whose bound reaches theta is kept with that
@@ -388,6 +426,10 @@ def _visit_dense(j, indices, data, weights, factor, slots, rel, group, shift, ds
                 v *= factor[indices[p]]
             acc[indices[p] - base] += v
             p += 1
+    if mask.size > 0:  # the chunks not allowed: no bound, never kept
+        for r in range(min(acc.size, mask.size - base)):
+            if not mask[base + r]:
+                acc[r] = 0.0
     if _largest(acc) * (1 + slack) < floor:
         return
     for r in range(acc.size):
@@ -422,14 +464,16 @@ def _ask(j, indices, data, slots, rel, group, start, shift, dslots, dense):
 
 @numba.njit(cache=True, nogil=True)
 def candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, rel, group,
-               scales, shift, ub, found, scores, dslots, dense, dscales, peaks, sums):
+               scales, shift, ub, found, scores, dslots, dense, dscales, peaks, sums, mask,
+               words):
     """Sorted chunk ids that may be in the top k of factor[d] * sum_t weights[t] * column
     cols[t] (factor empty: 1). slots[t]: the row of column cols[t] in the window tables
     (maxima, rel, group, scales: see `window_index`), -1 for none (a short list); ub: work
     vector of one value per window; found, scores: work vectors of one id and one float per
     chunk; dslots[t]: the row of column cols[t] in `dense` (codes per chunk, see
     `dense_row`, with scale dscales[row]), -1 for none; peaks: the tables' peaks (see
-    `window_index`); sums: a tile's work array (`_bounds`)."""
+    `window_index`); sums: a tile's work array (`_bounds`); mask, words: the allowed chunks
+    (see the module docstring; empty: all)."""
     c_count = cols.size
     use_factor = factor.size > 0
     slack = SLACK + 2.4e-7 * c_count  # float32 sums of m terms in another order
@@ -463,7 +507,7 @@ def candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, r
     seeds = np.full(n_seeds, -1, dtype=np.int64)
     low, at = -1.0, 0
     for j in range(ub.size):
-        if ub[j] > low:
+        if ub[j] > low and _open(mask, words, j, shift):
             best[at], seeds[at] = ub[j], j
             at = np.argmin(best)
             low = best[at]
@@ -471,16 +515,18 @@ def candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, r
     if (dslots >= 0).any():
         _walk_dense(indices, data, weights, factor, slots, rel, group, scales, shift, ub,
                     dslots, dense, dscales, start, end, seeds, heap, state, theta, slack,
-                    found, scores)
+                    found, scores, mask, words)
     else:
         _walk_tables(indices, data, weights, factor, slots, maxima, rel, group, scales, shift,
-                     ub, bounds, start, end, seeds, heap, state, theta, slack, found, scores)
+                     ub, bounds, start, end, seeds, heap, state, theta, slack, found, scores,
+                     mask, words)
     return found[:_compact(found, scores, state[1], theta[0] * (1 - slack))].copy()
 
 
 @numba.njit(cache=True, nogil=True)
 def _walk_tables(indices, data, weights, factor, slots, maxima, rel, group, scales, shift, ub,
-                 bounds, start, end, seeds, heap, state, theta, slack, found, scores):
+                 bounds, start, end, seeds, heap, state, theta, slack, found, scores, mask,
+                 words):
     """The walk through postings (`_visit`): the seeds, then the other windows."""
     c_count = weights.size
     step = np.empty(c_count)
@@ -497,7 +543,7 @@ def _walk_tables(indices, data, weights, factor, slots, maxima, rel, group, scal
         if j >= 0 and ub[j] > 0 and ub[j] * (1 + slack) >= theta[0] * (1 - slack):
             _visit(j, indices, data, weights, factor, slots, maxima, rel, group, shift, step,
                    bounds, start, end, pos, window_bound, heap, state, theta, slack, found,
-                   scores)
+                   scores, mask)
         if j >= 0:
             ub[j] = -1.0  # done
     pos[:] = start
@@ -507,7 +553,8 @@ def _walk_tables(indices, data, weights, factor, slots, maxima, rel, group, scal
     head, queued, scan = 0, 0, 0
     while True:
         while queued < LEAD and scan < ub.size:
-            if ub[scan] > 0 and ub[scan] * (1 + slack) >= theta[0] * (1 - slack):
+            if (ub[scan] > 0 and ub[scan] * (1 + slack) >= theta[0] * (1 - slack)
+                    and _open(mask, words, scan, shift)):
                 _ask(scan, indices, data, slots, rel, group, start, shift, no_codes, no_rows)
                 lead[(head + queued) & (LEAD - 1)] = scan
                 queued += 1
@@ -520,12 +567,14 @@ def _walk_tables(indices, data, weights, factor, slots, maxima, rel, group, scal
         if ub[j] * (1 + slack) < theta[0] * (1 - slack):  # theta has risen since
             continue
         _visit(j, indices, data, weights, factor, slots, maxima, rel, group, shift, step,
-               bounds, start, end, pos, window_bound, heap, state, theta, slack, found, scores)
+               bounds, start, end, pos, window_bound, heap, state, theta, slack, found, scores,
+               mask)
 
 
 @numba.njit(cache=True, nogil=True)
 def _walk_dense(indices, data, weights, factor, slots, rel, group, scales, shift, ub, dslots,
-                dense, dscales, start, end, seeds, heap, state, theta, slack, found, scores):
+                dense, dscales, start, end, seeds, heap, state, theta, slack, found, scores,
+                mask, words):
     """The walk with codes per chunk (`_visit_dense`): the seeds, then the other windows."""
     c_count = weights.size
     dsteps = np.zeros(c_count, dtype=np.float32)
@@ -543,7 +592,7 @@ def _walk_dense(indices, data, weights, factor, slots, rel, group, scales, shift
         if j >= 0 and ub[j] > 0 and ub[j] * (1 + slack) >= theta[0] * (1 - slack):
             _visit_dense(j, indices, data, weights, factor, slots, rel, group, shift, dslots,
                          dense, dsteps, error, start, end, pos, acc, heap, state, theta, slack,
-                         found, scores)
+                         found, scores, mask)
         if j >= 0:
             ub[j] = -1.0  # done
     pos[:] = start
@@ -553,7 +602,8 @@ def _walk_dense(indices, data, weights, factor, slots, rel, group, scales, shift
     head, queued, scan = 0, 0, 0
     while True:
         while queued < LEAD and scan < ub.size:
-            if ub[scan] > 0 and ub[scan] * (1 + slack) >= theta[0] * (1 - slack):
+            if (ub[scan] > 0 and ub[scan] * (1 + slack) >= theta[0] * (1 - slack)
+                    and _open(mask, words, scan, shift)):
                 _ask(scan, indices, data, slots, rel, group, start, shift, dslots, dense)
                 lead[(head + queued) & (LEAD - 1)] = scan
                 queued += 1
@@ -567,15 +617,16 @@ def _walk_dense(indices, data, weights, factor, slots, rel, group, scales, shift
             continue
         _visit_dense(j, indices, data, weights, factor, slots, rel, group, shift, dslots, dense,
                      dsteps, error, start, end, pos, acc, heap, state, theta, slack, found,
-                     scores)
+                     scores, mask)
 
 
 @numba.njit(cache=True, nogil=True)
-def daat_candidates(indptr, indices, data, cols, weights, bounds, factor, k, found, scores):
+def daat_candidates(indptr, indices, data, cols, weights, bounds, factor, k, found, scores,
+                    mask):
     """Plain document-at-a-time MaxScore (no tables), for postings made for one query:
     chunk ids that may be in the top k, sorted. cols/weights/bounds: the query's terms,
     weakest bound first; factor: per-chunk factor (empty: 1); found, scores: work vectors
-    of n values (ids and floats). The walk: chunks in id order through the terms outside the
+    of n values (ids and floats); mask: the allowed chunks (empty: all). The walk: chunks in id order through the terms outside the
     longest weak prefix whose bounds add up to less than theta, each completed with the weak
     terms by galloping search and abandoned when what is left cannot lift it to theta."""
     c_count = cols.size
@@ -592,7 +643,7 @@ def daat_candidates(indptr, indices, data, cols, weights, bounds, factor, k, fou
     heap = np.empty(k)
     heap_size = 0
     n_found = 0
-    seed = _daat_seed(indptr, indices, data, cols, weights, factor, k)
+    seed = _daat_seed(indptr, indices, data, cols, weights, factor, k, mask)
     theta = seed
     first = 0  # terms first.. are essential
     while True:
@@ -605,6 +656,11 @@ def daat_candidates(indptr, indices, data, cols, weights, bounds, factor, k, fou
                 doc = indices[pos[i]]
         if doc < 0:
             break
+        if _left_out(mask, doc):
+            for i in range(first, c_count):
+                if pos[i] < end[i] and indices[pos[i]] == doc:
+                    pos[i] += 1
+            continue
         score = 0.0
         for i in range(first, c_count):
             if pos[i] < end[i] and indices[pos[i]] == doc:
@@ -633,9 +689,9 @@ def daat_candidates(indptr, indices, data, cols, weights, bounds, factor, k, fou
 
 
 @numba.njit(cache=True, nogil=True)
-def _daat_seed(indptr, indices, data, cols, weights, factor, k):
+def _daat_seed(indptr, indices, data, cols, weights, factor, k, mask):
     """A score the k-th best cannot be below: the k-th best full score of the PROBE chunks
-    where the strongest term weighs most (0 when it has fewer than k chunks)."""
+    (allowed by the mask) where the strongest term weighs most (0 when it has fewer)."""
     last = cols.size - 1
     lo, hi = indptr[cols[last]], indptr[cols[last] + 1]
     probe = max(PROBE, k)
@@ -645,11 +701,15 @@ def _daat_seed(indptr, indices, data, cols, weights, factor, k):
     docs = np.empty(probe, dtype=np.int64)
     low, at = -1.0, 0
     for p in range(lo, hi):
+        if _left_out(mask, indices[p]):
+            continue
         v = data[p] * factor[indices[p]] if factor.size > 0 else data[p]
         if v > low:
             best[at], docs[at] = v, indices[p]
             at = np.argmin(best)
             low = best[at]
+    if low < 0:  # fewer than PROBE allowed chunks in the list
+        return 0.0
     for i in range(probe):
         doc, score = docs[i], 0.0
         for j in range(cols.size):
@@ -702,12 +762,12 @@ def _best(ids, out, k, norms, qnorm):
 @numba.njit(cache=True, nogil=True)
 def top(indptr, indices, data, cols, weights, exact_weights, factor, k, slots, maxima, rel,
         group, scales, shift, ub, found, scores, dslots, dense, dscales, peaks, sums, norms,
-        qnorm):
+        qnorm, mask, words):
     """`candidates` then `exact_top` in one call: the exact top k (ids, float64 scores); the
     exact sums are in exact_weights' dtype."""
     ids = candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, rel,
                      group, scales, shift, ub, found, scores, dslots, dense, dscales, peaks,
-                     sums)
+                     sums, mask, words)
     ids.sort()
     out = np.zeros(ids.size, dtype=exact_weights.dtype)
     for j in range(cols.size):  # `exact_sums`, each posting found through the tables
