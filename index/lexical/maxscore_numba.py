@@ -626,9 +626,10 @@ def daat_candidates(indptr, indices, data, cols, weights, bounds, factor, k, fou
     """Plain document-at-a-time MaxScore (no tables), for postings made for one query:
     chunk ids that may be in the top k, sorted. cols/weights/bounds: the query's terms,
     weakest bound first; factor: per-chunk factor (empty: 1); found, scores: work vectors
-    of n values (ids and floats); mask: the allowed chunks (empty: all). The walk: chunks in id order through the terms outside the
-    longest weak prefix whose bounds add up to less than theta, each completed with the weak
-    terms by galloping search and abandoned when what is left cannot lift it to theta."""
+    of n values (ids and floats); mask: the allowed chunks (empty: all). The walk: chunks in
+    id order through the terms outside the longest weak prefix whose bounds add up to less
+    than theta, each completed with the weak terms by galloping search and abandoned when
+    what is left cannot lift it to theta."""
     c_count = cols.size
     use_factor = factor.size > 0
     below = np.zeros(c_count)  # below[i]: bounds of terms 0..i
