@@ -166,9 +166,8 @@ class DenseScorer:
         e = float(np.linalg.norm(q - t * u.astype(np.float64)))
         # rounding of the float64 rescoring (d terms of at most |v| |q| in all), with room
         floor = 1e-6 + 2 * (d + 2) * 2.0**-52 * qnorm * quantised.norm
-        mask = _NO_MASK if allowed is None else np.ascontiguousarray(allowed, dtype=np.bool_)
         return kernel.candidates(quantised.codes, quantised.scales, quantised.errors, u, t, e,
-                                 qnorm, floor, k, mask)
+                                 qnorm, floor, k, *_mask_arguments(allowed))
 
     def _int8_kernel(self):
         """The compiled first pass if this index is large enough for it, else None."""
@@ -183,7 +182,18 @@ class DenseScorer:
         return self._codes
 
 
-_NO_MASK = np.empty(0, dtype=np.bool_)
+_NO_ROWS = np.empty(0, dtype=np.int64)
+_NO_MASK = (np.empty(0, dtype=np.bool_), _NO_ROWS)
+SPARSE_MASK = 8  # a mask keeping under 1/8 of the rows: the int8 pass reads those rows only
+
+
+def _mask_arguments(allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The int8 pass's (mask, rows) for a boolean mask over the rows (None: every row)."""
+    if allowed is None:
+        return _NO_MASK
+    if np.count_nonzero(allowed) * SPARSE_MASK < allowed.size:
+        return _NO_MASK[0], np.flatnonzero(allowed)
+    return np.ascontiguousarray(allowed, dtype=np.bool_), _NO_ROWS
 
 
 class Quantised(NamedTuple):
