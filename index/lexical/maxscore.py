@@ -343,16 +343,16 @@ def one_query(postings, columns: np.ndarray) -> bool:
 
 
 def mask_arguments(allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """The kernels' (mask, words) for a boolean mask over the chunks (None: empty arrays,
-    every chunk allowed): the mask as bools and its bytes read 8 at a time (views)."""
+    """The kernels' (mask, quads) for a boolean mask over the chunks (None: empty arrays,
+    every chunk allowed): the mask as bools and its bytes read 4 at a time (views)."""
     if allowed is None:
         return _NO_MASK
     mask = np.ascontiguousarray(allowed, dtype=np.bool_)
-    words = mask.view(np.uint8)[:mask.size & ~7].view(np.uint64)
-    if not words.flags.aligned:  # (a view into another array: an aligned copy)
+    quads = mask.view(np.uint8)[:mask.size & ~3].view(np.uint32)
+    if not quads.flags.aligned:  # (a view into another array: an aligned copy)
         mask = mask.copy()
-        words = mask.view(np.uint8)[:mask.size & ~7].view(np.uint64)
-    return mask, words
+        quads = mask.view(np.uint8)[:mask.size & ~3].view(np.uint32)
+    return mask, quads
 
 
 def _plain(postings, columns, weights, k, factor, allowed=None):
@@ -418,7 +418,7 @@ def top(postings, columns, weights, k: int, factor: np.ndarray | None = None,
 
 
 _NONE = np.empty(0)
-_NO_MASK = (np.empty(0, dtype=np.bool_), np.empty(0, dtype=np.uint64))
+_NO_MASK = (np.empty(0, dtype=np.bool_), np.empty(0, dtype=np.uint32))
 
 
 def exact_sums(postings, ids: np.ndarray, columns, weights, out: np.ndarray) -> np.ndarray:

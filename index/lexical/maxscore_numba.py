@@ -37,13 +37,16 @@ rounding (slack) of the final `theta` are returned, to be scored exactly (`exact
 `top` through the window tables: the numbers of lexical.py's `lookup`).
 
 A filter (search/filters.py) comes in as `mask`, one bool per chunk (empty: every chunk),
-with `words`, the same bytes read 8 at a time: a window without an allowed chunk is never
-walked nor taken as a seed (`_open`, four words for 32 chunks), a chunk not allowed is
-passed over before it is scored, so `theta` is the k-th best among the allowed chunks. The
-window bounds are those of every chunk, still upper bounds of the allowed ones.
+with `quads`, the same bytes read 4 at a time (a part's chunks in one read): when few parts
+hold an allowed chunk (`_few_open`), a window's bound is taken over those parts only
+(`_mask_parts`); short lists add only their allowed chunks' values; a window without an allowed chunk is never walked nor
+taken as a seed (`_open`), a chunk not allowed is passed over before it is scored: `theta`
+is the k-th best among the allowed chunks, and the bounds are upper bounds of theirs.
 """
 
 from __future__ import annotations
+
+import sys
 
 import numba
 import numpy as np
@@ -56,6 +59,9 @@ SLACK = 1e-5  # relative margin on every pruning test (float32 sums in another o
 SEEDS = 16  # windows walked first, those of highest bound (in id order)
 LEAD = 8  # windows to walk found ahead, their postings asked for (a power of 2)
 PROBE = 32  # chunks scored in full before a plain walk, for a first threshold
+LITTLE = sys.byteorder == "little"
+SAMPLE, OPEN_SHARE = 1024, 0.75  # a mask's parts sampled; the bounds masked part by part
+# when fewer than this share of them hold an allowed chunk
 
 
 @intrinsic
@@ -135,22 +141,74 @@ def _log2(n):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _open(mask, words, j, shift):
-    """Whether window j holds a chunk the mask allows (mask empty: every chunk is allowed);
-    a whole window is read as 2**shift / 8 words of `words` (mask's bytes, 8 at a time)."""
+def _open(mask, quads, j, shift):
+    """Whether the 2**shift chunks from j << shift hold one the mask allows (mask empty: every
+    chunk is allowed); read 4 at a time from `quads` (mask's bytes, 4 at a time) when they
+    can be."""
     if mask.size == 0:
         return True
     lo = j << shift
     hi = min(lo + (1 << shift), mask.size)
-    if shift >= 3 and hi - lo == 1 << shift and hi <= words.size << 3:
-        seen = np.uint64(0)
-        for w in range(lo >> 3, hi >> 3):
-            seen |= words[w]
+    if shift >= 2 and hi - lo == 1 << shift and hi <= quads.size << 2:
+        seen = np.uint32(0)
+        for w in range(lo >> 2, hi >> 2):
+            seen |= quads[w]
         return seen != 0
     for d in range(lo, hi):
         if mask[d]:
             return True
     return False
+
+
+@numba.njit(cache=True, nogil=True)
+def _few_open(quads):
+    """Whether under OPEN_SHARE of the parts (4 chunks, one of `quads`) hold an allowed chunk,
+    on SAMPLE of them evenly spread: masking the bounds part by part is then worth its pass."""
+    if quads.size == 0:
+        return True
+    step = max(1, quads.size // SAMPLE)
+    seen = opened = 0
+    for i in range(0, quads.size, step):
+        seen += 1
+        opened += quads[i] != 0
+    return opened < OPEN_SHARE * seen
+
+
+@numba.njit(cache=True, nogil=True)
+def _open_parts(quads):
+    """Per window of 8 parts of 4 chunks (one of `quads` each), a byte per part, 1 when the
+    part holds an allowed chunk, read as one uint64 per window (the windows quads covers
+    whole; byte q is part q: `_part_shift`)."""
+    flags = np.empty(quads.size & ~7, dtype=np.uint8)
+    for i in range(flags.size):  # (vector code)
+        flags[i] = quads[i] != 0
+    return flags.view(np.uint64)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _part_shift(q):
+    """Where part q's byte is in a window's uint64 of `_open_parts`."""
+    return np.uint64(8 * q if LITTLE else 8 * (7 - q))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _mask_parts(sums, mask, quads, parts, j0, part_shift):
+    """The bounds of a tile's parts (sums[part, window in tile], windows from j0) set to 0
+    where the part holds no allowed chunk: from `parts` (`_open_parts`, windows of 8 parts
+    of 4 chunks) a row of sums at a time (vector code) for the windows it covers, from the
+    mask for the others."""
+    per, tile = sums.shape
+    covered = 0
+    if part_shift == 2 and per == 8:
+        covered = max(0, min(tile, parts.size - j0))
+        for q in range(per):
+            row, at = sums[q], _part_shift(q)
+            for w in range(covered):
+                row[w] *= np.float32((parts[j0 + w] >> at) & np.uint64(1))
+    for w in range(covered, tile):
+        for q in range(per):
+            if not _open(mask, quads, (j0 + w) * per + q, part_shift):
+                sums[q, w] = 0.0
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -224,7 +282,7 @@ def dense_row(indices, data, lo, hi, factor, row):
 
 @numba.njit(cache=True, nogil=True)
 def _bounds(indptr, indices, data, cols, weights, factor, slots, scales, shift, ub, peaks,
-            sums):
+            sums, mask, quads):
     """ub[j] = an upper bound of every chunk's score in window j. Without a long list in
     the query, the short lists' values added up per window. Else per part of the window:
     the long lists' peaks (see `window_index`) and the short lists' values added up, the
@@ -233,13 +291,17 @@ def _bounds(indptr, indices, data, cols, weights, factor, slots, scales, shift, 
     windows, part-major (peaks[row, tile, part, window in tile]), so that a tile's sums
     (the work array `sums`, float32, shape (parts per window, windows per tile)) stay in
     the first-level cache and the best part of each window is found a vector of windows at
-    a time."""
+    a time. With a mask (see the module docstring), the allowed chunks' bounds only."""
     ub[:] = 0.0
     use_factor = factor.size > 0
+    use_mask = mask.size > 0
+    mask_parts = use_mask and _few_open(quads)
     if not (slots >= 0).any():
         for t in range(cols.size):  # values added up per window (at least their maximum)
             w = weights[t]
             for p in range(indptr[cols[t]], indptr[cols[t] + 1]):
+                if use_mask and not mask[indices[p]]:
+                    continue
                 v = data[p] * w
                 if use_factor:
                     v *= factor[indices[p]]
@@ -248,6 +310,7 @@ def _bounds(indptr, indices, data, cols, weights, factor, slots, scales, shift, 
     per, tile = sums.shape
     part_shift = shift - _log2(per)
     tile_shift = _log2(tile)
+    parts = _open_parts(quads) if mask_parts else np.empty(0, dtype=np.uint64)
     pos = np.empty(cols.size, dtype=np.int64)  # each short list's next posting
     for t in range(cols.size):
         pos[t] = indptr[cols[t]]
@@ -272,6 +335,8 @@ def _bounds(indptr, indices, data, cols, weights, factor, slots, scales, shift, 
                 sums[(doc >> part_shift) & per - 1, (doc >> shift) & tile - 1] += v
                 p += 1
             pos[t] = p
+        if mask_parts:
+            _mask_parts(sums, mask, quads, parts, t0 * tile, part_shift)
         for q in range(1, per):
             _most(sums[0], sums[q])
         j0 = t0 * tile
@@ -465,19 +530,20 @@ def _ask(j, indices, data, slots, rel, group, start, shift, dslots, dense):
 @numba.njit(cache=True, nogil=True)
 def candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, rel, group,
                scales, shift, ub, found, scores, dslots, dense, dscales, peaks, sums, mask,
-               words):
+               quads):
     """Sorted chunk ids that may be in the top k of factor[d] * sum_t weights[t] * column
     cols[t] (factor empty: 1). slots[t]: the row of column cols[t] in the window tables
     (maxima, rel, group, scales: see `window_index`), -1 for none (a short list); ub: work
     vector of one value per window; found, scores: work vectors of one id and one float per
     chunk; dslots[t]: the row of column cols[t] in `dense` (codes per chunk, see
     `dense_row`, with scale dscales[row]), -1 for none; peaks: the tables' peaks (see
-    `window_index`); sums: a tile's work array (`_bounds`); mask, words: the allowed chunks
+    `window_index`); sums: a tile's work array (`_bounds`); mask, quads: the allowed chunks
     (see the module docstring; empty: all)."""
     c_count = cols.size
     use_factor = factor.size > 0
     slack = SLACK + 2.4e-7 * c_count  # float32 sums of m terms in another order
-    _bounds(indptr, indices, data, cols, weights, factor, slots, scales, shift, ub, peaks, sums)
+    _bounds(indptr, indices, data, cols, weights, factor, slots, scales, shift, ub, peaks, sums,
+            mask, quads)
     # each term's bound (the largest weighted value); terms sorted weakest first
     bounds = np.empty(c_count)
     for t in range(c_count):
@@ -507,7 +573,7 @@ def candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, r
     seeds = np.full(n_seeds, -1, dtype=np.int64)
     low, at = -1.0, 0
     for j in range(ub.size):
-        if ub[j] > low and _open(mask, words, j, shift):
+        if ub[j] > low and _open(mask, quads, j, shift):
             best[at], seeds[at] = ub[j], j
             at = np.argmin(best)
             low = best[at]
@@ -515,18 +581,18 @@ def candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, r
     if (dslots >= 0).any():
         _walk_dense(indices, data, weights, factor, slots, rel, group, scales, shift, ub,
                     dslots, dense, dscales, start, end, seeds, heap, state, theta, slack,
-                    found, scores, mask, words)
+                    found, scores, mask, quads)
     else:
         _walk_tables(indices, data, weights, factor, slots, maxima, rel, group, scales, shift,
                      ub, bounds, start, end, seeds, heap, state, theta, slack, found, scores,
-                     mask, words)
+                     mask, quads)
     return found[:_compact(found, scores, state[1], theta[0] * (1 - slack))].copy()
 
 
 @numba.njit(cache=True, nogil=True)
 def _walk_tables(indices, data, weights, factor, slots, maxima, rel, group, scales, shift, ub,
                  bounds, start, end, seeds, heap, state, theta, slack, found, scores, mask,
-                 words):
+                 quads):
     """The walk through postings (`_visit`): the seeds, then the other windows."""
     c_count = weights.size
     step = np.empty(c_count)
@@ -554,7 +620,7 @@ def _walk_tables(indices, data, weights, factor, slots, maxima, rel, group, scal
     while True:
         while queued < LEAD and scan < ub.size:
             if (ub[scan] > 0 and ub[scan] * (1 + slack) >= theta[0] * (1 - slack)
-                    and _open(mask, words, scan, shift)):
+                    and _open(mask, quads, scan, shift)):
                 _ask(scan, indices, data, slots, rel, group, start, shift, no_codes, no_rows)
                 lead[(head + queued) & (LEAD - 1)] = scan
                 queued += 1
@@ -574,7 +640,7 @@ def _walk_tables(indices, data, weights, factor, slots, maxima, rel, group, scal
 @numba.njit(cache=True, nogil=True)
 def _walk_dense(indices, data, weights, factor, slots, rel, group, scales, shift, ub, dslots,
                 dense, dscales, start, end, seeds, heap, state, theta, slack, found, scores,
-                mask, words):
+                mask, quads):
     """The walk with codes per chunk (`_visit_dense`): the seeds, then the other windows."""
     c_count = weights.size
     dsteps = np.zeros(c_count, dtype=np.float32)
@@ -603,7 +669,7 @@ def _walk_dense(indices, data, weights, factor, slots, rel, group, scales, shift
     while True:
         while queued < LEAD and scan < ub.size:
             if (ub[scan] > 0 and ub[scan] * (1 + slack) >= theta[0] * (1 - slack)
-                    and _open(mask, words, scan, shift)):
+                    and _open(mask, quads, scan, shift)):
                 _ask(scan, indices, data, slots, rel, group, start, shift, dslots, dense)
                 lead[(head + queued) & (LEAD - 1)] = scan
                 queued += 1
@@ -763,12 +829,12 @@ def _best(ids, out, k, norms, qnorm):
 @numba.njit(cache=True, nogil=True)
 def top(indptr, indices, data, cols, weights, exact_weights, factor, k, slots, maxima, rel,
         group, scales, shift, ub, found, scores, dslots, dense, dscales, peaks, sums, norms,
-        qnorm, mask, words):
+        qnorm, mask, quads):
     """`candidates` then `exact_top` in one call: the exact top k (ids, float64 scores); the
     exact sums are in exact_weights' dtype."""
     ids = candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, rel,
                      group, scales, shift, ub, found, scores, dslots, dense, dscales, peaks,
-                     sums, mask, words)
+                     sums, mask, quads)
     ids.sort()
     out = np.zeros(ids.size, dtype=exact_weights.dtype)
     for j in range(cols.size):  # `exact_sums`, each posting found through the tables
