@@ -43,7 +43,9 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+import dense_systems  # noqa: E402
 import zipf_corpus  # noqa: E402
+from dense_systems import _unit  # noqa: E402
 from lexical_systems import busca_store  # noqa: E402
 
 DENSITIES = (1.0, 0.5, 0.05, 0.001)  # 1.0: unfiltered
@@ -81,9 +83,10 @@ def bm25_index(n: int, work: Path) -> Path:
     """The bm25 index of n held-out chunks (made once per --work)."""
     from busca.index import LocalHome
     from busca.index.build import build_index
+    from busca.index.home.storage import current_dir
 
     home = work / f"busca-{n}"
-    if not (home / "current").exists():
+    if current_dir(home) is None:
         corpus = work / f"corpus-{n}.txt"
         step(f"making {n:,} chunks of the held-out corpus")
         zipf_corpus.make_corpus(n, corpus)
@@ -112,21 +115,10 @@ def bm25(home: Path, count: int) -> dict[float, np.ndarray]:
     return timed(ranker, questions[3:], masks(index.manifest.chunks))
 
 
-class _Given:
+class _Given(dense_systems._Given):
     """Stands in for an encoder: the precomputed query vectors in turn."""
 
-    name, version, dimension = "given", "1", DIMENSION
-
-    def __init__(self, vectors: np.ndarray):
-        self.vectors, self.at = vectors, 0
-
-    def encode(self, texts, *, query=False):
-        self.at += 1
-        return self.vectors[(self.at - 1) % len(self.vectors)][None, :]
-
-
-def _unit(x: np.ndarray) -> np.ndarray:
-    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    dimension = DIMENSION
 
 
 def dense_vectors(n: int, work: Path) -> Path:

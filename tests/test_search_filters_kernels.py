@@ -191,3 +191,44 @@ def test_plain_walk_for_one_query_postings_takes_the_mask(index, monkeypatch):
             assert got[0].tolist() == want[0] and got[1].tolist() == want[1], (label, query)
             compared += bool(want[0])
     assert compared > 12 * 3
+
+
+@pytest.mark.parametrize("method", ["bm25", "tfidf"])
+def test_masked_window_bounds_bound_every_allowed_chunk(index, method, monkeypatch):
+    """With a sparse mask the window bounds are taken over the parts holding an allowed
+    chunk: still at least every allowed chunk's score, 0 for a window without one, and
+    below the unmasked bounds."""
+    monkeypatch.setenv("BUSCA_NUMBA", "1")
+    ranker = core.scorer(index, method)
+    ranker.prepare()
+    kernel = maxscore.kernel()
+    tighter = 0
+    for q, query in enumerate(_queries(13, 20)):
+        columns, weights = (ranker.query_weights(query) if method == "tfidf"
+                            else ranker.query_counts(query))
+        if not columns:
+            continue
+        columns = np.asarray(columns, dtype=np.int64)
+        weights = np.asarray(weights, dtype=np.float64)
+        for label, mask in _masks(500 + q, ranker.n_rows):
+            bounds = []
+            for allowed in (None, mask):
+                factor, slots, _, _, _, scales, shift, ub, *_, peaks, sums = \
+                    maxscore._tables(ranker, columns, ranker.walk_factor)
+                kernel._bounds(ranker.indptr, ranker.indices, ranker.data, columns, weights,
+                               factor, slots, scales, shift, ub, peaks, sums,
+                               *maxscore.mask_arguments(allowed))
+                bounds.append(ub.copy())
+            scores = ranker.dense(columns, weights) * (factor if factor.size else 1.0)
+            width = 1 << shift
+            padded = np.zeros(ub.size * width)
+            padded[:scores.size] = np.where(mask, scores, 0)
+            best = padded.reshape(-1, width).max(axis=1)
+            assert (bounds[1] * (1 + 1e-5) >= best).all(), (label, query)
+            assert (bounds[1] <= bounds[0] * (1 + 1e-6)).all(), (label, query)
+            if label in ("0.1%", "0.0%"):
+                opened = np.zeros(ub.size * width, dtype=bool)
+                opened[:mask.size] = mask
+                assert (bounds[1][~opened.reshape(-1, width).any(axis=1)] == 0).all()
+            tighter += bounds[1].sum() < bounds[0].sum() * 0.9
+    assert tighter >= 20
