@@ -52,7 +52,8 @@ def main() -> None:
         columns, weights = arrays[q]
         factor, *tables = maxscore._tables(scorer, columns, None)
         return kernel.top(scorer.indptr, scorer.indices, scorer.data, columns, weights,
-                          weights.astype(np.float32), factor, 10, *tables, maxscore._NONE, 0.0)
+                          weights.astype(np.float32), factor, 10, *tables, maxscore._NONE, 0.0,
+                          *maxscore.mask_arguments(None))
 
     def once(q):
         started = time.process_time()

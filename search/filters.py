@@ -11,9 +11,11 @@ filters AND together. A query's filters give a boolean mask over the build's chu
 text); the rankers then rank only the allowed chunks (`restricted`), so the k hits are the
 top k among the matching chunks, never a post-filter of an unfiltered top k. `Visible`, the
 access rule of `busca serve --tokens`, is one more filter of the same kind.
-Speed: the restricted rankers score every allowed chunk exhaustively (the lexical `score`
-pass over the query's postings, the dense float32 product) — not yet inside the MaxScore
-walk or the int8 dense pass.
+Speed: a ranker with `masked = True` (tfidf, bm25, sparse, dense) takes the mask into its
+fast path: the block-max MaxScore walk passes over the windows and chunks the mask leaves
+out (index/lexical/maxscore*.py), the int8 dense pass skips those rows (index/dense/vectors*.py);
+the results are those of scoring every allowed chunk. Other rankers (PostgreSQL's) score
+every chunk and keep the allowed ones.
 """
 
 from __future__ import annotations
@@ -199,7 +201,8 @@ def _chunk_urls(index) -> np.ndarray:
 
 
 class Restricted:
-    """A ranker that ranks only the chunks `mask` allows (every allowed chunk is scored)."""
+    """A ranker that ranks only the chunks `mask` allows: inside its fast `top` when it takes
+    a mask (`masked`), else by scoring every chunk and keeping the allowed ones."""
 
     def __init__(self, ranker, mask: np.ndarray):
         self.ranker, self.mask = ranker, mask
@@ -212,6 +215,8 @@ class Restricted:
         return ids[keep], scores[keep]
 
     def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
+        if getattr(self.ranker, "masked", False):
+            return self.ranker.top(query, k, allowed=self.mask)
         return top_k(*self.score(query), k)
 
 

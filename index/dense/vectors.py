@@ -7,7 +7,10 @@ of a one-shot command uses the float32 product) is read first, a quarter of the 
 speed, and only the chunks whose error bound lets them reach the k-th best are rescored
 (index/dense/vectors_numba.py): the result is the exact top k, not an approximation. The contenders
 (without numba: those within rounding of the k-th best float32 product) are rescored row by
-row in float64, so equal rows score equal and ties go to the lower id.
+row in float64, so equal rows score equal and ties go to the lower id. `top(query, k,
+allowed=mask)` ranks only the rows of a boolean mask (a filter, search/filters.py): the int8
+pass skips the other rows before reading them, the float32 product's other rows are set
+aside before the k-th best is taken; then the same rescoring.
 """
 
 from __future__ import annotations
@@ -86,6 +89,8 @@ def query_encoder(index, method: str = "dense", *, threads: int = THREADS,
 class DenseScorer:
     """Cosine between the query's vector and every chunk's vector (both L2-normalised)."""
 
+    masked = True  # `top` takes `allowed` (search/filters.py)
+
     def __init__(self, index, method: str = "dense", *, encoder: Encoder | None = None,
                  threads: int = THREADS, server: ServerSettings | None = None):
         require_vectors(index, method)
@@ -113,13 +118,15 @@ class DenseScorer:
             scores = self.groups.combine(scores, self.groups.vectors @ q)
         return np.arange(scores.size, dtype=np.int64), scores.astype(np.float64)
 
-    def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The k best chunks by cosine, best first (ties: lower id first). The contenders are
-        rescored row by row in float64 (the products exact, the same sum for equal rows)."""
+    def top(self, query: str, k: int,
+            allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The k best chunks by cosine (among the rows of the boolean mask `allowed`, if
+        given), best first (ties: lower id first). The contenders are rescored row by row in
+        float64 (the products exact, the same sum for equal rows)."""
         if k < 1:
             raise ValueError(f"k must be at least 1, got {k}")
         q = self.embed(query)
-        ids = self.contenders(q, k)
+        ids = self.contenders(q, k, allowed)
         rows = _rows(self.vectors, ids).astype(np.float64)
         if self.groups is not None:
             scores = self.groups.exact(rows, ids, q)
@@ -134,11 +141,11 @@ class DenseScorer:
         if self._int8_kernel() is not None:
             self._quantised()
 
-    def contenders(self, q: np.ndarray, k: int) -> np.ndarray:
-        """Sorted rows among which the top k by cosine with q are."""
+    def contenders(self, q: np.ndarray, k: int, allowed: np.ndarray | None = None) -> np.ndarray:
+        """Sorted rows among which the top k by cosine with q are (rows of `allowed` only)."""
         n, d = self.vectors.shape
-        if n <= k:
-            return np.arange(n)
+        if n <= k or allowed is not None and np.count_nonzero(allowed) <= k:
+            return np.arange(n) if allowed is None else np.flatnonzero(allowed)
         kernel = self._int8_kernel()
         self._searches = getattr(self, "_searches", 0) + 1
         qnorm = float(np.linalg.norm(q))
@@ -147,6 +154,8 @@ class DenseScorer:
             scores = self.vectors @ q
             if self.groups is not None:  # max-sim: the same bound holds for each product
                 scores = self.groups.combine(scores, self.groups.vectors @ q)
+            if allowed is not None:
+                scores[~allowed] = -np.inf
             kth = -np.partition(-scores, k - 1)[k - 1]
             # the float32 product is off by at most d rounding steps of |v| |q| (unit rows)
             slack = 1e-6 + 2 * (d + 2) * 2.0**-24 * qnorm * 1.01
@@ -158,7 +167,7 @@ class DenseScorer:
         # rounding of the float64 rescoring (d terms of at most |v| |q| in all), with room
         floor = 1e-6 + 2 * (d + 2) * 2.0**-52 * qnorm * quantised.norm
         return kernel.candidates(quantised.codes, quantised.scales, quantised.errors, u, t, e,
-                                 qnorm, floor, k)
+                                 qnorm, floor, k, *_mask_arguments(allowed))
 
     def _int8_kernel(self):
         """The compiled first pass if this index is large enough for it, else None."""
@@ -171,6 +180,20 @@ class DenseScorer:
         if getattr(self, "_codes", None) is None:
             self._codes = quantise(self.vectors, _kernel())
         return self._codes
+
+
+_NO_ROWS = np.empty(0, dtype=np.int64)
+_NO_MASK = (np.empty(0, dtype=np.bool_), _NO_ROWS)
+SPARSE_MASK = 8  # a mask keeping under 1/8 of the rows: the int8 pass reads those rows only
+
+
+def _mask_arguments(allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The int8 pass's (mask, rows) for a boolean mask over the rows (None: every row)."""
+    if allowed is None:
+        return _NO_MASK
+    if np.count_nonzero(allowed) * SPARSE_MASK < allowed.size:
+        return _NO_MASK[0], np.flatnonzero(allowed)
+    return np.ascontiguousarray(allowed, dtype=np.bool_), _NO_ROWS
 
 
 class Quantised(NamedTuple):

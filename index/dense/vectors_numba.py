@@ -12,7 +12,9 @@ plus `floor`, the caller's allowance for rounding in the rescoring; so a chunk w
 upper bound is below the k-th best lower bound cannot be in the top k. One
 pass over the rows keeps the k best lower bounds and every row whose upper bound reaches the
 k-th of them so far (a superset of the survivors: that bound only rises); the survivors are
-rescored exactly by the caller (index/dense/vectors.py).
+rescored exactly by the caller (index/dense/vectors.py). A filter (search/filters.py) comes
+as a mask (one bool per row) or, when it keeps few rows, as their ids (only those rows are
+read): the k best lower bounds and the survivors come from the allowed rows only.
 """
 
 from __future__ import annotations
@@ -23,22 +25,33 @@ import numpy as np
 MAX_DIMENSION = (2**31 - 1) // (127 * 127)  # c . u cannot overflow int32 below this
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _dot(codes, i, u):
+    """c . u for row i, in int32 (see the module docstring)."""
+    acc = np.int32(0)
+    for j in range(codes.shape[1]):
+        acc = np.int32(acc + np.int32(np.int16(np.int16(codes[i, j]) * np.int16(u[j]))))
+    return acc
+
+
 @numba.njit(cache=True, nogil=True)
-def candidates(codes, scales, errors, u, t, e, qnorm, floor, k):
-    """Rows whose cosine may be in the top k (ascending)."""
-    n, d = codes.shape
+def candidates(codes, scales, errors, u, t, e, qnorm, floor, k, mask, rows):
+    """Rows whose cosine may be in the top k (ascending), among those `mask` allows (empty:
+    every row) or among `rows` (ascending ids, when not empty: a sparse mask's rows, read
+    alone). A mask is checked after a row's bound (most rows fall below the k-th best lower
+    bound first: a branch the CPU predicts, and the rows are read in order)."""
+    n = rows.size if rows.size > 0 else codes.shape[0]
     best = np.full(k, -np.inf)  # the k largest lower bounds
     low, at = -np.inf, 0
     kept = np.empty(n, dtype=np.int64)  # rows that could still make it (pages touched as used)
     upper = np.empty(n, dtype=np.float64)
     m = 0
-    for i in range(n):
-        acc = np.int32(0)
-        for j in range(d):
-            acc = np.int32(acc + np.int32(np.int16(np.int16(codes[i, j]) * np.int16(u[j]))))
-        a = scales[i] * t * acc
+    use_mask = mask.size > 0
+    for x in range(n):
+        i = rows[x] if rows.size > 0 else x
+        a = scales[i] * t * _dot(codes, i, u)
         slack = ((1 + errors[i]) * e + errors[i] * qnorm) * 1.0001 + floor
-        if a + slack < low:
+        if a + slack < low or use_mask and not mask[i]:
             continue
         kept[m] = i
         upper[m] = a + slack

@@ -7,6 +7,9 @@ Each scorer answers in two ways, with the same ranking:
   by `<method>.bound`; when the bounds of the long lists ("de", "o" in a million chunks) add
   up to less than the k-th best partial score, only the few chunks that could still reach
   the top k look those lists up (binary search), instead of every chunk.
+`top(query, k, allowed=mask)` is the exact top k among the chunks of a boolean mask (a
+filter, search/filters.py): the mask is checked inside the compiled walk (maxscore.py) or
+applied to the numpy path's sums, never a loop over chunks.
 """
 
 from __future__ import annotations
@@ -103,6 +106,7 @@ class _Postings:
     data_name = "data"
     accumulator = np.float64  # dtype of the sums
     walk_factor: np.ndarray | None = None  # the `factor` this method's `top` ranks with
+    masked = True  # `top` takes `allowed` (search/filters.py)
 
     def __init__(self, index, method: str):
         entry = index.methods[method]
@@ -190,31 +194,33 @@ class _Postings:
 
     def ranked(self, columns, weights, k: int, exact, factor: np.ndarray | None = None, *,
                long: int | None = None, norms: np.ndarray | None = None,
-               qnorm: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+               qnorm: float = 0.0,
+               allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top k by exact(ids), whose order is that of factor[d] * sum_j weights[j] * column j
-        (factor None: 1) up to rounding. exact(ids) must be `lookup(ids, columns, weights)` as
-        float64, divided by norms[ids] * qnorm when norms are given: the compiled path
-        computes that itself."""
+        (factor None: 1) up to rounding, among the chunks of the boolean mask `allowed` when
+        given. exact(ids) must be `lookup(ids, columns, weights)` as float64, divided by
+        norms[ids] * qnorm when norms are given: the compiled path computes that itself."""
         if k < 1:
             raise ValueError(f"k must be at least 1, got {k}")
         columns = np.asarray(columns, dtype=np.int64)
         weights = np.asarray(weights, dtype=np.float64)
         if usable(self.n_rows):
-            return compiled_top(self, columns, weights, k, factor, norms, qnorm)
+            return compiled_top(self, columns, weights, k, factor, norms, qnorm, allowed)
         lengths = self.indptr[columns + 1] - self.indptr[columns]
         if lengths.sum() * 8 < self.n_rows:
             ids = column_sums(self.indptr, self.indices, self.data, columns, weights,
                               self.n_rows)[0]
+            ids = ids[allowed[ids]] if allowed is not None else ids
             return _top(ids, exact(ids), k)
         skip = self._skippable(lengths, weights * self._bounds(columns), long)
         kept = np.setdiff1d(np.arange(columns.size), skip)
-        dense = self.dense(columns[kept], weights[kept])
+        dense = _only(self.dense(columns[kept], weights[kept]), allowed)
         if skip.size:
             found = self._pruned(dense, columns[skip], weights[skip], lengths[skip].sum(), k,
                                  factor)
             if found is not None:
                 return _top(found, exact(found), k)
-            self.dense(columns[skip], weights[skip], out=dense)
+            _only(self.dense(columns[skip], weights[skip], out=dense), allowed)
         ids = _contenders(None, dense * factor if factor is not None else dense, k)
         return _top(ids, exact(ids), k)
 
@@ -252,6 +258,13 @@ class _Postings:
         return _contenders(near, sums * factor[near] if factor is not None else sums, k)
 
 
+def _only(sums: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:
+    """`sums` (a dense vector over the chunks) with those outside `allowed` set to 0."""
+    if allowed is not None:
+        sums[~allowed] = 0
+    return sums
+
+
 class TfidfScorer(_Postings):
     """Cosine between the query's and each chunk's TF-IDF vectors (the seed's `cosseno`)."""
 
@@ -286,15 +299,17 @@ class TfidfScorer(_Postings):
                                 self.norms.shape[0])
         return ids, dots / (self.norms[ids] * qnorm)
 
-    def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """`top_k(*score(query), k)`, pruned (`tfidf.bound` = max count/norm of a term)."""
+    def top(self, query: str, k: int,
+            allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """`top_k(*score(query), k)` (among the chunks of `allowed`, if given), pruned
+        (`tfidf.bound` = max count/norm of a term)."""
         columns, scaled, qnorm = self._prepare(query)
 
         def cosine(ids):  # bit for bit what `score` computes
             return self.lookup(ids, columns, scaled) / (self.norms[ids] * qnorm)
 
         return self.ranked(columns, scaled, k, cosine, self.inverse_norms, norms=self.norms,
-                           qnorm=qnorm)
+                           qnorm=qnorm, allowed=allowed)
 
 
 class Bm25Scorer(_Postings):
@@ -314,11 +329,14 @@ class Bm25Scorer(_Postings):
         ids, sums = self.sums(*self._prepare(query))
         return ids.astype(np.int64), sums.astype(np.float64)
 
-    def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """`top_k(*score(query), k)`, pruned (`bm25.bound` = the largest score of a term)."""
+    def top(self, query: str, k: int,
+            allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """`top_k(*score(query), k)` (among the chunks of `allowed`, if given), pruned
+        (`bm25.bound` = the largest score of a term)."""
         columns, tf = self._prepare(query)
         return self.ranked(columns, tf, k,
-                           lambda ids: self.lookup(ids, columns, tf).astype(np.float64))
+                           lambda ids: self.lookup(ids, columns, tf).astype(np.float64),
+                           allowed=allowed)
 
     def _why_nothing(self, query: str) -> str:
         raw = java_terms(query)

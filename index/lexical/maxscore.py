@@ -10,7 +10,9 @@ bit for bit, whether numba is there or not; without it, lexical.py's numpy path 
 `candidates` and `exact_sums` are the two halves, for callers with postings of their own.
 Postings laid out for one query only (`one_query`: PostgreSQL's ranker makes them per query)
 get the plain document-at-a-time MaxScore instead, without tables (making them would cost a
-pass over every posting, thrown away with the postings).
+pass over every posting, thrown away with the postings). `allowed`, a boolean mask over the
+chunks (a filter, search/filters.py), restricts both walks to its chunks: the exact top k
+among them, the same as ranking every allowed chunk.
 
 A postings object has `indptr`, `indices`, `data` (term-major CSR), `n_rows` and
 `accumulator` (the dtype of exact sums), and may have `bound` (each column's largest value).
@@ -340,7 +342,20 @@ def one_query(postings, columns: np.ndarray) -> bool:
     return postings.indptr.size - 1 <= columns.size
 
 
-def _plain(postings, columns, weights, k, factor):
+def mask_arguments(allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The kernels' (mask, quads) for a boolean mask over the chunks (None: empty arrays,
+    every chunk allowed): the mask as bools and its bytes read 4 at a time (views)."""
+    if allowed is None:
+        return _NO_MASK
+    mask = np.ascontiguousarray(allowed, dtype=np.bool_)
+    quads = mask.view(np.uint8)[:mask.size & ~3].view(np.uint32)
+    if not quads.flags.aligned:  # (a view into another array: an aligned copy)
+        mask = mask.copy()
+        quads = mask.view(np.uint8)[:mask.size & ~3].view(np.uint32)
+    return mask, quads
+
+
+def _plain(postings, columns, weights, k, factor, allowed=None):
     """Sorted candidates by the plain document-at-a-time MaxScore (no tables)."""
     bound = getattr(postings, "bound", None)
     if bound is None:  # each column's largest value
@@ -359,33 +374,36 @@ def _plain(postings, columns, weights, k, factor):
                                      columns[order],
                                      weights[order].astype(postings.accumulator),
                                      bounds[order], factor if factor is not None else _NONE,
-                                     k, found, scores)
+                                     k, found, scores, mask_arguments(allowed)[0])
 
 
 def candidates(postings, columns, weights: np.ndarray, k: int,
-               factor: np.ndarray | None) -> np.ndarray:
-    """Sorted chunk ids whose score may be in the top k (see the module docstring)."""
+               factor: np.ndarray | None, allowed: np.ndarray | None = None) -> np.ndarray:
+    """Sorted chunk ids whose score may be in the top k (see the module docstring), among
+    the chunks of `allowed` when given."""
     columns = np.asarray(columns, dtype=np.int64)
     weights = np.asarray(weights, dtype=np.float64)
     if one_query(postings, columns):
-        return _plain(postings, columns, weights, k, factor)
+        return _plain(postings, columns, weights, k, factor, allowed)
     factor, *tables = _tables(postings, columns, factor)
     ids = _loaded().candidates(postings.indptr, postings.indices, postings.data, columns,
-                               weights, factor, k, *tables)
+                               weights, factor, k, *tables, *mask_arguments(allowed))
     ids.sort()
     return ids
 
 
 def top(postings, columns, weights, k: int, factor: np.ndarray | None = None,
-        norms: np.ndarray | None = None, qnorm: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        norms: np.ndarray | None = None, qnorm: float = 0.0,
+        allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The exact top k (ids, float64 scores), best first, equal scores in id order: the
     candidates' `exact_sums` in column order, as float64, divided by norms[id] * qnorm when
-    norms are given. One compiled call (two for postings made for one query)."""
+    norms are given; among the chunks of `allowed` when given. One compiled call (two for
+    postings made for one query)."""
     columns = np.asarray(columns, dtype=np.int64)
     weights = np.asarray(weights, dtype=np.float64)
     norms = norms if norms is not None else _NONE
     if one_query(postings, columns):
-        ids = _plain(postings, columns, weights, k, factor)
+        ids = _plain(postings, columns, weights, k, factor, allowed)
         dtype = postings.accumulator
         ids, scores = _loaded().exact_top(
             postings.indptr, postings.indices, postings.data, columns, weights.astype(dtype),
@@ -395,11 +413,12 @@ def top(postings, columns, weights, k: int, factor: np.ndarray | None = None,
     factor, *tables = _tables(postings, columns, factor)
     ids, scores = _loaded().top(postings.indptr, postings.indices, postings.data, columns,
                                 weights, weights.astype(postings.accumulator), factor, k,
-                                *tables, norms, float(qnorm))
+                                *tables, norms, float(qnorm), *mask_arguments(allowed))
     return ids.astype(np.int64), scores
 
 
 _NONE = np.empty(0)
+_NO_MASK = (np.empty(0, dtype=np.bool_), np.empty(0, dtype=np.uint32))
 
 
 def exact_sums(postings, ids: np.ndarray, columns, weights, out: np.ndarray) -> np.ndarray:

@@ -35,9 +35,18 @@ are asked for ahead of time, as are the seeds'.
 Every chunk whose score (or bound) reached `theta` when it was seen is kept; those within
 rounding (slack) of the final `theta` are returned, to be scored exactly (`exact_top`, or in
 `top` through the window tables: the numbers of lexical.py's `lookup`).
+
+A filter (search/filters.py) comes in as `mask`, one bool per chunk (empty: every chunk),
+with `quads`, the same bytes read 4 at a time (a part's chunks in one read): when few parts
+hold an allowed chunk (`_few_open`), a window's bound is taken over those parts only
+(`_mask_parts`); short lists add only their allowed chunks' values; a window without an allowed chunk is never walked nor
+taken as a seed (`_open`), a chunk not allowed is passed over before it is scored: `theta`
+is the k-th best among the allowed chunks, and the bounds are upper bounds of theirs.
 """
 
 from __future__ import annotations
+
+import sys
 
 import numba
 import numpy as np
@@ -50,6 +59,9 @@ SLACK = 1e-5  # relative margin on every pruning test (float32 sums in another o
 SEEDS = 16  # windows walked first, those of highest bound (in id order)
 LEAD = 8  # windows to walk found ahead, their postings asked for (a power of 2)
 PROBE = 32  # chunks scored in full before a plain walk, for a first threshold
+LITTLE = sys.byteorder == "little"
+SAMPLE, OPEN_SHARE = 1024, 0.75  # a mask's parts sampled; the bounds masked part by part
+# when fewer than this share of them hold an allowed chunk
 
 
 @intrinsic
@@ -129,6 +141,84 @@ def _log2(n):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _open(mask, quads, j, shift):
+    """Whether the 2**shift chunks from j << shift hold one the mask allows (mask empty: every
+    chunk is allowed); read 4 at a time from `quads` (mask's bytes, 4 at a time) when they
+    can be."""
+    if mask.size == 0:
+        return True
+    lo = j << shift
+    hi = min(lo + (1 << shift), mask.size)
+    if shift >= 2 and hi - lo == 1 << shift and hi <= quads.size << 2:
+        seen = np.uint32(0)
+        for w in range(lo >> 2, hi >> 2):
+            seen |= quads[w]
+        return seen != 0
+    for d in range(lo, hi):
+        if mask[d]:
+            return True
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
+def _few_open(quads):
+    """Whether under OPEN_SHARE of the parts (4 chunks, one of `quads`) hold an allowed chunk,
+    on SAMPLE of them evenly spread: masking the bounds part by part is then worth its pass."""
+    if quads.size == 0:
+        return True
+    step = max(1, quads.size // SAMPLE)
+    seen = opened = 0
+    for i in range(0, quads.size, step):
+        seen += 1
+        opened += quads[i] != 0
+    return opened < OPEN_SHARE * seen
+
+
+@numba.njit(cache=True, nogil=True)
+def _open_parts(quads):
+    """Per window of 8 parts of 4 chunks (one of `quads` each), a byte per part, 1 when the
+    part holds an allowed chunk, read as one uint64 per window (the windows quads covers
+    whole; byte q is part q: `_part_shift`)."""
+    flags = np.empty(quads.size & ~7, dtype=np.uint8)
+    for i in range(flags.size):  # (vector code)
+        flags[i] = quads[i] != 0
+    return flags.view(np.uint64)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _part_shift(q):
+    """Where part q's byte is in a window's uint64 of `_open_parts`."""
+    return np.uint64(8 * q if LITTLE else 8 * (7 - q))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _mask_parts(sums, mask, quads, parts, j0, part_shift):
+    """The bounds of a tile's parts (sums[part, window in tile], windows from j0) set to 0
+    where the part holds no allowed chunk: from `parts` (`_open_parts`, windows of 8 parts
+    of 4 chunks) a row of sums at a time (vector code) for the windows it covers, from the
+    mask for the others."""
+    per, tile = sums.shape
+    covered = 0
+    if part_shift == 2 and per == 8:
+        covered = max(0, min(tile, parts.size - j0))
+        for q in range(per):
+            row, at = sums[q], _part_shift(q)
+            for w in range(covered):
+                row[w] *= np.float32((parts[j0 + w] >> at) & np.uint64(1))
+    for w in range(covered, tile):
+        for q in range(per):
+            if not _open(mask, quads, (j0 + w) * per + q, part_shift):
+                sums[q, w] = 0.0
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _left_out(mask, doc):
+    """True when the mask (empty: every chunk allowed) leaves chunk `doc` out: the caller
+    moves its lists past it without scoring it."""
+    return mask.size > 0 and not mask[doc]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _scale(indices, data, lo, hi, factor):
     """The step of a list's codes: its largest value (times factor, if any) / 254."""
     top = 0.0
@@ -192,7 +282,7 @@ def dense_row(indices, data, lo, hi, factor, row):
 
 @numba.njit(cache=True, nogil=True)
 def _bounds(indptr, indices, data, cols, weights, factor, slots, scales, shift, ub, peaks,
-            sums):
+            sums, mask, quads):
     """ub[j] = an upper bound of every chunk's score in window j. Without a long list in
     the query, the short lists' values added up per window. Else per part of the window:
     the long lists' peaks (see `window_index`) and the short lists' values added up, the
@@ -201,13 +291,17 @@ def _bounds(indptr, indices, data, cols, weights, factor, slots, scales, shift, 
     windows, part-major (peaks[row, tile, part, window in tile]), so that a tile's sums
     (the work array `sums`, float32, shape (parts per window, windows per tile)) stay in
     the first-level cache and the best part of each window is found a vector of windows at
-    a time."""
+    a time. With a mask (see the module docstring), the allowed chunks' bounds only."""
     ub[:] = 0.0
     use_factor = factor.size > 0
+    use_mask = mask.size > 0
+    mask_parts = use_mask and _few_open(quads)
     if not (slots >= 0).any():
         for t in range(cols.size):  # values added up per window (at least their maximum)
             w = weights[t]
             for p in range(indptr[cols[t]], indptr[cols[t] + 1]):
+                if use_mask and not mask[indices[p]]:
+                    continue
                 v = data[p] * w
                 if use_factor:
                     v *= factor[indices[p]]
@@ -216,6 +310,7 @@ def _bounds(indptr, indices, data, cols, weights, factor, slots, scales, shift, 
     per, tile = sums.shape
     part_shift = shift - _log2(per)
     tile_shift = _log2(tile)
+    parts = _open_parts(quads) if mask_parts else np.empty(0, dtype=np.uint64)
     pos = np.empty(cols.size, dtype=np.int64)  # each short list's next posting
     for t in range(cols.size):
         pos[t] = indptr[cols[t]]
@@ -240,6 +335,8 @@ def _bounds(indptr, indices, data, cols, weights, factor, slots, scales, shift, 
                 sums[(doc >> part_shift) & per - 1, (doc >> shift) & tile - 1] += v
                 p += 1
             pos[t] = p
+        if mask_parts:
+            _mask_parts(sums, mask, quads, parts, t0 * tile, part_shift)
         for q in range(1, per):
             _most(sums[0], sums[q])
         j0 = t0 * tile
@@ -271,7 +368,7 @@ def _most(acc, other):
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _visit(j, indices, data, weights, factor, slots, maxima, rel, group, shift, step, bounds,
-           start, end, pos, window_bound, heap, state, theta, slack, found, scores):
+           start, end, pos, window_bound, heap, state, theta, slack, found, scores, mask):
     """Walk window j (see the module docstring): state = [heap size, chunks found], theta =
     [k-th best so far]. The postings are read from `pos` onwards: windows come in id order
     (from `start` again for each pass)."""
@@ -303,6 +400,11 @@ def _visit(j, indices, data, weights, factor, slots, maxima, rel, group, shift, 
                 doc = indices[pos[i]]
         if doc >= limit:
             break
+        if _left_out(mask, doc):  # not allowed: the drivers move past it, unscored
+            for i in range(drv, c_count):
+                if pos[i] < end[i] and indices[pos[i]] == doc:
+                    pos[i] += 1
+            continue
         score = 0.0
         for i in range(drv, c_count):
             if pos[i] < end[i] and indices[pos[i]] == doc:
@@ -358,7 +460,8 @@ def _largest(acc):
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _visit_dense(j, indices, data, weights, factor, slots, rel, group, shift, dslots, dense,
-                 dsteps, error, start, end, pos, acc, heap, state, theta, slack, found, scores):
+                 dsteps, error, start, end, pos, acc, heap, state, theta, slack, found, scores,
+                 mask):
     """Walk window j with a bound per chunk: the terms with codes per chunk (`dense_row`)
     add code * step for the window's 32 chunks at once, the others add their values there.
     No posting of a coded list is read: a chunk whose bound reaches theta is kept with that
@@ -388,6 +491,10 @@ def _visit_dense(j, indices, data, weights, factor, slots, rel, group, shift, ds
                 v *= factor[indices[p]]
             acc[indices[p] - base] += v
             p += 1
+    if mask.size > 0:  # the chunks not allowed: no bound, never kept
+        for r in range(min(acc.size, mask.size - base)):
+            if not mask[base + r]:
+                acc[r] = 0.0
     if _largest(acc) * (1 + slack) < floor:
         return
     for r in range(acc.size):
@@ -422,18 +529,21 @@ def _ask(j, indices, data, slots, rel, group, start, shift, dslots, dense):
 
 @numba.njit(cache=True, nogil=True)
 def candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, rel, group,
-               scales, shift, ub, found, scores, dslots, dense, dscales, peaks, sums):
+               scales, shift, ub, found, scores, dslots, dense, dscales, peaks, sums, mask,
+               quads):
     """Sorted chunk ids that may be in the top k of factor[d] * sum_t weights[t] * column
     cols[t] (factor empty: 1). slots[t]: the row of column cols[t] in the window tables
     (maxima, rel, group, scales: see `window_index`), -1 for none (a short list); ub: work
     vector of one value per window; found, scores: work vectors of one id and one float per
     chunk; dslots[t]: the row of column cols[t] in `dense` (codes per chunk, see
     `dense_row`, with scale dscales[row]), -1 for none; peaks: the tables' peaks (see
-    `window_index`); sums: a tile's work array (`_bounds`)."""
+    `window_index`); sums: a tile's work array (`_bounds`); mask, quads: the allowed chunks
+    (see the module docstring; empty: all)."""
     c_count = cols.size
     use_factor = factor.size > 0
     slack = SLACK + 2.4e-7 * c_count  # float32 sums of m terms in another order
-    _bounds(indptr, indices, data, cols, weights, factor, slots, scales, shift, ub, peaks, sums)
+    _bounds(indptr, indices, data, cols, weights, factor, slots, scales, shift, ub, peaks, sums,
+            mask, quads)
     # each term's bound (the largest weighted value); terms sorted weakest first
     bounds = np.empty(c_count)
     for t in range(c_count):
@@ -463,7 +573,7 @@ def candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, r
     seeds = np.full(n_seeds, -1, dtype=np.int64)
     low, at = -1.0, 0
     for j in range(ub.size):
-        if ub[j] > low:
+        if ub[j] > low and _open(mask, quads, j, shift):
             best[at], seeds[at] = ub[j], j
             at = np.argmin(best)
             low = best[at]
@@ -471,16 +581,18 @@ def candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, r
     if (dslots >= 0).any():
         _walk_dense(indices, data, weights, factor, slots, rel, group, scales, shift, ub,
                     dslots, dense, dscales, start, end, seeds, heap, state, theta, slack,
-                    found, scores)
+                    found, scores, mask, quads)
     else:
         _walk_tables(indices, data, weights, factor, slots, maxima, rel, group, scales, shift,
-                     ub, bounds, start, end, seeds, heap, state, theta, slack, found, scores)
+                     ub, bounds, start, end, seeds, heap, state, theta, slack, found, scores,
+                     mask, quads)
     return found[:_compact(found, scores, state[1], theta[0] * (1 - slack))].copy()
 
 
 @numba.njit(cache=True, nogil=True)
 def _walk_tables(indices, data, weights, factor, slots, maxima, rel, group, scales, shift, ub,
-                 bounds, start, end, seeds, heap, state, theta, slack, found, scores):
+                 bounds, start, end, seeds, heap, state, theta, slack, found, scores, mask,
+                 quads):
     """The walk through postings (`_visit`): the seeds, then the other windows."""
     c_count = weights.size
     step = np.empty(c_count)
@@ -497,7 +609,7 @@ def _walk_tables(indices, data, weights, factor, slots, maxima, rel, group, scal
         if j >= 0 and ub[j] > 0 and ub[j] * (1 + slack) >= theta[0] * (1 - slack):
             _visit(j, indices, data, weights, factor, slots, maxima, rel, group, shift, step,
                    bounds, start, end, pos, window_bound, heap, state, theta, slack, found,
-                   scores)
+                   scores, mask)
         if j >= 0:
             ub[j] = -1.0  # done
     pos[:] = start
@@ -507,7 +619,8 @@ def _walk_tables(indices, data, weights, factor, slots, maxima, rel, group, scal
     head, queued, scan = 0, 0, 0
     while True:
         while queued < LEAD and scan < ub.size:
-            if ub[scan] > 0 and ub[scan] * (1 + slack) >= theta[0] * (1 - slack):
+            if (ub[scan] > 0 and ub[scan] * (1 + slack) >= theta[0] * (1 - slack)
+                    and _open(mask, quads, scan, shift)):
                 _ask(scan, indices, data, slots, rel, group, start, shift, no_codes, no_rows)
                 lead[(head + queued) & (LEAD - 1)] = scan
                 queued += 1
@@ -520,12 +633,14 @@ def _walk_tables(indices, data, weights, factor, slots, maxima, rel, group, scal
         if ub[j] * (1 + slack) < theta[0] * (1 - slack):  # theta has risen since
             continue
         _visit(j, indices, data, weights, factor, slots, maxima, rel, group, shift, step,
-               bounds, start, end, pos, window_bound, heap, state, theta, slack, found, scores)
+               bounds, start, end, pos, window_bound, heap, state, theta, slack, found, scores,
+               mask)
 
 
 @numba.njit(cache=True, nogil=True)
 def _walk_dense(indices, data, weights, factor, slots, rel, group, scales, shift, ub, dslots,
-                dense, dscales, start, end, seeds, heap, state, theta, slack, found, scores):
+                dense, dscales, start, end, seeds, heap, state, theta, slack, found, scores,
+                mask, quads):
     """The walk with codes per chunk (`_visit_dense`): the seeds, then the other windows."""
     c_count = weights.size
     dsteps = np.zeros(c_count, dtype=np.float32)
@@ -543,7 +658,7 @@ def _walk_dense(indices, data, weights, factor, slots, rel, group, scales, shift
         if j >= 0 and ub[j] > 0 and ub[j] * (1 + slack) >= theta[0] * (1 - slack):
             _visit_dense(j, indices, data, weights, factor, slots, rel, group, shift, dslots,
                          dense, dsteps, error, start, end, pos, acc, heap, state, theta, slack,
-                         found, scores)
+                         found, scores, mask)
         if j >= 0:
             ub[j] = -1.0  # done
     pos[:] = start
@@ -553,7 +668,8 @@ def _walk_dense(indices, data, weights, factor, slots, rel, group, scales, shift
     head, queued, scan = 0, 0, 0
     while True:
         while queued < LEAD and scan < ub.size:
-            if ub[scan] > 0 and ub[scan] * (1 + slack) >= theta[0] * (1 - slack):
+            if (ub[scan] > 0 and ub[scan] * (1 + slack) >= theta[0] * (1 - slack)
+                    and _open(mask, quads, scan, shift)):
                 _ask(scan, indices, data, slots, rel, group, start, shift, dslots, dense)
                 lead[(head + queued) & (LEAD - 1)] = scan
                 queued += 1
@@ -567,17 +683,19 @@ def _walk_dense(indices, data, weights, factor, slots, rel, group, scales, shift
             continue
         _visit_dense(j, indices, data, weights, factor, slots, rel, group, shift, dslots, dense,
                      dsteps, error, start, end, pos, acc, heap, state, theta, slack, found,
-                     scores)
+                     scores, mask)
 
 
 @numba.njit(cache=True, nogil=True)
-def daat_candidates(indptr, indices, data, cols, weights, bounds, factor, k, found, scores):
+def daat_candidates(indptr, indices, data, cols, weights, bounds, factor, k, found, scores,
+                    mask):
     """Plain document-at-a-time MaxScore (no tables), for postings made for one query:
     chunk ids that may be in the top k, sorted. cols/weights/bounds: the query's terms,
     weakest bound first; factor: per-chunk factor (empty: 1); found, scores: work vectors
-    of n values (ids and floats). The walk: chunks in id order through the terms outside the
-    longest weak prefix whose bounds add up to less than theta, each completed with the weak
-    terms by galloping search and abandoned when what is left cannot lift it to theta."""
+    of n values (ids and floats); mask: the allowed chunks (empty: all). The walk: chunks in
+    id order through the terms outside the longest weak prefix whose bounds add up to less
+    than theta, each completed with the weak terms by galloping search and abandoned when
+    what is left cannot lift it to theta."""
     c_count = cols.size
     use_factor = factor.size > 0
     below = np.zeros(c_count)  # below[i]: bounds of terms 0..i
@@ -592,7 +710,7 @@ def daat_candidates(indptr, indices, data, cols, weights, bounds, factor, k, fou
     heap = np.empty(k)
     heap_size = 0
     n_found = 0
-    seed = _daat_seed(indptr, indices, data, cols, weights, factor, k)
+    seed = _daat_seed(indptr, indices, data, cols, weights, factor, k, mask)
     theta = seed
     first = 0  # terms first.. are essential
     while True:
@@ -605,6 +723,11 @@ def daat_candidates(indptr, indices, data, cols, weights, bounds, factor, k, fou
                 doc = indices[pos[i]]
         if doc < 0:
             break
+        if _left_out(mask, doc):
+            for i in range(first, c_count):
+                if pos[i] < end[i] and indices[pos[i]] == doc:
+                    pos[i] += 1
+            continue
         score = 0.0
         for i in range(first, c_count):
             if pos[i] < end[i] and indices[pos[i]] == doc:
@@ -633,9 +756,9 @@ def daat_candidates(indptr, indices, data, cols, weights, bounds, factor, k, fou
 
 
 @numba.njit(cache=True, nogil=True)
-def _daat_seed(indptr, indices, data, cols, weights, factor, k):
+def _daat_seed(indptr, indices, data, cols, weights, factor, k, mask):
     """A score the k-th best cannot be below: the k-th best full score of the PROBE chunks
-    where the strongest term weighs most (0 when it has fewer than k chunks)."""
+    (allowed by the mask) where the strongest term weighs most (0 when it has fewer)."""
     last = cols.size - 1
     lo, hi = indptr[cols[last]], indptr[cols[last] + 1]
     probe = max(PROBE, k)
@@ -645,11 +768,15 @@ def _daat_seed(indptr, indices, data, cols, weights, factor, k):
     docs = np.empty(probe, dtype=np.int64)
     low, at = -1.0, 0
     for p in range(lo, hi):
+        if _left_out(mask, indices[p]):
+            continue
         v = data[p] * factor[indices[p]] if factor.size > 0 else data[p]
         if v > low:
             best[at], docs[at] = v, indices[p]
             at = np.argmin(best)
             low = best[at]
+    if low < 0:  # fewer than PROBE allowed chunks in the list
+        return 0.0
     for i in range(probe):
         doc, score = docs[i], 0.0
         for j in range(cols.size):
@@ -702,12 +829,12 @@ def _best(ids, out, k, norms, qnorm):
 @numba.njit(cache=True, nogil=True)
 def top(indptr, indices, data, cols, weights, exact_weights, factor, k, slots, maxima, rel,
         group, scales, shift, ub, found, scores, dslots, dense, dscales, peaks, sums, norms,
-        qnorm):
+        qnorm, mask, quads):
     """`candidates` then `exact_top` in one call: the exact top k (ids, float64 scores); the
     exact sums are in exact_weights' dtype."""
     ids = candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, rel,
                      group, scales, shift, ub, found, scores, dslots, dense, dscales, peaks,
-                     sums)
+                     sums, mask, quads)
     ids.sort()
     out = np.zeros(ids.size, dtype=exact_weights.dtype)
     for j in range(cols.size):  # `exact_sums`, each posting found through the tables

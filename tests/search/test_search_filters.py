@@ -11,6 +11,7 @@ from busca import corpus as api
 from busca.crawler.store import Document
 from busca.index import LocalHome
 from busca.index.build import build_index
+from busca.index.dense.vectors import DenseScorer
 from busca.index.home.storage import load_index
 from busca.search import filters as f
 from busca.search.fusion import FusionSettings, HybridScorer, fuse
@@ -104,12 +105,19 @@ def _reference(index, method: str, query: str, mask: np.ndarray, k: int):
     """The unfiltered full ranking (every chunk scored) restricted to the allowed chunks."""
     ranker = scorer(index, method, FusionSettings() if method == "hybrid" else None)
     if isinstance(ranker, HybridScorer):  # each component's window among the allowed chunks
-        ranked = {m: _sorted(*r.score(query), mask) for m, r in ranker.rankers.items()}
+        ranked = {m: _sorted(*_full(r, query, mask.size), mask)
+                  for m, r in ranker.rankers.items()}
         ids, scores = fuse(ranked, ranker.weights, ranker.settings)
         ids, scores = _sorted(ids, scores, np.ones(mask.size, dtype=bool))
     else:
-        ids, scores = _sorted(*ranker.score(query), mask)
+        ids, scores = _sorted(*_full(ranker, query, mask.size), mask)
     return ids[:k].tolist(), scores[:k]
+
+
+def _full(ranker, query: str, n: int):
+    """Every chunk as an unfiltered search ranks it: dense's `top` rescores in float64 (its
+    `score` is the float32 product), a lexical `score` is its `top`, bit for bit."""
+    return ranker.top(query, n) if isinstance(ranker, DenseScorer) else ranker.score(query)
 
 
 def _sorted(ids, scores, mask):

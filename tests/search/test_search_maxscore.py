@@ -275,7 +275,7 @@ def test_window_bounds_with_peaks_bound_every_chunk(built, method, compiled, mon
         factor, slots, maxima, rel, group, scales, shift, ub, *_, peaks, sums = \
             maxscore._tables(scorer, columns, scorer.walk_factor)
         kernel._bounds(scorer.indptr, scorer.indices, scorer.data, columns, weights, factor,
-                       slots, scales, shift, ub, peaks, sums)
+                       slots, scales, shift, ub, peaks, sums, *maxscore.mask_arguments(None))
         scores = scorer.dense(columns, weights) * (factor if factor.size else 1.0)
         width = 1 << shift
         padded = np.zeros(ub.size * width)
