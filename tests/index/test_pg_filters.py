@@ -280,3 +280,48 @@ def test_a_wordpress_crawl_keeps_the_same_metadata_and_picks_up_a_tags_only_chan
             if d.url == site.link(article):
                 expected["tags"] = ["Extensão"]
             assert d.meta == expected, d.url
+
+
+WORDS = ("sistema rede dados curso aluno prova nota prazo regra matrícula estágio pesquisa"
+         " ensino extensão bolsa edital projeto professor disciplina horário sala laboratório"
+         " biblioteca livro artigo revista evento palestra congresso relatório").split()
+
+
+def _synthetic(n: int, rng: random.Random) -> list[dict]:
+    """`n` documents of 100 Zipf-ish words (10 windows of 20/10 each), with metadata."""
+    weights = [1 / (i + 1) for i in range(len(WORDS))]
+    return [{"url": f"https://s.example/{i}", "title": f"Doc {i}",
+             "text": " ".join(rng.choices(WORDS, weights, k=100)),
+             "tags": rng.sample(TAGS, rng.randint(0, 2)), "zeta": rng.randint(0, 9),
+             "date": f"20{10 + rng.randint(0, 14)}-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}"}
+            for i in range(n)]
+
+
+def test_filtered_top10_on_a_10k_chunk_corpus_both_backends(tmp_path, postgres_server_url):
+    """Random filters on ~10k chunks: PostgreSQL's filtered top 10 (its own lists, and ranked
+    in SQL) equals the local home's, which equals the unfiltered ranking restricted to the
+    matching chunks."""
+    rng = random.Random(10)
+    source = write_jsonl(tmp_path / "docs.jsonl", _synthetic(1120, rng))
+    local, pg = tmp_path / "home", f"{postgres_server_url}?corpus=f10k_{rng.getrandbits(32):x}"
+    for home in (local, pg + "&lexical=sql"):
+        busca(home, "add", str(source))
+        busca(home, "index", "--quiet", "--methods", "tfidf,bm25", "--size", "20",
+              "--overlap", "10")
+    with api.open(local) as a, api.open(pg) as b, api.open(pg + "&lexical=sql") as c:
+        assert a.build.manifest.chunks >= 10_000
+        for _ in range(16):
+            texts = [rng.choice([f"tags={rng.choice(TAGS)}", f"zeta<={rng.randint(0, 9)}",
+                                 f"date>=20{10 + rng.randint(0, 14)}", f"zeta={rng.randint(0, 9)}"])
+                     for _ in range(rng.randint(1, 2))]
+            mask = f.allowed(a.build, a.home, f.parse_filters(texts))
+            query = " ".join(rng.sample(WORDS, 2))
+            for method in ("tfidf", "bm25"):
+                x, y, z = (h.search(query, method=method, k=10, filters=texts, log=False).hits
+                           for h in (a, b, c))
+                ids, scores = a.build.ranker(method).score(query)
+                keep = mask[ids]
+                order = np.lexsort((ids[keep], -scores[keep]))[:10]
+                assert [h.chunk_id for h in x] == list(ids[keep][order]), (method, texts)
+                assert [(h.chunk_id, h.score) for h in y] == [(h.chunk_id, h.score) for h in x]
+                assert [h.chunk_id for h in z] == [h.chunk_id for h in x], (method, texts)
