@@ -12,7 +12,8 @@ import json
 import logging
 import unicodedata
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
 from pathlib import Path
 
 from .groups import GROUPS, group_names
@@ -43,7 +44,7 @@ def read_files(paths: list[str]) -> Iterator[Document | Problem]:
             yield Problem(name, f"cannot read it ({e.strerror or e})")
             continue
         if path.suffix.lower() == ".pdf":
-            yield from _pdf(name, data)
+            yield from (_on_disk(d, path) for d in _pdf(name, data))
             continue
         if utf16 := _utf16(data):
             yield Problem(name, f"is {utf16} text; busca reads UTF-8: convert it, e.g. iconv"
@@ -55,7 +56,8 @@ def read_files(paths: list[str]) -> Iterator[Document | Problem]:
         suffix = path.suffix.lower()
         if suffix in (".html", ".htm"):  # its <meta charset> tells the encoding
             page = extract_page(decode_html(data, None))
-            yield _document(name, page.title or path.stem, page.text, page.headings)
+            yield _on_disk(_document(name, page.title or path.stem, page.text, page.headings),
+                           path)
             continue
         try:
             text = data.decode("utf-8-sig")
@@ -66,8 +68,8 @@ def read_files(paths: list[str]) -> Iterator[Document | Problem]:
             yield from _jsonl(name, text)
         elif suffix in (".txt", ".md"):
             text = unicodedata.normalize("NFC", text)  # as stored: heading offsets hold
-            yield _document(name, _first_heading(text) or path.stem, text,
-                            markdown_headings(text) if suffix == ".md" else ())
+            yield _on_disk(_document(name, _first_heading(text) or path.stem, text,
+                                     markdown_headings(text) if suffix == ".md" else ()), path)
         else:
             yield Problem(name, f"unsupported file type; busca adds {', '.join(SUFFIXES)}")
 
@@ -107,6 +109,19 @@ def legacy_ids(ids: Iterable[str]) -> dict[str, list[str]]:
         except OSError:  # a name too long, or not a path at all
             continue
     return found
+
+
+def _on_disk(item: Document | Problem, path: Path) -> Document | Problem:
+    """A file's document with what the disk says of it: its modification time (UTC, as
+    `modified`) and its absolute path (metadata `path`, for `--filter path^=/docs/`)."""
+    if isinstance(item, Problem):
+        return item
+    try:
+        stamp = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
+    except OSError:
+        return item
+    return replace(item, modified=stamp.strftime("%Y-%m-%dT%H:%M:%S"),
+                   meta={**(item.meta or {}), "path": str(path.resolve())})
 
 
 def _document(name: str, title: str, text: str, headings=()) -> Document | Problem:

@@ -55,3 +55,25 @@ def test_jsonl_keys_beyond_url_title_text_are_metadata(tmp_path):
     assert first.meta == {"category": "Python", "tags": ["a", "b"], "year": 2015,
                           "author": "Ana"}
     assert first.modified == "2024-01-01" and second.meta is None
+
+
+def test_a_file_keeps_its_path_and_modification_time(tmp_path):
+    """`busca add notas.md`: metadata `path` (absolute) and `modified` (the file's mtime,
+    UTC), so `--filter path^=/docs/` and `--filter modified>=2024-01-01` work on files."""
+    import os
+
+    note = tmp_path / "docs" / "notas.md"
+    note.parent.mkdir()
+    note.write_text("# Notas\n\nO prazo é de 30 dias.\n", encoding="utf-8")
+    os.utime(note, (1_700_000_000, 1_700_000_000))  # 2023-11-14T22:13:20Z
+    [doc] = list(read_files([str(note)]))
+    assert doc.modified == "2023-11-14T22:13:20"
+    assert doc.meta["path"] == str(note.resolve()) and doc.meta["headings"]
+    [jsonl] = list(read_files([str(_jsonl(tmp_path))]))
+    assert "path" not in (jsonl.meta or {})  # a JSONL line is not a file on disk
+
+
+def _jsonl(tmp_path):
+    source = tmp_path / "x.jsonl"
+    source.write_text('{"url": "https://a.example/1", "text": "um"}\n', encoding="utf-8")
+    return source
