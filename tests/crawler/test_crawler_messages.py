@@ -61,7 +61,10 @@ def test_ctrl_c_stops_a_crawl_with_exit_code_130(tmp_path):
     with FixtureSite(load_articles()[:5], faults=Faults(latency=1.0)) as site:
         proc = subprocess.Popen(
             [sys.executable, "-m", "busca.cli", "--home", str(tmp_path / "home"), "crawl",
-             site.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             site.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            # a runner started in the background ignores SIGINT, and a child inherits that:
+            # the child gets the default, as a command typed at a terminal has
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.monotonic() + 60
         while not site.hits() and time.monotonic() < deadline:  # the crawl has begun
             time.sleep(0.05)
