@@ -1,4 +1,5 @@
-"""The `busca` command line: the only module that prints, exits or reads the environment."""
+"""The `busca` command line: each command parses its options into a value, makes one library
+call (corpus/) and renders what it gets; terminal.py, shell.py and display.py draw for people."""
 
 from __future__ import annotations
 
