@@ -6,7 +6,7 @@ from collections import Counter
 
 from .filters import field_values, passes
 
-SKIPPED = ("headings", "sections", "pages")  # structure of a document, not facets
+SKIPPED = ("headings", "sections", "pages", "path")  # structure or a file's own path, not facets
 TOP = 10  # values shown per key
 
 
