@@ -13,10 +13,12 @@ first build or first queries cost without them. So nobody waits for the compiler
   record, `warm_record`); else None (this build takes the numpy path) and, once per
   process, a separate process (`python -m busca.index.warm`) compiles every kernel into
   numba's cache, so the next build and queries find them;
-- `ready(name)`: for queries, the module with the record's signatures loaded from numba's
-  cache at once when there is a record (no compiling: about half a second on a quiet
-  machine, once per process); without one, None while a background thread has that separate
-  process compile them and then loads them, and queries take the numpy path meanwhile.
+- `ready(name)`: for queries, the module once loaded; until then None while a background
+  thread loads the record's signatures from numba's cache (no compiling, about a second on a
+  quiet machine), after having that separate process compile them when there is no record:
+  queries take the numpy path meanwhile, so a one-shot question never waits for numba;
+- `when_ready(name, then)`: a long-lived process (busca serve, shell) loads them at start,
+  in its own thread when there is a record, so its first question finds them.
 BUSCA_NUMBA_LOAD=wait loads (or compiles) at first use instead, in the caller's thread (the
 tests use it to reach the compiled paths at once).
 
@@ -84,33 +86,39 @@ def for_build(name: str):
 
 
 def ready(name: str):
-    """The module with its kernels loaded: at once when they were compiled before (loading
-    the cached machine code, no compiling), else None while a background thread has them
-    compiled in another process and loads them (the caller takes its numpy path meanwhile)."""
+    """The module with its kernels loaded, else None while a background thread loads them
+    (from numba's cache when they were compiled before, else after another process has
+    compiled them): the caller takes its numpy path meanwhile, so a one-shot `busca search`
+    never waits for numba (a second and 130 MB), and a long-lived process that wants them from
+    its first question loads them at start (`when_ready`)."""
     if mode() != "1":
         return module(name)
     found = _ready.get(name)
     if found is None:
         if not _installed():
             return None
-        if "load" not in _started and name not in _wanted and warm_record() is not None:
-            _ready[name] = found = _load(name, {})  # each kernel loads at its first call
-            return found or None
         _start_loading(name)
         found = _ready.get(name)
     return found or None
 
 
 def when_ready(name: str, then) -> None:
-    """then() now if `ready(name)`, else in the loading thread once it is (never if the
-    module cannot load)."""
-    with _lock:
-        if _ready.get(name) is None and mode() == "1" and _installed():
-            _waiting.setdefault(name, []).append(then)
-            then = None
-    if then is None:
-        ready(name)  # starts the loading
-    elif ready(name) is not None:
+    """then() once `name` is ready (never if it cannot load): at once, the module loaded in
+    this thread when its kernels were compiled before (busca serve and shell, before their
+    first question); else in the loading thread, once another process has compiled them."""
+    if mode() == "1" and _ready.get(name) is None and _installed():
+        record = warm_record()
+        if record is not None:
+            _ready[name] = _load(name, record.get(name, {}))
+        else:
+            with _lock:
+                if _ready.get(name) is None:
+                    _waiting.setdefault(name, []).append(then)
+                    then = None
+            if then is None:
+                ready(name)  # starts the loading
+                return
+    if ready(name) is not None:
         then()
 
 

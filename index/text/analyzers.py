@@ -50,8 +50,26 @@ def fold_accents(term: str) -> str:
     """Compatibility-decompose and drop combining marks: "ação" -> "acao", "ª" -> "a"."""
     if term.isascii():
         return term
-    decomposed = unicodedata.normalize("NFKD", term)
+    return term.translate(_FOLDED)
+
+
+def fold_char(char: str) -> str:
+    """One character compatibility-decomposed without its combining marks."""
+    decomposed = unicodedata.normalize("NFKD", char)
     return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+class _Folded(dict):
+    """Each character's fold, made on first sight (str.translate's table). Folding a string
+    character by character gives the same string: NFKD decomposes each character on its own,
+    and its only reordering moves combining marks, which are all dropped."""
+
+    def __missing__(self, code: int) -> str:
+        self[code] = folded = fold_char(chr(code))
+        return folded
+
+
+_FOLDED = _Folded()
 
 
 @functools.cache
@@ -62,7 +80,10 @@ def stemmer(algorithm: str = "portuguese"):
     except ImportError:
         raise MissingStemmer("the pt and en analyzers need PyStemmer (Snowball stemming): "
                              f"{PT_EXTRA}, or choose the simple analyzer") from None
-    return Stemmer.Stemmer(algorithm)
+    # no cache of its own (maxCacheSize 0): its LRU cache of 10,000 words costs more than
+    # it saves on a vocabulary (5 us a word instead of 1 us on 400k distinct words), and a
+    # query's words are kept by the scorer that analyzed them
+    return Stemmer.Stemmer(algorithm, 0)
 
 
 def portuguese_stemmer():

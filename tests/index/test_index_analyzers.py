@@ -57,3 +57,23 @@ def test_cli_index_with_the_en_analyzer(run, tmp_path):
     assert '"en"' in stats.stdout and "snowball porter" in stats.stdout
     hits = run("search", "the study of a runner's patient", "--method", "bm25", "--json").stdout
     assert [json.loads(line)["url"] for line in hits.splitlines()] == ["u1"]
+
+
+def _fold_whole(term: str) -> str:
+    """The fold of the whole string at once (what fold_accents computed before its
+    character table): NFKD, then every combining mark dropped."""
+    import unicodedata
+    decomposed = unicodedata.normalize("NFKD", term)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def test_folding_character_by_character_is_folding_the_whole_string():
+    from busca.index.text.analyzers import fold_accents
+    import random
+    rng = random.Random(7)
+    pool = ([chr(c) for c in range(0x20, 0x250)] + list("ªºﬁ한가ǅÅ") +
+            ["\u0301", "\u0327", "\u0303", "\u0345", "\u0308\u0301", "e\u0301"])
+    for _ in range(20000):
+        term = "".join(rng.choice(pool) for _ in range(rng.randint(1, 12)))
+        assert fold_accents(term) == _fold_whole(term), repr(term)
+    assert fold_accents("Informações ÉPICAS ª") == "Informacoes EPICAS a"

@@ -118,4 +118,29 @@ def test_a_build_without_compiled_kernels_does_not_wait_and_has_them_compiled(ba
     assert {"top", "window_index", "exact_sums"} <= set(record["maxscore_numba"])
     assert {"terms_of", "window_counts"} <= set(record["tokens_numba"])
     assert compiled.for_build("postings_numba") is not None
-    assert compiled.ready("maxscore_numba") is not None  # compiled before: loaded at once
+
+
+def test_compiled_before_a_query_still_does_not_wait_but_a_server_start_loads_them(
+        index, background, monkeypatch):
+    """With the kernels compiled before, loading numba still takes about a second: a one-shot
+    question takes the numpy path while they load in the background; busca serve and shell
+    (`prepare`, before their first question) load them at once, in their own thread."""
+    process = compiled._start_warming()
+    assert process is not None and process.wait(timeout=280) == 0
+    assert compiled.warm_record() is not None
+    held = threading.Event()
+    load = compiled._load
+    monkeypatch.setattr(compiled, "_load",
+                        lambda *a: held.wait(60) and load(*a)
+                        if threading.current_thread().name == "busca-kernels" else load(*a))
+    started = time.perf_counter()
+    assert compiled.ready("maxscore_numba") is None  # the loading thread is held
+    assert time.perf_counter() - started < 1
+    assert compiled._started["load"].is_alive()
+    ranker = index.ranker("bm25")
+    monkeypatch.setattr(ranker, "_blocks", None, raising=False)
+    ranker.prepare()  # a server's start: loaded here, not in the held thread
+    assert compiled.ready("maxscore_numba") is not None
+    assert ranker._blocks is not None and ranker._blocks.queries == 2
+    held.set()
+    assert compiled.wait_ready(60)
