@@ -183,17 +183,36 @@ def _rate(encoder, texts: list[str]) -> float:
 
 
 def _encoder(name: str, threads: int):
-    """get_encoder's, or busca's e5-small with a given engine: `e5-small@int8` (the default on
-    a VNNI CPU), `e5-small@numpy`, `e5-small@onnx` (MatMulNBits, accuracy level 4) or
-    `e5-small@onnx0` (level 0, float)."""
+    """get_encoder's, or busca's e5-small with a given engine: `e5-small@int8` (the default,
+    weights for this CPU), `e5-small@int8-8bit` (+-127: what VNNI machines take; inexact on
+    AVX2), `e5-small@int8-7bit` (+-63: what AVX2 machines take), `e5-small@numpy`,
+    `e5-small@onnx` (MatMulNBits, accuracy level 4) or `e5-small@onnx0` (level 0, float)."""
     if "@" not in name:
         return get_encoder(name, threads=threads)
     from busca.index.dense.e5_encoder import E5SmallEncoder
     engine = name.split("@", 1)[1]
-    if engine == "int8":
-        return E5SmallEncoder(threads=threads, engine="int8")
+    if engine.startswith("int8"):
+        levels = {"int8": None, "int8-8bit": 127, "int8-7bit": 63}[engine]
+        return E5SmallEncoder(threads=threads, engine="int8", levels=levels)
     level = int(engine[4:] or 4) if engine.startswith("onnx") else 4
     return E5SmallEncoder(threads=threads, engine=engine[:4], accuracy_level=level)
+
+
+def cpu_line() -> dict:
+    """This CPU's int8-relevant features and the e5-small engine it selects."""
+    flags = set()
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith(("flags", "Features")):
+            flags |= set(line.split(":", 1)[1].split())
+    found = sorted(flags & {"avx2", "avx512_vnni", "avx_vnni", "asimddp"})
+    try:
+        from busca.index.dense.e5_encoder import default_engine
+        from busca.index.dense.e5_int8 import weight_levels
+        engine = default_engine()
+        chosen = f"{engine} (weights +-{weight_levels()})" if engine == "int8" else engine
+    except ImportError as e:
+        chosen = f"none ({e})"
+    return {"cpu": found, "e5_small_engine": chosen}
 
 
 def _peak_rss_mb() -> float:
@@ -217,6 +236,8 @@ def main() -> None:
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
+    if not args.one:
+        print(json.dumps(cpu_line()), flush=True)
     if args.paired and not args.one:
         for threads in args.threads.split(","):
             command = [sys.executable, __file__, "--one", f"paired:{threads}", "--paired",

