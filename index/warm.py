@@ -89,6 +89,7 @@ def signatures() -> dict:
 def main() -> None:
     from . import compiled
     os.environ["BUSCA_NUMBA_LOAD"] = "wait"
+    _yield_to_the_user()
     path = compiled.record_path()
     if path is None or compiled.module(compiled.KERNELS[0]) is None:
         return
@@ -103,6 +104,16 @@ def main() -> None:
         os.replace(partial, path)
     finally:
         running.unlink(missing_ok=True)
+
+
+def _yield_to_the_user() -> None:
+    """The lowest CPU priority: the build or the queries that started this process run on
+    the numpy path meanwhile and get the cores first (the user's first build at 100k chunks
+    took 25.7 s beside a compiler of equal priority, 14.9 s alone)."""
+    try:
+        os.nice(19)
+    except (AttributeError, OSError):  # no nice (Windows) or not allowed: same priority
+        pass
 
 
 if __name__ == "__main__":
