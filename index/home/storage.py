@@ -26,6 +26,7 @@ import json
 import os
 import shutil
 import sqlite3
+import threading
 import uuid
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
@@ -329,10 +330,18 @@ def save_array(path: Path, name: str, array: np.ndarray) -> None:
     np.save(path / f"{name}.npy", np.ascontiguousarray(array), allow_pickle=False)
 
 
+_LOADING = threading.Lock()
+
+
 def load_array(path: Path, name: str) -> np.ndarray:
+    """The array memory-mapped. One load at a time in the process: np.load reads the header
+    with ast.literal_eval, which CPython 3.11 may fail in two threads at once ("SystemError:
+    AST constructor recursion depth mismatch", CPython issue 106905; seen when LangChain's
+    `batch` opened one index from two threads). A load maps the file: microseconds."""
     file = path / f"{name}.npy"
     try:
-        return np.load(file, mmap_mode="r", allow_pickle=False)
+        with _LOADING:
+            return np.load(file, mmap_mode="r", allow_pickle=False)
     except FileNotFoundError as e:
         raise damaged(path, f"{file.name} is missing") from e
     except (OSError, ValueError) as e:

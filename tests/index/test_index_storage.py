@@ -148,3 +148,40 @@ def test_the_local_backend_has_every_method_of_the_boundary(tmp_path):
         missing = {n for n in members(protocol) if not hasattr(thing, n)}
         assert not missing, f"{type(thing).__name__} lacks {missing}"
     assert {"score", "top"} <= members(backend.Ranker)
+
+
+def test_arrays_load_one_at_a_time_across_threads(tmp_path, monkeypatch):
+    """np.load parses each header with ast.literal_eval, which CPython 3.11 can fail in two
+    threads at once (SystemError, CPython issue 106905): load_array lets one thread in."""
+    import threading
+    import time
+
+    import numpy as np
+
+    from busca.index.home import storage
+    for i in range(3):
+        np.save(tmp_path / f"m.a{i}.npy", np.arange(5 + i))
+    inside, most, lock = [0], [0], threading.Lock()
+    real = np.load
+
+    def slow_load(*args, **kwargs):
+        with lock:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        time.sleep(0.01)
+        try:
+            return real(*args, **kwargs)
+        finally:
+            with lock:
+                inside[0] -= 1
+
+    monkeypatch.setattr(storage.np, "load", slow_load)
+    loaded = []
+    threads = [threading.Thread(target=lambda i=i: loaded.append(
+        storage.load_array(tmp_path, f"m.a{i % 3}").size)) for i in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(loaded) == [5, 5, 6, 6, 7, 7]
+    assert most[0] == 1
