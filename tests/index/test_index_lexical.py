@@ -107,6 +107,18 @@ def test_kth_largest(size, zeros):
         assert kth_largest(values, k) == np.sort(values)[-k]
 
 
+@pytest.mark.parametrize("levels", [1, 2, 5])
+def test_kth_largest_with_ties_above_and_at_the_floor(levels):
+    """A term in every chunk of equal length gives them all one score: the k-th largest is
+    then the block floor itself (fewer than k values above it), or among the few above it."""
+    rng = np.random.default_rng(levels)
+    values = rng.integers(0, levels, 200_000).astype(np.float32)
+    values[rng.integers(0, values.size, 3)] = levels + 1.5  # three above every other value
+    for k in (1, 3, 4, 10):
+        assert kth_largest(values, k) == np.sort(values)[-k]
+    assert kth_largest(np.ones(100_000, np.float32), 10) == 1.0
+
+
 def test_column_sums_over_few_and_many_rows():
     indptr = np.array([0, 2, 5])
     indices = np.array([1, 3, 0, 1, 2], dtype=np.int32)
