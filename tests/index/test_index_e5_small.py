@@ -75,7 +75,7 @@ def _skip_unless_int8_is_exact():
     from busca.index.dense.e5_int8 import int8_exact
     if not int8_exact():
         pytest.skip("onnxruntime's int8 product saturates on this CPU (AVX2 without VNNI):"
-                    " e5-small never picks int8 here")
+                    " e5-small takes 7-bit weights here (the int8-7bit case)")
 
 
 @pytest.fixture()
