@@ -128,4 +128,4 @@ def test_the_readme_says_what_ci_installs_besides_the_test_command():
 def test_the_readme_gives_the_demos_time_with_its_conditions():
     """It said the demo takes ~25 s; it took 129 s at load 5 (issue 25 item 16)."""
     assert "`busca demo` takes ~25 s" not in README
-    assert "quiet 2-core AVX2 machine (load average 1.5" in README
+    assert "quiet 2-core machine with AVX-512 VNNI (load average 1.5" in README
