@@ -51,11 +51,12 @@ def test_on_an_avx2_cpu_the_product_saturates_and_e5_small_takes_7_bit_weights()
     assert seen["narrow"] == pytest.approx(64, rel=1e-4)  # 7-bit weights: exact
     assert {k: seen[k] for k in ("exact", "engine", "levels")} == {
         "exact": False, "engine": "int8", "levels": 63}
+    from busca.index.dense.e5_int8 import int8_exact
     here = {}
     exec(VECTORS, here)
     for levels, want in here["vectors"]().items():
         cosine = float(np.dot(seen["vectors"][levels], want))
-        if levels == "63":
+        if levels == "63" or not int8_exact():  # no pair saturates, or both CPUs saturate alike
             assert cosine == pytest.approx(1.0, abs=1e-6)  # the same vector on both CPUs
         else:
-            assert cosine < 0.99995  # saturated pairs: a vector that drifted
+            assert cosine < 0.99995  # saturated pairs under qemu: a vector that drifted
