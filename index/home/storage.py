@@ -333,15 +333,21 @@ def save_array(path: Path, name: str, array: np.ndarray) -> None:
 _LOADING = threading.Lock()
 
 
+def read_npy(source, **options) -> np.ndarray:
+    """np.load of one .npy (a path or a file object), one at a time in the process: np.load
+    reads the header with ast.literal_eval, which CPython 3.11 may fail in two threads at once
+    ("SystemError: AST constructor recursion depth mismatch", CPython issue 106905; seen when
+    LangChain's `batch` opened one index from two threads). Every index array, local or
+    PostgreSQL, is read through here; a memory-mapped load takes microseconds."""
+    with _LOADING:
+        return np.load(source, allow_pickle=False, **options)
+
+
 def load_array(path: Path, name: str) -> np.ndarray:
-    """The array memory-mapped. One load at a time in the process: np.load reads the header
-    with ast.literal_eval, which CPython 3.11 may fail in two threads at once ("SystemError:
-    AST constructor recursion depth mismatch", CPython issue 106905; seen when LangChain's
-    `batch` opened one index from two threads). A load maps the file: microseconds."""
+    """The array memory-mapped (`read_npy`)."""
     file = path / f"{name}.npy"
     try:
-        with _LOADING:
-            return np.load(file, mmap_mode="r", allow_pickle=False)
+        return read_npy(file, mmap_mode="r")
     except FileNotFoundError as e:
         raise damaged(path, f"{file.name} is missing") from e
     except (OSError, ValueError) as e:

@@ -30,6 +30,7 @@ import scipy.sparse as sp
 
 from . import copy as pc
 from ..home.buildlock import take_pg_lock
+from ..home.storage import read_npy
 from ..dense.dense_models import array_key
 from .lists import pack_ids, pack_values
 from .schema import (ARRAYS, BLOCKS, BLOCKS_KEYS, CHUNKS, DENSE, DENSE_KEYS, FORWARD,
@@ -137,7 +138,7 @@ class PostgresBuildWriter:
         create_table(cur, ddl.format(t=table), table, part, self.partitions)
 
     def _load(self, method: str, name: str) -> np.ndarray:
-        return np.load(self._dir / f"{method}.{name}.npy", mmap_mode="r", allow_pickle=False)
+        return read_npy(self._dir / f"{method}.{name}.npy", mmap_mode="r")
 
     def _upload(self, cur, method: str, names: list[str], manifest: dict) -> None:
         for name in (n for n in names if n not in BIG):

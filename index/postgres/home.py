@@ -41,7 +41,7 @@ from ..lexical.sparse import question_encoder
 from .store import PostgresStore
 from .schema import (PostgresError, build_table, check_format, corpus_exists, create_base,
                         missing_corpus, parse_location, quoted, read_options, redact)
-from ..home.storage import IndexFormatError, IndexNotFound
+from ..home.storage import IndexFormatError, IndexNotFound, read_npy
 from ..dense.vectors import check_encoder, require_vectors
 
 CHUNK_COLUMNS = 'id, url, position, start, "end", doc_sha256'
@@ -282,7 +282,7 @@ class PostgresBuild:
                            (f"{method}.{name}",))
         if not rows:
             raise IndexFormatError(f"build {self.name} has no array {method}.{name}")
-        return np.load(io.BytesIO(rows[0][0]), allow_pickle=False)
+        return read_npy(io.BytesIO(rows[0][0]))
 
     def has_array(self, method: str, name: str) -> bool:
         if name == "vectors":
