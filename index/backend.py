@@ -23,6 +23,7 @@ from ..errors import BuscaError
 from .text.chunks import ChunkRow
 from .home.documents import DB_NAME
 from .home.manifest import Manifest
+from .home.vocabulary import Vocabulary
 from .home.storage import HomeNotFound, LocalHome
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -55,6 +56,9 @@ class Build(Protocol):
     def array(self, method: str, name: str) -> np.ndarray: ...
     def has_array(self, method: str, name: str) -> bool: ...
     def terms(self, method: str) -> list[str]: ...
+
+    def vocabulary(self, method: str) -> Vocabulary:
+        """The terms as a compact term -> column look-up (home/vocabulary.py)."""
 
 
 class BuildWriter(Protocol):

@@ -42,6 +42,7 @@ from ..text.chunks import ChunkRow, ChunkTable, drop_legacy, write_chunks
 from .manifest import FORMAT_VERSION, Manifest
 from ..methods import UnknownMethod, method_spec, stored_methods
 from .queries import append_query, create_queries, read_queries
+from .vocabulary import Vocabulary
 
 POINTER = "CURRENT"
 MANIFEST = "manifest.json"
@@ -99,6 +100,10 @@ class Index:
 
     def terms(self, method: str) -> list[str]:
         return read_terms(self.path, method)
+
+    def vocabulary(self, method: str) -> Vocabulary:
+        """The terms as a compact term -> column look-up (what the rankers hold)."""
+        return read_vocabulary(self.path, method)
 
     def chunks(self, ids: Iterable[int] | None = None) -> list[ChunkRow]:
         """Chunk rows in id order, or in the order of `ids`."""
@@ -359,11 +364,18 @@ def write_terms(path: Path, method: str, terms: list[str]) -> None:
 
 
 def read_terms(path: Path, method: str) -> list[str]:
+    return _read_vocabulary(path, method, lambda raw: raw.decode("utf-8").split("\n")[:-1])
+
+
+def read_vocabulary(path: Path, method: str) -> Vocabulary:
+    return _read_vocabulary(path, method, Vocabulary)
+
+
+def _read_vocabulary(path: Path, method: str, parse):
     file = path / f"{method}.vocab.txt"
     try:
-        text = file.read_text(encoding="utf-8")
+        return parse(file.read_bytes())
     except FileNotFoundError as e:
         raise damaged(path, f"{file.name} is missing") from e
     except (OSError, UnicodeDecodeError) as e:
         raise damaged(path, f"cannot read {file.name}: {e}") from e
-    return text.split("\n")[:-1]

@@ -118,7 +118,7 @@ class _Postings:
         self.analyze = get_analyzer(self.analyzer)
         self.term_filter = get_term_filter(self.analyzer)  # java term -> term (None: same)
         self._known: dict[str, int] = {}  # java term -> column, -1 for none
-        self.column = {t: i for i, t in enumerate(index.terms(method))}
+        self.column = index.vocabulary(method)  # term -> column, compact (home/vocabulary.py)
         # plain views of the memory maps: slicing a np.memmap costs ~20 us, a view ~0.2 us
         self.indptr = np.asarray(index.array(method, "indptr"))
         self.indices = np.asarray(index.array(method, "indices"))

@@ -30,6 +30,7 @@ from . import cache as pg_cache, rank as pg_rank
 from ..text.chunks import ChunkRow
 from ..dense.encoders import THREADS, get_encoder
 from ..home.manifest import Manifest
+from ..home.vocabulary import Vocabulary
 from ..dense.dense_models import array_key, server_settings
 from ..methods import UnknownMethod, method_spec, stored_methods
 from .build import PostgresBuildWriter
@@ -273,6 +274,9 @@ class PostgresBuild:
     def terms(self, method: str) -> list[str]:
         return [r[0] for r in self._fetch(
             f"SELECT term FROM {self.table(method + '_postings')} ORDER BY term_id")]
+
+    def vocabulary(self, method: str) -> Vocabulary:
+        return Vocabulary.of(self.terms(method))
 
     def array(self, method: str, name: str) -> np.ndarray:
         """A method array as the local build stores it (vectors come from pgvector)."""
