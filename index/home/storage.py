@@ -360,7 +360,8 @@ def load_array(path: Path, name: str) -> np.ndarray:
 
 
 def write_terms(path: Path, method: str, terms: list[str]) -> None:
-    (path / f"{method}.vocab.txt").write_text("\n".join(terms) + "\n", encoding="utf-8")
+    (path / f"{method}.vocab.txt").write_text("\n".join(terms) + "\n", encoding="utf-8",
+                                              newline="\n")
 
 
 def read_terms(path: Path, method: str) -> list[str]:
@@ -374,7 +375,8 @@ def read_vocabulary(path: Path, method: str) -> Vocabulary:
 def _read_vocabulary(path: Path, method: str, parse):
     file = path / f"{method}.vocab.txt"
     try:
-        return parse(file.read_bytes())
+        raw = file.read_bytes()
+        return parse(raw.replace(b"\r\n", b"\n") if b"\r" in raw else raw)  # (Windows)
     except FileNotFoundError as e:
         raise damaged(path, f"{file.name} is missing") from e
     except (OSError, UnicodeDecodeError) as e:

@@ -4,6 +4,7 @@ import random
 
 import pytest
 
+from busca.errors import BuscaError
 from busca.index.home import vocabulary
 from busca.index.home.storage import read_terms, read_vocabulary, write_terms
 from busca.index.home.vocabulary import Vocabulary
@@ -54,3 +55,15 @@ def test_the_stored_file_reads_as_its_list(tmp_path):
 def test_an_empty_vocabulary_finds_nothing():
     v = Vocabulary.of([])
     assert len(v) == 0 and v.get("gato") is None
+
+
+def test_a_file_written_with_windows_line_ends_reads_the_same(tmp_path):
+    (tmp_path / "bm25.vocab.txt").write_bytes("gato\r\nação\r\n".encode("utf-8"))
+    assert read_terms(tmp_path, "bm25") == ["gato", "ação"]
+    assert read_vocabulary(tmp_path, "bm25").get("ação") == 1
+
+
+def test_a_file_that_is_not_utf8_is_reported_in_one_line(tmp_path):
+    (tmp_path / "bm25.vocab.txt").write_bytes(b"gato\n\xff\xfe\n")
+    with pytest.raises(BuscaError, match="cannot read bm25.vocab.txt"):
+        read_vocabulary(tmp_path, "bm25")
