@@ -365,14 +365,14 @@ def write_terms(path: Path, method: str, terms: list[str]) -> None:
 
 
 def read_terms(path: Path, method: str) -> list[str]:
-    return _read_vocabulary(path, method, lambda raw: raw.decode("utf-8").split("\n")[:-1])
+    return _read_vocab_file(path, method, lambda raw: raw.decode("utf-8").split("\n")[:-1])
 
 
 def read_vocabulary(path: Path, method: str) -> Vocabulary:
-    return _read_vocabulary(path, method, Vocabulary)
+    return _read_vocab_file(path, method, Vocabulary)
 
 
-def _read_vocabulary(path: Path, method: str, parse):
+def _read_vocab_file(path: Path, method: str, parse):
     file = path / f"{method}.vocab.txt"
     try:
         raw = file.read_bytes()
