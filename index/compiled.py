@@ -47,6 +47,11 @@ KERNELS = ("tokens_numba", "postings_numba", "maxscore_numba")  # what index/war
 _loaded: dict[str, object] = {}
 _ready: dict[str, object] = {}  # name -> module, or False (could not load: numpy path)
 _lock = threading.Lock()
+# numba is imported by the kernel modules and by unpickling the record (its signatures are
+# numba types): one thread at a time, or two threads importing numba's modules in a
+# different order make importlib refuse one of them (_DeadlockError: a caller's `search`
+# starting the loading thread, then its `index` importing the kernels)
+_importing = threading.RLock()
 _started: dict[str, object] = {}  # "warm": the compiling process; "load": the loading thread
 _waiting: dict[str, list] = {}  # name -> what to run once it is ready (`when_ready`)
 _wanted: list[str] = []  # the modules asked for by `ready`, in order
@@ -66,10 +71,12 @@ def module(name: str):
     if mode() == "0":
         return None
     if name not in _loaded:
-        try:
-            _loaded[name] = importlib.import_module(f"{__package__}.{WHERE[name]}")
-        except ImportError:
-            _loaded[name] = None
+        with _importing:
+            if name not in _loaded:
+                try:
+                    _loaded[name] = importlib.import_module(f"{__package__}.{WHERE[name]}")
+                except ImportError:
+                    _loaded[name] = None
     return _loaded[name]
 
 
@@ -228,7 +235,11 @@ def warm_record() -> dict | None:
     this numba, or None."""
     path = record_path()
     try:
-        return pickle.loads(path.read_bytes()) if path is not None else None
+        if path is None:
+            return None
+        data = path.read_bytes()
+        with _importing:
+            return pickle.loads(data)
     except (OSError, pickle.PickleError, EOFError, AttributeError, ImportError, ValueError):
         return None
 

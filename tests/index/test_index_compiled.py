@@ -144,3 +144,38 @@ def test_compiled_before_a_query_still_does_not_wait_but_a_server_start_loads_th
     assert ranker._blocks is not None and ranker._blocks.queries == 2
     held.set()
     assert compiled.wait_ready(60)
+
+
+RACE = """
+import sys
+from busca.index import compiled
+compiled.ready("maxscore_numba")  # the loading thread unpickles the record: numba's types
+try:
+    compiled.module("maxscore_numba")  # while this thread imports the kernels: numba
+    print("imported")
+except Exception as e:
+    print("failed", type(e).__name__, e)
+print("loaded" if compiled.wait_ready(120) and compiled.ready("maxscore_numba") else "not loaded")
+"""
+
+
+def test_kernels_imported_while_the_loading_thread_reads_the_record(tmp_path):
+    """A caller's first `search` starts the loading thread; an `index` right after imports the
+    kernels in its own thread. Both import numba's modules (the record's signatures are numba
+    types), in different orders: without one import lock, importlib refused one of them
+    (_DeadlockError on numba.core.types, three runs out of three before the fix)."""
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    import numba
+
+    record = tmp_path / "record.pickle"
+    record.write_bytes(pickle.dumps({"maxscore_numba": {}, "types": [numba.types.boolean]}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BUSCA_NUMBA")}
+    env["BUSCA_KERNEL_RECORD"] = str(record)
+    for _ in range(3):
+        done = subprocess.run([sys.executable, "-c", RACE], env=env, capture_output=True,
+                              text=True, timeout=180)
+        assert done.stdout.split("\n")[:2] == ["imported", "loaded"], done.stdout + done.stderr
