@@ -5,6 +5,9 @@ then the kernel timed query by query: as it comes, with the query's postings rea
 before (in cache), and the same query a third time (branch predictors trained as well).
 
     python bench/bench_query_parts.py --work /work/bench/lex --size 100000
+
+The questions are the held-out corpus's (bench/zipf_corpus.py, the index bench_lexical.py
+keeps by default); `--corpus faquad` takes FaQuAD's, for an index of the earlier corpus.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import time
 
 import numpy as np
 
+import zipf_corpus
 from bench_lexical import FAQUAD, faquad_words_and_questions, kept_index_parser  # noqa: E402
 
 
@@ -32,6 +36,7 @@ def main() -> None:
     parser = kept_index_parser(__doc__)
     parser.add_argument("--queries", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--corpus", choices=("zipf", "faquad"), default="zipf")
     args = parser.parse_args()
     from busca import search as core
     from busca.index.lexical import maxscore
@@ -40,7 +45,8 @@ def main() -> None:
 
     index = load_index(args.work / f"busca-{args.size}")
     scorer = core.scorer(index, "bm25")
-    _, questions = faquad_words_and_questions(FAQUAD)
+    questions = (zipf_corpus.questions(args.queries) if args.corpus == "zipf"
+                 else faquad_words_and_questions(FAQUAD)[1])
     queries = [q for q in questions if scorer.query_counts(q)[0]][:args.queries]
     for q in queries[:50]:  # window tables made, kernels loaded
         scorer.top(q, 10)
@@ -72,7 +78,7 @@ def main() -> None:
         return once(q)
 
     load = open("/proc/loadavg").read().split()[0]
-    print(f"{args.size:,} chunks, {len(queries)} FaQuAD questions with a known term, load"
+    print(f"{args.size:,} chunks, {len(queries)} {args.corpus} questions with a known term, load"
           f" average {load}; µs per query (CPU), median of {args.rounds} rounds")
     rows = [
         ("analyzer (java_terms)", per_query(java_terms, queries, args.rounds)),

@@ -110,11 +110,11 @@ class Blocks:
         # per-chunk codes of the longest lists (`dense_row`), made on the second query:
         # (row of each column or -1, codes, scales), replaced as a whole
         width = self.n_windows << SHIFT
-        self.dense = (np.full(n_columns, -1, dtype=np.int64),
+        self.dense = (np.full(n_columns, -1, dtype=np.int32),
                       np.zeros((0, width), dtype=np.uint8), np.empty(0))
 
     def _reset(self, n_columns: int) -> None:
-        self.slot = np.full(n_columns, UNSEEN, dtype=np.int64)
+        self.slot = np.full(n_columns, UNSEEN, dtype=np.int32)  # (int64 per query)
         self.used = 0
         self._tables(8)
 
@@ -141,7 +141,7 @@ class Blocks:
                     self._add(postings, int(c))
                 found = self.slot[columns]
         self.queries += 1
-        return found
+        return found.astype(np.int64)
 
     def _add_all(self, postings) -> None:
         """Tables (with peaks) for every long list, if they fit in BLOCKS_MAX_BYTES; codes
@@ -150,6 +150,10 @@ class Blocks:
         instead of reading those lists' postings. Each list is read once for both, from the
         index's files (`_read_list`), so that its pages are not mapped: the walk then maps
         only the pages it reads (at 1M chunks, 600 MB of long lists would otherwise be)."""
+        self._make_all(postings)
+        _trim_heap()  # what making them freed (each list read, the tables' growth) given back
+
+    def _make_all(self, postings) -> None:
         lengths = np.diff(postings.indptr)
         long = np.flatnonzero(lengths >= self.n_windows)
         tables = long.size * (self.n_windows + 1) * ROW_BYTES <= BLOCKS_MAX_BYTES
@@ -159,7 +163,7 @@ class Blocks:
         coded = long[lengths[long] * DENSE_SHARE >= max(postings.n_rows, 1)]
         coded = coded[np.argsort(-lengths[coded], kind="stable")]
         coded = coded[:codes_budget() // coded_bytes(postings.n_rows)]
-        rows = np.full(lengths.size, -1, dtype=np.int64)
+        rows = np.full(lengths.size, -1, dtype=np.int32)  # (int64 per query)
         rows[coded] = np.arange(coded.size)
         codes = np.zeros((coded.size, width), dtype=np.uint8)
         scales = np.empty(coded.size)
@@ -261,15 +265,30 @@ def _set_apart(array: np.ndarray, lo: int, hi: int) -> None:
         madvise(first, last - first, _MADV_RANDOM)
 
 
+def _trim_heap() -> None:
+    """Give the heap's freed memory back to the system (glibc's malloc_trim): making the
+    tables frees tens of MB (list buffers, the tables' growth) that glibc would otherwise
+    keep, in the process's resident memory for as long as it serves (at 1M chunks, 31 MB
+    of its 380). A hint: nothing happens where there is no malloc_trim."""
+    trim = _libc("malloc_trim", (ctypes.c_size_t,))
+    if trim is not None:
+        trim(0)
+
+
 @functools.cache
-def _madvise():
-    """libc's madvise, or None where there is none."""
+def _libc(name: str, argtypes: tuple):
+    """The C library's function `name`, or None where there is none."""
     try:
-        madvise = ctypes.CDLL(None, use_errno=True).madvise
+        function = getattr(ctypes.CDLL(None, use_errno=True), name)
     except (OSError, AttributeError):
         return None
-    madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-    return madvise
+    function.argtypes = argtypes
+    return function
+
+
+def _madvise():
+    """libc's madvise, or None where there is none."""
+    return _libc("madvise", (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int))
 
 
 def window_count(n_rows: int) -> int:
@@ -332,7 +351,7 @@ def _tables(postings, columns, factor):
     slots = blocks.slots(postings, columns)
     rows, codes, scales = blocks.dense
     return (blocks.factor, slots, blocks.maxima, blocks.rel, blocks.group, blocks.scales,
-            blocks.shift, ub, found, scores, rows[columns], codes, scales, blocks.peaks, sums)
+            blocks.shift, ub, found, scores, rows[columns].astype(np.int64), codes, scales, blocks.peaks, sums)
 
 
 def one_query(postings, columns: np.ndarray) -> bool:

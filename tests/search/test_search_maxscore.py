@@ -200,6 +200,25 @@ def test_prepare_makes_tables_and_codes_before_the_first_query(built, method, co
     assert scorer._blocks is blocks  # the same tables: none made again
 
 
+def test_the_heap_is_trimmed_once_the_tables_are_made(built, compiled, monkeypatch):
+    """Making every table frees tens of MB (each list read, the tables' growth) that glibc
+    keeps unless asked: `_trim_heap` runs once after they are made (prepare, or the second
+    query), not per query; without a malloc_trim (not glibc) it does nothing."""
+    trim, calls = maxscore._trim_heap, []
+    monkeypatch.setattr(maxscore, "_trim_heap", lambda: calls.append(1))
+    scorer = core.scorer(built[1], "bm25")
+    monkeypatch.setattr(scorer, "_blocks", None, raising=False)
+    for query in queries(31, 6):
+        is_exhaustive_top(scorer, query, 10)
+    assert scorer._blocks.queries > 2 and calls == [1]  # the second query made them all
+    scorer.prepare()
+    assert calls == [1]
+    assert maxscore._libc("busca_no_such_function", ()) is None
+    trim()  # glibc here: malloc_trim(0)
+    monkeypatch.setattr(maxscore, "_libc", lambda name, argtypes: None)
+    trim()  # elsewhere: nothing
+
+
 def test_codes_budget_comes_from_the_environment(built, compiled, monkeypatch):
     """BUSCA_CODES_MB=0 turns the codes off (the walk reads postings, still exact); a size
     in MB caps them; anything unreadable keeps the default."""
