@@ -37,7 +37,9 @@ import ctypes
 import functools
 import mmap
 import os
+import sys
 import threading
+import weakref
 
 import numpy as np
 
@@ -53,6 +55,7 @@ TILE_SHIFT = 6  # peaks laid out in tiles of 64 windows (maxscore_numba._bounds)
 ROW_BYTES = 3 + (1 << SHIFT - min(PART_SHIFT, SHIFT))
 DENSE_MAX_BYTES = 64 << 20  # codes (a byte per chunk and list), in all;
 # BUSCA_CODES_MB sets it
+APART_MIN_BYTES = 64 << 20  # coded lists' values read from the file from this size on
 
 UNSEEN, SHORT = -1, -2  # a column's table row before its first query / for a short list
 
@@ -112,6 +115,7 @@ class Blocks:
         width = self.n_windows << SHIFT
         self.dense = (np.full(n_columns, -1, dtype=np.int32),
                       np.zeros((0, width), dtype=np.uint8), np.empty(0))
+        self.apart = _Apart.none()  # where the coded lists' values are read from
 
     def _reset(self, n_columns: int) -> None:
         self.slot = np.full(n_columns, UNSEEN, dtype=np.int32)  # (int64 per query)
@@ -176,6 +180,8 @@ class Blocks:
                                                      codes[rows[c]])
         if coded.size:
             self.dense = (rows, codes, scales)
+            if int(lengths[coded].sum()) * postings.data.itemsize >= APART_MIN_BYTES:
+                self.apart = _Apart.of(postings.data)
 
     def _add(self, postings, column: int, ids=None, values=None) -> None:
         if self.slot[column] != UNSEEN:
@@ -229,9 +235,8 @@ def _read_list(postings, column: int) -> tuple[np.ndarray, np.ndarray]:
 def _read(array: np.ndarray, lo: int, hi: int) -> np.ndarray:
     """array[lo:hi], read from the file when array is a whole memory-mapped .npy array (or
     a plain view of one), else a view."""
-    mapped = array.base if not isinstance(array, np.memmap) else array
-    if (not isinstance(mapped, np.memmap) or not mapped.filename or mapped.ndim != 1
-            or array.ctypes.data != mapped.ctypes.data or array.size != mapped.size):
+    mapped = _whole_map(array)
+    if mapped is None:
         return array[lo:hi]
     out = np.empty(hi - lo, dtype=array.dtype)
     view, done = memoryview(out).cast("B"), 0
@@ -243,6 +248,16 @@ def _read(array: np.ndarray, lo: int, hi: int) -> np.ndarray:
                 raise OSError(f"{mapped.filename} is shorter than its header says")
             done += got
     return out
+
+
+def _whole_map(array: np.ndarray) -> np.memmap | None:
+    """The np.memmap behind `array` when it is a whole memory-mapped .npy array (or a plain
+    view of one), else None."""
+    mapped = array.base if not isinstance(array, np.memmap) else array
+    if (not isinstance(mapped, np.memmap) or not mapped.filename or mapped.ndim != 1
+            or array.ctypes.data != mapped.ctypes.data or array.size != mapped.size):
+        return None
+    return mapped
 
 
 _MADV_RANDOM = 1  # Linux, the BSDs and macOS
@@ -315,6 +330,33 @@ def codes_budget() -> int:
         return max(0, int(float(value) * (1 << 20))) if value.strip() else DENSE_MAX_BYTES
     except ValueError:
         return DENSE_MAX_BYTES
+
+
+class _Apart:
+    """A descriptor of a memory-mapped values file, for the compiled walk to read the coded
+    lists' values with pread instead of through the mapping (fd -1: through the mapping);
+    closed when the tables that hold it go."""
+
+    def __init__(self, fd: int, base: int):
+        self.fd, self.base = fd, base
+        if fd >= 0:
+            weakref.finalize(self, os.close, fd)
+
+    @classmethod
+    def none(cls) -> "_Apart":
+        return cls(-1, 0)
+
+    @classmethod
+    def of(cls, array: np.ndarray) -> "_Apart":
+        """The file behind `array` when it is a whole memory-mapped .npy array (or a plain
+        view of one) that can be opened, else none."""
+        mapped = _whole_map(array)
+        if mapped is None or sys.platform == "win32":  # (the walk reads no file there)
+            return cls.none()
+        try:
+            return cls(os.open(mapped.filename, os.O_RDONLY), int(mapped.offset))
+        except OSError:
+            return cls.none()
 
 
 def blocks_of(postings, factor: np.ndarray | None) -> Blocks:
@@ -429,10 +471,12 @@ def top(postings, columns, weights, k: int, factor: np.ndarray | None = None,
             ids.astype(postings.indices.dtype), k, norms, float(qnorm),
             np.zeros(ids.size, dtype=dtype))
         return ids.astype(np.int64), scores
+    blocks = blocks_of(postings, factor)  # held: its file stays open during the call
     factor, *tables = _tables(postings, columns, factor)
     ids, scores = _loaded().top(postings.indptr, postings.indices, postings.data, columns,
                                 weights, weights.astype(postings.accumulator), factor, k,
-                                *tables, norms, float(qnorm), *mask_arguments(allowed))
+                                *tables, norms, float(qnorm), *mask_arguments(allowed),
+                                blocks.apart.fd, blocks.apart.base)
     return ids.astype(np.int64), scores
 
 

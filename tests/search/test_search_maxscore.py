@@ -219,6 +219,50 @@ def test_the_heap_is_trimmed_once_the_tables_are_made(built, compiled, monkeypat
     trim()  # elsewhere: nothing
 
 
+@pytest.mark.parametrize("method", ["tfidf", "bm25"])
+def test_coded_values_read_from_the_file_give_the_same_top(built, method, compiled,
+                                                          monkeypatch, tmp_path):
+    """Past APART_MIN_BYTES of coded lists' values, an exact score reads them from the
+    values file (pread) instead of through the mapping: the same top k, bit for bit; a read
+    that fails (here: an empty file) takes the mapping's value; the file is closed when the
+    tables go."""
+    import gc
+    import os
+
+    monkeypatch.setattr(maxscore, "APART_MIN_BYTES", 0)
+    scorer = core.scorer(built[1], method)
+    monkeypatch.setattr(scorer, "_blocks", None, raising=False)
+    scorer.prepare()
+    blocks = scorer._blocks
+    assert blocks.dense[1].shape[0] > 0 and blocks.apart.fd >= 0
+    assert os.path.samefile(f"/proc/self/fd/{blocks.apart.fd}", scorer.data.base.filename) \
+        if os.path.isdir("/proc/self/fd") else True
+    checked = 0
+    for query in ["de gato"] + queries(37, 40):
+        for k in (1, 10, 2000):
+            checked += is_exhaustive_top(scorer, query, k)
+    assert checked > 80
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    blocks.apart = maxscore._Apart(os.open(empty, os.O_RDONLY), 0)
+    for query in queries(41, 10):
+        is_exhaustive_top(scorer, query, 10)
+    fd = blocks.apart.fd
+    del blocks
+    scorer._blocks = None  # (monkeypatch would keep the old value to restore it)
+    gc.collect()
+    with pytest.raises(OSError):
+        os.fstat(fd)
+
+
+def test_small_indexes_read_coded_values_through_the_mapping(built, compiled, monkeypatch):
+    """Under APART_MIN_BYTES (the test index's few kB) no file is opened."""
+    scorer = core.scorer(built[1], "bm25")
+    monkeypatch.setattr(scorer, "_blocks", None, raising=False)
+    scorer.prepare()
+    assert scorer._blocks.dense[1].shape[0] > 0 and scorer._blocks.apart.fd == -1
+
+
 def test_codes_budget_comes_from_the_environment(built, compiled, monkeypatch):
     """BUSCA_CODES_MB=0 turns the codes off (the walk reads postings, still exact); a size
     in MB caps them; anything unreadable keeps the default."""
