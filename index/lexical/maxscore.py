@@ -393,7 +393,8 @@ def _tables(postings, columns, factor):
     slots = blocks.slots(postings, columns)
     rows, codes, scales = blocks.dense
     return (blocks.factor, slots, blocks.maxima, blocks.rel, blocks.group, blocks.scales,
-            blocks.shift, ub, found, scores, rows[columns].astype(np.int64), codes, scales, blocks.peaks, sums)
+            blocks.shift, ub, found, scores, rows[columns].astype(np.int64), codes, scales,
+            blocks.peaks, sums)
 
 
 def one_query(postings, columns: np.ndarray) -> bool:
