@@ -384,10 +384,10 @@ def _scratch_vectors(n_rows: int, n_windows: int, tile: tuple[int, int] = (1, 1)
     return buffers
 
 
-def _tables(postings, columns, factor):
+def _tables(postings, columns, factor, blocks: Blocks | None = None):
     """The arguments of the compiled walk after the query's: its window tables, work vectors,
-    per-chunk codes and the tables' peaks."""
-    blocks = blocks_of(postings, factor)
+    per-chunk codes and the tables' peaks (of `blocks`, else of `blocks_of`)."""
+    blocks = blocks if blocks is not None else blocks_of(postings, factor)
     found, scores, ub, sums = _scratch_vectors(postings.n_rows, blocks.n_windows,
                                                blocks.peaks.shape[2:])
     slots = blocks.slots(postings, columns)
@@ -473,7 +473,7 @@ def top(postings, columns, weights, k: int, factor: np.ndarray | None = None,
             np.zeros(ids.size, dtype=dtype))
         return ids.astype(np.int64), scores
     blocks = blocks_of(postings, factor)  # held: its file stays open during the call
-    factor, *tables = _tables(postings, columns, factor)
+    factor, *tables = _tables(postings, columns, factor, blocks)
     ids, scores = _loaded().top(postings.indptr, postings.indices, postings.data, columns,
                                 weights, weights.astype(postings.accumulator), factor, k,
                                 *tables, norms, float(qnorm), *mask_arguments(allowed),
