@@ -340,3 +340,21 @@ def test_7_bit_weights_never_saturate_avx2s_16_bit_pairs():
     q, scale = int8_columns(w, NARROW_LEVELS)
     x = rng.uniform(0.9, 1.0, (3, 384)).astype(np.float32)
     assert np.allclose(_vpmaddubsw_product(x, q, scale), _wide_product(x, q, scale))
+
+
+def test_the_heads_8_bit_weights_in_two_halves_never_saturate_avx2s_pairs():
+    """Where the layers take 7-bit weights the sparse head keeps +-127: two products of halves
+    in [-64, 64] (2 * 255 * 64 = 32,640), added, give the 8-bit product exactly."""
+    from busca.index.dense.e5_sae import halves, int8_columns
+    rng = np.random.default_rng(2)
+    q, scale = int8_columns(rng.standard_normal((384, 16)).astype(np.float32))
+    q[:2, 0], q[2:4, 1] = 127, -127  # the range's ends, side by side in one pair
+    high, low = halves(q)
+    assert np.array_equal(high.astype(np.int16) + low, q) and high.dtype == low.dtype == np.int8
+    assert max(np.abs(high).max(), np.abs(low).max()) == 64
+    x = rng.uniform(0.9, 1.0, (3, 384)).astype(np.float32)
+    exact = _wide_product(x, q, scale)
+    assert np.allclose(_vpmaddubsw_product(x, high, scale) + _vpmaddubsw_product(x, low, scale),
+                       exact, rtol=1e-6)
+    assert not np.allclose(_vpmaddubsw_product(x, q, scale), exact, rtol=1e-3)
+
