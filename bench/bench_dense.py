@@ -199,7 +199,8 @@ def _encoder(name: str, threads: int):
 
 
 def cpu_line() -> dict:
-    """This CPU's int8-relevant features and the e5-small engine it selects."""
+    """This CPU's int8-relevant features, those the process's libraries see through CPUID
+    (fewer under bench/avx2_only.c), and the e5-small engine it selects."""
     flags = set()
     for line in Path("/proc/cpuinfo").read_text().splitlines():
         if line.startswith(("flags", "Features")):
@@ -212,7 +213,17 @@ def cpu_line() -> dict:
         chosen = f"{engine} (weights +-{weight_levels()})" if engine == "int8" else engine
     except ImportError as e:
         chosen = f"none ({e})"
-    return {"cpu": found, "e5_small_engine": chosen}
+    return {"cpu": found, "cpuid_seen": cpuid_seen(), "e5_small_engine": chosen}
+
+
+def cpuid_seen() -> list[str]:
+    """The int8-relevant features numpy's dispatch found by CPUID in this process."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as seen
+    except ImportError:  # numpy 1.x
+        from numpy.core._multiarray_umath import __cpu_features__ as seen
+    names = {"AVX2": "avx2", "AVX512F": "avx512f", "AVX512_CLX": "avx512_vnni"}
+    return [name for key, name in names.items() if seen.get(key)]
 
 
 def _peak_rss_mb() -> float:

