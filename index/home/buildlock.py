@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import zlib
 from datetime import datetime
 from pathlib import Path
@@ -25,6 +26,7 @@ except ImportError:  # pragma: no cover - Windows: no lock, as before
 LOCK = "index.lock"
 PG_LOCK_CLASS = 0x62757363  # "busc": the first key of busca's advisory locks
 PG_APP = "busca index "  # application_name prefix of a build's connection
+HOLDER_WAIT = 0.5  # seconds a refused build waits for the holder to record its pid
 
 
 class BuildLocked(BuscaError):
@@ -81,12 +83,31 @@ def _write_holder(fd: int) -> None:
 
 
 def _read_holder(fd: int) -> str | None:
-    """`pid N, started HH:MM:SS` from the lock file, None while it is being written."""
+    """`pid N, started HH:MM:SS` from the lock file. A holder that has just taken the lock
+    may not have written it yet (the file is empty, or still names the last build, whose
+    process has ended): read again for up to HOLDER_WAIT seconds, then None."""
+    deadline = time.monotonic() + HOLDER_WAIT
+    while True:
+        holder = _holder_in(fd)
+        if holder is not None or time.monotonic() >= deadline:
+            return holder
+        time.sleep(0.01)
+
+
+def _holder_in(fd: int) -> str | None:
+    """The holder the file names if its process is alive (POSIX only, as `flock`)."""
     try:
         data = json.loads(os.pread(fd, 4096, 0) or b"null")
-        return holder_text(int(data["pid"]), datetime.fromisoformat(data["started"]))
+        pid, started = int(data["pid"]), datetime.fromisoformat(data["started"])
     except (OSError, ValueError, TypeError, KeyError):
         return None
+    try:
+        os.kill(pid, 0)
+    except PermissionError:  # alive, another user's
+        pass
+    except OSError:  # ended: the last build's text
+        return None
+    return holder_text(pid, started)
 
 
 def take_pg_lock(conn, schema: str) -> None:

@@ -128,3 +128,30 @@ def test_a_second_postgres_build_exits_naming_the_running_one(pg_home):
         found = busca(pg_home, "search", "estágio obrigatório", "--json")
         assert found.returncode == 0 and '"url"' in found.stdout, found.stderr
     assert busca(pg_home, "index", "-q").returncode == 0
+
+
+def test_a_refused_build_waits_for_the_holder_to_record_itself(tmp_path):
+    """The holder writes its pid just after taking the lock: a build refused in between reads
+    an empty file, or the last build's pid (an ended process). It reads again until the file
+    names a live process, or gives up after HOLDER_WAIT (the message then names no pid)."""
+    import threading
+    import time
+
+    from busca.index.home import buildlock
+
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True)
+    path = tmp_path / "index.lock"
+    path.write_text(f'{{"pid": {ended.stdout.strip()}, "started": "2026-12-02T10:00:00+00:00"}}\n')
+    fd = os.open(path, os.O_RDWR)
+    try:
+        started = time.monotonic()
+        assert buildlock._read_holder(fd) is None  # an ended process: not named
+        assert time.monotonic() - started >= buildlock.HOLDER_WAIT
+        late = threading.Timer(0.1, lambda: buildlock._write_holder(fd))
+        late.start()
+        holder = buildlock._read_holder(fd)  # written 0.1 s into the wait: named
+        late.join()
+        assert re.fullmatch(rf"pid {os.getpid()}, started \d\d:\d\d:\d\d", holder or "")
+    finally:
+        os.close(fd)
