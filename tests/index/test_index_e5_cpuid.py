@@ -58,7 +58,7 @@ def masked(tmp_path_factory):
         pytest.skip("this CPU (or its hypervisor) offers no CPUID faulting")
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
-        pytest.skip("no C compiler to build bench/avx2_only.c")
+        pytest.skip("no C compiler to build bench/avx2_only.c (.ci/run installs gcc)")
     shim = tmp_path_factory.mktemp("shim") / "avx2_only.so"
     subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", str(shim),
                     str(ROOT / "bench" / "avx2_only.c")], check=True, timeout=60)
