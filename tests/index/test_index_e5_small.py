@@ -3,6 +3,7 @@
 
 import json
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -345,7 +346,7 @@ def test_7_bit_weights_never_saturate_avx2s_16_bit_pairs():
 def test_the_heads_8_bit_weights_go_unsigned_where_the_int8_product_saturates():
     """Where the layers take 7-bit weights the sparse head keeps +-127, as uint8 around 128:
     onnxruntime's u8 x u8 product, computed here on this CPU, gives the exact 8-bit product."""
-    pytest.importorskip("onnxruntime")
+    ort = pytest.importorskip("onnxruntime")
     from busca.index.dense.e5_sae import NARROW_LEVELS, _graph, int8_columns, unsigned
     rng = np.random.default_rng(2)
     q, _ = int8_columns(rng.standard_normal((384, 16)).astype(np.float32))
@@ -353,11 +354,9 @@ def test_the_heads_8_bit_weights_go_unsigned_where_the_int8_product_saturates():
     stored, zero = unsigned(q)
     assert stored.dtype == np.uint8 and zero == 128
     assert np.array_equal(stored.astype(np.int16) - zero, q)
-    import onnxruntime as ort
-    from types import SimpleNamespace
     x = rng.uniform(0.9, 1.0, (3, 384)).astype(np.float32)  # inputs at the top of their range
     matrix = (q * 0.01).astype(np.float32)
-    sae = SimpleNamespace(matrix=lambda: matrix, bias=np.zeros(16, np.float32), k=16,
+    sae = types.SimpleNamespace(matrix=lambda: matrix, bias=np.zeros(16, np.float32), k=16,
                           hidden=384)
     values, ids = ort.InferenceSession(_graph(sae, NARROW_LEVELS), providers=[
         "CPUExecutionProvider"]).run(None, {"x": x})

@@ -56,7 +56,8 @@ def _texts() -> list[str]:
 @pytest.fixture(scope="module", params=["selected", "7-bit"])
 def head_encoder(request, encoder):
     """The engine this machine selects, and the int8 one with AVX2's 7-bit layers (run on
-    every CPU: its head's weights are split so that no product saturates, e5_sae.halves)."""
+    every CPU: its head keeps 8-bit weights, as uint8 where the product saturates,
+    e5_sae.unsigned)."""
     if request.param == "selected":
         return encoder
     from busca.index.dense.e5_encoder import E5SmallEncoder, onnx_available
