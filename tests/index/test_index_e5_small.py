@@ -357,7 +357,7 @@ def test_the_heads_8_bit_weights_go_unsigned_where_the_int8_product_saturates():
     x = rng.uniform(0.9, 1.0, (3, 384)).astype(np.float32)  # inputs at the top of their range
     matrix = (q * 0.01).astype(np.float32)
     sae = types.SimpleNamespace(matrix=lambda: matrix, bias=np.zeros(16, np.float32), k=16,
-                          hidden=384)
+                                hidden=384)
     values, ids = ort.InferenceSession(_graph(sae, NARROW_LEVELS), providers=[
         "CPUExecutionProvider"]).run(None, {"x": x})
     product = np.take_along_axis(_wide_product(x, q, 0.01), ids, 1)
