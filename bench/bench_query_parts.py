@@ -56,11 +56,9 @@ def main() -> None:
 
     def compiled(q):
         columns, weights = arrays[q]
-        factor, *tables = maxscore._tables(scorer, columns, None)
-        apart = maxscore.blocks_of(scorer, None).apart
-        return kernel.top(scorer.indptr, scorer.indices, scorer.data, columns, weights,
-                          weights.astype(np.float32), factor, 10, *tables, maxscore._NONE, 0.0,
-                          *maxscore.mask_arguments(None), apart.fd, apart.base)
+        blocks = maxscore.blocks_of(scorer, None)
+        return kernel.top(*maxscore.walk_arguments(scorer, columns, weights, 10, None,
+                                                   maxscore._NONE, 0.0, None, blocks))
 
     def once(q):
         started = time.process_time()

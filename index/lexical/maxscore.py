@@ -473,12 +473,21 @@ def top(postings, columns, weights, k: int, factor: np.ndarray | None = None,
             np.zeros(ids.size, dtype=dtype))
         return ids.astype(np.int64), scores
     blocks = blocks_of(postings, factor)  # held: its file stays open during the call
-    factor, *tables = _tables(postings, columns, factor, blocks)
-    ids, scores = _loaded().top(postings.indptr, postings.indices, postings.data, columns,
-                                weights, weights.astype(postings.accumulator), factor, k,
-                                *tables, norms, float(qnorm), *mask_arguments(allowed),
-                                blocks.apart.fd, blocks.apart.base)
+    ids, scores = _loaded().top(*walk_arguments(postings, columns, weights, k, factor, norms,
+                                                qnorm, allowed, blocks))
     return ids.astype(np.int64), scores
+
+
+def walk_arguments(postings, columns: np.ndarray, weights: np.ndarray, k: int,
+                   factor: np.ndarray | None, norms: np.ndarray, qnorm: float,
+                   allowed: np.ndarray | None, blocks: Blocks) -> tuple:
+    """The compiled `top`'s arguments for a query (int64 columns, float64 weights) on the
+    tables of `blocks`, which the caller holds during the call (bench/bench_query_parts.py
+    times the call alone)."""
+    factor, *tables = _tables(postings, columns, factor, blocks)
+    return (postings.indptr, postings.indices, postings.data, columns, weights,
+            weights.astype(postings.accumulator), factor, k, *tables, norms, float(qnorm),
+            *mask_arguments(allowed), blocks.apart.fd, blocks.apart.base)
 
 
 _NONE = np.empty(0)
