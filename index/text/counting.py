@@ -47,13 +47,54 @@ class TermCounts:
         return self.matrix.shape[0]
 
 
+class PackedTerms(Sequence):
+    """Terms as one array of code points: term i is codes[at[i]:at[i + 1]] (UTF-32). What a
+    compiled batch sends back from its worker instead of a list of str (one array to
+    pickle), read by the compiled merge without a str made of each term."""
+
+    def __init__(self, codes: np.ndarray, at: np.ndarray):
+        self.codes, self.at = codes, at
+
+    @classmethod
+    def of(cls, terms: Sequence[str]) -> PackedTerms:
+        codes = np.frombuffer("".join(terms).encode("utf-32-le", "surrogatepass"), "<u4")
+        at = np.zeros(len(terms) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, terms), dtype=np.int64, count=len(terms)), out=at[1:])
+        return cls(codes.astype(np.uint32), at)
+
+    def __len__(self) -> int:
+        return self.at.size - 1
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return self.strings()[i]
+        i = i + len(self) if i < 0 else i
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self.codes[self.at[i]:self.at[i + 1]].tobytes().decode("utf-32-le",
+                                                                     "surrogatepass")
+
+    def taken(self, order: np.ndarray) -> PackedTerms:
+        """The terms taken in `order` (term order[i] becomes the i-th)."""
+        lengths = np.diff(self.at)[order]
+        at = np.zeros(order.size + 1, dtype=np.int64)
+        np.cumsum(lengths, out=at[1:])
+        shift = np.repeat(self.at[:-1][order] - at[:-1], lengths)
+        return PackedTerms(self.codes[shift + np.arange(shift.size)], at)
+
+    def strings(self) -> list[str]:
+        every = self.codes.tobytes().decode("utf-32-le", "surrogatepass")
+        bounds = self.at.tolist()
+        return [every[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
 @dataclass(frozen=True)
 class CountedBatch:
     """Counts of a batch of chunks over the batch's own term ids (`terms` in id order):
     CSR, ids numbered in sorted term order and increasing within each row, so that the
     merged matrix has its rows sorted without sorting them."""
 
-    terms: list[str]
+    terms: Sequence[str]  # a list, or PackedTerms from the compiled batch
     indptr: np.ndarray
     indices: np.ndarray
     data: np.ndarray
@@ -96,6 +137,13 @@ def sorted_terms(terms: list[str]) -> tuple[list[str], np.ndarray]:
     return [terms[i] for i in order], rank
 
 
+def ranks(order: np.ndarray) -> np.ndarray:
+    """rank[order[i]] = i: where each id comes in `order`."""
+    rank = np.empty(order.size, dtype=np.int32)
+    rank[order] = np.arange(order.size, dtype=np.int32)
+    return rank
+
+
 def _expand(occurrences, rows, n_terms, flat):
     """Term id and row of every term occurrence, from piece occurrences."""
     if n_terms.size and n_terms.min() == 1 and n_terms.max() == 1:
@@ -120,11 +168,11 @@ class CountMerger:
     first batch's entries per document and `documents`, the expected total; untouched room
     costs no memory), with ids in order of first appearance; `result()` renames them in
     place. Memory holds the counts once: no list of parts to concatenate, no freed parts
-    left behind in the heap."""
+    left behind in the heap. `kernels`: index/text/tokens_numba.py, for a vocabulary of
+    code points in compiled loops (a dict of str otherwise: the same terms and counts)."""
 
-    def __init__(self, documents: int = 0):
-        self.vocabulary: defaultdict[str, int] = defaultdict()
-        self.vocabulary.default_factory = self.vocabulary.__len__
+    def __init__(self, documents: int = 0, kernels=None):
+        self.vocabulary = _PackedVocabulary(kernels) if kernels is not None else _Vocabulary()
         self.documents = documents
         self.indptr: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
         self.indices = np.empty(0, dtype=np.int32)
@@ -134,8 +182,7 @@ class CountMerger:
 
     def add(self, batch: CountedBatch, documents: int = 0) -> None:
         """Append a batch's rows (`documents`: how many documents they come from)."""
-        mapping = np.fromiter(map(self.vocabulary.__getitem__, batch.terms), dtype=np.int32,
-                              count=len(batch.terms))
+        mapping = self.vocabulary.ids(batch.terms)
         n, end = batch.indptr.size - 1, self.nnz + batch.indices.size
         if end > self.indices.size:
             self._reserve(end, batch.indices.size / max(documents, 1))
@@ -158,7 +205,7 @@ class CountMerger:
     def result(self) -> TermCounts:
         """All rows so far; columns renumbered in sorted term order (as CountVectorizer)."""
         import scipy.sparse as sp
-        terms, rank = sorted_terms(list(self.vocabulary))
+        terms, rank = self.vocabulary.sorted()
         indices, data = self.indices[:self.nnz], self.data[:self.nnz]
         for lo in range(0, self.nnz, 1 << 22):  # in place, a block at a time
             block = indices[lo:lo + (1 << 22)]
@@ -171,6 +218,68 @@ class CountMerger:
         # each batch's ids follow term order, and so do their ranks: rows stay sorted
         matrix.has_sorted_indices = True
         return TermCounts(matrix, terms)
+
+
+class _Vocabulary:
+    """term -> id in order of first appearance, a dict of str."""
+
+    def __init__(self):
+        self.id_of: defaultdict[str, int] = defaultdict()
+        self.id_of.default_factory = self.id_of.__len__
+
+    def ids(self, terms: Sequence[str]) -> np.ndarray:
+        """The ids of `terms` (new ones added)."""
+        if isinstance(terms, PackedTerms):
+            terms = terms.strings()
+        return np.fromiter(map(self.id_of.__getitem__, terms), dtype=np.int32,
+                           count=len(terms))
+
+    def sorted(self) -> tuple[list[str], np.ndarray]:
+        """The terms sorted, and rank[id] = the position of term id among them."""
+        return sorted_terms(list(self.id_of))
+
+
+class _PackedVocabulary:
+    """The same ids, kept as code points in compiled loops (tokens_numba's merge_terms and
+    term_order): a batch's terms are looked up without a str made of each or a Python call
+    per term (at 1M chunks the dict's look-ups were ten seconds of the build's one process)."""
+
+    def __init__(self, kernels):
+        self.kernels, self.n = kernels, 0
+        self.slots = np.full(4096, -1, dtype=np.int32)
+        self.hashes = np.empty(0, dtype=np.uint64)
+        self.at = np.zeros(1, dtype=np.int64)
+        self.pool = np.empty(0, dtype=np.uint32)
+
+    def ids(self, terms: Sequence[str]) -> np.ndarray:
+        packed = terms if isinstance(terms, PackedTerms) else PackedTerms.of(terms)
+        self._reserve(len(packed), packed.codes.size)
+        ids = np.empty(len(packed), dtype=np.int32)
+        self.n, self.slots = self.kernels.merge_terms(
+            np.require(packed.codes, np.uint32, "CW"), np.require(packed.at, np.int64, "CW"),
+            self.slots, self.hashes, self.at, self.pool, self.n, ids)
+        return ids
+
+    def _reserve(self, terms: int, codes: int) -> None:
+        """Room for `terms` more terms of `codes` code points in all (doubling)."""
+        if self.n + terms + 1 > self.at.size:
+            size = max(self.n + terms + 1, 2 * self.at.size)
+            self.at = _grown(self.at, size, self.n + 1)
+            self.hashes = _grown(self.hashes, size, self.n)
+        used = int(self.at[self.n])
+        if used + codes > self.pool.size:
+            self.pool = _grown(self.pool, max(used + codes, 2 * self.pool.size), used)
+
+    def sorted(self) -> tuple[list[str], np.ndarray]:
+        terms = PackedTerms(self.pool[:self.at[self.n]], self.at[:self.n + 1])
+        order = self.kernels.term_order(terms.codes, terms.at)
+        return terms.taken(order).strings(), ranks(order)
+
+
+def _grown(array: np.ndarray, size: int, used: int) -> np.ndarray:
+    out = np.empty(size, dtype=array.dtype)
+    out[:used] = array[:used]
+    return out
 
 
 def count_texts(texts: Iterable[str], *, batch: int = 4096) -> TermCounts:

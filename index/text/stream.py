@@ -97,12 +97,13 @@ def chunk_documents(documents: Iterable[Document | DocumentText] | DocumentRange
     progress = on_progress or (lambda stage, done, total: None)
     workers = default_workers() if workers is None else workers
     result = Chunked(texts=[] if keep_texts else None)
-    merger = CountMerger(documents=total) if count else None
     tasks = (_ranges(documents, reusable) if isinstance(documents, DocumentRanges)
              else _batches(documents, reusable, result))
     job = dict(size=size, overlap=overlap, count=count, keep_texts=keep_texts,
                use_compiled=total >= compiled.MIN_DOCUMENTS
                and compiled.for_build("tokens_numba") is not None)
+    kernels = compiled.module("tokens_numba") if job["use_compiled"] else None
+    merger = CountMerger(documents=total, kernels=kernels) if count else None
     done = 0
     for batches, read in _run(tasks, job, workers if total >= PARALLEL_MIN_DOCS else 1):
         if read is not None:  # the documents a worker read: its range of the store

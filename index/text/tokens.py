@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import compiled
 from .codetables import UNKNOWN, fill, tables
-from .counting import CountedBatch, compact, sorted_terms
+from .counting import CountedBatch, PackedTerms, compact, ranks
 
 
 
@@ -59,11 +59,10 @@ def compiled_batch(docs, *, size: int, overlap: int):
         words, w_start, w_end, w_occ, occ, t_at.size - 1, doc_char, size, overlap)
     if not _same_spans(docs, chunks, starts, ends):
         return None
-    every = pool.tobytes().decode("utf-32-le", "surrogatepass")
-    bounds = t_at.tolist()
-    terms, rank = sorted_terms([every[a:b] for a, b in zip(bounds, bounds[1:])])
-    indices, data = k.sorted_rows(indptr, indices, data, rank)
-    return words, chunks, starts, ends, CountedBatch(terms, indptr, indices, compact(data))
+    order = k.term_order(pool, t_at)
+    indices, data = k.sorted_rows(indptr, indices, data, ranks(order))
+    return words, chunks, starts, ends, CountedBatch(PackedTerms(pool, t_at).taken(order), indptr,
+                                                     indices, compact(data))
 
 
 def warm_up() -> None:

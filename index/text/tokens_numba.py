@@ -257,6 +257,86 @@ def terms_of(buf, win, byte_start, byte_end, lower, flags):
 
 
 @numba.njit(cache=True, nogil=True)
+def merge_terms(codes, at, slots, g_hash, g_at, g_pool, n_global, ids):
+    """The global id of every term of a batch (term i: codes[at[i]:at[i + 1]]) into `ids`,
+    adding the new ones to the vocabulary (g_pool[g_at[g]:g_at[g + 1]], FNV-1a hash g_hash[g],
+    open-addressing table `slots`), whose arrays have room for every term of the batch. A hit
+    is checked code by code, so two different terms never share an id. Returns (terms now
+    known, the table)."""
+    for i in range(at.size - 1):
+        a, b = at[i], at[i + 1]
+        h = _FNV_OFFSET
+        for j in range(a, b):
+            h = (h ^ np.uint64(codes[j])) * _FNV_PRIME
+        h = (h ^ (h >> np.uint64(32))) * _GOLDEN  # FNV's low bits, the slot's, mixed
+        h ^= h >> np.uint64(29)
+        mask = slots.size - 1
+        s = np.int64(h & np.uint64(mask))
+        while True:
+            g = slots[s]
+            if g == _EMPTY:
+                g = n_global
+                p = g_at[g]
+                g_pool[p:p + b - a] = codes[a:b]
+                g_at[g + 1] = p + b - a
+                g_hash[g] = h
+                n_global += 1
+                slots[s] = g
+                if 2 * n_global > slots.size:
+                    slots = _grow(slots, g_hash, n_global)
+                break
+            if g_hash[g] == h and g_at[g + 1] - g_at[g] == b - a:
+                p = g_at[g]
+                same = True
+                for z in range(b - a):
+                    if g_pool[p + z] != codes[a + z]:
+                        same = False
+                        break
+                if same:
+                    break
+            s = (s + 1) & mask
+        ids[i] = g
+    return n_global, slots
+
+
+@numba.njit(cache=True, nogil=True)
+def _prefix(pool, a, b, depth):
+    """Codes depth * 3 to depth * 3 + 2 of the term pool[a:b] in one key, 21 bits each, a code
+    past the end 0 (no term holds U+0000): keys order terms as Python orders str."""
+    key = np.uint64(0)
+    for j in range(3):
+        q = a + depth * 3 + j
+        key = (key << np.uint64(21)) | (np.uint64(pool[q]) if q < b else np.uint64(0))
+    return key
+
+
+@numba.njit(cache=True, nogil=True)
+def term_order(pool, at):
+    """The terms (term t: pool[at[t]:at[t + 1]], all different) in Python's str order: their
+    ids sorted by three codes at a time, runs that tie sorted again by the next three."""
+    n = at.size - 1
+    order = np.arange(n)
+    key = np.empty(n, dtype=np.uint64)
+    stack = [(np.int64(0), np.int64(n), np.int64(0))]
+    while len(stack):
+        lo, hi, depth = stack.pop()
+        for i in range(lo, hi):
+            key[i] = _prefix(pool, at[order[i]], at[order[i] + 1], depth)
+        by = np.argsort(key[lo:hi], kind="mergesort")
+        order[lo:hi] = order[lo:hi][by]
+        key[lo:hi] = key[lo:hi][by]
+        i = lo
+        while i < hi:
+            j = i + 1
+            while j < hi and key[j] == key[i]:
+                j += 1
+            if j - i > 1:
+                stack.append((np.int64(i), np.int64(j), depth + 1))
+            i = j
+    return order
+
+
+@numba.njit(cache=True, nogil=True)
 def window_counts(words, w_start, w_end, w_occ, occ, n_terms, doc_start, size, overlap):
     """Windows of `size` words overlapping by `overlap` (chunking.window_starts) of each
     document and their term counts. Returns (chunks per document, span starts and ends

@@ -7,8 +7,8 @@ import pytest
 from sklearn.feature_extraction.text import CountVectorizer
 
 from busca.index.text.analyzers import get_term_filter, java_terms, pt_terms, simple_terms
-from busca.index.text.counting import (CountMerger, column_blocks, count_pieces, count_texts,
-                                       reanalyze)
+from busca.index.text.counting import (CountMerger, PackedTerms, column_blocks, count_pieces,
+                                       count_texts, reanalyze)
 
 WORDS = ("Ação ação AÇÃO informações informação não nao é e à às O o de DE universidade "
          "Universidades curso cursos 2019 3,5% snake_case R$1.234,56 pós-graduação ΟΔΟΣ ΣΟΦΙΑ "
@@ -49,6 +49,57 @@ def test_merger_keeps_row_order_and_one_vocabulary():
     counts = merger.result()
     assert counts.terms == ["a", "b", "c"]
     assert counts.matrix.toarray().tolist() == [[1, 2, 0], [0, 0, 0], [1, 0, 1]]
+
+
+def random_terms(rng: random.Random, n: int) -> list[str]:
+    """Distinct terms over a small alphabet (many shared prefixes), astral codes and a lone
+    surrogate among them."""
+    alphabet = "aaabcçãé09zΣ東😀\ud800"
+    return list({"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 11)))
+                 for _ in range(n)})
+
+
+def test_packed_terms_hold_what_their_strings_hold():
+    terms = ["ação", "a", "😀東", "\ud800x", "zz"]
+    packed = PackedTerms.of(terms)
+    assert len(packed) == 5 and packed.strings() == terms and list(packed) == terms
+    assert packed[0] == "ação" and packed[-1] == "zz" and packed[1:3] == ["a", "😀東"]
+    with pytest.raises(IndexError):
+        packed[5]
+    assert packed.taken(np.array([4, 0, 2])).strings() == ["zz", "ação", "😀東"]
+    assert PackedTerms.of([]).strings() == []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_term_order_is_pythons_str_order(seed):
+    kernels = pytest.importorskip("busca.index.text.tokens_numba")
+    rng = random.Random(seed)
+    for _ in range(50):
+        terms = random_terms(rng, rng.randint(1, 300)) + (["a", "aa", "ab", "a0"] if seed else [])
+        terms = list(dict.fromkeys(terms))
+        packed = PackedTerms.of(terms)
+        order = kernels.term_order(packed.codes, packed.at)
+        assert [terms[i] for i in order] == sorted(terms)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_compiled_vocabulary_merges_as_the_dict_does(seed):
+    """Batches of sorted terms (lists and PackedTerms mixed) through both vocabularies: the
+    same terms, ids and counts; the compiled table grows on the way."""
+    kernels = pytest.importorskip("busca.index.text.tokens_numba")
+    rng = random.Random(seed)
+    merged = [CountMerger(), CountMerger(kernels=kernels)]
+    for i in range(12):
+        texts = [" ".join(rng.sample(random_terms(rng, 600), 80)) for _ in range(8)]
+        batch = count_pieces([t.split() for t in texts])
+        if i % 2:
+            batch = type(batch)(PackedTerms.of(batch.terms), batch.indptr, batch.indices,
+                                batch.data)
+        for merger in merged:
+            merger.add(batch)
+    (a, b) = (m.result() for m in merged)
+    assert a.terms == b.terms and len(a.terms) > 4096  # the table (4,096 slots) grew
+    assert (a.matrix != b.matrix).nnz == 0 and b.matrix.has_sorted_indices
 
 
 def test_counts_that_do_not_fit_16_bits():

@@ -24,11 +24,12 @@ def python_batch(docs, size, overlap, monkeypatch):
 
 def per_chunk(counts):
     """{term: count} of each chunk, and whether every row's ids increase in term order."""
-    rows, ordered = [], counts.terms == sorted(counts.terms)
+    terms = list(counts.terms)  # a compiled batch's are PackedTerms
+    rows, ordered = [], terms == sorted(terms)
     for r in range(counts.indptr.size - 1):
         ids = counts.indices[counts.indptr[r]:counts.indptr[r + 1]]
         ordered = ordered and bool(np.all(np.diff(ids) > 0))
-        rows.append({counts.terms[i]: int(n) for i, n in
+        rows.append({terms[i]: int(n) for i, n in
                      zip(ids, counts.data[counts.indptr[r]:counts.indptr[r + 1]])})
     return rows, ordered
 
@@ -90,13 +91,20 @@ def test_previous_spans_are_kept_only_when_they_are_the_windows(monkeypatch):
 
 
 def test_merged_rows_stay_sorted(monkeypatch):
+    """Compiled and Python batches mixed, through the dict and the compiled vocabulary:
+    the same terms and counts, every row's ids increasing."""
+    from busca.index.text import tokens_numba
     rng = random.Random(9)
-    merger = CountMerger()
+    mergers = [CountMerger(), CountMerger(kernels=tokens_numba)]
     for i in range(6):
         docs = random_docs(rng, plain=i % 2 == 0)  # compiled and Python batches mixed
-        merger.add(stream._chunk_batch(docs, size=20, overlap=5, count=True, keep_texts=False,
-                                       use_compiled=True).counts)
-    matrix = merger.result().matrix
+        counts = stream._chunk_batch(docs, size=20, overlap=5, count=True, keep_texts=False,
+                                     use_compiled=True).counts
+        for merger in mergers:
+            merger.add(counts)
+    (a, b) = (merger.result() for merger in mergers)
+    assert a.terms == b.terms and (a.matrix != b.matrix).nnz == 0
+    matrix = b.matrix
     for r in range(matrix.shape[0]):
         assert np.all(np.diff(matrix.indices[matrix.indptr[r]:matrix.indptr[r + 1]]) > 0)
 
