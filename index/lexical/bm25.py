@@ -85,7 +85,7 @@ def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) ->
         length_norm, avgdl = _length_norm(lengths.astype(np.float64), k1, b)
         indices, scores, bound = kernel.bm25_postings(
             m.indptr, m.indices, m.data, target, indptr, _idf(np.diff(indptr), m.shape[0]),
-            length_norm)
+            length_norm, kernel.BLOCK_SHIFT)
     else:
         analyzed = reanalyze(counts, term_filter)
         terms = analyzed.terms

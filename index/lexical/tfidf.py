@@ -49,7 +49,7 @@ def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) ->
               else None)
     if kernel is not None:
         indptr, indices, data = kernel.columns(matrix.indptr, matrix.indices, matrix.data,
-                                               matrix.shape[1])
+                                               matrix.shape[1], kernel.BLOCK_SHIFT)
     else:
         csc = matrix.tocsc()  # chunk ids sorted within each term
         indptr, indices, data = csc.indptr, csc.indices, csc.data

@@ -16,8 +16,12 @@ from test_index_counting import random_texts
 pytest.importorskip("numba")
 
 
-def build_both(tmp_path, monkeypatch, counts, module, options):
+def build_both(tmp_path, monkeypatch, counts, module, options, shift=None):
+    """The index folder made by the compiled loops (transposed in blocks of 2**shift
+    columns: a small shift makes a small vocabulary many blocks) and by numpy."""
     monkeypatch.setattr(compiled, "MIN_POSTINGS", 0)  # compiled even for a small index
+    if shift is not None:
+        monkeypatch.setattr(compiled.module("postings_numba"), "BLOCK_SHIFT", shift)
     folders = []
     for numba_on in ("1", "0"):
         folder = tmp_path / f"numba{numba_on}"
@@ -41,24 +45,25 @@ def assert_same_folders(a, b):
 
 
 @pytest.mark.parametrize("seed", range(3))
-@pytest.mark.parametrize("analyzer, k1, b", [("pt", 1.2, 0.75), ("simple", 0.9, 0.4),
-                                             ("en", 2.0, 1.0), ("java", 0.0, 0.0)])
-def test_bm25_compiled_equals_numpy(tmp_path, monkeypatch, seed, analyzer, k1, b):
+@pytest.mark.parametrize("analyzer, k1, b, shift", [
+    ("pt", 1.2, 0.75, None), ("simple", 0.9, 0.4, 1), ("en", 2.0, 1.0, 3), ("java", 0.0, 0.0, 0)])
+def test_bm25_compiled_equals_numpy(tmp_path, monkeypatch, seed, analyzer, k1, b, shift):
     texts = random_texts(random.Random(seed), 200) + ["", "de o a", "x " * 70_000]
     counts = count_texts(texts)
     (one, entry), (two, expected) = build_both(
         tmp_path, monkeypatch, counts, bm25,
-        {"bm25_analyzer": analyzer, "bm25_k1": k1, "bm25_b": b})
+        {"bm25_analyzer": analyzer, "bm25_k1": k1, "bm25_b": b}, shift)
     assert entry == expected
     assert_same_folders(one, two)
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_tfidf_compiled_equals_numpy(tmp_path, monkeypatch, seed):
+@pytest.mark.parametrize("shift", [None, 0, 2])
+def test_tfidf_compiled_equals_numpy(tmp_path, monkeypatch, seed, shift):
     # "a a" in every chunk: idf 0, so a chunk made only of it has norm 0 (its bound is 0)
     texts = [t + " a a" for t in random_texts(random.Random(seed), 200)] + ["a"]
     (one, entry), (two, expected) = build_both(tmp_path, monkeypatch, count_texts(texts),
-                                               tfidf, {})
+                                               tfidf, {}, shift)
     assert entry == expected
     assert_same_folders(one, two)
     assert np.load(one / "tfidf.norms.npy")[-1] == 0
