@@ -246,7 +246,8 @@ class _PackedVocabulary:
 
     def __init__(self, kernels):
         self.kernels, self.n = kernels, 0
-        self.slots = np.full(4096, -1, dtype=np.int32)
+        self.size = kernels.FIRST_SLOTS  # the table's slots in use, of self.slots
+        self.slots = np.full(self.size, -1, dtype=np.int32)
         self.hashes = np.empty(0, dtype=np.uint64)
         self.at = np.zeros(1, dtype=np.int64)
         self.pool = np.empty(0, dtype=np.uint32)
@@ -255,9 +256,9 @@ class _PackedVocabulary:
         packed = terms if isinstance(terms, PackedTerms) else PackedTerms.of(terms)
         self._reserve(len(packed), packed.codes.size)
         ids = np.empty(len(packed), dtype=np.int32)
-        self.n, self.slots = self.kernels.merge_terms(
+        self.n, self.size = self.kernels.merge_terms(
             np.require(packed.codes, np.uint32, "CW"), np.require(packed.at, np.int64, "CW"),
-            self.slots, self.hashes, self.at, self.pool, self.n, ids)
+            self.slots, self.size, self.hashes, self.at, self.pool, self.n, ids)
         return ids
 
     def _reserve(self, terms: int, codes: int) -> None:
@@ -266,6 +267,7 @@ class _PackedVocabulary:
             size = max(self.n + terms + 1, 2 * self.at.size)
             self.at = _grown(self.at, size, self.n + 1)
             self.hashes = _grown(self.hashes, size, self.n)
+            self.slots = _grown(self.slots, self.kernels.room(size), self.size)
         used = int(self.at[self.n])
         if used + codes > self.pool.size:
             self.pool = _grown(self.pool, max(used + codes, 2 * self.pool.size), used)

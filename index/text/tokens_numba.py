@@ -26,20 +26,33 @@ _FNV_PRIME = np.uint64(0x100000001B3)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
+FIRST_SLOTS = 4096  # a hash table's slots at first (a power of two; doubled as it fills)
+
+
 @numba.njit(cache=True, nogil=True)
-def _grow(slots, hashes, n):
-    """A table twice as large holding the same n entries (slot = hash modulo its size)."""
-    bigger = np.full(slots.size * 2, _EMPTY, dtype=np.int32)
-    mask = bigger.size - 1
+def room(n):
+    """Slots enough for a table of up to n entries (kept at most half full): tables are made
+    this large at once, used FIRST_SLOTS at a time and grown in place (`_rehash`), so that no
+    array is replaced inside a loop (numba would count references to it at every turn)."""
+    size = FIRST_SLOTS
+    while size < 4 * n:
+        size *= 2
+    return size
+
+
+@numba.njit(cache=True, nogil=True)
+def _rehash(slots, size, hashes, n):
+    """The table's first `size` slots (a power of two) holding entries 0..n-1 again."""
+    slots[:size] = _EMPTY
+    mask = size - 1
     for t in range(n):
         s = np.int64(hashes[t] & np.uint64(mask))
-        while bigger[s] != _EMPTY:
+        while slots[s] != _EMPTY:
             s = (s + 1) & mask
-        bigger[s] = t
-    return bigger
+        slots[s] = t
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _decode(buf, a, b, out):
     """The code points of the UTF-8 bytes buf[a:b] into `out`: their number, or -1 if the
     bytes are not valid UTF-8 (no overlong form, surrogate, code point above U+10FFFF or cut
@@ -95,7 +108,7 @@ def word_edges(buf, n):
     return edges[:k]
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _same_bytes(buf, a, b, n):
     for q in range(n):
         if buf[a + q] != buf[b + q]:
@@ -103,15 +116,16 @@ def _same_bytes(buf, a, b, n):
     return True
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _word_terms(buf, a, b, w, d_terms, word_terms, d_chars, scratch, lower, flags, pool,
-                t_at, t_hash, t_slots, n_terms):
+                t_at, t_hash, t_slots, t_size, n_terms):
     """Decode the new word buf[a:b] (distinct word w), look its java terms up (new ones
     join the pool) and list them in word_terms[d_terms[w]:d_terms[w + 1]]. Returns (terms
-    now known, the term table) or (-status, ...) when the word cannot be done here."""
+    now known, the term table's size in use) or (-status, ...) when the word cannot be done
+    here."""
     n = _decode(buf, a, b, scratch)
     if n < 0:
-        return -INVALID, t_slots
+        return -INVALID, t_size
     d_chars[w] = n
     q = d_terms[w]
     k = 0
@@ -119,7 +133,7 @@ def _word_terms(buf, a, b, w, d_terms, word_terms, d_chars, scratch, lower, flag
         f = flags[scratch[k]]
         if not f & TERM:
             if f & STOP:
-                return -(f & STOP), t_slots
+                return -(f & STOP), t_size
             k += 1
             continue
         start = k
@@ -130,7 +144,7 @@ def _word_terms(buf, a, b, w, d_terms, word_terms, d_chars, scratch, lower, flag
             h = (h ^ np.uint64(low)) * _FNV_PRIME
             k += 1
         length = k - start
-        mask = t_slots.size - 1
+        mask = t_size - 1
         s = np.int64(h & np.uint64(mask))
         while True:
             t = t_slots[s]
@@ -142,8 +156,9 @@ def _word_terms(buf, a, b, w, d_terms, word_terms, d_chars, scratch, lower, flag
                 t_hash[t] = h
                 n_terms += 1
                 t_slots[s] = t
-                if 2 * n_terms > t_slots.size:
-                    t_slots = _grow(t_slots, t_hash, n_terms)
+                if 2 * n_terms > t_size:
+                    t_size *= 2
+                    _rehash(t_slots, t_size, t_hash, n_terms)
                 break
             if t_hash[t] == h and t_at[t + 1] - t_at[t] == length:
                 p = t_at[t]
@@ -158,7 +173,7 @@ def _word_terms(buf, a, b, w, d_terms, word_terms, d_chars, scratch, lower, flag
         word_terms[q] = t
         q += 1
     d_terms[w + 1] = q
-    return n_terms, t_slots
+    return n_terms, t_size
 
 
 @numba.njit(cache=True, nogil=True)
@@ -187,12 +202,16 @@ def terms_of(buf, win, byte_start, byte_end, lower, flags):
     d_terms = np.empty(cap + 1, dtype=np.int64)  # ... and terms (word_terms[d_terms[w]:])
     d_terms[0] = 0  # the others are written as words come (no pages zero-filled for nothing)
     word_terms = np.empty(buf.size // 2 + 2, dtype=np.int32)
-    w_slots = np.full(4096, _EMPTY, dtype=np.int32)
+    w_slots = np.empty(room(cap), dtype=np.int32)
+    w_slots[:FIRST_SLOTS] = _EMPTY
+    w_size = FIRST_SLOTS
     pool = np.empty(buf.size, dtype=np.uint32)  # distinct terms
     t_at = np.empty(buf.size // 2 + 3, dtype=np.int64)
     t_at[0] = 0
     t_hash = np.empty(buf.size // 2 + 2, dtype=np.uint64)
-    t_slots = np.full(4096, _EMPTY, dtype=np.int32)
+    t_slots = np.empty(room(t_hash.size), dtype=np.int32)
+    t_slots[:FIRST_SLOTS] = _EMPTY
+    t_size = FIRST_SLOTS
     scratch = np.empty(buf.size + 1, dtype=np.uint32)
     n_words = n_occ = n_distinct = n_terms = 0
     cont = 0  # continuation bytes before the current word: char index = byte index - cont
@@ -220,23 +239,24 @@ def terms_of(buf, win, byte_start, byte_end, lower, flags):
             h = (key ^ np.uint64(length)) * _GOLDEN + tail
             h = (h ^ (h >> np.uint64(29))) * _GOLDEN
             h ^= h >> np.uint64(32)
-            mask = w_slots.size - 1
+            mask = w_size - 1
             s = np.int64(h & np.uint64(mask))
             while True:
                 w = w_slots[s]
                 if w == _EMPTY:
                     w = n_distinct
-                    n_terms, t_slots = _word_terms(buf, a, b, w, d_terms, word_terms, d_chars,
-                                                   scratch, lower, flags, pool, t_at, t_hash,
-                                                   t_slots, n_terms)
+                    n_terms, t_size = _word_terms(buf, a, b, w, d_terms, word_terms, d_chars,
+                                                  scratch, lower, flags, pool, t_at, t_hash,
+                                                  t_slots, t_size, n_terms)
                     if n_terms < 0:
                         return (-n_terms, words, doc_char, w_start[:0], w_end[:0], w_occ[:0],
                                 occ[:0], pool[:0], t_at[:1])
                     d_key[w], d_tail[w], d_len[w], d_at[w], d_hash[w] = key, tail, length, a, h
                     n_distinct += 1
                     w_slots[s] = w
-                    if 2 * n_distinct > w_slots.size:
-                        w_slots = _grow(w_slots, d_hash, n_distinct)
+                    if 2 * n_distinct > w_size:
+                        w_size *= 2
+                        _rehash(w_slots, w_size, d_hash, n_distinct)
                     break
                 if d_key[w] == key and d_tail[w] == tail and d_len[w] == length and (
                         length <= 16 or _same_bytes(buf, d_at[w], a, length)):
@@ -257,12 +277,13 @@ def terms_of(buf, win, byte_start, byte_end, lower, flags):
 
 
 @numba.njit(cache=True, nogil=True)
-def merge_terms(codes, at, slots, g_hash, g_at, g_pool, n_global, ids):
+def merge_terms(codes, at, slots, size, g_hash, g_at, g_pool, n_global, ids):
     """The global id of every term of a batch (term i: codes[at[i]:at[i + 1]]) into `ids`,
-    adding the new ones to the vocabulary (g_pool[g_at[g]:g_at[g + 1]], FNV-1a hash g_hash[g],
-    open-addressing table `slots`), whose arrays have room for every term of the batch. A hit
-    is checked code by code, so two different terms never share an id. Returns (terms now
-    known, the table)."""
+    adding the new ones to the vocabulary (g_pool[g_at[g]:g_at[g + 1]], hash g_hash[g],
+    open-addressing table slots[:size], grown in place: `slots` has room() slots for every
+    term the vocabulary may then hold, and its other arrays room for the batch's terms). A
+    hit is checked code by code, so two different terms never share an id. Returns (terms
+    now known, the table's size in use)."""
     for i in range(at.size - 1):
         a, b = at[i], at[i + 1]
         h = _FNV_OFFSET
@@ -270,7 +291,7 @@ def merge_terms(codes, at, slots, g_hash, g_at, g_pool, n_global, ids):
             h = (h ^ np.uint64(codes[j])) * _FNV_PRIME
         h = (h ^ (h >> np.uint64(32))) * _GOLDEN  # FNV's low bits, the slot's, mixed
         h ^= h >> np.uint64(29)
-        mask = slots.size - 1
+        mask = size - 1
         s = np.int64(h & np.uint64(mask))
         while True:
             g = slots[s]
@@ -282,8 +303,9 @@ def merge_terms(codes, at, slots, g_hash, g_at, g_pool, n_global, ids):
                 g_hash[g] = h
                 n_global += 1
                 slots[s] = g
-                if 2 * n_global > slots.size:
-                    slots = _grow(slots, g_hash, n_global)
+                if 2 * n_global > size:
+                    size *= 2
+                    _rehash(slots, size, g_hash, n_global)
                 break
             if g_hash[g] == h and g_at[g + 1] - g_at[g] == b - a:
                 p = g_at[g]
@@ -296,10 +318,10 @@ def merge_terms(codes, at, slots, g_hash, g_at, g_pool, n_global, ids):
                     break
             s = (s + 1) & mask
         ids[i] = g
-    return n_global, slots
+    return n_global, size
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _prefix(pool, a, b, depth):
     """Codes depth * 3 to depth * 3 + 2 of the term pool[a:b] in one key, 21 bits each, a code
     past the end 0 (no term holds U+0000): keys order terms as Python orders str."""
@@ -330,7 +352,7 @@ def term_order(pool, at):
             j = i + 1
             while j < hi and key[j] == key[i]:
                 j += 1
-            if j - i > 1:
+            if j - i > 1 and key[i] != 0:  # (a key of 0: terms that ended, the same)
                 stack.append((np.int64(i), np.int64(j), depth + 1))
             i = j
     return order

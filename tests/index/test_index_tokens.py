@@ -65,6 +65,19 @@ def test_compiled_batch_equals_the_python_path(seed, monkeypatch):
         assert counts.data.dtype == expected.counts.data.dtype
 
 
+def test_a_batch_whose_tables_grow_many_times(monkeypatch):
+    """20,000 distinct words and terms in one batch: the word and term tables (4,096 slots
+    at first) are grown in place five times; the counts still equal the Python path's."""
+    rng = random.Random(5)
+    words = [f"{rng.choice(['ação', 'x', 'pré'])}{i}.{i % 97}ü" for i in range(20_000)]
+    docs = [(" ".join(rng.choices(words, k=3000)), None) for _ in range(10)]
+    docs.append((" ".join(words), None))
+    words_, chunks, starts, ends, counts = tokens.compiled_batch(docs, size=200, overlap=40)
+    expected = python_batch(docs, 200, 40, monkeypatch)
+    assert starts.tolist() == expected.starts.tolist()
+    assert per_chunk(counts) == per_chunk(expected.counts) and len(counts.terms) > 20_000
+
+
 def test_codes_that_need_the_python_path():
     assert tokens.compiled_batch([("ΟΔΟΣ", None)], size=20, overlap=5) is None  # final sigma
     assert tokens.compiled_batch([("İstanbul", None)], size=20, overlap=5) is None  # "i̇"
