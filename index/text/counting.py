@@ -188,7 +188,8 @@ class CountMerger:
             self._reserve(end, batch.indices.size / max(documents, 1))
         if batch.data.dtype != self.data.dtype and batch.data.dtype == np.int32:
             self.data = self.data.astype(np.int32)
-        np.take(mapping, batch.indices, out=self.indices[self.nnz:end])
+        np.take(mapping, batch.indices, out=self.indices[self.nnz:end], mode="clip")
+        # (mode clip: the ids are in range; "raise" would go through a buffer)
         self.data[self.nnz:end] = batch.data
         self.indptr.append(batch.indptr[1:] + self.nnz)
         self.nnz, self.rows = end, self.rows + n

@@ -61,8 +61,9 @@ def compiled_batch(docs, *, size: int, overlap: int):
         return None
     order = k.term_order(pool, t_at)
     indices, data = k.sorted_rows(indptr, indices, data, ranks(order))
+    # 16-bit ids and counts where they fit: half the bytes pickled to the merging process
     return words, chunks, starts, ends, CountedBatch(PackedTerms(pool, t_at).taken(order), indptr,
-                                                     indices, compact(data))
+                                                     compact(indices), compact(data))
 
 
 def warm_up() -> None:
