@@ -52,7 +52,7 @@ def _rehash(slots, size, hashes, n):
         slots[s] = t
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _decode(buf, a, b, out):
     """The code points of the UTF-8 bytes buf[a:b] into `out`: their number, or -1 if the
     bytes are not valid UTF-8 (no overlong form, surrogate, code point above U+10FFFF or cut
@@ -108,7 +108,7 @@ def word_edges(buf, n):
     return edges[:k]
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _same_bytes(buf, a, b, n):
     for q in range(n):
         if buf[a + q] != buf[b + q]:
@@ -116,7 +116,7 @@ def _same_bytes(buf, a, b, n):
     return True
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _word_terms(buf, a, b, w, d_terms, word_terms, d_chars, scratch, lower, flags, pool,
                 t_at, t_hash, t_slots, t_size, n_terms):
     """Decode the new word buf[a:b] (distinct word w), look its java terms up (new ones
@@ -321,7 +321,7 @@ def merge_terms(codes, at, slots, size, g_hash, g_at, g_pool, n_global, ids):
     return n_global, size
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _prefix(pool, a, b, depth):
     """Codes depth * 3 to depth * 3 + 2 of the term pool[a:b] in one key, 21 bits each, a code
     past the end 0 (no term holds U+0000): keys order terms as Python orders str."""
