@@ -117,63 +117,70 @@ def _same_bytes(buf, a, b, n):
 
 
 @numba.njit(cache=True, nogil=True)
-def _word_terms(buf, a, b, w, d_terms, word_terms, d_chars, scratch, lower, flags, pool,
-                t_at, t_hash, t_slots, t_size, n_terms):
-    """Decode the new word buf[a:b] (distinct word w), look its java terms up (new ones
-    join the pool) and list them in word_terms[d_terms[w]:d_terms[w + 1]]. Returns (terms
-    now known, the term table's size in use) or (-status, ...) when the word cannot be done
-    here."""
-    n = _decode(buf, a, b, scratch)
-    if n < 0:
-        return -INVALID, t_size
-    d_chars[w] = n
-    q = d_terms[w]
-    k = 0
-    while k < n:
-        f = flags[scratch[k]]
-        if not f & TERM:
-            if f & STOP:
-                return -(f & STOP), t_size
-            k += 1
-            continue
-        start = k
-        h = _FNV_OFFSET
-        while k < n and flags[scratch[k]] & TERM:
-            low = lower[scratch[k]]
-            scratch[k] = low
-            h = (h ^ np.uint64(low)) * _FNV_PRIME
-            k += 1
-        length = k - start
-        mask = t_size - 1
-        s = np.int64(h & np.uint64(mask))
-        while True:
-            t = t_slots[s]
-            if t == _EMPTY:
-                t = n_terms
-                p = t_at[t]
-                pool[p:p + length] = scratch[start:k]
-                t_at[t + 1] = p + length
-                t_hash[t] = h
-                n_terms += 1
-                t_slots[s] = t
-                if 2 * n_terms > t_size:
-                    t_size *= 2
-                    _rehash(t_slots, t_size, t_hash, n_terms)
-                break
-            if t_hash[t] == h and t_at[t + 1] - t_at[t] == length:
-                p = t_at[t]
-                same = True
-                for z in range(length):
-                    if pool[p + z] != scratch[start + z]:
-                        same = False
-                        break
-                if same:
+def _distinct_terms(buf, d_at, d_len, n_distinct, d_terms, word_terms, d_chars, scratch,
+                    lower, flags, pool, t_at, t_hash, t_slots):
+    """Decode each distinct word w (buf[d_at[w]:d_at[w] + d_len[w]], in the order they first
+    occur), count its characters, look its java terms up (new ones join the pool) and list
+    them in word_terms[d_terms[w]:d_terms[w + 1]]. Returns the number of distinct terms, or
+    -status for the first word that cannot be done here. One call for every word: a call
+    per word made numba count references to each array it was given."""
+    t_slots[:FIRST_SLOTS] = _EMPTY
+    t_size = FIRST_SLOTS
+    n_terms = 0
+    d_terms[0] = 0
+    q = 0
+    for w in range(n_distinct):
+        n = _decode(buf, d_at[w], d_at[w] + d_len[w], scratch)
+        if n < 0:
+            return -INVALID
+        d_chars[w] = n
+        k = 0
+        while k < n:
+            f = flags[scratch[k]]
+            if not f & TERM:
+                if f & STOP:
+                    return -(f & STOP)
+                k += 1
+                continue
+            start = k
+            h = _FNV_OFFSET
+            while k < n and flags[scratch[k]] & TERM:
+                low = lower[scratch[k]]
+                scratch[k] = low
+                h = (h ^ np.uint64(low)) * _FNV_PRIME
+                k += 1
+            length = k - start
+            mask = t_size - 1
+            s = np.int64(h & np.uint64(mask))
+            while True:
+                t = t_slots[s]
+                if t == _EMPTY:
+                    t = n_terms
+                    p = t_at[t]
+                    for z in range(length):
+                        pool[p + z] = scratch[start + z]
+                    t_at[t + 1] = p + length
+                    t_hash[t] = h
+                    n_terms += 1
+                    t_slots[s] = t
+                    if 2 * n_terms > t_size:
+                        t_size *= 2
+                        _rehash(t_slots, t_size, t_hash, n_terms)
                     break
-            s = (s + 1) & mask
-        word_terms[q] = t
-        q += 1
-    d_terms[w + 1] = q
-    return n_terms, t_size
+                if t_hash[t] == h and t_at[t + 1] - t_at[t] == length:
+                    p = t_at[t]
+                    same = True
+                    for z in range(length):
+                        if pool[p + z] != scratch[start + z]:
+                            same = False
+                            break
+                    if same:
+                        break
+                s = (s + 1) & mask
+            word_terms[q] = t
+            q += 1
+        d_terms[w + 1] = q
+    return n_terms
 
 
 @numba.njit(cache=True, nogil=True)
@@ -191,6 +198,7 @@ def terms_of(buf, win, byte_start, byte_end, lower, flags):
     doc_char = np.empty(n_docs, dtype=np.int64)
     w_start = np.empty(cap, dtype=np.int64)
     w_end = np.empty(cap, dtype=np.int64)
+    w_of = np.empty(cap, dtype=np.int32)  # each word's distinct word
     w_occ = np.empty(cap + 1, dtype=np.int64)
     occ = np.empty(buf.size // 2 + 2, dtype=np.int32)
     d_key = np.empty(cap, dtype=np.uint64)  # distinct words: first and last 8 bytes, ...
@@ -200,7 +208,6 @@ def terms_of(buf, win, byte_start, byte_end, lower, flags):
     d_hash = np.empty(cap, dtype=np.uint64)
     d_chars = np.empty(cap, dtype=np.int64)
     d_terms = np.empty(cap + 1, dtype=np.int64)  # ... and terms (word_terms[d_terms[w]:])
-    d_terms[0] = 0  # the others are written as words come (no pages zero-filled for nothing)
     word_terms = np.empty(buf.size // 2 + 2, dtype=np.int32)
     w_slots = np.empty(room(cap), dtype=np.int32)
     w_slots[:FIRST_SLOTS] = _EMPTY
@@ -210,15 +217,11 @@ def terms_of(buf, win, byte_start, byte_end, lower, flags):
     t_at[0] = 0
     t_hash = np.empty(buf.size // 2 + 2, dtype=np.uint64)
     t_slots = np.empty(room(t_hash.size), dtype=np.int32)
-    t_slots[:FIRST_SLOTS] = _EMPTY
-    t_size = FIRST_SLOTS
     scratch = np.empty(buf.size + 1, dtype=np.uint32)
-    n_words = n_occ = n_distinct = n_terms = 0
-    cont = 0  # continuation bytes before the current word: char index = byte index - cont
+    n_words = n_distinct = 0
     e = 0
-    for d in range(n_docs):
+    for d in range(n_docs):  # each word's distinct word, its place still in bytes
         lo, hi = byte_start[d], byte_end[d]
-        doc_char[d] = lo - cont
         while lo < hi and buf[lo] <= 32:  # Java's trim(): ASCII, no continuation byte
             lo += 1
         while hi > lo and buf[hi - 1] <= 32:
@@ -245,12 +248,6 @@ def terms_of(buf, win, byte_start, byte_end, lower, flags):
                 w = w_slots[s]
                 if w == _EMPTY:
                     w = n_distinct
-                    n_terms, t_size = _word_terms(buf, a, b, w, d_terms, word_terms, d_chars,
-                                                  scratch, lower, flags, pool, t_at, t_hash,
-                                                  t_slots, t_size, n_terms)
-                    if n_terms < 0:
-                        return (-n_terms, words, doc_char, w_start[:0], w_end[:0], w_occ[:0],
-                                occ[:0], pool[:0], t_at[:1])
                     d_key[w], d_tail[w], d_len[w], d_at[w], d_hash[w] = key, tail, length, a, h
                     n_distinct += 1
                     w_slots[s] = w
@@ -262,15 +259,28 @@ def terms_of(buf, win, byte_start, byte_end, lower, flags):
                         length <= 16 or _same_bytes(buf, d_at[w], a, length)):
                     break
                 s = (s + 1) & mask
-            w_start[n_words] = a - cont
-            cont += length - d_chars[w]
-            w_end[n_words] = b - cont
-            w_occ[n_words] = n_occ
+            w_of[n_words], w_start[n_words], w_end[n_words] = w, a, b
+            n_words += 1
+        words[d] = n_words - first_word
+    n_terms = _distinct_terms(buf, d_at, d_len, n_distinct, d_terms, word_terms, d_chars,
+                              scratch, lower, flags, pool, t_at, t_hash, t_slots)
+    if n_terms < 0:
+        return (-n_terms, words, doc_char, w_start[:0], w_end[:0], w_occ[:0], occ[:0],
+                pool[:0], t_at[:1])
+    cont = 0  # continuation bytes before the current word: char index = byte index - cont
+    n_occ = i = 0
+    for d in range(n_docs):  # places in characters, and each word's term occurrences
+        doc_char[d] = byte_start[d] - cont
+        for _ in range(words[d]):
+            w = w_of[i]
+            w_start[i] -= cont
+            cont += d_len[w] - d_chars[w]
+            w_end[i] -= cont
+            w_occ[i] = n_occ
             for q in range(d_terms[w], d_terms[w + 1]):
                 occ[n_occ] = word_terms[q]
                 n_occ += 1
-            n_words += 1
-        words[d] = n_words - first_word
+            i += 1
     w_occ[n_words] = n_occ
     return (0, words, doc_char, w_start[:n_words], w_end[:n_words], w_occ[:n_words + 1],
             occ[:n_occ], pool[:t_at[n_terms]], t_at[:n_terms + 1])
