@@ -293,7 +293,10 @@ def merge_terms(codes, at, slots, size, g_hash, g_at, g_pool, n_global, ids):
     open-addressing table slots[:size], grown in place: `slots` has room() slots for every
     term the vocabulary may then hold, and its other arrays room for the batch's terms). A
     hit is checked code by code, so two different terms never share an id. Returns (terms
-    now known, the table's size in use)."""
+    now known, the table's size in use). The probe is written out here as in
+    _distinct_terms: one helper called for each term (even inline="always") made numba
+    count references to its arrays at every term, 24 % of this loop (perf), 0.18 -> 0.25 s
+    over the 100k held-out corpus's batches."""
     for i in range(at.size - 1):
         a, b = at[i], at[i + 1]
         h = _FNV_OFFSET
