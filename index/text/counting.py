@@ -132,9 +132,7 @@ def count_pieces(chunks: Sequence[Sequence[str]]) -> CountedBatch:
 def sorted_terms(terms: list[str]) -> tuple[list[str], np.ndarray]:
     """The terms sorted, and rank[i] = the position of terms[i] among them."""
     order = sorted(range(len(terms)), key=terms.__getitem__)
-    rank = np.empty(len(terms), dtype=np.int32)
-    rank[np.asarray(order, dtype=np.int64)] = np.arange(len(terms), dtype=np.int32)
-    return [terms[i] for i in order], rank
+    return [terms[i] for i in order], ranks(np.asarray(order, dtype=np.int64))
 
 
 def ranks(order: np.ndarray) -> np.ndarray:
