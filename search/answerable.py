@@ -9,17 +9,20 @@ model over features of one search's ranked lists (best first):
 - `idf_coverage`: the share of the question's idf mass (Lucene BM25 idf of each distinct
   analysed term, a word the corpus lacks counting with df 0) that the best window holds, read
   from the postings of the index's lexical method (bm25, else tfidf);
+- `idf_known`: the share of that mass whose terms occur anywhere in the corpus: a question
+  about something the site never names (a tool, a product) loses it, a paraphrase in common
+  words seldom does;
 - `agreement`: the share of the lexical method's top `AGREE_K` also in dense's top `AGREE_K`
   (the same value whatever the method searched; needs a lexical and a dense method).
 Each method uses every feature its index allows. Answerability is a property of the question
 and the corpus, not of the ranking method, so a *shared* (question-level) model reads the
-build's base methods whatever method ranks: `top@bm25`, `z_top@bm25`, `idf_coverage@bm25`
-(the lexical method, bm25 else tfidf), `top@dense`, `margin@dense` and `agreement`
+build's base methods whatever method ranks: `top@bm25`, `z_top@bm25`, `idf_coverage@bm25`,
+`idf_known@bm25` (the lexical method, bm25 else tfidf), `top@dense`, `margin@dense` and `agreement`
 (`shared_features`). `busca eval --calibrate` fits both (search/eval/answerability.py) and
-stores, per method, the one that refuses more unanswerable questions held out, as plain JSON in
-the method's manifest entry (`answerable`); `busca search`, `context`, `shell` and `serve` then
-refuse a question whose probability is below the model's threshold (`--min-score` overrides,
-as it does a floor).
+stores, per method, the one that, held out, keeps its target share of answerable questions and
+refuses more unanswerable ones, as plain JSON in the method's manifest entry (`answerable`);
+`busca search`, `context`, `shell` and `serve` then refuse a question whose probability is
+below the model's threshold (`--min-score` overrides, as it does a floor).
 """
 
 from __future__ import annotations
@@ -35,12 +38,13 @@ from ..index.lexical.lexical import NoSearchableTerms
 from .fusion import LEXICAL
 from .scorers import rank
 
-FEATURES = ("top", "z_top", "margin", "idf_coverage", "agreement")
+FEATURES = ("top", "z_top", "margin", "idf_coverage", "idf_known", "agreement")
+LEXICON = ("idf_coverage", "idf_known")  # the features read from a Lexicon
 WINDOW = 100  # scores per query that z_top and margin read (hybrid's fusion window)
 AGREE_K = 10
 ENTRY = "answerable"  # the key of the model in a method's manifest entry
 AT = "@"  # a shared feature's name: FEATURE@METHOD (the base method it is read from)
-SHARED = {"lexical": ("top", "z_top", "idf_coverage"), "dense": ("top", "margin")}
+SHARED = {"lexical": ("top", "z_top", *LEXICON), "dense": ("top", "margin")}
 
 
 @dataclass(frozen=True)
@@ -65,9 +69,15 @@ class Model:
 
     def probability(self, values: Mapping[str, float]) -> float:
         """p(answerable) of one question's feature values (all of `features` needed)."""
-        z = self.intercept + sum(c * (values[f] - m) / s for f, m, s, c in zip(
-            self.features, self.mean, self.scale, self.coefficients))
-        return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+        return float(self.probabilities(np.array([[values[f] for f in self.features]]))[0])
+
+    def probabilities(self, x: np.ndarray) -> np.ndarray:
+        """p(answerable) of each row of `x` (columns in the order of `features`): the same
+        arithmetic for one question at search time as for a table at calibration."""
+        z = self.intercept + ((np.asarray(x, dtype=np.float64) - self.mean) / self.scale
+                              * self.coefficients).sum(axis=1)
+        with np.errstate(over="ignore"):
+            return 1.0 / (1.0 + np.exp(-z))
 
     def to_json(self) -> dict:
         return {"features": list(self.features), "mean": list(self.mean),
@@ -98,17 +108,30 @@ class Lexicon:
         """Lucene BM25 idf: ln(1 + (n - df + 0.5) / (df + 0.5))."""
         return math.log(1 + (self.n - df + 0.5) / (df + 0.5))
 
-    def coverage(self, query: str, chunk: int) -> float:
-        """The share of the query's idf mass whose terms occur in `chunk` (0 with no term)."""
-        total = covered = 0.0
+    def terms(self, query: str) -> list[tuple[float, slice]]:
+        """(idf, span of its postings) of each distinct analysed term of `query`; a term the
+        corpus lacks has an empty span and df 0."""
+        out = []
         for term in set(self.analyze(query)):
             c = self.column.get(term)
-            span = slice(int(self.indptr[c]), int(self.indptr[c + 1])) if c is not None else None
-            weight = self.idf(0 if span is None else span.stop - span.start)
-            total += weight
-            if span is not None and np.any(self.indices[span] == chunk):
-                covered += weight
-        return covered / total if total > 0 else 0.0
+            span = slice(int(self.indptr[c]), int(self.indptr[c + 1])) if c is not None \
+                else slice(0, 0)
+            out.append((self.idf(span.stop - span.start), span))
+        return out
+
+    def coverage(self, query: str, chunk: int) -> float:
+        """The share of the query's idf mass whose terms occur in `chunk` (0 with no term)."""
+        return _share(self.terms(query), lambda span: bool(np.any(self.indices[span] == chunk)))
+
+    def known(self, query: str) -> float:
+        """The share of the query's idf mass whose terms occur in the corpus (0 with no term)."""
+        return _share(self.terms(query), lambda span: span.stop > span.start)
+
+
+def _share(terms: list[tuple[float, slice]], holds) -> float:
+    """The share of the terms' idf mass whose span `holds` (0 when there is none)."""
+    total = sum(w for w, _ in terms)
+    return sum(w for w, span in terms if holds(span)) / total if total > 0 else 0.0
 
 
 def lexicon_of(index) -> Lexicon | None:
@@ -138,6 +161,7 @@ def features(query: str, ranked: Mapping, method: str, *, lexicon: Lexicon | Non
            "margin": (float(window[0]) - second) / sd if sd > 0 else 0.0}
     if lexicon is not None:
         out["idf_coverage"] = lexicon.coverage(query, int(ids[0]))
+        out["idf_known"] = lexicon.known(query)
     if len(agreement) == 2 and all(m in ranked for m in agreement):
         out["agreement"] = overlap(ranked[agreement[0]][0], ranked[agreement[1]][0])
     return out
@@ -220,7 +244,7 @@ def verdict(index, query: str, method: str) -> Verdict | None:
         return _shared_verdict(index, query, model)
     needed = [method, *(model.agreement if "agreement" in model.features else ())]
     ranked = {m: _ranked(index, query, m) for m in dict.fromkeys(needed)}
-    lexicon = lexicon_of(index) if "idf_coverage" in model.features else None
+    lexicon = lexicon_of(index) if set(LEXICON) & set(model.features) else None
     values = features(query, ranked, method, lexicon=lexicon, agreement=model.agreement)
     if not values:
         return Verdict(0.0, model.threshold)

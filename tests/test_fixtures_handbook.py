@@ -33,6 +33,19 @@ def test_golden_set_is_big_enough():
     assert {q.tags["tipo"] for q in golden.unanswerable} == {"sem_resposta"}
 
 
+def test_held_out_unanswerable_questions_are_new_and_unanswerable(records):
+    """unanswerable-heldout.json: questions written after the answerability model's
+    features were fixed, to judge its refusals once (docs/eval.md)."""
+    held = load_golden(HANDBOOK / "unanswerable-heldout.json")
+    golden = load_golden(GOLDEN)
+    assert len(held.unanswerable) >= 20 and not held.answerable
+    assert {q.tags["tipo"] for q in held.unanswerable} == {"sem_resposta"}
+    assert not {q.id for q in held.questions} & {q.id for q in golden.questions}
+    assert not {q.text for q in held.questions} & {q.text for q in golden.questions}
+    raw = json.loads((HANDBOOK / "unanswerable-heldout.json").read_text(encoding="utf-8"))
+    assert cg.check_golden(raw, records) == []
+
+
 def test_golden_set_passes_the_checker(records):
     golden = json.loads(GOLDEN.read_text(encoding="utf-8"))
     assert cg.check_golden(golden, records) == []

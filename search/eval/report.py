@@ -11,6 +11,7 @@ import re
 from collections import Counter
 
 from ...index.dense.dense_models import is_dense
+from .answerability import REPEATS
 from .floors import Calibration
 from .summary import Evaluation, Pair
 
@@ -290,7 +291,8 @@ def _answerability(ev: Evaluation, md: bool) -> list[str]:
     lines = _title("Answerability: unanswerable questions refused at a share of answerable"
                    " ones kept", md)
     lines += ["", f"each signal and its cut fitted on {first.folds - 1} of {first.folds}"
-              " stratified folds, measured on the held-out fold (pooled); refused with its"
+              " stratified folds (the cut on out-of-fold scores), measured on the held-out"
+              f" fold (pooled), the mean of {REPEATS} shuffles of the folds; refused with its"
               " 95% Wilson interval; logistic = the model over every feature; shared = the"
               " question-level model over the base methods' features (the same for every"
               " method)"]

@@ -38,8 +38,12 @@ def test_idf_coverage_worked_by_hand():
     assert lex.coverage("a b c", 1) == pytest.approx((idf_a + idf_b) / total)
     assert lex.coverage("c", 1) == 0.0 and lex.coverage("", 1) == 0.0
     ranked = {"m": (np.array([1, 0]), np.array([2.0, 1.0]))}
-    assert features("a b c", ranked, "m", lexicon=lex)["idf_coverage"] == pytest.approx(
-        (idf_a + idf_b) / total)
+    found = features("a b c", ranked, "m", lexicon=lex)
+    assert found["idf_coverage"] == pytest.approx((idf_a + idf_b) / total)
+    # idf_known: the mass of the terms the corpus holds anywhere (c is in no chunk)
+    assert found["idf_known"] == pytest.approx((idf_a + idf_b) / total)
+    assert lex.known("b b a") == 1.0 and lex.known("c") == 0.0 and lex.known("") == 0.0
+    assert lex.known("b c") == pytest.approx(idf_b / (idf_b + idf_c))
 
 
 def test_overlap_reads_the_first_k_only():
@@ -71,6 +75,32 @@ def test_the_reported_figure_is_held_out_not_the_training_figure():
     assert held[0].refused.value < 0.6  # on unseen questions: chance, not 100%
     again, _ = measured.cross_validated(x, y, _memoriser, (0.9,), folds=5, seed=0)
     assert again == held  # deterministic
+    # the cut comes from out-of-fold scores: a cut read from the memoriser's scores of its own
+    # training questions (all answerable ones at 1) would keep only the held-out questions
+    # whose nearest neighbour is answerable, about three in four, not the 90% promised
+    assert held[0].kept >= 0.9
+
+
+def test_the_stored_threshold_keeps_its_share_of_new_answerable_questions():
+    """Nineteen features of noise, one of signal, 40 questions: the model fits its training
+    questions better than new ones, so a threshold set on its own training scores keeps
+    fewer new answerable questions than its target; the stored one is set out of fold.
+    (Over seeds 0-7 of this draw: 0.83-0.93 kept out of fold, 0.67-0.80 the other way.)"""
+    rng = np.random.default_rng(0)
+
+    def draw(n, answerable):
+        x = rng.normal(size=(n, 20))
+        x[:, 0] += np.where(answerable, 1.0, -1.0)
+        return x
+
+    y = np.arange(40) < 30
+    x = draw(40, y)
+    model = measured.fit_model(x, y, [f"f{j}" for j in range(20)], 0.9)
+    fresh = model.probabilities(draw(4000, np.ones(4000, dtype=bool)))
+    assert np.mean(fresh >= model.threshold) >= 0.85
+    own = model.probabilities(x)  # what the threshold used to be read from
+    naive = measured.target_cut(own[y], own[~y], 0.9)
+    assert np.mean(fresh >= naive) < 0.81
 
 
 def test_measure_separable_and_unseparable_features():
@@ -153,16 +183,19 @@ def test_shared_features_worked_by_hand():
     sd = math.sqrt(6)  # bm25 window 6, 3, 0: mean 3, variance 6
     assert out == pytest.approx({"top@bm25": 6.0, "z_top@bm25": 3 / sd,
                                  "idf_coverage@bm25": 1.0,  # chunk 1 holds a and b
+                                 "idf_known@bm25": 1.0,
                                  "top@dense": 0.9, "margin@dense": 0.2 / 0.1,  # sd 0.1
                                  "agreement": 2 / 3})  # {1, 0, 2} against {0, 1}
     empty = (np.array([], dtype=np.int64), np.array([]))
     nothing = shared_features("zzz", {"bm25": empty, "dense": ranked["dense"]},
                               ("bm25", "dense"), lexicon=lex)  # no word in the index
     assert nothing == pytest.approx({"top@bm25": 0.0, "z_top@bm25": 0.0,
-                                     "idf_coverage@bm25": 0.0, "top@dense": 0.9,
+                                     "idf_coverage@bm25": 0.0, "idf_known@bm25": 0.0,
+                                     "top@dense": 0.9,
                                      "margin@dense": 2.0, "agreement": 0.0})
     assert shared_features("a", ranked, ("bm25", None), lexicon=lex) == pytest.approx(
-        {"top@bm25": 6.0, "z_top@bm25": 3 / sd, "idf_coverage@bm25": 1.0})
+        {"top@bm25": 6.0, "z_top@bm25": 3 / sd, "idf_coverage@bm25": 1.0,
+         "idf_known@bm25": 1.0})
     assert base_pair(["tfidf", "bm25", "dense", "hybrid"]) == ("bm25", "dense")
     assert base_pair(["tfidf"]) == ("tfidf", None)
 
@@ -191,6 +224,25 @@ def test_the_own_model_is_stored_when_it_refuses_more_held_out():
     rows += [{"top": -1.0 - i % 3, "top@bm25": float(i % 3)} for i in range(12)]
     found = measured.measure(rows, [True] * 40 + [False] * 12, keep=0.9)
     assert found.best()[0].name == "logistic" and not found.best()[1].shared
+
+
+def test_the_stored_model_keeps_its_target_before_it_refuses_more():
+    """Held out at 90%: a model that refuses more but keeps 89% loses to one that keeps 91%;
+    between two that keep the target (or two that miss it), the one refusing more wins."""
+    def answerability(shared, own):
+        signals = tuple(measured.Signal(name, 0.8, (measured.Refusal(
+            0.9, kept, measured.wilson(refused, 16)),)) for name, (kept, refused) in (
+            ("shared", shared), ("logistic", own)))
+        common = Model(("top@bm25",), (0.0,), (1.0,), (1.0,), 0.0, 0.5, 0.9, shared=True)
+        mine = Model(("top",), (0.0,), (1.0,), (1.0,), 0.0, 0.5, 0.9)
+        return measured.Answerability(("top",), signals, 5, mine, common)
+
+    assert answerability((0.91, 11), (0.89, 12)).best()[0].name == "shared"
+    assert answerability((0.89, 12), (0.91, 11)).best()[0].name == "logistic"
+    assert answerability((0.91, 11), (0.90, 12)).best()[0].name == "logistic"
+    assert answerability((0.85, 11), (0.88, 12)).best()[0].name == "logistic"
+    assert answerability((0.91, 11), (0.92, 11)).best()[0].name == "logistic"  # keeps more
+    assert answerability((0.91, 11), (0.91, 11)).best()[0].name == "shared"  # a tie
 
 
 def _shared(threshold, methods=("tfidf", "bm25")):
@@ -279,13 +331,14 @@ def test_calibrate_stores_the_shared_model_where_it_refuses_more_and_search_appl
         held = {s["name"]: next(r for r in s["refusals"] if r["keep"] == 0.9)
                 for s in found["signals"]}
         better = max(("shared", "logistic"), key=lambda n: (
-            held[n]["refused"]["value"], held[n]["kept"], n == "shared"))
+            held[n]["kept"] >= 0.9, held[n]["refused"]["value"], held[n]["kept"],
+            n == "shared"))
         assert stored[method]["answerable"]["shared"] is (better == "shared")
         kind = "the shared (question-level) model" if better == "shared" else "its own model"
         assert f"stored the answerability model for {method}, {kind}" in result.stderr
     assert stored["tfidf"]["answerable"]["shared"]  # here the shared model refuses more
     assert stored["tfidf"]["answerable"]["features"] == [
-        "top@bm25", "z_top@bm25", "idf_coverage@bm25"]
+        "top@bm25", "z_top@bm25", "idf_coverage@bm25", "idf_known@bm25"]
     unanswerable = [q["pergunta"] for q in json.loads(golden.read_text(encoding="utf-8"))
                     if not q.get("trecho") and not q.get("url")]
     refused = [q for q in unanswerable if "answerability model" in run("search", q,
