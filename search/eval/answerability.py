@@ -3,18 +3,20 @@ it keeps a stated share of the answerable ones (90% and 95%).
 
 A signal is one feature of search/answerable.py read alone (higher = answerable), or the
 logistic model over all of them (`logistic`), or the question-level model shared by every
-method (`shared`: the same logistic regression over search/answerable.py's `shared_features`,
-read from the base methods whatever method ranks). Every figure is cross-validated the same way: stratified
-k-fold (FOLDS, shuffled with SEED); on each fold the signal (the model, for `logistic`) and the
-cut keeping the target share of answerable questions are fitted on the other folds only, then
-applied to the held-out questions, and the held-out counts are pooled — so no question is
-judged by a cut or a model fitted on it — and averaged over REPEATS shuffles (one shuffle
-moved a figure by 6 points on 16 unanswerable questions, by 22 on 14). The cut is read from out-of-fold scores (`out_of_fold`:
-each training question scored by a model fitted without it), never from the model's scores of
-its own training questions, which sit higher than a new question's and would keep fewer
-answerable questions than promised; the threshold `--calibrate` stores is set the same way. The logistic model's figure on its own training
-questions is kept beside it (`training`) to show what cross-validation removes. A question
-that found nothing is always refused; AUC is the raw feature's (the model's out of fold).
+method (`shared`: the same logistic regression over search/answerable.py's
+`shared_features`, read from the base methods whatever method ranks). Every figure is
+cross-validated the same way: stratified k-fold (FOLDS, shuffled with SEED); on each fold
+the signal (the model, for `logistic`) and the cut keeping the target share of answerable
+questions are fitted on the other folds only, then applied to the held-out questions, and
+the held-out counts are pooled — so no question is judged by a cut or a model fitted on it
+— and averaged over REPEATS shuffles (one shuffle moved a figure by 6 points on 16
+unanswerable questions, by 22 on 14). The cut is read from out-of-fold scores
+(`out_of_fold`: each training question scored by a model fitted without it), never from the
+model's scores of its own training questions, which sit higher than a new question's and
+would keep fewer answerable questions than promised; the threshold `--calibrate` stores is
+set the same way. The logistic model's figure on its own training questions is kept beside
+it (`training`) to show what cross-validation removes. A question that found nothing is
+always refused; AUC is the raw feature's (the model's out of fold).
 """
 
 from __future__ import annotations
