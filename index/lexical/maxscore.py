@@ -160,6 +160,9 @@ class Blocks:
     def _make_all(self, postings) -> None:
         lengths = np.diff(postings.indptr)
         long = np.flatnonzero(lengths >= self.n_windows)
+        # every short list marked at once: a query's new words then never take `slots`' lock
+        # (a few µs a query on a stream of new questions)
+        self.slot[(lengths < self.n_windows) & (self.slot == UNSEEN)] = SHORT
         tables = long.size * (self.n_windows + 1) * ROW_BYTES <= BLOCKS_MAX_BYTES
         if tables and self.scales.size < long.size:
             self._tables(long.size)

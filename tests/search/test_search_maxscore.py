@@ -195,9 +195,29 @@ def test_prepare_makes_tables_and_codes_before_the_first_query(built, method, co
     blocks = scorer._blocks
     assert blocks.dense[1].shape[0] > 0 and blocks.queries == 2
     assert blocks.factor is (scorer.inverse_norms if method == "tfidf" else blocks.factor)
+    assert not np.any(blocks.slot == maxscore.UNSEEN)  # (every list is long here)
     for query in queries(23, 20):
         is_exhaustive_top(scorer, query, 10)
     assert scorer._blocks is blocks  # the same tables: none made again
+
+
+def test_prepare_marks_every_short_list_so_new_words_take_no_lock(tmp_path, compiled):
+    """After `prepare()` every list has its table row or is marked short, so a query's new
+    words never take `slots`' lock and slow path (a few µs a query on new questions); the
+    answers stay exact."""
+    texts = corpus(5, 1200) + [f"raro{i} palavra{i % 7}" for i in range(300)]
+    with LocalHome(tmp_path) as store:
+        for i, text in enumerate(texts):
+            store.put(Document(f"d{i:04d}", "", text))
+        build_index(store, methods=("bm25",))
+    scorer = core.scorer(load_index(tmp_path), "bm25")
+    scorer.prepare()
+    blocks = scorer._blocks
+    short = np.diff(scorer.indptr) < blocks.n_windows
+    assert short.sum() >= 300 and (~short).sum() > 0
+    assert np.all(blocks.slot[short] == maxscore.SHORT) and np.all(blocks.slot[~short] >= 0)
+    for query in ["raro7 palavra3", "raro250 " + texts[0][:40], *queries(29, 20)]:
+        is_exhaustive_top(scorer, query, 10)
 
 
 def test_the_heap_is_trimmed_once_the_tables_are_made(built, compiled, monkeypatch):
