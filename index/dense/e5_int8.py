@@ -38,6 +38,7 @@ import numpy as np
 from .e5_sae import LEVELS, NARROW_LEVELS, int8_columns
 from .e5_small import E5Small, model_file
 from .e5_weights import Model, read_model
+from .onnx_model import serialized
 
 log = logging.getLogger(__name__)
 
@@ -120,11 +121,9 @@ def _onnxruntime_product(x: np.ndarray, w: np.ndarray, scale: np.ndarray) -> np.
         [node], "probe", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
         [numpy_helper.from_array(value, name) for name, value in consts.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                    helper.make_opsetid("com.microsoft", 1)])
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
-    session = ort.InferenceSession(model.SerializeToString(), options,
+    session = ort.InferenceSession(serialized(graph), options,
                                    providers=["CPUExecutionProvider"])
     return session.run(None, {"x": x})[0]
 
@@ -275,9 +274,7 @@ def build_graph(layers: list[dict], model: Model, outliers: dict,
         g.nodes, "e5-small-int8",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", "width", h])],
         [helper.make_tensor_value_info(x, TensorProto.FLOAT, ["n", "width", h])], g.inits)
-    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                    helper.make_opsetid("com.microsoft", 1)])
-    return proto.SerializeToString()
+    return serialized(graph)
 
 
 class _Graph:

@@ -16,6 +16,7 @@ import numpy as np
 
 from .e5_small import MASKED, E5Small, model_file
 from .e5_weights import QK, Model, read_model
+from .onnx_model import serialized
 
 
 def repack(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -88,9 +89,7 @@ def build_graph(model: Model, accuracy_level: int = 0) -> bytes:
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", "width", h]),
          helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["n", 1, 1, "width"])],
         [helper.make_tensor_value_info(x, TensorProto.FLOAT, ["n", "width", h])], inits)
-    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                    helper.make_opsetid("com.microsoft", 1)])
-    return proto.SerializeToString()
+    return serialized(graph)
 
 
 class E5SmallOnnx(E5Small):

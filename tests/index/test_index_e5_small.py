@@ -362,3 +362,27 @@ def test_the_heads_8_bit_weights_go_unsigned_where_the_int8_product_saturates():
         "CPUExecutionProvider"]).run(None, {"x": x})
     product = np.take_along_axis(_wide_product(x, q, 0.01), ids, 1)
     assert np.allclose(values, product, rtol=2e-3)  # within x's uint8 rounding, no saturation
+
+
+def test_every_onnx_model_is_written_as_opset_17s_ir_version():
+    """onnx stamps its newest IR version unless told (1.23 writes 14), which onnxruntime 1.20
+    — within busca's `onnxruntime>=1.17` — refuses; every graph busca builds goes through
+    onnx_model.serialized, which writes IR 8."""
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper
+
+    from busca.index.dense import onnx_model
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "relu",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    data = onnx_model.serialized(graph)
+    model = onnx.load_from_string(data)
+    assert model.ir_version == 8 and {(o.domain, o.version) for o in model.opset_import} == {
+        ("", 17), ("com.microsoft", 1)}
+    session = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    assert session.run(None, {"x": np.array([-1.0, 2.0], np.float32)})[0].tolist() == [0, 2]
+    dense = Path(onnx_model.__file__).parent
+    makers = [p.name for p in dense.glob("*.py") if "make_model(" in p.read_text(encoding="utf-8")]
+    assert makers == ["onnx_model.py"]  # no engine writes its model another way
