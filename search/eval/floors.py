@@ -108,8 +108,9 @@ def calibrate(answerable: list[Outcome], unanswerable: list[Outcome], *,
         rows, too_few(len(answerable), len(unanswerable)), keep, chosen, youden)
 
 
-def wilson(hits: int, n: int) -> Share:
-    """The share hits/n with its 95% Wilson score interval (sound for small n and 0% or 100%)."""
+def wilson(hits: float, n: int) -> Share:
+    """The share hits/n with its 95% Wilson score interval (sound for small n and 0% or 100%;
+    `hits` may be a mean count over repeated folds)."""
     if n == 0:
         return Share(math.nan, math.nan, math.nan, 0)
     p = hits / n
