@@ -121,11 +121,23 @@ class Lexicon:
 
     def coverage(self, query: str, chunk: int) -> float:
         """The share of the query's idf mass whose terms occur in `chunk` (0 with no term)."""
-        return _share(self.terms(query), lambda span: bool(np.any(self.indices[span] == chunk)))
+        return _share(self.terms(query), self._in(chunk))
 
     def known(self, query: str) -> float:
         """The share of the query's idf mass whose terms occur in the corpus (0 with no term)."""
-        return _share(self.terms(query), lambda span: span.stop > span.start)
+        return _share(self.terms(query), _nonempty)
+
+    def shares(self, query: str, chunk: int) -> tuple[float, float]:
+        """(coverage of `chunk`, known) from one analysis of the query."""
+        terms = self.terms(query)
+        return _share(terms, self._in(chunk)), _share(terms, _nonempty)
+
+    def _in(self, chunk: int):
+        return lambda span: bool(np.any(self.indices[span] == chunk))
+
+
+def _nonempty(span: slice) -> bool:
+    return span.stop > span.start
 
 
 def _share(terms: list[tuple[float, slice]], holds) -> float:
@@ -160,8 +172,7 @@ def features(query: str, ranked: Mapping, method: str, *, lexicon: Lexicon | Non
            "z_top": (float(window[0]) - float(window.mean())) / sd if sd > 0 else 0.0,
            "margin": (float(window[0]) - second) / sd if sd > 0 else 0.0}
     if lexicon is not None:
-        out["idf_coverage"] = lexicon.coverage(query, int(ids[0]))
-        out["idf_known"] = lexicon.known(query)
+        out["idf_coverage"], out["idf_known"] = lexicon.shares(query, int(ids[0]))
     if len(agreement) == 2 and all(m in ranked for m in agreement):
         out["agreement"] = overlap(ranked[agreement[0]][0], ranked[agreement[1]][0])
     return out

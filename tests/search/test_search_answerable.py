@@ -44,6 +44,7 @@ def test_idf_coverage_worked_by_hand():
     assert found["idf_known"] == pytest.approx((idf_a + idf_b) / total)
     assert lex.known("b b a") == 1.0 and lex.known("c") == 0.0 and lex.known("") == 0.0
     assert lex.known("b c") == pytest.approx(idf_b / (idf_b + idf_c))
+    assert lex.shares("a b c", 0) == pytest.approx((idf_a / total, (idf_a + idf_b) / total))
 
 
 def test_overlap_reads_the_first_k_only():
