@@ -70,7 +70,8 @@ def build_index(home, *, size: int = SIZE, overlap: int = OVERLAP,
         chunked = chunk_documents(
             _documents(home), size=size, overlap=overlap, reusable=_reusable_rows(before),
             total=total, count=bool(from_counts), keep_texts=len(from_counts) < len(methods),
-            workers=options.get("workers"), on_progress=progress)
+            workers=options.get("workers"), analyzers=_analyzers(from_counts, options),
+            on_progress=progress)
         if not chunked.chunks:
             raise NothingToIndex("nothing to index: every document in the store is empty")
         titles = _titles(home, chunked, options.get("titles") or ())
@@ -143,6 +144,13 @@ def _titles(home, chunked, titled) -> list[str]:
     if not titled:
         return []
     return chunk_titles(home, chunked.urls, (n for a in chunked.per_doc for n in a))
+
+
+def _analyzers(counted: set[str], options: Mapping) -> tuple[str, ...]:
+    """The analyzers that the methods built from the shared counts map the vocabulary through
+    (tfidf keeps java terms unless told): chunk_documents works their term maps out while it
+    finishes merging the counts."""
+    return tuple({options.get(f"{m}_analyzer") for m in counted} - {None})
 
 
 def _counted(methods: Sequence[str]) -> set[str]:

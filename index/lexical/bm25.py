@@ -26,7 +26,7 @@ import numpy as np
 from ...errors import BuscaError
 from .. import compiled
 from ..text.analyzers import analyzer_version, default_bm25_analyzer, get_term_filter
-from ..text.counting import TermCounts, column_blocks, column_targets, count_texts, reanalyze
+from ..text.counting import TermCounts, column_blocks, count_texts, reanalyze
 
 if TYPE_CHECKING:  # scipy loads with the build, never for a search
     import scipy.sparse as sp
@@ -75,11 +75,10 @@ def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) ->
     """Build the BM25 arrays from the chunks' java-term counts; the manifest entry."""
     analyzer = check_options(options)
     k1, b = options.get("bm25_k1", K1), options.get("bm25_b", B)
-    term_filter = get_term_filter(analyzer)
     big = counts.matrix.nnz >= compiled.MIN_POSTINGS
     kernel = compiled.for_build("postings_numba") if big else None
     if kernel is not None:
-        terms, target = column_targets(counts.terms, term_filter)
+        terms, target = counts.targets(analyzer)
         m = counts.matrix
         lengths, indptr = kernel.merged_shape(m.indptr, m.indices, m.data, target, len(terms))
         length_norm, avgdl = _length_norm(lengths.astype(np.float64), k1, b)
@@ -87,7 +86,7 @@ def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) ->
             m.indptr, m.indices, m.data, target, indptr, _idf(np.diff(indptr), m.shape[0]),
             length_norm, kernel.BLOCK_SHIFT)
     else:
-        analyzed = reanalyze(counts, term_filter)
+        analyzed = reanalyze(counts, analyzer)
         terms = analyzed.terms
         lengths = np.asarray(analyzed.matrix.sum(axis=1), dtype=np.float64).ravel()
         csc = analyzed.matrix.tocsc()

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import compiled
-from ..text.analyzers import get_term_filter
 from ..text.counting import (EmptyVocabulary, TermCounts, column_blocks, count_texts,
                                   reanalyze)
 
@@ -40,7 +39,7 @@ def build(texts: Sequence[str], out, *, options: dict, previous=None,
 def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) -> dict:
     """Build the TF-IDF arrays from the chunks' java-term counts; the manifest entry."""
     analyzer = options.get("tfidf_analyzer", ANALYZER)
-    counts = reanalyze(counts, get_term_filter(analyzer))
+    counts = reanalyze(counts, analyzer)
     if not counts.terms:
         raise EmptyVocabulary("no chunk contains a word or number to index")
     matrix = counts.matrix

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...errors import BuscaError
-from .analyzers import java_terms
+from .analyzers import get_term_filter, java_terms
 
 if TYPE_CHECKING:  # scipy loads with the build, never for a search
     import scipy.sparse as sp
@@ -41,10 +42,20 @@ class TermCounts:
 
     matrix: sp.csr_matrix
     terms: list[str]
+    # analyzer -> its column targets, computed while the merge finished (CountMerger)
+    prefetched: Mapping[str, Callable[[], tuple]] = field(default_factory=dict, repr=False,
+                                                          compare=False)
 
     @property
     def chunks(self) -> int:
         return self.matrix.shape[0]
+
+    def targets(self, analyzer: str) -> tuple[list[str], np.ndarray]:
+        """`column_targets` of the terms under `analyzer`: the merge's, when it was asked
+        to compute them (CountMerger's `analyzers`), else computed now."""
+        ready = self.prefetched.get(analyzer)
+        return ready() if ready is not None else column_targets(self.terms,
+                                                                get_term_filter(analyzer))
 
 
 class PackedTerms(Sequence):
@@ -169,9 +180,11 @@ class CountMerger:
     left behind in the heap. `kernels`: index/text/tokens_numba.py, for a vocabulary of
     code points in compiled loops (a dict of str otherwise: the same terms and counts)."""
 
-    def __init__(self, documents: int = 0, kernels=None):
+    def __init__(self, documents: int = 0, kernels=None, analyzers: Sequence[str] = ()):
         self.vocabulary = _PackedVocabulary(kernels) if kernels is not None else _Vocabulary()
         self.documents = documents
+        self.analyzers = [a for a in analyzers if get_term_filter(a) is not None]
+        self.pending: dict[str, Future] = {}
         self.indptr: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
         self.indices = np.empty(0, dtype=np.int32)
         self.data = np.empty(0, dtype=np.uint16)
@@ -201,10 +214,21 @@ class CountMerger:
             grown[:self.nnz] = old[:self.nnz]
             setattr(self, name, grown)
 
+    def prefetch(self, submit: Callable[..., Future]) -> None:
+        """Have the column targets of `analyzers` computed by `submit` (an idle worker
+        process's, index/text/stream.py) while `result()` sorts and renumbers here: mapping
+        every term through a stemmer is a Python loop (seconds at 1M chunks) that would
+        otherwise come before the methods, or hold the GIL they need."""
+        codes, at = self.vocabulary.packed()
+        self.pending = {a: submit(_targets_in_id_order, codes, at, a) for a in self.analyzers}
+
     def result(self) -> TermCounts:
         """All rows so far; columns renumbered in sorted term order (as CountVectorizer)."""
         import scipy.sparse as sp
-        terms, rank = self.vocabulary.sorted()
+        strings = self.vocabulary.strings()
+        order = self.vocabulary.order(strings)
+        terms, rank = list(map(strings.__getitem__, order.tolist())), ranks(order)
+        del strings
         indices, data = self.indices[:self.nnz], self.data[:self.nnz]
         for lo in range(0, self.nnz, 1 << 22):  # in place, a block at a time
             block = indices[lo:lo + (1 << 22)]
@@ -216,7 +240,26 @@ class CountMerger:
         matrix = sp.csr_matrix((data, indices, indptr), shape=(self.rows, len(terms)))
         # each batch's ids follow term order, and so do their ranks: rows stay sorted
         matrix.has_sorted_indices = True
-        return TermCounts(matrix, terms)
+        prefetched = {a: functools.partial(_reordered, job, order, terms, a)
+                      for a, job in self.pending.items()}
+        self.pending = {}
+        return TermCounts(matrix, terms, prefetched)
+
+
+def _targets_in_id_order(codes: np.ndarray, at: np.ndarray, analyzer: str):
+    """column_targets of packed terms in their id order; the targets as int32 (less to send)."""
+    kept, target = column_targets(PackedTerms(codes, at).strings(), get_term_filter(analyzer))
+    return kept, target.astype(np.int32)
+
+
+def _reordered(job: Future, order: np.ndarray, terms: list[str], analyzer: str):
+    """The column targets of `terms` (the terms in id order taken in `order`) that `job`
+    computed in id order; computed here if the job failed (e.g. its worker was killed)."""
+    try:
+        kept, target = job.result()
+    except Exception:  # noqa: BLE001  (the same work here gives the answer or the real error)
+        return column_targets(terms, get_term_filter(analyzer))
+    return kept, target[order].astype(np.int64)
 
 
 class _Vocabulary:
@@ -233,9 +276,18 @@ class _Vocabulary:
         return np.fromiter(map(self.id_of.__getitem__, terms), dtype=np.int32,
                            count=len(terms))
 
-    def sorted(self) -> tuple[list[str], np.ndarray]:
-        """The terms sorted, and rank[id] = the position of term id among them."""
-        return sorted_terms(list(self.id_of))
+    def strings(self) -> list[str]:
+        """The terms in id order."""
+        return list(self.id_of)
+
+    def packed(self) -> tuple[np.ndarray, np.ndarray]:
+        """The terms in id order as code points (PackedTerms' codes and at)."""
+        packed = PackedTerms.of(self.strings())
+        return packed.codes, packed.at
+
+    def order(self, strings: list[str]) -> np.ndarray:
+        """The ids in the terms' sorted order (`strings`: the terms in id order)."""
+        return np.asarray(sorted(range(len(strings)), key=strings.__getitem__), dtype=np.int64)
 
 
 class _PackedVocabulary:
@@ -271,10 +323,15 @@ class _PackedVocabulary:
         if used + codes > self.pool.size:
             self.pool = _grown(self.pool, max(used + codes, 2 * self.pool.size), used)
 
-    def sorted(self) -> tuple[list[str], np.ndarray]:
-        terms = PackedTerms(self.pool[:self.at[self.n]], self.at[:self.n + 1])
-        order = self.kernels.term_order(terms.codes, terms.at)
-        return terms.taken(order).strings(), ranks(order)
+    def packed(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.pool[:self.at[self.n]], self.at[:self.n + 1]
+
+    def strings(self) -> list[str]:
+        return PackedTerms(*self.packed()).strings()
+
+    def order(self, strings: list[str]) -> np.ndarray:
+        """The sorted order in compiled loops (`strings` unused: the codes are sorted)."""
+        return self.kernels.term_order(*self.packed())
 
 
 def _grown(array: np.ndarray, size: int, used: int) -> np.ndarray:
@@ -310,13 +367,13 @@ def column_targets(terms: list[str], term_filter) -> tuple[list[str], np.ndarray
     return kept, target
 
 
-def reanalyze(counts: TermCounts, term_filter) -> TermCounts:
+def reanalyze(counts: TermCounts, analyzer: str) -> TermCounts:
     """The counts under another analyzer: each java column merged into its filtered term's
-    column or dropped (`term_filter(term) -> term | None`)."""
+    column or dropped (its term filter: `term -> term | None`)."""
     import scipy.sparse as sp
-    if term_filter is None:
+    if get_term_filter(analyzer) is None:
         return counts
-    terms, target = column_targets(counts.terms, term_filter)
+    terms, target = counts.targets(analyzer)
     keep = np.flatnonzero(target >= 0)
     targets = target[keep]
     most = int(counts.matrix.sum(axis=1).max()) if counts.chunks else 0

@@ -74,7 +74,7 @@ class Chunked:
 
     @property
     def chunks(self) -> int:
-        return int(sum(a.sum() for a in self.per_doc))
+        return int(_joined(self.per_doc).sum())  # one sum: each small one hands the GIL over
 
     def rows(self) -> ChunkColumns:
         """The chunk rows, ids in order (as columns; iterating gives ChunkRows)."""
@@ -89,11 +89,13 @@ def _joined(arrays: list[np.ndarray]) -> np.ndarray:
 def chunk_documents(documents: Iterable[Document | DocumentText] | DocumentRanges, *,
                     size: int, overlap: int, reusable: dict, total: int, count: bool = True,
                     keep_texts: bool = False, workers: int | None = None,
+                    analyzers: tuple[str, ...] = (),
                     on_progress: Progress | None = None) -> Chunked:
     """Word windows of every document, with their term counts and, if asked, texts. A
     document is a Document or a (url, sha256, text) tuple whose text may be UTF-8 bytes
     (decoded by the workers); or `documents` are a store's DocumentRanges, which the workers
-    read themselves (no text passes through this process)."""
+    read themselves (no text passes through this process). `analyzers`: those the counts
+    will be mapped through (TermCounts.targets), computed while the merge finishes."""
     progress = on_progress or (lambda stage, done, total: None)
     workers = default_workers() if workers is None else workers
     result = Chunked(texts=[] if keep_texts else None)
@@ -103,9 +105,10 @@ def chunk_documents(documents: Iterable[Document | DocumentText] | DocumentRange
                use_compiled=total >= compiled.MIN_DOCUMENTS
                and compiled.for_build("tokens_numba") is not None)
     kernels = compiled.module("tokens_numba") if job["use_compiled"] else None
-    merger = CountMerger(documents=total, kernels=kernels) if count else None
+    merger = CountMerger(documents=total, kernels=kernels, analyzers=analyzers) if count else None
     done = 0
-    for batches, read in _run(tasks, job, workers if total >= PARALLEL_MIN_DOCS else 1):
+    after = merger.prefetch if merger is not None and merger.analyzers else None
+    for batches, read in _run(tasks, job, workers if total >= PARALLEL_MIN_DOCS else 1, after):
         if read is not None:  # the documents a worker read: its range of the store
             result.urls.extend(read[0])
             result.hashes.extend(read[1])
@@ -206,8 +209,11 @@ def chunk_task(task: list | _Range, **job) -> tuple[list[ChunkedBatch], tuple | 
     return batches, (urls, hashes, again)
 
 
-def _run(tasks: Iterator, job: dict, workers: int) -> Iterator[tuple[list[ChunkedBatch], tuple]]:
-    """Results of `chunk_task` over the tasks, in order; at most 2 per worker in flight."""
+def _run(tasks: Iterator, job: dict, workers: int, after: Callable | None = None,
+         ) -> Iterator[tuple[list[ChunkedBatch], tuple]]:
+    """Results of `chunk_task` over the tasks, in order; at most 2 per worker in flight.
+    `after(submit)`, once the caller has taken the last result, gives the idle workers more
+    work; the pool then closes without waiting for it."""
     context = _fork_context()
     if workers <= 1 or context is None:
         for task in tasks:
@@ -215,18 +221,21 @@ def _run(tasks: Iterator, job: dict, workers: int) -> Iterator[tuple[list[Chunke
         return
     if job["use_compiled"] and job["count"] and not job["keep_texts"]:
         warm_up()  # load the compiled pass once here: every forked worker inherits it
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_keep_freed_memory) as pool:
-        pending = []
-        try:
-            for task in tasks:
-                pending.append(pool.submit(chunk_task, task, **job))
-                if len(pending) >= 2 * workers:
-                    yield pending.pop(0).result()
-            while pending:
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_keep_freed_memory)
+    pending = []
+    try:
+        for task in tasks:
+            pending.append(pool.submit(chunk_task, task, **job))
+            if len(pending) >= 2 * workers:
                 yield pending.pop(0).result()
-        except BaseException:
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
+        while pending:
+            yield pending.pop(0).result()
+        if after is not None:
+            after(pool.submit)
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=False)
 
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters

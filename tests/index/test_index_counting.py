@@ -1,14 +1,16 @@
 """Term counts from whitespace pieces against scikit-learn's CountVectorizer on whole texts."""
 
 import random
+from concurrent.futures import Future
+from concurrent.futures.process import BrokenProcessPool
 
 import numpy as np
 import pytest
 from sklearn.feature_extraction.text import CountVectorizer
 
 from busca.index.text.analyzers import get_term_filter, java_terms, pt_terms, simple_terms
-from busca.index.text.counting import (CountMerger, PackedTerms, column_blocks, count_pieces,
-                                       count_texts, reanalyze)
+from busca.index.text.counting import (CountMerger, PackedTerms, column_blocks, column_targets,
+                                       count_pieces, count_texts, reanalyze)
 
 WORDS = ("Ação ação AÇÃO informações informação não nao é e à às O o de DE universidade "
          "Universidades curso cursos 2019 3,5% snake_case R$1.234,56 pós-graduação ΟΔΟΣ ΣΟΦΙΑ "
@@ -36,7 +38,7 @@ def test_counts_match_count_vectorizer(seed, name, analyzer):
     texts = random_texts(rng, rng.randint(1, 60))
     texts.append("ΑΣ ΑΣ\xa0Β σσς")  # final sigma decided inside one piece
     expected, terms = reference(texts, analyzer)
-    counts = reanalyze(count_texts(texts, batch=rng.randint(1, 9)), get_term_filter(name))
+    counts = reanalyze(count_texts(texts, batch=rng.randint(1, 9)), name)
     assert counts.terms == terms
     assert counts.matrix.shape == expected.shape
     assert (counts.matrix != expected).nnz == 0
@@ -102,6 +104,50 @@ def test_the_compiled_vocabulary_merges_as_the_dict_does(seed):
     assert (a.matrix != b.matrix).nnz == 0 and b.matrix.has_sorted_indices
 
 
+def _done(function, *args) -> Future:
+    """submit() of an executor that runs the work at once (the pool's, without processes)."""
+    future = Future()
+    try:
+        future.set_result(function(*args))
+    except Exception as e:  # noqa: BLE001
+        future.set_exception(e)
+    return future
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_term_maps_worked_out_beside_the_merge_are_the_local_ones(packed):
+    """`prefetch` sends the vocabulary in id order; the targets come back reordered to the
+    sorted terms: the same as column_targets over them (pt merges and drops columns)."""
+    kernels = pytest.importorskip("busca.index.text.tokens_numba") if packed else None
+    rng = random.Random(4)
+    texts = random_texts(rng, 60) + ["Informações informação INFORMAÇÃO não de zebra abacaxi"]
+    merger = CountMerger(kernels=kernels, analyzers=("pt", "java"))  # java: nothing to map
+    for lo in range(0, len(texts), 16):  # ids in order of first appearance, not sorted
+        merger.add(count_pieces([t.split() for t in texts[lo:lo + 16]]))
+    merger.prefetch(_done)
+    counts = merger.result()
+    assert set(counts.prefetched) == {"pt"}
+    kept, target = counts.targets("pt")
+    local_kept, local_target = column_targets(counts.terms, get_term_filter("pt"))
+    assert kept == local_kept and target.tolist() == local_target.tolist()
+    assert -1 in target and len(kept) < len(counts.terms)  # dropped and merged columns
+    assert (reanalyze(counts, "pt").matrix != reanalyze(count_texts(texts), "pt").matrix).nnz == 0
+
+
+def test_a_term_map_whose_worker_failed_is_worked_out_here():
+    merger = CountMerger(analyzers=("pt",))
+    merger.add(count_pieces([["informações", "Informação", "de"]]))
+    merger.prefetch(lambda *args: _done(_killed))
+    counts = merger.result()
+    kept, target = counts.targets("pt")
+    assert counts.terms == ["de", "informação", "informações"]
+    assert kept == ["inform"] and target.tolist() == [-1, 0, 0]
+
+
+def _killed():
+    raise BrokenProcessPool("a worker died")
+
+
 def test_counts_that_do_not_fit_16_bits():
     counts = count_texts(["a " * 70_000])
     assert counts.matrix.dtype == np.int32 and counts.matrix[0, 0] == 70_000
@@ -109,7 +155,7 @@ def test_counts_that_do_not_fit_16_bits():
 
 def test_reanalyze_merges_and_drops_columns():
     counts = count_texts(["Ação ação acao de", "não informações informação"])
-    pt = reanalyze(counts, get_term_filter("pt"))
+    pt = reanalyze(counts, "pt")
     assert pt.terms == ["aca", "inform"]
     assert pt.matrix.toarray().tolist() == [[3, 0], [0, 2]]
 

@@ -60,6 +60,7 @@ def documents(rng: random.Random, n: int) -> list[Document]:
 
 POOL_CHECK = """
 import random, sys
+import numpy as np
 sys.path.insert(0, sys.argv[1])
 from test_index_stream import documents
 from busca.index.text import stream
@@ -75,6 +76,14 @@ assert list(one.rows()) == list(two.rows())
 assert one.texts == two.texts and one.words == two.words
 assert one.counts.terms == two.counts.terms
 assert (one.counts.matrix != two.counts.matrix).nnz == 0
+from busca.index.text.analyzers import pt_term
+from busca.index.text.counting import column_targets
+three = stream.chunk_documents(docs, size=20, overlap=5, reusable={}, total=120, workers=2,
+                               analyzers=("pt",))
+assert set(three.counts.prefetched) == {"pt"}  # the idle workers were given the term map
+kept, target = three.counts.targets("pt")
+local = column_targets(one.counts.terms, pt_term)
+assert kept == local[0] and target.tolist() == local[1].tolist() and target.dtype == np.int64
 import tempfile
 from pathlib import Path
 from busca.index.home.documents import Store
