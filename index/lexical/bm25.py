@@ -27,6 +27,7 @@ from ...errors import BuscaError
 from .. import compiled
 from ..text.analyzers import analyzer_version, default_bm25_analyzer, get_term_filter
 from ..text.counting import TermCounts, column_blocks, count_texts, reanalyze
+from .arrays import save_arrays
 
 if TYPE_CHECKING:  # scipy loads with the build, never for a search
     import scipy.sparse as sp
@@ -96,10 +97,9 @@ def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) ->
         del csc
     if not terms:
         log.warning("bm25: no chunk has a term left after the %s analyzer", analyzer)
-    out.save_array(METHOD, "indptr", indptr.astype(np.int64))
-    out.save_array(METHOD, "indices", indices.astype(np.int32, copy=False))
-    out.save_array(METHOD, "scores", scores)
-    out.save_array(METHOD, "bound", bound)
+    save_arrays(out, METHOD, {"indices": indices.astype(np.int32, copy=False),
+                              "scores": scores, "indptr": indptr.astype(np.int64),
+                              "bound": bound})
     out.write_terms(METHOD, terms)
     return {"analyzer": analyzer, "analyzer_version": analyzer_version(analyzer),
             "k1": k1, "b": b, "vocabulary": len(terms), "avgdl": avgdl,

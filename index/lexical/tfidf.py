@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import compiled
+from .arrays import save_arrays
 from ..text.counting import (EmptyVocabulary, TermCounts, column_blocks, count_texts,
                                   reanalyze)
 
@@ -55,12 +56,10 @@ def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) ->
         del csc
     idf = np.log(n / np.diff(indptr))
     norms = row_norms(matrix, idf, kernel)
-    out.save_array(METHOD, "indptr", indptr.astype(np.int64))
-    out.save_array(METHOD, "indices", indices.astype(np.int32, copy=False))
-    out.save_array(METHOD, "counts", data.astype(_count_dtype(data), copy=False))
-    out.save_array(METHOD, "idf", idf)
-    out.save_array(METHOD, "norms", norms)
-    out.save_array(METHOD, "bound", column_bounds(indptr, indices, data, norms, kernel))
+    save_arrays(out, METHOD, {
+        "indices": indices.astype(np.int32, copy=False),
+        "counts": data.astype(_count_dtype(data), copy=False), "indptr": indptr.astype(np.int64),
+        "idf": idf, "norms": norms, "bound": column_bounds(indptr, indices, data, norms, kernel)})
     out.write_terms(METHOD, counts.terms)
     return {"analyzer": analyzer, "vocabulary": len(counts.terms),
             "weighting": "raw count x ln(N/df), cosine", "floor": None}

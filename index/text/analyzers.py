@@ -122,6 +122,21 @@ TERM_FILTERS: dict[str, TermFilter | None] = {"java": None, "simple": simple_ter
                                               "en": en_term}
 
 
+def mapped_terms(name: str, terms: list[str]) -> list[str | None]:
+    """Analyzer `name`'s term filter applied to each of `terms` (a vocabulary: the stemmer
+    called once for them all, a third faster than a call per term at 1.7M terms)."""
+    _check(name)
+    if name == "pt":
+        stems, stop = portuguese_stemmer().stemWords(terms), _STOPWORDS
+        return [None if t in stop or (not t.isascii() and fold_accents(t) in stop)
+                else fold_accents(s) or None for t, s in zip(terms, stems)]
+    if name == "en":
+        stems = stemmer(STEMMERS["en"]).stemWords(terms)
+        return [None if t in ENGLISH or t == "s" else s or None for t, s in zip(terms, stems)]
+    term_filter = TERM_FILTERS[name]
+    return list(terms) if term_filter is None else [term_filter(t) for t in terms]
+
+
 def simple_terms(text: str) -> list[str]:
     """Java terms with accents folded."""
     return [t for t in map(simple_term, java_terms(text)) if t]

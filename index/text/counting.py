@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...errors import BuscaError
-from .analyzers import get_term_filter, java_terms
+from .analyzers import get_term_filter, java_terms, mapped_terms
 
 if TYPE_CHECKING:  # scipy loads with the build, never for a search
     import scipy.sparse as sp
@@ -54,8 +54,7 @@ class TermCounts:
         """`column_targets` of the terms under `analyzer`: the merge's, when it was asked
         to compute them (CountMerger's `analyzers`), else computed now."""
         ready = self.prefetched.get(analyzer)
-        return ready() if ready is not None else column_targets(self.terms,
-                                                                get_term_filter(analyzer))
+        return ready() if ready is not None else column_targets(self.terms, analyzer)
 
 
 class PackedTerms(Sequence):
@@ -184,7 +183,7 @@ class CountMerger:
         self.vocabulary = _PackedVocabulary(kernels) if kernels is not None else _Vocabulary()
         self.documents = documents
         self.analyzers = [a for a in analyzers if get_term_filter(a) is not None]
-        self.pending: dict[str, Future] = {}
+        self.pending: dict[str, tuple[Future, Executor]] = {}
         self.indptr: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
         self.indices = np.empty(0, dtype=np.int32)
         self.data = np.empty(0, dtype=np.uint16)
@@ -214,13 +213,15 @@ class CountMerger:
             grown[:self.nnz] = old[:self.nnz]
             setattr(self, name, grown)
 
-    def prefetch(self, submit: Callable[..., Future]) -> None:
-        """Have the column targets of `analyzers` computed by `submit` (an idle worker
-        process's, index/text/stream.py) while `result()` sorts and renumbers here: mapping
+    def prefetch(self, pool: Executor) -> None:
+        """Have the column targets of `analyzers` computed by `pool` (the idle tokenising
+        workers, index/text/stream.py) while `result()` sorts and renumbers here: mapping
         every term through a stemmer is a Python loop (seconds at 1M chunks) that would
-        otherwise come before the methods, or hold the GIL they need."""
+        otherwise come before the methods, or hold the GIL they need. The pool is shut down
+        once they are taken (TermCounts.targets)."""
         codes, at = self.vocabulary.packed()
-        self.pending = {a: submit(_targets_in_id_order, codes, at, a) for a in self.analyzers}
+        self.pending = {a: (pool.submit(_targets_in_id_order, codes, at, a), pool)
+                        for a in self.analyzers}
 
     def result(self) -> TermCounts:
         """All rows so far; columns renumbered in sorted term order (as CountVectorizer)."""
@@ -240,25 +241,29 @@ class CountMerger:
         matrix = sp.csr_matrix((data, indices, indptr), shape=(self.rows, len(terms)))
         # each batch's ids follow term order, and so do their ranks: rows stay sorted
         matrix.has_sorted_indices = True
-        prefetched = {a: functools.partial(_reordered, job, order, terms, a)
-                      for a, job in self.pending.items()}
+        prefetched = {a: functools.partial(_reordered, job, pool, order, terms, a)
+                      for a, (job, pool) in self.pending.items()}
         self.pending = {}
         return TermCounts(matrix, terms, prefetched)
 
 
 def _targets_in_id_order(codes: np.ndarray, at: np.ndarray, analyzer: str):
     """column_targets of packed terms in their id order; the targets as int32 (less to send)."""
-    kept, target = column_targets(PackedTerms(codes, at).strings(), get_term_filter(analyzer))
+    kept, target = column_targets(PackedTerms(codes, at).strings(), analyzer)
     return kept, target.astype(np.int32)
 
 
-def _reordered(job: Future, order: np.ndarray, terms: list[str], analyzer: str):
+def _reordered(job: Future, pool: Executor, order: np.ndarray, terms: list[str],
+               analyzer: str):
     """The column targets of `terms` (the terms in id order taken in `order`) that `job`
-    computed in id order; computed here if the job failed (e.g. its worker was killed)."""
+    computed in id order; computed here if the job failed (e.g. its worker was killed).
+    Then `pool` is shut down (its processes gone: the next build may fork again)."""
     try:
         kept, target = job.result()
     except Exception:  # noqa: BLE001  (the same work here gives the answer or the real error)
-        return column_targets(terms, get_term_filter(analyzer))
+        return column_targets(terms, analyzer)
+    finally:
+        pool.shutdown(wait=True)
     return kept, target[order].astype(np.int64)
 
 
@@ -307,9 +312,10 @@ class _PackedVocabulary:
         packed = terms if isinstance(terms, PackedTerms) else PackedTerms.of(terms)
         self._reserve(len(packed), packed.codes.size)
         ids = np.empty(len(packed), dtype=np.int32)
-        self.n, self.size = self.kernels.merge_terms(
+        self.n, self.size, _ = self.kernels.merge_terms(
             np.require(packed.codes, np.uint32, "CW"), np.require(packed.at, np.int64, "CW"),
-            self.slots, self.size, self.hashes, self.at, self.pool, self.n, ids)
+            self.slots, self.size, self.hashes, self.at, self.pool, self.n, ids,
+            np.empty(len(packed), dtype=np.uint64))
         return ids
 
     def _reserve(self, terms: int, codes: int) -> None:
@@ -354,16 +360,17 @@ def count_texts(texts: Iterable[str], *, batch: int = 4096) -> TermCounts:
     return merger.result()
 
 
-def column_targets(terms: list[str], term_filter) -> tuple[list[str], np.ndarray]:
-    """The sorted terms that `term_filter` maps `terms` to, and for each of `terms` its new
-    column (-1: dropped)."""
-    if term_filter is None:
+def column_targets(terms: list[str], analyzer: str) -> tuple[list[str], np.ndarray]:
+    """The sorted terms that `analyzer`'s term filter maps `terms` to, and for each of
+    `terms` its new column (-1: dropped)."""
+    if get_term_filter(analyzer) is None:
         return list(terms), np.arange(len(terms), dtype=np.int64)
-    mapped = [term_filter(t) for t in terms]
-    kept = sorted({t for t in mapped if t})
-    column = {t: i for i, t in enumerate(kept)}
-    target = np.fromiter((column[t] if t else -1 for t in mapped), dtype=np.int64,
-                         count=len(mapped))
+    mapped = mapped_terms(analyzer, terms)
+    column = dict.fromkeys(sorted(filter(None, mapped)))  # terms sorted: so, mostly, are
+    kept = list(column)  # their stems, which Python's sort finds in runs
+    column = dict(zip(kept, range(len(kept))))
+    column[None] = -1
+    target = np.fromiter(map(column.__getitem__, mapped), dtype=np.int64, count=len(mapped))
     return kept, target
 
 

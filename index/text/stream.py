@@ -16,6 +16,7 @@ import gc
 import itertools
 import os
 import re
+import signal
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -212,8 +213,8 @@ def chunk_task(task: list | _Range, **job) -> tuple[list[ChunkedBatch], tuple | 
 def _run(tasks: Iterator, job: dict, workers: int, after: Callable | None = None,
          ) -> Iterator[tuple[list[ChunkedBatch], tuple]]:
     """Results of `chunk_task` over the tasks, in order; at most 2 per worker in flight.
-    `after(submit)`, once the caller has taken the last result, gives the idle workers more
-    work; the pool then closes without waiting for it."""
+    `after(pool)`, once the caller has taken the last result, gives the idle workers more
+    work, and shuts the pool down when it has taken it; otherwise the pool closes here."""
     context = _fork_context()
     if workers <= 1 or context is None:
         for task in tasks:
@@ -221,7 +222,8 @@ def _run(tasks: Iterator, job: dict, workers: int, after: Callable | None = None
         return
     if job["use_compiled"] and job["count"] and not job["keep_texts"]:
         warm_up()  # load the compiled pass once here: every forked worker inherits it
-    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_keep_freed_memory)
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_setup,
+                               initargs=(os.getpid(),))
     pending = []
     try:
         for task in tasks:
@@ -231,14 +233,34 @@ def _run(tasks: Iterator, job: dict, workers: int, after: Callable | None = None
         while pending:
             yield pending.pop(0).result()
         if after is not None:
-            after(pool.submit)
+            after(pool)
     except BaseException:
         pool.shutdown(wait=True, cancel_futures=True)
         raise
-    pool.shutdown(wait=False)
+    if after is None:
+        pool.shutdown(wait=True)
 
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
+PR_SET_PDEATHSIG = 1  # Linux prctl: a signal for this process when its parent dies
+
+
+def _worker_setup(parent: int) -> None:
+    _die_with(parent)
+    _keep_freed_memory()
+
+
+def _die_with(parent: int) -> None:
+    """In a worker process (Linux): killed when the build's process dies, even by SIGKILL.
+    An orphan would wait on its task queue for ever, holding the build lock's file (every
+    forked process shares it), so that no build of the home could start again."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the pool's own checks only
+        return
+    if os.getppid() != parent:  # the parent died before prctl
+        os._exit(1)
 
 
 def _keep_freed_memory() -> None:

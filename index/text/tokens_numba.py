@@ -27,6 +27,7 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
 FIRST_SLOTS = 4096  # a hash table's slots at first (a power of two; doubled as it fills)
+_GROUP = 32  # terms whose look-ups merge_terms starts together
 
 
 @numba.njit(cache=True, nogil=True)
@@ -287,51 +288,67 @@ def terms_of(buf, win, byte_start, byte_end, lower, flags):
 
 
 @numba.njit(cache=True, nogil=True)
-def merge_terms(codes, at, slots, size, g_hash, g_at, g_pool, n_global, ids):
+def merge_terms(codes, at, slots, size, g_hash, g_at, g_pool, n_global, ids, hashes):
     """The global id of every term of a batch (term i: codes[at[i]:at[i + 1]]) into `ids`,
     adding the new ones to the vocabulary (g_pool[g_at[g]:g_at[g + 1]], hash g_hash[g],
     open-addressing table slots[:size], grown in place: `slots` has room() slots for every
     term the vocabulary may then hold, and its other arrays room for the batch's terms). A
     hit is checked code by code, so two different terms never share an id. Returns (terms
-    now known, the table's size in use). The probe is written out here as in
+    now known, the table's size in use). `hashes`: room for the batch's term hashes.
+
+    The look-ups wait on memory (at 1M chunks the table and the pool hold tens of MB): each
+    one reads a slot, then its term's hash, place and codes, one after the other. So the
+    terms go GROUP at a time: first each term's slot and its term's place and first code are
+    read, loads that do not wait on each other, then the probes find them in cache (1.7M
+    terms in 500 batches: 3.0 -> 1.6 s alone). The probe is written out here as in
     _distinct_terms: one helper called for each term (even inline="always") made numba
-    count references to its arrays at every term, 24 % of this loop (perf), 0.18 -> 0.25 s
-    over the 100k held-out corpus's batches."""
-    for i in range(at.size - 1):
-        a, b = at[i], at[i + 1]
+    count references to its arrays at every term."""
+    n = at.size - 1
+    for i in range(n):
         h = _FNV_OFFSET
-        for j in range(a, b):
+        for j in range(at[i], at[i + 1]):
             h = (h ^ np.uint64(codes[j])) * _FNV_PRIME
         h = (h ^ (h >> np.uint64(32))) * _GOLDEN  # FNV's low bits, the slot's, mixed
-        h ^= h >> np.uint64(29)
+        hashes[i] = h ^ (h >> np.uint64(29))
+    warm = np.int64(0)  # what the first reads found (returned, so that they are made)
+    for lo in range(0, n, _GROUP):
+        hi = min(lo + _GROUP, n)
         mask = size - 1
-        s = np.int64(h & np.uint64(mask))
-        while True:
-            g = slots[s]
-            if g == _EMPTY:
-                g = n_global
+        for i in range(lo, hi):
+            g = slots[np.int64(hashes[i] & np.uint64(mask))]
+            if g != _EMPTY:
                 p = g_at[g]
-                g_pool[p:p + b - a] = codes[a:b]
-                g_at[g + 1] = p + b - a
-                g_hash[g] = h
-                n_global += 1
-                slots[s] = g
-                if 2 * n_global > size:
-                    size *= 2
-                    _rehash(slots, size, g_hash, n_global)
-                break
-            if g_hash[g] == h and g_at[g + 1] - g_at[g] == b - a:
-                p = g_at[g]
-                same = True
-                for z in range(b - a):
-                    if g_pool[p + z] != codes[a + z]:
-                        same = False
-                        break
-                if same:
+                warm += p + np.int64(g_hash[g] & np.uint64(1)) + g_pool[p]
+        for i in range(lo, hi):
+            a, b, h = at[i], at[i + 1], hashes[i]
+            mask = size - 1
+            s = np.int64(h & np.uint64(mask))
+            while True:
+                g = slots[s]
+                if g == _EMPTY:
+                    g = n_global
+                    p = g_at[g]
+                    g_pool[p:p + b - a] = codes[a:b]
+                    g_at[g + 1] = p + b - a
+                    g_hash[g] = h
+                    n_global += 1
+                    slots[s] = g
+                    if 2 * n_global > size:
+                        size *= 2
+                        _rehash(slots, size, g_hash, n_global)
                     break
-            s = (s + 1) & mask
-        ids[i] = g
-    return n_global, size
+                if g_hash[g] == h and g_at[g + 1] - g_at[g] == b - a:
+                    p = g_at[g]
+                    same = True
+                    for z in range(b - a):
+                        if g_pool[p + z] != codes[a + z]:
+                            same = False
+                            break
+                    if same:
+                        break
+                s = (s + 1) & mask
+            ids[i] = g
+    return n_global, size, warm
 
 
 @numba.njit(cache=True, nogil=True)

@@ -1,8 +1,10 @@
 import json
+import random
 
 import pytest
 
-from busca.index.text.analyzers import UnknownAnalyzer, get_analyzer, java_terms
+from busca.index.text.analyzers import (ANALYZERS, UnknownAnalyzer, get_analyzer, get_term_filter,
+                                        java_terms, mapped_terms)
 
 
 def test_java_terms_lowercase_letters_and_digits():
@@ -77,3 +79,17 @@ def test_folding_character_by_character_is_folding_the_whole_string():
         term = "".join(rng.choice(pool) for _ in range(rng.randint(1, 12)))
         assert fold_accents(term) == _fold_whole(term), repr(term)
     assert fold_accents("Informações ÉPICAS ª") == "Informacoes EPICAS a"
+
+
+@pytest.mark.parametrize("name", sorted(ANALYZERS))
+def test_a_vocabulary_mapped_at_once_is_each_term_filtered(name):
+    """mapped_terms (the stemmer called once for a whole vocabulary) against the per-term
+    filter that queries use: stopwords with and without accents, possessives, other scripts."""
+    words = ("não nao é e à às o de da the a an s patient studies informações informação ação "
+             "acao cafe café ΣΟΦΙΑ 東京 2019 3 universidade universidades running runs ǅ").split()
+    rng = random.Random(3)
+    terms = words + ["".join(rng.choice("aãçéíoõsu") for _ in range(rng.randint(1, 9)))
+                     for _ in range(300)]
+    term_filter = get_term_filter(name)
+    expected = terms if term_filter is None else [term_filter(t) for t in terms]
+    assert mapped_terms(name, terms) == expected

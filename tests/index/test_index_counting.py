@@ -1,7 +1,7 @@
 """Term counts from whitespace pieces against scikit-learn's CountVectorizer on whole texts."""
 
 import random
-from concurrent.futures import Future
+from concurrent.futures import Executor, Future
 from concurrent.futures.process import BrokenProcessPool
 
 import numpy as np
@@ -104,14 +104,22 @@ def test_the_compiled_vocabulary_merges_as_the_dict_does(seed):
     assert (a.matrix != b.matrix).nnz == 0 and b.matrix.has_sorted_indices
 
 
-def _done(function, *args) -> Future:
-    """submit() of an executor that runs the work at once (the pool's, without processes)."""
-    future = Future()
-    try:
-        future.set_result(function(*args))
-    except Exception as e:  # noqa: BLE001
-        future.set_exception(e)
-    return future
+class AtOnce(Executor):
+    """An executor that runs the work when it is submitted (the pool's, without processes)."""
+
+    def __init__(self, work=None):
+        self.work, self.shut = work, False
+
+    def submit(self, function, *args):
+        future = Future()
+        try:
+            future.set_result((self.work or function)(*args))
+        except Exception as e:  # noqa: BLE001
+            future.set_exception(e)
+        return future
+
+    def shutdown(self, wait=True, **kwargs):
+        self.shut = True
 
 
 @pytest.mark.parametrize("packed", [False, True])
@@ -124,33 +132,47 @@ def test_term_maps_worked_out_beside_the_merge_are_the_local_ones(packed):
     merger = CountMerger(kernels=kernels, analyzers=("pt", "java"))  # java: nothing to map
     for lo in range(0, len(texts), 16):  # ids in order of first appearance, not sorted
         merger.add(count_pieces([t.split() for t in texts[lo:lo + 16]]))
-    merger.prefetch(_done)
+    pool = AtOnce()
+    merger.prefetch(pool)
     counts = merger.result()
-    assert set(counts.prefetched) == {"pt"}
+    assert set(counts.prefetched) == {"pt"} and not pool.shut
     kept, target = counts.targets("pt")
-    local_kept, local_target = column_targets(counts.terms, get_term_filter("pt"))
+    local_kept, local_target = column_targets(counts.terms, "pt")
     assert kept == local_kept and target.tolist() == local_target.tolist()
     assert -1 in target and len(kept) < len(counts.terms)  # dropped and merged columns
+    assert pool.shut  # taken: the pool is done
     assert (reanalyze(counts, "pt").matrix != reanalyze(count_texts(texts), "pt").matrix).nnz == 0
 
 
 def test_a_term_map_whose_worker_failed_is_worked_out_here():
     merger = CountMerger(analyzers=("pt",))
     merger.add(count_pieces([["informações", "Informação", "de"]]))
-    merger.prefetch(lambda *args: _done(_killed))
+    merger.prefetch(AtOnce(_killed))
     counts = merger.result()
     kept, target = counts.targets("pt")
     assert counts.terms == ["de", "informação", "informações"]
     assert kept == ["inform"] and target.tolist() == [-1, 0, 0]
 
 
-def _killed():
+def _killed(*args):
     raise BrokenProcessPool("a worker died")
 
 
 def test_counts_that_do_not_fit_16_bits():
     counts = count_texts(["a " * 70_000])
     assert counts.matrix.dtype == np.int32 and counts.matrix[0, 0] == 70_000
+
+
+def test_column_targets_as_a_set_of_the_filtered_terms_gives_them():
+    """Against the plain definition: the distinct filtered terms sorted, each term's column."""
+    rng = random.Random(8)
+    terms = sorted({t for text in random_texts(rng, 200) for t in java_terms(text)})
+    for name in ("pt", "simple", "en"):
+        mapped = [get_term_filter(name)(t) for t in terms]
+        kept = sorted({t for t in mapped if t})
+        got_kept, got_target = column_targets(terms, name)
+        assert got_kept == kept
+        assert got_target.tolist() == [kept.index(t) if t else -1 for t in mapped]
 
 
 def test_reanalyze_merges_and_drops_columns():

@@ -4,6 +4,7 @@ import multiprocessing
 import random
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -76,14 +77,14 @@ assert list(one.rows()) == list(two.rows())
 assert one.texts == two.texts and one.words == two.words
 assert one.counts.terms == two.counts.terms
 assert (one.counts.matrix != two.counts.matrix).nnz == 0
-from busca.index.text.analyzers import pt_term
 from busca.index.text.counting import column_targets
 three = stream.chunk_documents(docs, size=20, overlap=5, reusable={}, total=120, workers=2,
                                analyzers=("pt",))
 assert set(three.counts.prefetched) == {"pt"}  # the idle workers were given the term map
 kept, target = three.counts.targets("pt")
-local = column_targets(one.counts.terms, pt_term)
+local = column_targets(one.counts.terms, "pt")
 assert kept == local[0] and target.tolist() == local[1].tolist() and target.dtype == np.int64
+assert stream._fork_context() is not None  # taken: the pool and its thread are gone
 import tempfile
 from pathlib import Path
 from busca.index.home.documents import Store
@@ -110,6 +111,48 @@ def test_pool_gives_the_same_as_one_process():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "same"
+
+
+ORPHAN_CHECK = """
+import random, sys, time
+sys.path.insert(0, sys.argv[1])
+from test_index_stream import documents
+from busca.index.text import counting, stream
+stream.PARALLEL_MIN_DOCS = 0
+def prefetch(self, pool):  # the workers are alive and idle here: name them, then be killed
+    print(" ".join(str(p.pid) for p in pool._processes.values()), flush=True)
+    time.sleep(120)
+counting.CountMerger.prefetch = prefetch
+stream.chunk_documents(documents(random.Random(5), 40), size=20, overlap=5, reusable={},
+                       total=40, workers=2, analyzers=("pt",))
+"""
+
+
+def test_workers_die_with_a_killed_build():
+    """A build killed (SIGKILL) while its pool is alive leaves no worker behind: an orphan
+    would hold the build lock's file for ever (Linux: the workers ask for SIGKILL then)."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the workers' death signal is Linux's prctl")
+    process = subprocess.Popen([sys.executable, "-c", ORPHAN_CHECK, str(Path(__file__).parent)],
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(p) for p in process.stdout.readline().split()]
+    finally:
+        process.kill()
+        process.wait()
+    assert len(pids) == 2
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in pids)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[-1][0] != "Z"  # a zombie is dead, not yet reaped
+    except FileNotFoundError:
+        return False
 
 
 def test_rows_texts_and_counts_agree_with_chunk_words():
