@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -81,11 +82,13 @@ def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) ->
     if kernel is not None:
         terms, target = counts.targets(analyzer)
         m = counts.matrix
-        lengths, indptr = kernel.merged_shape(m.indptr, m.indices, m.data, target, len(terms))
+        split = int(np.searchsorted(m.indptr, m.indptr[-1] // 2))  # half the entries before
+        lengths, indptr, early = kernel.merged_shape(m.indptr, m.indices, m.data, target,
+                                                     len(terms), split, kernel.BLOCK_SHIFT)
         length_norm, avgdl = _length_norm(lengths.astype(np.float64), k1, b)
-        indices, scores, bound = kernel.bm25_postings(
-            m.indptr, m.indices, m.data, target, indptr, _idf(np.diff(indptr), m.shape[0]),
-            length_norm, kernel.BLOCK_SHIFT)
+        indices, scores, bound = _compiled_postings(
+            kernel, m, target, indptr, (split, early), _idf(np.diff(indptr), m.shape[0]),
+            length_norm)
     else:
         analyzed = reanalyze(counts, analyzer)
         terms = analyzed.terms
@@ -104,6 +107,31 @@ def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) ->
     return {"analyzer": analyzer, "analyzer_version": analyzer_version(analyzer),
             "k1": k1, "b": b, "vocabulary": len(terms), "avgdl": avgdl,
             "scoring": "Lucene BM25, idf " + IDF, "floor": None}
+
+
+def _compiled_postings(kernel, m, target, indptr, halves, idf, length_norm):
+    """The merged columns term-major, scored, and each term's largest score, in two threads
+    (index/lexical/postings_numba.py's kernels let go of the GIL): the first pass over two
+    halves of the chunks (`halves`: where the second starts, and its postings before it in
+    each block), each writing from its own cursors in every block; then the second over two
+    halves of the blocks. At 1M chunks this comes after tfidf has finished, on an idle core."""
+    shift, total, (split, early) = kernel.BLOCK_SHIFT, int(indptr[-1]), halves
+    rows = np.empty(total, dtype=np.int32)
+    scores = np.empty(total, dtype=np.float32)
+    within = np.empty(total, dtype=np.uint16)
+    starts = kernel.block_starts(indptr, shift)
+    parts = ((0, split, starts.copy()), (split, m.shape[0], starts + early))
+    bounds = [np.zeros(indptr.size - 1, dtype=np.float32) for _ in parts]
+    middle = int(np.searchsorted(starts, total // 2))
+    with ThreadPoolExecutor(2) as pool:
+        for done in [pool.submit(kernel.bm25_scatter, m.indptr, m.indices, m.data, target, idf,
+                                 length_norm, r0, r1, fill, rows, scores, within, bound, shift)
+                     for (r0, r1, fill), bound in zip(parts, bounds)]:
+            done.result()
+        for done in [pool.submit(kernel.by_blocks, indptr, rows, scores, within, shift, b0, b1)
+                     for b0, b1 in ((0, middle), (middle, starts.size))]:
+            done.result()
+    return rows, scores, np.maximum(*bounds)
 
 
 def _idf(df: np.ndarray, n: int) -> np.ndarray:

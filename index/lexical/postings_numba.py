@@ -13,14 +13,17 @@ BLOCK_SHIFT = 12  # the transpositions' blocks: 4,096 columns (their ids within 
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def merged_shape(indptr, indices, data, target, n_targets):
+def merged_shape(indptr, indices, data, target, n_targets, split, shift):
     """For chunks x java-terms counts (CSR) whose column j is added into column target[j]
-    (dropped when target[j] < 0): each chunk's length (the sum of its kept counts) and the
-    term-major indptr of the merged columns (their chunk counts, cumulated)."""
+    (dropped when target[j] < 0): each chunk's length (the sum of its kept counts), the
+    term-major indptr of the merged columns (their chunk counts, cumulated), and per block of
+    2**shift merged columns the postings of the chunks before `split` (where the second
+    part of `bm25_scatter` starts writing in each block)."""
     n_rows = indptr.size - 1
     lengths = np.zeros(n_rows, dtype=np.int64)
     mark = np.full(n_targets, -1, dtype=np.int64)
     col_ptr = np.zeros(n_targets + 1, dtype=np.int64)
+    early = np.zeros(((max(n_targets, 1) - 1) >> shift) + 1, dtype=np.int64)
     for r in range(n_rows):
         for k in range(indptr[r], indptr[r + 1]):
             t = target[indices[k]]
@@ -29,30 +32,29 @@ def merged_shape(indptr, indices, data, target, n_targets):
                 if mark[t] != r:
                     mark[t] = r
                     col_ptr[t + 1] += 1
+                    if r < split:
+                        early[t >> shift] += 1
     for c in range(n_targets):
         col_ptr[c + 1] += col_ptr[c]
-    return lengths, col_ptr
+    return lengths, col_ptr, early
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def bm25_postings(indptr, indices, data, target, col_ptr, idf, length_norm, shift):
-    """The merged columns (see merged_shape) term-major, chunk ids increasing, each posting
-    scored float32(idf[t] * tf / (tf + length_norm[chunk])) as bm25.bm25_scores scores it;
-    returns (chunk ids, scores, each term's largest score). Written in two passes
-    (`_by_block`), blocks of 2**shift terms."""
-    n_rows, n_targets = indptr.size - 1, col_ptr.size - 1
-    rows = np.empty(col_ptr[n_targets], dtype=np.int32)
-    scores = np.empty(col_ptr[n_targets], dtype=np.float32)
-    within = np.empty(col_ptr[n_targets], dtype=np.uint16)
-    bound = np.zeros(n_targets, dtype=np.float32)
-    seen = np.zeros(n_targets, dtype=np.bool_)
-    fill = _block_starts(col_ptr, shift)
+def bm25_scatter(indptr, indices, data, target, idf, length_norm, r0, r1, fill, rows, scores,
+                 within, bound, shift):
+    """The first pass of the merged columns' transposition (see merged_shape) for chunks
+    r0..r1-1: each posting scored float32(idf[t] * tf / (tf + length_norm[chunk])), as
+    bm25.bm25_scores scores it, and written at its block's cursor `fill` with its column
+    within the block (`by_blocks` then orders each block); `bound`: each term's largest
+    score among these chunks (zeros before: every score is above 0). Two calls on disjoint
+    chunk ranges, with cursors that do not overlap, may run at once."""
+    n_targets = bound.size
     mask = (1 << shift) - 1
     mark = np.full(n_targets, -1, dtype=np.int64)
     slot = np.empty(n_targets, dtype=np.int64)
     row_terms = np.empty(n_targets, dtype=np.int64)
     row_tf = np.empty(n_targets, dtype=np.int64)
-    for r in range(n_rows):
+    for r in range(r0, r1):
         n = 0
         for k in range(indptr[r], indptr[r + 1]):
             t = target[indices[k]]
@@ -76,15 +78,12 @@ def bm25_postings(indptr, indices, data, target, col_ptr, idf, length_norm, shif
             rows[p] = r
             scores[p] = s
             within[p] = t & mask
-            if not seen[t] or s > bound[t]:
+            if s > bound[t]:
                 bound[t] = s
-                seen[t] = True
-    _by_block(col_ptr, rows, scores, within, shift)
-    return rows, scores, bound
 
 
 @numba.njit(cache=True, nogil=True)
-def _block_starts(col_ptr, shift):
+def block_starts(col_ptr, shift):
     """Where each block of 2**shift columns starts among the postings."""
     n = col_ptr.size - 1
     starts = np.empty(((max(n, 1) - 1) >> shift) + 1, dtype=np.int64)
@@ -94,21 +93,24 @@ def _block_starts(col_ptr, shift):
 
 
 @numba.njit(cache=True, nogil=True)
-def _by_block(col_ptr, rows, values, within, shift):
-    """The second pass of a transposition: each block's postings, written in row order by
-    the first pass with their column within the block (`within`), put in column order
-    (rows still increasing within a column). Writing a posting straight to its column makes
-    every write land on another cache line (880k columns at 1M chunks); a block's columns
-    fit in the cache, so both passes write to a few places at a time."""
+def by_blocks(col_ptr, rows, values, within, shift, b0, b1):
+    """The second pass of a transposition, for blocks b0..b1-1: each block's postings,
+    written in row order by the first pass with their column within the block (`within`),
+    put in column order (rows still increasing within a column). Writing a posting straight
+    to its column makes every write land on another cache line (880k columns at 1M chunks);
+    a block's columns fit in the cache, so both passes write to a few places at a time.
+    Calls on disjoint block ranges may run at once."""
     n = col_ptr.size - 1
     size = 1 << shift
     largest = 0
-    for c0 in range(0, n, size):
+    for b in range(b0, b1):
+        c0 = b << shift
         largest = max(largest, col_ptr[min(c0 + size, n)] - col_ptr[c0])
     rows_out = np.empty(largest, dtype=rows.dtype)
     values_out = np.empty(largest, dtype=values.dtype)
     fill = np.empty(size, dtype=np.int64)
-    for c0 in range(0, n, size):
+    for b in range(b0, b1):
+        c0 = b << shift
         c1 = min(c0 + size, n)
         lo, hi = col_ptr[c0], col_ptr[c1]
         for c in range(c0, c1):
@@ -143,13 +145,13 @@ def ratio_bounds(indptr, indices, counts, norms):
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def columns(indptr, indices, data, n_columns, shift):
     """A CSR matrix term-major (CSC: indptr, row ids increasing within a column, values):
-    scipy's tocsc, as a counting sort in two passes (`_by_block`, blocks of 2**shift)."""
+    scipy's tocsc, as a counting sort in two passes (`by_blocks`, blocks of 2**shift)."""
     col_ptr = np.zeros(n_columns + 1, dtype=np.int64)
     for k in range(indices.size):
         col_ptr[indices[k] + 1] += 1
     for c in range(n_columns):
         col_ptr[c + 1] += col_ptr[c]
-    fill = _block_starts(col_ptr, shift)
+    fill = block_starts(col_ptr, shift)
     mask = (1 << shift) - 1
     rows = np.empty(indices.size, dtype=np.int32)
     values = np.empty(indices.size, dtype=data.dtype)
@@ -162,7 +164,7 @@ def columns(indptr, indices, data, n_columns, shift):
             rows[p] = r
             values[p] = data[k]
             within[p] = c & mask
-    _by_block(col_ptr, rows, values, within, shift)
+    by_blocks(col_ptr, rows, values, within, shift, 0, fill.size)
     return col_ptr, rows, values
 
 
