@@ -53,11 +53,16 @@ def test_merger_keeps_row_order_and_one_vocabulary():
     assert counts.matrix.toarray().tolist() == [[1, 2, 0], [0, 0, 0], [1, 0, 1]]
 
 
-def random_terms(rng: random.Random, n: int) -> list[str]:
-    """Distinct terms over a small alphabet (many shared prefixes), astral codes and a lone
-    surrogate among them."""
-    alphabet = "aaabcçãé09zΣ東😀\ud800"
-    return list({"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 11)))
+ALPHABETS = {"astral": "aaabcçãé09zΣ東😀\ud800", "bmp": "aaabcçãé09zΣ東\ud800\uffff",
+             "latin1": "aaabcçãé09zÿ\x01",
+             "above 8 bits": "ab\x01ÿ\u0100", "above 16 bits": "ab\x01\uffff\U00010000"}
+
+
+def random_terms(rng: random.Random, n: int, alphabet: str = ALPHABETS["astral"],
+                 longest: int = 11) -> list[str]:
+    """Distinct terms over a small alphabet (many shared prefixes); by default astral codes
+    and a lone surrogate among them."""
+    return list({"".join(rng.choice(alphabet) for _ in range(rng.randint(1, longest)))
                  for _ in range(n)})
 
 
@@ -73,11 +78,15 @@ def test_packed_terms_hold_what_their_strings_hold():
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_term_order_is_pythons_str_order(seed):
+@pytest.mark.parametrize("alphabet", sorted(ALPHABETS))
+def test_term_order_is_pythons_str_order(seed, alphabet):
+    """Codes 8, 16 or 21 bits wide (8, 4 or 3 of them per key), terms longer than a key,
+    runs that tie sorted by insertion and by argsort."""
     kernels = pytest.importorskip("busca.index.text.tokens_numba")
     rng = random.Random(seed)
     for _ in range(50):
-        terms = random_terms(rng, rng.randint(1, 300)) + (["a", "aa", "ab", "a0"] if seed else [])
+        terms = random_terms(rng, rng.randint(1, 2000), ALPHABETS[alphabet], 20) + (
+            ["a", "aa", "ab", "a0", "a" * 17, "a" * 16, "a" * 8 + "b"] if seed else [])
         terms = list(dict.fromkeys(terms))
         packed = PackedTerms.of(terms)
         order = kernels.term_order(packed.codes, packed.at)
