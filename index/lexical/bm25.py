@@ -81,6 +81,7 @@ def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) ->
     kernel = compiled.for_build("postings_numba") if big else None
     if kernel is not None:
         terms, target = counts.targets(analyzer)
+        target = target.astype(np.int32)  # read at random for every entry: the smaller, the better
         m = counts.matrix
         split = int(np.searchsorted(m.indptr, m.indptr[-1] // 2))  # half the entries before
         lengths, indptr, early = kernel.merged_shape(m.indptr, m.indices, m.data, target,
