@@ -366,8 +366,8 @@ def column_targets(terms: list[str], analyzer: str) -> tuple[list[str], np.ndarr
     if get_term_filter(analyzer) is None:
         return list(terms), np.arange(len(terms), dtype=np.int64)
     mapped = mapped_terms(analyzer, terms)
-    column = dict.fromkeys(sorted(filter(None, mapped)))  # terms sorted: so, mostly, are
-    kept = list(column)  # their stems, which Python's sort finds in runs
+    column = dict.fromkeys(sorted(filter(None, mapped)))  # sorted terms have mostly sorted
+    kept = list(column)  # stems, whose runs Python's sort finds
     column = dict(zip(kept, range(len(kept))))
     column[None] = -1
     target = np.fromiter(map(column.__getitem__, mapped), dtype=np.int64, count=len(mapped))
