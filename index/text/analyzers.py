@@ -124,7 +124,7 @@ TERM_FILTERS: dict[str, TermFilter | None] = {"java": None, "simple": simple_ter
 
 def mapped_terms(name: str, terms: list[str]) -> list[str | None]:
     """Analyzer `name`'s term filter applied to each of `terms` (a vocabulary: the stemmer
-    called once for them all, a third faster than a call per term at 1.7M terms)."""
+    called once for them all; 1.30 s against 1.47 s with a call per term at 1.7M terms)."""
     _check(name)
     if name == "pt":
         stems, stop = portuguese_stemmer().stemWords(terms), _STOPWORDS
