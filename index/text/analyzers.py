@@ -105,17 +105,25 @@ def simple_term(term: str) -> str | None:
 def pt_term(term: str) -> str | None:
     """A java term stemmed and folded, or None for a Portuguese stopword (with or without
     accents: "não" and "nao")."""
-    if term in _STOPWORDS or fold_accents(term) in _STOPWORDS:
+    if _pt_stopword(term):
         return None
     return fold_accents(portuguese_stemmer().stemWord(term)) or None
+
+
+def _pt_stopword(term: str) -> bool:
+    return term in _STOPWORDS or fold_accents(term) in _STOPWORDS
 
 
 def en_term(term: str) -> str | None:
     """A java term Porter-stemmed, or None for an English stopword or the "s" that java terms
     split off a possessive ("patient's" -> "patient", "s")."""
-    if term in ENGLISH or term == "s":
+    if _en_stopword(term):
         return None
     return stemmer(STEMMERS["en"]).stemWord(term) or None
+
+
+def _en_stopword(term: str) -> bool:
+    return term in ENGLISH or term == "s"
 
 
 TERM_FILTERS: dict[str, TermFilter | None] = {"java": None, "simple": simple_term, "pt": pt_term,
@@ -127,12 +135,12 @@ def mapped_terms(name: str, terms: list[str]) -> list[str | None]:
     called once for them all; 1.30 s against 1.47 s with a call per term at 1.7M terms)."""
     _check(name)
     if name == "pt":
-        stems, stop = portuguese_stemmer().stemWords(terms), _STOPWORDS
-        return [None if t in stop or (not t.isascii() and fold_accents(t) in stop)
-                else fold_accents(s) or None for t, s in zip(terms, stems)]
+        stems = portuguese_stemmer().stemWords(terms)
+        return [None if _pt_stopword(t) else fold_accents(s) or None
+                for t, s in zip(terms, stems)]
     if name == "en":
         stems = stemmer(STEMMERS["en"]).stemWords(terms)
-        return [None if t in ENGLISH or t == "s" else s or None for t, s in zip(terms, stems)]
+        return [None if _en_stopword(t) else s or None for t, s in zip(terms, stems)]
     term_filter = TERM_FILTERS[name]
     return list(terms) if term_filter is None else [term_filter(t) for t in terms]
 

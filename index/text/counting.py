@@ -141,8 +141,13 @@ def count_pieces(chunks: Sequence[Sequence[str]]) -> CountedBatch:
 
 def sorted_terms(terms: list[str]) -> tuple[list[str], np.ndarray]:
     """The terms sorted, and rank[i] = the position of terms[i] among them."""
-    order = sorted(range(len(terms)), key=terms.__getitem__)
-    return [terms[i] for i in order], ranks(np.asarray(order, dtype=np.int64))
+    order = str_order(terms)
+    return [terms[i] for i in order], ranks(order)
+
+
+def str_order(terms: list[str]) -> np.ndarray:
+    """The positions of `terms` in Python's str order."""
+    return np.asarray(sorted(range(len(terms)), key=terms.__getitem__), dtype=np.int64)
 
 
 def ranks(order: np.ndarray) -> np.ndarray:
@@ -292,7 +297,7 @@ class _Vocabulary:
 
     def order(self, strings: list[str]) -> np.ndarray:
         """The ids in the terms' sorted order (`strings`: the terms in id order)."""
-        return np.asarray(sorted(range(len(strings)), key=strings.__getitem__), dtype=np.int64)
+        return str_order(strings)
 
 
 class _PackedVocabulary:
