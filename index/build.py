@@ -149,8 +149,10 @@ def _titles(home, chunked, titled) -> list[str]:
 def _analyzers(counted: set[str], options: Mapping) -> tuple[str, ...]:
     """The analyzers that the methods built from the shared counts map the vocabulary through
     (tfidf keeps java terms unless told): chunk_documents works their term maps out while it
-    finishes merging the counts."""
-    return tuple({options.get(f"{m}_analyzer") for m in counted} - {None})
+    finishes merging the counts. A method that indexes titles maps the counts with titles
+    added (`with_titles`), whose vocabulary is another: none is asked for it."""
+    titled = set(options.get("titles") or ())
+    return tuple({options.get(f"{m}_analyzer") for m in counted if m not in titled} - {None})
 
 
 def _counted(methods: Sequence[str]) -> set[str]:

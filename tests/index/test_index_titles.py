@@ -76,6 +76,24 @@ def test_with_titles_counts_as_if_the_title_were_in_the_text():
     assert titled_texts(texts, titles)[1] == texts[1]
 
 
+def test_the_workers_map_no_vocabulary_for_a_method_that_indexes_titles(added, monkeypatch):
+    """The tokenising workers work out a term map only for the counts a method takes: bm25
+    with titles maps the counts with titles added (another vocabulary), so none is asked
+    for it; without titles, its pt map is."""
+    from busca.index import build
+    asked = []
+
+    def chunk_documents(*args, analyzers=(), **kwargs):
+        asked.append(set(analyzers))
+        return real(*args, analyzers=analyzers, **kwargs)
+
+    real = build.chunk_documents
+    monkeypatch.setattr(build, "chunk_documents", chunk_documents)
+    assert added("index", "-q", "--titles", "bm25").exit_code == 0
+    assert added("index", "-q", "--titles", "none").exit_code == 0
+    assert asked == [set(), {"pt"}]
+
+
 def test_titles_option_names_methods_of_the_build(added):
     assert titled_methods("all", ["tfidf", "bm25", "dense", "hybrid"], ()) == \
         ["tfidf", "bm25", "dense"]
