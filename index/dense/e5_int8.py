@@ -162,13 +162,13 @@ class E5SmallInt8(E5Small):
             providers=["CPUExecutionProvider"], disabled_optimizers=["SkipLayerNormFusion"])
         return []
 
-    def pool(self, windows: list[list[int]], head=None, skips: list[int] | None = None):
+    def pool(self, windows: list[list[int]], head=None, reads: list | None = None):
         if self._threads == 1 or len(windows) < 2:
-            return super().pool(windows, head, skips)
-        skips = skips or [0] * len(windows)
+            return super().pool(windows, head, reads)
+        reads = reads or [None] * len(windows)
         alone = super(E5SmallInt8, self).pool
         with ThreadPoolExecutor(self._threads) as workers:  # onnxruntime frees the GIL
-            done = list(workers.map(lambda w, s: alone([w], head, [s]), windows, skips))
+            done = list(workers.map(lambda w, r: alone([w], head, [r]), windows, reads))
         tops = [top for _, found in done for top in found] if head is not None else None
         return np.concatenate([vectors for vectors, _ in done]), tops
 

@@ -6,18 +6,23 @@ biases, then the encoder matrix (N, d) as Q4_0 blocks (index/dense/e5_weights.py
 `e5_embed_sparse` computes, for every content token (not <s> / </s>) of every window,
 pre = ReLU(W x + bias), keeps that token's k largest latents, max-pools the kept values over
 the text's tokens and returns the TOP_K largest pooled latents. busca does the same on the
-hidden states its e5-small engines already computed for the dense vector (index/dense/e5_small.py).
+hidden states its e5-small engines already computed for the dense vector (index/dense/e5_small.py),
+over the tokens `ContentTokens` keeps: punctuation and whole-word stopwords are left out (a
+third of a Portuguese window's tokens: the head costs a third less, and retrieves as well or
+better, docs/dense.md).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ...errors import BuscaError
-from .e5_weights import Q4_BLOCK, QK, dequantise
+from ..text.stopwords import ENGLISH, PORTUGUESE
+from .e5_weights import META, Q4_BLOCK, QK, Tokenizer, dequantise
 from .onnx_model import serialized
 
 MAGIC = b"SAE1"
@@ -144,6 +149,37 @@ def int8_columns(w: np.ndarray, levels: int = LEVELS) -> tuple[np.ndarray, np.nd
     """(K, N) float32 -> int8 (K, N) and one scale per column (symmetric, +-levels)."""
     scale = np.maximum(np.abs(w).max(axis=0), 1e-12) / levels
     return np.round(w / scale).clip(-levels, levels).astype(np.int8), scale.astype(np.float32)
+
+
+class ContentTokens:
+    """The tokens of a window the sparse head reads: all but punctuation (a piece without a
+    letter or digit) and stopwords of the pt and en analyzers (index/text/stopwords.py) that
+    are whole words (the piece starts a word, the next one starts another: "▁de" in "de
+    rede", not in "▁de" + "sligar"). Measured on the three golden sets (docs/dense.md): the
+    same recall or better, for a head a third cheaper."""
+
+    def __init__(self, tokenizer: Tokenizer):
+        size = len(tokenizer.scores)
+        self._punct = np.zeros(size, bool)
+        self._stop = np.zeros(size, bool)
+        self._starts = np.ones(size, bool)  # the piece begins a word (or is punctuation)
+        stopwords = {w.lower() for w in PORTUGUESE | ENGLISH}
+        for piece, i in tokenizer.pieces.items():
+            word = piece.lstrip(META)
+            self._starts[i] = piece.startswith(META) or not word[:1].isalnum()
+            if not any(c.isalnum() for c in word):
+                self._punct[i] = True
+            elif piece.startswith(META) and word.lower() in stopwords:
+                self._stop[i] = True
+
+    def rows(self, ids: Sequence[int]) -> np.ndarray:
+        """The positions in `ids` the head reads; all of them when none would be left (a
+        question of stopwords only still gets its latents)."""
+        ids = np.asarray(ids, np.int64)
+        word_ends = np.ones(ids.size, bool)
+        word_ends[:-1] = self._starts[ids[1:]]
+        kept = np.flatnonzero(~(self._punct[ids] | (self._stop[ids] & word_ends)))
+        return kept if kept.size else np.arange(ids.size)
 
 
 def pooled(sae: Sae, tops: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .e5_sae import pooled, strongest
+from .e5_sae import ContentTokens, pooled, strongest
 from .e5_weights import Model, read_model
 
 
@@ -54,6 +54,7 @@ class E5Small:
         self.window = s.max_positions - 2  # content tokens per pass, besides <s> and </s>
         self.layers = self._prepare_layers(model)
         self._prefixes: dict[bool, list[int]] = {}
+        self._content: ContentTokens | None = None  # the sparse head's tokens, made on first use
         self.model = dataclasses.replace(model, layers=())  # keep one copy of the weights
 
     def _prepare_layers(self, model: Model) -> list:
@@ -71,7 +72,7 @@ class E5Small:
         """(len(texts), 384) float32, each row the text's unit vector. With a sparse `head`
         (index/dense/e5_sae.py), also each text's latent terms from the same forward pass: a list
         of (int32 ids, float32 weights), largest first (see `sparse_of`)."""
-        windows, owners, weights, skips = [], [], [], []
+        windows, owners, weights, reads = [], [], [], []
         for i, text in enumerate(texts):
             ids = self.token_ids(text, query=query)
             skip = self._prefix_length(ids, query) if text.strip() else len(ids)
@@ -80,8 +81,9 @@ class E5Small:
                 windows.append(part)
                 owners.append(i)
                 weights.append(max(len(part), 1))
-                skips.append(skip if lo == 0 else 0)
-        pooled, tops = self.pool(windows, head, skips)
+                reads.append(self._head_reads(part, skip if lo == 0 else 0)
+                             if head is not None else None)
+        pooled, tops = self.pool(windows, head, reads)
         out = np.zeros((len(texts), self.dimension), np.float64)
         np.add.at(out, owners, pooled * np.asarray(weights, np.float64)[:, None])
         out /= np.maximum(np.bincount(owners, weights, minlength=len(texts)), 1)[:, None]
@@ -100,17 +102,28 @@ class E5Small:
                 (QUERY if query else PASSAGE).rstrip())
         return len(prefix) if ids[:len(prefix)] == prefix else 0
 
-    def pool(self, windows: list[list[int]], head=None, skips: list[int] | None = None):
+    def _head_reads(self, ids: list[int], skip: int) -> np.ndarray:
+        """The positions of a window's `ids` the sparse head reads: past the first `skip`
+        (the prefix's), its content tokens (e5_sae.ContentTokens)."""
+        if self._content is None:
+            self._content = ContentTokens(self.model.tokenizer)
+        if skip >= len(ids):
+            return np.arange(0)
+        return self._content.rows(ids[skip:]) + skip
+
+    def pool(self, windows: list[list[int]], head=None, reads: list | None = None):
         """Mean of the last hidden states over <s> + ids + </s>, per window (not normalised),
-        and with a sparse `head` each window's content tokens' top latents (after `skips`
-        ids of each window), else None."""
+        and with a sparse `head` each window's top latents per token, of the tokens at the
+        positions `reads[i]` of window i (None, or no `reads`: every token), else None."""
         out = np.empty((len(windows), self.dimension), np.float32)
         tops = [None] * len(windows) if head is not None else None
         for batch in _batches([len(w) + 2 for w in windows], self.token_budget):
             hidden, lengths = self._hidden([windows[i] for i in batch])
             out[batch] = hidden.sum(axis=1) / lengths[:, None].astype(np.float32)
             for row, i in enumerate(batch if head is not None else ()):
-                content = hidden[row, 1 + (skips[i] if skips else 0):lengths[row] - 1]
+                content = hidden[row, 1:lengths[row] - 1]
+                if reads and reads[i] is not None:
+                    content = content[reads[i]]
                 tops[i] = head.token_top(content) if content.size else None
         return out, tops
 

