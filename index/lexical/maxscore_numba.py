@@ -499,8 +499,8 @@ def _largest(acc):
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _visit_dense(j, indices, data, weights, factor, slots, rel, group, shift, dslots, dense,
-                 dsteps, error, start, end, pos, acc, heap, state, theta, slack, found, scores,
-                 mask):
+                 dsteps, error, start, end, pos, acc, kept, heap, state, theta, slack, found,
+                 scores, mask):
     """Walk window j with a bound per chunk: the terms with codes per chunk (`dense_row`)
     add code * step for the window's 32 chunks at once, the others add their values there.
     No posting of a coded list is read: a chunk whose bound reaches theta is kept with that
@@ -536,9 +536,14 @@ def _visit_dense(j, indices, data, weights, factor, slots, rel, group, shift, ds
                 acc[r] = 0.0
     if _largest(acc) * (1 + slack) < floor:
         return
-    for r in range(acc.size):
+    n = 0
+    for r in range(acc.size):  # the chunks that may reach it, without a branch per chunk
+        kept[n] = r
+        n += (acc[r] * (1 + slack) >= floor) & (acc[r] > 0)
+    for i in range(n):
+        r = kept[i]
         high = acc[r] * (1 + slack)
-        if high < floor or acc[r] <= 0:  # (no term of the query there)
+        if high < floor:  # theta has risen since
             continue
         found[state[1]] = base + r
         scores[state[1]] = high
@@ -711,6 +716,7 @@ def _walk_dense(indices, data, weights, factor, slots, rel, group, scales, shift
             dsteps[t] = dscales[dslots[t]] * weights[t]
             error += dsteps[t]
     acc = np.empty(1 << shift, dtype=np.float32)
+    kept = np.empty(1 << shift, dtype=np.int64)
     pos = start.copy()
     for j in seeds:
         if j >= 0:
@@ -718,7 +724,7 @@ def _walk_dense(indices, data, weights, factor, slots, rel, group, scales, shift
     for j in seeds:
         if j >= 0 and ub[j] > 0 and ub[j] * (1 + slack) >= theta[0] * (1 - slack):
             _visit_dense(j, indices, data, weights, factor, slots, rel, group, shift, dslots,
-                         dense, dsteps, error, start, end, pos, acc, heap, state, theta, slack,
+                         dense, dsteps, error, start, end, pos, acc, kept, heap, state, theta, slack,
                          found, scores, mask)
         if j >= 0:
             ub[j] = -1.0  # done
@@ -744,7 +750,7 @@ def _walk_dense(indices, data, weights, factor, slots, rel, group, scales, shift
         if ub[j] * (1 + slack) < theta[0] * (1 - slack):
             continue
         _visit_dense(j, indices, data, weights, factor, slots, rel, group, shift, dslots, dense,
-                     dsteps, error, start, end, pos, acc, heap, state, theta, slack, found,
+                     dsteps, error, start, end, pos, acc, kept, heap, state, theta, slack, found,
                      scores, mask)
 
 
