@@ -116,6 +116,7 @@ class Blocks:
         self.dense = (np.full(n_columns, -1, dtype=np.int32),
                       np.zeros((0, width), dtype=np.uint8), np.empty(0))
         self.apart = _Apart.none()  # where the coded lists' values are read from
+        self.known = _NO_BOUND  # each column's stored largest value (`blocks_of` sets it)
 
     def _reset(self, n_columns: int) -> None:
         self.slot = np.full(n_columns, UNSEEN, dtype=np.int32)  # (int64 per query)
@@ -368,11 +369,26 @@ def blocks_of(postings, factor: np.ndarray | None) -> Blocks:
     if (blocks is None or blocks.shift != SHIFT
             or blocks.factor is not factor and factor is not None):
         blocks = Blocks(postings.n_rows, postings.indptr.size - 1, factor)
+        blocks.known = _known_bounds(postings, factor)
         try:
             postings._blocks = blocks
         except AttributeError:
             pass
     return blocks
+
+
+def _known_bounds(postings, factor: np.ndarray | None) -> np.ndarray:
+    """Each column's largest value as `postings.bound` stores it, for the walk's term bounds
+    (read-only float32 whatever the source: the kernels are compiled for one type), or an
+    empty array where it cannot serve: with a factor, or a bound of another dtype than the
+    values (its rounding could fall below them)."""
+    bound = getattr(postings, "bound", None)
+    if (factor is not None or bound is None or bound.dtype != np.float32
+            or postings.data.dtype != np.float32):
+        return _NO_BOUND
+    known = np.asarray(bound).view()
+    known.flags.writeable = False
+    return known
 
 
 def _scratch_vectors(n_rows: int, n_windows: int, tile: tuple[int, int] = (1, 1)):
@@ -397,7 +413,7 @@ def _tables(postings, columns, factor, blocks: Blocks | None = None):
     rows, codes, scales = blocks.dense
     return (blocks.factor, slots, blocks.maxima, blocks.rel, blocks.group, blocks.scales,
             blocks.shift, ub, found, scores, rows[columns].astype(np.int64), codes, scales,
-            blocks.peaks, sums)
+            blocks.peaks, sums, blocks.known)
 
 
 def one_query(postings, columns: np.ndarray) -> bool:
@@ -494,6 +510,8 @@ def walk_arguments(postings, columns: np.ndarray, weights: np.ndarray, k: int,
 
 
 _NONE = np.empty(0)
+_NO_BOUND = np.empty(0, dtype=np.float32)
+_NO_BOUND.flags.writeable = False
 _NO_MASK = (np.empty(0, dtype=np.bool_), np.empty(0, dtype=np.uint32))
 
 

@@ -573,15 +573,16 @@ def _ask(j, indices, data, slots, rel, group, start, shift, dslots, dense):
 
 @numba.njit(cache=True, nogil=True)
 def candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, rel, group,
-               scales, shift, ub, found, scores, dslots, dense, dscales, peaks, sums, mask,
-               quads):
+               scales, shift, ub, found, scores, dslots, dense, dscales, peaks, sums, known,
+               mask, quads):
     """Sorted chunk ids that may be in the top k of factor[d] * sum_t weights[t] * column
     cols[t] (factor empty: 1). slots[t]: the row of column cols[t] in the window tables
     (maxima, rel, group, scales: see `window_index`), -1 for none (a short list); ub: work
     vector of one value per window; found, scores: work vectors of one id and one float per
     chunk; dslots[t]: the row of column cols[t] in `dense` (codes per chunk, see
     `dense_row`, with scale dscales[row]), -1 for none; peaks: the tables' peaks (see
-    `window_index`); sums: a tile's work array (`_bounds`); mask, quads: the allowed chunks
+    `window_index`); sums: a tile's work array (`_bounds`); known: each column's largest
+    value as stored (empty: computed here, as with a factor); mask, quads: the allowed chunks
     (see the module docstring; empty: all)."""
     c_count = cols.size
     use_factor = factor.size > 0
@@ -593,6 +594,8 @@ def candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, r
     for t in range(c_count):
         if slots[t] >= 0:
             bounds[t] = scales[slots[t]] * 255.0 * weights[t]
+        elif known.size > 0:  # (a short list at 1M chunks: up to 31,250 postings to read)
+            bounds[t] = np.float64(known[cols[t]]) * weights[t]
         else:
             top = 0.0
             for p in range(indptr[cols[t]], indptr[cols[t] + 1]):
@@ -896,8 +899,8 @@ def _best(ids, out, k, norms, qnorm):
 
 @numba.njit(cache=True, nogil=True)
 def top(indptr, indices, data, cols, weights, exact_weights, factor, k, slots, maxima, rel,
-        group, scales, shift, ub, found, scores, dslots, dense, dscales, peaks, sums, norms,
-        qnorm, mask, quads, fd, base):
+        group, scales, shift, ub, found, scores, dslots, dense, dscales, peaks, sums, known,
+        norms, qnorm, mask, quads, fd, base):
     """`candidates` then `exact_top` in one call: the exact top k (ids, float64 scores); the
     exact sums are in exact_weights' dtype. With fd >= 0 (a descriptor of data's file, its
     first value at byte `base`), the coded lists' values are read from the file (`_value`):
@@ -905,7 +908,7 @@ def top(indptr, indices, data, cols, weights, exact_weights, factor, k, slots, m
     map a page each (at 1M chunks, 80–115 MB of them over 3,000 questions)."""
     ids = candidates(indptr, indices, data, cols, weights, factor, k, slots, maxima, rel,
                      group, scales, shift, ub, found, scores, dslots, dense, dscales, peaks,
-                     sums, mask, quads)
+                     sums, known, mask, quads)
     ids.sort()
     out = np.zeros(ids.size, dtype=exact_weights.dtype)
     one = np.empty(1, dtype=data.dtype)

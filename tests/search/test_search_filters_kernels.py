@@ -213,7 +213,7 @@ def test_masked_window_bounds_bound_every_allowed_chunk(index, method, monkeypat
         for label, mask in _masks(500 + q, ranker.n_rows):
             bounds = []
             for allowed in (None, mask):
-                factor, slots, _, _, _, scales, shift, ub, *_, peaks, sums = \
+                factor, slots, _, _, _, scales, shift, ub, *_, peaks, sums, _ = \
                     maxscore._tables(ranker, columns, ranker.walk_factor)
                 kernel._bounds(ranker.indptr, ranker.indices, ranker.data, columns, weights,
                                factor, slots, scales, shift, ub, peaks, sums,

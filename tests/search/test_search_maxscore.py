@@ -4,6 +4,7 @@ the numpy path's results, and Lucene BM25 as an independent brute force computes
 import math
 import random
 from collections import Counter
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -355,7 +356,7 @@ def test_window_bounds_with_peaks_bound_every_chunk(built, method, compiled, mon
             continue
         columns = np.asarray(columns, dtype=np.int64)
         weights = np.asarray(weights, dtype=np.float64)
-        factor, slots, maxima, rel, group, scales, shift, ub, *_, peaks, sums = \
+        factor, slots, maxima, rel, group, scales, shift, ub, *_, peaks, sums, _ = \
             maxscore._tables(scorer, columns, scorer.walk_factor)
         kernel._bounds(scorer.indptr, scorer.indices, scorer.data, columns, weights, factor,
                        slots, scales, shift, ub, peaks, sums, *maxscore.mask_arguments(None))
@@ -509,3 +510,18 @@ def test_prefetch_hint_changes_nothing_even_past_the_end():
     for ahead in (0, 16, 999, 10_000):
         assert total(values, ahead) == plain(before)
     assert np.array_equal(values, before)
+
+
+def test_stored_bounds_serve_the_walk_only_in_the_values_dtype():
+    """The walk takes a short list's bound from `postings.bound` (no pass over its postings)
+    only where that bound is the values' own float32 maximum, read-only (one kernel type)."""
+    values = np.array([0.5, 2.25, 1.0], dtype=np.float32)
+    bound = np.array([2.25], dtype=np.float32)
+    known = maxscore._known_bounds(SimpleNamespace(bound=bound, data=values), None)
+    assert known.tolist() == [2.25] and not known.flags.writeable and bound.flags.writeable
+    for postings, factor in [(SimpleNamespace(bound=bound, data=values), np.ones(3)),
+                             (SimpleNamespace(bound=bound.astype(np.float64), data=values), None),
+                             (SimpleNamespace(bound=bound, data=values.astype(np.float64)), None),
+                             (SimpleNamespace(data=values), None)]:
+        empty = maxscore._known_bounds(postings, factor)
+        assert empty.size == 0 and empty.dtype == np.float32 and not empty.flags.writeable
