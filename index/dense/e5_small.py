@@ -107,9 +107,7 @@ class E5Small:
         (the prefix's), its content tokens (e5_sae.ContentTokens)."""
         if self._content is None:
             self._content = ContentTokens(self.model.tokenizer)
-        if skip >= len(ids):
-            return np.arange(0)
-        return self._content.rows(ids[skip:]) + skip
+        return self._content.rows(ids[skip:]) + skip  # (none past the prefix: none)
 
     def pool(self, windows: list[list[int]], head=None, reads: list | None = None):
         """Mean of the last hidden states over <s> + ids + </s>, per window (not normalised),

@@ -101,7 +101,8 @@ class Blocks:
     table whose rows never change once written, so a search running in another thread
     always reads whole rows."""
 
-    def __init__(self, n_rows: int, n_columns: int, factor: np.ndarray | None):
+    def __init__(self, n_rows: int, n_columns: int, factor: np.ndarray | None,
+                 known: np.ndarray | None = None):
         self.shift = SHIFT
         self.part_shift = min(PART_SHIFT, SHIFT)
         self.n_windows = window_count(n_rows)
@@ -116,7 +117,7 @@ class Blocks:
         self.dense = (np.full(n_columns, -1, dtype=np.int32),
                       np.zeros((0, width), dtype=np.uint8), np.empty(0))
         self.apart = _Apart.none()  # where the coded lists' values are read from
-        self.known = _NO_BOUND  # each column's stored largest value (`blocks_of` sets it)
+        self.known = _NO_BOUND if known is None else known  # `_known_bounds`
 
     def _reset(self, n_columns: int) -> None:
         self.slot = np.full(n_columns, UNSEEN, dtype=np.int32)  # (int64 per query)
@@ -368,8 +369,8 @@ def blocks_of(postings, factor: np.ndarray | None) -> Blocks:
     blocks = getattr(postings, "_blocks", None)
     if (blocks is None or blocks.shift != SHIFT
             or blocks.factor is not factor and factor is not None):
-        blocks = Blocks(postings.n_rows, postings.indptr.size - 1, factor)
-        blocks.known = _known_bounds(postings, factor)
+        blocks = Blocks(postings.n_rows, postings.indptr.size - 1, factor,
+                        _known_bounds(postings, factor))
         try:
             postings._blocks = blocks
         except AttributeError:
