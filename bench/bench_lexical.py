@@ -25,6 +25,13 @@ Two ways to ask (`--queries`):
   fastest kept (a shared machine's other work slows some passes by a third or more), the
   first pass's q/s printed beside it.
 
+`--rounds R` (default 1) runs every system's queries R times after all the builds, each in a
+fresh process, the order of the systems reversed every other round: q/s is then all the
+rounds' queries over all their time, p50/p99 the rounds' medians, and the table adds each
+round's ratio of busca bm25 to every peer. On a machine whose speed drifts (a shared VM: the
+same 3,000 questions at 6,590 to 9,938 q/s from one run to the next, docs/bm25.md) one
+sequential run decides a ratio by which system met the slow minutes.
+
 Top 10, one query at a time, in a process whose OpenMP/BLAS pools have one thread. After
 every store or build step the files written are flushed to disk (`os.sync`), so that no
 system's queries compete with the flush of an index (1.6 GB stayed dirty after busca's 1M
@@ -124,7 +131,9 @@ def subprocess_run(cfg: dict, *, one_thread: bool) -> dict:
 
 
 def measure(n: int, base: dict, keep: bool, systems: set[str]) -> dict:
-    """Every system at n chunks (those of `systems` only, busca always)."""
+    """Every system at n chunks (those of `systems` only, busca always): the builds, then
+    base["rounds"] rounds of every system's queries (each in a fresh process; the order
+    reversed every other round, so that a machine whose speed drifts weighs on all alike)."""
     def step(label, runner, one_thread=True, **extra):
         print(f"[{n:,}] {label}…", file=sys.stderr, flush=True)
         found = subprocess_run({**base, "size": n, "runner": runner, **extra},
@@ -134,28 +143,32 @@ def measure(n: int, base: dict, keep: bool, systems: set[str]) -> dict:
         return found
 
     rows: dict = {}
+    jobs: list[tuple[str, str, str, dict]] = []  # (row, label, runner, extra) of the queries
     step("filling the busca store (not timed)", "busca-store")
     build = step("busca index (tfidf + bm25, one pass)", "busca-build", one_thread=False)
     for method in ("tfidf", "bm25"):
-        found = step(f"busca {method} queries", "busca-query", method=method)
-        rows[f"busca {method}"] = {**found, "build": build["build"],
-                                   "size": build["size"][method],
+        rows[f"busca {method}"] = {"build": build["build"], "size": build["size"][method],
                                    "build_peak": build["build_peak"],
                                    "workers_peak": build["workers_peak"],
                                    "build_config": build.get("build_config", "")}
+        jobs.append((f"busca {method}", f"busca {method} queries", "busca-query",
+                     {"method": method}))
     if "bm25s" in systems:
         built = step("bm25s build", "bm25s-build", one_thread=False)
         for backend in ("numba", "numpy"):
-            rows[f"bm25s {backend}"] = {**built, **step(f"bm25s {backend} queries",
-                                                        "bm25s-query", backend=backend)}
+            rows[f"bm25s {backend}"] = dict(built)
+            jobs.append((f"bm25s {backend}", f"bm25s {backend} queries", "bm25s-query",
+                         {"backend": backend}))
     for name, runner in (("tantivy", "tantivy"), ("PISA", "pisa")):
         if runner not in systems:
             continue
         try:
-            built = step(f"{name} build", f"{runner}-build", one_thread=False)
-            rows[name] = {**built, **_peer_queries(step, name, runner, base)}
+            rows[name] = step(f"{name} build", f"{runner}-build", one_thread=False)
         except PeerUnavailable as why:
             rows[name] = {"config": f"not measured: {why}"}
+            continue
+        jobs += _peer_jobs(name, runner, base)
+    _run_queries(step, rows, jobs, base.get("rounds", 1))
     if "dense" in systems:
         try:
             rows["dense"] = step("busca dense top-10 (given query vectors)", "dense-search")
@@ -174,14 +187,52 @@ def measure(n: int, base: dict, keep: bool, systems: set[str]) -> dict:
     return rows
 
 
-def _peer_queries(step, name: str, runner: str, base: dict) -> dict:
-    """A peer's queries; PISA's two algorithms each in a process of its own when every query
-    is asked once (neither meets a query the other has asked), the faster kept."""
+def _peer_jobs(name: str, runner: str, base: dict) -> list[tuple[str, str, str, dict]]:
+    """A peer's query jobs; PISA's two algorithms each in a process of its own when every
+    query is asked once (neither meets a query the other has asked), the faster kept."""
     if runner != "pisa" or not base.get("once"):
-        return step(f"{name} queries", f"{runner}-query")
+        return [(name, f"{name} queries", f"{runner}-query", {})]
     from lexical_peers import ALGORITHMS
-    found = [step(f"{name} queries ({a})", f"{runner}-query", algorithm=a) for a in ALGORITHMS]
-    return max(found, key=lambda f: f["qps"])
+    return [(f"{name}#{a}", f"{name} queries ({a})", f"{runner}-query", {"algorithm": a})
+            for a in ALGORITHMS]
+
+
+def _run_queries(step, rows: dict, jobs: list, rounds: int) -> None:
+    """Each job's queries `rounds` times, in order then reversed, alternately; each row gets
+    its rounds combined (`combined`), PISA the faster of its algorithms."""
+    found: dict[str, list[dict]] = {}
+    for r in range(rounds):
+        for row, label, runner, extra in (jobs if r % 2 == 0 else jobs[::-1]):
+            suffix = f", round {r + 1} of {rounds}" if rounds > 1 else ""
+            try:
+                found.setdefault(row, []).append(step(label + suffix, runner, **extra))
+            except PeerUnavailable as why:
+                rows[row.partition("#")[0]] = {"config": f"not measured: {why}"}
+    for row, results in found.items():
+        name = row.partition("#")[0]
+        if "config" in rows.get(name, {}) and "build" not in rows[name]:
+            continue
+        mine = combined(results)
+        if "#" in row and rows[name].get("qps", 0) >= mine["qps"]:
+            continue  # PISA's other algorithm was faster
+        rows[name] = {**rows.get(name, {}), **mine}
+
+
+def combined(results: list[dict]) -> dict:
+    """One system's query figures over rounds: q/s of all the queries over all their time,
+    the medians of the rounds' latencies and load, the highest peak, each round's q/s."""
+    if len(results) == 1:
+        return results[0]
+    out = dict(results[0])
+    seconds = sum(r["queries"] / r["qps"] for r in results)
+    out["queries"] = sum(r["queries"] for r in results)
+    out["qps"] = out["queries"] / seconds
+    for key in ("p50", "p99", "p99_cpu", "first_ms", "first_qps", "load"):
+        if key in out:
+            out[key] = float(np.median([r[key] for r in results]))
+    out["search_peak"] = max(r["search_peak"] for r in results)
+    out["round_qps"] = [r["qps"] for r in results]
+    return out
 
 
 def _cell(value, fmt: str) -> str:
@@ -211,12 +262,26 @@ def print_table(n: int, rows: dict, once: bool = False) -> None:
             print(f"  {name}: {r['config']}")
     if "dense" in rows:
         print_dense(rows["dense"])
+    _print_rounds(rows)
     workers = bm25.get("workers_peak", 0)
     print("  busca: one `busca index` builds tfidf and bm25 with one tokenising pass"
           + (f" ({bm25['build_config']})" if bm25.get("build_config") else "")
           + "; build s, build peak MB: main process"
           + (f" (its tokenising workers peaked at {workers:.0f} MB)" if workers else "")
           + "; peers without an index file: search peak includes the build")
+
+
+def _print_rounds(rows: dict) -> None:
+    """With --rounds: each round's q/s ratio of busca bm25 to each peer (their spread is the
+    machine's drift)."""
+    mine = rows["busca bm25"].get("round_qps")
+    if not mine:
+        return
+    for name, r in rows.items():
+        if name != "busca bm25" and r.get("round_qps"):
+            ratios = [b / p for b, p in zip(mine, r["round_qps"])]
+            print(f"  busca bm25 / {name}, round by round: "
+                  + ", ".join(f"{x:.2f}x" for x in ratios))
 
 
 def print_dense(d: dict) -> None:
@@ -346,6 +411,11 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=PASSES,
                         help="Passes over the queries per system at least; the fastest is"
                         " kept.")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="Rounds of every system's queries, after the builds, each in a"
+                        " fresh process, the order reversed every other round; q/s over all"
+                        " rounds, latencies their medians (a machine whose speed drifts then"
+                        " weighs on every system alike).")
     parser.add_argument("--timed", type=float, default=TIMED,
                         help="More passes (up to 20) until they take this many seconds.")
     parser.add_argument("--systems", default=",".join(SYSTEMS),
@@ -369,8 +439,10 @@ def main() -> None:
     corpus, questions = _corpus(args, chunks, most, work)
     base = {"work": str(work), "corpus": str(corpus), "queries": questions,
             "budget": args.budget or (ONCE_BUDGET if once else 5.0), "most": most,
-            "passes": args.passes, "timed": args.timed, "once": once}
-    print(f"corpus: {LABELS[args.corpus]}; queries: {LABELS[args.queries]}")
+            "passes": args.passes, "timed": args.timed, "once": once,
+            "rounds": max(1, args.rounds)}
+    print(f"corpus: {LABELS[args.corpus]}; queries: {LABELS[args.queries]}"
+          + (f"; {base['rounds']} rounds of queries" if base["rounds"] > 1 else ""))
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     if "dense" in args.systems.split(",") or args.dense_only:
         try:
