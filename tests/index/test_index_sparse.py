@@ -170,14 +170,15 @@ def test_maxscore_gives_the_exact_top_k_of_the_dot_products(encoder):
     index = SimpleNamespace(array=lambda method, name: arrays[name],
                             manifest=SimpleNamespace(chunks=n))
     scorer = SparseScorer(index, encoder=encoder)
-    matrix = np.zeros((n, latents), np.float32)
-    for row, (ids, weights) in enumerate(chunks):
-        matrix[row, ids] = weights
+    from scipy.sparse import csr_matrix  # the oracle: chunk-major float64, not busca's lists
+    matrix = csr_matrix((np.concatenate([w for _, w in chunks]).astype(np.float64),
+                         np.concatenate([i for i, _ in chunks]),
+                         np.cumsum([0] + [i.size for i, _ in chunks])), shape=(n, latents))
     for question in QUESTIONS:
         _, ((q_ids, q_weights),) = encoder.encode_sparse([question], query=True)
         q = np.zeros(latents)
         q[q_ids] = q_weights
-        oracle = matrix.astype(np.float64) @ q
+        oracle = matrix @ q
         best = np.lexsort((np.arange(n), -oracle))[:10]
         ids, scores = scorer.top(question, 10)
         assert list(ids) == list(best), question
