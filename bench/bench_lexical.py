@@ -30,7 +30,8 @@ fresh process, the order of the systems reversed every other round: q/s is then 
 rounds' queries over all their time, p50/p99 the rounds' medians, and the table adds each
 round's ratio of busca bm25 to every peer. On a machine whose speed drifts (a shared VM: the
 same 3,000 questions at 6,590 to 9,938 q/s from one run to the next, docs/bm25.md) one
-sequential run decides a ratio by which system met the slow minutes.
+sequential run decides a ratio by which system met the slow minutes. (bench_paired.py does
+the same for busca bm25 and PISA alone on indexes kept from the earlier bench.)
 
 Top 10, one query at a time, in a process whose OpenMP/BLAS pools have one thread. After
 every store or build step the files written are flushed to disk (`os.sync`), so that no
