@@ -38,7 +38,10 @@ def corpus(tmp_path_factory) -> Path:
 
 
 def _env(corpus: Path, tmp_path: Path, **extra) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "BUSCA_HISTORY")}
+    # COLUMNS/LINES out: the pseudo-terminal's own size must decide the widths (pytest-xdist's
+    # workers, like some shells, export COLUMNS=80)
+    drop = ("NO_COLOR", "BUSCA_HISTORY", "COLUMNS", "LINES")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
     env.update(HOME=str(tmp_path), BUSCA_HOME=str(corpus), TERM="dumb", PAGER="cat", **extra)
     return env
 
