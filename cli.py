@@ -853,11 +853,18 @@ def log_setting(ctx, state):
               help="With --tune-fusion: store the min-max dense share chosen on this golden set"
                    " in the index (only if, cross-validated, it does not lose to the default);"
                    " busca search's default hybrid then uses it.")
+@click.option("--fusion", type=click.Choice(searching.FUSIONS), default=None,
+              help="Rank the fused methods (hybrid, hybrid:NAME, hybrid3) with this fusion, as"
+                   " busca search --fusion does [default: the build's].")
+@click.option("--weights", default=None, metavar="M=W,...", callback=_weights_option,
+              help="Rank the fused methods with these methods and weights, as busca search"
+                   " --weights does, e.g. bm25=0.3,dense=0.1,sparse=0.4,dense:use=0.2.")
 @filter_option
 @model_options
 @click.pass_context
 def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_out, calibrate,
-                 keep, compare, chunkers, per_doc, threads, quiet, tune_fusion, save, filters):
+                 keep, compare, chunkers, per_doc, threads, quiet, tune_fusion, save, filters,
+                 fusion, weights):
     """Recall@k, MRR and nDCG per method on a golden set, with intervals, the questions each
     change fixed or broke, and the score floor.
 
@@ -875,7 +882,8 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
     spec = api.EvalSpec(methods=tuple(_split(methods)) if methods else None,
                         metrics=tuple(metrics), key=key, by=_eval_tags(golden_set, by),
                         per_doc=per_doc, threads=threads, keep=keep, rerank=rerank,
-                        options=ctx.obj.get("index_options", {}), filters=filters)
+                        options=ctx.obj.get("index_options", {}), filters=filters,
+                        fusion=_eval_fusion(fusion, weights, calibrate, tune_fusion, compare))
     _live_only(spec, calibrate, chunkers, tune_fusion, compare)
     if save and not tune_fusion:
         raise click.UsageError("--save stores what --tune-fusion chose: add --tune-fusion")
@@ -899,6 +907,19 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
         click.echo(f"saved the run: {', '.join(map(str, paths))}", err=True)
     if calibrate:
         _store_floors(ctx, ev)
+
+
+def _eval_fusion(fusion: str | None, weights: dict | None, calibrate: bool, tune_fusion: bool,
+                 compare) -> searching.FusionSettings | None:
+    """--fusion / --weights as the settings the fused rows rank by (None: the build's); bad
+    usage with the options that store or replace an evaluation of the build's settings."""
+    if fusion is None and weights is None:
+        return None
+    if calibrate or tune_fusion or compare:
+        raise click.UsageError("--fusion and --weights evaluate a fusion the index does not"
+                               " store; they cannot be combined with --calibrate, --tune-fusion"
+                               " or --compare")
+    return searching.FusionSettings(fusion=fusion or searching.FUSION, weights=weights or {})
 
 
 def _tune_fusion(ctx, golden_set, spec, as_json: bool, quiet: bool, save: bool) -> None:

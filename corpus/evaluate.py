@@ -14,6 +14,7 @@ from ..search import eval as evaluation
 
 if TYPE_CHECKING:
     from ..index.dense.rerank_api import RerankSettings
+    from ..search.fusion import FusionSettings
     from ..search.eval.golden import Golden
     from ..search.eval.harness import Harness
     from ..search.eval.summary import Evaluation
@@ -37,6 +38,7 @@ class EvalSpec:
     rerank: RerankSettings | None = None
     options: Mapping = field(default_factory=dict)  # build options of the temporary builds
     filters: tuple = ()  # Filter values (or texts): judge and rank within what they allow
+    fusion: FusionSettings | None = None  # how the fused rows rank (None: as the build stored)
 
     def __post_init__(self):
         object.__setattr__(self, "filters", searching.parse_filters(self.filters))
@@ -61,7 +63,7 @@ def evaluate_golden(corpus, golden: Golden, spec: EvalSpec, *,
     of `spec.chunkers`; the live build is not touched): the evaluation and its run."""
     shared = dict(metrics=spec.all_metrics(), key=spec.metric, by=spec.by, depth=spec.depth(),
                   per_doc=spec.per_doc, threads=spec.threads, on_progress=on_progress,
-                  keep=spec.keep)
+                  keep=spec.keep, fusion=spec.fusion)
     methods = list(spec.methods) if spec.methods else None
     if not spec.chunkers:
         return evaluation.evaluate_index(golden, corpus.build, corpus.home, methods=methods,

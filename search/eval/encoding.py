@@ -41,14 +41,16 @@ class QueryMemo:
         return np.stack([self._vectors[t] for t in texts])
 
 
-def share_query_vectors(index, methods: Iterable[str], *, threads: int = THREADS) -> None:
-    """Make the rankers of the dense models `methods` need with memoised encoders."""
-    for dense in _dense_needed(index, methods):
+def share_query_vectors(index, methods: Iterable[str], *, threads: int = THREADS,
+                        fusion=None) -> None:
+    """Make the rankers of the dense models `methods` need (fused ones by the FusionSettings
+    `fusion`, default the build's) with memoised encoders."""
+    for dense in _dense_needed(index, methods, fusion):
         memo = QueryMemo(query_encoder(index, dense, threads=threads))
         index.ranker(dense, encoder=memo)
 
 
-def _dense_needed(index, methods: Iterable[str]) -> list[str]:
+def _dense_needed(index, methods: Iterable[str], fusion=None) -> list[str]:
     stored = index.manifest.methods
     dense = [m for m in stored_methods(stored) if method_spec(m).kind == "dense"]
     needed: set[str] = set()
@@ -56,7 +58,7 @@ def _dense_needed(index, methods: Iterable[str]) -> list[str]:
         name = resolve(stored, method)
         spec = method_spec(name)
         if spec is not None and spec.kind == "fused" and HYBRID in stored:
-            settings = stored_settings(index.manifest.entry(HYBRID))
+            settings = fusion or stored_settings(index.manifest.entry(HYBRID))
             needed.update(resolve(stored, m)
                           for m in describe_fusion(index, settings, method)["weights"])
         needed.add(name)

@@ -19,6 +19,7 @@ from .answerability import question_features
 from .golden import Golden
 from ...index.dense.encoders import THREADS
 from ...index.dense.rerank_api import SUFFIX, RerankSettings
+from ..fusion import FusionSettings
 from ..rerank import Reranker
 from .judge import (DEPTH, ChunkTable, Judgement, chunk_table, index_rankers, judge,
                     per_document, rank_questions, reranked)
@@ -46,15 +47,18 @@ def evaluate_index(golden: Golden, index, store, *, methods: Sequence[str] | Non
                    by: Sequence[str] | None = None, depth: int = DEPTH,
                    per_doc: bool = False, threads: int = THREADS,
                    on_progress: Callable | None = None, keep: float = KEEP,
-                   rerank: RerankSettings | None = None, filters: Sequence = ()) -> Harness:
+                   rerank: RerankSettings | None = None, filters: Sequence = (),
+                   fusion: FusionSettings | None = None) -> Harness:
     """Evaluate the live index's methods (default: all it has) on the golden set; `per_doc`:
     a hit is its document (relevant if it holds the answer), each at its best chunk; with
     `rerank`, also METHOD+rerank for each method; with `filters`, only within the documents
-    they allow (search/eval/scope.py). `info["latency_ms"]`: each system's mean ranking time
-    per question."""
+    they allow (search/eval/scope.py); with `fusion`, the fused methods rank by those settings
+    instead of the build's. `info["latency_ms"]`: each system's mean ranking time per
+    question."""
     methods = list(methods or available_methods(index))
     allowed = _allowed(index, store, filters)
-    rankers = index_rankers(index, methods, depth=depth, threads=threads, allowed=allowed)
+    rankers = index_rankers(index, methods, depth=depth, threads=threads, allowed=allowed,
+                            fusion=fusion)
     table = chunk_table(index, store)
     if rerank is not None:
         stage = Reranker.of(rerank)
@@ -68,7 +72,7 @@ def evaluate_index(golden: Golden, index, store, *, methods: Sequence[str] | Non
     latency: dict[str, float] = {}
     outcomes = rank_questions(judgement, table, rankers, depth=depth, on_progress=on_progress,
                               latency=latency)
-    info = {**_info(golden, index.manifest, table.label, depth), "per_doc": per_doc,
+    info = {**_info(golden, index.manifest, table.label, depth, fusion), "per_doc": per_doc,
             "latency_ms": latency, **scope}
     if rerank is not None:
         info["rerank"] = rerank.describe()
@@ -101,15 +105,17 @@ def evaluate_chunkers(golden: Golden, store, chunkers: Sequence[dict], *,
                       key: Metric | str = KEY, by: Sequence[str] | None = None,
                       options: dict | None = None, depth: int = DEPTH,
                       per_doc: bool = False, threads: int = THREADS,
-                      on_progress: Callable | None = None, keep: float = KEEP) -> Harness:
-    """Evaluate `methods` on temporary indexes, one per chunker; systems are "method/chunker"."""
+                      on_progress: Callable | None = None, keep: float = KEEP,
+                      fusion: FusionSettings | None = None) -> Harness:
+    """Evaluate `methods` on temporary indexes, one per chunker; systems are "method/chunker"
+    (`fusion`: as in `evaluate_index`)."""
     documents = list(store.documents())
     outcomes, judged, features = {}, {}, {}
     with temporary_indexes(documents, chunkers, methods, options=options,
                            previous=store.previous(), on_progress=on_progress) as built:
         for table, index in built:
             judgement = _judged(golden, table, per_doc)
-            rankers = index_rankers(index, methods, depth=depth, threads=threads)
+            rankers = index_rankers(index, methods, depth=depth, threads=threads, fusion=fusion)
             ranked = rank_questions(judgement, table, rankers, depth=depth,
                                     on_progress=on_progress)
             outcomes.update({f"{m}/{table.label}": o for m, o in ranked.items()})
@@ -119,7 +125,7 @@ def evaluate_chunkers(golden: Golden, store, chunkers: Sequence[dict], *,
     labels = ", ".join(chunker_label(c) for c in chunkers)
     chunks = " / ".join(str(len(table.urls)) for _, (_, table) in judged.items())
     info = _info(golden, {"documents": len(documents), "chunks": chunks,
-                          "build": "temporary (--chunkers)"}, labels, depth)
+                          "build": "temporary (--chunkers)"}, labels, depth, fusion)
     info["per_doc"] = per_doc
     docs = {d.url: d.text for d in documents}
     return _finish(golden, outcomes, judged, docs, metrics, key, by, info, keep, features)
@@ -160,9 +166,11 @@ def _finish(golden, outcomes, judged, documents, metrics, key, by, info, keep,
     return Harness(evaluation, judged, fingerprint(documents))
 
 
-def _info(golden: Golden, manifest, chunker: str, depth: int) -> dict:
+def _info(golden: Golden, manifest, chunker: str, depth: int,
+          fusion: FusionSettings | None = None) -> dict:
     methods = manifest.get("methods", {})
-    return {
+    given = {"fusion": fusion.describe()} if fusion is not None else {}
+    return {**given,
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "busca_version": __version__,
         "golden": golden.path,

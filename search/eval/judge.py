@@ -210,18 +210,20 @@ def _diagnose(q: Question, table: ChunkTable, by_url) -> LabelProblem:
 # --- ranking -------------------------------------------------------------------------------
 
 def index_rankers(index, methods: Iterable[str], *, depth: int = DEPTH,
-                  threads: int = THREADS, allowed=None) -> dict[str, Ranker]:
+                  threads: int = THREADS, allowed=None, fusion=None) -> dict[str, Ranker]:
     """A ranking function per method of a loaded index (top `depth` chunk ids and scores,
-    among the chunks of the mask `allowed` when given); dense models encode each question
-    once (`threads` each), whichever methods use them."""
+    among the chunks of the mask `allowed` when given; fused methods by the FusionSettings
+    `fusion`, default the build's); dense models encode each question once (`threads` each),
+    whichever methods use them."""
     methods = list(methods)
-    share_query_vectors(index, methods, threads=threads)
-    return {m: _ranker(index, m, depth, allowed) for m in methods}
+    share_query_vectors(index, methods, threads=threads, fusion=fusion)
+    return {m: _ranker(index, m, depth, allowed, fusion) for m in methods}
 
 
-def _ranker(index, method: str, depth: int, allowed=None) -> Ranker:
-    scorer(index, method)  # fail early, listing the methods the index has
-    return lambda query: rank(index, query, method=method, k=depth, allowed=allowed)
+def _ranker(index, method: str, depth: int, allowed=None, fusion=None) -> Ranker:
+    scorer(index, method, fusion)  # fail early, listing the methods the index has
+    return lambda query: rank(index, query, method=method, k=depth, fusion=fusion,
+                              allowed=allowed)
 
 
 def reranked(ranker: Ranker, table: ChunkTable, rerank) -> Ranker:

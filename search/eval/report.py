@@ -109,6 +109,8 @@ def _header(ev: Evaluation, md: bool) -> list[str]:
               if is_dense(m) and "encoder" in e]
     if models and "runs" not in i:  # which model each dense method is, side by side
         lines.append("dense models: " + ", ".join(models))
+    if "fusion" in i:  # busca eval --weights / --fusion
+        lines.append(_fusion_line(i["fusion"]))
     if "filter" in i:  # busca eval --filter
         lines.append(_filter_line(i["filter"]))
     for name, run in i.get("runs", {}).items():
@@ -120,6 +122,12 @@ def _header(ev: Evaluation, md: bool) -> list[str]:
         for method, entry in index.get("methods", {}).items():
             lines.append(f"- method `{method}`: " + ", ".join(f"{k} {v}" for k, v in entry.items()))
     return lines
+
+
+def _fusion_line(fusion: dict) -> str:
+    weights = ", ".join(f"{m} {w:g}" for m, w in fusion.get("weights", {}).items())
+    return (f"fused methods ranked by {fusion.get('fusion')} ({weights or 'default weights'};"
+            f" window {fusion.get('window')}), not by the build's settings")
 
 
 def _filter_line(scope: dict) -> str:

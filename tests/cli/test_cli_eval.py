@@ -392,3 +392,40 @@ def test_golden_urls_of_another_host_are_named_with_the_nearest_indexed_url(run,
     assert ("it names https://site.example/pagamentos, the nearest indexed URL is"
             " https://s/pagamentos") in result.stderr
     assert "Traceback" not in result.output
+
+
+def test_weights_and_fusion_rank_the_fused_rows_as_search_would(run, corpus, home, fake):
+    """`busca eval --fusion/--weights` judges the fusion `busca search` would rank with those
+    options (the same top score per question), not the build's, and says so."""
+    from busca.search.fusion import FusionSettings
+
+    assert run("index", "--size", "12", "--overlap", "3", "-q", "--dense",
+               "fake").exit_code == 0
+    args = ("eval", str(corpus), "-q", "--json", "--methods", "bm25,hybrid")
+    given = run(*args, "--fusion", "rrf", "--weights", "bm25=1,dense=2")
+    assert given.exit_code == 0, given.output
+    data = json.loads(given.stdout)
+    assert data["info"]["fusion"] == {"fusion": "rrf", "window": 100, "rrf_k": 60.0,
+                                      "weights": {"bm25": 1.0, "dense": 2.0}}
+    settings = FusionSettings("rrf", weights={"bm25": 1.0, "dense": 2.0})
+    index = load_index(home)
+    texts = {q["id"]: q["pergunta"] for q in GOLDEN}
+    for row in data["per_question"]["hybrid"]:
+        scores = core.rank(index, texts[row["id"]], method="hybrid", k=10, fusion=settings)[1]
+        assert row["top_score"] == pytest.approx(float(scores[0]))
+    stored = json.loads(run(*args).stdout)
+    assert "fusion" not in stored["info"]
+    assert [r["top_score"] for r in stored["per_question"]["hybrid"]] != [
+        r["top_score"] for r in data["per_question"]["hybrid"]]
+    table = run("eval", str(corpus), "-q", "--weights", "bm25=1,dense=2").stdout
+    assert ("fused methods ranked by minmax (bm25 1, dense 2; window 100), not by the build's"
+            " settings") in table
+
+
+@pytest.mark.parametrize("extra", [["--calibrate"], ["--tune-fusion"]])
+def test_weights_cannot_be_stored_or_tuned(run, corpus, extra):
+    result = run("eval", str(corpus), "-q", "--weights", "tfidf=1,dense=1", *extra)
+    assert result.exit_code == 2, result.output
+    assert "a fusion the index does not store" in result.output
+    bad = run("eval", str(corpus), "-q", "--weights", "tfidf=-1,dense=1")
+    assert bad.exit_code == 2 and "bad weight" in bad.output and "Traceback" not in bad.output
