@@ -929,7 +929,8 @@ def _tune_fusion(ctx, golden_set, spec, as_json: bool, quiet: bool, save: bool) 
     with _corpus(ctx) as corpus:
         result, choice = corpus.tune_fusion(golden_set, spec, save=save, on_progress=progress)
     progress.close()
-    click.echo(evaluation.tuning.describe_choice(choice, saving=save), err=True)
+    click.echo(evaluation.tuning.describe_choice(choice, saving=save) if choice else
+               evaluation.tuning.describe_best(result), err=True)
     if as_json:
         click.echo(json.dumps(evaluation.tuning.to_json(result), ensure_ascii=False, indent=1))
         click.echo(f"warning: {result.warning}", err=True)

@@ -113,12 +113,19 @@ def compare_runs(golden: Golden, paths: Sequence[str], spec: EvalSpec) -> Evalua
 def tune_fusion(corpus, golden: Golden, spec: EvalSpec, *, save: bool = False,
                 on_progress: Progress | None = None):
     """Hybrid's fusion, k and weights tried on the live build (on `spec.methods`, or the
-    default pair): the tuning and the min-max dense share it chooses (stored with `save`)."""
+    default pair): the tuning and, for a pair, the min-max dense share it chooses (stored with
+    `save`; None for three or more methods, whose weights `busca search --weights` takes)."""
     build = corpus.build
     searching.require_vectors(build)
+    components = list(spec.methods) if spec.methods else None
+    if save and components and len(components) != 2:
+        raise searching.FusionError("--save stores the dense share of a pair (--methods"
+                                    " bm25,dense); with three or more methods, search with"
+                                    " the --weights the tuning prints")
     result = evaluation.tune_fusion(golden, build, corpus.home, metric=spec.metric,
-                                    components=list(spec.methods) if spec.methods else None,
-                                    by=spec.by, on_progress=on_progress)
+                                    components=components, by=spec.by, on_progress=on_progress)
+    if len(result.components) != 2:
+        return result, None
     choice = evaluation.tuning.choose_share(result)
     if save:
         evaluation.tuning.save_share(corpus.home, choice)

@@ -1,7 +1,10 @@
 """`busca eval --tune-fusion`: search hybrid's fusion, k and weights on a golden set.
 
 Each component ranks every question once (its top `window`); every setting of the grid then
-only re-fuses those lists, so a grid of ~70 settings costs about one evaluation. The best
+only re-fuses those lists, so a grid of ~70 settings costs about one evaluation. Two
+components (one lexical method and dense) are tuned over RRF's k and dense's weight or share;
+three or more (`--methods bm25,dense,sparse,dense:use`) over every split of the weights in
+steps of SIMPLEX_STEP, min-max and z-score, beside equal-weight RRF. The best
 setting is reported with its bootstrap interval, its paired difference to the default, and a
 cross-validated figure (the best setting chosen on the other folds, scored on the held-out
 one): tuning and reporting on the same questions flatters the winner, and the gap between the
@@ -15,8 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...index.dense.dense_models import HYBRID3, is_hybrid
 from ...index.lexical.lexical import NoSearchableTerms
-from ..fusion import (METHOD, RRF_K, WINDOW, FusionError, FusionSettings, check_settings,
+from ..fusion import (RRF_K, WINDOW, FusionError, FusionSettings, check_settings,
                       default_weights, fuse)
 from ..scorers import available_methods, dense_share, scorer, top_k
 from .bootstrap import Difference, Estimate, bootstrap, paired_difference
@@ -28,6 +32,7 @@ from .summary import tag_keys
 RRF_KS = (1, 5, 10, 20, 40, 60, 100)
 DENSE_WEIGHTS = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0)  # RRF, lexical weight 1
 DENSE_SHARES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)  # min-max, lexical 1 - share
+SIMPLEX_STEP = 0.1  # three or more components: every split of the weights in these steps
 FOLDS = 5
 TOP = 10
 WARNING = ("tuned and reported on the same {n} questions: the best setting's figure flatters"
@@ -79,7 +84,14 @@ class Tuning:
 
 
 def grid(components: Sequence[str], *, window: int = WINDOW) -> list[FusionSettings]:
-    """RRF over k x dense weight (lexical 1), then z-score and min-max over the dense share."""
+    """Two components (lexical, dense): RRF over k x dense weight (lexical 1), then z-score and
+    min-max over the dense share. More: RRF with equal weights over k, then z-score and
+    min-max over every split of the weights (`splits`)."""
+    if len(components) > 2:
+        out = [FusionSettings("rrf", float(k), window, dict.fromkeys(components, 1.0))
+               for k in RRF_KS]
+        return out + [FusionSettings(how, RRF_K, window, weights)
+                      for how in ("zscore", "minmax") for weights in splits(components)]
     lexical, dense = components
     out = [FusionSettings("rrf", float(k), window, {lexical: 1.0, dense: w})
            for k in RRF_KS for w in DENSE_WEIGHTS]
@@ -88,18 +100,37 @@ def grid(components: Sequence[str], *, window: int = WINDOW) -> list[FusionSetti
     return out
 
 
+def splits(components: Sequence[str], step: float = SIMPLEX_STEP) -> list[dict[str, float]]:
+    """Every weighting of `components` in multiples of `step` that sums to 1 and gives at
+    least two of them a weight (the ones with 0 are left out, as fusion ignores them)."""
+    parts = round(1 / step)
+
+    def shares(n: int, left: int):
+        if n == 1:
+            yield (left,)
+            return
+        for first in range(left, -1, -1):
+            yield from ((first, *rest) for rest in shares(n - 1, left - first))
+
+    return [{m: round(p / parts, 6) for m, p in zip(components, split) if p}
+            for split in shares(len(components), parts) if sum(1 for p in split if p) >= 2]
+
+
 def tune_fusion(golden: Golden, index, store, *, metric: Metric,
                 components: Sequence[str] | None = None, by: Sequence[str] | None = None,
                 window: int = WINDOW, folds: int = FOLDS, on_progress=None) -> Tuning:
     """Score every setting of the grid on the golden set's answerable questions."""
     progress = on_progress or (lambda stage, done, total: None)
-    available = [m for m in available_methods(index) if m.partition(":")[0] != METHOD]
+    available = [m for m in available_methods(index) if not is_hybrid(m)]
     weights = dict.fromkeys(components, 1.0) if components else default_weights(available)
     check_settings(FusionSettings(weights=weights))
-    if len(weights) != 2 or "dense" not in weights:
+    pair = len(weights) == 2 and "dense" in weights
+    if not pair and (len(weights) < 3 or any(m not in available for m in weights)):
         raise FusionError("--tune-fusion tunes one lexical method with dense, e.g."
-                                 f" --methods bm25,dense; got {', '.join(weights)}")
-    components = tuple(sorted(weights, key=lambda m: m == "dense"))
+                          " --methods bm25,dense, or three or more of the index's methods"
+                          f" ({', '.join(available)}), e.g. --methods bm25,dense,sparse;"
+                          f" got {', '.join(weights)}")
+    components = tuple(sorted(weights, key=lambda m: m == "dense")) if pair else tuple(weights)
     table = chunk_table(index, store)
     judged = [j for j in judge(golden, table).items if j.question.answerable]
     ranked = [_ranked(index, components, j.question.text, window, progress, n, len(judged))
@@ -111,15 +142,29 @@ def tune_fusion(golden: Golden, index, store, *, metric: Metric,
                          for j, (ids, s) in zip(judged, rankings)])
         return Trial(name, settings, vals, bootstrap(vals), _slice_means(vals, labels))
 
-    default = FusionSettings(window=window, weights=default_weights(
-        components, dense_share=dense_share(index)))
+    default = FusionSettings(window=window, weights=_baseline(index, components))
     settings = [default] + [s for s in grid(components, window=window) if s != default]
-    trials = [trial(_name(s), s, [_fused(r, s) for r in ranked]) for s in settings]
+    trials = []
+    for n, s in enumerate(settings, start=1):
+        trials.append(trial(_name(s), s, [_fused(r, s) for r in ranked]))
+        progress("trying fusion settings", n, len(settings))
     singles = tuple(trial(m, None, [r[m] for r in ranked]) for m in components)
     best_first = sorted(trials, key=lambda t: -t.estimate.mean)  # stable: ties keep the default
     return Tuning(metric, components, tuple(best_first), trials[0], singles,
                   paired_difference(trials[0].values, best_first[0].values),
                   _cross_validated(trials, folds), len(judged))
+
+
+def _baseline(index, components: tuple[str, ...]) -> dict[str, float]:
+    """The weights the grid is compared with: the default hybrid's for a pair, hybrid3's for
+    its three methods, else min-max with equal weights."""
+    if len(components) == 2:
+        return default_weights(components, dense_share=dense_share(index))
+    hybrid3 = default_weights(available_methods(index), dense_share=dense_share(index),
+                              sparse="sparse") if HYBRID3 in available_methods(index) else {}
+    if set(components) == set(hybrid3):
+        return {m: hybrid3[m] for m in components}
+    return {m: round(1 / len(components), 6) for m in components}
 
 
 def _fused(ranked: dict, settings: FusionSettings):
@@ -214,6 +259,16 @@ def describe_choice(choice: ShareChoice, *, saving: bool) -> str:
             f" (cross-validated {_ci(cv)}, default {_ci(d)}) — {verdict}")
 
 
+def describe_best(tuning: Tuning) -> str:
+    """One line on the best setting of three or more components, as `busca search` options."""
+    s, cv = tuning.best.settings, tuning.cross_validated
+    k = f" --rrf-k {s.rrf_k:g}" if s.fusion == "rrf" else ""
+    weights = ",".join(f"{m}={w:g}" for m, w in s.weights.items())
+    return (f"best on this golden set: --fusion {s.fusion}{k} --weights {weights}"
+            f" (cross-validated {_ci(cv)}, {tuning.default.name} {_ci(tuning.default.estimate)})"
+            " — search with it: busca search --method hybrid with these options")
+
+
 def _name(s: FusionSettings) -> str:
     w = ", ".join(f"{m}={x:g}" for m, x in s.weights.items())
     return f"rrf k={s.rrf_k:g} ({w})" if s.fusion == "rrf" else f"{s.fusion} ({w})"
@@ -227,9 +282,10 @@ def render(tuning: Tuning, *, top: int = TOP) -> str:
     head = ["setting", f"{tuning.metric.name} (95% interval)", *slices]
     shown = [*tuning.singles, tuning.default,
              *[t for t in tuning.trials[:top] if t is not tuning.default]]
-    marks = {id(tuning.default): "default: ", id(tuning.best): "best: "}
+    base = "default" if len(tuning.components) == 2 else "baseline"  # see _baseline
+    marks = {id(tuning.default): f"{base}: ", id(tuning.best): "best: "}
     if tuning.best is tuning.default:
-        marks[id(tuning.default)] = "default = best: "
+        marks[id(tuning.default)] = f"{base} = best: "
     rows = [[marks.get(id(t), "") + t.name, _ci(t.estimate),
              *(f"{t.slices[s]:.3f}" for s in slices)] for t in shown]
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]

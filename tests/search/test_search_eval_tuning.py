@@ -178,3 +178,80 @@ def test_cli_save_stores_the_share_busca_search_then_fuses_with(run, tmp_path, m
     assert stored or "— not stored:" in line or "nothing to store" in line
     want = share if stored else 0.5
     assert hit["fusion"]["weights"] == {"tfidf": round(1 - want, 6), "dense": want}
+
+
+def test_splits_are_every_weighting_in_tenths():
+    for components, count in ((["a", "b", "c"], 66 - 3), (["a", "b", "c", "d"], 286 - 4)):
+        found = tuning.splits(components)  # C(10+n-1, n-1) splits of ten tenths, minus n
+        assert len(found) == count       # that give everything to one component
+        assert len({tuple(sorted(w.items())) for w in found}) == count
+        assert all(len(w) >= 2 and sum(w.values()) == pytest.approx(1) for w in found)
+        assert all(round(x * 10, 6) == int(round(x * 10)) for w in found for x in w.values())
+    assert tuning.splits(["a", "b"], step=0.5) == [{"a": 0.5, "b": 0.5}]
+    settings = tuning.grid(["a", "b", "c"])
+    assert len(settings) == len(tuning.RRF_KS) + 2 * 63
+    assert {s.fusion for s in settings} == {"rrf", "minmax", "zscore"}
+
+
+@pytest.fixture
+def three(tmp_path, monkeypatch):
+    encoder = FakeEncoder(synonyms=SYNONYMS)
+    monkeypatch.setitem(encoders.ENCODERS, "fake", lambda *, threads=1: encoder)
+    store = LocalHome(tmp_path / "home")
+    for url, title, text in DOCS:
+        store.put(Document(url, title, text))
+    build_index(store, methods=("tfidf", "bm25", "dense", "hybrid"), options={"dense": "fake"})
+    path = tmp_path / "golden.json"
+    path.write_text(json.dumps(GOLDEN, ensure_ascii=False), encoding="utf-8")
+    yield load_index(store.home), store, load_golden(path)
+    store.close()
+
+
+def test_three_components_are_tuned_over_every_split_like_the_hybrid_scorer(three):
+    index, store, golden = three
+    metric = parse_metric("recall@1")
+    result = tuning.tune_fusion(golden, index, store, metric=metric,
+                                components=["tfidf", "bm25", "dense"])
+    assert result.components == ("tfidf", "bm25", "dense")
+    third = round(1 / 3, 6)
+    assert result.default.settings.weights == {"tfidf": third, "bm25": third, "dense": third}
+    assert len(result.trials) == len(tuning.RRF_KS) + 2 * 63 + 1  # + the equal-weight baseline
+    table = chunk_table(index, store)
+    judged = [j for j in judge(golden, table).items if j.question.answerable]
+    for trial in (result.best, result.default, result.trials[-1]):
+        expected = [value(metric, outcome_of(j, table, *core.rank(
+            index, j.question.text, method="hybrid", k=100, fusion=trial.settings)))
+            for j in judged]
+        assert trial.values.tolist() == expected
+    assert "baseline: minmax (tfidf=0.333333" in tuning.render(result)
+    line = tuning.describe_best(result)
+    assert f"--fusion {result.best.settings.fusion}" in line and "--weights " in line
+    with pytest.raises(FusionError, match="three or more of the index's methods"):
+        tuning.tune_fusion(golden, index, store, metric=metric, components=["tfidf", "bm25"])
+    with pytest.raises(FusionError, match="three or more"):
+        tuning.tune_fusion(golden, index, store, metric=metric,
+                           components=["tfidf", "bm25", "sparse"])
+
+
+def test_cli_tunes_three_methods_and_eval_weights_reproduces_the_best(run, tmp_path,
+                                                                      monkeypatch):
+    golden = _cli_home(run, tmp_path, monkeypatch)
+    run("index", "-q", "--methods", "tfidf,bm25", "--dense", "fake")
+    args = ("eval", str(golden), "-q", "--key", "recall@3")
+    tuned = run(*args, "--tune-fusion", "--methods", "tfidf,bm25,dense", "--json")
+    assert tuned.exit_code == 0, tuned.output
+    data = json.loads(tuned.stdout)
+    best = data["best"]["settings"]
+    line = next(x for x in tuned.stderr.splitlines() if x.startswith("best on this golden set"))
+    weights = line.split("--weights ")[1].split(" ")[0]
+    assert {m: float(w) for m, w in (p.split("=") for p in weights.split(","))} == best["weights"]
+    # with these questions the best is a weighted sum (eval's --fusion rrf would keep
+    # search's k, not the grid's): eval with the printed options judges it the same
+    assert best["fusion"] in ("minmax", "zscore")
+    again = run(*args, "--json", "--methods", "hybrid", "--fusion", best["fusion"],
+                "--weights", weights)
+    assert again.exit_code == 0, again.output
+    summary = json.loads(again.stdout)["summary"]["hybrid"]["recall@3"]
+    assert summary["mean"] == pytest.approx(data["best"]["mean"])
+    refused = run(*args, "--tune-fusion", "--save", "--methods", "tfidf,bm25,dense")
+    assert refused.exit_code == 1 and "--save stores the dense share of a pair" in refused.output
