@@ -35,17 +35,23 @@ SYNONYMS = {"mentiu": "falsa", "inexistente": "existe", "pacote": "biblioteca",
             "celular": "native", "acesso": "permissão"}
 
 
-@pytest.fixture
-def setup(tmp_path, monkeypatch):
+def _built(tmp_path, monkeypatch, methods):
+    """DOCS indexed with `methods` (dense: the fake encoder): index, store, golden set."""
     encoder = FakeEncoder(synonyms=SYNONYMS)
     monkeypatch.setitem(encoders.ENCODERS, "fake", lambda *, threads=1: encoder)
     store = LocalHome(tmp_path / "home")
     for url, title, text in DOCS:
         store.put(Document(url, title, text))
-    build_index(store, methods=("tfidf", "dense", "hybrid"), options={"dense": "fake"})
+    build_index(store, methods=methods, options={"dense": "fake"})
     path = tmp_path / "golden.json"
     path.write_text(json.dumps(GOLDEN, ensure_ascii=False), encoding="utf-8")
-    yield load_index(store.home), store, load_golden(path)
+    return load_index(store.home), store, load_golden(path)
+
+
+@pytest.fixture
+def setup(tmp_path, monkeypatch):
+    index, store, golden = _built(tmp_path, monkeypatch, ("tfidf", "dense", "hybrid"))
+    yield index, store, golden
     store.close()
 
 
@@ -195,15 +201,8 @@ def test_splits_are_every_weighting_in_tenths():
 
 @pytest.fixture
 def three(tmp_path, monkeypatch):
-    encoder = FakeEncoder(synonyms=SYNONYMS)
-    monkeypatch.setitem(encoders.ENCODERS, "fake", lambda *, threads=1: encoder)
-    store = LocalHome(tmp_path / "home")
-    for url, title, text in DOCS:
-        store.put(Document(url, title, text))
-    build_index(store, methods=("tfidf", "bm25", "dense", "hybrid"), options={"dense": "fake"})
-    path = tmp_path / "golden.json"
-    path.write_text(json.dumps(GOLDEN, ensure_ascii=False), encoding="utf-8")
-    yield load_index(store.home), store, load_golden(path)
+    index, store, golden = _built(tmp_path, monkeypatch, ("tfidf", "bm25", "dense", "hybrid"))
+    yield index, store, golden
     store.close()
 
 
