@@ -859,12 +859,17 @@ def log_setting(ctx, state):
 @click.option("--weights", default=None, metavar="M=W,...", callback=_weights_option,
               help="Rank the fused methods with these methods and weights, as busca search"
                    " --weights does, e.g. bm25=0.3,dense=0.1,sparse=0.4,dense:use=0.2.")
+@click.option("--window", default=None, type=click.IntRange(min=1),
+              help="With --fusion/--weights: top hits of each method that are fused"
+                   f" [default: {searching.WINDOW}].")
+@click.option("--rrf-k", default=None, type=FiniteFloat(min=0),
+              help=f"With --fusion rrf: the RRF constant k [default: {searching.RRF_K:g}].")
 @filter_option
 @model_options
 @click.pass_context
 def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_out, calibrate,
                  keep, compare, chunkers, per_doc, threads, quiet, tune_fusion, save, filters,
-                 fusion, weights):
+                 fusion, weights, window, rrf_k):
     """Recall@k, MRR and nDCG per method on a golden set, with intervals, the questions each
     change fixed or broke, and the score floor.
 
@@ -883,7 +888,8 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
                         metrics=tuple(metrics), key=key, by=_eval_tags(golden_set, by),
                         per_doc=per_doc, threads=threads, keep=keep, rerank=rerank,
                         options=ctx.obj.get("index_options", {}), filters=filters,
-                        fusion=_eval_fusion(fusion, weights, calibrate, tune_fusion, compare))
+                        fusion=_eval_fusion(fusion, weights, window, rrf_k,
+                                            calibrate or tune_fusion or compare))
     _live_only(spec, calibrate, chunkers, tune_fusion, compare)
     if save and not tune_fusion:
         raise click.UsageError("--save stores what --tune-fusion chose: add --tune-fusion")
@@ -909,17 +915,20 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
         _store_floors(ctx, ev)
 
 
-def _eval_fusion(fusion: str | None, weights: dict | None, calibrate: bool, tune_fusion: bool,
-                 compare) -> searching.FusionSettings | None:
-    """--fusion / --weights as the settings the fused rows rank by (None: the build's); bad
-    usage with the options that store or replace an evaluation of the build's settings."""
-    if fusion is None and weights is None:
+def _eval_fusion(fusion: str | None, weights: dict | None, window: int | None,
+                 rrf_k: float | None, stores: bool) -> searching.FusionSettings | None:
+    """--fusion / --weights / --window / --rrf-k as the settings the fused rows rank by (None:
+    the build's); bad usage with the options that store or replace an evaluation of the
+    build's settings (`stores`: --calibrate, --tune-fusion or --compare given)."""
+    if fusion is None and weights is None and window is None and rrf_k is None:
         return None
-    if calibrate or tune_fusion or compare:
-        raise click.UsageError("--fusion and --weights evaluate a fusion the index does not"
-                               " store; they cannot be combined with --calibrate, --tune-fusion"
-                               " or --compare")
-    return searching.FusionSettings(fusion=fusion or searching.FUSION, weights=weights or {})
+    if stores:
+        raise click.UsageError("--fusion, --weights, --window and --rrf-k evaluate a fusion the"
+                               " index does not store; they cannot be combined with"
+                               " --calibrate, --tune-fusion or --compare")
+    return searching.FusionSettings(fusion=fusion or searching.FUSION,
+                                    rrf_k=searching.RRF_K if rrf_k is None else rrf_k,
+                                    window=window or searching.WINDOW, weights=weights or {})
 
 
 def _tune_fusion(ctx, golden_set, spec, as_json: bool, quiet: bool, save: bool) -> None:

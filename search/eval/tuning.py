@@ -266,7 +266,7 @@ def describe_best(tuning: Tuning) -> str:
     weights = ",".join(f"{m}={w:g}" for m, w in s.weights.items())
     return (f"best on this golden set: --fusion {s.fusion}{k} --weights {weights}"
             f" (cross-validated {_ci(cv)}, {tuning.default.name} {_ci(tuning.default.estimate)})"
-            " — search with it: busca search --method hybrid with these options")
+            " — busca search --method hybrid and busca eval take these options")
 
 
 def _name(s: FusionSettings) -> str:

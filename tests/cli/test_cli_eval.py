@@ -415,9 +415,16 @@ def test_weights_and_fusion_rank_the_fused_rows_as_search_would(run, corpus, hom
     assert "fusion" not in stored["info"]
     assert [r["top_score"] for r in stored["per_question"]["hybrid"]] != [
         r["top_score"] for r in data["per_question"]["hybrid"]]
-    table = run("eval", str(corpus), "-q", "--weights", "bm25=1,dense=2").stdout
-    assert ("fused methods ranked by minmax (bm25 1, dense 2; window 100), not by the build's"
+    table = run("eval", str(corpus), "-q", "--weights", "bm25=1,dense=2", "--window", "7").stdout
+    assert ("fused methods ranked by minmax (bm25 1, dense 2; window 7), not by the build's"
             " settings") in table
+    k5 = json.loads(run(*args, "--fusion", "rrf", "--rrf-k", "5", "--weights",
+                        "bm25=1,dense=2").stdout)
+    settings = FusionSettings("rrf", 5.0, weights={"bm25": 1.0, "dense": 2.0})
+    assert k5["info"]["fusion"]["rrf_k"] == 5.0
+    for row in k5["per_question"]["hybrid"]:
+        scores = core.rank(index, texts[row["id"]], method="hybrid", k=10, fusion=settings)[1]
+        assert row["top_score"] == pytest.approx(float(scores[0]))
 
 
 @pytest.mark.parametrize("extra", [["--calibrate"], ["--tune-fusion"]])

@@ -242,13 +242,12 @@ def test_cli_tunes_three_methods_and_eval_weights_reproduces_the_best(run, tmp_p
     data = json.loads(tuned.stdout)
     best = data["best"]["settings"]
     line = next(x for x in tuned.stderr.splitlines() if x.startswith("best on this golden set"))
-    weights = line.split("--weights ")[1].split(" ")[0]
+    options = line.split("best on this golden set: ")[1].split(" (cross-validated")[0].split()
+    weights = options[options.index("--weights") + 1]
     assert {m: float(w) for m, w in (p.split("=") for p in weights.split(","))} == best["weights"]
-    # with these questions the best is a weighted sum (eval's --fusion rrf would keep
-    # search's k, not the grid's): eval with the printed options judges it the same
-    assert best["fusion"] in ("minmax", "zscore")
-    again = run(*args, "--json", "--methods", "hybrid", "--fusion", best["fusion"],
-                "--weights", weights)
+    assert options[options.index("--fusion") + 1] == best["fusion"]
+    # the printed options are eval's too: it judges the best setting the same
+    again = run(*args, "--json", "--methods", "hybrid", *options)
     assert again.exit_code == 0, again.output
     summary = json.loads(again.stdout)["summary"]["hybrid"]["recall@3"]
     assert summary["mean"] == pytest.approx(data["best"]["mean"])
