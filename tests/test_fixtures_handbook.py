@@ -89,3 +89,26 @@ def test_headings_point_at_their_numbered_blocks(records):
             assert block[: -len(heading)].strip().rstrip(".")[-1].isdigit()  # "5.4.1. "
             counted += 1
     assert counted >= 100
+
+
+def test_held_out_paraphrases_are_new_labelled_and_on_passages_the_golden_set_leaves(records):
+    """paraphrase-heldout.json: 30 paraphrases written without running a search, to judge
+    the fusions of docs/eval.md ("A fourth ranking") once."""
+    raw = json.loads((HANDBOOK / "paraphrase-heldout.json").read_text(encoding="utf-8"))
+    assert cg.check_golden(raw, records) == []
+    held, golden = load_golden(HANDBOOK / "paraphrase-heldout.json"), load_golden(GOLDEN)
+    assert len(held.answerable) == 30 and not held.unanswerable
+    assert {q.tags["tipo"] for q in held.questions} == {"parafrase"}
+    assert len({q.url for q in held.questions}) >= 20
+    assert not {q.id for q in held.questions} & {q.id for q in golden.questions}
+
+    def runs(text: str) -> set:  # every 6-word run
+        w = text.lower().split()
+        return {tuple(w[i:i + 6]) for i in range(len(w) - 5)}
+
+    used = set().union(*(runs(q["trecho"]) for q in json.loads(GOLDEN.read_text("utf-8"))
+                         if q["trecho"]))
+    assert all(not runs(q["trecho"]) & used for q in raw)
+    docs = [Document(url=r["url"], title=r["title"], text=r["text"]) for r in records]
+    table, _ = chunk_documents(docs, {"kind": "words", "size": 200, "overlap": 40})
+    assert all(j.gains for j in judge(held, table).items)
