@@ -160,10 +160,11 @@ def _baseline(index, components: tuple[str, ...]) -> dict[str, float]:
     its three methods, else min-max with equal weights."""
     if len(components) == 2:
         return default_weights(components, dense_share=dense_share(index))
-    hybrid3 = default_weights(available_methods(index), dense_share=dense_share(index),
-                              sparse="sparse") if HYBRID3 in available_methods(index) else {}
-    if set(components) == set(hybrid3):
-        return {m: hybrid3[m] for m in components}
+    available = available_methods(index)
+    if HYBRID3 in available:  # hybrid3's own weights (search/fusion.py), when they are these
+        hybrid3 = default_weights(available, dense_share=dense_share(index), sparse="sparse")
+        if set(components) == set(hybrid3):
+            return {m: hybrid3[m] for m in components}
     return {m: round(1 / len(components), 6) for m in components}
 
 
