@@ -256,10 +256,7 @@ def fit_model(x: np.ndarray, y: np.ndarray, names: Sequence[str], keep: float,
 
 def _fit(x: np.ndarray, y: np.ndarray, names: tuple[str, ...],
          agreement: tuple[str, ...] = ()) -> Model | None:
-    """Standardised features, class-balanced L2 logistic regression (deterministic lbfgs;
-    sklearn's Newton solver was 2.5x faster here but warns and falls back on separable rows)."""
-    from sklearn.linear_model import LogisticRegression
-
+    """Standardised features, class-balanced L2 logistic regression (`balanced_logistic`)."""
     ok = np.all(np.isfinite(x), axis=1)
     x, y = x[ok], y[ok]
     if len(set(y.tolist())) < 2:
@@ -267,11 +264,44 @@ def _fit(x: np.ndarray, y: np.ndarray, names: tuple[str, ...],
     names = names or tuple(str(j) for j in range(x.shape[1]))
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale == 0] = 1.0
-    lr = LogisticRegression(class_weight="balanced", max_iter=1000)
-    lr.fit((x - mean) / scale, y)
+    coefficients, intercept = balanced_logistic((x - mean) / scale, y.astype(bool))
     return Model(names, tuple(map(float, mean)), tuple(map(float, scale)),
-                 tuple(map(float, lr.coef_[0])), float(lr.intercept_[0]), 0.0, 0.0,
+                 tuple(map(float, coefficients)), float(intercept), 0.0, 0.0,
                  tuple(agreement if "agreement" in names else ()))
+
+
+def balanced_logistic(z: np.ndarray, y: np.ndarray, *, tol: float = 1e-10,
+                      steps: int = 100) -> tuple[np.ndarray, float]:
+    """scikit-learn's `LogisticRegression(class_weight="balanced")` (C = 1, L2, intercept not
+    penalised) solved exactly by damped Newton steps: minimise 0.5 |w|² + Σ s_i log(1 +
+    exp(-t_i (w·z_i + b))), s_i = n / (2 n_class), t_i = ±1. The objective is strictly convex
+    in w and a handful of features make each step a tiny linear solve: ~0.3 ms a fit against
+    sklearn's ~6 ms (a calibration fits ~1,000 of them), the same optimum
+    (tests/search/test_search_answerable.py checks it against sklearn)."""
+    n, d = z.shape
+    a = np.hstack([z, np.ones((n, 1))])
+    t = np.where(y, 1.0, -1.0)
+    s = np.where(y, n / (2 * y.sum()), n / (2 * (~y).sum()))
+    penalty = np.append(np.ones(d), 0.0)
+    beta = np.zeros(d + 1)
+
+    def objective(b):
+        return 0.5 * np.sum(penalty * b * b) + np.sum(s * np.logaddexp(0.0, -t * (a @ b)))
+
+    value = objective(beta)
+    for _ in range(steps):
+        p = 0.5 * (1 + np.tanh(0.5 * (a @ beta)))  # sigmoid, without overflow
+        grad = a.T @ (s * (p - (t > 0))) + penalty * beta
+        hess = (a * (s * p * (1 - p))[:, None]).T @ a + np.diag(penalty)
+        step = np.linalg.solve(hess + 1e-12 * np.eye(d + 1), grad)
+        shrink = 1.0
+        while shrink > 1e-8 and objective(beta - shrink * step) > value:
+            shrink *= 0.5
+        beta = beta - shrink * step
+        value = objective(beta)
+        if np.max(np.abs(shrink * step)) < tol:
+            break
+    return beta[:d], float(beta[d])
 
 
 def _at(signal: Signal, keep: float) -> tuple[bool, float, float, bool]:

@@ -347,3 +347,26 @@ def test_calibrate_stores_the_shared_model_where_it_refuses_more_and_search_appl
     assert refused  # busca search's default method (tfidf) applies the shared model
     again = run("search", refused[0], "--no-serve")
     assert again.exit_code == 3 and again.stdout == ""
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_logistic_fit_is_sklearns_balanced_l2_optimum(seed):
+    """The solver of `_fit` against scikit-learn's LogisticRegression (lbfgs, run to a tight
+    tolerance): the same coefficients and intercept on standardised features, balanced and
+    unbalanced classes, one feature or eight, and rows a line separates."""
+    from sklearn.linear_model import LogisticRegression
+
+    from busca.search.eval.answerability import balanced_logistic
+
+    rng = np.random.default_rng(seed)
+    n, d = int(rng.integers(20, 120)), int(rng.integers(1, 9))
+    z = rng.normal(size=(n, d))
+    y = rng.random(n) < (0.2 if seed % 2 else 0.6)
+    y[:2] = [True, False]
+    if seed == 5:  # separable: the penalty alone keeps the weights finite
+        y = z[:, 0] > 0
+    z = (z - z.mean(axis=0)) / z.std(axis=0)
+    oracle = LogisticRegression(class_weight="balanced", tol=1e-12, max_iter=100_000).fit(z, y)
+    coefficients, intercept = balanced_logistic(z, y)
+    assert np.allclose(coefficients, oracle.coef_[0], rtol=1e-4, atol=1e-5)
+    assert abs(intercept - oracle.intercept_[0]) < 1e-4
