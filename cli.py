@@ -275,6 +275,10 @@ def _tell_added(what: str, value) -> None:
               help="Also build dense vectors (and hybrid) with these encoders: "
                    + ", ".join(indexing.encoder_names()) + "; the first is `dense`, the"
                    " others `dense:NAME`; 'none' drops them. Default: the previous index's.")
+@click.option("--sparse/--no-sparse", "sparse", default=None,
+              help="Build e5-small's learned sparse method in the same pass as its vectors"
+                   " (hybrid then fuses it) [default: with e5-small as the first --dense"
+                   " model; else as the previous index].")
 @click.option("--threads", default=indexing.THREADS, show_default=True,
               type=click.IntRange(min=1), help="Threads for the dense encoder.")
 @click.option("--k1", default=indexing.K1, show_default=True,
@@ -299,8 +303,8 @@ def _tell_added(what: str, value) -> None:
                    " [default: " + str(indexing.GROUP_BLEND) + "].")
 @embed_options
 @click.pass_context
-def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyzer, titles,
-          dense_groups, dense_blend):
+def index(ctx, size, overlap, methods, quiet, dense, sparse, threads, k1, b, bm25_analyzer,
+          titles, dense_groups, dense_blend):
     """Split the stored documents into word windows and build the index.
 
     Example: busca index --size 200 --overlap 40 --dense use,bge=openai:bge-m3
@@ -309,7 +313,7 @@ def index(ctx, size, overlap, methods, quiet, dense, threads, k1, b, bm25_analyz
         raise click.BadParameter(f"must be smaller than --size ({size})", param_hint="--overlap")
     progress = Progress(quiet)
     spec = api.IndexSpec(size=size, overlap=overlap, methods=tuple(_split(methods)), dense=dense,
-                         titles=titles, threads=threads, bm25_k1=k1, bm25_b=b,
+                         sparse=sparse, titles=titles, threads=threads, bm25_k1=k1, bm25_b=b,
                          bm25_analyzer=bm25_analyzer, dense_groups=dense_groups,
                          dense_blend=dense_blend, options=ctx.obj.get("index_options", {}))
     with _corpus(ctx) as corpus:

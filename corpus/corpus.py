@@ -103,12 +103,13 @@ class Corpus:
               on_note: Callable[[str], None] | None = None,
               **options: Any) -> indexing.Manifest:
         """`busca index`: chunk the documents, build the spec's methods (and the dense models
-        of `dense`, else the previous build's; the titles indexed with the windows for the
+        of `dense`, else the previous build's, with e5-small's `sparse` unless `sparse` is False;
+        the titles indexed with the windows for the
         methods `titles` names, else the previous build's) and publish it; its manifest.
         Options as the CLI's (`size`, `overlap`, `methods`, `dense`, `titles`, `threads`, …)."""
         spec = replace(spec or IndexSpec(), **options)
         names, models, kept, entries = indexing.methods_for(self.home, spec.methods,
-                                                            dense=spec.dense)
+                                                            dense=spec.dense, sparse=spec.sparse)
         if kept and on_note:
             on_note(f"keeping the dense models {kept} (--dense none drops them)")
         built = spec.build_options()

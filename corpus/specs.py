@@ -71,6 +71,8 @@ class IndexSpec:
     overlap: int = indexing.OVERLAP  # words shared by consecutive windows
     methods: tuple[str, ...] = tuple(indexing.DEFAULT)
     dense: str | None = None  # [NAME=]ENCODER,...: the dense models ("none" drops them)
+    sparse: bool | None = None  # e5-small's sparse head with the vectors (None: with e5-small
+    #                             as the default model, or as the previous build did)
     titles: str | None = None  # METHOD,...|all|none: methods that index the titles
     threads: int = indexing.THREADS  # of the dense encoder
     bm25_k1: float = indexing.K1

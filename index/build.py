@@ -36,7 +36,7 @@ ANSWERABLE = "answerable"  # a method's answerability model (search/answerable.p
 # Manifest keys that change what a method's scores mean: a calibrated floor survives a
 # rebuild (e.g. after a crawl added articles) only when none of them changed.
 SETTINGS = ("analyzer", "analyzer_version", "weighting", "k1", "b", "encoder", "version",
-            "dimension", "titles", "groups")
+            "dimension", "titles", "groups", "sparse")
 
 
 class NothingToIndex(BuscaError):
@@ -160,14 +160,18 @@ def _counted(methods: Sequence[str]) -> set[str]:
 
 
 def methods_for(home, methods: Sequence[str], *, dense: str | None = None,
+                sparse: bool | None = None,
                 ) -> tuple[list[str], list[DenseModel], str | None, dict]:
-    """The methods a build needs (the dense/hybrid rule of index/methods.py), its dense
+    """The methods a build needs (the dense/hybrid/sparse rule of index/methods.py), its dense
     models, the --dense list kept from the previous build (None when --dense was given or
     there is none) and the previous build's dense entries by model name (their server
-    settings)."""
-    previous, entries = previous_models(home.previous())
+    settings). Kept models keep the previous build's `sparse` unless `sparse` says."""
+    before = home.previous()
+    previous, entries = previous_models(before)
     kept = previous if dense is None else None
-    names, models = with_dense(methods, dense, kept)
+    if sparse is None and kept:
+        sparse = SPARSE in before.manifest.methods
+    names, models = with_dense(methods, dense, kept, sparse=sparse)
     return names, models, kept, entries
 
 

@@ -19,7 +19,7 @@ from .dense.dense import build as dense_build, build_hybrid
 from .dense.dense_models import HYBRID3, DenseModel, is_dense, is_hybrid, method_names, parse_models
 from .dense.encoders import default_encoder
 from .lexical.lexical import Bm25Scorer, TfidfScorer
-from .lexical.sparse import SparseScorer, build as sparse_build
+from .lexical.sparse import ENCODER as SPARSE_ENCODER, SparseScorer, build as sparse_build
 from .lexical.tfidf import build as tfidf_build, build_counts as tfidf_counts
 from .dense.vectors import DenseScorer
 
@@ -94,12 +94,14 @@ def check_methods(methods: Sequence[str]) -> None:
                             " busca index --methods tfidf,bm25 --dense use")
 
 
-def with_dense(methods: Sequence[str], dense: str | None,
-               previous: str | None) -> tuple[list[str], list[DenseModel]]:
+def with_dense(methods: Sequence[str], dense: str | None, previous: str | None, *,
+               sparse: bool | None = None) -> tuple[list[str], list[DenseModel]]:
     """The dense/hybrid rule: `methods` plus the dense models (`dense`, `dense:NAME`) and
     hybrid when encoders are asked for (`dense`, a --dense list), or kept from the previous
     build's models (`previous`, the same form) when none is named; `"none"` drops them.
-    Returns the methods and the models (empty: no vectors)."""
+    `sparse` comes with them when the default model is e5-small, whose pass makes its latents
+    (`sparse`: True adds it, False leaves it out unless `methods` names it; hybrid fuses it:
+    index/dense/dense.py `build_hybrid`). Returns the methods and the models (empty: no vectors)."""
     names = [m for m in methods if not (is_dense(m) or dense == "none" and is_hybrid(m))]
     wanted = dense
     if wanted is None:
@@ -110,4 +112,6 @@ def with_dense(methods: Sequence[str], dense: str | None,
     extra = method_names(models)
     if set(LEXICAL) & set(names):
         extra.append(HYBRID)
+    if sparse or sparse is None and models[0].encoder == SPARSE_ENCODER:
+        extra.append(SPARSE)
     return names + [m for m in extra if m not in names], models

@@ -8,8 +8,9 @@ Each component ranks the whole index; only its top `window` chunks take part. Tw
   (1 when the window's scores are all equal; 0 when absent);
 - `zscore`: score(c) = sum_m w_m * (z_m(c) - min z_m), z_m = (s_m - mean_m) / std_m over each
   window (0 when the window's scores are all equal; 0 when absent, i.e. the window's lowest).
-Floor: a fused hit is kept only if at least one component scored it at or above that
-component's own calibrated floor (a component without a floor lets every hit pass).
+Floor: a fused hit is kept only if at least one of the gating components (all but `sparse`:
+search/scorers.py `gates`) scored it at or above its own calibrated floor (a gating component
+without a floor lets every hit pass).
 """
 
 from __future__ import annotations
@@ -183,6 +184,7 @@ class HybridScorer:
 
     def __init__(self, rankers: Mapping, weights: Mapping[str, float],
                  settings: FusionSettings, floors: Mapping[str, float | None]):
+        """`floors`: the floor of each component a hit may pass (search/scorers.py `gates`)."""
         self.rankers, self.weights = dict(rankers), dict(weights)
         self.settings, self.floors = check_settings(settings), dict(floors)
 
@@ -207,7 +209,7 @@ class HybridScorer:
         """Fused (ids, scores) of the components' ranked windows, floors applied if asked."""
         ids, scores = fuse(ranked, self.weights, self.settings)
         if self.settings.floors:
-            keep = passing(ids, ranked, {m: self.floors.get(m) for m in self.weights})
+            keep = passing(ids, ranked, self.floors)
             ids, scores = ids[keep], scores[keep]
         return ids, scores
 

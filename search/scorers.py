@@ -18,19 +18,25 @@ K = 3
 def available_methods(index) -> list[str]:
     """Methods this index can answer with, in registry order: each dense model (`dense`,
     `dense:NAME`) and, when it has `hybrid`, one hybrid per extra model (`hybrid:NAME`) and
-    `hybrid3` (hybrid + sparse) when it has `sparse`."""
+    `hybrid3` (hybrid + sparse) when it has `sparse` that its hybrid does not fuse already."""
     stored = stored_methods(index.manifest.methods)
     if HYBRID not in stored:
         return stored
     extra = [f"{HYBRID}:{model_of(m)}" for m in stored if m.startswith("dense:")]
-    return stored + extra + ([HYBRID3] if SPARSE in stored else [])
+    return stored + extra + ([HYBRID3] if SPARSE in stored and not fuses_sparse(index) else [])
+
+
+def fuses_sparse(index) -> bool:
+    """Whether the build's `hybrid` fuses `sparse` (built with it: index/dense/dense.py)."""
+    return bool(index.manifest.entry(HYBRID).get(SPARSE))
 
 
 def scorer(index, method: str, fusion: FusionSettings | None = None):
     """The ranker of `method` on `index` (`dense:NAME` / `hybrid:NAME` of the first model are
     `dense` / `hybrid`); a fused method uses `fusion` (default: the settings stored in the
-    build's `hybrid` entry), `hybrid:NAME` fusing `dense:NAME` by default."""
-    method = resolve(index.manifest.methods, method)
+    build's `hybrid` entry), `hybrid:NAME` fusing `dense:NAME` by default; `hybrid3` is
+    `hybrid` on a build whose hybrid fuses sparse."""
+    method = _hybrid3(index, resolve(index.manifest.methods, method))
     spec = method_spec(method)
     if spec is None or spec.kind != "fused":
         return index.ranker(method)
@@ -40,17 +46,17 @@ def scorer(index, method: str, fusion: FusionSettings | None = None):
     settings = fusion if fusion is not None else stored_settings(index.manifest.entry(HYBRID))
     dense = _dense_of(method)
     weights = components(_resolved(index, settings), _parts(index), dense,
-                         dense_share=dense_share(index, dense), sparse=_sparse_of(method))
+                         dense_share=dense_share(index, dense), sparse=_sparse_of(index, method))
     return HybridScorer({m: index.ranker(resolve(index.manifest.methods, m)) for m in weights},
-                        weights, settings, {m: floor_of(index, m) for m in weights})
+                        weights, settings, {m: floor_of(index, m) for m in gates(weights)})
 
 
 def describe_fusion(index, settings: FusionSettings, method: str = "hybrid") -> dict:
     """The settings with the components and weights actually used on `index`."""
-    method = resolve(index.manifest.methods, method)
+    method = _hybrid3(index, resolve(index.manifest.methods, method))
     dense = _dense_of(method)
     return describe(_resolved(index, settings), _parts(index), dense,
-                    dense_share=dense_share(index, dense), sparse=_sparse_of(method))
+                    dense_share=dense_share(index, dense), sparse=_sparse_of(index, method))
 
 
 def dense_share(index, dense: str = "dense") -> float:
@@ -72,6 +78,7 @@ def method_settings(index, method: str) -> dict:
     spec = method_spec(method)
     if spec is not None and spec.kind == "fused":
         out.pop("fusion", None)
+        out.pop(SPARSE, None)  # the weights name it
         out = {**describe_fusion(index, stored_settings(entry), method), **out}
     return out
 
@@ -88,9 +95,23 @@ def _parts(index) -> list[str]:
     return [m for m in available_methods(index) if not is_hybrid(m)]
 
 
-def _sparse_of(method: str) -> str | None:
-    """The sparse component of a hybrid's default weights: `hybrid3` fuses `sparse`."""
-    return SPARSE if method == HYBRID3 else None
+def _sparse_of(index, method: str) -> str | None:
+    """The sparse component of a hybrid's default weights: `hybrid3` fuses `sparse`, and so
+    does `hybrid` when the build made them together."""
+    return SPARSE if method == HYBRID3 or method == HYBRID and fuses_sparse(index) else None
+
+
+def gates(weights) -> list[str]:
+    """The components whose floors a fused hit must pass one of: `sparse` ranks but does not
+    vouch for a hit (its top score tells answerable from unanswerable questions least: the
+    handbook's 16 refused 38 % at its 95 % floor against bm25's 56 %, the golden set's 14 none;
+    docs/eval.md), unless it is all the fusion has."""
+    return [m for m in weights if m != SPARSE] or list(weights)
+
+
+def _hybrid3(index, method: str) -> str:
+    """`hybrid3` names `hybrid` on a build whose hybrid fuses sparse already."""
+    return HYBRID if method == HYBRID3 and fuses_sparse(index) else method
 
 
 def _dense_of(method: str) -> str:

@@ -275,5 +275,8 @@ def previous_models(previous) -> tuple[str | None, dict]:
 
 def build_hybrid(texts: Sequence[str], out, *, options: dict,
                  previous=None, on_progress: Callable | None = None) -> dict:
-    """The `hybrid` entry: no arrays, only fusion settings that override the defaults."""
-    return {"fusion": options.get("fusion_settings", {}), "floor": None}
+    """The `hybrid` entry: no arrays, only fusion settings that override the defaults, and
+    `sparse` when the build makes that method too (index/build.py hands its pass a
+    `sparse_sink`): hybrid then fuses it as a third ranking (search/scorers.py)."""
+    fuses = {"sparse": True} if options.get("sparse_sink") is not None else {}
+    return {"fusion": options.get("fusion_settings", {}), "floor": None, **fuses}

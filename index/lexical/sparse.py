@@ -150,11 +150,13 @@ def question_latents(encoder, query: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def question_encoder(index):
-    """The e5-small encoder already loaded for the index's dense method (one forward pass per
-    question for dense and sparse), else a new one."""
+    """The e5-small encoder already loaded for the index's dense method, its sparse head
+    loaded now: from here on its question pass keeps the latents too, so a hybrid that asks
+    dense and then sparse encodes the question once (E5SmallEncoder.encode); else a new one."""
     entry = index.manifest.methods.get("dense", {})
     if entry.get("encoder") == ENCODER:
         encoder = getattr(index.ranker("dense"), "encoder", None)
         if hasattr(encoder, "encode_sparse"):
+            encoder.sparse_head()
             return encoder
     return get_encoder(ENCODER, threads=THREADS)

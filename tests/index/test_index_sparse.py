@@ -194,6 +194,22 @@ def _busca(home, *args) -> str:
     return result.stdout
 
 
+def _articles(tmp_path, n: int) -> Path:
+    """The fixture site's first `n` articles as a JSON-lines file."""
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("\n".join(ARTICLES.read_text(encoding="utf-8").splitlines()[:n]) + "\n",
+                    encoding="utf-8")
+    return docs
+
+
+def _indexed(tmp_path, n: int) -> Path:
+    """A local home of `n` articles indexed as `busca index --dense e5-small` does."""
+    home = tmp_path / "home"
+    _busca(home, "add", str(_articles(tmp_path, n)))
+    _busca(home, "index", "--dense", "e5-small")
+    return home
+
+
 def _top10(home, method: str, query: str) -> list[tuple[str, int, float]]:
     out = _busca(home, "search", query, "--method", method, "-k", "10", "--json", "--no-log",
                  "--min-score", "0")
@@ -206,19 +222,18 @@ def _top10(home, method: str, query: str) -> list[tuple[str, int, float]]:
 @pytest.mark.postgres
 def test_sparse_gives_the_same_top_10_on_both_backends(encoder, pg_home, tmp_path):
     """Eight articles indexed on a local and a PostgreSQL home (one dense + sparse pass
-    each): the same top 10 and scores for sparse and hybrid3; a rebuild reuses the latents."""
-    docs = tmp_path / "docs.jsonl"
-    docs.write_text("\n".join(ARTICLES.read_text(encoding="utf-8").splitlines()[:8]) + "\n",
-                    encoding="utf-8")
+    each): the same top 10 and scores for sparse and hybrid (which fuses sparse: hybrid3 names
+    it too); a rebuild reuses the latents."""
+    docs = _articles(tmp_path, 8)
     local = tmp_path / "home"
     for home in (local, pg_home):
         _busca(home, "add", str(docs))
         _busca(home, "index", "--methods", "bm25,sparse", "--dense", "e5-small")
     for question in QUESTIONS:
-        for method in ("sparse", "hybrid3"):
+        for method in ("sparse", "hybrid", "hybrid3"):
             a, b = _top10(local, method, question), _top10(pg_home, method, question)
             assert [h[:2] for h in a] == [h[:2] for h in b], (method, question)
-            # sparse sums the same float32 weights; hybrid3 adds dense cosines, float32 sums
+            # sparse sums the same float32 weights; hybrid adds dense cosines, float32 sums
             # whose order follows the CPU's vector width (numpy here, pgvector there): a few
             # ulps, magnified by min-max over the top 100's range (measured 1.1e-6 on AVX2)
             tolerance = 1e-6 if method == "sparse" else 1e-5
@@ -246,3 +261,96 @@ def test_hybrid3_fuses_sparse_as_a_third_component_and_keeps_no_floor():
     calibrated = Calibration(0.5, 0.1, None, None, 3, (), (), ())
     floors, dropped = floors_to_store({m: calibrated for m in ("sparse", "hybrid", "hybrid3")})
     assert floors == {"sparse": 0.5} and dropped
+
+
+def test_e5_small_brings_sparse_unless_told_and_a_rebuild_keeps_the_choice(encoder):
+    """The dense/hybrid/sparse rule (index/methods.py): sparse comes with e5-small as the
+    default model, not with another one unless asked; --no-sparse leaves it out; kept models
+    keep the previous build's choice."""
+    from busca.index.methods import with_dense
+
+    def names(methods, dense, previous=None, sparse=None):
+        return with_dense(methods, dense, previous, sparse=sparse)[0]
+
+    assert names(["tfidf", "bm25"], "e5-small") == ["tfidf", "bm25", "dense", "hybrid", "sparse"]
+    assert names(["bm25"], "use,e5-small") == ["bm25", "dense", "dense:e5-small", "hybrid"]
+    assert names(["bm25"], "use", sparse=True) == ["bm25", "dense", "hybrid", "sparse"]
+    assert names(["bm25"], "e5-small", sparse=False) == ["bm25", "dense", "hybrid"]
+    assert names(["bm25", "sparse"], "e5-small", sparse=False) == ["bm25", "sparse", "dense",
+                                                                  "hybrid"]
+    assert names(["bm25"], None, "e5-small=e5-small", sparse=False) == ["bm25", "dense", "hybrid"]
+    assert names(["bm25"], "none") == ["bm25"]
+
+
+def test_hybrid_fuses_sparse_when_the_build_made_it(encoder, tmp_path):
+    """`busca index --dense e5-small` makes sparse, and its hybrid fuses it (hybrid3's weights;
+    `hybrid3` names the same ranking and is not listed twice); --no-sparse goes back to the
+    pair; a build made before hybrid fused sparse (its entry without the mark) keeps the pair
+    and offers hybrid3."""
+    from busca.search.scorers import available_methods, describe_fusion, fuses_sparse
+    from busca.search.fusion import FusionSettings
+
+    home = _indexed(tmp_path, 6)
+
+    def state():
+        with open_home(home) as h:
+            build = h.current()
+            weights = describe_fusion(build, FusionSettings())["weights"]
+            return available_methods(build), weights, fuses_sparse(build), build.path
+
+    methods, weights, fused, path = state()
+    assert "sparse" in methods and "hybrid3" not in methods and fused
+    assert weights == {"bm25": 0.21, "dense": 0.49, "sparse": 0.3}
+    for question in QUESTIONS[:2]:
+        assert _top10(home, "hybrid", question) == _top10(home, "hybrid3", question)
+    # a build of the previous version: the same arrays, its hybrid entry without the mark
+    manifest = Path(path) / "manifest.json"
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    del data["methods"]["hybrid"]["sparse"]
+    manifest.write_text(json.dumps(data), encoding="utf-8")
+    methods, weights, fused, _ = state()
+    assert "hybrid3" in methods and not fused and weights == {"bm25": 0.3, "dense": 0.7}
+    assert _top10(home, "hybrid", QUESTIONS[0]) != _top10(home, "hybrid3", QUESTIONS[0])
+    _busca(home, "index", "--no-sparse")  # keeps e5-small, drops sparse
+    methods, weights, fused, _ = state()
+    assert "sparse" not in methods and not fused and weights == {"bm25": 0.3, "dense": 0.7}
+    _busca(home, "index")  # as the previous build did: still no sparse
+    assert "sparse" not in state()[0]
+    _busca(home, "index", "--sparse")
+    assert state()[2]
+
+
+def test_an_evaluation_encodes_each_question_once_for_dense_sparse_and_hybrid(encoder,
+                                                                               tmp_path):
+    """`busca eval` ranks method after method; the memo of search/eval/encoding.py keeps each
+    question's vector and latents from its one pass, whichever method asks first; a search's
+    hybrid asks dense and then sparse, and the encoder keeps the latents of dense's pass."""
+    from busca.search.eval.judge import index_rankers
+    from busca.search.scorers import rank, scorer
+
+    home = _indexed(tmp_path, 3)
+    with open_home(home) as h:
+        build = h.current()
+        rankers = index_rankers(build, ["dense", "sparse", "hybrid"], threads=1)
+        model = build.ranker("dense").encoder._encoder._model
+        passes = []
+        original = model.encode
+        model.encode = lambda texts, **kw: passes.append(len(texts)) or original(texts, **kw)
+        ranked = {m: [r(q) for q in QUESTIONS] for m, r in rankers.items()}
+        model.encode = original
+        assert sum(passes) == len(QUESTIONS)
+    with open_home(home) as h:  # the same rankings as a search's own passes
+        build = h.current()
+        for method in rankers:
+            for question, (ids, scores) in zip(QUESTIONS, ranked[method]):
+                fresh_ids, fresh_scores = rank(build, question, method=method, k=10)
+                assert list(fresh_ids) == list(ids[:10]), (method, question)
+                assert np.allclose(fresh_scores, scores[:10], rtol=0, atol=1e-6)
+    with open_home(home) as h:  # a search's hybrid: one pass for its first question too
+        build = h.current()
+        scorer(build, "hybrid")
+        model = build.ranker("dense").encoder._model
+        passes, original = [], model.encode
+        model.encode = lambda texts, **kw: passes.append(len(texts)) or original(texts, **kw)
+        rank(build, "uma pergunta que ninguém fez antes", method="hybrid", k=5)
+        assert passes == [1]

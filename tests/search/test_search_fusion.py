@@ -12,8 +12,8 @@ from busca.index.build import UnknownMethodError, build_index
 from busca.index.home.storage import load_index, update_manifest
 from busca.search import fusion
 from busca import search as core
-from busca.search.fusion import (FusionError, FusionSettings, check_settings, minmax,
-                                  parse_weights, passing, rrf, zscore)
+from busca.search.fusion import (FusionError, FusionSettings, HybridScorer, check_settings,
+                                  minmax, parse_weights, passing, rrf, zscore)
 from busca.index import LocalHome
 
 
@@ -351,3 +351,30 @@ def test_cli_errors_are_one_line(run, tmp_path, fake):
 def test_weights_must_be_finite_and_not_negative(text):
     with pytest.raises(FusionError, match="number >= 0"):
         parse_weights(text)
+
+
+class _Listed:
+    """A component's ranked window, as a ranker's `top` gives it."""
+
+    def __init__(self, ids_, scores):
+        self.ids, self.scores = ids_, np.array(scores, dtype=float)
+
+    def top(self, query, k):
+        return self.ids[:k], self.scores[:k]
+
+
+def test_sparse_ranks_in_a_hybrid_but_does_not_vouch_for_a_hit():
+    """A fused hit must pass the floor of bm25 or dense: 1 passes bm25's, 2 dense's; 3 and 4
+    pass only sparse's and are dropped (they would stay if sparse's floor counted)."""
+    from busca.search.scorers import gates
+
+    weights = {"bm25": 0.21, "dense": 0.49, "sparse": 0.3}
+    assert gates(weights) == ["bm25", "dense"] and gates({"sparse": 1.0}) == ["sparse"]
+    rankers = {"bm25": _Listed(ids(1, 2), [5.0, 1.0]), "dense": _Listed(ids(2, 3), [0.9, 0.8]),
+               "sparse": _Listed(ids(3, 4), [40.0, 30.0])}
+    floors = {"bm25": 4.0, "dense": 0.85, "sparse": 20.0}
+    settings = FusionSettings(floors=True)
+    gated = HybridScorer(rankers, weights, settings, {m: floors[m] for m in gates(weights)})
+    assert sorted(gated.score("q")[0].tolist()) == [1, 2]
+    every = HybridScorer(rankers, weights, settings, floors)
+    assert sorted(every.score("q")[0].tolist()) == [1, 2, 3, 4]
