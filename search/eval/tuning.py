@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...index.dense.dense_models import HYBRID3, is_hybrid
+from ...index.methods import SPARSE
 from ...index.lexical.lexical import NoSearchableTerms
 from ..fusion import (RRF_K, WINDOW, FusionError, FusionSettings, check_settings,
                       default_weights, fuse)
@@ -83,19 +84,25 @@ class Tuning:
                 " default unless questions not used here confirm the gain")
 
 
-def grid(components: Sequence[str], *, window: int = WINDOW) -> list[FusionSettings]:
+def grid(components: Sequence[str], *, window: int = WINDOW,
+         sparse: str | None = None) -> list[FusionSettings]:
     """Two components (lexical, dense): RRF over k x dense weight (lexical 1), then z-score and
-    min-max over the dense share. More: RRF with equal weights over k, then z-score and
-    min-max over every split of the weights (`splits`)."""
+    min-max over the dense share; with `sparse` (a hybrid that fuses it) that method too, at
+    weight 1 and at its fixed share (search/fusion.py `default_weights`): the share is what
+    `--save` stores, and the hybrid applies it beside sparse. More: RRF with equal weights over
+    k, then z-score and min-max over every split of the weights (`splits`)."""
     if len(components) > 2:
         out = [FusionSettings("rrf", float(k), window, dict.fromkeys(components, 1.0))
                for k in RRF_KS]
         return out + [FusionSettings(how, RRF_K, window, weights)
                       for how in ("zscore", "minmax") for weights in splits(components)]
     lexical, dense = components
-    out = [FusionSettings("rrf", float(k), window, {lexical: 1.0, dense: w})
+    third = {sparse: 1.0} if sparse else {}
+    out = [FusionSettings("rrf", float(k), window, {lexical: 1.0, dense: w, **third})
            for k in RRF_KS for w in DENSE_WEIGHTS]
-    out += [FusionSettings(how, RRF_K, window, {lexical: round(1 - s, 2), dense: s})
+    parts = (lexical, dense, *third)
+    out += [FusionSettings(how, RRF_K, window,
+                           default_weights(parts, how, dense, dense_share=s, sparse=sparse))
             for how in ("zscore", "minmax") for s in DENSE_SHARES]
     return out
 
@@ -131,9 +138,11 @@ def tune_fusion(golden: Golden, index, store, *, metric: Metric,
                           f" ({', '.join(available)}), e.g. --methods bm25,dense,sparse;"
                           f" got {', '.join(weights)}")
     components = tuple(sorted(weights, key=lambda m: m == "dense")) if pair else tuple(weights)
+    sparse = SPARSE if pair and fuses_sparse(index) else None  # kept at its share (grid)
     table = chunk_table(index, store)
     judged = [j for j in judge(golden, table).items if j.question.answerable]
-    ranked = [_ranked(index, components, j.question.text, window, progress, n, len(judged))
+    ranked = [_ranked(index, components + ((sparse,) if sparse else ()), j.question.text,
+                      window, progress, n, len(judged))
               for n, j in enumerate(judged, start=1)]
     labels = _labels(golden, judged, by)
 
@@ -142,8 +151,9 @@ def tune_fusion(golden: Golden, index, store, *, metric: Metric,
                          for j, (ids, s) in zip(judged, rankings)])
         return Trial(name, settings, vals, bootstrap(vals), _slice_means(vals, labels))
 
-    default = FusionSettings(window=window, weights=_baseline(index, components))
-    settings = [default] + [s for s in grid(components, window=window) if s != default]
+    default = FusionSettings(window=window, weights=_baseline(index, components, sparse))
+    settings = [default] + [s for s in grid(components, window=window, sparse=sparse)
+                            if s != default]
     trials = []
     for n, s in enumerate(settings, start=1):
         trials.append(trial(_name(s), s, [_fused(r, s) for r in ranked]))
@@ -155,11 +165,13 @@ def tune_fusion(golden: Golden, index, store, *, metric: Metric,
                   _cross_validated(trials, folds), len(judged))
 
 
-def _baseline(index, components: tuple[str, ...]) -> dict[str, float]:
-    """The weights the grid is compared with: the default hybrid's for a pair, hybrid3's for
-    its three methods, else min-max with equal weights."""
+def _baseline(index, components: tuple[str, ...], sparse: str | None = None
+              ) -> dict[str, float]:
+    """The weights the grid is compared with: the default hybrid's for a pair (with `sparse`
+    when it fuses it), hybrid3's for its three methods, else min-max with equal weights."""
     if len(components) == 2:
-        return default_weights(components, dense_share=dense_share(index))
+        return default_weights((*components, *([sparse] if sparse else [])),
+                               dense_share=dense_share(index), sparse=sparse)
     available = available_methods(index)
     if HYBRID3 in available or fuses_sparse(index):  # the weights of the hybrid that fuses
         # sparse (search/fusion.py), when they are these
@@ -233,10 +245,15 @@ def choose_share(tuning: Tuning) -> ShareChoice:
     """The min-max share of the grid best on all questions, with the cross-validated figure
     of picking the share that way (min-max settings only) beside the default's."""
     shares = [t for t in tuning.trials if t.settings.fusion == "minmax"]  # best first
-    dense = tuning.components[-1]
-    return ShareChoice(dense, float(shares[0].settings.weights[dense]),
+    lexical, dense = tuning.components
+    return ShareChoice(dense, _share(shares[0].settings.weights, lexical, dense),
                        _cross_validated(shares, FOLDS), tuning.default.estimate,
-                       float(tuning.default.settings.weights[dense]))
+                       _share(tuning.default.settings.weights, lexical, dense))
+
+
+def _share(weights: dict, lexical: str, dense: str) -> float:
+    """Dense's share of the pair's weight (the rest of a min-max fusion is sparse's)."""
+    return round(weights[dense] / (weights[lexical] + weights[dense]), 6)
 
 
 def save_share(home, choice: ShareChoice) -> bool:
@@ -293,9 +310,11 @@ def render(tuning: Tuning, *, top: int = TOP) -> str:
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [head, *rows]]
     d, cv = tuning.best_vs_default, tuning.cross_validated
+    fixed = [m for m in tuning.default.settings.weights if m not in tuning.components]
+    also = f"; {', '.join(fixed)} fused beside them at its share" if fixed else ""
     lines += ["",
               f"{len(tuning.trials)} settings tried on {tuning.questions} answerable questions"
-              f" (components: {', '.join(tuning.components)},"
+              f" (components: {', '.join(tuning.components)}{also},"
               f" window {tuning.best.settings.window})",
               f"best − default: {d.mean:+.3f} ({d.low:+.2f} to {d.high:+.2f}),"
               f" p = {d.p_value:.3f}",

@@ -354,3 +354,38 @@ def test_an_evaluation_encodes_each_question_once_for_dense_sparse_and_hybrid(en
         model.encode = lambda texts, **kw: passes.append(len(texts)) or original(texts, **kw)
         rank(build, "uma pergunta que ninguém fez antes", method="hybrid", k=5)
         assert passes == [1]
+
+
+def test_tuning_a_hybrid_that_fuses_sparse_keeps_sparse_at_its_share(encoder, tmp_path):
+    """--tune-fusion's pair (bm25, dense) on a build whose hybrid fuses sparse: every setting
+    fuses sparse too (min-max and z-score at its 0.3, RRF at weight 1), the default is the
+    hybrid's own weights, and a saved share is the pair's proportion the hybrid then uses."""
+    from busca.search.eval import tuning
+    from busca.search.eval.golden import load_golden
+    from busca.search.eval.metrics import parse_metric
+    from busca.search.fusion import FusionSettings, default_weights
+    from busca.search.scorers import describe_fusion
+
+    home = _indexed(tmp_path, 6)
+    rows = [json.loads(line) for line in ARTICLES.read_text(encoding="utf-8").splitlines()[:6]]
+    golden = [{"id": f"l{i}", "tipo": "lexical", "pergunta": " ".join(r["text"].split()[5:15]),
+               "trecho": " ".join(r["text"].split()[6:14])} for i, r in enumerate(rows[:4])]
+    path = tmp_path / "golden.json"
+    path.write_text(json.dumps(golden, ensure_ascii=False), encoding="utf-8")
+    with open_home(home) as h:
+        build = h.current()
+        result = tuning.tune_fusion(load_golden(path), build, h, metric=parse_metric("recall@3"))
+        assert result.components == ("bm25", "dense")
+        assert result.default.settings.weights == describe_fusion(build, FusionSettings())[
+            "weights"] == {"bm25": 0.21, "dense": 0.49, "sparse": 0.3}
+        for trial in result.trials:
+            expected = 1.0 if trial.settings.fusion == "rrf" else 0.3
+            assert trial.settings.weights["sparse"] == expected, trial.name
+        assert tuning.choose_share(result).default_share == 0.7
+        default = result.default.estimate
+        tuning.save_share(h, tuning.ShareChoice("dense", 0.5, default, default, 0.7))
+    with open_home(home) as h:
+        weights = describe_fusion(h.current(), FusionSettings())["weights"]
+    assert weights == default_weights(["bm25", "dense", "sparse"], dense_share=0.5,
+                                      sparse="sparse") == {"bm25": 0.35, "dense": 0.35,
+                                                           "sparse": 0.3}

@@ -65,6 +65,19 @@ def test_grid_has_rrf_zscore_and_minmax_settings_and_the_defaults():
     assert {s.fusion for s in settings} == {"rrf", "minmax", "zscore"}
 
 
+def test_a_pairs_grid_beside_sparse_keeps_sparse_at_its_share():
+    """A hybrid that fuses sparse: the pair's settings fuse it too, at the share the hybrid
+    gives it, so the dense share of a min-max setting is the proportion of the pair."""
+    alone, beside = tuning.grid(["bm25", "dense"]), tuning.grid(["bm25", "dense"], sparse="sparse")
+    assert len(alone) == len(beside)
+    for a, b in zip(alone, beside):
+        assert {m: w for m, w in b.weights.items() if m != "sparse"} == pytest.approx(
+            a.weights if a.fusion == "rrf" else {m: w * 0.7 for m, w in a.weights.items()})
+        assert b.weights["sparse"] == (1.0 if a.fusion == "rrf" else fusion.SPARSE_SHARE)
+        if a.fusion == "minmax":
+            assert tuning._share(b.weights, "bm25", "dense") == a.weights["dense"]
+
+
 def test_tuning_scores_each_setting_like_the_hybrid_scorer(setup):
     index, store, golden = setup
     metric = parse_metric("recall@1")
