@@ -112,6 +112,10 @@ class Corpus:
                                                             dense=spec.dense, sparse=spec.sparse)
         if kept and on_note:
             on_note(f"keeping the dense models {kept} (--dense none drops them)")
+            if spec.sparse is None and indexing.sparse_left_out(names, models):
+                on_note("this index's hybrid fuses bm25 and dense only: --sparse adds"
+                        " e5-small's sparse head from the same pass, and hybrid fuses it"
+                        " (measured better on every set: docs/eval.md)")
         built = spec.build_options()
         if models:
             built.update(dense_models=models, servers=self.servers(models, entries),

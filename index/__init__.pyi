@@ -51,6 +51,7 @@ from .dense.rerank_api import RerankSettings as RerankSettings
 from .dense.dense_models import resolve as resolve
 from .dense.dense_models import server_settings as server_settings
 from .text.chunking import SIZE as SIZE
+from .methods import sparse_left_out as sparse_left_out
 from .dense.encoders import THREADS as THREADS
 from .text.titles import titled_methods as titled_methods
 from .text.titles import TITLES as TITLES
@@ -112,5 +113,6 @@ __all__ = [
     "parse_rerank",
     "resolve",
     "server_settings",
+    "sparse_left_out",
     "titled_methods",
 ]

@@ -115,3 +115,9 @@ def with_dense(methods: Sequence[str], dense: str | None, previous: str | None, 
     if sparse or sparse is None and models[0].encoder == SPARSE_ENCODER:
         extra.append(SPARSE)
     return names + [m for m in extra if m not in names], models
+
+
+def sparse_left_out(names: Sequence[str], models: Sequence[DenseModel]) -> bool:
+    """Whether a build of e5-small vectors goes without `sparse` (kept from a build that had
+    none, or --no-sparse): its hybrid fuses bm25 and dense only."""
+    return bool(models) and models[0].encoder == SPARSE_ENCODER and SPARSE not in names

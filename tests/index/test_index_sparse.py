@@ -314,8 +314,9 @@ def test_hybrid_fuses_sparse_when_the_build_made_it(encoder, tmp_path):
     _busca(home, "index", "--no-sparse")  # keeps e5-small, drops sparse
     methods, weights, fused, _ = state()
     assert "sparse" not in methods and not fused and weights == {"bm25": 0.3, "dense": 0.7}
-    _busca(home, "index")  # as the previous build did: still no sparse
-    assert "sparse" not in state()[0]
+    rebuilt = CliRunner().invoke(cli, ["--home", str(home), "index"], obj={})
+    assert rebuilt.exit_code == 0 and "sparse" not in state()[0]  # as the previous build did
+    assert "--sparse adds e5-small's sparse head" in rebuilt.stderr  # and says how to add it
     _busca(home, "index", "--sparse")
     assert state()[2]
 
