@@ -112,7 +112,7 @@ def with_dense(methods: Sequence[str], dense: str | None, previous: str | None, 
     extra = method_names(models)
     if set(LEXICAL) & set(names):
         extra.append(HYBRID)
-    if sparse or sparse is None and models[0].encoder == SPARSE_ENCODER:
+    if sparse or sparse is None and _e5_first(models):
         extra.append(SPARSE)
     return names + [m for m in extra if m not in names], models
 
@@ -120,4 +120,9 @@ def with_dense(methods: Sequence[str], dense: str | None, previous: str | None, 
 def sparse_left_out(names: Sequence[str], models: Sequence[DenseModel]) -> bool:
     """Whether a build of e5-small vectors goes without `sparse` (kept from a build that had
     none, or --no-sparse): its hybrid fuses bm25 and dense only."""
-    return bool(models) and models[0].encoder == SPARSE_ENCODER and SPARSE not in names
+    return _e5_first(models) and SPARSE not in names
+
+
+def _e5_first(models: Sequence[DenseModel]) -> bool:
+    """Whether the default dense model is the one whose pass makes sparse's latents."""
+    return bool(models) and models[0].encoder == SPARSE_ENCODER
