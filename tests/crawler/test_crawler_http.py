@@ -281,21 +281,39 @@ def test_a_hold_made_while_a_request_waits_is_waited_out():
     assert held and t.now >= 1000.1 + 5.0
 
 
-def test_no_request_before_retry_after_with_several_workers(tmp_path):
+def test_no_request_before_retry_after_with_several_workers(tmp_path, monkeypatch):
+    import time
     from busca.crawler.crawl import crawl
     from busca.crawler.options import CrawlOptions
     from busca.index.home.documents import Store
     from busca.fixtures.server import Faults, FixtureSite, load_articles
 
+    holds, starts = [], []
+    hold, wait = RateLimiter.hold, RateLimiter.wait
+
+    def holding(self, host, seconds):
+        holds.append((time.monotonic(), time.monotonic() + seconds))
+        hold(self, host, seconds)
+
+    def waiting(self, host):
+        wait(self, host)
+        starts.append(time.monotonic())
+
+    monkeypatch.setattr(RateLimiter, "hold", holding)
+    monkeypatch.setattr(RateLimiter, "wait", waiting)
     faults = Faults(throttle_every=4, retry_after="1")
+    workers = 3
     with FixtureSite(load_articles()[:8], faults=faults) as site, Store(tmp_path) as store:
-        options = CrawlOptions(source="sitemap", rate=20.0, workers=3, backoff=0.01)
+        options = CrawlOptions(source="sitemap", rate=20.0, workers=workers, backoff=0.01)
         list(crawl(site.url, store, options=options))
         hits = site.hits()
     throttled = [h.time for h in hits if h.status == 429]
-    assert throttled
-    for t in throttled:  # requests already on their way may arrive a moment after the 429
-        assert not [h for h in hits if t + 0.03 < h.time < t + 0.95], (t, hits)
+    assert throttled and len(holds) >= len(throttled)
+    for made, until in holds:  # no request starts once a 429 is read, until its hold ends
+        assert not [s for s in starts if made < s < until - 0.01], (made, until, starts)
+    for t in throttled:  # only requests already on their way arrive after the 429
+        arrived = [h for h in hits if t < h.time < t + 0.95]
+        assert len(arrived) <= workers - 1, (t, arrived)
 
 
 def test_a_huge_crawl_delay_is_capped_and_announced_before_the_wait(mocked):
