@@ -38,6 +38,8 @@ import threading
 import time
 from pathlib import Path
 
+from .home.processes import alive
+
 MIN_DOCUMENTS = 5_000
 MIN_POSTINGS = 1_000_000
 # every kernel module, by name -> where it lives under index/
@@ -212,13 +214,7 @@ def _warming_elsewhere() -> bool:
         pid = int(path.with_name(path.name + ".running").read_text()) if path else 0
     except (OSError, ValueError):
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return pid != os.getpid()
+    return pid != os.getpid() and alive(pid)
 
 
 def wait_ready(timeout: float | None = None) -> bool:

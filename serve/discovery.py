@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ..index.home.processes import alive
+
 FILE = "serve.json"
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
@@ -124,19 +126,3 @@ def find(location: str | Path) -> Record | None:
     except OSError:
         return None
     return record
-
-
-def alive(pid: int) -> bool:
-    """Whether a process with this id exists (one of another user's counts). Not on Windows,
-    where signal 0 would interrupt the process: there no record is ever live."""
-    if pid <= 0 or os.name == "nt":
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except OSError:
-        return False
-    return True

@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ...errors import BuscaError
+from .processes import alive
 
 try:
     import fcntl
@@ -101,13 +102,7 @@ def _holder_in(fd: int) -> str | None:
         pid, started = int(data["pid"]), datetime.fromisoformat(data["started"])
     except (OSError, ValueError, TypeError, KeyError):
         return None
-    try:
-        os.kill(pid, 0)
-    except PermissionError:  # alive, another user's
-        pass
-    except OSError:  # ended: the last build's text
-        return None
-    return holder_text(pid, started)
+    return holder_text(pid, started) if alive(pid) else None  # else: the last build's text
 
 
 def take_pg_lock(conn, schema: str) -> None:

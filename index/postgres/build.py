@@ -30,6 +30,7 @@ import scipy.sparse as sp
 
 from . import copy as pc
 from ..home.buildlock import take_pg_lock
+from ..home.processes import alive
 from ..home.storage import read_npy
 from ..dense.dense_models import array_key
 from .lists import pack_ids, pack_values
@@ -268,18 +269,8 @@ def _remove_orphans() -> None:
     """Remove the array folders of killed builds (their process is gone)."""
     for folder in Path(tempfile.gettempdir()).glob(SPOOL + "*"):
         pid = folder.name[len(SPOOL):].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _try_extension(cur, name: str) -> bool:
