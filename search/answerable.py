@@ -27,7 +27,6 @@ below the model's threshold (`--min-score` overrides, as it does a floor).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -35,6 +34,7 @@ import numpy as np
 
 from ..index.dense.dense_models import resolve
 from ..index.lexical.lexical import NoSearchableTerms
+from .coverage import Lexicon, lexicon_of
 from .fusion import LEXICAL
 from .scorers import rank
 
@@ -92,70 +92,6 @@ class Model:
                    tuple(map(float, data["scale"])), tuple(map(float, data["coefficients"])),
                    float(data["intercept"]), float(data["threshold"]), float(data["keep"]),
                    tuple(data.get("agreement", ())), bool(data.get("shared", False)))
-
-
-@dataclass(frozen=True)
-class Lexicon:
-    """What idf_coverage reads: a lexical method's analyzer and term-major postings."""
-
-    analyze: object  # str -> list of terms
-    column: Mapping[str, int]
-    indptr: np.ndarray
-    indices: np.ndarray
-    n: int  # chunks
-
-    def idf(self, df: int) -> float:
-        """Lucene BM25 idf: ln(1 + (n - df + 0.5) / (df + 0.5))."""
-        return math.log(1 + (self.n - df + 0.5) / (df + 0.5))
-
-    def terms(self, query: str) -> list[tuple[float, slice]]:
-        """(idf, span of its postings) of each distinct analysed term of `query`; a term the
-        corpus lacks has an empty span and df 0."""
-        out = []
-        for term in set(self.analyze(query)):
-            c = self.column.get(term)
-            span = slice(int(self.indptr[c]), int(self.indptr[c + 1])) if c is not None \
-                else slice(0, 0)
-            out.append((self.idf(span.stop - span.start), span))
-        return out
-
-    def coverage(self, query: str, chunk: int) -> float:
-        """The share of the query's idf mass whose terms occur in `chunk` (0 with no term)."""
-        return _share(self.terms(query), self._in(chunk))
-
-    def known(self, query: str) -> float:
-        """The share of the query's idf mass whose terms occur in the corpus (0 with no term)."""
-        return _share(self.terms(query), _nonempty)
-
-    def shares(self, query: str, chunk: int) -> tuple[float, float]:
-        """(coverage of `chunk`, known) from one analysis of the query."""
-        terms = self.terms(query)
-        return _share(terms, self._in(chunk)), _share(terms, _nonempty)
-
-    def _in(self, chunk: int):
-        return lambda span: bool(np.any(self.indices[span] == chunk))
-
-
-def _nonempty(span: slice) -> bool:
-    return span.stop > span.start
-
-
-def _share(terms: list[tuple[float, slice]], holds) -> float:
-    """The share of the terms' idf mass whose span `holds` (0 when there is none)."""
-    total = sum(w for w, _ in terms)
-    return sum(w for w, span in terms if holds(span)) / total if total > 0 else 0.0
-
-
-def lexicon_of(index) -> Lexicon | None:
-    """The Lexicon of the index's lexical method (bm25, else tfidf), None without postings."""
-    method = next((m for m in LEXICAL if m in index.manifest.methods), None)
-    if method is None:
-        return None
-    ranker = index.ranker(method)
-    if not hasattr(ranker, "indptr"):
-        return None
-    return Lexicon(ranker.analyze, ranker.column, ranker.indptr, ranker.indices,
-                   int(index.manifest.chunks))
 
 
 def features(query: str, ranked: Mapping, method: str, *, lexicon: Lexicon | None = None,

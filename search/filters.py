@@ -226,5 +226,5 @@ def restricted(ranker, mask: np.ndarray):
 
     if isinstance(ranker, HybridScorer):
         return HybridScorer({m: Restricted(r, mask) for m, r in ranker.rankers.items()},
-                            ranker.weights, ranker.settings, ranker.floors)
+                            ranker.weights, ranker.settings, ranker.floors, ranker.coverage)
     return Restricted(ranker, mask)

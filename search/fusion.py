@@ -16,7 +16,7 @@ without a floor lets every hit pass).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,6 +36,13 @@ LEXICAL = ("bm25", "tfidf")  # the first one the index has is the default lexica
 # rest; RRF stays the textbook 1:1. Measured: docs/dense.md, "Fusion across models".
 RRF_WEIGHTS = {"lexical": 1.0, "dense": 1.0}
 SPARSE_SHARE = 0.3  # hybrid3: sparse's share, the others keep their proportions (docs/dense.md)
+# The lift (builds since the twenty-second session): a question whose rare words the lexical
+# method's best window holds gets more of the lexical side. With the default min-max weights,
+# the lexical share rises linearly from its own (0.21 or 0.3 with e5-small) at LIFT_FROM of
+# the question's idf mass found there to LIFT_SHARE at LIFT_TO; the others keep their
+# proportions. Chosen on the handbook and the bundled golden set, judged on FaQuAD and the 30
+# fresh paraphrases (docs/eval.md, "A lexical share that follows the question").
+LIFT_FROM, LIFT_TO, LIFT_SHARE = 0.3, 0.8, 0.4
 
 
 class FusionError(BuscaError, ValueError):
@@ -158,6 +165,32 @@ def _sum(parts) -> tuple[np.ndarray, np.ndarray]:
     return unique, np.bincount(inverse, weights=values, minlength=unique.size)
 
 
+def lifted(weights: Mapping[str, float], lexical: str, coverage: float) -> dict[str, float]:
+    """`weights` for a question whose idf mass the lexical method's best window holds
+    `coverage` (0 to 1) of: the lexical share raised toward LIFT_SHARE (never lowered), the
+    other components scaled to keep their proportions and the sum."""
+    total = sum(weights.values())
+    own = weights[lexical] / total if total > 0 else 0.0
+    x = min(1.0, max(0.0, (coverage - LIFT_FROM) / (LIFT_TO - LIFT_FROM)))
+    share = own + x * max(0.0, LIFT_SHARE - own)
+    if share == own:
+        return dict(weights)
+    scale = (1 - share) / (1 - own)
+    return {m: share * total if m == lexical else w * scale for m, w in weights.items()}
+
+
+def can_lift(weights: Mapping[str, float]) -> bool:
+    """Whether `lifted` can change `weights`: a lexical share below LIFT_SHARE."""
+    lexical = next((m for m in LEXICAL if m in weights), None)
+    total = sum(weights.values())
+    return lexical is not None and total > 0 and weights[lexical] / total < LIFT_SHARE
+
+
+def describe_lift() -> dict:
+    """The lift as --json output and `busca stats` describe it."""
+    return {"from": LIFT_FROM, "to": LIFT_TO, "lexical_share": LIFT_SHARE}
+
+
 def stored_settings(entry: Mapping) -> FusionSettings:
     """The settings a build stored in its `hybrid` entry (defaults for what it omits)."""
     stored = entry.get("fusion") or {}
@@ -183,10 +216,14 @@ class HybridScorer:
     """Fuses the top windows of its component rankers; the settings are a value given once."""
 
     def __init__(self, rankers: Mapping, weights: Mapping[str, float],
-                 settings: FusionSettings, floors: Mapping[str, float | None]):
-        """`floors`: the floor of each component a hit may pass (search/scorers.py `gates`)."""
+                 settings: FusionSettings, floors: Mapping[str, float | None],
+                 coverage: Callable[[str, int], float] | None = None):
+        """`floors`: the floor of each component a hit may pass (search/scorers.py `gates`).
+        `coverage(query, chunk)`: the share of the query's idf mass that the chunk holds,
+        given when the weights are lifted per question (`lifted`)."""
         self.rankers, self.weights = dict(rankers), dict(weights)
         self.settings, self.floors = check_settings(settings), dict(floors)
+        self.coverage = coverage
 
     def ranked(self, query: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Each component's top-`window` (ids, scores), best first."""
@@ -200,14 +237,27 @@ class HybridScorer:
         return out
 
     def score(self, query: str) -> tuple[np.ndarray, np.ndarray]:
-        return self.fuse(self.ranked(query))
+        ranked = self.ranked(query)
+        return self.fuse(ranked, self.weights_for(query, ranked))
 
     def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
         return top_k(*self.score(query), k)
 
-    def fuse(self, ranked: dict) -> tuple[np.ndarray, np.ndarray]:
-        """Fused (ids, scores) of the components' ranked windows, floors applied if asked."""
-        ids, scores = fuse(ranked, self.weights, self.settings)
+    def weights_for(self, query: str, ranked: dict) -> dict[str, float]:
+        """The weights `query` is fused with: lifted by its coverage in the lexical
+        component's best window when the scorer lifts, else the fixed ones."""
+        lexical = next((m for m in LEXICAL if m in self.weights), None)
+        if self.coverage is None or lexical is None:
+            return self.weights
+        ids = ranked[lexical][0]
+        return lifted(self.weights, lexical, self.coverage(query, int(ids[0])) if ids.size
+                      else 0.0)
+
+    def fuse(self, ranked: dict, weights: Mapping[str, float] | None = None
+             ) -> tuple[np.ndarray, np.ndarray]:
+        """Fused (ids, scores) of the components' ranked windows (with `weights`, default
+        the fixed ones), floors applied if asked."""
+        ids, scores = fuse(ranked, weights or self.weights, self.settings)
         if self.settings.floors:
             keep = passing(ids, ranked, self.floors)
             ids, scores = ids[keep], scores[keep]

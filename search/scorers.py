@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..index.dense.dense_models import HYBRID, is_hybrid, model_of, resolve
+from ..index.dense.dense_models import HYBRID, LIFT, is_hybrid, model_of, resolve
 from ..index.lexical.lexical import top_k
 from ..index.methods import HYBRID3, SPARSE, UnknownMethod, method_spec, stored_methods
-from .fusion import FusionSettings, HybridScorer, components, describe, share_of, stored_settings
+from .coverage import lexicon_of
+from .fusion import (FusionSettings, HybridScorer, can_lift, components, describe, describe_lift,
+                     share_of, stored_settings)
 
 K = 3
 
@@ -48,15 +50,51 @@ def scorer(index, method: str, fusion: FusionSettings | None = None):
     weights = components(_resolved(index, settings), _parts(index), dense,
                          dense_share=dense_share(index, dense), sparse=_sparse_of(index, method))
     return HybridScorer({m: index.ranker(resolve(index.manifest.methods, m)) for m in weights},
-                        weights, settings, {m: floor_of(index, m) for m in gates(weights)})
+                        weights, settings, {m: floor_of(index, m) for m in gates(weights)},
+                        coverage=_coverage(index, settings, weights))
+
+
+def lifts(index, settings: FusionSettings, weights: dict) -> bool:
+    """Whether `hybrid` lifts the lexical share of `weights` per question (search/fusion.py
+    `lifted`): on builds that say so (index/dense/dense.py), with the default min-max
+    weights, when their lexical share is below the lift's; weights given (--weights) stay
+    as they are."""
+    return (bool(index.manifest.entry(HYBRID).get(LIFT)) and liftable(settings, weights)
+            and not settings.weights)
+
+
+def liftable(settings: FusionSettings, weights: dict) -> bool:
+    """Whether the lift applies to these settings and weights: min-max, a lexical share below
+    the lift's."""
+    return settings.fusion == "minmax" and can_lift(weights)
+
+
+def _coverage(index, settings: FusionSettings, weights: dict):
+    """`lift_coverage` when the hybrid lifts these weights, else None."""
+    return lift_coverage(index) if lifts(index, settings, weights) else None
+
+
+def lift_coverage(index):
+    """coverage(query, chunk) of the index's lexical method (search/coverage.py) when its
+    build lifts the hybrid's lexical share, else None."""
+    if not index.manifest.entry(HYBRID).get(LIFT):
+        return None
+    found: list = []  # the lexicon, made with the first question (its arrays load then)
+
+    def coverage(query: str, chunk: int) -> float:
+        if not found:
+            found.append(lexicon_of(index))
+        return found[0].coverage(query, chunk) if found[0] is not None else 0.0
+    return coverage
 
 
 def describe_fusion(index, settings: FusionSettings, method: str = "hybrid") -> dict:
     """The settings with the components and weights actually used on `index`."""
     method = _hybrid3(index, resolve(index.manifest.methods, method))
     dense = _dense_of(method)
-    return describe(_resolved(index, settings), _parts(index), dense,
-                    dense_share=dense_share(index, dense), sparse=_sparse_of(index, method))
+    out = describe(_resolved(index, settings), _parts(index), dense,
+                   dense_share=dense_share(index, dense), sparse=_sparse_of(index, method))
+    return {**out, "lift": describe_lift()} if lifts(index, settings, out["weights"]) else out
 
 
 def dense_share(index, dense: str = "dense") -> float:
@@ -79,6 +117,7 @@ def method_settings(index, method: str) -> dict:
     if spec is not None and spec.kind == "fused":
         out.pop("fusion", None)
         out.pop(SPARSE, None)  # the weights name it
+        out.pop(LIFT, None)  # described with them
         out = {**describe_fusion(index, stored_settings(entry), method), **out}
     return out
 

@@ -23,7 +23,8 @@ import numpy as np
 
 from ...errors import BuscaError
 from .dense_groups import GROUP_BLEND, build_groups, previous_groups
-from .dense_models import DenseModel, array_key, default_name, dense_methods, method_names
+from .dense_models import (LIFT, DenseModel, array_key, default_name, dense_methods,
+                           method_names)
 from .encoders import DEFAULT_ENCODER, THREADS, Encoder, get_encoder
 from .vector_cache import DimensionChanged, VectorCache
 
@@ -277,6 +278,7 @@ def build_hybrid(texts: Sequence[str], out, *, options: dict,
                  previous=None, on_progress: Callable | None = None) -> dict:
     """The `hybrid` entry: no arrays, only fusion settings that override the defaults, and
     `sparse` when the build makes that method too (index/build.py hands its pass a
-    `sparse_sink`): hybrid then fuses it as a third ranking (search/scorers.py)."""
+    `sparse_sink`): hybrid then fuses it as a third ranking (search/scorers.py). Every
+    build's hybrid lifts its lexical share per question (LIFT: search/fusion.py `lifted`)."""
     fuses = {"sparse": True} if options.get("sparse_sink") is not None else {}
-    return {"fusion": options.get("fusion_settings", {}), "floor": None, **fuses}
+    return {"fusion": options.get("fusion_settings", {}), "floor": None, **fuses, LIFT: True}

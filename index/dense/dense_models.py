@@ -22,6 +22,7 @@ from .encoders import OPENAI_PREFIX, ST_PREFIX, check_name
 DENSE = "dense"
 HYBRID = "hybrid"
 HYBRID3 = "hybrid3"  # hybrid + sparse (index/methods.py): fused like hybrid, never stored
+LIFT = "lift"  # a hybrid entry's mark: its lexical share follows each question (search/fusion.py)
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 

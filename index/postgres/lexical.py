@@ -147,6 +147,13 @@ class LexicalRanker:
     def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
         return self.scorer(query).top(query, k)
 
+    def idf_terms(self, terms: list[str], chunk: int) -> tuple[dict[str, int], set[str]]:
+        """The df of each of `terms` the build knows, and those of them `chunk` holds (their
+        lists, already read by the query's ranking): what search/coverage.py reads."""
+        found = {t: item.ids for t, item in self.lists.get(terms).items() if item is not None}
+        return ({t: ids.size for t, ids in found.items()},
+                {t for t, ids in found.items() if _holds(ids, chunk)})
+
 
 class _SparseQuery(SparseScorer):
     """SparseScorer over the question's latents' lists only (columns 0..m-1, ascending
@@ -184,6 +191,12 @@ class SparseRanker:
 
     def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
         return self.scorer(query).top(query, k)
+
+
+def _holds(ids: np.ndarray, chunk: int) -> bool:
+    """Whether ascending `ids` hold `chunk`."""
+    i = int(np.searchsorted(ids, chunk))
+    return i < ids.size and int(ids[i]) == chunk
 
 
 def _concat(arrays: list[np.ndarray], dtype) -> np.ndarray:

@@ -14,7 +14,7 @@ two figures says by how much.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -22,8 +22,9 @@ from ...index.dense.dense_models import HYBRID3, is_hybrid
 from ...index.methods import SPARSE
 from ...index.lexical.lexical import NoSearchableTerms
 from ..fusion import (RRF_K, WINDOW, FusionError, FusionSettings, check_settings,
-                      default_weights, fuse)
-from ..scorers import available_methods, dense_share, fuses_sparse, scorer, top_k
+                      default_weights, fuse, lifted)
+from ..scorers import (available_methods, dense_share, fuses_sparse, lift_coverage, liftable,
+                       scorer, top_k)
 from .bootstrap import Difference, Estimate, bootstrap, paired_difference
 from .golden import Golden
 from .judge import DEPTH, chunk_table, judge, outcome_of
@@ -154,9 +155,14 @@ def tune_fusion(golden: Golden, index, store, *, metric: Metric,
     default = FusionSettings(window=window, weights=_baseline(index, components, sparse))
     settings = [default] + [s for s in grid(components, window=window, sparse=sparse)
                             if s != default]
+    lift = _lift(index, components[0], [j.question.text for j in judged], ranked) if pair \
+        else None
     trials = []
     for n, s in enumerate(settings, start=1):
-        trials.append(trial(_name(s), s, [_fused(r, s) for r in ranked]))
+        if lift is not None and liftable(s, s.weights):  # as the hybrid fuses with this share
+            trials.append(trial(_name(s) + " lifted", s, lift.fused(s)))
+        else:
+            trials.append(trial(_name(s), s, [_fused(r, s) for r in ranked]))
         progress("trying fusion settings", n, len(settings))
     singles = tuple(trial(m, None, [r[m] for r in ranked]) for m in components)
     best_first = sorted(trials, key=lambda t: -t.estimate.mean)  # stable: ties keep the default
@@ -179,6 +185,29 @@ def _baseline(index, components: tuple[str, ...], sparse: str | None = None
         if set(components) == set(hybrid3):
             return {m: hybrid3[m] for m in components}
     return {m: round(1 / len(components), 6) for m in components}
+
+
+@dataclass(frozen=True)
+class _Lift:
+    """A pair's min-max settings fused as the hybrid of a build that lifts fuses them: each
+    question with the weights lifted by its coverage (search/fusion.py `lifted`)."""
+
+    lexical: str
+    ranked: list
+    coverage: list
+
+    def fused(self, settings: FusionSettings) -> list:
+        return [_fused(r, replace(settings, weights=lifted(settings.weights, self.lexical, c)))
+                for r, c in zip(self.ranked, self.coverage)]
+
+
+def _lift(index, lexical: str, questions: list[str], ranked: list[dict]) -> _Lift | None:
+    """The _Lift of the questions' rankings, None when the build does not lift."""
+    coverage = lift_coverage(index)
+    if coverage is None:
+        return None
+    return _Lift(lexical, ranked, [coverage(q, int(r[lexical][0][0])) if r[lexical][0].size
+                                   else 0.0 for q, r in zip(questions, ranked)])
 
 
 def _fused(ranked: dict, settings: FusionSettings):

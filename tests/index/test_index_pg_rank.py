@@ -194,3 +194,21 @@ def test_same_answers_without_the_intarray_extension(fixture_built, monkeypatch)
                 ids_b, scores_b = rb.top(query, 10)
                 assert np.array_equal(ids_a, ids_b)
                 assert np.allclose(scores_a, scores_b, rtol=0, atol=1e-6)
+
+
+def test_both_backends_read_the_same_idf_shares(fixture_homes):
+    """What the hybrid's lift and the idf answerability features read (search/coverage.py):
+    the same shares of each question's idf mass, for held, partly held and unknown terms."""
+    from busca.search.coverage import Lexicon, StoredLexicon, lexicon_of
+    local, pg = fixture_homes
+    with open_home(local) as a, open_home(pg) as b:
+        la, lb = lexicon_of(a.current()), lexicon_of(b.current())
+        assert isinstance(la, Lexicon) and isinstance(lb, StoredLexicon)
+        coverages = []
+        for query in questions(20) + ["zzzz inexistente computação"]:
+            best = int(a.current().ranker("bm25").top(query, 1)[0][0])
+            for chunk in (best, 0, best + 1):
+                shares = la.shares(query, chunk)
+                assert lb.shares(query, chunk) == shares, (query, chunk)
+                coverages.append(shares[0])
+        assert 0.0 in coverages and any(0 < c < 1 for c in coverages)

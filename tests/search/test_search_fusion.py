@@ -378,3 +378,79 @@ def test_sparse_ranks_in_a_hybrid_but_does_not_vouch_for_a_hit():
     assert sorted(gated.score("q")[0].tolist()) == [1, 2]
     every = HybridScorer(rankers, weights, settings, floors)
     assert sorted(every.score("q")[0].tolist()) == [1, 2, 3, 4]
+
+
+# --- the lift: the lexical share follows the question's coverage -------------------------------
+
+def test_lifted_weights_hand_worked():
+    weights = {"bm25": 0.21, "dense": 0.49, "sparse": 0.3}
+    assert fusion.lifted(weights, "bm25", 0.3) == weights  # at LIFT_FROM and below: as given
+    assert fusion.lifted(weights, "bm25", 0.0) == weights
+    top = fusion.lifted(weights, "bm25", 0.8)  # at LIFT_TO and above: bm25 0.4, rest 0.6
+    assert top == pytest.approx({"bm25": 0.4, "dense": 0.49 * 0.6 / 0.79,
+                                 "sparse": 0.3 * 0.6 / 0.79})
+    assert fusion.lifted(weights, "bm25", 1.0) == pytest.approx(top)
+    half = fusion.lifted(weights, "bm25", 0.55)  # halfway: 0.21 + (0.4 - 0.21) / 2
+    assert half["bm25"] == pytest.approx(0.305) and sum(half.values()) == pytest.approx(1.0)
+    assert half["dense"] / half["sparse"] == pytest.approx(0.49 / 0.3)
+    pair = {"bm25": 0.7, "dense": 0.3}  # a lexical share above LIFT_SHARE is never lowered
+    assert fusion.lifted(pair, "bm25", 1.0) == pair
+    assert not fusion.can_lift(pair) and fusion.can_lift(weights)
+    scaled = fusion.lifted({"bm25": 2.0, "dense": 8.0}, "bm25", 0.8)  # weights of any sum
+    assert scaled == pytest.approx({"bm25": 4.0, "dense": 6.0})
+
+
+QUESTION = "erro de permissão de câmera"
+
+
+def _coverage_by_hand(index, query: str, chunk: int) -> float:
+    """The share of the query's BM25 idf mass (java terms, each chunk one of DOCS) whose
+    terms the chunk holds, counted from the documents' texts."""
+    import math
+    import re
+
+    from busca.search.collapse import urls_of
+    words = {url: set(re.findall(r"[^\W_]+", text.lower())) for url, _, text in DOCS}
+    terms = set(re.findall(r"[^\W_]+", query.lower()))
+    idf = {t: math.log(1 + (len(DOCS) - df + 0.5) / (df + 0.5))
+           for t in terms for df in [sum(t in w for w in words.values())]}
+    held = words[urls_of(index, np.array([chunk]))[0]]
+    return sum(v for t, v in idf.items() if t in held) / sum(idf.values())
+
+
+def test_a_build_lifts_the_lexical_share_by_the_questions_coverage(index, monkeypatch):
+    monkeypatch.setitem(encoders.DENSE_SHARES, "fake", 0.8)  # tfidf 0.2: below LIFT_SHARE
+    top = int(core.rank(index, QUESTION, method="tfidf", k=1)[0][0])
+    coverage = _coverage_by_hand(index, QUESTION, top)
+    assert fusion.LIFT_FROM < coverage < fusion.LIFT_TO  # part way: a share in between
+    x = (coverage - fusion.LIFT_FROM) / (fusion.LIFT_TO - fusion.LIFT_FROM)
+    share = 0.2 + x * (fusion.LIFT_SHARE - 0.2)
+    lifted = _expected_minmax(index, QUESTION, {"tfidf": share, "dense": 1 - share})
+    fixed = _expected_minmax(index, QUESTION, {"tfidf": 0.2, "dense": 0.8})
+    assert lifted != fixed  # the question tells the two apart
+    assert index.manifest.entry("hybrid")["lift"] is True
+    assert core.rank(index, QUESTION, method="hybrid", k=4)[0].tolist() == lifted
+    assert core.describe_fusion(index, FusionSettings())["lift"] == {
+        "from": fusion.LIFT_FROM, "to": fusion.LIFT_TO, "lexical_share": fusion.LIFT_SHARE}
+    given = FusionSettings(weights={"tfidf": 0.2, "dense": 0.8})  # weights given: as given
+    assert core.rank(index, QUESTION, method="hybrid", k=4, fusion=given)[0].tolist() == fixed
+    assert "lift" not in core.describe_fusion(index, given)
+
+
+def test_a_build_from_before_the_lift_keeps_its_fixed_weights(index, monkeypatch):
+    monkeypatch.setitem(encoders.DENSE_SHARES, "fake", 0.8)
+    update_manifest(index, {"methods": {"hybrid": {"lift": None}}})
+    fixed = _expected_minmax(index, QUESTION, {"tfidf": 0.2, "dense": 0.8})
+    assert core.rank(index, QUESTION, method="hybrid", k=4)[0].tolist() == fixed
+    assert "lift" not in core.describe_fusion(index, FusionSettings())
+
+
+def test_compare_and_filters_fuse_with_the_lifted_weights(index, monkeypatch):
+    monkeypatch.setitem(encoders.DENSE_SHARES, "fake", 0.8)
+    from busca.search.compare import _rankings
+    from busca.search.filters import restricted
+    want = core.rank(index, QUESTION, method="hybrid", k=4)
+    ranked, _ = _rankings(index, QUESTION, ["tfidf", "dense", "hybrid"], 4, None)
+    assert ranked["hybrid"][0].tolist() == want[0].tolist()
+    every = restricted(core.scorer(index, "hybrid"), np.ones(len(DOCS), dtype=bool))
+    assert every.top(QUESTION, 4)[0].tolist() == want[0].tolist()
