@@ -264,10 +264,11 @@ def _tell_added(what: str, value) -> None:
 
 
 @cli.command()
-@click.option("--size", default=indexing.SIZE, show_default=True, type=click.IntRange(min=1),
-              help="Words per window.")
-@click.option("--overlap", default=indexing.OVERLAP, show_default=True, type=click.IntRange(min=0),
-              help="Words shared by consecutive windows (less than --size).")
+@click.option("--size", default=None, type=click.IntRange(min=1),
+              help=f"Words per window [default: the previous build's, else {indexing.SIZE}].")
+@click.option("--overlap", default=None, type=click.IntRange(min=0),
+              help="Words shared by consecutive windows, less than --size [default: the"
+                   f" previous build's, else {indexing.OVERLAP}].")
 @click.option("--methods", default=",".join(indexing.DEFAULT), show_default=True,
               help="Comma-separated methods to build.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
@@ -309,7 +310,7 @@ def index(ctx, size, overlap, methods, quiet, dense, sparse, threads, k1, b, bm2
 
     Example: busca index --size 200 --overlap 40 --dense use,bge=openai:bge-m3
     """
-    if overlap >= size:
+    if overlap is not None and size is not None and overlap >= size:
         raise click.BadParameter(f"must be smaller than --size ({size})", param_hint="--overlap")
     progress = Progress(quiet)
     spec = api.IndexSpec(size=size, overlap=overlap, methods=tuple(_split(methods)), dense=dense,

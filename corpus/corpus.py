@@ -102,7 +102,8 @@ class Corpus:
     def index(self, spec: IndexSpec | None = None, /, *, on_progress: Callable | None = None,
               on_note: Callable[[str], None] | None = None,
               **options: Any) -> indexing.Manifest:
-        """`busca index`: chunk the documents, build the spec's methods (and the dense models
+        """`busca index`: chunk the documents in the spec's windows (else the previous
+        build's), build the spec's methods (and the dense models
         of `dense`, else the previous build's, with e5-small's `sparse` unless `sparse` is False;
         the titles indexed with the windows for the
         methods `titles` names, else the previous build's) and publish it; its manifest.
@@ -122,8 +123,13 @@ class Corpus:
                          vector_cache=getattr(self.home, "home", None))
         if spec.titles is not None:
             built["titles"] = indexing.titled_methods(spec.titles, names, indexing.TITLES)
-        return indexing.build_index(self.home, size=spec.size, overlap=spec.overlap,
-                                    methods=names, options=built, on_progress=on_progress)
+        size, overlap = indexing.window_for(self.home, spec.size, spec.overlap)
+        if on_note and (spec.size, spec.overlap) == (None, None) \
+                and (size, overlap) != (indexing.SIZE, indexing.OVERLAP):
+            on_note(f"keeping the previous build's windows: {size} words, overlap {overlap}"
+                    " (--size and --overlap change them)")
+        return indexing.build_index(self.home, size=size, overlap=overlap, methods=names,
+                                    options=built, on_progress=on_progress)
 
     def servers(self, models, entries: dict) -> dict:
         """Model name -> ServerSettings of each openai:MODEL model: this corpus's embed

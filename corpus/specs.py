@@ -67,8 +67,8 @@ class IndexSpec:
     """What `busca index` is asked with: its options, with its defaults (None: as the
     previous build did, or the builder's default)."""
 
-    size: int = indexing.SIZE  # words per window
-    overlap: int = indexing.OVERLAP  # words shared by consecutive windows
+    size: int | None = None  # words per window (None: the previous build's, else 200)
+    overlap: int | None = None  # words shared by consecutive windows (likewise, else 40)
     methods: tuple[str, ...] = tuple(indexing.DEFAULT)
     dense: str | None = None  # [NAME=]ENCODER,...: the dense models ("none" drops them)
     sparse: bool | None = None  # e5-small's sparse head with the vectors (None: with e5-small

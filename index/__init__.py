@@ -40,6 +40,7 @@ EXPORTS = {
     "Manifest": ".home.manifest",
     "METHODS": ".methods",
     "methods_for": ".build",
+    "window_for": ".build",
     "sparse_left_out": ".methods",
     "NothingToIndex": ".build",
     "open_home": ".backend",

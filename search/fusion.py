@@ -179,11 +179,13 @@ def lifted(weights: Mapping[str, float], lexical: str, coverage: float) -> dict[
     return {m: share * total if m == lexical else w * scale for m, w in weights.items()}
 
 
-def can_lift(weights: Mapping[str, float]) -> bool:
-    """Whether `lifted` can change `weights`: a lexical share below LIFT_SHARE."""
+def liftable(settings: FusionSettings, weights: Mapping[str, float]) -> bool:
+    """Whether the lift applies to a fusion with these settings and weights: min-max, and a
+    lexical share below LIFT_SHARE (else `lifted` changes nothing)."""
     lexical = next((m for m in LEXICAL if m in weights), None)
     total = sum(weights.values())
-    return lexical is not None and total > 0 and weights[lexical] / total < LIFT_SHARE
+    return (settings.fusion == "minmax" and lexical is not None and total > 0
+            and weights[lexical] / total < LIFT_SHARE)
 
 
 def describe_lift() -> dict:

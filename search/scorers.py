@@ -11,7 +11,7 @@ from ..index.dense.dense_models import HYBRID, LIFT, is_hybrid, model_of, resolv
 from ..index.lexical.lexical import top_k
 from ..index.methods import HYBRID3, SPARSE, UnknownMethod, method_spec, stored_methods
 from .coverage import lexicon_of
-from .fusion import (FusionSettings, HybridScorer, can_lift, components, describe, describe_lift,
+from .fusion import (FusionSettings, HybridScorer, components, describe, describe_lift, liftable,
                      share_of, stored_settings)
 
 K = 3
@@ -61,12 +61,6 @@ def lifts(index, settings: FusionSettings, weights: dict) -> bool:
     as they are."""
     return (bool(index.manifest.entry(HYBRID).get(LIFT)) and liftable(settings, weights)
             and not settings.weights)
-
-
-def liftable(settings: FusionSettings, weights: dict) -> bool:
-    """Whether the lift applies to these settings and weights: min-max, a lexical share below
-    the lift's."""
-    return settings.fusion == "minmax" and can_lift(weights)
 
 
 def _coverage(index, settings: FusionSettings, weights: dict):

@@ -180,14 +180,9 @@ class Engine:
         try:
             corpus = self.corpus()
             previous = corpus.home.previous()
-            chunker = previous.manifest.chunker if previous is not None else {}
             lexical = [m for m in (previous.manifest.methods if previous is not None
                                    else indexing.DEFAULT)
                        if not (indexing.is_dense(m) or indexing.is_hybrid(m))]
-            return corpus.index(
-                size=size or chunker.get("size") or indexing.SIZE,
-                overlap=overlap if overlap is not None else chunker.get("overlap",
-                                                                        indexing.OVERLAP),
-                methods=lexical, workers=1)
+            return corpus.index(size=size, overlap=overlap, methods=lexical, workers=1)
         finally:
             self._writing.release()

@@ -22,9 +22,8 @@ from ...index.dense.dense_models import HYBRID3, is_hybrid
 from ...index.methods import SPARSE
 from ...index.lexical.lexical import NoSearchableTerms
 from ..fusion import (RRF_K, WINDOW, FusionError, FusionSettings, check_settings,
-                      default_weights, fuse, lifted)
-from ..scorers import (available_methods, dense_share, fuses_sparse, lift_coverage, liftable,
-                       scorer, top_k)
+                      default_weights, fuse, liftable, lifted)
+from ..scorers import available_methods, dense_share, fuses_sparse, lift_coverage, scorer, top_k
 from .bootstrap import Difference, Estimate, bootstrap, paired_difference
 from .golden import Golden
 from .judge import DEPTH, chunk_table, judge, outcome_of

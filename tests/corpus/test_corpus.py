@@ -264,3 +264,27 @@ def test_an_index_spec_builds_what_busca_index_builds(tmp_path):
     assert (entry["k1"], entry["b"], entry["analyzer"]) == (0.9, 0.4, "simple")
     assert entry == cli_entry
     assert built.chunker == {"kind": "words", "size": 120, "overlap": 20}
+
+
+def test_a_rebuild_keeps_the_windows_the_user_chose(tmp_path):
+    """`busca index` and `corpus.index()` without a window take the previous build's (as
+    `busca serve`'s POST /api/index did), say so, and refuse an overlap that no longer fits."""
+    home = tmp_path / "home"
+    assert invoke(home, "add", str(FIXTURES / "site" / "articles.jsonl")).exit_code == 0
+    assert invoke(home, "index", "-q", "--size", "120", "--overlap", "20").exit_code == 0
+    again = invoke(home, "index", "-q")
+    assert again.exit_code == 0 and "(0 documents re-chunked)" in again.stdout
+    assert "keeping the previous build's windows: 120 words, overlap 20" in again.stderr
+    with busca.open(home) as corpus:
+        assert corpus.index().chunker == {"kind": "words", "size": 120, "overlap": 20}
+        assert corpus.index(size=300).chunker == {"kind": "words", "size": 300, "overlap": 20}
+    refused = invoke(home, "index", "-q", "--size", "15")
+    assert refused.exit_code == 1 and refused.stdout == ""
+    assert "the overlap (20 words, the previous build's) must be smaller than the window" \
+           " size 15: give --overlap below 15" in refused.stderr
+    fresh = tmp_path / "fresh"
+    assert invoke(fresh, "add", str(FIXTURES / "site" / "articles.jsonl")).exit_code == 0
+    first = invoke(fresh, "index", "-q")
+    assert first.exit_code == 0 and "keeping" not in first.stderr
+    with busca.open(fresh) as opened:
+        assert opened.build.manifest.chunker["size"] == 200

@@ -89,7 +89,9 @@ def test_tuning_scores_each_setting_like_the_hybrid_scorer(setup):
     # independent path: the live hybrid scorer, configured to each of three settings
     table = chunk_table(index, store)
     judged = [j for j in judge(golden, table).items if j.question.answerable]
-    for trial in (result.default, result.trials[-1], result.trials[5]):
+    fixed = [t for t in result.trials if not t.name.endswith(" lifted")]  # lifted: below
+    assert len(fixed) < len(result.trials)  # dense shares 0.7-0.9 leave tfidf under 0.4
+    for trial in (result.default, fixed[-1], fixed[5]):
         settings = fusion.FusionSettings(**{k: getattr(trial.settings, k)
                                             for k in ("fusion", "rrf_k", "window", "weights")})
         expected = [value(metric, outcome_of(j, table, *core.rank(index, j.question.text,
@@ -266,3 +268,25 @@ def test_cli_tunes_three_methods_and_eval_weights_reproduces_the_best(run, tmp_p
     assert summary["mean"] == pytest.approx(data["best"]["mean"])
     refused = run(*args, "--tune-fusion", "--save", "--methods", "tfidf,bm25,dense")
     assert refused.exit_code == 1 and "--save stores the dense share of a pair" in refused.output
+
+
+def test_a_lifting_builds_pair_settings_fuse_as_its_hybrid(tmp_path, monkeypatch):
+    """On a build whose hybrid lifts the lexical share (search/fusion.py `lifted`), the pair
+    grid's min-max settings rank each question as the hybrid with that share does, and the
+    default row is the hybrid's own ranking; other settings stay fixed."""
+    monkeypatch.setitem(encoders.DENSE_SHARES, "fake", 0.8)  # tfidf 0.2: lifted
+    index, store, golden = _built(tmp_path, monkeypatch, ("tfidf", "dense", "hybrid"))
+    questions = [q.text for q in golden.questions] + ["erro de permissão de câmera"]
+    ranked = [tuning._ranked(index, ("tfidf", "dense"), q, 100, lambda *a: None, 0, 0)
+              for q in questions]
+    lift = tuning._lift(index, "tfidf", questions, ranked)
+    default = fusion.FusionSettings(weights=tuning._baseline(index, ("tfidf", "dense")))
+    assert default.weights == {"tfidf": 0.2, "dense": 0.8}
+    fixed = [tuning._fused(r, default)[0].tolist() for r in ranked]
+    got = [ids.tolist() for ids, _ in lift.fused(default)]
+    assert got == [core.rank(index, q, method="hybrid", k=tuning.DEPTH)[0].tolist()
+                   for q in questions]
+    assert got != fixed  # the last question tells them apart
+    assert fusion.liftable(default, default.weights)
+    assert not fusion.liftable(dataclasses.replace(default, fusion="rrf"), default.weights)
+    store.close()

@@ -395,7 +395,9 @@ def test_lifted_weights_hand_worked():
     assert half["dense"] / half["sparse"] == pytest.approx(0.49 / 0.3)
     pair = {"bm25": 0.7, "dense": 0.3}  # a lexical share above LIFT_SHARE is never lowered
     assert fusion.lifted(pair, "bm25", 1.0) == pair
-    assert not fusion.can_lift(pair) and fusion.can_lift(weights)
+    minmax = FusionSettings()
+    assert not fusion.liftable(minmax, pair) and fusion.liftable(minmax, weights)
+    assert not fusion.liftable(FusionSettings(fusion="zscore"), weights)
     scaled = fusion.lifted({"bm25": 2.0, "dense": 8.0}, "bm25", 0.8)  # weights of any sum
     assert scaled == pytest.approx({"bm25": 4.0, "dense": 6.0})
 
