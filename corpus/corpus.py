@@ -124,12 +124,13 @@ class Corpus:
         if spec.titles is not None:
             built["titles"] = indexing.titled_methods(spec.titles, names, indexing.TITLES)
         size, overlap = indexing.window_for(self.home, spec.size, spec.overlap)
+        manifest = indexing.build_index(self.home, size=size, overlap=overlap, methods=names,
+                                        options=built, on_progress=on_progress)
         if on_note and (spec.size, spec.overlap) == (None, None) \
                 and (size, overlap) != (indexing.SIZE, indexing.OVERLAP):
-            on_note(f"keeping the previous build's windows: {size} words, overlap {overlap}"
+            on_note(f"kept the previous build's windows: {size} words, overlap {overlap}"
                     " (--size and --overlap change them)")
-        return indexing.build_index(self.home, size=size, overlap=overlap, methods=names,
-                                    options=built, on_progress=on_progress)
+        return manifest
 
     def servers(self, models, entries: dict) -> dict:
         """Model name -> ServerSettings of each openai:MODEL model: this corpus's embed

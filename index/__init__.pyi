@@ -56,6 +56,7 @@ from .dense.encoders import THREADS as THREADS
 from .text.titles import titled_methods as titled_methods
 from .text.titles import TITLES as TITLES
 from .methods import UnknownMethod as UnknownMethod
+from .build import window_for as window_for
 
 EXPORTS: dict[str, str]
 __all__ = [
@@ -115,4 +116,5 @@ __all__ = [
     "server_settings",
     "sparse_left_out",
     "titled_methods",
+    "window_for",
 ]
