@@ -92,7 +92,7 @@ def test_fixture_corpus_same_top10_for_every_golden_question(fixture_homes):
 def test_fixture_corpus_same_eval_metrics(fixture_homes):
     local, pg = fixture_homes
     reports = [json.loads(busca(h, "eval", str(GOLDEN), "--json")) for h in fixture_homes]
-    for key in ("summary", "slices", "pairs", "floors", "per_question"):
+    for key in ("summary", "slices", "pairs", "floors", "per_question", "answerability"):
         assert reports[0][key] == reports[1][key], key
     assert reports[0]["info"]["questions"] == 76
 
