@@ -132,8 +132,8 @@ def _rankings(index, query: str, methods: Sequence[str], depth: int, fusion, all
             notes[method] = str(e)
     if hybrid is not None:
         window = hybrid.settings.window
-        parts = {m: (ranked[m][0][:window], ranked[m][1][:window]) for m in hybrid.weights}
-        ids, scores = hybrid.fuse(parts, hybrid.weights_for(query, parts))
+        ids, scores = hybrid.fuse(query, {m: (ranked[m][0][:window], ranked[m][1][:window])
+                                          for m in hybrid.weights})
         ranked[HYBRID] = top_k(ids, scores, depth) if ids.size else (ids, scores)
     return {m: (ids[:depth], s[:depth]) for m, (ids, s) in ranked.items()}, notes
 

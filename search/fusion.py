@@ -239,8 +239,7 @@ class HybridScorer:
         return out
 
     def score(self, query: str) -> tuple[np.ndarray, np.ndarray]:
-        ranked = self.ranked(query)
-        return self.fuse(ranked, self.weights_for(query, ranked))
+        return self.fuse(query, self.ranked(query))
 
     def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
         return top_k(*self.score(query), k)
@@ -255,11 +254,10 @@ class HybridScorer:
         return lifted(self.weights, lexical, self.coverage(query, int(ids[0])) if ids.size
                       else 0.0)
 
-    def fuse(self, ranked: dict, weights: Mapping[str, float] | None = None
-             ) -> tuple[np.ndarray, np.ndarray]:
-        """Fused (ids, scores) of the components' ranked windows (with `weights`, default
-        the fixed ones), floors applied if asked."""
-        ids, scores = fuse(ranked, weights or self.weights, self.settings)
+    def fuse(self, query: str, ranked: dict) -> tuple[np.ndarray, np.ndarray]:
+        """Fused (ids, scores) of the components' ranked windows for `query` (with its
+        weights: `weights_for`), floors applied if asked."""
+        ids, scores = fuse(ranked, self.weights_for(query, ranked), self.settings)
         if self.settings.floors:
             keep = passing(ids, ranked, self.floors)
             ids, scores = ids[keep], scores[keep]

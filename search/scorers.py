@@ -59,8 +59,8 @@ def lifts(index, settings: FusionSettings, weights: dict) -> bool:
     `lifted`): on builds that say so (index/dense/dense.py), with the default min-max
     weights, when their lexical share is below the lift's; weights given (--weights) stay
     as they are."""
-    return (bool(index.manifest.entry(HYBRID).get(LIFT)) and liftable(settings, weights)
-            and not settings.weights)
+    return bool(index.manifest.entry(HYBRID).get(LIFT)) and liftable(settings, weights) \
+        and not settings.weights
 
 
 def _coverage(index, settings: FusionSettings, weights: dict):
@@ -71,15 +71,8 @@ def _coverage(index, settings: FusionSettings, weights: dict):
 def lift_coverage(index):
     """coverage(query, chunk) of the index's lexical method (search/coverage.py) when its
     build lifts the hybrid's lexical share, else None."""
-    if not index.manifest.entry(HYBRID).get(LIFT):
-        return None
-    found: list = []  # the lexicon, made with the first question (its arrays load then)
-
-    def coverage(query: str, chunk: int) -> float:
-        if not found:
-            found.append(lexicon_of(index))
-        return found[0].coverage(query, chunk) if found[0] is not None else 0.0
-    return coverage
+    lexicon = lexicon_of(index) if index.manifest.entry(HYBRID).get(LIFT) else None
+    return lexicon.coverage if lexicon is not None else None
 
 
 def describe_fusion(index, settings: FusionSettings, method: str = "hybrid") -> dict:
