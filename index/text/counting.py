@@ -92,6 +92,14 @@ class PackedTerms(Sequence):
         shift = np.repeat(self.at[:-1][order] - at[:-1], lengths)
         return PackedTerms(self.codes[shift + np.arange(shift.size)], at)
 
+    @classmethod
+    def joined(cls, parts: Sequence[PackedTerms]) -> PackedTerms:
+        """The terms of `parts` one after the other."""
+        shifts = np.cumsum([0] + [p.codes.size for p in parts])
+        at = np.concatenate([p.at[:-1] + shift for p, shift in zip(parts, shifts)]
+                            + [shifts[-1:]])
+        return cls(np.concatenate([p.codes for p in parts] or [np.empty(0, np.uint32)]), at)
+
     def strings(self) -> list[str]:
         every = self.codes.tobytes().decode("utf-32-le", "surrogatepass")
         bounds = self.at.tolist()
@@ -218,14 +226,18 @@ class CountMerger:
             grown[:self.nnz] = old[:self.nnz]
             setattr(self, name, grown)
 
-    def prefetch(self, pool: Executor) -> None:
+    def prefetch(self, pool: Executor, parts: int = 2) -> None:
         """Have the column targets of `analyzers` computed by `pool` (the idle tokenising
         workers, index/text/stream.py) while `result()` sorts and renumbers here: mapping
         every term through a stemmer is a Python loop (seconds at 1M chunks) that would
-        otherwise come before the methods, or hold the GIL they need. The pool is shut down
-        once they are taken (TermCounts.targets)."""
+        otherwise come before the methods, or hold the GIL they need. The vocabulary goes out
+        in `parts` (one per worker); their mapped terms are put in order when taken
+        (TermCounts.targets), and the pool is shut down then."""
         codes, at = self.vocabulary.packed()
-        self.pending = {a: (pool.submit(_targets_in_id_order, codes, at, a), pool)
+        cuts = np.linspace(0, at.size - 1, parts + 1).astype(np.int64)
+        self.pending = {a: ([pool.submit(_mapped_part, codes[at[lo]:at[hi]],
+                                         at[lo:hi + 1] - at[lo], a)
+                             for lo, hi in zip(cuts, cuts[1:])], pool)
                         for a in self.analyzers}
 
     def result(self) -> TermCounts:
@@ -246,30 +258,52 @@ class CountMerger:
         matrix = sp.csr_matrix((data, indices, indptr), shape=(self.rows, len(terms)))
         # each batch's ids follow term order, and so do their ranks: rows stay sorted
         matrix.has_sorted_indices = True
-        prefetched = {a: functools.partial(_reordered, job, pool, order, terms, a)
-                      for a, (job, pool) in self.pending.items()}
+        kernels = getattr(self.vocabulary, "kernels", None)
+        prefetched = {a: functools.partial(_reordered, jobs, pool, order, terms, a, kernels)
+                      for a, (jobs, pool) in self.pending.items()}
         self.pending = {}
         return TermCounts(matrix, terms, prefetched)
 
 
-def _targets_in_id_order(codes: np.ndarray, at: np.ndarray, analyzer: str):
-    """column_targets of packed terms in their id order; the targets as int32 (less to send)."""
-    kept, target = column_targets(PackedTerms(codes, at).strings(), analyzer)
-    return kept, target.astype(np.int32)
+def _mapped_part(codes: np.ndarray, at: np.ndarray, analyzer: str):
+    """`analyzer`'s term filter applied to packed terms: the terms it keeps, mapped and
+    packed (codes, at), and which it keeps (a bool per term)."""
+    mapped = mapped_terms(analyzer, PackedTerms(codes, at).strings())
+    keep = np.fromiter((m is not None for m in mapped), dtype=bool, count=len(mapped))
+    kept = PackedTerms.of([m for m in mapped if m is not None])
+    return kept.codes, kept.at, keep
 
 
-def _reordered(job: Future, pool: Executor, order: np.ndarray, terms: list[str],
-               analyzer: str):
-    """The column targets of `terms` (the terms in id order taken in `order`) that `job`
-    computed in id order; computed here if the job failed (e.g. its worker was killed).
-    Then `pool` is shut down (its processes gone: the next build may fork again)."""
+def _reordered(jobs: list[Future], pool: Executor, order: np.ndarray, terms: list[str],
+               analyzer: str, kernels=None):
+    """The column targets of `terms` (the terms in id order taken in `order`) from the
+    mapped parts that `jobs` computed in id order; computed here if a job failed (e.g. its
+    worker was killed). Then `pool` is shut down (its processes gone: the next build may
+    fork again)."""
     try:
-        kept, target = job.result()
+        parts = [job.result() for job in jobs]
     except Exception:  # noqa: BLE001  (the same work here gives the answer or the real error)
         return column_targets(terms, analyzer)
     finally:
         pool.shutdown(wait=True)
-    return kept, target[order].astype(np.int64)
+    mapped = PackedTerms.joined([PackedTerms(codes, at) for codes, at, _ in parts])
+    keep = np.concatenate([keep for _, _, keep in parts])
+    kept, target = _packed_columns(mapped, keep, kernels)
+    return kept, target[order]
+
+
+def _packed_columns(mapped: PackedTerms, keep: np.ndarray, kernels):
+    """column_targets' answer from the mapped terms of the kept ones: in compiled loops (the
+    vocabulary's look-up and sort: no str made of each term), else as column_targets."""
+    if kernels is None:
+        strings = iter(mapped.strings())
+        return _columns([next(strings) if k else None for k in keep.tolist()])
+    vocabulary = _PackedVocabulary(kernels)
+    ids = vocabulary.ids(mapped)
+    order = vocabulary.order([])
+    target = np.full(keep.size, -1, dtype=np.int64)
+    target[keep] = ranks(order)[ids]
+    return PackedTerms(*vocabulary.packed()).taken(order).strings(), target
 
 
 class _Vocabulary:
@@ -370,7 +404,11 @@ def column_targets(terms: list[str], analyzer: str) -> tuple[list[str], np.ndarr
     `terms` its new column (-1: dropped)."""
     if get_term_filter(analyzer) is None:
         return list(terms), np.arange(len(terms), dtype=np.int64)
-    mapped = mapped_terms(analyzer, terms)
+    return _columns(mapped_terms(analyzer, terms))
+
+
+def _columns(mapped: list[str | None]) -> tuple[list[str], np.ndarray]:
+    """The distinct terms of `mapped` sorted, and each one's column (None: -1)."""
     column = dict.fromkeys(sorted(filter(None, mapped)))  # sorted terms have mostly sorted
     kept = list(column)  # stems, whose runs Python's sort finds
     column = dict(zip(kept, range(len(kept))))

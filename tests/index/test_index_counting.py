@@ -153,6 +153,20 @@ def test_term_maps_worked_out_beside_the_merge_are_the_local_ones(packed):
     assert (reanalyze(counts, "pt").matrix != reanalyze(count_texts(texts), "pt").matrix).nnz == 0
 
 
+@pytest.mark.parametrize("packed", [False, True])
+@pytest.mark.parametrize("words", [["de"], ["de", "não", "A"], ["zebra"], ["Ação", "acao", "de"]])
+def test_term_maps_in_more_parts_than_terms(packed, words):
+    """Parts of the vocabulary without a term, or without a term kept, join as the rest."""
+    kernels = pytest.importorskip("busca.index.text.tokens_numba") if packed else None
+    merger = CountMerger(kernels=kernels, analyzers=("pt",))
+    merger.add(count_pieces([words]))
+    merger.prefetch(AtOnce(), parts=3)
+    counts = merger.result()
+    kept, target = counts.targets("pt")
+    local_kept, local_target = column_targets(counts.terms, "pt")
+    assert kept == local_kept and target.tolist() == local_target.tolist()
+
+
 def test_a_term_map_whose_worker_failed_is_worked_out_here():
     merger = CountMerger(analyzers=("pt",))
     merger.add(count_pieces([["informações", "Informação", "de"]]))
