@@ -1,19 +1,20 @@
-"""busca's build and the peers' builds alternately, on the corpus and store kept by
+"""busca's builds and the peers' builds alternately, on the corpus and store kept by
 bench_lexical.py (`--keep`), with the same runners, to take a shared machine's swings out of
-the build ratio (each round: busca, then every peer, each in a fresh subprocess).
+the build ratio (each round: each busca build, then every peer, each in a fresh subprocess).
 
     python bench/bench_lexical.py --sizes 1000000 --systems tantivy,pisa --work /work/bench/lex1m --keep
     python bench/bench_build_paired.py --work /work/bench/lex1m --size 1000000 --rounds 3
 
-busca builds from scratch every round (the previous build of the kept store is deleted first,
-so no chunk span is reused), as in bench_lexical.py.
+busca builds from scratch every time (the previous build of the kept store is deleted first,
+so no chunk span is reused), as in bench_lexical.py: by default bm25 alone (`busca index
+--methods bm25`, what the peers build, and what the goal reads) and the default `busca index`
+(tfidf and bm25 from one tokenising pass); `--methods` chooses (repeat it for several).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 from pathlib import Path
 
@@ -21,13 +22,7 @@ from bench_lexical import PeerUnavailable, subprocess_run  # noqa: E402
 from lexical_peers import BUILD_THREADS, TANTIVY_HEAP  # noqa: E402
 
 PEERS = {"tantivy": "tantivy-build", "pisa": "pisa-build", "bm25s": "bm25s-build"}
-
-
-def fresh(home: Path) -> None:
-    """The kept store without any index build: the next build starts from nothing."""
-    for build in home.glob("index-*"):
-        shutil.rmtree(build)
-    (home / "CURRENT").unlink(missing_ok=True)
+BUILDS = ["bm25", "tfidf,bm25"]
 
 
 def main() -> None:
@@ -36,6 +31,9 @@ def main() -> None:
     parser.add_argument("--size", type=int, required=True, help="Chunks (a store kept there).")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--peers", default="tantivy", help=f"Among {','.join(PEERS)}.")
+    parser.add_argument("--methods", action="append",
+                        help="busca's methods in one build (repeat for several builds a round)"
+                             f" [default: {' and '.join(BUILDS)}].")
     args = parser.parse_args()
     home = args.work / f"busca-{args.size}"
     corpus = args.work / f"corpus-{args.size}.txt"
@@ -46,32 +44,35 @@ def main() -> None:
     if unknown := [p for p in peers if p not in PEERS]:
         raise SystemExit(f"unknown peer {unknown[0]}: choose among {','.join(PEERS)}")
     base = {"work": str(args.work), "corpus": str(corpus), "size": args.size}
+    builds = [f"busca {m}" for m in args.methods or BUILDS]
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
-    times: dict[str, list[float]] = {"busca": [], **{p: [] for p in peers}}
+    times: dict[str, list[float]] = {name: [] for name in builds + peers}
     config = ""
     for r in range(args.rounds):
-        fresh(home)
-        built = subprocess_run({**base, "runner": "busca-build"}, one_thread=False)
-        config = built.get("build_config", "")
-        times["busca"].append(built["build"])
-        line = [f"busca {built['build']:.1f} s"]
+        line = []
+        for name in builds:
+            built = subprocess_run({**base, "runner": "busca-build",
+                                    "methods": name.removeprefix("busca ")}, one_thread=False)
+            config = built.get("build_config", "")
+            times[name].append(built["build"])
+            line.append(f"{name} {built['build']:.1f} s")
         for peer in peers:
             try:
                 times[peer].append(subprocess_run({**base, "runner": PEERS[peer]},
                                                   one_thread=False)["build"])
             except PeerUnavailable as why:
                 raise SystemExit(f"{peer} cannot build here: {why}") from None
-            line.append(f"{peer} {times[peer][-1]:.1f} s"
-                        f" ({times[peer][-1] / built['build']:.2f}x busca's)")
+            line.append(f"{peer} {times[peer][-1]:.1f} s")
         print(f"round {r + 1} (load {os.getloadavg()[0]:.2f}): " + ", ".join(line), flush=True)
     print(f"busca: {config}; tantivy: {BUILD_THREADS} threads, a {TANTIVY_HEAP // 1_000_000} MB"
           f" writer heap; PISA: {BUILD_THREADS} threads (texts read before the clock starts)")
-    median = {name: statistics.median(t) for name, t in times.items()}
-    for peer in peers:
-        ratios = [p / b for p, b in zip(times[peer], times["busca"])]
-        print(f"median: busca {median['busca']:.1f} s, {peer} {median[peer]:.1f} s; median of"
-              f" round ratios {statistics.median(ratios):.2f}x (goal: >= 1.5x for the fastest"
-              " peer)")
+    for name in builds:
+        for peer in peers:
+            ratios = [p / b for p, b in zip(times[peer], times[name])]
+            print(f"median: {name} {statistics.median(times[name]):.1f} s, {peer}"
+                  f" {statistics.median(times[peer]):.1f} s; median of round ratios"
+                  f" {statistics.median(ratios):.2f}x (goal, bm25 alone: >= 1.5x for the"
+                  " fastest peer)")
 
 
 if __name__ == "__main__":

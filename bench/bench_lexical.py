@@ -146,12 +146,16 @@ def measure(n: int, base: dict, keep: bool, systems: set[str]) -> dict:
     rows: dict = {}
     jobs: list[tuple[str, str, str, dict]] = []  # (row, label, runner, extra) of the queries
     step("filling the busca store (not timed)", "busca-store")
+    # bm25's row: bm25 alone (`busca index --methods bm25`), what every peer builds; tfidf's
+    # row: the default `busca index` (tfidf and bm25 from one tokenising pass), which the
+    # queries of both then read
+    alone = step("busca index --methods bm25", "busca-build", one_thread=False, methods="bm25")
     build = step("busca index (tfidf + bm25, one pass)", "busca-build", one_thread=False)
-    for method in ("tfidf", "bm25"):
-        rows[f"busca {method}"] = {"build": build["build"], "size": build["size"][method],
-                                   "build_peak": build["build_peak"],
-                                   "workers_peak": build["workers_peak"],
-                                   "build_config": build.get("build_config", "")}
+    for method, built in (("tfidf", build), ("bm25", alone)):
+        rows[f"busca {method}"] = {"build": built["build"], "size": build["size"][method],
+                                   "build_peak": built["build_peak"],
+                                   "workers_peak": built["workers_peak"],
+                                   "build_config": built.get("build_config", "")}
         jobs.append((f"busca {method}", f"busca {method} queries", "busca-query",
                      {"method": method}))
     if "bm25s" in systems:
@@ -265,8 +269,9 @@ def print_table(n: int, rows: dict, once: bool = False) -> None:
         print_dense(rows["dense"])
     _print_rounds(rows)
     workers = bm25.get("workers_peak", 0)
-    print("  busca: one `busca index` builds tfidf and bm25 with one tokenising pass"
-          + (f" ({bm25['build_config']})" if bm25.get("build_config") else "")
+    print("  busca: bm25's build s is `busca index --methods bm25` (what the peers build),"
+          " tfidf's the default `busca index`, which builds tfidf and bm25 with one tokenising"
+          " pass" + (f" ({bm25['build_config']})" if bm25.get("build_config") else "")
           + "; build s, build peak MB: main process"
           + (f" (its tokenising workers peaked at {workers:.0f} MB)" if workers else "")
           + "; peers without an index file: search peak includes the build")
@@ -322,11 +327,16 @@ def _qps_check(n: int, bm25: dict, peers: dict, first: bool) -> tuple[str, bool]
             f" ({strongest}, {peers[strongest]['qps']:,.0f} q/s) >= 2x{note}", ratio >= 2)
 
 
-def _build_check(n: int, bm25: dict, peers: dict) -> tuple[str, bool]:
+def _build_check(n: int, rows: dict, peers: dict) -> tuple[str, bool]:
+    """bm25 alone against the fastest peer's build; the default build's ratio beside it."""
+    bm25, both = rows["busca bm25"], rows.get("busca tfidf", {})
     fastest = min(peers, key=lambda p: peers[p]["build"])
     ratio = peers[fastest]["build"] / bm25["build"]
-    return (f"{n:,}: busca build {bm25['build']:.1f} s = {ratio:.2f}x faster than the fastest"
-            f" peer's ({fastest}, {peers[fastest]['build']:.1f} s) >= 1.5x", ratio >= 1.5)
+    note = (f"; the default build (tfidf + bm25) {both['build']:.1f} s ="
+            f" {peers[fastest]['build'] / both['build']:.2f}x" if both.get("build") else "")
+    return (f"{n:,}: busca bm25 build {bm25['build']:.1f} s = {ratio:.2f}x faster than the"
+            f" fastest peer's ({fastest}, {peers[fastest]['build']:.1f} s) >= 1.5x{note}",
+            ratio >= 1.5)
 
 
 def _peak_checks(n: int, rows: dict) -> list[tuple[str, bool]]:
@@ -345,7 +355,7 @@ def check_goals_once(results: dict) -> list[tuple[str, bool]]:
         peers = {p: rows[p] for p in PEERS if "qps" in rows.get(p, {})}
         bm25 = rows["busca bm25"]
         if peers:
-            checks += [_qps_check(n, bm25, peers, False), _build_check(n, bm25, peers)]
+            checks += [_qps_check(n, bm25, peers, False), _build_check(n, rows, peers)]
         limit = P99_MS[1_000_000] if n >= 1_000_000 else P99_MS[100_000]
         checks.append((f"{n:,}: busca bm25 p99 {bm25['p99']:.2f} ms <= {limit:g} ms",
                        bm25["p99"] <= limit))
@@ -364,7 +374,7 @@ def check_goals(results: dict) -> list[tuple[str, bool]]:
         bm25 = rows["busca bm25"]
         checks.append(_qps_check(n, bm25, peers, True))
         if n >= 1_000_000:
-            checks += [_build_check(n, bm25, peers),
+            checks += [_build_check(n, rows, peers),
                        (f"{n:,}: busca bm25 p50 {bm25['p50']:.2f} ms <= 2 ms", bm25["p50"] <= 2)]
             checks += _peak_checks(n, rows)
     return checks

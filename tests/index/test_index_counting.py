@@ -167,6 +167,18 @@ def test_term_maps_in_more_parts_than_terms(packed, words):
     assert kept == local_kept and target.tolist() == local_target.tolist()
 
 
+@pytest.mark.parametrize("packed", [False, True])
+def test_the_sorted_terms_are_made_when_first_read(packed):
+    kernels = pytest.importorskip("busca.index.text.tokens_numba") if packed else None
+    merger = CountMerger(kernels=kernels)
+    merger.add(count_pieces([["zebra", "Ação", "abacaxi", "ação"]]))
+    counts = merger.result()
+    assert counts.terms._made is None  # a build of bm25 alone never makes them
+    assert counts.terms == ["abacaxi", "ação", "zebra"] and len(counts.terms) == 3
+    assert counts.terms[1] == "ação" and "\n".join(counts.terms) == "abacaxi\nação\nzebra"
+    assert counts.matrix.shape == (1, 3) and counts.matrix.toarray().tolist() == [[1, 2, 1]]
+
+
 def test_a_term_map_whose_worker_failed_is_worked_out_here():
     merger = CountMerger(analyzers=("pt",))
     merger.add(count_pieces([["informações", "Informação", "de"]]))
