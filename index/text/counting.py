@@ -188,8 +188,8 @@ class SortedTerms(UserList):
     a build of bm25 alone never reads its java terms (0.2 s of the merge's one core at 411k
     terms), and tfidf's thread makes them beside bm25's kernels."""
 
-    def __init__(self, vocabulary, order: np.ndarray):  # (UserList's would set data)
-        self._vocabulary, self._order, self._made = vocabulary, order, None
+    def __init__(self, make: Callable[[], list[str]]):  # (UserList's would set data)
+        self._make, self._made = make, None
         self._lock = threading.Lock()
 
     @property
@@ -197,8 +197,7 @@ class SortedTerms(UserList):
         if self._made is None:
             with self._lock:
                 if self._made is None:
-                    self._made = self._vocabulary.taken(self._order)
-                    self._vocabulary = self._order = None
+                    self._made, self._make = self._make(), None
         return self._made
 
     @data.setter
@@ -268,7 +267,7 @@ class CountMerger:
         """All rows so far; columns renumbered in sorted term order (as CountVectorizer)."""
         import scipy.sparse as sp
         order = self.vocabulary.order()
-        terms, rank = SortedTerms(self.vocabulary, order), ranks(order)
+        terms, rank = SortedTerms(self.vocabulary.taken(order)), ranks(order)
         indices, data = self.indices[:self.nnz], self.data[:self.nnz]
         for lo in range(0, self.nnz, 1 << 22):  # in place, a block at a time
             block = indices[lo:lo + (1 << 22)]
@@ -325,7 +324,7 @@ def _packed_columns(mapped: PackedTerms, keep: np.ndarray, kernels):
     order = vocabulary.order()
     target = np.full(keep.size, -1, dtype=np.int64)
     target[keep] = ranks(order)[ids]
-    return vocabulary.taken(order), target
+    return vocabulary.taken(order)(), target
 
 
 class _Vocabulary:
@@ -355,10 +354,11 @@ class _Vocabulary:
         """The ids in the terms' sorted order."""
         return str_order(self.strings())
 
-    def taken(self, order: np.ndarray) -> list[str]:
-        """The terms taken in `order`."""
+    def taken(self, order: np.ndarray) -> Callable[[], list[str]]:
+        """The terms taken in `order`, made when called (what it takes kept till then, not
+        the vocabulary)."""
         strings = self.strings()
-        return list(map(strings.__getitem__, order.tolist()))
+        return lambda: list(map(strings.__getitem__, order.tolist()))
 
 
 class _PackedVocabulary:
@@ -405,8 +405,9 @@ class _PackedVocabulary:
         """The sorted order, in compiled loops."""
         return self.kernels.term_order(*self.packed())
 
-    def taken(self, order: np.ndarray) -> list[str]:
-        return PackedTerms(*self.packed()).taken(order).strings()
+    def taken(self, order: np.ndarray) -> Callable[[], list[str]]:
+        packed = PackedTerms(*self.packed())
+        return lambda: packed.taken(order).strings()
 
 
 def _grown(array: np.ndarray, size: int, used: int) -> np.ndarray:
