@@ -37,8 +37,10 @@ Top 10, one query at a time, in a process whose OpenMP/BLAS pools have one threa
 every store or build step the files written are flushed to disk (`os.sync`), so that no
 system's queries compete with the flush of an index (1.6 GB stayed dirty after busca's 1M
 build). Every system runs in a subprocess of its own, so each peak memory is that process's
-alone. busca builds through the real path (store -> `build_index` with `tfidf,bm25`: chunk
-rows in SQLite, one tokenising pass on every core); bm25s gets the same Portuguese Snowball
+alone. busca builds through the real path (store -> `build_index`: chunk rows in SQLite, one
+tokenising pass on every core), twice from nothing: bm25 alone (`busca index --methods bm25`,
+one BM25 index like each peer's: the bm25 row's build and the goal), then the default tfidf
+and bm25 (the tfidf row's build; both rows' queries read it); bm25s gets the same Portuguese Snowball
 stemmer and stopwords as busca's `pt` analyzer; rank_bm25 gets busca's `pt` terms; the
 dictionary cosine gets the Java-parity terms. rank_bm25 and the dictionary cosine run up to
 100k chunks only.
