@@ -40,8 +40,8 @@ build). Every system runs in a subprocess of its own, so each peak memory is tha
 alone. busca builds through the real path (store -> `build_index`: chunk rows in SQLite, one
 tokenising pass on every core), twice from nothing: bm25 alone (`busca index --methods bm25`,
 one BM25 index like each peer's: the bm25 row's build and the goal), then the default tfidf
-and bm25 (the tfidf row's build; both rows' queries read it); bm25s gets the same Portuguese Snowball
-stemmer and stopwords as busca's `pt` analyzer; rank_bm25 gets busca's `pt` terms; the
+and bm25 (the tfidf row's build; both rows' queries read it); bm25s gets the same Portuguese
+Snowball stemmer and stopwords as busca's `pt` analyzer; rank_bm25 gets busca's `pt` terms; the
 dictionary cosine gets the Java-parity terms. rank_bm25 and the dictionary cosine run up to
 100k chunks only.
 """
