@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections import UserList, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
@@ -183,12 +183,13 @@ def compact(data: np.ndarray) -> np.ndarray:
     return data.astype(np.int32)
 
 
-class SortedTerms(UserList):
-    """A vocabulary's terms taken in `order`, made into str when first read (a list then):
-    a build of bm25 alone never reads its java terms (0.2 s of the merge's one core at 411k
-    terms), and tfidf's thread makes them beside bm25's kernels."""
+class SortedTerms(Sequence):
+    """A vocabulary's terms in sorted order, made into str when first read (then a list of
+    str, which slices and comparisons use): a build of bm25 alone never reads its java terms
+    (0.2 s of the merge's one core at 411k terms), and tfidf's thread makes them beside
+    bm25's kernels. `make` gives the list."""
 
-    def __init__(self, make: Callable[[], list[str]]):  # (UserList's would set data)
+    def __init__(self, make: Callable[[], list[str]]):
         self._make, self._made = make, None
         self._lock = threading.Lock()
 
@@ -200,9 +201,19 @@ class SortedTerms(UserList):
                     self._made, self._make = self._make(), None
         return self._made
 
-    @data.setter
-    def data(self, value: list[str]) -> None:
-        self._made = value
+    def __getitem__(self, i):
+        return self.data[i]
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __iter__(self):
+        return iter(self.data)
+
+    def __eq__(self, other) -> bool:
+        return self.data == (other.data if isinstance(other, SortedTerms) else other)
+
+    __hash__ = None  # as a list's
 
 
 class CountMerger:

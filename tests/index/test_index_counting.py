@@ -176,6 +176,7 @@ def test_the_sorted_terms_are_made_when_first_read(packed):
     assert counts.terms._made is None  # a build of bm25 alone never makes them
     assert counts.terms == ["abacaxi", "ação", "zebra"] and len(counts.terms) == 3
     assert counts.terms[1] == "ação" and "\n".join(counts.terms) == "abacaxi\nação\nzebra"
+    assert counts.terms[1:] == ["ação", "zebra"] and list(counts.terms) == counts.terms.data
     assert counts.matrix.shape == (1, 3) and counts.matrix.toarray().tolist() == [[1, 2, 1]]
 
 
