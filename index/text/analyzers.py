@@ -95,7 +95,6 @@ portuguese_stemmer.cache_clear = stemmer.cache_clear  # forgets every cached ste
 
 
 _STOPWORDS = PORTUGUESE | {fold_accents(w) for w in PORTUGUESE}
-_LONGEST_STOPWORD = max(map(len, _STOPWORDS))
 
 
 def simple_term(term: str) -> str | None:
@@ -112,6 +111,8 @@ def pt_term(term: str) -> str | None:
 
 
 def _pt_stopword(term: str) -> bool:
+    if term.isascii():  # folding leaves it as it is: one look-up
+        return term in _STOPWORDS
     return term in _STOPWORDS or fold_accents(term) in _STOPWORDS
 
 
@@ -137,9 +138,8 @@ def mapped_terms(name: str, terms: list[str]) -> list[str | None]:
     _check(name)
     if name == "pt":
         stems = portuguese_stemmer().stemWords(terms)
-        # an ASCII term longer than every stopword is none (folding leaves it as it is)
-        return [None if (len(t) <= _LONGEST_STOPWORD or not t.isascii()) and _pt_stopword(t)
-                else fold_accents(s) or None for t, s in zip(terms, stems)]
+        return [None if _pt_stopword(t) else fold_accents(s) or None
+                for t, s in zip(terms, stems)]
     if name == "en":
         stems = stemmer(STEMMERS["en"]).stemWords(terms)
         return [None if _en_stopword(t) else s or None for t, s in zip(terms, stems)]
