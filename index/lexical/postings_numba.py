@@ -146,12 +146,15 @@ def ratio_bounds(indptr, indices, counts, norms):
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def columns(indptr, indices, data, n_columns, shift):
-    """A CSR matrix term-major (CSC: indptr, row ids increasing within a column, values):
-    scipy's tocsc, as a counting sort in two passes (`by_blocks`, blocks of 2**shift)."""
+def columns(indptr, indices, data, column, shift):
+    """A CSR matrix term-major, its column j renamed column[j] (a permutation: the merged
+    counts' ids put in sorted term order): CSC indptr, row ids increasing within a column,
+    values; scipy's tocsc of the renamed matrix, as a counting sort in two passes
+    (`by_blocks`, blocks of 2**shift)."""
+    n_columns = column.size
     col_ptr = np.zeros(n_columns + 1, dtype=np.int64)
     for k in range(indices.size):
-        col_ptr[indices[k] + 1] += 1
+        col_ptr[column[indices[k]] + 1] += 1
     for c in range(n_columns):
         col_ptr[c + 1] += col_ptr[c]
     fill = block_starts(col_ptr, shift)
@@ -161,7 +164,7 @@ def columns(indptr, indices, data, n_columns, shift):
     within = np.empty(indices.size, dtype=np.uint16)
     for r in range(indptr.size - 1):
         for k in range(indptr[r], indptr[r + 1]):
-            c = indices[k]
+            c = column[indices[k]]
             p = fill[c >> shift]
             fill[c >> shift] = p + 1
             rows[p] = r
@@ -205,22 +208,38 @@ def _pairwise(a, lo, n):
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def row_squares(indptr, indices, data, idf):
-    """Per chunk (CSR rows, terms in column order) the sum of (count x idf)^2, added as
+def row_squares(row_ptr, col_ptr, rows, values, idf, block):
+    """Per chunk the sum of (count x idf)^2 over its terms in column order, added as
     np.add.reduceat adds a row (tfidf.row_norms' numbers): its first square, plus the
-    pairwise sum of the others."""
-    n_rows = indptr.size - 1
+    pairwise sum of the others. Read from the term-major counts (col_ptr, rows increasing
+    within a column, values; `columns`), so the chunks' own rows may hold their terms in
+    any order; `row_ptr`: each chunk's number of terms, cumulated (the CSR indptr). The
+    squares of `block` chunks at a time are put in column order (one pass over the columns
+    each), so the memory is that block's, not the matrix's."""
+    n_rows, n_cols = row_ptr.size - 1, col_ptr.size - 1
     squares = np.zeros(n_rows, dtype=np.float64)
-    longest = 0
-    for r in range(n_rows):
-        longest = max(longest, indptr[r + 1] - indptr[r])
-    row = np.empty(longest, dtype=np.float64)
-    for r in range(n_rows):
-        lo, n = np.int64(indptr[r]), np.int64(indptr[r + 1] - indptr[r])
-        if n == 0:
-            continue
-        for k in range(n):
-            w = np.float64(data[lo + k]) * idf[indices[lo + k]]
-            row[k] = w * w
-        squares[r] = row[0] + _pairwise(row, np.int64(1), n - 1)
+    cursor = col_ptr[:-1].copy()  # each column's first entry not yet read
+    widest = 0
+    for r0 in range(0, n_rows, block):
+        widest = max(widest, row_ptr[min(r0 + block, n_rows)] - row_ptr[r0])
+    row = np.empty(widest, dtype=np.float64)
+    fill = np.empty(min(block, max(n_rows, 1)), dtype=np.int64)
+    for r0 in range(0, n_rows, block):
+        r1 = min(r0 + block, n_rows)
+        base = row_ptr[r0]
+        for r in range(r0, r1):
+            fill[r - r0] = row_ptr[r] - base
+        for c in range(n_cols):
+            p, end = cursor[c], col_ptr[c + 1]
+            while p < end and rows[p] < r1:
+                w = np.float64(values[p]) * idf[c]
+                q = rows[p] - r0
+                row[fill[q]] = w * w
+                fill[q] += 1
+                p += 1
+            cursor[c] = p
+        for r in range(r0, r1):
+            lo, n = np.int64(row_ptr[r] - base), np.int64(row_ptr[r + 1] - row_ptr[r])
+            if n > 0:
+                squares[r] = row[lo] + _pairwise(row, lo + 1, n - 1)
     return squares

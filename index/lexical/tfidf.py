@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import compiled
 from .arrays import save_arrays
+from ..text.analyzers import get_term_filter
 from ..text.counting import (EmptyVocabulary, TermCounts, column_blocks, count_texts,
                                   reanalyze)
 
@@ -40,42 +41,49 @@ def build(texts: Sequence[str], out, *, options: dict, previous=None,
 def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) -> dict:
     """Build the TF-IDF arrays from the chunks' java-term counts; the manifest entry."""
     analyzer = options.get("tfidf_analyzer", ANALYZER)
-    counts = reanalyze(counts, analyzer)
-    if not counts.terms:
+    kernel = (compiled.for_build("postings_numba")
+              if counts.matrix.nnz >= compiled.MIN_POSTINGS else None)
+    if kernel is not None and get_term_filter(analyzer) is None:
+        terms, column = counts.targets(analyzer)  # sorted; the columns renamed as transposed
+    else:
+        counts = reanalyze(counts, analyzer)  # the columns in sorted term order
+        terms, column = counts.terms, np.arange(len(counts.terms))
+    if not terms:
         raise EmptyVocabulary("no chunk contains a word or number to index")
     matrix = counts.matrix
     n = matrix.shape[0]
-    kernel = (compiled.for_build("postings_numba") if matrix.nnz >= compiled.MIN_POSTINGS
-              else None)
     if kernel is not None:
         indptr, indices, data = kernel.columns(matrix.indptr, matrix.indices, matrix.data,
-                                               matrix.shape[1], kernel.BLOCK_SHIFT)
+                                               column.astype(np.int32), kernel.BLOCK_SHIFT)
     else:
         csc = matrix.tocsc()  # chunk ids sorted within each term
         indptr, indices, data = csc.indptr, csc.indices, csc.data
         del csc
     idf = np.log(n / np.diff(indptr))
-    norms = row_norms(matrix, idf, kernel)
+    norms = row_norms(matrix, idf, (indptr, indices, data), kernel)
     save_arrays(out, METHOD, {
         "indices": indices.astype(np.int32, copy=False),
         "counts": data.astype(_count_dtype(data), copy=False), "indptr": indptr.astype(np.int64),
         "idf": idf, "norms": norms, "bound": column_bounds(indptr, indices, data, norms, kernel)})
-    out.write_terms(METHOD, counts.terms)
-    return {"analyzer": analyzer, "vocabulary": len(counts.terms),
+    out.write_terms(METHOD, terms)
+    return {"analyzer": analyzer, "vocabulary": len(terms),
             "weighting": "raw count x ln(N/df), cosine", "floor": None}
 
 
-def row_norms(matrix: sp.csr_matrix, idf: np.ndarray, kernel=None) -> np.ndarray:
+def row_norms(matrix: sp.csr_matrix, idf: np.ndarray, columns=None,
+              kernel=None) -> np.ndarray:
     """L2 norm of each chunk's count x idf vector, summed exactly as scikit-learn's row sums
     (np.add.reduceat over the row's terms in column order), so the norms are bit for bit
-    those of the first TF-IDF builder; a block of rows at a time (bounded memory). Rows
-    merged by counting.CountMerger come sorted; others are sorted first. `kernel`:
-    index/lexical/postings_numba.py, the same sums in one compiled loop."""
+    those of the first TF-IDF builder; a block of rows at a time (bounded memory). `kernel`:
+    index/lexical/postings_numba.py, the same sums in compiled loops from the term-major
+    `columns` (indptr, indices, data), whatever the order of each row's terms (the merged
+    counts of a compiled tokenising pass hold them in order of first occurrence); else
+    rows not sorted are sorted first."""
+    if kernel is not None:
+        return np.sqrt(kernel.row_squares(matrix.indptr, *columns, idf, ROW_BLOCK))
     if not matrix.has_sorted_indices:
         matrix = matrix.sorted_indices()
     indptr, indices, data = matrix.indptr, matrix.indices, matrix.data
-    if kernel is not None:
-        return np.sqrt(kernel.row_squares(indptr, indices, data, idf))
     squares = np.zeros(matrix.shape[0], dtype=np.float64)
     for r0 in range(0, matrix.shape[0], ROW_BLOCK):
         r1 = min(r0 + ROW_BLOCK, matrix.shape[0])

@@ -39,11 +39,13 @@ class EmptyVocabulary(BuscaError, ValueError):
 
 @dataclass(frozen=True)
 class TermCounts:
-    """Raw counts, chunks x terms (CSR, int32 indices), and the terms in column order."""
+    """Raw counts, chunks x terms (CSR, int32 indices), and the terms in column order: the
+    order in which a merge met them (`targets` gives the sorted order of any analyzer)."""
 
     matrix: sp.csr_matrix
     terms: list[str]
-    # analyzer -> its column targets, computed while the merge finished (CountMerger)
+    # analyzer -> its column targets, computed beside the merge or from its vocabulary's
+    # compiled loops (CountMerger)
     prefetched: Mapping[str, Callable[[], tuple]] = field(default_factory=dict, repr=False,
                                                           compare=False)
 
@@ -52,8 +54,9 @@ class TermCounts:
         return self.matrix.shape[0]
 
     def targets(self, analyzer: str) -> tuple[list[str], np.ndarray]:
-        """`column_targets` of the terms under `analyzer`: the merge's, when it was asked
-        to compute them (CountMerger's `analyzers`), else computed now."""
+        """`column_targets` of the terms under `analyzer` (the sorted terms it keeps, and each
+        column's place among them: java's sorts the columns): the merge's, when it can give
+        them (CountMerger's `analyzers`; java from its vocabulary), else computed now."""
         ready = self.prefetched.get(analyzer)
         return ready() if ready is not None else column_targets(self.terms, analyzer)
 
@@ -110,8 +113,8 @@ class PackedTerms(Sequence):
 @dataclass(frozen=True)
 class CountedBatch:
     """Counts of a batch of chunks over the batch's own term ids (`terms` in id order):
-    CSR, ids numbered in sorted term order and increasing within each row, so that the
-    merged matrix has its rows sorted without sorting them."""
+    CSR; the Python path numbers the ids in sorted term order, the compiled one in the order
+    the terms first occur (its rows unsorted)."""
 
     terms: Sequence[str]  # a list, or PackedTerms from the compiled batch
     indptr: np.ndarray
@@ -183,8 +186,8 @@ def compact(data: np.ndarray) -> np.ndarray:
     return data.astype(np.int32)
 
 
-class SortedTerms(Sequence):
-    """A vocabulary's terms in sorted order, made into str when first read (then a list of
+class LazyTerms(Sequence):
+    """A vocabulary's terms in column order, made into str when first read (then a list of
     str, which slices and comparisons use): a build of bm25 alone never reads its java terms
     (0.2 s of the merge's one core at 411k terms), and tfidf's thread makes them beside
     bm25's kernels. `make` gives the list."""
@@ -211,7 +214,7 @@ class SortedTerms(Sequence):
         return iter(self.data)
 
     def __eq__(self, other) -> bool:
-        return self.data == (other.data if isinstance(other, SortedTerms) else other)
+        return self.data == (other.data if isinstance(other, LazyTerms) else other)
 
     __hash__ = None  # as a list's
 
@@ -262,7 +265,7 @@ class CountMerger:
 
     def prefetch(self, pool: Executor, parts: int = 2) -> None:
         """Have the column targets of `analyzers` computed by `pool` (the idle tokenising
-        workers, index/text/stream.py) while `result()` sorts and renumbers here: mapping
+        workers, index/text/stream.py) while the merge finishes here: mapping
         every term through a stemmer is a Python loop (seconds at 1M chunks) that would
         otherwise come before the methods, or hold the GIL they need. The vocabulary goes out
         in `parts` (one per worker); their mapped terms are put in order when taken
@@ -275,26 +278,30 @@ class CountMerger:
                         for a in self.analyzers}
 
     def result(self) -> TermCounts:
-        """All rows so far; columns renumbered in sorted term order (as CountVectorizer)."""
+        """All rows so far, the columns in the order their terms first appeared (nothing is
+        sorted or renumbered here: `targets` sorts the vocabulary for the method that asks,
+        in its own thread; tfidf's renames the columns as it transposes them)."""
         import scipy.sparse as sp
-        order = self.vocabulary.order()
-        terms, rank = SortedTerms(self.vocabulary.taken(order)), ranks(order)
         indices, data = self.indices[:self.nnz], self.data[:self.nnz]
-        for lo in range(0, self.nnz, 1 << 22):  # in place, a block at a time
-            block = indices[lo:lo + (1 << 22)]
-            block[:] = rank[block]
         indptr = np.concatenate(self.indptr)
         if self.nnz < np.iinfo(np.int32).max:
             indptr = indptr.astype(np.int32)
         self.indptr, self.indices, self.data, self.nnz = [indptr[-1:]], indices[:0], data[:0], 0
-        matrix = sp.csr_matrix((data, indices, indptr), shape=(self.rows, order.size))
-        # each batch's ids follow term order, and so do their ranks: rows stay sorted
-        matrix.has_sorted_indices = True
+        matrix = sp.csr_matrix((data, indices, indptr), shape=(self.rows, self.vocabulary.n))
+        terms = LazyTerms(self.vocabulary.taken(None))
         kernels = getattr(self.vocabulary, "kernels", None)
-        prefetched = {a: functools.partial(_reordered, jobs, pool, order, terms, a, kernels)
+        prefetched = {a: functools.partial(_mapped_columns, jobs, pool, terms, a, kernels)
                       for a, (jobs, pool) in self.pending.items()}
+        prefetched["java"] = functools.partial(_sorted_columns, self.vocabulary)
         self.pending = {}
         return TermCounts(matrix, terms, prefetched)
+
+
+def _sorted_columns(vocabulary) -> tuple[LazyTerms, np.ndarray]:
+    """column_targets(terms, "java") from the vocabulary: its terms sorted (in compiled loops
+    when it has them) and made into str when read, and each id's place among them."""
+    order = vocabulary.order()
+    return LazyTerms(vocabulary.taken(order)), ranks(order)
 
 
 def _mapped_part(codes: np.ndarray, at: np.ndarray, analyzer: str):
@@ -306,12 +313,11 @@ def _mapped_part(codes: np.ndarray, at: np.ndarray, analyzer: str):
     return kept.codes, kept.at, keep
 
 
-def _reordered(jobs: list[Future], pool: Executor, order: np.ndarray, terms: list[str],
-               analyzer: str, kernels=None):
-    """The column targets of `terms` (the terms in id order taken in `order`) from the
-    mapped parts that `jobs` computed in id order; computed here if a job failed (e.g. its
-    worker was killed). Then `pool` is shut down (its processes gone: the next build may
-    fork again)."""
+def _mapped_columns(jobs: list[Future], pool: Executor, terms: list[str], analyzer: str,
+                    kernels=None):
+    """The column targets of `terms` (in id order) from the mapped parts that `jobs`
+    computed in id order; computed here if a job failed (e.g. its worker was killed). Then
+    `pool` is shut down (its processes gone: the next build may fork again)."""
     try:
         parts = [job.result() for job in jobs]
     except Exception:  # noqa: BLE001  (the same work here gives the answer or the real error)
@@ -320,8 +326,7 @@ def _reordered(jobs: list[Future], pool: Executor, order: np.ndarray, terms: lis
         pool.shutdown(wait=True)
     mapped = PackedTerms.joined([PackedTerms(codes, at) for codes, at, _ in parts])
     keep = np.concatenate([keep for _, _, keep in parts])
-    kept, target = _packed_columns(mapped, keep, kernels)
-    return kept, target[order]
+    return _packed_columns(mapped, keep, kernels)
 
 
 def _packed_columns(mapped: PackedTerms, keep: np.ndarray, kernels):
@@ -345,6 +350,10 @@ class _Vocabulary:
         self.id_of: defaultdict[str, int] = defaultdict()
         self.id_of.default_factory = self.id_of.__len__
 
+    @property
+    def n(self) -> int:
+        return len(self.id_of)
+
     def ids(self, terms: Sequence[str]) -> np.ndarray:
         """The ids of `terms` (new ones added)."""
         if isinstance(terms, PackedTerms):
@@ -365,10 +374,12 @@ class _Vocabulary:
         """The ids in the terms' sorted order."""
         return str_order(self.strings())
 
-    def taken(self, order: np.ndarray) -> Callable[[], list[str]]:
-        """The terms taken in `order`, made when called (what it takes kept till then, not
-        the vocabulary)."""
+    def taken(self, order: np.ndarray | None) -> Callable[[], list[str]]:
+        """The terms taken in `order` (None: in id order), made when called (what it takes
+        kept till then, not the vocabulary)."""
         strings = self.strings()
+        if order is None:
+            return lambda: strings
         return lambda: list(map(strings.__getitem__, order.tolist()))
 
 
@@ -416,8 +427,10 @@ class _PackedVocabulary:
         """The sorted order, in compiled loops."""
         return self.kernels.term_order(*self.packed())
 
-    def taken(self, order: np.ndarray) -> Callable[[], list[str]]:
+    def taken(self, order: np.ndarray | None) -> Callable[[], list[str]]:
         packed = PackedTerms(*self.packed())
+        if order is None:
+            return packed.strings
         return lambda: packed.taken(order).strings()
 
 
@@ -443,9 +456,7 @@ def count_texts(texts: Iterable[str], *, batch: int = 4096) -> TermCounts:
 
 def column_targets(terms: list[str], analyzer: str) -> tuple[list[str], np.ndarray]:
     """The sorted terms that `analyzer`'s term filter maps `terms` to, and for each of
-    `terms` its new column (-1: dropped)."""
-    if get_term_filter(analyzer) is None:
-        return list(terms), np.arange(len(terms), dtype=np.int64)
+    `terms` its new column (-1: dropped); java's keeps every term: its sorted order."""
     return _columns(mapped_terms(analyzer, terms))
 
 
@@ -460,12 +471,17 @@ def _columns(mapped: list[str | None]) -> tuple[list[str], np.ndarray]:
 
 
 def reanalyze(counts: TermCounts, analyzer: str) -> TermCounts:
-    """The counts under another analyzer: each java column merged into its filtered term's
-    column or dropped (its term filter: `term -> term | None`)."""
+    """The counts under `analyzer`, columns in its sorted term order: each java column
+    merged into its filtered term's column or dropped (its term filter: `term -> term |
+    None`); java's only puts the columns in order."""
     import scipy.sparse as sp
-    if get_term_filter(analyzer) is None:
-        return counts
     terms, target = counts.targets(analyzer)
+    if get_term_filter(analyzer) is None:
+        m = counts.matrix
+        if np.array_equal(target, np.arange(target.size)):
+            return TermCounts(m, terms)
+        return TermCounts(sp.csr_matrix((m.data, target[m.indices].astype(np.int32), m.indptr),
+                                        shape=m.shape), terms)
     keep = np.flatnonzero(target >= 0)
     targets = target[keep]
     most = int(counts.matrix.sum(axis=1).max()) if counts.chunks else 0

@@ -462,36 +462,3 @@ def window_counts(words, w_start, w_end, w_occ, occ, n_terms, doc_start, size, o
             s += step
         base += n
     return chunks, starts, ends, indptr, indices[:nnz], data[:nnz]
-
-
-@numba.njit(cache=True, nogil=True)
-def sorted_rows(indptr, indices, data, rank):
-    """The CSR rows with term id t renamed rank[t] and each row's entries in increasing id
-    order: two counting sorts (by id, then by row), linear in the entries."""
-    n_rows, nnz, n_ids = indptr.size - 1, indices.size, rank.size
-    col_ptr = np.zeros(n_ids + 1, dtype=np.int64)
-    for k in range(nnz):
-        col_ptr[rank[indices[k]] + 1] += 1
-    for c in range(n_ids):
-        col_ptr[c + 1] += col_ptr[c]
-    fill = col_ptr[:-1].copy()
-    rows = np.empty(nnz, dtype=np.int64)
-    values = np.empty(nnz, dtype=data.dtype)
-    for r in range(n_rows):
-        for k in range(indptr[r], indptr[r + 1]):
-            c = rank[indices[k]]
-            p = fill[c]
-            fill[c] += 1
-            rows[p] = r
-            values[p] = data[k]
-    out_indices = np.empty(nnz, dtype=np.int32)
-    out_data = np.empty(nnz, dtype=data.dtype)
-    pos = indptr[:-1].copy()
-    for c in range(n_ids):
-        for p in range(col_ptr[c], col_ptr[c + 1]):
-            r = rows[p]
-            q = pos[r]
-            pos[r] += 1
-            out_indices[q] = c
-            out_data[q] = values[p]
-    return out_indices, out_data

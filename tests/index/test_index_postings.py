@@ -69,20 +69,52 @@ def test_tfidf_compiled_equals_numpy(tmp_path, monkeypatch, seed, shift):
     assert np.load(one / "tfidf.norms.npy")[-1] == 0
 
 
-def test_compiled_row_sums_add_in_numpy_order():
+def test_tfidf_from_rows_in_any_order(tmp_path, monkeypatch):
+    """The merged counts of a compiled tokenising pass hold each row's terms in order of
+    first occurrence: tfidf's compiled build gives the arrays numpy gives from sorted rows."""
+    counts = count_texts(random_texts(random.Random(7), 300))
+    m = counts.matrix.copy()
+    rng = np.random.default_rng(1)
+    for r in range(m.shape[0]):
+        lo, hi = m.indptr[r], m.indptr[r + 1]
+        within = rng.permutation(hi - lo) + lo
+        m.indices[lo:hi], m.data[lo:hi] = m.indices[within], m.data[within]
+    m.has_sorted_indices = False
+    shuffled = type(counts)(m, counts.terms)
+    monkeypatch.setattr(compiled, "MIN_POSTINGS", 0)
+    folders = []
+    for numba_on, these in (("1", shuffled), ("0", counts)):
+        folder = tmp_path / numba_on
+        folder.mkdir()
+        with monkeypatch.context() as patched:
+            patched.setenv("BUSCA_NUMBA", numba_on)
+            tfidf.build_counts(these, LocalBuildWriter(None, folder), options={})
+        folders.append(folder)
+    assert_same_folders(*folders)
+
+
+@pytest.mark.parametrize("block", [1, 7, 1 << 16])
+def test_compiled_row_sums_add_in_numpy_order(block):
     """np.add.reduceat adds a row's first value to the pairwise sum of the others (8 running
-    sums up to 128 values, halves above): the compiled sums must give the same bits."""
-    from busca.index.lexical.postings_numba import row_squares
+    sums up to 128 values, halves above), its terms in column order: the compiled sums, read
+    from the term-major counts a block of rows at a time, must give the same bits."""
+    from busca.index.lexical.postings_numba import columns, row_squares
     rng = np.random.default_rng(0)
     lengths = np.array(list(range(0, 300)) + [511, 512, 777, 1000, 2049, 0, 1])
     indptr = np.concatenate([[0], np.cumsum(lengths)])
-    indices = rng.integers(0, 50, indptr[-1]).astype(np.int32)
+    indices = np.concatenate([np.sort(rng.choice(3000, n, replace=False)) for n in lengths])
+    indices = indices.astype(np.int32)
     data = rng.integers(1, 2000, indptr[-1]).astype(np.uint16)
-    idf = rng.random(50) * 9
+    idf = rng.random(3000) * 9
     weights = data * idf[indices]
     expected = np.zeros(lengths.size)
     filled = np.flatnonzero(lengths)
     expected[filled] = np.add.reduceat(weights * weights, indptr[filled])
-    assert row_squares(indptr, indices, data, idf).tolist() == expected.tolist()
-    assert row_squares(indptr.astype(np.int32), indices, data, idf).tolist() == \
-        expected.tolist()  # the merged counts' indptr is int32
+    for r in range(lengths.size):  # each row's terms in any order: the sums stay the same
+        within = rng.permutation(lengths[r]) + indptr[r]
+        indices[indptr[r]:indptr[r + 1]], data[indptr[r]:indptr[r + 1]] = \
+            indices[within], data[within]
+    for row_ptr in (indptr, indptr.astype(np.int32)):  # the merged counts' indptr is int32
+        col_ptr, rows, values = columns(row_ptr, indices, data, np.arange(3000, dtype=np.int32), 4)
+        got = row_squares(row_ptr, col_ptr, rows, values, idf, block)
+        assert got.tolist() == expected.tolist()

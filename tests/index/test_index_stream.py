@@ -80,7 +80,7 @@ assert (one.counts.matrix != two.counts.matrix).nnz == 0
 from busca.index.text.counting import column_targets
 three = stream.chunk_documents(docs, size=20, overlap=5, reusable={}, total=120, workers=2,
                                analyzers=("pt",))
-assert set(three.counts.prefetched) == {"pt"}  # the idle workers were given the term map
+assert set(three.counts.prefetched) == {"pt", "java"}  # the idle workers mapped pt
 kept, target = three.counts.targets("pt")
 local = column_targets(one.counts.terms, "pt")
 assert kept == local[0] and target.tolist() == local[1].tolist() and target.dtype == np.int64
