@@ -84,8 +84,7 @@ def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) ->
         target = target.astype(np.int32)  # read at random for every entry: the smaller, the better
         m = counts.matrix
         split = int(np.searchsorted(m.indptr, m.indptr[-1] // 2))  # half the entries before
-        lengths, indptr, early = kernel.merged_shape(m.indptr, m.indices, m.data, target,
-                                                     len(terms), split, kernel.BLOCK_SHIFT)
+        lengths, indptr, early = merged_shape(kernel, m, target, len(terms), split)
         length_norm, avgdl = _length_norm(lengths.astype(np.float64), k1, b)
         indices, scores, bound = _compiled_postings(
             kernel, m, target, indptr, (split, early), _idf(np.diff(indptr), m.shape[0]),
@@ -108,6 +107,22 @@ def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) ->
     return {"analyzer": analyzer, "analyzer_version": analyzer_version(analyzer),
             "k1": k1, "b": b, "vocabulary": len(terms), "avgdl": avgdl,
             "scoring": "Lucene BM25, idf " + IDF, "floor": None}
+
+
+def merged_shape(kernel, m, target, n_targets: int, split: int):
+    """For the counts `m` with column j added into column target[j] (dropped when < 0):
+    each chunk's length, the term-major indptr of the merged columns, and per block of
+    2**BLOCK_SHIFT merged columns the postings of the chunks before `split` (where the
+    second half of `bm25_scatter` starts writing in each block); both halves at once."""
+    with ThreadPoolExecutor(2) as pool:
+        (before, early), (after, late) = pool.map(
+            lambda rows: kernel.merged_rows(m.indptr, m.indices, m.data, target, n_targets,
+                                            *rows), ((0, split), (split, m.shape[0])))
+    indptr = np.zeros(n_targets + 1, dtype=np.int64)
+    np.cumsum(early + late, out=indptr[1:])
+    blocks = np.arange(0, max(n_targets, 1), 1 << kernel.BLOCK_SHIFT)
+    per_block = np.add.reduceat(early, blocks) if n_targets else np.zeros(1, dtype=np.int64)
+    return np.concatenate([before, after]), indptr, per_block
 
 
 def _compiled_postings(kernel, m, target, indptr, halves, idf, length_norm):

@@ -13,36 +13,29 @@ BLOCK_SHIFT = 12  # the transpositions' blocks: 4,096 columns (their ids within 
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def merged_shape(indptr, indices, data, target, n_targets, split, shift):
-    """For chunks x java-terms counts (CSR) whose column j is added into column target[j]
-    (dropped when target[j] < 0): each chunk's length (the sum of its kept counts), the
-    term-major indptr of the merged columns (their chunk counts, cumulated), and per block of
-    2**shift merged columns the postings of the chunks before `split` (where the second
-    part of `bm25_scatter` starts writing in each block)."""
-    n_rows = indptr.size - 1
-    lengths = np.zeros(n_rows, dtype=np.int64)
+def merged_rows(indptr, indices, data, target, n_targets, r0, r1):
+    """For chunks r0..r1-1 of chunks x java-terms counts (CSR) whose column j is added into
+    column target[j] (dropped when target[j] < 0): each chunk's length (the sum of its kept
+    counts) and each merged column's number of chunks among them. Calls on disjoint chunk
+    ranges may run at once (bm25.merged_shape adds them up)."""
+    lengths = np.zeros(r1 - r0, dtype=np.int64)
     mark = np.full(n_targets, -1, dtype=np.int32)  # (int32: half the cache lines of int64)
-    col_ptr = np.zeros(n_targets + 1, dtype=np.int64)
-    early = np.zeros(((max(n_targets, 1) - 1) >> shift) + 1, dtype=np.int64)
-    for r in range(n_rows):
+    counts = np.zeros(n_targets, dtype=np.int64)
+    for r in range(r0, r1):
         for k in range(indptr[r], indptr[r + 1]):
             t = target[indices[k]]
             if t >= 0:
-                lengths[r] += data[k]
+                lengths[r - r0] += data[k]
                 if mark[t] != r:
                     mark[t] = r
-                    col_ptr[t + 1] += 1
-                    if r < split:
-                        early[t >> shift] += 1
-    for c in range(n_targets):
-        col_ptr[c + 1] += col_ptr[c]
-    return lengths, col_ptr, early
+                    counts[t] += 1
+    return lengths, counts
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def bm25_scatter(indptr, indices, data, target, idf, length_norm, r0, r1, fill, rows, scores,
                  within, bound, shift):
-    """The first pass of the merged columns' transposition (see merged_shape) for chunks
+    """The first pass of the merged columns' transposition (bm25.merged_shape) for chunks
     r0..r1-1: each posting scored float32(idf[t] * tf / (tf + length_norm[chunk])), as
     bm25.bm25_scores scores it, and written at its block's cursor `fill` with its column
     within the block (`by_blocks` then orders each block); `bound`: each term's largest
