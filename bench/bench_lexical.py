@@ -25,6 +25,8 @@ Two ways to ask (`--queries`):
   fastest kept (a shared machine's other work slows some passes by a third or more), the
   first pass's q/s printed beside it.
 
+`--build-rounds B` (default 1) builds every system B times, in turn, each in a fresh process,
+and reports each one's median build time (the goals line reads it) with each round's ratio.
 `--rounds R` (default 1) runs every system's queries R times after all the builds, each in a
 fresh process, the order of the systems reversed every other round: q/s is then all the
 rounds' queries over all their time, p50/p99 the rounds' medians, and the table adds each
@@ -150,31 +152,29 @@ def measure(n: int, base: dict, keep: bool, systems: set[str]) -> dict:
     step("filling the busca store (not timed)", "busca-store")
     # bm25's row: bm25 alone (`busca index --methods bm25`), what every peer builds; tfidf's
     # row: the default `busca index` (tfidf and bm25 from one tokenising pass), which the
-    # queries of both then read
-    alone = step("busca index --methods bm25", "busca-build", one_thread=False, methods="bm25")
-    build = step("busca index (tfidf + bm25, one pass)", "busca-build", one_thread=False)
-    for method, built in (("tfidf", build), ("bm25", alone)):
-        rows[f"busca {method}"] = {"build": built["build"], "size": build["size"][method],
-                                   "build_peak": built["build_peak"],
-                                   "workers_peak": built["workers_peak"],
-                                   "build_config": built.get("build_config", "")}
+    # queries of both then read (it is built last in every round)
+    builds = [("busca bm25", "busca index --methods bm25", "busca-build", {"methods": "bm25"}),
+              ("busca tfidf", "busca index (tfidf + bm25, one pass)", "busca-build", {})]
+    builds += [(name, f"{name} build", f"{runner}-build", {})
+               for name, runner in (("bm25s", "bm25s"), ("tantivy", "tantivy"), ("PISA", "pisa"))
+               if runner in systems]
+    built = _run_builds(step, builds, base.get("build_rounds", 1))
+    for method in ("tfidf", "bm25"):
+        mine = built[f"busca {method}"]
+        rows[f"busca {method}"] = {**mine, "size": built["busca tfidf"]["size"][method]}
         jobs.append((f"busca {method}", f"busca {method} queries", "busca-query",
                      {"method": method}))
-    if "bm25s" in systems:
-        built = step("bm25s build", "bm25s-build", one_thread=False)
+    if "bm25s" in built:
         for backend in ("numba", "numpy"):
-            rows[f"bm25s {backend}"] = dict(built)
-            jobs.append((f"bm25s {backend}", f"bm25s {backend} queries", "bm25s-query",
-                         {"backend": backend}))
+            rows[f"bm25s {backend}"] = dict(built["bm25s"])
+            if "config" not in built["bm25s"]:
+                jobs.append((f"bm25s {backend}", f"bm25s {backend} queries", "bm25s-query",
+                             {"backend": backend}))
     for name, runner in (("tantivy", "tantivy"), ("PISA", "pisa")):
-        if runner not in systems:
-            continue
-        try:
-            rows[name] = step(f"{name} build", f"{runner}-build", one_thread=False)
-        except PeerUnavailable as why:
-            rows[name] = {"config": f"not measured: {why}"}
-            continue
-        jobs += _peer_jobs(name, runner, base)
+        if name in built:
+            rows[name] = built[name]
+            if "config" not in built[name]:
+                jobs += _peer_jobs(name, runner, base)
     _run_queries(step, rows, jobs, base.get("rounds", 1))
     if "dense" in systems:
         try:
@@ -192,6 +192,33 @@ def measure(n: int, base: dict, keep: bool, systems: set[str]) -> dict:
         for name in ("busca", "bm25s", "tantivy", "pisa"):
             shutil.rmtree(Path(base["work"]) / f"{name}-{n}", ignore_errors=True)
     return rows
+
+
+def _run_builds(step, builds: list, rounds: int) -> dict:
+    """Each build `rounds` times, in the order given every round (busca's default build last,
+    for the queries), each in a fresh process: per row the median build time, the highest
+    peaks and each round's time (`round_build`); a peer that cannot build is not measured."""
+    found: dict[str, list[dict]] = {}
+    out: dict[str, dict] = {}
+    for r in range(rounds):
+        for row, label, runner, extra in builds:
+            if row in out:
+                continue  # unavailable
+            suffix = f", round {r + 1} of {rounds}" if rounds > 1 else ""
+            try:
+                found.setdefault(row, []).append(
+                    step(label + suffix, runner, one_thread=False, **extra))
+            except PeerUnavailable as why:
+                out[row] = {"config": f"not measured: {why}"}
+    for row, results in found.items():
+        if row in out:
+            continue
+        times = [r["build"] for r in results]
+        out[row] = {**results[-1], "build": float(np.median(times)), "round_build": times}
+        for key in ("build_peak", "workers_peak"):
+            if key in results[-1]:
+                out[row][key] = max(r[key] for r in results)
+    return out
 
 
 def _peer_jobs(name: str, runner: str, base: dict) -> list[tuple[str, str, str, dict]]:
@@ -280,15 +307,20 @@ def print_table(n: int, rows: dict, once: bool = False) -> None:
 
 
 def _print_rounds(rows: dict) -> None:
-    """With --rounds: each round's q/s ratio of busca bm25 to each peer (their spread is the
-    machine's drift)."""
+    """With --rounds: each round's q/s ratio of busca bm25 to each peer; with --build-rounds,
+    each round's build ratio of each peer to busca bm25 (their spread is the machine's
+    drift)."""
     mine = rows["busca bm25"].get("round_qps")
-    if not mine:
-        return
     for name, r in rows.items():
-        if name != "busca bm25" and r.get("round_qps"):
+        if mine and name != "busca bm25" and r.get("round_qps"):
             ratios = [b / p for b, p in zip(mine, r["round_qps"])]
             print(f"  busca bm25 / {name}, round by round: "
+                  + ", ".join(f"{x:.2f}x" for x in ratios))
+    mine = rows["busca bm25"].get("round_build")
+    for name, r in rows.items():
+        if mine and len(mine) > 1 and name != "busca bm25" and r.get("round_build"):
+            ratios = [p / b for b, p in zip(mine, r["round_build"])]
+            print(f"  build, {name} / busca bm25, round by round: "
                   + ", ".join(f"{x:.2f}x" for x in ratios))
 
 
@@ -429,6 +461,9 @@ def main() -> None:
                         " fresh process, the order reversed every other round; q/s over all"
                         " rounds, latencies their medians (a machine whose speed drifts then"
                         " weighs on every system alike).")
+    parser.add_argument("--build-rounds", type=int, default=1,
+                        help="Rounds of every build (each system's in turn, each in a fresh"
+                        " process); build s is each system's median.")
     parser.add_argument("--timed", type=float, default=TIMED,
                         help="More passes (up to 20) until they take this many seconds.")
     parser.add_argument("--systems", default=",".join(SYSTEMS),
@@ -453,9 +488,11 @@ def main() -> None:
     base = {"work": str(work), "corpus": str(corpus), "queries": questions,
             "budget": args.budget or (ONCE_BUDGET if once else 5.0), "most": most,
             "passes": args.passes, "timed": args.timed, "once": once,
-            "rounds": max(1, args.rounds)}
+            "rounds": max(1, args.rounds), "build_rounds": max(1, args.build_rounds)}
     print(f"corpus: {LABELS[args.corpus]}; queries: {LABELS[args.queries]}"
-          + (f"; {base['rounds']} rounds of queries" if base["rounds"] > 1 else ""))
+          + (f"; {base['rounds']} rounds of queries" if base["rounds"] > 1 else "")
+          + (f"; {base['build_rounds']} rounds of builds (medians)"
+             if base["build_rounds"] > 1 else ""))
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     if "dense" in args.systems.split(",") or args.dense_only:
         try:

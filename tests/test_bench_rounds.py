@@ -53,3 +53,26 @@ def test_rounds_alternate_and_keep_pisas_faster_algorithm():
     assert rows["PISA"]["round_qps"] == [400, 350]  # maxscore: 200 / (0.25 + 0.2857) s
     assert rows["PISA"]["qps"] == pytest.approx(200 / (100 / 400 + 100 / 350))
     assert rows["busca bm25"]["qps"] == pytest.approx(200 / (100 / 900 + 100 / 1000))
+
+
+def test_build_rounds_take_each_systems_median_and_skip_an_unavailable_peer():
+    asked = []
+    seconds = {"busca-build": [3.0, 2.0, 2.5], "tantivy-build": [4.0, 5.0, 4.2]}
+
+    def step(label, runner, one_thread, **extra):
+        asked.append(label)
+        if runner == "pisa-build":
+            raise bench_lexical.PeerUnavailable("no pisa here")
+        r = int(label.rsplit(" of ", 1)[0][-1]) - 1
+        return {"build": seconds[runner][r], "build_peak": 100.0 + r, "size": {}}
+
+    builds = [("busca bm25", "busca alone", "busca-build", {"methods": "bm25"}),
+              ("tantivy", "tantivy build", "tantivy-build", {}),
+              ("PISA", "PISA build", "pisa-build", {})]
+    out = bench_lexical._run_builds(step, builds, 3)
+    assert [a.split(",")[0] for a in asked] == ["busca alone", "tantivy build", "PISA build",
+                                                "busca alone", "tantivy build",
+                                                "busca alone", "tantivy build"]
+    assert out["busca bm25"]["build"] == 2.5 and out["busca bm25"]["round_build"] == [3.0, 2.0, 2.5]
+    assert out["tantivy"]["build"] == 4.2 and out["tantivy"]["build_peak"] == 102.0
+    assert out["PISA"] == {"config": "not measured: no pisa here"}
