@@ -115,14 +115,14 @@ def merged_shape(kernel, m, target, n_targets: int, split: int):
     2**BLOCK_SHIFT merged columns the postings of the chunks before `split` (where the
     second half of `bm25_scatter` starts writing in each block); both halves at once."""
     with ThreadPoolExecutor(2) as pool:
-        (before, early), (after, late) = pool.map(
+        (lengths, chunks), (later_lengths, later_chunks) = pool.map(
             lambda rows: kernel.merged_rows(m.indptr, m.indices, m.data, target, n_targets,
                                             *rows), ((0, split), (split, m.shape[0])))
     indptr = np.zeros(n_targets + 1, dtype=np.int64)
-    np.cumsum(early + late, out=indptr[1:])
+    np.cumsum(chunks + later_chunks, out=indptr[1:])
     blocks = np.arange(0, max(n_targets, 1), 1 << kernel.BLOCK_SHIFT)
-    per_block = np.add.reduceat(early, blocks) if n_targets else np.zeros(1, dtype=np.int64)
-    return np.concatenate([before, after]), indptr, per_block
+    early = np.add.reduceat(chunks, blocks) if n_targets else np.zeros(1, dtype=np.int64)
+    return np.concatenate([lengths, later_lengths]), indptr, early
 
 
 def _compiled_postings(kernel, m, target, indptr, halves, idf, length_norm):

@@ -220,12 +220,13 @@ class LazyTerms(Sequence):
 
 
 class CountMerger:
-    """Accumulates batches in order into one vocabulary; `result()` gives sorted columns.
+    """Accumulates batches in order into one vocabulary; `result()` gives its columns in the
+    order the terms first appeared (TermCounts.targets sorts them for whoever asks).
 
     The entries go straight into one pair of growing arrays (their room reserved from the
     first batch's entries per document and `documents`, the expected total; untouched room
-    costs no memory), with ids in order of first appearance; `result()` renames them in
-    place. Memory holds the counts once: no list of parts to concatenate, no freed parts
+    costs no memory), with ids in order of first appearance, which `result()` keeps. Memory
+    holds the counts once: no list of parts to concatenate, no freed parts
     left behind in the heap. `kernels`: index/text/tokens_numba.py, for a vocabulary of
     code points in compiled loops (a dict of str otherwise: the same terms and counts)."""
 
