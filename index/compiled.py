@@ -76,10 +76,38 @@ def module(name: str):
         with _importing:
             if name not in _loaded:
                 try:
+                    _array_functions_without_linalg()
                     _loaded[name] = importlib.import_module(f"{__package__}.{WHERE[name]}")
                 except ImportError:
                     _loaded[name] = None
     return _loaded[name]
+
+
+def _array_functions_without_linalg() -> None:
+    """numba's array functions (numba.np.arraymath) imported without importing scipy.linalg.
+
+    numba imports them at its first load of a compiled function, and their import checks for
+    a BLAS by importing scipy.linalg (0.1–0.15 s on one core, before a build's tokenising
+    workers can fork), only to choose how np.dot compiles; no busca kernel calls np.dot.
+    During that import the check asks whether scipy is installed instead; numba's own check
+    is put back at once, for what compiles later (its linear algebra runs it as it compiles)."""
+    if "numba.np.arraymath" in sys.modules:
+        return
+    import numba.np.linalg as linalg
+
+    check = getattr(linalg, "ensure_blas", None)
+    if check is None:  # another numba: its own import, unchanged
+        return
+    linalg.ensure_blas = _scipy_installed
+    try:
+        importlib.import_module("numba.np.arraymath")
+    finally:
+        linalg.ensure_blas = check
+
+
+def _scipy_installed() -> None:
+    if importlib.util.find_spec("scipy") is None:
+        raise ImportError("scipy is not installed")
 
 
 def for_build(name: str):

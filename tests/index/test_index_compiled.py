@@ -179,3 +179,38 @@ def test_kernels_imported_while_the_loading_thread_reads_the_record(tmp_path):
         done = subprocess.run([sys.executable, "-c", RACE], env=env, capture_output=True,
                               text=True, timeout=180)
         assert done.stdout.split("\n")[:2] == ["imported", "loaded"], done.stdout + done.stderr
+
+
+WITHOUT_LINALG = """
+import sys
+import numpy as np
+from busca.index import compiled
+from busca.index.text import tokens
+assert compiled.module("tokens_numba") is not None
+tokens.warm_up()  # loads the compiled pass: numba's registries, its array functions
+import numba
+import numba.np.arraymath as arraymath
+import numba.np.linalg as linalg
+print("linalg imported" if "scipy.linalg" in sys.modules else "no linalg")
+print(linalg.ensure_blas.__module__, linalg.ensure_blas.__name__, arraymath._HAVE_BLAS)
+dot = numba.njit(lambda a, b: np.dot(a, b))
+a, b = np.arange(5.0), np.arange(5.0, 10.0)
+print(dot(a, b) == np.dot(a, b), "linalg imported" if "scipy.linalg" in sys.modules else "no linalg")
+"""
+
+
+def test_kernels_load_without_importing_scipy_linalg():
+    """numba's array functions check for a BLAS by importing scipy.linalg (a tenth of a
+    second before a build's workers fork); busca's kernels load without it, numba's own check
+    is back in place afterwards, and np.dot compiled later still uses scipy's BLAS."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "BUSCA_NUMBA_LOAD": "wait"}
+    env.pop("BUSCA_NUMBA", None)
+    done = subprocess.run([sys.executable, "-c", WITHOUT_LINALG], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.stdout.split("\n")[:3] == [
+        "no linalg", "numba.np.linalg ensure_blas True", "True linalg imported"], (
+        done.stdout + done.stderr)
