@@ -52,17 +52,18 @@ class Vocabulary:
     def get(self, term: str, default=None):
         """The column of `term`, or `default` when the vocabulary does not hold it."""
         h = term_hash(term)
+        first, hashes = self._first, self._hashes
         bucket = h & self._mask
-        for i in range(self._first[bucket], self._first[bucket + 1]):
-            if self._hashes[i] == h:
+        for i in range(first[bucket], first[bucket + 1]):
+            if hashes[i] == h:
                 column = self._columns[i]
-                if self._term(column) == term.encode("utf-8", "surrogatepass"):
+                ends = self._ends
+                start = ends[column - 1] + 1 if column else 0
+                encoded = term.encode("utf-8", "surrogatepass")  # compared in place, no copy
+                if (ends[column] - start == len(encoded)
+                        and self._text.startswith(encoded, start)):
                     return column
         return default
-
-    def _term(self, column: int) -> bytes:
-        start = self._ends[column - 1] + 1 if column else 0
-        return self._text[start:self._ends[column]]
 
 
 def _hashes(text: bytes, ends: np.ndarray) -> np.ndarray:
