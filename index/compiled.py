@@ -59,10 +59,16 @@ _waiting: dict[str, list] = {}  # name -> what to run once it is ready (`when_re
 _wanted: list[str] = []  # the modules asked for by `ready`, in order
 
 
+def off() -> bool:
+    """True when BUSCA_NUMBA=0: every caller takes its numpy path (read at each call: the
+    tests switch it)."""
+    return os.environ.get("BUSCA_NUMBA", "1") == "0"
+
+
 def mode() -> str:
     """"0" (BUSCA_NUMBA=0: never), "wait" (BUSCA_NUMBA_LOAD=wait: load at first use,
     waiting) or "1" (in the background, the default)."""
-    if os.environ.get("BUSCA_NUMBA", "1") == "0":
+    if off():
         return "0"
     return "wait" if os.environ.get("BUSCA_NUMBA_LOAD", "").strip() == "wait" else "1"
 
@@ -129,7 +135,7 @@ def ready(name: str):
     never waits for numba (a second and 130 MB), and a long-lived process that wants them from
     its first question loads them at start (`when_ready`)."""
     found = _ready.get(name)
-    if found and os.environ.get("BUSCA_NUMBA", "1") != "0":
+    if found and not off():
         return found  # (one look at the environment a query, not mode's two: 0.7 µs)
     if mode() != "1":
         return module(name)

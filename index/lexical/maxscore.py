@@ -85,7 +85,7 @@ def _loaded():
 def kernel():
     """The compiled module, or None (numba not installed, or BUSCA_NUMBA=0)."""
     global _kernel
-    if os.environ.get("BUSCA_NUMBA", "1") == "0":
+    if compiled.off():
         return None
     if _kernel is None:
         _kernel = compiled.module("maxscore_numba") or False
