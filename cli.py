@@ -40,9 +40,27 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except BuscaError as e:  # a problem the user can fix: its one-line message, exit 1
             raise click.ClickException(display.strip_controls(str(e))) from None
+        except click.UsageError as e:
+            e.message = display.strip_controls(e.message) + _usage_hint(e)
+            raise
         except click.ClickException as e:  # messages may quote a site's or a file's text
             e.message = display.strip_controls(e.message)
             raise
+
+
+QUESTION_COMMANDS = frozenset({"search", "context", "compare"})  # QUERY: one argument
+
+
+def _usage_hint(e: click.UsageError) -> str:
+    """The fix of two common slips: a question of several words not quoted, and --k for -k
+    (whose close match, --rrf-k, is then not offered)."""
+    command = e.ctx.command.name if e.ctx is not None else ""
+    if command in QUESTION_COMMANDS and "unexpected extra argument" in e.message:
+        return f' — quote a question of several words: busca {command} "qual o prazo?"'
+    if isinstance(e, click.NoSuchOption) and e.option_name == "--k":
+        e.possibilities = None  # not "Did you mean --rrf-k?"
+        return " The number of hits is -k N (e.g. -k 5)."
+    return ""
 
 
 class Progress:
@@ -177,15 +195,17 @@ def _embed(ctx) -> dict:
     return {**ctx.obj.get("embed", {}), "key": os.environ.get(EMBED_KEY_VARIABLE) or None}
 
 
-# Commands that may create a home (and `serve --token`: its write endpoints); every other
-# command only reads one, so a mistyped --home is an error instead of a new empty home.
-CREATES_HOME = frozenset({"add", "index", "crawl", "log", "demo"})
+# Commands that may create a home (and `serve --token`: its write endpoints; `log on|off`);
+# every other command only reads one, so a mistyped --home is an error instead of a new
+# empty home.
+CREATES_HOME = frozenset({"add", "index", "crawl", "demo"})
 
 
 def _home(ctx) -> indexing.Home:
     """The home, its builds' openai:MODEL rankers using the user's --embed-* settings."""
-    creates = ctx.command.name in CREATES_HOME or (ctx.command.name == "serve"
-                                                   and ctx.params.get("token") is not None)
+    name, params = ctx.command.name, ctx.params
+    creates = name in CREATES_HOME or (name == "serve" and params.get("token") is not None) \
+        or (name == "log" and params.get("state") is not None)
     return indexing.open_home(ctx.obj["home"], embed=_embed(ctx), create=creates)
 
 
@@ -729,7 +749,8 @@ def _emit_context(ctx, question: str, *, method: str = "tfidf", k: int = searchi
         except searching.ContextTooSmall as e:
             raise click.BadParameter(str(e), param_hint="--max-chars") from None
     if not found.answered:
-        click.echo(_not_found(found), err=True)
+        click.echo(f"não encontrei (nothing found): {found.why_nothing('--min-score')} — no"
+                   " prompt was written", err=True)
         return False
     prompt = searching.render(found, lang=lang, template=template)
     if as_json:
@@ -739,16 +760,6 @@ def _emit_context(ctx, question: str, *, method: str = "tfidf", k: int = searchi
         prompt = display.strip_controls(prompt)
     click.echo(prompt, nl=not prompt.endswith("\n"))
     return True
-
-
-def _not_found(found: searching.Context) -> str:
-    why = found.reason or "no passage matches the question"
-    if found.method == indexing.HYBRID and found.floor is None and not found.reason:
-        why = "no passage passes the floor of any of the fused methods"
-    if found.best is not None and found.floor is not None:
-        why = (f"no passage scores {found.floor:.4f} or more (best"
-               f" {found.best:.4f}); lower --min-score to see weaker matches")
-    return f"não encontrei (nothing found): {why} — no prompt was written"
 
 
 @cli.command()
@@ -786,7 +797,7 @@ def misses(ctx, since, below, golden, as_json):
         for m in found:
             best = f"{m.best:.4f}" if m.best is not None else "—"
             click.echo(f"{m.count:>5}  {best:>6}  {m.last[:16].replace('T', ' '):<16}"
-                       f"  {display.strip_controls(m.query)}")
+                       f"  {display.shortened(display.one_line(m.query))}")
 
 
 def _write_golden(path: str, found: list[searching.querylog.Miss]) -> None:
@@ -888,6 +899,7 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
                                " --tune-fusion or --compare")
     if plot:
         evaluation.require_matplotlib()
+    _outputs_spare(golden, {"--report": report, "--run-out": run_out})
     golden_set = evaluation.load_golden(golden)
     spec = api.EvalSpec(methods=tuple(_split(methods)) if methods else None,
                         metrics=tuple(metrics), key=key, by=_eval_tags(golden_set, by),
@@ -918,6 +930,22 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
         click.echo(f"saved the run: {', '.join(map(str, paths))}", err=True)
     if calibrate:
         _store_floors(ctx, ev)
+
+
+def _outputs_spare(golden: str, outputs: dict[str, str | None]) -> None:
+    """Bad usage when an output file (with --run-out's .trec and .qrels beside it) is the
+    golden set or a file of its BEIR folder: the labels would be overwritten."""
+    source = Path(golden).resolve()
+    for option, path in outputs.items():
+        if not path:
+            continue
+        written = Path(path).resolve()
+        near = [written] if option == "--report" else [
+            written, *(evaluation.runs.beside(written, x) for x in (".trec", ".qrels"))]
+        if any(w == source or (source.is_dir() and w.is_relative_to(source) and w.exists())
+               for w in near):
+            raise click.BadParameter(f"{path} would overwrite the golden set {golden}:"
+                                     " choose another file name", param_hint=option)
 
 
 def _eval_fusion(fusion: str | None, weights: dict | None, window: int | None,

@@ -19,6 +19,7 @@ from .search import Comparison, Hit, highlight
 
 MISSED = "—"
 WIDTH = 100  # characters when not on a terminal
+QUESTION_CHARS = 120  # a question's characters in a table (busca misses; --json has it whole)
 
 # whole escape sequences: CSI; OSC, DCS, SOS, PM and APC strings ended by BEL or ST; the
 # two-byte ones (ESC 7, ESC c…). An unended string loses only its ESC (its text stays).
@@ -33,6 +34,18 @@ def strip_controls(text: str) -> str:
     """`text` from a site or a file, safe on a terminal: no escape sequence, no C0/C1 control
     but newline and tab, no bidi override (the stored text keeps them)."""
     return _CONTROL.sub("", _ESCAPE.sub("", text))
+
+
+def one_line(text: str) -> str:
+    """A title, URL or question from a site or a file on one line (`strip_controls`, every
+    run of whitespace, line breaks included, as one space): no line of its own can look
+    like a hit."""
+    return " ".join(strip_controls(text).split())
+
+
+def shortened(text: str, chars: int = QUESTION_CHARS) -> str:
+    """`text` cut to `chars` characters, "…" marking a cut (a table's column of questions)."""
+    return text if len(text) <= chars else text[:chars - 1].rstrip() + "…"
 
 
 @dataclass(frozen=True)
@@ -87,8 +100,8 @@ def hits_text(hits: Sequence[Hit], query: str, analyzer: str, style: Style) -> s
     """Each hit: rank, score, title, URL, then a highlighted snippet."""
     blocks = []
     for hit in hits:
-        head = (f"{hit.rank}. {hit.score:.4f}  {style.paint(strip_controls(hit.title), bold=True)}"
-                + "  " + style.paint(f"<{strip_controls(hit.url)}>", dim=True))
+        head = (f"{hit.rank}. {hit.score:.4f}  {style.paint(one_line(hit.title), bold=True)}"
+                + "  " + style.paint(f"<{one_line(hit.url)}>", dim=True))
         blocks.append(head + "\n" + marked_snippet(hit.text, query, analyzer, style,
                                                    indent="   "))
     return "\n".join(blocks) + ("\n" if blocks else "")
@@ -111,8 +124,8 @@ def compare_text(comparison: Comparison, analyzer: str, style: Style, *,
     for row in comparison.rows:
         mark = style.paint("✓", fg="green", bold=True) if row.chunk_id in relevant else " "
         ranks = "".join(_rank_cell(row.ranks[m], comparison.k, cell, style) for m in methods)
-        lines.append(f"  {mark} {ranks}   {style.paint(strip_controls(row.title), bold=True)}"
-                     + "  " + style.paint(f"<{strip_controls(row.url)}>", dim=True))
+        lines.append(f"  {mark} {ranks}   {style.paint(one_line(row.title), bold=True)}"
+                     + "  " + style.paint(f"<{one_line(row.url)}>", dim=True))
         lines.append(marked_snippet(row.text, comparison.query, analyzer, style,
                                     indent=indent, chars=chars,
                                     focus=focus if row.chunk_id in relevant else None))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import sys
 from collections.abc import Callable
@@ -41,10 +42,21 @@ def style_for_stdout() -> display.Style:
 
 def emit(text: str, *, pager: bool = False) -> None:
     """Print `text`; through the user's pager ($PAGER, else less) only when asked."""
-    if pager and sys.stdout.isatty():
+    if pager and sys.stdout.isatty() and _pager_parses():
         click.echo_via_pager(text)
     else:
         click.echo(text, nl=False)
+
+
+def _pager_parses() -> bool:
+    """Whether $PAGER splits into a command line (click's pager would raise on an unmatched
+    quote); if not, a warning and the text printed as it is."""
+    try:
+        shlex.split(os.environ.get("PAGER", ""))
+    except ValueError as e:
+        click.echo(f"warning: cannot read $PAGER ({e}): printing without a pager", err=True)
+        return False
+    return True
 
 
 def history_path() -> str:
@@ -239,7 +251,7 @@ def _print_comparison(result, analyzer: str, relevant: set[int], question, label
         text += "the golden set marks this question as unanswerable\n"
     elif question is not None and not labelled:
         text += "no chunk of the index holds the golden passage\n"
-    emit(f"{style.paint(display.strip_controls(result.query), bold=True)}\n{text}",
+    emit(f"{style.paint(display.one_line(result.query), bold=True)}\n{text}",
          pager=pager)
 
 

@@ -46,17 +46,20 @@ def search_build(build, home, question: str, spec: SearchSpec, *,
                                          per_doc=spec.per_doc, fusion=fusion, allowed=allowed)
     except searching.NoSearchableTerms as e:
         hits, note = [], str(e)
-    if allowed is not None and not allowed.any():
-        note = "no document matches the filters " + " ".join(map(str, spec.filters))
+    note = _nothing_allowed(allowed, spec.filters) or note
     kept = tuple(h for h in hits if floor is None or h.score >= floor)
     refused = bool(kept) and searching.refusal(build, question, spec.method, spec.min_score)
     if refused:
         kept, note = (), refused.reason  # the stored answerability model (issue 30)
     if rerank and kept:  # the re-ranker's scores, or its server's error: never a silent skip
         kept = tuple(rerank(question, kept, want))
-    kept, seconds = kept[spec.offset:], time.perf_counter() - started
-    _log(home, spec, "search", question, hits[spec.offset:want], floor, started,
-         refused=bool(refused))
+    if spec.offset and len(kept) <= spec.offset and kept:
+        note = (f"nothing past offset {spec.offset}: the question has {len(kept)} hits in all"
+                " (give a smaller offset)")
+    page, seconds = kept[spec.offset:], time.perf_counter() - started
+    _log(home, spec, "search", question, hits[spec.offset:want] if page else hits[:want],
+         floor, started, refused=bool(refused))
+    kept = page
     return Result(question, spec.method, kept, floor, note, build.manifest.build, calibrated,
                   described, unlogged, seconds, len(hits), rerank.label if rerank else "",
                   refused=bool(refused))
@@ -69,6 +72,13 @@ def _allowed(build, home, filters):
     return searching.allowed(build, home, filters)
 
 
+def _nothing_allowed(allowed, filters) -> str:
+    """Why nothing was found when the filters allow no chunk at all ("" otherwise)."""
+    if allowed is not None and not allowed.any():
+        return "no document matches the filters " + " ".join(map(str, filters))
+    return ""
+
+
 def context_build(build, home, question: str, spec: ContextSpec, *,
                   remote: Remote | None = None, notify: Notify | None = None) -> Context:
     """The context use case on one build: passages above the floor, fitted to max_chars
@@ -78,12 +88,13 @@ def context_build(build, home, question: str, spec: ContextSpec, *,
     found = remote(question, spec, build.manifest.build) if remote else None
     if isinstance(found, Context):
         return found
-    started = time.perf_counter()
+    started, allowed = time.perf_counter(), _allowed(build, home, spec.filters)
     found = searching.build_context(build, home, question, method=spec.method, k=spec.k,
                                     max_chars=spec.max_chars, min_score=spec.min_score,
                                     fusion=fusion, per_doc=spec.per_doc,
-                                    rerank=reranker(spec.rerank),
-                                    allowed=_allowed(build, home, spec.filters))
+                                    rerank=reranker(spec.rerank), allowed=allowed)
+    why = _nothing_allowed(allowed, spec.filters)
+    found = replace(found, reason=why) if why else found
     _log(home, spec, "context", question, found.hits, floor, started)
     return found
 

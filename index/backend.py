@@ -12,6 +12,7 @@ postgres/rank.py's rankers), chosen by `open_home` from a `postgresql://` or `po
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Protocol
@@ -124,9 +125,16 @@ def open_home(location: str | Path, *, embed: Mapping | None = None,
             raise BackendUnavailable(f"a PostgreSQL home needs the postgres extra ({e.name} is"
                                      " missing): pip install 'busca[postgres]'") from e
         return PostgresHome(text, embed=embed, create=create)
+    scheme = _URL.match(text)
+    if scheme:  # a URL of another database would otherwise become a local folder
+        raise BackendUnavailable(f"busca has no {scheme.group(1)}:// backend: give a folder or"
+                                 " a postgresql:// URL as --home (or BUSCA_HOME)")
     if not create:
         _check_exists(Path(location))
     return LocalHome(location, embed=embed)
+
+
+_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
 def _check_exists(home: Path) -> None:

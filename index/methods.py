@@ -106,10 +106,16 @@ def with_dense(methods: Sequence[str], dense: str | None, previous: str | None, 
     wanted = dense
     if wanted is None:
         wanted = previous or (default_encoder() if DENSE in methods else None)
-    if not wanted or wanted == "none":
-        return names, []
-    models = parse_models(wanted)  # names and encoders checked: fail before chunking
+    models = parse_models(wanted) if wanted and wanted != "none" else []  # checked now
     extra = method_names(models)
+    unnamed = [m for m in methods if is_dense(m) and m != DENSE and m not in extra]
+    if unnamed:
+        name = unnamed[0].partition(":")[2] or "NAME"
+        raise UnknownMethod(f"{unnamed[0]} is the model {name} of --dense {name}=ENCODER: add"
+                            f" e.g. --dense e5-small,{name}=use (--methods names dense for"
+                            " them all)")
+    if not models:
+        return names, []
     if set(LEXICAL) & set(names):
         extra.append(HYBRID)
     if sparse or sparse is None and _e5_first(models):

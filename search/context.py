@@ -117,6 +117,19 @@ class Context:
         """The best score found, above the floor or not (None when nothing matched)."""
         return max(self.scores) if self.hits else self.top
 
+    def why_nothing(self, floor_option: str = "min_score") -> str:
+        """Why no passage was found, with the fix (`floor_option`: how the caller names the
+        floor, --min-score on the command line): what the index could say, else the floor
+        the best hit missed, else the fused methods' floors."""
+        if self.reason:
+            return self.reason
+        if self.best is not None and self.floor is not None:
+            return (f"no passage scores {self.floor:.4f} or more (best {self.best:.4f});"
+                    f" lower {floor_option} to see weaker matches")
+        if self.best is not None:
+            return "no passage passes the floor of any of the fused methods"
+        return "no passage matches the question"
+
     def prompt(self, *, lang: str = "pt", template: str | None = None) -> str:
         """The prompt for an LLM (see `render`)."""
         return render(self, lang=lang, template=template)
@@ -278,9 +291,10 @@ def default_template(lang: str = "pt") -> str:
 def format_passages(passages: list[Passage] | tuple[Passage, ...]) -> str:
     """Each passage under its `[fonte: URL]` label and title, separated by blank lines."""
     blocks = []
-    for p in passages:
-        label = f"[fonte: {p.source}]" + (f" {p.title}" if p.title else "") + (
-            f" — {p.section}" if p.section else "")
+    for p in passages:  # the label on one line: a title's line break cannot fake a source
+        label = " ".join(f"[fonte: {p.source}]".split()) + (
+            f" {' '.join(p.title.split())}" if p.title else "") + (
+            f" — {' '.join(p.section.split())}" if p.section else "")
         blocks.append(f"{label}\n{p.text}")
     return "\n\n".join(blocks)
 

@@ -21,6 +21,7 @@ every chunk and keep the allowed ones.
 from __future__ import annotations
 
 import re
+import unicodedata
 import weakref
 from dataclasses import dataclass
 
@@ -112,6 +113,7 @@ def parse_filter(text: str) -> Filter:
     if not _FIELD.fullmatch(field):
         raise BadFilter(f"bad filter {text!r}: the field before {op!r} must be a name such as"
                         " category, tags, author, date or url")
+    raw = unicodedata.normalize("NFC", raw)  # as field_values gives them
     values = tuple(v.strip() for v in raw.split(",")) if op in ("=", "!=") else (raw,)
     if not raw or not all(values):
         raise BadFilter(f"bad filter {text!r}: give a value after {op!r}, e.g. {field}{op}X")
@@ -133,7 +135,7 @@ def field_values(record: tuple, field: str) -> list[str]:
     if value is None:
         return []
     items = value if isinstance(value, list) else [value]
-    return [_text(v) for v in items if v is not None]
+    return [unicodedata.normalize("NFC", _text(v)) for v in items if v is not None]
 
 
 def _plural(field: str) -> str:

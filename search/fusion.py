@@ -111,9 +111,12 @@ def default_weights(methods, fusion: str = FUSION, dense: str = "dense", *,
     and `dense_share` for the weighted sums. With `sparse` (hybrid3), that method too: 1 for
     RRF, SPARSE_SHARE of the weighted sums (the other two scaled by 1 - SPARSE_SHARE)."""
     lexical = next((m for m in LEXICAL if m in methods), None)
-    if lexical is None or dense not in methods:
+    if dense not in methods:
         raise FusionError("hybrid needs dense vectors and a lexical method (bm25 or tfidf);"
                           " add vectors with: busca index --dense use")
+    if lexical is None:
+        raise FusionError(f"hybrid fuses a lexical method (bm25 or tfidf) with {dense}; name"
+                          f" one beside it, e.g. bm25,{dense}")
     if sparse is not None and sparse not in methods:
         raise FusionError("hybrid3 needs the sparse method: busca index --methods"
                           " tfidf,bm25,sparse --dense e5-small")

@@ -5,6 +5,7 @@ several dense models (`dense`, `dense:NAME`) each get a `hybrid:NAME`
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import replace
 
 from ..index.dense.dense_models import HYBRID, LIFT, is_hybrid, model_of, resolve
@@ -157,6 +158,7 @@ def rank(index, query: str, *, method: str = "tfidf", k: int = K,
     `allowed`, when given: search/filters.py)."""
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
+    query = unicodedata.normalize("NFC", query)  # as documents are stored: "ç" typed as c + ¸
     ranker = scorer(index, method, fusion)
     if allowed is not None:
         from .filters import restricted

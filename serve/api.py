@@ -76,23 +76,13 @@ async def context(request: Request) -> JSONResponse:
                                                           **values))
     if not found.answered:
         # best and note: what `busca context` says when it reuses this server
-        return JSONResponse({"answer": None, "reason": not_found(found), "question": question,
+        return JSONResponse({"answer": None, "reason": found.why_nothing(), "question": question,
                              "method": method, "floor": found.floor,
                              "best": found.best,
                              "note": found.reason, "build": build,
                              "status": 409}, status_code=409)
     prompt = searching.render(found, lang=lang)
     return JSONResponse({**searching.context_dict(found, prompt=prompt), "build": build})
-
-
-def not_found(found: searching.Context) -> str:
-    """Why a context found nothing, with the fix (busca serve's 409, busca mcp's message)."""
-    if found.reason:
-        return found.reason
-    if found.best is not None and found.floor is not None:
-        return (f"no passage scores {found.floor:.4f} or more (best {found.best:.4f});"
-                " lower min_score to see weaker matches")
-    return "no passage passes the floor of any of the fused methods"
 
 
 def stats(request: Request) -> JSONResponse:

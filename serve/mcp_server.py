@@ -30,7 +30,6 @@ from ..corpus import ContextSpec, Corpus, SearchSpec
 from ..errors import BuscaError
 from ..search.hits import Hit
 from ..search.context import LANGS, MAX_CHARS as CONTEXT_CHARS, PER_DOC as CONTEXT_PER_DOC
-from .api import not_found
 from .params import MAX_CHARS, MAX_K, MAX_PER_DOC, MAX_QUERY
 
 T = TypeVar("T")
@@ -127,7 +126,7 @@ class Tools:
         if found.rerank:
             out["rerank"] = found.rerank
         return {**out, "answered": found.answered, "prompt": prompt,
-                "message": "" if found.answered else f"nothing found: {not_found(found)}"}
+                "message": "" if found.answered else f"nothing found: {found.why_nothing()}"}
 
     async def compare(self, question: Question,
                       methods: list[str] | None = None, k: K = 5,

@@ -67,8 +67,8 @@ def store_error(path: Path, error: sqlite3.Error) -> StoreError:
     if name in _DAMAGED or "malformed" in text or "not a database" in text:
         return StoreDamaged(
             f"the store {path} is damaged ({text}): re-crawl or re-add the documents into a new"
-            f" home (--home NEW); to try to save what it holds: sqlite3 {path} .recover |"
-            " sqlite3 NEW/busca.db")
+            f" home (--home NEW); to try to save what it holds: mkdir NEW && sqlite3 {path}"
+            " .dump | sqlite3 NEW/busca.db (or .recover for .dump where sqlite3 has it)")
     if name.startswith("SQLITE_READONLY") or "readonly database" in text:
         return read_only_error(path.parent)
     return StoreError(f"cannot use the store {path}: {text}")

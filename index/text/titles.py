@@ -34,6 +34,9 @@ def titled_methods(spec: str | None, methods: Sequence[str], default: Sequence[s
         return []
     if names == [ALL]:
         return [m for m in methods if m.partition(":")[0] != "hybrid"]
+    if NONE in names or ALL in names:
+        raise BadTitles(f"--titles takes {ALL}, {NONE} or a list of methods, not"
+                        f" {NONE if NONE in names else ALL} within a list: {spec!r}")
     unknown = [n for n in names if n not in methods]
     if unknown:
         raise BadTitles(f"--titles names {unknown[0]!r}, which this build does not make;"

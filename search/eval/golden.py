@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from ...errors import BuscaError
@@ -121,6 +122,7 @@ def _question(where: str, item) -> Question:
                             or not str(qid).strip()):
         raise GoldenError(f'{where}: "id" must be a non-empty string or number')
     tags = _tags(item, (*QUESTION_KEYS, *TRECHO_KEYS, "url", "id"))
+    text, trecho = (unicodedata.normalize("NFC", t) if t else t for t in (text, trecho))
     return Question(str(qid).strip() if qid is not None else _auto_id(text), text.strip(),
                     trecho.strip() if trecho else None, url.strip() if url else None,
                     tags=tags)
@@ -168,7 +170,7 @@ def _load_beir(folder: Path, split: str) -> Golden:
             if not isinstance(item, dict) or not isinstance(item.get("text"), str) \
                     or "_id" not in item:
                 raise GoldenError(f'{queries}:{n}: expected {{"_id": …, "text": …}}')
-            texts[str(item["_id"])] = item["text"]
+            texts[str(item["_id"])] = unicodedata.normalize("NFC", item["text"])
             tags[str(item["_id"])] = _tags(item, ("_id", "text"))
     missing = [q for q in qrels if q not in texts]
     if missing:

@@ -59,13 +59,22 @@ def save_run(path: str | Path, golden: Golden, outcomes: dict[str, list[Outcome]
             "systems": {s: [_outcome_json(o) for o in out] for s, out in outcomes.items()}}
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, data)
-    written = [path, path.with_suffix(".trec")]
+    written = [path, beside(path, ".trec")]
     written[1].write_text("".join(_trec_lines(outcomes)), encoding="utf-8")
     for label, (judgement, table) in judged.items():
         suffix = ".qrels" if len(judged) == 1 else f".{_safe(label)}.qrels"
-        written.append(path.with_suffix(suffix))
+        written.append(beside(path, suffix))
         written[-1].write_text("".join(_qrels_lines(judgement, table)), encoding="utf-8")
     return written
+
+
+def beside(path: str | Path, suffix: str) -> Path:
+    """The file written beside the run `path` with `suffix` (.trec, .qrels): its suffix
+    replaced, or `suffix` added when the run's own suffix is that one (a run named run.trec
+    keeps its JSON, the TREC run goes to run.trec.trec)."""
+    path = Path(path)
+    swapped = path.with_suffix(suffix)
+    return swapped if swapped != path else path.with_name(path.name + suffix)
 
 
 def _safe(name: str) -> str:

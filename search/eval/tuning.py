@@ -141,6 +141,9 @@ def tune_fusion(golden: Golden, index, store, *, metric: Metric,
     sparse = SPARSE if pair and fuses_sparse(index) else None  # kept at its share (grid)
     table = chunk_table(index, store)
     judged = [j for j in judge(golden, table).items if j.question.answerable]
+    if not judged:
+        raise FusionError(f"{golden.path} has no answerable question (one with a \"trecho\""
+                          " or qrels) to tune the fusion on: add some")
     ranked = [_ranked(index, components + ((sparse,) if sparse else ()), j.question.text,
                       window, progress, n, len(judged))
               for n, j in enumerate(judged, start=1)]

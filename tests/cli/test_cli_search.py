@@ -50,7 +50,7 @@ def test_a_damaged_store_is_one_line_naming_the_fix_in_search_and_index(indexed,
         assert len(lines[-1:]) == 1 and "Traceback" not in result.stderr
         message = lines[-1]
         assert "is damaged" in message and "busca.db" in message, message
-        assert "--home NEW" in message and ".recover" in message, message
+        assert "--home NEW" in message and ".dump | sqlite3 NEW/busca.db" in message, message
 
 
 # --- item 5: a live index with a file missing ----------------------------------------------
