@@ -431,13 +431,13 @@ def search(ctx, query, as_json, no_log, pager, no_serve, **options):
 
     Example: busca search "qual o prazo do reembolso?" -k 5
     """
+    _hybrid_only(ctx, options["method"])  # before the spec, which refuses them as well
     spec = api.SearchSpec.of(**options, log=not no_log, rerank=_rerank(ctx))
     method = spec.method
     if query is None:
         return _session(ctx, spec, as_json=as_json)
     if not query.strip():
         raise click.BadParameter("the question is empty", param_hint="QUERY")
-    _hybrid_only(ctx, method)
     with _corpus(ctx) as corpus:
         index = corpus.build
         result = api.search_build(index, corpus.home, query, spec,

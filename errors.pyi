@@ -4,6 +4,7 @@ them on first use)."""
 from .crawler.errors import ApiUnusable as ApiUnusable
 from .index.dense.embedding_api import AuthFailed as AuthFailed
 from .index.backend import BackendUnavailable as BackendUnavailable
+from .crawler.store import BadDocument as BadDocument
 from .search.filters import BadFilter as BadFilter
 from .search.hits import BadFloor as BadFloor
 from .crawler.groups import BadGroup as BadGroup
@@ -14,6 +15,7 @@ from .serve.errors import BadParameter as BadParameter
 from .search.collapse import BadPerDoc as BadPerDoc
 from .index.dense.embedding_api import BadResponse as BadResponse
 from .index.text.titles import BadTitles as BadTitles
+from .corpus.specs import BadSpec as BadSpec
 from .serve.access import BadTokens as BadTokens
 from .index.dense.dense import BadVectors as BadVectors
 from .index.lexical.bm25 import Bm25ParameterError as Bm25ParameterError

@@ -15,7 +15,7 @@ from .evaluate import Calibrated, EvalSpec, calibrate, evaluate_golden, tune_fus
 from .live import Live, LiveBuild
 from .stats import Stats, stats
 from .questions import compare_build, context_build, search_build
-from .specs import ContextSpec, IndexSpec, Result, SearchSpec
+from .specs import BadSpec, ContextSpec, IndexSpec, Result, SearchSpec
 
 if TYPE_CHECKING:  # loaded only by the use cases that need them
     from ..crawler.events import CrawlReport
@@ -69,9 +69,16 @@ class Corpus:
 
     # --- documents -------------------------------------------------------------------
     def add(self, documents: Iterable[Document]) -> dict[str, int]:
-        """Store documents (a URL already stored is replaced); added/updated/unchanged."""
+        """Store documents (a URL already stored is replaced); added/updated/unchanged.
+        Every document is checked before the first is stored (BadDocument: none stored)."""
+        from ..crawler.store import BadDocument, Document, checked  # (busca add: not needed)
+
+        if isinstance(documents, (str, bytes, Document)) or not isinstance(documents, Iterable):
+            raise BadDocument(f"add takes a list of busca.Document, not a"
+                              f" {type(documents).__name__}")
+        docs = [checked(d, f"document {n}") for n, d in enumerate(documents, start=1)]
         counts = {"added": 0, "updated": 0, "unchanged": 0}
-        for doc in documents:
+        for doc in docs:
             counts[self.home.put(doc)] += 1
         return counts
 
@@ -80,6 +87,7 @@ class Corpus:
         """`busca add`: .jsonl, .txt, .md, .html (.pdf) files, each stamped with `groups`
         (who may read it); an input it cannot read is an error, or with `notify`, skipped
         and told ("skipped", problem), as the CLI does."""
+        paths = [paths] if isinstance(paths, (str, Path)) else paths  # one file
         return add_files(self.home, paths, groups=groups, notify=notify)
 
     def crawl(self, url: str, **options: Any) -> Iterator:
@@ -148,13 +156,13 @@ class Corpus:
                **options: Any) -> Result:
         """`busca search`: top-k hits above the floor; options as the CLI's (`method`, `k`,
         `min_score`, `per_doc`, `fusion`, `window`, `rrf_k`, `weights`, `log`)."""
-        spec = replace(spec or SearchSpec(), **options)
+        spec = replace(_spec(spec, SearchSpec), **options)
         return search_build(self.build, self.home, question, spec)
 
     def context(self, question: str, spec: ContextSpec | None = None, /,
                 **options: Any) -> Context:
         """`busca context`: the passages for an LLM prompt (`.answered`, `render`)."""
-        spec = replace(spec or ContextSpec(), **options)
+        spec = replace(_spec(spec, ContextSpec), **options)
         return context_build(self.build, self.home, question, spec)
 
     def compare(self, question: str, *, methods: Sequence[str] | None = None, k: int = K,
@@ -213,15 +221,31 @@ class Corpus:
 
 
 def _golden(golden) -> Golden:
-    if isinstance(golden, (str, Path)):
-        from ..search.eval import load_golden
+    from ..search.eval import Golden, load_golden
 
+    if isinstance(golden, (str, Path)):
         return load_golden(golden)
+    if not isinstance(golden, Golden):
+        raise BadSpec(f"give the golden set as a path or busca.load_golden(path), not a"
+                      f" {type(golden).__name__}")
     return golden
+
+
+def _spec(spec: object, kind: type[T]) -> T:
+    """The spec passed second (None: the defaults); a method name there is a slip."""
+    if spec is None:
+        return kind()
+    if not isinstance(spec, kind):
+        raise BadSpec(f"the second argument is a {kind.__name__}, not {spec!r}: name the"
+                      f" options, e.g. search(question, method={spec!r})")
+    return spec
 
 
 def open(location: str | Path, *, embed: Mapping | None = None,  # noqa: A001
          create: bool = True) -> Corpus:
     """The corpus at `location`: a folder (created unless `create` is False) or a
     postgresql:// URL; `embed`: settings of openai:MODEL embedding servers."""
+    if not isinstance(location, (str, Path)) or not str(location).strip():
+        raise BadSpec(f"open takes a folder or a postgresql:// URL, not {location!r} (for the"
+                      " working folder, say open('.'))")
     return Corpus(indexing.open_home(location, embed=embed, create=create), embed=embed)

@@ -3,7 +3,9 @@ calibrated), hybrid's fusion, the per-document cap and the query-log policy deci
 
 from __future__ import annotations
 
+import re
 import time
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -13,7 +15,7 @@ from .. import search as searching
 from ..search.context import Context
 from ..search.fusion import FusionSettings
 from ..search.scorers import K
-from .specs import HYBRID_AS_SEARCH, ContextSpec, Result, SearchSpec
+from .specs import HYBRID_AS_SEARCH, BadSpec, ContextSpec, Result, SearchSpec
 
 if TYPE_CHECKING:
     from ..index.dense.rerank_api import RerankSettings
@@ -25,12 +27,24 @@ Remote = Callable[[str, SearchSpec, str], "Result | Context | None"]
 Notify = Callable[[str, Any], None]
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str, never half of a pair
+
+
+def asked(question: object) -> str:
+    """The question as every search reads it: a string (BadSpec otherwise), NFC as stored
+    text is, a lone surrogate (a byte that was not UTF-8 on the command line) as U+FFFD."""
+    if not isinstance(question, str):
+        raise BadSpec(f"the question must be a string, not {type(question).__name__}")
+    return unicodedata.normalize("NFC", _LONE_SURROGATE.sub("\ufffd", question))
+
+
 def search_build(build, home, question: str, spec: SearchSpec, *,
                  remote: Remote | None = None, notify: Notify | None = None) -> Result:
     """The search use case on one build: the floor (given or calibrated), hybrid's fusion,
     the per-document cap, the query log; `remote(question, spec, build_id)` may answer
     instead (a running busca serve), or give None. `notify(what, value)` hears, as they
     happen, ("floor", the calibrated floor used) and ("unlogged", "read-only")."""
+    question = asked(question)
     floor, calibrated, fusion = _prepare(build, spec, notify)
     spec, unlogged = _log_policy(home, spec, notify)
     described = searching.describe_fusion(build, fusion, spec.method) if fusion else None
@@ -83,6 +97,7 @@ def context_build(build, home, question: str, spec: ContextSpec, *,
                   remote: Remote | None = None, notify: Notify | None = None) -> Context:
     """The context use case on one build: passages above the floor, fitted to max_chars
     (`remote` and `notify` as in `search_build`)."""
+    question = asked(question)
     floor, _, fusion = _prepare(build, spec, notify)
     spec, _ = _log_policy(home, spec, notify)
     found = remote(question, spec, build.manifest.build) if remote else None
@@ -149,8 +164,13 @@ def compare_build(build, home, question: str, *, methods: Sequence[str] | None =
                   rerank: RerankSettings | None = None, filters: Sequence = ()) -> Comparison:
     """The compare use case on one build: hybrid as `busca search` uses it by default;
     `filters`: every method ranks only the chunks of the documents passing them."""
+    if isinstance(methods, str):  # "bm25,dense", as the command line writes them
+        methods = [m.strip() for m in methods.split(",") if m.strip()]
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise BadSpec(f"k must be a whole number of at least 1, not {k!r}")
     names = list(methods) if methods else searching.default_methods(build)
-    return searching.compare_methods(build, home, question, methods=names, k=k,
+    filters = (filters,) if isinstance(filters, str) else filters
+    return searching.compare_methods(build, home, asked(question), methods=names, k=k,
                                      per_doc=per_doc, include=list(include),
                                      fusion=HYBRID_AS_SEARCH, rerank=reranker(rerank),
                                      allowed=_allowed(build, home,

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import index as indexing
 from .. import search as searching
+from ..errors import BuscaError
 from ..search.collapse import PER_DOC
 from ..search.context import MAX_CHARS, PER_DOC as CONTEXT_PER_DOC
 from ..search.fusion import FUSION, RRF_K, WINDOW, FusionSettings
@@ -23,6 +24,40 @@ if TYPE_CHECKING:
 
 METHOD = "tfidf"  # busca search's default method
 HYBRID_AS_SEARCH = FusionSettings(floors=True)  # hybrid as `busca search` uses it by default
+
+
+class BadSpec(BuscaError, ValueError):
+    """A search or context option of the wrong type or out of range (the Python API)."""
+
+
+_WHOLE = {"k": 1, "offset": 0, "per_doc": 0, "window": 1, "max_chars": 1}  # least value
+_DEFAULTS = {"fusion": FUSION, "window": WINDOW, "rrf_k": RRF_K, "weights": None}
+
+
+def _check_fields(spec) -> None:
+    """BadSpec for a field a caller set to a value of the wrong type, out of range, or that
+    only hybrid reads given with another method (it would be ignored)."""
+    if not isinstance(spec.method, str) or not spec.method.strip():
+        raise BadSpec(f"method must be a method name such as bm25 or hybrid, not"
+                      f" {spec.method!r}")
+    for name, least in _WHOLE.items():
+        value = getattr(spec, name, least)
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            raise BadSpec(f"{name} must be a whole number of at least {least}, not {value!r}")
+    for name in ("min_score", "rrf_k"):
+        value = getattr(spec, name)
+        if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)):
+            raise BadSpec(f"{name} must be a number, not {value!r}")
+    if not isinstance(spec.fusion, str) or not isinstance(spec.log, bool):
+        raise BadSpec(f"fusion must be a name such as rrf and log True or False, not"
+                      f" {spec.fusion!r} and {spec.log!r}")
+    if spec.weights is not None and not isinstance(spec.weights, Mapping):
+        raise BadSpec(f"weights must map methods to numbers, e.g. {{'bm25': 0.3, 'dense': 0.7}},"
+                      f" not {spec.weights!r}")
+    given = [n for n, default in _DEFAULTS.items() if getattr(spec, n) != default]
+    if given and not indexing.is_hybrid(spec.method):
+        raise BadSpec(f"{', '.join(given)} only apply to method='hybrid' (this search uses"
+                      f" {spec.method}): drop them or ask for hybrid")
 
 
 @dataclass(frozen=True)
@@ -43,7 +78,9 @@ class SearchSpec:
     rerank: RerankSettings | None = None  # re-score the top `rerank.top` with this server
 
     def __post_init__(self):
-        object.__setattr__(self, "filters", searching.parse_filters(self.filters))
+        _check_fields(self)
+        filters = (self.filters,) if isinstance(self.filters, str) else self.filters
+        object.__setattr__(self, "filters", searching.parse_filters(filters))
 
     @classmethod
     def of(cls, **options: Any):
@@ -84,7 +121,15 @@ class IndexSpec:
     options: Mapping = field(default_factory=dict)  # any other build option, by its key
 
     def __post_init__(self):
-        object.__setattr__(self, "methods", tuple(self.methods))
+        methods = self.methods.split(",") if isinstance(self.methods, str) else self.methods
+        object.__setattr__(self, "methods", tuple(m.strip() for m in methods))
+        for name, least in (("size", 1), ("overlap", 0), ("threads", 1), ("workers", 1),
+                            ("dense_groups", 0)):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                                      or value < least):
+                raise BadSpec(f"{name} must be a whole number of at least {least}, not"
+                              f" {value!r}")
 
     def build_options(self) -> dict:
         """The options index.build_index reads: the one place their keys are written."""

@@ -13,6 +13,7 @@ import json
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Protocol
 
 from ..errors import BuscaError
@@ -44,6 +45,48 @@ class Document:
     def meta_json(self) -> str | None:
         """The metadata as the store keeps it: compact, sorted JSON, or None."""
         return json.dumps(self.meta, ensure_ascii=False, sort_keys=True) if self.meta else None
+
+
+class BadDocument(BuscaError, ValueError):
+    """A document handed to `Corpus.add` that cannot be stored as it is."""
+
+
+def checked(doc: object, where: str = "the document") -> Document:
+    """`doc` if it can be stored: a Document whose url is a non-empty string on one line,
+    whose title and text are strings, all valid Unicode (no lone surrogate, which UTF-8
+    cannot hold), `modified` None or an ISO 8601 date, `meta` None or a dict; else
+    BadDocument naming what to fix."""
+    if not isinstance(doc, Document):
+        raise BadDocument(f"{where} is a {type(doc).__name__}: give busca.Document(url, title,"
+                          " text)")
+    if not isinstance(doc.url, str) or not doc.url.strip() or len(doc.url.splitlines()) > 1:
+        raise BadDocument(f"{where}: its url must be a non-empty string on one line, not"
+                          f" {doc.url!r}")
+    for name in ("url", "title", "text"):
+        value = getattr(doc, name)
+        if not isinstance(value, str):
+            raise BadDocument(f"{where}: its {name} must be a string, not"
+                              f" {type(value).__name__}")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise BadDocument(f"{where}: its {name} holds {value[e.start]!r} at {e.start}, a"
+                              " lone surrogate that no text encoding keeps: fix the source"
+                              " text") from None
+    if doc.modified is not None and not _iso_date(doc.modified):
+        raise BadDocument(f"{where}: modified must be an ISO 8601 date such as 2024-05-01 or"
+                          f" 2024-05-01T10:00:00Z, not {doc.modified!r}")
+    if doc.meta is not None and not isinstance(doc.meta, dict):
+        raise BadDocument(f"{where}: meta must be a dict or None")
+    return doc
+
+
+def _iso_date(text: object) -> bool:
+    try:
+        datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def text_hash(text: str) -> str:

@@ -122,7 +122,11 @@ def parse_filter(text: str) -> Filter:
 
 def parse_filters(texts) -> tuple[Filter, ...]:
     """Each `--filter` text parsed once (none: an empty tuple)."""
-    return tuple(parse_filter(t) if isinstance(t, str) else t for t in texts or ())
+    parsed = tuple(parse_filter(t) if isinstance(t, str) else t for t in texts or ())
+    odd = next((f for f in parsed if not isinstance(f, (Filter, Visible))), None)
+    if odd is not None:
+        raise BadFilter(f"a filter is a text such as 'category=Python', not {odd!r}")
+    return parsed
 
 
 def field_values(record: tuple, field: str) -> list[str]:

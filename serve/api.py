@@ -185,6 +185,11 @@ async def _json_object(request: Request, *, empty_ok: bool = False) -> dict:
                            " as the documentation shows") from None
     if not isinstance(data, dict):
         raise BadParameter("the body must be a JSON object")
+    try:  # a \ud800 escape alone decodes to a lone surrogate, which no answer can carry
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise BadParameter(f"the body holds a lone surrogate ({e.object[e.start]!r}): escape"
+                           " characters as valid UTF-16 pairs, or send UTF-8") from None
     return data
 
 

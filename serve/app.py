@@ -121,9 +121,13 @@ def create_app(engine: Engine, *, token: str | None = None, runs: Path | None = 
 async def _http_error(request: Request, error: HTTPException) -> Response:
     message = {404: f"not found: {request.url.path}", 405: f"{request.method} is not allowed on"
                f" {request.url.path}"}.get(error.status_code, str(error.detail))
-    if error.status_code in (404, 405) and request.url.path in WRITE_PATHS:
+    if error.status_code in (404, 405) and request.url.path in WRITE_PATHS \
+            and not request.app.state.writable:
         message += " (write endpoints exist only when busca serve runs with --token)"
-    return error_response(error.status_code, message)
+    answer = error_response(error.status_code, message)
+    if error.headers and "Allow" in error.headers:  # a 405 names the methods that are
+        answer.headers["Allow"] = error.headers["Allow"]
+    return answer
 
 
 class BodyTooLarge(HttpError):

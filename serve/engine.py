@@ -167,10 +167,15 @@ class Engine:
 
     # --- writes (only with --token) ----------------------------------------------------
     def add(self, documents: list[Document]) -> dict:
-        """Store documents as `busca add` does; counts of added/updated/unchanged."""
-        with self._writing:
+        """Store documents as `busca add` does; counts of added/updated/unchanged.
+        BuildRunning (409) while a rebuild runs: the request is not kept waiting for it."""
+        if not self._writing.acquire(blocking=False):
+            raise BuildRunning()
+        try:
             corpus = self.corpus()
             return {**corpus.add(documents), "documents": corpus.home.count()}
+        finally:
+            self._writing.release()
 
     def rebuild(self, *, size: int | None = None, overlap: int | None = None):
         """`busca index` with the live build's chunker and methods (dense kept); the new

@@ -35,7 +35,7 @@ class BuildRunning(HttpError):
     """A second rebuild was asked for while one runs."""
 
     def __init__(self):
-        super().__init__(409, "an index build is already running; try again when it ends")
+        super().__init__(409, "an index build is running; try again when it ends")
 
 
 # library error -> status, when not 400 (every other BuscaError is the caller's to fix)

@@ -42,7 +42,7 @@ class Operation:
     body: tuple[Field, ...] | dict | None = None
     statuses: tuple[int, ...] = ()
     write: bool = False
-    media: str = "application/json"
+    media: tuple[str, ...] = ("application/json",)  # the 200 answer's content types
 
 
 def _ref(name: str) -> dict:
@@ -106,14 +106,14 @@ _DOCUMENTS = {"type": "object", "additionalProperties": False, "required": ["doc
                                            "items": None}}}  # filled from params.DOCUMENT
 
 OPERATIONS = (
-    Operation("/", "get", "The search page", HTML, media="text/html"),
+    Operation("/", "get", "The search page", HTML, media=("text/html",)),
     Operation("/eval", "get", "The saved evaluation runs, side by side", HTML,
-              statuses=(403, 422), media="text/html"),
+              statuses=(403, 422), media=("text/html",)),
     Operation("/login", "get", "A browser's sign-in with --tokens: an HTTP Basic challenge"
               " (a read token as the password), then back to /", HTML, statuses=(401,),
-              media="text/html"),
+              media=("text/html",)),
     Operation("/static/{name}", "get", "The page's script and style sheet", HTML,
-              statuses=(404,), media="text/plain"),
+              statuses=(404,), media=("text/css", "text/javascript")),
     Operation("/healthz", "get", "Up, and which build it serves", _ref("Health")),
     Operation("/openapi.json", "get", "This document", _ref("OpenAPI")),
     Operation("/api/search", "get", "The hits of busca search --json", _ref("SearchResult"),
@@ -180,7 +180,7 @@ def _operation(op: Operation, tokens: bool = False) -> dict:
     elif read:  # a read token, or none (the public documents)
         out["security"] = [{"bearer": []}, {"basic": []}, {}]
     out["responses"] = {"200": {"description": REASONS[200],
-                                "content": {op.media: {"schema": op.answer}}}}
+                                "content": {m: {"schema": op.answer} for m in op.media}}}
     for status in sorted(set(op.statuses) | set(GUARD) | ({401} if read else set())):
         error = _ref("NothingFound") if (op.path, status) == ("/api/context", 409) else None
         out["responses"][str(status)] = _error(status, error)

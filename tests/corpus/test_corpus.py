@@ -288,3 +288,69 @@ def test_a_rebuild_keeps_the_windows_the_user_chose(tmp_path):
     assert first.exit_code == 0 and "windows" not in first.stderr
     with busca.open(fresh) as opened:
         assert opened.build.manifest.chunker["size"] == 200
+
+
+def test_documents_are_checked_before_any_is_stored(tmp_path):
+    """Corpus.add stores all or nothing: a document it cannot store (no url, a url on two
+    lines, a lone surrogate, a date that is not ISO 8601, not a Document) is a BadDocument
+    naming it, and the documents before it are not stored either."""
+    good = busca.Document("https://s/ok", "Ok", "texto bom")
+    with busca.open(tmp_path / "h") as corpus:
+        for bad, message in ((busca.Document(None, "t", "x"), "url must be a non-empty"),
+                             (busca.Document("", "t", "x"), "url must be a non-empty"),
+                             (busca.Document("https://s/a\nb", "t", "x"), "on one line"),
+                             (busca.Document("https://s/b", "t", "x\ud800"), "lone surrogate"),
+                             (busca.Document("https://s/c", None, "x"), "title must be a str"),
+                             (busca.Document("https://s/d", "t", "x", modified="2024-13-45"),
+                              "ISO 8601"),
+                             ({"url": "https://s/e"}, "give busca.Document"),
+                             ("https://s/f", "give busca.Document")):
+            with pytest.raises(busca.errors.BadDocument, match=message):
+                corpus.add([good, bad])
+            assert corpus.home.count() == 0
+        for not_a_list in (None, good, "texto"):
+            with pytest.raises(busca.errors.BadDocument, match="takes a list"):
+                corpus.add(not_a_list)
+        assert corpus.add([good, busca.Document("https://s/d", "t", "x",
+                                                modified="2024-05-01T10:00:00Z")])["added"] == 2
+        corpus.index(methods="bm25")  # a comma list, as the command line writes it
+        assert corpus.search("texto", method="bm25").hits[0].url == "https://s/ok"
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda c: c.search(None), "the question must be a string"),
+    (lambda c: c.search(123), "the question must be a string"),
+    (lambda c: c.search("q", k=0), "k must be a whole number of at least 1"),
+    (lambda c: c.search("q", k="3"), "k must be a whole number"),
+    (lambda c: c.search("q", k=1.5), "k must be a whole number"),
+    (lambda c: c.search("q", offset=-5), "offset must be a whole number of at least 0"),
+    (lambda c: c.search("q", method=None), "method must be a method name"),
+    (lambda c: c.search("q", min_score="x"), "min_score must be a number"),
+    (lambda c: c.search("q", filters=[1]), "a filter is a text such as"),
+    (lambda c: c.search("q", "bm25"), "name the options, e.g. search(question, method='bm25')"),
+    (lambda c: c.search("q", method="bm25", fusion="rrf"), "only apply to method='hybrid'"),
+    (lambda c: c.context("q", max_chars="x"), "max_chars must be a whole number"),
+    (lambda c: c.compare("q", k=0), "k must be a whole number"),
+    (lambda c: c.index(size="200"), "size must be a whole number"),
+    (lambda c: c.index(size=0), "size must be a whole number of at least 1"),
+    (lambda c: c.evaluate({"a": 1}), "give the golden set as a path"),
+    (lambda c: busca.open(None), "open takes a folder"),
+    (lambda c: busca.open(""), "open takes a folder"),
+])
+def test_a_wrong_argument_is_a_busca_error_naming_the_fix(fake_home, call, message):
+    with busca.open(fake_home) as corpus:
+        with pytest.raises(busca.errors.BuscaError, match=re.escape(message)):
+            call(corpus)
+
+
+def test_strings_where_lists_go_and_odd_questions(fake_home):
+    with busca.open(fake_home) as corpus:
+        one = corpus.search("Ministério da Educação", method="bm25", filters="url^=https://",
+                            log=False)
+        assert one.hits  # one filter text, not its letters
+        table = corpus.compare("Ministério da Educação", methods="bm25,tfidf")
+        assert set(table.methods) == {"bm25", "tfidf"}
+        # a byte that was not UTF-8 on a command line (a lone surrogate) asks as U+FFFD
+        assert corpus.search("universidade \udcff", method="bm25", log=False).hits
+    added = busca.open(fake_home).add_files(str(FIXTURES / "site" / "articles.jsonl"))
+    assert added.counts["unchanged"] == 39

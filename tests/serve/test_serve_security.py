@@ -154,3 +154,39 @@ def test_a_body_nested_100000_deep_is_a_400_not_a_500(server, path, auth, nested
     status, data = send(server, "GET", "/api/stats")  # and the server goes on
     assert status == 200
     assert not any("RecursionError" in line or "Traceback" in line for line in server.stderr)
+
+
+@pytest.mark.parametrize("path,auth,body", [
+    ("/api/context", None, '{"q": "decreto \\ud800 universidade"}'),
+    ("/api/documents", TOKEN, '{"documents": [{"url": "https://lone.example/ok", "title": "ok",'
+                              ' "text": "bom"}, {"url": "https://lone.example/bad", "title":'
+                              ' "t", "text": "\\ud800"}]}'),
+])
+def test_a_lone_surrogate_is_a_400_and_writes_nothing(server, path, auth, body):
+    """A JSON escape of half a UTF-16 pair (\\ud800) decodes to a string no answer can carry:
+    a 400 before any work, and of a batch of documents none is stored."""
+    headers = {"Authorization": f"Bearer {auth}"} if auth else {}
+    status, data = send(server, "POST", path, body=body.encode(), headers=headers)
+    assert status == 400 and "lone surrogate" in data["error"], data
+    good = json.dumps({"documents": [{"url": "https://lone.example/ok", "title": "ok",
+                                      "text": "bom"}]}).encode()
+    if path == "/api/documents":
+        status, data = send(server, "POST", path, body=good, headers=headers)
+        assert status == 200 and data["added"] == 1, data  # not stored by the refused batch
+    assert not any("Traceback" in line for line in server.stderr)
+
+
+def test_a_405_names_the_allowed_methods(server):
+    """RFC 9110: a 405 carries Allow; on a server with --token the write paths exist, so the
+    note about --token is not added there."""
+    parts = urlsplit(server.url)
+    for method, path, allowed in (("PUT", "/api/search?q=a", "GET"),
+                                  ("GET", "/api/documents", "POST"),
+                                  ("DELETE", "/api/context", "POST")):
+        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+        conn.request(method, path)
+        response = conn.getresponse()
+        data = json.loads(response.read())
+        conn.close()
+        assert response.status == 405 and allowed in response.getheader("Allow", ""), path
+        assert "exist only when busca serve runs with --token" not in data["error"]
