@@ -167,11 +167,11 @@ class Corpus:
 
     def compare(self, question: str, *, methods: Sequence[str] | None = None, k: int = K,
                 per_doc: int = 0, include: Sequence[int] = (),
-                rerank: RerankSettings | None = None) -> Comparison:
+                rerank: RerankSettings | None = None, filters: Sequence = ()) -> Comparison:
         """`busca compare`: each method's top k and every hit's rank under each method
-        (with `rerank`, a column METHOD+rerank after each)."""
+        (with `rerank`, a column METHOD+rerank after each; `filters` as search's)."""
         return compare_build(self.build, self.home, question, methods=methods, k=k,
-                             per_doc=per_doc, include=include, rerank=rerank)
+                             per_doc=per_doc, include=include, rerank=rerank, filters=filters)
 
     def stats(self) -> dict:
         """`busca stats --json`: the build's figures, or the documents without an index, and

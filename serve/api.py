@@ -93,8 +93,10 @@ def stats(request: Request) -> JSONResponse:
 def chunk(request: Request) -> JSONResponse:
     """GET /api/chunk/{id}"""
     raw = request.path_params["chunk_id"]
-    if not raw.isascii() or not raw.isdigit() or len(raw) > 12:
+    if not raw.isascii() or not raw.isdigit():
         raise BadParameter(f"the chunk id must be a whole number, got {raw[:40]!r}")
+    if len(raw) > 12:  # beyond any index: not worth a look-up
+        raise HttpError(404, f"no chunk {raw[:40]} in the live index")
     hit = _engine(request).chunk(int(raw))
     if hit is None:
         raise HttpError(404, f"no chunk {int(raw)} in the live index")

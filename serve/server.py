@@ -34,7 +34,9 @@ LOG_CONFIG = {
     "loggers": {"uvicorn": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
                 "uvicorn.access": {"handlers": ["stderr"], "level": "INFO",
                                    "propagate": False},
-                "busca.serve": {"handlers": ["stderr"], "level": "INFO", "propagate": False}},
+                "busca.serve": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
+                # which build is served (corpus/live.py): at start and after each rebuild
+                "busca.corpus": {"handlers": ["stderr"], "level": "INFO", "propagate": False}},
 }
 
 

@@ -354,3 +354,13 @@ def test_strings_where_lists_go_and_odd_questions(fake_home):
         assert corpus.search("universidade \udcff", method="bm25", log=False).hits
     added = busca.open(fake_home).add_files(str(FIXTURES / "site" / "articles.jsonl"))
     assert added.counts["unchanged"] == 39
+
+
+def test_compare_takes_filters_as_search_does(fake_home):
+    with busca.open(fake_home) as corpus:
+        every = corpus.compare("Ministério da Educação", methods=["bm25"])
+        url = every.rows[0].url
+        kept = corpus.compare("Ministério da Educação", methods=["bm25"],
+                              filters=[f"url={url}"])
+        assert kept.rows and {r.url for r in kept.rows} == {url}
+        assert len({r.url for r in every.rows}) > 1

@@ -190,3 +190,19 @@ def test_a_405_names_the_allowed_methods(server):
         conn.close()
         assert response.status == 405 and allowed in response.getheader("Allow", ""), path
         assert "exist only when busca serve runs with --token" not in data["error"]
+
+
+def test_a_chunk_id_beyond_any_index_is_a_404(server):
+    for raw in ("99999999999999999999999", "123456789012345"):
+        status, data = send(server, "GET", f"/api/chunk/{raw}")
+        assert status == 404 and f"no chunk {raw}" in data["error"], data
+    status, data = send(server, "GET", "/api/chunk/12a")
+    assert status == 400 and "whole number" in data["error"]
+
+
+def test_the_server_logs_which_build_it_serves(server, home):
+    from busca.index.home.storage import load_index
+
+    build = load_index(home).manifest.build
+    assert any(f"INFO busca.corpus.live: serving build {build}" in line
+               for line in server.stderr), server.stderr
