@@ -269,7 +269,7 @@ def add(ctx, files, groups):
     summary = ", ".join(f"{n} {what}" for what, n in counts.items() if what != "duplicate")
     if counts["duplicate"]:
         summary += f", {counts['duplicate']} duplicate{'s' * (counts['duplicate'] > 1)} (last kept)"
-    click.echo(f"{summary}; {added.documents} documents in {ctx.obj['home']}")
+    click.echo(f"{summary}; {added.documents} documents in {indexing.redact(ctx.obj['home'])}")
     if added.skipped:
         raise click.ClickException(f"{added.skipped} input(s) skipped, see the messages above")
 
@@ -1323,7 +1323,12 @@ def serve_command(ctx, host, port, token, tokens_file, private, runs, no_log, qu
                    rerank=_rerank(ctx), tokens=tokens,
                    allow_hosts=allowed, announce=lambda url: click.echo(url))
     except OSError as e:
-        raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+        raise _cannot_listen(host, port, e) from None
+
+
+def _cannot_listen(host: str, port: int, error: OSError) -> click.ClickException:
+    return click.ClickException(f"cannot listen on {host}:{port}: {error.strerror or error}"
+                                " (another --port, or stop what listens there)")
 
 
 @cli.command("mcp")
@@ -1355,6 +1360,12 @@ def mcp_command(ctx, http, host, port, log_queries):
         if host not in ("127.0.0.1", "localhost", "::1"):
             click.echo(f"warning: listening on {host}: anyone who can reach it can read the"
                        " index", err=True)
+        from .serve.server import bind
+
+        try:  # a busy port or an unknown host: one line, not the HTTP server's log and code 3
+            bind(host, port).close()
+        except OSError as e:
+            raise _cannot_listen(host, port, e) from None
         server.run("streamable-http", host=host, port=port)
     else:
         server.run("stdio")

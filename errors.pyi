@@ -14,8 +14,8 @@ from .index.dense.dense_models import BadModelList as BadModelList
 from .serve.errors import BadParameter as BadParameter
 from .search.collapse import BadPerDoc as BadPerDoc
 from .index.dense.embedding_api import BadResponse as BadResponse
-from .index.text.titles import BadTitles as BadTitles
 from .corpus.specs import BadSpec as BadSpec
+from .index.text.titles import BadTitles as BadTitles
 from .serve.access import BadTokens as BadTokens
 from .index.dense.dense import BadVectors as BadVectors
 from .index.lexical.bm25 import Bm25ParameterError as Bm25ParameterError

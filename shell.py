@@ -94,7 +94,7 @@ class Session:
     # --- one line of input --------------------------------------------------------------
     def handle(self, line: str) -> bool:
         """Answer a question or follow a `:command`; False when the session should end."""
-        line = line.strip()
+        line = api.asked(line).strip()  # (bytes that were not UTF-8 as U+FFFD: valid JSON)
         if not line:
             return True
         try:

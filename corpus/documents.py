@@ -37,7 +37,7 @@ def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
     skipped, seen = 0, set()
     legacy = _legacy_ids(home, names)
     home = crawling.stamped(home, tuple(groups))
-    for item in crawling.read_files(names):
+    for item in map(_storable, crawling.read_files(names)):
         if isinstance(item, crawling.Problem):
             if notify is None:
                 raise crawling.CrawlError(f"cannot add {item.where}: {item.message}")
@@ -53,6 +53,19 @@ def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
         counts["duplicate" if item.url in seen else status] += 1
         seen.add(item.url)
     return Added(counts, skipped, home.count())
+
+
+def _storable(item):
+    """A file's Document, or a Problem: the file's own, or why no backend could store the
+    document (crawler/store.py `checked`; dates are kept as the file gives them)."""
+    from ..crawler.store import BadDocument, checked  # (with the files it reads)
+
+    if isinstance(item, crawling.Problem):
+        return item
+    try:
+        return checked(item, item.url, dates=False)
+    except BadDocument as e:
+        return crawling.Problem(item.url, str(e).removeprefix(f"{item.url}: "))
 
 
 def _legacy_ids(home, names: list[str]) -> dict[str, list[str]]:

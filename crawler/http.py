@@ -337,11 +337,14 @@ def _describe(error: requests.RequestException, url: str, timeout: float) -> str
     host = urlsplit(url).netloc
     text = str(error)
     if isinstance(error, requests.exceptions.SSLError):
+        if "WRONG_VERSION_NUMBER" in text.upper().replace(" ", "_"):  # plain HTTP answered
+            return (f"TLS error talking to {host}: it does not speak HTTPS there; crawl"
+                    f" http://{host}/ instead")
         return f"TLS error talking to {host}: {text[:200]}"
     if isinstance(error, requests.exceptions.ConnectTimeout):
         return f"no connection to {host} within {min(10.0, timeout):g} s (host unreachable?)"
     if isinstance(error, requests.exceptions.ReadTimeout):
-        return f"{host} stopped answering (no data for {timeout:g} s)"
+        return _stalled(host, timeout)
     if "NameResolution" in text or "Name or service not known" in text or "getaddrinfo" in text:
         return f"DNS lookup failed: the name {urlsplit(url).hostname} does not resolve; check the URL"
     if "Connection refused" in text or "Errno 111" in text:
@@ -351,10 +354,14 @@ def _describe(error: requests.RequestException, url: str, timeout: float) -> str
     return f"cannot connect to {host}: {text[:200]}"
 
 
+def _stalled(host: str, timeout: float) -> str:
+    return f"{host} stopped answering (no data for {timeout:g} s; a longer --timeout waits more)"
+
+
 def _describe_read(error: urllib3.exceptions.HTTPError, url: str, timeout: float) -> str:
     host = urlsplit(url).netloc
     if isinstance(error, urllib3.exceptions.ReadTimeoutError):
-        return f"{host} stopped answering (no data for {timeout:g} s)"
+        return _stalled(host, timeout)
     if isinstance(error, urllib3.exceptions.ProtocolError):
         return f"{host} closed the connection in the middle of the response"
     return f"cannot read the response of {host}: {str(error)[:200]}"

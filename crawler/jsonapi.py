@@ -36,6 +36,7 @@ def crawl_json(ctx: Context, list_url: str, *, opts: JsonApiOptions | None = Non
     opts = opts or ctx.options.json
     site = without(list_url, opts.page_param, opts.offset_param, opts.cursor_param)
     seen_pages, seen_urls, complete, url = set(), set(), True, list_url
+    before = None  # the previous page's items
     memo = Memo(ctx, f"{site}#{source}")
     while url:
         if url in seen_pages:
@@ -59,6 +60,13 @@ def crawl_json(ctx: Context, list_url: str, *, opts: JsonApiOptions | None = Non
             continue
         stored, whole = [], True
         items = _items(data, opts, url)
+        if items and items == before:  # a server that ignores the page parameter
+            yield Failed(url, f"this page lists the same {len(items)} items as the page before:"
+                              " the API ignores its paging parameter (check --json-page-param,"
+                              " --json-offset-param or --json-cursor-param); stopped")
+            complete = False
+            break
+        before = items
         names = sideloaded(data, opts.names)
         for number, item in enumerate(items, start=1):
             event = store_item(ctx, item, opts, (url, number, site, source), names)

@@ -51,10 +51,11 @@ class BadDocument(BuscaError, ValueError):
     """A document handed to `Corpus.add` that cannot be stored as it is."""
 
 
-def checked(doc: object, where: str = "the document") -> Document:
-    """`doc` if it can be stored: a Document whose url is a non-empty string on one line,
-    whose title and text are strings, all valid Unicode (no lone surrogate, which UTF-8
-    cannot hold), `modified` None or an ISO 8601 date, `meta` None or a dict; else
+def checked(doc: object, where: str = "the document", *, dates: bool = True) -> Document:
+    """`doc` if every backend can store it: a Document whose url is a non-empty string on
+    one line, whose title and text are strings of valid Unicode without NUL (no lone
+    surrogate, which UTF-8 cannot hold; no U+0000, which PostgreSQL's text cannot), `meta`
+    None or a dict that JSON holds, and (`dates`) `modified` None or an ISO 8601 date; else
     BadDocument naming what to fix."""
     if not isinstance(doc, Document):
         raise BadDocument(f"{where} is a {type(doc).__name__}: give busca.Document(url, title,"
@@ -63,22 +64,33 @@ def checked(doc: object, where: str = "the document") -> Document:
         raise BadDocument(f"{where}: its url must be a non-empty string on one line, not"
                           f" {doc.url!r}")
     for name in ("url", "title", "text"):
-        value = getattr(doc, name)
-        if not isinstance(value, str):
-            raise BadDocument(f"{where}: its {name} must be a string, not"
-                              f" {type(value).__name__}")
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as e:
-            raise BadDocument(f"{where}: its {name} holds {value[e.start]!r} at {e.start}, a"
-                              " lone surrogate that no text encoding keeps: fix the source"
-                              " text") from None
-    if doc.modified is not None and not _iso_date(doc.modified):
+        _check_text(getattr(doc, name), f"{where}: its {name}")
+    if dates and doc.modified is not None and not _iso_date(doc.modified):
         raise BadDocument(f"{where}: modified must be an ISO 8601 date such as 2024-05-01 or"
                           f" 2024-05-01T10:00:00Z, not {doc.modified!r}")
     if doc.meta is not None and not isinstance(doc.meta, dict):
         raise BadDocument(f"{where}: meta must be a dict or None")
+    try:
+        _check_text(doc.meta_json() or "", f"{where}: its meta")
+    except (TypeError, ValueError) as e:
+        if isinstance(e, BadDocument):
+            raise
+        raise BadDocument(f"{where}: its meta is not JSON ({e}): give texts, numbers, lists"
+                          " and dicts") from None
     return doc
+
+
+def _check_text(value: object, what: str) -> None:
+    if not isinstance(value, str):
+        raise BadDocument(f"{what} must be a string, not {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise BadDocument(f"{what} holds {value[e.start]!r} at {e.start}, a lone surrogate"
+                          " that no text encoding keeps: fix the source text") from None
+    if "\x00" in value:
+        raise BadDocument(f"{what} holds a NUL character (U+0000) at {value.index(chr(0))},"
+                          " which PostgreSQL cannot store: remove it")
 
 
 def _iso_date(text: object) -> bool:

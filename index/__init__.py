@@ -47,6 +47,7 @@ EXPORTS = {
     "OPENAI_PREFIX": ".dense.encoders",
     "OVERLAP": ".text.chunking",
     "PostgresError": ".postgres.schema",
+    "redact": ".postgres.schema",
     "parse_chunker": ".text.chunking",
     "Ranker": ".backend",
     "parse_rerank": ".dense.rerank_api",

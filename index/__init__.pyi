@@ -44,6 +44,7 @@ from .text.chunking import parse_chunker as parse_chunker
 from .dense.rerank_api import parse_rerank as parse_rerank
 from .postgres.schema import PostgresError as PostgresError
 from .backend import Ranker as Ranker
+from .postgres.schema import redact as redact
 from .dense.rerank_api import TOP as RERANK_TOP
 from .dense.rerank_api import RerankClient as RerankClient
 from .dense.rerank_api import RerankError as RerankError
@@ -112,6 +113,7 @@ __all__ = [
     "open_home",
     "parse_chunker",
     "parse_rerank",
+    "redact",
     "resolve",
     "server_settings",
     "sparse_left_out",

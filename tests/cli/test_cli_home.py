@@ -117,3 +117,13 @@ def test_two_servers_answer_every_request_while_a_third_process_reindexes(pg_hom
             t.join(60)
     assert results and all(status == 200 for status, _ in results), results[:5]
     assert len({build for _, build in results}) >= 2
+
+
+def test_add_does_not_print_the_database_password(pg_home, tmp_path):
+    home = pg_home.replace("postgresql://postgres@", "postgresql://postgres:s3cret-pw@")
+    assert home != pg_home  # (the test server trusts local connections: any password works)
+    note = tmp_path / "nota.md"
+    note.write_text("# Nota\n\nTexto.", encoding="utf-8")
+    added = invoke("--home", home, "add", str(note))
+    assert added.exit_code == 0, added.output
+    assert "s3cret-pw" not in added.output and "postgres:***@" in added.stdout

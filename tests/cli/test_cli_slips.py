@@ -164,3 +164,33 @@ def test_context_says_when_the_filters_match_no_document(run, lexical):
     result = run("context", "qual o prazo", "--filter", "nofield=x", "--no-log")
     assert result.exit_code == 3
     assert "no document matches the filters nofield=x" in result.stderr
+
+
+def test_add_skips_what_no_backend_could_store_and_keeps_the_rest(run, tmp_path):
+    """A \\ud800 escape (a lone surrogate) crashed `busca add` with a traceback after storing
+    the lines before it; a NUL broke PostgreSQL homes only."""
+    source = tmp_path / "f.jsonl"
+    source.write_text('{"url":"https://t.example/1","title":"a","text":"ok"}\n'
+                      '{"url":"https://t.example/2","title":"b","text":"a\\ud800b"}\n'
+                      '{"url":"https://t.example/3","title":"c\\u0000","text":"x"}\n'
+                      '{"url":"https://t.example/4","title":"d","text":"fine"}\n',
+                      encoding="utf-8")
+    result = run("add", str(source))
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "skipped https://t.example/2: its text holds '\\ud800'" in result.stderr
+    assert "skipped https://t.example/3: its title holds a NUL character" in result.stderr
+    assert "2 added" in result.stdout
+    stats = json.loads(run("stats", "--json").stdout)
+    assert stats["documents"] == 2
+
+
+def test_a_question_of_bytes_that_are_not_utf8_gives_utf8_json(lexical, home):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "busca.cli", "--home", str(home), "shell",
+                           "--json"], input=b"Qual o prazo do estorno \xff?\n",
+                          capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    line = json.loads(done.stdout.decode("utf-8"))  # strict: valid UTF-8
+    assert line["question"] == "Qual o prazo do estorno \ufffd?"

@@ -304,6 +304,11 @@ def test_documents_are_checked_before_any_is_stored(tmp_path):
                              (busca.Document("https://s/d", "t", "x", modified="2024-13-45"),
                               "ISO 8601"),
                              ({"url": "https://s/e"}, "give busca.Document"),
+                             (busca.Document("https://s/g", "t", "a\x00b"), "NUL character"),
+                             (busca.Document("https://s/h", "t", "x", meta={"k": object()}),
+                              "its meta is not JSON"),
+                             (busca.Document("https://s/i", "t", "x", meta={"k": "\udc80"}),
+                              "its meta holds"),
                              ("https://s/f", "give busca.Document")):
             with pytest.raises(busca.errors.BadDocument, match=message):
                 corpus.add([good, bad])

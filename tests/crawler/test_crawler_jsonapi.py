@@ -165,3 +165,19 @@ def test_bad_url_templates_fail_the_items_without_a_traceback(api, template):
     failed = [e for e in events if isinstance(e, Failed)]
     assert len(failed) == 2 and all("set --json-url" in f.reason for f in failed)
     assert events[-1].report.documents == 0
+
+
+def test_an_api_that_ignores_the_page_parameter_stops_at_the_repeated_page(tmp_path):
+    """It fetched the same page again and again (13,825 "documents" for 2 in two minutes)."""
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps, \
+            Store(tmp_path) as store:
+        rsps.get("https://api.s.example/robots.txt", status=404)
+        rsps.get(API, json={"dados": ARTIGOS})  # every page, whatever ?pagina= says
+        events = list(crawl(API, store, options=options(**SEED_LIKE)))
+        fetched = [c for c in rsps.calls if c.request.url.startswith(API)]
+        stored = store.count()
+    report = events[-1].report
+    assert report.counts == {"added": 2, "updated": 0, "unchanged": 0, "deleted": 0}
+    failed = [e for e in events if isinstance(e, Failed)]
+    assert len(failed) == 1 and "ignores its paging parameter" in failed[0].reason
+    assert len(fetched) == 2 and stored == 2

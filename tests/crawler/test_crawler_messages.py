@@ -73,3 +73,20 @@ def test_ctrl_c_stops_a_crawl_with_exit_code_130(tmp_path):
     assert proc.returncode == 130, err
     assert "interrupted; the 0 documents read so far are stored" in err
     assert "Traceback" not in err
+
+
+def test_https_to_a_plain_http_site_names_the_http_url(store):
+    """It said "TLS error talking to 127.0.0.1:P: HTTPSConnectionPool(... WRONG_VERSION_NUMBER
+    ...)" and never suggested http://."""
+    with FixtureSite(load_articles()[:1]) as site:
+        https = site.url.replace("http://", "https://")
+        with pytest.raises(CrawlError) as caught:
+            events(https, store, retries=0)
+    host = https.split("//")[1].rstrip("/")
+    assert f"does not speak HTTPS there; crawl http://{host}/ instead" in str(caught.value)
+
+
+def test_a_timeout_names_the_option_that_waits_longer(store):
+    with FixtureSite(load_articles()[:1], faults=Faults(latency=0.5)) as site:
+        with pytest.raises(CrawlError, match=r"no data for 0.1 s; a longer --timeout waits more"):
+            events(site.url, store, retries=0, timeout=0.1)

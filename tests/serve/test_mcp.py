@@ -104,6 +104,20 @@ def test_a_folder_without_a_corpus_is_one_line(tmp_path):
     assert not (tmp_path / "none").exists()
 
 
+def test_a_busy_port_is_one_line_and_exit_1(lexical_home):
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen(1)
+        port = held.getsockname()[1]
+        result = CliRunner().invoke(cli, ["--home", str(lexical_home), "mcp", "--http",
+                                          "--port", str(port)], obj={})
+    assert result.exit_code == 1, result.output
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
 def test_streamable_http_answers_the_same_tools(lexical_home):
     import subprocess
     import time
