@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -172,10 +171,6 @@ def _jsonl(name: str, text: str) -> Iterator[Document | Problem]:
             yield Problem(where, f'needs a string "text" and a "url" (or a BEIR "_id")'
                                  f" (bad: {bad})")
             continue
-        if _LINE_BREAK.search(ident):
-            yield Problem(where, f"the id {ident!r} holds a line break: write the url on one"
-                                 " line")
-            continue
         title = item.get("title") if isinstance(item.get("title"), str) else ""
         modified = item.get("modified")
         yield Document(ident, title or ident, item["text"], source="file",
@@ -184,8 +179,6 @@ def _jsonl(name: str, text: str) -> Iterator[Document | Problem]:
 
 
 RESERVED = ("url", "_id", "title", "text", "modified", "meta")  # a JSONL line's own fields
-_LINE_BREAK = re.compile("[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")  # str.splitlines' breaks:
-# never inside a document's id (its url), which is printed on one line
 
 
 def jsonl_meta(item: dict) -> dict | None:

@@ -71,12 +71,11 @@ def checked(doc: object, where: str = "the document", *, dates: bool = True) -> 
     if doc.meta is not None and not isinstance(doc.meta, dict):
         raise BadDocument(f"{where}: meta must be a dict or None")
     try:
-        _check_text(doc.meta_json() or "", f"{where}: its meta")
+        meta = doc.meta_json() or ""
     except (TypeError, ValueError) as e:
-        if isinstance(e, BadDocument):
-            raise
         raise BadDocument(f"{where}: its meta is not JSON ({e}): give texts, numbers, lists"
                           " and dicts") from None
+    _check_text(meta, f"{where}: its meta")
     return doc
 
 

@@ -92,7 +92,8 @@ def test_line_breaks_in_a_title_cannot_fake_a_hit(run, tmp_path):
     # an id (url) with a line break is not stored at all
     bad = write_jsonl(tmp_path / "bad.jsonl", [{"url": "https://a.example/z\nq", "text": "x"}])
     result = run("add", str(bad))
-    assert result.exit_code == 1 and "holds a line break" in result.stderr
+    assert result.exit_code == 1 and "its url must be a non-empty string on one line" \
+        in result.stderr
 
 
 def test_an_offset_past_the_last_hit_says_so_and_is_no_miss(run, lexical):
