@@ -8,7 +8,10 @@ a database without mixing. Tables of schema `<corpus>`:
     documents                       url, title, text, source, meta... index/postgres/store.py
     settings (key, value jsonb)     crawl state, settings             index/postgres/store.py
     queries                         the query log                     index/postgres/home.py
-    builds (name, manifest jsonb)   one row per published build       index/postgres/build.py
+    builds (name, manifest json)    one row per published build       index/postgres/build.py
+                                    (json keeps the manifest's key order, which jsonb sorts:
+                                    busca stats prints as a local home does; corpora made
+                                    before kept jsonb and read the same)
   one set per build `<b>` (written in the build's one transaction by index/postgres/build.py):
     <b>_chunks                      chunk rows: id, url, position, start, end, doc_sha256
     <b>_<m>_postings                per term of lexical method m: term, term_id (the local
@@ -73,7 +76,7 @@ CREATE TABLE IF NOT EXISTS {s}.queries (
     method text NOT NULL, k integer NOT NULL, scores jsonb NOT NULL, floor float8,
     answered boolean NOT NULL, seconds float8 NOT NULL);
 CREATE TABLE IF NOT EXISTS {s}.builds (
-    name text PRIMARY KEY, manifest jsonb NOT NULL,
+    name text PRIMARY KEY, manifest json NOT NULL,
     created_at timestamptz NOT NULL DEFAULT now());
 """
 

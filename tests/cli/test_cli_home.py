@@ -127,3 +127,20 @@ def test_add_does_not_print_the_database_password(pg_home, tmp_path):
     added = invoke("--home", home, "add", str(note))
     assert added.exit_code == 0, added.output
     assert "s3cret-pw" not in added.output and "postgres:***@" in added.stdout
+
+
+def test_stats_prints_the_same_on_both_backends(pg_home, tmp_path):
+    """jsonb sorts a manifest's keys (bm25 came before tfidf, its b before k1): the builds
+    table keeps the manifest as json."""
+    from conftest import FIXTURES
+
+    articles = str(FIXTURES / "site" / "articles.jsonl")
+    out = []
+    for home in (pg_home, str(tmp_path / "local")):
+        assert invoke("--home", home, "add", articles).exit_code == 0
+        assert invoke("--home", home, "index", "-q").exit_code == 0
+        result = invoke("--home", home, "stats")
+        assert result.exit_code == 0, result.output
+        out.append(result.stdout)
+    assert out[0] == out[1]
+    assert out[0].index("\ntfidf ") < out[0].index("\nbm25 ")
