@@ -159,6 +159,6 @@ def _store_item(ctx: Context, item: FeedItem, site: str, source: str):
         return Failed(item.link, "empty body in the feed; nothing to store")
     document = Document(item.link, title_text(item.title), text, source, item.modified,
                         meta={**(item.meta or {}), **headings_meta(headings)} or None)
-    status = ctx.store.put(document)
+    status = ctx.put(document)
     ctx.set_doc_state(item.link, {"source": source, "site": site})
     return Stored(item.link, status)

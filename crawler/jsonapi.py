@@ -187,7 +187,7 @@ def store_item(ctx: Context, item, opts: JsonApiOptions, at: tuple[str, int, str
                         str(modified) if modified not in (None, MISSING) else None,
                         meta={**(_named(item_meta(item, opts.meta), names or {}) or {}),
                               **headings_meta(headings)} or None)
-    status = ctx.store.put(document)
+    status = ctx.put(document)
     ctx.set_doc_state(url, {"source": source, "site": site})
     return Stored(url, status)
 

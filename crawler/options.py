@@ -10,12 +10,12 @@ State lives in two kinds of meta keys (JSON values):
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .defaults import DEFAULT_HTML_PAGES, DEFAULT_TYPES, DEFAULT_WORKERS, SOURCES, WP_TYPES
 from .events import Stored
 from .http import Fetcher, Politeness
-from .store import DocumentStore as Store
+from .store import Document, DocumentStore as Store
 
 PER_PAGE = 100  # WordPress's maximum per_page
 
@@ -70,6 +70,17 @@ class Context:
     store: Store
     options: CrawlOptions
     damaged: set[str] = field(default_factory=set)  # state kinds already warned about
+
+    def put(self, document: Document) -> str:
+        """Store `document` (added/updated/unchanged). A document another source stored
+        keeps what this one does not give: the metadata keys it lacks, its date when it
+        has none (a site's feed carries less than its WordPress API; crawled after it, it
+        wiped the categories and reported the documents unchanged)."""
+        old = self.store.get(document.url)
+        if old is not None and old.source != document.source:
+            document = replace(document, meta={**(old.meta or {}), **(document.meta or {})}
+                               or None, modified=document.modified or old.modified)
+        return self.store.put(document)
 
     def doc_state(self, url: str) -> dict | None:
         return self._state(f"crawl:doc:{url}", "doc")

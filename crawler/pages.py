@@ -143,7 +143,7 @@ def store_result(ctx: Context, job: Job, result: Result, *, source: str, site: s
         document = Document(url, page.title, page.text, source, job.lastmod or page.modified,
                             meta=result.meta or {**(page.meta or {}),
                                                  **headings_meta(page.headings)} or None)
-        status = ctx.store.put(document)
+        status = ctx.put(document)
         stored.add(url)
         state = {"source": source, "site": site, "lastmod": job.lastmod, **result.validators}
         if keep_links:

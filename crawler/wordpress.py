@@ -211,7 +211,7 @@ def _store_post(ctx: Context, post: dict, site: str):
         return Failed(url, "empty body; nothing to store")
     title = title_text(str((post.get("title") or {}).get("rendered") or ""))
     modified = f"{post['modified_gmt']}+00:00" if post.get("modified_gmt") else None
-    status = ctx.store.put(Document(url, title, text, "wordpress", modified, meta=post_meta(post)))
+    status = ctx.put(Document(url, title, text, "wordpress", modified, meta=post_meta(post)))
     ctx.set_doc_state(url, state)
     return Stored(url, status)
 

@@ -78,3 +78,21 @@ def test_summary_only_items_are_fetched_as_pages(tmp_path):
         assert store.get("https://s.example/dois/").text == "Texto completo."
         assert store.get("https://s.example/um/").text == "Texto um."
     assert events[-1].report.counts["added"] == 2
+
+
+def test_a_feed_crawled_after_the_api_keeps_the_apis_metadata(tmp_path):
+    """The feed carries less than the WordPress API: crawled after it, it wiped the documents'
+    categories, authors and dates and reported them unchanged."""
+    fast = {"rate": 500.0, "backoff": 0.02}
+    with FixtureSite(load_articles()[:6]) as site, Store(tmp_path / "home") as store:
+        list(crawl(site.url, store, options=CrawlOptions(**fast)))
+        before = {d.url: (d.meta, d.modified) for d in store.documents()}
+        assert all(meta for meta, _ in before.values())
+        report = list(crawl(site.url, store, options=CrawlOptions(source="feed", **fast)))[-1]
+        after = {d.url: (d.meta, d.modified, d.source) for d in store.documents()}
+    fed = [url for url, (_, _, source) in after.items() if source == "feed"]
+    assert fed and report.report.counts["added"] == 0
+    for url in fed:
+        meta, modified, _ = after[url]
+        assert {k: v for k, v in meta.items() if k in before[url][0]} == before[url][0]
+        assert modified is not None or before[url][1] is None  # a date kept when it has none
