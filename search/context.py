@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..citation import cite, section
 from ..errors import BuscaError
+from ..index.dense.dense_models import is_hybrid
 from ..index.lexical.lexical import NoSearchableTerms
 from .answerable import refusal
 from .fusion import FusionSettings
@@ -126,7 +127,7 @@ class Context:
         if self.best is not None and self.floor is not None:
             return (f"no passage scores {self.floor:.4f} or more (best {self.best:.4f});"
                     f" lower {floor_option} to see weaker matches")
-        if self.best is not None:
+        if self.best is not None or (self.floor is None and is_hybrid(self.method)):
             return "no passage passes the floor of any of the fused methods"
         return "no passage matches the question"
 

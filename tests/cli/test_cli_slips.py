@@ -195,3 +195,16 @@ def test_a_question_of_bytes_that_are_not_utf8_gives_utf8_json(lexical, home):
     assert done.returncode == 0, done.stderr
     line = json.loads(done.stdout.decode("utf-8"))  # strict: valid UTF-8
     assert line["question"] == "Qual o prazo do estorno \ufffd?"
+
+
+def test_why_nothing_names_the_floor_that_refused():
+    from busca.search.context import Context
+
+    assert Context("q", "bm25", 2.5, (), top=1.2).why_nothing("--min-score") == (
+        "no passage scores 2.5000 or more (best 1.2000); lower --min-score to see weaker"
+        " matches")
+    assert Context("q", "bm25", None, (), reason="no word").why_nothing() == "no word"
+    fused = "no passage passes the floor of any of the fused methods"
+    assert Context("q", "hybrid", None, ()).why_nothing() == fused  # (busca demo's last step)
+    assert Context("q", "hybrid:use", None, (), top=0.3).why_nothing() == fused
+    assert Context("q", "tfidf", None, ()).why_nothing() == "no passage matches the question"
