@@ -21,7 +21,7 @@ from typing import Annotated, Any, TypeVar
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 from typing_extensions import NotRequired, TypedDict  # pydantic needs these before 3.12
 
 from ..version import __version__
@@ -154,11 +154,27 @@ class Tools:
         return await self.run(lambda corpus: corpus.stats())
 
 
+class _Server(MCPServer):
+    """The mcp library's server, with arguments that fail the tools' schemas told in one
+    line per problem ("k: Input should be less than or equal to 100 (got 1000000)")
+    instead of pydantic's multi-line report and its link."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as e:
+            if not isinstance(e.__cause__, ValidationError):
+                raise
+            problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'arguments'}: {err['msg']}"
+                                 f" (got {err['input']!r:.60})" for err in e.__cause__.errors())
+            raise ToolError(f"bad arguments for {name}: {problems}") from e.__cause__
+
+
 def create_server(open_corpus: Callable[[], Corpus], *, log: bool = False,
                   rerank=None) -> MCPServer:
     """The MCP server of the corpus `open_corpus()` opens (on its first call)."""
     tools = Tools(open_corpus, log=log, rerank=rerank)
-    server = MCPServer(NAME, version=__version__, instructions=INSTRUCTIONS)
+    server = _Server(NAME, version=__version__, instructions=INSTRUCTIONS)
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False,
                                 idempotent_hint=True, open_world_hint=False)
     for tool in (tools.search, tools.context, tools.compare, tools.get_chunk, tools.stats):

@@ -86,6 +86,9 @@ def test_malformed_calls_are_mcp_errors_and_the_server_keeps_answering(lexical_h
     assert [r.is_error for r in results] == [True, True, True, True, False]
     text = [r.content[0].text for r in results[:4]]
     assert "question" in text[0] and "k" in text[1]
+    # one line per problem, not pydantic's report with its link (the twenty-seventh sweep)
+    assert text[1].startswith("bad arguments for search: k: Input should be greater than")
+    assert all("\n" not in t and "pydantic.dev" not in t for t in text[:2])
     assert "nope" in text[2] and "Traceback" not in text[2] and "\n" not in text[2]
     assert "no chunk 1000000000" in text[3]
 
