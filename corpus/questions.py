@@ -3,9 +3,7 @@ calibrated), hybrid's fusion, the per-document cap and the query-log policy deci
 
 from __future__ import annotations
 
-import re
 import time
-import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -15,7 +13,7 @@ from .. import search as searching
 from ..search.context import Context
 from ..search.fusion import FusionSettings
 from ..search.scorers import K
-from .specs import HYBRID_AS_SEARCH, BadSpec, ContextSpec, Result, SearchSpec
+from .specs import HYBRID_AS_SEARCH, BadSpec, ContextSpec, Result, SearchSpec, check_whole
 
 if TYPE_CHECKING:
     from ..index.dense.rerank_api import RerankSettings
@@ -27,15 +25,12 @@ Remote = Callable[[str, SearchSpec, str], "Result | Context | None"]
 Notify = Callable[[str, Any], None]
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str, never half of a pair
-
-
 def asked(question: object) -> str:
-    """The question as every search reads it: a string (BadSpec otherwise), NFC as stored
-    text is, a lone surrogate (a byte that was not UTF-8 on the command line) as U+FFFD."""
+    """The question as every search reads it (`as_asked`: NFC, a lone surrogate as U+FFFD);
+    BadSpec when it is not a string."""
     if not isinstance(question, str):
         raise BadSpec(f"the question must be a string, not {type(question).__name__}")
-    return unicodedata.normalize("NFC", _LONE_SURROGATE.sub("\ufffd", question))
+    return indexing.as_asked(question)
 
 
 def search_build(build, home, question: str, spec: SearchSpec, *,
@@ -166,8 +161,7 @@ def compare_build(build, home, question: str, *, methods: Sequence[str] | None =
     `filters`: every method ranks only the chunks of the documents passing them."""
     if isinstance(methods, str):  # "bm25,dense", as the command line writes them
         methods = [m.strip() for m in methods.split(",") if m.strip()]
-    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-        raise BadSpec(f"k must be a whole number of at least 1, not {k!r}")
+    check_whole("k", k, 1)
     names = list(methods) if methods else searching.default_methods(build)
     filters = (filters,) if isinstance(filters, str) else filters
     return searching.compare_methods(build, home, asked(question), methods=names, k=k,

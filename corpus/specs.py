@@ -34,6 +34,12 @@ _WHOLE = {"k": 1, "offset": 0, "per_doc": 0, "window": 1, "max_chars": 1}  # lea
 _DEFAULTS = {"fusion": FUSION, "window": WINDOW, "rrf_k": RRF_K, "weights": None}
 
 
+def check_whole(name: str, value: object, least: int) -> None:
+    """BadSpec unless `value` is a whole number (not a bool) of at least `least`."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < least:
+        raise BadSpec(f"{name} must be a whole number of at least {least}, not {value!r}")
+
+
 def _check_fields(spec) -> None:
     """BadSpec for a field a caller set to a value of the wrong type, out of range, or that
     only hybrid reads given with another method (it would be ignored)."""
@@ -41,9 +47,7 @@ def _check_fields(spec) -> None:
         raise BadSpec(f"method must be a method name such as bm25 or hybrid, not"
                       f" {spec.method!r}")
     for name, least in _WHOLE.items():
-        value = getattr(spec, name, least)
-        if not isinstance(value, int) or isinstance(value, bool) or value < least:
-            raise BadSpec(f"{name} must be a whole number of at least {least}, not {value!r}")
+        check_whole(name, getattr(spec, name, least), least)
     for name in ("min_score", "rrf_k"):
         value = getattr(spec, name)
         if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)):
@@ -125,11 +129,8 @@ class IndexSpec:
         object.__setattr__(self, "methods", tuple(m.strip() for m in methods))
         for name, least in (("size", 1), ("overlap", 0), ("threads", 1), ("workers", 1),
                             ("dense_groups", 0)):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool)
-                                      or value < least):
-                raise BadSpec(f"{name} must be a whole number of at least {least}, not"
-                              f" {value!r}")
+            if getattr(self, name) is not None:
+                check_whole(name, getattr(self, name), least)
 
     def build_options(self) -> dict:
         """The options index.build_index reads: the one place their keys are written."""

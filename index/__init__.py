@@ -44,6 +44,7 @@ EXPORTS = {
     "sparse_left_out": ".methods",
     "NothingToIndex": ".build",
     "open_home": ".backend",
+    "as_asked": ".text.analyzers",
     "OPENAI_PREFIX": ".dense.encoders",
     "OVERLAP": ".text.chunking",
     "PostgresError": ".postgres.schema",

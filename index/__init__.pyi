@@ -1,6 +1,7 @@
 """Types of the lazy face busca.index (busca/lazy.py loads the names on first use)."""
 
 from .text.analyzers import ANALYZERS as ANALYZERS
+from .text.analyzers import as_asked as as_asked
 from .lexical.bm25 import B as B
 from .backend import BackendUnavailable as BackendUnavailable
 from .text.titles import BadTitles as BadTitles
@@ -102,6 +103,7 @@ __all__ = [
     "THREADS",
     "TITLES",
     "UnknownMethod",
+    "as_asked",
     "build_index",
     "check_server",
     "encoder_names",

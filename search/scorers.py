@@ -5,12 +5,12 @@ several dense models (`dense`, `dense:NAME`) each get a `hybrid:NAME`
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import replace
 
 from ..index.dense.dense_models import HYBRID, LIFT, is_hybrid, model_of, resolve
 from ..index.lexical.lexical import top_k
 from ..index.methods import HYBRID3, SPARSE, UnknownMethod, method_spec, stored_methods
+from ..index.text.analyzers import as_asked
 from .coverage import lexicon_of
 from .fusion import (FusionSettings, HybridScorer, components, describe, describe_lift, liftable,
                      share_of, stored_settings)
@@ -158,7 +158,7 @@ def rank(index, query: str, *, method: str = "tfidf", k: int = K,
     `allowed`, when given: search/filters.py)."""
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
-    query = unicodedata.normalize("NFC", query)  # as documents are stored: "ç" typed as c + ¸
+    query = as_asked(query)
     ranker = scorer(index, method, fusion)
     if allowed is not None:
         from .filters import restricted

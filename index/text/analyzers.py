@@ -33,6 +33,16 @@ TermFilter = Callable[[str], "str | None"]
 STEMMERS = {"pt": "portuguese", "en": "porter"}  # analyzer -> PyStemmer algorithm
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str, never half of a pair
+
+
+def as_asked(question: str) -> str:
+    """A question as every search reads it: NFC, as stored text is ("ç" typed as c + U+0327
+    asks for "ç"), a lone surrogate (a byte that was not UTF-8 on a command line) as
+    U+FFFD."""
+    return unicodedata.normalize("NFC", _LONE_SURROGATE.sub("\ufffd", question))
+
+
 def java_terms(text: str) -> list[str]:
     """Lowercase, then every maximal run of Unicode letters or digits (Java parity)."""
     return _ALNUM_RUN.findall(text.lower())
