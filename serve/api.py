@@ -65,7 +65,7 @@ async def context(request: Request) -> JSONResponse:
     """POST /api/context {"q", "k", "lang", "max_chars", "method", "min_score", "per_doc",
     "log", "filter": ["category=Python", …]}"""
     data = await _json_object(request)
-    params.only(data, {f.name for f in params.CONTEXT}, "the context request")
+    params.json_body(data, params.CONTEXT, "the context request")
     engine = _engine(request)
     values = params.read(params.CONTEXT, data, await _threaded(engine.methods))
     question, method, lang = values.pop("q"), values["method"], values.pop("lang")
@@ -163,7 +163,7 @@ def _document(item: object, n: int) -> Document:
 async def rebuild(request: Request) -> JSONResponse:
     """POST /api/index {"size", "overlap"} (token only): rebuild and swap in the index."""
     data = await _json_object(request, empty_ok=True)
-    params.only(data, {f.name for f in params.INDEX}, "the index request")
+    params.json_body(data, params.INDEX, "the index request")
     values = params.read(params.INDEX, data)
     engine = _engine(request)
     started = time.perf_counter()

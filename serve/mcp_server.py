@@ -30,7 +30,8 @@ from ..corpus import ContextSpec, Corpus, SearchSpec
 from ..errors import BuscaError
 from ..search.hits import Hit
 from ..search.context import LANGS, MAX_CHARS as CONTEXT_CHARS, PER_DOC as CONTEXT_PER_DOC
-from .params import MAX_CHARS, MAX_K, MAX_PER_DOC, MAX_QUERY
+from .errors import BadParameter
+from .params import MAX_CHARS, MAX_K, MAX_PER_DOC, MAX_QUERY, only, schema_types, typed
 
 T = TypeVar("T")
 NAME = "busca"
@@ -160,6 +161,9 @@ class _Server(MCPServer):
     instead of pydantic's multi-line report and its link."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
+        schema = self._tool_input_schema(name)
+        if schema is not None:  # an unknown tool is the SDK's to refuse
+            _strict(name, arguments or {}, schema.get("properties", {}))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as e:
@@ -168,6 +172,17 @@ class _Server(MCPServer):
             problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'arguments'}: {err['msg']}"
                                  f" (got {err['input']!r:.60})" for err in e.__cause__.errors())
             raise ToolError(f"bad arguments for {name}: {problems}") from e.__cause__
+
+
+def _strict(name: str, arguments: dict[str, Any], properties: dict[str, Any]) -> None:
+    """A misspelt argument (top_k) or a number given as text or true is the call's error, as
+    in the HTTP API, not ignored or taken as 1 by pydantic's lax mode."""
+    try:
+        only(arguments, set(properties), f"the arguments of {name}")
+        for key, value in arguments.items():
+            typed(key, value, schema_types(properties[key]))
+    except BadParameter as e:
+        raise ToolError(f"bad arguments for {name}: {e}") from None
 
 
 def create_server(open_corpus: Callable[[], Corpus], *, log: bool = False,

@@ -265,6 +265,40 @@ def only(data: Mapping, allowed: set[str], where: str) -> None:
                            f" {', '.join(sorted(allowed))}")
 
 
+def json_body(data: Mapping, fields: Sequence[Field], where: str) -> None:
+    """Refuse a JSON body's unknown keys, and a value of another JSON type where its field
+    declares a number or a yes/no (a query string's values are text; a JSON body's are typed)."""
+    only(data, {f.name for f in fields}, where)
+    for f in fields:
+        if f.name in data:
+            typed(f.name, data[f.name], schema_types(f.schema()))
+
+
+_JSON_TYPES = {"integer": lambda v: type(v) is int, "number": lambda v: type(v) in (int, float),
+               "boolean": lambda v: type(v) is bool}
+
+
+def typed(name: str, value: object, types: Sequence[str]) -> None:
+    """BadParameter when `value` is none of `types`, if they are JSON numbers and yes/no
+    ("3" or true for an integer, "true" for a boolean); other types are the readers' to
+    check. null stays for the reader too (absent, or refused by its schema)."""
+    if value is None or not set(types) <= {*_JSON_TYPES, "null"}:
+        return
+    wanted = [t for t in types if t != "null"]
+    if not any(_JSON_TYPES[t](value) for t in wanted):
+        hint = ", written without quotes" if isinstance(value, str) else ""
+        raise BadParameter(f"{name} must be a JSON {' or '.join(wanted)}{hint}, got"
+                           f" {_shown(value)}")
+
+
+def schema_types(schema: Mapping) -> list[str]:
+    """The JSON types a property's schema allows ("type", or each "anyOf" branch's)."""
+    if "type" in schema:
+        kind = schema["type"]
+        return [kind] if isinstance(kind, str) else list(kind)
+    return [t for branch in schema.get("anyOf", ()) for t in schema_types(branch)]
+
+
 def _shown(raw: object) -> str:
     text = repr(raw)
     return text if len(text) <= 60 else text[:57] + "…'"

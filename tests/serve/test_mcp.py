@@ -81,9 +81,14 @@ def test_malformed_calls_are_mcp_errors_and_the_server_keeps_answering(lexical_h
              ("search", {"question": QUESTION, "k": 0}),  # out of range
              ("search", {"question": QUESTION, "method": "nope"}),  # a BuscaError
              ("get_chunk", {"chunk_id": 10**9}),
-             ("search", {"question": QUESTION})]  # still answers
+             # pydantic's lax mode took these as k=1, k=3 and no limit (the 28th session)
+             ("search", {"question": QUESTION, "k": True}),
+             ("search", {"question": QUESTION, "k": "3"}),
+             ("search", {"question": QUESTION, "top_k": 3}),
+             ("search", {"question": QUESTION, "min_score": None, "k": 2})]  # still answers
     _, results = asyncio.run(_drive(lexical_home, calls))
-    assert [r.is_error for r in results] == [True, True, True, True, False]
+    assert [r.is_error for r in results] == [True] * 7 + [False]
+    assert len(results[7].structured_content["hits"]) <= 2
     text = [r.content[0].text for r in results[:4]]
     assert "question" in text[0] and "k" in text[1]
     # one line per problem, not pydantic's report with its link (the twenty-seventh sweep)
@@ -91,6 +96,12 @@ def test_malformed_calls_are_mcp_errors_and_the_server_keeps_answering(lexical_h
     assert all("\n" not in t and "pydantic.dev" not in t for t in text[:2])
     assert "nope" in text[2] and "Traceback" not in text[2] and "\n" not in text[2]
     assert "no chunk 1000000000" in text[3]
+    strict = [r.content[0].text for r in results[4:7]]
+    assert strict[0] == "bad arguments for search: k must be a JSON integer, got True"
+    assert strict[1] == ("bad arguments for search: k must be a JSON integer, written without"
+                         " quotes, got '3'")
+    assert strict[2].startswith("bad arguments for search: unknown field 'top_k' in the"
+                                " arguments of search; known fields: k, method, min_score")
 
     async def unknown_tool():
         async with _session(lexical_home) as (read, write), \

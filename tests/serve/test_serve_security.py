@@ -206,3 +206,25 @@ def test_the_server_logs_which_build_it_serves(server, home):
     build = load_index(home).manifest.build
     assert any(f"INFO busca.corpus.live: serving build {build}" in line
                for line in server.stderr), server.stderr
+
+
+@pytest.mark.parametrize("path,auth,body,words", [
+    ("/api/context", None, {"q": "ornitorrinco", "k": "3"}, "k must be a JSON integer, written"
+                                                            " without quotes, got '3'"),
+    ("/api/context", None, {"q": "ornitorrinco", "k": True}, "k must be a JSON integer"),
+    ("/api/context", None, {"q": "ornitorrinco", "min_score": "0.5"}, "min_score must be a"
+                                                                      " JSON number"),
+    ("/api/context", None, {"q": "ornitorrinco", "log": "false"}, "log must be a JSON"
+                                                                  " boolean"),
+    ("/api/index", TOKEN, {"size": 2.5}, "size must be a JSON integer, got 2.5"),
+])
+def test_a_json_body_is_typed_as_its_schema_says(server, path, auth, body, words):
+    """A query string's values are text; a JSON body's are typed, and the OpenAPI document
+    says integer, number, boolean: "3" or true for k was taken as 3 or 1 (the 28th session)."""
+    headers = {"Authorization": f"Bearer {auth}"} if auth else {}
+    status, data = send(server, "POST", path, body=json.dumps(body).encode(), headers=headers)
+    assert status == 400 and data["error"].startswith(words), data
+    status, data = send(server, "POST", "/api/context",  # null is the default, as absent
+                        body=json.dumps({"q": "amamenta filhotes", "k": 1, "min_score": None,
+                                         "log": False}).encode())
+    assert status == 200 and len(data["passages"]) == 1, data
