@@ -21,12 +21,14 @@ import functools
 import re
 import select
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from .schema import PostgresError, redact
 from ..home.storage import IndexNotFound
 
+ANSWER_WAIT = 30.0  # seconds a read waits in silence for the server (?answer_wait=, 0: forever)
 LOST_STATES = ("57P01", "57P02", "57P03")  # admin shutdown, crash shutdown, cannot connect now
 REFUSED_CLASSES = ("53", "57", "58")  # out of resources, operator intervention, system error
 _WRITES = re.compile(r"\s*(INSERT|UPDATE|DELETE|CREATE|ALTER|DROP|TRUNCATE)\b", re.IGNORECASE)
@@ -150,8 +152,16 @@ class Guarded:
         self._connections = connections
 
     def execute(self, sql, params=None, **kwargs):
-        with self._connections.guard(write=is_write(str(sql)), conn=self.raw):
-            return self.raw.execute(sql, params, **kwargs)
+        """The statement's cursor; a read fails (PostgresUnavailable) when the server sends
+        nothing for `answer_wait` seconds (frozen, or its network gone), where it waited for
+        ever; a write may be silent as long as it works (CREATE INDEX)."""
+        write = is_write(str(sql))
+        with self._connections.guard(write=write, conn=self.raw):
+            self.raw.patience = None if write else self._connections.answer_wait
+            try:
+                return self.raw.execute(sql, params, **kwargs)
+            finally:
+                self.raw.patience = None
 
     @contextmanager
     def transaction(self):
@@ -165,8 +175,10 @@ class Guarded:
 class Connections:
     """One autocommit connection per thread to one database, for one corpus."""
 
-    def __init__(self, conninfo: str, location: str, schema: str):
+    def __init__(self, conninfo: str, location: str, schema: str,
+                 answer_wait: float = ANSWER_WAIT):
         self._conninfo = conninfo
+        self.answer_wait = answer_wait or None  # 0: wait for ever
         self.where = Where(location, schema)
         self._local = threading.local()
 
@@ -178,7 +190,8 @@ class Connections:
             raise PostgresError("a PostgreSQL home needs the postgres extra:"
                                 " pip install 'busca[postgres]'") from e
         try:
-            conn = psycopg.connect(self._conninfo, autocommit=autocommit, connect_timeout=10)
+            conn = _patient_class().connect(self._conninfo, autocommit=autocommit,
+                                            connect_timeout=10)
         except psycopg.Error as e:
             raise PostgresUnavailable(f"cannot connect to {redact(self.where.location)}"
                                       f" ({_libpq(e)}) — check the URL and that the server"
@@ -233,6 +246,46 @@ class Connections:
         if not row:
             return self.where
         return replace(self.where, owner=row[0].strip('"'))
+
+
+@functools.cache
+def _patient_class():
+    """psycopg's Connection, whose waits give up after `patience` seconds without a byte."""
+    import psycopg
+
+    class Patient(psycopg.Connection):
+        patience: float | None = None  # set by Guarded.execute for a read
+
+        def wait(self, gen, *args, **kwargs):
+            if self.patience:
+                gen = _silence_limited(gen, self.patience, self)
+            return super().wait(gen, *args, **kwargs)
+
+    return Patient
+
+
+def _silence_limited(gen, seconds: float, conn):
+    """psycopg's wait generator `gen`, raising OperationalError (and closing `conn`, which
+    is mid-statement) once the socket was ready for nothing for `seconds`; psycopg's wait
+    sends 0 at each of its short intervals without an event."""
+    import psycopg
+
+    state = next(gen)
+    heard = time.monotonic()
+    while True:
+        ready = yield state
+        if ready:
+            heard = time.monotonic()
+        elif time.monotonic() - heard > seconds:
+            gen.close()
+            conn.pgconn.finish()
+            raise psycopg.OperationalError(
+                f"the server sent nothing for {seconds:g} s; ?answer_wait=SECONDS in the home"
+                " URL sets how long a question waits, 0 for ever")
+        try:
+            state = gen.send(ready)
+        except StopIteration as stop:
+            return stop.value
 
 
 class GuardedWriter:

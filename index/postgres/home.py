@@ -34,7 +34,7 @@ from ..home.vocabulary import Vocabulary
 from ..dense.dense_models import array_key, server_settings
 from ..methods import UnknownMethod, method_spec, stored_methods
 from .build import PostgresBuildWriter
-from .conn import (Connections, Guarded, GuardedWriter, PostgresMissingTable, access,
+from .conn import (ANSWER_WAIT, Connections, Guarded, GuardedWriter, PostgresMissingTable, access,
                       check_writable)
 from .lexical import LexicalRanker, PostingLists, SparseRanker
 from .replica import Routes
@@ -67,7 +67,8 @@ class PostgresHome(PostgresStore):
         self.location = location
         url, self.options = read_options(location)
         self._conninfo, self.schema = parse_location(url)
-        self._connections = Connections(self._conninfo, location, self.schema)
+        self._connections = Connections(self._conninfo, location, self.schema,
+                                        float(self.options.get("answer_wait", ANSWER_WAIT)))
         self.routes = Routes(self._connections, self.options, self.schema)
         self.embed = dict(embed or {})  # the user's openai:MODEL server settings (vectors.py)
         try:

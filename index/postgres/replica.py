@@ -39,7 +39,8 @@ class Routes:
         self.primary = primary
         read = options.get("read")
         self.routed = bool(read)
-        self.standby = Connections(_reader_conninfo(read), read, schema) if read else primary
+        self.standby = Connections(_reader_conninfo(read), read, schema, primary.answer_wait
+                                   or 0) if read else primary
         self.wait = float(options.get("read_wait", READ_WAIT))
         self._wrote = False
 

@@ -61,8 +61,10 @@ DEFAULT_CORPUS = "busca"
 # busca's own home URL parameters besides corpus (index/postgres/home.py reads them), with their
 # values (None: a whole number; str: any text, checked by its reader)
 OPTIONS = {"dense": ("hnsw", "exact"), "lexical": ("busca", "sql"), "ef_search": None,
-           "cache_mb": None, "read": str, "read_wait": None, "partitions": None}
-EXAMPLES = {"ef_search": 200, "cache_mb": 256, "read_wait": 10, "partitions": 8}
+           "cache_mb": None, "read": str, "read_wait": None, "partitions": None,
+           "answer_wait": None}
+EXAMPLES = {"ef_search": 200, "cache_mb": 256, "read_wait": 10, "partitions": 8,
+            "answer_wait": 30}
 # the distribution key of each table that grows with the corpus (index/postgres/build.py)
 DISTRIBUTION = {"documents": "url", "chunks": "id", "postings": "term", "terms": "term",
                 "blocks": "term_id", "forward": "chunk", "dense": "chunk"}

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import time
 
 import pytest
 import requests
@@ -97,4 +99,30 @@ def test_serve_and_shell_answer_again_after_the_database_restarts(database, tmp_
         assert "1. " in answer and "error" not in answer
         term.send("\x04")
         assert term.close() == 0
+    assert "Traceback" not in "".join(server.stderr)
+
+
+def test_a_frozen_database_is_a_503_after_answer_wait_not_a_request_that_waits_for_ever(
+        database):
+    """Every process of the server stopped (SIGSTOP: a hung host, whose kernel still takes
+    the bytes): a question on an open connection fails after ?answer_wait= seconds of
+    silence with a 503 naming the option, where it waited for ever (the 27th session's
+    sweep); thawed, the server answers as before."""
+    home = database.url("frozen") + "?corpus=site&answer_wait=2"
+    assert invoke("--home", home, "add", str(FIXTURES / "site" / "articles.jsonl")).exit_code == 0
+    assert invoke("--home", home, "index", "-q", "--methods", "bm25").exit_code == 0
+    with Server(home, "--quiet") as server:
+        expected = _hits(server)
+        database.freeze()
+        try:
+            started = time.monotonic()
+            answer = requests.get(server.url + ENDPOINTS[0][0], params=ENDPOINTS[0][1],
+                                  timeout=60)
+            waited = time.monotonic() - started
+        finally:
+            database.freeze(signal.SIGCONT)
+        assert answer.status_code == 503, answer.text
+        assert "sent nothing for 2 s" in answer.json()["error"], answer.text
+        assert "answer_wait" in answer.json()["error"] and 2 <= waited < 15
+        assert _hits(server) == expected
     assert "Traceback" not in "".join(server.stderr)
