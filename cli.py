@@ -217,6 +217,16 @@ def _not_empty(ctx, param, home: str) -> str:
     return home
 
 
+def _address(ctx, param, host: str) -> str:
+    """--host '' is bad usage (exit 2): the socket layer reads it as every interface, so an
+    unset variable ("$HOST") would publish the index without a word."""
+    if not host.strip():
+        raise click.BadParameter("is empty; give an address: 127.0.0.1 (the default, this"
+                                 " machine only), or 0.0.0.0 to listen on every interface",
+                                 param=param)
+    return host
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--home", envvar="BUSCA_HOME", default=DEFAULT_HOME, show_default=True,
               type=click.Path(file_okay=False), callback=_not_empty,
@@ -899,7 +909,7 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
                                " --tune-fusion or --compare")
     if plot:
         evaluation.require_matplotlib()
-    _outputs_spare(golden, {"--report": report, "--run-out": run_out})
+    _outputs_spare(golden, {"--report": report, "--run-out": run_out}, ctx.obj["home"])
     golden_set = evaluation.load_golden(golden)
     spec = api.EvalSpec(methods=tuple(_split(methods)) if methods else None,
                         metrics=tuple(metrics), key=key, by=_eval_tags(golden_set, by),
@@ -932,20 +942,33 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
         _store_floors(ctx, ev)
 
 
-def _outputs_spare(golden: str, outputs: dict[str, str | None]) -> None:
+def _outputs_spare(golden: str, outputs: dict[str, str | None], home: str) -> None:
     """Bad usage when an output file (with --run-out's .trec and .qrels beside it) is the
-    golden set or a file of its BEIR folder: the labels would be overwritten."""
+    golden set or a file of its BEIR folder (the labels would be overwritten), another
+    output's file, or a file of a local home but its runs/ (busca.db would be)."""
     source = Path(golden).resolve()
+    inside = None if "://" in home else Path(home).resolve()  # a folder, not a URL
+    taken: dict[Path, str] = {}
     for option, path in outputs.items():
         if not path:
             continue
         written = Path(path).resolve()
         near = [written] if option == "--report" else [
             written, *(evaluation.runs.beside(written, x) for x in (".trec", ".qrels"))]
-        if any(w == source or (source.is_dir() and w.is_relative_to(source) and w.exists())
-               for w in near):
-            raise click.BadParameter(f"{path} would overwrite the golden set {golden}:"
-                                     " choose another file name", param_hint=option)
+        for w in near:
+            if w == source or (source.is_dir() and w.is_relative_to(source) and w.exists()):
+                raise click.BadParameter(f"{path} would overwrite the golden set {golden}:"
+                                         " choose another file name", param_hint=option)
+            if inside and w.is_relative_to(inside) and not w.is_relative_to(inside / "runs"):
+                raise click.BadParameter(f"{path} is in the home {home}, whose files it could"
+                                         f" overwrite: write it elsewhere (or in {home}/runs,"
+                                         " where busca serve's /eval finds runs)",
+                                         param_hint=option)
+            if w in taken:
+                raise click.BadParameter(f"{path} would overwrite {w.name}, which"
+                                         f" {taken[w]} writes: give each output its own name",
+                                         param_hint=option)
+            taken[w] = option
 
 
 def _eval_fusion(fusion: str | None, weights: dict | None, window: int | None,
@@ -1263,7 +1286,7 @@ for _command in terminal.commands(_home, model_options, rerank_of=_rerank):
 
 
 @cli.command("serve")
-@click.option("--host", default="127.0.0.1", show_default=True,
+@click.option("--host", default="127.0.0.1", show_default=True, callback=_address,
               help="Address to listen on; anything but 127.0.0.1/localhost exposes the index.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535),
               help="Port to listen on; 0 picks a free one (the URL is printed first).")
@@ -1334,7 +1357,8 @@ def _cannot_listen(host: str, port: int, error: OSError) -> click.ClickException
 @cli.command("mcp")
 @click.option("--http", "http", is_flag=True,
               help="Serve streamable HTTP (at /mcp) instead of stdio.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="--http: address.")
+@click.option("--host", default="127.0.0.1", show_default=True, callback=_address,
+              help="--http: address.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535),
               help="--http: port.")
 @click.option("--log", "log_queries", is_flag=True,

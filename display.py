@@ -8,7 +8,6 @@ goes through `strip_controls` before it is drawn, so no crawled byte drives the 
 
 from __future__ import annotations
 
-import re
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,19 +20,7 @@ MISSED = "—"
 WIDTH = 100  # characters when not on a terminal
 QUESTION_CHARS = 120  # a question's characters in a table (busca misses; --json has it whole)
 
-# whole escape sequences: CSI; OSC, DCS, SOS, PM and APC strings ended by BEL or ST; the
-# two-byte ones (ESC 7, ESC c…). An unended string loses only its ESC (its text stays).
-_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]"
-                     r"|[]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)"
-                     r"|[ -/]*[0-~])")
-# what is left: C0 but newline and tab, DEL, C1; the bidi embeddings, overrides, isolates
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def strip_controls(text: str) -> str:
-    """`text` from a site or a file, safe on a terminal: no escape sequence, no C0/C1 control
-    but newline and tab, no bidi override (the stored text keeps them)."""
-    return _CONTROL.sub("", _ESCAPE.sub("", text))
+strip_controls = highlight.strip_controls  # the CLI's name for it
 
 
 def one_line(text: str) -> str:

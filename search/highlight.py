@@ -25,6 +25,22 @@ DEFAULT_ANALYZER = "pt"
 SNIPPET = 240  # characters of a snippet
 
 
+# whole escape sequences: CSI; OSC, DCS, SOS, PM and APC strings ended by BEL or ST; the
+# two-byte ones (ESC 7, ESC c…). An unended string loses only its ESC (its text stays).
+_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]"
+                     r"|[]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)"
+                     r"|[ -/]*[0-~])")
+# what is left: C0 but newline and tab, DEL, C1; the bidi embeddings, overrides, isolates
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def strip_controls(text: str) -> str:
+    """`text` from a site or a file, safe to show on a terminal or a page: no escape
+    sequence, no C0/C1 control but newline and tab, no bidi override (which could make a
+    URL read "…/exe.jpg"; the stored text keeps them)."""
+    return _CONTROL.sub("", _ESCAPE.sub("", text))
+
+
 def _term(word: str, term_filter, stop) -> str | None:
     word = word.lower()
     if word in stop or fold_accents(word) in stop:

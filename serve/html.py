@@ -10,11 +10,13 @@ from urllib.parse import urlencode, urlsplit
 from starlette.responses import HTMLResponse
 
 from ..search.facets import SKIPPED  # a document's structure, not labels
+from ..search.highlight import strip_controls
 
 
 def esc(value: object) -> str:
-    """Text made safe for element content and quoted attribute values."""
-    return escape("" if value is None else str(value), quote=True)
+    """Text made safe for element content and quoted attribute values, shown as it reads:
+    without controls or bidi overrides (`strip_controls`)."""
+    return escape(strip_controls("" if value is None else str(value)), quote=True)
 
 
 def marked(text: str, spans: list[tuple[int, int]]) -> str:
@@ -38,7 +40,7 @@ def source_link(url: str, label: str | None = None) -> str:
         scheme = ""
     if scheme not in ("http", "https"):
         return f'<span class="url">{label}</span>'
-    return f'<a href="{esc(url)}" rel="noopener noreferrer nofollow" target="_blank">{label}</a>'
+    return f'<a href="{escape(url, quote=True)}" rel="noopener noreferrer nofollow" target="_blank">{label}</a>'
 
 
 def meta_line(meta: dict | None) -> str:

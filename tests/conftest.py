@@ -99,6 +99,9 @@ XSS_DOCS = [
      "text": "Ornitorrincos machos têm um esporão venenoso nas patas traseiras."},
     {"url": "https://ok.example/b", "title": "Equidna",
      "text": "A equidna também bota ovos, como o ornitorrinco."},
+    # a bidi override: shown raw, the link would read …/exe.jpg (the 28th session's sweep)
+    {"url": "https://evil.example/\u202egpj.exe", "title": "Foto \u202egpj.exe",
+     "text": "Uma foto de uma equidna nadando."},
 ]
 
 

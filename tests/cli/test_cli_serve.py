@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import shutil
 import signal
 import threading
@@ -319,6 +320,10 @@ def test_text_from_the_site_is_escaped(xss_home):
             assert "<script>alert" not in page and "&lt;script&gt;alert(1)" in page
             assert 'href="javascript:' not in page and "onmouseover=\"window" not in page
             assert page.count("<script") == 1  # the page's own /static/busca.js
+            # a bidi override is left only in a link's target, never in what is read
+            page = get(s, "/", q="foto nadando", method=method).text
+            assert "\u202e" not in re.sub(r'href="[^"]*"', "", page)
+            assert ">https://evil.example/gpj.exe<" in page and "Foto gpj.exe" in page
         hits = get(s, "/api/search", q="ornitorrinco", method="bm25").json()["hits"]
         assert XSS_TITLE in [h["title"] for h in hits]  # JSON keeps the text as it is
 
