@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -63,6 +63,9 @@ class Judged:
     question: Question
     gains: Mapping[int | str, float]
     level: str
+    # relevant documents of its qrels that the index lacks: never found, yet in the ideal
+    # order of nDCG (as trec_eval and BEIR count them), so a missing one does not flatter it
+    unindexed: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,7 @@ class LabelProblem:
     question: Question
     reason: str
     split_across: int = 0  # chunks its first occurrence in a document spreads over
+    partial: bool = False  # some of its relevant documents are indexed: it does not score 0
 
 
 @dataclass(frozen=True)
@@ -160,9 +164,17 @@ def per_document(judgement: Judgement, table: ChunkTable) -> Judgement:
 def _judge_one(q: Question, table: ChunkTable, haystack: str, offsets, by_url):
     if q.qrels:
         gains = {u: float(g) for u, g in q.qrels.items() if u in by_url}
-        missing = None if gains else LabelProblem(
-            q, "none of its relevant documents is in the index (busca add the corpus)")
-        return Judged(q, gains, "document"), missing
+        unindexed = {u: float(g) for u, g in q.qrels.items() if u not in by_url}
+        judged = Judged(q, gains, "document", unindexed)
+        if not gains:
+            return judged, LabelProblem(
+                q, "none of its relevant documents is in the index (busca add the corpus)")
+        if unindexed:
+            return judged, LabelProblem(
+                q, f"{len(unindexed)} of its {len(q.qrels)} relevant documents are not in the"
+                f" index ({next(iter(unindexed))}{', …' if len(unindexed) > 1 else ''}): never"
+                " found, they still count in its ideal nDCG", partial=True)
+        return judged, None
     if q.trecho is None and q.url is None:
         return Judged(q, {}, "chunk"), None
     if q.url is not None and q.url not in by_url:
@@ -274,7 +286,8 @@ def outcome_of(judged: Judged, table: ChunkTable, ids, scores) -> Outcome:
     ranks = [r for r, u in enumerate(units, start=1) if u in judged.gains]
     gains = [judged.gains[units[r - 1]] for r in ranks]
     return Outcome(judged.question.id, tuple(ranks), tuple(gains),
-                   tuple(sorted(judged.gains.values(), reverse=True)),
+                   tuple(sorted([*judged.gains.values(), *judged.unindexed.values()],
+                                reverse=True)),
                    unit_scores[0] if unit_scores else None,
                    unit_scores[ranks[0] - 1] if ranks else None,
                    tuple(labels), tuple(unit_scores), tuple(chunks))

@@ -37,7 +37,7 @@ def to_json(ev: Evaluation) -> dict:
                          "top_score": o.top_score, "first_score": o.first_score}
                         for o in out] for s, out in ev.outcomes.items()}
     problems = {label: [{"id": p.question.id, "reason": p.reason,
-                         "split_across": p.split_across} for p in found]
+                         "split_across": p.split_across, "partial": p.partial} for p in found]
                 for label, found in ev.problems.items()}
     data = {"info": ev.info, "metrics": [m.name for m in ev.metrics], "key": ev.key.name,
             "summary": ev.summary, "slices": ev.slices, "pairs": ev.pairs,
@@ -150,14 +150,20 @@ def _labels(ev: Evaluation, md: bool) -> list[str]:
                 f"{c} chunk{'s' if c != 1 else ''}: {n}" for c, n in sorted(counts.items())))
         by_doc = len(ev.golden.answerable) - sum(counts.values())
         if by_doc:
-            missing = sum(1 for p in problems if p.question.trecho is None)
+            missing = sum(1 for p in problems if p.question.trecho is None and not p.partial)
             parts.append(f"{by_doc - missing} of {by_doc} questions labelled by document have"
                          " a relevant document in the index")
         lines.append(f"[{label}] " + ("; ".join(parts) or "no answerable question"))
-        if problems:
-            lines.append(f"{len(problems)} labelled question(s) no chunk answers"
+        zero = [p for p in problems if not p.partial]
+        if zero:
+            lines.append(f"{len(zero)} labelled question(s) no chunk answers"
                          " (they score 0 — fix the label or the chunking):")
-            lines += [f"- {p.question.id}: {p.question.text} — {p.reason}" for p in problems]
+            lines += [f"- {p.question.id}: {p.question.text} — {p.reason}" for p in zero]
+        partial = [p for p in problems if p.partial]
+        if partial:
+            lines.append(f"{len(partial)} question(s) with relevant documents the index lacks"
+                         " (busca add them, or drop them from the qrels):")
+            lines += [f"- {p.question.id}: {p.question.text} — {p.reason}" for p in partial]
     return lines
 
 

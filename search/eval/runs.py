@@ -96,7 +96,7 @@ def _trec_lines(outcomes: dict[str, list[Outcome]]):
 
 def _qrels_lines(judgement: Judgement, table: ChunkTable):
     for j in judgement.items:
-        for unit, gain in j.gains.items():
+        for unit, gain in [*j.gains.items(), *j.unindexed.items()]:
             name = unit if j.level == "document" else table.name(unit)
             yield f"{j.question.id} 0 {name.replace(' ', '%20')} {int(gain)}\n"
 
