@@ -872,6 +872,8 @@ def log_setting(ctx, state):
 @click.option("--threads", default=indexing.THREADS, show_default=True,
               type=click.IntRange(min=1), help="Threads for the dense encoder.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+@click.option("--split", default=evaluation.SPLIT, show_default=True, metavar="NAME",
+              help="A BEIR folder's qrels to judge by: qrels/NAME.tsv.")
 @click.option("--tune-fusion", is_flag=True,
               help="Instead, try hybrid's fusion, k and weights (on --methods LEXICAL,dense, or"
                    " the default pair) and report the best on --key, with its interval.")
@@ -894,8 +896,8 @@ def log_setting(ctx, state):
 @model_options
 @click.pass_context
 def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_out, calibrate,
-                 keep, compare, chunkers, per_doc, threads, quiet, tune_fusion, save, filters,
-                 fusion, weights, window, rrf_k):
+                 keep, compare, chunkers, per_doc, threads, quiet, split, tune_fusion, save,
+                 filters, fusion, weights, window, rrf_k):
     """Recall@k, MRR and nDCG per method on a golden set, with intervals, the questions each
     change fixed or broke, and the score floor.
 
@@ -910,7 +912,7 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
     if plot:
         evaluation.require_matplotlib()
     _outputs_spare(golden, {"--report": report, "--run-out": run_out}, ctx.obj["home"])
-    golden_set = evaluation.load_golden(golden)
+    golden_set = evaluation.load_golden(golden, split=split)
     spec = api.EvalSpec(methods=tuple(_split(methods)) if methods else None,
                         metrics=tuple(metrics), key=key, by=_eval_tags(golden_set, by),
                         per_doc=per_doc, threads=threads, keep=keep, rerank=rerank,

@@ -152,7 +152,7 @@ def _jsonl(name: str, text: str) -> Iterator[Document | Problem]:
         yield Problem(name, 'no documents in it (an empty file); busca adds one {"url": …,'
                             ' "title": …, "text": …} per line')
         return
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text.split("\n"), start=1):  # not splitlines: U+2028 is text
         if not line.strip():
             continue
         where = f"{name}:{number}"

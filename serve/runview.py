@@ -13,6 +13,7 @@ import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 from ..search.eval import (Evaluation, Golden, GoldenError, Question, default_metrics,
                            load_golden, summarize)
@@ -76,6 +77,13 @@ def load(folder: Path, name: str) -> RunView:
 
 def _read(path: Path) -> RunView:
     run = eval_runs.load_run(path)
+    try:
+        return _view(path, run)
+    except (KeyError, TypeError, AttributeError, ValueError) as e:  # what load_run let by
+        raise eval_runs.RunError(f"{path.name}: damaged run file ({e!r})") from None
+
+
+def _view(path: Path, run: eval_runs.SavedRun) -> RunView:
     golden, tags_from = _golden(path, run)
     outcomes = {s: [by_id[q.id] for q in golden.questions] for s, by_id in run.outcomes.items()}
     ev = summarize(golden, outcomes, default_metrics(), key=KEY, info=run.info)
@@ -105,32 +113,29 @@ def _golden(path: Path, run: eval_runs.SavedRun) -> tuple[Golden, str]:
 def _trec(path: Path) -> dict[str, dict[str, list[tuple[str, float]]]]:
     out: dict[str, dict[str, list[tuple[str, float]]]] = {}
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8").split("\n")
     except OSError:
         return out
     for line in lines:
         parts = line.split()
         if len(parts) == 6:
             qid, _, item, _, score, tag = parts
-            out.setdefault(tag, {}).setdefault(qid, []).append((_item(item), float(score)))
+            out.setdefault(tag, {}).setdefault(unquote(qid), []).append((unquote(item),
+                                                                        float(score)))
     return out
 
 
 def _qrels(path: Path) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8").split("\n")
     except OSError:
         return out
     for line in lines:
         parts = line.split()
         if len(parts) == 4:
-            out.setdefault(parts[0], {})[_item(parts[2])] = float(parts[3])
+            out.setdefault(unquote(parts[0]), {})[unquote(parts[2])] = float(parts[3])
     return out
-
-
-def _item(name: str) -> str:
-    return name.replace("%20", " ")
 
 
 def system_tag(system: str) -> str:

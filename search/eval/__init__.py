@@ -24,6 +24,7 @@ EXPORTS = {
     "KEY": ".metrics",
     "KS": ".metrics",
     "load_golden": ".golden",
+    "SPLIT": ".golden",
     "load_run": ".runs",
     "MetricError": ".metrics",
     "NoFloorToStore": ".floors",

@@ -34,6 +34,7 @@ from .runs import RunError as RunError
 from . import runs as runs
 from .runs import save_run as save_run
 from . import scope as scope
+from .golden import SPLIT as SPLIT
 from .floors import store_floors as store_floors
 from .summary import summarize as summarize
 from .tuning import tune_fusion as tune_fusion
@@ -58,6 +59,7 @@ __all__ = [
     "PlotUnavailable",
     "Question",
     "RunError",
+    "SPLIT",
     "align",
     "chunk_table",
     "default_metrics",

@@ -70,8 +70,8 @@ def load_golden(path: str | Path, *, split: str = SPLIT) -> Golden:
         return _load_beir(path, split)
     text = _read(path)
     if path.suffix.lower() == ".jsonl":
-        items = [(f"{path}:{n}", _parse(line, f"{path}", n))
-                 for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+        items = [(f"{path}:{n}", _parse(line, f"{path}", n))  # JSONL: \n ends a line
+                 for n, line in enumerate(text.split("\n"), start=1) if line.strip()]
         kind = "jsonl"
     else:
         data = _parse(text, str(path), 0)
@@ -80,8 +80,19 @@ def load_golden(path: str | Path, *, split: str = SPLIT) -> Golden:
                               f" objects, found {type(data).__name__}")
         items = [(f"{path} item {n}", item) for n, item in enumerate(data, start=1)]
         kind = "json"
-    questions = [_question(where, item) for where, item in items]
+    questions = [_question(where, _whole(where, item)) for where, item in items]
     return Golden(str(path), kind, _checked(questions, path))
+
+
+def _whole(where: str, item):
+    """`item` when every text in it can be written as UTF-8: a lone surrogate (a "\\ud800"
+    escape without its pair) is GoldenError, not a traceback when the run is saved."""
+    try:
+        json.dumps(item, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise GoldenError(f"{where}: holds a lone surrogate ({e.object[e.start]!r}): escape"
+                          " characters as valid UTF-16 pairs, or write them as UTF-8") from None
+    return item
 
 
 def _read(path: Path) -> str:
@@ -118,7 +129,7 @@ def _question(where: str, item) -> Question:
     if url is not None and (not isinstance(url, str) or not url.strip()):
         raise GoldenError(f'{where}: "url" must be a non-empty string or null')
     qid = item.get("id")
-    if qid is not None and (not isinstance(qid, (str, int)) or isinstance(qid, bool)
+    if qid is not None and (not isinstance(qid, (str, int, float)) or isinstance(qid, bool)
                             or not str(qid).strip()):
         raise GoldenError(f'{where}: "id" must be a non-empty string or number')
     tags = _tags(item, (*QUESTION_KEYS, *TRECHO_KEYS, "url", "id"))
@@ -164,14 +175,20 @@ def _load_beir(folder: Path, split: str) -> Golden:
         raise GoldenError(f"{folder}: a BEIR folder needs queries.jsonl and qrels/{split}.tsv")
     qrels = _read_qrels(_qrels_file(folder, split))
     texts, tags = {}, {}
-    for n, line in enumerate(_read(queries).splitlines(), start=1):
+    lines: dict[str, int] = {}
+    for n, line in enumerate(_read(queries).split("\n"), start=1):  # JSONL: \n ends a line
         if line.strip():
-            item = _parse(line, str(queries), n)
+            item = _whole(f"{queries}:{n}", _parse(line, str(queries), n))
             if not isinstance(item, dict) or not isinstance(item.get("text"), str) \
                     or "_id" not in item:
                 raise GoldenError(f'{queries}:{n}: expected {{"_id": …, "text": …}}')
-            texts[str(item["_id"])] = unicodedata.normalize("NFC", item["text"])
-            tags[str(item["_id"])] = _tags(item, ("_id", "text"))
+            qid = str(item["_id"])
+            if qid in lines:
+                raise GoldenError(f"{queries}:{n}: the _id {qid!r} of line {lines[qid]} again:"
+                                  " give each query its own _id")
+            lines[qid] = n
+            texts[qid] = unicodedata.normalize("NFC", item["text"])
+            tags[qid] = _tags(item, ("_id", "text"))
     missing = [q for q in qrels if q not in texts]
     if missing:
         raise GoldenError(f"{folder}: qrels name {len(missing)} queries that queries.jsonl"
@@ -191,7 +208,9 @@ def _qrels_file(folder: Path, split: str) -> Path:
     if len(found) == 1:
         return found[0]
     names = ", ".join(p.name for p in found) or "none"
-    raise GoldenError(f"{folder}: no qrels/{split}.tsv (found: {names})")
+    hint = f": choose one with --split {found[0].stem}" if found else \
+        ": a BEIR folder holds qrels/test.tsv (query-id, corpus-id, score)"
+    raise GoldenError(f"{folder}: no qrels/{split}.tsv (found: {names}){hint}")
 
 
 def _read_qrels(path: Path) -> dict[str, dict[str, int]]:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 from ...errors import BuscaError
 from ...index.home.storage import write_json
@@ -91,14 +93,21 @@ def _trec_lines(outcomes: dict[str, list[Outcome]]):
         tag = _safe(system)
         for o in out:
             for rank, (item, score) in enumerate(zip(o.units, o.scores), start=1):
-                yield f"{o.question_id} Q0 {item.replace(' ', '%20')} {rank} {score:.6f} {tag}\n"
+                yield (f"{trec_name(o.question_id)} Q0 {trec_name(item)} {rank} {score:.6f}"
+                       f" {tag}\n")
 
 
 def _qrels_lines(judgement: Judgement, table: ChunkTable):
     for j in judgement.items:
         for unit, gain in [*j.gains.items(), *j.unindexed.items()]:
             name = unit if j.level == "document" else table.name(unit)
-            yield f"{j.question.id} 0 {name.replace(' ', '%20')} {int(gain)}\n"
+            yield f"{trec_name(j.question.id)} 0 {trec_name(name)} {int(gain)}\n"
+
+
+def trec_name(text: str) -> str:
+    """An id or URL as one field of a TREC line: its whitespace and "%" percent-encoded
+    (a question id "q 1" made a line of 7 fields; `unquote` gives the text back)."""
+    return re.sub(r"[%\s]", lambda m: quote(m.group()), text)
 
 
 def load_run(path: str | Path) -> SavedRun:
@@ -119,10 +128,22 @@ def load_run(path: str | Path) -> SavedRun:
                        f" {VERSION}")
     try:
         outcomes = {s: {o["id"]: _outcome(o) for o in out} for s, out in data["systems"].items()}
-    except (KeyError, TypeError, AttributeError) as e:
+    except (KeyError, TypeError, AttributeError, ValueError) as e:
         raise RunError(f"{path}: damaged run file ({e!r})") from None
+    wrong = [key for key, kind in _PARTS.items()
+             if data.get(key) is not None and not isinstance(data[key], kind)]
+    wrong += [f"questions[{n}]" for n, q in enumerate(data.get("questions") or [])
+              if not isinstance(q, dict) or "id" not in q or "question" not in q]
+    if wrong:
+        raise RunError(f"{path}: damaged run file ({wrong[0]} is not what busca eval wrote):"
+                       " write it again with --run-out")
     info = {k: v for k, v in data.items() if k not in ("systems", "questions", "corpus")}
     return SavedRun(str(path), data.get("corpus", {}), info, outcomes)
+
+
+# the parts of a run file beyond its systems that readers take apart, and their types
+_PARTS = {"corpus": dict, "index": dict, "filter": dict, "questions": list, "golden": str,
+          "per_doc": bool, "bootstrap": dict, "latency_ms": dict}
 
 
 def _outcome(o: dict) -> Outcome:

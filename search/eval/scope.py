@@ -58,7 +58,14 @@ def _inside(judged: Judged, urls: set[str], allowed: np.ndarray) -> dict:
 
 def runs_scope(golden: Golden, first, second) -> Golden:
     """The golden set two saved runs are compared on: runs made with `--filter` hold only
-    the questions it kept, so both must have the same filters; ScopeError otherwise."""
+    the questions it kept, so both must have the same filters, and both must judge the same
+    unit (windows, or documents with --per-doc); ScopeError otherwise."""
+    levels = [("documents (--per-doc)" if run.info.get("per_doc") else "windows")
+              for run in (first, second)]
+    if levels[0] != levels[1]:
+        raise ScopeError(f"{first.path} judges {levels[0]} and {second.path} {levels[1]}: a"
+                         " difference between them would be the change of unit; compare runs"
+                         " both made with --per-doc or both without")
     a, b = (run.info.get("filter", {}).get("filters") or [] for run in (first, second))
     if a != b:
         raise ScopeError(f"{first.path} and {second.path} were made with different --filter"

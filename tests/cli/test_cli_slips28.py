@@ -3,6 +3,8 @@ each one bad usage or a clear line, and nothing of the user's overwritten."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from test_cli_slips import lexical  # noqa: F401  the fixture: a home indexed, its golden set
@@ -38,3 +40,77 @@ def test_eval_outputs_never_overwrite_each_other_or_the_home(run, lexical, home,
     result = run("eval", str(lexical), "-q", "--run-out", str(home / "runs" / "a.json"))
     assert result.exit_code == 0, result.output
     assert (home / "runs" / "a.trec").exists()
+
+
+def _beir(folder, queries: list[str], split: str = "test",
+          qrels: str = "query-id\tcorpus-id\tscore\nb1\thttps://s/suporte\t1\n"):
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "queries.jsonl").write_text("\n".join(queries) + "\n", encoding="utf-8")
+    (folder / "qrels" / f"{split}.tsv").write_text(qrels, encoding="utf-8")
+    return folder
+
+
+def test_golden_sets_that_cannot_be_read_whole_are_one_line(run, lexical, tmp_path):  # noqa: F811
+    """A BEIR _id given twice evaluated the second text under the first's labels; a lone
+    surrogate was a traceback when the run was saved; U+2028 inside a JSON string cut a
+    JSONL line in two; a BEIR folder with only dev.tsv named no way to choose it."""
+    twice = _beir(tmp_path / "twice", ['{"_id": "b1", "text": "horário do atendimento"}',
+                                       '{"_id": "b1", "text": "outro texto"}'])
+    lone = tmp_path / "lone.json"
+    lone.write_text('[{"pergunta": "\\ud800", "trecho": "das 9h"}]', encoding="utf-8")
+    lone_beir = _beir(tmp_path / "lone", ['{"_id": "b1", "text": "hor\\ud800rio"}'])
+    dev = _beir(tmp_path / "dev", ['{"_id": "b1", "text": "horário do atendimento"}'],
+                split="dev")
+    (dev / "qrels" / "train.tsv").write_text("b1\thttps://s/reembolso\t1\n", encoding="utf-8")
+    for golden, words in ((twice, "queries.jsonl:2: the _id 'b1' of line 1 again"),
+                          (lone, "lone.json item 1: holds a lone surrogate ('\\ud800')"),
+                          (lone_beir, "queries.jsonl:1: holds a lone surrogate"),
+                          (dev, "(found: dev.tsv, train.tsv): choose one with --split dev")):
+        result = run("eval", str(golden), "-q", "--run-out", str(tmp_path / "r.json"))
+        assert result.exit_code == 1 and words in result.stderr, result.output
+        assert "Traceback" not in result.output
+    assert run("eval", str(dev), "-q", "--split", "dev").exit_code == 0
+    separated = tmp_path / "separated.jsonl"  # one line: U+2028 and U+0085 are text in JSON
+    separated.write_text('{"id": 1500.0, "pergunta": "Qual o hor\u2028ário do atendimento?",'
+                         ' "trecho": "das 9h às 18h", "nota": "a\x85b"}\n', encoding="utf-8")
+    result = run("eval", str(separated), "-q", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["questions"][0]["id"] == "1500.0"
+
+
+def test_compare_refuses_runs_that_judge_different_units(run, lexical, tmp_path):  # noqa: F811
+    a, b = tmp_path / "windows.json", tmp_path / "docs.json"
+    assert run("eval", str(lexical), "-q", "--run-out", str(a)).exit_code == 0
+    assert run("eval", str(lexical), "-q", "--per-doc", "--run-out", str(b)).exit_code == 0
+    result = run("eval", str(lexical), "--compare", str(a), str(b))
+    assert result.exit_code == 1
+    assert "judges windows and" in result.stderr and "documents (--per-doc)" in result.stderr
+
+
+@pytest.mark.parametrize("damage, words", [
+    (lambda d: d["systems"]["bm25"][0].update(ranks="abc"), "damaged run file (ValueError"),
+    (lambda d: d.update(index="notadict"), "damaged run file (index is not what busca eval"),
+    (lambda d: d.update(questions=[3]), "damaged run file (questions[0] is not what")])
+def test_a_damaged_run_is_one_line(run, lexical, tmp_path, damage, words):  # noqa: F811
+    good = tmp_path / "good.json"
+    assert run("eval", str(lexical), "-q", "--methods", "bm25", "--run-out",
+               str(good)).exit_code == 0
+    data = json.loads(good.read_text(encoding="utf-8"))
+    damage(data)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data), encoding="utf-8")
+    result = run("eval", str(lexical), "--compare", str(good), str(bad))
+    assert result.exit_code == 1 and words in result.stderr, result.output
+    assert "Traceback" not in result.output
+
+
+def test_trec_lines_keep_six_fields_and_their_urls(tmp_path):
+    """An id with a space made 7 fields; a URL with a real %20 came back as a space."""
+    from busca.search.eval.runs import trec_name
+    from busca.serve.runview import _trec
+
+    assert trec_name("q 1") == "q%201" and trec_name("https://s/a%20b") == "https://s/a%2520b"
+    path = tmp_path / "r.trec"
+    path.write_text(f"{trec_name('q 1')} Q0 {trec_name('https://s/a%20b c')} 1 0.5 bm25\n",
+                    encoding="utf-8")
+    assert _trec(path) == {"bm25": {"q 1": [("https://s/a%20b c", 0.5)]}}
