@@ -43,6 +43,9 @@ SPARSE_SHARE = 0.3  # hybrid3: sparse's share, the others keep their proportions
 # proportions. Chosen on the handbook and the bundled golden set, judged on FaQuAD and the 30
 # fresh paraphrases (docs/eval.md, "A lexical share that follows the question").
 LIFT_FROM, LIFT_TO, LIFT_SHARE = 0.3, 0.8, 0.4
+# Weights are relative (only their ratios rank), so a cap costs nothing and keeps every fused
+# score finite: two weights of 1e308 summed to inf, with numpy's overflow warning.
+MAX_WEIGHT = 1e6
 
 
 class FusionError(BuscaError, ValueError):
@@ -77,11 +80,27 @@ def check_settings(settings: FusionSettings) -> FusionSettings:
     if not settings.rrf_k >= 0:
         raise FusionError(f"the RRF constant k must be 0 or more, got {settings.rrf_k}")
     weights = settings.weights
-    if weights and (min(weights.values()) < 0 or not any(weights.values())):
-        raise FusionError(f"weights must be 0 or more and not all 0, got {weights}")
-    if weights and len(weights) < 2:
-        raise FusionError(f"hybrid fuses two or more methods, got only {', '.join(weights)}")
+    if weights:
+        _check_weights(weights)
     return settings
+
+
+def _check_weights(weights: Mapping[str, float]) -> None:
+    """FusionError unless the weights are finite, 0 or more, not all 0, at most MAX_WEIGHT
+    and two or more: a library caller or a stored setting skips `parse_weights`."""
+    odd = next((m for m, w in weights.items() if not math.isfinite(w)), None)
+    if odd is not None:
+        raise FusionError(f"weight {odd}={weights[odd]} is not a finite number: give each"
+                          " method a number >= 0, e.g. bm25=1,dense=0.5")
+    if min(weights.values()) < 0 or not any(weights.values()):
+        raise FusionError(f"weights must be 0 or more and not all 0, got {weights}")
+    big = next((m for m, w in weights.items() if w > MAX_WEIGHT), None)
+    if big is not None:
+        raise FusionError(f"weight {big}={weights[big]:g} is over the cap of"
+                          f" {MAX_WEIGHT:,.0f}: weights are relative, scale them down, e.g."
+                          " bm25=1,dense=1")
+    if len(weights) < 2:
+        raise FusionError(f"hybrid fuses two or more methods, got only {', '.join(weights)}")
 
 
 def parse_weights(text: str) -> dict[str, float]:

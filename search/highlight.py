@@ -12,6 +12,7 @@ Words are the analyzers' own runs of letters or digits, so spans match what was 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 
 from ..index.text.analyzers import as_asked, fold_accents, get_term_filter
 from ..index.text.stopwords import ENGLISH, PORTUGUESE
@@ -23,6 +24,11 @@ _SENTENCE_END = re.compile(r"[.!?…]\s+")
 
 DEFAULT_ANALYZER = "pt"
 SNIPPET = 240  # characters of a snippet
+# A match no sentence start reaches: the snippet starts LEAD_WORDS words before it, looking
+# at most LEAD_CHARS (a third of a narrower snippet) back; a longer word is skipped rather
+# than shown from its middle.
+LEAD_WORDS, LEAD_CHARS = 3, 60
+_WORD_START = re.compile(r"(?<=\s)\S")
 
 
 # whole escape sequences: CSI; OSC, DCS, SOS, PM and APC strings ended by BEL or ST; the
@@ -76,30 +82,71 @@ def snippet(text: str, query: str, analyzer: str = DEFAULT_ANALYZER, *,
             width: int = SNIPPET, at: int | None = None) -> tuple[str, list[tuple[int, int]]]:
     """About `width` characters of `text` from the sentence start whose stretch holds most
     distinct matching words (ties: the one nearest its first match), or from the sentence
-    holding position `at`; with "…" where it was cut, and the highlight spans in it."""
+    holding position `at`; with "…" where it was cut, and the highlight spans in it. A match
+    (or `at`) that no sentence start before it reaches within `width` is shown from a few
+    words before it: a long run without a sentence break showed its beginning and no match."""
     found = spans(text, query, analyzer)
     starts = [0] + [m.end() for m in _SENTENCE_END.finditer(text)]
     if at is not None:
-        start = max(s for s in starts if s <= at)
+        start = _start_near(text, starts, at, at + 1, width)
     elif found:
-        start = max(starts, key=lambda s: _fitness(text, found, s, width))
+        start = _best_start(text, found, starts, width)
     else:
         start = 0
-    piece = text[start:start + width]
-    cut = start + width < len(text)
-    if cut and " " in piece:
-        piece = piece.rsplit(" ", 1)[0]
+    end = _piece_end(text, start, width)
     lead = "… " if start else ""
     shift = len(lead) - start
-    inside = [(a + shift, b + shift) for a, b in found if a >= start and b <= start + len(piece)]
-    return lead + piece + (" …" if cut else ""), inside
+    inside = [(a + shift, b + shift) for a, b in found if a >= start and b <= end]
+    return lead + text[start:end] + (" …" if end < len(text) else ""), inside
 
 
-def _fitness(text: str, found: list[tuple[int, int]], lo: int, width: int) -> tuple[int, int]:
-    """Distinct matching words in text[lo:lo + width]; then the nearer the first, the better."""
-    inside = [(a, b) for a, b in found if a >= lo and b <= lo + width]
+def _piece_end(text: str, start: int, width: int) -> int:
+    """Where the snippet from `start` ends: `width` characters on, back to the last space
+    when that cuts the text, so no word is shown in part."""
+    end = start + width
+    if end >= len(text):
+        return len(text)
+    space = text.rfind(" ", start, end)
+    return space if space >= 0 else end
+
+
+def _best_start(text: str, found: list[tuple[int, int]], starts: list[int],
+                width: int) -> int:
+    """The sentence start whose stretch holds most distinct matching words; each match also
+    offers the start `_start_near` gives it, which wins only with more distinct words than
+    every sentence start (ties: sentence starts, then the nearest first match)."""
+    sentences = set(starts)
+    candidates = dict.fromkeys(starts + [_start_near(text, starts, a, b, width)
+                                         for a, b in found])
+    return max(candidates,
+               key=lambda s: _fitness(text, found, s, width, s in sentences))
+
+
+def _start_near(text: str, starts: list[int], a: int, b: int, width: int) -> int:
+    """Where to start so that text[a:b] is shown: the sentence start before it when the
+    snippet from there reaches `b`, else a few words before `a`."""
+    sentence = starts[bisect_right(starts, a) - 1]
+    if b <= _piece_end(text, sentence, width):
+        return sentence
+    return _words_before(text, a, min(LEAD_CHARS, width // 3))
+
+
+def _words_before(text: str, a: int, back: int) -> int:
+    """The start of the LEAD_WORDS-th word before position `a` (whitespace-separated words,
+    at most `back` characters back, so a narrow snippet still reaches `a`; `a` itself when
+    no word starts there): never mid-word."""
+    heads = [m.start() for m in _WORD_START.finditer(text, max(0, a - back), a)]
+    return heads[-LEAD_WORDS] if len(heads) >= LEAD_WORDS else heads[0] if heads else a
+
+
+def _fitness(text: str, found: list[tuple[int, int]], lo: int, width: int,
+             sentence: bool = True) -> tuple[int, bool, int]:
+    """Distinct matching words shown from `lo`; then a sentence start; then the nearer the
+    first match, the better."""
+    end = _piece_end(text, lo, width)
+    inside = [(a, b) for a, b in found if a >= lo and b <= end]
     first = inside[0][0] - lo if inside else width
-    return len({text[a:b].lower() for a, b in inside}), -first
+    return len({text[a:b].lower() for a, b in inside}), sentence, -first
 
 
 def mark(text: str, found: list[tuple[int, int]], before: str, after: str) -> str:

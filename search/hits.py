@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..errors import BuscaError
 from ..index.text.chunking import chunk_text
+from . import highlight
 from .fusion import FusionSettings
 from .scorers import K, rank
 
@@ -91,15 +91,6 @@ def hits_for(index, store: DocumentStore, ids, scores, method: str) -> list[Hit]
 
 
 def snippet(text: str, query: str, width: int = 240) -> str:
-    """About `width` characters of `text` from the sentence that shares most query words."""
-    wanted = set(re.findall(r"[^\W_]{4,}", query.lower()))
-    starts = [0] + [m.end() for m in re.finditer(r"[.!?]\s+", text)]
-
-    def shared(start: int) -> int:
-        return len(wanted & set(re.findall(r"[^\W_]{4,}", text[start:start + width].lower())))
-
-    start = max(starts, key=shared) if wanted else 0
-    piece = text[start:start + width]
-    if start + width < len(text):
-        piece = piece.rsplit(" ", 1)[0] + " …"
-    return ("… " if start else "") + piece
+    """About `width` characters of `text` where it best matches `query`, as busca search and
+    the page show it (search/highlight.py, without the highlight spans)."""
+    return highlight.snippet(text, query, width=width)[0]

@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 MAX_BODY = 1_000_000  # bytes of a request body
 MAX_QUERY_STRING = 8192  # bytes of the query string (the question itself: params.MAX_QUERY)
 WRITE_PATHS = ("/api/documents", "/api/index")
+SHOWN_PATH = 80  # characters of a request path an error message repeats
 
 HEADERS = [
     (b"content-security-policy",
@@ -118,9 +119,16 @@ def create_app(engine: Engine, *, token: str | None = None, runs: Path | None = 
     return Guard(app, hosts=host_rule(host, allow_hosts))
 
 
+def _shown_path(path: str) -> str:
+    """`path` cut to its first SHOWN_PATH characters and "…": the client sent the path, so
+    repeating it whole only lets a 60 KB request line come back as a 60 KB error body."""
+    return path if len(path) <= SHOWN_PATH else path[:SHOWN_PATH] + "…"
+
+
 async def _http_error(request: Request, error: HTTPException) -> Response:
-    message = {404: f"not found: {request.url.path}", 405: f"{request.method} is not allowed on"
-               f" {request.url.path}"}.get(error.status_code, str(error.detail))
+    path = _shown_path(request.url.path)
+    message = {404: f"not found: {path}", 405: f"{request.method} is not allowed on"
+               f" {path}"}.get(error.status_code, str(error.detail))
     if error.status_code in (404, 405) and request.url.path in WRITE_PATHS \
             and not request.app.state.writable:
         message += " (write endpoints exist only when busca serve runs with --token)"

@@ -72,7 +72,23 @@ def _title(text: str, md: bool, level: int = 2) -> list[str]:
     return ["", "#" * level + " " + text, ""] if md else ["", f"== {text}"]
 
 
+def _one_line(text) -> str:
+    """`text` with every run of whitespace, line breaks included, as one space: a question,
+    id or tag value from the golden set is free text, and a line break in it would end a
+    table row or a list item in the middle."""
+    return " ".join(str(text).split())
+
+
+def _cell(text, md: bool) -> str:
+    """A table cell on one line; in Markdown with `|` escaped, or a `|` in a question, id
+    or tag value would split its cell in two and shift every cell after it."""
+    line = _one_line(text)
+    return line.replace("|", r"\|") if md else line
+
+
 def _table(headers: list[str], rows: list[list[str]], md: bool) -> list[str]:
+    headers = [_cell(h, md) for h in headers]
+    rows = [[_cell(c, md) for c in r] for r in rows]
     if md:
         out = ["", "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
         return out + ["| " + " | ".join(r) + " |" for r in rows]
@@ -158,13 +174,18 @@ def _labels(ev: Evaluation, md: bool) -> list[str]:
         if zero:
             lines.append(f"{len(zero)} labelled question(s) no chunk answers"
                          " (they score 0 — fix the label or the chunking):")
-            lines += [f"- {p.question.id}: {p.question.text} — {p.reason}" for p in zero]
+            lines += [_problem(p) for p in zero]
         partial = [p for p in problems if p.partial]
         if partial:
             lines.append(f"{len(partial)} question(s) with relevant documents the index lacks"
                          " (busca add them, or drop them from the qrels):")
-            lines += [f"- {p.question.id}: {p.question.text} — {p.reason}" for p in partial]
+            lines += [_problem(p) for p in partial]
     return lines
+
+
+def _problem(p) -> str:
+    """One label problem as a list item, on one line whatever the question holds."""
+    return f"- {_one_line(p.question.id)}: {_one_line(p.question.text)} — {p.reason}"
 
 
 def _metrics(ev: Evaluation, md: bool) -> list[str]:
@@ -182,7 +203,7 @@ def _metrics(ev: Evaluation, md: bool) -> list[str]:
 def _slices(ev: Evaluation, md: bool) -> list[str]:
     lines = []
     for tag, groups in ev.slices.items():
-        lines += _title(f"By {tag}", md)
+        lines += _title(f"By {_one_line(tag)}", md)
         headers = [tag, "n", "method"] + [m.name for m in ev.metrics]
         rows = []
         for value, systems in groups.items():
@@ -198,7 +219,7 @@ def _pairs(ev: Evaluation, md: bool) -> list[str]:
         return _title("Fixed and broken questions", md) + [
             "one method only: save this run with --run-out, change something, and compare"
             " the two runs with --compare RUN_A RUN_B"]
-    texts = {q.id: q.text for q in ev.golden.questions}
+    texts = {q.id: _one_line(q.text) for q in ev.golden.questions}
     lines = _title("Method against method (b − a, paired)", md)
     if not ev.golden.answerable:
         return lines + ["no answerable question to compare the methods on: add some with"
@@ -219,8 +240,8 @@ def _pair_lists(p: Pair, texts: dict, md: bool) -> list[str]:
              f" {len(p.broken)} broken"]
     for word, ids in (("fixed", p.fixed), ("broken", p.broken)):
         shown = ids if md else ids[:TERMINAL_LIST]
-        lines += [f"  {word}: {i}: {texts.get(i, '')}" if not md else f"- {word}: {i}:"
-                  f" {texts.get(i, '')}" for i in shown]
+        lines += [f"  {word}: {_one_line(i)}: {texts.get(i, '')}" if not md
+                  else f"- {word}: {_one_line(i)}: {texts.get(i, '')}" for i in shown]
         if len(shown) < len(ids):
             lines.append(f"  … and {len(ids) - len(shown)} more {word} (--report or --json)")
     return lines
@@ -235,10 +256,11 @@ def _per_question(ev: Evaluation, md: bool) -> list[str]:
     headers = ["id", "question"] + systems
     rows = []
     for n, q in enumerate(questions):
-        text = q.text if len(q.text) <= 60 or md else q.text[:57] + "…"
+        text = _one_line(q.text)  # its length on one line, before any cut
+        text = text if len(text) <= 60 or md else text[:57] + "…"
         ranks = [_rank(ev.outcomes[s][n].first_rank) if q.answerable else "(no answer)"
                  for s in systems]
-        rows.append([q.id, text.replace("|", "/")] + ranks)
+        rows.append([q.id, text] + ranks)
     return lines + _table(headers, rows, md)
 
 

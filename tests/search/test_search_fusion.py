@@ -1,4 +1,5 @@
 import json
+import math
 from collections import defaultdict
 
 import numpy as np
@@ -331,6 +332,16 @@ def test_cli_dense_search_and_bad_input(indexed, run):
     assert result.exit_code == 2
 
 
+def test_cli_weights_too_large_are_bad_usage_without_a_numpy_warning(indexed, run):
+    """`--weights tfidf=1e308,dense=1e308` ranked with scores near 1e308 and numpy's
+    overflow warning on stderr; it is now bad usage, named in one line."""
+    for command in (["search", "senha"], ["search", "senha", "--fusion", "zscore"]):
+        result = run(*command, "--method", "hybrid", "--weights", "tfidf=1e308,dense=1e308")
+        assert result.exit_code == 2, result.output
+        assert "scale them down, e.g. bm25=1,dense=1" in result.output
+        assert "RuntimeWarning" not in result.output and "overflow" not in result.output
+
+
 def test_cli_errors_are_one_line(run, tmp_path, fake):
     write_jsonl(tmp_path / "d.jsonl", [{"url": "u", "title": "t", "text": "texto"}])
     run("add", str(tmp_path / "d.jsonl"))
@@ -351,6 +362,29 @@ def test_cli_errors_are_one_line(run, tmp_path, fake):
 def test_weights_must_be_finite_and_not_negative(text):
     with pytest.raises(FusionError, match="number >= 0"):
         parse_weights(text)
+
+
+@pytest.mark.parametrize("weights", [{"bm25": 1e308, "dense": 1e308},
+                                     {"bm25": 1.0, "dense": 1e6 + 1}])
+def test_weights_beyond_the_cap_are_refused(weights):
+    """1e308 passed parse_weights (it is finite), and two of them overflowed the fused score
+    to inf with numpy's RuntimeWarning; weights are relative, so a cap of 1e6 loses nothing."""
+    with pytest.raises(FusionError, match=r"over the cap of 1,000,000: weights are relative,"
+                                          r" scale them down, e\.g\. bm25=1,dense=1"):
+        check_settings(FusionSettings(weights=weights))
+
+
+@pytest.mark.parametrize("weight", [math.nan, math.inf])
+def test_weights_that_are_not_finite_are_refused_by_check_settings(weight):
+    """A library caller or a stored setting skips parse_weights: NaN passed `< 0`."""
+    with pytest.raises(FusionError, match="dense=.* is not a finite number"):
+        check_settings(FusionSettings(weights={"bm25": 1.0, "dense": weight}))
+
+
+def test_weights_at_the_cap_are_kept():
+    weights = {"bm25": 1e6, "dense": 1e-6}
+    assert check_settings(FusionSettings(weights=weights)).weights == weights
+    assert parse_weights("bm25=1e6,dense=1e6") == {"bm25": 1e6, "dense": 1e6}
 
 
 class _Listed:

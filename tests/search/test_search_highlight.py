@@ -37,6 +37,53 @@ def test_snippet_starts_at_the_best_sentence_and_shifts_spans():
     assert words(piece, found) == ["reembolso"]
 
 
+LONG = "palavra " * 60  # 480 characters without a sentence break
+
+
+def test_a_match_no_sentence_start_reaches_is_shown_a_few_words_after_the_cut():
+    """The only sentence start is 0, 480 characters before the match: the snippet showed the
+    first 80 characters of "palavra" and no highlight. Hand-worked: it starts 3 words before
+    "reembolso"; 80 characters from there end inside the 6th "mais", cut back to the space."""
+    text = LONG + "o reembolso chega em dez dias úteis " + "mais " * 20
+    piece, found = highlight.snippet(text, "reembolsos", "pt", width=80)
+    assert piece == ("… palavra palavra o reembolso chega em dez dias úteis"
+                     " mais mais mais mais mais …")
+    assert words(piece, found) == ["reembolso"] and found == [(20, 29)]
+
+
+def test_a_far_sentence_start_before_the_match_is_not_taken():
+    text = "Começo. " + LONG + "o reembolso chega"
+    piece, found = highlight.snippet(text, "reembolso", "pt", width=80)
+    assert piece == "… palavra palavra o reembolso chega" and words(piece, found) == ["reembolso"]
+
+
+def test_a_sentence_start_within_the_width_before_the_match_is_taken():
+    text = LONG + "fim. Depois vem o reembolso em dez dias"
+    piece, found = highlight.snippet(text, "reembolso", "pt", width=80)
+    assert piece == "… Depois vem o reembolso em dez dias" and words(piece, found) == ["reembolso"]
+
+
+def test_more_distinct_words_without_a_sentence_start_beat_a_sentence_with_fewer():
+    text = LONG + "o reembolso do boleto " + "palavra " * 30 + "fim. Reembolso aqui."
+    piece, found = highlight.snippet(text, "reembolso boleto", "pt", width=60)
+    # both matches' starts show the two words; 3 words before "boleto" is nearer the first
+    assert piece == "… o reembolso do boleto palavra palavra palavra palavra …"
+    assert words(piece, found) == ["reembolso", "boleto"]
+
+
+def test_a_focus_no_sentence_start_reaches_is_shown():
+    """`at` (a golden passage's position, display.marked_snippet): the sentence holding it
+    starts 480 characters before, so the passage was never on screen."""
+    text = LONG + "o prazo do estorno é de sete dias " + "mais " * 20
+    at = text.index("sete dias")
+    piece, found = highlight.snippet(text, "xyz", "pt", width=60, at=at)
+    assert piece == "… estorno é de sete dias mais mais mais mais mais mais mais …"
+    assert found == []
+    short = "Uma frase. " + "O prazo é de sete dias."
+    assert highlight.snippet(short, "xyz", "pt", at=short.index("sete"))[0] == (
+        "… O prazo é de sete dias.")  # the sentence start, as before
+
+
 def test_mark_wraps_each_span():
     assert highlight.mark("um dois três", [(3, 7), (8, 12)], "[", "]") == "um [dois] [três]"
 

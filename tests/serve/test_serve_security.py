@@ -228,3 +228,25 @@ def test_a_json_body_is_typed_as_its_schema_says(server, path, auth, body, words
                         body=json.dumps({"q": "amamenta filhotes", "k": 1, "min_score": None,
                                          "log": False}).encode())
     assert status == 200 and len(data["passages"]) == 1, data
+
+
+@pytest.mark.parametrize("method,sent,path,status", [
+    ("GET", "/" + "x" * 60_000, "/" + "x" * 60_000, 404),
+    ("GET", "/api/" + "%C3%A9" * 20_000, "/api/" + "é" * 20_000, 404),  # cut as decoded
+    ("POST", "/static/" + "y" * 60_000, "/static/" + "y" * 60_000, 405),  # POST on a route
+])
+def test_a_long_unknown_path_is_echoed_cut_to_80_characters(server, method, sent, path,
+                                                             status):
+    """A 404 or 405 names the path it did not serve, cut to its first 80 characters and "…":
+    a 60 KB path gave a 60 KB error body."""
+    status_got, data = send(server, method, sent, body=b"{}" if method == "POST" else None)
+    assert status_got == status, data
+    echoed = data["error"].split(": ", 1)[1] if status == 404 else data["error"].split(
+        " on ", 1)[1]
+    assert echoed == path[:80] + "…", data
+    assert len(json.dumps(data)) < 600, len(json.dumps(data))
+
+
+def test_a_short_unknown_path_is_echoed_whole(server):
+    status, data = send(server, "GET", "/" + "x" * 79)
+    assert status == 404 and data["error"] == "not found: /" + "x" * 79, data
