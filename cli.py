@@ -46,6 +46,14 @@ class _Group(click.Group):
         except click.ClickException as e:  # messages may quote a site's or a file's text
             e.message = display.strip_controls(e.message)
             raise
+        except KeyboardInterrupt:  # click's own answer is "Aborted!" and exit 1
+            command = ctx.invoked_subcommand or ""
+            raise _Interrupted(INTERRUPTED.get(command, "interrupted; what was stored before"
+                                                        " stays")) from None
+
+
+INTERRUPTED = {"index": "interrupted; the index being built is discarded, the previous one"
+                        " still answers — run busca index again to build it"}
 
 
 QUESTION_COMMANDS = frozenset({"search", "context", "compare"})  # QUERY: one argument

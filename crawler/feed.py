@@ -6,10 +6,15 @@ unless it is a paged feed (Atom `<link rel="next">`, as Blogger's) read to its l
 
 from __future__ import annotations
 
+import codecs
+import re
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from email.utils import parsedate_to_datetime
+from html.entities import name2codepoint
+from urllib.parse import urlsplit
 from xml.etree import ElementTree
 
 from .errors import CrawlStopped, FetchError
@@ -17,11 +22,12 @@ from .events import Expected, Failed, Notice, Stored
 from .html import body, headings_meta, join_url, title_text
 from .listing import Memo
 from .options import Context
-from .pages import fetch_all, plan, store_result
+from .pages import fetch_all, noting_stored, plan, store_result
 from .store import Document
 
 CONTENT = "{http://purl.org/rss/1.0/modules/content/}encoded"
 ATOM = "{http://www.w3.org/2005/Atom}"
+XML_BASE = "{http://www.w3.org/XML/1998/namespace}base"
 
 
 @dataclass(frozen=True)
@@ -42,19 +48,45 @@ def parse_feed(body: bytes, base: str) -> list[FeedItem]:
 
 
 def parse_feed_page(body: bytes, base: str) -> tuple[list[FeedItem], str | None]:
-    """(items, the next page's URL from an Atom `<link rel="next">`, if any)."""
+    """(items, the next page's URL from an Atom `<link rel="next">`, if any). A feed with
+    blank lines before its `<?xml` or with HTML's entities (`&nbsp;`, a bare `&`) is read as
+    browsers and feed readers read it."""
+    body = body.removeprefix(codecs.BOM_UTF8).lstrip()
     try:
         root = ElementTree.fromstring(body)
     except ElementTree.ParseError as e:
-        raise ValueError(f"malformed XML ({e})") from None
+        try:
+            root = ElementTree.fromstring(_entities_repaired(body))
+        except ElementTree.ParseError:
+            raise ValueError(f"malformed XML ({e})") from None
     if root.tag == "rss":
         channel = root.find("channel")
         links = channel.findall(f"{ATOM}link") if channel is not None else []
         return [_rss_item(item, base) for item in root.iter("item")], _next(links, base)
     if root.tag == f"{ATOM}feed":
-        entries = [_atom_entry(entry, base) for entry in root.iter(f"{ATOM}entry")]
+        base = _based(root, base)
+        entries = [_atom_entry(entry, _based(entry, base)) for entry in root.iter(f"{ATOM}entry")]
         return entries, _next(root.findall(f"{ATOM}link"), base)
     raise ValueError(f"<{root.tag}> is neither RSS nor Atom")
+
+
+def _entities_repaired(body: bytes) -> bytes:
+    """`body` with HTML's named entities as numeric ones, and a bare `&` as `&amp;` (XML
+    knows only five names)."""
+    def numeric(match: re.Match) -> bytes:
+        name = match.group(1).decode("ascii")
+        if name in ("amp", "lt", "gt", "quot", "apos"):
+            return match.group(0)
+        point = name2codepoint.get(name)
+        return f"&#{point};".encode() if point else b"&amp;" + match.group(0)[1:]
+    body = re.sub(rb"&([A-Za-z][A-Za-z0-9]*);", numeric, body)
+    return re.sub(rb"&(?!#?[A-Za-z0-9]+;)", b"&amp;", body)
+
+
+def _based(element, base: str) -> str:
+    """The base URL inside `element`: its xml:base resolved against `base` (Atom)."""
+    given = element.get(XML_BASE)
+    return (join_url(base, given.strip()) or base) if given else base
 
 
 def _next(links, base: str) -> str | None:
@@ -72,13 +104,31 @@ def _atom_entry(entry, base: str) -> FeedItem:
     links = entry.findall(f"{ATOM}link")
     href = next((a.get("href") for a in links if a.get("rel", "alternate") == "alternate"), "")
     content = entry.find(f"{ATOM}content")
-    html = content.text or "" if content is not None else ""
+    html = _content(content) if content is not None else ""
     meta = {"tags": [c.get("term") for c in entry.findall(f"{ATOM}category") if c.get("term")],
             "authors": [a.findtext(f"{ATOM}name") for a in entry.findall(f"{ATOM}author")
                         if a.findtext(f"{ATOM}name")],
             "published": entry.findtext(f"{ATOM}published")}
     return FeedItem(join_url(base, href or "") or "", entry.findtext(f"{ATOM}title") or "", html,
-                    entry.findtext(f"{ATOM}updated"), {k: v for k, v in meta.items() if v} or None)
+                    _iso(entry.findtext(f"{ATOM}updated")),
+                    {k: v for k, v in meta.items() if v} or None)
+
+
+def _content(content) -> str:
+    """An Atom <content>'s HTML: its text, or its XHTML children as markup (type="xhtml")."""
+    if content.get("type") != "xhtml":
+        return content.text or ""
+    for node in content.iter():
+        node.tag = node.tag.rsplit("}", 1)[-1]  # html, not ns0:html
+    return "".join(ElementTree.tostring(child, encoding="unicode") for child in content)
+
+
+def _iso(value: str | None) -> str | None:
+    """An Atom date (RFC 3339) as it is, or None when it is not one ("yesterday")."""
+    try:
+        return value.strip() if value and datetime.fromisoformat(value.strip()) else None
+    except ValueError:
+        return None
 
 
 def _rfc822(value: str | None) -> str | None:
@@ -106,12 +156,15 @@ def crawl_feed(ctx: Context, feeds: tuple[str, ...], site: str, *,
         if not item.link:
             yield Failed(url, f"feed item without a link: {item.title[:60]!r}")
             complete = False
+        elif urlsplit(item.link).scheme not in ("http", "https"):
+            yield Failed(item.link[:100], "a feed item whose link is no web page; skipped")
         elif item.html:
             yield _store_item(ctx, item, site, source)
         elif (job := plan(ctx, item.link, stored)) is not None:
             queue.append(job)
     for job, result in fetch_all(ctx, queue):
-        yield from store_result(ctx, job, result, source=source, site=site, stored=stored)
+        yield from noting_stored(store_result(ctx, job, result, source=source, site=site,
+                                              stored=stored), seen)
     if complete and pages > 1:
         yield from ctx.delete_missing(source, site, seen)
 

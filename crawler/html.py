@@ -9,12 +9,17 @@ from __future__ import annotations
 import codecs
 import re
 import unicodedata
+import warnings
 from dataclasses import dataclass
 from urllib.parse import urldefrag, urljoin, urlsplit
 
-from bs4 import BeautifulSoup, NavigableString, Tag
+from bs4 import BeautifulSoup, NavigableString, Tag, XMLParsedAsHTMLWarning
 
 from .pagemeta import page_meta
+
+# A start URL that is a sitemap or a feed served without an XML type is read as HTML first
+# (to find its links and kind); bs4's multi-line warning about that reached busca's stderr.
+warnings.filterwarnings("ignore", category=XMLParsedAsHTMLWarning, module=__name__)
 
 # Never text: dropped with everything inside.
 DROP_TAGS = ("script", "style", "noscript", "template", "svg", "canvas", "iframe", "object",
@@ -128,7 +133,11 @@ def join_url(base: str, href: str) -> str | None:
 
 
 def decode_html(body: bytes, content_type: str | None) -> str:
-    """Text of an HTML body: charset from the header, else from <meta>, else UTF-8/cp1252."""
+    """Text of an HTML body: charset from a byte-order mark, else from the header, else from
+    <meta>, else UTF-8/cp1252 (the WHATWG order: a BOM wins over what the header says)."""
+    for mark, codec in _BOMS:
+        if body.startswith(mark):
+            return body[len(mark):].decode(codec, errors="replace")
     for charset in (_header_charset(content_type), _meta_charset(body)):
         if charset:
             try:
@@ -139,6 +148,10 @@ def decode_html(body: bytes, content_type: str | None) -> str:
         return body.decode("utf-8-sig")
     except UnicodeDecodeError:
         return body.decode("cp1252", errors="replace")
+
+
+_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"),
+         (codecs.BOM_UTF16_BE, "utf-16-be"))
 
 
 def _header_charset(content_type: str | None) -> str | None:

@@ -21,7 +21,8 @@ import urllib3
 
 from .defaults import (DEFAULT_DEADLINE, DEFAULT_RATE, DEFAULT_RETRIES, DEFAULT_TIMEOUT,
                        DEFAULT_USER_AGENT)
-from .errors import ConnectFailed, Disallowed, FetchError, OffSite, TooLarge, TooSlow
+from .errors import (ConnectFailed, CrawlStopped, Disallowed, FetchError, OffSite, TooLarge,
+                     TooSlow)
 from .robots import Robots
 
 DEFAULT_BACKOFF = 0.5  # seconds before the first retry, doubled each time, plus jitter
@@ -29,6 +30,7 @@ DEFAULT_MAX_RETRY_AFTER = 120.0  # longest Retry-After honoured (seconds)
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 READ_SIZE = 64 * 1024  # most bytes taken from the socket per read
 MAX_REDIRECTS = 5
+THROTTLED_STOP = 5  # requests refused with 429 in a row (after their retries) stop a crawl
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
@@ -140,20 +142,34 @@ class Fetcher:
         self._robots_lock = threading.Lock()
         self._count_lock = threading.Lock()
         self.requests = 0
+        self._refused = 0  # requests refused with 429 in a row (`_throttled`)
         adapter = requests.adapters.HTTPAdapter(pool_maxsize=max(10, self.polite.workers))
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
 
     def get(self, url: str, *, headers: Mapping[str, str] | None = None) -> Response:
         """Final response of `url` (redirects followed); FetchError when there is none."""
+        seen: list[str] = []
         for _ in range(MAX_REDIRECTS + 1):
-            self.check(url)
-            response = self._retrying(url, headers or {})
+            try:
+                self.check(url)  # its robots.txt is the first request to a new origin
+                response = self._retrying(url, headers or {})
+            except ConnectFailed as e:
+                if seen and url.startswith("https:") and "does not speak HTTPS" in e.reason:
+                    raise ConnectFailed(seen[0], f"{_short(seen[-1])} redirects to"
+                                                 f" {_short(url)}, but no HTTPS is served"
+                                                 " there (the site's redirect is broken)") from None
+                raise
             location = response.headers.get("Location")
             if response.status not in REDIRECT_STATUSES or not location:
                 return response
-            url = _redirect(url, location)
-        raise FetchError(url, f"more than {MAX_REDIRECTS} redirects")
+            url, seen = _redirect(url, location), [*seen, url]
+        if url in seen:  # one return is a cookie check; a chain that goes on comes back again
+            raise FetchError(seen[0], f"more than {MAX_REDIRECTS} redirects: a redirect loop"
+                                      f" ({' → '.join(map(_short, seen[:3]))} → …); the site's"
+                                      " redirects are broken there")
+        raise FetchError(seen[0], f"more than {MAX_REDIRECTS} redirects ({_short(seen[0])} →"
+                                  f" … → {_short(url)}); the site's redirects go on and on")
 
     def check(self, url: str) -> None:
         """Raise unless the URL is http(s), on an allowed host and allowed by robots.txt."""
@@ -173,6 +189,19 @@ class Fetcher:
     def on_site(self, url: str) -> bool:
         host = _bare(urlsplit(url).hostname or "")
         return host in {_bare(h) for h in self.hosts} | {_bare(h) for h in self.polite.allow_hosts}
+
+    def _throttled(self, status: int | None) -> None:
+        """Count requests the site refused with 429 after every retry, in a row (a success
+        resets the count); CrawlStopped at THROTTLED_STOP: going on would take hours and
+        keep loading a site that asks us to stop."""
+        with self._count_lock:
+            self._refused = self._refused + 1 if status == 429 else 0
+            refused = self._refused
+        if refused >= THROTTLED_STOP:
+            raise CrawlStopped(f"the site answered 429 (too many requests) to {refused}"
+                               " requests in a row, even after waiting as it asked: stopped;"
+                               " what was stored stays — crawl again later with a lower"
+                               " --rate")
 
     def robots(self, url: str) -> Robots:
         """The robots.txt rules of the URL's origin, fetched once with this session."""
@@ -205,7 +234,7 @@ class Fetcher:
         robots = Robots(_text(response.body) if response.status == 200 else "", url=url)
         delay = robots.delay(self.polite.user_agent)
         if delay:
-            self._obey_crawl_delay(urlsplit(url).netloc, delay)
+            self._obey_crawl_delay(limit_key(url), delay)
         return robots
 
     def _obey_crawl_delay(self, host: str, delay: float) -> None:
@@ -220,7 +249,7 @@ class Fetcher:
         self.limiter.slow_down(host, delay)
 
     def _retrying(self, url: str, headers: Mapping[str, str]) -> Response:
-        host = urlsplit(url).netloc
+        host = limit_key(url)
         for attempt in range(self.polite.retries + 1):
             last = attempt == self.polite.retries
             self.limiter.wait(host)
@@ -232,8 +261,10 @@ class Fetcher:
                 self.limiter.hold(host, self._backoff(attempt))
                 continue
             if response.status not in RETRY_STATUSES:
+                self._throttled(response.status)
                 return response
             if last:
+                self._throttled(response.status)
                 raise FetchError(url, f"HTTP {response.status} after {attempt + 1} attempt"
                                  f"{'s' * (attempt > 0)}", status=response.status)
             pause = max(self._backoff(attempt), self._retry_after(url, response))
@@ -288,6 +319,9 @@ class Fetcher:
                 raise TooLarge(url, f"response is over the {cap:,}-byte cap", status=r.status_code)
             self._in_time(url, deadline, size, length)
             chunks.append(chunk)
+        if _cut_gzip(r.raw):
+            raise ConnectFailed(url, f"{urlsplit(url).netloc} sent a gzip body that stops"
+                                     " before its end (a truncated response)")
         return b"".join(chunks)
 
     def _in_time(self, url: str, deadline: float, size: int, length: str) -> None:
@@ -306,6 +340,25 @@ def _redirect(url: str, location: str) -> str:
     except ValueError:
         raise FetchError(url, f"bad redirect Location {location[:100]!r}") from None
     return target
+
+
+def _cut_gzip(raw) -> bool:
+    """Whether urllib3 decompressed a gzip body whose stream never ended (cut short with a
+    Content-Length that matches what was sent): its decoder's zlib object is not at eof."""
+    decoder = getattr(raw, "_decoder", None)
+    stream = getattr(decoder, "_obj", None)
+    return isinstance(decoder, urllib3.response.GzipDecoder) and stream is not None \
+        and not stream.eof and raw.tell() > 0  # bytes came: an empty body has no stream
+
+
+def _short(url: str) -> str:
+    return url if len(url) <= 80 else url[:79] + "…"
+
+
+def limit_key(url: str) -> str:
+    """Whose pace a request counts against: the host and port, without www. (which
+    `on_site` takes for the same site: two keys let www.host and host double the rate)."""
+    return _bare(urlsplit(url).netloc)
 
 
 def _bare(host: str) -> str:
@@ -364,4 +417,7 @@ def _describe_read(error: urllib3.exceptions.HTTPError, url: str, timeout: float
         return _stalled(host, timeout)
     if isinstance(error, urllib3.exceptions.ProtocolError):
         return f"{host} closed the connection in the middle of the response"
+    if isinstance(error, urllib3.exceptions.DecodeError):
+        return (f"{host} sent a body its Content-Encoding does not describe (it cannot be"
+                " decompressed); the site's server is misconfigured")
     return f"cannot read the response of {host}: {str(error)[:200]}"

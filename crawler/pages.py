@@ -11,12 +11,14 @@ from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urldefrag, urlsplit
+
+from urllib3.response import HTTPResponse
 
 from .errors import FetchError
 from .events import Failed, Stored
 from .html import HtmlPage, decode_html, extract_page, headings_meta
-from .http import Fetcher
+from .http import Fetcher, limit_key
 from .maintext import with_main_text
 from .options import Context
 from .pdf import PdfError, read_pdf
@@ -69,8 +71,11 @@ def fetch_page(fetcher: Fetcher, job: Job) -> Result:
         r = fetcher.get(job.url, headers=job.headers)
     except FetchError as e:
         return Result("failed", reason=e.reason)
-    if r.status == 304:
+    if r.status == 304 and job.headers:
         return Result("not_modified", final_url=r.url)
+    if r.status == 304:  # nothing was asked conditionally: there is no copy it could mean
+        return Result("failed", reason="HTTP 304 (not modified) to a request without"
+                      " validators; the site's cache answers wrongly", final_url=r.url)
     if r.status in (404, 410):
         return Result("gone", reason=f"HTTP {r.status}", final_url=r.url)
     if r.status != 200:
@@ -82,9 +87,34 @@ def fetch_page(fetcher: Fetcher, job: Job) -> Result:
     if ctype and "html" not in ctype.lower():
         return Result("failed", reason=f"not an HTML page ({ctype.split(';')[0]})",
                       final_url=r.url)
+    unreadable = not_text(r.body, r.headers.get("Content-Encoding", ""))
+    if unreadable:
+        return Result("failed", reason=unreadable, final_url=r.url)
     html = decode_html(r.body, ctype)
     page = with_main_text(extract_page(html, r.url), html, job.main_text)
     return Result("page", page, validators, final_url=r.url)
+
+
+def not_text(body: bytes, encoding: str) -> str | None:
+    """Why a body served as HTML is no text to store (None when it is text): compressed in
+    a way urllib3 could not undo (brotli not installed, xz), a PDF (without --pdfs), or
+    binary bytes (NULs, or over a tenth control characters in its first 8 KB)."""
+    undone = [e for e in (c.strip().lower() for c in encoding.split(","))
+              if e and e != "identity" and e not in HTTPResponse.CONTENT_DECODERS]
+    if undone:
+        return (f"compressed as {', '.join(undone)}, which busca cannot decompress (for br:"
+                " pip install brotli)")
+    if body[:5] == b"%PDF-":
+        return "a PDF served as a web page; crawl with --pdfs to read PDFs"
+    head = body[:8192]
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16, whose bytes hold NULs
+        return None
+    if b"\x00" in head or sum(head.count(bytes([c])) for c in _CONTROLS) > len(head) / 10:
+        return "binary content, not text (an image, an archive, or a body compressed twice)"
+    return None
+
+
+_CONTROLS = [c for c in range(32) if c not in (9, 10, 12, 13)]
 
 
 def _pdf_result(r, validators: dict) -> Result:
@@ -122,8 +152,15 @@ def fetch_all(ctx: Context, queue: deque[Job]) -> Iterator[tuple[Job, Result]]:
 
 def store_result(ctx: Context, job: Job, result: Result, *, source: str, site: str,
                  stored: set[str], keep_links: bool = False) -> Iterator:
-    """Store or delete the document a result stands for; the events that say so."""
-    url = job.url
+    """Store or delete the document a result stands for; the events that say so. A page
+    that redirected within the site is stored under the URL it ended at (stored under the
+    one asked for, it duplicated its target), and a copy kept under that one is dropped."""
+    url = _stored_url(ctx, job, result)
+    if url != job.url and job.url in stored:
+        ctx.store.delete(job.url)
+        ctx.set_doc_state(job.url, None)
+        stored.discard(job.url)
+        yield Stored(job.url, "deleted", fetched=False)
     emptied = result.kind == "page" and not result.page.text
     if result.kind == "not_modified":
         state = ctx.doc_state(url) or {}
@@ -150,3 +187,22 @@ def store_result(ctx: Context, job: Job, result: Result, *, source: str, site: s
             state["links"] = list(page.links[:MAX_KEPT_LINKS])
         ctx.set_doc_state(url, state)
         yield Stored(url, status)
+
+
+def _stored_url(ctx: Context, job: Job, result: Result) -> str:
+    """Where a fetched page is stored: the URL its redirects ended at on the same host
+    (www. aside; its fragment dropped), else the one asked for (another host the user
+    allowed keeps the URL the listing gave)."""
+    final = urldefrag(result.final_url).url if result.final_url else ""
+    if result.kind != "page" or not final or limit_key(final) != limit_key(job.url):
+        return job.url
+    return final
+
+
+def noting_stored(events: Iterator, into: set[str]) -> Iterator:
+    """`events`, each URL a Stored event names (not deleted) added to `into`: the listing's
+    URLs as stored, for `delete_missing` after redirects moved some of them."""
+    for event in events:
+        if isinstance(event, Stored) and event.status != "deleted":
+            into.add(event.url)
+        yield event

@@ -11,13 +11,14 @@ import io
 import re
 from collections import deque
 from collections.abc import Iterator
+from urllib.parse import urldefrag
 from xml.etree import ElementTree
 
 from .errors import FetchError
 from .events import Expected, Failed, Notice, Stored
 from .html import join_url
 from .options import Context
-from .pages import fetch_all, plan, store_result
+from .pages import fetch_all, noting_stored, plan, store_result
 
 MAX_SITEMAPS = 1000
 ARCHIVE_SITEMAPS = re.compile(
@@ -72,10 +73,12 @@ def crawl_sitemaps(ctx: Context, sitemaps: tuple[str, ...], site: str) -> Iterat
         yield Notice(f"fetching {budget} of {len(queue)} pages (--max-pages)")
         queue = deque(list(queue)[:budget])
         complete = False
+    present = set(entries)
     for job, result in fetch_all(ctx, queue):
-        yield from store_result(ctx, job, result, source="sitemap", site=site, stored=stored)
+        yield from noting_stored(store_result(ctx, job, result, source="sitemap", site=site,
+                                              stored=stored), present)
     if complete:
-        yield from ctx.delete_missing("sitemap", site, set(entries))
+        yield from ctx.delete_missing("sitemap", site, present)
 
 
 def _collect(ctx: Context, sitemaps: tuple[str, ...], entries: dict) -> Iterator:
@@ -103,9 +106,15 @@ def _collect(ctx: Context, sitemaps: tuple[str, ...], entries: dict) -> Iterator
                 if not ARCHIVE_SITEMAPS.search(full):
                     queue.append(full)
             elif _allowed(ctx, full):
-                entries.setdefault(full, lastmod)
+                entries.setdefault(urldefrag(full).url, lastmod)  # #comments: the same page
             else:
                 skipped += 1
+    unread = {u for u in queue if u not in seen}
+    if unread:  # a listing read in part must not delete what it did not reach
+        complete = False
+        yield Notice(f"read {len(seen)} sitemaps and left {len(unread)} unread (at most"
+                     f" {MAX_SITEMAPS}: a huge sitemap index, or one that lists itself under"
+                     " new URLs); nothing stored is deleted this time")
     if skipped:
         yield Notice(f"{skipped} sitemap URLs skipped: on another host or disallowed by"
                      " robots.txt")

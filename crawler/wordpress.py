@@ -15,6 +15,8 @@ sizes the site refuses and malformed items are handled in wordpress_pages.py.
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Iterator
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
@@ -201,7 +203,8 @@ def _store_post(ctx: Context, post: dict, site: str):
     url, content = post["link"], post.get("content") or {}
     state = {"source": "wordpress", "site": site, "id": post["id"],
              "modified_gmt": post.get("modified_gmt"), "terms": _terms(post)}
-    text = "" if content.get("protected") else body_text(str(content.get("rendered") or ""))
+    text = "" if content.get("protected") else without_shortcodes(
+        body_text(str(content.get("rendered") or "")))
     if not text:
         ctx.set_doc_state(url, {**state, "skipped": True})
         if ctx.store.delete(url):  # its old text is no longer public
@@ -211,8 +214,20 @@ def _store_post(ctx: Context, post: dict, site: str):
         return Failed(url, "empty body; nothing to store")
     title = title_text(str((post.get("title") or {}).get("rendered") or ""))
     modified = f"{post['modified_gmt']}+00:00" if post.get("modified_gmt") else None
-    status = ctx.put(Document(url, title, text, "wordpress", modified, meta=post_meta(post)))
+    status = ctx.put(Document(url, title or url, text, "wordpress", modified,
+                              meta=post_meta(post)))
     ctx.set_doc_state(url, state)
     return Stored(url, status)
 
 
+_CLOSER = re.compile(r"\[/([a-z][\w-]*)\]")
+_WITH_ATTRIBUTES = re.compile(r"\[[a-z][\w-]*(?:\s+[\w-]+=(?:\"[^\"\]]*\"|'[^'\]]*'|[^\s\]]+))+\s*/?\]")
+
+
+def without_shortcodes(text: str) -> str:
+    """`text` without the WordPress shortcodes its site left unrendered (a plugin gone):
+    `[caption id="…"]Legenda[/caption]` keeps "Legenda", `[gallery ids="1,2"]` goes; a
+    bracket of plain text ("[sic]", "[1]") stays."""
+    for name in set(_CLOSER.findall(text)):
+        text = re.sub(rf"\[{re.escape(name)}(?:\s[^\]]*)?\]|\[/{re.escape(name)}\]", " ", text)
+    return re.sub(r"[ \t]{2,}", " ", _WITH_ATTRIBUTES.sub(" ", text)).strip()

@@ -1,6 +1,7 @@
 """Reading one WordPress REST API listing: paging, page-size refusals, item checks.
 
-`pages()` follows `Link rel="next"` (else `X-WP-TotalPages`) and yields each page's usable
+`pages()` follows `Link rel="next"` (else `X-WP-TotalPages`; without either, a full page
+asks for the next one) until an empty page, and yields each page's usable
 posts, with events for what went wrong on the way: an API page that failed, a post that is
 malformed (skipped and counted), a `per_page` the site refuses (HTTP 400
 `rest_invalid_param`: the crawl goes on at the largest size the site accepts, remembered in
@@ -140,6 +141,14 @@ def pages(ctx: Context, url: str, listing: Listing, *, expect: bool = False) -> 
             listing.complete = False
             yield Failed(url, "expected a JSON list of posts")
             return
+        if not posts and number > first:
+            if total_pages and number <= total_pages:  # the count lies, or the site glitched
+                listing.complete = False
+                yield Notice(f"API page {number} is empty although X-WP-TotalPages says"
+                             f" {total_pages}; paging stopped (nothing deleted this time)")
+            return
+        if next_url is None and not _paged(response) and len(posts) >= _per_page(url):
+            next_url = with_page(url, number + 1)  # a full page and no paging headers: ask on
         listing.read += 1
         usable = yield from _valid_posts(url, posts, listing)
         yield Page(number, usable)
@@ -216,11 +225,20 @@ def _next(response, url: str, number: int, total_pages: int | None) -> str | Non
     for part in link.split(","):
         if 'rel="next"' in part or "rel=next" in part:
             target = join_url(url, part.split(">")[0].strip(" <"))
-            if target and (total_pages is None or _page_number(target) <= total_pages):
+            if target:  # before X-WP-TotalPages, which some sites get wrong (too small)
                 return target
     if total_pages and number < total_pages:
         return with_page(url, number + 1)
     return None
+
+
+def _paged(response) -> bool:
+    """Whether an API page says how paging goes on (Link rel=next or X-WP-TotalPages)."""
+    return "X-WP-TotalPages" in response.headers or "next" in response.headers.get("Link", "")
+
+
+def _per_page(url: str) -> int:
+    return _int(dict(parse_qsl(urlsplit(url).query)).get("per_page")) or 10  # WP's default
 
 
 def _page_number(url: str) -> int:

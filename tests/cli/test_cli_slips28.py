@@ -114,3 +114,20 @@ def test_trec_lines_keep_six_fields_and_their_urls(tmp_path):
     path.write_text(f"{trec_name('q 1')} Q0 {trec_name('https://s/a%20b c')} 1 0.5 bm25\n",
                     encoding="utf-8")
     assert _trec(path) == {"bm25": {"q 1": [("https://s/a%20b c", 0.5)]}}
+
+
+@pytest.mark.parametrize("command, target, words", [
+    (["index", "-q"], "busca.corpus.Corpus.index", "interrupted; the index being built is"
+                                                   " discarded, the previous one still answers"),
+    (["stats"], "busca.cli._corpus", "interrupted; what was stored before stays")])
+def test_ctrl_c_is_one_line_and_exit_130(run, lexical, monkeypatch, command,  # noqa: F811
+                                         target, words):
+    """Ctrl-C printed click's "Aborted!" with exit 1 everywhere but busca crawl."""
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    with monkeypatch.context() as patched:
+        patched.setattr(target, interrupted)
+        result = run(*command)
+    assert result.exit_code == 130 and words in result.stderr, result.output
+    assert "Aborted" not in result.output
+    assert "chunks" in run("stats").stdout  # the index is still there

@@ -9,7 +9,8 @@ import pytest
 import responses
 
 from busca.crawler.crawl import crawl
-from busca.crawler.events import Expected, Failed, Stored
+from busca.crawler.events import Expected, Failed, Notice, Stored
+from busca.crawler.store import Document
 from busca.crawler.options import CrawlOptions
 from busca.index.home.documents import Store
 from busca.crawler.wordpress import EMBED, FIELDS, SWEEP_FIELDS, api_url
@@ -260,3 +261,52 @@ def test_posts_whose_link_is_not_a_url_are_skipped_counted_and_reported(api):
     assert "id 2" in failed[0].url
     assert [e.url for e in events if isinstance(e, Stored)] == [f"{SITE}/p1/"]
     assert all(isinstance(u, str) for u in store.hashes())
+
+
+def many(first: int, last: int) -> list[dict]:
+    return [post(i, modified_gmt="2024-02-01T10:00:00", modified="2024-02-01T10:00:00")
+            for i in range(first, last + 1)]
+
+
+@pytest.mark.parametrize("headers", [
+    {},  # no paging headers at all: a full page asks for the next one
+    {"X-WP-TotalPages": "1", "Link": f'<{SITE}/wp-json/wp/v2/posts?per_page=100&page=2>;'
+                                     ' rel="next"'}])  # Link comes before a count too small
+def test_a_listing_without_or_with_wrong_paging_headers_is_read_whole(api, headers):
+    """Both stopped after page 1 and counted the listing complete: 100 of 150 posts stored,
+    and a re-crawl of a complete home deleted the other 50 (the 28th session's sweep)."""
+    rsps, store = api
+    posts_route(rsps, {1: (200, many(1, 100), headers), 2: (200, many(101, 150), {}),
+                       3: (200, [], {})})
+    events = run(SITE, store)
+    assert store.count() == 150 and not [e for e in events if isinstance(e, Failed)]
+    again = run(SITE, store)
+    assert store.count() == 150 and not [e for e in again if getattr(e, "status", "") ==
+                                         "deleted"]
+
+
+def test_a_page_count_that_lies_stops_at_the_first_empty_page_and_deletes_nothing(api):
+    """X-WP-TotalPages 100000 with every page after 2 empty: paged toward page 100000 (about
+    14 hours at the default rate); now one empty page ends it, with a notice."""
+    rsps, store = api
+    lying = {"X-WP-TotalPages": "100000"}
+    posts_route(rsps, {1: (200, many(1, 100), lying), 2: (200, many(101, 120), lying),
+                       **{n: (200, [], lying) for n in range(3, 50)}})
+    store.put(Document(f"{SITE}/old/", "Old", "texto antigo", "wordpress"))
+    events = run(SITE, store)
+    asked = [c.request.url for c in rsps.calls if "per_page=100" in c.request.url]
+    pages = [int(parse_qs(urlsplit(u).query).get("page", ["1"])[0]) for u in asked]
+    assert max(pages) == 3 and store.count() == 121  # 120 posts, the old one kept
+    assert any("API page 3 is empty although X-WP-TotalPages says 100000" in e.message
+               for e in events if isinstance(e, Notice))
+
+
+def test_a_post_without_title_is_named_by_its_url_and_loses_unrendered_shortcodes(api):
+    rsps, store = api
+    bare = post(1, title={"rendered": ""}, content={
+        "rendered": '<p>[gallery ids="1,2,3"] Corpo do post [caption id="a"]Legenda[/caption]'
+                    "</p>", "protected": False})
+    posts_route(rsps, {1: (200, [bare], {"X-WP-TotalPages": "1"})})
+    run(SITE, store)
+    document = store.get(f"{SITE}/p1/")
+    assert document.title == f"{SITE}/p1/" and document.text == "Corpo do post Legenda"
