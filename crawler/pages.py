@@ -65,6 +65,13 @@ def plan(ctx: Context, url: str, stored: set[str], lastmod: str | None = None) -
     return Job(url, headers, lastmod, ctx.options.pdfs, ctx.options.main_text)
 
 
+def still_gone(ctx: Context, url: str, lastmod: str | None) -> bool:
+    """Whether `url` answered 404 or 410 when its listing gave this same `lastmod` (a
+    sitemap full of dead URLs was asked for all of them on every run)."""
+    return bool(lastmod) and not ctx.options.full and \
+        (ctx.doc_state(url) or {}).get("gone") == lastmod
+
+
 def fetch_page(fetcher: Fetcher, job: Job) -> Result:
     """GET and extract one page (runs in a worker thread)."""
     try:
@@ -172,6 +179,8 @@ def store_result(ctx: Context, job: Job, result: Result, *, source: str, site: s
         stored.discard(url)
         yield Stored(url, "deleted", fetched=result.kind == "page")
     elif result.kind in ("gone", "failed"):
+        if result.kind == "gone" and job.lastmod:  # not asked again while its lastmod stays
+            ctx.set_doc_state(url, {"gone": job.lastmod})
         yield Failed(url, result.reason)
     elif emptied:
         yield Failed(url, "no text found in the page (empty article?); nothing stored")

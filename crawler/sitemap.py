@@ -18,7 +18,7 @@ from .errors import FetchError
 from .events import Expected, Failed, Notice, Stored
 from .html import join_url
 from .options import Context
-from .pages import fetch_all, noting_stored, plan, store_result
+from .pages import fetch_all, noting_stored, plan, still_gone, store_result
 
 MAX_SITEMAPS = 1000
 ARCHIVE_SITEMAPS = re.compile(
@@ -61,13 +61,19 @@ def crawl_sitemaps(ctx: Context, sitemaps: tuple[str, ...], site: str) -> Iterat
     complete = yield from _collect(ctx, sitemaps, entries)
     yield Expected(len(entries))
     stored = set(ctx.store.hashes())
-    queue = deque()
+    queue, gone = deque(), 0
     for url, lastmod in entries.items():
+        if url not in stored and still_gone(ctx, url, lastmod):
+            gone += 1
+            continue
         job = plan(ctx, url, stored, lastmod)
         if job is None:
             yield Stored(url, "unchanged", fetched=False)
         else:
             queue.append(job)
+    if gone:
+        yield Notice(f"{gone} sitemap URLs answered 404 or 410 last time and their lastmod is"
+                     " the same: not asked again (--full asks every URL)")
     budget = ctx.options.max_pages
     if budget and len(queue) > budget:
         yield Notice(f"fetching {budget} of {len(queue)} pages (--max-pages)")

@@ -23,6 +23,7 @@ SKIP_EXTENSIONS = re.compile(
     r"\.(jpe?g|png|gif|webp|avif|svg|ico|bmp|pdf|zip|gz|tgz|rar|7z|mp[34]|m4a|ogg|wav|avi|mov"
     r"|webm|css|js|json|xml|rss|atom|txt|csv|docx?|xlsx?|pptx?|odt|ods|epub|woff2?|ttf|eot)$",
     re.I)
+TRACKING = re.compile(r"(utm_[a-z]+|fbclid|gclid|dclid|msclkid|mc_[ce]id|_ga)(=|$)", re.I)
 SKIP_PATHS = re.compile(
     r"/(wp-admin|wp-login\.php|wp-json|xmlrpc\.php|feed|trackback|wp-content|wp-includes)(/|$|\?)"
     r"|[?&](replytocom|share|s|preview|feed|rest_route|wc-ajax|add-to-cart)=", re.I)
@@ -84,14 +85,16 @@ def _handle(ctx: Context, job: Job, result: Result, site: str, stored: set[str],
 
 
 def normalize(url: str) -> str:
-    """Scheme and host lowercased, default port and fragment dropped, empty path as /."""
+    """Scheme and host lowercased, default port and fragment dropped, empty path as /, and
+    no campaign-tracking parameters (utm_*, fbclid, gclid…: the same page under other URLs)."""
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()
     port = parts.port
     if port and not (parts.scheme == "http" and port == 80 or parts.scheme == "https"
                      and port == 443):
         host = f"{host}:{port}"
-    return urlunsplit((parts.scheme.lower(), host, parts.path or "/", parts.query, ""))
+    query = "&".join(p for p in parts.query.split("&") if p and not TRACKING.match(p))
+    return urlunsplit((parts.scheme.lower(), host, parts.path or "/", query, ""))
 
 
 def _crawlable(ctx: Context, url: str) -> bool:

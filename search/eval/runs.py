@@ -89,11 +89,13 @@ def _outcome_json(o: Outcome) -> dict:
 
 
 def _trec_lines(outcomes: dict[str, list[Outcome]]):
+    """A TREC run; scores with 9 significant digits, a float32 score read back exactly (6
+    decimals tied different scores, which trec_eval then orders by document name)."""
     for system, out in outcomes.items():
         tag = _safe(system)
         for o in out:
             for rank, (item, score) in enumerate(zip(o.units, o.scores), start=1):
-                yield (f"{trec_name(o.question_id)} Q0 {trec_name(item)} {rank} {score:.6f}"
+                yield (f"{trec_name(o.question_id)} Q0 {trec_name(item)} {rank} {score:.9g}"
                        f" {tag}\n")
 
 

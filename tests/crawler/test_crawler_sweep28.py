@@ -228,3 +228,34 @@ def test_unrendered_shortcodes_leave_their_text_and_plain_brackets():
             '[/caption] Texto [sic] e [1]. [gallery ids="1,2,3"] [contact-form-7 id="12"'
             ' title="Contato"] fim')
     assert without_shortcodes(text) == "Legenda da foto Texto [sic] e [1]. fim"
+
+
+def test_tracking_parameters_do_not_make_another_page(site, store):
+    """An HTML crawl stored /good, /good?utm_source=x and /good#top with the same text."""
+    links = "".join(f'<a href="{href}">{n}</a> ' for n, href in enumerate(
+        ["/good", "/good?utm_source=news&utm_medium=mail", "/good?fbclid=abc#top"]))
+    site.routes["/"] = (200, HTML, f"<html><body><p>Início {links}</p></body></html>".encode())
+    site.routes["/good"] = (200, HTML, page("Bom", "O artigo bom mora aqui."))
+    run(site.url + "/", store, source="html")
+    assert [d.url for d in store.documents() if d.title == "Bom"] == [site.url + "/good"]
+    assert site.asked.count("/good") == 1 and not [p for p in site.asked if "utm" in p]
+
+
+def test_dead_sitemap_urls_are_not_asked_again_while_their_lastmod_stays(site, store):
+    """Two thirds of a sitemap 404: every run asked for all of them again."""
+    entries = "".join(f"<url><loc>{site.url}/p{n}</loc><lastmod>2024-01-0{n + 1}</lastmod></url>"
+                      for n in range(3))
+    site.routes["/sitemap.xml"] = (200, {}, (
+        '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"{entries}</urlset>").encode())
+    site.routes["/p0"] = (200, HTML, page("Zero", "O único artigo vivo."))
+    run(site.url + "/sitemap.xml", store)
+    first = list(site.asked)
+    _, events = run(site.url + "/sitemap.xml", store)
+    again = site.asked[len(first):]
+    assert not [p for p in again if p in ("/p1", "/p2")] and store.count() == 1
+    assert any("2 sitemap URLs answered 404 or 410 last time" in e.message
+               for e in events if isinstance(e, Notice))
+    site.routes["/p1"] = (200, HTML, page("Um", "Voltou."))
+    run(site.url + "/sitemap.xml", store, full=True)  # --full asks every URL
+    assert store.count() == 2
