@@ -23,6 +23,7 @@ SKIP_EXTENSIONS = re.compile(
     r"\.(jpe?g|png|gif|webp|avif|svg|ico|bmp|pdf|zip|gz|tgz|rar|7z|mp[34]|m4a|ogg|wav|avi|mov"
     r"|webm|css|js|json|xml|rss|atom|txt|csv|docx?|xlsx?|pptx?|odt|ods|epub|woff2?|ttf|eot)$",
     re.I)
+FRONTIER_EVERY = 20  # pages between two saves of the pages still to visit
 TRACKING = re.compile(r"(utm_[a-z]+|fbclid|gclid|dclid|msclkid|mc_[ce]id|_ga)(=|$)", re.I)
 SKIP_PATHS = re.compile(
     r"/(wp-admin|wp-login\.php|wp-json|xmlrpc\.php|feed|trackback|wp-content|wp-includes)(/|$|\?)"
@@ -30,7 +31,9 @@ SKIP_PATHS = re.compile(
 
 
 def crawl_html(ctx: Context, start_url: str, start_page: HtmlPage | None, site: str) -> Iterator:
-    """Events of a breadth-first crawl from the start page."""
+    """Events of a breadth-first crawl from the start page; the pages still to visit are
+    saved every FRONTIER_EVERY pages, and a crawl cut short (Ctrl-C, a kill) visits them
+    first next time, instead of walking its stored pages again before any new one."""
     budget = ctx.options.max_pages or DEFAULT_HTML_PAGES
     stored = set(ctx.store.hashes())
     seen = {normalize(start_url)}
@@ -52,12 +55,17 @@ def crawl_html(ctx: Context, start_url: str, start_page: HtmlPage | None, site: 
             planned[0] += 1
             queue.append(plan(ctx, link, stored) or Job(link))
 
+    frontier = f"{site}#html-frontier"
+    enqueue([] if ctx.options.full else ctx.site_state(frontier).get("urls") or [])
     if start_page is not None:
         yield from _handle(ctx, Job(start_url), Result("page", start_page), site, stored, enqueue)
-    for job, result in fetch_all(ctx, queue):
+    for done, (job, result) in enumerate(fetch_all(ctx, queue), start=1):
         if result.final_url:
             seen.add(normalize(result.final_url))
         yield from _handle(ctx, job, result, site, stored, enqueue)
+        if done % FRONTIER_EVERY == 0:  # a crawl cut short starts there next time
+            ctx.set_site_state(frontier, {"urls": [job.url, *(j.url for j in queue)]})
+    ctx.set_site_state(frontier, {})  # read to its end: nothing to resume
     if planned[1]:
         yield Notice(f"stopped at {budget} pages (--max-pages); raise it to crawl further")
     revisit = deque(plan(ctx, url, stored) or Job(url)

@@ -259,3 +259,30 @@ def test_dead_sitemap_urls_are_not_asked_again_while_their_lastmod_stays(site, s
     site.routes["/p1"] = (200, HTML, page("Um", "Voltou."))
     run(site.url + "/sitemap.xml", store, full=True)  # --full asks every URL
     assert store.count() == 2
+
+
+def test_an_html_crawl_cut_short_visits_what_it_had_left_first(site, store, monkeypatch):
+    """Killed every few seconds, an HTML crawl started again from its start page and walked
+    its stored pages first: 94 documents, then 94, 94, 110 (the sweep)."""
+    from busca.crawler import spider
+
+    monkeypatch.setattr(spider, "FRONTIER_EVERY", 5)
+    links = "".join(f'<a href="/p{n}">{n}</a> ' for n in range(30))
+    site.routes["/"] = (200, HTML, f"<html><body><p>Início {links}</p></body></html>".encode())
+    for n in range(30):
+        site.routes[f"/p{n}"] = (200, HTML, page(f"P{n}", f"Artigo número {n} do site."))
+    events = crawl(site.url + "/", store, options=CrawlOptions(**FAST, source="html",
+                                                               workers=1))
+    stored = 0
+    for event in events:  # cut short after 12 pages, as a kill would
+        stored += getattr(event, "status", "") == "added"
+        if stored == 12:
+            events.close()
+            break
+    before = len(site.asked)
+    run(site.url + "/", store, source="html", workers=1)
+    fetched = [p for p in site.asked[before:] if p.startswith("/p")]
+    assert store.count() == 31  # the 30 pages and the start page
+    new = [fetched.index(f"/p{n}") for n in range(12, 30)]  # never fetched before the cut
+    old = [fetched.index(f"/p{n}") for n in range(5) if f"/p{n}" in fetched]
+    assert max(new) < min(old, default=len(fetched))  # what was left comes first
