@@ -320,14 +320,16 @@ def _tell_added(what: str, value) -> None:
                    " model; else as the previous index].")
 @click.option("--threads", default=indexing.THREADS, show_default=True,
               type=click.IntRange(min=1), help="Threads for the dense encoder.")
-@click.option("--k1", default=indexing.K1, show_default=True,
-              type=FiniteFloat(0, indexing.K1_MAX),
-              help="BM25 term-frequency saturation (Lucene's k1).")
-@click.option("--b", "b", default=indexing.B, show_default=True, type=FiniteFloat(0, 1),
-              help="BM25 length normalisation (Lucene's b).")
+@click.option("--k1", default=None, type=FiniteFloat(0, indexing.K1_MAX),
+              help="BM25 term-frequency saturation (Lucene's k1) [default: the previous"
+                   f" index's, else {indexing.K1}].")
+@click.option("--b", "b", default=None, type=FiniteFloat(0, 1),
+              help="BM25 length normalisation (Lucene's b) [default: the previous index's,"
+                   f" else {indexing.B}].")
 @click.option("--bm25-analyzer", "--analyzer", "bm25_analyzer", default=None,
               type=click.Choice(sorted(indexing.ANALYZERS)),
-              help="Analyzer for bm25 [default: pt when PyStemmer is installed, else simple].")
+              help="Analyzer for bm25 [default: the previous index's, else pt when PyStemmer"
+                   " is installed, else simple].")
 @click.option("--titles", default=None, metavar="METHOD,...|all|none",
               help="Methods that index each article's title with every window of it (lexical:"
                    " its words; dense: \"Title. text\") [default: the previous index's,"

@@ -116,9 +116,10 @@ class IndexSpec:
     #                             as the default model, or as the previous build did)
     titles: str | None = None  # METHOD,...|all|none: methods that index the titles
     threads: int = indexing.THREADS  # of the dense encoder
-    bm25_k1: float = indexing.K1
-    bm25_b: float = indexing.B
-    bm25_analyzer: str | None = None  # None: pt when PyStemmer is installed, else simple
+    bm25_k1: float | None = None  # None: the previous build's, else indexing.K1 (1.2)
+    bm25_b: float | None = None  # None: the previous build's, else indexing.B (0.75)
+    bm25_analyzer: str | None = None  # None: the previous build's, else pt when PyStemmer
+    #                                   is installed, else simple
     dense_groups: int | None = None  # words per sentence group of a window (0: none)
     dense_blend: float | None = None  # the window vector's share beside its best group's
     workers: int | None = None  # processes that chunk the documents

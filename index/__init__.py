@@ -22,6 +22,7 @@ EXPORTS = {
     "DiskFull": ".home.diskfull",
     "EMBED_BATCH": ".dense.embedding_api#BATCH",
     "encoder_names": ".dense.encoders",
+    "EmbeddingServerError": ".dense.embedding_api",
     "EncoderError": ".dense.encoders",
     "FALLBACK_ENCODER": ".dense.encoders",
     "FORMAT_VERSION": ".home.manifest",

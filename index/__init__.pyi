@@ -16,6 +16,7 @@ from .methods import DEFAULT as DEFAULT
 from .dense.encoders import DEFAULT_ENCODER as DEFAULT_ENCODER
 from .home.diskfull import DiskFull as DiskFull
 from .dense.embedding_api import BATCH as EMBED_BATCH
+from .dense.embedding_api import EmbeddingServerError as EmbeddingServerError
 from .dense.encoders import encoder_names as encoder_names
 from .dense.encoders import EncoderError as EncoderError
 from .dense.encoders import FALLBACK_ENCODER as FALLBACK_ENCODER
@@ -75,6 +76,7 @@ __all__ = [
     "DEFAULT_ENCODER",
     "DiskFull",
     "EMBED_BATCH",
+    "EmbeddingServerError",
     "EncoderError",
     "FALLBACK_ENCODER",
     "FORMAT_VERSION",

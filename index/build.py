@@ -50,13 +50,14 @@ def build_index(home, *, size: int = SIZE, overlap: int = OVERLAP,
     check_window(size, overlap)
     check_methods(methods)
     options = options or {}
+    previous = home.previous()  # first: a home read from a standby now reads the primary
     if "bm25" in methods:  # a bad k1 or a missing stemmer fails before any work; the
         # analyzer is chosen once (a fallback from pt is warned about once)
+        options = kept_bm25(previous, options)
         options = {**options, "bm25_analyzer": check_bm25_options(options)}
     if SPARSE in methods:  # the dense pass leaves its latents here (index/lexical/sparse.py)
         options = {**options, "sparse_sink": {"latents": {}, "version": None}}
     progress = on_progress or (lambda stage, done, total: None)
-    previous = home.previous()  # first: a home read from a standby now reads the primary
     total = home.count()
     if total == 0:
         raise NothingToIndex("nothing to index: run busca crawl or busca add first")
@@ -193,6 +194,20 @@ def methods_for(home, methods: Sequence[str], *, dense: str | None = None,
         sparse = SPARSE in before.manifest.methods
     names, models = with_dense(methods, dense, kept, sparse=sparse)
     return names, models, kept, entries
+
+
+def kept_bm25(previous, options: dict) -> dict:
+    """`options` with bm25's k1, b and analyzer that were not asked for taken from the
+    previous build, as its window, titles and dense models are (a plain `busca index` after a
+    crawl reset an `--analyzer en --k1 2` index to pt, 1.2 without a word)."""
+    try:
+        entry = previous.manifest.entry("bm25") if previous is not None else {}
+    except (BuscaError, KeyError):
+        entry = {}
+    kept = {key: entry[field] for key, field in (("bm25_k1", "k1"), ("bm25_b", "b"),
+                                                 ("bm25_analyzer", "analyzer"))
+            if options.get(key) is None and entry.get(field) is not None}
+    return {**options, **kept}
 
 
 def _keep_floors(entries: dict, before) -> None:

@@ -106,7 +106,7 @@ def with_dense(methods: Sequence[str], dense: str | None, previous: str | None, 
     wanted = dense
     if wanted is None:
         wanted = previous or (default_encoder() if DENSE in methods else None)
-    models = parse_models(wanted) if wanted and wanted != "none" else []  # checked now
+    models = parse_models(wanted) if wanted is not None and wanted != "none" else []
     extra = method_names(models)
     unnamed = [m for m in methods if is_dense(m) and m != DENSE and m not in extra]
     if unnamed:

@@ -131,6 +131,10 @@ def default_weights(methods, fusion: str = FUSION, dense: str = "dense", *,
     RRF, SPARSE_SHARE of the weighted sums (the other two scaled by 1 - SPARSE_SHARE)."""
     lexical = next((m for m in LEXICAL if m in methods), None)
     if dense not in methods:
+        have = [m for m in methods if m == "dense" or m.startswith("dense:")]
+        if have and dense != "dense":  # hybrid:NAME of a model the index lacks
+            raise FusionError(f"this index has no dense model {dense!r} to fuse for"
+                              f" hybrid:{dense.split(':', 1)[1]}; it has: {', '.join(have)}")
         raise FusionError("hybrid needs dense vectors and a lexical method (bm25 or tfidf);"
                           " add vectors with: busca index --dense use")
     if lexical is None:

@@ -42,6 +42,9 @@ class BuildRunning(HttpError):
 STATUSES: tuple[tuple[type[BaseException], int], ...] = (
     (indexing.IndexNotFound, 503), (indexing.IndexFormatError, 503), (StoreError, 503),
     (indexing.EncoderError, 503), (indexing.BackendUnavailable, 503),
+    (indexing.RerankError, 400),  # --rerank's own options
+    (indexing.EmbeddingServerError, 503),  # the user's embedding or re-ranking server:
+    #                                        away, refusing busca's key, or answering garbage
     (indexing.PostgresError, 503),  # the database is down, or the role may not do it
     (searching.StaleIndex, 409), (indexing.NothingToIndex, 409), (indexing.BuildLocked, 409),
     (RunError, 422), (indexing.DiskFull, 507),

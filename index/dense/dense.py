@@ -24,9 +24,10 @@ import numpy as np
 from ...errors import BuscaError
 from .dense_groups import GROUP_BLEND, build_groups, previous_groups
 from .dense_models import (LIFT, DenseModel, array_key, default_name, dense_methods,
-                           method_names)
+                           method_names, model_entries, models_spec)
+from .embedding_api import EmbeddingServerError
 from .encoders import DEFAULT_ENCODER, THREADS, Encoder, get_encoder
-from .vector_cache import DimensionChanged, VectorCache
+from .vector_cache import VectorCache
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,9 @@ def build(texts: Sequence[str], out, *, options: dict, previous=None,
     cache = _open_cache(options, encoder)
     try:
         from_cache = _from_cache(cache, encoder, hashes, found)
+        if cache is not None and found and not _same_model(encoder, texts, found):
+            cache.forget(encoder.cache_key)
+            found, from_cache = {}, 0
         todo = [row for row in range(len(texts)) if row not in found]
         truncated = encoder.count_truncated([texts[i] for i in todo])
         if truncated:
@@ -188,9 +192,7 @@ def _from_cache(cache: VectorCache | None, encoder: Encoder, hashes: np.ndarray,
         return 0
     known = cache.dimension(encoder.cache_key)
     if known is not None and encoder.dimension not in (None, known):
-        raise DimensionChanged(
-            f"{encoder.name}'s cached vectors have {known} dimensions, the index's"
-            f" {encoder.dimension} — delete {cache.path} to forget the cached ones")
+        return 0  # the previous build's model is another: `_same_model` decides
     rows = [row for row in range(len(hashes)) if row not in found]
     vectors = cache.get(encoder.cache_key, [hashes[row].tobytes() for row in rows])
     added = 0
@@ -202,6 +204,30 @@ def _from_cache(cache: VectorCache | None, encoder: Encoder, hashes: np.ndarray,
     if added and encoder.dimension is None:
         encoder.dimension = known
     return added
+
+
+def _same_model(encoder: Encoder, texts: Sequence[str], found: dict) -> bool:
+    """Whether a server's model still gives the vector kept for one reused text (same
+    dimension, cosine >= 0.99): a model replaced under the same name must not get its
+    predecessor's vectors back (a search's advice, "rebuild", reused them). One request; a
+    server that cannot answer keeps the reuse (a build with nothing new to encode works
+    offline), and a changed one clears it."""
+    row = next(iter(found))
+    kept, known = np.asarray(found[row], np.float32), encoder.dimension
+    encoder.dimension = None  # learn it again from the answer
+    try:
+        fresh = encoder.encode([texts[row]])[0]
+    except EmbeddingServerError as e:
+        encoder.dimension = known
+        log.info("%s did not answer a check of its model (%s); reusing vectors as they are",
+                 encoder.name, e)
+        return True
+    if fresh.shape == kept.shape and float(fresh @ kept) >= 0.99 * float(np.linalg.norm(kept)):
+        return True
+    log.warning("%s now answers other vectors than those kept (%s dimensions, %s before): the"
+                " model behind that name changed; every chunk is encoded again", encoder.name,
+                fresh.shape[0], kept.shape[0])
+    return False
 
 
 def _stack(found: dict, n: int, encoder: Encoder) -> np.ndarray:
@@ -251,12 +277,14 @@ def check_vectors(batch: np.ndarray, rows: Sequence[int], encoder: Encoder) -> N
     if batch.shape != (n, encoder.dimension):
         raise BadVectors(f"the encoder {encoder.name} returned shape {batch.shape},"
                          f" expected ({n}, {encoder.dimension}) — refusing to build")
-    bad = ~np.isfinite(batch).all(axis=1)
+    bad = ~np.isfinite(batch).all(axis=1) | ~batch.any(axis=1)
     if bad.any():
+        check = "the embedding server's model" if getattr(encoder, "cache_key", None) \
+            else "the model files"
         raise BadVectors(
-            f"the encoder {encoder.name} returned NaN or infinite values for {int(bad.sum())}"
-            f" chunk(s), the first being chunk {rows[int(np.argmax(bad))]} — refusing to"
-            " build; check the model files")
+            f"the encoder {encoder.name} returned NaN, infinite or all-zero vectors for"
+            f" {int(bad.sum())} text(s), the first being text {rows[int(np.argmax(bad))]} of"
+            f" those encoded — refusing to build; check {check}")
 
 
 def previous_models(previous) -> tuple[str | None, dict]:
@@ -265,13 +293,8 @@ def previous_models(previous) -> tuple[str | None, dict]:
     stored server settings)."""
     if previous is None:
         return None, {}
-    methods = previous.manifest.methods
-    entries = {}
-    for method in dense_methods(methods):
-        entry = methods[method]
-        entries[entry.get("name") or default_name(entry["encoder"])] = entry
-    spec = ",".join(f"{name}={entry['encoder']}" for name, entry in entries.items())
-    return spec or None, entries
+    entries = model_entries(previous.manifest.methods)
+    return models_spec(entries) or None, entries
 
 
 def build_hybrid(texts: Sequence[str], out, *, options: dict,

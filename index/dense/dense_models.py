@@ -12,6 +12,7 @@ before `=`, or else one derived from its encoder (`openai:intfloat/multilingual-
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,12 +50,26 @@ def parse_models(text: str) -> list[DenseModel]:
                                " letters, digits, '.', '_' or '-', e.g. --dense bge=openai:bge-m3")
         check_name(encoder)
         models.append(DenseModel(name, encoder))
+    if not models:  # --dense "$DENSE" with DENSE unset dropped every dense model
+        raise BadModelList("--dense is empty: name an encoder (e.g. --dense e5-small), or"
+                           " say none to drop the dense models")
     names = [m.name for m in models]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         raise BadModelList(f"two dense models named {repeated[0]!r} in --dense: name one of"
                            f" them, e.g. --dense {repeated[0]}-2=ENCODER")
     return models
+
+
+def model_entries(methods: Mapping) -> dict[str, Mapping]:
+    """A build's dense models' manifest entries (of `methods`) by model name."""
+    return {methods[m].get("name") or default_name(methods[m]["encoder"]): methods[m]
+            for m in dense_methods(methods)}
+
+
+def models_spec(entries: Mapping[str, Mapping]) -> str:
+    """Those models as a --dense list that builds them again: NAME=ENCODER,..."""
+    return ",".join(f"{name}={entry['encoder']}" for name, entry in entries.items())
 
 
 def default_name(encoder: str) -> str:

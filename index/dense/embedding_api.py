@@ -88,11 +88,22 @@ def public_url(url: str) -> str:
 def endpoint(url: str) -> str:
     """`{base}/v1/embeddings`, accepting a base that already ends in /v1."""
     base = url.rstrip("/")
-    if urlsplit(base).scheme not in ("http", "https"):
+    if not usable_url(base):
         raise EmbeddingServerError(
             f"bad embedding server URL {url!r}: write it as http://HOST:PORT (e.g. --embed-url"
             " http://127.0.0.1:11434 for Ollama)")
     return base + ("/embeddings" if base.endswith("/v1") else "/v1/embeddings")
+
+
+def usable_url(url: str) -> bool:
+    """Whether a model server's URL is http(s) with a host and a port that parse (a port of
+    99999, "http://[::1" or "http://" was a traceback, or six retries of nothing)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # raises on a port out of range or not a number
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
 class ModelServerClient:
@@ -224,21 +235,30 @@ class EmbeddingClient(ModelServerClient):
             if rows and isinstance(rows[0]["embedding"], str):
                 raise BadResponse(f"the embedding server at {self.where} answered base64;"
                                   " busca asks for floats — is it OpenAI-compatible?")
-            vectors = np.asarray([item["embedding"] for item in rows], dtype=np.float32)
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            embeddings = [item["embedding"] for item in rows]
+            if any(type(x) is bool for row in embeddings for x in row):
+                raise ValueError("true or false where a number goes")
+            with np.errstate(over="ignore", invalid="ignore"):  # refused below, not warned
+                vectors = np.asarray(embeddings, dtype=np.float32)
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
             raise BadResponse(f"the embedding server at {self.where} answered something that"
                               f" is not a list of embeddings ({type(e).__name__}: {e})") from None
-        if vectors.ndim != 2 or len(vectors) != n:
+        if vectors.ndim != 2 or len(vectors) != n or not vectors.shape[1]:
             raise BadResponse(f"the embedding server at {self.where} returned"
                               f" {len(rows)} embedding(s) of shape {vectors.shape[1:]} for"
                               f" {n} text(s)")
+        unusable = ~np.isfinite(vectors).all(axis=1) | ~vectors.any(axis=1)
+        if unusable.any():  # a vector of NaN, of infinities (1e300 as float32) or of zeros
+            raise BadResponse(f"the embedding server at {self.where} returned {int(unusable.sum())}"
+                              f" vector(s) of zeros, NaN or numbers too large for {n} text(s):"
+                              " nothing can be ranked by them — check the server's model")
         return vectors
 
 
 def _json(response: requests.Response, server: str) -> dict | list:
     try:
         return response.json()
-    except ValueError:
+    except (ValueError, RecursionError):  # json's parser recurses once per level of nesting
         raise BadResponse(f"{server} answered something that is not JSON — is the URL the"
                           " right kind of server?") from None
 

@@ -20,10 +20,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from .embedding_api import (RETRIES, BadResponse, EmbeddingServerError, ModelServerClient,
-                            public_url)
+                            public_url, usable_url)
 
 if TYPE_CHECKING:
     import requests
@@ -69,7 +68,7 @@ def parse_rerank(value: str, url: str | None, *, key: str | None = None,
     if not url:
         raise RerankError(f"--rerank {value} needs the URL of its server: --rerank-url"
                           " http://HOST:PORT (or BUSCA_RERANK_URL)")
-    if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
+    if not usable_url(url):
         raise RerankError(f"bad re-ranking server URL {url!r}: write it as http://HOST:PORT")
     if top < 1:
         raise RerankError(f"--rerank-top must be at least 1, got {top}")
@@ -114,11 +113,20 @@ class RerankClient(ModelServerClient):
         try:
             items = answer if self.settings.kind == "tei" else answer["results"]
             found = {int(item["index"]): float(item[key]) for item in items}
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError, OverflowError) as e:
             raise BadResponse(f"the re-ranking server at {self.where} answered something that"
                               f" is not a {self.settings.kind} re-ranking"
                               f" ({type(e).__name__}: {e}) — is --rerank's KIND right?") from None
-        if sorted(found) != list(range(n)) or not all(map(math.isfinite, found.values())):
-            raise BadResponse(f"the re-ranking server at {self.where} scored"
-                              f" {len(found)} of {n} passages (or gave a non-finite score)")
+        if sorted(found) != list(range(n)):
+            raise BadResponse(f"the re-ranking server at {self.where} scored passages"
+                              f" {_indexes(found)} of the {n} it was sent (0 to {n - 1}, each"
+                              " once) — is --rerank's KIND right?")
+        if not all(map(math.isfinite, found.values())):
+            raise BadResponse(f"the re-ranking server at {self.where} gave a score that is"
+                              " NaN or infinite — check the server's model")
         return [found[i] for i in range(n)]
+
+
+def _indexes(found: dict) -> str:
+    shown = sorted(found)[:6]
+    return ", ".join(map(str, shown)) + (", …" if len(found) > 6 else "") if found else "none"

@@ -70,9 +70,17 @@ class VectorCache:
                                    f" AND hash IN ({marks})", (model, *part))
             for digest, dim, blob in rows:
                 vector = np.frombuffer(blob, dtype=np.float32)
-                if vector.size == dim:
-                    found[bytes(digest)] = vector
+                if vector.size == dim and dim and np.isfinite(vector).all() and vector.any():
+                    found[bytes(digest)] = vector  # a vector of zeros or NaN is no vector
         return found
+
+    def forget(self, model: str) -> None:
+        """Drop every vector cached for `model` (another model now answers under its name)."""
+        try:
+            with self.db:
+                self.db.execute("DELETE FROM vectors WHERE model = ?", (model,))
+        except sqlite3.Error as e:
+            raise CacheError(f"cannot write the vector cache {self.path} ({e})") from None
 
     def put(self, model: str, hashes: Sequence[bytes], vectors: np.ndarray) -> None:
         """Store one batch of vectors for `model` in one transaction."""

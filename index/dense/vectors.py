@@ -24,7 +24,8 @@ import numpy as np
 from ...errors import BuscaError
 from .. import compiled
 from .dense_groups import Groups
-from .dense_models import array_key, dense_methods, label, server_settings
+from .dense_models import (array_key, dense_methods, label, model_entries, models_spec,
+                           server_settings)
 from .embedding_api import ServerSettings
 from .encoders import THREADS, Encoder, get_encoder
 
@@ -71,7 +72,7 @@ def require_vectors(index, method: str = "dense") -> None:
         if have:
             raise NoVectors(f"this index has no dense model {method!r}; it has:"
                             f" {', '.join(have)} — add one with: busca index --dense"
-                            f" {','.join(n.split(':', 1)[1] for n in have)},NAME=ENCODER")
+                            f" {models_spec(model_entries(methods))},NAME=ENCODER")
         raise NoVectors("this index has no dense vectors — add them with:"
                         " busca index --dense use (or e5-small, sentence-transformers:PATH,"
                         " openai:MODEL)")

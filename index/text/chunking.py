@@ -74,8 +74,8 @@ def check_window(size: int, overlap: int) -> None:
         raise ChunkingError(f"window size must be at least 1 word, got {size}")
     if overlap < 0 or overlap >= size:
         raise ChunkingError(
-            f"overlap must be between 0 and size - 1 ({size - 1}), got {overlap}"
-        )
+            f"overlap must be between 0 and size - 1 ({size - 1}), got {overlap}: give a"
+            f" smaller --overlap, or a --size above it (the windows are {size} words)")
 
 
 def chunk_words(text: str, *, size: int = SIZE, overlap: int = OVERLAP) -> list[Chunk]:

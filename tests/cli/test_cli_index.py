@@ -54,7 +54,8 @@ def test_a_killed_encode_resumes_with_only_the_missing_chunks(added, home):
                        server.url, "--embed-batch", "2")
         again = [t for r in server.requests[done:] for t in r["texts"]]
     assert result.exit_code == 0, result.output
-    assert len(again) == 3 and not set(again) & set(sent_before)  # 7 chunks - 4 cached
+    # 7 chunks - 4 cached, after one cached text asked again: is the model the same?
+    assert len(again) == 4 and again[0] in sent_before and not set(again[1:]) & set(sent_before)
     assert "encoded 3 chunks" in result.stdout and "4 from the vector cache" in result.stdout
     vectors = np.asarray(load_index(home).array("dense", "vectors"))
     expected = np.asarray([server.vector(d["text"]) for d in sorted(DOCS, key=str)])
@@ -123,9 +124,12 @@ def test_several_models_side_by_side_and_kept_on_rebuild(added, home, fake):
         n = len(server.texts)
         result = added("index")  # no --dense: the same models, vectors re-used, URL stored
         assert "keeping the dense models fake=fake,srv=openai:fake-model,other=openai:other" \
-            in result.output and len(server.texts) == n
+            in result.output and len(server.texts) == n + 2  # each server model checked once
+        assert "encoded 0 chunks, reused 7" in result.output
     result = added("search", "senha", "--method", "dense:nope")
     assert result.exit_code == 1 and "it has: dense:fake, dense:srv, dense:other" in result.output
+    assert ("busca index --dense fake=fake,srv=openai:fake-model,other=openai:other,NAME=ENCODER"
+            in result.output)  # a --dense list that works (it said fake,srv,other,…)
     result = added("index", "-q", "--dense", "none")
     assert result.exit_code == 0 and "methods: tfidf, bm25\n" in result.stdout
 

@@ -131,3 +131,18 @@ def test_ctrl_c_is_one_line_and_exit_130(run, lexical, monkeypatch, command,  # 
     assert result.exit_code == 130 and words in result.stderr, result.output
     assert "Aborted" not in result.output
     assert "chunks" in run("stats").stdout  # the index is still there
+
+
+def test_a_plain_rebuild_keeps_the_bm25_settings_asked_before(run, lexical):  # noqa: F811
+    """A plain busca index (after a crawl) reset --analyzer en --k1 2 --b 0.5 to pt, 1.2
+    and 0.75 without a word, where it keeps the window, the titles and the dense models."""
+    def bm25() -> str:
+        return next(line for line in run("stats").stdout.splitlines()
+                    if line.startswith("bm25"))
+    assert run("index", "-q", "--analyzer", "en", "--k1", "2", "--b", "0.5").exit_code == 0
+    asked = bm25()
+    assert "analyzer en" in asked and "k1 2.0, b 0.5" in asked
+    assert run("index", "-q").exit_code == 0
+    assert bm25() == asked
+    assert run("index", "-q", "--k1", "1.5").exit_code == 0
+    assert "analyzer en" in bm25() and "k1 1.5, b 0.5" in bm25()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from busca.index.methods import with_dense
 from busca.index.dense.dense_models import (BadModelList, DenseModel, array_key, default_name,
                                       label, method_names, parse_models, resolve,
                                       server_settings)
@@ -35,6 +36,13 @@ def test_bad_lists_are_refused_with_the_fix():
         parse_models("Big Model=openai:x")
     with pytest.raises(UnknownEncoder, match="unknown encoder 'bert'"):
         parse_models("use,b=bert")
+    # --dense "$DENSE" with DENSE unset dropped every dense model (the 28th session's sweep)
+    for empty in ("", " , "):
+        with pytest.raises(BadModelList, match="--dense is empty: name an encoder"):
+            parse_models(empty)
+        with pytest.raises(BadModelList, match="or say none"):
+            with_dense(["tfidf", "bm25"], empty, previous="e5-small")
+    assert with_dense(["tfidf", "bm25"], "none", previous="e5-small")[1] == []
 
 
 def test_the_first_model_answers_by_its_name_too():

@@ -181,3 +181,40 @@ def test_the_retry_lines_and_the_final_error_count_the_same_attempts(caplog):
         server.faults = [("500",)]
         with pytest.raises(ServerUnreachable, match="after 1 attempt \\(HTTP 500"):
             client(server, retries=0).embed(["x"])
+
+
+@pytest.mark.parametrize("embedding, words", [
+    ([], "of shape (0,)"),  # a 0-dimension index was published, and cached
+    ([0.0, 0.0, 0.0], "vector(s) of zeros, NaN or numbers too large"),
+    ([1e300, 1.0, 0.0], "vector(s) of zeros, NaN or numbers too large"),  # inf as float32
+    ([True, False, True], "true or false where a number goes"),
+    ([10 ** 400, 1.0, 0.0], "OverflowError"),  # a traceback at build and at query time
+])
+def test_embeddings_nothing_can_be_ranked_by_are_refused(embedding, words):
+    """The 28th session's sweep: each was taken, cached, and then ranked chunks 0, 1, 2."""
+    with FaultyServer() as server:
+        with pytest.raises(BadResponse) as refused:
+            client(server)._vectors({"data": [{"index": 0, "embedding": embedding}]}, 1)
+    assert words in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_a_json_answer_nested_too_deeply_is_a_bad_response():
+    from busca.index.dense.embedding_api import _json
+
+    response = requests.models.Response()
+    response._content = b"[" * 100_000 + b"]" * 100_000
+    with pytest.raises(BadResponse, match="not JSON"):
+        _json(response, "the embedding server at http://h:1")
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:99999", "http://[::1", "http://",
+                                 "http://:8080"])
+def test_a_server_url_that_cannot_be_asked_is_refused_at_once(url):
+    """A port out of range or a broken IPv6 address was a traceback; "http://" was retried
+    six times over 16 s."""
+    from busca.index.dense.rerank_api import RerankError, parse_rerank
+
+    with pytest.raises(EmbeddingServerError, match="bad embedding server URL"):
+        endpoint(url)
+    with pytest.raises(RerankError, match="bad re-ranking server URL"):
+        parse_rerank("tei:m", url)

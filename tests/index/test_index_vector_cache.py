@@ -44,9 +44,20 @@ def test_a_model_cannot_change_dimension_in_the_cache(tmp_path):
 def test_many_lookups_are_split(tmp_path):
     texts = [f"t{i}" for i in range(1234)]
     with VectorCache(tmp_path) as cache:
-        cache.put("m", digests(*texts), np.arange(1234, dtype=np.float32)[:, None])
+        cache.put("m", digests(*texts), np.arange(1, 1235, dtype=np.float32)[:, None])
         got = cache.get("m", digests(*texts))
-        assert len(got) == 1234 and got[digests("t1000")[0]][0] == 1000
+        assert len(got) == 1234 and got[digests("t1000")[0]][0] == 1001
+
+
+def test_a_vector_of_zeros_or_nan_is_never_taken_from_the_cache(tmp_path):
+    """A server's all-zero answer, cached before it was refused, came back on every rebuild
+    (the 28th session's sweep)."""
+    with VectorCache(tmp_path) as cache:
+        cache.put("m", digests("zero", "nan", "ok"),
+                  np.array([[0, 0], [np.nan, 1], [1, 0]], np.float32))
+        assert list(cache.get("m", digests("zero", "nan", "ok"))) == digests("ok")
+        cache.forget("m")
+        assert cache.count("m") == 0 and cache.dimension("m") is None
 
 
 @pytest.fixture
@@ -74,7 +85,8 @@ def test_interrupted_encode_resumes_from_the_cache(store):
         entry = build(store, server)["methods"]["dense"]
         again = [t for r in server.requests[before:] for t in r["texts"]]
     assert entry["cached"] == 2 and entry["encoded"] == 2 and entry["reused"] == 0
-    assert not set(first) & set(again) and len(again) == 2  # only the missing chunks
+    # the missing chunks, and one cached text asked again: is the model still the same?
+    assert len(again) == 3 and set(again[:1]) <= set(first) and not set(first) & set(again[1:])
     vectors = np.asarray(load_index(store.home).array("dense", "vectors"))
     expected = np.asarray([server.vector(text) for _, _, text in sorted(DOCS)])  # URL order
     expected /= np.linalg.norm(expected, axis=1, keepdims=True)
@@ -87,8 +99,20 @@ def test_switching_back_to_a_model_reuses_its_vectors(store, fake):
         n = len(server.texts)
         build_index(store, methods=("tfidf", "dense"), options={"dense": "fake"})
         entry = build(store, server)["methods"]["dense"]
-        assert len(server.texts) == n == 4  # nothing asked of the server the second time
+        assert n == 4 and len(server.texts) == 5  # one text asked again: the same model?
     assert entry["cached"] == 4 and entry["encoded"] == 0
+
+
+def test_a_model_replaced_under_its_name_is_encoded_again_not_reused(store):
+    """A server whose model changed (8 dimensions, then 16) kept the old vectors: the search
+    said "rebuild", and the rebuild reused them again (the 28th session's sweep)."""
+    with FaultyServer() as server:
+        server.dimension = 8
+        build(store, server)
+        server.dimension = 16
+        entry = build(store, server)["methods"]["dense"]
+    assert entry["dimension"] == 16 and entry["encoded"] == 4 and entry["cached"] == 0
+    assert np.asarray(load_index(store.home).array("dense", "vectors")).shape == (4, 16)
 
 
 def test_another_passage_prefix_is_another_cache_entry(store):

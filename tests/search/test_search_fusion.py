@@ -490,3 +490,12 @@ def test_compare_and_filters_fuse_with_the_lifted_weights(index, monkeypatch):
     assert ranked["hybrid"][0].tolist() == want[0].tolist()
     every = restricted(core.scorer(index, "hybrid"), np.ones(len(DOCS), dtype=bool))
     assert every.top(QUESTION, 4)[0].tolist() == want[0].tolist()
+
+
+def test_hybrid_of_a_model_the_index_lacks_names_the_models_it_has():
+    """hybrid:xyz on an index with vectors said "hybrid needs dense vectors … --dense use"."""
+    from busca.search.fusion import FusionError, default_weights
+
+    with pytest.raises(FusionError, match="no dense model 'dense:xyz' to fuse for hybrid:xyz;"
+                                          " it has: dense, dense:use"):
+        default_weights(["tfidf", "bm25", "dense", "dense:use"], dense="dense:xyz")

@@ -48,6 +48,12 @@ def test_every_error_has_a_status_and_unknown_ones_none():
     assert status_of(RuntimeError("boom")) is None  # a 500 whose details stay in the log
     from busca.index.home.storage import IndexNotFound
     assert status_of(IndexNotFound("no index")) == 503
+    # the user's embedding or re-ranking server away or answering garbage: the server's
+    # side, as docs/serve.md and the OpenAPI document say (it was a 400)
+    from busca.index.dense.embedding_api import BadResponse, ServerUnreachable
+    from busca.index.dense.rerank_api import RerankError
+    assert status_of(ServerUnreachable("down")) == status_of(BadResponse("NaN")) == 503
+    assert status_of(RerankError("--rerank x: write KIND:MODEL")) == 400
 
 
 def test_bind_asks_for_tcp_so_answers_are_not_delayed_by_nagle():
