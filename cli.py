@@ -732,6 +732,10 @@ def _session(ctx, spec, *, as_json: bool) -> None:
     it takes (--per-doc only when given: each session command has its default; --filter as
     the session's first filters)."""
     given = ctx.get_parameter_source("per_doc") != click.core.ParameterSource.DEFAULT
+    if spec.offset:  # it was dropped without a word
+        raise click.UsageError("--offset pages the hits of one question given as an argument;"
+                               " without a question (questions on stdin or a session) give"
+                               " -k instead")
     with _home(ctx) as home:
         terminal.run_session(home, method=spec.method, k=spec.k,
                              per_doc=spec.per_doc if given else None, min_score=spec.min_score,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import click
 
 from . import corpus as api
+from .corpus.specs import MOST
 from . import display
 from . import search as searching
 from .errors import BuscaError
@@ -163,7 +164,7 @@ class Session:
         self.echo(HELP.format(methods=methods, history=self.history), err=self.as_json)
 
     def _note(self, text: str) -> None:
-        self.echo(text, err=True)
+        self.echo(display.strip_controls(text), err=True)  # it repeats what was typed
 
     # --- answers ------------------------------------------------------------------------
     def ask(self, question: str) -> list:
@@ -252,8 +253,9 @@ def _number(arg: str, name: str, least: int) -> int:
         value = int(arg)
     except ValueError:
         value = least - 1
-    if value < least:
-        raise SessionError(f"{name} takes a whole number of {least} or more, e.g. {name} 5")
+    if not least <= value <= MOST:  # the library's bound: a k of 2**64 broke the query log
+        raise SessionError(f"{name} takes a whole number from {least} to {MOST:,}, e.g."
+                           f" {name} 5")
     return value
 
 

@@ -192,6 +192,10 @@ class Corpus:
         floors per method on a golden set."""
         from ..search import eval as evaluation
 
+        methods, by = ((value,) if isinstance(value, str) else value for value in (methods, by))
+        if ks is not None:  # as busca eval -k takes them: whole numbers of 1 or more
+            ks = evaluation.parse_ks(",".join(map(str, (ks,) if isinstance(ks, (int, str))
+                                                  else ks)))
         spec = EvalSpec(methods=tuple(methods) if methods else None, key=key,
                         metrics=tuple(evaluation.default_metrics(tuple(ks))) if ks else (),
                         by=tuple(by) if by else None)

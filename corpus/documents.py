@@ -64,8 +64,9 @@ def _storable(item):
         return item
     try:
         return checked(item, item.url, dates=False)
-    except BadDocument as e:
-        return crawling.Problem(item.url, str(e).removeprefix(f"{item.url}: "))
+    except BadDocument as e:  # a url on two lines is named as repr shows it, on one line
+        where = item.url if str(item.url).isprintable() else repr(item.url)[:100]
+        return crawling.Problem(where, str(e).removeprefix(f"{item.url}: "))
 
 
 def _legacy_ids(home, names: list[str]) -> dict[str, list[str]]:

@@ -30,6 +30,8 @@ def asked(question: object) -> str:
     BadSpec when it is not a string."""
     if not isinstance(question, str):
         raise BadSpec(f"the question must be a string, not {type(question).__name__}")
+    if not question.strip():  # it was logged as a miss, and busca misses --golden wrote it
+        raise BadSpec("the question is empty: ask something, e.g. 'qual o prazo do reembolso?'")
     return indexing.as_asked(question)
 
 
@@ -84,7 +86,8 @@ def _allowed(build, home, filters):
 def _nothing_allowed(allowed, filters) -> str:
     """Why nothing was found when the filters allow no chunk at all ("" otherwise)."""
     if allowed is not None and not allowed.any():
-        return "no document matches the filters " + " ".join(map(str, filters))
+        shown = searching.highlight.strip_controls(" ".join(map(str, filters)))
+        return "no document matches the filters " + shown  # a terminal shows it
     return ""
 
 

@@ -6,6 +6,8 @@ its own JSON form (GET /api/search, `busca search --json`, the shell's pipe mode
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
@@ -34,10 +36,15 @@ _WHOLE = {"k": 1, "offset": 0, "per_doc": 0, "window": 1, "max_chars": 1}  # lea
 _DEFAULTS = {"fusion": FUSION, "window": WINDOW, "rrf_k": RRF_K, "weights": None}
 
 
+MOST = 10 ** 9  # any whole-number option: far beyond any index, within SQLite's integers
+
+
 def check_whole(name: str, value: object, least: int) -> None:
-    """BadSpec unless `value` is a whole number (not a bool) of at least `least`."""
-    if not isinstance(value, int) or isinstance(value, bool) or value < least:
-        raise BadSpec(f"{name} must be a whole number of at least {least}, not {value!r}")
+    """BadSpec unless `value` is a whole number (not a bool) from `least` to MOST (k of 2**64
+    was an OverflowError when the query log stored it)."""
+    if not isinstance(value, int) or isinstance(value, bool) or not least <= value <= MOST:
+        raise BadSpec(f"{name} must be a whole number from {least} to {MOST:,}, not"
+                      f" {str(value)[:40]}")
 
 
 def _check_fields(spec) -> None:
@@ -50,11 +57,15 @@ def _check_fields(spec) -> None:
         check_whole(name, getattr(spec, name, least), least)
     for name in ("min_score", "rrf_k"):
         value = getattr(spec, name)
-        if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)):
-            raise BadSpec(f"{name} must be a number, not {value!r}")
-    if not isinstance(spec.fusion, str) or not isinstance(spec.log, bool):
-        raise BadSpec(f"fusion must be a name such as rrf and log True or False, not"
-                      f" {spec.fusion!r} and {spec.log!r}")
+        if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)
+                                  or not math.isfinite(value)):
+            raise BadSpec(f"{name} must be a finite number, not {value!r}")
+    if spec.rrf_k is not None and not spec.rrf_k >= 0:
+        raise BadSpec(f"rrf_k must be 0 or more, not {spec.rrf_k!r}")
+    if not isinstance(spec.fusion, str):
+        raise BadSpec(f"fusion must be a name such as rrf, not {spec.fusion!r}")
+    if not isinstance(spec.log, bool):
+        raise BadSpec(f"log must be True or False, not {spec.log!r}")
     if spec.weights is not None and not isinstance(spec.weights, Mapping):
         raise BadSpec(f"weights must map methods to numbers, e.g. {{'bm25': 0.3, 'dense': 0.7}},"
                       f" not {spec.weights!r}")

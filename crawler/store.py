@@ -44,7 +44,8 @@ class Document:
 
     def meta_json(self) -> str | None:
         """The metadata as the store keeps it: compact, sorted JSON, or None."""
-        return json.dumps(self.meta, ensure_ascii=False, sort_keys=True) if self.meta else None
+        return json.dumps(self.meta, ensure_ascii=False, sort_keys=True,
+                          allow_nan=False) if self.meta else None  # NaN is not JSON
 
 
 class BadDocument(BuscaError, ValueError):

@@ -303,13 +303,17 @@ def format_passages(passages: list[Passage] | tuple[Passage, ...]) -> str:
 def render(context: Context, *, lang: str = "pt", template: str | None = None) -> str:
     """The prompt: `template` (default: the instruction in `lang`) with its placeholders filled."""
     if lang not in LANGS:
-        raise ValueError(f"unknown language {lang!r}; choose one of: {', '.join(LANGS)}")
+        raise TemplateError(f"unknown language {lang!r}; choose one of: {', '.join(LANGS)}")
     template = default_template(lang) if template is None else template
+    if not isinstance(template, str):
+        raise TemplateError(f"a template is a text with {{context}} and {{question}}, not"
+                            f" {type(template).__name__}")
     check_template(template)
-    # Plain replacement, not str.format: a template may contain other braces (JSON examples).
-    filled = template.replace("{context}", "\0context\0")
-    filled = filled.replace("{question}", context.question.strip())
-    return filled.replace("\0context\0", format_passages(context.passages))
+    # Plain replacement, not str.format: a template may contain other braces (JSON examples);
+    # the question goes into the pieces around {context}, so nothing in it can move them.
+    question = context.question.strip()
+    return format_passages(context.passages).join(
+        piece.replace("{question}", question) for piece in template.split("{context}"))
 
 
 def context_dict(context: Context, *, prompt: str | None = None) -> dict:

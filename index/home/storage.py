@@ -99,11 +99,20 @@ class Index:
         return (self.path / f"{method}.{name}.npy").exists()
 
     def terms(self, method: str) -> list[str]:
-        return read_terms(self.path, method)
+        return self._counted(method, read_terms(self.path, method))
 
     def vocabulary(self, method: str) -> Vocabulary:
         """The terms as a compact term -> column look-up (what the rankers hold)."""
-        return read_vocabulary(self.path, method)
+        return self._counted(method, read_vocabulary(self.path, method))
+
+    def _counted(self, method: str, terms):
+        """`terms`, when as many as the manifest says: a truncated vocabulary file gave
+        silently wrong hits (or none)."""
+        expected = self.manifest.methods.get(method, {}).get("vocabulary")
+        if expected is not None and len(terms) != expected:
+            raise damaged(self.path, f"{method}.vocab.txt holds {len(terms):,} terms, the"
+                                     f" manifest says {expected:,}")
+        return terms
 
     def chunks(self, ids: Iterable[int] | None = None) -> list[ChunkRow]:
         """Chunk rows in id order, or in the order of `ids`."""
@@ -355,7 +364,7 @@ def load_array(path: Path, name: str) -> np.ndarray:
         return read_npy(file, mmap_mode="r")
     except FileNotFoundError as e:
         raise damaged(path, f"{file.name} is missing") from e
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, EOFError) as e:  # EOFError: a file of zero bytes
         raise damaged(path, f"cannot read {file.name}: {e}") from e
 
 

@@ -146,3 +146,63 @@ def test_a_plain_rebuild_keeps_the_bm25_settings_asked_before(run, lexical):  # 
     assert bm25() == asked
     assert run("index", "-q", "--k1", "1.5").exit_code == 0
     assert "analyzer en" in bm25() and "k1 1.5, b 0.5" in bm25()
+
+
+def test_a_huge_k_is_one_line_in_the_cli_and_the_shell(run, lexical, home):  # noqa: F811
+    """k of 2**66 was an OverflowError traceback when the query log stored it; the shell
+    took :k of that size and died at the next question."""
+    result = run("search", "prazo do estorno", "-k", "99999999999999999999")
+    assert result.exit_code == 1 and "k must be a whole number from 1 to 1,000,000,000" in \
+        result.stderr and "Traceback" not in result.output
+    shell = run("shell", input=":k 99999999999999999999\nprazo do estorno\n")
+    assert ":k takes a whole number from 1 to 1,000,000,000" in shell.output
+    assert "Reembolso" in shell.output and "Traceback" not in shell.output
+
+
+@pytest.mark.parametrize("emptied, words", [("bm25.scores.npy", "cannot read bm25.scores.npy"),
+                                            ("bm25.vocab.txt", "bm25.vocab.txt holds 0 terms")])
+def test_an_emptied_index_file_is_the_damaged_index_line(run, lexical, home,  # noqa: F811
+                                                         emptied, words):
+    """A zero-length .npy printed click's "Aborted!" (an EOFError); an emptied vocabulary
+    found nothing, or a truncated one ranked without its lost terms, silently."""
+    (home / (home / "CURRENT").read_text().strip() / emptied).write_bytes(b"")
+    result = run("search", "prazo do estorno", "--method", "bm25", "--no-log")
+    assert result.exit_code == 1 and words in result.stderr and "is damaged" in result.stderr
+    assert "Aborted" not in result.output
+
+
+def test_stdin_questions_refuse_offset_and_values_typed_are_shown_safely(run, lexical,  # noqa: F811
+                                                                       tmp_path):
+    result = run("search", "--offset", "1", "-k", "1", "--no-log", input="prazo do estorno\n")
+    assert result.exit_code == 2 and "--offset pages the hits of one question" in result.stderr
+    result = run("search", "prazo", "--no-log", "--filter", "title=\x1b]0;PWN\x07")
+    assert "no document matches the filters title=" in result.output
+    assert "\x1b" not in result.output and "\x07" not in result.output
+    bad = tmp_path / "bad.jsonl"  # NaN is not JSON; a url on two lines is named on one
+    bad.write_text('{"url": "u", "title": "t", "text": "gatos", "n": NaN}\n'
+                   '{"url": "a\\nb", "title": "t", "text": "x"}\n', encoding="utf-8")
+    result = run("add", str(bad))
+    assert result.exit_code == 1 and "skipped u: its meta is not JSON (Out of range float" \
+        in result.stderr and "skipped 'a\\nb': its url must be" in result.stderr
+
+
+def test_the_python_api_takes_a_text_where_a_list_goes_and_refuses_what_the_cli_refuses(
+        run, lexical, home):  # noqa: F811
+    import busca
+    from busca.errors import BuscaError
+    from busca.search import render
+
+    corpus = busca.open(home)
+    ev = corpus.evaluate(lexical, methods="bm25", by="tipo", ks="1,3")
+    assert list(ev.slices) == ["tipo"] and list(ev.summary) == ["bm25"]  # not t, i, p, o
+    for options in ({"k": 10 ** 20}, {"method": "hybrid", "rrf_k": float("inf")},
+                    {"log": "yes"}):
+        with pytest.raises(BuscaError, match="must be"):
+            corpus.search("prazo do estorno", **options)
+    with pytest.raises(BuscaError, match="-k takes positive integers"):
+        corpus.evaluate(lexical, ks=[0, -1])
+    found = corpus.context("prazo do estorno \x00context\x00 fim", log=False)
+    with pytest.raises(BuscaError, match="unknown language 'xx'"):
+        render(found, lang="xx")
+    prompt = render(found)  # the question cannot move the passages into its own line
+    assert prompt.rstrip().splitlines()[-1].endswith("\x00context\x00 fim")
