@@ -206,3 +206,25 @@ def test_the_python_api_takes_a_text_where_a_list_goes_and_refuses_what_the_cli_
         render(found, lang="xx")
     prompt = render(found)  # the question cannot move the passages into its own line
     assert prompt.rstrip().splitlines()[-1].endswith("\x00context\x00 fim")
+
+
+def test_the_last_slips_of_the_sweep(run, lexical, home, tmp_path):  # noqa: F811
+    """An overlap past the windows named no option; an empty question and a template that
+    is no text were no BuscaError; TREC scores of 6 decimals tied different scores."""
+    import busca
+    from busca.errors import BuscaError
+    from busca.search import render
+    from busca.search.eval.runs import _trec_lines
+    from busca.search.eval.metrics import Outcome
+
+    result = run("index", "-q", "--overlap", "300")
+    assert result.exit_code == 1 and "give a smaller --overlap, or a --size above it" in \
+        result.stderr
+    corpus = busca.open(home)
+    with pytest.raises(BuscaError, match="the question is empty"):
+        corpus.search("   ")
+    with pytest.raises(BuscaError, match="a template is a text"):
+        render(corpus.context("prazo do estorno", log=False), template=3)
+    outcome = Outcome("q", (), (), (), None, None, ("a", "b"), (0.28570131, 0.28570094), (0, 1))
+    lines = list(_trec_lines({"bm25": [outcome]}))
+    assert [line.split()[4] for line in lines] == ["0.28570131", "0.28570094"]

@@ -194,3 +194,17 @@ def test_serve_reranks_when_started_with_it(lexical_home):
                       base_url="http://127.0.0.1")
     refused = bare.get("/api/search", params={"q": QUESTION, "rerank": "1"})
     assert refused.status_code == 400 and "start it with --rerank" in refused.json()["error"]
+
+
+@pytest.mark.parametrize("answer, words", [
+    ([{"index": 0, "score": 10 ** 400}], "OverflowError"),  # a traceback before
+    ([{"index": 1e999, "score": 1.0}], "OverflowError"),
+    ([{"index": 5, "score": 1.0}], "scored passages 5 of the 1 it was sent (0 to 0"),
+    ([{"index": 0, "score": float("nan")}], "a score that is NaN or infinite"),
+])
+def test_a_reranking_answer_that_cannot_be_read_names_what_is_wrong(answer, words):
+    from busca.index.dense.embedding_api import BadResponse
+
+    client = RerankClient(parse_rerank("tei:m", "http://127.0.0.1:1"))
+    with pytest.raises(BadResponse, match=re.escape(words)):
+        client._read(answer, 1)
