@@ -156,7 +156,10 @@ class Session:
     def _show(self, _arg: str = "") -> None:
         s = self.settings
         per_doc = "each command's default" if s.per_doc is None else s.per_doc
-        self._note(f"method {s.method}, k {s.k}, per-doc {per_doc}, floor {self.floor()},"
+        floor = self.floor()
+        shown = "none (no floor calibrated: busca eval --calibrate)" if floor is None \
+            else f"{floor:g}"
+        self._note(f"method {s.method}, k {s.k}, per-doc {per_doc}, floor {shown},"
                    f" filters {self._filters()}")
 
     def _help(self, _arg: str = "") -> None:

@@ -240,8 +240,11 @@ def _spec(spec: object, kind: type[T]) -> T:
     if spec is None:
         return kind()
     if not isinstance(spec, kind):
-        raise BadSpec(f"the second argument is a {kind.__name__}, not {spec!r}: name the"
-                      f" options, e.g. search(question, method={spec!r})")
+        call = "context" if kind.__name__ == "ContextSpec" else "search"
+        example = f"{call}(question, method={spec!r})" if isinstance(spec, str) else \
+            f"{call}(question, {kind.__name__}(…)) or {call}(question, k=5)"
+        raise BadSpec(f"the second argument is a {kind.__name__}, not"
+                      f" {type(spec).__name__} {str(spec)[:60]!r}: e.g. {example}")
     return spec
 
 

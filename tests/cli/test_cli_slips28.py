@@ -228,3 +228,9 @@ def test_the_last_slips_of_the_sweep(run, lexical, home, tmp_path):  # noqa: F81
     outcome = Outcome("q", (), (), (), None, None, ("a", "b"), (0.28570131, 0.28570094), (0, 1))
     lines = list(_trec_lines({"bm25": [outcome]}))
     assert [line.split()[4] for line in lines] == ["0.28570131", "0.28570094"]
+
+
+def test_the_shell_says_when_no_floor_is_calibrated(run, lexical):  # noqa: F811
+    shell = run("shell", "--no-log", input=":settings\n")
+    assert "floor none (no floor calibrated: busca eval --calibrate)" in shell.output
+    assert "floor None" not in shell.output

@@ -332,7 +332,9 @@ def test_documents_are_checked_before_any_is_stored(tmp_path):
     (lambda c: c.search("q", method=None), "method must be a method name"),
     (lambda c: c.search("q", min_score="x"), "min_score must be a finite number"),
     (lambda c: c.search("q", filters=[1]), "a filter is a text such as"),
-    (lambda c: c.search("q", "bm25"), "name the options, e.g. search(question, method='bm25')"),
+    (lambda c: c.search("q", "bm25"), "not str 'bm25': e.g. search(question, method='bm25')"),
+    (lambda c: c.context("q", busca.SearchSpec()), "the second argument is a ContextSpec, not"
+                                                   " SearchSpec"),  # it advised search(…)
     (lambda c: c.search("q", method="bm25", fusion="rrf"), "only apply to method='hybrid'"),
     (lambda c: c.context("q", max_chars="x"), "max_chars must be a whole number"),
     (lambda c: c.compare("q", k=0), "k must be a whole number"),
