@@ -114,10 +114,32 @@ def simple_term(term: str) -> str | None:
 
 def pt_term(term: str) -> str | None:
     """A java term stemmed and folded, or None for a Portuguese stopword (with or without
-    accents: "não" and "nao")."""
+    accents: "não" and "nao"). A word typed without accents gets its suffix's accents back
+    before stemming (`_reaccented`): Snowball's suffixes are accented, so "informacao" became
+    "informaca" where "informação" becomes "inform"."""
     if _pt_stopword(term):
         return None
-    return fold_accents(portuguese_stemmer().stemWord(term)) or None
+    return fold_accents(portuguese_stemmer().stemWord(_reaccented(term))) or None
+
+
+# Portuguese suffixes whose accents decide Snowball's stem, as they are typed without them
+_PLAIN_SUFFIXES = {"acoes": "ações", "acao": "ação", "oes": "ões", "aes": "ães", "aos": "ãos",
+                   "ao": "ão", "ancias": "âncias", "ancia": "ância", "encias": "ências",
+                   "encia": "ência", "aveis": "áveis", "avel": "ável", "iveis": "íveis",
+                   "ivel": "ível"}
+_PLAIN_SUFFIX = re.compile("(" + "|".join(sorted(_PLAIN_SUFFIXES, key=len, reverse=True))
+                           + ")$")
+
+
+def _reaccented(term: str) -> str:
+    """An unaccented word with its suffix accented ("informacao" -> "informação"); any other
+    word as it is."""
+    if not term.isascii():
+        return term
+    match = _PLAIN_SUFFIX.search(term)
+    if match is None or match.start() < 1:
+        return term
+    return term[:match.start()] + _PLAIN_SUFFIXES[match.group(1)]
 
 
 def _pt_stopword(term: str) -> bool:
@@ -217,4 +239,5 @@ def analyzer_version(name: str) -> str:
     if name not in STEMMERS:
         return ""
     import Stemmer
-    return f"snowball {STEMMERS[name]}, PyStemmer {Stemmer.version()}"
+    plain = ", plain suffixes re-accented" if name == "pt" else ""
+    return f"snowball {STEMMERS[name]}, PyStemmer {Stemmer.version()}{plain}"

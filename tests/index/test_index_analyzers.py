@@ -93,3 +93,18 @@ def test_a_vocabulary_mapped_at_once_is_each_term_filtered(name):
     term_filter = get_term_filter(name)
     expected = terms if term_filter is None else [term_filter(t) for t in terms]
     assert mapped_terms(name, terms) == expected
+
+
+@pytest.mark.parametrize("accented, plain", [
+    ("informação", "informacao"), ("informações", "informacoes"), ("computação", "computacao"),
+    ("importância", "importancia"), ("responsável", "responsavel"), ("ciência", "ciencia"),
+    ("pão", "pao"), ("mãos", "maos"), ("eleições", "eleicoes"), ("possível", "possivel")])
+def test_pt_stems_a_word_typed_without_accents_as_the_accented_one(accented, plain):
+    """Snowball's suffixes are accented: "informacao" stemmed to "informaca" where
+    "informação" stems to "inform", so bm25 found nothing for a question typed without
+    accents (the 28th session's sweep)."""
+    pytest.importorskip("Stemmer")
+    from busca.index.text.analyzers import pt_term
+
+    assert pt_term(plain) == pt_term(accented)
+    assert pt_term("travel") == "travel" and pt_term("nao") is None  # stopwords first
