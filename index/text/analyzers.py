@@ -127,19 +127,16 @@ _PLAIN_SUFFIXES = {"acoes": "ações", "acao": "ação", "oes": "ões", "aes": "
                    "ao": "ão", "ancias": "âncias", "ancia": "ância", "encias": "ências",
                    "encia": "ência", "aveis": "áveis", "avel": "ável", "iveis": "íveis",
                    "ivel": "ível"}
-_PLAIN_SUFFIX = re.compile("(" + "|".join(sorted(_PLAIN_SUFFIXES, key=len, reverse=True))
-                           + ")$")
+_PLAIN_ENDINGS = tuple(sorted(_PLAIN_SUFFIXES, key=len, reverse=True))  # longest first
 
 
 def _reaccented(term: str) -> str:
     """An unaccented word with its suffix accented ("informacao" -> "informação"); any other
-    word as it is."""
-    if not term.isascii():
+    word as it is (one C call for most words: the index maps every distinct word)."""
+    if not term.isascii() or not term.endswith(_PLAIN_ENDINGS):
         return term
-    match = _PLAIN_SUFFIX.search(term)
-    if match is None or match.start() < 1:
-        return term
-    return term[:match.start()] + _PLAIN_SUFFIXES[match.group(1)]
+    plain = next(e for e in _PLAIN_ENDINGS if term.endswith(e))
+    return term[:-len(plain)] + _PLAIN_SUFFIXES[plain] if len(term) > len(plain) else term
 
 
 def _pt_stopword(term: str) -> bool:
