@@ -151,7 +151,9 @@ def _log_policy(home, spec: SearchSpec, notify: Notify | None) -> tuple[SearchSp
 
 def _log(home, spec: SearchSpec, command: str, question: str, hits, floor, started, *,
          refused: bool = False) -> None:
-    if spec.log:
+    """Log the call, but not a filtered one that found nothing: the miss is the filter's, not
+    the corpus's (busca misses listed it, and --golden made a question of it)."""
+    if spec.log and not (spec.filters and not hits):
         searching.querylog.log_call(home, command=command, query=question, method=spec.method,
                                     k=spec.k, scores=[h.score for h in hits], floor=floor,
                                     started=started, refused=refused)

@@ -234,3 +234,11 @@ def test_the_shell_says_when_no_floor_is_calibrated(run, lexical):  # noqa: F811
     shell = run("shell", "--no-log", input=":settings\n")
     assert "floor none (no floor calibrated: busca eval --calibrate)" in shell.output
     assert "floor None" not in shell.output
+
+
+def test_a_filtered_search_that_found_nothing_is_no_miss(run, lexical):  # noqa: F811
+    """busca misses listed a question that found nothing only because of its --filter."""
+    assert run("search", "prazo do estorno", "--filter", "title=Nada").exit_code == 3
+    assert run("search", "prazo do estorno", "--min-score", "1e9").exit_code == 3  # a miss
+    missed = run("misses", "--json").stdout
+    assert missed.count("prazo do estorno") == 1  # the unfiltered one only
