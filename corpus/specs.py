@@ -7,7 +7,6 @@ its own JSON form (GET /api/search, `busca search --json`, the shell's pipe mode
 from __future__ import annotations
 
 import math
-
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any

@@ -46,6 +46,7 @@ EXPORTS = {
     "NothingToIndex": ".build",
     "open_home": ".backend",
     "as_asked": ".text.analyzers",
+    "lone_surrogate": ".text.analyzers",
     "OPENAI_PREFIX": ".dense.encoders",
     "OVERLAP": ".text.chunking",
     "PostgresError": ".postgres.schema",

@@ -35,6 +35,7 @@ from .lexical.bm25 import K1_MAX as K1_MAX
 from .methods import LEXICAL as LEXICAL
 from .home.storage import load_index as load_index
 from .home.storage import LocalHome as LocalHome
+from .text.analyzers import lone_surrogate as lone_surrogate
 from .home.manifest import Manifest as Manifest
 from .methods import METHODS as METHODS
 from .build import methods_for as methods_for
@@ -113,6 +114,7 @@ __all__ = [
     "is_dense",
     "is_hybrid",
     "load_index",
+    "lone_surrogate",
     "methods_for",
     "open_home",
     "parse_chunker",

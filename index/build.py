@@ -20,7 +20,7 @@ from .text.chunking import OVERLAP, SIZE, ChunkingError, check_window
 from .dense.dense import previous_models
 from .dense.dense_models import DenseModel
 from .home.diskfull import DiskFull, disk_full_error, folder_size, is_disk_full
-from .home.manifest import Manifest
+from .home.manifest import Manifest, previous_entry
 from .methods import DEFAULT, SPARSE, UnknownMethod, check_methods, method_spec, with_dense
 from .text.stream import BATCH_DOCS, chunk_documents
 from .text.titles import chunk_titles, kept_titles, titled_texts, with_titles
@@ -200,10 +200,7 @@ def kept_bm25(previous, options: dict) -> dict:
     """`options` with bm25's k1, b and analyzer that were not asked for taken from the
     previous build, as its window, titles and dense models are (a plain `busca index` after a
     crawl reset an `--analyzer en --k1 2` index to pt, 1.2 without a word)."""
-    try:
-        entry = previous.manifest.entry("bm25") if previous is not None else {}
-    except (BuscaError, KeyError):
-        entry = {}
+    entry = previous_entry(previous, "bm25")
     kept = {key: entry[field] for key, field in (("bm25_k1", "k1"), ("bm25_b", "b"),
                                                  ("bm25_analyzer", "analyzer"))
             if options.get(key) is None and entry.get(field) is not None}

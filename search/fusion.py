@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import BuscaError
+from ..index.dense.dense_models import is_dense
 from ..index.dense.encoders import DENSE_SHARE, DENSE_SHARES, GROUPED_SHARES
 from ..index.lexical.lexical import NoSearchableTerms, top_k
 
@@ -131,7 +132,7 @@ def default_weights(methods, fusion: str = FUSION, dense: str = "dense", *,
     RRF, SPARSE_SHARE of the weighted sums (the other two scaled by 1 - SPARSE_SHARE)."""
     lexical = next((m for m in LEXICAL if m in methods), None)
     if dense not in methods:
-        have = [m for m in methods if m == "dense" or m.startswith("dense:")]
+        have = [m for m in methods if is_dense(m)]
         if have and dense != "dense":  # hybrid:NAME of a model the index lacks
             raise FusionError(f"this index has no dense model {dense!r} to fuse for"
                               f" hybrid:{dense.split(':', 1)[1]}; it has: {', '.join(have)}")

@@ -187,11 +187,10 @@ async def _json_object(request: Request, *, empty_ok: bool = False) -> dict:
                            " as the documentation shows") from None
     if not isinstance(data, dict):
         raise BadParameter("the body must be a JSON object")
-    try:  # a \ud800 escape alone decodes to a lone surrogate, which no answer can carry
-        json.dumps(data, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise BadParameter(f"the body holds a lone surrogate ({e.object[e.start]!r}): escape"
-                           " characters as valid UTF-16 pairs, or send UTF-8") from None
+    lone = indexing.lone_surrogate(data)  # a \ud800 escape alone: no answer can carry it
+    if lone is not None:
+        raise BadParameter(f"the body holds a lone surrogate ({lone!r}): escape"
+                           " characters as valid UTF-16 pairs, or send UTF-8")
     return data
 
 

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ...errors import BuscaError
+from ..home.manifest import previous_entry
 from .dense_groups import GROUP_BLEND, build_groups, previous_groups
 from .dense_models import (LIFT, DenseModel, array_key, default_name, dense_methods,
                            method_names, model_entries, models_spec)
@@ -93,7 +94,7 @@ def build(texts: Sequence[str], out, *, options: dict, previous=None,
 
 def _groups(texts, vectors, hashes, out, method, encoder, options, previous, progress):
     """The sentence groups' manifest values (dense_groups.py) when options ask for groups."""
-    entry = _previous_entry(previous, method)
+    entry = previous_entry(previous, method)
     before = entry.get("groups") or {}
     words = options.get("dense_groups")
     if words is None:  # not asked: as the previous build of this model did, else none
@@ -122,13 +123,6 @@ def _groups(texts, vectors, hashes, out, method, encoder, options, previous, pro
 
     return build_groups(texts, vectors, hashes, out, key, words=words, blend=blend,
                         previous_groups=reusable, encode=encode, text_hashes=text_hashes)
-
-
-def _previous_entry(previous, method: str) -> dict:
-    try:
-        return previous.manifest.entry(method) if previous is not None else {}
-    except (BuscaError, KeyError):
-        return {}
 
 
 def model_for(options: dict, method: str) -> DenseModel:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 
+from ...errors import BuscaError
+
 FORMAT_VERSION = 2  # 2: chunk rows live in the build (index/text/chunks.py), not in busca.db
 
 
@@ -75,3 +77,12 @@ class Manifest:
 
 
 _KEYS = tuple(f.name for f in fields(Manifest))
+
+
+def previous_entry(previous, method: str) -> Mapping:
+    """The manifest entry of `method` in the build `previous` ({} when there is none, or its
+    manifest cannot be read): what a rebuild keeps of it."""
+    try:
+        return previous.manifest.entry(method) if previous is not None else {}
+    except (BuscaError, KeyError):
+        return {}

@@ -16,6 +16,7 @@ The index builder relies on that shape: it tokenises the chunks once and maps th
 from __future__ import annotations
 
 import functools
+import json
 import re
 import unicodedata
 from collections.abc import Callable
@@ -41,6 +42,16 @@ def as_asked(question: str) -> str:
     asks for "ç"), a lone surrogate (a byte that was not UTF-8 on a command line) as
     U+FFFD."""
     return unicodedata.normalize("NFC", _LONE_SURROGATE.sub("\ufffd", question))
+
+
+def lone_surrogate(value: object) -> str | None:
+    """The first lone surrogate in the texts of a JSON value (a "\\ud800" escape without its
+    pair), which no UTF-8 output can carry; None when there is none."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as e:
+        return e.object[e.start]
+    return None
 
 
 def java_terms(text: str) -> list[str]:

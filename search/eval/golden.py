@@ -19,6 +19,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from ...errors import BuscaError
+from ...index.text.analyzers import lone_surrogate
 
 QUESTION_KEYS = ("pergunta", "question", "query")
 TRECHO_KEYS = ("trecho", "answer", "passage")
@@ -87,11 +88,10 @@ def load_golden(path: str | Path, *, split: str = SPLIT) -> Golden:
 def _whole(where: str, item):
     """`item` when every text in it can be written as UTF-8: a lone surrogate (a "\\ud800"
     escape without its pair) is GoldenError, not a traceback when the run is saved."""
-    try:
-        json.dumps(item, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise GoldenError(f"{where}: holds a lone surrogate ({e.object[e.start]!r}): escape"
-                          " characters as valid UTF-16 pairs, or write them as UTF-8") from None
+    lone = lone_surrogate(item)
+    if lone is not None:
+        raise GoldenError(f"{where}: holds a lone surrogate ({lone!r}): escape characters as"
+                          " valid UTF-16 pairs, or write them as UTF-8")
     return item
 
 
