@@ -20,7 +20,7 @@ from ...errors import BuscaError
 from .maxscore import exact_sums, usable, when_usable
 from .maxscore import prepare as prepare_walk
 from .maxscore import top as compiled_top
-from ..text.analyzers import get_analyzer, get_term_filter, java_terms
+from ..text.analyzers import analysis, java_terms
 
 LONG = 16  # a posting list longer than 1/LONG of the chunks may be worth skipping
 SKIP_SHARE = 0.5  # skip long lists whose bounds add up to less than this share of the best
@@ -115,8 +115,8 @@ class _Postings:
     def __init__(self, index, method: str):
         entry = index.methods[method]
         self.analyzer = entry["analyzer"]
-        self.analyze = get_analyzer(self.analyzer)
-        self.term_filter = get_term_filter(self.analyzer)  # java term -> term (None: same)
+        # the text's analyzer and java term -> term (None: same), as the build applied them
+        self.analyze, self.term_filter = analysis(self.analyzer, entry.get("analyzer_version", ""))
         self._known: dict[str, int] = {}  # java term -> column, -1 for none
         self.column = index.vocabulary(method)  # term -> column, compact (home/vocabulary.py)
         # plain views of the memory maps: slicing a np.memmap costs ~20 us, a view ~0.2 us

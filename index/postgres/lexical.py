@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..text.analyzers import get_analyzer, get_term_filter, java_terms
+from ..text.analyzers import analysis, java_terms
 from ..lexical.lexical import Bm25Scorer, TfidfScorer
 from ..lexical.sparse import SparseScorer, question_latents
 from .cache import PostingCache
@@ -116,8 +116,7 @@ class LexicalRanker:
         self.lists = lists
         self.kind = kind
         self.analyzer = entry["analyzer"]
-        self.analyze = get_analyzer(self.analyzer)
-        self.term_filter = get_term_filter(self.analyzer)
+        self.analyze, self.term_filter = analysis(self.analyzer, entry.get("analyzer_version", ""))
         self.n_rows = n_rows
         self.bound_dtype = np.dtype(bound_dtype)
         if kind == "tfidf":

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..text.analyzers import get_analyzer, java_terms
+from ..text.analyzers import analysis, java_terms
 from ..lexical.lexical import NoSearchableTerms, _why_no_terms as why_no_terms  # the local messages
 from ..dense.vectors import EmptyQuery
 
@@ -84,7 +84,7 @@ class LexicalRanker:
         self.method = method
         self.kind = "bm25" if method == "bm25" or "k1" in entry else "tfidf"
         self.analyzer = entry["analyzer"]
-        self.analyze = get_analyzer(self.analyzer)
+        self.analyze, _ = analysis(self.analyzer, entry.get("analyzer_version", ""))
         self.terms, self.blocks = tables["terms"], tables["blocks"]
         self.forward = tables["forward"]
         self.n_rows = n_chunks

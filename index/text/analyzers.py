@@ -128,9 +128,17 @@ def pt_term(term: str) -> str | None:
     accents: "não" and "nao"). A word typed without accents gets its suffix's accents back
     before stemming (`_reaccented`): Snowball's suffixes are accented, so "informacao" became
     "informaca" where "informação" becomes "inform"."""
-    if _pt_stopword(term):
-        return None
-    return fold_accents(portuguese_stemmer().stemWord(_reaccented(term))) or None
+    return None if _pt_stopword(term) else _pt_stem(_reaccented(term))
+
+
+def _pt_term_as_typed(term: str) -> str | None:
+    """pt_term as builds made before plain suffixes were accented (`ACCENTED` missing from
+    their analyzer_version) mapped their documents' words: each word stemmed as typed."""
+    return None if _pt_stopword(term) else _pt_stem(term)
+
+
+def _pt_stem(term: str) -> str | None:
+    return fold_accents(portuguese_stemmer().stemWord(term)) or None
 
 
 # Portuguese suffixes whose accents decide Snowball's stem, as they are typed without them
@@ -177,7 +185,9 @@ def mapped_terms(name: str, terms: list[str]) -> list[str | None]:
     called once for them all; 1.30 s against 1.47 s with a call per term at 1.7M terms)."""
     _check(name)
     if name == "pt":  # pt_term, written out: no call per term (a fifth of the time)
-        stems, stop, folded = portuguese_stemmer().stemWords(terms), _STOPWORDS, _FOLDED
+        ends = _PLAIN_ENDINGS
+        asked = [_reaccented(t) if t.endswith(ends) else t for t in terms]
+        stems, stop, folded = portuguese_stemmer().stemWords(asked), _STOPWORDS, _FOLDED
         return [None if t in stop or (not t.isascii() and t.translate(folded) in stop)
                 else (s if s.isascii() else s.translate(folded)) or None
                 for t, s in zip(terms, stems)]
@@ -242,10 +252,29 @@ def default_bm25_analyzer() -> str:
     return "pt" if has_stemmer() else "simple"
 
 
+# what a pt build's analyzer_version says since its documents' words typed without accents get
+# their suffix's accents, as the questions' do (builds of the 28th session said "plain
+# suffixes re-accented" but mapped their documents' words as typed)
+ACCENTED = "plain suffixes accented"
+
+
 def analyzer_version(name: str) -> str:
     """What else decides the terms of `name` (the stemmer's version), for the manifest."""
     if name not in STEMMERS:
         return ""
     import Stemmer
-    plain = ", plain suffixes re-accented" if name == "pt" else ""
+    plain = f", {ACCENTED}" if name == "pt" else ""
     return f"snowball {STEMMERS[name]}, PyStemmer {Stemmer.version()}{plain}"
+
+
+def analysis(name: str, version: str | None = None) -> tuple[Callable[[str], list[str]],
+                                                             TermFilter | None]:
+    """Analyzer `name`'s text analyzer and per-term map as a build whose manifest says
+    `version` (its analyzer_version; None: this busca's) applied them to its documents, so
+    that a question's words meet the index's terms: a pt build made before plain suffixes
+    were accented keeps stemming a question's words as typed until it is rebuilt."""
+    if name == "pt" and version is not None and ACCENTED not in version:
+        _check(name)
+        return (lambda text: [t for t in map(_pt_term_as_typed, java_terms(text)) if t],
+                _pt_term_as_typed)
+    return get_analyzer(name), get_term_filter(name)

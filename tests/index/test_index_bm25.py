@@ -117,6 +117,35 @@ def test_query_without_accents_finds_accented_text(tmp_path):
     assert core.rank(index, "informacoes sobre acoes", method="bm25", k=1)[0].tolist() == [6]
 
 
+UNACCENTED = ["Sistemas de informacao e gestao para empresas responsaveis.",
+              "Receitas de bolo de cenoura com cobertura de chocolate."]
+
+
+def test_text_typed_without_accents_is_found_with_or_without_them(tmp_path):
+    """The documents' words get their suffix's accents as the questions' do (the 28th
+    session accented the questions' only: "informacao" in a text was indexed as "informaca"
+    and no question found it)."""
+    index = indexed(tmp_path, UNACCENTED)
+    for query in ("informacao", "informação", "informações", "empresa responsável"):
+        assert core.rank(index, query, method="bm25", k=1)[0].tolist() == [0], query
+    assert analyzers.ACCENTED in index.methods["bm25"]["analyzer_version"]
+
+
+def test_a_build_made_before_the_accents_is_asked_as_it_was_built(tmp_path, monkeypatch):
+    """A pt build whose analyzer_version lacks ACCENTED mapped its documents' words as typed:
+    its questions' words are stemmed as typed too, until `busca index` builds it again."""
+    from busca.index.lexical import bm25
+
+    with monkeypatch.context() as old:  # the 28th session's build
+        old.setattr(analyzers, "_reaccented", lambda term: term)
+        old.setattr(bm25, "analyzer_version", lambda name: "snowball portuguese, PyStemmer "
+                    "3.1.0, plain suffixes re-accented")
+        index = indexed(tmp_path, UNACCENTED)
+    assert core.scorer(index, "bm25").term_filter("informacao") == "informaca"
+    assert core.rank(index, "informacao", method="bm25", k=1)[0].tolist() == [0]
+    assert core.rank(index, "sistemas de informação", method="bm25", k=1)[0].tolist() == [0]
+
+
 def test_default_analyzer_is_pt_and_recorded(tmp_path):
     entry = indexed(tmp_path, CORPUS).methods["bm25"]
     assert entry["analyzer"] == "pt" and "PyStemmer" in entry["analyzer_version"]

@@ -212,3 +212,21 @@ def test_both_backends_read_the_same_idf_shares(fixture_homes):
                 assert lb.shares(query, chunk) == shares, (query, chunk)
                 coverages.append(shares[0])
         assert 0.0 in coverages and any(0 < c < 1 for c in coverages)
+
+
+def test_text_typed_without_accents_is_found_on_both_backends(tmp_path, postgres_server_url):
+    """The documents' words typed without accents are stemmed as the questions' (with the
+    suffix's accents) by the PostgreSQL build and both of its rankers, as locally."""
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("\n".join(json.dumps({"url": f"https://x.test/{i}", "title": t, "text": t})
+                              for i, t in enumerate(["Sistemas de informacao e gestao",
+                                                     "Bolo de cenoura com cobertura"])),
+                    encoding="utf-8")
+    pg = f"{postgres_server_url}?corpus=plain_{random.getrandbits(32):x}"
+    homes = [tmp_path / "home", pg + "&lexical=sql"]
+    for home in homes:
+        busca(home, "add", str(docs))
+        busca(home, "index", "--quiet", "--methods", "bm25")
+    for home in (*homes, pg + "&lexical=busca"):
+        for query in ("informacao", "informações"):
+            assert [h[0] for h in top10(home, "bm25", query)] == ["https://x.test/0"], (home, query)
