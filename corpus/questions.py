@@ -59,7 +59,8 @@ def search_build(build, home, question: str, spec: SearchSpec, *,
         hits, note = [], str(e)
     note = _nothing_allowed(allowed, spec.filters) or note
     kept = tuple(h for h in hits if floor is None or h.score >= floor)
-    refused = bool(kept) and searching.refusal(build, question, spec.method, spec.min_score)
+    refused = bool(kept) and searching.refusal(build, question, spec.method, spec.min_score,
+                                               allowed)
     if refused:
         kept, note = (), refused.reason  # the stored answerability model (issue 30)
     if rerank and kept:  # the re-ranker's scores, or its server's error: never a silent skip

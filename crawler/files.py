@@ -186,10 +186,14 @@ def jsonl_meta(item: dict) -> dict | None:
     the keys of its "meta" object; empty values left out."""
     given = item.get("meta") if isinstance(item.get("meta"), dict) else {}
     extra = {k: v for k, v in item.items() if k not in RESERVED}
-    meta = {k: v for k, v in {**extra, **given}.items() if v not in (None, "", [], {})}
+    meta = {**_filled(extra), **_filled(given)}  # an empty value never hides a given one
     if GROUPS in meta:  # a list or a comma string: kept as a list of names
         meta[GROUPS] = list(group_names(meta[GROUPS])) or None
     return {k: v for k, v in meta.items() if v is not None} or None
+
+
+def _filled(values: dict) -> dict:
+    return {k: v for k, v in values.items() if v not in (None, "", [], {})}
 
 
 def _identifier(item: dict) -> str | None:

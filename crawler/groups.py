@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from urllib.parse import urlsplit, urlunsplit
 
 from .errors import CrawlError
 
@@ -70,17 +71,43 @@ def stamped(store, groups: tuple[str, ...]):
     return Stamped(store, tuple(groups)) if groups else store
 
 
+def kept_groups(doc, old):
+    """`doc`, given the groups of `old` (its stored version, or None) when it comes without
+    groups of its own: an update never makes a private document public by leaving its groups
+    out (`--groups none`, or `"groups": []` in the HTTP API, does)."""
+    if old is None or group_names((doc.meta or {}).get(GROUPS)):
+        return doc
+    names = group_names((old.meta or {}).get(GROUPS))
+    return with_groups(doc, names) if names else doc
+
+
+def start_key(url: str) -> str:
+    """The key a crawl's groups are remembered under: its start URL with the scheme and host
+    in lower case, without a default port, a fragment or an empty query (HTTP://Host:80/?
+    and http://host/ are one site's start)."""
+    parts = urlsplit(url.strip())
+    scheme, host = parts.scheme.lower(), parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    netloc = host if port in (None, {"http": 80, "https": 443}.get(scheme)) else f"{host}:{port}"
+    return urlunsplit((scheme, netloc, parts.path or "/", parts.query, ""))
+
+
 def crawl_groups(store, url: str, given: tuple[str, ...]) -> tuple[tuple[str, ...], str | None]:
     """(the groups this crawl of `url` stamps, a note when they were remembered): the groups
     given (then remembered for the URL), else those the last crawl of it was given."""
-    key, given = f"crawl_groups:{url}", tuple(given or ())
+    key, given = f"crawl_groups:{start_key(url)}", tuple(given or ())
     if given == (NONE,):
         store.set_meta(key, [])
+        store.set_meta(f"crawl_groups:{url}", [])  # (as busca remembered them before)
         return (), None
     if given:
         store.set_meta(key, list(given))
         return tuple(given), None
-    kept = tuple(store.get_meta(key) or ())
+    kept = tuple(store.get_meta(key) or store.get_meta(f"crawl_groups:{url}") or ())
     if not kept:
         return (), None
     return kept, (f"every document stored gets the groups {', '.join(kept)}, remembered from"

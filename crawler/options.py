@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from .defaults import DEFAULT_HTML_PAGES, DEFAULT_TYPES, DEFAULT_WORKERS, SOURCES, WP_TYPES
 from .events import Stored
+from .groups import NONE, kept_groups
 from .http import Fetcher, Politeness
 from .store import Document, DocumentStore as Store
 
@@ -75,11 +76,15 @@ class Context:
         """Store `document` (added/updated/unchanged). A document another source stored
         keeps what this one does not give: the metadata keys it lacks, its date when it
         has none (a site's feed carries less than its WordPress API; crawled after it, it
-        wiped the categories and reported the documents unchanged)."""
+        wiped the categories and reported the documents unchanged). A document stored with
+        groups keeps them when this crawl stamps none (a crawl of the site under another
+        start URL never makes a changed private article public), unless `--groups none`."""
         old = self.store.get(document.url)
         if old is not None and old.source != document.source:
             document = replace(document, meta={**(old.meta or {}), **(document.meta or {})}
                                or None, modified=document.modified or old.modified)
+        if self.options.groups != (NONE,):
+            document = kept_groups(document, old)
         return self.store.put(document)
 
     def doc_state(self, url: str) -> dict | None:

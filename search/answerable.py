@@ -172,25 +172,29 @@ class Verdict:
                 f" < {self.threshold:.3f}); give --min-score 0 to see the hits anyway")
 
 
-def refusal(index, query: str, method: str, min_score: float | None) -> Verdict | None:
+def refusal(index, query: str, method: str, min_score: float | None,
+            allowed=None) -> Verdict | None:
     """The stored model's verdict when it refuses `query` (never when a min_score is given:
-    it overrides the model as it does a floor). Called where the floor is applied."""
+    it overrides the model as it does a floor). Called where the floor is applied, with the
+    search's mask `allowed` (search/filters.py): the features read only what the search may
+    show, so a hidden document's scores never decide whether a reader gets hits."""
     if min_score is not None:
         return None
-    found = verdict(index, query, method)
+    found = verdict(index, query, method, allowed)
     return found if found is not None and found.refused else None
 
 
-def verdict(index, query: str, method: str) -> Verdict | None:
-    """The stored model's verdict on `query` searched with `method`; None without a model
-    (or when this index cannot compute one of its features)."""
+def verdict(index, query: str, method: str, allowed=None) -> Verdict | None:
+    """The stored model's verdict on `query` searched with `method` (among the chunks of the
+    mask `allowed` when given); None without a model (or when this index cannot compute one
+    of its features)."""
     model = model_of(index, method)
     if model is None:
         return None
     if model.shared:
-        return _shared_verdict(index, query, model)
+        return _shared_verdict(index, query, model, allowed)
     needed = [method, *(model.agreement if "agreement" in model.features else ())]
-    ranked = {m: _ranked(index, query, m) for m in dict.fromkeys(needed)}
+    ranked = {m: _ranked(index, query, m, allowed) for m in dict.fromkeys(needed)}
     lexicon = lexicon_of(index) if set(LEXICON) & set(model.features) else None
     values = features(query, ranked, method, lexicon=lexicon, agreement=model.agreement)
     if not values:
@@ -200,13 +204,13 @@ def verdict(index, query: str, method: str) -> Verdict | None:
     return Verdict(model.probability(values), model.threshold)
 
 
-def _shared_verdict(index, query: str, model: Model) -> Verdict | None:
+def _shared_verdict(index, query: str, model: Model, allowed) -> Verdict | None:
     """A shared model's verdict: the base methods it reads rank the question, whichever
     method searched (None when this build lacks one of them)."""
     if any(m not in index.manifest.methods for m in model.methods):
         return None
     pair = base_pair(model.methods)
-    ranked = {m: _ranked(index, query, m) for m in model.methods}
+    ranked = {m: _ranked(index, query, m, allowed) for m in model.methods}
     lexicon = lexicon_of(index) if pair[0] else None
     values = shared_features(query, ranked, pair, lexicon=lexicon)
     if any(f not in values for f in model.features):
@@ -214,8 +218,8 @@ def _shared_verdict(index, query: str, model: Model) -> Verdict | None:
     return Verdict(model.probability(values), model.threshold)
 
 
-def _ranked(index, query: str, method: str):
+def _ranked(index, query: str, method: str, allowed):
     try:
-        return rank(index, query, method=method, k=WINDOW)
+        return rank(index, query, method=method, k=WINDOW, allowed=allowed)
     except NoSearchableTerms:
         return np.empty(0, np.int64), np.empty(0)

@@ -163,7 +163,7 @@ def build_context(index, store: Store, question: str, *, method: str = "tfidf",
                               backfill=True, floor=floor, fusion=fusion, allowed=allowed)
     except NoSearchableTerms as e:
         return Context(question, method, floor, (), reason=str(e), max_chars=max_chars)
-    refused = refusal(index, question, method, min_score)
+    refused = refusal(index, question, method, min_score, allowed)
     if refused is not None:
         return Context(question, method, floor, (), reason=refused.reason, max_chars=max_chars)
     passing = [h for h in hits if floor is None or h.score >= floor]

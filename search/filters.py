@@ -80,8 +80,16 @@ class Visible:
 
 
 def visible_to(groups, *, private: bool = False) -> Visible:
-    """The rule of a reader of `groups` (documents without groups: public unless `private`)."""
-    return Visible(frozenset(groups), private)
+    """The rule of a reader of `groups`, a list of names or a comma string (documents
+    without groups: public unless `private`); BadFilter for anything else ("staff" was read
+    as the groups s, t, a and f)."""
+    if isinstance(groups, str):
+        groups = groups.split(",")
+    if not isinstance(groups, (list, tuple, set, frozenset)) or not all(
+            isinstance(g, str) for g in groups):
+        raise BadFilter(f"visible_to takes the reader's group names, e.g. [\"staff\", \"hr\"]"
+                        f" or \"staff,hr\", not {type(groups).__name__}")
+    return Visible(frozenset(g.strip() for g in groups if g.strip()), private)
 
 
 class BadFilter(BuscaError, ValueError):

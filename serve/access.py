@@ -24,6 +24,7 @@ from ..corpus import ContextSpec, SearchSpec
 from ..crawler import BadGroup, check_groups
 from ..errors import BuscaError
 from ..search.facets import facets
+from ..search.hits import StaleIndex
 from ..search.filters import Visible, counts, parse_filters, visible_to
 from .errors import HttpError
 
@@ -104,7 +105,7 @@ def load(path: str | Path, *, private: bool = False, writer: str | None = None) 
     """The Access of a tokens file (a local or PostgreSQL home alike); BadTokens naming the
     problem (never a token)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")  # a BOM (Notepad) is no token
     except (OSError, UnicodeDecodeError) as e:
         raise BadTokens(f"cannot read the tokens file {path}: {getattr(e, 'strerror', 0) or e}"
                         ) from None
@@ -180,8 +181,23 @@ class Scoped:
         return self.engine.facets((self.rule, *filters))
 
     def chunk(self, chunk_id: int):
-        hit = self.engine.chunk(chunk_id)
+        try:
+            hit = self.engine.chunk(chunk_id)
+        except StaleIndex:  # names its document's URL: only to who may see the document
+            if not self._admits_source(chunk_id):
+                return None
+            raise
         return hit if hit is not None and self.rule.admits(hit.meta) else None
+
+    def _admits_source(self, chunk_id: int) -> bool:
+        """Whether this request may see the document in the store that chunk_id was cut
+        from (none: a document gone from the store is missing to a restricted reader)."""
+        def work(live):
+            [row] = live.index.chunks([chunk_id])
+            document = self.engine.home().get(row.url)
+            return document is not None and self.rule.admits(document.meta)
+
+        return self.engine.run(work)
 
     def stats(self) -> dict:
         """The build's figures with the counts of what this request may see (the documents,

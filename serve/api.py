@@ -14,7 +14,9 @@ from starlette.responses import JSONResponse
 
 from .. import index as indexing
 from .. import search as searching
-from ..crawler import Document
+from ..crawler import BadGroup, Document, check_groups
+from ..crawler.files import jsonl_meta
+from ..crawler.groups import GROUPS
 from . import access, openapi, params
 from .engine import Engine
 from .errors import BadParameter, HttpError
@@ -139,8 +141,9 @@ async def add_documents(request: Request) -> JSONResponse:
         raise HttpError(413, f"{len(items)} documents in one request; at most"
                              f" {params.MAX_DOCUMENTS}")
     docs = [_document(item, n) for n, item in enumerate(items, start=1)]
+    keep = {d.url for d, item in zip(docs, items) if "groups" not in item}
     engine = _engine(request)
-    return JSONResponse(await _threaded(lambda: engine.add(docs)))
+    return JSONResponse(await _threaded(lambda: engine.add(docs, keep_groups=keep)))
 
 
 def _document(item: object, n: int) -> Document:
@@ -157,7 +160,27 @@ def _document(item: object, n: int) -> Document:
     modified = item.get("modified")
     if modified is not None and not isinstance(modified, str):
         raise BadParameter(f"{where}: modified must be a string (ISO 8601) or absent")
-    return Document(item["url"].strip(), title, item["text"], source="api", modified=modified)
+    return Document(item["url"].strip(), title, item["text"], source="api", modified=modified,
+                    meta=_meta(item, where))
+
+
+def _meta(item: dict, where: str) -> dict | None:
+    """A document's metadata: its `meta` object with its `groups` (checked names), as a
+    JSONL line of `busca add` gives them."""
+    given, groups = item.get("meta"), item.get("groups")
+    if given is not None and not isinstance(given, dict):
+        raise BadParameter(f'{where}: meta must be an object, e.g. {{"category": "RH"}}')
+    if isinstance(given, dict) and GROUPS in given:
+        raise BadParameter(f'{where}: give groups beside meta, not in it: "groups": ["staff"]')
+    if groups is not None and not (isinstance(groups, list)
+                                   and all(isinstance(g, str) for g in groups)):
+        raise BadParameter(f'{where}: groups must be a list of group names, e.g. ["staff"]')
+    if groups:
+        try:
+            check_groups(",".join(groups))
+        except BadGroup as e:
+            raise BadParameter(f"{where}: {e}") from None
+    return jsonl_meta({"meta": given or {}, GROUPS: groups or None})
 
 
 async def rebuild(request: Request) -> JSONResponse:

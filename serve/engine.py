@@ -18,6 +18,7 @@ from ..corpus import ContextSpec, Corpus, Result, SearchSpec, context_build, rer
 from ..corpus.live import Live, LiveBuild
 from ..index.dense.rerank_api import RerankError, RerankSettings
 from ..crawler import Document
+from ..crawler.groups import kept_groups
 from ..index.text.chunking import chunker_label
 from .errors import BuildRunning
 
@@ -166,13 +167,16 @@ class Engine:
         return self.log_queries if wanted is None else wanted
 
     # --- writes (only with --token) ----------------------------------------------------
-    def add(self, documents: list[Document]) -> dict:
-        """Store documents as `busca add` does; counts of added/updated/unchanged.
-        BuildRunning (409) while a rebuild runs: the request is not kept waiting for it."""
+    def add(self, documents: list[Document], *, keep_groups=frozenset()) -> dict:
+        """Store documents as `busca add` does; counts of added/updated/unchanged. Those
+        whose URL is in `keep_groups` (given without groups) keep the groups of their stored
+        version. BuildRunning (409) while a rebuild runs: the request is not kept waiting."""
         if not self._writing.acquire(blocking=False):
             raise BuildRunning()
         try:
             corpus = self.corpus()
+            documents = [kept_groups(d, corpus.home.get(d.url)) if d.url in keep_groups else d
+                         for d in documents]
             return {**corpus.add(documents), "documents": corpus.home.count()}
         finally:
             self._writing.release()

@@ -84,7 +84,8 @@ class Field:
 
 _SCHEMAS = {"filters": {"type": "array", "items": {"type": "string"}},
             "integer": {"type": "integer"}, "number": {"type": "number"},
-            "flag": {"type": "boolean"}, "question": {"type": "string"}}
+            "flag": {"type": "boolean"}, "question": {"type": "string"},
+            "groups": {"type": "array", "items": {"type": "string"}}, "meta": {"type": "object"}}
 
 
 def read(fields: Sequence[Field], data: Mapping, known: Sequence[str] = ()) -> dict:
@@ -139,7 +140,12 @@ INDEX = (Field("size", "integer", "Words per window (default: the build's).", No
 DOCUMENT = (Field("url", "string", "The document's URL (its id).", required=True),
             Field("title", "string", "Its title (default: the URL)."),
             Field("text", "string", "Its text.", required=True),
-            Field("modified", "string", "When it last changed (ISO 8601)."))
+            Field("modified", "string", "When it last changed (ISO 8601)."),
+            Field("groups", "groups", "Who may read it when busca serve runs with --tokens:"
+                  " group names, e.g. [\"staff\"] (absent: the groups its stored version has,"
+                  " none for a new document; []: public)."),
+            Field("meta", "meta", "Its metadata, which filters and facets read: an object of"
+                  " texts, numbers, yes/no and lists of them, e.g. {\"category\": \"RH\"}."))
 
 
 def search_spec(args: Mapping, known: list[str]) -> SearchSpec:

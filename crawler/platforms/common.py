@@ -60,7 +60,7 @@ def read_whole(ctx: Context, url: str, source: str,
     documents = parse(response.body, response.url)
     yield Expected(len(documents))
     for document in documents:
-        status = ctx.store.put(document)
+        status = ctx.put(document)
         ctx.set_doc_state(document.url, {"source": source, "site": site})
         yield Stored(document.url, status)
     if documents:

@@ -118,4 +118,4 @@ def _topic(ctx: Context, root: str, topic: dict, url: str, categories: dict):
     document = Document(url, title_text(data.get("title") or topic.get("title") or ""), text,
                         "discourse", data.get("last_posted_at") or topic["bumped_at"],
                         meta={k: v for k, v in meta.items() if v is not None} or None)
-    return Stored(url, ctx.store.put(document))
+    return Stored(url, ctx.put(document))

@@ -117,7 +117,7 @@ def _post(ctx: Context, root: str, listed: dict, url: str):
     document = Document(url, title_text(post.get("title") or listed.get("title") or ""), text,
                         "substack", post.get("updated_at") or post.get("post_date"),
                         meta=_meta(post) or None)
-    return Stored(url, ctx.store.put(document))
+    return Stored(url, ctx.put(document))
 
 
 def _meta(post: dict) -> dict:

@@ -74,3 +74,46 @@ def test_a_recrawl_without_groups_keeps_stamping_the_remembered_ones(run, home):
         changed = _groups(home)[site.link(first)]
         quiet = run("crawl", site.url, *FAST)
     assert changed is None and "remembered" not in quiet.stderr
+
+
+def test_a_recrawl_under_another_spelling_of_the_start_url_keeps_the_groups(run, home):
+    """The groups are remembered for the start URL as a site's address (scheme and host in
+    any case, default port, an empty query), and a crawl that stamps none — another start
+    URL of the same site — keeps a changed private article's groups: only `--groups none`
+    makes documents public."""
+    with FixtureSite(load_articles()[:2]) as site:
+        run("crawl", site.url, *FAST, "--groups", "staff")
+        first = site.articles[0]
+        spelled = site.url.replace("http://", "HTTP://").rstrip("/") + "/?"
+        site.edit(first["id"], content=first["content"].replace("</p>", " Novo.</p>", 1))
+        again = run("crawl", spelled, *FAST)
+        assert again.exit_code == 0, again.output
+        assert "remembered from the last crawl" in again.stderr
+        time.sleep(1.1)  # the modified date has whole seconds
+        site.edit(first["id"], content=first["content"].replace("</p>", " Mais.</p>", 1))
+        other = run("crawl", site.url + "wp-json/", *FAST, "--json")  # the same source
+        assert other.exit_code == 0 and json.loads(other.stdout)["updated"] == 1, other.output
+        assert _groups(home)[site.link(first)] == ["staff"]  # changed, kept private
+        time.sleep(1.1)
+        site.edit(first["id"], content=first["content"].replace("</p>", " Enfim.</p>", 1))
+        run("crawl", site.url + "wp-json/", *FAST, "--groups", "none")
+    assert _groups(home)[site.link(first)] is None
+
+
+def test_an_empty_groups_in_meta_never_hides_the_line_s_groups(run, home, tmp_path):
+    source = write_jsonl(tmp_path / "docs.jsonl", [
+        {"url": "https://a.example/1", "text": "um", "groups": ["staff"], "meta": {"groups": ""}},
+        {"url": "https://a.example/2", "text": "dois", "groups": "", "meta": {"groups": "hr"}}])
+    assert run("add", str(source)).exit_code == 0
+    assert _groups(home) == {"https://a.example/1": ["staff"], "https://a.example/2": ["hr"]}
+
+
+def test_the_start_key_of_one_site_spelled_many_ways():
+    from busca.crawler.groups import start_key
+
+    same = ["http://h.example/", "HTTP://H.Example:80/", "http://h.example", "http://h.example/?",
+            "http://h.example/#top", " http://h.example/ "]
+    assert {start_key(u) for u in same} == {"http://h.example/"}
+    assert start_key("https://h.example:8443/blog?x=1") == "https://h.example:8443/blog?x=1"
+    assert start_key("http://[::1]:8080/") == "http://[::1]:8080/"
+    assert start_key("http://h.example/Blog") != start_key("http://h.example/blog")

@@ -370,3 +370,34 @@ def test_the_logistic_fit_is_sklearns_balanced_l2_optimum(seed):
     coefficients, intercept = balanced_logistic(z, y)
     assert np.allclose(coefficients, oracle.coef_[0], rtol=1e-4, atol=1e-5)
     assert abs(intercept - oracle.intercept_[0]) < 1e-4
+
+
+def test_a_filtered_search_is_judged_on_what_it_may_show(run, home, tmp_path):
+    """The answerability model reads only the chunks a search may show (a filter, a reader's
+    groups): a hidden document's scores never decide whether a reader gets hits (with every
+    other article hidden, they flipped 13 of the 76 verdicts)."""
+    import busca
+    from busca.search import answerable, visible_to
+    from busca.search.filters import allowed
+
+    lines = (FIXTURES / "site" / "articles.jsonl").read_text(encoding="utf-8").splitlines()
+    articles = [{**json.loads(line), **({"groups": ["staff"]} if i % 2 else {})}
+                for i, line in enumerate(lines) if line.strip()]
+    assert run("add", str(write_jsonl(tmp_path / "docs.jsonl", articles))).exit_code == 0
+    assert run("index", "-q", "--methods", "tfidf,bm25").exit_code == 0
+    golden = FIXTURES / "golden" / "golden.json"
+    assert run("eval", str(golden), "-q", "--calibrate", "--json").exit_code == 0
+    public = visible_to([])
+    corpus = busca.open(home, create=False)
+    mask = allowed(corpus.build, corpus.home, [public])
+    judged = flipped = 0
+    for item in json.loads(golden.read_text(encoding="utf-8")):
+        question = item["pergunta"]
+        found = corpus.search(question, method="bm25", k=3, filters=[public], log=False)
+        inside = answerable.verdict(corpus.build, question, "bm25", mask)
+        whole = answerable.verdict(corpus.build, question, "bm25")
+        flipped += inside.refused != whole.refused
+        if found.refused or found.hits:
+            assert found.refused is inside.refused, question
+            judged += 1
+    assert flipped and judged >= 50

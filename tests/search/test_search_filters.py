@@ -168,3 +168,16 @@ def test_hits_carry_the_documents_metadata(built):
     metas = {d.url: d.meta for d in docs}
     assert result.hits and all(h.to_json()["meta"] == metas[h.url] for h in result.hits)
     assert all(hit["meta"] == metas[hit["url"]] for hit in result.to_json()["hits"])
+
+
+def test_visible_to_takes_names_or_a_comma_string_and_refuses_the_rest():
+    """visible_to("staff") was the groups s, t, a and f; None a TypeError."""
+    from busca.search import visible_to
+    from busca.search.filters import BadFilter
+
+    assert visible_to("staff, hr").groups == visible_to(["staff", "hr"]).groups == {"staff", "hr"}
+    assert not visible_to("staff").admits({"groups": ["a"]})
+    assert visible_to("staff").admits({"groups": ["hr", "staff"]})
+    for bad in (None, 5, [1], {"staff": 1}):
+        with pytest.raises(BadFilter, match="group names"):
+            visible_to(bad)

@@ -300,3 +300,73 @@ def test_the_page_facets_count_only_what_the_token_may_see(server, token):
     shown = {u for u in ALL if u in html.split('id="hits"')[-1]}
     assert status == 200 and shown == {u for u in SEES[token]
                                        if u in ("https://s.example/ferias",)}
+
+
+def test_a_changed_hidden_document_answers_its_chunk_id_as_a_missing_one(tmp_path, tokens_file):
+    """A document changed in the store since the build makes its chunk a 409 naming its URL:
+    only to who may see it; to anyone else the id answers exactly as a missing one."""
+    home = tmp_path / "home"
+    source = write_jsonl(tmp_path / "docs.jsonl", DOCS)
+    changed = write_jsonl(tmp_path / "changed.jsonl", [
+        {**DOCS[0], "text": "O reajuste dos salários da gerência sai em abril."}])
+    for args in (["add", str(source)], ["index", "-q", "--methods", "bm25"],
+                 ["add", str(changed)]):
+        result = CliRunner().invoke(cli, ["--home", str(home), *args], obj={})
+        assert result.exit_code == 0, result.output
+    with Server(home, "--no-log", "--tokens", str(tokens_file), "--token", WRITER) as server:
+        chunks = json.loads(get(server, "api/stats", WRITER)[1])["chunks"]
+        stale = [i for i in range(chunks) if get(server, f"api/chunk/{i}", WRITER)[0] == 409]
+        assert len(stale) == 1
+        for token in (None, SALES):
+            status, text, _ = get(server, f"api/chunk/{stale[0]}", token)
+            assert (status, json.loads(text)) == (404, {
+                "error": f"no chunk {stale[0]} in the live index", "status": 404})
+        status, text, _ = get(server, f"api/chunk/{stale[0]}", STAFF)
+        assert status == 409 and "https://s.example/salarios" in text
+
+
+def test_a_tokens_file_saved_with_a_bom_keeps_its_first_token(tmp_path):
+    """Notepad writes a BOM: it is no part of the first token (whose reader got 401)."""
+    path = tmp_path / "tokens.txt"
+    for text in (f"{STAFF} staff\n{SALES} sales\n", f"# readers\n{STAFF} staff\n"):
+        path.write_text("\ufeff" + text, encoding="utf-8")
+        readers = access.load(path).readers
+        assert readers[0].token == STAFF.encode() and readers[0].groups == {"staff"}
+
+
+def test_documents_posted_with_groups_and_meta_and_an_update_keeps_the_groups(tmp_path,
+                                                                              tokens_file):
+    """POST /api/documents takes a document's groups and metadata as busca add's JSONL does;
+    an update that leaves groups out keeps the stored ones (it made a private document public),
+    `"groups": []` makes it public; bad groups or meta are a 400 naming the fix."""
+    home = tmp_path / "home"
+    source = write_jsonl(tmp_path / "docs.jsonl", DOCS)
+    for args in (["add", str(source)], ["index", "-q", "--methods", "bm25"]):
+        assert CliRunner().invoke(cli, ["--home", str(home), *args], obj={}).exit_code == 0
+    salarios = {**DOCS[0], "text": "O reajuste dos salários da gerência sai em abril."}
+    del salarios["groups"]
+    new = {"url": "https://s.example/novo", "title": "Novo", "text": "Plano de saúde em março.",
+           "groups": ["sales"], "meta": {"category": "RH"}}
+
+    def post(server, *documents):
+        return get(server, "api/documents", WRITER, data={"documents": list(documents)})
+
+    with Server(home, "--no-log", "--tokens", str(tokens_file), "--token", WRITER) as server:
+        assert post(server, salarios, new)[0] == 200
+        assert get(server, "api/index", WRITER, data={})[0] == 200
+        assert search_urls(server, None, "abril", "bm25") == set()  # still staff's alone
+        assert search_urls(server, STAFF, "abril", "bm25") == {"https://s.example/salarios"}
+        assert search_urls(server, SALES, "saúde", "bm25") == {"https://s.example/novo"}
+        status, text, _ = get(server, "api/search?" + urlencode(
+            {"q": "saúde", "method": "bm25", "filter": "category=RH"}), SALES)
+        assert status == 200 and json.loads(text)["hits"][0]["meta"]["category"] == "RH"
+        assert post(server, {**salarios, "groups": []})[0] == 200
+        assert get(server, "api/index", WRITER, data={})[0] == 200
+        assert search_urls(server, None, "abril", "bm25") == {"https://s.example/salarios"}
+        for bad, message in ((["two words"], "bad group name"), ("staff", "list of group"),
+                             ({"x": 1}, "list of group")):
+            status, text, _ = post(server, {**new, "groups": bad})
+            assert status == 400 and message in json.loads(text)["error"], text
+        for bad in ("RH", {"groups": "staff"}):
+            status, text, _ = post(server, {**new, "meta": bad})
+            assert status == 400 and "meta" in json.loads(text)["error"], text
