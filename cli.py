@@ -925,7 +925,8 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
                                " --tune-fusion or --compare")
     if plot:
         evaluation.require_matplotlib()
-    _outputs_spare(golden, {"--report": report, "--run-out": run_out}, ctx.obj["home"])
+    _outputs_spare(golden, {"--report": report, "--run-out": run_out, "--plot": plot},
+                   ctx.obj["home"])
     golden_set = evaluation.load_golden(golden, split=split)
     spec = api.EvalSpec(methods=tuple(_split(methods)) if methods else None,
                         metrics=tuple(metrics), key=key, by=_eval_tags(golden_set, by),
@@ -959,9 +960,10 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
 
 
 def _outputs_spare(golden: str, outputs: dict[str, str | None], home: str) -> None:
-    """Bad usage when an output file (with --run-out's .trec and .qrels beside it) is the
-    golden set or a file of its BEIR folder (the labels would be overwritten), another
-    output's file, or a file of a local home but its runs/ (busca.db would be)."""
+    """Bad usage when an output file (with --run-out's .trec and .qrels beside it; --plot's
+    folder) is the golden set or a file of its BEIR folder (the labels would be
+    overwritten), another output's file, or a file of a local home but its runs/ (busca.db
+    would be)."""
     source = Path(golden).resolve()
     inside = None if "://" in home else Path(home).resolve()  # a folder, not a URL
     taken: dict[Path, str] = {}
@@ -969,7 +971,7 @@ def _outputs_spare(golden: str, outputs: dict[str, str | None], home: str) -> No
         if not path:
             continue
         written = Path(path).resolve()
-        near = [written] if option == "--report" else [
+        near = [written] if option in ("--report", "--plot") else [
             written, *(evaluation.runs.beside(written, x) for x in (".trec", ".qrels"))]
         for w in near:
             if w == source or (source.is_dir() and w.is_relative_to(source) and w.exists()):

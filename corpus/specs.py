@@ -18,7 +18,7 @@ from ..search.collapse import PER_DOC
 from ..search.context import MAX_CHARS, PER_DOC as CONTEXT_PER_DOC
 from ..search.fusion import FUSION, RRF_K, WINDOW, FusionSettings
 from ..search.hits import Hit
-from ..search.scorers import K
+from ..search.scorers import K, MOST
 
 if TYPE_CHECKING:
     from ..index.dense.rerank_api import RerankSettings
@@ -35,7 +35,6 @@ _WHOLE = {"k": 1, "offset": 0, "per_doc": 0, "window": 1, "max_chars": 1}  # lea
 _DEFAULTS = {"fusion": FUSION, "window": WINDOW, "rrf_k": RRF_K, "weights": None}
 
 
-MOST = 10 ** 9  # any whole-number option: far beyond any index, within SQLite's integers
 
 
 def check_whole(name: str, value: object, least: int) -> None:

@@ -158,8 +158,11 @@ def _jsonl(name: str, text: str) -> Iterator[Document | Problem]:
         where = f"{name}:{number}"
         try:
             item = json.loads(line)
-        except ValueError as e:
+        except json.JSONDecodeError as e:
             yield Problem(where, f"invalid JSON ({e.msg} at column {e.colno})")
+            continue
+        except ValueError as e:  # a number of over 4,300 digits (Python's int limit)
+            yield Problem(where, f"a value busca cannot read ({e}); write it as a string")
             continue
         if not isinstance(item, dict):
             yield Problem(where, 'expected an object like {"url": …, "title": …, "text": …}')

@@ -43,7 +43,7 @@ def read_pdf(data: bytes) -> PdfText:
     """Text and page offsets of a PDF; PdfError naming the problem and the fix."""
     try:
         from pypdf import PdfReader
-        from pypdf.errors import PdfReadError
+        from pypdf.errors import DependencyError, LimitReachedError, PyPdfError
     except ImportError:
         raise PdfError(f"reading PDFs needs pypdf: {EXTRA}") from None
     logging.getLogger("pypdf").setLevel(logging.ERROR)
@@ -53,13 +53,23 @@ def read_pdf(data: bytes) -> PdfText:
             raise PdfError("the PDF is encrypted with a password; decrypt it first")
         texts = [_page_text(page) for page in reader.pages]
         title = (reader.metadata or {}).get("/Title") if reader.metadata else None
-    except (PdfReadError, ValueError, KeyError, TypeError, OSError) as e:
+    except LimitReachedError:  # a stream that inflates past pypdf's limit (75 MB): a bomb
+        raise PdfError("the PDF has a stream too large to decompress (over pypdf's limit);"
+                       " busca does not read it") from None
+    except DependencyError as e:
+        raise PdfError(f"reading this PDF needs another package: {e}") from None
+    except (PyPdfError, ValueError, KeyError, TypeError, OSError) as e:
         raise PdfError(f"damaged or unreadable PDF ({e})") from None
     return _assemble(texts, str(title).strip() if title else "")
 
 
+# typographic ligatures a PDF's fonts give ("ﬁcha"), as the letters a question types
+LIGATURES = {c: unicodedata.normalize("NFKC", chr(c)) for c in range(0xFB00, 0xFB07)}
+
+
 def _page_text(page) -> str:
-    return unicodedata.normalize("NFC", plain_text(page.extract_text() or ""))
+    text = plain_text(page.extract_text() or "").translate(LIGATURES)
+    return unicodedata.normalize("NFC", text)
 
 
 def _assemble(texts: list[str], title: str) -> PdfText:

@@ -16,6 +16,7 @@ from .fusion import (FusionSettings, HybridScorer, components, describe, describ
                      share_of, stored_settings)
 
 K = 3
+MOST = 10 ** 9  # any whole-number option: far beyond any index, within SQLite's integers
 
 
 def available_methods(index) -> list[str]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from ...errors import BuscaError
+from ..scorers import MOST
 
 KINDS = ("recall", "mrr", "ndcg")
 KS = (1, 3, 5, 10)
@@ -79,9 +80,9 @@ def parse_metric(name: str) -> Metric:
 def parse_ks(text: str) -> tuple[int, ...]:
     """"1,3,5,10" -> (1, 3, 5, 10), sorted and unique; MetricError on anything else."""
     parts = [p.strip() for p in text.split(",") if p.strip()]
-    if not parts or not all(p.isdigit() and int(p) > 0 for p in parts):
-        raise MetricError(f"-k takes positive integers separated by commas, e.g. 1,3,5,10;"
-                          f" got {text!r}")
+    if not parts or not all(p.isascii() and p.isdigit() and 0 < int(p) <= MOST for p in parts):
+        raise MetricError(f"-k takes positive integers up to {MOST:,} separated by commas,"
+                          f" e.g. 1,3,5,10; got {text!r}")
     return tuple(sorted({int(p) for p in parts}))
 
 

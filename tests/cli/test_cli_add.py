@@ -86,3 +86,17 @@ def test_a_document_given_twice_in_one_add_is_noted(run, tmp_path):
     assert "note: https://a/1 comes more than once in the input; the last one is kept" \
         in result.stderr
     assert "https://a/2" not in result.stderr
+
+
+def test_a_number_of_thousands_of_digits_is_one_line_and_the_rest_is_added(run, home,
+                                                                            tmp_path):
+    """Python refuses ints of over 4,300 digits with a plain ValueError, which the JSON
+    message's handler read as a JSONDecodeError (a traceback)."""
+    source = tmp_path / "big.jsonl"
+    source.write_text('{"url": "https://a.example/1", "text": "um", "n": ' + "1" * 5000 + "}\n"
+                      '{"url": "https://a.example/2", "text": "dois"}\n', encoding="utf-8")
+    result = run("add", str(source))
+    assert result.exit_code == 1 and "Traceback" not in result.output  # one line skipped
+    assert "big.jsonl:1: a value busca cannot read" in result.stderr and "1 added" in result.stdout
+    with Store(home) as store:
+        assert [d.url for d in store.documents()] == ["https://a.example/2"]

@@ -30,7 +30,8 @@ def test_eval_outputs_never_overwrite_each_other_or_the_home(run, lexical, home,
             (["--report", str(tmp_path / "r.trec"), "--run-out", str(tmp_path / "r.json")],
              "would overwrite r.trec, which --report writes"),
             (["--report", str(store)], "whose files it could overwrite"),
-            (["--run-out", str(home / "run.json")], "whose files it could overwrite")):
+            (["--run-out", str(home / "run.json")], "whose files it could overwrite"),
+            (["--plot", str(home)], "whose files it could overwrite")):
         result = run("eval", str(lexical), "-q", *options)
         assert result.exit_code == 2, result.output
         assert words in result.stderr

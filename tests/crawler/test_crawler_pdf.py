@@ -108,3 +108,18 @@ def test_crawl_reads_linked_pdfs_only_when_asked(tmp_path):
     assert report.counts["added"] == 1 and document.title == "manual.pdf"
     assert [n for n, _ in document.meta["pages"]] == [1, 2, 4]
     assert "Reembolso" in document.text
+
+
+def test_ligatures_become_the_letters_a_question_types():
+    """A PDF's font gives "ﬁcha" (U+FB01): no question typed "ficha" found it."""
+    pdf = read_pdf(make_pdf(["A ﬁcha de inscrição e o ﬂuxo de conﬁguração."]))
+    assert pdf.text.startswith("A ficha de inscrição e o fluxo de configuração.")
+
+
+def test_a_decompression_bomb_is_one_problem(tmp_path):
+    """A 80 KB file whose page inflates to 80 MB: pypdf's limit, a traceback before."""
+    path = tmp_path / "bomba.pdf"
+    path.write_bytes(make_pdf(["Relatório"], padding=80 * 2 ** 20))
+    assert path.stat().st_size < 200_000
+    [problem] = list(read_files([str(path)]))
+    assert isinstance(problem, Problem) and "too large to decompress" in problem.message

@@ -30,7 +30,8 @@ def test_unknown_metrics_name_the_valid_forms(name):
 
 def test_ks_are_positive_integers():
     assert parse_ks("10,1, 3,3") == (1, 3, 10)
-    for bad in ("0", "1,a", "-1", "", "1.5"):
+    assert parse_ks("1000000000") == (10 ** 9,)
+    for bad in ("0", "1,a", "-1", "", "1.5", "1000000001", "73786976294838206464", "²"):
         with pytest.raises(MetricError, match="positive integers"):
             parse_ks(bad)
 
