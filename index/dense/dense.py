@@ -62,8 +62,10 @@ def build(texts: Sequence[str], out, *, options: dict, previous=None,
     cache = _open_cache(options, encoder)
     try:
         from_cache = _from_cache(cache, encoder, hashes, found)
-        if cache is not None and found and not _same_model(encoder, texts, found):
-            cache.forget(encoder.cache_key)
+        changed = _model_changed(encoder, texts, found)
+        if changed:
+            if cache is not None:
+                cache.forget(encoder.cache_key)
             found, from_cache = {}, 0
         todo = [row for row in range(len(texts)) if row not in found]
         truncated = encoder.count_truncated([texts[i] for i in todo])
@@ -79,7 +81,8 @@ def build(texts: Sequence[str], out, *, options: dict, previous=None,
     vectors = _stack(found, len(texts), encoder)
     out.save_array(array_key(method), "vectors", vectors)
     out.save_array(array_key(method), "hashes", hashes)
-    groups = _groups(texts, vectors, hashes, out, method, encoder, options, previous, progress)
+    groups = _groups(texts, vectors, hashes, out, method, encoder, options,
+                     None if changed else previous, progress)
     entry = {"name": model.name, "encoder": encoder.name, "encoder_version": encoder.version,
              "dimension": encoder.dimension, "max_length": encoder.max_length,
              "encoded": len(todo), "reused": len(texts) - len(todo) - from_cache,
@@ -198,6 +201,15 @@ def _from_cache(cache: VectorCache | None, encoder: Encoder, hashes: np.ndarray,
     if added and encoder.dimension is None:
         encoder.dimension = known
     return added
+
+
+def _model_changed(encoder: Encoder, texts: Sequence[str], found: dict) -> bool:
+    """Whether a server's model (an encoder with a cache key: its vectors come from the
+    user's server, on every backend) answers otherwise than the vectors reused in `found`
+    from the previous build or the cache: then none of them, nor the previous build's
+    sentence groups, may be kept."""
+    return (bool(found) and getattr(encoder, "cache_key", None) is not None
+            and not _same_model(encoder, texts, found))
 
 
 def _same_model(encoder: Encoder, texts: Sequence[str], found: dict) -> bool:

@@ -141,3 +141,33 @@ def test_search_refuses_a_server_that_changed_dimension(store):
         server.faults = [("dim", 32)]
         with pytest.raises(DimensionChanged, match="expected 64"):
             encoder.encode(["uma pergunta"], query=True)
+
+
+def test_a_model_replaced_under_its_name_is_checked_without_a_cache_too(store):
+    """A PostgreSQL home has no vector cache: the check of the model was skipped there, and
+    the old model's vectors were reused for ever."""
+    with FaultyServer() as server:
+        options = {"dense": "openai:fake-model", "server": ServerSettings(server.url, batch=2)}
+        server.dimension = 8
+        build_index(store, methods=("tfidf", "dense"), options=options)
+        server.dimension = 16
+        entry = build_index(store, methods=("tfidf", "dense"), options=options)
+    assert entry["methods"]["dense"]["dimension"] == 16
+    assert entry["methods"]["dense"]["encoded"] == 4
+
+
+def test_a_model_replaced_with_the_same_dimension_encodes_its_groups_again(store):
+    """The windows were encoded again, but every sentence group kept the old model's vector
+    (reused by text) when the new model had the same dimension."""
+    store.put(Document("https://x.example/long", "Longo", "O gato dorme. O cão late alto."
+                       " A ave canta cedo. O peixe nada fundo."))
+    with FaultyServer() as server:
+        options = {"dense": "openai:fake-model", "vector_cache": store.home,
+                   "server": ServerSettings(server.url, batch=2), "dense_groups": 3}
+        build_index(store, methods=("tfidf", "dense"), options=options)
+        first = build_index(store, methods=("tfidf", "dense"), options=options)["methods"]["dense"]
+        plain = server.vector
+        server.vector = lambda text, dimension=None: plain(text, dimension)[::-1]
+        entry = build_index(store, methods=("tfidf", "dense"), options=options)["methods"]["dense"]
+    assert first["groups_encoded"] == 0 < first["group_vectors"]
+    assert entry["groups_encoded"] > 0 and entry["encoded"] == 5
