@@ -164,6 +164,16 @@ class Guarded:
                 self.raw.patience = None
 
     @contextmanager
+    def reading(self):
+        """A streaming read in the block (a COPY, a named cursor through `cursor()`) fails,
+        as `execute`'s reads do, after `answer_wait` seconds of silence."""
+        self.raw.patience = self._connections.answer_wait
+        try:
+            yield self
+        finally:
+            self.raw.patience = None
+
+    @contextmanager
     def transaction(self):
         with self._connections.guard(conn=self.raw), self.raw.transaction() as tx:
             yield tx
@@ -270,7 +280,10 @@ def _silence_limited(gen, seconds: float, conn):
     sends 0 at each of its short intervals without an event."""
     import psycopg
 
-    state = next(gen)
+    try:
+        state = next(gen)
+    except StopIteration as stop:  # (nothing to wait for)
+        return stop.value
     heard = time.monotonic()
     while True:
         ready = yield state

@@ -307,7 +307,7 @@ class PostgresBuild:
         dimension = int(entry["dimension"])
         conn = self.conn()
         buf = io.BytesIO()
-        with self.home.guard(), conn.cursor().copy(
+        with self.home.guard(), conn.reading(), conn.cursor().copy(
                 f"COPY (SELECT embedding FROM {self.table(method)} ORDER BY chunk) TO STDOUT"
                 " (FORMAT BINARY)") as copy:
             for block in copy:

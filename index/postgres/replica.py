@@ -53,9 +53,12 @@ class Routes:
         return self.primary.get() if self._wrote else self.standby.get()
 
     def reads_connect(self, *, autocommit: bool = True):
-        """A new connection to where documents are read (for a streaming cursor)."""
+        """A new connection to where documents are read (for a streaming cursor): its reads
+        give up after `answer_wait` seconds of silence, as a question's do."""
         source = self.primary if self._wrote else self.standby
-        return source.connect(autocommit=autocommit)
+        conn = source.connect(autocommit=autocommit)
+        conn.patience = source.answer_wait
+        return conn
 
     def close(self) -> None:
         self.primary.close()

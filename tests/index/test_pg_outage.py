@@ -126,3 +126,44 @@ def test_a_frozen_database_is_a_503_after_answer_wait_not_a_request_that_waits_f
         assert "answer_wait" in answer.json()["error"] and 2 <= waited < 15
         assert _hits(server) == expected
     assert "Traceback" not in "".join(server.stderr)
+
+
+@pytest.mark.parametrize("read", ["documents", "vectors"])
+def test_a_streaming_read_from_a_frozen_database_fails_after_answer_wait(database, monkeypatch,
+                                                                        fake,
+                                                                        read):
+    """The documents' server-side cursor (busca eval, builds) and the dense vectors' COPY
+    waited for ever on a frozen server: they fail after ?answer_wait= seconds of silence,
+    as a question does, and read again once it thaws."""
+    import psycopg
+
+    from busca import open as open_corpus
+    from busca.index import PostgresError
+
+    home = database.url("frozen_stream") + "?corpus=site&answer_wait=2"
+    assert invoke("--home", home, "add", str(FIXTURES / "site" / "articles.jsonl")).exit_code == 0
+    assert invoke("--home", home, "index", "-q", "--methods", "bm25", "--dense",
+                  "fake").exit_code == 0
+    corpus = open_corpus(home, create=False)
+    reads = {"documents": lambda: sum(1 for _ in corpus.home.documents()),
+             "vectors": lambda: len(corpus.build.array("dense", "vectors"))}
+    expected = reads[read]()
+    hooked = {"documents": (psycopg.ServerCursor, "execute"), "vectors": (psycopg.Cursor, "copy")}
+    owner, name = hooked[read]
+    started = getattr(owner, name)
+
+    def frozen_first(self, *args, **kwargs):  # the server stops once the read is under way
+        database.freeze()
+        return started(self, *args, **kwargs)
+
+    monkeypatch.setattr(owner, name, frozen_first)
+    clock = time.monotonic()
+    try:
+        with pytest.raises(PostgresError, match="sent nothing for 2 s"):
+            reads[read]()
+        waited = time.monotonic() - clock
+    finally:
+        database.freeze(signal.SIGCONT)
+    monkeypatch.setattr(owner, name, started)
+    assert 2 <= waited < 15
+    assert reads[read]() == expected
