@@ -23,6 +23,7 @@ from .html import body, headings_meta, join_url, title_text
 from .listing import Memo
 from .options import Context
 from .pages import fetch_all, noting_stored, plan, store_result
+from .spider import normalize
 from .store import Document
 
 CONTENT = "{http://purl.org/rss/1.0/modules/content/}encoded"
@@ -94,8 +95,15 @@ def _next(links, base: str) -> str | None:
     return join_url(base, href.strip()) if href else None
 
 
+def _link(base: str, href: str) -> str:
+    """An item's document URL (no fragment, no utm_*…: as the sitemap and the HTML crawl give
+    it), or "" when `href` is blank (not the feed's own URL) or no valid URL."""
+    url = join_url(base, href.strip()) if href.strip() else None
+    return normalize(url) if url else ""
+
+
 def _rss_item(item, base: str) -> FeedItem:
-    link = join_url(base, (item.findtext("link") or item.findtext("guid") or "").strip()) or ""
+    link = _link(base, item.findtext("link") or item.findtext("guid") or "")
     return FeedItem(link, item.findtext("title") or "", item.findtext(CONTENT) or "",
                     _rfc822(item.findtext("pubDate")))
 
@@ -109,7 +117,7 @@ def _atom_entry(entry, base: str) -> FeedItem:
             "authors": [a.findtext(f"{ATOM}name") for a in entry.findall(f"{ATOM}author")
                         if a.findtext(f"{ATOM}name")],
             "published": entry.findtext(f"{ATOM}published")}
-    return FeedItem(join_url(base, href or "") or "", entry.findtext(f"{ATOM}title") or "", html,
+    return FeedItem(_link(base, href or ""), entry.findtext(f"{ATOM}title") or "", html,
                     _iso(entry.findtext(f"{ATOM}updated")),
                     {k: v for k, v in meta.items() if v} or None)
 

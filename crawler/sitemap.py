@@ -11,7 +11,6 @@ import io
 import re
 from collections import deque
 from collections.abc import Iterator
-from urllib.parse import urldefrag
 from xml.etree import ElementTree
 
 from .errors import FetchError
@@ -19,6 +18,7 @@ from .events import Expected, Failed, Notice, Stored
 from .html import join_url
 from .options import Context
 from .pages import fetch_all, noting_stored, plan, still_gone, store_result
+from .spider import normalize
 
 MAX_SITEMAPS = 1000
 ARCHIVE_SITEMAPS = re.compile(
@@ -112,7 +112,7 @@ def _collect(ctx: Context, sitemaps: tuple[str, ...], entries: dict) -> Iterator
                 if not ARCHIVE_SITEMAPS.search(full):
                     queue.append(full)
             elif _allowed(ctx, full):
-                entries.setdefault(urldefrag(full).url, lastmod)  # #comments: the same page
+                entries.setdefault(normalize(full), lastmod)  # /p#comments, /p?utm_…: /p
             else:
                 skipped += 1
     unread = {u for u in queue if u not in seen}

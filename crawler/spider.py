@@ -58,7 +58,8 @@ def crawl_html(ctx: Context, start_url: str, start_page: HtmlPage | None, site: 
     frontier = f"{site}#html-frontier"
     enqueue([] if ctx.options.full else ctx.site_state(frontier).get("urls") or [])
     if start_page is not None:
-        yield from _handle(ctx, Job(start_url), Result("page", start_page), site, stored, enqueue)
+        start = Job(normalize(start_url))
+        yield from _handle(ctx, start, Result("page", start_page), site, stored, enqueue)
     for done, (job, result) in enumerate(fetch_all(ctx, queue), start=1):
         if result.final_url:
             seen.add(normalize(result.final_url))
@@ -93,10 +94,13 @@ def _handle(ctx: Context, job: Job, result: Result, site: str, stored: set[str],
 
 
 def normalize(url: str) -> str:
-    """Scheme and host lowercased, default port and fragment dropped, empty path as /, and
-    no campaign-tracking parameters (utm_*, fbclid, gclid…: the same page under other URLs)."""
+    """A document's URL, for every source that lists pages (HTML links, sitemaps, feeds,
+    WordPress's `link`): scheme and host lowercased, default port and fragment dropped, empty
+    path as /, and no campaign-tracking parameters (utm_*, fbclid, gclid…: the same page
+    under other URLs). ValueError for a malformed URL (bad port or host)."""
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()
+    host = f"[{host}]" if ":" in host else host  # an IPv6 address keeps its brackets
     port = parts.port
     if port and not (parts.scheme == "http" and port == 80 or parts.scheme == "https"
                      and port == 443):

@@ -1,12 +1,13 @@
 """Reading one WordPress REST API listing: paging, page-size refusals, item checks.
 
-`pages()` follows `Link rel="next"` (else `X-WP-TotalPages`; without either, a full page
-asks for the next one) until an empty page, and yields each page's usable
-posts, with events for what went wrong on the way: an API page that failed, a post that is
-malformed (skipped and counted), a `per_page` the site refuses (HTTP 400
-`rest_invalid_param`: the crawl goes on at the largest size the site accepts, remembered in
-its crawl state). A listing that brings the posts and is refused before its first page
-raises ApiUnusable.
+`pages()` follows `Link rel="next"` (else `X-WP-TotalPages`; past either, a full page asks
+for the next one while fewer posts than `X-WP-Total` were read) until an empty page, and
+yields each page's usable posts, with events for what went wrong on the way: an API page
+that failed, a post that is malformed (skipped and counted), a `per_page` the site refuses
+(HTTP 400 `rest_invalid_param`: the crawl goes on at the largest size the site accepts,
+remembered in its crawl state). A listing that brings the posts and is refused before its first page
+raises ApiUnusable. A listing that ends with fewer posts read than its `X-WP-Total` is read
+in part: its crawl deletes nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from .errors import ApiUnusable, CrawlStopped, FetchError
 from .events import Expected, Failed, Notice
 from .html import join_url
 from .options import Context
+from .spider import normalize
 
 INVALID_PAGE = b"rest_post_invalid_page_number"
 # WordPress's words for a per_page above the site's maximum:
@@ -54,7 +56,8 @@ def malformed(post) -> str | None:
     if not isinstance(post.get("id"), int) or isinstance(post.get("id"), bool):
         return "no numeric id"
     link = post.get("link")
-    if not isinstance(link, str) or not link.startswith(("http://", "https://")):
+    if not isinstance(link, str) or not link.startswith(("http://", "https://")) \
+            or join_url(link, "") is None:  # a bad port or host
         return f"link is {_show(link)}, not a URL"
     for name in ("title", "content"):
         if post.get(name) is not None and not isinstance(post[name], dict):
@@ -75,8 +78,8 @@ def _valid_posts(url: str, posts: list, listing: Listing) -> Iterator:
     usable = []
     for number, post in enumerate(posts, start=1):
         problem = malformed(post)
-        if problem is None:
-            usable.append(post)
+        if problem is None:  # stored under the URL the sitemap and the feed give it
+            usable.append({**post, "link": normalize(post["link"])})
             continue
         listing.malformed += 1
         post_id = post.get("id") if isinstance(post, dict) else None
@@ -88,6 +91,7 @@ def _valid_posts(url: str, posts: list, listing: Listing) -> Iterator:
 def pages(ctx: Context, url: str, listing: Listing, *, expect: bool = False) -> Iterator:
     """Each page's list of posts (or an event), following Link rel=next / X-WP-TotalPages."""
     first, seen, fetched, total_pages = _page_number(url), set(), 0, None
+    counted, total = (first - 1) * _per_page(url), None  # posts read (or skipped), X-WP-Total
     while url:
         number = _page_number(url)
         if number in seen:
@@ -107,12 +111,13 @@ def pages(ctx: Context, url: str, listing: Listing, *, expect: bool = False) -> 
             url = with_page(url, number + 1) if total_pages and number < total_pages else None
             continue
         if response.status == 400 and INVALID_PAGE in response.body:
-            return
+            break
         smaller = _smaller_page(response, url) if response.status == 400 else None
         if smaller is not None:
             yield _learn_size(ctx, listing.site, url, *smaller)
             url = _resized(url, smaller[0])
             first, seen, fetched, total_pages = _page_number(url), set(), fetched - 1, None
+            counted = (first - 1) * smaller[0]
             continue
         if response.status in (401, 403):
             raise CrawlStopped(f"the site refuses its API to anonymous clients (HTTP"
@@ -125,6 +130,7 @@ def pages(ctx: Context, url: str, listing: Listing, *, expect: bool = False) -> 
             yield Failed(url, reason)
             return
         total_pages = _int(response.headers.get("X-WP-TotalPages")) or total_pages
+        total = max(total or 0, _int(response.headers.get("X-WP-Total")) or 0) or None
         if expect and fetched == 1 and _int(response.headers.get("X-WP-Total")) is not None:
             yield Expected(_int(response.headers["X-WP-Total"]))
         next_url = _next(response, url, number, total_pages)
@@ -146,13 +152,24 @@ def pages(ctx: Context, url: str, listing: Listing, *, expect: bool = False) -> 
                 listing.complete = False
                 yield Notice(f"API page {number} is empty although X-WP-TotalPages says"
                              f" {total_pages}; paging stopped (nothing deleted this time)")
-            return
-        if next_url is None and not _paged(response) and len(posts) >= _per_page(url):
-            next_url = with_page(url, number + 1)  # a full page and no paging headers: ask on
+            break
+        counted += len(posts)
+        if next_url is None and _more(posts, url, counted, total):
+            next_url = with_page(url, number + 1)  # headers missing, or a page count too small
         listing.read += 1
         usable = yield from _valid_posts(url, posts, listing)
         yield Page(number, usable)
         url = next_url
+    yield from _short(listing, counted, total)
+
+
+def _short(listing: Listing, counted: int, total: int | None) -> Iterator:
+    """A listing that ended with fewer posts read than its X-WP-Total is read in part (its
+    page count too small, or posts deleted while it was paged): nothing is deleted."""
+    if listing.complete and total is not None and counted < total:
+        listing.complete = False
+        yield Notice(f"the API listing ended after {counted} of the {total} posts its"
+                     " X-WP-Total counts; nothing deleted this time")
 
 
 def _smaller_page(response, url: str) -> tuple[int, str] | None:
@@ -232,9 +249,10 @@ def _next(response, url: str, number: int, total_pages: int | None) -> str | Non
     return None
 
 
-def _paged(response) -> bool:
-    """Whether an API page says how paging goes on (Link rel=next or X-WP-TotalPages)."""
-    return "X-WP-TotalPages" in response.headers or "next" in response.headers.get("Link", "")
+def _more(posts: list, url: str, counted: int, total: int | None) -> bool:
+    """Whether a page the headers call the last asks for the next one: it is full and
+    X-WP-Total, when given, counts more posts than were read."""
+    return len(posts) >= _per_page(url) and (total is None or counted < total)
 
 
 def _per_page(url: str) -> int:
