@@ -23,7 +23,7 @@ from .html import body, headings_meta, join_url, title_text
 from .listing import Memo
 from .options import Context
 from .pages import fetch_all, noting_stored, plan, store_result
-from .spider import normalize
+from .urls import normalize
 from .store import Document
 
 CONTENT = "{http://purl.org/rss/1.0/modules/content/}encoded"

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from urllib.parse import urlsplit, urlunsplit
 
 from .errors import CrawlError
+from .urls import normalize
 
 GROUPS = "groups"  # the metadata key
 NONE = "none"  # `--groups none`: the crawl stamps no groups and forgets the remembered ones
@@ -82,18 +82,12 @@ def kept_groups(doc, old):
 
 
 def start_key(url: str) -> str:
-    """The key a crawl's groups are remembered under: its start URL with the scheme and host
-    in lower case, without a default port, a fragment or an empty query (HTTP://Host:80/?
-    and http://host/ are one site's start)."""
-    parts = urlsplit(url.strip())
-    scheme, host = parts.scheme.lower(), parts.hostname or ""
-    host = f"[{host}]" if ":" in host else host
+    """The key a crawl's groups are remembered under: its start URL as a document's URL
+    (`urls.normalize`: HTTP://Host:80/? and http://host/ are one site's start)."""
     try:
-        port = parts.port
-    except ValueError:
-        port = None
-    netloc = host if port in (None, {"http": 80, "https": 443}.get(scheme)) else f"{host}:{port}"
-    return urlunsplit((scheme, netloc, parts.path or "/", parts.query, ""))
+        return normalize(url)
+    except ValueError:  # (check_url refused it before any crawl)
+        return url
 
 
 def crawl_groups(store, url: str, given: tuple[str, ...]) -> tuple[tuple[str, ...], str | None]:

@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from urllib.parse import unquote, urldefrag, urlsplit
+from urllib.parse import unquote, urlsplit
 
 from urllib3.response import HTTPResponse
 
@@ -23,6 +23,7 @@ from .maintext import with_main_text
 from .options import Context
 from .pdf import PdfError, read_pdf
 from .store import Document
+from .urls import normalize
 
 MAX_KEPT_LINKS = 300
 
@@ -200,9 +201,12 @@ def store_result(ctx: Context, job: Job, result: Result, *, source: str, site: s
 
 def _stored_url(ctx: Context, job: Job, result: Result) -> str:
     """Where a fetched page is stored: the URL its redirects ended at on the same host
-    (www. aside; its fragment dropped), else the one asked for (another host the user
-    allowed keeps the URL the listing gave)."""
-    final = urldefrag(result.final_url).url if result.final_url else ""
+    (www. aside; as a document's URL, `urls.normalize`), else the one asked for (another host
+    the user allowed keeps the URL the listing gave)."""
+    try:
+        final = normalize(result.final_url) if result.final_url else ""
+    except ValueError:  # a redirect to a malformed URL: kept where it was asked
+        final = ""
     if result.kind != "page" or not final or limit_key(final) != limit_key(job.url):
         return job.url
     return final

@@ -18,7 +18,7 @@ from .events import Expected, Failed, Notice, Stored
 from .html import join_url
 from .options import Context
 from .pages import fetch_all, noting_stored, plan, still_gone, store_result
-from .spider import normalize
+from .urls import normalize
 
 MAX_SITEMAPS = 1000
 ARCHIVE_SITEMAPS = re.compile(

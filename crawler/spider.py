@@ -11,20 +11,20 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Iterator
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from .errors import FetchError
 from .events import Notice
 from .html import HtmlPage
 from .options import DEFAULT_HTML_PAGES, Context
 from .pages import Job, Result, fetch_all, plan, store_result
+from .urls import normalize
 
 SKIP_EXTENSIONS = re.compile(
     r"\.(jpe?g|png|gif|webp|avif|svg|ico|bmp|pdf|zip|gz|tgz|rar|7z|mp[34]|m4a|ogg|wav|avi|mov"
     r"|webm|css|js|json|xml|rss|atom|txt|csv|docx?|xlsx?|pptx?|odt|ods|epub|woff2?|ttf|eot)$",
     re.I)
 FRONTIER_EVERY = 20  # pages between two saves of the pages still to visit
-TRACKING = re.compile(r"(utm_[a-z]+|fbclid|gclid|dclid|msclkid|mc_[ce]id|_ga)(=|$)", re.I)
 SKIP_PATHS = re.compile(
     r"/(wp-admin|wp-login\.php|wp-json|xmlrpc\.php|feed|trackback|wp-content|wp-includes)(/|$|\?)"
     r"|[?&](replytocom|share|s|preview|feed|rest_route|wc-ajax|add-to-cart)=", re.I)
@@ -91,22 +91,6 @@ def _handle(ctx: Context, job: Job, result: Result, site: str, stored: set[str],
             return
     yield from store_result(ctx, job, result, source="html", site=site, stored=stored,
                             keep_links=True)
-
-
-def normalize(url: str) -> str:
-    """A document's URL, for every source that lists pages (HTML links, sitemaps, feeds,
-    WordPress's `link`): scheme and host lowercased, default port and fragment dropped, empty
-    path as /, and no campaign-tracking parameters (utm_*, fbclid, gclid…: the same page
-    under other URLs). ValueError for a malformed URL (bad port or host)."""
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    host = f"[{host}]" if ":" in host else host  # an IPv6 address keeps its brackets
-    port = parts.port
-    if port and not (parts.scheme == "http" and port == 80 or parts.scheme == "https"
-                     and port == 443):
-        host = f"{host}:{port}"
-    query = "&".join(p for p in parts.query.split("&") if p and not TRACKING.match(p))
-    return urlunsplit((parts.scheme.lower(), host, parts.path or "/", query, ""))
 
 
 def _crawlable(ctx: Context, url: str) -> bool:

@@ -21,7 +21,7 @@ from .errors import ApiUnusable, CrawlStopped, FetchError
 from .events import Expected, Failed, Notice
 from .html import join_url
 from .options import Context
-from .spider import normalize
+from .urls import normalize
 
 INVALID_PAGE = b"rest_post_invalid_page_number"
 # WordPress's words for a per_page above the site's maximum:

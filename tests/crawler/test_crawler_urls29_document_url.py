@@ -16,7 +16,7 @@ from busca.crawler.crawl import crawl
 from busca.crawler.events import Failed
 from busca.crawler.feed import parse_feed
 from busca.crawler.options import CrawlOptions
-from busca.crawler.spider import normalize
+from busca.crawler.urls import normalize
 from busca.index.home.documents import Store
 
 FAST = {"rate": 1000.0, "backoff": 0.01, "timeout": 5.0}
@@ -199,3 +199,16 @@ def test_a_wordpress_link_with_a_bad_port_is_a_malformed_post(wordpress):
     assert urls(store) == [f"{WP}/p1/"]
     assert [e.reason for e in events if isinstance(e, Failed)] == [
         "malformed post skipped: link is str 'https://blog.example:99999/p2/', not a URL"]
+
+
+def test_a_redirect_ending_on_tracking_parameters_stores_the_page_as_the_listing_names_it():
+    """A redirect within the host to /b?utm_source=x#c stored the page under that URL, beside
+    the sitemap's /b."""
+    from busca.crawler.pages import Job, Result, _stored_url
+
+    def stored(final: str) -> str:
+        return _stored_url(None, Job("http://h.example/a"), Result("page", final_url=final))
+
+    assert stored("http://H.example:80/b?utm_source=x&id=2#c") == "http://h.example/b?id=2"
+    assert stored("http://h.example:99999/b") == "http://h.example/a"  # malformed: as asked
+    assert stored("http://other.example/b") == "http://h.example/a"  # another host
