@@ -7,8 +7,10 @@ politeness is enforced.
 
 from __future__ import annotations
 
+import codecs
 import json
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -33,6 +35,9 @@ MAX_REDIRECTS = 5
 THROTTLED_STOP = 5  # requests refused with 429 in a row (after their retries) stop a crawl
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"),
+         (codecs.BOM_UTF16_BE, "utf-16-be"))
+_CHARSET = re.compile(r"""charset\s*=\s*["']?([\w.:-]+)""", re.I)
 
 
 @dataclass(frozen=True)
@@ -47,13 +52,26 @@ class Response:
     def json(self):
         """The body as JSON; FetchError naming the URL if it is not valid JSON."""
         try:
-            return json.loads(self.body.decode("utf-8-sig", errors="replace"))
+            return json.loads(self._json_text())
         except ValueError as e:
             if self.is_html():
                 raise FetchError(self.url, "an HTML page, not JSON (a login page, cache or"
                                  " firewall in front of the API?)", status=self.status) from None
             raise FetchError(self.url, f"malformed JSON ({e}); {len(self.body)} bytes received",
                              status=self.status) from None
+
+    def _json_text(self) -> str:
+        """The body as text: a byte-order mark wins, then the charset the Content-Type
+        declares (a Latin-1 API), else UTF-8 (JSON's own encoding)."""
+        for mark, codec in _BOMS:
+            if self.body.startswith(mark):
+                return self.body[len(mark):].decode(codec, errors="replace")
+        declared = _CHARSET.search(self.headers.get("Content-Type", ""))
+        try:
+            codec = codecs.lookup(declared.group(1)).name if declared else "utf-8"
+        except LookupError:
+            codec = "utf-8"
+        return self.body.decode(codec, errors="replace")
 
     def is_html(self) -> bool:
         """Whether the body is an HTML page (by its Content-Type or its first tag)."""

@@ -14,6 +14,8 @@ may also be a template filled from the item (`https://site/artigos/{slug}`).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from .errors import CrawlStopped, FetchError
 from .listing import Memo
@@ -29,64 +31,128 @@ from .wikitext import wikitext_to_text
 _MISSING = MISSING
 
 
+@dataclass
+class _Listing:
+    """What reading one listing found so far."""
+
+    pages: set = field(default_factory=set)  # page URLs asked
+    stored: set = field(default_factory=set)  # documents stored (or unchanged) this time
+    listed: set = field(default_factory=set)  # item URLs the listing named
+    complete: bool = True  # read to its end, every item stored: missing ones may be deleted
+    cut: str | None = None  # why the listing broke off part way (the crawl then stops)
+    repeated: int = 0  # items naming a URL an earlier item named
+
+
 def crawl_json(ctx: Context, list_url: str, *, opts: JsonApiOptions | None = None,
                source: str = "json") -> Iterator:
     """Events of reading every page of the list and storing its items (as `source`; the
-    platform presets pass their own options)."""
+    platform presets pass their own options). CrawlStopped at the end when a page failed
+    part way (what was stored stays, nothing is deleted)."""
     opts = opts or ctx.options.json
     site = without(list_url, opts.page_param, opts.offset_param, opts.cursor_param)
-    seen_pages, seen_urls, complete, url = set(), set(), True, list_url
-    before = None  # the previous page's items
+    listing, url, before = _Listing(), list_url, None
     memo = Memo(ctx, f"{site}#{source}")
     while url:
-        if url in seen_pages:
-            yield Failed(url, "the next page is one already read (a paging loop); stopped")
-            complete = False
+        stop = _stop_before(ctx, listing, url)
+        if stop is None:
+            listing.pages.add(url)
+            url, before, stop = yield from _read_page(ctx, listing, (url, before),
+                                                      (opts, memo, list_url, site, source))
+        if stop is not None:
+            listing.complete = False
+            yield stop
             break
-        if ctx.options.max_pages and len(seen_pages) >= ctx.options.max_pages:
-            yield Notice(f"stopped after {len(seen_pages)} pages (--max-pages)")
-            complete = False
-            break
-        seen_pages.add(url)
-        answer = yield from _page(ctx, url, memo.headers(url), first=len(seen_pages) == 1)
-        if answer is None:
-            complete = False
-            break
-        response, data = answer
-        if response.status == 304:  # the page and its documents are as last time
-            urls, url = memo.replay(url)
-            seen_urls.update(urls)
-            yield from (Stored(u, "unchanged", fetched=False) for u in urls)
+    if listing.repeated:
+        yield Notice(f"{listing.repeated} item{'s' if listing.repeated > 1 else ''} repeated a"
+                     " URL already listed; the first item of each URL was kept")
+    yield from _delete_missing(ctx, (site, source), opts, listing.stored,
+                               complete=listing.complete)
+    if listing.cut:
+        raise CrawlStopped(listing.cut)
+
+
+def _stop_before(ctx: Context, listing: _Listing, url: str):
+    """The event that ends the listing before asking `url` (a loop, --max-pages), or None."""
+    if url in listing.pages:
+        return Failed(url, "the next page is one already read (a paging loop); stopped")
+    if ctx.options.max_pages and len(listing.pages) >= ctx.options.max_pages:
+        return Notice(f"stopped after {len(listing.pages)} pages (--max-pages)")
+    return None
+
+
+def _read_page(ctx: Context, listing: _Listing, where: tuple, how: tuple):
+    """Read one page and store its items: (the next page, its items, the event that ends
+    the listing or None)."""
+    url, before = where
+    opts, memo, list_url, site, source = how
+    try:
+        response, data = _page(ctx, url, memo.headers(url), first=len(listing.pages) == 1)
+    except FetchError as e:
+        return None, before, _broke_off(listing, e)
+    if response.status == 304:  # the page and its documents are as last time
+        urls, following = memo.replay(url)
+        listing.stored.update(urls)
+        listing.listed.update(urls)
+        yield from (Stored(u, "unchanged", fetched=False) for u in urls)
+        return following, before, None
+    items = _items(data, opts, url)
+    stop = _repeats(items, before, listing, opts, url)
+    if stop is not None:
+        return None, items, stop
+    stored, whole = yield from _store_page(ctx, listing, (data, items), opts,
+                                           (url, site, source))
+    try:
+        following = next_page(data, opts, url, first=list_url, count=len(items))
+    except FetchError as e:
+        return None, items, _broke_off(listing, e)
+    if whole:
+        memo.remember(url, response.headers, stored, following)
+    return following, items, None
+
+
+def _broke_off(listing: _Listing, error: FetchError) -> Failed:
+    listing.cut = (f"the listing broke off at {error.url} ({error.reason}); the pages before"
+                   " it were stored and nothing was deleted")
+    return Failed(error.url, error.reason)
+
+
+def _repeats(items: list, before, listing: _Listing, opts: JsonApiOptions, url: str):
+    """The event that ends a listing whose page repeats what was read (a server that ignores
+    its paging parameter, a cursor that goes round in circles), or None."""
+    if items and items == before:
+        return Failed(url, f"this page lists the same {len(items)} items as the page before:"
+                           " the API ignores its paging parameter (check --json-page-param,"
+                           " --json-offset-param or --json-cursor-param); stopped")
+    urls = [_item_url(item, opts.url, url) for item in items]
+    if urls and all(u in listing.listed for u in urls):
+        return Notice(f"{url} lists only items already listed (its paging goes round in"
+                      " circles); stopped there: the listing was read in part, nothing deleted")
+    return None
+
+
+def _store_page(ctx: Context, listing: _Listing, page: tuple, opts: JsonApiOptions,
+                at: tuple[str, str, str]):
+    """Store a page's items, each URL once: (the stored URLs, whether every item was)."""
+    data, items = page
+    url, site, source = at
+    names = sideloaded(data, opts.names)
+    stored, whole = [], True
+    for number, item in enumerate(items, start=1):
+        item_url = _item_url(item, opts.url, url)
+        if item_url in listing.listed:
+            listing.repeated += 1
             continue
-        stored, whole = [], True
-        items = _items(data, opts, url)
-        if items and items == before:  # a server that ignores the page parameter
-            yield Failed(url, f"this page lists the same {len(items)} items as the page before:"
-                              " the API ignores its paging parameter (check --json-page-param,"
-                              " --json-offset-param or --json-cursor-param); stopped")
-            complete = False
-            break
-        before = items
-        names = sideloaded(data, opts.names)
-        for number, item in enumerate(items, start=1):
-            event = store_item(ctx, item, opts, (url, number, site, source), names)
-            if isinstance(event, Stored):
-                stored.append(event.url)
-            else:
-                whole = False  # an item we could not read may be a stored document
-            yield event
-        seen_urls.update(stored)
-        complete = complete and whole
-        try:
-            following = next_page(data, opts, url, first=list_url, count=len(items))
-        except FetchError as e:
-            yield Failed(e.url, e.reason)
-            complete = False
-            break
-        if whole:
-            memo.remember(url, response.headers, stored, following)
-        url = following
-    yield from _delete_missing(ctx, (site, source), opts, seen_urls, complete=complete)
+        if item_url:
+            listing.listed.add(item_url)
+        event = store_item(ctx, item, opts, (url, number, site, source), names)
+        if isinstance(event, Stored):
+            stored.append(event.url)
+        elif isinstance(event, Failed):
+            whole = False  # an item we could not read may be a stored document
+        yield event
+    listing.stored.update(stored)
+    listing.complete = listing.complete and whole
+    return stored, whole
 
 
 def _delete_missing(ctx: Context, where: tuple[str, str], opts: JsonApiOptions, seen: set[str],
@@ -111,7 +177,8 @@ def _delete_missing(ctx: Context, where: tuple[str, str], opts: JsonApiOptions, 
 
 
 def _page(ctx: Context, url: str, headers: dict, *, first: bool):
-    """(response, its JSON) of a 200, (response, None) of a 304, or None: the page failed."""
+    """(response, its JSON) of a 200, (response, None) of a 304; FetchError when a later
+    page fails (CrawlStopped when the first one does)."""
     try:
         response = ctx.fetcher.get(url, headers=headers)
         if response.status in (401, 403):
@@ -125,8 +192,7 @@ def _page(ctx: Context, url: str, headers: dict, *, first: bool):
     except FetchError as e:
         if first:
             raise CrawlStopped(f"cannot read the JSON API at {url}: {e.reason}") from None
-        yield Failed(url, e.reason)
-        return None
+        raise
 
 
 def _items(data, opts: JsonApiOptions, url: str) -> list:
@@ -176,6 +242,10 @@ def store_item(ctx: Context, item, opts: JsonApiOptions, at: tuple[str, int, str
     body = first(item, opts.body)
     if not url:
         return Failed(where, f"no URL at '{opts.url}'{_fields_hint(item)}; set --json-url")
+    if urlsplit(url).scheme not in ("http", "https"):
+        return Notice(f"{where} skipped: its URL {url[:80]!r} is not http(s)")
+    if body is MISSING and (empty := _empty_at(item, opts.body)):
+        return Failed(url, f"the item's body ('{empty}') is empty; nothing stored")
     if not (isinstance(body, str) or opts.body_format == "auto" and is_rich(body)):
         return Failed(url, f"no text at '{opts.body}'{_fields_hint(item)}; set --json-body")
     text, headings = body_text_of(body, opts.body_format)
@@ -190,6 +260,14 @@ def store_item(ctx: Context, item, opts: JsonApiOptions, at: tuple[str, int, str
     status = ctx.put(document)
     ctx.set_doc_state(url, {"source": source, "site": site})
     return Stored(url, status)
+
+
+def _empty_at(item, paths: str) -> str | None:
+    """The first of `|`-separated paths that the item has, empty ("" or null); else None."""
+    for path in paths.split("|"):
+        if lookup(item, path.strip()) in ("", None):
+            return path.strip()
+    return None
 
 
 def item_meta(item, paths: tuple[tuple[str, str], ...]) -> dict | None:

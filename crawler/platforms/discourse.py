@@ -27,7 +27,8 @@ def detect(start: Start) -> Discovery | None:
 
 def read(ctx: Context, found: Discovery) -> Iterator:
     site = f"{found.api_root}#discourse"
-    topics, complete = yield from _list(ctx, found.api_root + "/latest.json")
+    topics, cut = yield from _list(ctx, found.api_root + "/latest.json")
+    complete = cut is None
     stored, seen = set(ctx.store.hashes("discourse")), set()
     categories = _categories(ctx, found.api_root) if topics else {}
     for topic in topics:
@@ -46,31 +47,57 @@ def read(ctx: Context, found: Discovery) -> Iterator:
         yield event
     if complete:
         yield from ctx.delete_missing("discourse", site, seen)
+    if cut:
+        raise CrawlStopped(cut)
 
 
 def _list(ctx: Context, url: str):
-    """Every topic of the paged list, and whether it was read to its end."""
+    """Every topic of the paged list, and None when it was read to its end, "" when it was
+    stopped on purpose (a loop, --max-pages, a page of topics already listed), or why a page
+    failed. Either way read in part: nothing is deleted."""
     topics, pages = {}, set()
     while url:
         if url in pages or (ctx.options.max_pages and len(pages) >= ctx.options.max_pages):
             yield Notice(f"topic list stopped after {len(pages)} pages")
-            return list(topics.values()), False
+            return list(topics.values()), ""
         pages.add(url)
         try:
-            response = ctx.fetcher.get(url)
-            if response.status != 200:
-                raise FetchError(url, f"HTTP {response.status}")
-            listing = response.json().get("topic_list") or {}
-        except (FetchError, AttributeError) as e:
+            listing = _list_page(ctx, url)
+        except FetchError as e:
             if len(pages) == 1:
-                raise CrawlStopped(f"cannot read {url}: {getattr(e, 'reason', e)}") from None
-            yield Failed(url, getattr(e, "reason", str(e)))
-            return list(topics.values()), False
-        for topic in listing.get("topics") or []:
-            if isinstance(topic, dict) and {"id", "slug", "bumped_at"} <= set(topic):
-                topics.setdefault(topic["id"], topic)
+                raise CrawlStopped(f"cannot read {url}: {e.reason}") from None
+            yield Failed(url, e.reason)
+            return list(topics.values()), (f"the topic list broke off at {url} ({e.reason});"
+                                           " nothing was deleted")
+        page = _listed_topics(listing)
+        if page and all(topic["id"] in topics for topic in page):
+            yield Notice(f"{url} lists only topics already listed; stopped there: the list"
+                         " was read in part, nothing deleted")
+            return list(topics.values()), ""
+        for topic in page:
+            topics.setdefault(topic["id"], topic)
         url = _json_page(url, listing.get("more_topics_url"))
-    return list(topics.values()), True
+    return list(topics.values()), None
+
+
+def _list_page(ctx: Context, url: str) -> dict:
+    """The `topic_list` object of one page; FetchError if there is none."""
+    response = ctx.fetcher.get(url)
+    if response.status != 200:
+        raise FetchError(url, f"HTTP {response.status}")
+    data = response.json()
+    listing = data.get("topic_list") if isinstance(data, dict) else None
+    if not isinstance(listing, dict):
+        raise FetchError(url, "the answer has no topic_list object")
+    return listing
+
+
+def _listed_topics(listing: dict) -> list[dict]:
+    """The topics of a list page that have an id, a slug and a bumped_at."""
+    topics = listing.get("topics")
+    return [t for t in topics if isinstance(t, dict) and isinstance(t.get("id"), (int, str))
+            and isinstance(t.get("slug"), str) and isinstance(t.get("bumped_at"), str)] \
+        if isinstance(topics, list) else []
 
 
 def _json_page(url: str, more: str | None) -> str | None:
@@ -92,8 +119,8 @@ def _categories(ctx: Context, root: str) -> dict:
         found = response.json().get("categories") if response.status == 200 else None
     except (FetchError, AttributeError):
         return {}
-    return {c["id"]: c["name"] for c in found or [] if isinstance(c, dict)
-            and isinstance(c.get("name"), str) and "id" in c}
+    return {c["id"]: c["name"] for c in _list_of(found) if isinstance(c, dict)
+            and isinstance(c.get("name"), str) and isinstance(c.get("id"), (int, str))}
 
 
 def _topic(ctx: Context, root: str, topic: dict, url: str, categories: dict):
@@ -104,18 +131,34 @@ def _topic(ctx: Context, root: str, topic: dict, url: str, categories: dict):
             raise FetchError(api, f"HTTP {response.status}")
         data = response.json()
         posts = data["post_stream"]["posts"]
+        if not isinstance(posts, list):
+            raise TypeError
     except (FetchError, KeyError, TypeError) as e:
         return Failed(url, getattr(e, "reason", f"no posts in {api}"))
-    text = "\n".join(filter(None, (body_text(p.get("cooked") or "") for p in posts
-                                   if isinstance(p, dict))))
+    posts = [p for p in posts if isinstance(p, dict)]
+    text = "\n".join(filter(None, (body_text(p["cooked"]) for p in posts
+                                   if isinstance(p.get("cooked"), str))))
     if not text:
         return Failed(url, "a topic without text; nothing stored")
-    tags = [t.get("name") if isinstance(t, dict) else t for t in data.get("tags") or []]
-    section = data.get("category_id")
-    meta = {"section": categories.get(section, section), "tags": [t for t in tags if t] or None,
-            "authors": sorted({p.get("username") for p in posts if p.get("username")}) or None,
-            "created": data.get("created_at")}
-    document = Document(url, title_text(data.get("title") or topic.get("title") or ""), text,
-                        "discourse", data.get("last_posted_at") or topic["bumped_at"],
-                        meta={k: v for k, v in meta.items() if v is not None} or None)
+    title = next((t for t in (data.get("title"), topic.get("title")) if isinstance(t, str)), "")
+    modified = data.get("last_posted_at")
+    document = Document(url, title_text(title), text, "discourse",
+                        modified if isinstance(modified, str) else topic["bumped_at"],
+                        meta=_meta(data, posts, categories) or None)
     return Stored(url, ctx.put(document))
+
+
+def _meta(data: dict, posts: list[dict], categories: dict) -> dict:
+    tags = [t.get("name") if isinstance(t, dict) else t for t in _list_of(data.get("tags"))]
+    section = data.get("category_id")
+    section = categories.get(section, section) if isinstance(section, (int, str)) else None
+    authors = {p["username"] for p in posts if isinstance(p.get("username"), str)}
+    created = data.get("created_at")
+    meta = {"section": section, "tags": [t for t in tags if isinstance(t, str) and t] or None,
+            "authors": sorted(authors) or None,
+            "created": created if isinstance(created, str) else None}
+    return {k: v for k, v in meta.items() if v is not None}
+
+
+def _list_of(value) -> list:
+    return value if isinstance(value, list) else []

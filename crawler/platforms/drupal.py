@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 from ..errors import CrawlStopped, FetchError
 from ..found import Discovery, Start
+from ..html import join_url
 from ..jsonapi import crawl_json
 from ..options import Context, JsonApiOptions
 from .common import missing, probe_json
@@ -35,15 +36,30 @@ def detect(start: Start) -> Discovery | None:
 
 
 def read(ctx: Context, found: Discovery) -> Iterator:
-    try:
-        response = ctx.fetcher.get(found.api_root)
-        links = response.json().get("links", {}) if response.status == 200 else {}
-    except (FetchError, AttributeError):
-        links = {}
-    types = [link["href"] for name, link in links.items()
-             if name.startswith("node--") and isinstance(link, dict) and "href" in link]
+    types = _node_types(ctx, found.api_root)
     if not types:
         raise CrawlStopped(f"the JSON:API root {found.api_root} lists no node types")
+    cut = None
     for href in types:
         tagged = TAGGED if href.rstrip("/").endswith("/node/article") else ""
-        yield from crawl_json(ctx, href + PAGE + tagged, opts=OPTIONS, source="drupal")
+        try:
+            yield from crawl_json(ctx, href + PAGE + tagged, opts=OPTIONS, source="drupal")
+        except CrawlStopped as e:  # one type cut short: the others are still read
+            cut = cut or e
+    if cut:
+        raise cut
+
+
+def _node_types(ctx: Context, root: str) -> list[str]:
+    """The listing URL of each `node--*` type the JSON:API root links to."""
+    try:
+        response = ctx.fetcher.get(root)
+        data = response.json() if response.status == 200 else {}
+    except FetchError:
+        data = {}
+    links = data.get("links") if isinstance(data, dict) else None
+    if not isinstance(links, dict):
+        return []
+    hrefs = [link.get("href") for name, link in links.items()
+             if str(name).startswith("node--") and isinstance(link, dict)]
+    return [url for href in hrefs if isinstance(href, str) and (url := join_url(root, href))]

@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterator
 
 from ..found import Discovery, Start
+from ..html import title_text
 from ..markdown import markdown_to_text, top_sections
 from ..options import Context
 from ..errors import FetchError
@@ -15,6 +16,9 @@ from .common import missing, read_whole
 
 GENERATORS = ("docusaurus", "gitbook", "mintlify")
 _SOURCE = re.compile(r"^\s*Source:\s*(https?://\S+)\s*$", re.M)
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_CODE = re.compile(r"`+([^`]*)`+")
+_EMPHASIS = re.compile(r"(?<!\w)(\*\*|\*|__|_)(?=\S)(.+?)(?<=\S)\1(?!\w)")
 
 
 def detect(start: Start) -> Discovery | None:
@@ -37,18 +41,39 @@ def read(ctx: Context, found: Discovery) -> Iterator:
 
 
 def parse_full(body: bytes, url: str) -> list[Document]:
-    """One document per `# ` section (headings inside code blocks do not count)."""
+    """One document per `# ` section (headings inside code blocks do not count); sections
+    of one title get distinct URLs (`#title`, `#title-2`)."""
     documents, seen = [], set()
-    for title, section in top_sections(body.decode("utf-8-sig", errors="replace")):
+    for heading, section in top_sections(body.decode("utf-8-sig", errors="replace")):
+        title = _title(heading)
         source = _SOURCE.search(section)
-        page = source.group(1) if source else f"{url}#{_slug(title)}"
         if source:
+            page = source.group(1)
             section = section[:source.start()] + section[source.end():]
+        else:
+            page = _unique(f"{url}#{_slug(title) or 'section'}", seen)
         text = markdown_to_text(section)
         if text and page not in seen:
             seen.add(page)
             documents.append(Document(page, title, text, "llms"))
     return documents
+
+
+def _title(heading: str) -> str:
+    """A heading's words without Markdown or HTML markup."""
+    parts = _CODE.split(heading)  # odd parts: code spans, kept as they are
+    for i in range(0, len(parts), 2):
+        parts[i] = _EMPHASIS.sub(r"\2", _LINK.sub(r"\1", parts[i]))
+    return title_text("".join(parts))
+
+
+def _unique(page: str, seen: set[str]) -> str:
+    """`page`, or `page-2`, `page-3`… when an earlier section took it."""
+    number, candidate = 1, page
+    while candidate in seen:
+        number += 1
+        candidate = f"{page}-{number}"
+    return candidate
 
 
 def _slug(title: str) -> str:

@@ -12,8 +12,8 @@ import re
 from collections.abc import Iterator
 from urllib.parse import urljoin
 
-from ..errors import FetchError
-from ..events import Failed, Stored
+from ..errors import CrawlStopped, FetchError
+from ..events import Failed, Notice, Stored
 from ..found import Discovery, Start
 from ..jsonapi import store_item
 from ..paging import lookup, next_page
@@ -57,7 +57,8 @@ def detect(start: Start) -> Discovery | None:
 
 def read(ctx: Context, found: Discovery) -> Iterator:
     site = found.api_root + QUERY  # the listing every document of this wiki is kept under
-    revisions, complete = yield from _sweep(ctx, found.api_root + SWEEP)
+    revisions, cut = yield from _sweep(ctx, found.api_root + SWEEP)
+    complete = cut is None
     changed = []
     for url, (pageid, revision) in revisions.items():
         stored = None if ctx.options.full else ctx.store.get(url)
@@ -71,20 +72,50 @@ def read(ctx: Context, found: Discovery) -> Iterator:
         complete = (yield from _texts(ctx, batch, site)) and complete
     if complete:
         yield from ctx.delete_missing("mediawiki", site, set(revisions))
+    if cut:
+        raise CrawlStopped(cut)
 
 
 def _sweep(ctx: Context, url: str):
-    """{page URL: (pageid, lastrevid)} of every article, and whether the sweep was whole."""
-    found, first = {}, url
+    """{page URL: (pageid, lastrevid)} of every article, and None when the sweep was whole,
+    "" when it was stopped on purpose (a continuation asked before, --max-pages), or why a
+    request failed. Either way read in part: nothing is deleted."""
+    found, first, asked = {}, url, set()
     while url:
-        data = yield from _get(ctx, url)
-        if data is None:
-            return found, False
-        for page in lookup(data, "query.pages") or []:
-            if isinstance(page, dict) and isinstance(page.get("fullurl"), str):
+        stop = _sweep_stop(ctx, url, asked)
+        if stop:
+            yield Notice(stop)
+            return found, ""
+        asked.add(url)
+        try:
+            data = _get(ctx, url)
+        except FetchError as e:
+            yield Failed(url, e.reason)
+            return found, (f"the list of the wiki's pages broke off at {url} ({e.reason});"
+                           " nothing was deleted")
+        for page in _pages(data):
+            if isinstance(page.get("fullurl"), str):
                 found[page["fullurl"]] = (page.get("pageid"), page.get("lastrevid"))
         url = next_page(data, OPTIONS, url, first=first, count=0)
-    return found, True
+    return found, None
+
+
+def _sweep_stop(ctx: Context, url: str, asked: set) -> str | None:
+    """Why the sweep stops before asking `url`, or None."""
+    if url in asked:
+        return ("the wiki's page list gives a continuation already asked (it goes round in"
+                f" circles); stopped after {len(asked)} requests: the list was read in part,"
+                " nothing deleted")
+    if ctx.options.max_pages and len(asked) >= ctx.options.max_pages:
+        return (f"the wiki's page list stopped after {len(asked)} requests (--max-pages):"
+                " read in part, nothing deleted")
+    return None
+
+
+def _pages(data: dict) -> list[dict]:
+    """The pages of an answer (`query.pages`), those that are objects."""
+    pages = lookup(data, "query.pages")
+    return [p for p in pages if isinstance(p, dict)] if isinstance(pages, list) else []
 
 
 def _texts(ctx: Context, url: str, site: str):
@@ -107,11 +138,13 @@ def _whole_pages(ctx: Context, first: str):
     pages, url, asked = {}, first, set()
     while url and url not in asked:
         asked.add(url)
-        data = yield from _get(ctx, url)
-        if data is None:
+        try:
+            data = _get(ctx, url)
+        except FetchError as e:
+            yield Failed(url, e.reason)
             return None
-        for page in lookup(data, "query.pages") or []:
-            if isinstance(page, dict) and "pageid" in page:
+        for page in _pages(data):
+            if isinstance(page.get("pageid"), int):
                 _merge(pages.setdefault(page["pageid"], {}), page)
         url = next_page(data, OPTIONS, url, first=first, count=0)
     for page in pages.values():
@@ -131,12 +164,25 @@ def _merge(into: dict, part: dict) -> None:
             into.setdefault(key, value)
 
 
-def _get(ctx: Context, url: str):
-    try:
-        response = ctx.fetcher.get(url)
-        if response.status != 200:
-            raise FetchError(url, f"HTTP {response.status}")
-        return response.json()
-    except FetchError as e:
-        yield Failed(url, e.reason)
-        return None
+def _get(ctx: Context, url: str) -> dict:
+    """The JSON answer of api.php; FetchError when there is none, CrawlStopped when the API
+    answers with an error (readapidenied: the wiki is not readable anonymously)."""
+    response = ctx.fetcher.get(url)
+    if response.status != 200:
+        raise FetchError(url, f"HTTP {response.status}")
+    data = response.json()
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict):
+        raise CrawlStopped(_api_error(error, url))
+    if not isinstance(data, dict) or "query" not in data:
+        keys = ", ".join(map(str, data)) if isinstance(data, dict) else type(data).__name__
+        raise FetchError(url, f"the answer has no 'query' (it has: {keys[:200] or 'nothing'})")
+    return data
+
+
+def _api_error(error: dict, url: str) -> str:
+    code, info = str(error.get("code", "?"))[:80], str(error.get("info", ""))[:200]
+    hint = ("; the wiki does not let anonymous clients read its API"
+            if code in ("readapidenied", "permissiondenied") else "")
+    return f"api.php answers the error '{code}'" + (f" ({info})" if info else "") + \
+        f" at {url}{hint}"

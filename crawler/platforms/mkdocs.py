@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterator
 from urllib.parse import urljoin
 
+from ..errors import CrawlStopped
 from ..found import Discovery, Start
 from ..html import body_text, title_text
 from ..options import Context
@@ -56,22 +57,49 @@ def read(ctx: Context, found: Discovery) -> Iterator:
 def parse_index(body: bytes, url: str) -> list[Document]:
     """One document per page of a search index: its own text, then each section's heading
     and text (older MkDocs repeats the sections inside the page entry: then it alone)."""
-    data = json.loads(body.decode("utf-8-sig"))
+    data = _load(body, url)
     root = url[: -len(INDEX)] if url.endswith(INDEX) else urljoin(url, "../")
-    language = (data.get("config") or {}).get("lang") or []
+    config = data.get("config")
+    language = (config.get("lang") if isinstance(config, dict) else None) or []
     pages: dict[str, dict] = {}
-    for entry in data.get("docs", []):
+    for entry in data["docs"]:
         if not isinstance(entry, dict) or not isinstance(entry.get("location"), str):
             continue
         path, _, anchor = entry["location"].partition("#")
         page = pages.setdefault(path, {"title": "", "text": "", "sections": []})
-        text = body_text(entry.get("text") or "")
+        text = body_text(_field(entry, "text"))
         if anchor:
-            page["sections"].append((anchor, title_text(entry.get("title") or ""), text))
+            page["sections"].append((anchor, title_text(_field(entry, "title")), text))
         else:
-            page["title"], page["text"] = title_text(entry.get("title") or ""), text
+            page["title"], page["text"] = title_text(_field(entry, "title")), text
     return [doc for path, page in pages.items()
             if (doc := _document(urljoin(root, path), page, language))]
+
+
+def _load(body: bytes, url: str) -> dict:
+    """The index as JSON (UTF-8, else Latin-1); CrawlStopped naming what is wrong with it."""
+    try:
+        text = body.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = body.decode("latin-1")
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        what = "an HTML page" if text.lstrip()[:1] == "<" else f"malformed JSON ({e})"
+        raise CrawlStopped(f"the MkDocs search index {url} is {what}, not the index;"
+                           " try --source sitemap") from None
+    if not isinstance(data, dict) or not isinstance(data.get("docs"), list):
+        raise CrawlStopped(f"the MkDocs search index {url} has no 'docs' list;"
+                           " try --source sitemap")
+    return data
+
+
+def _field(entry: dict, key: str) -> str:
+    """A text field of an index entry (a number as its digits; anything else as "")."""
+    value = entry.get(key)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return value if isinstance(value, str) else ""
 
 
 def _document(url: str, page: dict, language: list) -> Document | None:
@@ -88,5 +116,5 @@ def _document(url: str, page: dict, language: list) -> Document | None:
     if headings:
         meta["headings"] = headings
     if language:
-        meta["language"] = language[0] if isinstance(language, list) else str(language)
+        meta["language"] = str(language[0] if isinstance(language, list) else language)
     return Document(url, page["title"], text, "mkdocs", meta=meta or None)
