@@ -59,6 +59,10 @@ def crawl(url: str, store: Store, *, options: CrawlOptions | None = None,
             yield event
     except CrawlStopped as e:
         stopped = str(e)
+    if stopped is None and ctx.broken:  # a listing cut by a failure: stored what it read
+        stopped = (f"{ctx.broken[0]}; what was read is stored and nothing was deleted"
+                   + (f" ({len(ctx.broken) - 1} more listings broke off)"
+                      if len(ctx.broken) > 1 else ""))
     yield from _notices(notices, tally, told=on_notice is not None)
     yield Finished(CrawlReport(url, tally.source, tally.counts, tuple(tally.failures),
                                tuple(tally.notices), time.monotonic() - started,

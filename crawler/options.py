@@ -71,6 +71,8 @@ class Context:
     store: Store
     options: CrawlOptions
     damaged: set[str] = field(default_factory=set)  # state kinds already warned about
+    broken: list[str] = field(default_factory=list)  # listings a failure cut: the crawl
+    #                                                  stopped part way (exit 1)
 
     def put(self, document: Document) -> str:
         """Store `document` (added/updated/unchanged). A document another source stored

@@ -107,6 +107,7 @@ def pages(ctx: Context, url: str, listing: Listing, *, expect: bool = False) -> 
             response = ctx.fetcher.get(url)
         except FetchError as e:
             listing.complete = False
+            ctx.broken.append(f"API page {url} could not be read ({e.reason})")
             yield Failed(url, e.reason)
             url = with_page(url, number + 1) if total_pages and number < total_pages else None
             continue
@@ -127,6 +128,7 @@ def pages(ctx: Context, url: str, listing: Listing, *, expect: bool = False) -> 
             reason = f"HTTP {response.status}{_api_error(response)}"
             if listing.essential and not listing.read:
                 raise ApiUnusable(url, reason)
+            ctx.broken.append(f"the API listing broke off at {url} ({reason})")
             yield Failed(url, reason)
             return
         total_pages = _int(response.headers.get("X-WP-TotalPages")) or total_pages

@@ -274,3 +274,14 @@ def test_crawl_delay_notice_goes_to_on_notice_once_before_the_wait(store):
     assert len(told) == 1 and "asks for 86400 s" in told[0] and "0.05 s cap" in told[0]
     assert report.notices.count(told[0]) == 1
     assert not any(getattr(e, "message", None) == told[0] for e in events)
+
+
+def test_a_wordpress_listing_cut_by_a_failing_page_stops_the_crawl_part_way(store):
+    """API page 2 answering 500 after its retries: the posts of page 1 are stored, nothing is
+    deleted, and the crawl says it stopped part way (exit 1), where it reported success."""
+    articles = load_articles()[:6]
+    with FixtureSite(articles, faults=Faults(failing_pages=frozenset({2}))) as site:
+        report, _ = run(site.url, store, per_page=3, retries=0, types=("posts",))
+    assert report.counts["added"] == 3 and report.counts["deleted"] == 0
+    assert report.stopped and "could not be read" in report.stopped
+    assert "HTTP 500" in report.stopped and "nothing was deleted" in report.stopped
