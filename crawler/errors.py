@@ -51,3 +51,11 @@ class ApiUnusable(CrawlError):
         super().__init__(f"the WordPress API answers {reason} ({url})")
         self.url = url
         self.reason = reason
+
+
+def failed(error: Exception) -> bool:
+    """Whether a fetch failed where a later run may succeed — no answer at all, or a server
+    error or throttling that outlasted the retries — rather than meeting a page that is gone,
+    refused or malformed: a listing cut so stopped the crawl part way."""
+    return isinstance(error, ConnectFailed) or (
+        isinstance(error, FetchError) and error.status in (429, 500, 502, 503, 504))

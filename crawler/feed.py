@@ -17,7 +17,7 @@ from html.entities import name2codepoint
 from urllib.parse import urlsplit
 from xml.etree import ElementTree
 
-from .errors import CrawlStopped, FetchError
+from .errors import CrawlStopped, FetchError, failed
 from .events import Expected, Failed, Notice, Stored
 from .html import body, headings_meta, join_url, title_text
 from .listing import Memo
@@ -197,12 +197,14 @@ def _read_pages(ctx: Context, url: str, listing: str):
                 unchanged += links
                 continue
             if response.status != 200:
-                raise FetchError(url, f"HTTP {response.status}")
+                raise FetchError(url, f"HTTP {response.status}", status=response.status)
             page, following = parse_feed_page(response.body, response.url)
         except (FetchError, ValueError) as e:
             if not read:
                 raise CrawlStopped(f"the feed {url} is unusable:"
                                    f" {getattr(e, 'reason', e)}") from None
+            if failed(e):
+                ctx.broken.append(f"the feed page {url} could not be read ({e.reason})")
             yield Failed(url, f"feed page unusable: {getattr(e, 'reason', e)}")
             return list(items.values()), unchanged, len(read), False
         read.append(url)

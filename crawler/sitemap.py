@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Iterator
 from xml.etree import ElementTree
 
-from .errors import FetchError
+from .errors import FetchError, failed
 from .events import Expected, Failed, Notice, Stored
 from .html import join_url
 from .options import Context
@@ -98,10 +98,12 @@ def _collect(ctx: Context, sitemaps: tuple[str, ...], entries: dict) -> Iterator
         try:
             response = ctx.fetcher.get(url)
             if response.status != 200:
-                raise FetchError(url, f"HTTP {response.status}")
+                raise FetchError(url, f"HTTP {response.status}", status=response.status)
             kind, items = parse_sitemap(response.body, max_bytes=ctx.options.max_bytes)
         except (FetchError, ValueError) as e:
             complete = False
+            if failed(e):
+                ctx.broken.append(f"the sitemap {url} could not be read ({e.reason})")
             yield Failed(url, f"sitemap unusable: {getattr(e, 'reason', e)}")
             continue
         for loc, lastmod in items:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from .errors import ApiUnusable, CrawlStopped, FetchError
+from .errors import ApiUnusable, CrawlStopped, FetchError, failed
 from .events import Expected, Failed, Notice
 from .html import join_url
 from .options import Context
@@ -107,7 +107,8 @@ def pages(ctx: Context, url: str, listing: Listing, *, expect: bool = False) -> 
             response = ctx.fetcher.get(url)
         except FetchError as e:
             listing.complete = False
-            ctx.broken.append(f"API page {url} could not be read ({e.reason})")
+            if failed(e):
+                ctx.broken.append(f"API page {url} could not be read ({e.reason})")
             yield Failed(url, e.reason)
             url = with_page(url, number + 1) if total_pages and number < total_pages else None
             continue
@@ -128,7 +129,6 @@ def pages(ctx: Context, url: str, listing: Listing, *, expect: bool = False) -> 
             reason = f"HTTP {response.status}{_api_error(response)}"
             if listing.essential and not listing.read:
                 raise ApiUnusable(url, reason)
-            ctx.broken.append(f"the API listing broke off at {url} ({reason})")
             yield Failed(url, reason)
             return
         total_pages = _int(response.headers.get("X-WP-TotalPages")) or total_pages

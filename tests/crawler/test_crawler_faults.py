@@ -285,3 +285,18 @@ def test_a_wordpress_listing_cut_by_a_failing_page_stops_the_crawl_part_way(stor
     assert report.counts["added"] == 3 and report.counts["deleted"] == 0
     assert report.stopped and "could not be read" in report.stopped
     assert "HTTP 500" in report.stopped and "nothing was deleted" in report.stopped
+
+
+def test_a_sitemap_that_keeps_failing_stops_the_crawl_part_way(store):
+    """A child sitemap answering 500 after the retries: exit 1 (stopped part way), nothing
+    deleted; a page that is gone (404) is no such failure."""
+    from busca.crawler.errors import ConnectFailed, FetchError, failed
+
+    assert failed(FetchError("u", "HTTP 503", status=503)) and failed(ConnectFailed("u", "x"))
+    assert not failed(FetchError("u", "HTTP 404", status=404)) and not failed(ValueError())
+    broken = frozenset({"/wp-sitemap-posts-post-2.xml"})
+    with FixtureSite(load_articles()[:4], sitemap_size=2,
+                     faults=Faults(failing_paths=broken)) as site:
+        report, _ = run(site.url + "wp-sitemap.xml", store, source="sitemap", retries=0)
+    assert report.counts["added"] == 2 and report.counts["deleted"] == 0
+    assert report.stopped and "could not be read" in report.stopped
