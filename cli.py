@@ -1394,7 +1394,13 @@ def mcp_command(ctx, http, host, port, log_queries):
     except ImportError as e:
         raise click.ClickException(f"busca mcp needs the mcp extra ({e}): pip install"
                                    " 'busca[mcp]'") from None
-    _home(ctx).close()  # a folder without a corpus is an error now, not at the first call
+    home = _home(ctx)  # a folder without a corpus is an error now, not at the first call
+    private = http and searching.has_groups(home)
+    home.close()
+    if private:
+        click.echo("warning: this home has documents with groups (private to some readers):"
+                   " busca mcp --http shows every document to whoever reaches it; busca serve"
+                   " --tokens FILE shows each reader its groups' documents", err=True)
     rerank, location, embed = _rerank(ctx), ctx.obj["home"], _embed(ctx)
     server = create_server(lambda: api.open(location, embed=embed, create=False),
                            log=log_queries, rerank=rerank)

@@ -188,6 +188,14 @@ def _candidates(store, filters):
     return store.records()
 
 
+def has_groups(store) -> bool:
+    """Whether a document of `store` has groups (is private to some readers): one scan of the
+    records (through the GIN index on PostgreSQL)."""
+    records = (store.records_having([(Visible.field,)]) if hasattr(store, "records_having")
+               else store.records() if hasattr(store, "records") else ())
+    return any(field_values(r, Visible.field) for r in records)
+
+
 def counts(index, store, filters) -> tuple[int, int]:
     """(documents, chunks) of a build passing `filters`."""
     mask = allowed(index, store, filters)

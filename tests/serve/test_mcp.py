@@ -168,3 +168,28 @@ def test_streamable_http_answers_the_same_tools(lexical_home):
         process.wait(30)
     assert names == TOOLS and not found.is_error
     assert len(found.structured_content["hits"]) == 2
+
+
+def test_http_over_a_home_with_private_documents_warns_it_shows_them_all(tmp_path):
+    """busca mcp has no tokens: over HTTP it shows every document to whoever reaches it, the
+    private ones too; it says so when the home has groups (stdio, the local user's, does
+    not)."""
+    import socket
+
+    from conftest import write_jsonl
+
+    home = tmp_path / "home"
+    docs = write_jsonl(tmp_path / "d.jsonl", [
+        {"url": "https://a.example/1", "text": "salários", "groups": ["staff"]},
+        {"url": "https://a.example/2", "text": "horário"}])
+    for args in (["add", str(docs)], ["index", "-q", "--methods", "bm25"]):
+        assert CliRunner().invoke(cli, ["--home", str(home), *args], obj={}).exit_code == 0
+    with socket.socket() as held:  # the command stops at the busy port, after its warning
+        held.bind(("127.0.0.1", 0))
+        held.listen(1)
+        port = str(held.getsockname()[1])
+        result = CliRunner().invoke(cli, ["--home", str(home), "mcp", "--http", "--port", port],
+                                    obj={})
+    assert result.exit_code == 1
+    assert "warning: this home has documents with groups" in result.stderr
+    assert "busca serve --tokens FILE" in result.stderr
