@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import codecs
 import gzip
-import http.server
-import threading
 
 import pytest
 
@@ -20,63 +18,14 @@ from busca.crawler.http import THROTTLED_STOP, limit_key
 from busca.crawler.options import CrawlOptions
 from busca.crawler.wordpress import without_shortcodes
 from busca.index.home.documents import Store
+from routed import Site, crawled, page, site_fixture, store_fixture  # noqa: F401  (fixtures)
 
 FAST = {"rate": 1000.0, "backoff": 0.01, "timeout": 5.0}
 HTML = {"Content-Type": "text/html; charset=utf-8"}
 
 
-def page(title: str, text: str) -> bytes:
-    return f"<html><head><title>{title}</title></head><body><article><h1>{title}</h1>" \
-           f"<p>{text}</p></article></body></html>".encode()
-
-
-class Site:
-    """A server on 127.0.0.1 answering `routes[path] = (status, headers, body)`."""
-
-    def __init__(self):
-        self.routes: dict[str, tuple[int, dict, bytes]] = {}
-        self.asked: list[str] = []
-        routes, asked = self.routes, self.asked
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
-                asked.append(self.path)
-                status, headers, body = routes.get(self.path, (404, {}, b"not here"))
-                self.send_response(status)
-                for name, value in {"Content-Length": str(len(body)), **headers}.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-        self.routes["/robots.txt"] = (200, {}, b"User-agent: *\nAllow: /\n")
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def site():
-    s = Site()
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def store(tmp_path):
-    with Store(tmp_path / "home") as s:
-        yield s
-
-
 def run(url: str, store: Store, **options):
-    events = list(crawl(url, store, options=CrawlOptions(**{**FAST, **options})))
-    return events[-1].report, events
+    return crawled(url, store, FAST, **options)
 
 
 def urlset(base: str, paths: list[str]) -> bytes:

@@ -6,19 +6,16 @@ declared charset is honoured, and odd items are skipped with a word."""
 from __future__ import annotations
 
 import codecs
-import http.server
 import json
-import threading
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from busca.crawler.crawl import crawl
 from busca.crawler.events import Notice
 from busca.crawler.http import Response
-from busca.crawler.options import CrawlOptions, JsonApiOptions
+from busca.crawler.options import JsonApiOptions
 from busca.crawler.platforms.llms import parse_full
 from busca.index.home.documents import Store
+from routed import Site, crawled, store_fixture  # noqa: F401  (a fixture)
 
 FAST = {"rate": 1000.0, "backoff": 0.01, "timeout": 5.0, "retries": 0}
 JSON = {"Content-Type": "application/json"}
@@ -27,63 +24,15 @@ TEXT = "A ação do coração é reação. Parágrafo com acentuação."
 ENDLESS = 30  # a misbehaving listing gives up after this many requests (so a bug fails, not hangs)
 
 
-class Site:
-    """A server on 127.0.0.1: `routes[path]` is (status, headers, body) or a function of the
-    query ({name: value}) giving one; `asked` keeps every request's path and query."""
-
-    def __init__(self):
-        self.routes: dict = {"/robots.txt": (404, {}, b"no")}
-        self.asked: list[str] = []
-        routes, asked = self.routes, self.asked
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
-                asked.append(self.path)
-                parts = urlsplit(self.path)
-                route = routes.get(parts.path, (404, JSON, b'{"error": "no"}'))
-                if callable(route):
-                    query = {k: v[0] for k, v in parse_qs(parts.query).items()}
-                    route = route(query)
-                status, headers, body = route
-                if not isinstance(body, bytes):
-                    body = json.dumps(body, ensure_ascii=False).encode()
-                self.send_response(status)
-                for name, value in {"Content-Length": str(len(body)), **headers}.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def count(self, path: str) -> int:
-        return sum(1 for p in self.asked if urlsplit(p).path == path)
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
 def site():
-    s = Site()
+    s = Site(robots=(404, {}, b"no"), missing=(404, JSON, b'{"error": "no"}'))
     yield s
     s.close()
 
 
-@pytest.fixture
-def store(tmp_path):
-    with Store(tmp_path / "home") as s:
-        yield s
-
-
 def run(url: str, store: Store, **options):
-    events = list(crawl(url, store, options=CrawlOptions(**{**FAST, **options})))
-    return events[-1].report, events
+    return crawled(url, store, FAST, **options)
 
 
 def notices(events) -> list[str]:

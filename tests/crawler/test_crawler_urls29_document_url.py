@@ -4,78 +4,25 @@ parameters (utm_*, fbclid…) as the HTML crawl's links do, so a page is stored 
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import responses
 
-from busca.crawler.crawl import crawl
 from busca.crawler.events import Failed
 from busca.crawler.feed import parse_feed
-from busca.crawler.options import CrawlOptions
 from busca.crawler.urls import normalize
 from busca.index.home.documents import Store
+from routed import Site, crawled, page, site_fixture, store_fixture  # noqa: F401  (fixtures)
 
 FAST = {"rate": 1000.0, "backoff": 0.01, "timeout": 5.0}
 HTML = {"Content-Type": "text/html; charset=utf-8"}
 XML = {"Content-Type": "application/xml"}
 
 
-def page(title: str, text: str) -> bytes:
-    return f"<html><head><title>{title}</title></head><body><article><h1>{title}</h1>" \
-           f"<p>{text}</p></article></body></html>".encode()
-
-
-class Site:
-    """A server on 127.0.0.1 answering `routes[path] = (status, headers, body)`."""
-
-    def __init__(self):
-        self.routes: dict[str, tuple[int, dict, bytes]] = {}
-        self.asked: list[str] = []
-        routes, asked = self.routes, self.asked
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
-                asked.append(self.path)
-                status, headers, body = routes.get(self.path, (404, {}, b"not here"))
-                self.send_response(status)
-                for name, value in {"Content-Length": str(len(body)), **headers}.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-        self.routes["/robots.txt"] = (200, {}, b"User-agent: *\nAllow: /\n")
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def site():
-    s = Site()
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def store(tmp_path):
-    with Store(tmp_path / "home") as s:
-        yield s
-
-
 def run(url: str, store: Store, **options):
-    events = list(crawl(url, store, options=CrawlOptions(**{**FAST, **options})))
-    return events[-1].report, events
+    return crawled(url, store, FAST, **options)
 
 
 def rss(items: str) -> bytes:
