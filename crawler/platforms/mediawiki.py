@@ -118,6 +118,9 @@ def _pages(data: dict) -> list[dict]:
     return [p for p in pages if isinstance(p, dict)] if isinstance(pages, list) else []
 
 
+MOST_CONTINUED = 100  # requests that continue one batch's texts (a wiki that never ends)
+
+
 def _texts(ctx: Context, url: str, site: str):
     """Store the pages of one pageids request, continued until each page is whole; True if
     every one was stored."""
@@ -137,6 +140,10 @@ def _whole_pages(ctx: Context, first: str):
     request failed."""
     pages, url, asked = {}, first, set()
     while url and url not in asked:
+        if len(asked) >= MOST_CONTINUED:
+            yield Failed(url, f"the wiki continued one batch of pages past {MOST_CONTINUED}"
+                              " requests without an end; that batch was not stored")
+            return None
         asked.add(url)
         try:
             data = _get(ctx, url)

@@ -52,6 +52,7 @@ class Wiki:
     def __init__(self, site: Site, pages=(1, 2, 3), continued=None):
         self.site, self.pages, self.continued, self.sweep = site, list(pages), continued, None
         self.fail_continued = False
+        self.texts_continued = False
         site.routes["/"] = home('<meta name="generator" content="MediaWiki 1.39">'
                                 '<link rel="EditURI" href="/w/api.php?action=rsd">')
         site.routes["/w/api.php"] = self.answer
@@ -75,7 +76,11 @@ class Wiki:
                 out["continue"] = self.continued(query)
             return 200, JSON, out
         ids = [int(i) for i in query["pageids"].split("|")]
-        return 200, JSON, {"query": {"pages": [self.page(i, True) for i in ids]}}
+        out = {"query": {"pages": [self.page(i, True) for i in ids]}}
+        if self.texts_continued:  # a continuation that never repeats and never ends
+            out["continue"] = {"rvcontinue": str(int(query.get("rvcontinue", "0")) + 1),
+                               "continue": "||"}
+        return 200, JSON, out
 
 
 def test_mediawiki_a_continue_that_repeats_stops_there_and_deletes_nothing(site, store):
@@ -88,6 +93,19 @@ def test_mediawiki_a_continue_that_repeats_stops_there_and_deletes_nothing(site,
     assert site.count("/w/api.php") <= 3  # the sweep asked twice, then the texts (none new)
     assert any("continuation already asked" in n for n in notices(events))
     assert store.count() == 4 and report.counts["deleted"] == 0
+
+
+def test_mediawiki_texts_continued_for_ever_give_up_after_a_bound(site, store):
+    """The texts of one batch, continued by a wiki that never ends: a failure after
+    MOST_CONTINUED requests (it asked for ever), that batch not stored, nothing deleted."""
+    from busca.crawler.platforms.mediawiki import MOST_CONTINUED
+
+    wiki = Wiki(site, pages=(1,))
+    wiki.texts_continued = True
+    report, _ = run(site.url + "/", store)
+    assert site.count("/w/api.php") <= MOST_CONTINUED + 2
+    assert any("past 100 requests" in reason for _, reason in report.failures)
+    assert store.count() == 0 and report.counts["deleted"] == 0
 
 
 def test_mediawiki_a_continue_that_never_ends_honours_max_pages(site, store):
