@@ -1,7 +1,6 @@
 """Types of the lazy face busca.search (busca/lazy.py loads the names on first use)."""
 
 from .filters import allowed as allowed
-from .filters import has_groups as has_groups
 from .scorers import available_methods as available_methods
 from .filters import BadFilter as BadFilter
 from .hits import BadFloor as BadFloor
@@ -28,6 +27,7 @@ from .fusion import FUSION as FUSION
 from .fusion import FusionError as FusionError
 from .fusion import FUSIONS as FUSIONS
 from .fusion import FusionSettings as FusionSettings
+from .filters import has_groups as has_groups
 from . import highlight as highlight
 from .hits import Hit as Hit
 from .hits import hits_for as hits_for
@@ -81,7 +81,6 @@ __all__ = [
     "Visible",
     "WINDOW",
     "allowed",
-    "has_groups",
     "available_methods",
     "build_context",
     "check_floor",
@@ -96,6 +95,7 @@ __all__ = [
     "describe_fusion",
     "facets",
     "floor_of",
+    "has_groups",
     "highlight",
     "hits_for",
     "method_settings",
