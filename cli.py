@@ -470,12 +470,8 @@ def search(ctx, query, as_json, no_log, pager, no_serve, **options):
     if as_json:
         for line in result.lines():
             click.echo(json.dumps(line, ensure_ascii=False))
-    elif not hits and result.floor is None:
-        click.echo("nothing found: no passage passes the floor of any of the fused methods"
-                   " (give --min-score 0 to see weaker matches)")
     elif not hits:
-        click.echo(f"nothing found: no passage scores {result.floor:.4f} or more"
-                   " (lower --min-score to see weaker matches)")
+        click.echo(f"nothing found: {result.why_nothing('--min-score')}")
     else:
         terminal.print_hits(index, hits, query, method, pager=pager)
     if not hits:

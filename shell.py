@@ -239,7 +239,7 @@ class Session:
             self.echo(json.dumps(searching.context_dict(found, prompt=prompt),
                                  ensure_ascii=False))
         elif prompt is None:
-            self.echo("não encontrei (nothing found): no passage passes the floor")
+            self.echo(f"não encontrei (nothing found): {found.why_nothing('--min-score')}")
         else:
             self.echo(display.strip_controls(prompt), nl=not prompt.endswith("\n"))
 

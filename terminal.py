@@ -194,7 +194,7 @@ def _compare_command(open_home: Callable, options: Callable,
     @click.option("--methods", default=None,
                   help="Comma-separated methods [default: tfidf,bm25,dense,hybrid, those the"
                        " index has].")
-    @click.option("-k", default=5, show_default=True, type=click.IntRange(min=1),
+    @click.option("-k", default=searching.COMPARE_K, show_default=True, type=click.IntRange(min=1),
                   help="Hits shown per method.")
     @click.option("--per-doc", type=click.IntRange(min=0), default=0, show_default=True,
                   help="At most N windows of one article in each ranking (0 = no limit).")

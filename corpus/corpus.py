@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import index as indexing
 from ..search.context import Context
-from ..search.scorers import K
+from ..search.scorers import COMPARE_K
 from .documents import Added, add_files, crawl_site
 from .evaluate import Calibrated, EvalSpec, calibrate, evaluate_golden, tune_fusion
 from .live import Live, LiveBuild
@@ -35,13 +36,27 @@ class Corpus:
 
     def __init__(self, home: indexing.Home, *, embed: Mapping | None = None,
                  live: LiveBuild | None = None):
-        self.home = home
+        self._home, self._owner = home, threading.get_ident()
+        self._local = threading.local()  # the home as each other thread opened it
         self.embed = dict(embed or {})
         self.live = live or LiveBuild()  # shared by the corpora of one server's threads
 
     @property
+    def home(self) -> indexing.Home:
+        """The home's handle for this thread: the one given in the thread that made the
+        Corpus, opened again in any other (a local store's SQLite connection stays in its
+        thread), so that threads can share one Corpus and its loaded build."""
+        if threading.get_ident() == self._owner:
+            return self._home
+        home = getattr(self._local, "home", None)
+        if home is None:
+            home = self._local.home = indexing.open_home(self.location, embed=self.embed,
+                                                         create=False)
+        return home
+
+    @property
     def location(self) -> str:
-        return str(self.home.location)
+        return str(self._home.location)
 
     @property
     def build(self) -> indexing.Build:
@@ -59,6 +74,7 @@ class Corpus:
         self.live.warm_up(self.build)
 
     def close(self) -> None:
+        """Close the home (this thread's handle; another thread's closes with the thread)."""
         self.home.close()
 
     def __enter__(self) -> Corpus:
@@ -165,7 +181,8 @@ class Corpus:
         spec = replace(_spec(spec, ContextSpec), **options)
         return context_build(self.build, self.home, question, spec)
 
-    def compare(self, question: str, *, methods: Sequence[str] | None = None, k: int = K,
+    def compare(self, question: str, *, methods: Sequence[str] | None = None,
+                k: int = COMPARE_K,
                 per_doc: int = 0, include: Sequence[int] = (),
                 rerank: RerankSettings | None = None, filters: Sequence = ()) -> Comparison:
         """`busca compare`: each method's top k and every hit's rank under each method

@@ -74,7 +74,7 @@ def search_build(build, home, question: str, spec: SearchSpec, *,
     kept = page
     return Result(question, spec.method, kept, floor, note, build.manifest.build, calibrated,
                   described, unlogged, seconds, len(hits), rerank.label if rerank else "",
-                  refused=bool(refused))
+                  refused=bool(refused), best=max((h.score for h in hits), default=None))
 
 
 def _allowed(build, home, filters):

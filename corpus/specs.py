@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from .. import index as indexing
 from .. import search as searching
 from ..errors import BuscaError
 from ..search.collapse import PER_DOC
-from ..search.context import MAX_CHARS, PER_DOC as CONTEXT_PER_DOC
+from ..search.context import MAX_CHARS, PER_DOC as CONTEXT_PER_DOC, why_nothing
 from ..search.fusion import FUSION, RRF_K, WINDOW, FusionSettings
 from ..search.hits import Hit
 from ..search.scorers import K, MOST
@@ -42,7 +42,7 @@ def check_whole(name: str, value: object, least: int) -> None:
     was an OverflowError when the query log stored it)."""
     if not isinstance(value, int) or isinstance(value, bool) or not least <= value <= MOST:
         raise BadSpec(f"{name} must be a whole number from {least} to {MOST:,}, not"
-                      f" {str(value)[:40]}")
+                      f" {value!r:.40}")
 
 
 def _check_fields(spec) -> None:
@@ -176,6 +176,11 @@ class Result:
     ranked: int = 0  # hits ranked before the floor (0 when a server answered)
     rerank: str = ""  # the re-ranker (KIND:MODEL) whose scores the hits carry, if any
     refused: bool = False  # the answerability model refused the question (`note` says why)
+    best: float | None = None  # the best score ranked, above the floor or not
+
+    def why_nothing(self, floor_option: str = "min_score") -> str:
+        """Why no hit was kept, with the fix (`search.context.why_nothing`)."""
+        return why_nothing(self.method, self.floor, self.best, self.note, floor_option)
 
     def to_json(self, **extra: Any) -> dict:
         """The form of GET /api/search (`extra` goes after the build, before the note)."""
@@ -184,8 +189,10 @@ class Result:
                "floor": self.floor, "build": self.build, **extra}
         if self.rerank:
             out["rerank"] = self.rerank
-        if self.note:
-            out["note"] = self.note
+        if self.note or not self.hits:  # every front end tells why nothing was kept
+            out["note"] = self.why_nothing()
+        if not self.hits and self.best is not None:
+            out["best"] = self.best
         return out
 
     @classmethod
@@ -193,8 +200,10 @@ class Result:
         """The result `to_json` gave."""
         method = data["method"]
         hits = tuple(Hit.from_json(h, method=method) for h in data["hits"])
-        return cls(data["query"], method, hits, data["floor"], str(data.get("note") or ""),
-                   data["build"], rerank=str(data.get("rerank") or ""))
+        found = cls(data["query"], method, hits, data["floor"], build=data["build"],
+                    rerank=str(data.get("rerank") or ""), best=data.get("best"))
+        note = str(data.get("note") or "")  # kept unless it is the floor's, said again
+        return found if note == found.why_nothing() else replace(found, note=note)
 
     def lines(self) -> list[dict]:
         """`busca search --json`: one object per hit (hybrid's settings on each)."""

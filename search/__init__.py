@@ -38,6 +38,7 @@ EXPORTS = {
     "Hit": ".hits",
     "hits_for": ".hits",
     "K": ".scorers",
+    "COMPARE_K": ".scorers",
     "LANGS": ".context",
     "MAX_CHARS": ".context",
     "method_settings": ".scorers",

@@ -9,6 +9,7 @@ from .hits import check_floor as check_floor
 from .fusion import check_settings as check_settings
 from .context import check_template as check_template
 from . import collapse as collapse
+from .scorers import COMPARE_K as COMPARE_K
 from .compare import compare as compare_methods
 from .compare import CompareRow as CompareRow
 from .compare import Comparison as Comparison
@@ -59,6 +60,7 @@ EXPORTS: dict[str, str]
 __all__ = [
     "BadFilter",
     "BadFloor",
+    "COMPARE_K",
     "CONTEXT_PER_DOC",
     "CompareRow",
     "Comparison",

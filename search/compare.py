@@ -23,7 +23,7 @@ from ..index.dense.rerank_api import SUFFIX
 from .collapse import PER_DOC, collapse, urls_of
 from .fusion import FusionSettings
 from .hits import Hit, hits_for
-from .scorers import K, available_methods, rank, scorer
+from .scorers import COMPARE_K, available_methods, rank, scorer
 
 if TYPE_CHECKING:  # the crawler package loads only when a command needs it
     from ..crawler.store import DocumentStore
@@ -71,7 +71,8 @@ def default_methods(index) -> list[str]:
     return [m for m in METHODS if m in have]
 
 
-def compare(index, store: DocumentStore, query: str, *, methods: Sequence[str], k: int = K,
+def compare(index, store: DocumentStore, query: str, *, methods: Sequence[str],
+            k: int = COMPARE_K,
             per_doc: int = PER_DOC, depth: int = DEPTH, include: Sequence[int] = (),
             fusion: FusionSettings | None = None,
             rerank: Reranker | None = None, allowed=None) -> Comparison:

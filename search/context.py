@@ -119,17 +119,8 @@ class Context:
         return max(self.scores) if self.hits else self.top
 
     def why_nothing(self, floor_option: str = "min_score") -> str:
-        """Why no passage was found, with the fix (`floor_option`: how the caller names the
-        floor, --min-score on the command line): what the index could say, else the floor
-        the best hit missed, else the fused methods' floors."""
-        if self.reason:
-            return self.reason
-        if self.best is not None and self.floor is not None:
-            return (f"no passage scores {self.floor:.4f} or more (best {self.best:.4f});"
-                    f" lower {floor_option} to see weaker matches")
-        if self.best is not None or (self.floor is None and is_hybrid(self.method)):
-            return "no passage passes the floor of any of the fused methods"
-        return "no passage matches the question"
+        """Why no passage was found, with the fix (see `why_nothing`)."""
+        return why_nothing(self.method, self.floor, self.best, self.reason, floor_option)
 
     def prompt(self, *, lang: str = "pt", template: str | None = None) -> str:
         """The prompt for an LLM (see `render`)."""
@@ -146,6 +137,22 @@ class Context:
         hits = tuple(h for p in passages for h in p.hits)
         return cls(data["question"], data["method"], data["floor"], hits, passages,
                    max_chars=data["max_chars"], rerank=str(data.get("rerank") or ""))
+
+
+def why_nothing(method: str, floor: float | None, best: float | None, reason: str = "",
+                floor_option: str = "min_score") -> str:
+    """Why a search kept no passage, with the fix (`floor_option`: how the caller names the
+    floor, --min-score on the command line): what the index could say (`reason`), else the
+    floor the best hit missed, else the fused methods' floors."""
+    if reason:
+        return reason
+    if best is not None and floor is not None:
+        return (f"no passage scores {floor:.4f} or more (best {best:.4f});"
+                f" lower {floor_option} to see weaker matches")
+    if best is not None or (floor is None and is_hybrid(method)):
+        return ("no passage passes the floor of any of the fused methods"
+                f" (give {floor_option} 0 to see weaker matches)")
+    return "no passage matches the question"
 
 
 def build_context(index, store: Store, question: str, *, method: str = "tfidf",

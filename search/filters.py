@@ -130,6 +130,10 @@ def parse_filter(text: str) -> Filter:
 
 def parse_filters(texts) -> tuple[Filter, ...]:
     """Each `--filter` text parsed once (none: an empty tuple)."""
+    if texts is not None and not isinstance(texts, (list, tuple, str)):
+        raise BadFilter(f"filters are texts such as 'category=Python' (one, or a list), not"
+                        f" {texts!r:.60}")
+    texts = (texts,) if isinstance(texts, str) else texts
     parsed = tuple(parse_filter(t) if isinstance(t, str) else t for t in texts or ())
     odd = next((f for f in parsed if not isinstance(f, (Filter, Visible))), None)
     if odd is not None:

@@ -16,6 +16,8 @@ from .fusion import (FusionSettings, HybridScorer, components, describe, describ
                      share_of, stored_settings)
 
 K = 3
+COMPARE_K = 5  # each method's hits side by side by default: busca compare, Corpus.compare,
+#                GET /api/compare and the MCP compare tool
 MOST = 10 ** 9  # any whole-number option: far beyond any index, within SQLite's integers
 
 

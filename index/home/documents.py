@@ -71,6 +71,12 @@ def store_error(path: Path, error: sqlite3.Error) -> StoreError:
             " .dump | sqlite3 NEW/busca.db (or .recover for .dump where sqlite3 has it)")
     if name.startswith("SQLITE_READONLY") or "readonly database" in text:
         return read_only_error(path.parent)
+    if "closed database" in text:
+        return StoreError(f"the store {path} was closed (close() or the end of a with block):"
+                          " open the home again (busca.open)")
+    if "same thread" in text:
+        return StoreError(f"the store {path} was opened in another thread: open the home in"
+                          " each thread, or share one busca.Corpus, which does so for you")
     return StoreError(f"cannot use the store {path}: {text}")
 
 
@@ -169,6 +175,10 @@ class Store:
         self.read_only = not writable(self.home)
         try:
             self.db = self._open_read_only() if self.read_only else self._open()
+        except (FileExistsError, NotADirectoryError):
+            raise StoreError(f"cannot open the store in {self.home}: a file is there, or on"
+                             " its path, where a folder should be; give a folder (created"
+                             " when missing) or a postgresql:// URL") from None
         except OSError as e:
             raise StoreError(f"cannot open the store in {self.home}: {e}") from e
         except sqlite3.Error as e:

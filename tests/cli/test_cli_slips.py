@@ -204,7 +204,26 @@ def test_why_nothing_names_the_floor_that_refused():
         "no passage scores 2.5000 or more (best 1.2000); lower --min-score to see weaker"
         " matches")
     assert Context("q", "bm25", None, (), reason="no word").why_nothing() == "no word"
-    fused = "no passage passes the floor of any of the fused methods"
+    fused = ("no passage passes the floor of any of the fused methods (give min_score 0 to"
+             " see weaker matches)")
     assert Context("q", "hybrid", None, ()).why_nothing() == fused  # (busca demo's last step)
     assert Context("q", "hybrid:use", None, (), top=0.3).why_nothing() == fused
     assert Context("q", "tfidf", None, ()).why_nothing() == "no passage matches the question"
+
+
+def test_a_search_that_keeps_nothing_says_why_in_every_front_end():
+    """The search result's JSON (HTTP, MCP, a CLI that a server answered) names the floor
+    that kept nothing, as the command line does; and reads back as the same result."""
+    from busca.corpus.specs import Result
+
+    cut = Result("q", "bm25", (), 2.5, best=1.2)
+    assert cut.to_json()["note"] == ("no passage scores 2.5000 or more (best 1.2000); lower"
+                                     " min_score to see weaker matches")
+    assert cut.to_json()["best"] == 1.2
+    back = Result.from_json(cut.to_json())
+    assert back.note == "" and back.why_nothing("--min-score").endswith(
+        "lower --min-score to see weaker matches")
+    told = Result("q", "bm25", (), None, note="no word of the question is in the index")
+    assert Result.from_json(told.to_json()).note == told.note
+    assert Result("q", "hybrid", (), None).to_json()["note"].startswith(
+        "no passage passes the floor of any of the fused methods")

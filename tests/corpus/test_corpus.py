@@ -371,3 +371,40 @@ def test_compare_takes_filters_as_search_does(fake_home):
                               filters=[f"url={url}"])
         assert kept.rows and {r.url for r in kept.rows} == {url}
         assert len({r.url for r in every.rows}) > 1
+
+
+def test_threads_share_one_corpus_and_its_loaded_build(fake_home):
+    """A Corpus made in one thread answers in others (each opens its own store handle) with
+    the same hits, loading the build once; a closed one says how to open it again."""
+    import threading
+
+    corpus = busca.open(fake_home, create=False)
+    alone = corpus.search(QUESTIONS[0], method="bm25", log=False)
+    answers, errors = [], []
+
+    def ask():
+        try:
+            answers.append(corpus.search(QUESTIONS[0], method="bm25", log=False))
+        except Exception as e:  # noqa: BLE001 - the assertion below shows it
+            errors.append(e)
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(answers) == 4
+    assert all(a.hits == alone.hits for a in answers)
+    assert corpus.live.last() == alone.build  # one build loaded, shared
+    corpus.close()
+    with pytest.raises(busca.errors.BuscaError, match=r"was closed .*open the home again"):
+        corpus.search(QUESTIONS[0], method="bm25", log=False)
+
+
+def test_a_file_where_the_home_goes_is_one_line_naming_the_fix(tmp_path):
+    file = tmp_path / "notes.txt"
+    file.write_text("x", encoding="utf-8")
+    for where in (file, file / "home"):
+        with pytest.raises(busca.errors.BuscaError, match="a file is there, or on its path, where a"
+                                                   " folder should be; give a folder"):
+            busca.open(where)

@@ -181,3 +181,12 @@ def test_visible_to_takes_names_or_a_comma_string_and_refuses_the_rest():
     for bad in (None, 5, [1], {"staff": 1}):
         with pytest.raises(BadFilter, match="group names"):
             visible_to(bad)
+
+
+def test_filters_that_are_not_texts_are_one_line():
+    """A number or a dict where filter texts go (from Python, LangChain) is a BadFilter
+    naming the form, where it was a bare TypeError; one text is a list of one."""
+    for odd in (5, {"category": "Python"}, 2.5):
+        with pytest.raises(f.BadFilter, match=r"filters are texts such as 'category=Python'"):
+            f.parse_filters(odd)
+    assert f.parse_filters("category=Cursos") == f.parse_filters(["category=Cursos"])
