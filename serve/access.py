@@ -25,7 +25,7 @@ from ..crawler import BadGroup, check_groups
 from ..errors import BuscaError
 from ..search.facets import facets
 from ..search.hits import StaleIndex
-from ..search.filters import Visible, counts, parse_filters, visible_to
+from ..search.filters import Visible, counts, parse_filters, passes, visible_to
 from .errors import HttpError
 
 MIN_TOKEN = 16  # characters, as --token
@@ -203,6 +203,8 @@ class Scoped:
         """The build's figures with the counts of what this request may see (the documents,
         their chunks and facets); figures over every document left out."""
         figures = self.engine.stats()
+        if figures.get("index", "") is None:  # no build yet: the documents it may see
+            return self._unindexed()
 
         def work(live):
             home = self.engine.home()
@@ -214,6 +216,14 @@ class Scoped:
                    for m, entry in figures.get("methods", {}).items()}
         return {"documents": documents, "chunks": chunks, "methods": methods,
                 **{k: figures[k] for k in STATS if k in figures},
+                **({"facets": shown} if shown else {}), "restricted": True}
+
+    def _unindexed(self) -> dict:
+        """The figures before the first index: the documents it may see, their facets."""
+        home = self.engine.home()
+        records = home.records() if hasattr(home, "records") else ()
+        shown = facets(home, filters=(self.rule,))
+        return {"documents": sum(1 for r in records if passes(r, (self.rule,))), "index": None,
                 **({"facets": shown} if shown else {}), "restricted": True}
 
 

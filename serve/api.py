@@ -34,12 +34,19 @@ def hit_json(hit: searching.Hit) -> dict:
     return out
 
 
+def _query(request: Request, fields: tuple[params.Field, ...] = ()):
+    """The query string, its unknown or repeated parameters refused."""
+    params.query_string(request.query_params, fields, request.url.path)
+    return request.query_params
+
+
 def search(request: Request) -> JSONResponse:
     """GET /api/search?q=&method=&k=&min_score=&per_doc=&log=&fusion=&window=&rrf_k=&weights=
     &filter= (repeatable)"""
-    engine, args = _engine(request), request.query_params
+    args = _query(request, params.SEARCH)
+    engine = _engine(request)
     query = params.Q.read(args.get("q"))
-    spec = params.search_spec(args, engine.methods())
+    spec = params.search_spec(args)
     log_query = params.LOG.read(args.get("log"))
     rerank = params.RERANK.read(args.get("rerank"))
     started = time.perf_counter()
@@ -49,8 +56,9 @@ def search(request: Request) -> JSONResponse:
 
 def compare(request: Request) -> JSONResponse:
     """GET /api/compare?q=&methods=tfidf,bm25,dense,hybrid&k=&per_doc=&filter="""
-    engine, args = _engine(request), request.query_params
-    values = params.read(params.COMPARE, args, engine.methods())
+    args = _query(request, params.COMPARE)
+    engine = _engine(request)
+    values = params.read(params.COMPARE, args)
     started = time.perf_counter()
     comparison, build = engine.compare(values["q"], methods=values["methods"], k=values["k"],
                                        per_doc=values["per_doc"], rerank=values["rerank"],
@@ -69,7 +77,7 @@ async def context(request: Request) -> JSONResponse:
     data = await _json_object(request)
     params.json_body(data, params.CONTEXT, "the context request")
     engine = _engine(request)
-    values = params.read(params.CONTEXT, data, await _threaded(engine.methods))
+    values = params.read(params.CONTEXT, data)
     question, method, lang = values.pop("q"), values["method"], values.pop("lang")
     log_query, rerank = values.pop("log"), values.pop("rerank")
     filters = values.pop("filter")
@@ -89,11 +97,13 @@ async def context(request: Request) -> JSONResponse:
 
 def stats(request: Request) -> JSONResponse:
     """GET /api/stats: what `busca stats --json` prints."""
+    _query(request)
     return JSONResponse(_engine(request).stats())
 
 
 def chunk(request: Request) -> JSONResponse:
     """GET /api/chunk/{id}"""
+    _query(request)
     raw = request.path_params["chunk_id"]
     if not raw.isascii() or not raw.isdigit():
         raise BadParameter(f"the chunk id must be a whole number, got {raw[:40]!r}")
@@ -111,6 +121,7 @@ def healthz(request: Request) -> JSONResponse:
     """GET /healthz: up, and which build it serves (null before the first index); while its
     database is away (a PostgreSQL home), still 200: status "degraded" and the problem; no
     token needed (with --tokens, no chunk count)."""
+    _query(request)
     engine: Engine = request.app.state.engine
     try:
         live = engine.live()
@@ -126,6 +137,7 @@ def healthz(request: Request) -> JSONResponse:
 
 def openapi_document(request: Request) -> JSONResponse:
     """GET /openapi.json: the OpenAPI 3.1 document of this server's routes."""
+    _query(request)
     return JSONResponse(openapi.document(writable=request.app.state.writable,
                                          tokens=request.app.state.access is not None))
 
@@ -202,7 +214,8 @@ async def _json_object(request: Request, *, empty_ok: bool = False) -> dict:
     if not raw.strip() and empty_ok:
         return {}
     try:
-        data = json.loads(raw)
+        huge: list[_Huge] = []
+        data = json.loads(raw, parse_int=lambda text: _integer(text, huge))
     except (ValueError, UnicodeDecodeError) as e:
         raise BadParameter(f"the body is not valid JSON ({e})") from None
     except RecursionError:  # json's parser recurses once per level of nesting
@@ -210,11 +223,43 @@ async def _json_object(request: Request, *, empty_ok: bool = False) -> dict:
                            " as the documentation shows") from None
     if not isinstance(data, dict):
         raise BadParameter("the body must be a JSON object")
+    if huge:
+        _no_huge_integer(data)
     lone = indexing.lone_surrogate(data)  # a \ud800 escape alone: no answer can carry it
     if lone is not None:
         raise BadParameter(f"the body holds a lone surrogate ({lone!r}): escape"
                            " characters as valid UTF-16 pairs, or send UTF-8")
     return data
+
+
+class _Huge:
+    """An integer literal too long for int() (Python refuses more than 4300 digits)."""
+
+    def __init__(self, digits: int):
+        self.digits = digits
+
+
+def _integer(text: str, huge: list) -> int | _Huge:
+    """An integer literal of the body: its int, or a _Huge (also added to `huge`)."""
+    try:
+        return int(text)
+    except ValueError:
+        huge.append(_Huge(len(text.lstrip("-"))))
+        return huge[-1]
+
+
+def _no_huge_integer(data: dict) -> None:
+    """BadParameter naming the field that holds an integer too long to read."""
+    stack: list[tuple[str, object]] = list(data.items())
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, _Huge):
+            raise BadParameter(f"{where[:80]} is a number of {value.digits} digits; no field"
+                               " takes one that long: send a number within its range")
+        if isinstance(value, dict):
+            stack += [(f"{where}.{key}", item) for key, item in value.items()]
+        elif isinstance(value, list):
+            stack += [(f"{where}[{n}]", item) for n, item in enumerate(value)]
 
 
 async def _threaded(work):

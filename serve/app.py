@@ -155,6 +155,7 @@ class Guard:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        scope = _single_slash(scope)
         refused = self._refusal(scope)
         if refused is not None:
             return await refused(scope, receive, _with_headers(send))
@@ -177,6 +178,17 @@ class Guard:
     def _host_accepted(self, headers) -> bool:
         given = [value for key, value in headers if key == b"host"]
         return len(given) == 1 and self.hosts.accepts(given[0].decode("latin-1"))
+
+
+def _single_slash(scope: dict) -> dict:
+    """`//api/search` read as `/api/search`: the URL busca serve prints ends in `/`, so
+    "$U/api/…" doubles the slash."""
+    path = scope.get("path", "")
+    if not path.startswith("//"):
+        return scope
+    raw = scope.get("raw_path")
+    return {**scope, "path": "/" + path.lstrip("/"),
+            **({"raw_path": b"/" + raw.lstrip(b"/")} if raw else {})}
 
 
 def _capped(receive):

@@ -74,11 +74,8 @@ class Engine:
         spec = replace(spec or SearchSpec(), **options, log=self._logs(log_query),
                        rerank=self.reranking(rerank))
 
-        def work(live: Live) -> Result:
-            searching.scorer(live.index, spec.method, spec.fusion_settings(spec.min_score))
-            return search_build(live.index, self.home(), query, spec)  # UnknownMethod first
-
-        return self.run(work)
+        # the method checked as Corpus.search checks it (dense:NAME resolved, its message)
+        return self.run(lambda live: search_build(live.index, self.home(), query, spec))
 
     def compare(self, query: str, *, methods: list[str] | None, k: int, per_doc: int = 0,
                 rerank: bool | None = None, filters: tuple = ()):
@@ -104,11 +101,8 @@ class Engine:
         spec = replace(spec or ContextSpec(), **options, log=self._logs(log_query),
                        rerank=self.reranking(rerank))
 
-        def work(live: Live):
-            searching.scorer(live.index, spec.method, spec.fusion_settings(spec.min_score))
-            return context_build(live.index, self.home(), question, spec), live.build
-
-        return self.run(work)
+        return self.run(lambda live: (context_build(live.index, self.home(), question, spec),
+                                      live.build))
 
     def chunk(self, chunk_id: int) -> searching.Hit | None:
         """One chunk of the live build with its text and source, or None."""
@@ -121,8 +115,9 @@ class Engine:
         return self.run(work)
 
     def stats(self) -> dict:
-        """The figures of `busca stats --json`."""
-        return self.live().manifest.figures()
+        """What `busca stats --json` prints (before the first index: the documents and
+        "index": null)."""
+        return self.corpus().stats()
 
     def facets(self, filters: tuple = ()) -> dict:
         """Facet counts (search/facets.py) of the documents passing `filters`."""

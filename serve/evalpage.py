@@ -9,9 +9,9 @@ import math
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from . import access
+from . import access, params
 from .engine import Engine
-from .errors import status_of
+from .errors import BadParameter, status_of
 from .html import esc, href, notice, page, source_link, table
 from .runview import RunView, list_runs, load, system_tag
 
@@ -23,6 +23,11 @@ def eval_page(request: Request) -> HTMLResponse:
     """GET /eval?run=&a=&b=&q= (with --tokens: the write token only)"""
     engine, folder = access.whole(request), request.app.state.runs
     args = request.query_params
+    try:
+        params.query_string(args, params.EVAL, "/eval")
+    except BadParameter as e:
+        return page("eval — busca", "<h1>Evaluation</h1>" + notice(str(e)), active="eval",
+                    status=e.status)
     names = list_runs(folder)
     if not names:
         return page("eval — busca", "<h1>Evaluation</h1>" + notice(

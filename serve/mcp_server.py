@@ -28,6 +28,7 @@ from ..version import __version__
 from .. import search as searching
 from ..corpus import ContextSpec, Corpus, SearchSpec
 from ..errors import BuscaError
+from ..search.scorers import COMPARE_K
 from ..search.hits import Hit
 from ..search.context import LANGS, MAX_CHARS as CONTEXT_CHARS, PER_DOC as CONTEXT_PER_DOC
 from .errors import BadParameter
@@ -41,8 +42,9 @@ INSTRUCTIONS = ("Search a corpus of documents indexed by busca. Use `context` to
                 " `stats` for the methods this index has.")
 
 Question = Annotated[str, Field(min_length=1, max_length=MAX_QUERY, description="The question.")]
-Method = Annotated[str, Field(description="tfidf, bm25, dense, hybrid or dense:NAME (see"
-                                          " stats' methods).")]
+Method = Annotated[str, Field(description="tfidf, bm25, dense, sparse, hybrid, or dense:NAME"
+                                          " / hybrid:NAME of a dense model (stats' methods"
+                                          " lists those of this index).")]
 K = Annotated[int, Field(ge=1, le=MAX_K, description="How many hits (windows).")]
 MinScore = Annotated[float | None, Field(allow_inf_nan=False, description=(
     "The floor; default: the method's calibrated floor."))]
@@ -63,7 +65,8 @@ class SearchOut(TypedDict):
     hits: list[HitOut]
     floor: float | None
     build: str
-    note: NotRequired[str]
+    note: NotRequired[str]  # why no hit was kept, when none was
+    best: NotRequired[float]  # the best score ranked, when the floor kept none
     rerank: NotRequired[str]
 
 
@@ -130,7 +133,7 @@ class Tools:
                 "message": "" if found.answered else f"nothing found: {found.why_nothing()}"}
 
     async def compare(self, question: Question,
-                      methods: list[str] | None = None, k: K = 5,
+                      methods: list[str] | None = None, k: K = COMPARE_K,
                       per_doc: Annotated[int, Field(ge=0, le=MAX_PER_DOC)] = 0,
                       ) -> dict[str, Any]:
         """Each method's top k side by side, with every hit's rank under each method."""
@@ -177,6 +180,9 @@ class _Server(MCPServer):
 def _strict(name: str, arguments: dict[str, Any], properties: dict[str, Any]) -> None:
     """A misspelt argument (top_k) or a number given as text or true is the call's error, as
     in the HTTP API, not ignored or taken as 1 by pydantic's lax mode."""
+    if arguments and not properties:
+        raise ToolError(f"bad arguments for {name}: it takes no arguments, got"
+                        f" {', '.join(map(repr, sorted(arguments)))}")
     try:
         only(arguments, set(properties), f"the arguments of {name}")
         for key, value in arguments.items():
@@ -195,4 +201,6 @@ def create_server(open_corpus: Callable[[], Corpus], *, log: bool = False,
     for tool in (tools.search, tools.context, tools.compare, tools.get_chunk, tools.stats):
         server.add_tool(tool, name=tool.__name__, annotations=read_only,
                         structured_output=True)
+        # _strict refuses any other argument: the published schema says so
+        server._tool_input_schema(tool.__name__)["additionalProperties"] = False
     return server

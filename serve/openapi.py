@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from ..version import __version__
 from ..search.hits import Hit
 from . import params
+from .assets import ASSETS
 from .params import Field
 
 # statuses the middleware may give on any route (serve/app.py's Guard): a bad Host header,
 # a body or query string over its cap; and 500, an unexpected error (never with details)
 GUARD = (400, 413, 414, 500)
-REASONS = {200: "OK", 400: "A parameter or field is missing, malformed or out of range (or an"
+REASONS = {200: "OK", 303: "Back to the page / (signed in, or a server without --tokens)",
+           400: "A parameter or field is missing, malformed or out of range (or an"
                            " unexpected Host header)",
            401: "No valid Authorization: Bearer <token>", 403: "Only the write token may"
            " see this page (with --tokens)", 404: "Not found",
@@ -37,12 +39,14 @@ class Operation:
     path: str
     method: str
     summary: str
-    answer: dict  # the schema of the 200 answer (JSON unless `html`)
+    answer: dict | None  # the schema of the success answer (None: it has no body)
     query: tuple[Field, ...] = ()
     body: tuple[Field, ...] | dict | None = None
-    statuses: tuple[int, ...] = ()
+    statuses: tuple[int, ...] = ()  # errors answered as JSON (serve/errors.py's body)
     write: bool = False
-    media: tuple[str, ...] = ("application/json",)  # the 200 answer's content types
+    media: tuple[str, ...] = ("application/json",)  # the success answer's content types
+    pages: tuple[int, ...] = ()  # errors answered as an HTML page with the message
+    success: int = 200
 
 
 def _ref(name: str) -> dict:
@@ -59,6 +63,9 @@ def _nullable(kind: str) -> dict:
 
 _TYPES = {"int": "integer", "float": "number", "str": "string"}
 _HIT_FIELDS = [f for f in dataclasses.fields(Hit) if f.name not in ("method", "meta")]
+COLUMNS = ("Each method's top k as whole hits, each with its rank and score under every"
+           " method; busca compare --json, Corpus.compare and the MCP compare tool give"
+           " chunk ids here (the rows hold the same passages).")
 HIT = _obj({**{f.name: {"type": _TYPES[str(f.type)]} for f in _HIT_FIELDS},
             "meta": {"type": "object", "description": "The document's metadata (categories,"
                      " tags, author, dates …), when it has any."}},
@@ -71,7 +78,7 @@ SCHEMAS = {
                           "hits": {"type": "array", "items": _ref("Hit")},
                           "floor": _nullable("number"), "build": {"type": "string"},
                           "took_ms": {"type": "number"}, "note": {"type": "string"},
-                          "rerank": _nullable("string")},
+                          "best": {"type": "number"}, "rerank": _nullable("string")},
                          ("query", "method", "hits", "floor", "build")),
     "Context": _obj({"question": {"type": "string"}, "method": {"type": "string"},
                      "floor": _nullable("number"), "answered": {"type": "boolean"},
@@ -85,12 +92,20 @@ SCHEMAS = {
                           "note": {"type": "string"}, "build": {"type": "string"},
                           "status": {"const": 409}}, ("answer", "reason", "status")),
     "Comparison": _obj({"query": {"type": "string"}, "methods": {"type": "array"},
-                        "k": {"type": "integer"}, "columns": {"type": "object"},
+                        "k": {"type": "integer"},
+                        "columns": {"type": "object", "description": COLUMNS,
+                                    "additionalProperties": {"type": "array",
+                                                             "items": _ref("CompareHit")}},
                         "rows": {"type": "array"}, "build": {"type": "string"}},
                        ("query", "methods", "columns", "rows")),
+    "CompareHit": {"allOf": [_ref("Hit"), _obj(
+        {"ranks": {"type": "object", "additionalProperties": _nullable("integer")},
+         "scores": {"type": "object", "additionalProperties": _nullable("number")}},
+        ("ranks", "scores"))]},
     "Chunk": _obj({k: v for k, v in HIT["properties"].items() if k not in ("rank", "score")},
                   ("chunk_id", "url", "title", "text")),
-    "Stats": {"type": "object", "description": "What busca stats --json prints."},
+    "Stats": {"type": "object", "description": "What busca stats --json prints: the build's"
+              " figures, or {\"documents\": N, \"index\": null} before the first index."},
     "Health": _obj({"status": {"enum": ["ok", "degraded"]}, "build": _nullable("string"),
                     "problem": {"type": "string"}}, ("status", "build")),
     "Added": _obj({"added": {"type": "integer"}, "updated": {"type": "integer"},
@@ -106,14 +121,16 @@ _DOCUMENTS = {"type": "object", "additionalProperties": False, "required": ["doc
                                            "items": None}}}  # filled from params.DOCUMENT
 
 OPERATIONS = (
-    Operation("/", "get", "The search page", HTML, media=("text/html",)),
+    Operation("/", "get", "The search page", HTML, query=params.PAGE, media=("text/html",),
+              pages=(400, 503)),
     Operation("/eval", "get", "The saved evaluation runs, side by side", HTML,
-              statuses=(403, 422), media=("text/html",)),
+              query=params.EVAL, statuses=(403,), media=("text/html",), pages=(400, 422)),
     Operation("/login", "get", "A browser's sign-in with --tokens: an HTTP Basic challenge"
-              " (a read token as the password), then back to /", HTML, statuses=(401,),
-              media=("text/html",)),
-    Operation("/static/{name}", "get", "The page's script and style sheet", HTML,
-              statuses=(404,), media=("text/css", "text/javascript")),
+              " (a read token as the password), then back to /", None, statuses=(401,),
+              media=(), success=303),
+    Operation("/static/{name}", "get", "The page's script, style sheet and icon", HTML,
+              statuses=(404,), media=tuple(dict.fromkeys(
+                  kind.split(";")[0] for kind in ASSETS.values()))),
     Operation("/healthz", "get", "Up, and which build it serves", _ref("Health")),
     Operation("/openapi.json", "get", "This document", _ref("OpenAPI")),
     Operation("/api/search", "get", "The hits of busca search --json", _ref("SearchResult"),
@@ -124,15 +141,16 @@ OPERATIONS = (
               " found)", _ref("Context"), body=params.CONTEXT, statuses=(409, 503)),
     Operation("/api/stats", "get", "What busca stats --json prints", _ref("Stats"),
               statuses=(503,)),
-    Operation("/api/chunk/{chunk_id}", "get", "One chunk of the live index", _ref("Chunk"),
-              statuses=(404, 503)),
+    Operation("/api/chunk/{chunk_id}", "get", "One chunk of the live index (409: its"
+              " document changed since the build)", _ref("Chunk"), statuses=(404, 409, 503)),
     Operation("/api/documents", "post", "Add or replace documents (with --token)",
               _ref("Added"), body=_DOCUMENTS, statuses=(401, 409, 503, 507), write=True),
     Operation("/api/index", "post", "Rebuild the index and swap it in (with --token)",
               _ref("Built"), body=params.INDEX, statuses=(401, 409, 503, 507), write=True),
 )
 PATH_PARAMETERS = {
-    "name": {"type": "string", "description": "A file of the page (app.js, style.css)."},
+    "name": {"type": "string", "enum": list(ASSETS),
+             "description": f"A file of the page ({', '.join(ASSETS)})."},
     "chunk_id": {"type": "integer", "minimum": 0, "description": "The chunk's id (a hit's"
                  " chunk_id)."},
 }
@@ -179,12 +197,30 @@ def _operation(op: Operation, tokens: bool = False) -> dict:
         out["security"] = [{"bearer": []}]
     elif read:  # a read token, or none (the public documents)
         out["security"] = [{"bearer": []}, {"basic": []}, {}]
-    out["responses"] = {"200": {"description": REASONS[200],
-                                "content": {m: {"schema": op.answer} for m in op.media}}}
-    for status in sorted(set(op.statuses) | set(GUARD) | ({401} if read else set())):
-        error = _ref("NothingFound") if (op.path, status) == ("/api/context", 409) else None
-        out["responses"][str(status)] = _error(status, error)
+    out["responses"] = {str(op.success): _success(op)}
+    as_json = set(op.statuses) | set(GUARD) | ({401} if read else set())
+    for status in sorted(as_json | set(op.pages)):
+        out["responses"][str(status)] = _error(status, _error_schema(op, status),
+                                               json=status in as_json, page=status in op.pages)
     return out
+
+
+def _success(op: Operation) -> dict:
+    """The answer when all goes well: its content, or (/login) where it redirects."""
+    out: dict = {"description": REASONS[op.success]}
+    if op.success == 303:
+        out["headers"] = {"Location": {"schema": {"type": "string", "const": "/"}}}
+    if op.answer is not None:
+        out["content"] = {m: {"schema": op.answer} for m in op.media}
+    return out
+
+
+def _error_schema(op: Operation, status: int) -> dict:
+    """The JSON body of an error: /api/context's 409 is nothing found, or the index changed
+    meanwhile (the error body)."""
+    if (op.path, status) == ("/api/context", 409):
+        return {"oneOf": [_ref("NothingFound"), _ref("Error")]}
+    return _ref("Error")
 
 
 def _operation_id(op: Operation) -> str:
@@ -221,6 +257,9 @@ def _fields_object(fields: tuple[Field, ...]) -> dict:
             "required": [f.name for f in fields if f.required]}
 
 
-def _error(status: int, schema: dict | None) -> dict:
-    return {"description": REASONS[status],
-            "content": {"application/json": {"schema": schema or _ref("Error")}}}
+def _error(status: int, schema: dict, *, json: bool = True, page: bool = False) -> dict:
+    """An error answer: the JSON body, and/or the page (HTML) that shows the message."""
+    content = {"application/json": {"schema": schema}} if json else {}
+    if page:
+        content["text/html"] = {"schema": HTML}
+    return {"description": REASONS[status], "content": content}

@@ -33,9 +33,10 @@ def home(request: Request) -> HTMLResponse:
     method = args.get("method") or ("hybrid" if "hybrid" in methods else params.METHOD)
     filters: tuple = ()
     try:
+        params.query_string(args, params.PAGE, "/")
         k = params.integer(args.get("k"), "k", default=params.K, low=1, high=params.MAX_K)
         if method != COMPARE:
-            method = params.method(method, methods)
+            method = params.method(method)
         filters = params.filters(args.getlist("filter"))
         q = params.question(raw_q) if raw_q.strip() else ""
         results = _faceted(engine, q, method, k, filters) if q else ""

@@ -9,6 +9,8 @@ API reads requests with them and serve/openapi.py writes their JSON schemas from
 from __future__ import annotations
 
 import math
+import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -16,6 +18,7 @@ from ..corpus import SearchSpec
 from ..index.dense.dense_models import is_hybrid
 from ..search.fusion import (FUSION, FUSIONS, RRF_K, WINDOW, FusionError, FusionSettings,
                              check_settings, parse_weights)
+from ..search.scorers import COMPARE_K
 from ..search.context import LANGS, MAX_CHARS as CONTEXT_CHARS, PER_DOC as CONTEXT_PER_DOC
 from ..search.filters import BadFilter, parse_filters
 from .errors import BadParameter
@@ -40,25 +43,26 @@ class Field:
     #            filters (repeatable)
     doc: str
     default: object = None
-    low: int | None = None
+    low: int | float | None = None  # an integer's or a number's least value
     high: int | None = None
     choices: tuple[str, ...] = ()
     required: bool = False
 
-    def read(self, raw: object, known: Sequence[str] = ()) -> object:
-        """The checked value of `raw` (the default when absent), or BadParameter."""
+    def read(self, raw: object) -> object:
+        """The checked value of `raw` (the default when absent), or BadParameter; a method
+        name is the library's to check when it runs (it resolves dense:NAME)."""
         kind = self.kind
         if kind == "question":
             return question(raw, self.name)
         if kind == "integer":
             return integer(raw, self.name, default=self.default, low=self.low, high=self.high)
         if kind == "number":
-            value = number(raw, self.name)
+            value = number(raw, self.name, low=self.low)
             return self.default if value is None else value
         if kind == "method":
-            return method(raw, list(known), default=self.default)
+            return method(raw, default=self.default)
         if kind == "methods":
-            return methods(raw, list(known))
+            return methods(raw)
         if kind == "choice":
             return choice(raw, self.name, self.choices, self.default)
         if kind == "weights":
@@ -73,6 +77,8 @@ class Field:
         out.update(_SCHEMAS.get(self.kind, {"type": "string"}))
         if self.kind == "integer":
             out.update(minimum=self.low, maximum=self.high)
+        if self.kind == "number" and self.low is not None:
+            out["minimum"] = self.low
         if self.kind == "question":
             out.update(minLength=1, maxLength=MAX_QUERY)
         if self.choices:
@@ -88,9 +94,9 @@ _SCHEMAS = {"filters": {"type": "array", "items": {"type": "string"}},
             "groups": {"type": "array", "items": {"type": "string"}}, "meta": {"type": "object"}}
 
 
-def read(fields: Sequence[Field], data: Mapping, known: Sequence[str] = ()) -> dict:
+def read(fields: Sequence[Field], data: Mapping) -> dict:
     """Every field's checked value, by name, in the order the fields are declared."""
-    return {f.name: f.read(raw(data, f), known) for f in fields}
+    return {f.name: f.read(raw(data, f)) for f in fields}
 
 
 def raw(data: Mapping, field: Field) -> object:
@@ -103,7 +109,7 @@ def raw(data: Mapping, field: Field) -> object:
 Q = Field("q", "question", "The question.", required=True)
 K_FIELD = Field("k", "integer", "How many hits.", K, 1, MAX_K)
 METHOD_FIELD = Field("method", "method", "A method this index has (GET /api/stats lists"
-                     " them).", METHOD)
+                     " them), or dense:NAME / hybrid:NAME of one of its dense models.", METHOD)
 MIN_SCORE = Field("min_score", "number", "The floor (default: the method's calibrated one).")
 PER_DOC_FIELD = Field("per_doc", "integer", "At most N windows of one document (0: no limit).",
                       0, 0, MAX_PER_DOC)
@@ -115,7 +121,7 @@ SPEC = (METHOD_FIELD, K_FIELD, MIN_SCORE, PER_DOC_FIELD,
               choices=FUSIONS),
         Field("window", "integer", "hybrid: top hits of each method that are fused.", WINDOW,
               1, MAX_WINDOW),
-        Field("rrf_k", "number", "hybrid: the RRF constant k.", RRF_K),
+        Field("rrf_k", "number", "hybrid: the RRF constant k.", RRF_K, low=0),
         Field("weights", "weights", "hybrid: methods and weights, e.g. bm25=1,dense=0.5."))
 RERANK = Field("rerank", "flag", "Re-score the top hits with the server's re-ranker (default:"
                " on when busca serve runs with --rerank; true without it is a 400).")
@@ -123,8 +129,9 @@ FILTER = Field("filter", "filters", "Rank only documents that match: FIELD=a,b (
                " >=, <=, ^= (prefix); repeatable, all must hold (docs/filters.md).")
 SEARCH = (Q, *SPEC, LOG, RERANK, FILTER)
 COMPARE = (Q, Field("methods", "methods", "Comma-separated methods (default: tfidf, bm25,"
-                    " dense, hybrid, those the index has)."), K_FIELD, PER_DOC_FIELD, RERANK,
-           FILTER)
+                    " dense, hybrid, those the index has)."),
+           Field("k", "integer", "How many hits per method (as busca compare).", COMPARE_K, 1,
+                 MAX_K), PER_DOC_FIELD, RERANK, FILTER)
 CONTEXT = (Q, K_FIELD, Field("lang", "choice", "Language of the instruction.", "pt",
                              choices=LANGS),
            Field("max_chars", "integer", "Characters of passage text at most.", CONTEXT_CHARS,
@@ -133,6 +140,13 @@ CONTEXT = (Q, K_FIELD, Field("lang", "choice", "Language of the instruction.", "
            Field("per_doc", "integer", "At most N windows of one document while other"
                  " documents pass the floor (0: no limit).", CONTEXT_PER_DOC, 0, MAX_PER_DOC),
            LOG, RERANK, FILTER)
+PAGE = (Field("q", "string", "The question (absent: the form alone)."),
+        Field("method", "string", "A method this index has, or compare: the methods side by"
+              " side (default: hybrid when the index has it, else tfidf)."), K_FIELD, FILTER)
+EVAL = (Field("run", "string", "A saved run (default: the newest)."),
+        Field("a", "string", "The first system compared."),
+        Field("b", "string", "The second system compared."),
+        Field("q", "string", "A question's id: both rankings of it."))
 INDEX = (Field("size", "integer", "Words per window (default: the build's).", None, 1,
                100_000),
          Field("overlap", "integer", "Words shared by consecutive windows (default: the"
@@ -148,14 +162,30 @@ DOCUMENT = (Field("url", "string", "The document's URL (its id).", required=True
                   " texts, numbers, yes/no and lists of them, e.g. {\"category\": \"RH\"}."))
 
 
-def search_spec(args: Mapping, known: list[str]) -> SearchSpec:
+def search_spec(args: Mapping) -> SearchSpec:
     """The options of GET /api/search, those of `busca search` (hybrid's fusion included)."""
-    chosen = METHOD_FIELD.read(args.get("method"), known)
+    chosen = METHOD_FIELD.read(args.get("method"))
     given = [name for name in FUSION_FIELDS if args.get(name) not in (None, "")]
     if given and not is_hybrid(chosen):
         raise BadParameter(f"{', '.join(given)} only apply to method hybrid (this search uses"
                            f" {chosen}); drop them or add method=hybrid")
-    return SearchSpec(**read(SPEC, args, known), filters=FILTER.read(raw(args, FILTER)))
+    return SearchSpec(**read(SPEC, args), filters=FILTER.read(raw(args, FILTER)))
+
+
+def query_string(args, fields: Sequence[Field], where: str) -> None:
+    """Refuse a query string's unknown parameter (a typo must not pass silently: filters= for
+    filter= would answer unfiltered) and one given twice, unless its field is repeatable."""
+    names = [f.name for f in fields]
+    keys = [key for key, _ in args.multi_items()]
+    for key in keys:
+        if key not in names:
+            known = (f"known parameters: {', '.join(names)}" if names
+                     else "it takes no parameters")
+            raise BadParameter(f"unknown parameter {_shown(key)} in {where}; {known}")
+    repeatable = {f.name for f in fields if f.kind == "filters"}
+    for key, times in Counter(keys).items():
+        if times > 1 and key not in repeatable:
+            raise BadParameter(f"{key} is given {times} times in {where}; give it once")
 
 
 def filters(raw: object) -> tuple:
@@ -194,52 +224,66 @@ def question(raw: object, name: str = "q") -> str:
     return raw
 
 
+DIGITS = re.compile(r"-?[0-9]+")  # a whole number in a query string: ASCII digits only
+LONGEST = 18  # digits of any integer a parameter accepts, and more
+
+
 def integer(raw: object, name: str, *, default: int, low: int, high: int) -> int:
-    """An integer between `low` and `high` (default when absent or empty)."""
+    """An integer between `low` and `high` (default when absent or empty): a JSON integer, or
+    plain ASCII digits in a query string (not 1_0, +3, " 3" nor other scripts' digits)."""
     if raw is None or raw == "":
         return default
-    try:
-        value = int(raw) if not isinstance(raw, (bool, float)) else None
-    except (TypeError, ValueError):
-        value = None
-    if value is None:
+    if type(raw) is int:
+        value = raw
+    elif isinstance(raw, str) and DIGITS.fullmatch(raw):
+        if len(raw.lstrip("-")) > LONGEST:  # int() of thousands of digits is slow, or refused
+            raise BadParameter(f"{name} must be between {low} and {high}, got a number of"
+                               f" {len(raw.lstrip('-'))} digits")
+        value = int(raw)
+    else:
         raise BadParameter(f"{name} must be a whole number, got {_shown(raw)}")
     if not low <= value <= high:
-        raise BadParameter(f"{name} must be between {low} and {high}, got {value}")
+        raise BadParameter(f"{name} must be between {low} and {high}, got {_number(value)}")
     return value
 
 
-def number(raw: object, name: str) -> float | None:
-    """A finite number, or None when absent or empty."""
+def number(raw: object, name: str, *, low: float | None = None) -> float | None:
+    """A finite number (at least `low`), or None when absent or empty."""
     if raw is None or raw == "":
         return None
     try:
         value = float(raw) if not isinstance(raw, bool) else math.nan
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         value = math.nan
     if not math.isfinite(value):
         raise BadParameter(f"{name} must be a finite number, got {_shown(raw)}")
+    if low is not None and value < low:
+        raise BadParameter(f"{name} must be {low} or more, got {value}")
     return value
 
 
-def method(raw: object, known: list[str], *, default: str = METHOD) -> str:
-    """A method this index has."""
+def method(raw: object, *, default: str = METHOD) -> str:
+    """A method name; whether the index has it is the library's to say when it runs (it
+    resolves dense:NAME and hybrid:NAME, and its message names the methods the index has)."""
     if raw is None or raw == "":
         return default
-    if not isinstance(raw, str) or raw not in known:
-        raise BadParameter(f"unknown method {_shown(raw)}; this index has: {', '.join(known)}")
+    if not isinstance(raw, str):
+        raise BadParameter(f"method must be a method name such as bm25, got {_shown(raw)}")
     return raw
 
 
-def methods(raw: object, known: list[str]) -> list[str] | None:
-    """A comma-separated list of methods this index has (None: the default columns)."""
+def methods(raw: object) -> list[str] | None:
+    """A comma-separated list of methods (None: the default columns); checked by the library
+    as `method` is."""
     if raw is None or raw == "":
         return None
-    names = [m.strip() for m in str(raw).split(",") if m.strip()]
-    bad = [m for m in names if m not in known]
-    if bad or not names:
-        raise BadParameter(f"unknown method {_shown(bad[0] if bad else raw)}; this index has:"
-                           f" {', '.join(known)}")
+    if not isinstance(raw, str):
+        raise BadParameter(f"methods must be comma-separated method names such as bm25,dense,"
+                           f" got {_shown(raw)}")
+    names = [m.strip() for m in raw.split(",") if m.strip()]
+    if not names:
+        raise BadParameter(f"methods names no method ({_shown(raw)}): give them"
+                           " comma-separated, e.g. bm25,dense")
     return list(dict.fromkeys(names))
 
 
@@ -267,8 +311,8 @@ def only(data: Mapping, allowed: set[str], where: str) -> None:
     """Refuse unknown keys (a typo in a field name must not pass silently)."""
     unknown = sorted(set(data) - allowed)
     if unknown:
-        raise BadParameter(f"unknown field {unknown[0]!r} in {where}; known fields:"
-                           f" {', '.join(sorted(allowed))}")
+        known = f"known fields: {', '.join(sorted(allowed))}" if allowed else "it takes none"
+        raise BadParameter(f"unknown field {_shown(unknown[0])} in {where}; {known}")
 
 
 def json_body(data: Mapping, fields: Sequence[Field], where: str) -> None:
@@ -303,6 +347,11 @@ def schema_types(schema: Mapping) -> list[str]:
         kind = schema["type"]
         return [kind] if isinstance(kind, str) else list(kind)
     return [t for branch in schema.get("anyOf", ()) for t in schema_types(branch)]
+
+
+def _number(value: int) -> str:
+    """An integer as an error message shows it (not thousands of digits)."""
+    return str(value) if abs(value) < 10 ** 60 else "a number of more than 60 digits"
 
 
 def _shown(raw: object) -> str:

@@ -193,3 +193,18 @@ def test_http_over_a_home_with_private_documents_warns_it_shows_them_all(tmp_pat
     assert result.exit_code == 1
     assert "warning: this home has documents with groups" in result.stderr
     assert "busca serve --tokens FILE" in result.stderr
+
+
+def test_schemas_refuse_extra_arguments_and_compare_uses_the_librarys_k(lexical_home):
+    from busca.search.scorers import COMPARE_K
+
+    calls = [("stats", {"verbose": True}), ("compare", {"question": QUESTION})]
+    tools, (stats, compare) = asyncio.run(_drive(lexical_home, calls))
+    # the published schemas say what _strict enforces: no argument beyond those listed
+    assert all(t.input_schema.get("additionalProperties") is False for t in tools)
+    method = {t.name: t for t in tools}["search"].input_schema["properties"]["method"]
+    assert all(name in method["description"] for name in ("sparse", "hybrid", "dense:NAME"))
+    assert stats.is_error
+    assert stats.content[0].text == ("bad arguments for stats: it takes no arguments, got"
+                                     " 'verbose'")
+    assert not compare.is_error and compare.structured_content["k"] == COMPARE_K == 5

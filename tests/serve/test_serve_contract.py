@@ -1,0 +1,336 @@
+"""The contract of `busca serve` over real HTTP (the thirty-second sweep): the paths the
+documentation's examples build, query strings that refuse what they do not take, the
+library's method names, the library's compare default, stats before the first index, and an
+OpenAPI document whose statuses and content types are those the server really answers."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+
+pytest.importorskip("starlette")
+jsonschema = pytest.importorskip("jsonschema")
+requests = pytest.importorskip("requests")
+
+from click.testing import CliRunner  # noqa: E402
+from conftest import REPO, write_jsonl  # noqa: E402
+from serving import Server  # noqa: E402
+
+from busca.cli import cli  # noqa: E402
+from busca.errors import BuscaError  # noqa: E402
+from busca.search.scorers import COMPARE_K  # noqa: E402
+from busca.serve import params  # noqa: E402
+
+TOKEN = "contract-write-token-0123456789"
+READER = "contract-read-token-0123456789"
+DOCS = [{"url": "https://c.example/cursos", "title": "Cursos", "category": "Cursos",
+         "text": "A universidade oferece cursos de engenharia e de medicina."},
+        {"url": "https://c.example/bolsas", "title": "Bolsas", "category": "Bolsas",
+         "text": "A universidade paga bolsas de pesquisa aos alunos de engenharia."},
+        {"url": "https://c.example/segredo", "title": "Segredo", "groups": "staff",
+         "text": "O orçamento da universidade para o ano que vem."}]
+
+
+def _invoke(home: Path, *args: str) -> str:
+    result = CliRunner().invoke(cli, ["--home", str(home), *args], obj={})
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def _home(root: Path, *, indexed: bool = True) -> Path:
+    home = root / "home"
+    _invoke(home, "add", str(write_jsonl(root / "docs.jsonl", DOCS)))
+    if indexed:
+        _invoke(home, "index", "-q", "--methods", "tfidf,bm25")
+    return home
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory) -> Path:
+    return _home(tmp_path_factory.mktemp("contract"))
+
+
+@pytest.fixture(scope="module")
+def server(home):
+    with Server(home, "--no-log", "--quiet", "--token", TOKEN) as s:
+        yield s
+
+
+def get(server, path: str, **query) -> requests.Response:
+    """GET server.url + path (the URL ends in /: path without its leading one)."""
+    url = server.url + path + ("?" + urlencode(query, doseq=True) if query else "")
+    return requests.get(url, timeout=60, allow_redirects=False)
+
+
+def error(answer: requests.Response, status: int, *words: str) -> str:
+    assert answer.status_code == status, answer.text
+    message = answer.json()["error"]
+    assert "\n" not in message and all(w in message for w in words), message
+    return message
+
+
+# --- 1. the documentation's "$U/api/…" -------------------------------------------------
+def test_a_doubled_leading_slash_answers_as_the_single_slash_path(server):
+    U = server.url  # as printed: it ends in "/", so "$U/api/search" doubles the slash
+    found = requests.get(f"{U}/api/search", params={"q": "medicina"}, timeout=60)
+    assert found.status_code == 200 and found.json()["hits"]
+    assert requests.post(f"{U}//api/context", json={"q": "medicina"},
+                         timeout=60).status_code == 200
+    assert requests.get(f"{U}/healthz", timeout=60).json()["status"] == "ok"
+    error(requests.get(f"{U}/nowhere", timeout=60), 404, "not found: /nowhere")
+
+
+def test_the_documentations_examples_build_single_slash_paths():
+    text = (REPO / "docs" / "serve.md").read_text(encoding="utf-8")
+    assert "`U=http://127.0.0.1:8000`" in text and "U=http://127.0.0.1:8000/" not in text
+    assert re.findall(r'"\$U/api/\w+', text)  # the examples still read "$U/api/…"
+
+
+# --- 2. unknown and repeated query parameters ------------------------------------------
+def test_an_unknown_query_parameter_is_a_400_naming_it_and_the_known_ones(server):
+    q = {"q": "universidade", "method": "bm25", "min_score": 0}
+    message = error(get(server, "api/search", **q, filters="category=Cursos"), 400,
+                    "unknown parameter 'filters' in /api/search", "known parameters: q,",
+                    "filter")
+    assert message.endswith(", ".join(f.name for f in params.SEARCH))
+    error(get(server, "api/search", **q, top_k=10), 400, "'top_k'")
+    error(get(server, "api/compare", q="universidade", min_score=5), 400, "'min_score'",
+          "/api/compare")
+    for path in ("api/stats", "api/chunk/0", "healthz", "openapi.json"):
+        error(get(server, path, x=1), 400, "unknown parameter 'x'", "takes no parameters")
+    # what it takes still works: filter, repeatable, filters for real
+    kept = get(server, "api/search", **q, filter=["category=Cursos", "url^=https://"])
+    assert kept.status_code == 200, kept.text
+    assert {h["meta"]["category"] for h in kept.json()["hits"]} == {"Cursos"}
+
+
+def test_a_parameter_given_twice_is_a_400_unless_it_repeats(server):
+    error(get(server, "api/search", q="universidade", k=[1, 5]), 400,
+          "k is given 2 times in /api/search; give it once")
+    error(get(server, "api/compare", q=["a", "b"]), 400, "q is given 2 times")
+
+
+def test_the_page_refuses_a_misspelt_parameter_and_its_own_links_still_work(server):
+    page = get(server, "", q="universidade", method="bm25", filters="category=Cursos")
+    assert page.status_code == 400 and page.headers["content-type"].startswith("text/html")
+    assert "unknown parameter &#x27;filters&#x27; in /" in page.text
+    page = get(server, "", q="universidade", method="bm25", k=5)
+    assert page.status_code == 200
+    links = re.findall(r'href="(/\?[^"]+)"', page.text)  # the facets' and compare's links
+    assert any("filter=" in link for link in links) and any("compare" in link for link in links)
+    for link in links:
+        answer = requests.get(server.url + link[1:].replace("&amp;", "&"), timeout=60)
+        assert answer.status_code == 200, (link, answer.text[-300:])
+    evaluation = get(server, "eval", runs="x")
+    assert evaluation.status_code == 400 and "unknown parameter" in evaluation.text
+
+
+# --- 5. whole numbers: ASCII digits only; 8. a JSON integer too long ----------------------
+@pytest.mark.parametrize("raw", ["1_0", "\u0663", "+3", " 3", "3 ", "0x3", "3.0"])
+def test_a_whole_number_is_plain_ascii_digits(server, raw):
+    error(get(server, "api/search", q="universidade", k=raw), 400, "k must be a whole number")
+
+
+def test_a_long_whole_number_is_out_of_range_not_a_traceback(server):
+    error(get(server, "api/search", q="universidade", k="9" * 5000), 400,
+          "k must be between 1 and 100, got a number of 5000 digits")
+    assert get(server, "api/search", q="universidade", k="-0003").status_code == 400
+    assert len(get(server, "api/search", q="universidade", k="004").json()["hits"]) <= 4
+
+
+def test_an_oversized_json_integer_names_its_field(server):
+    post = lambda body: requests.post(server.url + "api/context", data=body,  # noqa: E731
+                                      timeout=60)
+    message = error(post('{"q": "universidade", "k": 1%s}' % ("0" * 5000)), 400,
+                    "k is a number of 5001 digits")
+    assert "sys.set_int_max_str_digits" not in message and "Exceeds" not in message
+    error(post(json.dumps({"q": "universidade", "k": 10 ** 4000})), 400,
+          "k must be between 1 and 100, got a number of more than 60 digits")
+    documents = requests.post(
+        server.url + "api/documents", timeout=60, headers={"Authorization": f"Bearer {TOKEN}"},
+        data='{"documents": [{"url": "https://c.example/x", "text": "x", "meta": {"ano": -%s}}]}'
+        % ("7" * 4400))
+    error(documents, 400, "documents[0].meta.ano is a number of 4400 digits")
+
+
+# --- 4. one compare default -------------------------------------------------------------
+def test_compare_defaults_to_the_libraries_k(server, home):
+    import busca
+
+    assert COMPARE_K == 5
+    data = get(server, "api/compare", q="universidade engenharia bolsas").json()
+    assert data["k"] == COMPARE_K
+    with busca.open(home) as corpus:
+        assert corpus.compare("universidade").k == COMPARE_K
+    cli_data = json.loads(_invoke(home, "compare", "universidade", "--json"))
+    assert cli_data["k"] == COMPARE_K
+
+
+# --- 6. stats before the first index ---------------------------------------------------
+def test_stats_before_the_first_index_is_busca_stats_json(tmp_path):
+    home = _home(tmp_path, indexed=False)
+    tokens = tmp_path / "tokens.txt"
+    tokens.write_text(f"{READER} staff\n", encoding="utf-8")
+    expected = json.loads(_invoke(home, "stats", "--json"))
+    assert expected["documents"] == 3 and expected["index"] is None
+    with Server(home, "--no-log", "--tokens", str(tokens), "--token", TOKEN) as s:
+        def stats(token=None):
+            headers = {"Authorization": f"Bearer {token}"} if token else {}
+            answer = requests.get(s.url + "api/stats", headers=headers, timeout=60)
+            assert answer.status_code == 200, answer.text
+            return answer.json()
+
+        assert stats(TOKEN) == expected  # the write token sees the whole home
+        assert stats() == {"documents": 2, "index": None, "restricted": True,
+                           "facets": {"category": {"values": 2,
+                                                   "top": {"Bolsas": 1, "Cursos": 1}}}}
+        assert stats(READER)["documents"] == 3
+    with Server(home, "--no-log") as s:
+        assert requests.get(s.url + "api/stats", timeout=60).json() == expected
+
+
+# --- 3. dense:NAME, as the library resolves it -----------------------------------------
+@pytest.fixture
+def dense_url(tmp_path, fake):
+    """A real busca serve app on 127.0.0.1 in this process (the fake encoder registered
+    here), over a home indexed with tfidf, bm25 and the fake dense model."""
+    import uvicorn
+
+    from busca.serve.app import create_app
+    from busca.serve.engine import Engine
+    from busca.serve.server import bind, url_of
+
+    home = tmp_path / "home"
+    _invoke(home, "add", str(write_jsonl(tmp_path / "docs.jsonl", DOCS)))
+    _invoke(home, "index", "-q", "--methods", "tfidf,bm25", "--dense", "fake")
+    sock = bind("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn.Config(create_app(Engine(home, log_queries=False)),
+                                           lifespan="off", log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        yield url_of(sock), home
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        sock.close()
+
+
+def test_dense_name_is_accepted_where_the_library_accepts_it(dense_url):
+    import busca
+
+    url, home = dense_url
+    q = {"q": "universidade engenharia", "min_score": 0}
+    with busca.open(home) as corpus:
+        expected = [h.chunk_id for h in corpus.search(q["q"], method="dense:fake", min_score=0,
+                                                      log=False).hits]
+    found = requests.get(url + "api/search", params={**q, "method": "dense:fake"}, timeout=60)
+    assert found.status_code == 200, found.text
+    assert [h["chunk_id"] for h in found.json()["hits"]] == expected
+    context = requests.post(url + "api/context", json={**q, "method": "dense:fake"},
+                            timeout=60)
+    assert context.status_code == 200, context.text
+    compare = requests.get(url + "api/compare", params={"q": q["q"],
+                                                        "methods": "bm25,dense:fake"},
+                           timeout=60)
+    assert compare.status_code == 200 and compare.json()["methods"] == ["bm25", "dense:fake"]
+    with busca.open(home) as corpus:  # a name the index lacks: the library's message
+        library = [_refusal(corpus.search, "x", method=m, log=False)
+                   for m in ("nope", "dense:nope")]
+        library += [_refusal(corpus.context, "x", method=m, log=False)
+                    for m in ("nope", "dense:nope")]
+        library += [_refusal(corpus.compare, "x", methods=["bm25", m])
+                    for m in ("nope", "dense:nope")]
+    answers = [requests.get(url + "api/search", params={"q": "x", "method": m}, timeout=60)
+               for m in ("nope", "dense:nope")]
+    answers += [requests.post(url + "api/context", json={"q": "x", "method": m}, timeout=60)
+                for m in ("nope", "dense:nope")]
+    answers += [requests.get(url + "api/compare", params={"q": "x", "methods": f"bm25,{m}"},
+                             timeout=60) for m in ("nope", "dense:nope")]
+    assert [(a.status_code, a.json()["error"]) for a in answers] == [(400, m) for m in library]
+
+
+def _refusal(call, *args, **options) -> str:
+    with pytest.raises(BuscaError) as refused:
+        call(*args, **options)
+    return str(refused.value)
+
+
+# --- 5. the OpenAPI document against real answers --------------------------------------
+def _template(document: dict, path: str) -> str:
+    """The document's path that `path` (a real one) matches."""
+    for template in document["paths"]:
+        pattern = re.sub(r"\{[^}]+\}", "[^/]+", template)
+        if re.fullmatch(pattern, path):
+            return template
+    raise AssertionError(f"{path} is not in the document")
+
+
+def conforms(document: dict, method: str, path: str, answer: requests.Response) -> None:
+    """The answer's status is declared for the path, with its content type, and a JSON
+    body fits the declared schema."""
+    declared = document["paths"][_template(document, path)][method]["responses"]
+    status = str(answer.status_code)
+    assert status in declared, (method, path, status, sorted(declared))
+    content = declared[status].get("content", {})
+    kind = answer.headers.get("content-type", "").split(";")[0]
+    if not content:
+        assert not answer.content, (method, path, status)
+        return
+    assert kind in content, (method, path, status, kind, sorted(content))
+    if kind == "application/json":
+        schema = {**content[kind]["schema"], "components": document["components"]}
+        jsonschema.validate(answer.json(), schema, cls=jsonschema.Draft202012Validator)
+
+
+def test_the_openapi_document_declares_the_answers_the_server_gives(server):
+    document = get(server, "openapi.json").json()
+    cases = [("get", "static/favicon.svg", {}, 200), ("get", "static/busca.js", {}, 200),
+             ("get", "static/busca.css", {}, 200), ("get", "static/app.js", {}, 404),
+             ("get", "", {"q": "x", "k": "abc"}, 400), ("get", "", {"x": "1"}, 400),
+             ("get", "login", {}, 303), ("get", "api/search", {"q": "x", "rrf_k": "-5",
+                                                               "method": "hybrid"}, 400),
+             ("get", "api/search", {"q": "x", "k": "1_0"}, 400),
+             ("get", "api/compare", {"q": "universidade"}, 200),
+             ("get", "api/stats", {}, 200), ("get", "api/stats", {"x": "1"}, 400)]
+    for method, path, query, status in cases:
+        answer = get(server, path, **query)
+        assert answer.status_code == status, (path, query, answer.text[:300])
+        conforms(document, method, "/" + path, answer)
+    assert get(server, "login").headers["location"] == "/"
+    name = document["paths"]["/static/{name}"]["get"]["parameters"][0]["schema"]
+    assert name["enum"] == ["busca.css", "busca.js", "favicon.svg"]
+    assert "app.js" not in json.dumps(document)
+    search = document["paths"]["/api/search"]["get"]["parameters"]
+    rrf_k = next(p["schema"] for p in search if p["name"] == "rrf_k")
+    with pytest.raises(jsonschema.ValidationError):  # -5: refused by the schema as by the server
+        jsonschema.validate(-5, rrf_k)
+    page = document["paths"]["/"]["get"]
+    assert [p["name"] for p in page["parameters"]] == ["q", "method", "k", "filter"]
+
+
+def test_the_openapi_document_declares_the_stale_index_answers(tmp_path):
+    home = _home(tmp_path)
+    with Server(home, "--no-log", "--quiet", "--token", TOKEN) as s:
+        document = requests.get(s.url + "openapi.json", timeout=60).json()
+        nothing = requests.post(s.url + "api/context", json={"q": "universidade",
+                                                             "min_score": 1e9}, timeout=60)
+        assert nothing.status_code == 409 and nothing.json()["answer"] is None
+        conforms(document, "post", "/api/context", nothing)
+        changed = {"url": DOCS[0]["url"], "title": "Cursos", "text": "Texto novo e outro."}
+        added = requests.post(s.url + "api/documents", json={"documents": [changed]},
+                              headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60)
+        assert added.status_code == 200, added.text
+        stale = requests.post(s.url + "api/context", json={"q": "universidade cursos",
+                                                           "k": 10}, timeout=60)
+        assert stale.status_code == 409 and "error" in stale.json(), stale.text
+        conforms(document, "post", "/api/context", stale)
+        chunks = [requests.get(s.url + f"api/chunk/{n}", timeout=60) for n in range(3)]
+        assert 409 in [c.status_code for c in chunks], [c.text for c in chunks]
+        for chunk in chunks:
+            conforms(document, "get", f"/api/chunk/{chunk.url.rsplit('/', 1)[1]}", chunk)
