@@ -417,7 +417,7 @@ def _split(value: str) -> list[str]:
 @click.argument("query", required=False)
 @click.option("-k", default=searching.K, show_default=True, type=click.IntRange(min=1),
               help="How many passages to return.")
-@click.option("--method", default="tfidf", show_default=True, help=METHOD_HELP)
+@click.option("--method", default=api.METHOD, show_default=True, help=METHOD_HELP)
 @click.option("--min-score", type=FiniteFloat(), default=None,
               help="Drop hits below this score (default: the calibrated floor, if any).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per hit.")
@@ -684,7 +684,7 @@ NOT_FOUND_EXIT = 3  # search and context found nothing above the floor (context:
 @click.argument("question")
 @click.option("-k", default=searching.K, show_default=True, type=click.IntRange(min=1),
               help="How many windows to gather (overlapping ones are merged).")
-@click.option("--method", default="tfidf", show_default=True, help=METHOD_HELP)
+@click.option("--method", default=api.METHOD, show_default=True, help=METHOD_HELP)
 @click.option("--min-score", type=FiniteFloat(), default=None,
               help="The floor: below it nothing is found (default: the calibrated floor).")
 @click.option("--max-chars", default=searching.MAX_CHARS, show_default=True,
@@ -751,7 +751,7 @@ def _read_template(path: str) -> str:
     return text
 
 
-def _emit_context(ctx, question: str, *, method: str = "tfidf", k: int = searching.K,
+def _emit_context(ctx, question: str, *, method: str = api.METHOD, k: int = searching.K,
                   min_score: float | None = None, max_chars: int = searching.MAX_CHARS,
                   template: str | None = None, lang: str = "pt", as_json: bool = False,
                   log: bool = True, per_doc: int = searching.CONTEXT_PER_DOC,

@@ -51,7 +51,7 @@ class SessionError(BuscaError):
 class Settings:
     """What the next question is answered with."""
 
-    method: str = "tfidf"
+    method: str = api.METHOD
     k: int = searching.K
     per_doc: int | None = None  # None: each command's default (search 0, context 2)
     min_score: float | None = None  # None: the method's calibrated floor

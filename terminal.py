@@ -156,7 +156,7 @@ def commands(open_home: Callable, options: Callable = lambda f: f,
 def _shell_command(open_home: Callable, options: Callable,
                    rerank_of: Callable) -> click.Command:
     @click.command("shell")
-    @click.option("--method", default="tfidf", show_default=True,
+    @click.option("--method", default=api.METHOD, show_default=True,
                   help="Ranking method to start with.")
     @click.option("-k", default=searching.K, show_default=True, type=click.IntRange(min=1),
                   help="How many passages to show.")

@@ -26,13 +26,14 @@ from typing_extensions import NotRequired, TypedDict  # pydantic needs these bef
 
 from ..version import __version__
 from .. import search as searching
-from ..corpus import ContextSpec, Corpus, SearchSpec
+from ..corpus import METHOD, ContextSpec, Corpus, SearchSpec
 from ..errors import BuscaError
 from ..search.scorers import COMPARE_K
 from ..search.hits import Hit
 from ..search.context import LANGS, MAX_CHARS as CONTEXT_CHARS, PER_DOC as CONTEXT_PER_DOC
 from .errors import BadParameter
-from .params import MAX_CHARS, MAX_K, MAX_PER_DOC, MAX_QUERY, only, schema_types, typed
+from .params import (FILTER, MAX_CHARS, MAX_K, MAX_PER_DOC, MAX_QUERY, only, schema_types,
+                     typed)
 
 T = TypeVar("T")
 NAME = "busca"
@@ -48,6 +49,10 @@ Method = Annotated[str, Field(description="tfidf, bm25, dense, sparse, hybrid, o
 K = Annotated[int, Field(ge=1, le=MAX_K, description="How many hits (windows).")]
 MinScore = Annotated[float | None, Field(allow_inf_nan=False, description=(
     "The floor; default: the method's calibrated floor."))]
+Filters = Annotated[list[str] | None, Field(description=FILTER.doc.replace("repeatable, ", ""),
+                                            max_length=MAX_K)]
+Offset = Annotated[int, Field(ge=0, le=MAX_K, description="Skip the first N hits (the next"
+                                                          " page).")]
 
 
 _TYPES = {"int": int, "float": float, "str": str,
@@ -102,28 +107,30 @@ class Tools:
         except BuscaError as e:
             raise ToolError(" ".join(str(e).split())) from None
 
-    async def search(self, question: Question, method: Method = "tfidf", k: K = searching.K,
+    async def search(self, question: Question, method: Method = METHOD, k: K = searching.K,
                      min_score: MinScore = None,
                      per_doc: Annotated[int, Field(ge=0, le=MAX_PER_DOC)] = SearchSpec.per_doc,
+                     filter: Filters = None, offset: Offset = 0,  # noqa: A002 - the API's name
                      ) -> SearchOut:
         """The top k passages for a question (as busca search --json), after the floor."""
-        spec = SearchSpec(method=method, k=k, min_score=min_score, per_doc=per_doc,
-                          log=self.log, rerank=self.rerank)
-        result = await self.run(lambda corpus: corpus.search(question, spec))
+        result = await self.run(lambda corpus: corpus.search(question, SearchSpec(
+            method=method, k=k, min_score=min_score, per_doc=per_doc,
+            filters=tuple(filter or ()), offset=offset, log=self.log, rerank=self.rerank)))
         return result.to_json()
 
-    async def context(self, question: Question, method: Method = "tfidf", k: K = searching.K,
+    async def context(self, question: Question, method: Method = METHOD, k: K = searching.K,
                       min_score: MinScore = None,
                       max_chars: Annotated[int, Field(ge=1, le=MAX_CHARS)] = CONTEXT_CHARS,
                       per_doc: Annotated[int, Field(ge=0, le=MAX_PER_DOC)] = CONTEXT_PER_DOC,
                       lang: Annotated[str, Field(pattern="^(" + "|".join(LANGS) + ")$")] = "pt",
+                      filter: Filters = None,  # noqa: A002 - the API's name
                       ) -> ContextOut:
         """A prompt for an LLM: an instruction, the passages cited as [fonte: URL] and the
         question (as busca context); when no passage reaches the floor, answered is false and
         message says "nothing found" — then do not answer from memory."""
-        spec = ContextSpec(method=method, k=k, min_score=min_score, max_chars=max_chars,
-                           per_doc=per_doc, log=self.log, rerank=self.rerank)
-        found = await self.run(lambda corpus: corpus.context(question, spec))
+        found = await self.run(lambda corpus: corpus.context(question, ContextSpec(
+            method=method, k=k, min_score=min_score, max_chars=max_chars, per_doc=per_doc,
+            filters=tuple(filter or ()), log=self.log, rerank=self.rerank)))
         prompt = searching.render(found, lang=lang) if found.answered else None
         data = searching.context_dict(found, prompt=prompt)
         out = {key: data[key] for key in ("question", "method", "floor", "passages")}
@@ -135,10 +142,12 @@ class Tools:
     async def compare(self, question: Question,
                       methods: list[str] | None = None, k: K = COMPARE_K,
                       per_doc: Annotated[int, Field(ge=0, le=MAX_PER_DOC)] = 0,
+                      filter: Filters = None,  # noqa: A002 - the API's name
                       ) -> dict[str, Any]:
         """Each method's top k side by side, with every hit's rank under each method."""
         found = await self.run(lambda corpus: corpus.compare(
-            question, methods=methods, k=k, per_doc=per_doc, rerank=self.rerank))
+            question, methods=methods, k=k, per_doc=per_doc, rerank=self.rerank,
+            filters=tuple(filter or ())))
         return searching.comparison_dict(found)
 
     async def get_chunk(self, chunk_id: Annotated[int, Field(ge=0)]) -> ChunkOut:

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..corpus import SearchSpec
+from ..corpus import METHOD, SearchSpec
 from ..index.dense.dense_models import is_hybrid
 from ..search.fusion import (FUSION, FUSIONS, RRF_K, WINDOW, FusionError, FusionSettings,
                              check_settings, parse_weights)
@@ -31,7 +31,6 @@ MAX_DOCUMENTS = 1000  # documents in one POST /api/documents
 MAX_WINDOW = 10_000  # hybrid: top hits of each method that are fused
 FUSION_FIELDS = ("fusion", "window", "rrf_k", "weights")  # hybrid only
 K = 3
-METHOD = "tfidf"  # as `busca search`
 
 
 @dataclass(frozen=True)

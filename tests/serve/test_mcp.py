@@ -101,7 +101,7 @@ def test_malformed_calls_are_mcp_errors_and_the_server_keeps_answering(lexical_h
     assert strict[1] == ("bad arguments for search: k must be a JSON integer, written without"
                          " quotes, got '3'")
     assert strict[2].startswith("bad arguments for search: unknown field 'top_k' in the"
-                                " arguments of search; known fields: k, method, min_score")
+                                " arguments of search; known fields: filter, k, method")
 
     async def unknown_tool():
         async with _session(lexical_home) as (read, write), \
@@ -208,3 +208,38 @@ def test_schemas_refuse_extra_arguments_and_compare_uses_the_librarys_k(lexical_
     assert stats.content[0].text == ("bad arguments for stats: it takes no arguments, got"
                                      " 'verbose'")
     assert not compare.is_error and compare.structured_content["k"] == COMPARE_K == 5
+
+
+def test_search_context_and_compare_take_filters_and_search_pages_as_the_cli(lexical_home):
+    """filter and offset, as `busca search --filter --offset`, `busca context --filter` and
+    `busca compare --filter` give them (where the tools had none)."""
+    def cli_lines(*args):
+        out = cli_json(lexical_home, *args, "--json", "--no-log").stdout.splitlines()
+        return [{k: v for k, v in json.loads(line).items() if k != "method"} for line in out]
+
+    every = cli_lines("search", QUESTION, "--method", "bm25", "-k", "5")
+    second = every[1]["url"]
+    only = f"url={second}"
+    calls = [("search", {"question": QUESTION, "method": "bm25", "k": 5, "filter": [only]}),
+             ("search", {"question": QUESTION, "method": "bm25", "k": 2, "offset": 1}),
+             ("context", {"question": QUESTION, "method": "bm25", "filter": [only]}),
+             ("compare", {"question": QUESTION, "methods": ["bm25"], "filter": [only]}),
+             ("search", {"question": QUESTION, "filter": ["nonsense"]})]
+    _, results = asyncio.run(_drive(lexical_home, calls))
+    assert not any(r.is_error for r in results[:4]), [r.content for r in results]
+    filtered, paged, context, compare = (r.structured_content for r in results[:4])
+    bad = results[4]  # the library's one line, not "Error executing tool" alone
+    assert bad.is_error and "bad filter 'nonsense': write FIELD=VALUE" in bad.content[0].text
+    expected = cli_lines("search", QUESTION, "--method", "bm25", "-k", "5", "--filter", only)
+    assert filtered["hits"] == expected and {h["url"] for h in expected} == {second}
+    assert paged["hits"] == cli_lines("search", QUESTION, "--method", "bm25", "-k", "2",
+                                      "--offset", "1") == every[1:3]
+    cli_context = cli_json(lexical_home, "context", QUESTION, "--method", "bm25", "--filter",
+                           only, "--no-log")
+    assert context["prompt"] == cli_context.stdout and second in context["prompt"]
+    cli_compare = json.loads(cli_json(lexical_home, "compare", QUESTION, "--methods", "bm25",
+                                      "--filter", only, "--json").stdout)
+    assert compare["columns"] == cli_compare["columns"] and compare["columns"]["bm25"]
+    assert compare["columns"]["bm25"] != json.loads(cli_json(
+        lexical_home, "compare", QUESTION, "--methods", "bm25", "--json").stdout)["columns"][
+        "bm25"]
