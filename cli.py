@@ -1419,8 +1419,18 @@ def mcp_command(ctx, http, host, port, log_queries):
 
 
 def main() -> None:
-    """Console-script entry point."""
-    cli(obj={})
+    """Console-script entry point. After Ctrl-C the process ends as soon as its message is
+    out, without waiting at exit for worker threads: a Ctrl-C that lands while numba loads
+    its kernels can leave a lock held that a build's workers wait on for ever (and a
+    PostgreSQL build's lock with them)."""
+    try:
+        cli(obj={})
+    except SystemExit as e:
+        if e.code == _Interrupted.exit_code:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(_Interrupted.exit_code)
+        raise
 
 
 if __name__ == "__main__":

@@ -48,8 +48,9 @@ run `busca index`, whose build moves it to this version; a newer version is refu
 
 from __future__ import annotations
 
+import hashlib
 import re
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 from ...errors import BuscaError
 from ..home.storage import HomeNotFound, IndexFormatError
@@ -65,10 +66,15 @@ OPTIONS = {"dense": ("hnsw", "exact"), "lexical": ("busca", "sql"), "ef_search":
            "answer_wait": None}
 EXAMPLES = {"ef_search": 200, "cache_mb": 256, "read_wait": 10, "partitions": 8,
             "answer_wait": 30}
+OPTION_MOST = {"ef_search": 1000}  # pgvector's range of hnsw.ef_search is 1..1000
 # the distribution key of each table that grows with the corpus (index/postgres/build.py)
 DISTRIBUTION = {"documents": "url", "chunks": "id", "postings": "term", "terms": "term",
                 "blocks": "term_id", "forward": "chunk", "dense": "chunk"}
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,39}$")
+RESERVED = re.compile(r"^(pg_.*|information_schema)$")  # PostgreSQL's own schemas
+_WHOLE = re.compile(r"[0-9]+")  # ASCII digits only (str.isdigit also takes "²")
+MAX_IDENTIFIER = 63  # bytes: PostgreSQL cuts longer names (NAMEDATALEN - 1)
+HIDDEN = "***"  # a password in a message
 
 BASE_TABLES = """
 CREATE TABLE IF NOT EXISTS {s}.busca_meta (key text PRIMARY KEY, value jsonb NOT NULL);
@@ -152,7 +158,7 @@ def is_postgres(location) -> bool:
 
 def parse_location(url: str) -> tuple[str, str]:
     """(libpq URL without busca's own parameters, corpus schema name)."""
-    parts = urlsplit(url)
+    parts = _split(url)
     params = parse_qsl(parts.query, keep_blank_values=True)
     corpus = DEFAULT_CORPUS
     kept = []
@@ -164,12 +170,16 @@ def parse_location(url: str) -> tuple[str, str]:
     if not _NAME.match(corpus):
         raise PostgresError(f"bad corpus name {corpus!r} in the home URL: use lowercase letters,"
                             " digits and _ (at most 40), e.g. ?corpus=blog")
+    if RESERVED.match(corpus):
+        raise PostgresError(f"bad corpus name {corpus!r} in the home URL: pg_* and"
+                            " information_schema are PostgreSQL's own schemas — use another"
+                            " name, e.g. ?corpus=blog")
     return _without(parts, kept), corpus
 
 
 def read_options(url: str) -> tuple[str, dict]:
     """(the URL without busca's query options, those options), each value checked."""
-    parts = urlsplit(url)
+    parts = _split(url)
     options, kept = {}, []
     for key, value in parse_qsl(parts.query, keep_blank_values=True):
         if key in OPTIONS:
@@ -177,30 +187,86 @@ def read_options(url: str) -> tuple[str, dict]:
         else:
             kept.append((key, value))
     for key, allowed in OPTIONS.items():
-        if key not in options or allowed is str:
-            continue
-        if allowed is not None and options[key] not in allowed:
-            raise PostgresError(f"{key}={options[key]} in the home URL: use "
-                                + " or ".join(f"{key}={a}" for a in allowed))
-        if allowed is None and not options[key].isdigit():
-            raise PostgresError(f"{key}={options[key]} in the home URL: use a whole number,"
-                                f" e.g. {key}={EXAMPLES[key]}")
+        if key in options and allowed is not str:
+            _check_option(key, options[key], allowed)
     return _without(parts, kept), options
+
+
+def _check_option(key: str, value: str, allowed) -> None:
+    """PostgresError naming the fix unless `value` is one of `allowed` (None: a whole number
+    of ASCII digits, at most OPTION_MOST[key])."""
+    if allowed is not None:
+        if value not in allowed:
+            raise PostgresError(f"{key}={value} in the home URL: use "
+                                + " or ".join(f"{key}={a}" for a in allowed))
+        return
+    example = f"e.g. {key}={EXAMPLES[key]}"
+    if re.fullmatch(r"-[0-9]+", value):
+        raise PostgresError(f"{key}={value} in the home URL must not be negative: use a whole"
+                            f" number, {example}")
+    if not _WHOLE.fullmatch(value):
+        raise PostgresError(f"{key}={value} in the home URL: use a whole number, {example}")
+    most = OPTION_MOST.get(key)
+    if most is not None and int(value) > most:
+        raise PostgresError(f"{key}={value} in the home URL: at most {most} (pgvector's"
+                            f" limit), {example}")
+
+
+def _split(url: str):
+    """urlsplit, with a malformed URL as one line (which never repeats the URL: it may hold
+    a password)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - checks the host part (a bad port or IPv6 address)
+    except ValueError as e:
+        raise PostgresError(f"the home URL is malformed ({e}) — check its host part, e.g."
+                            " postgresql://user@host:5432/rag?corpus=blog") from None
+    return parts
 
 
 def _without(parts, kept: list) -> str:
     """The URL with only the `kept` parameters, percent-encoded as libpq decodes them (a space
     as %20: libpq does not read "+" as a space, e.g. in options=-c%20name%3Dvalue)."""
-    return urlunsplit(parts._replace(query=urlencode(kept, quote_via=quote)))
+    return _unsplit(parts._replace(query=urlencode(kept, quote_via=quote)))
+
+
+def _unsplit(parts) -> str:
+    """The URL of urlsplit's `parts`, keeping `//` when the host part is empty
+    (`postgresql:///db?host=/run/postgresql`, which urlunsplit turns into `postgresql:/db`)."""
+    url = f"{parts.scheme}://{parts.netloc}{parts.path}"
+    return url + (f"?{parts.query}" if parts.query else "") + (
+        f"#{parts.fragment}" if parts.fragment else "")
 
 
 def redact(url: str) -> str:
-    """The URL without its password, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(":" + parts.password + "@", ":***@")
-    return urlunsplit(parts._replace(netloc=netloc))
+    """The URL without its passwords, for every message: the host part's, every `password=`
+    parameter's, and those of a `read=` URL inside it."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:  # malformed: hide whatever could be a password
+        return re.sub(r"(://[^/@:]*:)[^/@]*@", rf"\1{HIDDEN}@",
+                      re.sub(r"(?i)(password=)[^&]*", rf"\1{HIDDEN}", url))
+    netloc = parts.netloc
+    if password is not None:
+        user, _, hosts = netloc.rpartition("@")
+        netloc = f"{user.split(':', 1)[0]}:{HIDDEN}@{hosts}"
+    query = "&".join(_redact_parameter(p) for p in parts.query.split("&")) if parts.query else ""
+    return _unsplit(parts._replace(netloc=netloc, query=query))
+
+
+def _redact_parameter(parameter: str) -> str:
+    """One `key=value` of a query string, its value hidden when it is a password or a URL
+    holding one (the rest as written)."""
+    key, sep, value = parameter.partition("=")
+    name = unquote(key.replace("+", " ")).strip().lower()
+    if sep and name == "password":
+        return f"{key}={HIDDEN}"
+    if sep and name == "read":
+        inner = unquote(value.replace("+", " "))
+        hidden = redact(inner)
+        return parameter if hidden == inner else f"{key}={quote(hidden, safe='')}"
+    return parameter
 
 
 def quoted(schema: str, name: str = "") -> str:

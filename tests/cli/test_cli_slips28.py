@@ -243,3 +243,29 @@ def test_a_filtered_search_that_found_nothing_is_no_miss(run, lexical):  # noqa:
     assert run("search", "prazo do estorno", "--min-score", "1e9").exit_code == 3  # a miss
     missed = run("misses", "--json").stdout
     assert missed.count("prazo do estorno") == 1  # the unfiltered one only
+
+
+def test_ctrl_c_ends_the_process_though_a_worker_thread_is_stuck(tmp_path):
+    """A Ctrl-C that lands while numba loads its kernels can leave a lock held that a
+    build's worker threads wait on for ever; the process printed "interrupted" and then
+    waited for them at exit (a PostgreSQL build's lock held all along). Now it ends."""
+    import subprocess
+    import sys
+
+    script = """if True:
+        import threading
+        import busca.cli as cli
+        stuck = threading.Lock()
+        stuck.acquire()
+        threading.Thread(target=stuck.acquire).start()  # a worker that never ends
+        def interrupted(ctx):
+            raise KeyboardInterrupt
+        cli._home = interrupted
+        import sys
+        sys.argv = ["busca", "--home", sys.argv[1], "stats"]
+        cli.main()
+    """
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "home")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130, done.stderr
+    assert done.stderr.strip() == "Error: interrupted; what was stored before stays"
