@@ -73,6 +73,14 @@ def _check_fields(spec) -> None:
                       f" {spec.method}): drop them or ask for hybrid")
 
 
+def _weights(text: str) -> dict[str, float]:
+    """hybrid's weights written as `busca search --weights` takes them: "bm25=1,dense=0.5"."""
+    try:
+        return searching.parse_weights(text)
+    except searching.FusionError as e:
+        raise BadSpec(str(e)) from None
+
+
 @dataclass(frozen=True)
 class SearchSpec:
     """What a search is asked with: `busca search`'s options, with its defaults."""
@@ -85,12 +93,15 @@ class SearchSpec:
     fusion: str = FUSION  # hybrid only: how the methods' scores are fused
     window: int = WINDOW
     rrf_k: float = RRF_K
-    weights: Mapping[str, float] | None = None  # None: the default weights
+    weights: Mapping[str, float] | None = None  # None: the default weights ("bm25=1,dense=0.5"
+    #                                             as --weights: read as {"bm25": 1, …})
     log: bool = True  # record the question in the query log (if the home logs)
     filters: tuple = ()  # Filter values (search/filters.py), or their texts: "category=Python"
     rerank: RerankSettings | None = None  # re-score the top `rerank.top` with this server
 
     def __post_init__(self):
+        if isinstance(self.weights, str):  # as --weights and the HTTP API take them
+            object.__setattr__(self, "weights", _weights(self.weights))
         _check_fields(self)
         filters = (self.filters,) if isinstance(self.filters, str) else self.filters
         object.__setattr__(self, "filters", searching.parse_filters(filters))

@@ -129,8 +129,10 @@ def create_table(cur, ddl: str, table: str, part: str, partitions: int = 0) -> N
         cur.execute(ddl)
         return
     cur.execute(f"{ddl} PARTITION BY HASH ({DISTRIBUTION[part]})")
+    schema, name = table[:-1].split('"."', 1)
     for i in range(partitions):
-        cur.execute(f'CREATE TABLE {table[:-1]}_p{i}" PARTITION OF {table}'
+        child = f'{schema}"."{short_name(f"{name}_p{i}")}"'
+        cur.execute(f"CREATE TABLE {child} PARTITION OF {table}"
                     f" FOR VALUES WITH (MODULUS {partitions}, REMAINDER {i})")
 
 
@@ -144,6 +146,11 @@ class PostgresFormatError(PostgresError):
 
 class CorpusNotFound(PostgresError, HomeNotFound):
     """A command that only reads named a corpus the database does not hold."""
+
+
+class PostgresDamaged(PostgresFormatError):
+    """The live build (or the build pointer) was changed by hand: a table or rows gone, a
+    column of another type; `busca index` makes a new build."""
 
 
 class PostgresOldFormat(PostgresFormatError, IndexFormatError):
@@ -213,15 +220,14 @@ def _check_option(key: str, value: str, allowed) -> None:
 
 
 def _split(url: str):
-    """urlsplit, with a malformed URL as one line (which never repeats the URL: it may hold
+    """urlsplit, with a malformed URL as one line (which does not repeat the URL: it may hold
     a password)."""
     try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - checks the host part (a bad port or IPv6 address)
-    except ValueError as e:
-        raise PostgresError(f"the home URL is malformed ({e}) — check its host part, e.g."
-                            " postgresql://user@host:5432/rag?corpus=blog") from None
-    return parts
+        return urlsplit(url)
+    except ValueError as e:  # e.g. "Invalid IPv6 URL": a "[" without its "]"
+        raise PostgresError(f"a malformed PostgreSQL URL ({e}) — check its host part, e.g."
+                            " postgresql://user@host:5432/rag?corpus=blog, or"
+                            " postgresql://user@[::1]:5432/rag") from None
 
 
 def _without(parts, kept: list) -> str:
@@ -339,7 +345,13 @@ def check_format(conn, schema: str, *, builds: bool = True) -> None:
     PostgresOldFormat, with the rebuild hint, for an older one whose builds are to be read."""
     row = conn.execute(f"SELECT value FROM {quoted(schema)}.busca_meta"
                        " WHERE key = 'format_version'").fetchone()
-    version = row[0] if row else None
+    if row is None:
+        raise PostgresFormatError(
+            f"the corpus {schema!r} in this database has no format version (the row"
+            f" 'format_version' of its busca_meta is missing) — if a busca of this version made"
+            f" it, restore it: INSERT INTO {quoted(schema)}.busca_meta VALUES"
+            f" ('format_version', '{FORMAT_VERSION}')")
+    version = row[0]
     if version == FORMAT_VERSION or (version in OLDER_VERSIONS and not builds):
         return
     if version in OLDER_VERSIONS:
@@ -358,6 +370,30 @@ def set_format(conn, schema: str) -> None:
                  " WHERE key = 'format_version'", (str(FORMAT_VERSION),))
 
 
+def damaged(schema: str, build: str, problem: str) -> PostgresDamaged:
+    """The one line for a live build changed by hand, naming the fix."""
+    return PostgresDamaged(
+        f"the live build {build} of the corpus {schema!r} is damaged ({problem}) — run"
+        ' "busca index" to make a new build (the documents are kept)')
+
+
 def build_table(schema: str, build: str, part: str) -> str:
-    """The quoted name of one table of a build, e.g. part = "bm25_terms"."""
+    """The quoted name of one table of a build, e.g. part = "bm25_terms" (shortened to fit
+    PostgreSQL's 63 bytes: `short_name`)."""
+    return quoted(schema, short_name(f"{build}_{part}"))
+
+
+def legacy_table(schema: str, build: str, part: str) -> str:
+    """The name busca used before `short_name`: PostgreSQL cut it at 63 bytes when it created
+    the table, and cuts it the same way when reading."""
     return quoted(schema, f"{build}_{part}")
+
+
+def short_name(name: str) -> str:
+    """`name` if it fits in MAX_IDENTIFIER bytes, else its head and a hash of the whole name
+    (PostgreSQL would cut it, and two long names with the same head would collide)."""
+    if len(name.encode()) <= MAX_IDENTIFIER:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:10]
+    head = name.encode()[:MAX_IDENTIFIER - len(digest) - 1].decode(errors="ignore")
+    return f"{head}_{digest}"

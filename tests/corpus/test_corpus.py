@@ -408,3 +408,16 @@ def test_a_file_where_the_home_goes_is_one_line_naming_the_fix(tmp_path):
         with pytest.raises(busca.errors.BuscaError, match="a file is there, or on its path, where a"
                                                    " folder should be; give a folder"):
             busca.open(where)
+
+
+def test_weights_as_text_are_read_as_busca_search_weights_reads_them(fake_home):
+    with busca.open(fake_home, create=False) as corpus:
+        as_text = corpus.search(QUESTIONS[1], method="hybrid", weights="bm25=1,dense=0.5",
+                                log=False)
+        as_map = corpus.search(QUESTIONS[1], method="hybrid",
+                               weights={"bm25": 1.0, "dense": 0.5}, log=False)
+        assert as_text.hits == as_map.hits and as_text.hits
+        assert as_text.hits != corpus.search(QUESTIONS[1], method="hybrid", log=False,
+                                             weights={"bm25": 0.1, "dense": 1.0}).hits
+        with pytest.raises(busca.errors.BadSpec, match="bad weight 'bm25=x'"):
+            corpus.search(QUESTIONS[1], method="hybrid", weights="bm25=x")
