@@ -12,7 +12,7 @@ from .. import index as indexing
 from .. import search as searching
 from ..search.context import Context
 from ..search.fusion import FusionSettings
-from ..search.scorers import K
+from ..search.scorers import COMPARE_K
 from .specs import HYBRID_AS_SEARCH, BadSpec, ContextSpec, Result, SearchSpec, check_whole
 
 if TYPE_CHECKING:
@@ -161,12 +161,15 @@ def _log(home, spec: SearchSpec, command: str, question: str, hits, floor, start
 
 
 def compare_build(build, home, question: str, *, methods: Sequence[str] | None = None,
-                  k: int = K, per_doc: int = 0, include: Sequence[int] = (),
+                  k: int = COMPARE_K, per_doc: int = 0, include: Sequence[int] = (),
                   rerank: RerankSettings | None = None, filters: Sequence = ()) -> Comparison:
     """The compare use case on one build: hybrid as `busca search` uses it by default;
     `filters`: every method ranks only the chunks of the documents passing them."""
     if isinstance(methods, str):  # "bm25,dense", as the command line writes them
         methods = [m.strip() for m in methods.split(",") if m.strip()]
+    if methods is not None and not list(methods):
+        raise BadSpec("methods is empty: name at least one (e.g. bm25,dense), or leave it"
+                      " out for the index's methods")
     check_whole("k", k, 1)
     names = list(methods) if methods else searching.default_methods(build)
     filters = (filters,) if isinstance(filters, str) else filters

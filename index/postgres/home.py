@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 
@@ -40,13 +41,19 @@ from .lexical import LexicalRanker, PostingLists, SparseRanker
 from .replica import Routes
 from ..lexical.sparse import question_encoder
 from .store import PostgresStore
-from .schema import (PostgresError, build_table, check_format, corpus_exists, create_base,
-                        missing_corpus, parse_location, quoted, read_options, redact)
+from .schema import (PostgresDamaged, PostgresError, build_table, check_format, corpus_exists,
+                     create_base, damaged, legacy_table, missing_corpus, parse_location, quoted,
+                     read_options, redact)
 from ..home.storage import IndexFormatError, IndexNotFound, read_npy
 from ..dense.vectors import check_encoder, require_vectors
 
 CHUNK_COLUMNS = 'id, url, position, start, "end", doc_sha256'
 QUERY_KEYS = ("at", "command", "query", "method", "k", "scores", "floor", "answered", "seconds")
+NUL_SHOWN = "\ufffd"  # a NUL of a question, in the query log (text cannot hold NUL)
+MISSING_TABLES = "SELECT t FROM unnest(%s::text[]) AS t WHERE to_regclass(t) IS NULL"
+
+_sound: set[tuple] = set()  # (database, corpus, build) whose tables this process found whole
+_sound_lock = threading.Lock()
 
 
 class StaleBuild(PostgresMissingTable):
@@ -80,8 +87,9 @@ class PostgresHome(PostgresStore):
         self.sql_lexical = self.options.get("lexical") == "sql"
         self.partitions = int(self.options.get("partitions", 0))  # the layout of new tables
         self._exists = False
+        self._writer = create  # a command that writes: what it reads first comes from the primary
         self._read_only: bool | None = None
-        if not self.exists() and not create:
+        if not create and not self.exists():
             raise missing_corpus(self.standby(), self.schema, redact(self._conninfo))
 
     # --- connections --------------------------------------------------------------------
@@ -101,6 +109,11 @@ class PostgresHome(PostgresStore):
         """Where documents are read: the standby, or the primary once this home wrote."""
         return self.routes.reads()
 
+    def _writers_reads(self) -> Guarded:
+        """The primary for a home opened to write (`crawl`, `add`, `index`: they never need
+        the standby), else where documents are read."""
+        return self.conn() if self._writer else self._reads()
+
     def guard(self, *, write: bool = False):
         """psycopg errors in the block -> one-line PostgresErrors (index/postgres/conn.py)."""
         return self._connections.guard(write=write)
@@ -111,9 +124,11 @@ class PostgresHome(PostgresStore):
     # --- the corpus itself --------------------------------------------------------------
     def exists(self) -> bool:
         """Whether the corpus exists (then its format is checked, once): reads only."""
-        if not self._exists and corpus_exists(self._reads(), self.schema):
-            check_format(self._reads(), self.schema, builds=False)
-            self._exists = True
+        if not self._exists:
+            conn = self._writers_reads()
+            if corpus_exists(conn, self.schema):
+                check_format(conn, self.schema, builds=False)
+                self._exists = True
         return self._exists
 
     def _writing(self) -> None:
@@ -153,6 +168,9 @@ class PostgresHome(PostgresStore):
             return None
         row = (conn or self.standby()).execute(f"SELECT value FROM {quoted(self.schema)}.busca_meta"
                                   " WHERE key = 'live'").fetchone()
+        if row is not None and not isinstance(row[0], str):
+            raise damaged(self.schema, json.dumps(row[0]),
+                          "busca_meta's 'live' is not a build name")
         return row[0] if row else None
 
     def current(self, *, primary: bool = False) -> PostgresBuild:
@@ -167,7 +185,9 @@ class PostgresHome(PostgresStore):
             (name,)).fetchone()
         if row is None:
             raise IndexNotFound(f'no index in {redact(self.location)} — run "busca index" first')
-        return PostgresBuild(self, _manifest(row[0]), source)
+        build = PostgresBuild(self, _manifest(row[0]), source)
+        build.check_tables()
+        return build
 
     def previous(self) -> PostgresBuild | None:
         """The primary's live build if it can be read (for reuse by the next build), else
@@ -175,7 +195,7 @@ class PostgresHome(PostgresStore):
         self.routes.writing()
         try:
             return self.current(primary=True)
-        except (IndexNotFound, IndexFormatError):
+        except (IndexNotFound, IndexFormatError, PostgresDamaged):
             return None
 
     def new_build(self) -> GuardedWriter:
@@ -211,14 +231,15 @@ class PostgresHome(PostgresStore):
     def log_query(self, *, command: str, query: str, method: str, k: int,
                   scores: list[float], floor: float | None, answered: bool, seconds: float,
                   at: str | None = None) -> None:
-        """Into the primary's query log (a reader keeps reading from its standby)."""
+        """Into the primary's query log (a reader keeps reading from its standby); a NUL in
+        the question, which text cannot hold, is logged as U+FFFD."""
         if not self.exists():
             self._writing()
         self.conn().execute(
             f"INSERT INTO {quoted(self.schema)}.queries (at, command, query, method, k, scores,"
             " floor, answered, seconds) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            (at or _now(), command, query, method, k, json.dumps(scores), floor,
-             bool(answered), seconds))
+            (at or _now(), command, query.replace("\0", NUL_SHOWN), method, k,
+             json.dumps(scores), floor, bool(answered), seconds))
 
     def logged_queries(self, since: str | None = None) -> list[dict]:
         if not self.exists():
@@ -241,6 +262,7 @@ class PostgresBuild:
         self.name = manifest.build
         self.embed = home.embed
         self._rankers: dict = {}
+        self._tables: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return f"PostgresBuild({self.name!r})"
@@ -254,14 +276,47 @@ class PostgresBuild:
         return self.manifest.methods
 
     def table(self, part: str) -> str:
-        return build_table(self.home.schema, self.name, part)
+        """The quoted name of one of the build's tables: its short name (schema.py's
+        `short_name`), or the name PostgreSQL cut when an older busca made the build."""
+        name = build_table(self.home.schema, self.name, part)
+        legacy = legacy_table(self.home.schema, self.name, part)
+        if name == legacy:
+            return name
+        if part not in self._tables:
+            found = self._fetch("SELECT to_regclass(%s) IS NOT NULL", (name,))[0][0]
+            self._tables[part] = name if found else legacy
+        return self._tables[part]
+
+    @property
+    def _key(self) -> tuple:
+        return (self.home._conninfo, self.home.schema, self.name)
+
+    def check_tables(self) -> None:
+        """The damaged-build error if a table the build's methods read is gone while the
+        build is still live (checked once per process, and again after a damage was met)."""
+        if self._key in _sound:
+            return
+        tables = [self.table(part) for part in _required_parts(self.manifest)]
+        missing = [r[0] for r in self._fetch(MISSING_TABLES, (tables,))]
+        if missing:
+            raise self._gone(", ".join(missing) + " missing")
+        with _sound_lock:
+            _sound.add(self._key)
+
+    def _gone(self, problem: str) -> PostgresError:
+        """StaleBuild if a newer build replaced this one (ask again), else it is damaged."""
+        if self.home.live_name(self.conn()) != self.name:
+            return StaleBuild(f"build {self.name} was replaced while reading it — ask again")
+        with _sound_lock:
+            _sound.discard(self._key)
+        return damaged(self.home.schema, self.name, problem)
 
     def _fetch(self, sql: str, args=(), *, binary: bool = False) -> list[tuple]:
         try:
             return self.conn().execute(sql, args, binary=binary).fetchall()
         except PostgresMissingTable as e:
-            raise StaleBuild(f"build {self.name} was replaced while reading it — ask"
-                             " again") from e
+            cause = str(e.__cause__ or e).strip().splitlines()[0]
+            raise self._gone(f"a table is missing: {cause}") from e
 
     def chunks(self, ids: Iterable[int] | None = None) -> list[ChunkRow]:
         """Chunk rows in id order, or in the order of `ids`."""
@@ -270,6 +325,9 @@ class PostgresBuild:
             return [ChunkRow(*r) for r in self._fetch(sql + " ORDER BY id")]
         ids = [int(i) for i in ids]
         by_id = {r[0]: ChunkRow(*r) for r in self._fetch(sql + " WHERE id = ANY(%s)", (ids,))}
+        lost = [i for i in ids if i not in by_id and 0 <= i < int(self.manifest.chunks)]
+        if lost:
+            raise self._gone(f"chunk rows missing from {self.table('chunks')}, e.g. id {lost[0]}")
         return [by_id[i] for i in ids if i in by_id]
 
     def terms(self, method: str) -> list[str]:
@@ -371,4 +429,17 @@ class PostgresBuild:
 
 def _manifest(data) -> Manifest:
     return Manifest.from_json(data)
+
+
+def _required_parts(manifest: Manifest) -> list[str]:
+    """The tables of a build its rankers read: chunks, arrays, and per method its posting
+    lists or vectors (the SQL ranker's tables are checked by `_sql_ranker`)."""
+    parts = ["chunks", "arrays"]
+    for method in manifest.methods:
+        spec = method_spec(method)
+        if spec is not None and spec.kind == "dense":
+            parts.append(array_key(method))
+        elif spec is not None and spec.kind in ("lexical", "sparse"):
+            parts.append(f"{method}_postings")
+    return parts
 

@@ -46,8 +46,8 @@ def _document(row) -> Document:
 class PostgresStore:
     """Documents and settings (crawl state) of a PostgreSQL home; every write commits.
     (The DocumentStore half of PostgresHome: needs `conn()`, `connect()`, `guard()`, `schema`,
-    `exists()` — a corpus not created yet reads as empty — and `_writing()`, which creates
-    it before the first write.)"""
+    `exists()` — a corpus not created yet reads as empty —, `_writing()`, which creates
+    it before the first write, and `_writers_reads()`.)"""
 
     _has_meta: bool | None = None  # whether `documents` has its meta column (None: not known)
 
@@ -153,7 +153,8 @@ class PostgresStore:
         sql, args = f"SELECT url, sha256 FROM {self.s}.documents", ()
         if source is not None:
             sql, args = sql + " WHERE source = %s", (source,)
-        return dict(self.conn().execute(sql, args).fetchall())  # for crawls: the primary
+        # a crawl's or add's on the primary; `stats` reads them with the build, on the standby
+        return dict(self._writers_reads().execute(sql, args).fetchall())
 
     def count(self) -> int:
         if not self.exists():

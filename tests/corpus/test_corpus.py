@@ -421,3 +421,11 @@ def test_weights_as_text_are_read_as_busca_search_weights_reads_them(fake_home):
                                              weights={"bm25": 0.1, "dense": 1.0}).hits
         with pytest.raises(busca.errors.BadSpec, match="bad weight 'bm25=x'"):
             corpus.search(QUESTIONS[1], method="hybrid", weights="bm25=x")
+
+
+def test_compare_with_no_method_named_is_one_line(fake_home):
+    """methods=[] compared every method, as if none had been given."""
+    with busca.open(fake_home, create=False) as corpus:
+        with pytest.raises(busca.errors.BadSpec, match="methods is empty: name at least one"):
+            corpus.compare(QUESTIONS[0], methods=[])
+        assert list(corpus.compare(QUESTIONS[0], methods=["bm25"]).methods) == ["bm25"]
