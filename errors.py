@@ -77,6 +77,7 @@ WHERE = {
     "OffSite": ".crawler.errors",
     "PdfError": ".crawler.pdf",
     "PlotUnavailable": ".search.eval.plots",
+    "PostgresDamaged": ".index.postgres.schema",
     "PostgresDenied": ".index.postgres.conn",
     "PostgresError": ".index.postgres.schema",
     "PostgresFormatError": ".index.postgres.schema",

@@ -61,6 +61,7 @@ from .index.dense.vectors import NoVectors as NoVectors
 from .crawler.errors import OffSite as OffSite
 from .crawler.pdf import PdfError as PdfError
 from .search.eval.plots import PlotUnavailable as PlotUnavailable
+from .index.postgres.schema import PostgresDamaged as PostgresDamaged
 from .index.postgres.conn import PostgresDenied as PostgresDenied
 from .index.postgres.schema import PostgresError as PostgresError
 from .index.postgres.schema import PostgresFormatError as PostgresFormatError

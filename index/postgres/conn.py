@@ -18,6 +18,7 @@ Anything else (a bug in busca's SQL) is left as it is.
 from __future__ import annotations
 
 import functools
+import os
 import re
 import select
 import threading
@@ -28,6 +29,7 @@ from dataclasses import dataclass, replace
 from .schema import PostgresError, redact
 from ..home.storage import IndexNotFound
 
+CONNECT_TIMEOUT = 10  # seconds a new connection waits, unless the URL says (connect_timeout=)
 ANSWER_WAIT = 30.0  # seconds a read waits in silence for the server (?answer_wait=, 0: forever)
 LOST_STATES = ("57P01", "57P02", "57P03")  # admin shutdown, crash shutdown, cannot connect now
 REFUSED_CLASSES = ("53", "57", "58")  # out of resources, operator intervention, system error
@@ -201,7 +203,7 @@ class Connections:
                                 " pip install 'busca[postgres]'") from e
         try:
             conn = _patient_class().connect(self._conninfo, autocommit=autocommit,
-                                            connect_timeout=10)
+                                            **_timeout(self._conninfo))
         except psycopg.Error as e:
             raise PostgresUnavailable(f"cannot connect to {redact(self.where.location)}"
                                       f" ({_libpq(e)}) — check the URL and that the server"
@@ -256,6 +258,19 @@ class Connections:
         if not row:
             return self.where
         return replace(self.where, owner=row[0].strip('"'))
+
+
+def _timeout(conninfo: str) -> dict:
+    """connect_timeout=CONNECT_TIMEOUT unless the URL (or PGCONNECT_TIMEOUT) sets its own."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        given = "connect_timeout" in conninfo_to_dict(conninfo)
+    except psycopg.Error:  # a bad URL: connect() says what is wrong with it
+        given = False
+    return {} if given or os.environ.get("PGCONNECT_TIMEOUT") else \
+        {"connect_timeout": CONNECT_TIMEOUT}
 
 
 @functools.cache

@@ -35,8 +35,8 @@ from ..home.vocabulary import Vocabulary
 from ..dense.dense_models import array_key, server_settings
 from ..methods import UnknownMethod, method_spec, stored_methods
 from .build import PostgresBuildWriter
-from .conn import (ANSWER_WAIT, Connections, Guarded, GuardedWriter, PostgresMissingTable, access,
-                      check_writable)
+from .conn import (ANSWER_WAIT, Connections, Guarded, GuardedWriter, PostgresMissingTable,
+                   PostgresUnavailable, access, check_writable)
 from .lexical import LexicalRanker, PostingLists, SparseRanker
 from .replica import Routes
 from ..lexical.sparse import question_encoder
@@ -87,9 +87,9 @@ class PostgresHome(PostgresStore):
         self.sql_lexical = self.options.get("lexical") == "sql"
         self.partitions = int(self.options.get("partitions", 0))  # the layout of new tables
         self._exists = False
-        self._writer = create  # a command that writes: what it reads first comes from the primary
+        self._writer = create  # may write: what it reads first comes from the primary
         self._read_only: bool | None = None
-        if not create and not self.exists():
+        if not self.exists() and not create:  # (connects now: a bad URL fails at once)
             raise missing_corpus(self.standby(), self.schema, redact(self._conninfo))
 
     # --- connections --------------------------------------------------------------------
@@ -110,9 +110,19 @@ class PostgresHome(PostgresStore):
         return self.routes.reads()
 
     def _writers_reads(self) -> Guarded:
-        """The primary for a home opened to write (`crawl`, `add`, `index`: they never need
-        the standby), else where documents are read."""
-        return self.conn() if self._writer else self._reads()
+        """Where what a writer reads before its first write is read (whether the corpus
+        exists, the document hashes): for a home that may write (`create`: `crawl`, `add`,
+        `index`, a server) the primary — its standby may be away —, or, when the primary
+        cannot be reached, the standby (a server of a `read=` home answers meanwhile); for a
+        home opened only to read (`search`, `stats`, ...) where documents are read."""
+        if not self._writer:
+            return self._reads()
+        try:
+            return self.conn()
+        except PostgresUnavailable:
+            if not self.routes.routed:
+                raise
+            return self._reads()
 
     def guard(self, *, write: bool = False):
         """psycopg errors in the block -> one-line PostgresErrors (index/postgres/conn.py)."""
@@ -123,7 +133,8 @@ class PostgresHome(PostgresStore):
 
     # --- the corpus itself --------------------------------------------------------------
     def exists(self) -> bool:
-        """Whether the corpus exists (then its format is checked, once): reads only."""
+        """Whether the corpus exists (then its format is checked, once): reads only
+        (`_writers_reads`)."""
         if not self._exists:
             conn = self._writers_reads()
             if corpus_exists(conn, self.schema):

@@ -18,6 +18,7 @@ orders chunks): read once per ranker from `<build>_arrays`.
 
 from __future__ import annotations
 
+import struct
 from typing import NamedTuple
 
 import numpy as np
@@ -27,6 +28,7 @@ from ..lexical.lexical import Bm25Scorer, TfidfScorer
 from ..lexical.sparse import SparseScorer, question_latents
 from .cache import PostingCache
 from .lists import unpack_ids, unpack_values
+from .schema import damaged
 
 COLUMNS = "term, term_id, bound, idf, ids, vals"
 
@@ -65,9 +67,8 @@ class PostingLists:
             return out
         rows = self.fetch(f"SELECT {COLUMNS} FROM {self.table} WHERE term = ANY(%s)",
                           (wanted,))
-        for term, term_id, bound, idf, ids, vals in rows:
-            item = TermList(int(term_id), float(bound), float(idf), unpack_ids(ids),
-                            unpack_values(vals, self.dtype))
+        for term, *row in rows:
+            item = self._term_list(row)
             out[term] = item
             self.cache.put(keys[term], item, item.nbytes)
         for term in wanted:
@@ -75,6 +76,18 @@ class PostingLists:
                 out[term] = None
                 self.cache.put(keys[term], None, 0)
         return out
+
+
+    def _term_list(self, row) -> TermList:
+        """A row (term_id, bound, idf, ids, vals) as a TermList; the damaged-build error
+        when it is not what busca wrote (a column changed by hand)."""
+        term_id, bound, idf, ids, vals = row
+        try:
+            return TermList(int(term_id), float(bound), float(idf), unpack_ids(ids),
+                            unpack_values(vals, self.dtype))
+        except (TypeError, ValueError, struct.error) as e:
+            raise damaged(self.key[1], self.key[2],
+                          f"a row of {self.table} cannot be read: {e}") from e
 
 
 class _QueryColumns:

@@ -16,8 +16,10 @@ analyzer) and weighs its terms; the database sums the stored weights and orders 
   the local rankers' precision: bm25 in float4 (single precision, like numpy's float32), tfidf
   in float8 then divided by (chunk norm x query norm); ties by chunk id.
 
-Dense: pgvector's HNSW index on cosine distance (`?dense=exact` in the home URL scans instead);
-the score is the inner product of the unit vectors, as the local ranker computes it.
+Dense: pgvector's HNSW index on cosine distance with max(ef_search, k) candidates, at most
+pgvector's 1000 (`?dense=exact` in the home URL scans instead, and so does a k above 1000, more
+than HNSW can give); the score is the inner product of the unit vectors, as the local ranker
+computes it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ ADVANCE_SHARE = 0.8  # measured at 100k chunks: 0 (every list), 0.5 and 0.8, sam
 MOST_EXACT = 2000  # chunks scored exactly per round at most (else read deeper first)
 SLACK = 1e-5  # relative margin for float4 keys and float8 partial sums vs exact float32 sums
 EF_SEARCH = 200  # measured: docs/postgres.md (recall 0.99 at 10k chunks)
+MOST_EF_SEARCH = 1000  # pgvector's range of hnsw.ef_search: an HNSW scan yields at most this
 
 _QUERY = ("q(t, w, wf, depth, nxt) AS (SELECT * FROM unnest(%(t)s::int4[], %(w)s::float8[],"
           " %(wf)s::float4[], %(depth)s::int4[], %(nxt)s::float8[]))")
@@ -213,15 +216,18 @@ class DenseRanker:
         return _arrays(rows)
 
     def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The k nearest chunks: through HNSW with max(ef_search, k) candidates, or an exact
+        scan (`dense=exact`, or k above the MOST_EF_SEARCH candidates HNSW can give)."""
         vector = _vector(self.embed(query))
         conn = self.connection()
-        if self.exact:
+        if self.exact or k > MOST_EF_SEARCH:
             sql = (f"SELECT chunk, -(embedding <#> %(v)s) AS s FROM {self.table}"
                    " ORDER BY s DESC, chunk LIMIT %(k)s")
             rows = conn.execute(sql, {"v": vector, "k": k}).fetchall()
         else:
             with conn.transaction():
-                conn.execute(f"SET LOCAL hnsw.ef_search = {max(int(self.ef_search), k)}")
+                candidates = min(max(int(self.ef_search), k), MOST_EF_SEARCH)
+                conn.execute(f"SET LOCAL hnsw.ef_search = {candidates}")
                 rows = conn.execute(
                     f"SELECT chunk, -(embedding <#> %(v)s) FROM {self.table}"
                     " ORDER BY embedding <=> %(v)s LIMIT %(k)s", {"v": vector, "k": k}).fetchall()

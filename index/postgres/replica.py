@@ -12,7 +12,10 @@ Without `read=` both are the one server.
 - Documents are read from the standby too (a search's hit texts), except by a home that has
   written or is building (`writing()`): from then on it reads its own writes, on the primary.
 - Writes (documents, settings, builds, the query log) and what only writers read (crawl
-  state and settings, document hashes, the previous build reused by the next) use the primary.
+  state and settings, the previous build reused by the next) use the primary. A home that
+  may write (`crawl`, `add`, `index`) asks the primary whether the corpus exists and for the
+  document hashes before its first write too, so a standby that is away stops no write; a
+  home opened only to read (`stats`) compares the standby's hashes with the standby's build.
 - After publishing a build, the writer waits until the standby has replayed it, at most
   `read_wait` seconds (default READ_WAIT): `busca index` (and `POST /api/index`) return when
   readers can see the new build, or, past the bound, leave them on the previous one.

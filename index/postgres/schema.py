@@ -12,7 +12,8 @@ a database without mixing. Tables of schema `<corpus>`:
                                     (json keeps the manifest's key order, which jsonb sorts:
                                     busca stats prints as a local home does; corpora made
                                     before kept jsonb and read the same)
-  one set per build `<b>` (written in the build's one transaction by index/postgres/build.py):
+  one set per build `<b>` (written in the build's one transaction by index/postgres/build.py;
+  a name over PostgreSQL's 63 bytes is shortened with a hash, `short_name`):
     <b>_chunks                      chunk rows: id, url, position, start, end, doc_sha256
     <b>_<m>_postings                per term of lexical method m: term, term_id (the local
                                     column), df, idf, bound, and its posting list, the local

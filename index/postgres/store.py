@@ -153,7 +153,7 @@ class PostgresStore:
         sql, args = f"SELECT url, sha256 FROM {self.s}.documents", ()
         if source is not None:
             sql, args = sql + " WHERE source = %s", (source,)
-        # a crawl's or add's on the primary; `stats` reads them with the build, on the standby
+        # a crawl's or add's from the primary; `stats` compares the standby's with its build
         return dict(self._writers_reads().execute(sql, args).fetchall())
 
     def count(self) -> int:

@@ -337,3 +337,33 @@ def test_bad_read_and_layout_options_are_one_line_naming_the_fix(pair):
                              ("partitions=many", "use a whole number, e.g. partitions=8")):
         message = _one_line_error(invoke("--home", f"{pair.owner}&{option}", "stats"))
         assert expected in message
+
+
+def test_a_routed_home_reads_stats_from_the_standby_while_the_primary_is_down(pair):
+    """The home URL's primary away (a port where nothing listens): `search --no-log` and
+    `stats` (with its count of documents not indexed yet) answer from the standby alone, as
+    the primary's owner gets them; so does `busca serve --no-log` (its homes may write)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = sock.getsockname()[1]
+    away = pair.owner.replace(f":{pair.primary.port}/", f":{dead}/")
+    routed = f"{away}&read={quote(pair.reader, safe='')}"
+    pair.standby.catch_up()
+    for args in (["stats"], ["stats", "--json"],
+                 ["search", "carga horária do estágio", "--json", "--no-serve", "--no-log"]):
+        ours = invoke("--home", routed, *args)
+        assert ours.exit_code == 0, ours.output
+        assert ours.stdout == invoke("--home", pair.owner, *args).stdout
+    from starlette.testclient import TestClient
+
+    from busca.serve.app import create_app
+    from busca.serve.engine import Engine
+
+    client = TestClient(create_app(Engine(routed, log_queries=False)),
+                        base_url="http://127.0.0.1")
+    for path, params in (("/api/search", {"q": "carga horária do estágio"}),
+                         ("/api/stats", {}), ("/healthz", {})):
+        answer = client.get(path, params=params)
+        assert answer.status_code == 200 and "cannot connect" not in answer.text, answer.text
