@@ -1,5 +1,6 @@
 """A web server on 127.0.0.1 whose answers a test sets path by path (`Site`), and a crawl of
-it into a store (`crawled`): the misbehaving sites of the crawler's sweeps."""
+it into a store (`crawled`): the misbehaving sites of the crawler's sweeps; and the home page
+and robots.txt of a WordPress site mocked with `responses` (`wordpress_home`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,14 @@ from busca.index.home.documents import Store
 
 FAST = {"rate": 1000.0, "backoff": 0.01, "timeout": 5.0}
 ALLOW_ALL = (200, {}, b"User-agent: *\nAllow: /\n")
+
+
+def wordpress_home(rsps, site: str, robots: str = "User-agent: *\n") -> None:
+    """A mocked WordPress site's robots.txt and home page, whose Link names its REST API
+    (what discovery reads); each test registers the API's answers."""
+    rsps.get(f"{site}/robots.txt", body=robots)
+    rsps.get(f"{site}/", body="<html><p>home</p></html>", content_type="text/html",
+             headers={"Link": f'<{site}/wp-json/>; rel="https://api.w.org/"'})
 
 
 def page(title: str, text: str) -> bytes:

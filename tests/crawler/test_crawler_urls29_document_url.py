@@ -14,7 +14,8 @@ from busca.crawler.events import Failed
 from busca.crawler.feed import parse_feed
 from busca.crawler.urls import normalize
 from busca.index.home.documents import Store
-from routed import Site, crawled, page, site_fixture, store_fixture  # noqa: F401  (fixtures)
+from routed import (Site, crawled, page, site_fixture, store_fixture,  # noqa: F401
+                    wordpress_home)
 
 FAST = {"rate": 1000.0, "backoff": 0.01, "timeout": 5.0}
 HTML = {"Content-Type": "text/html; charset=utf-8"}
@@ -119,9 +120,7 @@ def wordpress(tmp_path):
             [{k: v for k, v in p.items() if k in fields} for p in posts])
 
     with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
-        rsps.get(f"{WP}/robots.txt", body="User-agent: *\n")
-        rsps.get(f"{WP}/", body="<html><p>home</p></html>", content_type="text/html",
-                 headers={"Link": f'<{WP}/wp-json/>; rel="https://api.w.org/"'})
+        wordpress_home(rsps, WP)
         rsps.add_callback(responses.GET, f"{WP}/wp-json/wp/v2/posts", callback=reply)
         with Store(tmp_path) as store:
             yield store, posts

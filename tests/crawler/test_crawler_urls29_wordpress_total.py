@@ -14,6 +14,7 @@ from busca.crawler.crawl import crawl
 from busca.crawler.events import Notice
 from busca.crawler.options import CrawlOptions
 from busca.index.home.documents import Store
+from routed import wordpress_home
 
 SITE = "https://blog.example"
 FAST = {"rate": 1000.0, "backoff": 0.01}
@@ -45,9 +46,7 @@ def api(tmp_path):
         return status, headers, json.dumps(body)
 
     with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
-        rsps.get(f"{SITE}/robots.txt", body="User-agent: *\nDisallow: /wp-admin/\n")
-        rsps.get(f"{SITE}/", body="<html><p>home</p></html>", content_type="text/html",
-                 headers={"Link": f'<{SITE}/wp-json/>; rel="https://api.w.org/"'})
+        wordpress_home(rsps, SITE, "User-agent: *\nDisallow: /wp-admin/\n")
         rsps.add_callback(responses.GET, f"{SITE}/wp-json/wp/v2/posts", callback=reply)
         with Store(tmp_path) as store:
             yield rsps, store, pages

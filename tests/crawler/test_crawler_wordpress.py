@@ -13,6 +13,7 @@ from busca.crawler.events import Expected, Failed, Notice, Stored
 from busca.crawler.store import Document
 from busca.crawler.options import CrawlOptions
 from busca.index.home.documents import Store
+from routed import wordpress_home
 from busca.crawler.wordpress import EMBED, FIELDS, SWEEP_FIELDS, api_url
 from busca.fixtures.server import FixtureSite, load_articles
 
@@ -46,9 +47,7 @@ def test_api_url(root, expected):
 def api(tmp_path):
     """A mocked WordPress site whose REST answers each test registers."""
     with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
-        rsps.get(f"{SITE}/robots.txt", body="User-agent: *\nDisallow: /wp-admin/\n")
-        rsps.get(f"{SITE}/", body="<html><p>home</p></html>", content_type="text/html",
-                 headers={"Link": f'<{SITE}/wp-json/>; rel="https://api.w.org/"'})
+        wordpress_home(rsps, SITE, "User-agent: *\nDisallow: /wp-admin/\n")
         with Store(tmp_path) as store:
             yield rsps, store
 
