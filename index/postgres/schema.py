@@ -247,7 +247,10 @@ def _unsplit(parts) -> str:
 
 def redact(url: str) -> str:
     """The URL without its passwords, for every message: the host part's, every `password=`
-    parameter's, and those of a `read=` URL inside it."""
+    parameter's, and those of a `read=` URL inside it; anything else (a local home's path)
+    as given."""
+    if "://" not in url:
+        return url
     try:
         parts = urlsplit(url)
         password = parts.password

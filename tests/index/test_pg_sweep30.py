@@ -157,6 +157,8 @@ def test_redact_hides_every_password_of_a_url():
     assert shown.endswith("&sslmode=require")
     assert redact("postgresql://u@h/db?corpus=a") == "postgresql://u@h/db?corpus=a"
     assert "pw" not in redact("postgresql://u:pw@[::1/db?password=pw")  # malformed too
+    for path in ("zz", "/work/h/.busca", "rel/home"):  # a local home ("1 documents in ://zz")
+        assert redact(path) == path
 
 
 def test_no_message_shows_a_password(pg_home, postgres_server_url):
