@@ -256,6 +256,7 @@ def default_bm25_analyzer() -> str:
 # their suffix's accents, as the questions' do (builds of the 28th session said "plain
 # suffixes re-accented" but mapped their documents' words as typed)
 ACCENTED = "plain suffixes accented"
+QUESTIONS_ACCENTED = "plain suffixes re-accented"  # the 28th session's builds: questions only
 
 
 def analyzer_version(name: str) -> str:
@@ -269,11 +270,14 @@ def analyzer_version(name: str) -> str:
 
 def analysis(name: str, version: str | None = None) -> tuple[Callable[[str], list[str]],
                                                              TermFilter | None]:
-    """Analyzer `name`'s text analyzer and per-term map as a build whose manifest says
-    `version` (its analyzer_version; None: this busca's) applied them to its documents, so
-    that a question's words meet the index's terms: a pt build made before plain suffixes
-    were accented keeps stemming a question's words as typed until it is rebuilt."""
-    if name == "pt" and version is not None and ACCENTED not in version:
+    """Analyzer `name`'s text analyzer and per-term map for the questions of a build whose
+    manifest says `version` (its analyzer_version; None: this busca's), as that build asked
+    them, so that its answers stay what they were until it is rebuilt: a pt build made before
+    plain suffixes were accented stems a question's words as typed; one of the 28th session
+    (QUESTIONS_ACCENTED) accented the questions' words, not its documents' (most documents
+    carry their accents: "transferencia" finds "Transferência" there)."""
+    if name == "pt" and version is not None and ACCENTED not in version \
+            and QUESTIONS_ACCENTED not in version:
         _check(name)
         return (lambda text: [t for t in map(_pt_term_as_typed, java_terms(text)) if t],
                 _pt_term_as_typed)
