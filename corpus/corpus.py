@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import index as indexing
+from ..errors import BuscaError
 from ..search.context import Context
 from ..search.scorers import COMPARE_K
 from .documents import Added, add_files, crawl_site
@@ -133,6 +134,7 @@ class Corpus:
         methods `titles` names, else the previous build's) and publish it; its manifest.
         Options as the CLI's (`size`, `overlap`, `methods`, `dense`, `titles`, `threads`, …)."""
         spec = replace(spec or IndexSpec(), **options)
+        before, unread = _live_manifest(self.home)
         names, models, kept, entries = indexing.methods_for(self.home, spec.methods,
                                                             dense=spec.dense, sparse=spec.sparse)
         if kept and on_note:
@@ -154,6 +156,9 @@ class Corpus:
                 and (size, overlap) != (indexing.SIZE, indexing.OVERLAP):
             on_note(f"kept the previous build's windows: {size} words, overlap {overlap}"
                     " (--size and --overlap change them)")
+        if on_note:
+            for note in _build_notes(before, unread, manifest):
+                on_note(note)
         return manifest
 
     def servers(self, models, entries: dict) -> dict:
@@ -239,6 +244,35 @@ class Corpus:
         stored in the live build)."""
         return tune_fusion(self, _golden(golden), spec or EvalSpec(), save=save,
                            on_progress=on_progress)
+
+
+def _live_manifest(home) -> tuple[indexing.Manifest | None, str]:
+    """(the live build's manifest, or None; why it could not be read, or "")."""
+    try:
+        return home.current().manifest, ""
+    except indexing.IndexNotFound:
+        return None, ""
+    except BuscaError as e:  # another format, damaged: the build starts from the defaults
+        return None, str(e)
+
+
+def _build_notes(before, unread: str, after: indexing.Manifest) -> list[str]:
+    """What a build did not carry over from the previous one, and how to get it back."""
+    notes = []
+    if unread:
+        notes.append(f"the previous index could not be read ({unread.split(' — ')[0]}): this"
+                     f" build took the defaults — windows of {after.chunker['size']} words,"
+                     f" overlap {after.chunker['overlap']}, methods {', '.join(after.methods)};"
+                     " --size, --overlap and --dense choose others, and busca eval GOLDEN"
+                     " --calibrate calibrates the floors again")
+    floors, models = indexing.dropped_calibration(before, after)
+    if floors or models:
+        lost = ([f"the calibrated floors of {', '.join(floors)}"] if floors else []) + (
+            [f"the answerability models of {', '.join(models)}"] if models else [])
+        notes.append(f"dropped {' and '.join(lost)}: the settings that give their scores"
+                     " meaning changed (the analyzer, the windows, a model); busca eval GOLDEN"
+                     " --calibrate calibrates them again")
+    return notes
 
 
 def _golden(golden) -> Golden:

@@ -41,6 +41,7 @@ EXPORTS = {
     "Manifest": ".home.manifest",
     "METHODS": ".methods",
     "methods_for": ".build",
+    "dropped_calibration": ".build",
     "window_for": ".build",
     "sparse_left_out": ".methods",
     "NothingToIndex": ".build",

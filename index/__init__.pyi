@@ -15,6 +15,7 @@ from .text.chunks import ChunkRow as ChunkRow
 from .methods import DEFAULT as DEFAULT
 from .dense.encoders import DEFAULT_ENCODER as DEFAULT_ENCODER
 from .home.diskfull import DiskFull as DiskFull
+from .build import dropped_calibration as dropped_calibration
 from .dense.embedding_api import BATCH as EMBED_BATCH
 from .dense.embedding_api import EmbeddingServerError as EmbeddingServerError
 from .dense.encoders import encoder_names as encoder_names
@@ -109,6 +110,7 @@ __all__ = [
     "as_asked",
     "build_index",
     "check_server",
+    "dropped_calibration",
     "encoder_names",
     "get_encoder",
     "is_dense",

@@ -223,6 +223,20 @@ def _keep_floors(entries: dict, before) -> None:
                                  or before.manifest.build}
 
 
+def dropped_calibration(before, after) -> tuple[list[str], list[str]]:
+    """(methods whose calibrated floor, methods whose answerability model) the manifest
+    `before` had and `after` lost: `_keep_floors` drops them when their settings changed."""
+    old = before.methods if before is not None else {}
+    floors, models = [], []
+    for method, entry in old.items():
+        new = after.methods.get(method) or {}
+        if entry.get("floor") is not None and new.get("floor") is None:
+            floors.append(method)
+        if entry.get(ANSWERABLE) and not new.get(ANSWERABLE):
+            models.append(method)
+    return floors, models
+
+
 def _same(old: Mapping, new: Mapping | None) -> bool:
     """Whether a method was built again with the settings that give its scores meaning."""
     return bool(old) and new is not None and all(old.get(k) == new.get(k) for k in SETTINGS)

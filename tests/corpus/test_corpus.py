@@ -429,3 +429,32 @@ def test_compare_with_no_method_named_is_one_line(fake_home):
         with pytest.raises(busca.errors.BadSpec, match="methods is empty: name at least one"):
             corpus.compare(QUESTIONS[0], methods=[])
         assert list(corpus.compare(QUESTIONS[0], methods=["bm25"]).methods) == ["bm25"]
+
+
+def test_a_rebuild_says_what_calibration_and_settings_it_could_not_keep(tmp_path):
+    """A rebuild whose bm25 analyzer changed dropped bm25's floor and every answerability
+    model reading bm25 without a word (an upgrade changed the analyzer's version); one whose
+    previous build it cannot read took the default windows and methods without a word."""
+    golden = str(FIXTURES / "golden" / "golden.json")
+    home = tmp_path / "home"
+    with busca.open(home) as corpus:
+        corpus.add_files([FIXTURES / "site" / "articles.jsonl"])
+        corpus.index(methods=("tfidf", "bm25"), size=120, overlap=20)
+        corpus.calibrate(golden)
+        notes: list[str] = []
+        corpus.index(on_note=notes.append)
+        assert not [n for n in notes if "dropped" in n or "could not be read" in n], notes
+        corpus.index(bm25_analyzer="simple", on_note=notes.append)
+        dropped = [n for n in notes if n.startswith("dropped ")]
+        assert len(dropped) == 1 and "the calibrated floors of bm25" in dropped[0]
+        assert "tfidf" not in dropped[0].split(":")[0].split("models of")[0]
+        assert "busca eval GOLDEN --calibrate" in dropped[0]
+        assert corpus.build.manifest.methods["tfidf"].get("floor") is not None  # kept
+    manifest = home / (home / "CURRENT").read_text(encoding="utf-8").strip() / "manifest.json"
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    manifest.write_text(json.dumps({**data, "format_version": 1}), encoding="utf-8")
+    with busca.open(home) as corpus:
+        notes = []
+        corpus.index(on_note=notes.append)
+    unread = [n for n in notes if n.startswith("the previous index could not be read")]
+    assert len(unread) == 1 and "windows of 200 words, overlap 40" in unread[0], notes
