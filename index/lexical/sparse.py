@@ -20,6 +20,7 @@ largest weight), `sparse.hashes` (uint8, chunks x 16) and `sparse.vocab.txt` (0 
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 
@@ -30,6 +31,8 @@ from ..dense.dense import text_hashes
 from ..dense.e5_sae import TOP_K, read_sae, sae_file
 from ..dense.encoders import THREADS, get_encoder
 from .lexical import Bm25Scorer, NoSearchableTerms
+
+log = logging.getLogger(__name__)
 
 METHOD = "sparse"
 ENCODER = "e5-small"
@@ -150,6 +153,19 @@ def question_latents(encoder, query: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def question_encoder(index):
+    """The encoder of the index's questions (`_question_encoder`), with a warning when the
+    index's sparse vectors were made by another version of it (an upgrade changed how
+    latents are pooled): the scores differ from the build's until `busca index`."""
+    encoder = _question_encoder(index)
+    built = index.manifest.methods.get(METHOD, {}).get("version")
+    if built and built != encoder.sparse_version:
+        log.warning("the index's sparse vectors were made by %s, this machine has %s: its"
+                    " scores differ until busca index encodes them again", built,
+                    encoder.sparse_version)
+    return encoder
+
+
+def _question_encoder(index):
     """The e5-small encoder already loaded for the index's dense method, its sparse head
     loaded now: from here on its question pass keeps the latents too, so a hybrid that asks
     dense and then sparse encodes the question once (E5SmallEncoder.encode); else a new one."""

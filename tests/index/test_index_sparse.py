@@ -391,3 +391,27 @@ def test_tuning_a_hybrid_that_fuses_sparse_keeps_sparse_at_its_share(encoder, tm
     assert weights == default_weights(["bm25", "dense", "sparse"], dense_share=0.5,
                                       sparse="sparse") == {"bm25": 0.35, "dense": 0.35,
                                                            "sparse": 0.3}
+
+
+def test_sparse_vectors_of_another_encoder_version_are_named(monkeypatch, caplog):
+    """An upgrade that changed how latents are pooled ("content tokens") left old builds'
+    sparse scores different without a word (the upgrade sweep); the question's encoder now
+    warns, as dense does, and names the rebuild."""
+    import logging
+
+    from busca.index.lexical import sparse
+
+    current = SimpleNamespace(sparse_version="e5 int8; sae.bin, top 256, content tokens")
+    monkeypatch.setattr(sparse, "get_encoder", lambda name, threads: current)
+
+    def built_with(version):
+        methods = {"sparse": {"version": version}}
+        return SimpleNamespace(manifest=SimpleNamespace(methods=methods))
+
+    with caplog.at_level(logging.WARNING, logger=sparse.__name__):
+        assert sparse.question_encoder(built_with(current.sparse_version)) is current
+        assert not caplog.records
+        assert sparse.question_encoder(built_with("e5 int8; sae.bin, top 256")) is current
+    (warned,) = caplog.records
+    assert "made by e5 int8; sae.bin, top 256, this machine has" in warned.getMessage()
+    assert "until busca index encodes them again" in warned.getMessage()
