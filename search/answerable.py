@@ -169,7 +169,8 @@ class Verdict:
     @property
     def reason(self) -> str:
         return (f"the answerability model judges the answer is not here (p = {self.probability:.3f}"
-                f" < {self.threshold:.3f}); give --min-score 0 to see the hits anyway")
+                f" < {self.threshold:.3f}); give min_score 0 (--min-score 0 on the command"
+                " line) to see the hits anyway")
 
 
 def refusal(index, query: str, method: str, min_score: float | None,

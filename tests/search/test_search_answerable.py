@@ -259,6 +259,8 @@ def test_a_shared_model_refuses_whatever_method_searches(indexed, home):
         result = indexed("search", "prazo do estorno", "--method", method, "--no-serve")
         assert (result.exit_code, result.stdout) == (3, "")
         assert "no hits: the answerability model judges the answer is not here" in result.stderr
+        # every front end's words (HTTP, MCP, Python) and the command line's
+        assert "give min_score 0 (--min-score 0 on the command line)" in result.stderr
     found = indexed("context", "prazo do estorno", "--method", "tfidf", "--no-serve")
     assert found.exit_code == 3 and "answerability model" in found.stderr
     storage.update_manifest(storage.load_index(home), _shared(0.5))  # bm25 top > 0: p > 0.5
