@@ -292,7 +292,8 @@ def test_a_rebuild_keeps_the_model_while_the_methods_it_reads_keep_their_setting
     assert refused.exit_code == 3 and "answerability model" in refused.stderr
     # bm25 scores differently with another k1: the model that reads them is dropped
     changed = indexed("index", "--methods", "tfidf,bm25", "--k1", "2.0", "-q")
-    assert changed.exit_code == 0 and "answerability" not in changed.stderr
+    assert changed.exit_code == 0 and "kept the answerability" not in changed.stderr
+    assert "dropped the answerability models of tfidf, bm25: the settings" in changed.stderr
     assert not any("answerable" in e for e in storage.load_index(home).manifest.methods.values())
 
 
