@@ -221,9 +221,9 @@ class Scoped:
     def _unindexed(self) -> dict:
         """The figures before the first index: the documents it may see, their facets."""
         home = self.engine.home()
-        records = home.records() if hasattr(home, "records") else ()
         shown = facets(home, filters=(self.rule,))
-        return {"documents": sum(1 for r in records if passes(r, (self.rule,))), "index": None,
+        seen = sum(1 for r in home.records() if passes(r, (self.rule,)))
+        return {"documents": seen, "index": None,
                 **({"facets": shown} if shown else {}), "restricted": True}
 
 
