@@ -11,7 +11,11 @@ from dataclasses import asdict, dataclass, field, fields, replace
 
 from ...errors import BuscaError
 
-FORMAT_VERSION = 2  # 2: chunk rows live in the build (index/text/chunks.py), not in busca.db
+# 2: chunk rows live in the build (index/text/chunks.py), not in busca.db; 3: the same files,
+# but the pt analyzer accents a document's plain suffixes (analyzers.ACCENTED), which a busca
+# reading only 2 would not do to its questions (it found nothing for "informacao", silently)
+FORMAT_VERSION = 3
+READS = (2, 3)  # the versions this busca reads (a 2 is asked as it was built: analyzers.analysis)
 
 
 @dataclass(frozen=True)

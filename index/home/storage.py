@@ -39,7 +39,7 @@ from ...errors import BuscaError
 from .buildlock import LocalBuildLock
 from .documents import Store, guard, read_only_error
 from ..text.chunks import ChunkRow, ChunkTable, drop_legacy, write_chunks
-from .manifest import FORMAT_VERSION, Manifest
+from .manifest import FORMAT_VERSION, READS, Manifest
 from ..methods import UnknownMethod, method_spec, stored_methods
 from .queries import append_query, create_queries, read_queries
 from .vocabulary import Vocabulary
@@ -283,7 +283,7 @@ def read_manifest(path: Path) -> Manifest:
     except (OSError, ValueError) as e:
         raise IndexFormatError(f"the index in {path} is damaged ({e}) — run \"busca index\"") from e
     version = data.get("format_version")
-    if version != FORMAT_VERSION:
+    if version not in READS:
         raise IndexFormatError(
             f"the index in {path} has format version {version}, this busca reads"
             f" {FORMAT_VERSION} — rebuild it with \"busca index\""

@@ -56,7 +56,8 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 from ...errors import BuscaError
 from ..home.storage import HomeNotFound, IndexFormatError
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # 3: builds whose pt analyzer accents plain suffixes (index/home/manifest.py)
+READS = (2, 3)  # read whole (a 2's builds are asked as they were built)
 OLDER_VERSIONS = (1,)  # their documents, settings and query log are read as they are
 SCHEMES = ("postgresql", "postgres")
 DEFAULT_CORPUS = "busca"
@@ -356,7 +357,7 @@ def check_format(conn, schema: str, *, builds: bool = True) -> None:
             f" it, restore it: INSERT INTO {quoted(schema)}.busca_meta VALUES"
             f" ('format_version', '{FORMAT_VERSION}')")
     version = row[0]
-    if version == FORMAT_VERSION or (version in OLDER_VERSIONS and not builds):
+    if version in READS or (version in OLDER_VERSIONS and not builds):
         return
     if version in OLDER_VERSIONS:
         raise PostgresOldFormat(

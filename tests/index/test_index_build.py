@@ -151,3 +151,17 @@ def test_calibrated_floors_survive_a_rebuild_with_the_same_settings(store):
     changed = build_index(store, options={"bm25_k1": 0.9})["methods"]
     assert changed["tfidf"]["floor"] == 0.2 and changed["bm25"]["floor"] is None
     assert build_index(store, size=50, overlap=10)["methods"]["tfidf"]["floor"] is None
+
+
+def test_a_build_of_format_2_is_read_and_new_builds_are_format_3(store):
+    """Format 3 marks builds whose pt analyzer accents a document's plain suffixes: a busca
+    that reads only 2 refuses them ("rebuild") where it silently found nothing for
+    "informacao"; this busca reads 2 as before (asked as it was built)."""
+    from busca.index.home.manifest import FORMAT_VERSION, READS
+
+    build_index(store)
+    path = storage.current_dir(store.home)
+    manifest = json.loads((path / "manifest.json").read_text())
+    assert manifest["format_version"] == FORMAT_VERSION == 3 and READS == (2, 3)
+    (path / "manifest.json").write_text(json.dumps({**manifest, "format_version": 2}))
+    assert load_index(store.home).manifest.chunks == manifest["chunks"]

@@ -72,6 +72,21 @@ def test_other_format_version_is_refused_in_one_line(pg_home):
     assert "\n" not in str(e.value) and isinstance(e.value, BuscaError)
 
 
+def test_a_corpus_of_format_2_is_read_and_a_build_moves_it_to_3(pg_home):
+    """Format 3 marks builds whose pt analyzer accents plain suffixes: a busca reading only 2
+    refuses such a corpus (it silently found nothing for "informacao"); this one reads 2."""
+    with PostgresHome(pg_home) as home:
+        home.set_meta("querylog", True)
+        home.conn().execute(f"UPDATE {pg_schema.quoted(home.schema)}.busca_meta"
+                            " SET value = '2' WHERE key = 'format_version'")
+    with PostgresHome(pg_home) as home:  # read as before
+        assert home.get_meta("querylog") is True
+        pg_schema.check_format(home.conn(), home.schema)
+        pg_schema.set_format(home.conn(), home.schema)
+        assert home.conn().execute(f"SELECT value FROM {pg_schema.quoted(home.schema)}"
+                                   ".busca_meta WHERE key = 'format_version'").fetchone()[0] == 3
+
+
 def test_bad_corpus_name_and_unreachable_server_are_one_line_errors(pg_home):
     with pytest.raises(pg_schema.PostgresError, match="bad corpus name"):
         PostgresHome(pg_home.rsplit("corpus=", 1)[0] + "corpus=Bad-Name")
