@@ -172,7 +172,6 @@ def compare_build(build, home, question: str, *, methods: Sequence[str] | None =
                       " out for the index's methods")
     check_whole("k", k, 1)
     names = list(methods) if methods else searching.default_methods(build)
-    filters = (filters,) if isinstance(filters, str) else filters
     return searching.compare_methods(build, home, asked(question), methods=names, k=k,
                                      per_doc=per_doc, include=list(include),
                                      fusion=HYBRID_AS_SEARCH, rerank=reranker(rerank),

@@ -103,8 +103,7 @@ class SearchSpec:
         if isinstance(self.weights, str):  # as --weights and the HTTP API take them
             object.__setattr__(self, "weights", _weights(self.weights))
         _check_fields(self)
-        filters = (self.filters,) if isinstance(self.filters, str) else self.filters
-        object.__setattr__(self, "filters", searching.parse_filters(filters))
+        object.__setattr__(self, "filters", searching.parse_filters(self.filters))
 
     @classmethod
     def of(cls, **options: Any):
