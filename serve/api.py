@@ -153,7 +153,7 @@ async def add_documents(request: Request) -> JSONResponse:
         raise HttpError(413, f"{len(items)} documents in one request; at most"
                              f" {params.MAX_DOCUMENTS}")
     docs = [_document(item, n) for n, item in enumerate(items, start=1)]
-    keep = {d.url for d, item in zip(docs, items) if "groups" not in item}
+    keep = {d.url for d, item in zip(docs, items) if item.get("groups") is None}  # null: absent
     engine = _engine(request)
     return JSONResponse(await _threaded(lambda: engine.add(docs, keep_groups=keep)))
 
@@ -162,7 +162,7 @@ def _document(item: object, n: int) -> Document:
     where = f"document {n}"
     if not isinstance(item, dict):
         raise BadParameter(f"{where} must be an object with url, title and text")
-    params.only(item, {f.name for f in params.DOCUMENT}, where)
+    params.json_body(item, params.DOCUMENT, where)
     for key in ("url", "text"):
         if not isinstance(item.get(key), str) or not item[key].strip():
             raise BadParameter(f"{where}: {key} must be a non-empty string")

@@ -253,7 +253,7 @@ def _body(fields: tuple[Field, ...] | dict) -> dict:
 
 def _fields_object(fields: tuple[Field, ...]) -> dict:
     return {"type": "object", "additionalProperties": False,
-            "properties": {f.name: f.schema() for f in fields},
+            "properties": {f.name: f.body_schema() for f in fields},
             "required": [f.name for f in fields if f.required]}
 
 

@@ -86,6 +86,18 @@ class Field:
             out["default"] = self.default
         return out
 
+    def body_schema(self) -> dict:
+        """Its schema in a JSON body, where an optional field also takes null, read as absent
+        (what Python's None becomes: a client need not drop its unset fields)."""
+        out = self.schema()
+        if self.required:
+            return out
+        out["type"] = [out["type"], "null"]
+        if "enum" in out:
+            out["enum"] = [*out["enum"], None]
+        out["description"] += " null: as absent."
+        return out
+
 
 _SCHEMAS = {"filters": {"type": "array", "items": {"type": "string"}},
             "integer": {"type": "integer"}, "number": {"type": "number"},
@@ -316,11 +328,12 @@ def only(data: Mapping, allowed: set[str], where: str) -> None:
 
 def json_body(data: Mapping, fields: Sequence[Field], where: str) -> None:
     """Refuse a JSON body's unknown keys, and a value of another JSON type where its field
-    declares a number or a yes/no (a query string's values are text; a JSON body's are typed)."""
+    declares a number or a yes/no (a query string's values are text; a JSON body's are typed;
+    null, which an optional field's body schema allows, reads as absent)."""
     only(data, {f.name for f in fields}, where)
     for f in fields:
         if f.name in data:
-            typed(f.name, data[f.name], schema_types(f.schema()))
+            typed(f.name, data[f.name], schema_types(f.body_schema()))
 
 
 _JSON_TYPES = {"integer": lambda v: type(v) is int, "number": lambda v: type(v) in (int, float),
@@ -330,7 +343,8 @@ _JSON_TYPES = {"integer": lambda v: type(v) is int, "number": lambda v: type(v) 
 def typed(name: str, value: object, types: Sequence[str]) -> None:
     """BadParameter when `value` is none of `types`, if they are JSON numbers and yes/no
     ("3" or true for an integer, "true" for a boolean); other types are the readers' to
-    check. null stays for the reader too (absent, or refused by its schema)."""
+    check. null stays for the reader too (an optional field's default; a required one's
+    reader refuses it)."""
     if value is None or not set(types) <= {*_JSON_TYPES, "null"}:
         return
     wanted = [t for t in types if t != "null"]

@@ -334,3 +334,56 @@ def test_the_openapi_document_declares_the_stale_index_answers(tmp_path):
         assert 409 in [c.status_code for c in chunks], [c.text for c in chunks]
         for chunk in chunks:
             conforms(document, "get", f"/api/chunk/{chunk.url.rsplit('/', 1)[1]}", chunk)
+
+
+# --- 7. null in a JSON body: what the document's schema says -----------------------------
+def _bodies(document: dict) -> dict[str, dict]:
+    """Each JSON request body's schema by path; /api/documents': one document's."""
+    out = {path: item["post"]["requestBody"]["content"]["application/json"]["schema"]
+           for path, item in document["paths"].items() if "requestBody" in item.get("post", {})}
+    out["/api/documents"] = out["/api/documents"]["properties"]["documents"]["items"]
+    return out
+
+
+def _nulls(schema: dict, base: dict):
+    """(field, body with that field null, whether the schema accepts it) for each field."""
+    for name in schema["properties"]:
+        body = {**base, name: None}
+        fits = jsonschema.Draft202012Validator(schema).is_valid(body)
+        assert fits == (name not in schema["required"]), (name, schema["properties"][name])
+        yield name, body, fits
+
+
+def test_null_is_absent_for_an_optional_field_and_refused_for_a_required_one(tmp_path):
+    """The document declares each optional body field nullable and null reads as absent
+    (the default; a document's groups: the stored ones, never public); a required one is a
+    400 naming it. Before: the schema refused null while the server took it (and groups null
+    made a private document public)."""
+    home = _home(tmp_path)
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with Server(home, "--no-log", "--quiet", "--token", TOKEN) as s:
+        post = lambda path, body: requests.post(s.url + path, json=body, headers=auth,  # noqa: E731
+                                                timeout=120)
+        bodies = _bodies(requests.get(s.url + "openapi.json", timeout=60).json())
+        assert set(bodies) == {"/api/context", "/api/index", "/api/documents"}
+        question = {"q": "universidade engenharia", "min_score": 0}
+        for name, body, fits in _nulls(bodies["/api/context"], question):
+            answer = post("api/context", body)
+            if fits:
+                absent = post("api/context", {k: v for k, v in body.items() if k != name})
+                assert answer.status_code == 200 and answer.json() == absent.json(), name
+            else:
+                error(answer, 400, name)
+        for name, body, _ in _nulls(bodies["/api/index"], {}):
+            assert post("api/index", body).status_code == 200, name
+        private = {"url": DOCS[2]["url"], "text": DOCS[2]["text"]}
+        for name, body, fits in _nulls(bodies["/api/documents"], private):
+            answer = post("api/documents", {"documents": [body]})
+            if fits:
+                assert answer.status_code == 200, (name, answer.text)
+            else:
+                error(answer, 400, "document 1", name)
+    import busca
+
+    with busca.open(home) as corpus:  # groups null kept the stored groups
+        assert corpus.home.get(DOCS[2]["url"]).meta["groups"] == ["staff"]
