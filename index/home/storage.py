@@ -28,7 +28,7 @@ import shutil
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -39,6 +39,7 @@ from ...errors import BuscaError
 from .buildlock import LocalBuildLock
 from .documents import Store, guard, read_only_error
 from ..text.chunks import ChunkRow, ChunkTable, drop_legacy, write_chunks
+from ..text.counting import LazyTerms
 from .manifest import FORMAT_VERSION, READS, Manifest
 from ..methods import UnknownMethod, method_spec, stored_methods
 from .queries import append_query, create_queries, read_queries
@@ -368,9 +369,9 @@ def load_array(path: Path, name: str) -> np.ndarray:
         raise damaged(path, f"cannot read {file.name}: {e}") from e
 
 
-def write_terms(path: Path, method: str, terms: list[str]) -> None:
-    (path / f"{method}.vocab.txt").write_text("\n".join(terms) + "\n", encoding="utf-8",
-                                              newline="\n")
+def write_terms(path: Path, method: str, terms: Sequence[str]) -> None:
+    text = terms.lines() if isinstance(terms, LazyTerms) else "\n".join(terms) + "\n"
+    (path / f"{method}.vocab.txt").write_text(text, encoding="utf-8", newline="\n")
 
 
 def read_terms(path: Path, method: str) -> list[str]:

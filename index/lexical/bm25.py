@@ -77,12 +77,12 @@ def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) ->
     """Build the BM25 arrays from the chunks' java-term counts; the manifest entry."""
     analyzer = check_options(options)
     k1, b = options.get("bm25_k1", K1), options.get("bm25_b", B)
-    big = counts.matrix.nnz >= compiled.MIN_POSTINGS
+    big = counts.arrays.nnz >= compiled.MIN_POSTINGS
     kernel = compiled.for_build("postings_numba") if big else None
     if kernel is not None:
         terms, target = counts.targets(analyzer)
         target = target.astype(np.int32)  # read at random for every entry: the smaller, the better
-        m = counts.matrix
+        m = counts.arrays
         split = int(np.searchsorted(m.indptr, m.indptr[-1] // 2))  # half the entries before
         lengths, indptr, early = merged_shape(kernel, m, target, len(terms), split)
         length_norm, avgdl = _length_norm(lengths.astype(np.float64), k1, b)

@@ -42,7 +42,7 @@ def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) ->
     """Build the TF-IDF arrays from the chunks' java-term counts; the manifest entry."""
     analyzer = options.get("tfidf_analyzer", ANALYZER)
     kernel = (compiled.for_build("postings_numba")
-              if counts.matrix.nnz >= compiled.MIN_POSTINGS else None)
+              if counts.arrays.nnz >= compiled.MIN_POSTINGS else None)
     if kernel is not None and get_term_filter(analyzer) is None:
         terms, column = counts.targets(analyzer)  # sorted; the columns renamed as transposed
     else:

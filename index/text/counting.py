@@ -37,21 +37,48 @@ class EmptyVocabulary(BuscaError, ValueError):
     """No chunk has a single term."""
 
 
+@dataclass(frozen=True, eq=False)
+class CsrArrays:
+    """A CSR matrix's arrays, without scipy: what the compiled builders read (a build of bm25
+    alone then never imports scipy.sparse, a tenth of a second or more of its one process
+    while the workers stem). `scipy()`: the matrix, sharing the arrays."""
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    shape: tuple[int, int]
+
+    @property
+    def nnz(self) -> int:
+        return int(self.indptr[-1])
+
+    def scipy(self) -> sp.csr_matrix:
+        import scipy.sparse as sp
+        return sp.csr_matrix((self.data, self.indices, self.indptr), shape=self.shape,
+                             copy=False)
+
+
 @dataclass(frozen=True)
 class TermCounts:
     """Raw counts, chunks x terms (CSR, int32 indices), and the terms in column order: the
-    order in which a merge met them (`targets` gives the sorted order of any analyzer)."""
+    order in which a merge met them (`targets` gives the sorted order of any analyzer).
+    `arrays`: a scipy CSR matrix or its CsrArrays (`matrix` makes the scipy one when read)."""
 
-    matrix: sp.csr_matrix
+    arrays: sp.csr_matrix | CsrArrays
     terms: list[str]
     # analyzer -> its column targets, computed beside the merge or from its vocabulary's
     # compiled loops (CountMerger)
     prefetched: Mapping[str, Callable[[], tuple]] = field(default_factory=dict, repr=False,
                                                           compare=False)
 
+    @functools.cached_property
+    def matrix(self) -> sp.csr_matrix:
+        arrays = self.arrays
+        return arrays.scipy() if isinstance(arrays, CsrArrays) else arrays
+
     @property
     def chunks(self) -> int:
-        return self.matrix.shape[0]
+        return self.arrays.shape[0]
 
     def targets(self, analyzer: str) -> tuple[list[str], np.ndarray]:
         """`column_targets` of the terms under `analyzer` (the sorted terms it keeps, and each
@@ -108,6 +135,14 @@ class PackedTerms(Sequence):
         every = self.codes.tobytes().decode("utf-32-le", "surrogatepass")
         bounds = self.at.tolist()
         return [every[a:b] for a, b in zip(bounds, bounds[1:])]
+
+    def lines(self) -> str:
+        """The terms, each followed by a line break, without a str made of each (a
+        vocabulary file's text: "\\n".join(terms) + "\\n")."""
+        if not len(self):
+            return "\n"  # as "\n".join([]) + "\n"
+        codes = np.insert(self.codes, self.at[1:], np.uint32(ord("\n")))
+        return codes.tobytes().decode("utf-32-le", "surrogatepass")
 
 
 @dataclass(frozen=True)
@@ -190,10 +225,14 @@ class LazyTerms(Sequence):
     """A vocabulary's terms in column order, made into str when first read (then a list of
     str, which slices and comparisons use): a build of bm25 alone never reads its java terms
     (0.2 s of the merge's one core at 411k terms), and tfidf's thread makes them beside
-    bm25's kernels. `make` gives the list."""
+    bm25's kernels. `make` gives the list, or is PackedTerms: then its length and its
+    vocabulary file's text (`lines`) need no str made of each term (0.04-0.1 s of a 100k-chunk
+    build's last, single-threaded steps at 217k terms)."""
 
-    def __init__(self, make: Callable[[], list[str]]):
-        self._make, self._made = make, None
+    def __init__(self, make: Callable[[], list[str]] | PackedTerms):
+        self._packed = make if isinstance(make, PackedTerms) else None
+        self._make = make.strings if self._packed is not None else make
+        self._made = None
         self._lock = threading.Lock()
 
     @property
@@ -201,14 +240,20 @@ class LazyTerms(Sequence):
         if self._made is None:
             with self._lock:
                 if self._made is None:
-                    self._made, self._make = self._make(), None
+                    self._made, self._make, self._packed = self._make(), None, None
         return self._made
+
+    def lines(self) -> str:
+        """The terms, each followed by a line break: "\\n".join(terms) + "\\n"."""
+        packed = self._packed
+        return packed.lines() if packed is not None else "\n".join(self.data) + "\n"
 
     def __getitem__(self, i):
         return self.data[i]
 
     def __len__(self) -> int:
-        return len(self.data)
+        packed = self._packed
+        return len(packed) if packed is not None else len(self.data)
 
     def __iter__(self):
         return iter(self.data)
@@ -282,13 +327,12 @@ class CountMerger:
         """All rows so far, the columns in the order their terms first appeared (nothing is
         sorted or renumbered here: `targets` sorts the vocabulary for the method that asks,
         in its own thread; tfidf's renames the columns as it transposes them)."""
-        import scipy.sparse as sp
         indices, data = self.indices[:self.nnz], self.data[:self.nnz]
         indptr = np.concatenate(self.indptr)
         if self.nnz < np.iinfo(np.int32).max:
             indptr = indptr.astype(np.int32)
         self.indptr, self.indices, self.data, self.nnz = [indptr[-1:]], indices[:0], data[:0], 0
-        matrix = sp.csr_matrix((data, indices, indptr), shape=(self.rows, self.vocabulary.n))
+        matrix = CsrArrays(data, indices, indptr, (self.rows, self.vocabulary.n))
         terms = LazyTerms(self.vocabulary.taken(None))
         kernels = getattr(self.vocabulary, "kernels", None)
         prefetched = {a: functools.partial(_mapped_columns, jobs, pool, terms, a, kernels)
@@ -341,7 +385,7 @@ def _packed_columns(mapped: PackedTerms, keep: np.ndarray, kernels):
     order = vocabulary.order()
     target = np.full(keep.size, -1, dtype=np.int64)
     target[keep] = ranks(order)[ids]
-    return vocabulary.taken(order)(), target
+    return LazyTerms(vocabulary.taken(order)), target
 
 
 class _Vocabulary:
@@ -428,11 +472,10 @@ class _PackedVocabulary:
         """The sorted order, in compiled loops."""
         return self.kernels.term_order(*self.packed())
 
-    def taken(self, order: np.ndarray | None) -> Callable[[], list[str]]:
+    def taken(self, order: np.ndarray | None) -> PackedTerms:
+        """The terms taken in `order` (None: in id order), packed (LazyTerms makes them str)."""
         packed = PackedTerms(*self.packed())
-        if order is None:
-            return packed.strings
-        return lambda: packed.taken(order).strings()
+        return packed if order is None else packed.taken(order)
 
 
 def _grown(array: np.ndarray, size: int, used: int) -> np.ndarray:

@@ -181,6 +181,42 @@ def test_chunk_documents_compiled_equals_python(monkeypatch):
     assert (fast.counts.matrix != slow.counts.matrix).nnz == 0
 
 
+BM25_ALONE = """
+import random, sys
+sys.path.insert(0, sys.argv[1])
+from busca.index import compiled
+from busca.index.home.storage import LocalBuildWriter
+from busca.index.lexical import bm25
+from busca.index.text import stream
+from test_index_stream import documents
+compiled.MIN_DOCUMENTS = compiled.MIN_POSTINGS = stream.PARALLEL_MIN_DOCS = 0
+rows = [(d.url, d.sha256, d.text.replace("Σ", "S").replace("İ", "I").encode())
+        for d in documents(random.Random(3), 60)]
+counts = stream.chunk_documents(rows, size=20, overlap=5, reusable={}, total=60, workers=2,
+                                analyzers=("pt",)).counts
+entry = bm25.build_counts(counts, LocalBuildWriter(None, __import__("pathlib").Path(sys.argv[2])),
+                          options={})
+print(entry["vocabulary"], "scipy.sparse" in sys.modules, counts.terms._made is None)
+"""
+
+
+def test_a_build_of_bm25_alone_never_loads_scipy_sparse(tmp_path):
+    """The compiled path reads the merged counts' arrays (CsrArrays) and writes the
+    vocabulary from its packed terms: no scipy.sparse import and no str of each java term in
+    the build's one process (tenths of a second of a fresh process's build)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    done = subprocess.run([sys.executable, "-c", BM25_ALONE, str(Path(__file__).parent),
+                           str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    vocabulary, sparse_loaded, java_terms_unmade = done.stdout.split()
+    assert int(vocabulary) > 10 and sparse_loaded == "False" and java_terms_unmade == "True"
+    written = (tmp_path / "bm25.vocab.txt").read_text(encoding="utf-8").split("\n")
+    assert len(written) == int(vocabulary) + 1 and written[-1] == "" and written[:-1] == sorted(
+        written[:-1])
+
+
 def test_lexical_arrays_from_merged_counts_are_those_of_sorted_counts(tmp_path, monkeypatch):
     """Through the tokenising workers (their term maps), the merge (columns in the order
     terms came) and the compiled postings, tfidf and bm25 give the arrays they give from the
