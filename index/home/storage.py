@@ -77,6 +77,7 @@ class Index:
         self._arrays: dict[str, np.ndarray] = {}  # immutable data of this build, memoised
         self._rankers: dict = {}
         self._chunks = ChunkTable(self.path)
+        self._read: set[str] = {MANIFEST, self._chunks.path.name}  # files the build has read
 
     def __repr__(self) -> str:
         return f"Index({str(self.path)!r})"
@@ -94,16 +95,19 @@ class Index:
         key = f"{method}.{name}"
         if key not in self._arrays:
             self._arrays[key] = load_array(self.path, key)
+            self._read.add(f"{key}.npy")
         return self._arrays[key]
 
     def has_array(self, method: str, name: str) -> bool:
         return (self.path / f"{method}.{name}.npy").exists()
 
     def terms(self, method: str) -> list[str]:
+        self._read.add(f"{method}.vocab.txt")
         return self._counted(method, read_terms(self.path, method))
 
     def vocabulary(self, method: str) -> Vocabulary:
         """The terms as a compact term -> column look-up (what the rankers hold)."""
+        self._read.add(f"{method}.vocab.txt")
         return self._counted(method, read_vocabulary(self.path, method))
 
     def _counted(self, method: str, terms):
@@ -114,6 +118,18 @@ class Index:
             raise damaged(self.path, f"{method}.vocab.txt holds {len(terms):,} terms, the"
                                      f" manifest says {expected:,}")
         return terms
+
+    def check(self) -> None:
+        """The damaged-build error if a file this build has read is gone (GET /healthz: a
+        server still answers from memory, a restart or `busca search` would not): one listing
+        of its folder, no file read."""
+        try:
+            present = set(os.listdir(self.path))
+        except OSError as e:
+            raise damaged(self.path, f"its folder cannot be listed: {e.strerror}") from e
+        missing = sorted(name for name in [*self._read] if name not in present)
+        if missing:
+            raise damaged(self.path, f"{missing[0]} is missing")
 
     def chunks(self, ids: Iterable[int] | None = None) -> list[ChunkRow]:
         """Chunk rows in id order, or in the order of `ids`."""
