@@ -119,8 +119,9 @@ def chunk(request: Request) -> JSONResponse:
 
 def healthz(request: Request) -> JSONResponse:
     """GET /healthz: up, and which build it serves (null before the first index); while its
-    database is away (a PostgreSQL home), still 200: status "degraded" and the problem; no
-    token needed (with --tokens, no chunk count)."""
+    database is away (a PostgreSQL home) or the build lost a file or table, still 200: status
+    "degraded" and the problem (the message a search meets); no token needed (with --tokens,
+    no chunk count)."""
     _query(request)
     engine: Engine = request.app.state.engine
     try:
@@ -128,11 +129,17 @@ def healthz(request: Request) -> JSONResponse:
     except (indexing.IndexNotFound, indexing.IndexFormatError) as e:  # still up without one
         return JSONResponse({"status": "ok", "build": None, "problem": str(e)})
     except indexing.PostgresError as e:  # the process is up; the database is not (yet)
-        return JSONResponse({"status": "degraded", "build": engine.last_build(),
-                             "problem": str(e)})
+        return _degraded(engine.last_build(), e)
+    problem = engine.damage(live)
+    if problem is not None:
+        return _degraded(live.build, problem)
     chunks = {} if request.app.state.access else {"chunks": live.manifest.chunks}
     return JSONResponse({"status": "ok", "build": live.build, **chunks,
                          "methods": searching.available_methods(live.index)})
+
+
+def _degraded(build: str | None, problem: object) -> JSONResponse:
+    return JSONResponse({"status": "degraded", "build": build, "problem": str(problem)})
 
 
 def openapi_document(request: Request) -> JSONResponse:

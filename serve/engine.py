@@ -55,6 +55,15 @@ class Engine:
         """The build the home serves now, loaded once; IndexNotFound if there is none."""
         return self._live.current(self.home())
 
+    def damage(self, live: Live) -> str | None:
+        """What makes the served build unreadable now, a file or table gone since it was
+        loaded (the build's `check`: one folder listing or one catalog query), or None."""
+        try:
+            live.index.check()
+        except (indexing.IndexFormatError, indexing.PostgresError) as e:
+            return str(e)
+        return None
+
     def last_build(self) -> str | None:
         """The build loaded last (None before the first), without asking the home."""
         return self._live.last()

@@ -302,10 +302,11 @@ class PostgresBuild:
     def _key(self) -> tuple:
         return (self.home._conninfo, self.home.schema, self.name)
 
-    def check_tables(self) -> None:
+    def check_tables(self, *, again: bool = False) -> None:
         """The damaged-build error if a table the build's methods read is gone while the
-        build is still live (checked once per process, and again after a damage was met)."""
-        if self._key in _sound:
+        build is still live (checked once per process, and again after a damage was met, or
+        when `again`)."""
+        if self._key in _sound and not again:
             return
         tables = [self.table(part) for part in _required_parts(self.manifest)]
         missing = [r[0] for r in self._fetch(MISSING_TABLES, (tables,))]
@@ -313,6 +314,11 @@ class PostgresBuild:
             raise self._gone(", ".join(missing) + " missing")
         with _sound_lock:
             _sound.add(self._key)
+
+    def check(self) -> None:
+        """The damaged-build error if a table this build reads was dropped since it was loaded
+        (GET /healthz): one catalog query, whatever this process found before; no table read."""
+        self.check_tables(again=True)
 
     def _gone(self, problem: str) -> PostgresError:
         """StaleBuild if a newer build replaced this one (ask again), else it is damaged."""
