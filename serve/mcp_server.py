@@ -18,9 +18,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from typing import Annotated, Any, TypeVar
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, ToolAnnotations
 from pydantic import Field, ValidationError
 from typing_extensions import NotRequired, TypedDict  # pydantic needs these before 3.12
 
@@ -184,6 +187,75 @@ class _Server(MCPServer):
             problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'arguments'}: {err['msg']}"
                                  f" (got {err['input']!r:.60})" for err in e.__cause__.errors())
             raise ToolError(f"bad arguments for {name}: {problems}") from e.__cause__
+
+
+    async def run_stdio_async(self) -> None:
+        """The SDK's stdio loop (MCPServer.run_stdio_async), each malformed line answered."""
+        async with stdio_server() as (read_stream, write_stream):
+            server = self._lowlevel_server
+            await server.run(_Answering(read_stream, write_stream), write_stream,
+                             server.create_initialization_options())
+
+
+class _Answering:
+    """The stdio transport's read stream, which hands the SDK a line that is no JSON-RPC
+    message as an exception, and the SDK drops it: the client that sent it waited for ever.
+    Here each is answered, JSON-RPC error -32700 (not JSON) or -32600 (JSON, but no JSON-RPC
+    message), with id null (JSON-RPC 2.0: the id could not be read), and the next line is
+    served; a blank line is no message."""
+
+    def __init__(self, inner, write):
+        self._inner, self._write = inner, write
+
+    @property
+    def last_context(self):  # the sender's context, which the SDK's loop reads
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> SessionMessage:
+        while True:
+            item = await self._inner.receive()
+            if not isinstance(item, Exception):
+                return item
+            answer = _malformed(item)
+            if answer is not None:
+                await self._write.send(SessionMessage(answer))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _Answering:
+        return self
+
+    async def __anext__(self) -> SessionMessage:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _Answering:
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+
+def _malformed(error: Exception) -> JSONRPCError | None:
+    """The answer to a line the transport could not read as a JSON-RPC message (None: a
+    blank line)."""
+    problems = error.errors() if isinstance(error, ValidationError) else []
+    if problems and problems[0]["type"] == "json_invalid":
+        if not str(problems[0].get("input", "")).strip():
+            return None
+        detail = " ".join(str(problems[0]["msg"]).split())
+        return _rpc_error(PARSE_ERROR, f"Parse error: the line is not JSON ({detail}); send"
+                                       " one JSON-RPC message per line")
+    return _rpc_error(INVALID_REQUEST, 'Invalid Request: the line is JSON but no JSON-RPC 2.0'
+                                       ' message; send {"jsonrpc": "2.0", "id": …, "method":'
+                                       ' …} on one line')
+
+
+def _rpc_error(code: int, message: str) -> JSONRPCError:
+    return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=code, message=message))
 
 
 def _strict(name: str, arguments: dict[str, Any], properties: dict[str, Any]) -> None:

@@ -243,3 +243,75 @@ def test_search_context_and_compare_take_filters_and_search_pages_as_the_cli(lex
     assert compare["columns"]["bm25"] != json.loads(cli_json(
         lexical_home, "compare", QUESTION, "--methods", "bm25", "--json").stdout)["columns"][
         "bm25"]
+
+
+class _Lines:
+    """`busca mcp` over stdio as a client sees it: JSON lines in, JSON lines out."""
+
+    def __init__(self, home):
+        import queue
+        import subprocess
+        import threading
+
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "busca.cli", "--home", str(home), "mcp"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.answers: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self.answers.put(json.loads(line))
+
+    def send(self, line: bytes) -> None:
+        self.process.stdin.write(line + b"\n")
+        self.process.stdin.flush()
+
+    def answer(self, timeout: float = 60) -> dict:
+        import queue
+
+        try:
+            return self.answers.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no answer in {timeout} s: the line was dropped") from None
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait(30)
+
+
+def _request(id_: int, method: str, params: dict | None = None) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": id_, "method": method,
+                       **({"params": params} if params is not None else {})}).encode()
+
+
+def test_a_malformed_line_is_a_json_rpc_error_and_the_next_lines_are_served(lexical_home):
+    """Not JSON: -32700; JSON that is no JSON-RPC message: -32600; both with id null (the
+    SDK dropped them, and the client waited for ever); a blank line is no message."""
+    server = _Lines(lexical_home)
+    try:
+        init = {"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"}}
+        malformed = [(b"this is not json", -32700), (b'{"jsonrpc": "2.0", "id": 1', -32700),
+                     (b'{"jsonrpc": "2.0", "id": 7, "method": 5}', -32600),
+                     (b"[]", -32600), (b"42", -32600), (b'{"id": 3, "method": "ping"}', -32600)]
+        for line, code in malformed[:3]:  # before the session is initialised
+            server.send(line)
+            got = server.answer()
+            assert got["id"] is None and got["error"]["code"] == code, (line, got)
+            assert got["jsonrpc"] == "2.0" and "\n" not in got["error"]["message"]
+        server.send(b"")
+        server.send(_request(1, "initialize", init))
+        assert server.answer()["id"] == 1
+        server.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
+                    .encode())
+        for line, code in malformed[3:]:  # and while it runs
+            server.send(line)
+            got = server.answer()
+            assert got["id"] is None and got["error"]["code"] == code, (line, got)
+        server.send(_request(2, "tools/list"))
+        tools = server.answer()
+        assert tools["id"] == 2 and {t["name"] for t in tools["result"]["tools"]} == TOOLS
+    finally:
+        server.close()
