@@ -5,6 +5,7 @@ print the URL as the first line on stdout, log on stderr, stop gracefully on SIG
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import signal
 import socket
@@ -13,11 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import uvicorn
+from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from ..version import __version__
 from . import discovery
-from .app import create_app
+from .app import HEADERS, create_app
 from .engine import Engine
+from .errors import body
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +41,31 @@ LOG_CONFIG = {
                 # which build is served (corpus/live.py): at start and after each rebuild
                 "busca.corpus": {"handlers": ["stderr"], "level": "INFO", "propagate": False}},
 }
+
+
+MALFORMED = ("malformed HTTP request: its request line or a header could not be parsed; send"
+             " HTTP/1.1, a request line such as \"GET /api/stats HTTP/1.1\" and \"Name: value\""
+             " headers")
+
+
+class _JsonErrors(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
+    """uvicorn's HTTP protocol (h11, or httptools when installed: uvicorn's "auto"), but a
+    request it cannot parse, which never reaches the app, is answered as every other error
+    of busca serve is: a JSON body and the app's security headers (uvicorn's own answer is
+    text/plain "Invalid HTTP request received.")."""
+
+    def send_400_response(self, msg: str) -> None:  # uvicorn's hook for that answer
+        self.transport.write(_bad_request(self.server_state.default_headers))
+        self.transport.close()
+
+
+def _bad_request(default_headers: list[tuple[bytes, bytes]]) -> bytes:
+    content = json.dumps(body(400, MALFORMED), separators=(",", ":")).encode()  # as Starlette
+    headers = [*default_headers, (b"content-type", b"application/json"),
+               (b"content-length", str(len(content)).encode()), (b"connection", b"close"),
+               *HEADERS]
+    lines = [b"HTTP/1.1 400 Bad Request", *(name + b": " + value for name, value in headers)]
+    return b"\r\n".join(lines) + b"\r\n\r\n" + content
 
 
 class _Server(uvicorn.Server):
@@ -92,7 +120,7 @@ def serve(home: str | Path, *, host: str = HOST, port: int = PORT, token: str | 
     sock = bind(host, port)
     config = uvicorn.Config(app, log_config=LOG_CONFIG, access_log=access_log,
                             timeout_graceful_shutdown=GRACE, lifespan="off",
-                            server_header=False)
+                            server_header=False, http=_JsonErrors)
     server = _Server(config)
     build = None
     try:

@@ -250,3 +250,37 @@ def test_a_long_unknown_path_is_echoed_cut_to_80_characters(server, method, sent
 def test_a_short_unknown_path_is_echoed_whole(server):
     status, data = send(server, "GET", "/" + "x" * 79)
     assert status == 404 and data["error"] == "not found: /" + "x" * 79, data
+
+
+def _raw(server, request: bytes) -> tuple[str, dict[str, str], bytes]:
+    """`request` sent byte for byte on a socket; (status line, headers, body) of the answer
+    the server sends before it closes the connection."""
+    import socket
+
+    parts = urlsplit(server.url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
+        sock.sendall(request)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    status, *lines = head.decode("latin-1").split("\r\n")
+    return status, {k.lower(): v.strip() for k, _, v in (h.partition(":") for h in lines)}, body
+
+
+@pytest.mark.parametrize("request_bytes", [
+    b"this is not HTTP\r\n\r\n",  # a bad request line
+    b"GET /api/stats HTTP/1.1\r\nHost: 127.0.0.1\r\nNoColonHere\r\n\r\n",  # a header line
+    b"POST /api/context HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: x\r\n\r\n{}",
+])
+def test_a_malformed_http_request_is_a_json_400(server, request_bytes):
+    """uvicorn refuses it before the app sees it; it answered text/plain "Invalid HTTP request
+    received." where every other error of busca serve is JSON."""
+    status, headers, body = _raw(server, request_bytes)
+    assert status.startswith("HTTP/1.1 400 "), status
+    assert headers["content-type"] == "application/json", headers
+    assert headers["x-content-type-options"] == "nosniff" and headers["connection"] == "close"
+    assert int(headers["content-length"]) == len(body)
+    data = json.loads(body)
+    assert data["status"] == 400 and "\n" not in data["error"], data
+    assert data["error"].startswith("malformed HTTP request"), data
