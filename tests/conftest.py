@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,10 @@ os.environ["BUSCA_NO_SERVE"] = "1"
 # background and answers on the numpy path meanwhile: tests/index/test_index_compiled.py): the
 # tests reach the compiled paths at once. BUSCA_NUMBA=0 set by a test still turns them off.
 os.environ.setdefault("BUSCA_NUMBA_LOAD", "wait")
+# The ONNX models the e5 engines build are kept in a folder of the test run's own, shared by
+# its workers (index/dense/model_cache.py), never in the user's ~/.cache.
+os.environ.setdefault("BUSCA_CACHE", str(Path(tempfile.gettempdir())
+                                         / f"busca-tests-{os.getuid()}" / "onnx"))
 FIXTURES = REPO / "fixtures"
 
 

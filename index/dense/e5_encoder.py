@@ -86,9 +86,10 @@ class E5SmallEncoder:
         product with the int8 engine (its weights in the engine's range), else in float32
         numpy."""
         if self._head is None:
-            sae = read_sae(sae_file())
-            self._head = (OnnxHead(sae, self._model.levels) if self.engine == "int8"
-                          else NumpyHead(sae))
+            path = sae_file()
+            sae = read_sae(path)
+            self._head = (OnnxHead(sae, self._model.levels, source=path)
+                          if self.engine == "int8" else NumpyHead(sae))
         return self._head
 
     @property

@@ -38,6 +38,7 @@ import numpy as np
 from .e5_sae import LEVELS, NARROW_LEVELS, int8_columns
 from .e5_small import E5Small, model_file
 from .e5_weights import Model, read_model
+from . import model_cache
 from .onnx_model import serialized
 
 log = logging.getLogger(__name__)
@@ -109,8 +110,20 @@ def _exact(product) -> bool:
 
 
 def _onnxruntime_product(x: np.ndarray, w: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """x @ (w * scale) through onnxruntime's DynamicQuantizeMatMul, as the int8 graph runs it."""
+    """x @ (w * scale) through onnxruntime's DynamicQuantizeMatMul, as the int8 graph runs it
+    (the probe's model kept between processes: index/dense/model_cache.py)."""
     import onnxruntime as ort  # noqa: PLC0415
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    key = ("probe", x.shape, w.tobytes(), scale.tobytes())
+    session = model_cache.opened(
+        "int8-probe", key, lambda: _probe_model(x, w, scale),
+        lambda data: ort.InferenceSession(data, options, providers=["CPUExecutionProvider"]))
+    return session.run(None, {"x": x})[0]
+
+
+def _probe_model(x: np.ndarray, w: np.ndarray, scale: np.ndarray) -> bytes:
     from onnx import TensorProto, helper, numpy_helper  # noqa: PLC0415
 
     consts = {"w": w, "s": scale, "z": np.zeros(scale.size, np.int8),
@@ -121,11 +134,7 @@ def _onnxruntime_product(x: np.ndarray, w: np.ndarray, scale: np.ndarray) -> np.
         [node], "probe", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
         [numpy_helper.from_array(value, name) for name, value in consts.items()])
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    session = ort.InferenceSession(serialized(graph), options,
-                                   providers=["CPUExecutionProvider"])
-    return session.run(None, {"x": x})[0]
+    return serialized(graph)
 
 
 class E5SmallInt8(E5Small):
@@ -134,8 +143,11 @@ class E5SmallInt8(E5Small):
     token_budget = 1  # one window per run
 
     def __init__(self, model: Model, *, threads: int = 1, outliers: dict | None = None,
-                 levels: int | None = None):
-        self._threads, self.outliers = threads, outliers
+                 levels: int | None = None, source: str | Path | None = None):
+        """`source`: the file `model` was read from, whose graph is then kept between
+        processes (index/dense/model_cache.py) and its outliers read from SHIPPED_OUTLIERS
+        when it is the shipped file."""
+        self._threads, self.outliers, self._source = threads, outliers, source
         self.levels = weight_levels() if levels is None else levels
         super().__init__(model)
 
@@ -143,24 +155,41 @@ class E5SmallInt8(E5Small):
     def load(cls, path: str | Path | None = None, *, threads: int = 1,
              levels: int | None = None) -> "E5SmallInt8":
         path = path or model_file()
-        return cls(read_model(path), threads=threads, outliers=known_outliers(path),
-                   levels=levels)
+        return cls(read_model(path), threads=threads, levels=levels, source=path)
 
     def _prepare_layers(self, model: Model) -> list:
         import onnxruntime as ort  # noqa: PLC0415
 
+        options = self._options(ort)
+        self.session = model_cache.opened(
+            "e5-small-int8", self._key(), lambda: self._graph(model),
+            lambda data: ort.InferenceSession(data, options, providers=["CPUExecutionProvider"],
+                                              disabled_optimizers=["SkipLayerNormFusion"]))
+        return []
+
+    def _key(self) -> tuple | None:
+        """What the kept graph is built from (None: not kept: no model file, or outliers
+        given by the caller)."""
+        found = model_cache.identity(self._source) if self._source is not None else None
+        return None if found is None or self.outliers is not None else (found, self.levels)
+
+    def _graph(self, model: Model) -> bytes:
+        """The serialised int8 graph of `model` (its outliers found first if not given)."""
         layers = super()._prepare_layers(model)  # float32, transposed: x @ p["fi"]
+        if self.outliers is None and self._source is not None:
+            self.outliers = known_outliers(self._source)
         if self.outliers is None:
             self.outliers = _Watcher(model, layers).outliers()
+        return build_graph(layers, model, self.outliers, self.levels)
+
+    @staticmethod
+    def _options(ort):
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1  # threads > 1: windows side by side (pool)
         options.inter_op_num_threads = 1
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self.session = ort.InferenceSession(
-            build_graph(layers, model, self.outliers, self.levels), options,
-            providers=["CPUExecutionProvider"], disabled_optimizers=["SkipLayerNormFusion"])
-        return []
+        return options
 
     def pool(self, windows: list[list[int]], head=None, reads: list | None = None):
         if self._threads == 1 or len(windows) < 2:

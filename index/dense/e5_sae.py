@@ -24,6 +24,7 @@ import numpy as np
 from ...errors import BuscaError
 from ..text.stopwords import ENGLISH, PORTUGUESE
 from .e5_weights import META, Q4_BLOCK, QK, Tokenizer, dequantise
+from . import model_cache
 from .onnx_model import serialized
 
 _LETTER_OR_DIGIT = re.compile(r"[^\W_]")  # what str.isalnum() accepts, one character
@@ -103,15 +104,20 @@ class OnnxHead:
     stored as uint8 around a zero point of 128 (`unsigned`), which onnxruntime multiplies with
     its u8 x u8 kernel, exact there (16-bit operands into 32-bit sums)."""
 
-    def __init__(self, sae: Sae, levels: int = LEVELS):
+    def __init__(self, sae: Sae, levels: int = LEVELS, source: str | Path | None = None):
+        """`source`: the file `sae` was read from, whose graph is then kept between processes
+        (index/dense/model_cache.py)."""
         import onnxruntime as ort  # noqa: PLC0415  (optional: the `e5` extra)
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = options.inter_op_num_threads = 1
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.sae = sae
-        self.session = ort.InferenceSession(_graph(sae, levels), options,
-                                            providers=["CPUExecutionProvider"])
+        found = model_cache.identity(source) if source is not None else None
+        self.session = model_cache.opened(
+            "sparse-head", (found, levels) if found is not None else None,
+            lambda: _graph(sae, levels),
+            lambda data: ort.InferenceSession(data, options, providers=["CPUExecutionProvider"]))
 
     def token_top(self, hidden: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         values, ids = self.session.run(None, {"x": np.ascontiguousarray(hidden, np.float32)})
