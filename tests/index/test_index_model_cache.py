@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,27 @@ def test_bytes_that_do_not_open_are_not_kept(kept):
     with pytest.raises(ValueError, match="not a model"):
         model_cache.opened("m", ("k",), builds.build, builds.open)
     assert not kept.exists() or not list(kept.iterdir())
+
+
+def test_writing_a_model_removes_its_files_unused_for_a_month(kept):
+    """A kept file read marks itself used (once a day at most); writing a model removes the
+    files of the same model left unused for UNUSED_DAYS, never another model's."""
+    day = model_cache.DAY
+    old, recent, other = Builds(b"MODEL:old"), Builds(b"MODEL:recent"), Builds(b"MODEL:x")
+    model_cache.opened("m", ("old",), old.build, old.open)
+    model_cache.opened("m", ("recent",), recent.build, recent.open)
+    model_cache.opened("other", ("x",), other.build, other.open)
+    by_content = {f.read_bytes(): f for f in kept.iterdir()}
+    stale = time.time() - (model_cache.UNUSED_DAYS + 1) * day
+    for data in (b"MODEL:old", b"MODEL:x"):
+        os.utime(by_content[data], (stale, stale))
+    os.utime(by_content[b"MODEL:recent"], (stale, stale))
+    model_cache.opened("m", ("recent",), recent.build, recent.open)  # read: marked used
+    assert by_content[b"MODEL:recent"].stat().st_mtime > time.time() - day
+    fresh = Builds(b"MODEL:new")
+    model_cache.opened("m", ("new",), fresh.build, fresh.open)
+    left = sorted(f.read_bytes() for f in kept.iterdir())
+    assert left == [b"MODEL:new", b"MODEL:recent", b"MODEL:x"]  # "other" is not "m"
 
 
 def test_the_default_folder_follows_xdg_cache_home(tmp_path, monkeypatch):
