@@ -1375,31 +1375,34 @@ def _cannot_listen(host: str, port: int, error: OSError) -> click.ClickException
               help="--http: address.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535),
               help="--http: port.")
+@click.option("--tokens", "tokens_file", type=click.Path(dir_okay=False), default=None,
+              metavar="FILE",
+              help="--http: restrict reading as busca serve --tokens does: FILE has one"
+                   " 'TOKEN GROUP[,GROUP]' per line; a request with Authorization: Bearer"
+                   " TOKEN sees its groups' documents and those without groups, one without"
+                   " Authorization only the latter (docs/serve.md#access-control).")
 @click.option("--log", "log_queries", is_flag=True,
               help="Record the questions in the query log (by default it writes nothing).")
 @model_options
 @click.pass_context
-def mcp_command(ctx, http, host, port, log_queries):
+def mcp_command(ctx, http, host, port, tokens_file, log_queries):
     """A Model Context Protocol server over the corpus: tools search, context, compare,
     get_chunk and stats, read-only. For an MCP client's configuration, see the README.
 
     Example: busca --home ~/faq/.busca mcp
     """
+    if tokens_file is not None and not http:
+        raise click.BadParameter("only with --http: over stdio busca mcp runs as the local"
+                                 " user, who can read the whole home", param_hint="--tokens")
     try:
         from .serve.mcp_server import create_server
     except ImportError as e:
         raise click.ClickException(f"busca mcp needs the mcp extra ({e}): pip install"
                                    " 'busca[mcp]'") from None
-    home = _home(ctx)  # a folder without a corpus is an error now, not at the first call
-    private = http and searching.has_groups(home)
-    home.close()
-    if private:
-        click.echo("warning: this home has documents with groups (private to some readers):"
-                   " busca mcp --http shows every document to whoever reaches it; busca serve"
-                   " --tokens FILE shows each reader its groups' documents", err=True)
-    rerank, location, embed = _rerank(ctx), ctx.obj["home"], _embed(ctx)
-    server = create_server(lambda: api.open(location, embed=embed, create=False),
-                           log=log_queries, rerank=rerank)
+    tokens = None if tokens_file is None else serving.access.load(tokens_file)
+    _mcp_notice(ctx, http, tokens)
+    server = create_server(ctx.obj["home"], log=log_queries, embed=_embed(ctx),
+                           rerank=_rerank(ctx), access=tokens)
     if http:
         if host not in ("127.0.0.1", "localhost", "::1"):
             click.echo(f"warning: listening on {host}: anyone who can reach it can read the"
@@ -1410,9 +1413,26 @@ def mcp_command(ctx, http, host, port, log_queries):
             bind(host, port).close()
         except OSError as e:
             raise _cannot_listen(host, port, e) from None
-        server.run("streamable-http", host=host, port=port)
+        server.run_http(host, port)
     else:
         server.run("stdio")
+
+
+def _mcp_notice(ctx, http: bool, tokens) -> None:
+    """Check the home (a folder without a corpus is an error now, not at the first call) and
+    say on stderr who reads it over HTTP: the tokens loaded, or that every document is shown
+    when the home has private ones and no --tokens."""
+    home = _home(ctx)
+    private = http and tokens is None and searching.has_groups(home)
+    home.close()
+    if tokens is not None:
+        count = len(tokens.readers)
+        click.echo(f"{count} read token{'s' if count != 1 else ''} loaded: each request sees"
+                   " its token's groups' documents and those without groups", err=True)
+    if private:
+        click.echo("warning: this home has documents with groups (private to some readers):"
+                   " busca mcp --http shows every document to whoever reaches it; busca mcp"
+                   " --http --tokens FILE shows each reader its groups' documents", err=True)
 
 
 # --- end of commands ---

@@ -10,6 +10,10 @@ Authorization sees only the public documents; an unknown token is a 401; the wri
 (`--token`) sees everything. Every query is restricted before top-k (a filter like the
 user's), a forbidden chunk id answers as a missing one, stats count only what the request may
 see. Tokens are compared in constant time and never logged nor echoed.
+
+`busca mcp --http --tokens FILE` reads the same file and applies the same rule: `Gate` (ASGI,
+before the mcp library's app) turns each HTTP request's Authorization into its rule, and the
+MCP tools run on `scoped(engine, access.current())`, the engine as that request may see it.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -26,13 +31,17 @@ from ..errors import BuscaError
 from ..search.facets import facets
 from ..search.hits import StaleIndex
 from ..search.filters import Visible, counts, parse_filters, passes, visible_to
-from .errors import HttpError
+from .errors import HttpError, body
 
 MIN_TOKEN = 16  # characters, as --token
 NOTHING = "nothing found among the documents this request may see"
 EXAMPLE = "s3cr3t-token-of-staff-0001 staff,hr"
 STATS = ("chunker", "build", "busca_version")  # figures a restricted request sees as they are
 CORPUS_WIDE = ("vocabulary", "avgdl")  # figures of a method's entry over every document
+# the rule of the MCP request being served (set by Gate; the mcp library hands a request's
+# context variables to the tool call it carries)
+_RULE: ContextVar = ContextVar("busca_access_rule")
+_UNSET = object()
 
 
 class BadTokens(BuscaError):
@@ -80,6 +89,12 @@ class Access:
         if found is None:
             raise Unauthorized()
         return visible_to(found.groups, private=self.private)
+
+    def current(self) -> Visible | None:
+        """The rule of the MCP request being served (Gate set it); outside one, that of a
+        request without Authorization (the public documents)."""
+        rule = _RULE.get(_UNSET)
+        return self.rule("") if rule is _UNSET else rule
 
 
 def presented(authorization: str) -> bytes | None:
@@ -227,6 +242,11 @@ class Scoped:
                 **({"facets": shown} if shown else {}), "restricted": True}
 
 
+def scoped(engine, rule: Visible | None):
+    """The engine as a request with this rule sees it (None: everything, the engine itself)."""
+    return engine if rule is None else Scoped(engine, rule)
+
+
 def engine_for(request):
     """The engine as this request may see it (serve/engine.py's Engine itself when the server
     has no --tokens or the request bears the write token); Unauthorized for an unknown
@@ -234,8 +254,37 @@ def engine_for(request):
     engine, access = request.app.state.engine, getattr(request.app.state, "access", None)
     if access is None:
         return engine
-    rule = access.rule(request.headers.get("authorization", ""))
-    return engine if rule is None else Scoped(engine, rule)
+    return scoped(engine, access.rule(request.headers.get("authorization", "")))
+
+
+class Gate:
+    """ASGI middleware of `busca mcp --http --tokens`: each HTTP request's Authorization
+    becomes the rule of the tool calls it carries (`Access.current`); an unknown token is a
+    401 with serve's JSON body before the MCP session sees the request."""
+
+    def __init__(self, app, access: Access):
+        self.app, self.access = app, access
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":  # the lifespan: the library's session manager
+            return await self.app(scope, receive, send)
+        given = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
+        try:
+            rule = self.access.rule(given.decode("latin-1"))
+        except Unauthorized as e:
+            return await _refused(e)(scope, receive, send)
+        mark = _RULE.set(rule)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            _RULE.reset(mark)
+
+
+def _refused(error: Unauthorized):
+    from starlette.responses import JSONResponse
+
+    return JSONResponse(body(401, str(error)), status_code=401,
+                        headers={"WWW-Authenticate": 'Bearer realm="busca"'})
 
 
 def whole(request):

@@ -14,7 +14,8 @@ from typing import TypeVar
 
 from .. import index as indexing
 from .. import search as searching
-from ..corpus import ContextSpec, Corpus, Result, SearchSpec, context_build, reranker, search_build
+from ..corpus import (ContextSpec, Corpus, Result, SearchSpec, compare_build, context_build,
+                      search_build)
 from ..corpus.live import Live, LiveBuild
 from ..index.dense.rerank_api import RerankError, RerankSettings
 from ..crawler import Document
@@ -29,12 +30,12 @@ class Engine:
     """Answers queries on the live build of `location`; safe to call from many threads."""
 
     def __init__(self, location, *, log_queries: bool = True, embed: dict | None = None,
-                 rerank: RerankSettings | None = None):
+                 rerank: RerankSettings | None = None, warm: bool = True):
         self.location = location
         self.embed = dict(embed or {})  # openai:MODEL server settings (busca serve --embed-*)
         self.rerank = rerank  # the re-ranking stage (busca serve --rerank), if any
         self.log_queries = log_queries
-        self._live = LiveBuild(warm=True)  # every ranker loaded before a request needs it
+        self._live = LiveBuild(warm=warm)  # every ranker loaded before a request needs it
         self._writing = threading.Lock()
         self._local = threading.local()
 
@@ -88,19 +89,15 @@ class Engine:
 
     def compare(self, query: str, *, methods: list[str] | None, k: int, per_doc: int = 0,
                 rerank: bool | None = None, filters: tuple = ()):
-        """The methods side by side (search.compare) and the build it ran on (`rerank` as
-        in `search`: a METHOD+rerank column after each method; `filters`: only the chunks
-        of the documents passing them)."""
+        """The methods side by side, as `busca compare` (corpus.compare_build: hybrid as
+        search uses it), and the build it ran on (`rerank` as in `search`: a METHOD+rerank
+        column after each method; `filters`: only the chunks of the documents passing
+        them)."""
         settings = self.reranking(rerank)
 
-        def work(live: Live):
-            chosen = methods or searching.default_methods(live.index)
-            allowed = searching.allowed(live.index, self.home(), filters) if filters else None
-            return searching.compare_methods(live.index, self.home(), query, methods=chosen,
-                                             k=k, per_doc=per_doc, rerank=reranker(settings),
-                                             allowed=allowed), live.build
-
-        return self.run(work)
+        return self.run(lambda live: (compare_build(
+            live.index, self.home(), query, methods=methods, k=k, per_doc=per_doc,
+            rerank=settings, filters=filters), live.build))
 
     def context(self, question: str, spec: ContextSpec | None = None, /, *,
                 log_query: bool | None = None, rerank: bool | None = None,

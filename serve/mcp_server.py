@@ -1,13 +1,16 @@
 """`busca mcp`: the corpus as Model Context Protocol tools, over stdio or streamable HTTP.
 
 Tools: `search`, `context` (the cited prompt, or "nothing found"), `compare`, `get_chunk` and
-`stats`, each one call of the `Corpus` (busca.open) with the CLI's defaults and floor; their
-arguments and results are typed, so the SDK (`mcp` 2.x, the `mcp` extra) publishes JSON
-schemas for both. Read-only: no tool writes to the home, and questions are not logged unless
-the server is started with --log. One worker thread owns the Corpus (its SQLite handles stay
-in that thread; the loaded build and encoder are shared by every call), so calls run one at a
-time without blocking the protocol. A BuscaError is the tool's error: its one line, never a
-traceback; a malformed call is the SDK's validation error.
+`stats`, each one call of busca serve's engine (serve/engine.py: the library's use cases with
+the CLI's defaults and floor); their arguments and results are typed, so the SDK (`mcp` 2.x,
+the `mcp` extra) publishes JSON schemas for both. Read-only: no tool writes to the home, and
+questions are not logged unless the server is started with --log. One worker thread runs the
+calls (its SQLite handles stay in that thread; the loaded build and encoder are shared by
+every call), so calls run one at a time without blocking the protocol. A BuscaError is the
+tool's error: its one line, never a traceback; a malformed call is the SDK's validation error.
+
+Over HTTP with `--tokens`, what each call may see is serve/access.py's: `access.Gate` reads
+the request's Authorization, and each tool runs on `scoped(engine, rule)`.
 """
 
 from __future__ import annotations
@@ -29,11 +32,13 @@ from typing_extensions import NotRequired, TypedDict  # pydantic needs these bef
 
 from ..version import __version__
 from .. import search as searching
-from ..corpus import METHOD, ContextSpec, Corpus, SearchSpec
+from ..corpus import METHOD, ContextSpec, SearchSpec
 from ..errors import BuscaError
 from ..search.scorers import COMPARE_K
 from ..search.hits import Hit
 from ..search.context import LANGS, MAX_CHARS as CONTEXT_CHARS, PER_DOC as CONTEXT_PER_DOC
+from .access import Access, Gate, Scoped, scoped
+from .engine import Engine
 from .errors import BadParameter
 from .params import (FILTER, MAX_CHARS, MAX_K, MAX_PER_DOC, MAX_QUERY, only, schema_types,
                      typed)
@@ -90,23 +95,19 @@ class ContextOut(TypedDict):
 
 
 class Tools:
-    """The five tools over one Corpus, run in the thread that owns it."""
+    """The five tools over one engine, run in one worker thread, each on the engine as the
+    request may see it (serve/access.py) when the server has `access`."""
 
-    def __init__(self, open_corpus: Callable[[], Corpus], *, log: bool = False,
-                 rerank=None):
+    def __init__(self, engine: Engine, access: Access | None = None):
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="busca-mcp")
-        self._corpus: Corpus | None = None
-        self._open = open_corpus
-        self.log, self.rerank = log, rerank
+        self.engine, self.access = engine, access
 
-    async def run(self, work: Callable[[Corpus], T]) -> T:
-        """`work(corpus)` in the corpus' thread; a BuscaError becomes the tool's error."""
-        def call() -> T:
-            if self._corpus is None:
-                self._corpus = self._open()
-            return work(self._corpus)
+    async def run(self, work: Callable[[Any], T]) -> T:
+        """`work(engine)` in the worker thread; a BuscaError becomes the tool's error."""
+        engine = self.engine if self.access is None else scoped(
+            self.engine, self.access.current())  # read here: the request's context
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._worker, call)
+            return await asyncio.get_running_loop().run_in_executor(self._worker, work, engine)
         except BuscaError as e:
             raise ToolError(" ".join(str(e).split())) from None
 
@@ -116,9 +117,9 @@ class Tools:
                      filter: Filters = None, offset: Offset = 0,  # noqa: A002 - the API's name
                      ) -> SearchOut:
         """The top k passages for a question (as busca search --json), after the floor."""
-        result = await self.run(lambda corpus: corpus.search(question, SearchSpec(
+        result = await self.run(lambda engine: engine.search(question, SearchSpec(
             method=method, k=k, min_score=min_score, per_doc=per_doc,
-            filters=tuple(filter or ()), offset=offset, log=self.log, rerank=self.rerank)))
+            filters=tuple(filter or ()), offset=offset)))
         return result.to_json()
 
     async def context(self, question: Question, method: Method = METHOD, k: K = searching.K,
@@ -131,9 +132,9 @@ class Tools:
         """A prompt for an LLM: an instruction, the passages cited as [fonte: URL] and the
         question (as busca context); when no passage reaches the floor, answered is false and
         message says "nothing found" — then do not answer from memory."""
-        found = await self.run(lambda corpus: corpus.context(question, ContextSpec(
+        found, _ = await self.run(lambda engine: engine.context(question, ContextSpec(
             method=method, k=k, min_score=min_score, max_chars=max_chars, per_doc=per_doc,
-            filters=tuple(filter or ()), log=self.log, rerank=self.rerank)))
+            filters=tuple(filter or ()))))
         prompt = searching.render(found, lang=lang) if found.answered else None
         data = searching.context_dict(found, prompt=prompt)
         out = {key: data[key] for key in ("question", "method", "floor", "passages")}
@@ -148,32 +149,40 @@ class Tools:
                       filter: Filters = None,  # noqa: A002 - the API's name
                       ) -> dict[str, Any]:
         """Each method's top k side by side, with every hit's rank under each method."""
-        found = await self.run(lambda corpus: corpus.compare(
-            question, methods=methods, k=k, per_doc=per_doc, rerank=self.rerank,
-            filters=tuple(filter or ())))
+        found, _ = await self.run(lambda engine: engine.compare(
+            question, methods=methods, k=k, per_doc=per_doc, filters=tuple(filter or ())))
         return searching.comparison_dict(found)
 
     async def get_chunk(self, chunk_id: Annotated[int, Field(ge=0)]) -> ChunkOut:
         """One window of the index by its chunk_id (a hit's), with its URL and text."""
-        def chunk(corpus: Corpus) -> ChunkOut:
-            build = corpus.build
-            if chunk_id >= build.manifest.chunks:
-                raise ToolError(f"no chunk {chunk_id} in the index (it has"
-                                f" {build.manifest.chunks}: 0 to {build.manifest.chunks - 1})")
-            hit = searching.hits_for(build, corpus.home, [chunk_id], [0.0], "")[0]
+        def chunk(engine) -> ChunkOut:
+            hit = engine.chunk(chunk_id)
+            if hit is None:
+                raise ToolError(_missing(engine, chunk_id))
             found = hit.to_json()
             return {key: found[key] for key in ChunkOut.__annotations__ if key in found}
         return await self.run(chunk)
 
     async def stats(self) -> dict[str, Any]:
         """The index's figures (as busca stats --json): documents, chunks, methods."""
-        return await self.run(lambda corpus: corpus.stats())
+        return await self.run(lambda engine: engine.stats())
+
+
+def _missing(engine, chunk_id: int) -> str:
+    """The error of a chunk id that names no chunk this request may see: the same for a
+    hidden one as for one beyond the index (whose size only an unrestricted caller learns)."""
+    if isinstance(engine, Scoped):
+        return f"no chunk {chunk_id} in the index (among the documents this request may see)"
+    chunks = engine.run(lambda live: live.manifest.chunks)
+    return f"no chunk {chunk_id} in the index (it has {chunks}: 0 to {chunks - 1})"
 
 
 class _Server(MCPServer):
     """The mcp library's server, with arguments that fail the tools' schemas told in one
     line per problem ("k: Input should be less than or equal to 100 (got 1000000)")
     instead of pydantic's multi-line report and its link."""
+
+    access: Access | None = None  # busca mcp --http --tokens: who may read what
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
         schema = self._tool_input_schema(name)
@@ -188,6 +197,18 @@ class _Server(MCPServer):
                                  f" (got {err['input']!r:.60})" for err in e.__cause__.errors())
             raise ToolError(f"bad arguments for {name}: {problems}") from e.__cause__
 
+
+    def run_http(self, host: str, port: int) -> None:
+        """Streamable HTTP at /mcp, as MCPServer.run("streamable-http"), each request read by
+        access.Gate first when the server has --tokens."""
+        import uvicorn
+
+        app = self.streamable_http_app(host=host)
+        if self.access is not None:
+            app = Gate(app, self.access)
+        config = uvicorn.Config(app, host=host, port=port,
+                                log_level=self.settings.log_level.lower())
+        anyio.run(uvicorn.Server(config).serve)
 
     async def run_stdio_async(self) -> None:
         """The SDK's stdio loop (MCPServer.run_stdio_async), each malformed line answered."""
@@ -272,11 +293,14 @@ def _strict(name: str, arguments: dict[str, Any], properties: dict[str, Any]) ->
         raise ToolError(f"bad arguments for {name}: {e}") from None
 
 
-def create_server(open_corpus: Callable[[], Corpus], *, log: bool = False,
-                  rerank=None) -> MCPServer:
-    """The MCP server of the corpus `open_corpus()` opens (on its first call)."""
-    tools = Tools(open_corpus, log=log, rerank=rerank)
+def create_server(location, *, log: bool = False, embed: dict | None = None, rerank=None,
+                  access: Access | None = None) -> MCPServer:
+    """The MCP server of the home at `location` (opened at the first call); with `access`
+    (busca mcp --http --tokens), each request sees what its token may."""
+    engine = Engine(location, log_queries=log, embed=embed, rerank=rerank, warm=False)
+    tools = Tools(engine, access)
     server = _Server(NAME, version=__version__, instructions=INSTRUCTIONS)
+    server.access = access
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False,
                                 idempotent_hint=True, open_world_hint=False)
     for tool in (tools.search, tools.context, tools.compare, tools.get_chunk, tools.stats):

@@ -171,9 +171,9 @@ def test_streamable_http_answers_the_same_tools(lexical_home):
 
 
 def test_http_over_a_home_with_private_documents_warns_it_shows_them_all(tmp_path):
-    """busca mcp has no tokens: over HTTP it shows every document to whoever reaches it, the
-    private ones too; it says so when the home has groups (stdio, the local user's, does
-    not)."""
+    """busca mcp --http without --tokens shows every document to whoever reaches it, the
+    private ones too; it says so when the home has groups, naming --tokens (stdio, the local
+    user's, does not; with --tokens: tests/serve/test_mcp_access.py)."""
     import socket
 
     from conftest import write_jsonl
@@ -192,7 +192,7 @@ def test_http_over_a_home_with_private_documents_warns_it_shows_them_all(tmp_pat
                                     obj={})
     assert result.exit_code == 1
     assert "warning: this home has documents with groups" in result.stderr
-    assert "busca serve --tokens FILE" in result.stderr
+    assert "busca mcp --http --tokens FILE" in result.stderr
 
 
 def test_schemas_refuse_extra_arguments_and_compare_uses_the_librarys_k(lexical_home):
