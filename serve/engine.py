@@ -30,8 +30,12 @@ class Engine:
     """Answers queries on the live build of `location`; safe to call from many threads."""
 
     def __init__(self, location, *, log_queries: bool = True, embed: dict | None = None,
-                 rerank: RerankSettings | None = None, warm: bool = True):
-        self.location = location
+                 rerank: RerankSettings | None = None, warm: bool = True,
+                 create: bool = True):
+        """`create`: a folder home missing when a thread first opens it is made (False: a
+        front end that only reads, busca mcp, answers HomeNotFound instead of leaving an empty
+        home behind, e.g. after the home was removed while it ran)."""
+        self.location, self.create = location, create
         self.embed = dict(embed or {})  # openai:MODEL server settings (busca serve --embed-*)
         self.rerank = rerank  # the re-ranking stage (busca serve --rerank), if any
         self.log_queries = log_queries
@@ -44,7 +48,7 @@ class Engine:
         """This thread's corpus (SQLite connections stay in one thread), on the shared build."""
         corpus = getattr(self._local, "corpus", None)
         if corpus is None:
-            home = indexing.open_home(self.location, embed=self.embed)
+            home = indexing.open_home(self.location, embed=self.embed, create=self.create)
             corpus = self._local.corpus = Corpus(home, embed=self.embed, live=self._live)
         return corpus
 

@@ -297,7 +297,8 @@ def create_server(location, *, log: bool = False, embed: dict | None = None, rer
                   access: Access | None = None) -> MCPServer:
     """The MCP server of the home at `location` (opened at the first call); with `access`
     (busca mcp --http --tokens), each request sees what its token may."""
-    engine = Engine(location, log_queries=log, embed=embed, rerank=rerank, warm=False)
+    engine = Engine(location, log_queries=log, embed=embed, rerank=rerank, warm=False,
+                    create=False)
     tools = Tools(engine, access)
     server = _Server(NAME, version=__version__, instructions=INSTRUCTIONS)
     server.access = access

@@ -315,3 +315,24 @@ def test_a_malformed_line_is_a_json_rpc_error_and_the_next_lines_are_served(lexi
         assert tools["id"] == 2 and {t["name"] for t in tools["result"]["tools"]} == TOOLS
     finally:
         server.close()
+
+
+def test_a_home_removed_while_the_server_runs_is_one_line_and_stays_removed(lexical_home,
+                                                                           tmp_path):
+    """busca mcp only reads: a home that disappears after the start is an error naming it,
+    never a new empty home made by the next call (it opened homes with create=True)."""
+    import shutil
+    home = tmp_path / "home"
+    shutil.copytree(lexical_home, home)
+
+    async def drive():
+        async with _session(home) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()  # the start checked the home; no call opened it yet
+            shutil.rmtree(home)
+            return await session.call_tool("search", {"question": QUESTION})
+
+    gone = asyncio.run(drive())
+    assert gone.is_error
+    text = gone.content[0].text
+    assert "\n" not in text.strip() and str(home) in text, text
+    assert not home.exists()
