@@ -60,6 +60,15 @@ def write_jsonl(path: Path, docs: list[dict]) -> Path:
     return path
 
 
+def lexical_home_of(home: Path, docs: list[dict]) -> Path:
+    """`home` with `docs` added (docs.jsonl beside it) and indexed with tfidf and bm25."""
+    source = write_jsonl(home.parent / "docs.jsonl", docs)
+    for args in (["add", str(source)], ["index", "-q", "--methods", "tfidf,bm25"]):
+        result = CliRunner().invoke(cli, ["--home", str(home), *args], obj={})
+        assert result.exit_code == 0, result.output
+    return home
+
+
 @pytest.fixture
 def fake(monkeypatch):
     """A deterministic fake sentence encoder registered as "fake" (see dense_fakes.py)."""

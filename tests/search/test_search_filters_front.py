@@ -10,7 +10,7 @@ from urllib.request import Request, urlopen
 
 import pytest
 from click.testing import CliRunner
-from conftest import write_jsonl
+from conftest import lexical_home_of
 
 from busca import corpus as api
 from busca.cli import cli
@@ -27,12 +27,7 @@ DOCS = [{"url": "https://a.example/ornitorrinco", "title": "Ornitorrinco", "cate
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory):
-    home = tmp_path_factory.mktemp("filters") / "home"
-    source = write_jsonl(home.parent / "docs.jsonl", DOCS)
-    for args in (["add", str(source)], ["index", "-q", "--methods", "tfidf,bm25"]):
-        result = CliRunner().invoke(cli, ["--home", str(home), *args], obj={})
-        assert result.exit_code == 0, result.output
-    return home
+    return lexical_home_of(tmp_path_factory.mktemp("filters") / "home", DOCS)
 
 
 def _search(home, *args):

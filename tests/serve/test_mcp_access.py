@@ -23,7 +23,7 @@ pytest.importorskip("mcp")
 
 import httpx2  # noqa: E402 - the mcp SDK's HTTP client
 from click.testing import CliRunner  # noqa: E402
-from conftest import write_jsonl  # noqa: E402
+from conftest import lexical_home_of  # noqa: E402
 from embed_servers import free_port  # noqa: E402
 from mcp import ClientSession  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
@@ -50,12 +50,7 @@ ALL = {d["url"] for d in DOCS}
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory):
-    home = tmp_path_factory.mktemp("mcp-access") / "home"
-    source = write_jsonl(home.parent / "docs.jsonl", DOCS)
-    for args in (["add", str(source)], ["index", "-q", "--methods", "tfidf,bm25"]):
-        result = CliRunner().invoke(cli, ["--home", str(home), *args], obj={})
-        assert result.exit_code == 0, result.output
-    return home
+    return lexical_home_of(tmp_path_factory.mktemp("mcp-access") / "home", DOCS)
 
 
 @pytest.fixture(scope="module")

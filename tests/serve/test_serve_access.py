@@ -14,7 +14,7 @@ from urllib.request import Request, urlopen
 
 import pytest
 from click.testing import CliRunner
-from conftest import write_jsonl
+from conftest import lexical_home_of, write_jsonl
 from serving import Server
 
 from busca.cli import cli
@@ -48,12 +48,7 @@ ALL = {d["url"] for d in DOCS}
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory):
-    home = tmp_path_factory.mktemp("access") / "home"
-    source = write_jsonl(home.parent / "docs.jsonl", DOCS)
-    for args in (["add", str(source)], ["index", "-q", "--methods", "tfidf,bm25"]):
-        result = CliRunner().invoke(cli, ["--home", str(home), *args], obj={})
-        assert result.exit_code == 0, result.output
-    return home
+    return lexical_home_of(tmp_path_factory.mktemp("access") / "home", DOCS)
 
 
 @pytest.fixture(scope="module")
