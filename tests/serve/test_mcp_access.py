@@ -30,22 +30,9 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from busca.cli import cli  # noqa: E402
 
-STAFF, SALES = "staff-token-0123456789abcdef", "sales-token-0123456789abcdef"
+from test_serve_access import ALL, DOCS, PUBLIC, SALES, SEES, STAFF, WORD  # noqa: E402
+
 UNKNOWN = "nobody-token-0123456789abcdef"
-WORD = "março"  # in every document
-DOCS = [
-    {"url": "https://s.example/salarios", "title": "Salários da gerência", "groups": "staff",
-     "text": "O reajuste dos salários da gerência sai em março."},
-    {"url": "https://s.example/comissao", "title": "Comissão dos vendedores",
-     "groups": ["sales"], "text": "A comissão dos vendedores sobe em março."},
-    {"url": "https://s.example/horario", "title": "Horário da loja",
-     "text": "O horário da loja muda em março para o verão."},
-    {"url": "https://s.example/segredo", "title": "Segredo do conselho", "groups": "board",
-     "text": "O orçamento do conselho fecha em março."},
-]
-PUBLIC = {"https://s.example/horario"}
-SEES = {None: PUBLIC, STAFF: PUBLIC | {"https://s.example/salarios"}}
-ALL = {d["url"] for d in DOCS}
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +154,7 @@ def test_the_rule_is_each_requests_not_the_sessions(server):
     assert _urls(staff) == SEES[STAFF] and _urls(public) == PUBLIC
     anonymous, sales = _calls(url, None, [search], then=SALES, later=[search])
     assert _urls(anonymous) == PUBLIC
-    assert _urls(sales) == PUBLIC | {"https://s.example/comissao"}
+    assert _urls(sales) == SEES[SALES]
 
 
 def test_an_unknown_token_is_a_401_in_json_before_the_mcp_session(server):
