@@ -45,7 +45,12 @@ def folder() -> Path | None:
     given = os.environ.get(ENV)
     if given is not None:
         return None if given.strip().lower() in OFF else Path(given)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        try:
+            base = Path.home() / ".cache"
+        except (RuntimeError, KeyError):  # no home folder to be found (a bare service account)
+            return None
     return Path(base) / "busca" / "onnx"
 
 

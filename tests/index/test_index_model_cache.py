@@ -126,6 +126,13 @@ def test_the_default_folder_follows_xdg_cache_home(tmp_path, monkeypatch):
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert model_cache.folder() == Path.home() / ".cache" / "busca" / "onnx"
 
+    def nowhere():
+        raise RuntimeError("Could not determine home directory.")
+    monkeypatch.setattr(Path, "home", nowhere)  # a service account without a home folder
+    assert model_cache.folder() is None
+    builds = Builds()
+    assert model_cache.opened("m", ("k",), builds.build, builds.open) == "MODEL:1"
+
 
 def test_identity_names_the_file_by_path_size_and_time(tmp_path):
     file = tmp_path / "m.bin"
