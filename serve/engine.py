@@ -197,6 +197,7 @@ class Engine:
             lexical = [m for m in (previous.manifest.methods if previous is not None
                                    else indexing.DEFAULT)
                        if not (indexing.is_dense(m) or indexing.is_hybrid(m))]
-            return corpus.index(size=size, overlap=overlap, methods=lexical, workers=1)
+            return corpus.index(size=size, overlap=overlap, methods=lexical, workers=1,
+                                threads=1)  # the requests keep the other cores
         finally:
             self._writing.release()
