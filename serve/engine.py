@@ -32,25 +32,27 @@ class Engine:
     def __init__(self, location, *, log_queries: bool = True, embed: dict | None = None,
                  rerank: RerankSettings | None = None, warm: bool = True,
                  create: bool = True):
-        """`create`: a folder home missing when a thread first opens it is made (False: a
-        front end that only reads, busca mcp, answers HomeNotFound instead of leaving an empty
-        home behind, e.g. after the home was removed while it ran)."""
+        """`create`: a folder home missing when it is first opened is made (False: a front
+        end that only reads, busca mcp, answers HomeNotFound instead of leaving an empty home
+        behind, e.g. after the home was removed while it ran; the other threads' handles never
+        create it)."""
         self.location, self.create = location, create
         self.embed = dict(embed or {})  # openai:MODEL server settings (busca serve --embed-*)
         self.rerank = rerank  # the re-ranking stage (busca serve --rerank), if any
         self.log_queries = log_queries
         self._live = LiveBuild(warm=warm)  # every ranker loaded before a request needs it
-        self._writing = threading.Lock()
-        self._local = threading.local()
+        self._writing, self._opening = threading.Lock(), threading.Lock()
+        self._corpus: Corpus | None = None
 
     # --- the live build --------------------------------------------------------------
     def corpus(self) -> Corpus:
-        """This thread's corpus (SQLite connections stay in one thread), on the shared build."""
-        corpus = getattr(self._local, "corpus", None)
-        if corpus is None:
-            home = indexing.open_home(self.location, embed=self.embed, create=self.create)
-            corpus = self._local.corpus = Corpus(home, embed=self.embed, live=self._live)
-        return corpus
+        """The corpus every thread shares, opened on first use (`Corpus.home` gives each
+        thread its own handle: SQLite connections stay in one thread), on the shared build."""
+        with self._opening:
+            if self._corpus is None:
+                home = indexing.open_home(self.location, embed=self.embed, create=self.create)
+                self._corpus = Corpus(home, embed=self.embed, live=self._live)
+            return self._corpus
 
     def home(self) -> indexing.Home:
         """This thread's handle on the home."""
