@@ -38,6 +38,7 @@ import threading
 import time
 from pathlib import Path
 
+from . import machine
 from .home.processes import alive
 
 MIN_DOCUMENTS = 5_000
@@ -295,5 +296,5 @@ def record_path() -> Path | None:
     key = hashlib.sha256("|".join(stamp).encode()).hexdigest()[:16]
     folder = here / "__pycache__"
     if not (folder.is_dir() and os.access(folder, os.W_OK)) and not os.access(here, os.W_OK):
-        folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "busca"
-    return folder / f"busca-kernels-{key}.pickle"
+        folder = machine.user_cache()
+    return folder / f"busca-kernels-{key}.pickle" if folder is not None else None

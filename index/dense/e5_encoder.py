@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import cores
+from .. import machine
 from .e5_sae import LEVELS, TOP_K, NumpyHead, OnnxHead, read_sae, sae_file
 from .e5_small import ONNX_ACCURACY, E5Small, model_file
 
@@ -50,7 +50,7 @@ class E5SmallEncoder:
         if engine not in ENGINES:
             raise ValueError(f"unknown e5-small engine {engine!r}: use {', '.join(ENGINES)}")
         self.engine = engine
-        threads = threads or (cores.usable() if engine != "numpy" else 1)  # 0: its own
+        threads = threads or (machine.cores() if engine != "numpy" else 1)  # 0: its own
         self._threads, self._limit = threads, _thread_limiter(threads)
         with self._limit():  # the int8 engine's load-time float pass uses BLAS too
             self._model, how = _load(engine, path, threads, accuracy_level, levels)

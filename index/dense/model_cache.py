@@ -28,6 +28,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import TypeVar
 
+from .. import machine
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -45,13 +47,8 @@ def folder() -> Path | None:
     given = os.environ.get(ENV)
     if given is not None:
         return None if given.strip().lower() in OFF else Path(given)
-    base = os.environ.get("XDG_CACHE_HOME")
-    if not base:
-        try:
-            base = Path.home() / ".cache"
-        except (RuntimeError, KeyError):  # no home folder to be found (a bare service account)
-            return None
-    return Path(base) / "busca" / "onnx"
+    base = machine.user_cache()
+    return base / "onnx" if base is not None else None
 
 
 def identity(path: str | Path) -> tuple | None:

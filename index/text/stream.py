@@ -27,7 +27,7 @@ from multiprocessing import get_all_start_methods, get_context
 import numpy as np
 
 from ...crawler.store import Document, StoreError
-from .. import compiled, cores
+from .. import compiled, machine
 from ..home.documents import DocumentRanges
 from .chunking import JAVA_SPACE, splits_like_java, window_starts, words
 from .chunks import ChunkColumns
@@ -132,7 +132,7 @@ def chunk_documents(documents: Iterable[Document | DocumentText] | DocumentRange
 
 def default_workers() -> int:
     """Worker processes for tokenising: one per core."""
-    return cores.usable()
+    return machine.cores()
 
 
 def _batches(documents: Iterable, reusable: dict, result: Chunked):

