@@ -36,7 +36,7 @@ ANSWERABLE = "answerable"  # a method's answerability model (search/answerable.p
 # Manifest keys that change what a method's scores mean: a calibrated floor survives a
 # rebuild (e.g. after a crawl added articles) only when none of them changed.
 SETTINGS = ("analyzer", "analyzer_version", "weighting", "k1", "b", "encoder", "version",
-            "dimension", "titles", "groups", "sparse", "lift")
+            "dimension", "titles", "groups", "sparse", "lift", "coord")
 
 
 class NothingToIndex(BuscaError):

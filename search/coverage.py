@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..index.lexical.lexical import holds
 from .fusion import LEXICAL
 
 
@@ -49,10 +50,10 @@ class Lexicon:
         dfs, held = {}, set()
         for term in set(self.analyze(query)):
             c = self.column.get(term)
-            span = slice(int(self.indptr[c]), int(self.indptr[c + 1])) if c is not None \
-                else slice(0, 0)
-            dfs[term] = span.stop - span.start
-            if np.any(self.indices[span] == chunk):
+            ids = self.indices[int(self.indptr[c]):int(self.indptr[c + 1])] if c is not None \
+                else self.indices[:0]
+            dfs[term] = ids.size
+            if holds(ids, chunk):  # a term's chunk ids ascend (term-major postings)
                 held.add(term)
         return idf_shares(dfs, held, self.n)
 

@@ -44,6 +44,13 @@ SPARSE_SHARE = 0.3  # hybrid3: sparse's share, the others keep their proportions
 # proportions. Chosen on the handbook and the bundled golden set, judged on FaQuAD and the 30
 # fresh paraphrases (docs/eval.md, "A lexical share that follows the question").
 LIFT_FROM, LIFT_TO, LIFT_SHARE = 0.3, 0.8, 0.4
+# The coordination bonus (builds since the thirty-second session): on a question whose idf
+# mass the lexical method's best window holds COORD_FROM or more of, each of the fused top
+# COORD_TOP gains COORD_WEIGHT × x × the share of that mass it holds itself, x rising
+# linearly from 0 at COORD_FROM to 1 at all of it. Of windows the fusion ranks alike, the one
+# holding more of a worded question's rare words comes first (Lucene's classic coord factor,
+# weighted by idf). Measured: docs/eval.md, "A coordination bonus".
+COORD_FROM, COORD_WEIGHT, COORD_TOP = 0.8, 0.3, 10
 # Weights are relative (only their ratios rank), so a cap costs nothing and keeps every fused
 # score finite: two weights of 1e308 summed to inf, with numpy's overflow warning.
 MAX_WEIGHT = 1e6
@@ -206,6 +213,20 @@ def lifted(weights: Mapping[str, float], lexical: str, coverage: float) -> dict[
     return {m: share * total if m == lexical else w * scale for m, w in weights.items()}
 
 
+def coordinated(ids: np.ndarray, scores: np.ndarray, coverage: float,
+                holds: Callable[[int], float]) -> tuple[np.ndarray, np.ndarray]:
+    """Fused (ids, scores) with the coordination bonus of a question whose idf mass the
+    lexical method's best window holds `coverage` of; `holds(chunk)`: the share a chunk
+    holds. Only the top COORD_TOP gain, so the rest of the ranking stays below them."""
+    x = min(1.0, max(0.0, (coverage - COORD_FROM) / (1 - COORD_FROM)))
+    if x == 0 or ids.size == 0:
+        return ids, scores
+    top = np.lexsort((ids, -scores))[:COORD_TOP]  # top_k's order: equal scores by chunk
+    scores = scores.copy()
+    scores[top] += COORD_WEIGHT * x * np.array([holds(int(i)) for i in ids[top]])
+    return ids, scores
+
+
 def liftable(settings: FusionSettings, weights: Mapping[str, float]) -> bool:
     """Whether the lift applies to a fusion with these settings and weights: min-max, and a
     lexical share below LIFT_SHARE (else `lifted` changes nothing)."""
@@ -215,9 +236,12 @@ def liftable(settings: FusionSettings, weights: Mapping[str, float]) -> bool:
             and weights[lexical] / total < LIFT_SHARE)
 
 
-def describe_lift() -> dict:
-    """The lift as --json output and `busca stats` describe it."""
-    return {"from": LIFT_FROM, "to": LIFT_TO, "lexical_share": LIFT_SHARE}
+def describe_lift(coord: bool = False) -> dict:
+    """The lift (and the coordination bonus, when the build has it) as --json output and
+    `busca stats` describe it."""
+    lift = {"from": LIFT_FROM, "to": LIFT_TO, "lexical_share": LIFT_SHARE}
+    return {**lift, "coord": {"from": COORD_FROM, "weight": COORD_WEIGHT, "top": COORD_TOP}} \
+        if coord else lift
 
 
 def stored_settings(entry: Mapping) -> FusionSettings:
@@ -246,13 +270,14 @@ class HybridScorer:
 
     def __init__(self, rankers: Mapping, weights: Mapping[str, float],
                  settings: FusionSettings, floors: Mapping[str, float | None],
-                 coverage: Callable[[str, int], float] | None = None):
+                 coverage: Callable[[str, int], float] | None = None, coord: bool = False):
         """`floors`: the floor of each component a hit may pass (search/scorers.py `gates`).
         `coverage(query, chunk)`: the share of the query's idf mass that the chunk holds,
-        given when the weights are lifted per question (`lifted`)."""
+        given when the weights are lifted per question (`lifted`); `coord`: the lifted
+        fusion also gets the coordination bonus (`coordinated`)."""
         self.rankers, self.weights = dict(rankers), dict(weights)
         self.settings, self.floors = check_settings(settings), dict(floors)
-        self.coverage = coverage
+        self.coverage, self.coord = coverage, coord
 
     def ranked(self, query: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Each component's top-`window` (ids, scores), best first."""
@@ -271,20 +296,31 @@ class HybridScorer:
     def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
         return top_k(*self.score(query), k)
 
-    def weights_for(self, query: str, ranked: dict) -> dict[str, float]:
-        """The weights `query` is fused with: lifted by its coverage in the lexical
-        component's best window when the scorer lifts, else the fixed ones."""
+    def best_coverage(self, query: str, ranked: dict) -> float | None:
+        """The share of `query`'s idf mass the lexical component's best window holds, None
+        when the scorer does not lift."""
         lexical = next((m for m in LEXICAL if m in self.weights), None)
         if self.coverage is None or lexical is None:
-            return self.weights
+            return None
         ids = ranked[lexical][0]
-        return lifted(self.weights, lexical, self.coverage(query, int(ids[0])) if ids.size
-                      else 0.0)
+        return self.coverage(query, int(ids[0])) if ids.size else 0.0
+
+    def _weights(self, coverage: float | None) -> dict[str, float]:
+        """The weights of a question whose idf mass the lexical component's best window holds
+        `coverage` of: lifted by it when the scorer lifts (None: it does not), else fixed."""
+        if coverage is None:
+            return self.weights
+        return lifted(self.weights, next(m for m in LEXICAL if m in self.weights), coverage)
 
     def fuse(self, query: str, ranked: dict) -> tuple[np.ndarray, np.ndarray]:
         """Fused (ids, scores) of the components' ranked windows for `query` (with its
-        weights: `weights_for`), floors applied if asked."""
-        ids, scores = fuse(ranked, self.weights_for(query, ranked), self.settings)
+        weights lifted by its coverage, and the coordination bonus, when the scorer has
+        them), floors applied if asked."""
+        coverage = self.best_coverage(query, ranked)
+        ids, scores = fuse(ranked, self._weights(coverage), self.settings)
+        if self.coord and coverage is not None:
+            ids, scores = coordinated(ids, scores, coverage,
+                                      lambda chunk: self.coverage(query, chunk))
         if self.settings.floors:
             keep = passing(ids, ranked, self.floors)
             ids, scores = ids[keep], scores[keep]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..index.dense.dense_models import HYBRID, LIFT, is_hybrid, model_of, resolve
+from ..index.dense.dense_models import COORD, HYBRID, LIFT, is_hybrid, model_of, resolve
 from ..index.lexical.lexical import top_k
 from ..index.methods import HYBRID3, SPARSE, UnknownMethod, method_spec, stored_methods
 from ..index.text.analyzers import as_asked
@@ -55,7 +55,7 @@ def scorer(index, method: str, fusion: FusionSettings | None = None):
                          dense_share=dense_share(index, dense), sparse=_sparse_of(index, method))
     return HybridScorer({m: index.ranker(resolve(index.manifest.methods, m)) for m in weights},
                         weights, settings, {m: floor_of(index, m) for m in gates(weights)},
-                        coverage=_coverage(index, settings, weights))
+                        coverage=_coverage(index, settings, weights), coord=coords(index))
 
 
 def lifts(index, settings: FusionSettings, weights: dict) -> bool:
@@ -65,6 +65,12 @@ def lifts(index, settings: FusionSettings, weights: dict) -> bool:
     as they are."""
     return bool(index.manifest.entry(HYBRID).get(LIFT)) and liftable(settings, weights) \
         and not settings.weights
+
+
+def coords(index) -> bool:
+    """Whether the build's lifted `hybrid` has the coordination bonus (search/fusion.py
+    `coordinated`; builds before it lift without)."""
+    return bool(index.manifest.entry(HYBRID).get(COORD))
 
 
 def _coverage(index, settings: FusionSettings, weights: dict):
@@ -85,7 +91,8 @@ def describe_fusion(index, settings: FusionSettings, method: str = "hybrid") -> 
     dense = _dense_of(method)
     out = describe(_resolved(index, settings), _parts(index), dense,
                    dense_share=dense_share(index, dense), sparse=_sparse_of(index, method))
-    return {**out, "lift": describe_lift()} if lifts(index, settings, out["weights"]) else out
+    return {**out, "lift": describe_lift(coords(index))} \
+        if lifts(index, settings, out["weights"]) else out
 
 
 def dense_share(index, dense: str = "dense") -> float:
@@ -109,6 +116,7 @@ def method_settings(index, method: str) -> dict:
         out.pop("fusion", None)
         out.pop(SPARSE, None)  # the weights name it
         out.pop(LIFT, None)  # described with them
+        out.pop(COORD, None)
         out = {**describe_fusion(index, stored_settings(entry), method), **out}
     return out
 

@@ -24,7 +24,7 @@ import numpy as np
 from ...errors import BuscaError
 from ..home.manifest import previous_entry
 from .dense_groups import GROUP_BLEND, build_groups, previous_groups
-from .dense_models import (LIFT, DenseModel, array_key, default_name, dense_methods,
+from .dense_models import (COORD, LIFT, DenseModel, array_key, default_name, dense_methods,
                            method_names, model_entries, models_spec)
 from .embedding_api import EmbeddingServerError
 from .encoders import DEFAULT_ENCODER, THREADS, Encoder, get_encoder
@@ -308,6 +308,8 @@ def build_hybrid(texts: Sequence[str], out, *, options: dict,
     """The `hybrid` entry: no arrays, only fusion settings that override the defaults, and
     `sparse` when the build makes that method too (index/build.py hands its pass a
     `sparse_sink`): hybrid then fuses it as a third ranking (search/scorers.py). Every
-    build's hybrid lifts its lexical share per question (LIFT: search/fusion.py `lifted`)."""
+    build's hybrid lifts its lexical share per question (LIFT: search/fusion.py `lifted`) and
+    gives its top windows the coordination bonus (COORD: search/fusion.py `coordinated`)."""
     fuses = {"sparse": True} if options.get("sparse_sink") is not None else {}
-    return {"fusion": options.get("fusion_settings", {}), "floor": None, **fuses, LIFT: True}
+    return {"fusion": options.get("fusion_settings", {}), "floor": None, **fuses, LIFT: True,
+            COORD: True}

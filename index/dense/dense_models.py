@@ -24,6 +24,7 @@ DENSE = "dense"
 HYBRID = "hybrid"
 HYBRID3 = "hybrid3"  # hybrid + sparse (index/methods.py): fused like hybrid, never stored
 LIFT = "lift"  # a hybrid entry's mark: its lexical share follows each question (search/fusion.py)
+COORD = "coord"  # and its lifted fusion has the coordination bonus (search/fusion.py)
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 

@@ -61,6 +61,12 @@ def dense_sums(indptr, indices, data, columns, weights, n_rows) -> np.ndarray:
     return sums
 
 
+def holds(ids: np.ndarray, chunk: int) -> bool:
+    """Whether a posting list's ascending chunk `ids` hold `chunk`."""
+    i = int(np.searchsorted(ids, chunk))
+    return i < ids.size and int(ids[i]) == chunk
+
+
 def kth_largest(values: np.ndarray, k: int) -> float:
     """The k-th largest of `values` (k <= values.size). Big arrays are first cut down to the
     values above the k-th largest maximum of 1024-value blocks (a floor: k values reach it):

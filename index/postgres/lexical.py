@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..text.analyzers import analysis, java_terms
-from ..lexical.lexical import Bm25Scorer, TfidfScorer
+from ..lexical.lexical import Bm25Scorer, TfidfScorer, holds
 from ..lexical.sparse import SparseScorer, question_latents
 from .cache import PostingCache
 from .lists import unpack_ids, unpack_values
@@ -164,7 +164,7 @@ class LexicalRanker:
         lists, already read by the query's ranking): what search/coverage.py reads."""
         found = {t: item.ids for t, item in self.lists.get(terms).items() if item is not None}
         return ({t: ids.size for t, ids in found.items()},
-                {t for t, ids in found.items() if _holds(ids, chunk)})
+                {t for t, ids in found.items() if holds(ids, chunk)})
 
 
 class _SparseQuery(SparseScorer):
@@ -203,12 +203,6 @@ class SparseRanker:
 
     def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
         return self.scorer(query).top(query, k)
-
-
-def _holds(ids: np.ndarray, chunk: int) -> bool:
-    """Whether ascending `ids` hold `chunk`."""
-    i = int(np.searchsorted(ids, chunk))
-    return i < ids.size and int(ids[i]) == chunk
 
 
 def _concat(arrays: list[np.ndarray], dtype) -> np.ndarray:

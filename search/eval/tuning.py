@@ -22,8 +22,9 @@ from ...index.dense.dense_models import HYBRID3, is_hybrid
 from ...index.methods import SPARSE
 from ...index.lexical.lexical import NoSearchableTerms
 from ..fusion import (RRF_K, WINDOW, FusionError, FusionSettings, check_settings,
-                      default_weights, fuse, liftable, lifted)
-from ..scorers import available_methods, dense_share, fuses_sparse, lift_coverage, scorer, top_k
+                      coordinated, default_weights, fuse, liftable, lifted)
+from ..scorers import (available_methods, coords, dense_share, fuses_sparse, lift_coverage, scorer,
+                       top_k)
 from .bootstrap import Difference, Estimate, bootstrap, paired_difference
 from .golden import Golden
 from .judge import DEPTH, chunk_table, judge, outcome_of
@@ -192,15 +193,25 @@ def _baseline(index, components: tuple[str, ...], sparse: str | None = None
 @dataclass(frozen=True)
 class _Lift:
     """A pair's min-max settings fused as the hybrid of a build that lifts fuses them: each
-    question with the weights lifted by its coverage (search/fusion.py `lifted`)."""
+    question with the weights lifted by its coverage (search/fusion.py `lifted`), and the
+    coordination bonus when the build has it (`coordinated`)."""
 
     lexical: str
+    questions: list
     ranked: list
     coverage: list
+    holds: object  # coverage(query, chunk), or None without the coordination bonus
 
     def fused(self, settings: FusionSettings) -> list:
-        return [_fused(r, replace(settings, weights=lifted(settings.weights, self.lexical, c)))
-                for r, c in zip(self.ranked, self.coverage)]
+        return [_fused(r, replace(settings, weights=lifted(settings.weights, self.lexical, c)),
+                       self._bonus(q, c))
+                for q, r, c in zip(self.questions, self.ranked, self.coverage)]
+
+    def _bonus(self, query: str, coverage: float):
+        if self.holds is None:
+            return None
+        return lambda ids, scores: coordinated(ids, scores, coverage,
+                                               lambda chunk: self.holds(query, chunk))
 
 
 def _lift(index, lexical: str, questions: list[str], ranked: list[dict]) -> _Lift | None:
@@ -208,12 +219,16 @@ def _lift(index, lexical: str, questions: list[str], ranked: list[dict]) -> _Lif
     coverage = lift_coverage(index)
     if coverage is None:
         return None
-    return _Lift(lexical, ranked, [coverage(q, int(r[lexical][0][0])) if r[lexical][0].size
-                                   else 0.0 for q, r in zip(questions, ranked)])
+    return _Lift(lexical, questions, ranked,
+                 [coverage(q, int(r[lexical][0][0])) if r[lexical][0].size else 0.0
+                  for q, r in zip(questions, ranked)], coverage if coords(index) else None)
 
 
-def _fused(ranked: dict, settings: FusionSettings):
+def _fused(ranked: dict, settings: FusionSettings, bonus=None):
+    """The top DEPTH of `ranked` fused by `settings` (then `bonus(ids, scores)` when given)."""
     ids, scores = fuse(ranked, settings.weights, settings)
+    if bonus is not None:
+        ids, scores = bonus(ids, scores)
     return top_k(ids, scores, DEPTH) if ids.size else (ids, scores)
 
 

@@ -15,6 +15,8 @@ from busca.cli import cli
 from busca.index import open_home
 from busca.index.dense.e5_sae import ContentTokens, SaeFileError, read_sae
 from busca.index.dense.e5_weights import Tokenizer
+from busca.search.coverage import lexicon_of
+from busca.search.fusion import COORD_FROM
 
 REPO = Path(__file__).resolve().parents[2]
 ARTICLES = REPO / "fixtures" / "site" / "articles.jsonl"
@@ -223,7 +225,8 @@ def _top10(home, method: str, query: str) -> list[tuple[str, int, float]]:
 def test_sparse_gives_the_same_top_10_on_both_backends(encoder, pg_home, tmp_path):
     """Eight articles indexed on a local and a PostgreSQL home (one dense + sparse pass
     each): the same top 10 and scores for sparse and hybrid (which fuses sparse: hybrid3 names
-    it too); a rebuild reuses the latents."""
+    it too; a question whose words one article holds gets the coordination bonus); a rebuild
+    reuses the latents."""
     docs = _articles(tmp_path, 8)
     local = tmp_path / "home"
     for home in (local, pg_home):
@@ -238,6 +241,9 @@ def test_sparse_gives_the_same_top_10_on_both_backends(encoder, pg_home, tmp_pat
             # ulps, magnified by min-max over the top 100's range (measured 1.1e-6 on AVX2)
             tolerance = 1e-6 if method == "sparse" else 1e-5
             assert np.allclose([h[2] for h in a], [h[2] for h in b], rtol=0, atol=tolerance)
+    with open_home(local) as home:  # the bonus ran (search/fusion.py `coordinated`)
+        best = int(home.current().ranker("bm25").top(QUESTIONS[0], 1)[0][0])
+        assert lexicon_of(home.current()).coverage(QUESTIONS[0], best) > COORD_FROM
     _busca(local, "index", "--methods", "bm25,sparse")  # keeps e5-small: nothing to encode
     with open_home(local) as home:
         build = home.current()

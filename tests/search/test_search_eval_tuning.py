@@ -272,11 +272,13 @@ def test_cli_tunes_three_methods_and_eval_weights_reproduces_the_best(run, tmp_p
 
 def test_a_lifting_builds_pair_settings_fuse_as_its_hybrid(tmp_path, monkeypatch):
     """On a build whose hybrid lifts the lexical share (search/fusion.py `lifted`), the pair
-    grid's min-max settings rank each question as the hybrid with that share does, and the
-    default row is the hybrid's own ranking; other settings stay fixed."""
+    grid's min-max settings rank each question as the hybrid with that share (and its
+    coordination bonus: the last question) does, and the default row is the hybrid's own
+    ranking; other settings stay fixed."""
     monkeypatch.setitem(encoders.DENSE_SHARES, "fake", 0.8)  # tfidf 0.2: lifted
     index, store, golden = _built(tmp_path, monkeypatch, ("tfidf", "dense", "hybrid"))
-    questions = [q.text for q in golden.questions] + ["erro de permissão de câmera"]
+    questions = [q.text for q in golden.questions] + ["erro de permissão de câmera",
+                                                      "modelo inventa biblioteca"]
     ranked = [tuning._ranked(index, ("tfidf", "dense"), q, 100, lambda *a: None, 0, 0)
               for q in questions]
     lift = tuning._lift(index, "tfidf", questions, ranked)

@@ -174,14 +174,22 @@ def _expected_rrf(index, query, weights, k=fusion.RRF_K, window=fusion.WINDOW):
     return sorted(total, key=lambda c: (-total[c], c))
 
 
-def _expected_minmax(index, query, weights):
+def _minmax_totals(index, query, weights) -> dict[int, float]:
     total = defaultdict(float)
     for method, w in weights.items():
         got, scores = core.scorer(index, method).score(query)
         lo, hi = scores.min(), scores.max()
         for chunk, score in zip(got.tolist(), scores):
             total[chunk] += w * (score - lo) / (hi - lo)
+    return total
+
+
+def _ranked_by(total: dict[int, float]) -> list[int]:
     return sorted(total, key=lambda c: (-total[c], c))
+
+
+def _expected_minmax(index, query, weights):
+    return _ranked_by(_minmax_totals(index, query, weights))
 
 
 def _expected_zscore(index, query, weights, window=fusion.WINDOW):
@@ -467,10 +475,52 @@ def test_a_build_lifts_the_lexical_share_by_the_questions_coverage(index, monkey
     assert index.manifest.entry("hybrid")["lift"] is True
     assert core.rank(index, QUESTION, method="hybrid", k=4)[0].tolist() == lifted
     assert core.describe_fusion(index, FusionSettings())["lift"] == {
-        "from": fusion.LIFT_FROM, "to": fusion.LIFT_TO, "lexical_share": fusion.LIFT_SHARE}
+        "from": fusion.LIFT_FROM, "to": fusion.LIFT_TO, "lexical_share": fusion.LIFT_SHARE,
+        "coord": {"from": fusion.COORD_FROM, "weight": fusion.COORD_WEIGHT,
+                  "top": fusion.COORD_TOP}}
     given = FusionSettings(weights={"tfidf": 0.2, "dense": 0.8})  # weights given: as given
     assert core.rank(index, QUESTION, method="hybrid", k=4, fusion=given)[0].tolist() == fixed
     assert "lift" not in core.describe_fusion(index, given)
+
+
+# --- the coordination bonus: a worded question's top windows by their own coverage -----------
+
+def test_coordinated_scores_hand_worked(monkeypatch):
+    chunks, scores = ids(5, 7, 9, 11), np.array([0.9, 0.5, 0.5, 0.2])
+    holds = {5: 0.2, 7: 1.0, 9: 0.0, 11: 1.0}.get
+    for below in (0.0, fusion.COORD_FROM):  # at COORD_FROM and below: the scores as fused
+        assert fusion.coordinated(chunks, scores, below, holds)[1].tolist() == scores.tolist()
+    half = (1 + fusion.COORD_FROM) / 2  # x = 0.5: each gains 0.3 * 0.5 * its own share
+    got_ids, got = fusion.coordinated(chunks, scores, half, holds)
+    assert got_ids.tolist() == [5, 7, 9, 11] and scores.tolist() == [0.9, 0.5, 0.5, 0.2]
+    assert got.tolist() == pytest.approx([0.93, 0.65, 0.5, 0.35])
+    assert fusion.coordinated(chunks, scores, 1.0, holds)[1].tolist() == pytest.approx(
+        [0.96, 0.8, 0.5, 0.5])
+    monkeypatch.setattr(fusion, "COORD_TOP", 2)  # only the top 2, equal scores by chunk id: 5, 7
+    assert fusion.coordinated(chunks, scores, 1.0, holds)[1].tolist() == pytest.approx(
+        [0.96, 0.8, 0.5, 0.2])
+
+
+WORDED = "modelo inventa biblioteca"
+
+
+def test_a_build_gives_a_worded_questions_top_windows_the_coordination_bonus(index, monkeypatch):
+    monkeypatch.setitem(encoders.DENSE_SHARES, "fake", 0.8)
+    top = int(core.rank(index, WORDED, method="tfidf", k=1)[0][0])
+    coverage = _coverage_by_hand(index, WORDED, top)
+    assert coverage > fusion.COORD_FROM  # lifted to LIFT_SHARE, and a bonus
+    x = (coverage - fusion.COORD_FROM) / (1 - fusion.COORD_FROM)
+    total = _minmax_totals(index, WORDED, {"tfidf": fusion.LIFT_SHARE,
+                                           "dense": 1 - fusion.LIFT_SHARE})
+    lifted = _ranked_by(total)
+    for chunk in lifted[:fusion.COORD_TOP]:
+        total[chunk] += fusion.COORD_WEIGHT * x * _coverage_by_hand(index, WORDED, chunk)
+    assert _ranked_by(total) != lifted  # the bonus tells the two apart
+    assert index.manifest.entry("hybrid")["coord"] is True
+    assert core.rank(index, WORDED, method="hybrid", k=4)[0].tolist() == _ranked_by(total)
+    update_manifest(index, {"methods": {"hybrid": {"coord": None}}})  # a build before it
+    assert core.rank(index, WORDED, method="hybrid", k=4)[0].tolist() == lifted
+    assert "coord" not in core.describe_fusion(index, FusionSettings())["lift"]
 
 
 def test_a_build_from_before_the_lift_keeps_its_fixed_weights(index, monkeypatch):
@@ -481,15 +531,16 @@ def test_a_build_from_before_the_lift_keeps_its_fixed_weights(index, monkeypatch
     assert "lift" not in core.describe_fusion(index, FusionSettings())
 
 
-def test_compare_and_filters_fuse_with_the_lifted_weights(index, monkeypatch):
+def test_compare_and_filters_fuse_as_the_hybrid(index, monkeypatch):
     monkeypatch.setitem(encoders.DENSE_SHARES, "fake", 0.8)
     from busca.search.compare import _rankings
     from busca.search.filters import restricted
-    want = core.rank(index, QUESTION, method="hybrid", k=4)
-    ranked, _ = _rankings(index, QUESTION, ["tfidf", "dense", "hybrid"], 4, None)
-    assert ranked["hybrid"][0].tolist() == want[0].tolist()
-    every = restricted(core.scorer(index, "hybrid"), np.ones(len(DOCS), dtype=bool))
-    assert every.top(QUESTION, 4)[0].tolist() == want[0].tolist()
+    for question in (QUESTION, WORDED):  # lifted; lifted with the coordination bonus
+        want = core.rank(index, question, method="hybrid", k=4)
+        ranked, _ = _rankings(index, question, ["tfidf", "dense", "hybrid"], 4, None)
+        assert ranked["hybrid"][0].tolist() == want[0].tolist()
+        every = restricted(core.scorer(index, "hybrid"), np.ones(len(DOCS), dtype=bool))
+        assert every.top(question, 4)[0].tolist() == want[0].tolist()
 
 
 def test_hybrid_of_a_model_the_index_lacks_names_the_models_it_has():
