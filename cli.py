@@ -581,8 +581,9 @@ def _model_stat(model: dict) -> str:
 
 
 def _stat(value) -> str:
-    if isinstance(value, dict):  # hybrid's weights
-        return ",".join(f"{k}={_stat(v)}" for k, v in value.items())
+    if isinstance(value, dict):  # hybrid's weights, its lift (and the lift's coord)
+        return ",".join(f"{k}=({_stat(v)})" if isinstance(v, dict) else f"{k}={_stat(v)}"
+                        for k, v in value.items())
     return str(round(value, 4)) if isinstance(value, float) else str(value)
 
 

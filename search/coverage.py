@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,8 +27,36 @@ def idf_shares(dfs: Mapping[str, int], held: Collection[str], n: int) -> tuple[f
             sum(w for t, w in idf.items() if dfs[t] > 0) / total)
 
 
+class _Shares:
+    """The shares of a question's idf mass, from `_held(query, chunks)`: the df of each of
+    the query's analysed terms (0 for a term the corpus lacks) and, per chunk, those it holds."""
+
+    n: int  # chunks
+
+    def coverage(self, query: str, chunk: int) -> float:
+        """The share of the query's idf mass whose terms occur in `chunk` (0 with no term)."""
+        return self.coverages(query, [chunk])[0]
+
+    def coverages(self, query: str, chunks: Sequence[int]) -> list[float]:
+        """`coverage` of each of `chunks`, from one analysis of the query."""
+        dfs, held = self._held(query, chunks)
+        return [idf_shares(dfs, terms, self.n)[0] for terms in held]
+
+    def known(self, query: str) -> float:
+        """The share of the query's idf mass whose terms occur in the corpus (0 with no term)."""
+        return self.shares(query, -1)[1]
+
+    def shares(self, query: str, chunk: int) -> tuple[float, float]:
+        """(coverage of `chunk`, known) from one analysis of the query."""
+        dfs, held = self._held(query, [chunk])
+        return idf_shares(dfs, held[0], self.n)
+
+    def _held(self, query: str, chunks: Sequence[int]) -> tuple[dict[str, int], list[set[str]]]:
+        raise NotImplementedError
+
+
 @dataclass(frozen=True)
-class Lexicon:
+class Lexicon(_Shares):
     """What idf_coverage reads: a lexical method's analyzer and term-major postings."""
 
     analyze: object  # str -> list of terms
@@ -37,42 +65,29 @@ class Lexicon:
     indices: np.ndarray
     n: int  # chunks
 
-    def coverage(self, query: str, chunk: int) -> float:
-        """The share of the query's idf mass whose terms occur in `chunk` (0 with no term)."""
-        return self.shares(query, chunk)[0]
-
-    def known(self, query: str) -> float:
-        """The share of the query's idf mass whose terms occur in the corpus (0 with no term)."""
-        return self.shares(query, -1)[1]
-
-    def shares(self, query: str, chunk: int) -> tuple[float, float]:
-        """(coverage of `chunk`, known) from one analysis of the query."""
-        dfs, held = {}, set()
+    def _held(self, query: str, chunks: Sequence[int]) -> tuple[dict[str, int], list[set[str]]]:
+        lists = {}
         for term in set(self.analyze(query)):
             c = self.column.get(term)
-            ids = self.indices[int(self.indptr[c]):int(self.indptr[c + 1])] if c is not None \
-                else self.indices[:0]
-            dfs[term] = ids.size
-            if holds(ids, chunk):  # a term's chunk ids ascend (term-major postings)
-                held.add(term)
-        return idf_shares(dfs, held, self.n)
+            lists[term] = self.indices[int(self.indptr[c]):int(self.indptr[c + 1])] \
+                if c is not None else self.indices[:0]
+        return ({t: ids.size for t, ids in lists.items()},  # a term's chunk ids ascend
+                [{t for t, ids in lists.items() if holds(ids, chunk)} for chunk in chunks])
 
 
 @dataclass(frozen=True)
-class StoredLexicon:
+class StoredLexicon(_Shares):
     """The same shares read through a PostgreSQL build's lexical ranker, which answers the
-    df of the query's terms and which of them a chunk holds (`idf_terms`, index/postgres/)."""
+    df of the query's terms and which of them each chunk holds (`idf_terms`,
+    index/postgres/)."""
 
     ranker: object
     n: int
 
-    def coverage(self, query: str, chunk: int) -> float:
-        return self.shares(query, chunk)[0]
-
-    def shares(self, query: str, chunk: int) -> tuple[float, float]:
+    def _held(self, query: str, chunks: Sequence[int]) -> tuple[dict[str, int], list[set[str]]]:
         terms = set(self.ranker.analyze(query))
-        dfs, held = self.ranker.idf_terms(sorted(terms), chunk)
-        return idf_shares({t: dfs.get(t, 0) for t in terms}, held, self.n)
+        dfs, held = self.ranker.idf_terms(sorted(terms), list(chunks))
+        return {t: dfs.get(t, 0) for t in terms}, held
 
 
 def lexicon_of(index) -> Lexicon | StoredLexicon | None:

@@ -252,6 +252,6 @@ def restricted(ranker, mask: np.ndarray):
 
     if isinstance(ranker, HybridScorer):
         return HybridScorer({m: Restricted(r, mask) for m, r in ranker.rankers.items()},
-                            ranker.weights, ranker.settings, ranker.floors, ranker.coverage,
+                            ranker.weights, ranker.settings, ranker.floors, ranker.lexicon,
                             ranker.coord)
     return Restricted(ranker, mask)

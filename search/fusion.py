@@ -214,16 +214,16 @@ def lifted(weights: Mapping[str, float], lexical: str, coverage: float) -> dict[
 
 
 def coordinated(ids: np.ndarray, scores: np.ndarray, coverage: float,
-                holds: Callable[[int], float]) -> tuple[np.ndarray, np.ndarray]:
+                holds: Callable[[list[int]], Sequence[float]]) -> tuple[np.ndarray, np.ndarray]:
     """Fused (ids, scores) with the coordination bonus of a question whose idf mass the
-    lexical method's best window holds `coverage` of; `holds(chunk)`: the share a chunk
-    holds. Only the top COORD_TOP gain, so the rest of the ranking stays below them."""
+    lexical method's best window holds `coverage` of; `holds(chunks)`: the share each of
+    them holds. Only the top COORD_TOP gain, so the rest of the ranking stays below them."""
     x = min(1.0, max(0.0, (coverage - COORD_FROM) / (1 - COORD_FROM)))
     if x == 0 or ids.size == 0:
         return ids, scores
     top = np.lexsort((ids, -scores))[:COORD_TOP]  # top_k's order: equal scores by chunk
     scores = scores.copy()
-    scores[top] += COORD_WEIGHT * x * np.array([holds(int(i)) for i in ids[top]])
+    scores[top] += COORD_WEIGHT * x * np.asarray(holds([int(i) for i in ids[top]]), float)
     return ids, scores
 
 
@@ -270,14 +270,15 @@ class HybridScorer:
 
     def __init__(self, rankers: Mapping, weights: Mapping[str, float],
                  settings: FusionSettings, floors: Mapping[str, float | None],
-                 coverage: Callable[[str, int], float] | None = None, coord: bool = False):
+                 lexicon=None, coord: bool = False):
         """`floors`: the floor of each component a hit may pass (search/scorers.py `gates`).
-        `coverage(query, chunk)`: the share of the query's idf mass that the chunk holds,
-        given when the weights are lifted per question (`lifted`); `coord`: the lifted
-        fusion also gets the coordination bonus (`coordinated`)."""
+        `lexicon`: the shares of a query's idf mass that chunks hold (search/coverage.py:
+        `coverage(query, chunk)`, `coverages(query, chunks)`), given when the weights are
+        lifted per question (`lifted`); `coord`: the lifted fusion also gets the
+        coordination bonus (`coordinated`)."""
         self.rankers, self.weights = dict(rankers), dict(weights)
         self.settings, self.floors = check_settings(settings), dict(floors)
-        self.coverage, self.coord = coverage, coord
+        self.lexicon, self.coord = lexicon, coord
 
     def ranked(self, query: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Each component's top-`window` (ids, scores), best first."""
@@ -300,10 +301,10 @@ class HybridScorer:
         """The share of `query`'s idf mass the lexical component's best window holds, None
         when the scorer does not lift."""
         lexical = next((m for m in LEXICAL if m in self.weights), None)
-        if self.coverage is None or lexical is None:
+        if self.lexicon is None or lexical is None:
             return None
         ids = ranked[lexical][0]
-        return self.coverage(query, int(ids[0])) if ids.size else 0.0
+        return self.lexicon.coverage(query, int(ids[0])) if ids.size else 0.0
 
     def _weights(self, coverage: float | None) -> dict[str, float]:
         """The weights of a question whose idf mass the lexical component's best window holds
@@ -320,7 +321,7 @@ class HybridScorer:
         ids, scores = fuse(ranked, self._weights(coverage), self.settings)
         if self.coord and coverage is not None:
             ids, scores = coordinated(ids, scores, coverage,
-                                      lambda chunk: self.coverage(query, chunk))
+                                      lambda chunks: self.lexicon.coverages(query, chunks))
         if self.settings.floors:
             keep = passing(ids, ranked, self.floors)
             ids, scores = ids[keep], scores[keep]

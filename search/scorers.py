@@ -55,7 +55,7 @@ def scorer(index, method: str, fusion: FusionSettings | None = None):
                          dense_share=dense_share(index, dense), sparse=_sparse_of(index, method))
     return HybridScorer({m: index.ranker(resolve(index.manifest.methods, m)) for m in weights},
                         weights, settings, {m: floor_of(index, m) for m in gates(weights)},
-                        coverage=_coverage(index, settings, weights), coord=coords(index))
+                        lexicon=_lexicon(index, settings, weights), coord=coords(index))
 
 
 def lifts(index, settings: FusionSettings, weights: dict) -> bool:
@@ -73,16 +73,15 @@ def coords(index) -> bool:
     return bool(index.manifest.entry(HYBRID).get(COORD))
 
 
-def _coverage(index, settings: FusionSettings, weights: dict):
-    """`lift_coverage` when the hybrid lifts these weights, else None."""
-    return lift_coverage(index) if lifts(index, settings, weights) else None
+def _lexicon(index, settings: FusionSettings, weights: dict):
+    """`lift_lexicon` when the hybrid lifts these weights, else None."""
+    return lift_lexicon(index) if lifts(index, settings, weights) else None
 
 
-def lift_coverage(index):
-    """coverage(query, chunk) of the index's lexical method (search/coverage.py) when its
-    build lifts the hybrid's lexical share, else None."""
-    lexicon = lexicon_of(index) if index.manifest.entry(HYBRID).get(LIFT) else None
-    return lexicon.coverage if lexicon is not None else None
+def lift_lexicon(index):
+    """The shares of the index's lexical method (search/coverage.py) when its build lifts
+    the hybrid's lexical share, else None."""
+    return lexicon_of(index) if index.manifest.entry(HYBRID).get(LIFT) else None
 
 
 def describe_fusion(index, settings: FusionSettings, method: str = "hybrid") -> dict:

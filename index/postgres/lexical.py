@@ -159,12 +159,14 @@ class LexicalRanker:
     def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
         return self.scorer(query).top(query, k)
 
-    def idf_terms(self, terms: list[str], chunk: int) -> tuple[dict[str, int], set[str]]:
-        """The df of each of `terms` the build knows, and those of them `chunk` holds (their
-        lists, already read by the query's ranking): what search/coverage.py reads."""
+    def idf_terms(self, terms: list[str], chunks: list[int]
+                  ) -> tuple[dict[str, int], list[set[str]]]:
+        """The df of each of `terms` the build knows, and for each of `chunks` those of them
+        it holds (their lists, already read by the query's ranking): what
+        search/coverage.py reads."""
         found = {t: item.ids for t, item in self.lists.get(terms).items() if item is not None}
         return ({t: ids.size for t, ids in found.items()},
-                {t for t, ids in found.items() if holds(ids, chunk)})
+                [{t for t, ids in found.items() if holds(ids, chunk)} for chunk in chunks])
 
 
 class _SparseQuery(SparseScorer):

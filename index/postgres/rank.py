@@ -117,17 +117,19 @@ class LexicalRanker:
         q["wf"], q["qnorm"] = q["w"].astype(np.float32), qnorm
         return q
 
-    def idf_terms(self, terms: list[str], chunk: int) -> tuple[dict[str, int], set[str]]:
-        """The df of each of `terms` the build knows, and those of them `chunk` holds (its
-        forward row): what search/coverage.py reads."""
+    def idf_terms(self, terms: list[str], chunks: list[int]
+                  ) -> tuple[dict[str, int], list[set[str]]]:
+        """The df of each of `terms` the build knows, and for each of `chunks` those of them
+        it holds (its forward row): what search/coverage.py reads, in two queries."""
         rows = self.connection().execute(
             f"SELECT term, term_id, df FROM {self.terms} WHERE term = ANY(%s)", (terms,))
         found = {term: (term_id, df) for term, term_id, df in rows.fetchall()}
-        row = self.connection().execute(
-            f"SELECT terms FROM {self.forward} WHERE chunk = %s", (chunk,)).fetchone()
-        ids = set(row[0]) if row is not None else set()
+        forward = {chunk: set(ids) for chunk, ids in self.connection().execute(
+            f"SELECT chunk, terms FROM {self.forward} WHERE chunk = ANY(%s)",
+            ([int(c) for c in chunks],)).fetchall()}
         return ({t: df for t, (_, df) in found.items()},
-                {t for t, (i, _) in found.items() if i in ids})
+                [{t for t, (i, _) in found.items() if i in forward.get(chunk, ())}
+                 for chunk in chunks])
 
     def _params(self, q: dict, depth: np.ndarray, **extra) -> dict:
         nxt = np.array([w * tops[d] for w, tops, d in zip(q["w"], q["tops"], depth)])

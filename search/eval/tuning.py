@@ -23,7 +23,7 @@ from ...index.methods import SPARSE
 from ...index.lexical.lexical import NoSearchableTerms
 from ..fusion import (RRF_K, WINDOW, FusionError, FusionSettings, check_settings,
                       coordinated, default_weights, fuse, liftable, lifted)
-from ..scorers import (available_methods, coords, dense_share, fuses_sparse, lift_coverage, scorer,
+from ..scorers import (available_methods, coords, dense_share, fuses_sparse, lift_lexicon, scorer,
                        top_k)
 from .bootstrap import Difference, Estimate, bootstrap, paired_difference
 from .golden import Golden
@@ -200,7 +200,7 @@ class _Lift:
     questions: list
     ranked: list
     coverage: list
-    holds: object  # coverage(query, chunk), or None without the coordination bonus
+    lexicon: object  # search/coverage.py's shares, or None without the coordination bonus
 
     def fused(self, settings: FusionSettings) -> list:
         return [_fused(r, replace(settings, weights=lifted(settings.weights, self.lexical, c)),
@@ -208,20 +208,20 @@ class _Lift:
                 for q, r, c in zip(self.questions, self.ranked, self.coverage)]
 
     def _bonus(self, query: str, coverage: float):
-        if self.holds is None:
+        if self.lexicon is None:
             return None
-        return lambda ids, scores: coordinated(ids, scores, coverage,
-                                               lambda chunk: self.holds(query, chunk))
+        return lambda ids, scores: coordinated(
+            ids, scores, coverage, lambda chunks: self.lexicon.coverages(query, chunks))
 
 
 def _lift(index, lexical: str, questions: list[str], ranked: list[dict]) -> _Lift | None:
     """The _Lift of the questions' rankings, None when the build does not lift."""
-    coverage = lift_coverage(index)
-    if coverage is None:
+    lexicon = lift_lexicon(index)
+    if lexicon is None:
         return None
     return _Lift(lexical, questions, ranked,
-                 [coverage(q, int(r[lexical][0][0])) if r[lexical][0].size else 0.0
-                  for q, r in zip(questions, ranked)], coverage if coords(index) else None)
+                 [lexicon.coverage(q, int(r[lexical][0][0])) if r[lexical][0].size else 0.0
+                  for q, r in zip(questions, ranked)], lexicon if coords(index) else None)
 
 
 def _fused(ranked: dict, settings: FusionSettings, bonus=None):

@@ -197,8 +197,9 @@ def test_same_answers_without_the_intarray_extension(fixture_built, monkeypatch)
 
 
 def test_both_backends_read_the_same_idf_shares(fixture_homes):
-    """What the hybrid's lift and the idf answerability features read (search/coverage.py):
-    the same shares of each question's idf mass, for held, partly held and unknown terms."""
+    """What the hybrid's lift and coordination bonus and the idf answerability features read
+    (search/coverage.py): the same shares of each question's idf mass, for held, partly held
+    and unknown terms, one chunk or several at a time."""
     from busca.search.coverage import Lexicon, StoredLexicon, lexicon_of
     local, pg = fixture_homes
     with open_home(local) as a, open_home(pg) as b:
@@ -211,6 +212,9 @@ def test_both_backends_read_the_same_idf_shares(fixture_homes):
                 shares = la.shares(query, chunk)
                 assert lb.shares(query, chunk) == shares, (query, chunk)
                 coverages.append(shares[0])
+            several = [best, 0, best + 1, best]  # in one call (the coordination bonus)
+            assert lb.coverages(query, several) == la.coverages(query, several) \
+                == [la.coverage(query, chunk) for chunk in several], query
         assert 0.0 in coverages and any(0 < c < 1 for c in coverages)
 
 

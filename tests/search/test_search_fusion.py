@@ -295,6 +295,16 @@ def indexed(run, tmp_path, fake):
     return result
 
 
+def test_cli_stats_shows_the_lift_and_its_coordination_bonus(run, tmp_path, fake, monkeypatch):
+    monkeypatch.setitem(encoders.DENSE_SHARES, "fake", 0.8)  # tfidf 0.2: the hybrid lifts
+    docs = [{"url": u, "title": t, "text": x} for u, t, x in DOCS]
+    assert run("add", str(write_jsonl(tmp_path / "docs.jsonl", docs))).exit_code == 0
+    assert run("index", "--methods", "tfidf", "--dense", "fake", "-q").exit_code == 0
+    line = next(x for x in run("stats").stdout.splitlines() if x.startswith("hybrid "))
+    assert ("lift from=0.3,to=0.8,lexical_share=0.4,coord=(from=0.8,weight=0.3,top=10)"
+            in line), line
+
+
 def test_cli_index_with_dense_adds_dense_and_hybrid(indexed, run):
     assert "methods: tfidf, dense, hybrid" in indexed.stdout
     assert "dense: fake (256 dimensions), encoded 4 chunks" in indexed.stdout
@@ -487,7 +497,10 @@ def test_a_build_lifts_the_lexical_share_by_the_questions_coverage(index, monkey
 
 def test_coordinated_scores_hand_worked(monkeypatch):
     chunks, scores = ids(5, 7, 9, 11), np.array([0.9, 0.5, 0.5, 0.2])
-    holds = {5: 0.2, 7: 1.0, 9: 0.0, 11: 1.0}.get
+    share = {5: 0.2, 7: 1.0, 9: 0.0, 11: 1.0}
+
+    def holds(chunks):
+        return [share[c] for c in chunks]
     for below in (0.0, fusion.COORD_FROM):  # at COORD_FROM and below: the scores as fused
         assert fusion.coordinated(chunks, scores, below, holds)[1].tolist() == scores.tolist()
     half = (1 + fusion.COORD_FROM) / 2  # x = 0.5: each gains 0.3 * 0.5 * its own share
