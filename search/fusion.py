@@ -297,7 +297,7 @@ class HybridScorer:
     def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
         return top_k(*self.score(query), k)
 
-    def best_coverage(self, query: str, ranked: dict) -> float | None:
+    def _best_coverage(self, query: str, ranked: dict) -> float | None:
         """The share of `query`'s idf mass the lexical component's best window holds, None
         when the scorer does not lift."""
         lexical = next((m for m in LEXICAL if m in self.weights), None)
@@ -317,7 +317,7 @@ class HybridScorer:
         """Fused (ids, scores) of the components' ranked windows for `query` (with its
         weights lifted by its coverage, and the coordination bonus, when the scorer has
         them), floors applied if asked."""
-        coverage = self.best_coverage(query, ranked)
+        coverage = self._best_coverage(query, ranked)
         ids, scores = fuse(ranked, self._weights(coverage), self.settings)
         if self.coord and coverage is not None:
             ids, scores = coordinated(ids, scores, coverage,
