@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+import numpy as np
+
 from ...errors import BuscaError
 from ...index.home.storage import write_json
 from .golden import Golden
@@ -90,13 +92,27 @@ def _outcome_json(o: Outcome) -> dict:
 
 def _trec_lines(outcomes: dict[str, list[Outcome]]):
     """A TREC run; scores with 9 significant digits, a float32 score read back exactly (6
-    decimals tied different scores, which trec_eval then orders by document name)."""
+    decimals tied different scores), and equal scores written apart (`falling`)."""
     for system, out in outcomes.items():
         tag = _safe(system)
         for o in out:
-            for rank, (item, score) in enumerate(zip(o.units, o.scores), start=1):
-                yield (f"{trec_name(o.question_id)} Q0 {trec_name(item)} {rank} {score:.9g}"
+            for rank, (item, score) in enumerate(zip(o.units, falling(o.scores)), start=1):
+                yield (f"{trec_name(o.question_id)} Q0 {trec_name(item)} {rank} {score}"
                        f" {tag}\n")
+
+
+def falling(scores) -> list[str]:
+    """Ranked scores as a run file writes them: float32 values (trec_eval reads a float),
+    each to the 9 significant digits that give it back exactly, and one that does not fall
+    below the one before written as the next float32 down, so that trec_eval, which orders
+    equal scores by document name (descending), and ranx, which keeps the file's order, rank
+    as busca did (equal scores by chunk id)."""
+    out, last = [], np.float32(np.inf)
+    for score in scores:
+        written = np.float32(score)
+        last = written if written < last else np.nextafter(last, np.float32(-np.inf))
+        out.append(f"{float(last):.9g}")
+    return out
 
 
 def _qrels_lines(judgement: Judgement, table: ChunkTable):

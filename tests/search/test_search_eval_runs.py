@@ -4,6 +4,7 @@ import pytest
 from busca.crawler.store import Document
 from busca.search.eval.judge import chunk_documents, judge, rank_questions
 from busca.search.eval.golden import Golden, Question
+from busca.search.eval.metrics import ndcg
 from busca.search.eval.runs import RunError, align, fingerprint, load_run, run_pairs, save_run
 
 DOCS = [Document("https://s/a", "A", "Um dois três quatro. Cinco seis sete oito."),
@@ -60,3 +61,35 @@ def test_bad_run_files(tmp_path, content, message):
         load_run(path)
     with pytest.raises(RunError, match="no such run file"):
         load_run(tmp_path / "nada.json")
+
+
+def test_equal_scores_are_written_apart_in_busca_order(tmp_path):
+    """trec_eval orders equal scores by document name, descending; busca by chunk id: a run
+    file whose scores tie would be ranked otherwise by trec_eval than busca measured it."""
+    table, _ = chunk_documents(DOCS, {"kind": "words", "size": 4, "overlap": 1})
+    judgement = judge(GOLDEN, table)
+    n = len(table.urls)
+    outcomes = rank_questions(judgement, table,
+                              {"tied": lambda q: (np.arange(n), np.full(n, 0.5))})
+    paths = save_run(tmp_path / "t.json", GOLDEN, outcomes, {table.label: (judgement, table)},
+                     corpus=fingerprint({d.url: d.text for d in DOCS}), info={})
+    lines = [line.split() for line in paths[1].read_text().splitlines()]
+    for qid in ("q1", "q2", "n1"):
+        rows = [line for line in lines if line[0] == qid]
+        scores = [float(line[4]) for line in rows]
+        as_read = np.float32(scores)  # as trec_eval reads them: floats
+        assert as_read[0] == 0.5 and all(a > b for a, b in zip(as_read, as_read[1:]))
+        assert scores[-1] > 0.5 - 1e-6  # a float32's width apart, not another score
+        assert [line[2] for line in rows] == [table.name(i) for i in range(n)]
+    assert [line[2] for line in lines[:2]] == ["https://s/a#0", "https://s/a#1"]
+    pytrec_eval = pytest.importorskip("pytrec_eval")  # trec_eval's own code (the dev extra)
+    qrels, run = {}, {}
+    for qid, _, name, gain in (line.split() for line in paths[2].read_text().splitlines()):
+        qrels.setdefault(qid, {})[name] = int(gain)
+    for qid, _, name, _, score, _ in lines:
+        run.setdefault(qid, {})[name] = float(score)
+    got = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recip_rank"}).evaluate(run)
+    for o in outcomes["tied"]:
+        if o.question_id in got:
+            assert got[o.question_id]["ndcg_cut_10"] == pytest.approx(ndcg(o, 10))
+            assert got[o.question_id]["recip_rank"] == pytest.approx(1 / o.first_rank)
