@@ -11,6 +11,7 @@ import inspect
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -143,14 +144,21 @@ class BodyTooLarge(HttpError):
         super().__init__(413, f"the request body is larger than {MAX_BODY:,} bytes")
 
 
+SERVE_HOSTS = "127.0.0.1, [::1], localhost or a name given with busca serve --allow-host"
+
+
 class Guard:
     """ASGI middleware: caps on body and query string, the Host check (no DNS-rebinding
-    reads; `hosts` None: every Host), security headers on every answer."""
+    reads; `hosts` None: every Host), with `origins` the Origin check too (a browser page
+    served from another host cannot call the server: busca mcp, whose tools a page could
+    otherwise drive), security headers on every answer. `answered`: the hosts the Host
+    check accepts, as its refusal names them."""
 
-    def __init__(self, app: Starlette, *, hosts: HostRule | None):
+    def __init__(self, app, *, hosts: HostRule | None, origins: bool = False,
+                 answered: str = SERVE_HOSTS):
         self.app = app
-        self.state = app.state
-        self.hosts = hosts
+        self.state = getattr(app, "state", None)
+        self.hosts, self.origins, self.answered = hosts, origins, answered
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -171,13 +179,27 @@ class Guard:
             return error_response(413, f"the request body is larger than {MAX_BODY:,} bytes")
         if self.hosts is not None and not self._host_accepted(scope["headers"]):
             return error_response(400, "unexpected Host header: this server answers only"
-                                       " requests for 127.0.0.1, [::1], localhost or a name"
-                                       " given with busca serve --allow-host")
+                                       f" requests for {self.answered}")
+        if self.origins and self.hosts is not None and not self._origin_accepted(
+                scope["headers"]):
+            return error_response(403, "unexpected Origin header: this server answers only"
+                                       f" pages served from {self.answered}, and clients"
+                                       " that send no Origin")
         return None
 
     def _host_accepted(self, headers) -> bool:
         given = [value for key, value in headers if key == b"host"]
         return len(given) == 1 and self.hosts.accepts(given[0].decode("latin-1"))
+
+    def _origin_accepted(self, headers) -> bool:
+        """No Origin (a program, not a page), or one of http(s)://HOST[:port] whose HOST the
+        Host check accepts."""
+        given = [value.decode("latin-1") for key, value in headers if key == b"origin"]
+        if not given:
+            return True
+        url = urlsplit(given[0])
+        return (len(given) == 1 and url.scheme in ("http", "https") and not url.path
+                and self.hosts.accepts(url.netloc))
 
 
 def _single_slash(scope: dict) -> dict:

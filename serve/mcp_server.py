@@ -200,13 +200,20 @@ class _Server(MCPServer):
 
     def run_http(self, host: str, port: int) -> None:
         """Streamable HTTP at /mcp, as MCPServer.run("streamable-http"), each request read by
-        access.Gate first when the server has --tokens."""
+        busca serve's Guard first (its Host check, and the Origin check, answered in JSON
+        before the library's own text), then by access.Gate when the server has --tokens."""
         import uvicorn
+
+        from .app import Guard
+        from .hosts import host_rule
+        from .server import uvicorn_config
 
         app = self.streamable_http_app(host=host)
         if self.access is not None:
             app = Gate(app, self.access)
-        config = uvicorn.Config(app, host=host, port=port,
+        app = Guard(app, hosts=host_rule(host), origins=True,
+                    answered="127.0.0.1, [::1] or localhost")
+        config = uvicorn_config(app, host=host, port=port,
                                 log_level=self.settings.log_level.lower())
         anyio.run(uvicorn.Server(config).serve)
 

@@ -68,6 +68,12 @@ def _bad_request(default_headers: list[tuple[bytes, bytes]]) -> bytes:
     return b"\r\n".join(lines) + b"\r\n\r\n" + content
 
 
+def uvicorn_config(app, **options) -> uvicorn.Config:
+    """uvicorn's settings for a busca server (busca serve, busca mcp --http): no `server`
+    header, and a request uvicorn cannot parse answered in JSON (`_JsonErrors`)."""
+    return uvicorn.Config(app, server_header=False, http=_JsonErrors, **options)
+
+
 class _Server(uvicorn.Server):
     """uvicorn's server, but a stop signal ends the process normally (exit 0) instead of
     being raised again once the server has shut down."""
@@ -118,9 +124,8 @@ def serve(home: str | Path, *, host: str = HOST, port: int = PORT, token: str | 
     app = create_app(engine, token=token, runs=Path(runs) if runs else None, host=host,
                      allow_hosts=allow_hosts, tokens=tokens)
     sock = bind(host, port)
-    config = uvicorn.Config(app, log_config=LOG_CONFIG, access_log=access_log,
-                            timeout_graceful_shutdown=GRACE, lifespan="off",
-                            server_header=False, http=_JsonErrors)
+    config = uvicorn_config(app, log_config=LOG_CONFIG, access_log=access_log,
+                            timeout_graceful_shutdown=GRACE, lifespan="off")
     server = _Server(config)
     build = None
     try:

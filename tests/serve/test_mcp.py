@@ -163,11 +163,50 @@ def test_streamable_http_answers_the_same_tools(lexical_home):
                 found = await session.call_tool("search", {"question": QUESTION, "k": 2})
                 return names, found
         names, found = asyncio.run(drive())
+        refusals = _refusals(url, port)
     finally:
         process.terminate()
         process.wait(30)
     assert names == TOOLS and not found.is_error
     assert len(found.structured_content["hits"]) == 2
+    for answer, (status, message) in zip(refusals, [
+            (400, "unexpected Host header: this server answers only requests for 127.0.0.1,"
+                  " [::1] or localhost"),
+            (403, "unexpected Origin header: this server answers only pages served from"
+                  " 127.0.0.1, [::1] or localhost, and clients that send no Origin"),
+            (403, "unexpected Origin header"), (400, "malformed HTTP request")]):
+        assert answer.status_code == status, answer.text  # the library said text/plain
+        assert answer.json()["status"] == status and message in answer.json()["error"]
+        assert "uvicorn" not in answer.headers.get("server", "")
+        assert answer.headers["x-content-type-options"] == "nosniff"
+
+
+def _refusals(url: str, port: int) -> list:
+    """A rebinding page's request (another Host), a page of another site (its Origin), a
+    sandboxed page (Origin null), and a request line uvicorn cannot parse."""
+    import socket
+
+    import requests
+
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                  "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                             "clientInfo": {"name": "t", "version": "1"}}}
+    accept = {"Accept": "application/json, text/event-stream"}
+    answers = [requests.post(url, json=initialize, headers={**accept, **extra}, timeout=10)
+               for extra in ({"Host": "evil.example"}, {"Origin": "http://evil.example"},
+                             {"Origin": "null"})]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        raw.sendall(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nbad header\r\n\r\n")
+        reply = b""
+        while chunk := raw.recv(65536):
+            reply += chunk
+    head, _, content = reply.partition(b"\r\n\r\n")
+    answers.append(requests.models.Response())
+    answers[-1].status_code = int(head.split()[1])
+    answers[-1]._content = content
+    answers[-1].headers.update(dict(line.decode().split(": ", 1)
+                                    for line in head.split(b"\r\n")[1:]))
+    return answers
 
 
 def test_http_over_a_home_with_private_documents_warns_it_shows_them_all(tmp_path):
