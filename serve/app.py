@@ -157,7 +157,6 @@ class Guard:
     def __init__(self, app, *, hosts: HostRule | None, origins: bool = False,
                  answered: str = SERVE_HOSTS):
         self.app = app
-        self.state = getattr(app, "state", None)
         self.hosts, self.origins, self.answered = hosts, origins, answered
 
     async def __call__(self, scope, receive, send):
