@@ -11,7 +11,6 @@ import inspect
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -191,14 +190,10 @@ class Guard:
         return len(given) == 1 and self.hosts.accepts(given[0].decode("latin-1"))
 
     def _origin_accepted(self, headers) -> bool:
-        """No Origin (a program, not a page), or one of http(s)://HOST[:port] whose HOST the
-        Host check accepts."""
-        given = [value.decode("latin-1") for key, value in headers if key == b"origin"]
-        if not given:
-            return True
-        url = urlsplit(given[0])
-        return (len(given) == 1 and url.scheme in ("http", "https") and not url.path
-                and self.hosts.accepts(url.netloc))
+        """No Origin (a program, not a page), or one Origin the Host rule accepts."""
+        given = [value for key, value in headers if key == b"origin"]
+        return not given or (len(given) == 1
+                             and self.hosts.accepts_origin(given[0].decode("latin-1")))
 
 
 def _single_slash(scope: dict) -> dict:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from ..errors import BuscaError
 
@@ -43,6 +44,12 @@ class HostRule:
             return self._address(match["v6"], ipaddress.IPv6Address)
         name = match["name"].lower()
         return name in self.names or self._address(name, ipaddress.IPv4Address)
+
+    def accepts_origin(self, value: str) -> bool:
+        """Whether `value`, an Origin header, is a page this server answers: http(s)://HOST
+        with an optional port, HOST one that `accepts` (not "null", no path)."""
+        url = urlsplit(value)
+        return url.scheme in ("http", "https") and not url.path and self.accepts(url.netloc)
 
     def _address(self, text: str, kind: type) -> bool:
         try:
