@@ -26,6 +26,7 @@ WHERE = {
     "BadGroup": ".crawler.groups",
     "BadGroups": ".index.dense.dense_groups",
     "BadHostName": ".serve.hosts",
+    "BadJson": ".search.hits",
     "BadModelList": ".index.dense.dense_models",
     "BadParameter": ".serve.errors",
     "BadPerDoc": ".search.collapse",
@@ -105,6 +106,7 @@ WHERE = {
     "UnknownField": ".search.eval.scope",
     "UnknownMethod": ".index.methods",
     "UnknownModel": ".index.dense.embedding_api",
+    "UnknownOption": ".corpus.specs",
 }
 __all__ = ["BuscaError", *WHERE]
 

@@ -7,6 +7,7 @@ from .index.backend import BackendUnavailable as BackendUnavailable
 from .crawler.store import BadDocument as BadDocument
 from .search.filters import BadFilter as BadFilter
 from .search.hits import BadFloor as BadFloor
+from .search.hits import BadJson as BadJson
 from .crawler.groups import BadGroup as BadGroup
 from .index.dense.dense_groups import BadGroups as BadGroups
 from .serve.hosts import BadHostName as BadHostName
@@ -89,6 +90,7 @@ from .index.dense.encoders import UnknownEncoder as UnknownEncoder
 from .search.eval.scope import UnknownField as UnknownField
 from .index.methods import UnknownMethod as UnknownMethod
 from .index.dense.embedding_api import UnknownModel as UnknownModel
+from .corpus.specs import UnknownOption as UnknownOption
 
 
 class BuscaError(Exception): ...

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -16,8 +16,8 @@ from .documents import Added, add_files, crawl_site
 from .evaluate import Calibrated, EvalSpec, calibrate, evaluate_golden, tune_fusion
 from .live import Live, LiveBuild
 from .stats import Stats, stats
-from .questions import compare_build, context_build, search_build
-from .specs import BadSpec, ContextSpec, IndexSpec, Result, SearchSpec
+from .questions import compare_build, context_build, method_names, search_build
+from .specs import BadSpec, ContextSpec, IndexSpec, Result, SearchSpec, with_options
 
 if TYPE_CHECKING:  # loaded only by the use cases that need them
     from ..crawler.events import CrawlReport
@@ -85,9 +85,10 @@ class Corpus:
         self.close()
 
     # --- documents -------------------------------------------------------------------
-    def add(self, documents: Iterable[Document]) -> dict[str, int]:
-        """Store documents (a URL already stored is replaced); added/updated/unchanged.
-        Every document is checked before the first is stored (BadDocument: none stored)."""
+    def add(self, documents: Iterable[Document]) -> Added:
+        """Store documents (a URL already stored is replaced): how many were added, updated
+        or unchanged, and the documents in the home. Every document is checked before the
+        first is stored (BadDocument: none stored)."""
         from ..crawler.store import BadDocument, Document, checked  # (busca add: not needed)
 
         if isinstance(documents, (str, bytes, Document)) or not isinstance(documents, Iterable):
@@ -97,7 +98,7 @@ class Corpus:
         counts = {"added": 0, "updated": 0, "unchanged": 0}
         for doc in docs:
             counts[self.home.put(doc)] += 1
-        return counts
+        return Added(counts, 0, self.home.count())
 
     def add_files(self, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
                   notify: Callable[[str, Any], None] | None = None) -> Added:
@@ -112,7 +113,7 @@ class Corpus:
         CrawlOptions."""
         from ..crawler import CrawlOptions, crawl
 
-        return crawl(url, self.home, options=CrawlOptions(**options))
+        return crawl(url, self.home, options=with_options(CrawlOptions(), options))
 
     def crawl_site(self, url: str, options: CrawlOptions | None = None, *,
                    notify: Callable[[Any], None] | None = None,
@@ -133,7 +134,7 @@ class Corpus:
         the titles indexed with the windows for the
         methods `titles` names, else the previous build's) and publish it; its manifest.
         Options as the CLI's (`size`, `overlap`, `methods`, `dense`, `titles`, `threads`, …)."""
-        spec = replace(spec or IndexSpec(), **options)
+        spec = with_options(spec or IndexSpec(), options)
         before, unread = _live_manifest(self.home)
         names, models, kept, entries = indexing.methods_for(self.home, spec.methods,
                                                             dense=spec.dense, sparse=spec.sparse)
@@ -177,14 +178,14 @@ class Corpus:
                **options: Any) -> Result:
         """`busca search`: top-k hits above the floor; options as the CLI's (`method`, `k`,
         `min_score`, `per_doc`, `fusion`, `window`, `rrf_k`, `weights`, `log`)."""
-        spec = replace(_spec(spec, SearchSpec), **options)
-        return search_build(self.build, self.home, question, spec)
+        spec = with_options(_spec(spec, SearchSpec), options)
+        return self.run(lambda live: search_build(live.index, self.home, question, spec))
 
     def context(self, question: str, spec: ContextSpec | None = None, /,
                 **options: Any) -> Context:
         """`busca context`: the passages for an LLM prompt (`.answered`, `render`)."""
-        spec = replace(_spec(spec, ContextSpec), **options)
-        return context_build(self.build, self.home, question, spec)
+        spec = with_options(_spec(spec, ContextSpec), options)
+        return self.run(lambda live: context_build(live.index, self.home, question, spec))
 
     def compare(self, question: str, *, methods: Sequence[str] | None = None,
                 k: int = COMPARE_K,
@@ -192,8 +193,9 @@ class Corpus:
                 rerank: RerankSettings | None = None, filters: Sequence = ()) -> Comparison:
         """`busca compare`: each method's top k and every hit's rank under each method
         (with `rerank`, a column METHOD+rerank after each; `filters` as search's)."""
-        return compare_build(self.build, self.home, question, methods=methods, k=k,
-                             per_doc=per_doc, include=include, rerank=rerank, filters=filters)
+        return self.run(lambda live: compare_build(
+            live.index, self.home, question, methods=methods, k=k, per_doc=per_doc,
+            include=include, rerank=rerank, filters=filters))
 
     def stats(self) -> dict:
         """`busca stats --json`: the build's figures, or the documents without an index, and
@@ -214,7 +216,8 @@ class Corpus:
         floors per method on a golden set."""
         from ..search import eval as evaluation
 
-        methods, by = ((value,) if isinstance(value, str) else value for value in (methods, by))
+        methods = method_names(methods)  # a list, or "bm25,dense" as compare takes it
+        by = [t.strip() for t in by.split(",") if t.strip()] if isinstance(by, str) else by
         if ks is not None:  # as busca eval -k takes them: whole numbers of 1 or more
             ks = evaluation.parse_ks(",".join(map(str, (ks,) if isinstance(ks, (int, str))
                                                   else ks)))
@@ -231,6 +234,11 @@ class Corpus:
 
     def calibrate(self, golden: Golden | str | Path, **options: Any) -> dict[str, float]:
         """`busca eval --calibrate`: store each method's floor in the live build; the floors."""
+        try:  # the options evaluate takes
+            inspect.signature(self.evaluate).bind(golden, **options)
+        except TypeError as e:
+            raise BadSpec(f"{e}: calibrate takes evaluate's options (methods, ks, key, by,"
+                          " on_progress)") from None
         return self.store_calibration(self.evaluate(golden, **options)).floors
 
     def store_calibration(self, evaluated: Evaluation, *,

@@ -13,7 +13,8 @@ from .. import search as searching
 from ..search.context import Context
 from ..search.fusion import FusionSettings
 from ..search.scorers import COMPARE_K
-from .specs import HYBRID_AS_SEARCH, BadSpec, ContextSpec, Result, SearchSpec, check_whole
+from .specs import (HYBRID_AS_SEARCH, BadSpec, ContextSpec, Result, SearchSpec, check_rerank,
+                    check_whole)
 
 if TYPE_CHECKING:
     from ..index.dense.rerank_api import RerankSettings
@@ -165,18 +166,36 @@ def compare_build(build, home, question: str, *, methods: Sequence[str] | None =
                   rerank: RerankSettings | None = None, filters: Sequence = ()) -> Comparison:
     """The compare use case on one build: hybrid as `busca search` uses it by default;
     `filters`: every method ranks only the chunks of the documents passing them."""
-    if isinstance(methods, str):  # "bm25,dense", as the command line writes them
-        methods = [m.strip() for m in methods.split(",") if m.strip()]
-    if methods is not None and not list(methods):
-        raise BadSpec("methods is empty: name at least one (e.g. bm25,dense), or leave it"
-                      " out for the index's methods")
+    methods = method_names(methods)
     check_whole("k", k, 1)
+    check_whole("per_doc", per_doc, 0)
+    if isinstance(include, (str, bytes)) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in include):
+        raise BadSpec(f"include takes chunk ids (whole numbers of 0 or more), not"
+                      f" {include!r:.60}")
+    check_rerank(rerank)
     names = list(methods) if methods else searching.default_methods(build)
     return searching.compare_methods(build, home, asked(question), methods=names, k=k,
                                      per_doc=per_doc, include=list(include),
                                      fusion=HYBRID_AS_SEARCH, rerank=reranker(rerank),
                                      allowed=_allowed(build, home,
                                                       searching.parse_filters(filters)))
+
+
+def method_names(methods: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    """Method names as a caller gives them: a list, or "bm25,dense" as the command line
+    writes them (None: the index's own); BadSpec for an empty list or a name not a text."""
+    if methods is None:
+        return None
+    if isinstance(methods, str):
+        methods = [m.strip() for m in methods.split(",") if m.strip()]
+    methods = tuple(methods)
+    if not methods:
+        raise BadSpec("methods is empty: name at least one (e.g. bm25,dense), or leave it"
+                      " out for the index's methods")
+    if bad := [m for m in methods if not isinstance(m, str) or not m.strip()]:
+        raise BadSpec(f"methods are names such as bm25 or dense, not {bad[0]!r:.40}")
+    return methods
 
 
 def prepare(ranker) -> None:

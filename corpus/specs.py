@@ -7,9 +7,10 @@ its own JSON form (GET /api/search, `busca search --json`, the shell's pipe mode
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import index as indexing
 from .. import search as searching
@@ -17,12 +18,13 @@ from ..errors import BuscaError
 from ..search.collapse import PER_DOC
 from ..search.context import MAX_CHARS, PER_DOC as CONTEXT_PER_DOC, why_nothing
 from ..search.fusion import FUSION, RRF_K, WINDOW, FusionSettings
-from ..search.hits import Hit
+from ..search.hits import Hit, json_form
 from ..search.scorers import K, MOST
 
 if TYPE_CHECKING:
     from ..index.dense.rerank_api import RerankSettings
 
+T = TypeVar("T")
 METHOD = "tfidf"  # busca search's default method
 HYBRID_AS_SEARCH = FusionSettings(floors=True)  # hybrid as `busca search` uses it by default
 
@@ -31,10 +33,24 @@ class BadSpec(BuscaError, ValueError):
     """A search or context option of the wrong type or out of range (the Python API)."""
 
 
+class UnknownOption(BadSpec, TypeError):
+    """A keyword the call does not take (a TypeError, as Python's own for a function)."""
+
+
 _WHOLE = {"k": 1, "offset": 0, "per_doc": 0, "window": 1, "max_chars": 1}  # least value
 _DEFAULTS = {"fusion": FUSION, "window": WINDOW, "rrf_k": RRF_K, "weights": None}
 
 
+
+
+def with_options(spec: T, options: Mapping[str, Any]) -> T:
+    """`spec` with `options` replaced (a Python caller's keyword arguments); BadSpec naming
+    the options it does not have, and those it has."""
+    names = [f.name for f in fields(spec)]
+    if unknown := [name for name in options if name not in names]:
+        raise UnknownOption(f"unknown option {', '.join(map(repr, unknown))}: this call takes"
+                      f" {', '.join(names)}")
+    return replace(spec, **options)
 
 
 def check_whole(name: str, value: object, least: int) -> None:
@@ -64,13 +80,31 @@ def _check_fields(spec) -> None:
         raise BadSpec(f"fusion must be a name such as rrf, not {spec.fusion!r}")
     if not isinstance(spec.log, bool):
         raise BadSpec(f"log must be True or False, not {spec.log!r}")
-    if spec.weights is not None and not isinstance(spec.weights, Mapping):
-        raise BadSpec(f"weights must map methods to numbers, e.g. {{'bm25': 0.3, 'dense': 0.7}},"
-                      f" not {spec.weights!r}")
+    if spec.weights is not None and not _is_weights(spec.weights):
+        raise BadSpec(f"weights must map method names to numbers of 0 or more, e.g."
+                      f" {{'bm25': 0.3, 'dense': 0.7}}, not {spec.weights!r:.80}")
+    check_rerank(spec.rerank)
     given = [n for n, default in _DEFAULTS.items() if getattr(spec, n) != default]
     if given and not indexing.is_hybrid(spec.method):
         raise BadSpec(f"{', '.join(given)} only apply to method='hybrid' (this search uses"
                       f" {spec.method}): drop them or ask for hybrid")
+
+
+def _is_weights(weights: object) -> bool:
+    """A mapping of method names to finite numbers of 0 or more (not bools)."""
+    return isinstance(weights, Mapping) and all(
+        isinstance(name, str) and isinstance(value, numbers.Real)
+        and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+        for name, value in weights.items())
+
+
+def check_rerank(settings: object) -> None:
+    """BadSpec unless `settings` is None or a re-ranker's settings (parse_rerank's)."""
+    from ..index.dense.rerank_api import RerankSettings
+    if settings is not None and not isinstance(settings, RerankSettings):
+        raise BadSpec(f"rerank takes busca.index.parse_rerank(KIND:MODEL, URL), not"
+                      f" {settings!r:.60}: e.g. rerank=busca.index.parse_rerank("
+                      f"'tei:MODEL', 'http://127.0.0.1:8080')")
 
 
 def _weights(text: str) -> dict[str, float]:
@@ -168,6 +202,13 @@ class ContextSpec(SearchSpec):
     per_doc: int = CONTEXT_PER_DOC
     max_chars: int = MAX_CHARS
 
+    def __post_init__(self):
+        super().__post_init__()
+        if self.offset:  # a prompt is built from the best passages: there is no next page
+            raise BadSpec(f"offset is a search option (the next page of hits), not one of"
+                          f" context, which builds its prompt from the best passages: drop"
+                          f" offset={self.offset!r}")
+
 
 @dataclass(frozen=True)
 class Result:
@@ -206,6 +247,7 @@ class Result:
         return out
 
     @classmethod
+    @json_form("Result")
     def from_json(cls, data: dict) -> Result:
         """The result `to_json` gave."""
         method = data["method"]

@@ -20,7 +20,7 @@ from ..index.lexical.lexical import NoSearchableTerms
 from .answerable import refusal
 from .fusion import FusionSettings
 from .collapse import search as search_per_doc
-from .hits import K, Hit, check_floor
+from .hits import K, Hit, check_floor, json_form
 from .scorers import floor_of
 from .sentences import SENTENCE_REACH, sentences, widen
 
@@ -131,6 +131,7 @@ class Context:
         return context_dict(self, prompt=prompt)
 
     @classmethod
+    @json_form("Context")
     def from_json(cls, data: dict) -> Context:
         """The context `to_json` gave (its hits carry what the passages list of them)."""
         passages = tuple(_passage_of(p, data["method"]) for p in data["passages"])

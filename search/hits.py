@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -22,6 +23,30 @@ class StaleIndex(BuscaError):
 
 class BadFloor(BuscaError, ValueError):
     """A score floor that is not a finite number (NaN or infinite)."""
+
+
+class BadJson(BuscaError, ValueError):
+    """A value given to a `from_json` that is not the form its `to_json` gives."""
+
+
+def json_form(kind: str):
+    """Decorate a `from_json`: a value that is not `kind`'s JSON form (a key missing, a
+    value of another type) is a BadJson naming what is wrong, not a KeyError or TypeError."""
+    def decorate(read):
+        @functools.wraps(read)
+        def wrapper(cls, data, *args, **kwargs):
+            try:
+                return read(cls, data, *args, **kwargs)
+            except BuscaError:
+                raise
+            except KeyError as e:
+                why = f"no {e.args[0]!r}"
+            except (TypeError, ValueError, AttributeError, IndexError) as e:
+                why = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise BadJson(f"not the JSON form of a busca {kind} ({why}): give what"
+                          f" {kind}.to_json() returned") from None
+        return wrapper
+    return decorate
 
 
 def check_floor(floor: float | None) -> float | None:
@@ -56,6 +81,7 @@ class Hit:
         return {**out, "meta": self.meta} if self.meta else out
 
     @classmethod
+    @json_form("Hit")
     def from_json(cls, data: dict, *, method: str = "") -> Hit:
         """The hit `to_json` gave (`method` when the form leaves it out, as the HTTP API)."""
         return cls(data["rank"], data["score"], data["chunk_id"], data["url"], data["title"],

@@ -217,12 +217,22 @@ async def rebuild(request: Request) -> JSONResponse:
 
 
 async def _json_object(request: Request, *, empty_ok: bool = False) -> dict:
+    """The request's JSON object (its query string refused: a POST's fields are its body's,
+    none is read from the URL)."""
+    if request.url.query:
+        raise BadParameter(f"{request.method} {request.url.path} reads its fields from the"
+                           " JSON body, not the query string: send them in the body and"
+                           " drop the ?…")
     raw = await request.body()
     if not raw.strip() and empty_ok:
         return {}
     try:
         huge: list[_Huge] = []
-        data = json.loads(raw, parse_int=lambda text: _integer(text, huge))
+        data = json.loads(raw, parse_int=lambda text: _integer(text, huge),
+                          object_pairs_hook=_unique_keys)
+    except _RepeatedKey as e:
+        raise BadParameter(f"the key {str(e)[:40]!r} is given twice in the body: give each"
+                           " field once") from None
     except (ValueError, UnicodeDecodeError) as e:
         raise BadParameter(f"the body is not valid JSON ({e})") from None
     except RecursionError:  # json's parser recurses once per level of nesting
@@ -236,6 +246,21 @@ async def _json_object(request: Request, *, empty_ok: bool = False) -> dict:
     if lone is not None:
         raise BadParameter(f"the body holds a lone surrogate ({lone!r}): escape"
                            " characters as valid UTF-16 pairs, or send UTF-8")
+    return data
+
+
+class _RepeatedKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    """A JSON object whose keys are all different (json.loads keeps a repeated key's last
+    value silently, where a repeated query parameter is refused)."""
+    data = dict(pairs)
+    if len(data) < len(pairs):
+        seen: set[str] = set()
+        repeated = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise _RepeatedKey(repeated)
     return data
 
 

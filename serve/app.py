@@ -119,14 +119,14 @@ def create_app(engine: Engine, *, token: str | None = None, runs: Path | None = 
     return Guard(app, hosts=host_rule(host, allow_hosts))
 
 
-def _shown_path(path: str) -> str:
+def shown_path(path: str) -> str:
     """`path` cut to its first SHOWN_PATH characters and "…": the client sent the path, so
     repeating it whole only lets a 60 KB request line come back as a 60 KB error body."""
     return path if len(path) <= SHOWN_PATH else path[:SHOWN_PATH] + "…"
 
 
 async def _http_error(request: Request, error: HTTPException) -> Response:
-    path = _shown_path(request.url.path)
+    path = shown_path(request.url.path)
     message = {404: f"not found: {path}", 405: f"{request.method} is not allowed on"
                f" {path}"}.get(error.status_code, str(error.detail))
     if error.status_code in (404, 405) and request.url.path in WRITE_PATHS \
@@ -148,15 +148,14 @@ SERVE_HOSTS = "127.0.0.1, [::1], localhost or a name given with busca serve --al
 
 class Guard:
     """ASGI middleware: caps on body and query string, the Host check (no DNS-rebinding
-    reads; `hosts` None: every Host), with `origins` the Origin check too (a browser page
-    served from another host cannot call the server: busca mcp, whose tools a page could
-    otherwise drive), security headers on every answer. `answered`: the hosts the Host
-    check accepts, as its refusal names them."""
+    reads; `hosts` None: every Host) and the Origin check (a browser page served from
+    another host cannot make the server answer: a form's POST of a question, busca mcp's
+    tools), security headers on every answer. `answered`: the hosts the Host check
+    accepts, as its refusal names them."""
 
-    def __init__(self, app, *, hosts: HostRule | None, origins: bool = False,
-                 answered: str = SERVE_HOSTS):
+    def __init__(self, app, *, hosts: HostRule | None, answered: str = SERVE_HOSTS):
         self.app = app
-        self.hosts, self.origins, self.answered = hosts, origins, answered
+        self.hosts, self.answered = hosts, answered
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -178,8 +177,7 @@ class Guard:
         if self.hosts is not None and not self._host_accepted(scope["headers"]):
             return error_response(400, "unexpected Host header: this server answers only"
                                        f" requests for {self.answered}")
-        if self.origins and self.hosts is not None and not self._origin_accepted(
-                scope["headers"]):
+        if self.hosts is not None and not self._origin_accepted(scope["headers"]):
             return error_response(403, "unexpected Origin header: this server answers only"
                                        f" pages served from {self.answered}, and clients"
                                        " that send no Origin")

@@ -184,7 +184,8 @@ class Engine:
             corpus = self.corpus()
             documents = [kept_groups(d, corpus.home.get(d.url)) if d.url in keep_groups else d
                          for d in documents]
-            return {**corpus.add(documents), "documents": corpus.home.count()}
+            added = corpus.add(documents)
+            return {**added.counts, "documents": added.documents}
         finally:
             self._writing.release()
 

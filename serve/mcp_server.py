@@ -45,6 +45,7 @@ from .params import (FILTER, MAX_CHARS, MAX_K, MAX_PER_DOC, MAX_QUERY, only, sch
 
 T = TypeVar("T")
 NAME = "busca"
+MCP_PATH = "/mcp"  # where busca mcp --http answers
 INSTRUCTIONS = ("Search a corpus of documents indexed by busca. Use `context` to get passages"
                 " cited as [fonte: URL] with an instruction to answer only from them (or"
                 " 'nothing found': then say you do not know); `search` for the ranked hits;"
@@ -208,10 +209,10 @@ class _Server(MCPServer):
         from .hosts import host_rule
         from .server import uvicorn_config
 
-        app = self.streamable_http_app(host=host)
+        app = self.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
         if self.access is not None:
             app = Gate(app, self.access)
-        app = Guard(app, hosts=host_rule(host), origins=True,
+        app = Guard(_OnlyMcp(app, MCP_PATH), hosts=host_rule(host),
                     answered="127.0.0.1, [::1] or localhost")
         config = uvicorn_config(app, host=host, port=port,
                                 log_level=self.settings.log_level.lower())
@@ -223,6 +224,34 @@ class _Server(MCPServer):
             server = self._lowlevel_server
             await server.run(_Answering(read_stream, write_stream), write_stream,
                              server.create_initialization_options())
+
+
+class _OnlyMcp:
+    """ASGI: the MCP path alone, and a POST there only with a JSON body; anything else
+    answered in JSON, as busca serve answers (the library's router and transport answered a
+    404 and a wrong Content-Type in plain text)."""
+
+    def __init__(self, app, path: str):
+        self.app, self.path = app, path
+
+    async def __call__(self, scope, receive, send):
+        refused = self._refusal(scope) if scope["type"] == "http" else None
+        if refused is not None:
+            return await refused(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+    def _refusal(self, scope):
+        from .app import error_response, shown_path
+
+        if scope["path"].rstrip("/") != self.path:
+            return error_response(404, f"not found: {shown_path(scope['path'])}; busca mcp"
+                                       f" answers at {self.path}")
+        given = dict(scope["headers"]).get(b"content-type", b"")
+        if scope["method"] == "POST" and given.split(b";")[0].strip().lower() \
+                != b"application/json":
+            return error_response(415, f"a POST to {self.path} carries a JSON-RPC message:"
+                                       " send it with Content-Type: application/json")
+        return None
 
 
 class _Answering:

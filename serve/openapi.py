@@ -157,6 +157,8 @@ PATH_PARAMETERS = {
 
 
 OPEN = ("/healthz", "/openapi.json", "/static/{name}", "/login")  # the same for every token
+NOT_LISTED = ("A method that a path does not list is answered 405 with the Error body and"
+              " an Allow header naming the methods it takes.")
 TOKENS = ("Started with --tokens: each request sees only the documents its read token may"
           " see (Authorization: Bearer TOKEN, or HTTP Basic with TOKEN as the password) and"
           " the public ones; without Authorization, only the public ones (none with"
@@ -176,7 +178,8 @@ def document(*, writable: bool = False, tokens: bool = False) -> dict:
         components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
     if tokens:
         components["securitySchemes"]["basic"] = {"type": "http", "scheme": "basic"}
-    about = "Search a busca corpus over HTTP (docs/serve.md)." + (" " + TOKENS if tokens else "")
+    about = ("Search a busca corpus over HTTP (docs/serve.md). " + NOT_LISTED
+             + (" " + TOKENS if tokens else ""))
     return {"openapi": "3.1.0",
             "info": {"title": "busca serve", "version": __version__, "description": about},
             "paths": paths, "components": components}

@@ -135,8 +135,9 @@ def test_a_search_spec_is_a_value(fake_home):
     with busca.open(fake_home) as corpus:
         assert corpus.search(QUESTIONS[0], spec, log=False).hits == \
             corpus.search(QUESTIONS[0], method="bm25", k=2, log=False).hits
-        with pytest.raises(TypeError):
-            corpus.search(QUESTIONS[0], methd="bm25")
+        with pytest.raises(busca.errors.UnknownOption, match="unknown option 'methd'"):
+            corpus.search(QUESTIONS[0], methd="bm25")  # a BuscaError, and a TypeError still
+        assert issubclass(busca.errors.UnknownOption, TypeError)
     with pytest.raises(AttributeError):
         spec.k = 3
 
@@ -207,6 +208,33 @@ def test_a_corpus_call_caught_by_a_new_build_runs_again_on_it(fake_home):
 
         assert corpus.run(work) == seen[-1] != seen[0]
         assert len(seen) == 2 and corpus.live.last() == seen[-1]
+
+
+@pytest.mark.parametrize("ask", [
+    lambda c: c.search(QUESTIONS[0], method="bm25", log=False).build,
+    lambda c: c.context(QUESTIONS[0], method="bm25", min_score=0, log=False),
+    lambda c: c.compare(QUESTIONS[0], methods="bm25,tfidf", k=2)])
+def test_a_question_caught_by_a_new_build_runs_again_on_it(fake_home, monkeypatch, ask):
+    """search, context and compare through the live build's `run`, as busca serve's: a
+    build published (and the loaded one removed) while a question reads its hits is asked
+    again on the new build. (Threads sharing a Corpus while one of them rebuilt got
+    IndexFormatError, "tfidf.indptr.npy is missing", from calls that read the build directly.)"""
+    with busca.open(fake_home) as corpus:
+        live = corpus.live.current(corpus.home)
+        builds, real = [], live.index.chunks
+
+        def chunks(ids):
+            if not builds:  # the first read of hits: two builds published meanwhile
+                builds.extend(invoke(fake_home, "index", "-q", "--size", str(size))
+                              .exit_code for size in (120, 140))
+            return real(ids)
+
+        monkeypatch.setattr(live.index, "chunks", chunks)
+        ask(corpus)
+        newest = corpus.home.current().manifest.build
+        assert builds == [0, 0] and newest != live.build
+        assert corpus.live.last() == newest  # the question was asked on it
+        assert not (Path(fake_home) / live.build).exists()  # the one it began on is gone
 
 
 def test_add_and_stats_are_values_the_cli_renders(tmp_path):
@@ -317,7 +345,7 @@ def test_documents_are_checked_before_any_is_stored(tmp_path):
             with pytest.raises(busca.errors.BadDocument, match="takes a list"):
                 corpus.add(not_a_list)
         assert corpus.add([good, busca.Document("https://s/d", "t", "x",
-                                                modified="2024-05-01T10:00:00Z")])["added"] == 2
+                                                modified="2024-05-01T10:00:00Z")]).counts["added"] == 2
         corpus.index(methods="bm25")  # a comma list, as the command line writes it
         assert corpus.search("texto", method="bm25").hits[0].url == "https://s/ok"
 
@@ -343,6 +371,28 @@ def test_documents_are_checked_before_any_is_stored(tmp_path):
     (lambda c: c.evaluate({"a": 1}), "give the golden set as a path"),
     (lambda c: busca.open(None), "open takes a folder"),
     (lambda c: busca.open(""), "open takes a folder"),
+    # a keyword the call does not take, or a value of another type (a TypeError and an
+    # AttributeError of Python's before; offset was silently ignored by context)
+    (lambda c: c.search("q", top_k=3), "unknown option 'top_k': this call takes method, k,"),
+    (lambda c: c.context("q", lang="en"), "unknown option 'lang'"),
+    (lambda c: c.index(bogus=1), "unknown option 'bogus': this call takes size, overlap"),
+    (lambda c: c.crawl("http://127.0.0.1:9/", bogus=1), "unknown option 'bogus'"),
+    (lambda c: c.calibrate(str(FIXTURES / "golden" / "golden.json"), bogus=1),
+     "calibrate takes evaluate's options"),
+    (lambda c: c.context("q", offset=3), "offset is a search option"),
+    (lambda c: c.search("q", method="hybrid", weights={"bm25": "1", "dense": 1}),
+     "weights must map method names to numbers of 0 or more"),
+    (lambda c: c.search("q", method="hybrid", weights={"bm25": True, "dense": 1}),
+     "weights must map method names to numbers"),
+    (lambda c: c.search("q", rerank="tei:x"), "rerank takes busca.index.parse_rerank("),
+    (lambda c: c.compare("q", rerank="tei:x"), "rerank takes busca.index.parse_rerank("),
+    (lambda c: c.compare("q", per_doc="x"), "per_doc must be a whole number"),
+    (lambda c: c.compare("q", methods=[None]), "methods are names such as bm25 or dense"),
+    (lambda c: c.compare("q", include=["x"]), "include takes chunk ids"),
+    (lambda c: c.compare("q", include="12"), "include takes chunk ids"),
+    (lambda c: busca.Hit.from_json({"x": 1}), "not the JSON form of a busca Hit (no 'rank')"),
+    (lambda c: busca.Result.from_json("x"), "not the JSON form of a busca Result"),
+    (lambda c: busca.Context.from_json({}), "not the JSON form of a busca Context (no"),
 ])
 def test_a_wrong_argument_is_a_busca_error_naming_the_fix(fake_home, call, message):
     with busca.open(fake_home) as corpus:
@@ -357,6 +407,9 @@ def test_strings_where_lists_go_and_odd_questions(fake_home):
         assert one.hits  # one filter text, not its letters
         table = corpus.compare("Ministério da Educação", methods="bm25,tfidf")
         assert set(table.methods) == {"bm25", "tfidf"}
+        golden = str(FIXTURES / "golden" / "golden.json")  # evaluate reads the same text
+        assert set(corpus.evaluate(golden, methods="tfidf, bm25", ks=3).summary) == {
+            "tfidf", "bm25"}  # it was one method named 'tfidf,bm25'
         # a byte that was not UTF-8 on a command line (a lone surrogate) asks as U+FFFD
         assert corpus.search("universidade \udcff", method="bm25", log=False).hits
     added = busca.open(fake_home).add_files(str(FIXTURES / "site" / "articles.jsonl"))

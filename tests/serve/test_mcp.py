@@ -174,7 +174,10 @@ def test_streamable_http_answers_the_same_tools(lexical_home):
                   " [::1] or localhost"),
             (403, "unexpected Origin header: this server answers only pages served from"
                   " 127.0.0.1, [::1] or localhost, and clients that send no Origin"),
-            (403, "unexpected Origin header"), (400, "malformed HTTP request")]):
+            (403, "unexpected Origin header"), (404, "not found: /nope; busca mcp answers"
+                                                     " at /mcp"),
+            (415, "send it with Content-Type: application/json"),
+            (400, "malformed HTTP request")]):
         assert answer.status_code == status, answer.text  # the library said text/plain
         assert answer.json()["status"] == status and message in answer.json()["error"]
         assert "uvicorn" not in answer.headers.get("server", "")
@@ -183,7 +186,8 @@ def test_streamable_http_answers_the_same_tools(lexical_home):
 
 def _refusals(url: str, port: int) -> list:
     """A rebinding page's request (another Host), a page of another site (its Origin), a
-    sandboxed page (Origin null), and a request line uvicorn cannot parse."""
+    sandboxed page (Origin null), a path other than /mcp, a POST that is not JSON, and a
+    request line uvicorn cannot parse."""
     import socket
 
     import requests
@@ -195,6 +199,9 @@ def _refusals(url: str, port: int) -> list:
     answers = [requests.post(url, json=initialize, headers={**accept, **extra}, timeout=10)
                for extra in ({"Host": "evil.example"}, {"Origin": "http://evil.example"},
                              {"Origin": "null"})]
+    answers.append(requests.get(url.replace("/mcp", "/nope"), timeout=10))
+    answers.append(requests.post(url, data=json.dumps(initialize), timeout=10,
+                                 headers={**accept, "Content-Type": "text/plain"}))
     with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
         raw.sendall(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nbad header\r\n\r\n")
         reply = b""

@@ -158,6 +158,28 @@ def test_an_oversized_json_integer_names_its_field(server):
     error(documents, 400, "documents[0].meta.ano is a number of 4400 digits")
 
 
+def test_a_post_reads_only_its_body_and_each_key_once(server):
+    """A POST's query string is refused, not ignored (`?q=` was ignored and the body's
+    question answered), and so is a key given twice in the body (the last one won)."""
+    body = json.dumps({"q": "universidade"})
+    for query in ("?x=1", "?q=bolsas", "?"):
+        answer = requests.post(server.url + "api/context" + query, data=body, timeout=60)
+        if query == "?":  # an empty query string is no query string: the question is asked
+            assert answer.status_code in (200, 409) and answer.json()["question"] \
+                == "universidade"
+            continue
+        error(answer, 400, "reads its fields from the JSON body, not the query string")
+    error(requests.post(server.url + "api/index?size=100", data="{}", timeout=60,
+                        headers={"Authorization": f"Bearer {TOKEN}"}), 400,
+          "POST /api/index reads its fields from the JSON body")
+    error(requests.post(server.url + "api/context", timeout=60,
+                        data='{"q": "universidade", "q": "bolsas"}'), 400,
+          "the key 'q' is given twice in the body: give each field once")
+    error(requests.post(server.url + "api/context", timeout=60,
+                        data='{"q": "universidade", "filter": [], "k": 2, "filter": []}'), 400,
+          "the key 'filter' is given twice")
+
+
 # --- 4. one compare default -------------------------------------------------------------
 def test_compare_defaults_to_the_libraries_k(server, home):
     import busca
@@ -312,6 +334,14 @@ def test_the_openapi_document_declares_the_answers_the_server_gives(server):
         jsonschema.validate(-5, rrf_k)
     page = document["paths"]["/"]["get"]
     assert [p["name"] for p in page["parameters"]] == ["q", "method", "k", "filter"]
+    # a method a path does not list: the 405 its description promises
+    assert "answered 405 with the Error body and an Allow header" in document["info"][
+        "description"]
+    for path, allowed in (("api/search", "GET"), ("api/context", "POST")):
+        answer = requests.put(server.url + path, timeout=60)
+        assert answer.status_code == 405 and allowed in answer.headers["allow"]
+        jsonschema.validate(answer.json(), {**document["components"]["schemas"]["Error"],
+                                            "components": document["components"]})
 
 
 def test_the_openapi_document_declares_the_stale_index_answers(tmp_path):

@@ -87,6 +87,26 @@ def test_loopback_literals_and_localhost_are_answered(server, host):
     assert status == 200 and data["documents"] == 2
 
 
+def test_a_page_of_another_site_cannot_make_the_server_answer(server):
+    """A form's POST (text/plain, no CORS preflight) from a page of another site carries its
+    Origin: refused before the question is asked (it was answered 200); the server's own page
+    and programs without an Origin are answered."""
+    body = json.dumps({"q": "ornitorrinco", "method": "bm25"}).encode()
+    for origin in ("http://evil.example", "https://127.0.0.1.evil.example", "null",
+                   "http://localhost.evil.example:{port}", "file://"):
+        for method, path, data in (("POST", "/api/context", body),
+                                   ("GET", "/api/search?q=ornitorrinco", None)):
+            status, answer = send(server, method, path, body=data,
+                                  headers={"Origin": origin.format(port=0)})
+            assert status == 403 and "unexpected Origin header" in answer["error"], origin
+            assert "passages" not in answer and "hits" not in answer
+    port = urlsplit(server.url).port
+    for headers in ({"Origin": f"http://127.0.0.1:{port}"}, {"Origin": f"http://localhost:{port}"},
+                    {}):
+        status, answer = send(server, "POST", "/api/context", body=body, headers=headers)
+        assert status == 200 and answer["passages"], headers
+
+
 def test_two_host_headers_are_refused(server):
     for hosts in (["127.0.0.1:{port}", "evil.example"], ["evil.example", "127.0.0.1:{port}"],
                   ["127.0.0.1:{port}", "127.0.0.1:{port}"]):
