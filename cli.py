@@ -23,7 +23,7 @@ from . import index as indexing
 from . import search as searching
 from . import serve as serving
 from . import display, terminal
-from .params import FiniteFloat, filter_option
+from .params import FiniteFloat, Whole, filter_option
 from .errors import BuscaError
 from .search import eval as evaluation
 
@@ -133,7 +133,7 @@ def embed_options(command):
         click.option("--embed-url", envvar="BUSCA_EMBED_URL", metavar="URL",
                      help="openai:MODEL: base URL of the OpenAI-compatible embeddings server"
                           " [env BUSCA_EMBED_URL; default: the URL the index was built with]."),
-        click.option("--embed-batch", type=click.IntRange(min=1), metavar="N",
+        click.option("--embed-batch", type=Whole(1), metavar="N",
                      help=f"openai:MODEL: texts per request [default: {indexing.EMBED_BATCH}]."),
         click.option("--embed-query-prefix", metavar="TEXT",
                      help='openai:MODEL: put before each question (e5: "query: ").'),
@@ -166,7 +166,7 @@ def rerank_options(command):
         click.option("--rerank-url", envvar="BUSCA_RERANK_URL", metavar="URL",
                      help="--rerank: base URL of the re-ranking server [env BUSCA_RERANK_URL;"
                           f" key from {RERANK_KEY_VARIABLE}]."),
-        click.option("--rerank-top", type=click.IntRange(min=1), metavar="N",
+        click.option("--rerank-top", type=Whole(1), metavar="N",
                      help=f"--rerank: candidates re-scored [default: {indexing.RERANK_TOP}]."),
     ]
     return _remembered(command, options, _remember("rerank"))
@@ -304,9 +304,9 @@ def _tell_added(what: str, value) -> None:
 
 
 @cli.command()
-@click.option("--size", default=None, type=click.IntRange(min=1),
+@click.option("--size", default=None, type=Whole(1),
               help=f"Words per window [default: the previous build's, else {indexing.SIZE}].")
-@click.option("--overlap", default=None, type=click.IntRange(min=0),
+@click.option("--overlap", default=None, type=Whole(0),
               help="Words shared by consecutive windows, less than --size [default: the"
                    f" previous build's, else {indexing.OVERLAP}].")
 @click.option("--methods", default=",".join(indexing.DEFAULT), show_default=True,
@@ -321,7 +321,7 @@ def _tell_added(what: str, value) -> None:
                    " (hybrid then fuses it) [default: with e5-small as the first --dense"
                    " model; else as the previous index].")
 @click.option("--threads", default=indexing.THREADS, show_default=True,
-              type=click.IntRange(min=0), help=THREADS_HELP)
+              type=Whole(0), help=THREADS_HELP)
 @click.option("--k1", default=None, type=FiniteFloat(0, indexing.K1_MAX),
               help="BM25 term-frequency saturation (Lucene's k1) [default: the previous"
                    f" index's, else {indexing.K1}].")
@@ -336,7 +336,7 @@ def _tell_added(what: str, value) -> None:
               help="Methods that index each article's title with every window of it (lexical:"
                    " its words; dense: \"Title. text\") [default: the previous index's,"
                    " else " + (",".join(indexing.TITLES) or "none") + "].")
-@click.option("--dense-groups", "dense_groups", default=None, type=click.IntRange(min=0),
+@click.option("--dense-groups", "dense_groups", default=None, type=Whole(0),
               metavar="WORDS", help="Also encode each window's sentence groups of about WORDS"
               " words; a window scores by its best group blended with its own vector (0: no"
               " groups; " + str(indexing.GROUP_WORDS) + " measured best) [default: the"
@@ -417,7 +417,7 @@ def _split(value: str) -> list[str]:
 
 @cli.command()
 @click.argument("query", required=False)
-@click.option("-k", default=searching.K, show_default=True, type=click.IntRange(min=1),
+@click.option("-k", default=searching.K, show_default=True, type=Whole(1),
               help="How many passages to return.")
 @click.option("--method", default=api.METHOD, show_default=True, help=METHOD_HELP)
 @click.option("--min-score", type=FiniteFloat(), default=None,
@@ -429,15 +429,15 @@ def _split(value: str) -> list[str]:
               help="hybrid: weighted sum of z-scores or of min-max-normalised scores, or"
                    " reciprocal-rank fusion.")
 @click.option("--window", default=searching.WINDOW, show_default=True,
-              type=click.IntRange(min=1), help="hybrid: top hits of each method that are fused.")
+              type=Whole(1), help="hybrid: top hits of each method that are fused.")
 @click.option("--rrf-k", default=searching.RRF_K, show_default=True,
               type=FiniteFloat(min=0), help="hybrid: the RRF constant k.")
 @click.option("--weights", default=None, metavar="M=W,...", callback=_weights_option,
               help="hybrid: methods and weights, e.g. bm25=1,dense=0.5 [default: "
                    + searching.describe_default() + "]")
-@click.option("--per-doc", type=click.IntRange(min=0), default=searching.collapse.PER_DOC,
+@click.option("--per-doc", type=Whole(0), default=searching.collapse.PER_DOC,
               show_default=True, help="At most N windows of one article (0 = no limit).")
-@click.option("--offset", type=click.IntRange(min=0), default=0, help="Skip the first N hits.")
+@click.option("--offset", type=Whole(0), default=0, help="Skip the first N hits.")
 @filter_option
 @click.option("--pager", is_flag=True, help="Show the hits through $PAGER.")
 @no_serve_option
@@ -469,15 +469,14 @@ def search(ctx, query, as_json, no_log, pager, no_serve, **options):
         click.echo(f"no hits: {result.note}", err=True)
         ctx.exit(NOT_FOUND_EXIT)
     hits = result.hits
+    if not hits:  # stdout carries hits only: the reason goes where no-hits' note goes
+        click.echo(f"nothing found: {result.why_nothing('--min-score')}", err=True)
+        ctx.exit(NOT_FOUND_EXIT)
     if as_json:
         for line in result.lines():
             click.echo(json.dumps(line, ensure_ascii=False))
-    elif not hits:
-        click.echo(f"nothing found: {result.why_nothing('--min-score')}")
     else:
         terminal.print_hits(index, hits, query, method, pager=pager)
-    if not hits:
-        ctx.exit(NOT_FOUND_EXIT)
 
 
 def _corpus(ctx) -> api.Corpus:
@@ -528,8 +527,7 @@ def _hybrid_only(ctx, method: str) -> None:
     given = [f"--{name.replace('_', '-')}" for name in ("weights", "fusion", "window", "rrf_k")
              if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE]
     if given:
-        raise click.UsageError(f"{', '.join(given)} only apply to --method hybrid (this search"
-                               f" uses {method}); drop them or add --method hybrid")
+        raise click.UsageError(api.hybrid_only(given, method, "--method hybrid"))
 
 
 @cli.command()
@@ -685,13 +683,13 @@ NOT_FOUND_EXIT = 3  # search and context found nothing above the floor (context:
 
 @cli.command()
 @click.argument("question")
-@click.option("-k", default=searching.K, show_default=True, type=click.IntRange(min=1),
+@click.option("-k", default=searching.K, show_default=True, type=Whole(1),
               help="How many windows to gather (overlapping ones are merged).")
 @click.option("--method", default=api.METHOD, show_default=True, help=METHOD_HELP)
 @click.option("--min-score", type=FiniteFloat(), default=None,
               help="The floor: below it nothing is found (default: the calibrated floor).")
 @click.option("--max-chars", default=searching.MAX_CHARS, show_default=True,
-              type=click.IntRange(min=1),
+              type=Whole(1),
               help="Characters of passage text at most; passages are cut at sentence ends.")
 @click.option("--template", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Prompt template file with {context} and {question} placeholders.")
@@ -700,7 +698,7 @@ NOT_FOUND_EXIT = 3  # search and context found nothing above the floor (context:
 @click.option("--json", "as_json", is_flag=True,
               help="The passages with URL, title, spans and scores, and the prompt, as JSON.")
 @click.option("--no-log", is_flag=True, help="Do not record this question in the query log.")
-@click.option("--per-doc", type=click.IntRange(min=0), default=searching.CONTEXT_PER_DOC,
+@click.option("--per-doc", type=Whole(0), default=searching.CONTEXT_PER_DOC,
               show_default=True, help="At most N windows of one article while other articles"
               " pass the floor (0 = no limit).")
 @filter_option
@@ -883,7 +881,7 @@ def log_setting(ctx, state):
               help="Judge documents, not windows: each document at its best window, relevant"
                    " if one of its windows holds the answer.")
 @click.option("--threads", default=indexing.THREADS, show_default=True,
-              type=click.IntRange(min=0), help=THREADS_HELP)
+              type=Whole(0), help=THREADS_HELP)
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 @click.option("--split", default=evaluation.SPLIT, show_default=True, metavar="NAME",
               help="A BEIR folder's qrels to judge by: qrels/NAME.tsv.")
@@ -900,7 +898,7 @@ def log_setting(ctx, state):
 @click.option("--weights", default=None, metavar="M=W,...", callback=_weights_option,
               help="Rank the fused methods with these methods and weights, as busca search"
                    " --weights does, e.g. bm25=0.3,dense=0.1,sparse=0.4,dense:use=0.2.")
-@click.option("--window", default=None, type=click.IntRange(min=1),
+@click.option("--window", default=None, type=Whole(1),
               help="With --fusion/--weights: top hits of each method that are fused"
                    f" [default: {searching.WINDOW}].")
 @click.option("--rrf-k", default=None, type=FiniteFloat(min=0),
@@ -1028,7 +1026,8 @@ def _live_only(spec, calibrate: bool, chunkers, tune_fusion: bool, compare) -> N
                                    ("--by meta.FIELD", evaluation.scope.meta_keys(spec.by)))
              if on]
     if given and (calibrate or chunkers or tune_fusion or compare):
-        raise click.UsageError(f"{' and '.join(given)} evaluate the live index within its"
+        verb = "evaluates" if len(given) == 1 else "evaluate"
+        raise click.UsageError(f"{' and '.join(given)} {verb} the live index within its"
                                " documents; they cannot be combined with --calibrate,"
                                " --chunkers, --tune-fusion or --compare")
 
@@ -1141,7 +1140,7 @@ def _stored_model(method: str, signal, model) -> str:
               show_default=True, help="How to read the site; auto tries them in this order.")
 @click.option("--types", default=",".join(crawling.DEFAULT_TYPES), show_default=True,
               help="WordPress post types, comma-separated (posts,pages).")
-@click.option("--max-pages", type=click.IntRange(min=1), default=None,
+@click.option("--max-pages", type=Whole(1), default=None,
               help="Pages to fetch at most: HTML pages (html crawl default"
                    f" {crawling.DEFAULT_HTML_PAGES}), or API result pages.")
 @click.option("--rate", type=FiniteFloat(min=0, min_open=True),
@@ -1446,6 +1445,7 @@ def main() -> None:
     out, without waiting at exit for worker threads: a Ctrl-C that lands while numba loads
     its kernels can leave a lock held that a build's workers wait on for ever (and a
     PostgreSQL build's lock with them)."""
+    _lossless_streams()
     try:
         cli(obj={})
     except SystemExit as e:
@@ -1454,6 +1454,16 @@ def main() -> None:
             sys.stderr.flush()
             os._exit(_Interrupted.exit_code)
         raise
+
+
+def _lossless_streams() -> None:
+    """stdout and stderr in an encoding other than UTF-8 (a Latin-1 or cp1252 locale) write
+    what they cannot encode as a \\uXXXX escape instead of ending the command on a
+    UnicodeEncodeError ("…" in every snippet); a --json line stays valid JSON."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("_", "-")
+        if not encoding.startswith("utf") and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
 
 
 if __name__ == "__main__":

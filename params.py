@@ -26,6 +26,23 @@ class FiniteFloat(click.FloatRange):
         return super()._describe_range()
 
 
+class Whole(click.IntRange):
+    """A whole-number option from `least` up to the library's MOST (search/scorers.py): a
+    larger one is bad usage naming the option (exit 2), not the library's BadSpec naming its
+    Python field (per_doc) with exit 1."""
+
+    def __init__(self, least: int = 0):
+        super().__init__(min=least)
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        from .search.scorers import MOST
+
+        if number > MOST:
+            self.fail(f"{number} is larger than {MOST:,}, the largest it takes", param, ctx)
+        return number
+
+
 def _filters_option(ctx, param, value) -> tuple:
     """--filter values parsed once; a malformed one is bad usage (exit 2)."""
     from .search.filters import BadFilter, parse_filters

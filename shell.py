@@ -95,9 +95,9 @@ class Session:
     # --- one line of input --------------------------------------------------------------
     def handle(self, line: str) -> bool:
         """Answer a question or follow a `:command`; False when the session should end."""
-        line = api.asked(line).strip()  # (bytes that were not UTF-8 as U+FFFD: valid JSON)
-        if not line:
+        if not line.strip():  # a blank line (Enter alone) asks nothing
             return True
+        line = api.asked(line).strip()  # (bytes that were not UTF-8 as U+FFFD: valid JSON)
         try:
             if line.startswith(":"):
                 return self.command(line)

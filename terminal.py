@@ -23,7 +23,7 @@ from . import corpus as api
 from . import display, shell
 from . import index as indexing
 from . import search as searching
-from .params import FiniteFloat, filter_option
+from .params import FiniteFloat, Whole, filter_option
 from .search import eval as evaluation
 
 HISTORY_ENV = "BUSCA_HISTORY"
@@ -158,9 +158,9 @@ def _shell_command(open_home: Callable, options: Callable,
     @click.command("shell")
     @click.option("--method", default=api.METHOD, show_default=True,
                   help="Ranking method to start with.")
-    @click.option("-k", default=searching.K, show_default=True, type=click.IntRange(min=1),
+    @click.option("-k", default=searching.K, show_default=True, type=Whole(1),
                   help="How many passages to show.")
-    @click.option("--per-doc", type=click.IntRange(min=0), default=None,
+    @click.option("--per-doc", type=Whole(0), default=None,
                   help="At most N windows of one article (0 = no limit) [default: search 0,"
                        " compare 0, context 2].")
     @click.option("--min-score", type=FiniteFloat(), default=None,
@@ -194,9 +194,9 @@ def _compare_command(open_home: Callable, options: Callable,
     @click.option("--methods", default=None,
                   help="Comma-separated methods [default: tfidf,bm25,dense,hybrid, those the"
                        " index has].")
-    @click.option("-k", default=searching.COMPARE_K, show_default=True, type=click.IntRange(min=1),
+    @click.option("-k", default=searching.COMPARE_K, show_default=True, type=Whole(1),
                   help="Hits shown per method.")
-    @click.option("--per-doc", type=click.IntRange(min=0), default=0, show_default=True,
+    @click.option("--per-doc", type=Whole(0), default=0, show_default=True,
                   help="At most N windows of one article in each ranking (0 = no limit).")
     @click.option("--golden", type=click.Path(exists=True), default=None,
                   help="Golden set: mark the chunks holding the labelled passage (QUERY may be"

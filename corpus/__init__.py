@@ -20,10 +20,11 @@ from .documents import Added
 from .evaluate import Calibrated, EvalSpec, compare_runs
 from .questions import (WARM_UP, asked, compare_build, context_build, prepare, reranker,
                         search_build)
-from .specs import HYBRID_AS_SEARCH, METHOD, ContextSpec, IndexSpec, Result, SearchSpec
+from .specs import (HYBRID_AS_SEARCH, METHOD, ContextSpec, IndexSpec, Result, SearchSpec,
+                    hybrid_only)
 from .stats import Stats
 
 __all__ = ["Added", "Calibrated", "Context", "ContextSpec", "Corpus", "EvalSpec", "Hit", "IndexSpec",
            "Result", "SearchSpec", "Stats", "open", "search_build", "context_build",
            "compare_build", "compare_runs", "prepare", "reranker", "HYBRID_AS_SEARCH", "asked",
-           "METHOD", "WARM_UP"]
+           "METHOD", "WARM_UP", "hybrid_only"]

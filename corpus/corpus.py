@@ -144,6 +144,10 @@ class Corpus:
                 on_note("this index's hybrid fuses bm25 and dense only: --sparse adds"
                         " e5-small's sparse head from the same pass, and hybrid fuses it"
                         " (measured better on every set: docs/eval.md)")
+        if not models and (spec.dense_groups or spec.dense_blend is not None):
+            raise BadSpec("dense_groups and dense_blend (--dense-groups, --dense-blend) shape"
+                          " dense vectors, and this build has no dense model: add one"
+                          " (--dense e5-small) or leave them out")
         built = spec.build_options()
         if models:
             built.update(dense_models=models, servers=self.servers(models, entries),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -86,8 +86,15 @@ def _check_fields(spec) -> None:
     check_rerank(spec.rerank)
     given = [n for n, default in _DEFAULTS.items() if getattr(spec, n) != default]
     if given and not indexing.is_hybrid(spec.method):
-        raise BadSpec(f"{', '.join(given)} only apply to method='hybrid' (this search uses"
-                      f" {spec.method}): drop them or ask for hybrid")
+        raise BadSpec(hybrid_only(given, spec.method, "method='hybrid'"))
+
+
+def hybrid_only(given: Sequence[str], method: str, hybrid: str) -> str:
+    """The one line for hybrid's options given with another method, each front end naming
+    them its own way (`given`: --fusion or fusion; `hybrid`: how it asks for hybrid)."""
+    one = len(given) == 1
+    return (f"{', '.join(given)} only {'applies' if one else 'apply'} to {hybrid} (this"
+            f" search uses {method}): drop {'it' if one else 'them'} or give {hybrid}")
 
 
 def _is_weights(weights: object) -> bool:

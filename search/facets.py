@@ -21,5 +21,12 @@ def facets(store, top: int = TOP, filters=()) -> dict[str, dict]:
         for key in record[4] or {}:
             if key not in SKIPPED:
                 counts.setdefault(key, Counter()).update(set(field_values(record, key)))
-    return {key: {"values": len(c), "top": dict(c.most_common(top))}
+    return {key: {"values": len(c), "top": dict(sorted(c.items(), key=_most_first)[:top])}
             for key, c in sorted(counts.items()) if c}
+
+
+def _most_first(item: tuple[str, int]) -> tuple[int, str]:
+    """The most documents first, equal counts in the values' order (Counter.most_common
+    keeps the order met, which a set's iteration makes change from run to run)."""
+    value, documents = item
+    return -documents, value

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..corpus import METHOD, SearchSpec
+from ..corpus import METHOD, SearchSpec, hybrid_only
 from ..index.dense.dense_models import is_hybrid
 from ..search.fusion import (FUSION, FUSIONS, RRF_K, WINDOW, FusionError, FusionSettings,
                              check_settings, parse_weights)
@@ -178,8 +178,7 @@ def search_spec(args: Mapping) -> SearchSpec:
     chosen = METHOD_FIELD.read(args.get("method"))
     given = [name for name in FUSION_FIELDS if args.get(name) not in (None, "")]
     if given and not is_hybrid(chosen):
-        raise BadParameter(f"{', '.join(given)} only apply to method hybrid (this search uses"
-                           f" {chosen}); drop them or add method=hybrid")
+        raise BadParameter(hybrid_only(given, chosen, "method=hybrid"))
     return SearchSpec(**read(SPEC, args), filters=FILTER.read(raw(args, FILTER)))
 
 

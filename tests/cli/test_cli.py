@@ -42,7 +42,7 @@ def test_min_score_says_nothing_found(run, tmp_path):
     setup_index(run, tmp_path)
     result = run("search", "gato", "--min-score", "0.99")
     assert result.exit_code == 3  # as busca context: nothing passed the floor
-    assert "nothing found" in result.stdout
+    assert "nothing found" in result.stderr and result.stdout == ""  # stdout: hits only
 
 
 def test_query_without_searchable_terms_says_why(run, tmp_path):

@@ -107,7 +107,7 @@ def test_search_through_the_server_prints_what_the_command_computes(server, reus
 def test_nothing_above_the_floor_exits_3_as_in_process(server, reused_home, method):
     served, alone = both(server, reused_home, "/api/search", "search", PARAPHRASE_Q,
                          "--method", method, "--no-log", "--min-score", "0.99")
-    assert served == alone and served[0] == 3 and "nothing found" in served[1]
+    assert served == alone and served[0] == 3 and "nothing found" in served[2]
 
 
 def test_no_known_word_exits_3_with_the_same_note(server, reused_home):

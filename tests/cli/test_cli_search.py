@@ -159,7 +159,11 @@ def test_the_library_refuses_a_nan_floor_too(indexed, home):
 def test_hybrid_options_with_another_method_are_refused(indexed, option):
     result = indexed("search", QUESTION, "--method", "bm25", *option)
     assert result.exit_code == 2, result.output
-    assert f"{option[0]} only apply to --method hybrid (this search uses bm25)" in result.stderr
+    assert f"{option[0]} only applies to --method hybrid (this search uses bm25): drop it" \
+        in result.stderr
+    two = indexed("search", QUESTION, "--method", "bm25", "--fusion", "rrf", "--window", "9")
+    assert "--fusion, --window only apply to --method hybrid (this search uses bm25): drop" \
+        " them" in two.stderr
 
 
 @pytest.mark.parametrize("command", ["search", "context"])
@@ -182,7 +186,8 @@ def test_nothing_above_the_floor_exits_3_in_search_and_context(indexed):
         assert result.exit_code == NOT_FOUND_EXIT == 3, (command, result.output)
         none = indexed(command, "xilofone")  # no word of the question is indexed
         assert none.exit_code == 3, (command, none.output)
-    assert indexed("search", QUESTION, "--min-score", "100", "--json").stdout == ""
+    as_json = indexed("search", QUESTION, "--min-score", "100", "--json")
+    assert as_json.stdout == "" and "nothing found: no passage scores 100" in as_json.stderr
 
 
 @pytest.mark.parametrize("command", [["search", "pergunta"], ["context", "pergunta"], ["stats"],

@@ -84,6 +84,34 @@ def test_pipe_errors_are_json_lines_and_the_session_goes_on(corpus, tmp_path):
     assert done.returncode == 0 and "Traceback" not in done.stderr
 
 
+def test_a_blank_line_asks_nothing_and_the_session_goes_on(corpus, tmp_path):
+    """Enter alone (or spaces) between questions: no answer, no error; it ended the session
+    with "the question is empty" and exit 1."""
+    lines = [QUESTIONS[0], "", "   ", "\t", QUESTIONS[1]]
+    for command in (["shell", "--json"], ["search", "--json"]):
+        done = subprocess.run([*BUSCA, *command, "--no-log"], input="\n".join(lines),
+                              capture_output=True, text=True, env=_env(corpus, tmp_path))
+        assert done.returncode == 0, done.stderr
+        answers = [json.loads(line) for line in done.stdout.splitlines()]
+        assert [a["question"] for a in answers] == QUESTIONS[:2]
+
+
+@pytest.mark.parametrize("encoding", ["latin-1", "cp1252"])
+def test_an_output_encoding_other_than_utf8_is_no_traceback(corpus, tmp_path, encoding):
+    """A Latin-1 or cp1252 locale: what it cannot encode ("…", "→") is written escaped;
+    it was a UnicodeEncodeError and a traceback."""
+    env = _env(corpus, tmp_path, PYTHONIOENCODING=encoding)
+    question = "Qual universidade foi pioneira em engenharia de software?"
+    for args in (["search", question, "--method", "bm25", "-k", "1", "--no-log"],
+                 ["compare", question, "-k", "1"], ["search", question, "--json", "--no-log"]):
+        done = subprocess.run([*BUSCA, *args], capture_output=True, env=env)
+        out = done.stdout.decode(encoding)
+        assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+        assert "--json" in args or "\\u2026" in out or "…" in out  # escaped if need be
+    first = json.loads(out.splitlines()[0])  # JSON stays JSON, its accents kept
+    assert first["title"] == "Engenharia de software" and "década" in first["text"]
+
+
 def test_pipe_without_json_prints_plain_text(corpus, tmp_path):
     done = subprocess.run([*BUSCA, "search", "--no-log"], input=QUESTIONS[0] + "\n:quit\nnot read",
                           capture_output=True, text=True, env=_env(corpus, tmp_path))

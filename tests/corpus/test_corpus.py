@@ -252,6 +252,8 @@ def test_add_and_stats_are_values_the_cli_renders(tmp_path):
         corpus.add([busca.Document("https://a.example/x", "X", "Outra nota.")])
         figures = corpus.statistics(detail=True)
         assert figures.pending == (1, 0) and "bm25" in figures.settings
+        with pytest.raises(busca.errors.BadSpec, match="this build has no dense model"):
+            corpus.index(methods=["bm25"], dense_groups=40)  # it was ignored
         assert figures.to_json() == corpus.stats()
     assert json.loads(invoke(tmp_path / "home", "stats", "--json").stdout) == figures.to_json()
 
@@ -363,7 +365,7 @@ def test_documents_are_checked_before_any_is_stored(tmp_path):
     (lambda c: c.search("q", "bm25"), "not str 'bm25': e.g. search(question, method='bm25')"),
     (lambda c: c.context("q", busca.SearchSpec()), "the second argument is a ContextSpec, not"
                                                    " SearchSpec"),  # it advised search(…)
-    (lambda c: c.search("q", method="bm25", fusion="rrf"), "only apply to method='hybrid'"),
+    (lambda c: c.search("q", method="bm25", fusion="rrf"), "only applies to method='hybrid'"),
     (lambda c: c.context("q", max_chars="x"), "max_chars must be a whole number"),
     (lambda c: c.compare("q", k=0), "k must be a whole number"),
     (lambda c: c.index(size="200"), "size must be a whole number"),

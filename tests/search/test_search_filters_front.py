@@ -129,6 +129,22 @@ def test_context_filters(home):
     assert len(_context_urls(home, "--no-serve")) == 3
 
 
+def test_equal_facet_counts_come_in_the_values_order(tmp_path):
+    """Ties are put in the values' order, whatever the hash seed (the order a set met them
+    in, before: `busca stats` changed from run to run, and which of more than ten tied values
+    made the top ten)."""
+    from busca.crawler.store import Document
+    from busca.search.facets import facets
+
+    names = [f"tema {chr(ord('z') - i)}" for i in range(12)]  # z, y, …: not the URLs' order
+    with api.open(tmp_path / "h") as corpus:
+        corpus.add([Document(f"https://t.example/{i:02}", "t", "texto", meta={"tag": [n, "comum"]})
+                    for i, n in enumerate(names)])
+        top = facets(corpus.home)["tag"]
+    assert top["values"] == 13
+    assert list(top["top"].items()) == [("comum", 12)] + [(n, 1) for n in sorted(names)[:9]]
+
+
 def test_stats_shows_facet_counts(home):
     runner = CliRunner()
     data = json.loads(runner.invoke(cli, ["--home", str(home), "stats", "--json"],

@@ -74,7 +74,7 @@ def test_search_options_are_those_of_busca_search():
                                "rrf_k": "10", "weights": "bm25=1,dense=0.5"})
     assert spec == SearchSpec(method="hybrid", k=5, fusion="rrf", window=20, rrf_k=10.0,
                               weights={"bm25": 1.0, "dense": 0.5})
-    for args, words in (({"method": "bm25", "fusion": "rrf"}, "only apply to method hybrid"),
+    for args, words in (({"method": "bm25", "fusion": "rrf"}, "only applies to method=hybrid"),
                         ({"method": "hybrid", "fusion": "sum"}, "fusion must be one of"),
                         ({"method": "hybrid", "window": "0"}, "window must be between"),
                         ({"method": "hybrid", "weights": "bm25"}, "weights:"),
