@@ -54,14 +54,22 @@ def feed_detect(start: Start) -> Discovery | None:
 
 def html_detect(start: Start) -> Discovery:
     if start.response.status >= 400:
-        raise CrawlError(f"{start.url} answers HTTP {start.response.status} and no API, sitemap"
-                         " or feed was found; check the URL")
+        raise CrawlError(_unreadable_start(start))
     notes = list(start.notes)
     if not start.strict:
         notes.append(f"no WordPress API, sitemap or feed found at {start.url};"
                      " following its links instead")
     return Discovery("html", start.url, "following same-host links", page=start.page,
                      notes=tuple(notes))
+
+
+def _unreadable_start(start: Start) -> str:
+    """Why an HTML crawl cannot begin at a start page that answers an error."""
+    status = start.response.status
+    if start.strict:  # --source html: no other source was looked for
+        return (f"the start page {start.url} answers HTTP {status}, so it has no links to"
+                " follow (--source html starts from it); check the URL")
+    return f"{start.url} answers HTTP {status} and no API, sitemap or feed was found; check the URL"
 
 
 def read_wordpress(ctx: Context, found: Discovery) -> Iterator:

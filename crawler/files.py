@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .groups import GROUPS, group_names
+from .groups import GROUPS, BadGroup, check_names, group_names
 from .html import decode_html, extract_page, headings_meta
 from .markdown import markdown_headings
 from .pdf import PdfError, read_pdf
@@ -174,11 +174,21 @@ def _jsonl(name: str, text: str) -> Iterator[Document | Problem]:
             yield Problem(where, f'needs a string "text" and a "url" (or a BEIR "_id")'
                                  f" (bad: {bad})")
             continue
-        title = item.get("title") if isinstance(item.get("title"), str) else ""
-        modified = item.get("modified")
-        yield Document(ident, title or ident, item["text"], source="file",
-                       modified=modified if isinstance(modified, str) else None,
-                       meta=jsonl_meta(item))
+        yield _jsonl_document(where, ident, item)
+
+
+def _jsonl_document(where: str, ident: str, item: dict) -> Document | Problem:
+    """A JSONL line's document; a Problem when its groups hold a name that --groups and a
+    tokens file refuse (a space, say)."""
+    meta = jsonl_meta(item)
+    try:
+        check_names(tuple((meta or {}).get(GROUPS) or ()))
+    except BadGroup as e:
+        return Problem(where, f'"groups": {e}')
+    title = item.get("title") if isinstance(item.get("title"), str) else ""
+    modified = item.get("modified")
+    return Document(ident, title or ident, item["text"], source="file",
+                    modified=modified if isinstance(modified, str) else None, meta=meta)
 
 
 RESERVED = ("url", "_id", "title", "text", "modified", "meta")  # a JSONL line's own fields

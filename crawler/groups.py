@@ -39,6 +39,11 @@ def check_groups(text: str) -> tuple[str, ...]:
     names = group_names(text)
     if not names:
         raise BadGroup("give one group name or more, e.g. staff or staff,hr")
+    return check_names(names)
+
+
+def check_names(names: tuple[str, ...]) -> tuple[str, ...]:
+    """`names` if a tokens file can name each of them; else BadGroup naming the bad one."""
     for name in names:
         if not _NAME.fullmatch(name):
             raise BadGroup(f"bad group name {name!r}: use letters, digits and . @ : + - _"

@@ -251,15 +251,41 @@ def store_item(ctx: Context, item, opts: JsonApiOptions, at: tuple[str, int, str
     text, headings = body_text_of(body, opts.body_format)
     if not text:
         return Failed(url, "empty body; nothing to store")
-    title = first(item, opts.title)
+    title = _title(item, opts.title, url, strict=source == "json")
+    if isinstance(title, Failed):
+        return title
     modified = first(item, opts.modified) if opts.modified else None
-    document = Document(url, title_text(title) if isinstance(title, str) else "", text, source,
+    document = Document(url, title, text, source,
                         str(modified) if modified not in (None, MISSING) else None,
                         meta={**(_named(item_meta(item, opts.meta), names or {}) or {}),
                               **headings_meta(headings)} or None)
     status = ctx.put(document)
     ctx.set_doc_state(url, {"source": source, "site": site})
     return Stored(url, status)
+
+
+def _title(item, paths: str, url: str, *, strict: bool) -> str | Failed:
+    """The item's title; "" (the document is then named by its URL) when the item has the
+    field but empty, or lacks the default `title`. `strict` (`--source json`, whose
+    `--json-title` the user can fix): Failed when the item lacks every path given, or holds
+    an object or a list there; a platform preset's paths that an item lacks give ""."""
+    title = first(item, paths)
+    if isinstance(title, str):
+        return title_text(title)
+    if isinstance(title, (int, float)) and not isinstance(title, bool):
+        return str(title)
+    lacking = title is MISSING and not _empty_at(item, paths)
+    if not strict or title is MISSING and (not lacking or paths == JsonApiOptions.title):
+        return ""
+    what = _fields_hint(item) if lacking else f" (it holds {_kind(title)})"
+    return Failed(url, f"no title at '{paths}'{what}; set --json-title")
+
+
+def _kind(value) -> str:
+    """What a non-text value is, for a message: "an object with: rendered, raw", "a list"."""
+    if isinstance(value, dict):
+        return f"an object with: {', '.join(list(value)[:15])}"
+    return "a list" if isinstance(value, list) else f"a {type(value).__name__}"
 
 
 def _empty_at(item, paths: str) -> str | None:

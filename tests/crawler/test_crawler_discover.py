@@ -130,3 +130,12 @@ def test_missing_start_page(mocked):
     mocked.get(f"{SITE}/wp-json/", status=404)
     with pytest.raises(CrawlError, match="answers HTTP 404 and no API, sitemap or feed was found"):
         discover(f"{SITE}/nada/", fetcher())
+
+
+def test_missing_start_page_with_the_html_source_forced(mocked):
+    """--source html looked for no API, sitemap or feed: the message said it found none."""
+    mocked.get(f"{SITE}/nada/", status=404, body="no", content_type=HTML)
+    with pytest.raises(CrawlError) as error:
+        discover(f"{SITE}/nada/", fetcher(), source="html")
+    assert str(error.value) == (f"the start page {SITE}/nada/ answers HTTP 404, so it has no"
+                                " links to follow (--source html starts from it); check the URL")

@@ -57,6 +57,27 @@ def test_a_bad_group_name_is_bad_usage(run, tmp_path):
     assert "Traceback" not in result.output
 
 
+def test_a_jsonl_group_name_that_groups_refuses_skips_its_line(run, home, tmp_path):
+    """`"groups": "a b"` was stored as a group no tokens file can name."""
+    source = write_jsonl(tmp_path / "docs.jsonl", [
+        {"url": "https://a.example/1", "text": "um", "groups": "a b"},
+        {"url": "https://a.example/2", "text": "dois", "meta": {"groups": ["ok", "x,y z"]}},
+        {"url": "https://a.example/3", "text": "três", "groups": "staff,hr"}])
+    result = run("add", str(source))
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert f"skipped {source}:1: \"groups\": bad group name 'a b': use letters" in result.output
+    assert f"skipped {source}:2: \"groups\": bad group name 'y z'" in result.output
+    assert _groups(home) == {"https://a.example/3": ["staff", "hr"]}
+
+
+def test_jsonl_groups_changed_alone_are_stored(run, home, tmp_path):
+    line = {"url": "https://a.example/1", "text": "um", "groups": "staff"}
+    assert run("add", str(write_jsonl(tmp_path / "a.jsonl", [line]))).exit_code == 0
+    again = write_jsonl(tmp_path / "b.jsonl", [{**line, "groups": "hr"}])
+    assert run("add", str(again)).exit_code == 0
+    assert _groups(home) == {"https://a.example/1": ["hr"]}
+
+
 def test_a_recrawl_without_groups_keeps_stamping_the_remembered_ones(run, home):
     """A scheduled re-crawl without --groups must not turn a changed private article public:
     the groups of the URL's last crawl are stamped again, and `--groups none` forgets them."""

@@ -181,3 +181,43 @@ def test_an_api_that_ignores_the_page_parameter_stops_at_the_repeated_page(tmp_p
     failed = [e for e in events if isinstance(e, Failed)]
     assert len(failed) == 1 and "ignores its paging parameter" in failed[0].reason
     assert len(fetched) == 2 and stored == 2
+
+
+def test_a_title_path_in_no_item_fails_and_keeps_the_stored_titles(api):
+    """A typo in --json-title stored every title empty ("0 added, 2 updated")."""
+    rsps, store, _ = api
+    list(crawl(API, store, options=options(**SEED_LIKE)))
+    events = list(crawl(API, store, options=options(**{**SEED_LIKE, "title": "titulo.nope"})))
+    failed = [e for e in events if isinstance(e, Failed)]
+    assert len(failed) == 2 and failed[0].reason == (
+        "no title at 'titulo.nope' (the item has: slug, titulo, corpo, atualizado);"
+        " set --json-title")
+    assert events[-1].report.counts["updated"] == 0
+    assert store.get("https://s.example/artigos/monitoria").title == "Monitoria"
+
+
+def test_a_title_that_is_an_object_names_its_keys(api):
+    rsps, store, pages = api
+    pages[1] = [{**ARTIGOS[0], "titulo": {"rendered": "Prazo"}}]
+    events = list(crawl(API, store, options=options(**SEED_LIKE)))
+    failed = [e for e in events if isinstance(e, Failed)]
+    assert [f.reason for f in failed] == ["no title at 'titulo' (it holds an object with:"
+                                          " rendered); set --json-title"]
+
+
+def test_an_empty_title_or_no_default_title_is_named_by_the_url(tmp_path):
+    """A named path an item has, but empty, keeps "" (named by the URL); so does the
+    default `title` missing (an API without titles); a named path missing fails."""
+    items = [{"url": "/a", "title": "", "nome": "", "content": "texto a"},
+             {"url": "/b", "content": "b"},
+             {"url": "/c", "title": None, "nome": None, "content": "texto c"}]
+    with responses.RequestsMock() as rsps, Store(tmp_path) as store:
+        rsps.get("https://api.s.example/robots.txt", body="")
+        rsps.get(API, json={"items": items})
+        report = list(crawl(API, store, options=options(items="items")))[-1].report
+        titles = [d.title for d in store.documents()]
+        named = list(crawl(API, store, options=options(items="items", title="nome")))
+    assert report.counts["added"] == 3 and titles == ["", "", ""]
+    assert [(e.url, e.reason) for e in named if isinstance(e, Failed)] == [
+        ("https://api.s.example/b", "no title at 'nome' (the item has: url, content);"
+                                    " set --json-title")]
