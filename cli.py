@@ -1239,8 +1239,13 @@ def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_h
         try:
             report = corpus.crawl_site(url, options, notify=tell, on_progress=progress)
         except KeyboardInterrupt:
-            raise _Interrupted(f"interrupted; the {progress.done} documents read so far are"
-                               " stored, run the same command again to continue") from None
+            message = (f"interrupted; the {progress.done} documents read so far are stored,"
+                       " run the same command again to continue")
+            _print_crawl_end(url, message, progress.done, as_json, interrupted=True)
+            raise _Interrupted(message) from None
+        except BuscaError as e:
+            _print_crawl_end(url, str(e), progress.done, as_json)
+            raise
         finally:
             progress.close()
     _print_crawl_report(report, as_json)
@@ -1275,6 +1280,16 @@ def _echo_crawl_event(event, *, quiet: bool) -> None:
     else:
         return
     click.echo(display.strip_controls(text), err=True)
+
+
+def _print_crawl_end(url: str, why: str, documents: int, as_json: bool, *,
+                     interrupted: bool = False) -> None:
+    """--json: a report on stdout for a crawl that never finished (the error still goes to
+    stderr): the documents read and stored before it stopped, and why."""
+    if as_json:
+        click.echo(json.dumps({"url": url, "source": None, "documents": documents,
+                               "stopped": why, "interrupted": interrupted},
+                              ensure_ascii=False, indent=2))
 
 
 def _print_crawl_report(report: crawling.events.CrawlReport, as_json: bool) -> None:

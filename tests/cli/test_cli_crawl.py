@@ -37,6 +37,18 @@ def test_second_crawl_and_json_report(run):
     assert report["source"] == "wordpress" and report["failures"] == [] and report["stopped"] is None
 
 
+def test_a_crawl_that_cannot_start_still_reports_in_json(run):
+    """--json: a report on stdout (it was empty), the one-line error on stderr, exit 1."""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/"
+    result = run("crawl", url, "--json", "--retries", "0")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    report = json.loads(result.stdout)
+    assert report["url"] == url and report["documents"] == 0 and not report["interrupted"]
+    assert report["stopped"] in result.stderr
+
+
 def test_failures_are_listed_by_reason(run):
     articles = load_articles()[:4]
     articles[0]["content"] = articles[2]["content"] = ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -56,12 +57,14 @@ def test_one_attempt_is_singular(store):
             events(site.url, store, retries=1)
 
 
-def test_ctrl_c_stops_a_crawl_with_exit_code_130(tmp_path):
-    """It exited 1; 130 (128 + SIGINT) is what shells and scripts expect."""
+@pytest.mark.parametrize("as_json", [[], ["--json"]])
+def test_ctrl_c_stops_a_crawl_with_exit_code_130(tmp_path, as_json):
+    """It exited 1; 130 (128 + SIGINT) is what shells and scripts expect. With --json a
+    report still comes on stdout (it printed nothing)."""
     with FixtureSite(load_articles()[:5], faults=Faults(latency=1.0)) as site:
         proc = subprocess.Popen(
             [sys.executable, "-m", "busca.cli", "--home", str(tmp_path / "home"), "crawl",
-             site.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+             site.url, *as_json], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             # a runner started in the background ignores SIGINT, and a child inherits that:
             # the child gets the default, as a command typed at a terminal has
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -69,10 +72,14 @@ def test_ctrl_c_stops_a_crawl_with_exit_code_130(tmp_path):
         while not site.hits() and time.monotonic() < deadline:  # the crawl has begun
             time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "interrupted; the 0 documents read so far are stored" in err
     assert "Traceback" not in err
+    if as_json:
+        report = json.loads(out)
+        assert report["interrupted"] is True and report["documents"] == 0
+        assert report["url"] == site.url and report["stopped"].startswith("interrupted;")
 
 
 def test_https_to_a_plain_http_site_names_the_http_url(store):
