@@ -258,8 +258,8 @@ class _Answering:
     """The stdio transport's read stream, which hands the SDK a line that is no JSON-RPC
     message as an exception, and the SDK drops it: the client that sent it waited for ever.
     Here each is answered, JSON-RPC error -32700 (not JSON) or -32600 (JSON, but no JSON-RPC
-    message), with id null (JSON-RPC 2.0: the id could not be read), and the next line is
-    served; a blank line is no message."""
+    message), with the message's id when it can be read, else null (JSON-RPC 2.0), and the
+    next line is served; a blank line is no message."""
 
     def __init__(self, inner, write):
         self._inner, self._write = inner, write
@@ -308,11 +308,22 @@ def _malformed(error: Exception) -> JSONRPCError | None:
                                        " one JSON-RPC message per line")
     return _rpc_error(INVALID_REQUEST, 'Invalid Request: the line is JSON but no JSON-RPC 2.0'
                                        ' message; send {"jsonrpc": "2.0", "id": …, "method":'
-                                       ' …} on one line')
+                                       ' …} on one line', _request_id(problems))
 
 
-def _rpc_error(code: int, message: str) -> JSONRPCError:
-    return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=code, message=message))
+def _request_id(problems: list) -> int | str | None:
+    """The id of a JSON object that is no valid message, when it can be read (a number or a
+    text): JSON-RPC 2.0 answers an invalid request with its id, null only when unreadable."""
+    for problem in problems:
+        given = problem.get("input")
+        if isinstance(given, dict) and isinstance(given.get("id"), (int, str)) \
+                and not isinstance(given["id"], bool):
+            return given["id"]
+    return None
+
+
+def _rpc_error(code: int, message: str, request: int | str | None = None) -> JSONRPCError:
+    return JSONRPCError(jsonrpc="2.0", id=request, error=ErrorData(code=code, message=message))
 
 
 def _strict(name: str, arguments: dict[str, Any], properties: dict[str, Any]) -> None:

@@ -333,29 +333,35 @@ def _request(id_: int, method: str, params: dict | None = None) -> bytes:
 
 
 def test_a_malformed_line_is_a_json_rpc_error_and_the_next_lines_are_served(lexical_home):
-    """Not JSON: -32700; JSON that is no JSON-RPC message: -32600; both with id null (the
-    SDK dropped them, and the client waited for ever); a blank line is no message."""
+    """Not JSON: -32700; JSON that is no JSON-RPC message: -32600; with the message's id
+    when it can be read, else null (the SDK dropped them, and the client waited for ever;
+    then the readable id was lost); a blank line is no message."""
     server = _Lines(lexical_home)
     try:
         init = {"protocolVersion": "2025-06-18", "capabilities": {},
                 "clientInfo": {"name": "raw", "version": "0"}}
-        malformed = [(b"this is not json", -32700), (b'{"jsonrpc": "2.0", "id": 1', -32700),
-                     (b'{"jsonrpc": "2.0", "id": 7, "method": 5}', -32600),
-                     (b"[]", -32600), (b"42", -32600), (b'{"id": 3, "method": "ping"}', -32600)]
-        for line, code in malformed[:3]:  # before the session is initialised
+        malformed = [(b"this is not json", -32700, None),
+                     (b'{"jsonrpc": "2.0", "id": 1', -32700, None),
+                     (b'{"jsonrpc": "2.0", "id": 7, "method": 5}', -32600, 7),
+                     (b"[]", -32600, None), (b"42", -32600, None),
+                     (b'{"id": 3, "method": "ping"}', -32600, 3),
+                     (b'{"jsonrpc": "2.0", "id": "x1", "method": "tools/call", "params": "x"}',
+                      -32600, "x1"), (b'{"jsonrpc": "2.0", "id": true, "method": 5}', -32600,
+                                      None)]
+        for line, code, request in malformed[:3]:  # before the session is initialised
             server.send(line)
             got = server.answer()
-            assert got["id"] is None and got["error"]["code"] == code, (line, got)
+            assert got["id"] == request and got["error"]["code"] == code, (line, got)
             assert got["jsonrpc"] == "2.0" and "\n" not in got["error"]["message"]
         server.send(b"")
         server.send(_request(1, "initialize", init))
         assert server.answer()["id"] == 1
         server.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
                     .encode())
-        for line, code in malformed[3:]:  # and while it runs
+        for line, code, request in malformed[3:]:  # and while it runs
             server.send(line)
             got = server.answer()
-            assert got["id"] is None and got["error"]["code"] == code, (line, got)
+            assert got["id"] == request and got["error"]["code"] == code, (line, got)
         server.send(_request(2, "tools/list"))
         tools = server.answer()
         assert tools["id"] == 2 and {t["name"] for t in tools["result"]["tools"]} == TOOLS
