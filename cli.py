@@ -866,7 +866,8 @@ def log_setting(ctx, state):
 @click.option("--plot", type=click.Path(file_okay=False), default=None,
               help="Also write PNG charts into this folder (needs busca[plot]).")
 @click.option("--run-out", type=click.Path(dir_okay=False), default=None,
-              help="Save the run (JSON, plus .trec and .qrels beside it) for --compare.")
+              help="Save the run (JSON, plus .trec and .qrels beside it) for --compare;"
+                   " FILE.trec saves FILE.json, FILE.trec and FILE.qrels.")
 @click.option("--calibrate", is_flag=True,
               help="Store each method's floor in the index; busca search then applies it.")
 @click.option("--keep", type=FiniteFloat(0, 1, min_open=True), default=evaluation.KEEP,
@@ -925,7 +926,7 @@ def eval_command(ctx, golden, methods, ks, key, by, as_json, report, plot, run_o
     _outputs_spare(golden, {"--report": report, "--run-out": run_out, "--plot": plot},
                    ctx.obj["home"])
     golden_set = evaluation.load_golden(golden, split=split)
-    spec = api.EvalSpec(methods=tuple(_split(methods)) if methods else None,
+    spec = api.EvalSpec(methods=_eval_methods(methods),
                         metrics=tuple(metrics), key=key, by=_eval_tags(golden_set, by),
                         per_doc=per_doc, threads=threads, keep=keep, rerank=rerank,
                         options=ctx.obj.get("index_options", {}), filters=filters,
@@ -967,9 +968,10 @@ def _outputs_spare(golden: str, outputs: dict[str, str | None], home: str) -> No
     for option, path in outputs.items():
         if not path:
             continue
+        _folder_exists(path)
         written = Path(path).resolve()
-        near = [written] if option in ("--report", "--plot") else [
-            written, *(evaluation.runs.beside(written, x) for x in (".trec", ".qrels"))]
+        near = [written] if option in ("--report", "--plot") else \
+            evaluation.runs.run_files(written)
         for w in near:
             if w == source or (source.is_dir() and w.is_relative_to(source) and w.exists()):
                 raise click.BadParameter(f"{path} would overwrite the golden set {golden}:"
@@ -984,6 +986,28 @@ def _outputs_spare(golden: str, outputs: dict[str, str | None], home: str) -> No
                                          f" {taken[w]} writes: give each output its own name",
                                          param_hint=option)
             taken[w] = option
+
+
+def _folder_exists(path: str) -> None:
+    """An output goes into a folder that exists (busca never makes one), checked before any
+    work: one line, exit 1, as busca misses --golden says it."""
+    try:
+        evaluation.runs.require_folder(path)
+    except FileNotFoundError as e:
+        raise click.ClickException(f"cannot write {e.filename}: {e.strerror}") from None
+
+
+def _eval_methods(methods: str | None) -> tuple[str, ...] | None:
+    """--methods as method names (None: not given, every method of the index); bad usage
+    when given with none named (--methods "" ran every method)."""
+    if methods is None:
+        return None
+    names = tuple(_split(methods))
+    if not names:
+        raise click.BadParameter("name at least one method, e.g. bm25,dense (or leave"
+                                 " --methods out: every method of the index)",
+                                 param_hint="--methods")
+    return names
 
 
 def _eval_fusion(fusion: str | None, weights: dict | None, window: int | None,
@@ -1026,9 +1050,9 @@ def _live_only(spec, calibrate: bool, chunkers, tune_fusion: bool, compare) -> N
                                    ("--by meta.FIELD", evaluation.scope.meta_keys(spec.by)))
              if on]
     if given and (calibrate or chunkers or tune_fusion or compare):
-        verb = "evaluates" if len(given) == 1 else "evaluate"
+        verb, pronoun = ("evaluates", "it") if len(given) == 1 else ("evaluate", "they")
         raise click.UsageError(f"{' and '.join(given)} {verb} the live index within its"
-                               " documents; they cannot be combined with --calibrate,"
+                               f" documents; {pronoun} cannot be combined with --calibrate,"
                                " --chunkers, --tune-fusion or --compare")
 
 
@@ -1089,8 +1113,7 @@ def _eval_outputs(ev, as_json: bool, report: str | None, plot: str | None) -> No
         click.echo(display.strip_controls(evaluation.report.render_text(ev)), nl=False)
     try:
         if report:
-            Path(report).parent.mkdir(parents=True, exist_ok=True)
-            Path(report).write_text(evaluation.report.render_markdown(ev), encoding="utf-8")
+            evaluation.report.write_markdown(ev, report)
             click.echo(f"wrote the report {report}", err=True)
         if plot:
             paths = evaluation.write_plots(ev, plot)

@@ -88,8 +88,7 @@ def calibrate(answerable: list[Outcome], unanswerable: list[Outcome], *,
     """The floor that keeps `keep` of the answerable questions, with its trade-off table and
     the best-separating (Youden) floor as an alternative."""
     if not answerable or not unanswerable:
-        raise FloorError("calibrating a floor needs answerable and unanswerable questions"
-                         ' (add some with "trecho": null that the site cannot answer)')
+        raise FloorError(_lacking(answerable, unanswerable))
     if not 0 < keep <= 1:
         raise FloorError(f"the share of answerable questions to keep must be in (0, 1],"
                          f" got {keep}")
@@ -106,6 +105,20 @@ def calibrate(answerable: list[Outcome], unanswerable: list[Outcome], *,
         float(finite_neg.max()) if finite_neg.size else None,
         k, tuple(o.top_score for o in answerable), tuple(o.top_score for o in unanswerable),
         rows, too_few(len(answerable), len(unanswerable)), keep, chosen, youden)
+
+
+# what a golden set lacking answerable or unanswerable questions should add
+_ADD = {"answerable": 'answerable ones (with the "trecho" or "url" that answers them)',
+        "unanswerable": 'unanswerable ones (with "trecho": null, that the site cannot answer)'}
+
+
+def _lacking(answerable: list[Outcome], unanswerable: list[Outcome]) -> str:
+    """Why no floor can be calibrated: the kind (or kinds) of question the set has none of,
+    and what to add."""
+    missing = [kind for kind, given in (("answerable", answerable),
+                                        ("unanswerable", unanswerable)) if not given]
+    return (f"calibrating a floor needs answerable and unanswerable questions; this set has no"
+            f" {' and no '.join(missing)} question: add {' and '.join(_ADD[m] for m in missing)}")
 
 
 def wilson(hits: float, n: int) -> Share:

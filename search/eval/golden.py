@@ -64,11 +64,16 @@ class Golden:
         return [q for q in self.questions if not q.answerable]
 
 
-def load_golden(path: str | Path, *, split: str = SPLIT) -> Golden:
-    """The golden set at `path`: a BEIR folder, a .jsonl file or a JSON list."""
+def load_golden(path: str | Path, *, split: str | None = None) -> Golden:
+    """The golden set at `path`: a BEIR folder (judged by its qrels/`split`.tsv, default
+    SPLIT), a .jsonl file or a JSON list (GoldenError with a `split` other than SPLIT: it
+    would be ignored)."""
     path = Path(path)
     if path.is_dir():
-        return _load_beir(path, split)
+        return _load_beir(path, split or SPLIT)
+    if split not in (None, SPLIT):
+        raise GoldenError(f"{path}: --split {split} chooses a BEIR folder's qrels, and this"
+                          " golden set is a file: leave --split out, or give a BEIR folder")
     text = _read(path)
     if path.suffix.lower() == ".jsonl":
         items = [(f"{path}:{n}", _parse(line, f"{path}", n))  # JSONL: \n ends a line

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ...errors import BuscaError
 from .floors import Calibration
+from .runs import folder_for
 from .summary import Evaluation
 
 
@@ -17,10 +18,11 @@ class PlotUnavailable(BuscaError):
 
 
 def write_plots(ev: Evaluation, folder: str | Path) -> list[Path]:
-    """Write the charts into `folder`; returns their paths."""
+    """Write the charts into `folder` (made if missing, in a folder that exists: else
+    FileNotFoundError); returns their paths."""
     plt = _pyplot()
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = folder_for(folder)
+    folder.mkdir(exist_ok=True)
     paths = [_recall_chart(plt, ev, folder / "recall_at_k.png")]
     for system, cal in ev.floors.items():
         if isinstance(cal, Calibration):

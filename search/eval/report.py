@@ -9,10 +9,12 @@ import dataclasses
 import math
 import re
 from collections import Counter
+from pathlib import Path
 
 from ...index.dense.dense_models import is_dense
 from .answerability import REPEATS
 from .floors import Calibration
+from .runs import folder_for
 from .summary import Evaluation, Pair
 
 TERMINAL_LIST = 15  # fixed/broken questions shown per pair in the terminal
@@ -27,6 +29,14 @@ def render_text(ev: Evaluation) -> str:
 def render_markdown(ev: Evaluation) -> str:
     """The Markdown report, stamped with date, busca version and index parameters."""
     return re.sub(r"\n{3,}", "\n\n", "\n".join(_sections(ev, md=True))) + "\n"
+
+
+def write_markdown(ev: Evaluation, path: str | Path) -> Path:
+    """Write the Markdown report to `path`, in a folder that exists (else FileNotFoundError:
+    no folder is made)."""
+    path = folder_for(path)
+    path.write_text(render_markdown(ev), encoding="utf-8")
+    return path
 
 
 def to_json(ev: Evaluation) -> dict:
@@ -125,6 +135,9 @@ def _header(ev: Evaluation, md: bool) -> list[str]:
               if is_dense(m) and "encoder" in e]
     if models and "runs" not in i:  # which model each dense method is, side by side
         lines.append("dense models: " + ", ".join(models))
+    if i.get("per_doc"):  # busca eval --per-doc: figures not comparable with a window run's
+        lines.append("relevance judged per document (--per-doc): each document ranked at its"
+                     " best window, relevant if one of its windows holds the answer")
     if "fusion" in i:  # busca eval --weights / --fusion
         lines.append(_fusion_line(i["fusion"]))
     if "filter" in i:  # busca eval --filter

@@ -3,11 +3,15 @@
 `save_run(path, …)` writes `path` (JSON, format "busca-run" version 1) and, beside it,
 `<stem>.trec` (TREC run: `qid Q0 item rank score tag`; items are `url#position` chunks or
 document URLs) and `<stem>.qrels` (TREC qrels of the judged relevant items), readable by
-trec_eval or ranx. A run names its corpus by a fingerprint of the documents' URLs and texts.
+trec_eval or ranx. A `path` named like those (run.trec, run.qrels) means the same three
+files, the JSON as `<stem>.json`: no suffix is ever doubled. The folder must exist (but a
+home's runs/, which is made). A run names its corpus by a fingerprint of the documents'
+URLs and texts.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import re
@@ -19,6 +23,7 @@ from urllib.parse import quote
 import numpy as np
 
 from ...errors import BuscaError
+from ...index.home.documents import DB_NAME
 from ...index.home.storage import write_json
 from .golden import Golden
 from .judge import ChunkTable, Judgement
@@ -26,6 +31,8 @@ from .metrics import Outcome
 
 FORMAT = "busca-run"
 VERSION = 1
+TREC_SUFFIXES = (".trec", ".qrels")  # the files written beside the JSON run
+RUNS = "runs"  # a home's folder of saved runs, which busca serve's /eval lists
 
 
 class RunError(BuscaError, ValueError):
@@ -54,16 +61,19 @@ def save_run(path: str | Path, golden: Golden, outcomes: dict[str, list[Outcome]
              judged: Mapping[str, tuple[Judgement, ChunkTable]], *, corpus: dict,
              info: dict) -> list[Path]:
     """Write the JSON run, the TREC run and the TREC qrels (one per chunker when several);
-    returns the paths written."""
+    returns the paths written. RunError when one would be the golden set's file;
+    FileNotFoundError when the folder does not exist."""
     path = Path(path)
+    files = run_files(path)
+    _spare_golden(path, files, golden)
+    folder_for(path)
     data = {"format": FORMAT, "version": VERSION, **info, "golden": golden.path,
             "corpus": corpus,
             "questions": [{"id": q.id, "question": q.text, "answerable": q.answerable}
                           for q in golden.questions],
             "systems": {s: [_outcome_json(o) for o in out] for s, out in outcomes.items()}}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_json(path, data)
-    written = [path, beside(path, ".trec")]
+    write_json(files[0], data)
+    written = files[:2]
     written[1].write_text("".join(_trec_lines(outcomes)), encoding="utf-8")
     for label, (judgement, table) in judged.items():
         suffix = ".qrels" if len(judged) == 1 else f".{_safe(label)}.qrels"
@@ -72,13 +82,58 @@ def save_run(path: str | Path, golden: Golden, outcomes: dict[str, list[Outcome]
     return written
 
 
+def run_files(path: str | Path) -> list[Path]:
+    """The JSON run, TREC run and qrels that `save_run(path, …)` writes (one chunker)."""
+    return [run_json(path), beside(path, ".trec"), beside(path, ".qrels")]
+
+
+def run_json(path: str | Path) -> Path:
+    """Where the JSON run given as `path` goes: `path`, or `<stem>.json` when `path` is
+    named like its TREC run or qrels (run.trec: run.json beside run.trec and run.qrels)."""
+    path = Path(path)
+    return path.with_suffix(".json") if path.suffix.lower() in TREC_SUFFIXES else path
+
+
 def beside(path: str | Path, suffix: str) -> Path:
     """The file written beside the run `path` with `suffix` (.trec, .qrels): its suffix
-    replaced, or `suffix` added when the run's own suffix is that one (a run named run.trec
-    keeps its JSON, the TREC run goes to run.trec.trec)."""
+    replaced, never added to it (run.trec's TREC run is run.trec itself, not run.trec.trec;
+    its JSON goes to run.json, see `run_json`)."""
+    return Path(path).with_suffix(suffix)
+
+
+def require_folder(path: str | Path) -> Path:
+    """`path`, a file or folder busca eval is about to write; FileNotFoundError (the line
+    busca misses --golden says) when the folder it goes in does not exist: an output never
+    creates folders, where a slip in its path would make them anywhere — but a local home's
+    runs/ folder, where busca serve's /eval lists runs (`folder_for` makes it)."""
     path = Path(path)
-    swapped = path.with_suffix(suffix)
-    return swapped if swapped != path else path.with_name(path.name + suffix)
+    if not (path.parent.is_dir() or _home_runs(path.parent)):
+        what = "is a file, not a folder" if path.parent.exists() else "does not exist"
+        raise FileNotFoundError(errno.ENOENT, f"the folder {path.parent} {what}", str(path))
+    return path
+
+
+def folder_for(path: str | Path) -> Path:
+    """`path` if `require_folder` allows it, its folder made when it is a home's runs/."""
+    path = require_folder(path)
+    path.parent.mkdir(exist_ok=True)
+    return path
+
+
+def _home_runs(folder: Path) -> bool:
+    """Whether `folder` is the runs/ folder of a local home (one holding busca.db)."""
+    return folder.name == RUNS and (folder.parent / DB_NAME).is_file()
+
+
+def _spare_golden(path: Path, files: list[Path], golden: Golden) -> None:
+    """RunError when a file of the run `path` would overwrite the golden set's file (or an
+    existing file of its BEIR folder)."""
+    source = Path(golden.path).resolve()
+    for file in files:
+        written = file.resolve()
+        if written.is_relative_to(source) and (written == source or written.exists()):
+            raise RunError(f"the run {path} would overwrite the golden set {golden.path} with"
+                           f" {file.name}: choose another name for --run-out")
 
 
 def _safe(name: str) -> str:
@@ -136,6 +191,9 @@ def load_run(path: str | Path) -> SavedRun:
     except FileNotFoundError:
         raise RunError(f"{path}: no such run file (write one with --run-out)") from None
     except json.JSONDecodeError as e:
+        if path.suffix.lower() in TREC_SUFFIXES:
+            raise RunError(f"{path}: a TREC file, not a busca run: give the JSON run saved"
+                           f" beside it, {run_json(path)}") from None
         raise RunError(f"{path}:{e.lineno}:{e.colno}: invalid JSON ({e.msg})") from None
     except (OSError, UnicodeDecodeError) as e:
         raise RunError(f"{path}: cannot read it ({e})") from None

@@ -35,11 +35,16 @@ def test_eval_outputs_never_overwrite_the_golden_set(run, lexical, tmp_path):
         assert result.exit_code == 2, result.output
         assert "would overwrite the golden set" in result.stderr
     assert lexical.read_bytes() == before == qrels_named.read_bytes()
-    # a run named like its TREC file keeps its JSON: the TREC run goes beside it
+    # a run named like its TREC file: its JSON goes to run.json, no suffix doubled ...
     result = run("eval", str(lexical), "-q", "--run-out", str(tmp_path / "run.trec"))
     assert result.exit_code == 0, result.output
-    assert json.loads((tmp_path / "run.trec").read_text())["systems"]
-    assert (tmp_path / "run.trec.trec").read_text().startswith("l1 Q0 ")
+    assert json.loads((tmp_path / "run.json").read_text())["systems"]
+    assert (tmp_path / "run.trec").read_text().startswith("l1 Q0 ")
+    assert not (tmp_path / "run.trec.trec").exists()
+    # ... and so never over the golden set golden.json
+    result = run("eval", str(lexical), "-q", "--run-out", str(lexical.with_suffix(".trec")))
+    assert result.exit_code == 2 and "would overwrite the golden set" in result.stderr
+    assert lexical.read_bytes() == before
 
 
 def test_a_pager_that_cannot_be_parsed_prints_the_text(monkeypatch, capsys):

@@ -154,8 +154,8 @@ def test_a_huge_k_is_one_line_in_the_cli_and_the_shell(run, lexical, home):  # n
     """k of 2**66 was an OverflowError traceback when the query log stored it; the shell
     took :k of that size and died at the next question."""
     result = run("search", "prazo do estorno", "-k", "99999999999999999999")
-    assert result.exit_code == 1 and "k must be a whole number from 1 to 1,000,000,000" in \
-        result.stderr and "Traceback" not in result.output
+    assert result.exit_code == 2 and "Invalid value for '-k': 99999999999999999999 is larger" \
+        " than 1,000,000,000" in result.stderr and "Traceback" not in result.output
     shell = run("shell", input=":k 99999999999999999999\nprazo do estorno\n")
     assert ":k takes a whole number from 1 to 1,000,000,000" in shell.output
     assert "Reembolso" in shell.output and "Traceback" not in shell.output

@@ -117,3 +117,18 @@ def test_wilson_intervals():
     assert wilson(10, 10).low == pytest.approx(0.7225, abs=1e-4)
     assert wilson(10, 10).high == pytest.approx(1.0)
     assert wilson(0, 10).low == 0.0 and wilson(0, 0).n == 0
+
+
+@pytest.mark.parametrize("pos, neg, lacking, not_named", [
+    ([], [unanswerable(0.5)], "no answerable question: add answerable ones", "unanswerable ones"),
+    ([answerable(0.5)], [], 'no unanswerable question: add unanswerable ones (with "trecho":'
+     " null", "add answerable"),
+    ([], [], "no answerable and no unanswerable question", None),
+])
+def test_calibration_names_the_kind_of_question_the_set_lacks(pos, neg, lacking, not_named):
+    """A set of only unanswerable questions was told to add unanswerable ones
+    ('"trecho": null'): the message names the kind missing and how to add it."""
+    with pytest.raises(FloorError) as e:
+        calibrate(pos, neg)
+    assert lacking in str(e.value) and "\n" not in str(e.value)
+    assert not_named is None or not_named not in str(e.value)

@@ -123,3 +123,18 @@ def test_beir_query_fields_become_tags(tmp_path):
     q1, q2 = load_golden(tmp_path).questions
     assert q1.tags == {"tipo": "parafrase", "n": "2"}
     assert q2.tags == {"tipo": "lexical"}
+
+
+def test_a_split_other_than_the_default_is_refused_for_a_file(tmp_path):
+    """--split chooses a BEIR folder's qrels: on a JSON or JSONL file it was ignored."""
+    for name in ("golden.json", "golden.jsonl"):
+        path = write(tmp_path, json.dumps(SEED[0]) if name.endswith("l") else SEED, name)
+        with pytest.raises(GoldenError, match=f"{name}: --split dev chooses a BEIR folder's"
+                                              " qrels.*leave --split out"):
+            load_golden(path, split="dev")
+        assert load_golden(path).questions == load_golden(path, split="test").questions
+    (tmp_path / "qrels").mkdir()
+    write(tmp_path, '{"_id": "q1", "text": "a"}\n', "queries.jsonl")
+    write(tmp_path, "q1\td1\t1\n", "qrels/dev.tsv")
+    write(tmp_path, "q1\td2\t1\n", "qrels/train.tsv")
+    assert load_golden(tmp_path, split="dev").questions[0].qrels == {"d1": 1}

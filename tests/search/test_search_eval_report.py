@@ -1,9 +1,11 @@
 """The eval report (search/eval/report.py): text from the golden set — ids, questions, tag
 values — stays inside its table cell, in Markdown and on the terminal."""
 
+import pytest
+
 from busca.search.eval.golden import Golden, Question
 from busca.search.eval.metrics import Outcome, default_metrics
-from busca.search.eval.report import render_markdown, render_text
+from busca.search.eval.report import render_markdown, render_text, write_markdown
 from busca.search.eval.summary import summarize
 
 
@@ -48,3 +50,36 @@ def test_terminal_table_prints_each_question_on_one_line():
     assert any(line.split()[:3] == ["c", "d", "1"] for line in lines)  # tag value "c\nd"
     assert not any(line.startswith("d ") for line in lines)
     assert "  fixed: m2: cão carteiro" in lines
+
+
+def test_the_header_says_when_relevance_was_judged_per_document():
+    """--per-doc (r@1 0.590 against 0.372 on the handbook) showed only in --json."""
+    per_doc = summarize(EV.golden, EV.outcomes, default_metrics(), info={"per_doc": True})
+    windows = summarize(EV.golden, EV.outcomes, default_metrics(), info={"per_doc": False})
+    said = "relevance judged per document (--per-doc)"
+    for render in (render_text, render_markdown):
+        header = render(per_doc).split("\n\n")[0 if render is render_text else 1]
+        assert said in header, header
+        assert said not in render(windows) and said not in render(EV)
+    assert any(line.startswith(f"- {said}: each document ranked at its best window")
+               for line in render_markdown(per_doc).splitlines())
+
+
+def test_a_report_is_never_written_into_a_folder_that_does_not_exist(tmp_path):
+    """--report /nonexistent/r.md made the folder; busca misses --golden refuses."""
+    with pytest.raises(FileNotFoundError) as e:
+        write_markdown(EV, tmp_path / "nope" / "r.md")
+    assert e.value.strerror == f"the folder {tmp_path / 'nope'} does not exist"
+    assert list(tmp_path.iterdir()) == []
+    written = write_markdown(EV, tmp_path / "r.md")
+    assert written.read_text(encoding="utf-8") == render_markdown(EV)
+
+
+def test_charts_are_never_drawn_into_a_folder_made_in_one_that_does_not_exist(tmp_path):
+    pytest.importorskip("matplotlib")
+    from busca.search.eval.plots import write_plots
+
+    with pytest.raises(FileNotFoundError, match="the folder .*nope does not exist"):
+        write_plots(EV, tmp_path / "nope" / "charts")
+    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in write_plots(EV, tmp_path / "charts")] == ["recall_at_k.png"]

@@ -1,9 +1,12 @@
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from busca.crawler.store import Document
 from busca.search.eval.judge import chunk_documents, judge, rank_questions
 from busca.search.eval.golden import Golden, Question
+from busca.search.eval import runs
 from busca.search.eval.metrics import ndcg
 from busca.search.eval.runs import RunError, align, fingerprint, load_run, run_pairs, save_run
 
@@ -93,3 +96,68 @@ def test_equal_scores_are_written_apart_in_busca_order(tmp_path):
         if o.question_id in got:
             assert got[o.question_id]["ndcg_cut_10"] == pytest.approx(ndcg(o, 10))
             assert got[o.question_id]["recip_rank"] == pytest.approx(1 / o.first_rank)
+
+
+@pytest.mark.parametrize("name, names", [
+    ("r.trec", ["r.json", "r.trec", "r.qrels"]), ("r.qrels", ["r.json", "r.trec", "r.qrels"]),
+    ("r.TREC", ["r.json", "r.trec", "r.qrels"]), ("r", ["r", "r.trec", "r.qrels"]),
+])
+def test_a_run_named_like_its_trec_files_never_doubles_a_suffix(tmp_path, name, names):
+    """--run-out r2.trec wrote the JSON run to r2.trec and the TREC run to r2.trec.trec."""
+    paths, outcomes = make_run(tmp_path, name)
+    assert [p.name for p in paths] == names
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names)
+    assert load_run(paths[0]).outcomes["tfidf"]["q1"] == outcomes["tfidf"][0]
+    assert paths[1].read_text().startswith("q1 Q0 ")
+    assert paths[2].read_text().startswith("q1 0 ")
+    assert runs.run_files(tmp_path / name) == paths
+
+
+def test_a_trec_file_given_as_a_run_names_the_json_run_beside_it(tmp_path):
+    paths, _ = make_run(tmp_path, "r.trec")
+    with pytest.raises(RunError, match=r"r.trec: a TREC file, not a busca run: give the JSON"
+                                       r" run saved beside it, .*r\.json$"):
+        load_run(paths[1])
+
+
+def test_a_run_is_never_written_into_a_folder_that_does_not_exist(tmp_path):
+    """--run-out /nonexistent/r.json made the folders (as root, anywhere): like busca misses
+    --golden, it says the folder does not exist and writes nothing."""
+    with pytest.raises(FileNotFoundError) as e:
+        make_run(tmp_path, "nope/deeper/r.json")
+    assert e.value.filename == str(tmp_path / "nope/deeper/r.json")
+    assert e.value.strerror == f"the folder {tmp_path / 'nope/deeper'} does not exist"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_named_like_the_golden_sets_trec_file_spares_the_golden_set(tmp_path):
+    """The JSON run of --run-out g.trec goes to g.json: never over the golden set g.json."""
+    source = tmp_path / "g.json"
+    source.write_text("[]", encoding="utf-8")
+    golden = replace(GOLDEN, path=str(source))
+    table, _ = chunk_documents(DOCS, {"kind": "words", "size": 4, "overlap": 1})
+    judgement = judge(golden, table)
+    n = len(table.urls)
+    outcomes = rank_questions(judgement, table, {"tfidf": lambda q: (np.arange(n), np.ones(n))})
+    with pytest.raises(RunError, match=r"the run .*g\.trec would overwrite the golden set .*g\.json with g\.json"):
+        save_run(tmp_path / "g.trec", golden, outcomes, {table.label: (judgement, table)},
+                 corpus={}, info={})
+    assert [p.name for p in tmp_path.iterdir()] == ["g.json"]
+    assert source.read_text(encoding="utf-8") == "[]"
+
+
+def test_a_homes_runs_folder_is_made_and_no_other(tmp_path):
+    """busca serve's /eval lists HOME/runs: a run saved there makes it, as before; a runs/
+    folder of a folder that is no home is not made."""
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "busca.db").write_bytes(b"")
+    paths, _ = make_run(tmp_path, "home/runs/a.json")
+    assert sorted(p.name for p in (tmp_path / "home" / "runs").iterdir()) == [
+        "a.json", "a.qrels", "a.trec"]
+    assert paths[0] == tmp_path / "home" / "runs" / "a.json" and load_run(paths[0])
+    with pytest.raises(FileNotFoundError, match="the folder .*elsewhere/runs does not exist"):
+        make_run(tmp_path, "elsewhere/runs/a.json")
+    assert not (tmp_path / "elsewhere").exists()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(FileNotFoundError, match="the folder .*file is a file, not a folder"):
+        make_run(tmp_path, "file/a.json")
