@@ -34,6 +34,16 @@ class UnknownMethod(BuscaError, ValueError):
     """A method busca cannot build, or that an index was not built with."""
 
 
+def not_in_index(method: str, have: Sequence[str]) -> UnknownMethod:
+    """The error for `method` asked of an index built with the methods `have`, and the fix
+    (`busca search`'s default, tfidf, is one an index built with --methods bm25 lacks)."""
+    if not have:
+        return UnknownMethod(f"this index has no method {method!r}; it has none")
+    return UnknownMethod(f"this index has no method {method!r}; it has: {', '.join(have)} —"
+                         f" ask for one of those (--method {have[0]}), or build {method} with"
+                         " busca index")
+
+
 @dataclass(frozen=True)
 class Method:
     """How one method is built (`build(texts, out, *, options, previous, on_progress)`, or

@@ -9,7 +9,8 @@ from dataclasses import replace
 
 from ..index.dense.dense_models import COORD, HYBRID, LIFT, is_hybrid, model_of, resolve
 from ..index.lexical.lexical import top_k
-from ..index.methods import HYBRID3, SPARSE, UnknownMethod, method_spec, stored_methods
+from ..index.methods import (HYBRID3, SPARSE, method_spec, not_in_index,
+                             stored_methods)
 from ..index.text.analyzers import as_asked
 from .coverage import lexicon_of
 from .fusion import (FusionSettings, HybridScorer, components, describe, describe_lift, liftable,
@@ -47,8 +48,7 @@ def scorer(index, method: str, fusion: FusionSettings | None = None):
     if spec is None or spec.kind != "fused":
         return index.ranker(method)
     if method not in available_methods(index):
-        have = ", ".join(available_methods(index)) or "none"
-        raise UnknownMethod(f"this index has no method {method!r}; it has: {have}")
+        raise not_in_index(method, available_methods(index))
     settings = fusion if fusion is not None else stored_settings(index.manifest.entry(HYBRID))
     dense = _dense_of(method)
     weights = components(_resolved(index, settings), _parts(index), dense,

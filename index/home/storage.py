@@ -41,7 +41,7 @@ from .documents import Store, guard, read_only_error
 from ..text.chunks import ChunkRow, ChunkTable, drop_legacy, write_chunks
 from ..text.counting import LazyTerms
 from .manifest import FORMAT_VERSION, READS, Manifest
-from ..methods import UnknownMethod, method_spec, stored_methods
+from ..methods import method_spec, not_in_index, stored_methods
 from .queries import append_query, create_queries, read_queries
 from .vocabulary import Vocabulary
 
@@ -144,8 +144,7 @@ class Index:
         if method not in self._rankers:
             spec = method_spec(method)
             if method not in self.methods or spec is None or spec.ranker is None:
-                have = ", ".join(stored_methods(self.methods)) or "none"
-                raise UnknownMethod(f"this index has no method {method!r}; it has: {have}")
+                raise not_in_index(method, stored_methods(self.methods))
             given = {"encoder": encoder} if encoder is not None and spec.kind == "dense" else {}
             self._rankers[method] = spec.ranker(self, method, **given)
         return self._rankers[method]

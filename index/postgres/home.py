@@ -33,7 +33,7 @@ from ..dense.encoders import THREADS, get_encoder
 from ..home.manifest import Manifest
 from ..home.vocabulary import Vocabulary
 from ..dense.dense_models import array_key, server_settings
-from ..methods import UnknownMethod, method_spec, stored_methods
+from ..methods import method_spec, not_in_index, stored_methods
 from .build import PostgresBuildWriter
 from .conn import (ANSWER_WAIT, Connections, Guarded, GuardedWriter, PostgresMissingTable,
                    PostgresUnavailable, access, check_writable)
@@ -398,8 +398,7 @@ class PostgresBuild:
         if method not in self._rankers:
             spec = method_spec(method)
             if method not in self.methods or spec is None or spec.ranker is None:
-                have = ", ".join(stored_methods(self.methods)) or "none"
-                raise UnknownMethod(f"this index has no method {method!r}; it has: {have}")
+                raise not_in_index(method, stored_methods(self.methods))
             self._rankers[method] = self._make_ranker(method, spec.kind, encoder)
         return self._rankers[method]
 

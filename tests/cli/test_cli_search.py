@@ -41,6 +41,17 @@ def damage(db: Path) -> None:
 # --- item 4: a damaged store ---------------------------------------------------------------
 
 
+def test_the_default_method_missing_from_the_index_names_the_fix(indexed, run):
+    """An index built with --methods bm25 lacks search's default, tfidf: the line names the
+    option that asks for what it has (it named the methods only)."""
+    assert run("index", "-q", "--methods", "bm25").exit_code == 0
+    result = run("search", QUESTION)
+    assert result.exit_code == 1 and result.stderr == (
+        "Error: this index has no method 'tfidf'; it has: bm25 — ask for one of those"
+        " (--method bm25), or build tfidf with busca index\n")
+    assert run("search", QUESTION, "--method", "bm25").exit_code == 0
+
+
 def test_a_damaged_store_is_one_line_naming_the_fix_in_search_and_index(indexed, home):
     damage(home / "busca.db")
     for args in (("search", QUESTION), ("context", QUESTION), ("index",)):
