@@ -183,8 +183,10 @@ class Session:
         if self.as_json:
             note = {"note": result.note} if result.refused else {}
             filters = {"filters": [str(f) for f in s.filters]} if s.filters else {}
+            reranked = {"rerank": result.rerank} if result.rerank else {}
             self.echo(json.dumps({"question": question, "method": s.method, "k": s.k,
                                   "per_doc": spec.per_doc, "floor": floor, **filters,
+                                  **reranked,
                                   "seconds": round(seconds, 4),
                                   "hits": [h.to_json() for h in shown], **note},
                                  ensure_ascii=False))

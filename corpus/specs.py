@@ -265,9 +265,11 @@ class Result:
         return found if note == found.why_nothing() else replace(found, note=note)
 
     def lines(self) -> list[dict]:
-        """`busca search --json`: one object per hit (hybrid's settings on each)."""
-        fused = {"fusion": self.fusion} if self.fusion else {}
-        return [{**h.to_json(), **fused} for h in self.hits]
+        """`busca search --json`: one object per hit (hybrid's settings on each, and the
+        re-ranker whose scores they carry)."""
+        extra = ({"fusion": self.fusion} if self.fusion else {}) | (
+            {"rerank": self.rerank} if self.rerank else {})
+        return [{**h.to_json(), **extra} for h in self.hits]
 
 
 def _without_method(hit: dict) -> dict:

@@ -230,9 +230,6 @@ async def _json_object(request: Request, *, empty_ok: bool = False) -> dict:
         huge: list[_Huge] = []
         data = json.loads(raw, parse_int=lambda text: _integer(text, huge),
                           object_pairs_hook=_unique_keys)
-    except _RepeatedKey as e:
-        raise BadParameter(f"the key {str(e)[:40]!r} is given twice in the body: give each"
-                           " field once") from None
     except (ValueError, UnicodeDecodeError) as e:
         raise BadParameter(f"the body is not valid JSON ({e})") from None
     except RecursionError:  # json's parser recurses once per level of nesting
@@ -249,10 +246,6 @@ async def _json_object(request: Request, *, empty_ok: bool = False) -> dict:
     return data
 
 
-class _RepeatedKey(ValueError):
-    pass
-
-
 def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
     """A JSON object whose keys are all different (json.loads keeps a repeated key's last
     value silently, where a repeated query parameter is refused)."""
@@ -260,7 +253,8 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
     if len(data) < len(pairs):
         seen: set[str] = set()
         repeated = next(k for k, _ in pairs if k in seen or seen.add(k))
-        raise _RepeatedKey(repeated)
+        raise BadParameter(f"the key {repeated[:40]!r} is given twice in the body: give each"
+                           " field once")
     return data
 
 

@@ -74,6 +74,9 @@ def test_search_reranks_the_top_n_of_the_method(lexical_home):
     assert [h["chunk_id"] for h in hits] == [h["chunk_id"] for h in expected]
     assert [h["score"] for h in hits] == [relevance(QUESTION, h["text"]) for h in expected]
     assert [h["rank"] for h in hits] == [1, 2, 3]
+    # each line names the re-ranker whose scores it carries (they read as bm25's before)
+    assert {h.get("rerank") for h in hits} == {"tei:bge-reranker"}
+    assert all("rerank" not in h for h in candidates)
 
 
 def test_the_python_api_and_rerank_top(lexical_home):
@@ -146,6 +149,7 @@ def test_context_compare_and_shell_rerank(lexical_home):
     assert list(columns) == ["bm25", "bm25+rerank"] and len(columns["bm25+rerank"]) == 3
     assert shell.exit_code == 0, shell.output
     answer = json.loads(shell.stdout.splitlines()[0])
+    assert answer["rerank"] == "tei:m"
     scores = [h["score"] for h in answer["hits"]]
     assert scores == [relevance(QUESTION, h["text"]) for h in answer["hits"]]
 
