@@ -171,6 +171,8 @@ def parse_location(url: str) -> tuple[str, str]:
     params = parse_qsl(parts.query, keep_blank_values=True)
     corpus = DEFAULT_CORPUS
     kept = []
+    if [key for key, _ in params].count("corpus") > 1:
+        raise PostgresError("?corpus= is given twice in the home URL: give one corpus")
     for key, value in params:
         if key == "corpus":
             corpus = value
@@ -178,7 +180,8 @@ def parse_location(url: str) -> tuple[str, str]:
             kept.append((key, value))
     if not _NAME.match(corpus):
         raise PostgresError(f"bad corpus name {corpus!r} in the home URL: use lowercase letters,"
-                            " digits and _ (at most 40), e.g. ?corpus=blog")
+                            " digits and _, starting with a letter or _ (at most 40), e.g."
+                            " ?corpus=blog")
     if RESERVED.match(corpus):
         raise PostgresError(f"bad corpus name {corpus!r} in the home URL: pg_* and"
                             " information_schema are PostgreSQL's own schemas — use another"
@@ -318,6 +321,7 @@ def create_base(conn, schema: str, partitions: int = 0) -> None:
     s = quoted(schema)
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"busca:{schema}",))
+        _refuse_foreign(conn, schema)
         conn.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
         conn.execute(BASE_TABLES.format(s=s))
         if conn.execute("SELECT to_regclass(%s) IS NULL", (f"{s}.documents",)).fetchone()[0]:
@@ -327,6 +331,24 @@ def create_base(conn, schema: str, partitions: int = 0) -> None:
         conn.execute(f"INSERT INTO {s}.busca_meta (key, value) VALUES ('format_version', %s::jsonb)"
                      " ON CONFLICT (key) DO NOTHING", (str(FORMAT_VERSION),))
     check_format(conn, schema, builds=False)
+
+
+FOREIGN = """SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f') ORDER BY 1 LIMIT 6"""
+
+
+def _refuse_foreign(conn, schema: str) -> None:
+    """PostgresError when `schema` holds tables or views and no busca corpus: an
+    application's schema (busca would add its columns to a `documents` table of its own, then
+    fail on it); an empty or new schema becomes the corpus."""
+    if corpus_exists(conn, schema):
+        return
+    names = [row[0] for row in conn.execute(FOREIGN, (schema,)).fetchall()]
+    if names:
+        shown = ", ".join(names[:5]) + (" …" if len(names) > 5 else "")
+        raise PostgresError(f"the schema {schema!r} already holds tables that are not a busca"
+                            f" corpus ({shown}); busca keeps each corpus in a schema of its own"
+                            " — choose another ?corpus= name, e.g. ?corpus=busca")
 
 
 def has_meta(conn, schema: str) -> bool:

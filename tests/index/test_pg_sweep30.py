@@ -10,6 +10,7 @@ hand are one line naming the fix, never a traceback nor fewer hits.
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -144,6 +145,35 @@ def test_dense_answers_every_question_whatever_k_and_ef_search(pg_home, fake):
 
 
 # --- 4. passwords ---------------------------------------------------------------------------
+def test_an_applications_schema_is_refused_and_left_as_it_was(pg_home, tmp_path):
+    """?corpus= naming a schema of another application: one line, nothing written (busca
+    added a meta column and an index to its `documents`, then failed with a traceback on
+    every command)."""
+    import psycopg
+
+    base, schema = pg_home.split("?corpus=")
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+        conn.execute(f'CREATE TABLE "{schema}".documents (id serial primary key, body text)')
+        conn.execute(f"INSERT INTO \"{schema}\".documents (body) VALUES ('precious')")
+        before = conn.execute("SELECT column_name FROM information_schema.columns WHERE"
+                              " table_schema = %s ORDER BY 1", (schema,)).fetchall()
+    for args in (["add", ARTICLES], ["index"], ["stats"]):
+        done = invoke("--home", pg_home, *args)
+        assert done.exit_code == 1 and "Traceback" not in done.output, done.output
+        assert any(words in done.stderr for words in (
+            "already holds tables that are not a busca corpus (documents); busca keeps",
+            "no corpus", "nothing to index")), done.stderr
+    with psycopg.connect(base, autocommit=True) as conn:
+        after = conn.execute("SELECT column_name FROM information_schema.columns WHERE"
+                             " table_schema = %s ORDER BY 1", (schema,)).fetchall()
+        tables = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = %s",
+                              (schema,)).fetchone()[0]
+        assert conn.execute(f'SELECT body FROM "{schema}".documents').fetchall() == [
+            ("precious",)]
+    assert after == before and tables == 1
+
+
 def test_redact_hides_every_password_of_a_url():
     from busca.index.postgres.schema import redact
 
@@ -241,10 +271,17 @@ def test_the_urls_connect_timeout_is_honoured(pg_home):
     ("answer_wait=-1", "answer_wait=-1 in the home URL must not be negative"),
     ("corpus=pg_blog", "bad corpus name 'pg_blog'"),
     ("corpus=information_schema", "bad corpus name 'information_schema'"),
+    ("corpus=1blog", "bad corpus name '1blog' in the home URL: use lowercase letters, digits"
+                     " and _, starting with a letter or _"),
+    ("corpus=t_other&corpus=t_more", "?corpus= is given twice in the home URL"),
 ])
 def test_bad_options_and_reserved_corpus_names_are_one_line(pg_home, option, expected):
+    if option.startswith("corpus="):  # instead of the home's own (given twice otherwise)
+        home = re.sub(r"corpus=t_[0-9a-f]+", option, pg_home)
+    else:
+        home = f"{pg_home}&{option}"
     for args in (["stats"], ["add", ARTICLES]):
-        assert expected in _one_line(invoke("--home", f"{pg_home}&{option}", *args))
+        assert expected in _one_line(invoke("--home", home, *args))
 
 
 def test_a_malformed_url_is_one_line_without_its_password():
