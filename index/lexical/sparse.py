@@ -89,7 +89,7 @@ def term_major(latents: list, n_latents: int):
 
 def _reuse(found: dict, hashes: np.ndarray, previous, version: str) -> int:
     """Add the latents of chunks unchanged since the previous build (same engine and head);
-    how many. A PostgreSQL build keeps its lists in posting rows only: nothing is reused."""
+    how many (a PostgreSQL build gives its lists from its posting rows)."""
     wanted = {h.tobytes() for h in hashes} - set(found)
     try:
         if not wanted or previous.manifest.methods[METHOD].get("version") != version:

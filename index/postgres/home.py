@@ -263,6 +263,9 @@ class PostgresHome(PostgresStore):
         return [dict(zip(QUERY_KEYS, r)) for r in rows]
 
 
+LISTED = ("indices", "counts", "scores")  # a lexical method's arrays kept as posting rows
+
+
 class PostgresBuild:
     """A published build: its manifest, chunk rows, method data and rankers."""
 
@@ -355,9 +358,14 @@ class PostgresBuild:
         return Vocabulary.of(self.terms(method))
 
     def array(self, method: str, name: str) -> np.ndarray:
-        """A method array as the local build stores it (vectors come from pgvector)."""
+        """A method array as the local build stores it (vectors come from pgvector, a
+        lexical method's chunk ids and values from its posting rows: a rebuild reuses the
+        sparse latents of unchanged chunks, as on a local home)."""
         if name == "vectors":
             return self._vectors(method)
+        if name in LISTED and self.has_array(method, "dtype"):
+            _, ids, values = self._lists(method).every()
+            return ids if name == "indices" else values
         rows = self._fetch(f"SELECT data FROM {self.table('arrays')} WHERE name = %s",
                            (f"{method}.{name}",))
         if not rows:

@@ -78,6 +78,18 @@ class PostingLists:
         return out
 
 
+    def every(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The whole method, term-major as a local build stores it: (indptr over term ids,
+        chunk ids, values); read at once, not through the cache (a rebuild's reuse)."""
+        rows = self.fetch(f"SELECT {COLUMNS} FROM {self.table} ORDER BY term_id", ())
+        lists = [self._term_list(row) for _term, *row in rows]
+        indptr = np.zeros(len(lists) + 1, dtype=np.int64)
+        np.cumsum([t.ids.size for t in lists], out=indptr[1:])
+        ids = np.concatenate([t.ids for t in lists]) if lists else np.empty(0, np.int32)
+        values = (np.concatenate([t.vals for t in lists]) if lists
+                  else np.empty(0, self.dtype))
+        return indptr, ids, values
+
     def _term_list(self, row) -> TermList:
         """A row (term_id, bound, idf, ids, vals) as a TermList; the damaged-build error
         when it is not what busca wrote (a column changed by hand)."""

@@ -244,11 +244,12 @@ def test_sparse_gives_the_same_top_10_on_both_backends(encoder, pg_home, tmp_pat
     with open_home(local) as home:  # the bonus ran (search/fusion.py `coordinated`)
         best = int(home.current().ranker("bm25").top(QUESTIONS[0], 1)[0][0])
         assert lexicon_of(home.current()).coverage(QUESTIONS[0], best) > COORD_FROM
-    _busca(local, "index", "--methods", "bm25,sparse")  # keeps e5-small: nothing to encode
-    with open_home(local) as home:
-        build = home.current()
-        entry = build.manifest.methods["sparse"]
-        assert (entry["reused"], entry["encoded"]) == (build.manifest.chunks, 0)
+    for home in (local, pg_home):  # keeps e5-small: nothing to encode, on either backend
+        _busca(home, "index", "--methods", "bm25,sparse")  # (PostgreSQL encoded them all)
+        with open_home(home) as opened:
+            build = opened.current()
+            entry = build.manifest.methods["sparse"]
+            assert (entry["reused"], entry["encoded"]) == (build.manifest.chunks, 0), home
     assert _top10(local, "sparse", QUESTIONS[0]) == _top10(pg_home, "sparse", QUESTIONS[0])
 
 
