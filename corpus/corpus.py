@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import index as indexing
+from ..index.machine import user_cache
 from ..errors import BuscaError
 from ..search.context import Context
 from ..search.scorers import COMPARE_K
@@ -151,7 +152,7 @@ class Corpus:
         built = spec.build_options()
         if models:
             built.update(dense_models=models, servers=self.servers(models, entries),
-                         vector_cache=getattr(self.home, "home", None))
+                         vector_cache=self.vector_cache())
         if spec.titles is not None:
             built["titles"] = indexing.titled_methods(spec.titles, names, indexing.TITLES)
         size, overlap = indexing.window_for(self.home, spec.size, spec.overlap)
@@ -165,6 +166,21 @@ class Corpus:
             for note in _build_notes(before, unread, manifest):
                 on_note(note)
         return manifest
+
+    def vector_cache(self) -> Path | None:
+        """The folder of the vector cache of openai:MODEL encoders (an interrupted encode
+        resumes from it): a local home's own folder; for a PostgreSQL home, the user's cache
+        (`$XDG_CACHE_HOME/busca/vectors`: vectors by model and text hash, never a text);
+        None when there is none to write."""
+        local = getattr(self.home, "home", None)
+        if local is not None:
+            return local
+        folder = user_cache()
+        try:
+            (folder / "vectors").mkdir(parents=True, exist_ok=True)
+        except (OSError, TypeError):  # no cache folder (TypeError: None) or not writable
+            return None
+        return folder / "vectors"
 
     def servers(self, models, entries: dict) -> dict:
         """Model name -> ServerSettings of each openai:MODEL model: this corpus's embed

@@ -83,7 +83,7 @@ def _dense_options(corpus) -> dict:
     if not models:
         return {}
     return {"dense_models": models, "servers": corpus.servers(models, entries),
-            "vector_cache": getattr(corpus.home, "home", None)}
+            "vector_cache": corpus.vector_cache()}
 
 
 def _chunker_methods(corpus) -> list[str]:

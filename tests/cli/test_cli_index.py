@@ -37,6 +37,36 @@ def busca(home, *args, env=None):
                             stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.postgres
+def test_a_killed_encode_resumes_on_a_postgresql_home_too(pg_home, tmp_path, monkeypatch):
+    """The vector cache of a PostgreSQL home is the user's (it had none: a killed encode
+    sent every chunk again)."""
+    from click.testing import CliRunner
+
+    from busca.cli import cli
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    added = CliRunner().invoke(cli, ["--home", pg_home, "add",
+                                     str(write_jsonl(tmp_path / "docs.jsonl", DOCS))], obj={})
+    assert added.exit_code == 0, added.output
+    args = ["index", "-q", "--dense", "openai:fake-model", "--embed-batch", "2"]
+    with FaultyServer() as server:
+        server.faults = [("ok",), ("ok",), ("hold",)]
+        process = busca(pg_home, *args, "--embed-url", server.url,
+                        env={"XDG_CACHE_HOME": str(cache)})
+        assert server.held.wait(60), process.communicate()
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        server.release.set()
+        with VectorCache(cache / "busca" / "vectors") as kept:
+            assert kept.count() == 4
+        result = CliRunner().invoke(cli, ["--home", pg_home, *args, "--embed-url",
+                                          server.url], obj={})
+    assert result.exit_code == 0, result.output
+    assert "encoded 3 chunks" in result.stdout and "4 from the vector cache" in result.stdout
+
+
 def test_a_killed_encode_resumes_with_only_the_missing_chunks(added, home):
     with FaultyServer() as server:
         server.faults = [("ok",), ("ok",), ("hold",)]
