@@ -112,6 +112,7 @@ class ModelServerClient:
 
     what = "embedding server"  # in every message
     fix = "start it or fix --embed-url / BUSCA_EMBED_URL"
+    fix_url = "--embed-url http://HOST:PORT: busca adds /v1/embeddings"  # a 404's hint
     key_variable = "BUSCA_EMBED_KEY"
 
     def __init__(self, model: str, settings, url: str, *,
@@ -176,7 +177,12 @@ class ModelServerClient:
                               f" (HTTP {status}: {said}) — {fix}")
         if status == 404 or "model" in said.lower():
             served = self._served_models()
-            hint = f"it serves: {', '.join(served)}" if served else "check the model name"
+            if self.model in served:  # the model is there: the path asked for is not
+                return BadResponse(f"the {self.what} at {self.where} serves {self.model!r} but"
+                                   f" has no {self.url} (HTTP {status}: {said}) — check the"
+                                   f" URL: give the server's base URL ({self.fix_url})")
+            hint = (f"it serves: {', '.join(served)}" if served else "check the model name,"
+                    f" and the URL ({self.fix_url}): its model list could not be read either")
             return UnknownModel(f"the {self.what} at {self.where} does not serve model"
                                 f" {self.model!r} (HTTP {status}: {said}) — {hint}")
         return BadResponse(f"the {self.what} at {self.where} refused the request"

@@ -88,6 +88,8 @@ class RerankClient(ModelServerClient):
 
     what = "re-ranking server"
     fix = "start it or fix --rerank-url / BUSCA_RERANK_URL"
+    fix_url = ("--rerank-url http://HOST:PORT, and a --rerank KIND that is the server's: tei,"
+               " llamacpp or openai")
     key_variable = "BUSCA_RERANK_KEY"
 
     def __init__(self, settings: RerankSettings, *, session: requests.Session | None = None,
@@ -113,20 +115,43 @@ class RerankClient(ModelServerClient):
         try:
             items = answer if self.settings.kind == "tei" else answer["results"]
             found = {int(item["index"]): float(item[key]) for item in items}
-        except (KeyError, TypeError, ValueError, OverflowError) as e:
-            raise BadResponse(f"the re-ranking server at {self.where} answered something that"
-                              f" is not a {self.settings.kind} re-ranking"
-                              f" ({type(e).__name__}: {e}) — is --rerank's KIND right?") from None
+        except (KeyError, TypeError, ValueError, OverflowError):
+            raise BadResponse(f"the re-ranking server at {self.where} answered {_shape(answer)},"
+                              f" not a {self.settings.kind} re-ranking ({SHAPES[self.settings.kind]})"
+                              " — is --rerank's KIND right?") from None
         if sorted(found) != list(range(n)):
-            raise BadResponse(f"the re-ranking server at {self.where} scored passages"
-                              f" {_indexes(found)} of the {n} it was sent (0 to {n - 1}, each"
-                              " once) — is --rerank's KIND right?")
+            raise BadResponse(f"the re-ranking server at {self.where} {_mismatch(found, n)}"
+                              f" (it was sent {n}, 0 to {n - 1}, each to be scored once) — is"
+                              " --rerank's KIND right?")
         if not all(map(math.isfinite, found.values())):
             raise BadResponse(f"the re-ranking server at {self.where} gave a score that is"
                               " NaN or infinite — check the server's model")
         return [found[i] for i in range(n)]
 
 
-def _indexes(found: dict) -> str:
-    shown = sorted(found)[:6]
-    return ", ".join(map(str, shown)) + (", …" if len(found) > 6 else "") if found else "none"
+SHAPES = {"tei": 'a list of {"index", "score"}',
+          "llamacpp": '{"results": [{"index", "relevance_score"}, …]}',
+          "openai": '{"results": [{"index", "relevance_score"}, …]}'}
+
+
+def _shape(answer) -> str:
+    """What a JSON answer is, for a message: its type, and an object's (first item's) keys."""
+    if isinstance(answer, dict):
+        return f"an object with {_few(list(answer)) or 'no key'}"
+    if isinstance(answer, list):
+        first = _shape(answer[0]) if answer else ""
+        return f"a list of {len(answer)}" + (f", the first {first}" if first else "")
+    return f"a {type(answer).__name__}"
+
+
+def _mismatch(found: dict, n: int) -> str:
+    """Which passages an answer scored wrong: indexes beyond those sent, or none scored."""
+    outside = sorted(i for i in found if not 0 <= i < n)
+    missing = [i for i in range(n) if i not in found]
+    told = ([f"scored passage {_few(outside)}, beyond those it was sent"] if outside else []) + (
+        [f"scored no passage {_few(missing)}"] if missing else [])
+    return " and ".join(told)
+
+
+def _few(items: list) -> str:
+    return ", ".join(map(str, items[:6])) + (", …" if len(items) > 6 else "")

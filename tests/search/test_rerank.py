@@ -201,9 +201,13 @@ def test_serve_reranks_when_started_with_it(lexical_home):
 
 
 @pytest.mark.parametrize("answer, words", [
-    ([{"index": 0, "score": 10 ** 400}], "OverflowError"),  # a traceback before
-    ([{"index": 1e999, "score": 1.0}], "OverflowError"),
-    ([{"index": 5, "score": 1.0}], "scored passages 5 of the 1 it was sent (0 to 0"),
+    ([{"index": 0, "score": 10 ** 400}], "answered a list of 1, the first an object with index,"
+                                          ' score, not a tei re-ranking (a list of {"index",'),
+    ([{"index": 1e999, "score": 1.0}], "not a tei re-ranking"),  # a traceback before
+    (["a", "b"], "answered a list of 2, the first a str, not a tei re-ranking"),  # TypeError
+    ({"results": []}, "answered an object with results, not a tei re-ranking"),
+    ([{"index": 5, "score": 1.0}], "scored passage 5, beyond those it was sent and scored no"
+                                   " passage 0 (it was sent 1, 0 to 0"),
     ([{"index": 0, "score": float("nan")}], "a score that is NaN or infinite"),
 ])
 def test_a_reranking_answer_that_cannot_be_read_names_what_is_wrong(answer, words):
