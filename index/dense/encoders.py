@@ -26,7 +26,7 @@ from typing import Protocol
 import numpy as np
 
 from ...errors import BuscaError
-from .embedding_api import ServerSettings
+from .embedding_api import ServerSettings, endpoint
 from .openai_encoder import OpenAIEncoder
 
 log = logging.getLogger(__name__)
@@ -287,10 +287,13 @@ def check_installed(name: str) -> None:
 
 
 def check_server(name: str, server: ServerSettings | None) -> None:
-    """MissingServer if `name` is an openai:MODEL encoder without a server URL."""
+    """MissingServer if `name` is an openai:MODEL encoder without a server URL; the bad-URL
+    error when the URL cannot be one (before a build chunks and counts for nothing)."""
     if name.startswith(OPENAI_PREFIX) and (server is None or not server.url):
         raise MissingServer(f"{name} needs the URL of its OpenAI-compatible server: pass"
                             " --embed-url http://HOST:PORT or set BUSCA_EMBED_URL")
+    if name.startswith(OPENAI_PREFIX):
+        endpoint(server.url)
 
 
 def get_encoder(name: str, *, threads: int = THREADS, server: ServerSettings | None = None,

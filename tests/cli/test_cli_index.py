@@ -37,6 +37,14 @@ def busca(home, *args, env=None):
                             stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.parametrize("url", ["127.0.0.1:18799", "ftp://127.0.0.1:1", "http://"])
+def test_a_bad_embed_url_is_refused_before_any_work(added, home, url):
+    """It was refused after the documents were chunked and tfidf and bm25 built."""
+    result = added("index", "--dense", "openai:fake-model", "--embed-url", url)
+    assert result.exit_code == 1 and f"bad embedding server URL {url!r}" in result.stderr
+    assert "chunking" not in result.stderr and not (home / "CURRENT").exists()
+
+
 @pytest.mark.postgres
 def test_a_killed_encode_resumes_on_a_postgresql_home_too(pg_home, tmp_path, monkeypatch):
     """The vector cache of a PostgreSQL home is the user's (it had none: a killed encode
