@@ -249,10 +249,19 @@ def cli(ctx, home, verbose):
 
     Example: busca crawl https://example.com && busca index && busca search "pergunta"
     """
-    logging.basicConfig(level=logging.WARNING - 10 * min(verbose, 2), stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler(sys.stderr)  # `warning: …`, as the notes read; with -v
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s") if verbose
+                         else _Plain())  # which module said it, too
+    logging.basicConfig(level=logging.WARNING - 10 * min(verbose, 2), handlers=[handler])
     ctx.ensure_object(dict)
     ctx.obj.setdefault("home", home)
+
+
+class _Plain(logging.Formatter):
+    """A log line as the command's own notes read: `warning: the message`."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{record.levelname.lower()}: {record.getMessage()}"
 
 
 def groups_option(command):

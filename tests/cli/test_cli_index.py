@@ -45,6 +45,19 @@ def test_a_bad_embed_url_is_refused_before_any_work(added, home, url):
     assert "chunking" not in result.stderr and not (home / "CURRENT").exists()
 
 
+def test_a_warning_reads_as_the_commands_notes_unless_verbose(added, home):
+    """`warning: …` on stderr (it was `WARNING busca.index.dense.embedding_api: …`); -v adds
+    the level and the module that said it."""
+    with FaultyServer() as server:
+        url = server.url
+    for verbose, start in (([], "warning: embedding server "),
+                           (["-v"], "WARNING busca.index.dense.embedding_api: embedding")):
+        process = busca(home, *verbose, "index", "-q", "--dense", "openai:fake-model",
+                        "--embed-url", url)  # nothing listens there any more
+        _, err = process.communicate(timeout=120)
+        assert process.returncode == 1 and err.splitlines()[0].startswith(start), err
+
+
 @pytest.mark.postgres
 def test_a_killed_encode_resumes_on_a_postgresql_home_too(pg_home, tmp_path, monkeypatch):
     """The vector cache of a PostgreSQL home is the user's (it had none: a killed encode
