@@ -18,7 +18,8 @@ from .evaluate import Calibrated, EvalSpec, calibrate, evaluate_golden, tune_fus
 from .live import Live, LiveBuild
 from .stats import Stats, stats
 from .questions import compare_build, context_build, method_names, search_build
-from .specs import BadSpec, ContextSpec, IndexSpec, Result, SearchSpec, with_options
+from .specs import (BadSpec, ContextSpec, IndexSpec, Result, SearchSpec, UnknownOption,
+                    with_options)
 
 if TYPE_CHECKING:  # loaded only by the use cases that need them
     from ..crawler.events import CrawlReport
@@ -257,8 +258,8 @@ class Corpus:
         try:  # the options evaluate takes
             inspect.signature(self.evaluate).bind(golden, **options)
         except TypeError as e:
-            raise BadSpec(f"{e}: calibrate takes evaluate's options (methods, ks, key, by,"
-                          " on_progress)") from None
+            raise UnknownOption(f"{e}: calibrate takes evaluate's options (methods, ks, key,"
+                                " by, on_progress)") from None
         return self.store_calibration(self.evaluate(golden, **options)).floors
 
     def store_calibration(self, evaluated: Evaluation, *,

@@ -44,12 +44,12 @@ _DEFAULTS = {"fusion": FUSION, "window": WINDOW, "rrf_k": RRF_K, "weights": None
 
 
 def with_options(spec: T, options: Mapping[str, Any]) -> T:
-    """`spec` with `options` replaced (a Python caller's keyword arguments); BadSpec naming
-    the options it does not have, and those it has."""
+    """`spec` with `options` replaced (a Python caller's keyword arguments); UnknownOption
+    naming the options it does not have, and those it has."""
     names = [f.name for f in fields(spec)]
     if unknown := [name for name in options if name not in names]:
-        raise UnknownOption(f"unknown option {', '.join(map(repr, unknown))}: this call takes"
-                      f" {', '.join(names)}")
+        raise UnknownOption(f"unknown option {', '.join(map(repr, unknown))}: this call"
+                            f" takes {', '.join(names)}")
     return replace(spec, **options)
 
 
