@@ -214,23 +214,15 @@ class Session:
     def compare(self, arg: str = "") -> None:
         question = self._question(arg, ":compare")
         s = self.settings
-        methods = searching.default_methods(self.index)
         fusion = self.fusion or searching.FusionSettings(floors=self.settings.min_score is None)
-        result = searching.compare_methods(self.index, self.store, question, methods=methods,
-                                           k=s.k, per_doc=s.per_doc or 0, fusion=fusion,
-                                           rerank=api.reranker(s.rerank),
-                                           allowed=self._allowed())
+        result = api.compare_build(self.index, self.store, question, k=s.k,
+                                   per_doc=s.per_doc or 0, rerank=s.rerank, filters=s.filters,
+                                   fusion=fusion)
         if self.as_json:
             self.echo(json.dumps(searching.comparison_dict(result), ensure_ascii=False))
         else:
             analyzer = searching.highlight.analyzer_for(self.index.manifest.methods, "bm25")
             self.echo(display.compare_text(result, analyzer, self.style), nl=False)
-
-    def _allowed(self):
-        """The mask of the chunks the session's filters allow (None without filters)."""
-        if not self.settings.filters:
-            return None
-        return searching.allowed(self.index, self.store, self.settings.filters)
 
     def context(self, arg: str = "") -> None:
         question = self._question(arg, ":context")

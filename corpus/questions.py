@@ -163,9 +163,11 @@ def _log(home, spec: SearchSpec, command: str, question: str, hits, floor, start
 
 def compare_build(build, home, question: str, *, methods: Sequence[str] | None = None,
                   k: int = COMPARE_K, per_doc: int = 0, include: Sequence[int] = (),
-                  rerank: RerankSettings | None = None, filters: Sequence = ()) -> Comparison:
-    """The compare use case on one build: hybrid as `busca search` uses it by default;
-    `filters`: every method ranks only the chunks of the documents passing them."""
+                  rerank: RerankSettings | None = None, filters: Sequence = (),
+                  fusion: FusionSettings = HYBRID_AS_SEARCH) -> Comparison:
+    """The compare use case on one build: hybrid as `busca search` uses it by default
+    (`fusion`: as a session set it); `filters`: every method ranks only the chunks of the
+    documents passing them."""
     methods = method_names(methods)
     check_whole("k", k, 1)
     check_whole("per_doc", per_doc, 0)
@@ -177,7 +179,7 @@ def compare_build(build, home, question: str, *, methods: Sequence[str] | None =
     names = list(methods) if methods else searching.default_methods(build)
     return searching.compare_methods(build, home, asked(question), methods=names, k=k,
                                      per_doc=per_doc, include=list(include),
-                                     fusion=HYBRID_AS_SEARCH, rerank=reranker(rerank),
+                                     fusion=fusion, rerank=reranker(rerank),
                                      allowed=_allowed(build, home,
                                                       searching.parse_filters(filters)))
 
