@@ -300,15 +300,21 @@ def whole(request):
 def login(request):
     """GET /login: the browser's way in: 401 with an HTTP Basic challenge until it sends a
     known token as the password, then back to the page."""
-    from starlette.responses import JSONResponse, RedirectResponse
+    from starlette.responses import RedirectResponse
+
+    from .html import error_page
 
     access = getattr(request.app.state, "access", None)
     if access is not None:
+        challenge = {"WWW-Authenticate": 'Basic realm="busca", charset="UTF-8"'}
+        if presented(request.headers.get("authorization", "")) is None:
+            return error_page(401, "this server shows its documents to the tokens of its"
+                                   " --tokens file: sign in with one as the password (any user"
+                                   " name), or go back to / for the public ones", **challenge)
         try:
-            if presented(request.headers.get("authorization", "")) is None:
-                raise Unauthorized()
             access.rule(request.headers["authorization"])
-        except Unauthorized as e:
-            return JSONResponse({"error": str(e), "status": 401}, status_code=401, headers={
-                "WWW-Authenticate": 'Basic realm="busca", charset="UTF-8"'})
+        except Unauthorized:
+            return error_page(401, "unknown token: sign in with a token of this server's"
+                                   " --tokens file as the password (any user name)",
+                              **challenge)
     return RedirectResponse("/", status_code=303)

@@ -22,6 +22,7 @@ from . import access, api, assets, evalpage, pages
 from .engine import Engine
 from .errors import HttpError, body, status_of
 from .hosts import HostRule, host_rule
+from .html import error_page
 
 log = logging.getLogger(__name__)
 
@@ -44,14 +45,15 @@ def error_response(status: int, message: str, **extra) -> JSONResponse:
     return JSONResponse(body(status, message, **extra), status_code=status)
 
 
-def guarded(endpoint: Callable) -> Callable:
-    """The endpoint with every error turned into a JSON answer (500s logged, never shown)."""
+def guarded(endpoint: Callable, *, as_page: bool = False) -> Callable:
+    """The endpoint with every error turned into a JSON answer, or for a page (`as_page`)
+    an HTML page with the message (500s logged, never shown)."""
     def answer(request: Request, error: Exception) -> Response:
         status = status_of(error)
         if status is None:
             log.exception("internal error on %s %s", request.method, request.url.path)
-            return error_response(500, "internal error (details are in the server's log)")
-        return error_response(status, str(error))
+            status, error = 500, "internal error (details are in the server's log)"
+        return (error_page if as_page else error_response)(status, str(error))
 
     if inspect.iscoroutinefunction(endpoint):
         @functools.wraps(endpoint)
@@ -95,9 +97,9 @@ def create_app(engine: Engine, *, token: str | None = None, runs: Path | None = 
     request may read follows `tokens` (serve/access.py; None: everything); the Host headers
     it answers follow serve/hosts.py (`host`: the address it listens on)."""
     routes = [
-        Route("/", guarded(pages.home)),
-        Route("/login", guarded(access.login)),
-        Route("/eval", guarded(evalpage.eval_page)),
+        Route("/", guarded(pages.home, as_page=True)),
+        Route("/login", guarded(access.login, as_page=True)),
+        Route("/eval", guarded(evalpage.eval_page, as_page=True)),
         Route("/static/{name}", guarded(assets.asset)),
         Route("/healthz", guarded(api.healthz)),
         Route("/openapi.json", guarded(api.openapi_document)),

@@ -41,7 +41,11 @@ def eval_page(request: Request) -> HTMLResponse:
             raise
         return page("eval — busca", _picker(names, "") + notice(str(e)), active="eval",
                     status=status)
-    a, b = _pair(view, args.get("a"), args.get("b"))
+    try:
+        a, b = _pair(view, args.get("a"), args.get("b"))
+    except BadParameter as e:
+        return page("eval — busca", _picker(names, view.name) + notice(str(e)), active="eval",
+                    status=e.status)
     parts = [_picker(names, view.name), _info(view), _chart(view), _slices(view),
              _wins(view, a, b)]
     qid = args.get("q")
@@ -62,11 +66,17 @@ def _newest(folder, names: list[str]) -> RunView:
 
 
 def _pair(view: RunView, a: str | None, b: str | None) -> tuple[str, str]:
+    """The two methods compared: those asked (BadParameter naming the run's own when one is
+    not in it: it was replaced silently), else a lexical one and another."""
     systems = view.systems
+    for name, given in (("a", a), ("b", b)):
+        if given and given not in systems:
+            raise BadParameter(f"{name}={given[:60]!r} is not a method of the run {view.name}:"
+                               f" it has {', '.join(systems)} (pick the run with run=NAME)")
     lexical = next((s for s in systems if s in LEXICAL), systems[0])
     other = next((s for s in ("dense", "hybrid", "bm25") if s in systems and s != lexical),
                  systems[-1])
-    return (a if a in systems else lexical), (b if b in systems else other)
+    return a or lexical, b or other
 
 
 def _picker(names: list[str], current: str) -> str:

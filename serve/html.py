@@ -93,3 +93,11 @@ def table(headers: list[str], rows: list[list[str]], *, cls: str = "") -> str:
 
 def notice(message: str, kind: str = "error") -> str:
     return f'<p class="notice {esc(kind)}">{esc(message)}</p>'
+
+
+def error_page(status: int, message: str, **headers: str) -> HTMLResponse:
+    """A page's error as a page (a browser shows it; the JSON of the API would show raw)."""
+    answer = page(f"error {status} — busca", "<h1>busca</h1>" + notice(message),
+                  active="", status=status)
+    answer.headers.update(headers)
+    return answer

@@ -47,6 +47,7 @@ class Operation:
     media: tuple[str, ...] = ("application/json",)  # the success answer's content types
     pages: tuple[int, ...] = ()  # errors answered as an HTML page with the message
     success: int = 200
+    page: bool = False  # a page for people: every error of its own is a page (not JSON)
 
 
 def _ref(name: str) -> dict:
@@ -122,12 +123,12 @@ _DOCUMENTS = {"type": "object", "additionalProperties": False, "required": ["doc
 
 OPERATIONS = (
     Operation("/", "get", "The search page", HTML, query=params.PAGE, media=("text/html",),
-              pages=(400, 503)),
+              pages=(400, 503), page=True),
     Operation("/eval", "get", "The saved evaluation runs, side by side", HTML,
-              query=params.EVAL, statuses=(403,), media=("text/html",), pages=(400, 422)),
+              query=params.EVAL, media=("text/html",), pages=(400, 403, 422), page=True),
     Operation("/login", "get", "A browser's sign-in with --tokens: an HTTP Basic challenge"
-              " (a read token as the password), then back to /", None, statuses=(401,),
-              media=(), success=303),
+              " (a read token as the password), then back to /", None, pages=(401,),
+              media=(), success=303, page=True),
     Operation("/static/{name}", "get", "The page's script, style sheet and icon", HTML,
               statuses=(404,), media=tuple(dict.fromkeys(
                   kind.split(";")[0] for kind in ASSETS.values()))),
@@ -201,10 +202,14 @@ def _operation(op: Operation, tokens: bool = False) -> dict:
     elif read:  # a read token, or none (the public documents)
         out["security"] = [{"bearer": []}, {"basic": []}, {}]
     out["responses"] = {str(op.success): _success(op)}
-    as_json = set(op.statuses) | set(GUARD) | ({401} if read else set())
-    for status in sorted(as_json | set(op.pages)):
+    refused = {401} if read else set()  # an unknown token
+    if op.page:  # the Guard's refusals stay JSON, the page's own errors are pages
+        as_json, shown = set(op.statuses) | set(GUARD) - {500}, set(op.pages) | refused | {500}
+    else:
+        as_json, shown = set(op.statuses) | set(GUARD) | refused, set(op.pages)
+    for status in sorted(as_json | shown):
         out["responses"][str(status)] = _error(status, _error_schema(op, status),
-                                               json=status in as_json, page=status in op.pages)
+                                               json=status in as_json, page=status in shown)
     return out
 
 

@@ -77,6 +77,9 @@ def load(folder: Path, name: str) -> RunView:
 
 def _read(path: Path) -> RunView:
     run = eval_runs.load_run(path)
+    if not run.outcomes:  # nothing to chart or compare (the page failed with a 500)
+        raise eval_runs.RunError(f"{path.name}: the run holds no method's results — save it"
+                                 " again with busca eval GOLDEN --run-out")
     try:
         return _view(path, run)
     except (KeyError, TypeError, AttributeError, ValueError) as e:  # what load_run let by

@@ -67,7 +67,8 @@ def save_run(path: str | Path, golden: Golden, outcomes: dict[str, list[Outcome]
     files = run_files(path)
     _spare_golden(path, files, golden)
     folder_for(path)
-    data = {"format": FORMAT, "version": VERSION, **info, "golden": golden.path,
+    data = {"format": FORMAT, "version": VERSION, **info,
+            "golden": str(Path(golden.path).resolve()),  # busca serve's /eval reads its tags
             "corpus": corpus,
             "questions": [{"id": q.id, "question": q.text, "answerable": q.answerable}
                           for q in golden.questions],

@@ -342,3 +342,15 @@ def test_eval_page_lists_runs_and_refuses_a_damaged_one(served_home, tmp_path):
         assert "Traceback" not in broken.text
         assert get(s, "/eval", run="missing.json").status_code == 404
         assert "tipo = lexical" in get(s, "/eval").text  # the newest run that can be read
+        # a run without any method (it was a 500 for every visitor, the newest one too)
+        (runs / "zz-empty.json").write_text('{"format": "busca-run", "version": 1,'
+                                            ' "golden": "x", "systems": {}}', encoding="utf-8")
+        empty = get(s, "/eval", run="zz-empty.json")
+        assert empty.status_code == 422 and "holds no method&#x27;s results" in empty.text
+        assert empty.headers["content-type"].startswith("text/html")
+        assert "tipo = lexical" in get(s, "/eval").text
+        # a method the run lacks, or a run's name where a method goes: said, not replaced
+        for query, words in (({"a": "nomethod"}, "a=&#x27;nomethod&#x27; is not a method of the"),
+                             ({"b": "fixture.json"}, "b=&#x27;fixture.json&#x27; is not a")):
+            wrong = get(s, "/eval", run="fixture.json", **query)
+            assert wrong.status_code == 400 and words in wrong.text, wrong.text[-400:]

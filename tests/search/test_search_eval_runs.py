@@ -1,5 +1,7 @@
 from dataclasses import replace
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -33,6 +35,8 @@ def test_a_run_round_trips_with_trec_files(tmp_path):
     run = load_run(paths[0])
     assert run.outcomes["tfidf"]["q1"] == outcomes["tfidf"][0]
     assert run.corpus["documents"] == 2 and run.info["date"] == "hoje"
+    # the golden set as a whole path: busca serve, started elsewhere, reads its tags
+    assert run.info["golden"] == str(Path("g.json").resolve())
     first = paths[1].read_text().splitlines()[0].split()
     assert first[:2] == ["q1", "Q0"] and first[3] == "1" and first[5] == "tfidf"
     assert "q2 0 https://s/b#0 1" in paths[2].read_text()

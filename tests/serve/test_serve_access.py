@@ -197,10 +197,20 @@ def test_an_unknown_token_is_refused_and_no_token_is_ever_logged(server):
 
 
 def test_a_browser_signs_in_with_basic_auth(server):
-    status, _, headers = get(server, "login")
+    status, text, headers = get(server, "login")
     assert status == 401 and headers["WWW-Authenticate"].startswith("Basic ")
     assert get(server, "login", SALES, basic=True)[0] == 200  # 303, then the page
     assert get(server, "login", "wrong-token-0123456789", basic=True)[0] == 401
+    # a browser shows a page, not JSON (a user who cancelled the dialog read raw JSON;
+    # "unknown token" was said when none was sent)
+    assert headers["content-type"].startswith("text/html") and "sign in with one" in text
+    for path, token, status, words in (
+            ("login", "wrong-token-0123456789", 401, "unknown token: sign in"),
+            ("?q=x", "wrong-token-0123456789", 401, "unknown token"),
+            ("eval", STAFF, 403, "the eval page answers only the write token")):
+        got, text, headers = get(server, path, token, basic=path != "eval")
+        assert got == status and headers["content-type"].startswith("text/html"), text
+        assert words in text and "<!doctype html>" in text
     status, html, _ = get(server, "?" + urlencode({"q": "comissão", "method": "bm25"}), SALES,
                           basic=True)
     assert "https://s.example/comissao" in html
