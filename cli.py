@@ -812,16 +812,16 @@ def misses(ctx, since, below, golden, as_json):
         if not searching.querylog.is_enabled(store):
             click.echo('note: the query log is off ("busca log on" to record questions)',
                        err=True)
+    period = f" since {since:%Y-%m-%d %H:%M}" if since else ""
     if golden:
-        _write_golden(golden, found)
+        _write_golden(golden, found, period)
     elif as_json:
         for m in found:
             click.echo(json.dumps({"question": m.query, "count": m.count, "best": m.best,
                                    "reason": m.reason, "first": m.first, "last": m.last,
                                    "methods": list(m.methods)}, ensure_ascii=False))
     elif not found:
-        click.echo("no missed questions in the query log"
-                   + (f" since {since:%Y-%m-%d %H:%M}" if since else ""))
+        click.echo(f"no missed questions in the query log{period}")
     else:
         click.echo(f"{'count':>5}  {'best':>6}  {'last asked (UTC)':<16}  question")
         for m in found:
@@ -830,16 +830,22 @@ def misses(ctx, since, below, golden, as_json):
                        f"  {display.shortened(display.one_line(m.query))}")
 
 
-def _write_golden(path: str, found: list[searching.querylog.Miss]) -> None:
+def _write_golden(path: str, found: list[searching.querylog.Miss], period: str) -> None:
+    """The draft golden set written to `path` (the file is the result: what is said of it
+    goes to stderr, so --json's stdout stays JSON)."""
+    if path == "-":
+        raise click.BadParameter("give the file to write the draft to ('-' is no file name;"
+                                 " --json prints the misses instead)", param_hint="--golden")
     if not found:
-        click.echo(f"no missed questions in the query log; {path} not written")
+        click.echo(f"no missed questions in the query log{period}; {path} not written",
+                   err=True)
         return
     try:
         n = searching.querylog.write_golden(path, found)
     except (FileExistsError, OSError) as e:
         raise click.ClickException(str(e)) from None
     click.echo(f'wrote {n} questions to {path}: fill in each "trecho" (or set it to null'
-               f" when the site has no answer), then run: busca eval {path}")
+               f" when the site has no answer), then run: busca eval {path}", err=True)
 
 
 @cli.command("log")

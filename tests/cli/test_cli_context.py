@@ -183,8 +183,13 @@ def test_misses_golden_writes_a_skeleton_that_eval_asks_to_fill(indexed, tmp_pat
     indexed("context", "qual a senha do wifi?", "--min-score", "0.5")
     indexed("search", "quando compensa o boleto", "--min-score", "0.99")
     path = tmp_path / "golden.json"
-    result = indexed("misses", "--golden", str(path))
-    assert result.exit_code == 0 and "wrote 2 questions" in result.stdout
+    result = indexed("misses", "--golden", str(path), "--json")
+    assert result.exit_code == 0 and "wrote 2 questions" in result.stderr
+    assert result.stdout == ""  # the file is the result: --json's stdout is never prose
+    dash = indexed("misses", "--golden", "-")
+    assert dash.exit_code == 2 and "'-' is no file name" in dash.stderr  # it wrote ./-
+    none = indexed("misses", "--since", "2999-01-01", "--golden", str(tmp_path / "n.json"))
+    assert "no missed questions in the query log since 2999-01-01 00:00;" in none.stderr
     items = json.loads(path.read_text(encoding="utf-8"))
     assert items == [{"pergunta": "quando compensa o boleto", "trecho": ""},
                      {"pergunta": "qual a senha do wifi?", "trecho": ""}]
