@@ -40,7 +40,7 @@ def not_in_index(method: str, have: Sequence[str]) -> UnknownMethod:
     if not have:
         return UnknownMethod(f"this index has no method {method!r}; it has none")
     return UnknownMethod(f"this index has no method {method!r}; it has: {', '.join(have)} —"
-                         f" ask for one of those (--method {have[0]}), or build {method} with"
+                         f" ask for one of those (method {have[0]}), or build {method} with"
                          " busca index")
 
 

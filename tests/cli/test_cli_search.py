@@ -48,7 +48,7 @@ def test_the_default_method_missing_from_the_index_names_the_fix(indexed, run):
     result = run("search", QUESTION)
     assert result.exit_code == 1 and result.stderr == (
         "Error: this index has no method 'tfidf'; it has: bm25 — ask for one of those"
-        " (--method bm25), or build tfidf with busca index\n")
+        " (method bm25), or build tfidf with busca index\n")
     assert run("search", QUESTION, "--method", "bm25").exit_code == 0
 
 
