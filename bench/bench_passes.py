@@ -79,4 +79,5 @@ if __name__ == "__main__":
         job = json.load(sys.stdin)
         print(json.dumps(passes(job["home"], job["questions"], job["count"])))
     else:
-        main()
+        from cli_errors import guarded
+        guarded(main)

@@ -39,6 +39,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 from bench_lexical import FAQUAD, faquad_words_and_questions, make_corpus  # noqa: E402
+from cli_errors import guarded, positive_ints  # noqa: E402
 
 GOAL = "bm25 p50 <= 20 ms at 1M chunks on PostgreSQL"
 
@@ -259,7 +260,8 @@ def print_table(n: int, r: dict) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", default="100000")
+    parser.add_argument("--sizes", type=positive_ints, default="100000",
+                        help="chunks, comma-separated (default 100000)")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--dense-max", type=int, default=100_000)
@@ -276,7 +278,7 @@ def main() -> None:
                         help="with --replica: the partitioned layout beside the plain one")
     parser.add_argument("--work", default=None, help="folder for corpora and local homes")
     args = parser.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
+    sizes = args.sizes
     words, questions = faquad_words_and_questions(FAQUAD)
     queries = questions[:args.queries]
     work = Path(args.work or tempfile.mkdtemp(prefix="busca-bench-pg-"))
@@ -338,4 +340,4 @@ def replica_only(sizes, words, queries, args, work: Path) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    guarded(main)

@@ -40,6 +40,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 import bench_session  # noqa: E402  (corpus builders)
+from cli_errors import guarded, sizes_or_fixture  # noqa: E402
 from serving import Server  # noqa: E402  (starts `busca serve --port 0`, reads its URL)
 
 METHODS = ("tfidf", "bm25", "dense", "hybrid")
@@ -130,7 +131,8 @@ def measure(label: str, home: Path, questions: list[str], args) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="fixture,1000,100000")
+    parser.add_argument("--sizes", type=sizes_or_fixture, default="fixture,1000,100000",
+                        help="comma-separated: fixture and/or numbers of synthetic chunks")
     parser.add_argument("--requests", type=int, default=200,
                         help="HTTP requests per method and client count")
     parser.add_argument("--cli-runs", type=int, default=10, help="CLI processes per method")
@@ -143,7 +145,7 @@ def main() -> None:
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, {versions}; one"
           f" BLAS/OpenMP thread per process; load average {os.getloadavg()[0]:.1f} at the"
           f" start; k=3; corpora in {work}")
-    for size in args.sizes.split(","):
+    for size in args.sizes:
         home = work / f"home-{size}"
         if home.exists():
             raise SystemExit(f"{home} exists; remove it or pick another --work")
@@ -159,4 +161,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    guarded(main)

@@ -38,6 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
+from cli_errors import guarded, sizes_or_fixture
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 SITE = REPO / "fixtures" / "site" / "articles.jsonl"
@@ -154,7 +156,8 @@ def main() -> None:
         print(json.dumps(worker(json.loads(sys.stdin.read()))))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="fixture,100000")
+    parser.add_argument("--sizes", type=sizes_or_fixture, default="fixture,100000",
+                        help="comma-separated: fixture and/or numbers of synthetic chunks")
     parser.add_argument("--questions", type=int, default=50)
     parser.add_argument("--work", default=None, help="Folder for the corpora (default: temp).")
     args = parser.parse_args()
@@ -162,7 +165,7 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, one BLAS/OpenMP thread per"
           f" process; load average {os.getloadavg()[0]:.1f} at the start; corpora in {work}")
-    for size in args.sizes.split(","):
+    for size in args.sizes:
         home = work / f"home-{size}"
         if home.exists():
             raise SystemExit(f"{home} exists; remove it or pick another --work")
@@ -174,5 +177,6 @@ def main() -> None:
             label = f"{int(size):,} synthetic chunks (random vectors, real USE query encoding)"
         measure(label, home, questions[:args.questions])
 
+
 if __name__ == "__main__":
-    main()
+    guarded(main)

@@ -94,4 +94,5 @@ def paired(encoder, texts: list[str], rounds: int) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from cli_errors import guarded
+    guarded(main)

@@ -88,6 +88,33 @@ def sklearn_baseline(records: list[dict]) -> dict:
     return {m.name: round(float(values(m, outcomes).mean()), 4) for m in default_metrics()}
 
 
+def every(text: str) -> int:
+    """--hold-out N: a whole number from 2 (1 would hold out every article, 0 none)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 2:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: N must be a whole number from 2 (every 2nd article) to the dataset's"
+            " number of articles (39 in FaQuAD)")
+    return n
+
+
+def load(path: Path) -> tuple[list[dict], int]:
+    """The dataset's paragraph records and its number of articles; one line if it is not a
+    SQuAD-style dataset."""
+    fix = "give FaQuAD's dataset.json (SQuAD format)"
+    try:
+        dataset = json.loads(path.read_text(encoding="utf-8"))
+        return paragraphs(dataset), len(dataset["data"])
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise SystemExit(f"error: {path} is not JSON ({e}): {fix}") from None
+    except (KeyError, TypeError, AttributeError) as e:
+        what = f"no {e} field" if isinstance(e, KeyError) else e
+        raise SystemExit(f"error: {path} is not a SQuAD-style dataset ({what}): {fix}") from None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dataset", nargs="?", type=Path, default=None,
@@ -96,13 +123,17 @@ def main() -> None:
                         help="folder to write (default: ./faquad-beir)")
     parser.add_argument("--baseline", action="store_true",
                         help="also print scikit-learn TF-IDF figures on the task")
-    parser.add_argument("--hold-out", type=int, default=0, metavar="N",
-                        help="leave every Nth article out; its questions become unanswerable"
-                             " (writes DIR/golden.json)")
+    parser.add_argument("--hold-out", type=every, default=None, metavar="N",
+                        help="leave every Nth article out (N from 2 to the number of"
+                             " articles); its questions become unanswerable (writes"
+                             " DIR/golden.json)")
     args = parser.parse_args()
     path = args.dataset or next((p for p in CANDIDATES if p.is_file()), CANDIDATES[-1])
-    records = paragraphs(json.loads(path.read_text(encoding="utf-8")))
-    if args.hold_out > 1:
+    records, articles = load(path)
+    if args.hold_out and args.hold_out > articles:
+        parser.error(f"argument --hold-out: {args.hold_out} holds out nothing: {path} has"
+                     f" {articles} articles, so N must be from 2 to {articles}")
+    if args.hold_out:
         records, golden = hold_out(records, args.hold_out)
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "golden.json").write_text(
@@ -119,4 +150,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from cli_errors import guarded  # here: tests load this file without bench/ on sys.path
+    guarded(main)

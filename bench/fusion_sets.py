@@ -196,4 +196,5 @@ def _print(name: str, result: dict) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from cli_errors import guarded
+    guarded(main)

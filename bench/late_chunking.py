@@ -93,4 +93,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from cli_errors import guarded
+    guarded(main)

@@ -65,7 +65,10 @@ def bm25s_build(cfg: dict) -> dict:
     retriever.index(tokens, show_progress=False)
     retriever.save(str(out))
     build = time.perf_counter() - started
-    return {"build": build, "size": directory_mb(out), "build_peak": peak_mb()}
+    config = (f"bm25s {bm25s.__version__}: method=lucene, csc_backend=scipy, PyStemmer pt"
+              " without cache + busca stopwords, its default threads")
+    return {"build": build, "size": directory_mb(out), "build_peak": peak_mb(),
+            "build_config": config}
 
 
 def bm25s_query(cfg: dict) -> dict:
@@ -121,11 +124,18 @@ def tantivy_build(cfg: dict) -> dict:
     writer.commit()
     writer.wait_merging_threads()
     build = time.perf_counter() - started
-    return {"build": build, "size": directory_mb(out), "build_peak": peak_mb()}
+    config = (f"tantivy {_tantivy_version()}: {BUILD_THREADS} threads, a"
+              f" {TANTIVY_HEAP // 1_000_000} MB writer heap, committed and merged")
+    return {"build": build, "size": directory_mb(out), "build_peak": peak_mb(),
+            "build_config": config}
+
+
+def _tantivy_version() -> str:
+    import tantivy
+    return tantivy.__version__.split()[1].rstrip(",")  # "tantivy v0.27.0, index_format v7"
 
 
 def tantivy_query(cfg: dict) -> dict:
-    import tantivy
     started = time.perf_counter()
     index = _tantivy_index(Path(cfg["work"]) / f"tantivy-{cfg['size']}", False)
     index.reload()
@@ -136,7 +146,7 @@ def tantivy_query(cfg: dict) -> dict:
         parsed, _ = index.parse_query_lenient(query, ["text"])
         return searcher.search(parsed, 10, count=False).hits
 
-    config = (f"tantivy {tantivy.__version__.split()[1].rstrip(',')}: simple tokenizer, lowercase, busca"
+    config = (f"tantivy {_tantivy_version()}: simple tokenizer, lowercase, busca"
               " stopwords, Snowball pt stemmer, ascii_fold; freq (no positions);"
               f" parse_query_lenient (OR), count=False; built with {BUILD_THREADS} threads and a"
               f" {TANTIVY_HEAP // 1_000_000} MB writer heap")
@@ -166,7 +176,15 @@ def pisa_build(cfg: dict) -> dict:
     docs = ({"docno": str(i), "text": t} for i, t in enumerate(_pt_analyzed(texts)))
     index.index(docs)
     build = time.perf_counter() - started
-    return {"build": build, "size": directory_mb(out), "build_peak": peak_mb()}
+    config = (f"PISA via pyterrier-pisa {_pisa_version()}: {BUILD_THREADS} threads, busca pt"
+              " terms made in Python, stemmer=none, no stopwords")
+    return {"build": build, "size": directory_mb(out), "build_peak": peak_mb(),
+            "build_config": config}
+
+
+def _pisa_version() -> str:
+    import pyterrier_pisa
+    return pyterrier_pisa.__version__
 
 
 def pisa_query(cfg: dict) -> dict:

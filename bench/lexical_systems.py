@@ -92,8 +92,19 @@ def busca_query(cfg: dict) -> dict:
         except NoSearchableTerms:
             return None
 
-    return {"load": load, **time_queries(search, cfg),
-            "search_peak": peak_mb()}
+    found = {"load": load, **time_queries(search, cfg), "search_peak": peak_mb()}
+    return {**found, "config": _busca_query_config(method)}
+
+
+def _busca_query_config(method: str) -> str:
+    """How busca answered: read after the queries (the kernels they loaded, if any)."""
+    import sys
+
+    from busca.version import __version__
+    compiled = "busca.index.lexical.maxscore_numba" in sys.modules
+    return (f"busca {__version__}: {method}, top 10 through search.rank, one thread, the"
+            " scorer prepared before the clock (as busca serve and shell start); MaxScore's"
+            f" numba loops {'loaded' if compiled else 'not loaded (its numpy loops)'}")
 
 
 # --- peers without an on-disk index ------------------------------------------------------
@@ -116,8 +127,11 @@ def sklearn_naive(cfg: dict) -> dict:
     def search(query):
         return _top10((matrix @ vectorizer.transform([query]).T).toarray().ravel())
 
-    return {"build": build, **time_queries(search, cfg),
-            "search_peak": peak_mb()}
+    config = (f"scikit-learn {_version('scikit-learn')}: TfidfVectorizer() defaults (its own"
+              " tokenizer, no stemming, no stopwords), X @ q.T on the sparse matrix per query,"
+              " top 10 by argpartition, one thread")
+    return {"build": build, **time_queries(search, cfg), "search_peak": peak_mb(),
+            "config": config}
 
 
 def rank_bm25(cfg: dict) -> dict:
@@ -130,8 +144,11 @@ def rank_bm25(cfg: dict) -> dict:
     model = BM25Okapi([pt_terms(t) for t in texts])
     build = time.perf_counter() - started
     del texts
+    config = (f"rank_bm25 {_version('rank-bm25')}: BM25Okapi(k1={model.k1:g}, b={model.b:g},"
+              f" epsilon={model.epsilon:g}) on busca's pt terms, get_scores per query, top 10;"
+              f" {cfg['most']} queries at most")
     return {"build": build, **time_queries(lambda q: _top10(model.get_scores(pt_terms(q))), cfg),
-            "search_peak": peak_mb()}
+            "search_peak": peak_mb(), "config": config}
 
 
 def dict_cosine(cfg: dict) -> dict:
@@ -157,8 +174,19 @@ def dict_cosine(cfg: dict) -> dict:
             scores.append(0.0 if na == 0 or nb == 0 else dot / (na * nb))
         return sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:10]
 
-    return {"build": build, **time_queries(search, cfg),
-            "search_peak": peak_mb()}
+    config = ("Python dicts: tf x log(N/df) on the Java-parity terms, cosine against every"
+              " chunk with both norms recomputed at each comparison (the seed's Java program),"
+              f" top 10 by a full sort; {cfg['most']} queries at most")
+    return {"build": build, **time_queries(search, cfg), "search_peak": peak_mb(),
+            "config": config}
+
+
+def _version(distribution: str) -> str:
+    import importlib.metadata
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "(version unknown)"
 
 
 RUNNERS = {"busca-store": busca_store, "busca-build": busca_build, "busca-query": busca_query,
