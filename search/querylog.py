@@ -135,15 +135,19 @@ def misses(store, *, since: datetime | None = None,
 
 
 def _miss(entries: list[LoggedQuery]) -> Miss:
-    scores = [s for e in entries for s in e.scores]
+    """One missed question: its best score is that of the method it was asked with last
+    (bm25's and a cosine's are on other scales: their max meant nothing)."""
+    last = entries[-1].method
+    scores = [s for e in entries if e.method == last for s in e.scores]
     methods = tuple(sorted({e.method for e in entries}))
     return Miss(entries[-1].query.strip(), len(entries), entries[0].at, entries[-1].at,
                 max(scores) if scores else None, methods)
 
 
 def question_key(question: str) -> str:
-    """The form under which two wordings count as the same question."""
-    text = unicodedata.normalize("NFC", question).casefold()
+    """The form under which two wordings count as the same question: Unicode's compatibility
+    form (fullwidth or ligature letters as the plain ones), case folded, spaces collapsed."""
+    text = unicodedata.normalize("NFKC", question).casefold()
     return re.sub(r"\s+", " ", text).strip()
 
 

@@ -83,6 +83,17 @@ def test_question_key_ignores_case_spacing_and_unicode_form():
     composed, decomposed = "Informação", "Informac\u0327a\u0303o"
     assert ql.question_key(f"  {composed}   sobre X ") == ql.question_key(f"{decomposed} sobre x")
     assert ql.question_key("a b") != ql.question_key("ab")
+    # fullwidth letters (an East Asian keyboard's) are the plain ones: they were apart
+    assert ql.question_key("Ｘｉｌｏｆｏｎｅ") == ql.question_key("xilofone")
+
+
+def test_a_miss_asked_with_two_methods_keeps_the_last_methods_best_score(store):
+    """bm25 scores and cosines are on other scales: the max of both meant nothing (6.97
+    shown beside a --below of 0.2)."""
+    _log(store, "xilofone", scores=[6.97], at="2026-01-01T10:00:00+00:00", method="bm25")
+    _log(store, "xilofone", scores=[0.12], at="2026-01-02T10:00:00+00:00", method="tfidf")
+    miss, = ql.misses(store)
+    assert miss.methods == ("bm25", "tfidf") and miss.best == 0.12 and miss.count == 2
 
 
 def test_golden_skeleton_is_the_seed_format_and_round_trips(store, tmp_path):
