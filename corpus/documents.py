@@ -36,7 +36,7 @@ def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
     counts = {"added": 0, "updated": 0, "unchanged": 0, "duplicate": 0}
     skipped, seen = 0, set()
     legacy = _legacy_ids(home, names)
-    home = crawling.stamped(home, tuple(groups))
+    home = crawling.stamped(home, crawling.given_groups(groups))
     for item in map(_storable, crawling.read_files(names)):
         if isinstance(item, crawling.Problem):
             if notify is None:

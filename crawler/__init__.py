@@ -8,6 +8,7 @@ from ..lazy import face
 EXPORTS = {
     "BadGroup": ".groups",
     "check_groups": ".groups",
+    "given_groups": ".groups",
     "crawl": ".crawl",
     "CrawlError": ".errors",
     "CrawlOptions": ".options",

@@ -2,6 +2,7 @@
 
 from .groups import BadGroup as BadGroup
 from .groups import check_groups as check_groups
+from .groups import given_groups as given_groups
 from .crawl import crawl as crawl
 from .errors import CrawlError as CrawlError
 from .options import CrawlOptions as CrawlOptions
@@ -49,6 +50,7 @@ __all__ = [
     "StoreError",
     "WP_TYPES",
     "check_groups",
+    "given_groups",
     "crawl",
     "events",
     "legacy_ids",

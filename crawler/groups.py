@@ -42,6 +42,20 @@ def check_groups(text: str) -> tuple[str, ...]:
     return check_names(names)
 
 
+def given_groups(value) -> tuple[str, ...]:
+    """Groups as a Python caller gives them: a comma text (`"staff,hr"`, as --groups) or a
+    list of names, each one a name (a list item holding a comma or a space is refused: it
+    was stored as such, or read back as two groups); none: (). BadGroup names the bad one."""
+    if value is None or isinstance(value, (list, tuple)) and not value:
+        return ()
+    if isinstance(value, str):
+        return check_groups(value)
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise BadGroup(f"groups are names, as a list or a comma text such as 'staff,hr', not"
+                       f" {value!r:.60}")
+    return check_names(tuple(dict.fromkeys(v.strip() for v in value)))
+
+
 def check_names(names: tuple[str, ...]) -> tuple[str, ...]:
     """`names` if a tokens file can name each of them; else BadGroup naming the bad one."""
     for name in names:

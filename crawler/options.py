@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from .defaults import DEFAULT_HTML_PAGES, DEFAULT_TYPES, DEFAULT_WORKERS, SOURCES, WP_TYPES
 from .events import Stored
-from .groups import NONE, kept_groups
+from .groups import NONE, given_groups, kept_groups
 from .http import Fetcher, Politeness
 from .store import Document, DocumentStore as Store
 
@@ -61,6 +61,9 @@ class CrawlOptions(Politeness):
     #                          for pages without <article>/<main>
     json: JsonApiOptions = field(default_factory=JsonApiOptions)
     groups: tuple[str, ...] = ()  # stamped on every document stored (crawler/groups.py)
+
+    def __post_init__(self):  # a comma text is names, never its letters ("staff": s, t, a, f)
+        object.__setattr__(self, "groups", given_groups(self.groups))
 
 
 @dataclass

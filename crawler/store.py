@@ -77,7 +77,19 @@ def checked(doc: object, where: str = "the document", *, dates: bool = True) -> 
         raise BadDocument(f"{where}: its meta is not JSON ({e}): give texts, numbers, lists"
                           " and dicts") from None
     _check_text(meta, f"{where}: its meta")
+    _check_groups((doc.meta or {}).get("groups"), where)
     return doc
+
+
+def _check_groups(value: object, where: str) -> None:
+    """BadDocument unless the document's groups are names a tokens file can give (a
+    Python caller's meta={"groups": "a b"} was stored as such)."""
+    from .groups import BadGroup, given_groups
+
+    try:
+        given_groups(value)
+    except BadGroup as e:
+        raise BadDocument(f"{where}: its meta's groups: {e}") from None
 
 
 def _check_text(value: object, what: str) -> None:

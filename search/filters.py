@@ -135,9 +135,8 @@ def parse_filters(texts) -> tuple[Filter, ...]:
                         f" {texts!r:.60}")
     texts = (texts,) if isinstance(texts, str) else texts
     parsed = tuple(parse_filter(t) if isinstance(t, str) else t for t in texts or ())
-    odd = next((f for f in parsed if not isinstance(f, (Filter, Visible))), None)
-    if odd is not None:
-        raise BadFilter(f"a filter is a text such as 'category=Python', not {odd!r}")
+    for odd in (f for f in parsed if not isinstance(f, (Filter, Visible))):  # None too
+        raise BadFilter(f"a filter is a text such as 'category=Python', not {odd!r:.60}")
     return parsed
 
 

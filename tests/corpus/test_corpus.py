@@ -237,6 +237,18 @@ def test_a_question_caught_by_a_new_build_runs_again_on_it(fake_home, monkeypatc
         assert not (Path(fake_home) / live.build).exists()  # the one it began on is gone
 
 
+def test_groups_given_as_one_text_are_names_not_letters(tmp_path):
+    """add_files(…, groups="staff") and crawl options stamped s, t, a, f (one text taken
+    letter by letter): staff lost the documents, a token of group "s" gained them."""
+    from busca.crawler import CrawlOptions
+
+    with busca.open(tmp_path / "home") as corpus:
+        corpus.add_files(str(FIXTURES / "site" / "articles.jsonl"), groups="staff,hr")
+        stored = {tuple(d.meta["groups"]) for d in corpus.home.documents()}
+    assert stored == {("staff", "hr")}
+    assert CrawlOptions(groups="staff").groups == ("staff",)
+
+
 def test_add_and_stats_are_values_the_cli_renders(tmp_path):
     """`busca add`'s report and `busca stats`' figures come from the library as values."""
     notes = tmp_path / "nota.md"
@@ -392,6 +404,14 @@ def test_documents_are_checked_before_any_is_stored(tmp_path):
     (lambda c: c.compare("q", methods=[None]), "methods are names such as bm25 or dense"),
     (lambda c: c.compare("q", include=["x"]), "include takes chunk ids"),
     (lambda c: c.compare("q", include="12"), "include takes chunk ids"),
+    (lambda c: c.search("q", filters=["category=x", None]), "a filter is a text such as"),
+    (lambda c: c.add_files(str(FIXTURES / "site" / "articles.jsonl"), groups=["a b"]),
+     "bad group name 'a b'"),  # stored as such before
+    (lambda c: c.add_files(str(FIXTURES / "site" / "articles.jsonl"), groups=["x,y"]),
+     "bad group name 'x,y'"),  # read back as two groups before
+    (lambda c: c.add([busca.Document("https://g/1", "t", "x", meta={"groups": "a b"})]),
+     "document 1: its meta's groups: bad group name 'a b'"),
+    (lambda c: c.crawl("http://127.0.0.1:9/", groups=[3]), "groups are names"),
     (lambda c: busca.Hit.from_json({"x": 1}), "not the JSON form of a busca Hit (no 'rank')"),
     (lambda c: busca.Result.from_json("x"), "not the JSON form of a busca Result"),
     (lambda c: busca.Context.from_json({}), "not the JSON form of a busca Context (no"),
