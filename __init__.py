@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from . import errors as errors
     from .corpus import Corpus as Corpus
     from .corpus import ContextSpec as ContextSpec
+    from .corpus import EvalSpec as EvalSpec
     from .corpus import IndexSpec as IndexSpec
     from .corpus import Result as Result
     from .corpus import SearchSpec as SearchSpec
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from .crawler.store import Document as Document
     from .search.context import Context as Context
     from .search.eval.golden import Golden as Golden
+    from .search.eval.golden import load_golden as load_golden
     from .search.hits import Hit as Hit
     from .version import __version__ as __version__
 
@@ -30,9 +32,11 @@ EXPORTS = {
     "Corpus": ".corpus",
     "Document": ".crawler.store",
     "errors": ".errors:",
+    "EvalSpec": ".corpus",
     "Golden": ".search.eval.golden",
     "Hit": ".search.hits",
     "IndexSpec": ".corpus",
+    "load_golden": ".search.eval.golden",
     "open": ".corpus",
     "Result": ".corpus",
     "SearchSpec": ".corpus",

@@ -7,10 +7,10 @@ from .index.backend import BackendUnavailable as BackendUnavailable
 from .crawler.store import BadDocument as BadDocument
 from .search.filters import BadFilter as BadFilter
 from .search.hits import BadFloor as BadFloor
-from .search.hits import BadJson as BadJson
 from .crawler.groups import BadGroup as BadGroup
 from .index.dense.dense_groups import BadGroups as BadGroups
 from .serve.hosts import BadHostName as BadHostName
+from .search.hits import BadJson as BadJson
 from .index.dense.dense_models import BadModelList as BadModelList
 from .serve.errors import BadParameter as BadParameter
 from .search.collapse import BadPerDoc as BadPerDoc

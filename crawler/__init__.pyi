@@ -2,7 +2,6 @@
 
 from .groups import BadGroup as BadGroup
 from .groups import check_groups as check_groups
-from .groups import given_groups as given_groups
 from .crawl import crawl as crawl
 from .errors import CrawlError as CrawlError
 from .options import CrawlOptions as CrawlOptions
@@ -17,6 +16,7 @@ from .defaults import DEFAULT_WORKERS as DEFAULT_WORKERS
 from .store import Document as Document
 from .store import DocumentStore as DocumentStore
 from . import events as events
+from .groups import given_groups as given_groups
 from .options import JsonApiOptions as JsonApiOptions
 from .files import legacy_ids as legacy_ids
 from .defaults import MAIN_TEXT as MAIN_TEXT
@@ -50,9 +50,9 @@ __all__ = [
     "StoreError",
     "WP_TYPES",
     "check_groups",
-    "given_groups",
     "crawl",
     "events",
+    "given_groups",
     "legacy_ids",
     "read_files",
     "stamped",
