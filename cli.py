@@ -417,7 +417,7 @@ def _print_facets(facets: dict) -> None:
     for key, facet in facets.items():
         values = ", ".join(f"{v} {n}" for v, n in facet["top"].items())
         more = f" … ({facet['values']} values)" if facet["values"] > len(facet["top"]) else ""
-        click.echo(display.strip_controls(f"facet {key}: {values}{more}"))
+        click.echo(display.one_line(f"facet {key}: {values}{more}"))  # a value's line break too
 
 
 def _split(value: str) -> list[str]:

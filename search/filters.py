@@ -125,6 +125,9 @@ def parse_filter(text: str) -> Filter:
     values = tuple(v.strip() for v in raw.split(",")) if op in ("=", "!=") else (raw,)
     if not raw or not all(values):
         raise BadFilter(f"bad filter {text!r}: give a value after {op!r}, e.g. {field}{op}X")
+    if op in (">=", "<=") and raw.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+        raise BadFilter(f"bad filter {text!r}: {raw} is no bound (nothing compares with it):"
+                        f" give a number or a date, e.g. {field}{op}2015-01-01")
     return Filter(field, op, values)
 
 

@@ -37,7 +37,7 @@ def test_parse(text, expected):
 
 
 @pytest.mark.parametrize("text", ["category", "=Python", "category=", "a b=c", "tags=a,,b",
-                                  "date>="])
+                                  "date>=", "nivel>=nan", "nota<=-inf", "x>=Infinity"])
 def test_bad_filters_are_one_line_errors(text):
     with pytest.raises(f.BadFilter) as e:
         f.parse_filter(text)
