@@ -145,6 +145,16 @@ def test_equal_facet_counts_come_in_the_values_order(tmp_path):
     assert list(top["top"].items()) == [("comum", 12)] + [(n, 1) for n in sorted(names)[:9]]
 
 
+def test_a_value_with_a_line_break_keeps_its_facet_on_one_line(tmp_path):
+    """busca stats printed `facet nota: a` and a line `b 1` of its own."""
+    from busca.crawler.store import Document
+
+    with api.open(tmp_path / "h") as corpus:
+        corpus.add([Document("https://t.example/1", "t", "texto", meta={"nota": "a\nb"})])
+    shown = CliRunner().invoke(cli, ["--home", str(tmp_path / "h"), "stats"], obj={}).stdout
+    assert "facet nota: a b 1" in shown.splitlines()
+
+
 def test_stats_shows_facet_counts(home):
     runner = CliRunner()
     data = json.loads(runner.invoke(cli, ["--home", str(home), "stats", "--json"],
