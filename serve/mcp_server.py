@@ -58,8 +58,10 @@ Method = Annotated[str, Field(description="tfidf, bm25, dense, sparse, hybrid, o
 K = Annotated[int, Field(ge=1, le=MAX_K, description="How many hits (windows).")]
 MinScore = Annotated[float | None, Field(allow_inf_nan=False, description=(
     "The floor; default: the method's calibrated floor."))]
-Filters = Annotated[list[str] | None, Field(description=FILTER.doc.replace("repeatable, ", ""),
-                                            max_length=MAX_K)]
+Filters = Annotated[Annotated[list[str], Field(max_length=MAX_K)]
+                    | Annotated[str, Field(max_length=MAX_QUERY)] | None,
+                    Field(description=FILTER.doc.replace("repeatable, ", "")
+                          + " One filter may be given as a text.")]
 Offset = Annotated[int, Field(ge=0, le=MAX_K, description="Skip the first N hits (the next"
                                                           " page).")]
 
@@ -120,7 +122,7 @@ class Tools:
         """The top k passages for a question (as busca search --json), after the floor."""
         result = await self.run(lambda engine: engine.search(question, SearchSpec(
             method=method, k=k, min_score=min_score, per_doc=per_doc,
-            filters=tuple(filter or ()), offset=offset)))
+            filters=_filters(filter), offset=offset)))
         return result.to_json()
 
     async def context(self, question: Question, method: Method = METHOD, k: K = searching.K,
@@ -135,7 +137,7 @@ class Tools:
         message says "nothing found" — then do not answer from memory."""
         found, _ = await self.run(lambda engine: engine.context(question, ContextSpec(
             method=method, k=k, min_score=min_score, max_chars=max_chars, per_doc=per_doc,
-            filters=tuple(filter or ()))))
+            filters=_filters(filter))))
         prompt = searching.render(found, lang=lang) if found.answered else None
         data = searching.context_dict(found, prompt=prompt)
         out = {key: data[key] for key in ("question", "method", "floor", "passages")}
@@ -151,7 +153,7 @@ class Tools:
                       ) -> dict[str, Any]:
         """Each method's top k side by side, with every hit's rank under each method."""
         found, _ = await self.run(lambda engine: engine.compare(
-            question, methods=methods, k=k, per_doc=per_doc, filters=tuple(filter or ())))
+            question, methods=methods, k=k, per_doc=per_doc, filters=_filters(filter)))
         return searching.comparison_dict(found)
 
     async def get_chunk(self, chunk_id: Annotated[int, Field(ge=0)]) -> ChunkOut:
@@ -324,6 +326,12 @@ def _request_id(problems: list) -> int | str | None:
 
 def _rpc_error(code: int, message: str, request: int | str | None = None) -> JSONRPCError:
     return JSONRPCError(jsonrpc="2.0", id=request, error=ErrorData(code=code, message=message))
+
+
+def _filters(given: list[str] | str | None) -> tuple[str, ...]:
+    """The `filter` argument as the other front ends take it: a list, or one text (whole,
+    never its letters)."""
+    return (given,) if isinstance(given, str) else tuple(given or ())
 
 
 def _strict(name: str, arguments: dict[str, Any], properties: dict[str, Any]) -> None:

@@ -270,9 +270,13 @@ def test_search_context_and_compare_take_filters_and_search_pages_as_the_cli(lex
              ("search", {"question": QUESTION, "method": "bm25", "k": 2, "offset": 1}),
              ("context", {"question": QUESTION, "method": "bm25", "filter": [only]}),
              ("compare", {"question": QUESTION, "methods": ["bm25"], "filter": [only]}),
-             ("search", {"question": QUESTION, "filter": ["nonsense"]})]
+             ("search", {"question": QUESTION, "filter": ["nonsense"]}),
+             # one filter as a text, as HTTP and Python take it (it was refused: not a list)
+             ("search", {"question": QUESTION, "method": "bm25", "k": 5, "filter": only})]
     _, results = asyncio.run(_drive(lexical_home, calls))
     assert not any(r.is_error for r in results[:4]), [r.content for r in results]
+    assert not results[5].is_error, results[5].content
+    assert results[5].structured_content["hits"] == results[0].structured_content["hits"]
     filtered, paged, context, compare = (r.structured_content for r in results[:4])
     bad = results[4]  # the library's one line, not "Error executing tool" alone
     assert bad.is_error and "bad filter 'nonsense': write FIELD=VALUE" in bad.content[0].text
