@@ -842,7 +842,9 @@ def _write_golden(path: str, found: list[searching.querylog.Miss], period: str) 
         return
     try:
         n = searching.querylog.write_golden(path, found)
-    except (FileExistsError, OSError) as e:
+    except FileNotFoundError as e:  # the folder: said as busca eval's outputs say it
+        raise click.ClickException(f"cannot write {e.filename}: {e.strerror}") from None
+    except OSError as e:
         raise click.ClickException(str(e)) from None
     click.echo(f'wrote {n} questions to {path}: fill in each "trecho" (or set it to null'
                f" when the site has no answer), then run: busca eval {path}", err=True)

@@ -20,7 +20,7 @@ from .discover import discover
 from .errors import ApiUnusable, CrawlError, CrawlStopped
 from .events import CrawlReport, Finished, Notice, SourceFound, Tally
 from .found import Discovery
-from .groups import check_groups, crawl_groups, stamped
+from .groups import crawl_groups, stamped
 from .http import Fetcher
 from .options import DEFAULT_HTML_PAGES, SOURCES, WP_TYPES, Context, CrawlOptions
 from .store import DocumentStore as Store
@@ -109,9 +109,7 @@ def check_options(options: CrawlOptions) -> None:
         raise CrawlError("--deadline must be above 0 seconds")
     if options.max_pages is not None and options.max_pages < 1:
         raise CrawlError("--max-pages must be at least 1")
-    maintext.check(options.main_text)
-    if options.groups:
-        check_groups(",".join(options.groups))
+    maintext.check(options.main_text)  # (the groups: CrawlOptions checks them when made)
 
 
 def _events(ctx: Context, url: str) -> Iterator:

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..index.home.storage import require_folder
+
 
 SETTING = "querylog"  # home setting (meta key): true (default) or false
 
@@ -162,8 +164,7 @@ def write_golden(path: str | Path, found: list[Miss]) -> int:
     if path.exists():
         raise FileExistsError(f"{path} already exists — choose a new file name,"
                               " or merge by hand")
-    if not path.parent.is_dir():
-        raise FileNotFoundError(f"cannot write {path}: the folder {path.parent} does not exist")
+    require_folder(path)
     items = golden_skeleton(found)
     tmp = path.with_name(path.name + f".tmp-{uuid.uuid4().hex[:8]}")
     tmp.write_text(_dump(items), encoding="utf-8")

@@ -22,6 +22,7 @@ LocalHome implements index/backend.py's Home; Index is its Build.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -308,6 +309,18 @@ def read_manifest(path: Path) -> Manifest:
         return Manifest.from_json(data)
     except TypeError as e:
         raise IndexFormatError(f"the index in {path} is damaged ({e}) — run \"busca index\"") from e
+
+
+def require_folder(path: str | Path) -> Path:
+    """`path`, a file about to be written, if the folder it goes in exists; else
+    FileNotFoundError with the one line a command shows (`cannot write PATH: the folder F does
+    not exist`, from its filename and strerror): a write never makes folders, where a slip in
+    its path would make them anywhere."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        what = "is a file, not a folder" if path.parent.exists() else "does not exist"
+        raise FileNotFoundError(errno.ENOENT, f"the folder {path.parent} {what}", str(path))
+    return path
 
 
 def write_json(path: Path, data: dict) -> None:

@@ -11,7 +11,6 @@ URLs and texts.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import re
@@ -24,6 +23,7 @@ import numpy as np
 
 from ...errors import BuscaError
 from ...index.home.documents import DB_NAME
+from ...index.home import storage
 from ...index.home.storage import write_json
 from .golden import Golden
 from .judge import ChunkTable, Judgement
@@ -108,10 +108,7 @@ def require_folder(path: str | Path) -> Path:
     creates folders, where a slip in its path would make them anywhere — but a local home's
     runs/ folder, where busca serve's /eval lists runs (`folder_for` makes it)."""
     path = Path(path)
-    if not (path.parent.is_dir() or _home_runs(path.parent)):
-        what = "is a file, not a folder" if path.parent.exists() else "does not exist"
-        raise FileNotFoundError(errno.ENOENT, f"the folder {path.parent} {what}", str(path))
-    return path
+    return path if _home_runs(path.parent) else storage.require_folder(path)
 
 
 def folder_for(path: str | Path) -> Path:
