@@ -1,13 +1,15 @@
 """What every bench script does with bad input, the way `busca` itself does: a bad value of an
-argument is argparse's usage error (exit 2), through the types here (`positive_ints`, `sizes_or_fixture`,
-`names`); busca's own errors, a file that cannot be read and broken JSON end the run with one
-line `error: …` and exit 1 (`guarded`, called by each script's `if __name__ == "__main__":`),
-never a traceback. `install_hint` names what installs a missing peer package."""
+argument is argparse's usage error (exit 2), through the types here (`positive_ints`,
+`sizes_or_fixture`, `names`); busca's own errors, a file that cannot be read, broken JSON and a
+command the bench runs that fails end the run with one line `error: …` and exit 1
+(`guarded`, called by each script's `if __name__ == "__main__":`), never a traceback.
+`install_hint` names what installs a missing peer package."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 from collections.abc import Callable, Iterable
 
@@ -84,12 +86,24 @@ def message(error: BaseException) -> str:
         return f"{error.strerror or error}: {error.filename} (check the path)"
     if isinstance(error, json.JSONDecodeError):
         return f"not valid JSON ({error}): check the file given"
+    if isinstance(error, subprocess.CalledProcessError):
+        return _failed_child(error)
     return " ".join(str(error).split()) or type(error).__name__
+
+
+def _failed_child(error: subprocess.CalledProcessError) -> str:
+    """A command the bench ran failed: which, its exit code and the last line it said."""
+    said = error.stderr or error.output or ""
+    said = said.decode(errors="replace") if isinstance(said, bytes) else said
+    last = next((line.strip() for line in reversed(said.splitlines()) if line.strip()), "")
+    command = " ".join(str(part) for part in error.cmd) if isinstance(error.cmd, list) else str(error.cmd)
+    return (f"{command} exited with {error.returncode}" + (f": {last}" if last else "")
+            + " (run it alone to see why)")
 
 
 def guarded(main: Callable[[], object]) -> None:
     """Run a script's main; busca's errors, OSError and broken JSON: `error: …`, exit 1."""
     try:
         main()
-    except (BuscaError, OSError, json.JSONDecodeError) as error:
+    except (BuscaError, OSError, json.JSONDecodeError, subprocess.CalledProcessError) as error:
         sys.exit(f"error: {message(error)}")

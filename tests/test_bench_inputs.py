@@ -48,7 +48,11 @@ def test_install_hint_names_the_extra():
     (NothingToIndex("the store has no document: add some"),
      "error: the store has no document: add some"),
     (FileNotFoundError(2, "No such file or directory", "/x.json"),
-     "error: No such file or directory: /x.json (check the path)")])
+     "error: No such file or directory: /x.json (check the path)"),
+    (subprocess.CalledProcessError(1, ["busca", "index"], stderr=b"indexing\nerror: disk full\n"),
+     "error: busca index exited with 1: error: disk full (run it alone to see why)"),
+    (subprocess.CalledProcessError(3, "pisa build"),
+     "error: pisa build exited with 3 (run it alone to see why)")])
 def test_guarded_turns_errors_into_one_line(error, line):
     def main():
         raise error
