@@ -92,7 +92,9 @@ def _info(view: RunView) -> str:
     return (f'<p class="meta">run <b>{esc(view.name)}</b> · {esc(info.get("date", ""))} · golden'
             f' {esc(info.get("golden", ""))} · {answerable} answerable,'
             f' {len(golden.questions) - answerable} unanswerable · chunker'
-            f' {esc(view.chunker or "?")}</p>')
+            f' {esc(view.chunker or "?")}</p>'
+            + (f'<p class="meta">warning: {esc(view.evaluation.warning)}</p>'
+               if view.evaluation.warning else ''))
 
 
 def _chart(view: RunView) -> str:

@@ -129,7 +129,8 @@ def wilson(hits: float, n: int) -> Share:
     p = hits / n
     centre = (p + Z * Z / (2 * n)) / (1 + Z * Z / n)
     half = Z / (1 + Z * Z / n) * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n))
-    return Share(p, max(0.0, centre - half), min(1.0, centre + half), n)
+    low = 0.0 if p <= 0 else max(0.0, centre - half)  # exact at 0% and 100%, not 1e-17 off
+    return Share(p, low, 1.0 if p >= 1 else min(1.0, centre + half), n)
 
 
 def too_few(answerable: int, unanswerable: int) -> str | None:

@@ -53,7 +53,7 @@ def to_json(ev: Evaluation) -> dict:
             "summary": ev.summary, "slices": ev.slices, "pairs": ev.pairs,
             "subsets": ev.subsets, "floors": ev.floors,
             "answerability": ev.answerability, "label_problems": problems,
-            "trecho_found_in": ev.found_in, "questions": questions,
+            "trecho_found_in": ev.found_in, "warning": ev.warning, "questions": questions,
             "per_question": per_question}
     return _plain(data)
 
@@ -129,7 +129,7 @@ def _header(ev: Evaluation, md: bool) -> list[str]:
         else f"comparing two saved runs of {index.get('documents')} documents",
         f"date {i.get('date')}, busca {i.get('busca_version')}; intervals: bootstrap 95%,"
         f" {i.get('bootstrap', {}).get('resamples')} resamples, seed"
-        f" {i.get('bootstrap', {}).get('seed')}",
+        f" {i.get('bootstrap', {}).get('seed')} (Wilson where every question scores 0 or 1)",
     ]
     models = [f"{m} = {e['encoder']}" for m, e in index.get("methods", {}).items()
               if is_dense(m) and "encoder" in e]
@@ -210,7 +210,8 @@ def _metrics(ev: Evaluation, md: bool) -> list[str]:
     if "rerank" in ev.info and all(s in latency for s in ev.summary):  # what it costs
         headers.append("ms/question")
         rows = [row + [f"{latency[s]:.1f}"] for row, s in zip(rows, ev.summary)]
-    return lines + _table(headers, rows, md)
+    lines += _table(headers, rows, md)
+    return lines + (["", f"warning: {ev.warning}"] if ev.warning else [])
 
 
 def _slices(ev: Evaluation, md: bool) -> list[str]:

@@ -8,7 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .bootstrap import (SUBSET_SIZES, Difference, Estimate, SubsetRange, bootstrap,
+from .bootstrap import (SUBSET_SIZES, Difference, Estimate, SubsetRange, estimate,
                         paired_difference, subset_range)
 from .answerability import Answerability, measure_all
 from .floors import KEEP, Calibration, FloorError, calibrate
@@ -16,6 +16,7 @@ from .golden import Golden
 from .metrics import KEY, Metric, Outcome, parse_metric, values
 
 SUBSET_METRIC = "recall@1"  # the seed's sample-size lesson
+FEW_QUESTIONS = 20  # seed 001: "um ponto de partida prático é de 20 a 30 perguntas"
 MAX_TAG_VALUES = 12
 MAX_ALL_PAIRS = 4
 
@@ -52,6 +53,7 @@ class Evaluation:
     problems: dict[str, tuple] = field(default_factory=dict)  # chunker label -> LabelProblems
     found_in: dict[str, Mapping[str, int]] = field(default_factory=dict)
     answerability: dict[str, Answerability] = field(default_factory=dict)
+    warning: str | None = None  # too few answerable questions to trust the figures
 
 
 def summarize(golden: Golden, outcomes: dict[str, list[Outcome]], metrics: Sequence[Metric], *,
@@ -80,7 +82,19 @@ def summarize(golden: Golden, outcomes: dict[str, list[Outcome]], metrics: Seque
               for s in outcomes}
     return Evaluation(golden, list(metrics), key, outcomes, summary, slices, compared,
                       subsets, floors, dict(info or {}),
-                      answerability=measure_all(golden, features or {}, keep))
+                      answerability=measure_all(golden, features or {}, keep),
+                      warning=few_questions(len(answerable)))
+
+
+def few_questions(n: int) -> str | None:
+    """The warning for a golden set of fewer than FEW_QUESTIONS answerable questions (seed
+    001: five questions mislead), else None."""
+    if not 0 < n < FEW_QUESTIONS:
+        return None
+    return (f"only {n} answerable question{'s' if n != 1 else ''}: each one moves recall by"
+            f" {1 / n:.2f}, and a change can look better or worse by the luck of which"
+            f" questions were picked; start from {FEW_QUESTIONS}–30, written as users ask"
+            " them, and add each real miss (busca misses --golden)")
 
 
 def default_pairs(systems: list[str]) -> list[tuple[str, str]]:
@@ -108,7 +122,7 @@ def compare(a_name: str, a: list[Outcome], b_name: str, b: list[Outcome],
 
 
 def _estimates(outcomes: list[Outcome], metrics: Sequence[Metric]) -> dict[str, Estimate]:
-    return {m.name: bootstrap(values(m, outcomes)) for m in metrics}
+    return {m.name: estimate(values(m, outcomes)) for m in metrics}
 
 
 def tag_keys(golden: Golden, by: Sequence[str] | None = None) -> list[str]:

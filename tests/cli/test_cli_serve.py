@@ -21,6 +21,7 @@ import requests
 from click.testing import CliRunner
 
 from busca.cli import cli
+from conftest import FIXTURES
 from serving import Server
 
 TOKEN = "t0ken-for-the-tests-0123456789"
@@ -354,3 +355,13 @@ def test_eval_page_lists_runs_and_refuses_a_damaged_one(served_home, tmp_path):
                              ({"b": "fixture.json"}, "b=&#x27;fixture.json&#x27; is not a")):
             wrong = get(s, "/eval", run="fixture.json", **query)
             assert wrong.status_code == 400 and words in wrong.text, wrong.text[-400:]
+        assert "warning: only" not in page.text  # 62 answerable questions
+        # a run of five questions says five mislead, as busca eval's report does
+        golden = json.loads((FIXTURES / "golden" / "golden.json").read_text(encoding="utf-8"))
+        few = tmp_path / "few.json"
+        few.write_text(json.dumps([q for q in golden if q.get("trecho")][:5]), encoding="utf-8")
+        made = CliRunner().invoke(cli, ["--home", str(served_home), "eval", str(few), "-q",
+                                        "--methods", "bm25", "--run-out",
+                                        str(runs / "few.json")], obj={})
+        assert made.exit_code == 0, made.output
+        assert "warning: only 5 answerable questions" in get(s, "/eval", run="few.json").text

@@ -54,3 +54,45 @@ def test_tags_and_pairs():
     pairs = default_pairs(many)
     assert ("tfidf/w", "tfidf/s") in pairs and ("tfidf/w", "bm25/w") in pairs
     assert ("tfidf/w", "bm25/s") not in pairs
+
+
+def test_every_question_found_is_no_certainty_and_a_small_set_is_said():
+    """Seed 001: five questions mislead. Five questions all found at rank 1 are no proof of
+    1.00: the interval is the Wilson interval of 5 of 5 (the bootstrap said 1.00–1.00), for
+    every metric, in the summary and in a tag's slice; none found is 0.00 to the same bound
+    from the other side; and the report says the set is too small (it said nothing)."""
+    from busca.search.eval.floors import wilson
+    from busca.search.eval.report import render_text, to_json
+
+    qs = tuple(Question(q, f"{q}?", trecho="x", tags={"tipo": "lexical" if q < "c"
+                                                       else "parafrase"})
+               for q in "abcde")
+    golden = Golden("g.json", "json", qs)
+    ev = summarize(golden, {"all": [o(q.id, 1) for q in qs],
+                            "none": [o(q.id, None) for q in qs]}, default_metrics())
+    five = wilson(5, 5)
+    assert 0.5 < five.low < 0.6 and five.high == 1.0
+    for m in ("recall@1", "recall@10", "mrr@10", "ndcg@10"):
+        est = ev.summary["all"][m]
+        assert (est.mean, est.low, est.high, est.n) == (1.0, five.low, 1.0, 5)
+        nothing = ev.summary["none"][m]
+        assert (nothing.mean, nothing.low) == (0.0, 0.0)
+        assert nothing.high == pytest.approx(1 - five.low)
+    sliced = ev.slices["tipo"]["lexical"]["all"]["recall@3"]
+    assert (sliced.low, sliced.n) == (wilson(2, 2).low, 2) and sliced.low < 0.5
+    text = render_text(ev)
+    assert "1.000 (0.57–1.00)" in text and "(1.00–1.00)" not in text
+    assert "warning: only 5 answerable questions" in text and "20–30" in text
+    assert "only 5 answerable questions" in to_json(ev)["warning"]
+
+
+def test_a_mixed_set_keeps_the_bootstrap_and_twenty_questions_no_warning():
+    from busca.search.eval.bootstrap import bootstrap
+    from busca.search.eval.metrics import values
+
+    qs = tuple(Question(f"q{i}", f"{i}?", trecho="x") for i in range(20))
+    outs = [o(q.id, 1 if i % 4 else None) for i, q in enumerate(qs)]
+    ev = summarize(Golden("g.json", "json", qs), {"m": outs}, default_metrics())
+    recall = parse_metric("recall@1")
+    assert ev.summary["m"]["recall@1"] == bootstrap(values(recall, outs))
+    assert ev.warning is None
