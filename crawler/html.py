@@ -134,20 +134,30 @@ def join_url(base: str, href: str) -> str | None:
 
 def decode_html(body: bytes, content_type: str | None) -> str:
     """Text of an HTML body: charset from a byte-order mark, else from the header, else from
-    <meta>, else UTF-8/cp1252 (the WHATWG order: a BOM wins over what the header says)."""
+    <meta>, else UTF-8 (the WHATWG order: a BOM wins over what the header says). A byte that
+    is no UTF-8, where UTF-8 is read, is read as cp1252: a page in Latin-1 that is undeclared
+    or declared UTF-8 (an old PHP site's), wholly or in part, keeps its accents ("matrícula",
+    not "matr\ufffdcula")."""
     for mark, codec in _BOMS:
         if body.startswith(mark):
             return body[len(mark):].decode(codec, errors="replace")
     for charset in (_header_charset(content_type), _meta_charset(body)):
         if charset:
             try:
-                return body.decode(_codec(charset), errors="replace")
+                codec = _codec(charset)
             except LookupError:
                 continue
-    try:
-        return body.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return body.decode("cp1252", errors="replace")
+            return body.decode(codec, errors=_CP1252 if codec == "utf-8" else "replace")
+    return body.decode("utf-8", errors=_CP1252)
+
+
+def _as_cp1252(error: UnicodeDecodeError) -> tuple[str, int]:
+    """The bytes UTF-8 could not read, read as cp1252 (its five unassigned bytes: U+FFFD)."""
+    return error.object[error.start:error.end].decode("cp1252", errors="replace"), error.end
+
+
+_CP1252 = "busca.cp1252"
+codecs.register_error(_CP1252, _as_cp1252)
 
 
 _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"),

@@ -111,7 +111,8 @@ def test_malformed_json_everywhere_keeps_the_rest_and_a_rerun_completes(store):
         site.faults = Faults()
         again, failed = run(site.url, store)
         assert store.count() == 39
-    assert again.counts == {"added": 20, "updated": 0, "unchanged": 19, "deleted": 0}
+    assert again.counts == {"added": 20, "updated": 0, "metadata_updated": 0,
+                            "unchanged": 19, "deleted": 0}
     assert not failed
 
 
@@ -141,6 +142,21 @@ def test_non_utf8_pages_give_the_same_text(tmp_path, charset_in):
             texts[charset] = {d.url.split("/", 3)[3]: (d.title, d.text) for d in store.documents()}
     assert len(texts["utf-8"]) == 3 and texts["utf-8"] == texts["iso-8859-1"]
     assert any("ç" in text or "ã" in text for _, text in texts["iso-8859-1"].values())
+
+
+@pytest.mark.parametrize("charset_in", ["header", "meta"])
+def test_latin1_pages_declared_utf8_keep_their_accents(tmp_path, charset_in):
+    """An old site's Latin-1 pages sent as UTF-8: stored with U+FFFD for every accented
+    letter ("Matr\ufffdcula"), which no question finds."""
+    articles = load_articles()[:3]
+    texts = {}
+    for charset, declared in (("utf-8", None), ("iso-8859-1", "utf-8")):
+        faults = Faults(html_charset=charset, charset_in=charset_in, declared_charset=declared)
+        with FixtureSite(articles, faults=faults) as site, Store(tmp_path / charset) as store:
+            run(site.url, store, source="sitemap")
+            texts[charset] = {d.url.split("/", 3)[3]: (d.title, d.text) for d in store.documents()}
+    assert len(texts["utf-8"]) == 3 and texts["utf-8"] == texts["iso-8859-1"]
+    assert not any("\ufffd" in title + text for title, text in texts["iso-8859-1"].values())
 
 
 @pytest.mark.parametrize("announced", [True, False])

@@ -124,6 +124,10 @@ def test_noindex_page():
      '<meta charset="windows-1252"><p>ação “x”</p>'),
     ("text/html", "<p>ação</p>".encode("utf-8"), "<p>ação</p>"),
     (None, "<p>ação</p>".encode("latin-1"), "<p>ação</p>"),  # undeclared, not UTF-8
+    ("text/html; charset=UTF-8", "<p>matrícula “x”</p>".encode("cp1252"),
+     "<p>matrícula “x”</p>"),  # declared UTF-8, written in cp1252
+    ("text/html; charset=utf-8", "<p>ação</p>".encode() + " e sessão".encode("latin-1"),
+     "<p>ação</p> e sessão"),  # UTF-8 with a Latin-1 part pasted in
     ("text/html; charset=bogus", "<p>ação</p>".encode("utf-8"), "<p>ação</p>"),
 ])
 def test_decode_html(content_type, body, expected):
