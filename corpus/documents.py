@@ -15,8 +15,9 @@ Progress = Callable[[str, int, int], None]
 
 @dataclass(frozen=True)
 class Added:
-    """What `busca add` did: documents added, updated, unchanged or repeated in the input
-    (the last one kept), inputs skipped, and the documents in the home after it."""
+    """What `busca add` did: documents added, updated (title or text), metadata_updated
+    (their metadata, groups or date alone), unchanged or repeated in the input (the last one
+    kept), inputs skipped, and the documents in the home after it."""
 
     counts: dict[str, int]
     skipped: int
@@ -33,7 +34,7 @@ def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
     crawler Problem) and ("repeated", a URL given again) as they happen; without it, a
     skipped input is a CrawlError."""
     names = [str(p) for p in paths]
-    counts = {"added": 0, "updated": 0, "unchanged": 0, "duplicate": 0}
+    counts = {**dict.fromkeys(crawling.events.STORED, 0), "duplicate": 0}
     skipped, seen = 0, set()
     legacy = _legacy_ids(home, names)
     home = crawling.stamped(home, crawling.given_groups(groups))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from urllib.parse import urlsplit, urlunsplit
 
 import requests
@@ -18,9 +19,9 @@ import requests
 from . import maintext, registry
 from .discover import discover
 from .errors import ApiUnusable, CrawlError, CrawlStopped
-from .events import CrawlReport, Finished, Notice, SourceFound, Tally
+from .events import CrawlReport, Finished, Notice, SourceFound, Stored, Tally
 from .found import Discovery
-from .groups import crawl_groups, stamped
+from .groups import Stamped, crawl_groups, stamped
 from .http import Fetcher
 from .options import DEFAULT_HTML_PAGES, SOURCES, WP_TYPES, Context, CrawlOptions
 from .store import DocumentStore as Store
@@ -55,6 +56,7 @@ def crawl(url: str, store: Store, *, options: CrawlOptions | None = None,
     try:
         for event in _events(ctx, url):
             yield from _notices(notices, tally, told=on_notice is not None)
+            event = _restamped(ctx, event)
             tally.add(event)
             yield event
     except CrawlStopped as e:
@@ -67,6 +69,17 @@ def crawl(url: str, store: Store, *, options: CrawlOptions | None = None,
     yield Finished(CrawlReport(url, tally.source, tally.counts, tuple(tally.failures),
                                tuple(tally.notices), time.monotonic() - started,
                                fetcher.requests, stopped))
+
+
+def _restamped(ctx: Context, event):
+    """A document found unchanged and not fetched again, given the groups this crawl stamps
+    when it lacks them (crawled public, now with --groups staff): "metadata_updated"."""
+    if (isinstance(event, Stored) and event.status == "unchanged" and not event.fetched
+            and isinstance(ctx.store, Stamped)):
+        old = ctx.store.get(event.url)
+        if old is not None:
+            return replace(event, status=ctx.store.put(old))
+    return event
 
 
 def check_url(url: str) -> str:

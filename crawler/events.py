@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-STATUSES = ("added", "updated", "unchanged", "deleted")
+STATUSES = ("added", "updated", "metadata_updated", "unchanged", "deleted")
+STORED = STATUSES[:-1]  # a document the site gave us: its text changed, its metadata only,
+#                         or nothing
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,8 @@ class Expected:
 
 @dataclass(frozen=True)
 class Stored:
-    """A document was added, updated, found unchanged (fetched or not) or deleted."""
+    """A document was added, updated (its title or text), its metadata updated (groups,
+    date or other metadata alone), found unchanged (fetched or not) or deleted."""
 
     url: str
     status: str
@@ -62,8 +65,9 @@ class CrawlReport:
 
     @property
     def documents(self) -> int:
-        """Documents the site gave us in this crawl (added, updated or unchanged)."""
-        return sum(self.counts[s] for s in ("added", "updated", "unchanged"))
+        """Documents the site gave us in this crawl (added, updated, metadata updated or
+        unchanged)."""
+        return sum(self.counts.get(s, 0) for s in STORED)
 
     def to_json(self) -> dict:
         """`busca crawl --json`."""

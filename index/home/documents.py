@@ -220,7 +220,9 @@ class Store:
     # documents -----------------------------------------------------------
     @_guarded
     def put(self, doc: Document) -> str:
-        """Insert or update a document; returns "added", "updated" or "unchanged"."""
+        """Insert or update a document; returns "added", "updated" (its title or text),
+        "metadata_updated" (only its metadata, groups or date: written, nothing to re-index)
+        or "unchanged"."""
         doc = doc.normalized()
         meta = doc.meta_json()
         old = self.db.execute(
@@ -235,7 +237,7 @@ class Store:
         )
         if old is None:
             return "added"
-        return "updated" if old[:2] != (doc.sha256, doc.title) else "unchanged"
+        return "updated" if old[:2] != (doc.sha256, doc.title) else "metadata_updated"
 
     @_guarded
     def get(self, url: str) -> Document | None:

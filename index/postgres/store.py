@@ -61,8 +61,8 @@ class PostgresStore:
         return self._reads()
 
     def put(self, doc) -> str:
-        """Insert or update a document; returns "added", "updated" or "unchanged" (as the
-        local store: a change of metadata alone is written and reported "unchanged")."""
+        """Insert or update a document; returns "added", "updated", "metadata_updated" or
+        "unchanged", as the local store does."""
         doc = doc.normalized()
         self._writing()
         self._meta_ready()
@@ -81,7 +81,7 @@ class PostgresStore:
              doc.meta_json()))
         if old is None:
             return "added"
-        return "updated" if tuple(old[:2]) != (doc.sha256, doc.title) else "unchanged"
+        return "updated" if tuple(old[:2]) != (doc.sha256, doc.title) else "metadata_updated"
 
     def _meta_ready(self) -> None:
         """Before a write: a corpus made before metadata gets its `meta` column (once)."""

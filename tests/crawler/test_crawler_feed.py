@@ -55,7 +55,8 @@ def test_feed_crawl_stores_the_latest_items_only_and_never_deletes(tmp_path):
         assert store.count() == 5
         assert store.get(site.link(site.articles[-1])).source == "feed"
     assert any("the feed lists its 5 latest items only" in n for n in report.notices)
-    assert again.counts == {"added": 0, "updated": 0, "unchanged": 3, "deleted": 0}
+    assert again.counts == {"added": 0, "updated": 0, "metadata_updated": 0,
+                            "unchanged": 3, "deleted": 0}
 
 
 def test_the_feed_url_itself(tmp_path):

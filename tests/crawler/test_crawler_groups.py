@@ -4,11 +4,16 @@ they store, and an incremental crawl keeps them."""
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 
+import pytest
+from click.testing import CliRunner
 from conftest import write_jsonl
 
+from busca.cli import cli
+from busca.index import open_home
 from busca.index.home.documents import Store
 from busca.fixtures.server import FixtureSite, load_articles
 
@@ -31,7 +36,8 @@ def test_jsonl_groups_become_a_list_and_add_groups_stamps_them(run, home, tmp_pa
                              "https://a.example/2": ["sales"], "https://a.example/3": None,
                              "https://a.example/4": None}
     result = run("add", str(source), "--groups", "board,staff")
-    assert result.exit_code == 0  # a change of metadata alone counts as unchanged
+    assert result.exit_code == 0  # a change of metadata alone is counted as such
+    assert "0 added, 0 updated, 4 metadata updated, 0 unchanged; 4 documents" in result.stdout
     assert _groups(home) == {"https://a.example/1": ["staff", "hr", "board"],
                              "https://a.example/2": ["sales", "board", "staff"],
                              "https://a.example/3": ["board", "staff"],
@@ -48,6 +54,45 @@ def test_crawl_groups_stamps_every_document_and_an_incremental_crawl_keeps_them(
     report = json.loads(second.stdout)
     assert (report["added"], report["updated"], report["unchanged"]) == (0, 0, 2)
     assert list(map(tuple, _groups(home).values())) == [("staff",), ("staff",)]
+
+
+def test_a_crawl_with_groups_stamps_the_documents_it_finds_unchanged(run, home):
+    """A site crawled public, then crawled with --groups staff: its unchanged posts (not
+    fetched again) were left public and counted "unchanged"."""
+    with FixtureSite(load_articles()[:3]) as site:
+        assert run("crawl", site.url, *FAST).exit_code == 0
+        site.edit(site.articles[0]["id"], content="<p>Texto novo do artigo.</p>")
+        text = run("crawl", site.url, *FAST, "--groups", "staff")
+        assert text.exit_code == 0, text.output
+        assert "0 added, 1 updated, 2 metadata updated, 0 unchanged, 0 deleted" in text.stdout
+        assert set(map(tuple, _groups(home).values())) == {("staff",)}
+        again = run("crawl", site.url, *FAST, "--json")  # the groups remembered: all kept
+    report = json.loads(again.stdout)
+    assert (report["updated"], report["metadata_updated"], report["unchanged"]) == (0, 0, 3)
+    assert set(map(tuple, _groups(home).values())) == {("staff",)}
+
+
+@pytest.mark.postgres
+def test_a_change_of_groups_alone_is_counted_on_a_postgresql_home(pg_home, tmp_path):
+    """`busca add --groups` and `busca crawl --groups` over documents stored public: the
+    same counts as on a local home."""
+    invoke = functools.partial(CliRunner().invoke, cli, catch_exceptions=False, obj={})
+    source = write_jsonl(tmp_path / "docs.jsonl", [
+        {"url": "https://a.example/1", "text": "um"}, {"url": "https://a.example/2",
+                                                       "text": "dois", "groups": "hr"}])
+    assert invoke(["--home", pg_home, "add", str(source)]).exit_code == 0
+    moved = invoke(["--home", pg_home, "add", str(source), "--groups", "staff"])
+    assert "0 added, 0 updated, 2 metadata updated, 0 unchanged; 2 documents" in moved.stdout
+    with FixtureSite(load_articles()[:2]) as site:
+        assert invoke(["--home", pg_home, "crawl", site.url, *FAST]).exit_code == 0
+        result = invoke(["--home", pg_home, "crawl", site.url, *FAST, "--groups", "staff",
+                         "--json"])
+    report = json.loads(result.stdout)
+    assert (report["added"], report["metadata_updated"], report["unchanged"]) == (0, 2, 0)
+    with open_home(pg_home) as store:
+        assert {d.url: (d.meta or {}).get("groups") for d in store.documents()} == {
+            "https://a.example/1": ["staff"], "https://a.example/2": ["hr", "staff"],
+            **{site.link(a): ["staff"] for a in site.articles}}
 
 
 def test_a_bad_group_name_is_bad_usage(run, tmp_path):

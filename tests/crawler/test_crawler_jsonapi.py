@@ -72,7 +72,8 @@ def test_items_removed_from_the_api_are_deleted(api):
     list(crawl(API, store, options=options(**SEED_LIKE)))
     pages[2] = []
     report = list(crawl(API, store, options=options(**SEED_LIKE)))[-1].report
-    assert report.counts == {"added": 0, "updated": 0, "unchanged": 1, "deleted": 1}
+    assert report.counts == {"added": 0, "updated": 0, "metadata_updated": 0,
+                             "unchanged": 1, "deleted": 1}
 
 
 def test_missing_fields_name_the_fix(api):
@@ -140,7 +141,8 @@ def test_one_page_read_without_paging_options_deletes_nothing(api):
     list(crawl(API, store, options=options(**SEED_LIKE)))
     unpaged = {k: v for k, v in SEED_LIKE.items() if k != "page_param"}
     report = list(crawl(API, store, options=options(**unpaged)))[-1].report
-    assert report.counts == {"added": 0, "updated": 0, "unchanged": 1, "deleted": 0}
+    assert report.counts == {"added": 0, "updated": 0, "metadata_updated": 0,
+                             "unchanged": 1, "deleted": 0}
     assert store.count() == 2
     assert any("without --json-page-param or --json-next" in n for n in report.notices)
 
@@ -177,7 +179,8 @@ def test_an_api_that_ignores_the_page_parameter_stops_at_the_repeated_page(tmp_p
         fetched = [c for c in rsps.calls if c.request.url.startswith(API)]
         stored = store.count()
     report = events[-1].report
-    assert report.counts == {"added": 2, "updated": 0, "unchanged": 0, "deleted": 0}
+    assert report.counts == {"added": 2, "updated": 0, "metadata_updated": 0,
+                             "unchanged": 0, "deleted": 0}
     failed = [e for e in events if isinstance(e, Failed)]
     assert len(failed) == 1 and "ignores its paging parameter" in failed[0].reason
     assert len(fetched) == 2 and stored == 2

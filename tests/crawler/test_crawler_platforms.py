@@ -83,7 +83,8 @@ def test_recrawl_stores_nothing_new_then_follows_an_edit_and_a_deletion(tmp_path
         first = len(site.log)
         report, _ = run(site.home, store)
         again = site.log[first:]
-        assert report.counts == {"added": 0, "updated": 0, "unchanged": 39, "deleted": 0}
+        assert report.counts == {"added": 0, "updated": 0, "metadata_updated": 0,
+                                 "unchanged": 39, "deleted": 0}
         # no body travels again (a headless CMS's start URL is its API: discovery reads it)
         start = site.home.removeprefix(site.url.rstrip("/"))
         assert [h.bodies for h in again if h.bodies and h.path != start] == []
@@ -94,7 +95,8 @@ def test_recrawl_stores_nothing_new_then_follows_an_edit_and_a_deletion(tmp_path
             "</p>", " Frase nova.</p>", 1))
         gone = site.remove(site.articles[5]["id"])
         report, _ = run(site.home, store)
-        assert report.counts == {"added": 0, "updated": 1, "unchanged": 37, "deleted": 1}
+        assert report.counts == {"added": 0, "updated": 1, "metadata_updated": 0,
+                                 "unchanged": 37, "deleted": 1}
         assert "Frase nova." in store.get(site.link(edited)).text
         assert store.get(site.link(gone)) is None
 
@@ -242,5 +244,6 @@ def test_mediawiki_answers_cut_by_the_size_limit_are_continued(tmp_path):
         texts = [h for h in site.log if "pageids=" in h.path and h.bodies]
         assert all("Outra." in store.get(site.link(a)).text for a in edited)
     assert [e for e in events if isinstance(e, Failed)] == []
-    assert report.counts == {"added": 0, "updated": 10, "unchanged": 29, "deleted": 0}
+    assert report.counts == {"added": 0, "updated": 10, "metadata_updated": 0,
+                             "unchanged": 29, "deleted": 0}
     assert any("rvcontinue=" in h.path for h in texts)

@@ -96,7 +96,8 @@ def test_plain_site_sitemap_and_a_page_that_disappears(tmp_path):
         site.articles[0]["modified_gmt"] = "2030-01-01T00:00:00"
         report = run(site.url, store)
         urls = sorted(store.hashes())
-    assert report.counts == {"added": 1, "updated": 0, "unchanged": 2, "deleted": 1}
+    assert report.counts == {"added": 1, "updated": 0, "metadata_updated": 0,
+                             "unchanged": 2, "deleted": 1}
     assert site.url + "renomeado/" in urls and len(urls) == 3
 
 

@@ -81,4 +81,5 @@ def test_pages_no_longer_linked_are_checked_and_deleted(tmp_path):
         gone = site.remove(articles[0]["id"])
         report = run(site.url, store)
         assert store.get(site.link(gone)) is None
-    assert report.counts == {"added": 0, "updated": 0, "unchanged": 3, "deleted": 1}
+    assert report.counts == {"added": 0, "updated": 0, "metadata_updated": 0,
+                             "unchanged": 3, "deleted": 1}

@@ -48,8 +48,11 @@ def test_metadata_is_stored_as_json_and_a_change_rewrites_it(tmp_path):
         assert store.get(doc.url).meta == {"tags": ["x"], "language": "pt"}
         assert store.put(doc) == "unchanged"
         assert store.put(Document(doc.url, "A", "texto", "mediawiki", meta={"tags": ["y"]})) \
-            == "unchanged"  # same text and title: not re-indexed, but the metadata is new
+            == "metadata_updated"  # same text and title: not re-indexed, the metadata is new
         assert next(store.documents()).meta == {"tags": ["y"]}
+        assert store.put(Document(doc.url, "A", "texto", "mediawiki", "2024-05-01T10:00:00",
+                                  meta={"tags": ["y"]})) == "metadata_updated"  # its date
+        assert store.get(doc.url).modified == "2024-05-01T10:00:00"
 
 
 def test_a_home_made_before_metadata_gains_the_column(tmp_path):

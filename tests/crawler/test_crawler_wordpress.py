@@ -131,6 +131,20 @@ def test_incremental_requests(tmp_path):
     assert statuses == ["unchanged"] * 3 + ["updated"]
 
 
+def test_a_post_whose_modified_date_alone_moved_counts_as_metadata_updated(tmp_path):
+    """Its body is fetched again (the date differs) and its text is the same: the new date
+    is stored (`--filter modified>=` reads it) and counted apart, no longer "unchanged"."""
+    with FixtureSite(load_articles()[:3]) as site, Store(tmp_path) as store:
+        run(site.url, store)
+        moved = site.edit(site.articles[1]["id"])  # a plugin re-saved it: nothing else
+        report = run(site.url, store)[-1].report
+        stored = store.get(site.link(moved))
+    assert report.counts == {"added": 0, "updated": 0, "metadata_updated": 1, "unchanged": 2,
+                             "deleted": 0}
+    assert report.documents == 3
+    assert stored.modified == f"{moved['modified_gmt']}+00:00"
+
+
 def test_posts_and_pages(tmp_path):
     page = {**load_articles()[0], "id": 2, "slug": "sobre", "title": "Sobre o site",
             "content": "<p>Quem somos.</p>"}
@@ -148,7 +162,8 @@ def test_deleting_a_page_does_not_touch_posts(tmp_path):
         site.pages.clear()
         report = run(site.url, store, types=("posts", "pages"))[-1].report
         assert store.count() == 2
-    assert report.counts == {"added": 0, "updated": 0, "unchanged": 2, "deleted": 1}
+    assert report.counts == {"added": 0, "updated": 0, "metadata_updated": 0,
+                             "unchanged": 2, "deleted": 1}
 
 
 def test_plain_permalinks_site_is_crawled_through_rest_route(tmp_path):
@@ -169,7 +184,8 @@ def test_max_pages_limits_api_pages_and_the_next_run_goes_on(tmp_path):
         assert store.count() == 6
     assert any("stopped after 2 API pages (--max-pages)" in n for n in report.notices)
     assert any("resuming the interrupted crawl of posts at API page 3" in n for n in again.notices)
-    assert again.counts == {"added": 2, "updated": 0, "unchanged": 4, "deleted": 0}
+    assert again.counts == {"added": 2, "updated": 0, "metadata_updated": 0,
+                            "unchanged": 4, "deleted": 0}
 
 
 def test_a_post_made_private_or_emptied_leaves_the_store(tmp_path):
@@ -183,7 +199,8 @@ def test_a_post_made_private_or_emptied_leaves_the_store(tmp_path):
         assert deleted == {site.link(articles[0]), site.link(articles[1])}
         assert store.get(site.link(articles[0])) is None and store.count() == 2
         again = run(site.url, store)[-1].report
-    assert again.counts == {"added": 0, "updated": 0, "unchanged": 2, "deleted": 0}
+    assert again.counts == {"added": 0, "updated": 0, "metadata_updated": 0,
+                            "unchanged": 2, "deleted": 0}
 
 
 # -- issue 10 --------------------------------------------------------------------------------

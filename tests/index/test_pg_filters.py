@@ -214,7 +214,7 @@ def test_a_change_of_metadata_alone_is_stored_as_on_a_local_home(tmp_path, pg_ho
     with open_home(tmp_path / "home") as a, open_home(pg_home) as b:
         for home in (a, b):
             assert [home.put(d) for d in (doc, doc, changed, changed)] == [
-                "added", "unchanged", "unchanged", "unchanged"]
+                "added", "unchanged", "metadata_updated", "unchanged"]
             assert home.get(doc.url).meta == {"category": "Répteis", "n": 1}
             home.put(Document(doc.url, doc.title, doc.text, meta={"category": "Répteis",
                                                                    "n": True}))
