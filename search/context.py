@@ -137,7 +137,8 @@ class Context:
         passages = tuple(_passage_of(p, data["method"]) for p in data["passages"])
         hits = tuple(h for p in passages for h in p.hits)
         return cls(data["question"], data["method"], data["floor"], hits, passages,
-                   max_chars=data["max_chars"], rerank=str(data.get("rerank") or ""))
+                   reason=str(data.get("reason") or ""), max_chars=data["max_chars"],
+                   rerank=str(data.get("rerank") or ""))
 
 
 def why_nothing(method: str, floor: float | None, best: float | None, reason: str = "",
@@ -178,8 +179,9 @@ def build_context(index, store: Store, question: str, *, method: str = "tfidf",
     if rerank and passing:
         hits = passing = rerank(question, passing, k)
     passages = merge_hits(passing, store)
-    if passages:
-        passages = fit(passages, max_chars)
+    if passages:  # a cut passage is cited where the text it kept lies
+        passages = [_cited(p, getattr(store.get(p.url), "meta", None)) if p.truncated else p
+                    for p in fit(passages, max_chars)]
     return Context(question, method, floor, tuple(hits), tuple(passages), max_chars=max_chars,
                    rerank=rerank.label if rerank else "")
 
@@ -198,11 +200,24 @@ def merge_hits(hits: list[Hit], store: Store, *,
         ranges = sorted(widen(doc.text, h.start, h.end, reach=reach) for h in group)
         spans = tuple(Span(a, b, doc.text[a:b]) for a, b in _union(doc.text, ranges))
         best = max(group, key=lambda h: (h.score, -h.rank))
-        meta, middle = getattr(doc, "meta", None), (best.start + best.end) // 2
-        passages.append(Passage(0, url, doc.title, best.score, spans, tuple(group),
-                                cite=cite(url, meta, middle), section=section(meta, middle)))
+        passages.append(_cited(Passage(0, url, doc.title, best.score, spans, tuple(group)),
+                               getattr(doc, "meta", None)))
     passages.sort(key=lambda p: (-p.score, min(h.rank for h in p.hits)))
     return [replace(p, rank=i) for i, p in enumerate(passages, start=1)]
+
+
+def _cited(p: Passage, meta: dict | None) -> Passage:
+    """The passage with its citation (page, or section and heading path) taken at the
+    middle of its best window's text that the passage holds (a cut may have kept only part
+    of it), else at the middle of its first span."""
+    at = (p.spans[0].start + p.spans[0].end) // 2
+    for h in sorted(p.hits, key=lambda h: (-h.score, h.rank)):
+        kept = [(max(h.start, s.start), min(h.end, s.end)) for s in p.spans
+                if s.start < h.end and h.start < s.end]
+        if kept:
+            at = (kept[0][0] + kept[0][1]) // 2
+            break
+    return replace(p, cite=cite(p.url, meta, at), section=section(meta, at))
 
 
 def _union(text: str, ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -220,27 +235,38 @@ def fit(passages: list[Passage], max_chars: int) -> list[Passage]:
     """Passages cut to whole sentences so their text totals at most `max_chars` characters.
 
     A span that does not fit keeps the sentences around its best window: from the sentence
-    where that window starts onwards, then backwards while the budget lasts.
+    where that window starts onwards, then backwards while the budget lasts. Within a
+    passage the span of the best window is served first; kept spans stay in document order.
     """
     budget = max_chars
     out: list[Passage] = []
     needed: list[int] = []
     for p in passages:
-        spans: list[Span] = []
-        for s in p.spans:
+        kept: dict[Span, Span] = {}
+        for s in sorted(p.spans, key=lambda s: _best_inside(p, s)):
             anchor = _anchor(p, s)
             piece = _cut(s, budget, anchor)
             if piece is None:
                 needed.append(_opening(s, anchor))
                 continue
-            spans.append(piece)
+            kept[s] = piece
             budget -= len(piece.text)
+        spans = [kept[s] for s in p.spans if s in kept]
         if spans:
             cut = tuple(spans) != p.spans
-            out.append(replace(p, rank=len(out) + 1, spans=tuple(spans), truncated=cut))
+            held = tuple(h for h in p.hits  # the windows whose text the cut kept
+                         if any(s.start < h.end and h.start < s.end for s in spans))
+            out.append(replace(p, rank=len(out) + 1, spans=tuple(spans), truncated=cut,
+                               hits=held or p.hits))
     if not out:
         raise ContextTooSmall(max_chars, min(needed, default=0))
     return out
+
+
+def _best_inside(p: Passage, span: Span) -> tuple[float, int]:
+    """Sort key of a span: its best window's score (higher first), then rank."""
+    inside = [(-h.score, h.rank) for h in p.hits if span.start <= h.start < span.end]
+    return min(inside, default=(float("inf"), 0))
 
 
 def _anchor(p: Passage, span: Span) -> int:
@@ -324,8 +350,10 @@ def render(context: Context, *, lang: str = "pt", template: str | None = None) -
         piece.replace("{question}", question) for piece in template.split("{context}"))
 
 
-def context_dict(context: Context, *, prompt: str | None = None) -> dict:
-    """The structured form: passages with URL, title, spans and scores."""
+def context_dict(context: Context, *, prompt: str | None = None,
+                 floor_option: str = "min_score") -> dict:
+    """The structured form: passages with URL, title, spans and scores; when nothing was
+    found, the reason (`why_nothing`, naming the floor as `floor_option`)."""
     return {
         "question": context.question,
         "method": context.method,
@@ -336,6 +364,7 @@ def context_dict(context: Context, *, prompt: str | None = None) -> dict:
         "passages": [_passage_dict(p) for p in context.passages],
         "prompt": prompt,
         **({"rerank": context.rerank} if context.rerank else {}),
+        **({} if context.answered else {"reason": context.why_nothing(floor_option)}),
     }
 
 

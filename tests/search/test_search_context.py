@@ -148,11 +148,51 @@ def test_fit_gives_the_rest_of_the_budget_to_the_next_passages():
     assert [(p.url, p.text) for p in out] == [("a", a.text), ("b", "Do outro.")]
 
 
+def test_fit_serves_the_span_of_the_best_window_first():
+    """A document whose weaker window comes first: the budget goes to the span holding the
+    best window (the answer), not to whichever span comes first in the document."""
+    weak, answer = "O reembolso existe.", "O prazo do reembolso é de sete dias úteis."
+    text = f"{weak} {' '.join(f'Linha {n} sem assunto.' for n in range(40))} {answer}"
+    at = text.index(answer)
+    hits = (core.Hit(1, 0.9, 1, "u", "T", at, len(text), answer, "tfidf"),
+            core.Hit(2, 0.1, 0, "u", "T", 0, len(weak), weak, "tfidf"))
+    spans = (cx.Span(0, len(weak), weak), cx.Span(at, len(text), answer))
+    p = cx.Passage(1, "u", "T", 0.9, spans, hits)
+    [out] = cx.fit([p], len(answer) + 5)
+    assert out.text == answer and out.truncated
+    [both] = cx.fit([p], len(weak) + len(answer))  # both fit: document order is kept
+    assert both.text == f"{weak}{cx.SPAN_JOIN}{answer}" and not both.truncated
+    # the weak window's text is not in the prompt: --json no longer lists it among the hits
+    assert [h.chunk_id for h in out.hits] == [1] and len(both.hits) == 2
+
+
 def test_fit_too_small_for_one_sentence_says_how_much_is_needed():
     with pytest.raises(cx.ContextTooSmall) as e:
         cx.fit([_passage("u", "Uma frase bem comprida. Curta.")], 10)
     assert e.value.needed == len("Uma frase bem comprida.")
     assert "too small for even one sentence" in str(e.value)
+
+
+def test_a_cut_passage_cites_the_section_of_the_text_it_kept(tmp_path):
+    """The best window starts under "Prazos" and its middle lies under "Suporte"; a budget
+    that keeps only the Prazos sentences cites #prazos, not a section the text lacks."""
+    prazos = "Prazos\n" + " ".join(f"O prazo do item {n} é de {n} dias úteis." for n in range(6))
+    suporte = "Suporte\n" + " ".join(f"O canal {n} atende das 9h às 18h." for n in range(30))
+    text = f"{prazos}\n{suporte}"
+    headings = [[0, 2, "Prazos", "prazos"], [text.index("Suporte"), 2, "Suporte", "suporte"]]
+    store = LocalHome(tmp_path)
+    store.put(Document("https://ajuda.example/p", "Política", text, meta={"headings": headings}))
+    build_index(store, size=200, overlap=40)
+    index = load_index(store.home)
+    whole = cx.build_context(index, store, "prazo do item 3", k=1, min_score=0)
+    [h] = whole.passages[0].hits
+    assert (h.start + h.end) // 2 > text.index("Suporte"), "the window's middle is in Suporte"
+    found = cx.build_context(index, store, "prazo do item 3", k=1, min_score=0, max_chars=200)
+    [p] = found.passages
+    assert p.truncated and "O prazo do item 3" in p.text and "O canal" not in p.text
+    assert (p.cite, p.section) == ("https://ajuda.example/p#prazos", "Prazos")
+    assert "[fonte: https://ajuda.example/p#prazos] Política — Prazos\n" in cx.render(found)
+    store.close()
 
 
 # --- the floor -----------------------------------------------------------------------------
@@ -161,6 +201,10 @@ def test_below_the_floor_there_are_no_passages_but_the_scores_remain(index, stor
     found = cx.build_context(index, store, "gato ração", min_score=0.999)
     assert not found.answered and found.passages == ()
     assert found.hits and found.scores == [h.score for h in found.hits]
+    # the JSON form says why, as POST /api/context's 409 does ("reason")
+    assert cx.context_dict(found)["reason"] == found.why_nothing()
+    assert cx.Context.from_json(found.to_json()).to_json() == found.to_json()  # kept whole
+    assert "reason" not in cx.context_dict(cx.build_context(index, store, "gato ração"))
 
 
 def test_the_calibrated_floor_applies_unless_overridden(index, store):
