@@ -295,12 +295,19 @@ def add(ctx, files, groups):
     with _corpus(ctx) as corpus:
         added = corpus.add_files(files, groups=groups, notify=_tell_added)
     counts = added.counts
-    summary = ", ".join(f"{n} {what}" for what, n in counts.items() if what != "duplicate")
+    summary = _counts_text({k: n for k, n in counts.items() if k != "duplicate"})
     if counts["duplicate"]:
         summary += f", {counts['duplicate']} duplicate{'s' * (counts['duplicate'] > 1)} (last kept)"
     click.echo(f"{summary}; {added.documents} documents in {indexing.redact(ctx.obj['home'])}")
     if added.skipped:
         raise click.ClickException(f"{added.skipped} input(s) skipped, see the messages above")
+
+
+def _counts_text(counts: dict[str, int]) -> str:
+    """`busca add`'s and `busca crawl`'s counts: "2 added, 0 updated, 0 unchanged"; the
+    documents whose metadata alone changed ("1 metadata updated") only when there are any."""
+    return ", ".join(f"{n} {what.replace('_', ' ')}" for what, n in counts.items()
+                     if n or what != "metadata_updated")
 
 
 def _tell_added(what: str, value) -> None:
@@ -530,13 +537,18 @@ def _ask_server(home, ask):
 
 
 def _hybrid_only(ctx, method: str) -> None:
-    """Refuse hybrid's options given with another method (they would be ignored)."""
-    if method == indexing.HYBRID:
-        return
-    given = [f"--{name.replace('_', '-')}" for name in ("weights", "fusion", "window", "rrf_k")
-             if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE]
-    if given:
-        raise click.UsageError(api.hybrid_only(given, method, "--method hybrid"))
+    """Refuse hybrid's options given with a method that fuses nothing (the library's rule,
+    the options named as typed: bad usage)."""
+    try:
+        api.check_hybrid_only(_hybrid_given(ctx), method, "--method hybrid")
+    except api.specs.BadSpec as e:
+        raise click.UsageError(str(e)) from None
+
+
+def _hybrid_given(ctx) -> list[str]:
+    """Hybrid's options typed on the command line, as typed (--fusion, --weights, …)."""
+    return [f"--{name.replace('_', '-')}" for name in ("weights", "fusion", "window", "rrf_k")
+            if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE]
 
 
 @cli.command()
@@ -742,6 +754,12 @@ def _session(ctx, spec, *, as_json: bool) -> None:
         raise click.UsageError("--offset pages the hits of one question given as an argument;"
                                " without a question (questions on stdin or a session) give"
                                " -k instead")
+    if fused := _hybrid_given(ctx):  # so were they: the session fuses as the index does
+        one = len(fused) == 1
+        raise click.UsageError(f"{', '.join(fused)} {'ranks' if one else 'rank'} one question"
+                               " given as an argument; without a question (questions on stdin"
+                               " or a session) hybrid fuses with the index's settings: drop"
+                               f" {'it' if one else 'them'} or give the question")
     with _home(ctx) as home:
         terminal.run_session(home, method=spec.method, k=spec.k,
                              per_doc=spec.per_doc if given else None, min_score=spec.min_score,
@@ -1017,14 +1035,10 @@ def _folder_exists(path: str) -> None:
 def _eval_methods(methods: str | None) -> tuple[str, ...] | None:
     """--methods as method names (None: not given, every method of the index); bad usage
     when given with none named (--methods "" ran every method)."""
-    if methods is None:
-        return None
-    names = tuple(_split(methods))
-    if not names:
-        raise click.BadParameter("name at least one method, e.g. bm25,dense (or leave"
-                                 " --methods out: every method of the index)",
-                                 param_hint="--methods")
-    return names
+    try:  # the library's reading, as busca compare --methods
+        return api.method_names(methods)
+    except api.specs.BadSpec as e:
+        raise click.BadParameter(str(e), param_hint="--methods") from None
 
 
 def _eval_fusion(fusion: str | None, weights: dict | None, window: int | None,
@@ -1336,10 +1350,9 @@ def _print_crawl_report(report: crawling.events.CrawlReport, as_json: bool) -> N
     if as_json:
         click.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
         return
-    counts = ", ".join(f"{n} {status}" for status, n in report.counts.items())
     click.echo(display.strip_controls(f"crawled {report.url} via {report.source or 'nothing'}:"
-               f" {counts}; {len(report.failures)} failed; {report.requests} requests in"
-               f" {report.seconds:.1f} s"))
+               f" {_counts_text(report.counts)}; {len(report.failures)} failed;"
+               f" {report.requests} requests in {report.seconds:.1f} s"))
     by_reason: dict[str, list[str]] = {}
     for failed_url, reason in report.failures:
         by_reason.setdefault(reason, []).append(failed_url)
@@ -1409,8 +1422,8 @@ def serve_command(ctx, host, port, token, tokens_file, private, runs, no_log, qu
     if host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(f"warning: listening on {host}: anyone who can reach it can read the index",
                    err=True)
-    if token is None:  # read-only: a folder without a corpus is an error, and stays as it is
-        _home(ctx).close()
+    # read-only: a folder without a corpus is an error, and stays as it is
+    _readers_notice(_home(ctx), tokens, "busca serve")
     try:
         run_server(ctx.obj["home"], host=host, port=port, token=token, runs=runs,
                    log_queries=not no_log, access_log=not quiet, embed=_embed(ctx),
@@ -1476,20 +1489,29 @@ def mcp_command(ctx, http, host, port, tokens_file, log_queries):
 
 
 def _mcp_notice(ctx, http: bool, tokens) -> None:
-    """Check the home (a folder without a corpus is an error now, not at the first call) and
-    say on stderr who reads it over HTTP: the tokens loaded, or that every document is shown
-    when the home has private ones and no --tokens."""
+    """Check the home (a folder without a corpus is an error now, not at the first call) and,
+    over HTTP, say on stderr who reads it (`_readers_notice`)."""
     home = _home(ctx)
-    private = http and tokens is None and searching.has_groups(home)
+    if http:
+        _readers_notice(home, tokens, "busca mcp --http")
+    else:
+        home.close()
+
+
+def _readers_notice(home, tokens, command: str) -> None:
+    """Close `home` and say on stderr who reads it over HTTP: the tokens loaded, or that every
+    document is shown when the home has private ones (with groups) and no --tokens."""
+    private = tokens is None and searching.has_groups(home)
     home.close()
     if tokens is not None:
         count = len(tokens.readers)
         click.echo(f"{count} read token{'s' if count != 1 else ''} loaded: each request sees"
-                   " its token's groups' documents and those without groups", err=True)
+                   " its token's groups' documents"
+                   f"{'' if tokens.private else ' and those without groups'}", err=True)
     if private:
-        click.echo("warning: this home has documents with groups (private to some readers):"
-                   " busca mcp --http shows every document to whoever reaches it; busca mcp"
-                   " --http --tokens FILE shows each reader its groups' documents", err=True)
+        click.echo(f"warning: this home has documents with groups (private to some readers):"
+                   f" {command} shows every document to whoever reaches it; {command}"
+                   " --tokens FILE shows each reader its groups' documents", err=True)
 
 
 # --- end of commands ---

@@ -181,7 +181,8 @@ class Session:
         shown, floor, seconds = list(result.hits), result.floor, result.seconds
         self.answered += 1
         if self.as_json:
-            note = {"note": result.note} if result.refused else {}
+            # why nothing passed, as GET /api/search's "note" says it
+            note = {"note": result.why_nothing("--min-score")} if not shown else {}
             filters = {"filters": [str(f) for f in s.filters]} if s.filters else {}
             reranked = {"rerank": result.rerank} if result.rerank else {}
             self.echo(json.dumps({"question": question, "method": s.method, "k": s.k,
@@ -230,7 +231,8 @@ class Session:
         found = api.context_build(self.index, self.store, question, spec)
         prompt = searching.render(found) if found.answered else None
         if self.as_json:
-            self.echo(json.dumps(searching.context_dict(found, prompt=prompt),
+            self.echo(json.dumps(searching.context_dict(found, prompt=prompt,
+                                                        floor_option="--min-score"),
                                  ensure_ascii=False))
         elif prompt is None:
             self.echo(f"não encontrei (nothing found): {found.why_nothing('--min-score')}")

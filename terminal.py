@@ -234,11 +234,11 @@ def _compare(home, query: str, methods: str | None, k: int, per_doc: int, includ
              rerank=None, filters=()):
     if not query.strip():
         raise click.BadParameter("the question is empty", param_hint="QUERY")
-    index = home.current()
-    names = _split(methods) if methods else searching.default_methods(index)
-    if not names:
-        raise click.BadParameter("name at least one method", param_hint="--methods")
-    return api.compare_build(index, home, query, methods=names, k=k, per_doc=per_doc,
+    try:  # the library's reading of "bm25,dense" ("" names none: bad usage, not every one)
+        names = api.method_names(methods)
+    except api.specs.BadSpec as e:
+        raise click.BadParameter(str(e), param_hint="--methods") from None
+    return api.compare_build(home.current(), home, query, methods=names, k=k, per_doc=per_doc,
                              include=include, rerank=rerank, filters=filters)
 
 
@@ -269,10 +269,6 @@ def _golden_question(home, path: str, query: str):
     table = evaluation.chunk_table(home.current(), home)
     (judged,) = evaluation.judge(replace(golden, questions=(q,)), table).items
     return q, dict(judged.gains)
-
-
-def _split(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
 
 
 def print_hits(index, hits, query: str, method: str, *, pager: bool = False) -> None:

@@ -18,13 +18,13 @@ from ..search.hits import Hit
 from .corpus import Corpus, open
 from .documents import Added
 from .evaluate import Calibrated, EvalSpec, compare_runs
-from .questions import (WARM_UP, asked, compare_build, context_build, prepare, reranker,
-                        search_build)
+from .questions import (WARM_UP, asked, compare_build, context_build, method_names, prepare,
+                        reranker, search_build)
 from .specs import (HYBRID_AS_SEARCH, METHOD, ContextSpec, IndexSpec, Result, SearchSpec,
-                    hybrid_only)
+                    check_hybrid_only, hybrid_only)
 from .stats import Stats
 
 __all__ = ["Added", "Calibrated", "Context", "ContextSpec", "Corpus", "EvalSpec", "Hit", "IndexSpec",
            "Result", "SearchSpec", "Stats", "open", "search_build", "context_build",
            "compare_build", "compare_runs", "prepare", "reranker", "HYBRID_AS_SEARCH", "asked",
-           "METHOD", "WARM_UP", "hybrid_only"]
+           "METHOD", "WARM_UP", "check_hybrid_only", "hybrid_only", "method_names"]

@@ -88,16 +88,17 @@ class Corpus:
 
     # --- documents -------------------------------------------------------------------
     def add(self, documents: Iterable[Document]) -> Added:
-        """Store documents (a URL already stored is replaced): how many were added, updated
-        or unchanged, and the documents in the home. Every document is checked before the
-        first is stored (BadDocument: none stored)."""
+        """Store documents (a URL already stored is replaced): how many were added, updated,
+        updated in their metadata alone or unchanged, and the documents in the home. Every
+        document is checked before the first is stored (BadDocument: none stored)."""
+        from ..crawler.events import STORED
         from ..crawler.store import BadDocument, Document, checked  # (busca add: not needed)
 
         if isinstance(documents, (str, bytes, Document)) or not isinstance(documents, Iterable):
             raise BadDocument(f"add takes a list of busca.Document, not a"
                               f" {type(documents).__name__}")
         docs = [checked(d, f"document {n}") for n, d in enumerate(documents, start=1)]
-        counts = {"added": 0, "updated": 0, "unchanged": 0}
+        counts = dict.fromkeys(STORED, 0)
         for doc in docs:
             counts[self.home.put(doc)] += 1
         return Added(counts, 0, self.home.count())
@@ -219,13 +220,14 @@ class Corpus:
             include=include, rerank=rerank, filters=filters))
 
     def stats(self) -> dict:
-        """`busca stats --json`: the build's figures, or the documents without an index, and
-        the metadata's facet counts when the documents have metadata."""
+        """`busca stats --json`: the build's figures and the documents stored since it
+        (`pending`), or the documents without an index, and the metadata's facet counts when
+        the documents have metadata."""
         return self.statistics().to_json()
 
     def statistics(self, *, detail: bool = False) -> Stats:
-        """`busca stats`: the figures as a value (`detail`: also each method's settings and
-        the documents stored since the build)."""
+        """`busca stats`: the figures as a value, with the documents stored since the build
+        (`detail`: also each method's settings)."""
         return stats(self.home, lambda: self.build, detail=detail)
 
     # --- evaluation ------------------------------------------------------------------

@@ -85,8 +85,15 @@ def _check_fields(spec) -> None:
                       f" {{'bm25': 0.3, 'dense': 0.7}}, not {spec.weights!r:.80}")
     check_rerank(spec.rerank)
     given = [n for n, default in _DEFAULTS.items() if getattr(spec, n) != default]
-    if given and not indexing.is_hybrid(spec.method):
-        raise BadSpec(hybrid_only(given, spec.method, "method='hybrid'"))
+    check_hybrid_only(given, spec.method, "method='hybrid'")
+
+
+def check_hybrid_only(given: Sequence[str], method: str, hybrid: str) -> None:
+    """BadSpec when hybrid's options (`given`, as a front end names them) come with a method
+    that fuses nothing: the one rule (hybrid and hybrid:NAME fuse) every front end words its
+    own way (`hybrid`: how it asks for hybrid)."""
+    if given and not indexing.is_hybrid(method):
+        raise BadSpec(hybrid_only(given, method, hybrid))
 
 
 def hybrid_only(given: Sequence[str], method: str, hybrid: str) -> str:

@@ -24,24 +24,26 @@ class Stats:
     pending: tuple[int, int] = (0, 0)  # documents added or changed, and removed, since it
 
     def to_json(self) -> dict:
-        """`busca stats --json` (the facets only when the documents have metadata)."""
+        """`busca stats --json` (the facets only when the documents have metadata; with an
+        index, `pending`: the documents added or changed, and removed, since it)."""
         shown = {"facets": self.facets} if self.facets else {}
         if self.manifest is None:
             return {"documents": self.documents, "index": None, **shown}
-        return {**self.manifest.figures(), **shown}
+        changed, removed = self.pending
+        return {**self.manifest.figures(), "pending": {"changed": changed, "removed": removed},
+                **shown}
 
 
 def stats(home, build_of, *, detail: bool = False) -> Stats:
-    """The figures of `home` whose live build `build_of()` gives; `detail`: also each
-    method's settings and the documents stored since that build (reads every chunk row)."""
+    """The figures of `home` whose live build `build_of()` gives, with the documents stored
+    since that build (reads every chunk row); `detail`: also each method's settings."""
     facets = searching.facets(home)
     try:
         build = build_of()
     except indexing.IndexNotFound:  # the documents are known without an index
         return Stats(home.count(), facets)
-    if not detail:
-        return Stats(build.manifest.documents, facets, build.manifest)
-    settings = {m: searching.method_settings(build, m) for m in build.manifest.methods}
+    settings = {m: searching.method_settings(build, m)
+                for m in build.manifest.methods} if detail else None
     return Stats(build.manifest.documents, facets, build.manifest, settings,
                  _not_indexed(home, build))
 

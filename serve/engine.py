@@ -175,9 +175,10 @@ class Engine:
 
     # --- writes (only with --token) ----------------------------------------------------
     def add(self, documents: list[Document], *, keep_groups=frozenset()) -> dict:
-        """Store documents as `busca add` does; counts of added/updated/unchanged. Those
-        whose URL is in `keep_groups` (given without groups) keep the groups of their stored
-        version. BuildRunning (409) while a rebuild runs: the request is not kept waiting."""
+        """Store documents as `busca add` does; counts of added/updated/metadata_updated/
+        unchanged. Those whose URL is in `keep_groups` (given without groups) keep the groups
+        of their stored version. BuildRunning (409) while a rebuild runs: the request is not
+        kept waiting."""
         if not self._writing.acquire(blocking=False):
             raise BuildRunning()
         try:

@@ -40,8 +40,8 @@ from ..search.context import LANGS, MAX_CHARS as CONTEXT_CHARS, PER_DOC as CONTE
 from .access import Access, Gate, Scoped, scoped
 from .engine import Engine
 from .errors import BadParameter
-from .params import (FILTER, MAX_CHARS, MAX_K, MAX_PER_DOC, MAX_QUERY, only, schema_types,
-                     typed)
+from .params import (FILTER, MAX_CHARS, MAX_K, MAX_PER_DOC, MAX_QUERY, MAX_WINDOW, only,
+                     schema_types, typed)
 
 T = TypeVar("T")
 NAME = "busca"
@@ -62,6 +62,19 @@ Filters = Annotated[Annotated[list[str], Field(max_length=MAX_K)]
                     | Annotated[str, Field(max_length=MAX_QUERY)] | None,
                     Field(description=FILTER.doc.replace("repeatable, ", "")
                           + " One filter may be given as a text.")]
+Methods = Annotated[list[str] | str | None, Field(description=(
+    "The methods side by side: a list, or one text such as \"bm25,dense\" (default: tfidf,"
+    " bm25, dense, hybrid, those the index has)."))]
+# hybrid's options, as GET /api/search and busca search take them (SearchSpec checks them)
+Fusion = Annotated[str, Field(description="hybrid: how the scores are fused: "
+                              + ", ".join(searching.FUSIONS) + ".")]
+Window = Annotated[int, Field(ge=1, le=MAX_WINDOW, description="hybrid: top hits of each method"
+                                                               " that are fused.")]
+RrfK = Annotated[float, Field(ge=0, allow_inf_nan=False, description="hybrid: the RRF"
+                                                                    " constant k.")]
+Weights = Annotated[str | dict[str, float] | None, Field(description=(
+    "hybrid: methods and weights, \"bm25=1,dense=0.5\" or {\"bm25\": 1, \"dense\": 0.5}"
+    " (default: the index's)."))]
 Offset = Annotated[int, Field(ge=0, le=MAX_K, description="Skip the first N hits (the next"
                                                           " page).")]
 
@@ -118,11 +131,14 @@ class Tools:
                      min_score: MinScore = None,
                      per_doc: Annotated[int, Field(ge=0, le=MAX_PER_DOC)] = SearchSpec.per_doc,
                      filter: Filters = None, offset: Offset = 0,  # noqa: A002 - the API's name
+                     fusion: Fusion = SearchSpec.fusion, window: Window = SearchSpec.window,
+                     rrf_k: RrfK = SearchSpec.rrf_k, weights: Weights = None,
                      ) -> SearchOut:
         """The top k passages for a question (as busca search --json), after the floor."""
         result = await self.run(lambda engine: engine.search(question, SearchSpec(
             method=method, k=k, min_score=min_score, per_doc=per_doc,
-            filters=_filters(filter), offset=offset)))
+            filters=_filters(filter), offset=offset, fusion=fusion, window=window,
+            rrf_k=rrf_k, weights=weights)))
         return result.to_json()
 
     async def context(self, question: Question, method: Method = METHOD, k: K = searching.K,
@@ -147,7 +163,7 @@ class Tools:
                 "message": "" if found.answered else f"nothing found: {found.why_nothing()}"}
 
     async def compare(self, question: Question,
-                      methods: list[str] | None = None, k: K = COMPARE_K,
+                      methods: Methods = None, k: K = COMPARE_K,
                       per_doc: Annotated[int, Field(ge=0, le=MAX_PER_DOC)] = 0,
                       filter: Filters = None,  # noqa: A002 - the API's name
                       ) -> dict[str, Any]:

@@ -106,11 +106,13 @@ SCHEMAS = {
     "Chunk": _obj({k: v for k, v in HIT["properties"].items() if k not in ("rank", "score")},
                   ("chunk_id", "url", "title", "text")),
     "Stats": {"type": "object", "description": "What busca stats --json prints: the build's"
-              " figures, or {\"documents\": N, \"index\": null} before the first index."},
+              " figures and the documents stored since it (pending: {\"changed\": N,"
+              " \"removed\": N}), or {\"documents\": N, \"index\": null} before the first"
+              " index."},
     "Health": _obj({"status": {"enum": ["ok", "degraded"]}, "build": _nullable("string"),
                     "problem": {"type": "string"}}, ("status", "build")),
     "Added": _obj({"added": {"type": "integer"}, "updated": {"type": "integer"},
-                   "unchanged": {"type": "integer"}}),
+                   "metadata_updated": {"type": "integer"}, "unchanged": {"type": "integer"}}),
     "Built": _obj({"build": {"type": "string"}, "chunks": {"type": "integer"},
                    "methods": {"type": "array", "items": {"type": "string"}}}, ("build",)),
     "OpenAPI": {"type": "object", "description": "This document."},

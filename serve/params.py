@@ -14,8 +14,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..corpus import METHOD, SearchSpec, hybrid_only
-from ..index.dense.dense_models import is_hybrid
+from ..corpus import METHOD, SearchSpec, check_hybrid_only, method_names
+from ..corpus.specs import BadSpec
 from ..search.fusion import (FUSION, FUSIONS, RRF_K, WINDOW, FusionError, FusionSettings,
                              check_settings, parse_weights)
 from ..search.scorers import COMPARE_K
@@ -30,7 +30,7 @@ MAX_CHARS = 100_000  # context: characters of passage text
 MAX_DOCUMENTS = 1000  # documents in one POST /api/documents
 MAX_WINDOW = 10_000  # hybrid: top hits of each method that are fused
 FUSION_FIELDS = ("fusion", "window", "rrf_k", "weights")  # hybrid only
-K = 3
+K = SearchSpec.k  # busca search's defaults, written once (corpus/specs.py)
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ METHOD_FIELD = Field("method", "method", "A method this index has (GET /api/stat
                      " them), or dense:NAME / hybrid:NAME of one of its dense models.", METHOD)
 MIN_SCORE = Field("min_score", "number", "The floor (default: the method's calibrated one).")
 PER_DOC_FIELD = Field("per_doc", "integer", "At most N windows of one document (0: no limit).",
-                      0, 0, MAX_PER_DOC)
+                      SearchSpec.per_doc, 0, MAX_PER_DOC)
 LOG = Field("log", "flag", "Record the question in the query log (default: as the server"
             " was started).")
 SPEC = (METHOD_FIELD, K_FIELD, MIN_SCORE, PER_DOC_FIELD,
@@ -176,9 +176,11 @@ DOCUMENT = (Field("url", "string", "The document's URL (its id).", required=True
 def search_spec(args: Mapping) -> SearchSpec:
     """The options of GET /api/search, those of `busca search` (hybrid's fusion included)."""
     chosen = METHOD_FIELD.read(args.get("method"))
-    given = [name for name in FUSION_FIELDS if args.get(name) not in (None, "")]
-    if given and not is_hybrid(chosen):
-        raise BadParameter(hybrid_only(given, chosen, "method=hybrid"))
+    try:  # the library's rule (hybrid:NAME fuses too), the parameters named as sent
+        check_hybrid_only([name for name in FUSION_FIELDS if args.get(name) not in (None, "")],
+                          chosen, "method=hybrid")
+    except BadSpec as e:
+        raise BadParameter(str(e)) from None
     return SearchSpec(**read(SPEC, args), filters=FILTER.read(raw(args, FILTER)))
 
 
@@ -290,11 +292,10 @@ def methods(raw: object) -> list[str] | None:
     if not isinstance(raw, str):
         raise BadParameter(f"methods must be comma-separated method names such as bm25,dense,"
                            f" got {_shown(raw)}")
-    names = [m.strip() for m in raw.split(",") if m.strip()]
-    if not names:
-        raise BadParameter(f"methods names no method ({_shown(raw)}): give them"
-                           " comma-separated, e.g. bm25,dense")
-    return list(dict.fromkeys(names))
+    try:  # the library's reading, as busca compare --methods and Corpus.compare
+        return list(dict.fromkeys(method_names(raw)))
+    except BadSpec as e:
+        raise BadParameter(str(e)) from None
 
 
 def flag(raw: object, name: str) -> bool | None:

@@ -89,6 +89,11 @@ def test_compare_bad_input(indexed):
     result = run("compare", "nada disso", "--golden", golden)
     assert result.exit_code == 2 and "neither the id nor the text" in result.output
     assert run("compare", "  ").exit_code == 2
+    for given in ("", ",", " , "):  # "" compared every method, as eval --methods "" did
+        result = run("compare", "frete", "--methods", given)
+        assert result.exit_code == 2, result.output
+        assert "Invalid value for --methods: methods is empty: name at least one (e.g." \
+            " bm25,dense), or leave it out for the index's methods" in result.stderr
 
 
 def test_search_per_doc_keeps_other_articles(indexed):

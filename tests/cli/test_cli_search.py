@@ -209,3 +209,20 @@ def test_a_mistyped_home_is_one_line_and_creates_nothing(tmp_path, command):
     assert result.exit_code == 1
     assert f"no index in {missing} — the folder does not exist" in result.output
     assert "Traceback" not in result.output and not missing.exists()
+
+
+def test_hybrid_options_go_with_hybrid_of_a_named_model(run, fake):
+    """--method hybrid:NAME fuses as hybrid does: --fusion and the others apply to it, as in
+    GET /api/search and Corpus.search (the command line alone refused them)."""
+    import json
+
+    assert run("add", str(FIXTURES / "site" / "articles.jsonl")).exit_code == 0
+    assert run("index", "-q", "--dense", "fake").exit_code == 0
+    result = run("search", QUESTION, "--method", "hybrid:fake", "--fusion", "rrf", "--no-serve",
+                 "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout.splitlines()[0])["fusion"]["fusion"] == "rrf"
+    refused = run("search", QUESTION, "--method", "dense:fake", "--fusion", "rrf")
+    assert refused.exit_code == 2
+    assert "--fusion only applies to --method hybrid (this search uses dense:fake)" \
+        in refused.stderr

@@ -84,6 +84,19 @@ def test_pipe_errors_are_json_lines_and_the_session_goes_on(corpus, tmp_path):
     assert done.returncode == 0 and "Traceback" not in done.stderr
 
 
+def test_pipe_says_why_nothing_passed_the_floor(corpus, tmp_path):
+    """Below the floor the answer's line and :context's say why, as /api/search's "note" and
+    /api/context's "reason" do (they were a bare {"hits": []} and {"answered": false})."""
+    done = subprocess.run([*BUSCA, "shell", "--json", "--no-log", "--min-score", "0.99"],
+                          input=f"{QUESTIONS[0]}\n:context\n", capture_output=True, text=True,
+                          env=_env(corpus, tmp_path))
+    ask, context = [json.loads(line) for line in done.stdout.splitlines()]
+    assert ask["hits"] == [] and "no passage scores 0.9900 or more" in ask["note"]
+    assert not context["answered"] and context["prompt"] is None
+    assert "no passage scores 0.9900 or more" in context["reason"]
+    assert "--min-score" in ask["note"] and "--min-score" in context["reason"]
+
+
 def test_a_blank_line_asks_nothing_and_the_session_goes_on(corpus, tmp_path):
     """Enter alone (or spaces) between questions: no answer, no error; it ended the session
     with "the question is empty" and exit 1."""
@@ -224,6 +237,25 @@ def test_search_without_a_question_reads_stdin_in_process(run, tmp_path):
     assert result.exit_code == 0
     urls = [json.loads(line)["hits"][0]["url"] for line in result.stdout.splitlines()]
     assert urls == ["https://a.example/1", "https://a.example/2"]
+
+
+def test_search_without_a_question_refuses_hybrids_options_it_would_drop(run, fake, tmp_path):
+    """The session fuses with the index's settings: --fusion, --weights, --window and --rrf-k
+    were dropped without a word (the questions on stdin ranked by min-max, not rrf), as
+    --offset was before it was refused."""
+    from conftest import write_jsonl
+    docs = [{"url": "https://a.example/1", "title": "Um", "text": "O reembolso demora sete dias."},
+            {"url": "https://a.example/2", "title": "Dois", "text": "O frete é grátis."}]
+    run("add", str(write_jsonl(tmp_path / "d.jsonl", docs)))
+    assert run("index", "-q", "--dense", "fake").exit_code == 0
+    for options in (["--fusion", "rrf"], ["--weights", "bm25=1,dense=0.1", "--window", "5"]):
+        result = run("search", "--method", "hybrid", *options, "--json", "--no-log",
+                     input="reembolso\n")
+        assert result.exit_code == 2, result.output
+        assert f"Error: {', '.join(options[::2])} rank" in result.stderr
+        assert "one question given as an argument" in result.stderr
+    assert run("search", "--method", "hybrid", "--json", "--no-log",
+               input="reembolso\n").exit_code == 0
 
 
 def test_pipe_hybrid_with_the_real_bundled_encoder(tmp_path):

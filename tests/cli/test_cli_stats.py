@@ -48,3 +48,25 @@ def test_stats_without_an_index_shows_the_document_count(run, tmp_path):
     assert result.stdout.splitlines()[0].split() == ["documents", "4"]
     assert 'no index yet: run "busca index"' in result.stdout
     assert json.loads(run("stats", "--json").stdout) == {"documents": 4, "index": None}
+
+
+def test_stats_json_counts_the_documents_stored_since_the_build(run, home, tmp_path):
+    """`busca stats --json`, GET /api/stats (the engine) and Corpus.stats() carry what the
+    text form says on stderr: the documents added or changed, and removed, since the build."""
+    import busca
+    from busca.serve.engine import Engine
+
+    assert run("add", str(write_jsonl(tmp_path / "docs.jsonl", ROWS))).exit_code == 0
+    assert run("index", "-q", "--methods", "bm25").exit_code == 0
+    assert json.loads(run("stats", "--json").stdout)["pending"] == {"changed": 0, "removed": 0}
+    new = [{"url": "https://novo.example/a", "title": "Novo", "text": "Um documento novo."},
+           {**ROWS[0], "text": ROWS[0]["text"] + " Mudou."}]
+    assert run("add", str(write_jsonl(tmp_path / "more.jsonl", new))).exit_code == 0
+    with busca.open(home) as corpus:
+        corpus.home.delete(ROWS[1]["url"])
+        python = corpus.stats()
+    text = run("stats")
+    assert "2 document(s) added or changed, 1 removed since this index" in text.stderr
+    printed = json.loads(run("stats", "--json").stdout)
+    assert printed["pending"] == {"changed": 2, "removed": 1}
+    assert python == printed == Engine(home, warm=False).stats()

@@ -80,4 +80,5 @@ def test_methods_given_empty_is_bad_usage(lexical_home):
         result = CliRunner().invoke(cli, ["--home", str(lexical_home), "eval", GOLDEN, "-q",
                                           "--methods", given], obj={})
         assert result.exit_code == 2, result.output
-        assert "--methods" in result.stderr and "name at least one method" in result.stderr
+        assert "Invalid value for --methods: methods is empty: name at least one" \
+            in result.stderr

@@ -49,7 +49,9 @@ def test_a_client_lists_the_tools_and_gets_the_clis_hits_and_prompt(lexical_home
              ("context", {"question": QUESTION, "min_score": 1e6}),
              ("stats", {}),
              ("get_chunk", {"chunk_id": 0}),
-             ("compare", {"question": QUESTION, "methods": ["tfidf", "bm25"], "k": 2})]
+             ("compare", {"question": QUESTION, "methods": ["tfidf", "bm25"], "k": 2}),
+             # the methods as one text, as HTTP, Python and --methods take them (refused)
+             ("compare", {"question": QUESTION, "methods": "tfidf, bm25", "k": 2})]
     tools, results = asyncio.run(_drive(lexical_home, calls))
     by_name = {t.name: t for t in tools}
     assert set(by_name) == TOOLS
@@ -59,7 +61,9 @@ def test_a_client_lists_the_tools_and_gets_the_clis_hits_and_prompt(lexical_home
     assert by_name["search"].output_schema["properties"]["hits"]["type"] == "array"
     assert all(t.annotations.read_only_hint for t in tools)
     assert not any(r.is_error for r in results), [r.content for r in results]
-    search, context, nothing, stats, chunk, compare = (r.structured_content for r in results)
+    search, context, nothing, stats, chunk, compare, texts = (r.structured_content
+                                                               for r in results)
+    assert texts == compare
 
     cli_hits = [json.loads(line) for line in cli_json(
         lexical_home, "search", QUESTION, "--method", "bm25", "-k", "4", "--json",
@@ -101,7 +105,7 @@ def test_malformed_calls_are_mcp_errors_and_the_server_keeps_answering(lexical_h
     assert strict[1] == ("bad arguments for search: k must be a JSON integer, written without"
                          " quotes, got '3'")
     assert strict[2].startswith("bad arguments for search: unknown field 'top_k' in the"
-                                " arguments of search; known fields: filter, k, method")
+                                " arguments of search; known fields: filter, fusion, k, method")
 
     async def unknown_tool():
         async with _session(lexical_home) as (read, write), \
@@ -392,3 +396,33 @@ def test_a_home_removed_while_the_server_runs_is_one_line_and_stays_removed(lexi
     text = gone.content[0].text
     assert "\n" not in text.strip() and str(home) in text, text
     assert not home.exists()
+
+
+def test_search_takes_hybrids_options_as_http_and_the_cli(tmp_path, fake):
+    """fusion, window, rrf_k and weights, as GET /api/search and busca search take them
+    (the tool refused them as unknown arguments), with the library's rule for another
+    method."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from busca.serve.engine import Engine
+    from busca.serve.mcp_server import Tools, create_server
+    from conftest import FIXTURES
+
+    home = tmp_path / "home"
+    for args in (["add", str(FIXTURES / "site" / "articles.jsonl")],
+                 ["index", "-q", "--dense", "fake"]):
+        assert cli_json(home, *args).exit_code == 0
+    schema = create_server(home)._tool_input_schema("search")["properties"]
+    assert {"fusion", "window", "rrf_k", "weights"} <= set(schema)
+    tools = Tools(Engine(home, log_queries=False, warm=False))
+    options = {"method": "hybrid", "fusion": "rrf", "window": 20, "rrf_k": 10.0,
+               "weights": "bm25=1,dense=0.5", "k": 4}
+    found = asyncio.run(tools.search(QUESTION, **options))
+    cli = [json.loads(line) for line in cli_json(
+        home, "search", QUESTION, "--method", "hybrid", "--fusion", "rrf", "--window", "20",
+        "--rrf-k", "10", "--weights", "bm25=1,dense=0.5", "-k", "4", "--json", "--no-log",
+        "--no-serve").stdout.splitlines()]
+    assert found["hits"] == [{k: v for k, v in h.items() if k not in ("method", "fusion")}
+                             for h in cli] and len(cli) == 4
+    with pytest.raises(ToolError, match="fusion only applies to method='hybrid'"):
+        asyncio.run(tools.search(QUESTION, method="bm25", fusion="rrf"))

@@ -243,6 +243,30 @@ def test_private_hides_documents_without_groups(home, tokens_file):
         assert get(server, "api/chunk/3")[0] == 404
 
 
+@pytest.mark.parametrize("extra", [(), ("--token", WRITER)], ids=["read-only", "writer"])
+def test_without_tokens_a_home_with_groups_warns_every_document_is_shown(home, tokens_file,
+                                                                        extra):
+    """busca serve without --tokens shows the private documents to every request, as busca
+    mcp --http does: it says so on start, naming --tokens (it said nothing); with --tokens it
+    says how many read tokens it loaded. The busy port stops it after the notice."""
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen(1)
+        port = str(held.getsockname()[1])
+        runs = [CliRunner().invoke(cli, ["--home", str(home), "serve", "--port", port, *extra,
+                                         *more], obj={})
+                for more in ((), ("--tokens", str(tokens_file)))]
+    bare, gated = runs
+    assert bare.exit_code == gated.exit_code == 1
+    assert "warning: this home has documents with groups" in bare.stderr
+    assert "busca serve --tokens FILE" in bare.stderr
+    assert "warning: this home has documents with groups" not in gated.stderr
+    assert "2 read tokens loaded" in gated.stderr
+    assert STAFF not in gated.stderr + gated.stdout
+
+
 BAD = [
     ("short-12345 staff\n", "line 1: the token is shorter than 16 characters"),
     (f"{STAFF}\n", "line 1: write TOKEN GROUP[,GROUP…]"),
@@ -365,7 +389,8 @@ def test_documents_posted_with_groups_and_meta_and_an_update_keeps_the_groups(tm
         status, text, _ = get(server, "api/search?" + urlencode(
             {"q": "saúde", "method": "bm25", "filter": "category=RH"}), SALES)
         assert status == 200 and json.loads(text)["hits"][0]["meta"]["category"] == "RH"
-        assert post(server, {**salarios, "groups": []})[0] == 200
+        status, text, _ = post(server, {**salarios, "groups": []})
+        assert status == 200 and json.loads(text)["metadata_updated"] == 1, text  # made public
         assert get(server, "api/index", WRITER, data={})[0] == 200
         assert search_urls(server, None, "abril", "bm25") == {"https://s.example/salarios"}
         for bad, message in ((["two words"], "bad group name"), ("staff", "list of group"),

@@ -54,6 +54,11 @@ def test_parameters_come_from_the_fields_that_validate_requests(lexical_home):
     assert names == [f.name for f in params.SEARCH]
     k = next(p for p in search["parameters"] if p["name"] == "k")["schema"]
     assert (k["minimum"], k["maximum"], k["default"]) == (1, params.MAX_K, params.K)
+    from busca.corpus import SearchSpec  # the defaults declared are busca search's, each one
+    defaults = {p["name"]: p["schema"]["default"] for p in search["parameters"]
+                if "default" in p["schema"]}
+    assert defaults == {n: getattr(SearchSpec(), n) for n in defaults}
+    assert {"method", "k", "per_doc", "offset", "fusion", "window", "rrf_k"} <= set(defaults)
     body = document["paths"]["/api/context"]["post"]["requestBody"]["content"]
     schema = body["application/json"]["schema"]
     assert set(schema["properties"]) == {f.name for f in params.CONTEXT}

@@ -38,8 +38,8 @@ def test_integers_numbers_and_methods():
     with pytest.raises(BadParameter, match="method must be a method name"):
         params.method(3)
     assert params.methods("bm25, tfidf,bm25") == ["bm25", "tfidf"]
-    with pytest.raises(BadParameter, match="names no method"):
-        params.methods(" , ")
+    with pytest.raises(BadParameter, match="methods is empty: name at least one"):
+        params.methods(" , ")  # the words of Corpus.compare and busca compare --methods
 
 
 def test_every_error_has_a_status_and_unknown_ones_none():
