@@ -36,7 +36,7 @@ class Stats:
 
 def stats(home, build_of, *, detail: bool = False) -> Stats:
     """The figures of `home` whose live build `build_of()` gives, with the documents stored
-    since that build (reads every chunk row); `detail`: also each method's settings."""
+    since that build (a row a document of the store and of the build); `detail`: also each method's settings."""
     facets = searching.facets(home)
     try:
         build = build_of()
@@ -51,7 +51,7 @@ def stats(home, build_of, *, detail: bool = False) -> Stats:
 def _not_indexed(home, build) -> tuple[int, int]:
     """(documents added or changed, documents removed) in the store since `build`."""
     stored = {u: h for u, h in home.hashes().items() if h != EMPTY_TEXT}  # never chunked
-    indexed = {r.url: r.doc_sha256 for r in build.chunks()}
+    indexed = build.documents()
     changed = sum(1 for url, sha in stored.items()
                   if url not in indexed or indexed[url] and sha and indexed[url] != sha)
     return changed, sum(1 for url in indexed if url not in stored)

@@ -139,6 +139,13 @@ class Index:
         except sqlite3.Error as e:
             raise damaged(self.path, f"chunks.db: {e}") from e
 
+    def documents(self) -> dict[str, str]:
+        """url -> content hash of each document the build chunked."""
+        try:
+            return self._chunks.documents()
+        except sqlite3.Error as e:
+            raise damaged(self.path, f"chunks.db: {e}") from e
+
     def ranker(self, method: str, *, encoder=None):
         """The ranker of a stored method (built once per build: arrays and encoder load once);
         `encoder`: for a dense method, one already in memory to use instead of loading one."""

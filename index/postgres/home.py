@@ -350,6 +350,11 @@ class PostgresBuild:
             raise self._gone(f"chunk rows missing from {self.table('chunks')}, e.g. id {lost[0]}")
         return [by_id[i] for i in ids if i in by_id]
 
+    def documents(self) -> dict[str, str]:
+        """url -> content hash of each document the build chunked (its first chunk's row)."""
+        return dict(self._fetch(f"SELECT url, doc_sha256 FROM {self.table('chunks')}"
+                                " WHERE position = 0"))
+
     def terms(self, method: str) -> list[str]:
         return [r[0] for r in self._fetch(
             f"SELECT term FROM {self.table(method + '_postings')} ORDER BY term_id")]

@@ -118,6 +118,12 @@ class ChunkTable:
                 by_id[r[0]] = ChunkRow(*r)
         return [by_id[i] for i in ids if i in by_id]
 
+    def documents(self) -> dict[str, str]:
+        """url -> doc_sha256 of each document with chunks (its first chunk's row: one row a
+        document, not every chunk)."""
+        return dict(self._connect().execute(
+            "SELECT url, doc_sha256 FROM chunks WHERE position = 0"))
+
     def close(self) -> None:
         if self._db is not None:
             self._db.close()

@@ -325,3 +325,23 @@ def test_filtered_top10_on_a_10k_chunk_corpus_both_backends(tmp_path, postgres_s
                 assert [h.chunk_id for h in x] == list(ids[keep][order]), (method, texts)
                 assert [(h.chunk_id, h.score) for h in y] == [(h.chunk_id, h.score) for h in x]
                 assert [h.chunk_id for h in z] == [h.chunk_id for h in x], (method, texts)
+
+
+def test_stats_pending_is_the_local_ones(tmp_path, pg_home):
+    """The documents stored since the build (`pending`), counted from one row a document of
+    the build (its first chunk), the same on both backends."""
+    records = _records()[:6]
+    more = [{"url": "https://novo.example/a", "title": "Novo", "text": "Um documento novo."},
+            {**records[0], "text": records[0]["text"] + " Mudou."}]
+    printed = []
+    for home in (tmp_path / "home", pg_home):
+        busca(home, "add", str(write_jsonl(tmp_path / "docs.jsonl", records)))
+        busca(home, "index", "--quiet", "--methods", "bm25", "--size", "40", "--overlap", "10")
+        assert json.loads(busca(home, "stats", "--json"))["pending"] == {"changed": 0,
+                                                                         "removed": 0}
+        busca(home, "add", str(write_jsonl(tmp_path / "more.jsonl", more)))
+        with api.open(home) as corpus:
+            corpus.home.delete(records[1]["url"])
+            assert corpus.build.manifest.chunks > len(records)  # several chunks a document
+        printed.append(json.loads(busca(home, "stats", "--json"))["pending"])
+    assert printed == [{"changed": 2, "removed": 1}] * 2
