@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import quote_from_bytes, urljoin, urlsplit
 
 import requests
 import urllib3
@@ -32,7 +32,8 @@ DEFAULT_MAX_RETRY_AFTER = 120.0  # longest Retry-After honoured (seconds)
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 READ_SIZE = 64 * 1024  # most bytes taken from the socket per read
 MAX_REDIRECTS = 5
-THROTTLED_STOP = 5  # requests refused with 429 in a row (after their retries) stop a crawl
+THROTTLED_STOP = 5  # requests refused (429), unavailable (502-504) or unanswered in a row stop a crawl
+UNAVAILABLE_STATUSES = frozenset({502, 503, 504})  # the site (or its backend) is down
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"),
@@ -208,18 +209,26 @@ class Fetcher:
         host = _bare(urlsplit(url).hostname or "")
         return host in {_bare(h) for h in self.hosts} | {_bare(h) for h in self.polite.allow_hosts}
 
-    def _throttled(self, status: int | None) -> None:
-        """Count requests the site refused with 429 after every retry, in a row (a success
-        resets the count); CrawlStopped at THROTTLED_STOP: going on would take hours and
-        keep loading a site that asks us to stop."""
+    def _throttled(self, status: int | None, failure: str | None = None) -> None:
+        """Count requests that ended, after every retry, refused with 429, unavailable (502,
+        503, 504) or with no answer at all (`failure`), in a row (any other answer resets the
+        count); CrawlStopped at THROTTLED_STOP: going on would take hours and keep loading a
+        site that asks us to stop or is down."""
+        down = status == 429 or status in UNAVAILABLE_STATUSES or failure is not None
         with self._count_lock:
-            self._refused = self._refused + 1 if status == 429 else 0
+            self._refused = self._refused + 1 if down else 0
             refused = self._refused
-        if refused >= THROTTLED_STOP:
+        if refused < THROTTLED_STOP:
+            return
+        if status == 429:
             raise CrawlStopped(f"the site answered 429 (too many requests) to {refused}"
                                " requests in a row, even after waiting as it asked: stopped;"
                                " what was stored stays — crawl again later with a lower"
                                " --rate")
+        what = f"answered HTTP {status}" if failure is None else f"gave no answer ({failure})"
+        raise CrawlStopped(f"the site {what} to {refused} requests in a row, after their"
+                           " retries: it is down or overloaded, so the crawl stopped; what was"
+                           " stored stays — crawl again later")
 
     def robots(self, url: str) -> Robots:
         """The robots.txt rules of the URL's origin, fetched once with this session."""
@@ -275,6 +284,7 @@ class Fetcher:
                 response = self._once(url, headers)
             except ConnectFailed as e:
                 if last or not _transient(e):
+                    self._throttled(None, e.reason)
                     raise
                 self.limiter.hold(host, self._backoff(attempt))
                 continue
@@ -312,7 +322,8 @@ class Fetcher:
         timeout = min(self.polite.timeout, self.polite.deadline)
         try:
             with self.session.get(url, headers=all_headers, timeout=(min(10.0, timeout), timeout),
-                                  allow_redirects=False, stream=True) as r:
+                                  allow_redirects=False, stream=True,
+                                  hooks={"response": _ascii_location}) as r:
                 body = self._read(url, r, deadline)
                 return Response(url, r.status_code, r.headers, body)
         except requests.RequestException as e:
@@ -328,13 +339,14 @@ class Fetcher:
         length = r.headers.get("Content-Length", "")
         if length.isdigit() and int(length) > cap:
             raise TooLarge(url, f"response of {int(length):,} bytes is over the"
-                                f" {cap:,}-byte cap", status=r.status_code)
+                                f" {cap:,}-byte cap{_add_it(r)}", status=r.status_code)
         chunks, size = [], 0
         self._in_time(url, deadline, size, length)
         while chunk := r.raw.read1(READ_SIZE, decode_content=True):
             size += len(chunk)
             if size > cap:
-                raise TooLarge(url, f"response is over the {cap:,}-byte cap", status=r.status_code)
+                raise TooLarge(url, f"response is over the {cap:,}-byte cap{_add_it(r)}",
+                               status=r.status_code)
             self._in_time(url, deadline, size, length)
             chunks.append(chunk)
         if _cut_gzip(r.raw):
@@ -358,6 +370,28 @@ def _redirect(url: str, location: str) -> str:
     except ValueError:
         raise FetchError(url, f"bad redirect Location {location[:100]!r}") from None
     return target
+
+
+def _ascii_location(response: requests.Response, **_) -> requests.Response:
+    """Percent-encode each raw non-ASCII byte of a Location header, as browsers do (a server
+    may send `/ação` unescaped, in UTF-8 or Latin-1): http.client reads the bytes as Latin-1,
+    which requests then took for mojibake (`/aÃ§Ã£o`) or refused (a Latin-1 byte is no UTF-8).
+    A response hook, because requests reads Location before handing the response back."""
+    location = response.headers.get("Location")
+    if location and not location.isascii():
+        try:
+            raw = location.encode("latin-1")
+        except UnicodeEncodeError:  # not from the wire: a str holding any character
+            raw = location.encode("utf-8")
+        response.headers["Location"] = quote_from_bytes(raw, safe=bytes(range(0x21, 0x7F)))
+    return response
+
+
+def _add_it(r: requests.Response) -> str:
+    """The way in for a document over the cap (a PDF, a page): busca add has no cap."""
+    kind = r.headers.get("Content-Type", "").lower()
+    return "; to index it, download it and run busca add FILE" if (
+        "pdf" in kind or "html" in kind or "text/plain" in kind) else ""
 
 
 def _cut_gzip(raw) -> bool:
@@ -422,6 +456,11 @@ def _describe(error: requests.RequestException, url: str, timeout: float) -> str
         return f"connection refused by {host}; is the site up and the port right?"
     if isinstance(error, requests.exceptions.ChunkedEncodingError):
         return f"{host} closed the connection in the middle of the response"
+    if "ConnectionResetError" in text or "reset by peer" in text:
+        return (f"{host} reset the connection before answering (the server is overloaded,"
+                " or a firewall cuts the crawler off)")
+    if "RemoteDisconnected" in text:
+        return f"{host} closed the connection without answering"
     return f"cannot connect to {host}: {text[:200]}"
 
 

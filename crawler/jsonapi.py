@@ -13,6 +13,8 @@ may also be a template filled from the item (`https://site/artigos/{slug}`).
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
@@ -182,8 +184,11 @@ def _page(ctx: Context, url: str, headers: dict, *, first: bool):
     try:
         response = ctx.fetcher.get(url, headers=headers)
         if response.status in (401, 403):
+            said = _refusal(response)
+            ask = ("is the key in the URL right?" if re.search(r"[?&][\w-]*(key|token)=", url)
+                   else "does it need a key in the URL?")
             raise CrawlStopped(f"the API refuses anonymous clients (HTTP {response.status}"
-                               f" from {url}); does it need a key in the URL?")
+                               f" from {url}{said}); {ask}")
         if response.status == 304 and headers:
             return response, None
         if response.status != 200:
@@ -193,6 +198,20 @@ def _page(ctx: Context, url: str, headers: dict, *, first: bool):
         if first:
             raise CrawlStopped(f"cannot read the JSON API at {url}: {e.reason}") from None
         raise
+
+
+def _refusal(response) -> str:
+    """The API's own words for a refusal (Ghost's `errors[0].message`, Strapi's
+    `error.message`, a plain `message` or `error`), quoted after a colon; "" if none."""
+    try:
+        data = json.loads(response.body)
+    except ValueError:
+        return ""
+    for path in ("errors.0.message", "error.message", "message", "error"):
+        said = lookup(data, path) if isinstance(data, dict) else _MISSING
+        if isinstance(said, str) and said.strip():
+            return f': "{said.strip()[:200]}"'
+    return ""
 
 
 def _items(data, opts: JsonApiOptions, url: str) -> list:

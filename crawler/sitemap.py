@@ -6,6 +6,7 @@ pages, not articles, so they are skipped.
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import io
 import re
@@ -38,6 +39,7 @@ def parse_sitemap(body: bytes, *, max_bytes: int) -> tuple[str, list[tuple[str, 
         body = gzip.GzipFile(fileobj=io.BytesIO(body)).read(max_bytes + 1)
         if len(body) > max_bytes:
             raise ValueError(f"uncompressed sitemap over {max_bytes:,} bytes")
+    body = body.removeprefix(codecs.BOM_UTF8).lstrip()  # blank lines before <?xml (a plugin's)
     try:
         root = ElementTree.fromstring(body)
     except ElementTree.ParseError as e:

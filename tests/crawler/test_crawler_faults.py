@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import threading
 
 import pytest
 
@@ -316,3 +317,73 @@ def test_a_sitemap_that_keeps_failing_stops_the_crawl_part_way(store):
         report, _ = run(site.url + "wp-sitemap.xml", store, source="sitemap", retries=0)
     assert report.counts["added"] == 2 and report.counts["deleted"] == 0
     assert report.stopped and "could not be read" in report.stopped
+
+
+class _GoneDown:
+    """A site on 127.0.0.1 whose robots.txt and sitemap of 20 pages answer, and whose pages
+    then answer 503, reset the connection, close it without a word or never answer (`mode`);
+    `pages` counts the requests for pages."""
+
+    def __init__(self, mode: str):
+        self.mode, self.pages, self._open = mode, 0, []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            head = b""
+            while b"\r\n\r\n" not in head and (part := conn.recv(4096)):
+                head += part
+            path = head.split(b" ")[1] if head.count(b" ") else b""
+            locs = "".join(f"<url><loc>{self.url}/p{n}</loc></url>" for n in range(20))
+            body = {b"/robots.txt": b"User-agent: *\nAllow: /\n",
+                    b"/sitemap.xml": f'<urlset xmlns="http://www.sitemaps.org/schemas/'
+                                     f'sitemap/0.9">{locs}</urlset>'.encode()}.get(path)
+            if body is None:
+                self.pages += 1
+            if body is None and self.mode == "hang":
+                self._open.append(conn)  # never a word
+                continue
+            if body is None and self.mode == "reset":
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
+            elif body is None and self.mode == "close":
+                pass  # closed without a word
+            else:
+                status, body = (200, body) if body is not None else (503, b"maintenance")
+                conn.sendall(b"HTTP/1.1 %d X\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
+                             % (status, len(body)) + body)
+            conn.close()
+
+    def close(self):
+        self.sock.close()
+        for conn in self._open:
+            conn.close()
+
+
+@pytest.mark.parametrize("mode", ["503", "reset", "close", "hang"])
+def test_a_site_that_goes_down_mid_crawl_stops_the_crawl(store, mode):
+    """Every page answering 503 (maintenance), resetting the connection or never answering:
+    each of the 20 pages was tried with its retries to the end (a 500-page site down for
+    maintenance was hammered for an hour); now the crawl stops after 5 such pages in a row,
+    as it does for 429."""
+    from busca.crawler.http import THROTTLED_STOP
+
+    site = _GoneDown(mode)
+    try:
+        report, failures = run(site.url + "/sitemap.xml", store, retries=1, workers=1,
+                               timeout=0.3)
+    finally:
+        site.close()
+    assert report.stopped and f"{THROTTLED_STOP} requests in a row" in report.stopped
+    assert "crawl again later" in report.stopped
+    assert site.pages == THROTTLED_STOP * 2  # one retry each
+    said = {"reset": "reset the connection before answering",
+            "close": "closed the connection without answering"}.get(mode, "")
+    assert said in failures[0].reason and "Error(" not in failures[0].reason  # no repr

@@ -163,16 +163,21 @@ def test_timeouts_are_explained(mocked):
 
 def test_content_length_over_the_cap_is_refused_unread(mocked):
     robots(mocked)
-    mocked.get(f"{SITE}/big", body=b"x" * 5000, headers={"Content-Length": "5000"})
-    with pytest.raises(TooLarge, match="5,000 bytes is over the 1,000-byte cap"):
+    mocked.get(f"{SITE}/big", body=b"x" * 5000, headers={"Content-Length": "5000"},
+               content_type="application/pdf")
+    with pytest.raises(TooLarge, match="5,000 bytes is over the 1,000-byte cap; to index it,"
+                                       " download it and run busca add FILE"):
         fetcher(max_bytes=1000).get(f"{SITE}/big")
 
 
 def test_streamed_body_over_the_cap_is_cut(mocked):
     robots(mocked)
     mocked.get(f"{SITE}/big", body=b"x" * 300_000, auto_calculate_content_length=False)
-    with pytest.raises(TooLarge, match="over the 100,000-byte cap"):
+    with pytest.raises(TooLarge, match="over the 100,000-byte cap; to index it, download"):
         fetcher(max_bytes=100_000).get(f"{SITE}/big")
+    mocked.get(f"{SITE}/sitemap.xml", body=b"x" * 300_000, content_type="application/xml")
+    with pytest.raises(TooLarge, match="over the 100,000-byte cap$"):  # no file to add
+        fetcher(max_bytes=100_000).get(f"{SITE}/sitemap.xml")
 
 
 def test_redirects_are_followed_on_the_same_site(mocked):
@@ -341,3 +346,25 @@ def test_bad_redirect_location_is_a_fetch_error(mocked):
 def test_malformed_urls_are_fetch_errors(url):
     with pytest.raises(FetchError, match="malformed URL"):
         fetcher().check(url)
+
+
+@pytest.mark.parametrize("raw, sent", [
+    ("/ação".encode().decode("latin-1"), "/a%C3%A7%C3%A3o"),  # raw UTF-8 bytes
+    ("/a\xe7\xe3o", "/a%E7%E3o"),  # raw Latin-1 bytes (an old site's)
+])
+def test_a_redirect_with_raw_non_ascii_bytes_is_followed_percent_encoded(raw, sent):
+    """A real server sends Location's bytes unescaped (http.client reads them as Latin-1):
+    they were read as mojibake (/aÃ§Ã£o, asked as /a%C3%83%C2%A7…) or failed with "bad
+    redirect Location ('utf-8' codec can't decode byte 0xe7 …)"; browsers send each byte
+    percent-encoded."""
+    from routed import Site
+    site = Site()
+    try:
+        site.routes["/old"] = (301, {"Location": raw}, b"")
+        site.routes[sent] = (200, {"Content-Type": "text/plain"}, b"ok")
+        f = Fetcher(requests.Session(), Politeness(rate=1000.0), hosts={"127.0.0.1"})
+        response = f.get(site.url + "/old")
+        assert (response.status, response.body) == (200, b"ok")
+        assert response.url == site.url + sent and site.asked[-1] == sent
+    finally:
+        site.close()

@@ -224,3 +224,17 @@ def test_an_empty_title_or_no_default_title_is_named_by_the_url(tmp_path):
     assert [(e.url, e.reason) for e in named if isinstance(e, Failed)] == [
         ("https://api.s.example/b", "no title at 'nome' (the item has: url, content);"
                                     " set --json-title")]
+
+
+def test_an_api_refusing_its_key_is_quoted_not_asked_for_a_key(tmp_path):
+    """Ghost's 401 for a key that is no longer valid (a cached page after the key was
+    regenerated) said "does it need a key in the URL?" of a URL holding one; the API's own
+    words ("Unknown Content API Key") were dropped."""
+    from busca.fixtures.platforms import PlatformSite
+
+    with PlatformSite(load_articles()[:2], platform="ghost") as site, Store(tmp_path) as store:
+        url = site.url + "ghost/api/content/posts/?key=0123456789abcdef0123456789"
+        report = list(crawl(url, store, options=options(items="posts")))[-1].report
+    assert report.stopped.startswith("the API refuses anonymous clients (HTTP 401")
+    assert '"Unknown Content API Key"' in report.stopped and "is the key" in report.stopped
+    assert "does it need a key" not in report.stopped

@@ -148,3 +148,28 @@ def test_open_graph_and_rel_tag_metadata_of_a_page():
         "language": "pt-BR", "categories": ["Redes"]}
     listing = "<html><body><article><a rel='tag'>A</a></article><article></article></body></html>"
     assert extract_page(listing, "https://s.example/").meta is None
+
+
+@pytest.mark.parametrize("before", [b"\n\n", b"\xef\xbb\xbf\r\n "])
+def test_blank_lines_before_the_xml_declaration_are_read_as_feeds_are(tmp_path, before):
+    """A plugin or theme file ending in a newline after `?>` puts blank lines before
+    WordPress's `<?xml …?>` (feeds were read so already): it was "sitemap unusable: malformed
+    XML (XML or text declaration not at start of entity…)", and nothing was stored."""
+    from routed import Site, crawled, page
+
+    site = Site()
+    try:
+        site.routes["/robots.txt"] = (200, {}, f"Sitemap: {site.url}/wp-sitemap.xml\n".encode())
+        site.routes["/wp-sitemap.xml"] = (200, {"Content-Type": "application/xml"}, before + (
+            INDEX.replace("http://example.org", site.url).encode()))
+        site.routes["/wp-sitemap-posts-post-1.xml"] = (200, {}, before + (
+            f'<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/'
+            f'schemas/sitemap/0.9"><url><loc>{site.url}/educacao/</loc></url></urlset>').encode())
+        site.routes["/educacao/"] = (200, {"Content-Type": "text/html; charset=utf-8"},
+                                     page("Educação", "A matrícula abre em março."))
+        with Store(tmp_path / "home") as store:
+            report, _ = crawled(site.url + "/wp-sitemap.xml", store)
+            assert [d.url for d in store.documents()] == [site.url + "/educacao/"]
+        assert report.failures == () and report.stopped is None
+    finally:
+        site.close()
