@@ -3,25 +3,40 @@ or the section (`URL#anchor` and its heading path "Reembolso › Prazos"), from 
 document's stored metadata (`pages`: [number, offset]; `headings`: [offset, level, text,
 anchor]).
 
-No imports at all: `busca context` and the index's sections chunker load it without the
-crawler.
+No imports but the standard library's: `busca context` and the index's sections chunker
+load it without the crawler.
 """
 
 from __future__ import annotations
+
+import unicodedata
 
 SEPARATOR = " › "
 
 
 def cite(url: str, meta: dict | None, offset: int) -> str:
-    """The citation of character `offset` of the document `url` (the URL when nothing finer)."""
+    """The citation of character `offset` of the document `url` (the URL when nothing finer),
+    as the prompt's `[fonte: …]` label writes it (`label_url`)."""
     base = url.split("#")[0]
     page = _last_at(((n, start) for n, start, *_ in _rows(meta, "pages")), offset)
     if page is not None:
-        return f"{base}#page={page}"
+        return label_url(f"{base}#page={page}")
     heading = _last_at(((h, h[0]) for h in _rows(meta, "headings")), offset)
     if heading is not None and len(heading) >= 4 and heading[3]:
-        return f"{base}#{heading[3]}"
-    return url
+        return label_url(f"{base}#{heading[3]}")
+    return label_url(url)
+
+
+def label_url(url: str) -> str:
+    """The URL with "[", "]", whitespace and control or format characters (an escape
+    sequence, a bidi override) percent-encoded (%5B, %5D, %20, %1B…), the rest as stored: a
+    `[fonte: URL]` label reads it whole, and it is inert on a terminal."""
+    return "".join("%" + "%".join(f"{b:02X}" for b in c.encode()) if _encoded(c) else c
+                   for c in url)
+
+
+def _encoded(c: str) -> bool:
+    return c in "[]" or c.isspace() or unicodedata.category(c) in ("Cc", "Cf")
 
 
 def section(meta: dict | None, offset: int) -> str:

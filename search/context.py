@@ -10,10 +10,11 @@ instead of calling the LLM.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ..citation import cite, section
+from ..citation import cite, label_url, section
 from ..errors import BuscaError
 from ..index.dense.dense_models import is_hybrid
 from ..index.lexical.lexical import NoSearchableTerms
@@ -42,6 +43,8 @@ INSTRUCTIONS = {
            " making up an answer."),
 }
 _HEADINGS = {"pt": ("Trechos", "Pergunta"), "en": ("Passages", "Question")}
+CITATION = r"\[fonte:\s*([^\]\s]+)\]"  # parses an answer's citations, in every language
+_LOOKALIKE = re.compile(r"\[(?=\s*fonte\s*:)", re.IGNORECASE)  # crawled text's own "[fonte:"
 
 
 class TemplateError(BuscaError, ValueError):
@@ -324,14 +327,22 @@ def default_template(lang: str = "pt") -> str:
 
 
 def format_passages(passages: list[Passage] | tuple[Passage, ...]) -> str:
-    """Each passage under its `[fonte: URL]` label and title, separated by blank lines."""
+    """Each passage under its `[fonte: URL]` label and title, separated by blank lines; a
+    "[fonte:" of the crawled title, section or text (any case or spacing) is written
+    "(fonte:", so CITATION finds only the passages' own labels."""
     blocks = []
     for p in passages:  # the label on one line: a title's line break cannot fake a source
-        label = " ".join(f"[fonte: {p.source}]".split()) + (
-            f" {' '.join(p.title.split())}" if p.title else "") + (
-            f" — {' '.join(p.section.split())}" if p.section else "")
-        blocks.append(f"{label}\n{p.text}")
+        crawled = (f" {' '.join(p.title.split())}" if p.title else "") + (
+            f" — {' '.join(p.section.split())}" if p.section else "") + f"\n{p.text}"
+        blocks.append(f"[fonte: {label_url(p.source)}]{_defused(crawled)}")
     return "\n\n".join(blocks)
+
+
+def _defused(text: str) -> str:
+    """Crawled text (title, section and text as one, so no lookalike spans two of them) with
+    the "[" of each citation-label lookalike written "(" (rendered prompt only: the spans
+    keep the stored text)."""
+    return _LOOKALIKE.sub("(", text)
 
 
 def render(context: Context, *, lang: str = "pt", template: str | None = None) -> str:

@@ -39,6 +39,8 @@ FORBIDDEN = [b"\x1b]", b"\x07", b"\x1b\\", b"\x1bP", b"\x1b_", b"\x1bc", b"\x1b[
              b"\x1b[H", b"\x7f", *(chr(c).encode() for c in range(0x80, 0xa0)),
              *(chr(c).encode() for c in (*range(0x202a, 0x202f), *range(0x2066, 0x206a)))]
 PAYLOADS = [b"pwned", b"cHduZWQ"]  # gone with their sequence (unless shown escaped, as \x1b)
+# the hostile URL as a citation writes it: its controls percent-encoded, inert
+CITED = b"https://ok.example/orni%1B%5D0;pwned-url%07tor"
 SGR = re.compile(rb"\x1b\[[0-9;]*m")  # busca's own colours (only with colour on)
 
 
@@ -98,6 +100,7 @@ def on_pty(args: list[str], env: dict, lines: list[str] = (), prompt: bytes = b"
 
 
 def assert_inert(out: bytes, *, colour: bool, payloads: bool = True) -> None:
+    out = out.replace(CITED, b"")  # busca context's label: the payload shown as text
     for sequence in FORBIDDEN + (PAYLOADS if payloads else []):
         assert sequence not in out, (sequence, out)
     rest = SGR.sub(b"", out) if colour else out
@@ -118,6 +121,7 @@ def test_commands_print_the_text_without_its_controls(hostile, tmp_path, args, c
     text = SGR.sub(b"", out).decode("utf-8")
     assert "Ornitorrinco evil" in text and "https://ok.example/orni" in text
     assert "amamenta" in text and "isolado" in text and "filhotes" in text
+    assert CITED in out or args[0] != "context"  # the URL cited, its controls encoded
 
 
 def test_the_shell_prints_answers_compare_and_context_without_controls(hostile, tmp_path):
