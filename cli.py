@@ -23,7 +23,7 @@ from . import index as indexing
 from . import search as searching
 from . import serve as serving
 from . import display, terminal
-from .params import FiniteFloat, Whole, filter_option
+from .params import FiniteFloat, Whole, check_question, filter_option
 from .errors import BuscaError
 from .search import eval as evaluation
 
@@ -284,8 +284,9 @@ def _groups(ctx, param, value) -> tuple[str, ...]:
 @cli.command()
 @click.argument("files", nargs=-1, required=True)
 @groups_option
+@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 @click.pass_context
-def add(ctx, files, groups):
+def add(ctx, files, groups, as_json):
     """Put local files in the store: .jsonl ({"url","title","text"} per line, or a BEIR
     corpus.jsonl: {"_id","title","text"}, the _id being the document id), .txt, .md, .html,
     .pdf (with the pdf extra; pages kept, so context cites file.pdf#page=N).
@@ -294,13 +295,20 @@ def add(ctx, files, groups):
     """
     with _corpus(ctx) as corpus:
         added = corpus.add_files(files, groups=groups, notify=_tell_added)
+    if as_json:
+        click.echo(json.dumps(added.to_json(), ensure_ascii=False, indent=2))
+    else:
+        _print_added(added, ctx.obj["home"])
+    if added.skipped:
+        raise click.ClickException(f"{added.skipped} input(s) skipped, see the messages above")
+
+
+def _print_added(added: api.Added, home: str) -> None:
     counts = added.counts
     summary = _counts_text({k: n for k, n in counts.items() if k != "duplicate"})
     if counts["duplicate"]:
         summary += f", {counts['duplicate']} duplicate{'s' * (counts['duplicate'] > 1)} (last kept)"
-    click.echo(f"{summary}; {added.documents} documents in {indexing.redact(ctx.obj['home'])}")
-    if added.skipped:
-        raise click.ClickException(f"{added.skipped} input(s) skipped, see the messages above")
+    click.echo(f"{summary}; {added.documents} documents in {indexing.redact(home)}")
 
 
 def _counts_text(counts: dict[str, int]) -> str:
@@ -360,32 +368,44 @@ def _tell_added(what: str, value) -> None:
 @click.option("--dense-blend", "dense_blend", default=None, type=FiniteFloat(0, 1),
               help="With --dense-groups: the window vector's share beside its best group's"
                    " [default: " + str(indexing.GROUP_BLEND) + "].")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the build (as POST /api/index answers it) as JSON.")
 @embed_options
 @click.pass_context
 def index(ctx, size, overlap, methods, quiet, dense, sparse, threads, k1, b, bm25_analyzer,
-          titles, dense_groups, dense_blend):
+          titles, dense_groups, dense_blend, as_json):
     """Split the stored documents into word windows and build the index.
 
     Example: busca index --size 200 --overlap 40 --dense use,bge=openai:bge-m3
     """
-    if overlap is not None and size is not None and overlap >= size:
-        raise click.BadParameter(f"must be smaller than --size ({size})", param_hint="--overlap")
     progress = Progress(quiet)
-    spec = api.IndexSpec(size=size, overlap=overlap, methods=tuple(_split(methods)), dense=dense,
-                         sparse=sparse, titles=titles, threads=threads, bm25_k1=k1, bm25_b=b,
-                         bm25_analyzer=bm25_analyzer, dense_groups=dense_groups,
-                         dense_blend=dense_blend, options=ctx.obj.get("index_options", {}))
+    try:  # the library's check of the window, its options named as typed (bad usage)
+        spec = api.IndexSpec(size=size, overlap=overlap, methods=tuple(_split(methods)),
+                             dense=dense, sparse=sparse, titles=titles, threads=threads,
+                             bm25_k1=k1, bm25_b=b, bm25_analyzer=bm25_analyzer,
+                             dense_groups=dense_groups, dense_blend=dense_blend,
+                             options=ctx.obj.get("index_options", {}))
+    except indexing.BadWindow as e:
+        raise click.BadParameter(e.worded("--size", "--overlap"),
+                                 param_hint="--overlap") from None
+    started = time.perf_counter()
     with _corpus(ctx) as corpus:
         try:
             manifest = corpus.index(spec, on_progress=progress,
                                     on_note=lambda note: click.echo(note, err=True))
         except indexing.BadTitles as e:
             raise click.BadParameter(str(e), param_hint="--titles") from None
+        except indexing.BadWindow as e:  # the previous build's overlap, or the default
+            raise click.ClickException(e.worded("--size", "--overlap")) from None
     progress.close()
-    click.echo(f"indexed {manifest.documents} documents, {manifest.words} words →"
-               f" {manifest.chunks} chunks ({manifest.rechunked_documents} documents"
-               f" re-chunked); methods: {', '.join(manifest.methods)}")
-    _echo_dense(manifest)
+    if as_json:
+        took_ms = round(1000 * (time.perf_counter() - started), 2)
+        click.echo(json.dumps(manifest.summary(took_ms=took_ms), ensure_ascii=False, indent=2))
+    else:
+        click.echo(f"indexed {manifest.documents} documents, {manifest.words} words →"
+                   f" {manifest.chunks} chunks ({manifest.rechunked_documents} documents"
+                   f" re-chunked); methods: {', '.join(manifest.methods)}")
+    _echo_dense(manifest, as_json=as_json)
     kept = [m for m, e in manifest.methods.items() if e.get("answerable")]
     if kept:
         click.echo(f"kept the answerability model of the previous build for {', '.join(kept)}"
@@ -393,13 +413,15 @@ def index(ctx, size, overlap, methods, quiet, dense, sparse, threads, k1, b, bm2
                    " --calibrate fits it again)", err=True)
 
 
-def _echo_dense(manifest: indexing.Manifest) -> None:
+def _echo_dense(manifest: indexing.Manifest, *, as_json: bool = False) -> None:
+    """A line per dense model on stdout (none with --json), its truncation warning on stderr."""
     for method in [m for m in manifest.methods if indexing.is_dense(m)]:
         entry = manifest.methods[method]
         rate = f" at {entry['chunks_per_second']} chunks/s" if entry["chunks_per_second"] else ""
         cached = f", {entry['cached']} from the vector cache" if entry.get("cached") else ""
-        click.echo(f"{method}: {entry['encoder']} ({entry['dimension']} dimensions), encoded"
-                   f" {entry['encoded']} chunks{rate}, reused {entry['reused']}{cached}")
+        if not as_json:
+            click.echo(f"{method}: {entry['encoder']} ({entry['dimension']} dimensions), encoded"
+                       f" {entry['encoded']} chunks{rate}, reused {entry['reused']}{cached}")
         if entry.get("truncated"):
             share = entry["truncated"] / max(entry["encoded"], 1)
             click.echo(f"warning: {entry['truncated']} of {entry['encoded']} chunks ({share:.0%})"
@@ -408,15 +430,34 @@ def _echo_dense(manifest: indexing.Manifest) -> None:
 
 
 def _weights_option(ctx, param, value: str | None) -> dict[str, float] | None:
-    """--weights as {method: weight}; a malformed value is bad usage (exit 2)."""
+    """--weights as {method: weight}, read by the library; a malformed value is bad usage
+    (exit 2)."""
     if value is None:
         return None
     try:
-        weights = searching.parse_weights(value)
-        searching.check_settings(searching.FusionSettings(weights=weights))
-    except searching.FusionError as e:
+        return api.specs.fusion_weights(value)
+    except api.specs.BadSpec as e:
         raise click.BadParameter(str(e), ctx, param) from None
-    return weights
+
+
+def hybrid_options(command):
+    """hybrid's --fusion, --window, --rrf-k and --weights (search, context), with SearchSpec's
+    defaults; `_hybrid_only` refuses them with a method that fuses nothing."""
+    for option in reversed((
+            click.option("--fusion", type=click.Choice(searching.FUSIONS),
+                         default=searching.FUSION, show_default=True,
+                         help="hybrid: weighted sum of z-scores or of min-max-normalised"
+                              " scores, or reciprocal-rank fusion."),
+            click.option("--window", default=searching.WINDOW, show_default=True,
+                         type=Whole(1), help="hybrid: top hits of each method that are fused."),
+            click.option("--rrf-k", default=searching.RRF_K, show_default=True,
+                         type=FiniteFloat(min=0), help="hybrid: the RRF constant k."),
+            click.option("--weights", default=None, metavar="M=W,...",
+                         callback=_weights_option,
+                         help="hybrid: methods and weights, e.g. bm25=1,dense=0.5 [default: "
+                              + searching.describe_default() + "]"))):
+        command = option(command)
+    return command
 
 
 def _print_facets(facets: dict) -> None:
@@ -440,17 +481,7 @@ def _split(value: str) -> list[str]:
               help="Drop hits below this score (default: the calibrated floor, if any).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per hit.")
 @click.option("--no-log", is_flag=True, help="Do not record this query in the query log.")
-@click.option("--fusion", type=click.Choice(searching.FUSIONS), default=searching.FUSION,
-              show_default=True,
-              help="hybrid: weighted sum of z-scores or of min-max-normalised scores, or"
-                   " reciprocal-rank fusion.")
-@click.option("--window", default=searching.WINDOW, show_default=True,
-              type=Whole(1), help="hybrid: top hits of each method that are fused.")
-@click.option("--rrf-k", default=searching.RRF_K, show_default=True,
-              type=FiniteFloat(min=0), help="hybrid: the RRF constant k.")
-@click.option("--weights", default=None, metavar="M=W,...", callback=_weights_option,
-              help="hybrid: methods and weights, e.g. bm25=1,dense=0.5 [default: "
-                   + searching.describe_default() + "]")
+@hybrid_options
 @click.option("--per-doc", type=Whole(0), default=searching.collapse.PER_DOC,
               show_default=True, help="At most N windows of one article (0 = no limit).")
 @click.option("--offset", type=Whole(0), default=0, help="Skip the first N hits.")
@@ -474,8 +505,7 @@ def search(ctx, query, as_json, no_log, pager, no_serve, **options):
     method = spec.method
     if query is None:
         return _session(ctx, spec, as_json=as_json)
-    if not query.strip():
-        raise click.BadParameter("the question is empty", param_hint="QUERY")
+    check_question(query, "QUERY")
     with _corpus(ctx) as corpus:
         index = corpus.build
         result = api.search_build(index, corpus.home, query, spec,
@@ -722,25 +752,27 @@ NOT_FOUND_EXIT = 3  # search and context found nothing above the floor (context:
 @click.option("--per-doc", type=Whole(0), default=searching.CONTEXT_PER_DOC,
               show_default=True, help="At most N windows of one article while other articles"
               " pass the floor (0 = no limit).")
+@hybrid_options
 @filter_option
 @no_serve_option
 @model_options
 @click.pass_context
 def context(ctx, question, k, method, min_score, max_chars, template, lang, as_json, no_log,
-            per_doc, filters, no_serve):
+            per_doc, filters, no_serve, **hybrid):
     """A prompt for any LLM: instruction, passages cited as [fonte: URL], then the question.
 
-    Exits with code 3 and no prompt when no passage reaches the floor ("não encontrei").
+    Exits with code 3 and no prompt when no passage reaches the floor ("não encontrei"; with
+    --json, the JSON says why).
 
     Example: busca context "qual o prazo do reembolso?" --max-chars 3000 > prompt.txt
     """
-    if not question.strip():
-        raise click.BadParameter("the question is empty", param_hint="QUESTION")
+    check_question(question, "QUESTION")
+    _hybrid_only(ctx, method)  # before the spec, which refuses them as well
     text = _read_template(template) if template else None
     found = _emit_context(ctx, question, method=method, k=k, min_score=min_score,
                           max_chars=max_chars, template=text, lang=lang, as_json=as_json,
                           log=not no_log, per_doc=per_doc, serve=not no_serve,
-                          filters=filters)
+                          filters=filters, **hybrid)
     if not found:
         ctx.exit(NOT_FOUND_EXIT)
 
@@ -783,12 +815,13 @@ def _emit_context(ctx, question: str, *, method: str = api.METHOD, k: int = sear
                   min_score: float | None = None, max_chars: int = searching.MAX_CHARS,
                   template: str | None = None, lang: str = "pt", as_json: bool = False,
                   log: bool = True, per_doc: int = searching.CONTEXT_PER_DOC,
-                  serve: bool = True, filters: tuple = ()) -> bool:
+                  serve: bool = True, filters: tuple = (), **hybrid) -> bool:
     """Print the prompt (or its JSON form); False, with "não encontrei" on stderr, if none.
-    A running busca serve of this home ranks when there is one (unless not `serve`)."""
+    A running busca serve of this home ranks when there is one (unless not `serve`);
+    `hybrid`: hybrid's fusion, window, rrf_k and weights."""
     spec = api.ContextSpec(method=method, k=k, min_score=min_score, max_chars=max_chars,
                            per_doc=per_doc, log=log, filters=filters,
-                           rerank=_rerank(ctx))
+                           rerank=_rerank(ctx), **hybrid)
     with _corpus(ctx) as corpus:
         try:
             found = api.context_build(corpus.build, corpus.home, question, spec,
@@ -799,6 +832,9 @@ def _emit_context(ctx, question: str, *, method: str = api.METHOD, k: int = sear
     if not found.answered:
         click.echo(f"não encontrei (nothing found): {found.why_nothing('--min-score')} — no"
                    " prompt was written", err=True)
+        if as_json:  # a program reading --json gets JSON: the reason, no passage, no prompt
+            click.echo(json.dumps(searching.context_dict(found, floor_option="--min-score"),
+                                  ensure_ascii=False, indent=2))
         return False
     prompt = searching.render(found, lang=lang, template=template)
     if as_json:
@@ -1291,7 +1327,8 @@ def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_h
 
     with _corpus(ctx) as corpus:
         try:
-            report = corpus.crawl_site(url, options, notify=tell, on_progress=progress)
+            with _terminate_as_interrupt():
+                report = corpus.crawl_site(url, options, notify=tell, on_progress=progress)
         except KeyboardInterrupt:
             message = (f"interrupted; the {progress.done} documents read so far are stored,"
                        " run the same command again to continue")
@@ -1322,6 +1359,26 @@ class _Interrupted(click.ClickException):
     """Ctrl-C: the message, and the shell's exit code for SIGINT (128 + 2)."""
 
     exit_code = 130
+
+
+@contextmanager
+def _terminate_as_interrupt():
+    """SIGTERM (`timeout`, a service manager, a cancelled CI job) taken as Ctrl-C while the
+    block runs: its message and report instead of a silent end."""
+    import signal  # a name other commands use for their own values
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: leave SIGTERM as it is
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _echo_crawl_event(event, *, quiet: bool) -> None:
@@ -1502,12 +1559,18 @@ def _readers_notice(home, tokens, command: str) -> None:
     """Close `home` and say on stderr who reads it over HTTP: the tokens loaded, or that every
     document is shown when the home has private ones (with groups) and no --tokens."""
     private = tokens is None and searching.has_groups(home)
+    slips = tokens.case_slips(searching.stored_groups(home)) if tokens is not None else []
     home.close()
     if tokens is not None:
         count = len(tokens.readers)
         click.echo(f"{count} read token{'s' if count != 1 else ''} loaded: each request sees"
                    " its token's groups' documents"
                    f"{'' if tokens.private else ' and those without groups'}", err=True)
+    for given, stored in slips:
+        click.echo(display.strip_controls(
+            f"warning: the tokens file gives the group {given!r}, which no document has;"
+            f" documents have {stored!r}: group names are case-sensitive, write it as the"
+            " documents do"), err=True)
     if private:
         click.echo(f"warning: this home has documents with groups (private to some readers):"
                    f" {command} shows every document to whoever reaches it; {command}"

@@ -35,6 +35,7 @@ WHERE = {
     "BadTitles": ".index.text.titles",
     "BadTokens": ".serve.access",
     "BadVectors": ".index.dense.dense",
+    "BadWindow": ".index.text.chunking",
     "Bm25ParameterError": ".index.lexical.bm25",
     "BodyTooLarge": ".serve.app",
     "BuildLocked": ".index.home.buildlock",

@@ -19,6 +19,7 @@ from .corpus.specs import BadSpec as BadSpec
 from .index.text.titles import BadTitles as BadTitles
 from .serve.access import BadTokens as BadTokens
 from .index.dense.dense import BadVectors as BadVectors
+from .index.text.chunking import BadWindow as BadWindow
 from .index.lexical.bm25 import Bm25ParameterError as Bm25ParameterError
 from .serve.app import BodyTooLarge as BodyTooLarge
 from .index.home.buildlock import BuildLocked as BuildLocked

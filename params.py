@@ -43,6 +43,19 @@ class Whole(click.IntRange):
         return number
 
 
+def check_question(question: str, hint: str) -> str:
+    """`question`, unless the library refuses it (corpus `asked`: one wording for every front
+    end): then bad usage naming the argument `hint` (exit 2)."""
+    from .corpus import asked
+    from .corpus.specs import BadSpec
+
+    try:
+        asked(question)
+    except BadSpec as e:
+        raise click.BadParameter(str(e), param_hint=hint) from None
+    return question
+
+
 def _filters_option(ctx, param, value) -> tuple:
     """--filter values parsed once; a malformed one is bad usage (exit 2)."""
     from .search.filters import BadFilter, parse_filters

@@ -23,7 +23,7 @@ from . import corpus as api
 from . import display, shell
 from . import index as indexing
 from . import search as searching
-from .params import FiniteFloat, Whole, filter_option
+from .params import FiniteFloat, Whole, check_question, filter_option
 from .search import eval as evaluation
 
 HISTORY_ENV = "BUSCA_HISTORY"
@@ -232,8 +232,7 @@ def _compare_command(open_home: Callable, options: Callable,
 
 def _compare(home, query: str, methods: str | None, k: int, per_doc: int, include: list[int],
              rerank=None, filters=()):
-    if not query.strip():
-        raise click.BadParameter("the question is empty", param_hint="QUERY")
+    check_question(query, "QUERY")
     try:  # the library's reading of "bm25,dense" ("" names none: bad usage, not every one)
         names = api.method_names(methods)
     except api.specs.BadSpec as e:

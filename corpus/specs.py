@@ -86,6 +86,18 @@ def _check_fields(spec) -> None:
     check_rerank(spec.rerank)
     given = [n for n, default in _DEFAULTS.items() if getattr(spec, n) != default]
     check_hybrid_only(given, spec.method, "method='hybrid'")
+    _check_fusion(spec)
+
+
+def _check_fusion(spec) -> None:
+    """BadSpec for a fusion or weights no hybrid can fuse by (search.fusion.check_settings),
+    when the spec is made, not when (or if) a hybrid search runs."""
+    try:
+        searching.check_settings(FusionSettings(fusion=spec.fusion))
+    except searching.FusionError as e:
+        raise BadSpec(str(e)) from None
+    if spec.weights:
+        _weights(spec.weights)
 
 
 def check_hybrid_only(given: Sequence[str], method: str, hybrid: str) -> None:
@@ -121,12 +133,25 @@ def check_rerank(settings: object) -> None:
                       f"'tei:MODEL', 'http://127.0.0.1:8080')")
 
 
-def _weights(text: str) -> dict[str, float]:
-    """hybrid's weights written as `busca search --weights` takes them: "bm25=1,dense=0.5"."""
+def fusion_weights(weights: str | Mapping[str, float]) -> dict[str, float]:
+    """hybrid's weights, written as `busca search --weights` and the HTTP API take them
+    ("bm25=1,dense=0.5") or a mapping, checked as a fusion takes them (two methods or more,
+    not all 0): the one rule every front end translates; BadSpec saying why."""
     try:
-        return searching.parse_weights(text)
+        parsed = (searching.parse_weights(weights) if isinstance(weights, str)
+                  else dict(weights))
+        searching.check_settings(FusionSettings(weights=parsed))
     except searching.FusionError as e:
         raise BadSpec(str(e)) from None
+    return parsed
+
+
+def _weights(weights: str | Mapping[str, float]) -> dict[str, float]:
+    """`fusion_weights`, its error naming the field."""
+    try:
+        return fusion_weights(weights)
+    except BadSpec as e:
+        raise BadSpec(f"weights: {e}") from None
 
 
 @dataclass(frozen=True)
@@ -199,6 +224,8 @@ class IndexSpec:
                             ("dense_groups", 0)):
             if getattr(self, name) is not None:
                 check_whole(name, getattr(self, name), least)
+        if self.size is not None and self.overlap is not None:  # (else: at the build)
+            indexing.check_window(self.size, self.overlap)
 
     def build_options(self) -> dict:
         """The options index.build_index reads: the one place their keys are written."""

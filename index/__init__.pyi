@@ -5,11 +5,13 @@ from .text.analyzers import as_asked as as_asked
 from .lexical.bm25 import B as B
 from .backend import BackendUnavailable as BackendUnavailable
 from .text.titles import BadTitles as BadTitles
+from .text.chunking import BadWindow as BadWindow
 from .backend import Build as Build
 from .build import build_index as build_index
 from .home.buildlock import BuildLocked as BuildLocked
 from .backend import BuildWriter as BuildWriter
 from .dense.encoders import check_server as check_server
+from .text.chunking import check_window as check_window
 from .text.chunking import ChunkingError as ChunkingError
 from .text.chunks import ChunkRow as ChunkRow
 from .methods import DEFAULT as DEFAULT
@@ -69,6 +71,7 @@ __all__ = [
     "B",
     "BackendUnavailable",
     "BadTitles",
+    "BadWindow",
     "Build",
     "BuildLocked",
     "BuildWriter",
@@ -110,6 +113,7 @@ __all__ = [
     "as_asked",
     "build_index",
     "check_server",
+    "check_window",
     "dropped_calibration",
     "encoder_names",
     "get_encoder",

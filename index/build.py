@@ -16,7 +16,7 @@ from pathlib import Path
 from ..version import __version__
 from ..errors import BuscaError
 from .lexical.bm25 import check_options as check_bm25_options
-from .text.chunking import OVERLAP, SIZE, ChunkingError, check_window
+from .text.chunking import OVERLAP, SIZE, BadWindow, check_window
 from .dense.dense import previous_models
 from .dense.dense_models import DenseModel
 from .home.diskfull import DiskFull, disk_full_error, folder_size, is_disk_full
@@ -162,20 +162,21 @@ def _counted(methods: Sequence[str]) -> set[str]:
 
 def window_for(home, size: int | None = None, overlap: int | None = None) -> tuple[int, int]:
     """The word window of a build: each value given, else the previous build's (a rebuild
-    after a crawl keeps the windows the user chose), else SIZE and OVERLAP; ChunkingError
-    naming the option to give when an overlap not given does not fit the size given."""
+    after a crawl keeps the windows the user chose), else SIZE and OVERLAP; BadWindow
+    saying whose the value not given is when the two do not fit."""
     before = home.previous()
     chunker = before.manifest.chunker if before is not None else {}
     if chunker.get("kind") != "words":
         chunker = {}
+    origin = "the previous build's" if chunker else "the default"
+    size_from, overlap_from = ("" if size is not None else origin,
+                               "" if overlap is not None else origin)
     if size is None:
         size = int(chunker.get("size", SIZE))
     if overlap is None:
         overlap = int(chunker.get("overlap", OVERLAP))
-        if overlap >= size:
-            origin = "the previous build's" if chunker else "the default"
-            raise ChunkingError(f"the overlap ({overlap} words, {origin}) must be smaller than"
-                                f" the window size {size}: give --overlap below {size}")
+    if overlap >= size:
+        raise BadWindow(size, overlap, size_from=size_from, overlap_from=overlap_from)
     check_window(size, overlap)
     return size, overlap
 

@@ -55,6 +55,7 @@ EXPORTS = {
     "search": ".hits",
     "snippet": ".hits",
     "StaleIndex": ".hits",
+    "stored_groups": ".filters",
     "TemplateError": ".context",
     "top_k": "..index.lexical.lexical",
     "UnknownMethod": "..index.methods",

@@ -49,6 +49,7 @@ from .scorers import scorer as scorer
 from .hits import search as search
 from .hits import snippet as snippet
 from .hits import StaleIndex as StaleIndex
+from .filters import stored_groups as stored_groups
 from .context import TemplateError as TemplateError
 from ..index.lexical.lexical import top_k as top_k
 from ..index.methods import UnknownMethod as UnknownMethod
@@ -111,6 +112,7 @@ __all__ = [
     "scorer",
     "search",
     "snippet",
+    "stored_groups",
     "top_k",
     "visible_to",
 ]

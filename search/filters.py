@@ -197,9 +197,17 @@ def _candidates(store, filters):
 def has_groups(store) -> bool:
     """Whether a document of `store` has groups (is private to some readers): one scan of the
     records (through the GIN index on PostgreSQL)."""
-    records = (store.records_having([(Visible.field,)]) if hasattr(store, "records_having")
-               else store.records() if hasattr(store, "records") else ())
-    return any(field_values(r, Visible.field) for r in records)
+    return any(field_values(r, Visible.field) for r in _with_groups(store))
+
+
+def stored_groups(store) -> set[str]:
+    """The group names the documents of `store` carry (one scan, as `has_groups`)."""
+    return {name for r in _with_groups(store) for name in field_values(r, Visible.field)}
+
+
+def _with_groups(store):
+    return (store.records_having([(Visible.field,)]) if hasattr(store, "records_having")
+            else store.records() if hasattr(store, "records") else ())
 
 
 def counts(index, store, filters) -> tuple[int, int]:

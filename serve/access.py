@@ -90,6 +90,13 @@ class Access:
             raise Unauthorized()
         return visible_to(found.groups, private=self.private)
 
+    def case_slips(self, stored: set[str]) -> list[tuple[str, str]]:
+        """(a readers' group, a stored group) pairs that differ only in case, the readers'
+        spelling on no document: names compare exactly, so its readers see none of them."""
+        given = {name for reader in self.readers for name in reader.groups} - set(stored)
+        return [(name, kept) for name in sorted(given) for kept in sorted(stored)
+                if name.casefold() == kept.casefold()]
+
     def current(self) -> Visible | None:
         """The rule of the MCP request being served (Gate set it); outside one, that of a
         request without Authorization (the public documents)."""

@@ -73,9 +73,10 @@ def compare(request: Request) -> JSONResponse:
 
 async def context(request: Request) -> JSONResponse:
     """POST /api/context {"q", "k", "lang", "max_chars", "method", "min_score", "per_doc",
-    "log", "filter": ["category=Python", …]}"""
+    "fusion", "window", "rrf_k", "weights", "log", "filter": ["category=Python", …]}"""
     data = await _json_object(request)
     params.json_body(data, params.CONTEXT, "the context request")
+    params.hybrid_only(data)
     engine = _engine(request)
     values = params.read(params.CONTEXT, data)
     question, method, lang = values.pop("q"), values["method"], values.pop("lang")
@@ -210,10 +211,7 @@ async def rebuild(request: Request) -> JSONResponse:
     engine = _engine(request)
     started = time.perf_counter()
     manifest = await _threaded(lambda: engine.rebuild(**values))
-    return JSONResponse({key: manifest[key] for key in
-                         ("build", "documents", "words", "chunks", "rechunked_documents",
-                          "chunker")} | {"methods": list(manifest["methods"]),
-                                         "took_ms": _ms(started)})
+    return JSONResponse(manifest.summary(took_ms=_ms(started)))
 
 
 async def _json_object(request: Request, *, empty_ok: bool = False) -> dict:

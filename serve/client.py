@@ -49,10 +49,7 @@ def search(record: Record, query: str, spec: SearchSpec, *, build: str,
               "log": int(spec.log), "rerank": int(spec.rerank is not None)}
     if spec.min_score is not None:
         params["min_score"] = repr(float(spec.min_score))
-    if is_hybrid(spec.method):
-        params.update(fusion=spec.fusion, window=spec.window, rrf_k=repr(float(spec.rrf_k)))
-        if spec.weights:
-            params["weights"] = ",".join(f"{m}={float(w)!r}" for m, w in spec.weights.items())
+    params.update(_hybrid(spec))
     query = urlencode([*params.items(), *(("filter", str(f)) for f in spec.filters)])
     status, data = _request(record, "GET", "/api/search?" + query, None, timeout)
     if status != 200:
@@ -61,6 +58,16 @@ def search(record: Record, query: str, spec: SearchSpec, *, build: str,
     _same_rerank(data, spec)
     with _readable(record):
         return Result.from_json(data)
+
+
+def _hybrid(spec: SearchSpec) -> dict:
+    """hybrid's options as the API takes them (none for a method that fuses nothing)."""
+    if not is_hybrid(spec.method):
+        return {}
+    options = {"fusion": spec.fusion, "window": spec.window, "rrf_k": float(spec.rrf_k)}
+    if spec.weights:
+        options["weights"] = ",".join(f"{m}={float(w)!r}" for m, w in spec.weights.items())
+    return options
 
 
 def _same_rerank(data: dict, spec: SearchSpec) -> None:
@@ -74,7 +81,8 @@ def context(record: Record, question: str, spec: ContextSpec, *, build: str,
     """POST /api/context: the Context `busca context` would build (its prompt is rendered
     by the caller, so --template and --lang apply as usual)."""
     body = {"q": question, "method": spec.method, "k": spec.k, "max_chars": spec.max_chars,
-            "per_doc": spec.per_doc, "log": spec.log, "rerank": spec.rerank is not None}
+            "per_doc": spec.per_doc, "log": spec.log, "rerank": spec.rerank is not None,
+            **_hybrid(spec)}
     if spec.filters:
         body["filter"] = [str(f) for f in spec.filters]
     if spec.min_score is not None:

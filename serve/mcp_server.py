@@ -65,7 +65,7 @@ Filters = Annotated[Annotated[list[str], Field(max_length=MAX_K)]
 Methods = Annotated[list[str] | str | None, Field(description=(
     "The methods side by side: a list, or one text such as \"bm25,dense\" (default: tfidf,"
     " bm25, dense, hybrid, those the index has)."))]
-# hybrid's options, as GET /api/search and busca search take them (SearchSpec checks them)
+# hybrid's options (search, context), as HTTP and the CLI take them (SearchSpec checks them)
 Fusion = Annotated[str, Field(description="hybrid: how the scores are fused: "
                               + ", ".join(searching.FUSIONS) + ".")]
 Window = Annotated[int, Field(ge=1, le=MAX_WINDOW, description="hybrid: top hits of each method"
@@ -147,13 +147,16 @@ class Tools:
                       per_doc: Annotated[int, Field(ge=0, le=MAX_PER_DOC)] = CONTEXT_PER_DOC,
                       lang: Annotated[str, Field(pattern="^(" + "|".join(LANGS) + ")$")] = "pt",
                       filter: Filters = None,  # noqa: A002 - the API's name
+                      fusion: Fusion = ContextSpec.fusion, window: Window = ContextSpec.window,
+                      rrf_k: RrfK = ContextSpec.rrf_k, weights: Weights = None,
                       ) -> ContextOut:
         """A prompt for an LLM: an instruction, the passages cited as [fonte: URL] and the
         question (as busca context); when no passage reaches the floor, answered is false and
         message says "nothing found" — then do not answer from memory."""
         found, _ = await self.run(lambda engine: engine.context(question, ContextSpec(
             method=method, k=k, min_score=min_score, max_chars=max_chars, per_doc=per_doc,
-            filters=_filters(filter))))
+            filters=_filters(filter), fusion=fusion, window=window, rrf_k=rrf_k,
+            weights=weights)))
         prompt = searching.render(found, lang=lang) if found.answered else None
         data = searching.context_dict(found, prompt=prompt)
         out = {key: data[key] for key in ("question", "method", "floor", "passages")}

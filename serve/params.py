@@ -14,10 +14,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..corpus import METHOD, SearchSpec, check_hybrid_only, method_names
-from ..corpus.specs import BadSpec
-from ..search.fusion import (FUSION, FUSIONS, RRF_K, WINDOW, FusionError, FusionSettings,
-                             check_settings, parse_weights)
+from ..corpus import METHOD, SearchSpec, asked, check_hybrid_only, method_names
+from ..corpus.specs import BadSpec, fusion_weights
+from ..search.fusion import FUSION, FUSIONS, RRF_K, WINDOW
 from ..search.scorers import COMPARE_K
 from ..search.context import LANGS, MAX_CHARS as CONTEXT_CHARS, PER_DOC as CONTEXT_PER_DOC
 from ..search.filters import BadFilter, parse_filters
@@ -126,14 +125,15 @@ PER_DOC_FIELD = Field("per_doc", "integer", "At most N windows of one document (
                       SearchSpec.per_doc, 0, MAX_PER_DOC)
 LOG = Field("log", "flag", "Record the question in the query log (default: as the server"
             " was started).")
+HYBRID = (Field("fusion", "choice", "hybrid: how the scores are fused.", FUSION,
+                choices=FUSIONS),
+          Field("window", "integer", "hybrid: top hits of each method that are fused.", WINDOW,
+                1, MAX_WINDOW),
+          Field("rrf_k", "number", "hybrid: the RRF constant k.", RRF_K, low=0),
+          Field("weights", "weights", "hybrid: methods and weights, e.g. bm25=1,dense=0.5."))
 SPEC = (METHOD_FIELD, K_FIELD, MIN_SCORE, PER_DOC_FIELD,
         Field("offset", "integer", "Skip the first N hits (the next page).", 0, 0, MAX_K),
-        Field("fusion", "choice", "hybrid: how the scores are fused.", FUSION,
-              choices=FUSIONS),
-        Field("window", "integer", "hybrid: top hits of each method that are fused.", WINDOW,
-              1, MAX_WINDOW),
-        Field("rrf_k", "number", "hybrid: the RRF constant k.", RRF_K, low=0),
-        Field("weights", "weights", "hybrid: methods and weights, e.g. bm25=1,dense=0.5."))
+        *HYBRID)
 RERANK = Field("rerank", "flag", "Re-score the top hits with the server's re-ranker (default:"
                " on when busca serve runs with --rerank; true without it is a 400).")
 FILTER = Field("filter", "filters", "Rank only documents that match: FIELD=a,b (one of), !=,"
@@ -150,7 +150,7 @@ CONTEXT = (Q, K_FIELD, Field("lang", "choice", "Language of the instruction.", "
            METHOD_FIELD, MIN_SCORE,
            Field("per_doc", "integer", "At most N windows of one document while other"
                  " documents pass the floor (0: no limit).", CONTEXT_PER_DOC, 0, MAX_PER_DOC),
-           LOG, RERANK, FILTER)
+           *HYBRID, LOG, RERANK, FILTER)
 PAGE = (Field("q", "string", "The question (absent: the form alone)."),
         Field("method", "string", "A method this index has, or compare: the methods side by"
               " side (default: hybrid when the index has it, else tfidf)."), K_FIELD, FILTER)
@@ -175,13 +175,20 @@ DOCUMENT = (Field("url", "string", "The document's URL (its id).", required=True
 
 def search_spec(args: Mapping) -> SearchSpec:
     """The options of GET /api/search, those of `busca search` (hybrid's fusion included)."""
+    hybrid_only(args)
+    return SearchSpec(**read(SPEC, args), filters=FILTER.read(raw(args, FILTER)))
+
+
+def hybrid_only(args: Mapping) -> None:
+    """BadParameter for hybrid's parameters sent with a method that fuses nothing (GET
+    /api/search, POST /api/context): the library's rule (hybrid:NAME fuses too), the
+    parameters named as sent (null or empty: not sent)."""
     chosen = METHOD_FIELD.read(args.get("method"))
-    try:  # the library's rule (hybrid:NAME fuses too), the parameters named as sent
+    try:
         check_hybrid_only([name for name in FUSION_FIELDS if args.get(name) not in (None, "")],
                           chosen, "method=hybrid")
     except BadSpec as e:
         raise BadParameter(str(e)) from None
-    return SearchSpec(**read(SPEC, args), filters=FILTER.read(raw(args, FILTER)))
 
 
 def query_string(args, fields: Sequence[Field], where: str) -> None:
@@ -215,11 +222,12 @@ def weights(raw: object) -> dict[str, float] | None:
     """hybrid's weights, "bm25=1,dense=0.5" (None when absent)."""
     if raw is None or raw == "":
         return None
-    try:
-        parsed = parse_weights(str(raw))
-        check_settings(FusionSettings(weights=parsed))
-        return parsed
-    except FusionError as e:
+    if not isinstance(raw, str):  # a JSON body's object was read as method names
+        raise BadParameter(f'weights must be a text such as "bm25=1,dense=0.5", got'
+                           f' {_shown(raw)}')
+    try:  # the library's reading and rule (SearchSpec's, Corpus.search's)
+        return fusion_weights(str(raw))
+    except BadSpec as e:
         raise BadParameter(f"weights: {e}") from None
 
 
@@ -229,8 +237,10 @@ def question(raw: object, name: str = "q") -> str:
         raise BadParameter(f"missing {name}: give the question, e.g. ?{name}=prazo+do+reembolso")
     if not isinstance(raw, str):
         raise BadParameter(f"{name} must be a string")
-    if not raw.strip():
-        raise BadParameter(f"{name} is empty: give the question")
+    try:  # the library's check and words (corpus `asked`), the parameter named
+        asked(raw)
+    except BadSpec as e:
+        raise BadParameter(f"{name}: {e}") from None
     if len(raw) > MAX_QUERY:
         raise BadParameter(f"{name} has {len(raw)} characters; at most {MAX_QUERY} are accepted")
     return raw

@@ -70,6 +70,13 @@ class Manifest:
         """The manifest of a JSON object (unknown keys ignored; KeyError if one is missing)."""
         return cls(**{k: data[k] for k in _KEYS if k in data})
 
+    def summary(self, **extra) -> dict:
+        """What the build made, as POST /api/index and `busca index --json` answer (`extra`,
+        e.g. took_ms, after it)."""
+        out = {key: self[key] for key in ("build", "documents", "words", "chunks",
+                                          "rechunked_documents", "chunker")}
+        return {**out, "methods": list(self.methods), **extra}
+
     def figures(self) -> dict:
         """The figures `busca stats` prints: corpus sizes, vocabularies, parameters."""
         out = {key: self[key] for key in ("documents", "words", "chunks")}

@@ -37,6 +37,28 @@ class ChunkingError(BuscaError, ValueError):
     """Chunking parameters that cannot work."""
 
 
+class BadWindow(ChunkingError):
+    """An overlap not smaller than the window size (`size_from`, `overlap_from`: whose value
+    it is when the caller did not give it, e.g. "the previous build's"); the message names
+    the options as Python and HTTP do, `worded` as a front end spells them (busca index:
+    --size, --overlap)."""
+
+    def __init__(self, size: int, overlap: int, *, size_from: str = "",
+                 overlap_from: str = ""):
+        self.size, self.overlap = size, overlap
+        self.size_from, self.overlap_from = size_from, overlap_from
+        super().__init__(self.worded())
+
+    def worded(self, size: str = "size", overlap: str = "overlap") -> str:
+        return (f"the overlap ({self.overlap} words{_whose(self.overlap_from)}) must be smaller"
+                f" than the window size ({self.size} words{_whose(self.size_from)}): give"
+                f" {overlap} below {self.size}, or {size} above {self.overlap}")
+
+
+def _whose(origin: str) -> str:
+    return f", {origin}" if origin else ""
+
+
 def words(text: str) -> list[tuple[int, int]]:
     """Character spans of the Java-parity words of `text`."""
     lo, hi = 0, len(text)
@@ -72,10 +94,10 @@ def check_window(size: int, overlap: int) -> None:
     """Refuse window parameters that cannot make progress."""
     if size < 1:
         raise ChunkingError(f"window size must be at least 1 word, got {size}")
-    if overlap < 0 or overlap >= size:
-        raise ChunkingError(
-            f"overlap must be between 0 and size - 1 ({size - 1}), got {overlap}: give a"
-            f" smaller --overlap, or a --size above it (the windows are {size} words)")
+    if overlap < 0:
+        raise ChunkingError(f"the overlap must be 0 words or more, got {overlap}")
+    if overlap >= size:
+        raise BadWindow(size, overlap)
 
 
 def chunk_words(text: str, *, size: int = SIZE, overlap: int = OVERLAP) -> list[Chunk]:
@@ -179,7 +201,11 @@ def parse_chunker(spec: str) -> dict:
         raise ChunkingError(f"chunker {spec!r}: expected {kind}:N:M with whole numbers")
     first, second = [int(p) for p in parts] + list(CHUNKER_DEFAULTS[kind][len(parts):])
     if kind in ("words", "sections"):
-        check_window(first, second)
+        try:
+            check_window(first, second)
+        except BadWindow as e:  # KIND:SIZE:OVERLAP names no option
+            raise ChunkingError(f"chunker {spec!r}: {e.worded('its size', 'its overlap')}"
+                                ) from None
         return {"kind": kind, "size": first, "overlap": second}
     chunk_sentences("", max_chars=first, overlap=second)  # validates the numbers
     return {"kind": "sentences", "max_chars": first, "overlap": second}

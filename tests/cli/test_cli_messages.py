@@ -107,14 +107,15 @@ README = (REPO / "README.md").read_text(encoding="utf-8")
 
 
 def test_the_readme_names_exactly_the_commands_that_take_json():
-    """It said every command takes --json; add, index and the crawl's progress do not."""
+    """It said every command takes --json; the crawl's progress does not (add and index took
+    none either, until a program needed their counts and build)."""
     from busca.cli import cli
     taking = {name for name, command in cli.commands.items()
               if any(p.name == "as_json" for p in command.params)}
     sentence = " ".join(README.split("Progress goes to stderr, results to stdout.")[1]
                         .split("Every\ncommand takes `--home")[0].split())
     named = set(re.findall(r"`(\w+)`", sentence.split("take `--json`")[0]))
-    assert named == taking and {"add", "index"}.isdisjoint(taking)
+    assert named == taking and {"add", "index"} <= taking
     assert "every command takes `--json`" not in README
 
 

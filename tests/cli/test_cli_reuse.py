@@ -126,9 +126,11 @@ def test_context_through_the_server_is_the_same_prompt(server, reused_home, meth
                              "--method", method, "--no-log", *extra)
         assert served == alone and served[0] == 0, extra
         assert "fonte: https://faquad.example/" in served[1]
-    served, alone = both(server, reused_home, "/api/context", "context", PARAPHRASE_Q,
-                         "--method", method, "--no-log", "--min-score", "0.99")
-    assert served == alone and served[0] == 3 and "não encontrei" in served[2]
+    for extra in ([], ["--json"]):  # --json: the refusal's JSON, with its reason
+        served, alone = both(server, reused_home, "/api/context", "context", PARAPHRASE_Q,
+                             "--method", method, "--no-log", "--min-score", "0.99", *extra)
+        assert served == alone and served[0] == 3 and "não encontrei" in served[2]
+        assert bool(extra) == ('"reason": "no passage scores 0.9900' in served[1])
 
 
 def test_calibrated_floors_apply_through_the_server(server, reused_home):
@@ -212,6 +214,19 @@ def test_hybrid_fusion_options_are_answered_by_the_server(server, reused_home):
         assert served == alone and served[0] == 0, extra
         fusion = json.loads(served[1].splitlines()[0])["fusion"]
         assert fusion["fusion"] == (extra[1] if extra[0] == "--fusion" else "minmax")
+
+
+def test_context_with_hybrid_options_is_answered_as_in_process(server, reused_home):
+    """busca context takes hybrid's options as search does, and sends them to the server
+    (which would otherwise rank with the default fusion)."""
+    plain = invoke(reused_home, "context", LEXICAL_Q, "--method", "hybrid", "--json",
+                   "--no-log", "--no-serve")
+    for extra in (["--fusion", "rrf", "--rrf-k", "10", "--window", "20"],
+                  ["--fusion", "zscore", "--weights", "bm25=1,dense=0.25"]):
+        served, alone = both(server, reused_home, "/api/context", "context", LEXICAL_Q,
+                             "--method", "hybrid", "--json", "--no-log", *extra)
+        assert served == alone and served[0] == 0, extra
+        assert json.loads(served[1])["passages"] != json.loads(plain[1])["passages"], extra
 
 
 # --- stale records: the command computes the answer itself -------------------------------

@@ -226,3 +226,17 @@ def test_hybrid_options_go_with_hybrid_of_a_named_model(run, fake):
     assert refused.exit_code == 2
     assert "--fusion only applies to --method hybrid (this search uses dense:fake)" \
         in refused.stderr
+
+
+@pytest.mark.parametrize("command", ["search", "context", "compare"])
+def test_an_empty_question_is_worded_as_the_library_words_it(lexical_home, command):
+    """The CLI said "the question is empty", GET /api/search "q is empty: give the question",
+    MCP and Python the library's line with an example: one check (corpus `asked`), each front
+    end naming its argument."""
+    import busca
+
+    with pytest.raises(busca.errors.BadSpec) as library:
+        busca.corpus.asked("  ")
+    result = CliRunner().invoke(cli, ["--home", str(lexical_home), command, "  "], obj={})
+    assert result.exit_code == 2 and result.stdout == ""
+    assert f": {library.value}\n" in result.stderr and "Traceback" not in result.output

@@ -4,6 +4,7 @@ each one bad usage or a clear line, and nothing of the user's overwritten."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -220,8 +221,9 @@ def test_the_last_slips_of_the_sweep(run, lexical, home, tmp_path):  # noqa: F81
     from busca.search.eval.metrics import Outcome
 
     result = run("index", "-q", "--overlap", "300")
-    assert result.exit_code == 1 and "give a smaller --overlap, or a --size above it" in \
-        result.stderr
+    assert result.exit_code == 1 and re.search(
+        r"the overlap \(300 words\) must be smaller than the window size \(([0-9]+) words, the"
+        r" previous build's\): give --overlap below \1, or --size above 300", result.stderr)
     corpus = busca.open(home)
     with pytest.raises(BuscaError, match="the question is empty"):
         corpus.search("   ")

@@ -324,13 +324,49 @@ def test_a_rebuild_keeps_the_windows_the_user_chose(tmp_path):
     refused = invoke(home, "index", "-q", "--size", "15")
     assert refused.exit_code == 1 and refused.stdout == ""
     assert "the overlap (20 words, the previous build's) must be smaller than the window" \
-           " size 15: give --overlap below 15" in refused.stderr
+           " size (15 words): give --overlap below 15, or --size above 20" in refused.stderr
     fresh = tmp_path / "fresh"
     assert invoke(fresh, "add", str(FIXTURES / "site" / "articles.jsonl")).exit_code == 0
     first = invoke(fresh, "index", "-q")
     assert first.exit_code == 0 and "windows" not in first.stderr
     with busca.open(fresh) as opened:
         assert opened.build.manifest.chunker["size"] == 200
+
+
+def test_an_overlap_not_below_the_size_is_one_check_each_caller_naming_its_options(tmp_path):
+    """overlap >= size was checked twice: the CLI's own "must be smaller than --size (10)", and
+    the library's, naming the CLI's --overlap and --size to Python (and POST /api/index)."""
+    home = tmp_path / "home"
+    assert invoke(home, "add", str(FIXTURES / "site" / "articles.jsonl")).exit_code == 0
+    with pytest.raises(busca.errors.BuscaError) as spec:
+        busca.IndexSpec(size=10, overlap=10)  # refused when made, before any work
+    with busca.open(home) as corpus, pytest.raises(busca.errors.BuscaError) as python:
+        corpus.index(size=10, overlap=10)
+    assert str(python.value) == str(spec.value) == (
+        "the overlap (10 words) must be smaller than the window size (10 words): give overlap"
+        " below 10, or size above 10")
+    refused = invoke(home, "index", "-q", "--size", "10", "--overlap", "10")
+    assert refused.exit_code == 2 and refused.stdout == ""
+    assert ("Invalid value for --overlap: the overlap (10 words) must be smaller than the"
+            " window size (10 words): give --overlap below 10, or --size above 10\n") \
+        in refused.stderr
+
+
+@pytest.mark.parametrize("options, words", [
+    ({"fusion": "nope"}, "unknown fusion 'nope'; choose one of: "),
+    ({"weights": "foo=1"}, "weights: hybrid fuses two or more methods, got only foo"),
+    ({"weights": {"bm25": 0, "dense": 0}}, "weights: weights must be 0 or more and not all 0"),
+])
+def test_hybrid_settings_are_checked_when_the_spec_is_made(lexical_home, options, words):
+    """--fusion and --weights were checked by the CLI and the HTTP API each, not by SearchSpec:
+    from Python (and MCP) a fusion or weights no hybrid can fuse by failed only when the
+    search ran (here: no vectors to fuse), or not at all."""
+    with pytest.raises(busca.errors.BadSpec) as made:
+        busca.SearchSpec(method="hybrid", **options)
+    assert str(made.value).startswith(words)
+    with busca.open(lexical_home) as corpus, pytest.raises(busca.errors.BadSpec) as asked:
+        corpus.search("prazo do reembolso", method="hybrid", log=False, **options)
+    assert str(asked.value) == str(made.value)
 
 
 def test_documents_are_checked_before_any_is_stored(tmp_path):

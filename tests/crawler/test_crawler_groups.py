@@ -183,3 +183,24 @@ def test_the_start_key_of_one_site_spelled_many_ways():
     assert start_key("https://h.example:8443/blog?x=1") == "https://h.example:8443/blog?x=1"
     assert start_key("http://[::1]:8080/") == "http://[::1]:8080/"
     assert start_key("http://h.example/Blog") != start_key("http://h.example/blog")
+
+
+def test_groups_none_makes_public_what_the_crawl_stores_and_full_the_whole_site(run, home):
+    """docs/filters.md said "only `--groups none` makes them public": an incremental crawl
+    with --groups none leaves the documents it finds unchanged with their groups (only those
+    it stores anew lose them); with --full it stores every one, and the site is public."""
+    with FixtureSite(load_articles()[:3]) as site:
+        assert run("crawl", site.url, *FAST, "--groups", "staff").exit_code == 0
+        first = site.articles[0]
+        site.edit(first["id"], content=first["content"].replace("</p>", " Novo.</p>", 1))
+        partial = run("crawl", site.url, *FAST, "--groups", "none", "--json")
+        assert partial.exit_code == 0, partial.output
+        report = json.loads(partial.stdout)
+        assert (report["updated"], report["unchanged"]) == (1, 2)
+        groups = _groups(home)
+        assert groups.pop(site.link(first)) is None
+        assert set(map(tuple, groups.values())) == {("staff",)}  # unchanged: still staff's
+        full = run("crawl", site.url, *FAST, "--groups", "none", "--full", "--json")
+        assert full.exit_code == 0, full.output
+        assert json.loads(full.stdout)["metadata_updated"] == 2
+    assert set(_groups(home).values()) == {None}

@@ -97,3 +97,29 @@ def test_a_timeout_names_the_option_that_waits_longer(store):
     with FixtureSite(load_articles()[:1], faults=Faults(latency=0.5)) as site:
         with pytest.raises(CrawlError, match=r"no data for 0.1 s; a longer --timeout waits more"):
             events(site.url, store, retries=0, timeout=0.1)
+
+
+def test_sigterm_stops_a_crawl_as_ctrl_c_does_and_the_rerun_completes(tmp_path):
+    """SIGTERM (`timeout`, a service manager, a CI job cancelled) ended the crawl silently,
+    exit -15 and nothing on stdout for --json; now it is Ctrl-C's message and report, and what
+    was stored stays for the rerun."""
+    command = [sys.executable, "-m", "busca.cli", "--home", str(tmp_path / "home"), "crawl"]
+    with FixtureSite(load_articles()[:8], faults=Faults(latency=0.2)) as site:
+        proc = subprocess.Popen([*command, site.url, "--source", "sitemap", "--json"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while len(site.bodies_served()) < 3 and time.monotonic() < deadline:  # pages came
+            time.sleep(0.05)
+        time.sleep(0.3)  # and were stored
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        assert "Traceback" not in err
+        report = json.loads(out)
+        stored = report["documents"]
+        assert report["interrupted"] is True and 1 <= stored < 8
+        assert f"interrupted; the {stored} documents read so far are stored" in err
+        again = subprocess.run([*command, site.url, "--source", "sitemap", "--json"],
+                               capture_output=True, text=True, timeout=120)
+    second = json.loads(again.stdout)
+    assert (second["added"], second["unchanged"]) == (8 - stored, stored)

@@ -77,7 +77,7 @@ def test_chunker_specs():
 
 @pytest.mark.parametrize("spec, message", [
     ("frases:220", "unknown chunker"), ("words:a", "whole numbers"),
-    ("words:1:2:3", "whole numbers"), ("words:40:40", "overlap must be between"),
+    ("words:1:2:3", "whole numbers"), ("words:40:40", "overlap \\(40 words\\) must be smaller"),
     ("sentences:0:1", "max_chars must be at least 1"), ("words:-5", "whole numbers"),
 ])
 def test_bad_chunker_specs(spec, message):

@@ -426,3 +426,34 @@ def test_search_takes_hybrids_options_as_http_and_the_cli(tmp_path, fake):
                              for h in cli] and len(cli) == 4
     with pytest.raises(ToolError, match="fusion only applies to method='hybrid'"):
         asyncio.run(tools.search(QUESTION, method="bm25", fusion="rrf"))
+
+
+def test_context_takes_hybrids_options_as_search_does(tmp_path, fake):
+    """The context tool takes fusion, window, rrf_k and weights, as the search tool, POST
+    /api/context and busca context do (it refused them as unknown arguments): the passages
+    and prompt of busca context --json with them; the library's rule for another method."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from busca.serve.engine import Engine
+    from busca.serve.mcp_server import Tools, create_server
+    from conftest import FIXTURES
+
+    home = tmp_path / "home"
+    for args in (["add", str(FIXTURES / "site" / "articles.jsonl")],
+                 ["index", "-q", "--dense", "fake"]):
+        assert cli_json(home, *args).exit_code == 0
+    schema = create_server(home)._tool_input_schema("context")["properties"]
+    assert {"fusion", "window", "rrf_k", "weights"} <= set(schema)
+    tools = Tools(Engine(home, log_queries=False, warm=False))
+    options = {"fusion": "rrf", "window": 20, "rrf_k": 10.0, "weights": {"bm25": 1, "dense": 0.5}}
+    found = asyncio.run(tools.context(QUESTION, method="hybrid", min_score=0, **options))
+    plain = asyncio.run(tools.context(QUESTION, method="hybrid", min_score=0))
+    cli = json.loads(cli_json(
+        home, "context", QUESTION, "--method", "hybrid", "--fusion", "rrf", "--window", "20",
+        "--rrf-k", "10", "--weights", "bm25=1,dense=0.5", "--min-score", "0", "--json",
+        "--no-log", "--no-serve").stdout)
+    assert found["answered"] and (found["passages"], found["prompt"]) == (
+        cli["passages"], cli["prompt"])
+    assert found["passages"] != plain["passages"]
+    with pytest.raises(ToolError, match="fusion only applies to method='hybrid'"):
+        asyncio.run(tools.context(QUESTION, method="bm25", fusion="rrf"))

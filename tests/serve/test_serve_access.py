@@ -267,6 +267,30 @@ def test_without_tokens_a_home_with_groups_warns_every_document_is_shown(home, t
     assert STAFF not in gated.stderr + gated.stdout
 
 
+def test_a_token_group_that_matches_stored_groups_only_in_case_is_warned_about(home,
+                                                                                tmp_path):
+    """Group names are compared exactly: a token of `Staff` sees none of `staff`'s documents
+    (docs/filters.md). busca serve said nothing; it warns, naming both spellings, and not
+    for a group no document has in any case ("nobody")."""
+    import socket
+
+    path = tmp_path / "tokens.txt"
+    path.write_text(f"{STAFF} Staff,STAFF\n{SALES} sales,nobody\n", encoding="utf-8")
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen(1)
+        port = str(held.getsockname()[1])
+        result = CliRunner().invoke(cli, ["--home", str(home), "serve", "--port", port,
+                                          "--tokens", str(path)], obj={})
+    assert result.exit_code == 1 and "2 read tokens loaded" in result.stderr
+    for given in ("Staff", "STAFF"):
+        assert (f"warning: the tokens file gives the group '{given}', which no document has;"
+                " documents have 'staff': group names are case-sensitive, write it as the"
+                " documents do") in result.stderr
+    assert "'sales'" not in result.stderr and "nobody" not in result.stderr
+    assert STAFF not in result.stderr + result.stdout
+
+
 BAD = [
     ("short-12345 staff\n", "line 1: the token is shorter than 16 characters"),
     (f"{STAFF}\n", "line 1: write TOKEN GROUP[,GROUP…]"),

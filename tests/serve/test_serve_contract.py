@@ -277,6 +277,33 @@ def test_dense_name_is_accepted_where_the_library_accepts_it(dense_url):
     assert [(a.status_code, a.json()["error"]) for a in answers] == [(400, m) for m in library]
 
 
+def test_context_takes_hybrids_options_as_search_does(dense_url):
+    """POST /api/context takes fusion, window, rrf_k and weights, as GET /api/search does (it
+    refused them as unknown fields): the passages Corpus.context finds with them; with a
+    method that fuses nothing, search's 400."""
+    import busca
+
+    url, home = dense_url
+    options = {"fusion": "rrf", "window": 20, "rrf_k": 10, "weights": "bm25=1,dense=0.5"}
+    q = {"q": "universidade engenharia", "min_score": 0, "method": "hybrid", "log": False}
+    answer = requests.post(url + "api/context", json={**q, **options}, timeout=60)
+    assert answer.status_code == 200, answer.text
+    plain = requests.post(url + "api/context", json=q, timeout=60).json()
+    with busca.open(home) as corpus:
+        found = corpus.context(q["q"], method="hybrid", min_score=0, log=False, **options)
+    assert answer.json()["passages"] == found.to_json()["passages"] != plain["passages"]
+    wrong = {"q": q["q"], "method": "bm25", "fusion": "rrf", "window": 20}
+    refused = requests.post(url + "api/context", json=wrong, timeout=60)
+    searched = requests.get(url + "api/search", params=wrong, timeout=60)
+    assert refused.status_code == searched.status_code == 400
+    assert refused.json()["error"] == searched.json()["error"]
+    assert "fusion, window only apply to method=hybrid" in refused.json()["error"]
+    as_object = requests.post(url + "api/context", json={**q, "weights": {"bm25": 1}},
+                              timeout=60)  # the schema's text, not method names "{'bm25': 1"
+    assert as_object.status_code == 400
+    assert as_object.json()["error"].startswith('weights must be a text such as "bm25=1,')
+
+
 def _refusal(call, *args, **options) -> str:
     with pytest.raises(BuscaError) as refused:
         call(*args, **options)

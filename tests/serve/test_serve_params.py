@@ -23,6 +23,19 @@ def test_question_caps_and_messages():
             params.question(raw)
 
 
+def test_an_empty_question_is_worded_as_the_library_words_it():
+    """GET /api/search said "q is empty: give the question", MCP and Python the library's
+    line: one check (corpus `asked`), the parameter named."""
+    from busca.corpus import asked
+    from busca.corpus.specs import BadSpec
+
+    with pytest.raises(BadSpec) as library:
+        asked(" \t")
+    with pytest.raises(BadParameter) as http:
+        params.question(" \t")
+    assert str(http.value) == f"q: {library.value}"
+
+
 def test_integers_numbers_and_methods():
     assert params.integer(None, "k", default=3, low=1, high=100) == 3
     assert params.integer("7", "k", default=3, low=1, high=100) == 7

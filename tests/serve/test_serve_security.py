@@ -250,6 +250,17 @@ def test_a_json_body_is_typed_as_its_schema_says(server, path, auth, body, words
     assert status == 200 and len(data["passages"]) == 1, data
 
 
+def test_an_overlap_not_below_the_size_names_the_request_s_fields(server):
+    """POST /api/index {"size": 10, "overlap": 10} was refused naming busca index's --overlap
+    and --size; the one check (the library's) names the fields sent."""
+    status, data = send(server, "POST", "/api/index",
+                        headers={"Authorization": f"Bearer {TOKEN}"},
+                        body=json.dumps({"size": 10, "overlap": 10}).encode())
+    assert status == 400, data
+    assert data["error"] == ("the overlap (10 words) must be smaller than the window size (10"
+                             " words): give overlap below 10, or size above 10")
+
+
 @pytest.mark.parametrize("method,sent,path,status", [
     ("GET", "/" + "x" * 60_000, "/" + "x" * 60_000, 404),
     ("GET", "/api/" + "%C3%A9" * 20_000, "/api/" + "é" * 20_000, 404),  # cut as decoded
