@@ -398,12 +398,9 @@ def test_a_home_removed_while_the_server_runs_is_one_line_and_stays_removed(lexi
     assert not home.exists()
 
 
-def test_search_takes_hybrids_options_as_http_and_the_cli(tmp_path, fake):
-    """fusion, window, rrf_k and weights, as GET /api/search and busca search take them
-    (the tool refused them as unknown arguments), with the library's rule for another
-    method."""
-    from mcp.server.mcpserver.exceptions import ToolError
-
+def _hybrid_tools(tmp_path, tool: str):
+    """A home of the fixture site with a fake dense model, and the tools over it; `tool`'s
+    schema lists hybrid's options."""
     from busca.serve.engine import Engine
     from busca.serve.mcp_server import Tools, create_server
     from conftest import FIXTURES
@@ -412,9 +409,18 @@ def test_search_takes_hybrids_options_as_http_and_the_cli(tmp_path, fake):
     for args in (["add", str(FIXTURES / "site" / "articles.jsonl")],
                  ["index", "-q", "--dense", "fake"]):
         assert cli_json(home, *args).exit_code == 0
-    schema = create_server(home)._tool_input_schema("search")["properties"]
+    schema = create_server(home)._tool_input_schema(tool)["properties"]
     assert {"fusion", "window", "rrf_k", "weights"} <= set(schema)
-    tools = Tools(Engine(home, log_queries=False, warm=False))
+    return home, Tools(Engine(home, log_queries=False, warm=False))
+
+
+def test_search_takes_hybrids_options_as_http_and_the_cli(tmp_path, fake):
+    """fusion, window, rrf_k and weights, as GET /api/search and busca search take them
+    (the tool refused them as unknown arguments), with the library's rule for another
+    method."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    home, tools = _hybrid_tools(tmp_path, "search")
     options = {"method": "hybrid", "fusion": "rrf", "window": 20, "rrf_k": 10.0,
                "weights": "bm25=1,dense=0.5", "k": 4}
     found = asyncio.run(tools.search(QUESTION, **options))
@@ -434,17 +440,7 @@ def test_context_takes_hybrids_options_as_search_does(tmp_path, fake):
     and prompt of busca context --json with them; the library's rule for another method."""
     from mcp.server.mcpserver.exceptions import ToolError
 
-    from busca.serve.engine import Engine
-    from busca.serve.mcp_server import Tools, create_server
-    from conftest import FIXTURES
-
-    home = tmp_path / "home"
-    for args in (["add", str(FIXTURES / "site" / "articles.jsonl")],
-                 ["index", "-q", "--dense", "fake"]):
-        assert cli_json(home, *args).exit_code == 0
-    schema = create_server(home)._tool_input_schema("context")["properties"]
-    assert {"fusion", "window", "rrf_k", "weights"} <= set(schema)
-    tools = Tools(Engine(home, log_queries=False, warm=False))
+    home, tools = _hybrid_tools(tmp_path, "context")
     options = {"fusion": "rrf", "window": 20, "rrf_k": 10.0, "weights": {"bm25": 1, "dense": 0.5}}
     found = asyncio.run(tools.context(QUESTION, method="hybrid", min_score=0, **options))
     plain = asyncio.run(tools.context(QUESTION, method="hybrid", min_score=0))
