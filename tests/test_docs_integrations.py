@@ -118,3 +118,66 @@ def test_serve_md_openapi_snippet(lexical_home):
     with Server(lexical_home, "--no-log") as server:
         out = run_python(code.replace("http://127.0.0.1:8000/", server.url), Path.cwd())
     assert "'/api/search'" in out and "'/openapi.json'" in out
+
+
+def shell_session(code: str) -> list[tuple[str, str]]:
+    """The `$ ` commands of a terminal block (a line ending in `\\` goes on) and the output
+    shown after each."""
+    steps: list[tuple[str, str]] = []
+    lines = code.splitlines()
+    i = 0
+    while i < len(lines):
+        assert lines[i].startswith("$ "), lines[i]
+        command = lines[i][2:]
+        while command.endswith("\\"):
+            i += 1
+            command = command[:-1] + lines[i]
+        i += 1
+        shown = []
+        while i < len(lines) and not lines[i].startswith("$ "):
+            shown.append(lines[i])
+            i += 1
+        steps.append((command, "\n".join(shown)))
+    return steps
+
+
+def test_serve_md_writes_session_as_typed(tmp_path, lexical_home):
+    """docs/serve.md's writes, typed in one shell: the token the server starts with must be
+    the one the curl commands send. The only changes: the server's port (a free one, not
+    8000) and a wait for its URL, as a reader waits before typing the next line."""
+    import shutil
+    import socket
+    import subprocess
+
+    if not shutil.which("curl"):
+        pytest.skip("needs curl")
+    home = tmp_path / "home"
+    shutil.copytree(lexical_home, home)  # the session writes a document and a build
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    steps = shell_session(block(REPO / "docs" / "serve.md", "writes"))
+    script = [f"U={url}"]
+    for command, out in steps:
+        if command.endswith("busca serve &"):
+            script.append(command[:-1] + f"--port {port} -q >/dev/null 2>serve.err &")
+            script.append(f"for i in $(seq 300); do curl -sf {url}/healthz >/dev/null && break;"
+                          " sleep 0.2; done")
+        else:
+            script += [command, "echo"] if out else [command]  # curl prints no newline
+    script.append("kill %1; wait")
+    env = {**os.environ, "BUSCA_HOME": str(home),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("BUSCA_TOKEN", None)
+    done = subprocess.run(["bash", "-c", "\n".join(script)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    outputs = done.stdout.splitlines()
+    shown = [out for command, out in steps if out]
+    assert len(outputs) == len(shown) == 3, (done.stdout, done.stderr)
+    assert outputs[0] == shown[0]  # the document stored
+    built, documented = json.loads(outputs[1]), json.loads(shown[1])
+    assert built.keys() == documented.keys()
+    for key in ("documents", "words", "chunks", "rechunked_documents", "chunker"):
+        assert built[key] == documented[key], key
+    assert outputs[2] == shown[2]  # no token: 401
