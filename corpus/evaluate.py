@@ -98,7 +98,8 @@ def compare_runs(golden: Golden, paths: Sequence[str], spec: EvalSpec) -> Evalua
     have no method in common."""
     first, second = (evaluation.load_run(p) for p in paths)
     golden = evaluation.scope.runs_scope(golden, first, second)  # runs made with --filter
-    systems = evaluation.align(golden, first, second)
+    deepest = max((*spec.all_metrics(), spec.metric), key=lambda m: m.k)
+    systems = evaluation.align(golden, first, second, deepest=deepest)
     pairs = evaluation.run_pairs(list(systems))
     if not pairs:
         raise evaluation.RunError(f"{paths[0]} and {paths[1]} have no method in common")

@@ -105,8 +105,25 @@ def _read(path: Path) -> str:
         return path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise GoldenError(f"{path}: no such file or folder") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise GoldenError(f"{path}: cannot read it as UTF-8 text ({e})") from None
+    except UnicodeDecodeError as e:
+        raise GoldenError(_not_utf8(path, e)) from None
+    except OSError as e:
+        raise GoldenError(f"{path}: cannot read it ({e})") from None
+
+
+def _not_utf8(path: Path, error: UnicodeDecodeError) -> str:
+    """Where the first byte that is not UTF-8 is (line:column), and how to convert the file
+    (a spreadsheet's export is often Latin-1 or Windows-1252)."""
+    data, fixed = error.object, f"{path.stem}-utf8{path.suffix}"
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return (f"{path}: is UTF-16 text, not UTF-8: save the file as UTF-8 (iconv -f utf-16"
+                f" -t utf-8 {path} > {fixed})")
+    before = data[:error.start]
+    line = before.count(b"\n") + 1
+    start = before[before.rfind(b"\n") + 1:].decode("utf-8", "replace").lstrip("\ufeff")
+    return (f"{path}:{line}:{len(start) + 1}: byte 0x{data[error.start]:02x} is not UTF-8:"
+            f" save the file as UTF-8 (from Latin-1: iconv -f latin1 -t utf-8 {path} >"
+            f" {fixed})")
 
 
 def _parse(text: str, where: str, line: int):
@@ -198,8 +215,12 @@ def _load_beir(folder: Path, split: str) -> Golden:
     if missing:
         raise GoldenError(f"{folder}: qrels name {len(missing)} queries that queries.jsonl"
                           f" lacks (first: {missing[0]!r})")
+    blank = [q for q in qrels if not texts[q].strip()]
+    if blank:
+        raise GoldenError(f"{queries}:{lines[blank[0]]}: the query {blank[0]!r} has no text,"
+                          " yet the qrels judge it: write its text, or drop its qrels lines")
     questions = [Question(qid, texts[qid].strip(), qrels=docs, tags=tags[qid])
-                 for qid, docs in qrels.items() if texts[qid].strip()]
+                 for qid, docs in qrels.items()]
     corpus = folder / "corpus.jsonl"
     return Golden(str(folder), "beir", _checked(questions, folder),
                   str(corpus) if corpus.is_file() else None)
@@ -210,7 +231,7 @@ def _qrels_file(folder: Path, split: str) -> Path:
     if wanted.is_file():
         return wanted
     found = sorted((folder / "qrels").glob("*.tsv"))
-    if len(found) == 1:
+    if len(found) == 1 and split == SPLIT:  # a split asked for by name is that split
         return found[0]
     names = ", ".join(p.name for p in found) or "none"
     hint = f": choose one with --split {found[0].stem}" if found else \
@@ -220,6 +241,7 @@ def _qrels_file(folder: Path, split: str) -> Path:
 
 def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
     qrels: dict[str, dict[str, int]] = {}
+    graded: dict[tuple[str, str], tuple[int, int]] = {}  # (query, doc) -> (line, grade)
     for n, line in enumerate(_read(path).splitlines(), start=1):
         cells = line.split("\t") if "\t" in line else line.split()
         if not cells or not line.strip():
@@ -229,6 +251,10 @@ def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
         if len(cells) not in (3, 4) or not cells[-1].strip().lstrip("-").isdigit():
             raise GoldenError(f"{path}:{n}: expected query-id, corpus-id and an integer score")
         qid, doc, grade = cells[0].strip(), cells[-2].strip(), int(cells[-1])
+        first, before = graded.setdefault((qid, doc), (n, grade))
+        if before != grade:  # trec_eval and ranx would take the last line, busca the first
+            raise GoldenError(f"{path}:{n}: {qid} {doc} graded {grade} here and {before} on"
+                              f" line {first}: keep one line per query and document")
         if grade > 0:
             qrels.setdefault(qid, {})[doc] = grade
     if not qrels:

@@ -27,12 +27,13 @@ from ...index.home import storage
 from ...index.home.storage import write_json
 from .golden import Golden
 from .judge import ChunkTable, Judgement
-from .metrics import Outcome
+from .metrics import Metric, Outcome
 
 FORMAT = "busca-run"
 VERSION = 1
 TREC_SUFFIXES = (".trec", ".qrels")  # the files written beside the JSON run
 RUNS = "runs"  # a home's folder of saved runs, which busca serve's /eval lists
+NOT_INDEXED = "busca:not-indexed"  # the qrels item of a labelled question no unit answers
 
 
 class RunError(BuscaError, ValueError):
@@ -169,9 +170,15 @@ def falling(scores) -> list[str]:
 
 
 def _qrels_lines(judgement: Judgement, table: ChunkTable):
+    """The relevant units of every labelled question; one that no indexed unit answers gets
+    the item NOT_INDEXED, which no run holds: busca scores it 0 and counts it, and so do
+    trec_eval and ranx with it (without a line they would leave the question out)."""
     for j in judgement.items:
-        for unit, gain in [*j.gains.items(), *j.unindexed.items()]:
-            name = unit if j.level == "document" else table.name(unit)
+        units = [*j.gains.items(), *j.unindexed.items()]
+        if not units and j.question.answerable:
+            units = [(NOT_INDEXED, 1.0)]
+        for unit, gain in units:
+            name = table.name(unit) if j.level == "chunk" and unit != NOT_INDEXED else unit
             yield f"{trec_name(j.question.id)} 0 {trec_name(name)} {int(gain)}\n"
 
 
@@ -226,13 +233,17 @@ def _outcome(o: dict) -> Outcome:
                    o["top_score"], o["first_score"])
 
 
-def align(golden: Golden, first: SavedRun, second: SavedRun) -> dict[str, list[Outcome]]:
-    """Outcomes of both runs as systems "A:<method>" and "B:<method>", in golden order."""
+def align(golden: Golden, first: SavedRun, second: SavedRun, *,
+          deepest: Metric | None = None) -> dict[str, list[Outcome]]:
+    """Outcomes of both runs as systems "A:<method>" and "B:<method>", in golden order;
+    RunError when a run ranked fewer hits per question than the metric `deepest` reads."""
     if first.corpus.get("fingerprint") != second.corpus.get("fingerprint"):
         raise RunError(
             f"{second.path} was made on another corpus ({second.corpus.get('documents')}"
             f" documents) than {first.path} ({first.corpus.get('documents')} documents);"
             " compare runs of the same documents")
+    for run in (first, second):
+        _require_depth(run, deepest)
     systems = {}
     for name, run in (("A", first), ("B", second)):
         for system, by_id in run.outcomes.items():
@@ -242,6 +253,17 @@ def align(golden: Golden, first: SavedRun, second: SavedRun) -> dict[str, list[O
                                f" (first: {missing[0]!r}); was it made with another golden set?")
             systems[f"{name}:{system}"] = [by_id[q.id] for q in golden.questions]
     return systems
+
+
+def _require_depth(run: SavedRun, metric: Metric | None) -> None:
+    """RunError when `run` ranked fewer hits per question than `metric`'s cutoff: the
+    relevant items below its depth were never seen, and would count as misses."""
+    depth = run.info.get("depth")
+    if metric is None or not isinstance(depth, int) or metric.k <= depth:
+        return
+    raise RunError(f"{run.path} ranked {depth} hits per question: {metric} would count every"
+                   f" relevant item below rank {depth} as missed; compare at cutoffs up to"
+                   f" {depth} (-k, --key), or save both runs again with -k {metric.k}")
 
 
 def run_pairs(systems: list[str]) -> list[tuple[str, str]]:

@@ -138,3 +138,73 @@ def test_a_split_other_than_the_default_is_refused_for_a_file(tmp_path):
     write(tmp_path, "q1\td1\t1\n", "qrels/dev.tsv")
     write(tmp_path, "q1\td2\t1\n", "qrels/train.tsv")
     assert load_golden(tmp_path, split="dev").questions[0].qrels == {"d1": 1}
+
+
+def test_a_split_asked_for_that_the_folder_lacks_is_refused(tmp_path):
+    """--split dev on a folder with only qrels/test.tsv judged by test's qrels, silently:
+    only the default split falls back to the folder's only qrels file."""
+    (tmp_path / "qrels").mkdir()
+    write(tmp_path, '{"_id": "q1", "text": "a"}\n', "queries.jsonl")
+    write(tmp_path, "q1\td1\t1\n", "qrels/test.tsv")
+    with pytest.raises(GoldenError, match=r"no qrels/dev.tsv \(found: test.tsv\): choose one"
+                                          " with --split test"):
+        load_golden(tmp_path, split="dev")
+    (tmp_path / "qrels" / "test.tsv").rename(tmp_path / "qrels" / "dev.tsv")
+    assert load_golden(tmp_path).questions[0].qrels == {"d1": 1}  # the default falls back
+
+
+def test_a_judged_beir_query_without_text_is_refused_not_dropped(tmp_path):
+    """A query the qrels judge, whose text is blank, was left out without a word."""
+    (tmp_path / "qrels").mkdir()
+    write(tmp_path, '{"_id": "q1", "text": "Quem fundou?"}\n{"_id": "q2", "text": " \\n "}\n'
+                    '{"_id": "q3", "text": ""}\n', "queries.jsonl")
+    write(tmp_path, "q1\td1\t1\nq2\td2\t1\n", "qrels/test.tsv")
+    with pytest.raises(GoldenError, match=r"queries.jsonl:2: the query 'q2' has no text"):
+        load_golden(tmp_path)
+    write(tmp_path, "q1\td1\t1\n", "qrels/test.tsv")  # q3 is not judged: no matter
+    assert [q.id for q in load_golden(tmp_path).questions] == ["q1"]
+
+
+@pytest.mark.parametrize("encoding, name", [("latin-1", "golden.json"),
+                                            ("cp1252", "golden.jsonl")])
+def test_a_golden_set_in_another_encoding_names_the_line_and_the_fix(tmp_path, encoding,
+                                                                     name):
+    text = "\n".join(json.dumps(item, ensure_ascii=False) for item in SEED)
+    path = tmp_path / name
+    path.write_bytes((text if name.endswith("l") else f"[{text.replace(chr(10), ',' + chr(10))}]")
+                     .encode(encoding))
+    with pytest.raises(GoldenError) as caught:
+        load_golden(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}:1:") and "\n" not in message
+    assert "is not UTF-8" in message and f"iconv -f latin1 -t utf-8 {path}" in message
+
+
+def test_a_golden_set_with_a_bom_reads(tmp_path):
+    for name in ("golden.json", "golden.jsonl"):
+        text = (json.dumps(SEED, ensure_ascii=False) if name == "golden.json" else
+                "\n".join(json.dumps(item, ensure_ascii=False) for item in SEED))
+        (tmp_path / name).write_text(text, encoding="utf-8-sig")
+        assert [q.trecho for q in load_golden(tmp_path / name).questions] == [
+            "7 dias úteis", "sem juros até 6 vezes"]
+
+
+def test_a_utf16_golden_set_says_so(tmp_path):
+    path = tmp_path / "golden.json"
+    path.write_text(json.dumps(SEED, ensure_ascii=False), encoding="utf-16")
+    with pytest.raises(GoldenError, match=r"golden.json: is UTF-16 text, not UTF-8: .*iconv -f"
+                                          " utf-16 -t utf-8"):
+        load_golden(path)
+
+
+def test_a_qrels_pair_graded_twice_otherwise_is_refused(tmp_path):
+    """`q1 d1 1` then `q1 d1 0`: busca kept d1 relevant, trec_eval and ranx take the last
+    line (not relevant), so the same qrels scored differently."""
+    (tmp_path / "qrels").mkdir()
+    write(tmp_path, '{"_id": "q1", "text": "a"}\n{"_id": "q2", "text": "b"}\n', "queries.jsonl")
+    write(tmp_path, "q1\td1\t1\nq2\td2\t1\nq1\td1\t1\n", "qrels/test.tsv")  # the same: fine
+    assert load_golden(tmp_path).questions[0].qrels == {"d1": 1}
+    write(tmp_path, "q1\td1\t1\nq2\td2\t1\nq1\td1\t0\n", "qrels/test.tsv")
+    with pytest.raises(GoldenError, match=r"test.tsv:3: q1 d1 graded 0 here and 1 on line 1:"
+                                          " keep one line"):
+        load_golden(tmp_path)

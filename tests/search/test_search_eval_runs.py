@@ -1,3 +1,4 @@
+import json
 from dataclasses import replace
 
 from pathlib import Path
@@ -165,3 +166,55 @@ def test_a_homes_runs_folder_is_made_and_no_other(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(FileNotFoundError, match="the folder .*file is a file, not a folder"):
         make_run(tmp_path, "file/a.json")
+
+
+def test_runs_are_not_compared_beyond_the_depth_they_ranked(tmp_path):
+    """recall@200 of runs ranked 100 deep counted every hit below 100 as a miss: equal to
+    recall@100, silently."""
+    from busca.corpus import EvalSpec, compare_runs
+    from busca.search.eval.metrics import parse_metric
+
+    paths = []
+    for name, depth in (("a.json", 3), ("b.json", 5)):
+        (path, *_), _ = make_run(tmp_path, name)
+        data = json.loads(path.read_text(encoding="utf-8"))
+        path.write_text(json.dumps({**data, "depth": depth}), encoding="utf-8")
+        paths.append(str(path))
+    first, second = load_run(paths[0]), load_run(paths[1])
+    systems = align(GOLDEN, first, second, deepest=parse_metric("mrr@3"))
+    assert list(systems) == ["A:tfidf", "B:tfidf"]
+    with pytest.raises(RunError, match=r"a.json ranked 3 hits per question: recall@4 would count"
+                                       r" .* compare at cutoffs up to 3 .* -k 4"):
+        align(GOLDEN, first, second, deepest=parse_metric("recall@4"))
+    spec = EvalSpec(metrics=(parse_metric("recall@1"), parse_metric("ndcg@4")))
+    with pytest.raises(RunError, match="ranked 3 hits per question: ndcg@4"):
+        compare_runs(GOLDEN, paths, spec)
+    spec = EvalSpec(metrics=(parse_metric("recall@1"),), key=parse_metric("recall@1"))
+    assert compare_runs(GOLDEN, paths, spec).summary["A:tfidf"]["recall@1"].n == 2
+
+
+def test_a_labelled_question_no_chunk_answers_counts_in_the_qrels_too(tmp_path):
+    """busca scores such a question 0 and averages over it; its qrels had no line, so ranx
+    and trec_eval left it out and reported higher means than busca on the same run."""
+    ranx = pytest.importorskip("ranx")
+    from busca.search.eval.metrics import default_metrics, values
+
+    golden = Golden("g.json", "json", GOLDEN.questions + (
+        Question("q3", "onze?", trecho="não está em parte alguma"),
+        Question("q4", "doze?", url="https://s/fora-do-indice")))
+    table, _ = chunk_documents(DOCS, {"kind": "words", "size": 4, "overlap": 1})
+    judgement = judge(golden, table)
+    n = len(table.urls)
+    outcomes = rank_questions(judgement, table,
+                              {"bm25": lambda q: (np.arange(n), np.linspace(1, 0.1, n))})
+    paths = save_run(tmp_path / "r.json", golden, outcomes, {table.label: (judgement, table)},
+                     corpus=fingerprint({d.url: d.text for d in DOCS}), info={})
+    qrels = ranx.Qrels.from_file(str(paths[2]), kind="trec")
+    run = ranx.Run.from_file(str(paths[1]), kind="trec")
+    assert set(qrels.keys()) == {q.id for q in golden.answerable}
+    answerable = [o for o, q in zip(outcomes["bm25"], golden.questions) if q.answerable]
+    for metric in default_metrics((1, 3)):
+        name = str(metric).replace("recall@", "hit_rate@")
+        expected = values(metric, answerable).mean()
+        assert ranx.evaluate(qrels, run, name, make_comparable=True) == pytest.approx(
+            expected, abs=1e-15), metric
