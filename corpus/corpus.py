@@ -278,7 +278,12 @@ class Corpus:
 
 
 def _live_manifest(home) -> tuple[indexing.Manifest | None, str]:
-    """(the live build's manifest, or None; why it could not be read, or "")."""
+    """(the manifest of the build the next one starts from, or None; why the live build
+    could not be read, or ""). `previous()`: a PostgreSQL home's builds read it on the
+    primary — a `read=` standby may be away or behind."""
+    previous = home.previous()
+    if previous is not None:
+        return previous.manifest, ""
     try:
         return home.current().manifest, ""
     except indexing.IndexNotFound:

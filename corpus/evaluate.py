@@ -143,6 +143,18 @@ class Calibrated:
     #                           of its own and the shared (question-level) one
 
 
+def _check_evaluated(home, evaluated: str | None) -> None:
+    """NoFloorToStore unless the build floors go into (the live one; on a PostgreSQL home
+    the primary's) is the build `evaluated`: a rebuild's scores are not the ones calibrated."""
+    live = home.previous()
+    if evaluated and live is not None and live.manifest.build != evaluated:
+        raise evaluation.NoFloorToStore(
+            f"the index was rebuilt since this evaluation (it evaluated build {evaluated}, the"
+            f" live build is {live.manifest.build}): its floors do not fit the new build's"
+            " scores — run busca eval GOLDEN --calibrate again (through a read= home, once the"
+            " standby serves the new build)")
+
+
 def calibrate(corpus, ev: Evaluation, *,
               notify: Callable[[str, Any], None] | None = None) -> Calibrated:
     """Store the floors (and answerability models) `ev` calibrated in the live build;
@@ -152,6 +164,7 @@ def calibrate(corpus, ev: Evaluation, *,
         notify("hybrid left out", True)
     best = {m: found for m, a in ev.answerability.items() if (found := a.best())}
     models = {m: model.to_json() for m, (_, model) in best.items()}
+    _check_evaluated(corpus.home, (ev.info.get("index") or {}).get("build"))
     floors = evaluation.store_floors(corpus.home, ev.floors, models)
     stored = corpus.build.manifest.methods
     return Calibrated(floors, {m: found for m, found in best.items() if m in stored})

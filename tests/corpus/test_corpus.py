@@ -290,6 +290,24 @@ def test_calibrate_from_python_stores_what_busca_eval_calibrate_stores(tmp_path)
         assert stored[0][method]["answerable"] == stored[1][method]["answerable"]
 
 
+@pytest.mark.parametrize("backend", ["local", "postgres"])
+def test_floors_of_a_build_a_rebuild_replaced_are_not_stored_in_the_new_one(
+        tmp_path, request, backend):
+    """An evaluation stores its floors only in the build it evaluated: after a rebuild (another
+    process, or a `read=` standby still serving the previous build) they were written into
+    the new build, whose scores they do not fit."""
+    home = str(tmp_path / "home") if backend == "local" else request.getfixturevalue("pg_home")
+    for args in (["add", str(FIXTURES / "site" / "articles.jsonl")],
+                 ["index", "-q", "--methods", "tfidf,bm25"]):
+        assert invoke(home, *args).exit_code == 0
+    with busca.open(home) as corpus:
+        evaluated = corpus.evaluate(str(FIXTURES / "golden" / "golden.json"), methods=["bm25"])
+        assert invoke(home, "index", "-q", "--size", "80", "--overlap", "10").exit_code == 0
+        with pytest.raises(busca.errors.NoFloorToStore, match="rebuilt since"):
+            corpus.store_calibration(evaluated)
+    assert busca.open(home).build.manifest.floor("bm25") is None
+
+
 def test_an_index_spec_builds_what_busca_index_builds(tmp_path):
     """`busca index`'s options as one value (IndexSpec), the build options' keys written once."""
     articles = str(FIXTURES / "site" / "articles.jsonl")

@@ -99,6 +99,23 @@ def test_a_routed_home_writes_on_the_primary_while_its_standby_is_down(pg_home, 
     # (stats and search from the standby while the primary is down: test_pg_replica.py)
 
 
+def test_an_index_through_a_routed_home_whose_standby_is_down_knows_the_previous_build(
+        pg_home):
+    """The notes of `busca index` come from the build it starts from, the primary's: it said
+    "the previous index could not be read (cannot connect to <standby>): this build took the
+    defaults" while it kept the previous windows, and left out the floors it dropped."""
+    _indexed(pg_home, "--size", "120", "--overlap", "20")
+    _ok("--home", pg_home, "eval", str(FIXTURES / "golden" / "golden.json"), "--calibrate", "-q")
+    routed = f"{pg_home}&read={quote(_dead_url(), safe='')}&read_wait=1"
+    changed = invoke("--home", routed, "index", "--size", "100")
+    assert changed.exit_code == 0, changed.output
+    assert "could not be read" not in changed.stderr, changed.stderr
+    assert "dropped the calibrated floors of tfidf, bm25" in changed.stderr, changed.stderr
+    kept = invoke("--home", routed, "index")
+    assert kept.exit_code == 0 and "could not be read" not in kept.stderr, kept.stderr
+    assert "kept the previous build's windows: 100 words, overlap 20" in kept.stderr
+
+
 # --- 2. NUL -------------------------------------------------------------------------------------
 def test_a_nul_in_a_question_is_logged_not_a_crash(pg_home):
     from starlette.testclient import TestClient
