@@ -129,6 +129,8 @@ def tune_fusion(corpus, golden: Golden, spec: EvalSpec, *, save: bool = False,
         return result, None
     choice = evaluation.tuning.choose_share(result)
     if save:
+        _check_evaluated(corpus.home, build.manifest.build, "its dense share does",
+                         "busca eval GOLDEN --tune-fusion --save")
         evaluation.tuning.save_share(corpus.home, choice)
     return result, choice
 
@@ -143,16 +145,18 @@ class Calibrated:
     #                           of its own and the shared (question-level) one
 
 
-def _check_evaluated(home, evaluated: str | None) -> None:
-    """NoFloorToStore unless the build floors go into (the live one; on a PostgreSQL home
-    the primary's) is the build `evaluated`: a rebuild's scores are not the ones calibrated."""
+def _check_evaluated(home, evaluated: str | None, what: str = "its floors do",
+                     again: str = "busca eval GOLDEN --calibrate") -> None:
+    """NoFloorToStore unless the build a calibration (floors, a fusion's share) goes into
+    (the live one; on a PostgreSQL home the primary's) is the build `evaluated`: a rebuild's
+    scores are not the ones it was chosen on."""
     live = home.previous()
     if evaluated and live is not None and live.manifest.build != evaluated:
         raise evaluation.NoFloorToStore(
             f"the index was rebuilt since this evaluation (it evaluated build {evaluated}, the"
-            f" live build is {live.manifest.build}): its floors do not fit the new build's"
-            " scores — run busca eval GOLDEN --calibrate again (through a read= home, once the"
-            " standby serves the new build)")
+            f" live build is {live.manifest.build}): {what} not fit the new build's"
+            f" scores — run {again} again (through a read= home, once the standby serves the"
+            " new build)")
 
 
 def calibrate(corpus, ev: Evaluation, *,

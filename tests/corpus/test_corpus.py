@@ -588,3 +588,33 @@ def test_a_rebuild_says_what_calibration_and_settings_it_could_not_keep(tmp_path
         corpus.index(on_note=notes.append)
     unread = [n for n in notes if n.startswith("the previous index could not be read")]
     assert len(unread) == 1 and "windows of 200 words, overlap 40" in unread[0], notes
+
+
+def test_a_share_tuned_on_a_build_a_rebuild_replaced_is_not_saved_in_the_new_one(
+        tmp_path, monkeypatch):
+    """--tune-fusion --save stores the dense share only in the build it tuned on: a rebuild
+    published while it ranks (another process) made it write the share into the new build."""
+    from dense_fakes import register
+
+    register(monkeypatch)
+    home = tmp_path / "home"
+    for args in (["add", str(FIXTURES / "site" / "articles.jsonl")],
+                 ["index", "-q", "--methods", "tfidf,bm25", "--dense", "fake",
+                  "--no-sparse"]):
+        assert invoke(home, *args).exit_code == 0
+    rebuilt = []
+
+    def rebuild_once(stage, done, total):
+        if not rebuilt:
+            rebuilt.append(invoke(home, "index", "-q", "--size", "80", "--overlap", "10")
+                           .exit_code)
+
+    with busca.open(home) as corpus:
+        tuned_on = corpus.build.manifest.build
+        with pytest.raises(busca.errors.NoFloorToStore, match="dense share does not fit"):
+            corpus.tune_fusion(str(FIXTURES / "golden" / "golden.json"),
+                               busca.EvalSpec(methods=("bm25", "dense")), save=True,
+                               on_progress=rebuild_once)
+    live = busca.open(home).build.manifest
+    assert rebuilt == [0] and live.build != tuned_on
+    assert all("share" not in entry for entry in live.methods.values())
