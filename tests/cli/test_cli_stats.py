@@ -70,3 +70,12 @@ def test_stats_json_counts_the_documents_stored_since_the_build(run, home, tmp_p
     printed = json.loads(run("stats", "--json").stdout)
     assert printed["pending"] == {"changed": 2, "removed": 1}
     assert python == printed == Engine(home, warm=False).stats()
+
+
+def test_a_document_of_blanks_alone_is_not_pending_forever(run, tmp_path):
+    """A text of blanks alone has no word to chunk: it is stored as the empty text, so
+    `pending` does not count it after every build (it did, on both stores)."""
+    blank = {"url": "https://vazio.example/", "title": "Vazio", "text": "  \n\t "}
+    assert run("add", str(write_jsonl(tmp_path / "docs.jsonl", [*ROWS, blank]))).exit_code == 0
+    assert run("index", "-q", "--methods", "bm25").exit_code == 0
+    assert json.loads(run("stats", "--json").stdout)["pending"] == {"changed": 0, "removed": 0}
