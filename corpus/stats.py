@@ -11,6 +11,7 @@ from .. import index as indexing
 from .. import search as searching
 
 EMPTY_TEXT = hashlib.sha256(b"").hexdigest()  # the text hash of a document with no text
+BLANKS = "".join(map(chr, range(33)))  # what the windows' words are split by (no word: no chunk)
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,15 @@ def _not_indexed(home, build) -> tuple[int, int]:
     """(documents added or changed, documents removed) in the store since `build`."""
     stored = {u: h for u, h in home.hashes().items() if h != EMPTY_TEXT}  # never chunked
     indexed = build.documents()
+    missing = [url for url in stored if url not in indexed]
     changed = sum(1 for url, sha in stored.items()
-                  if url not in indexed or indexed[url] and sha and indexed[url] != sha)
-    return changed, sum(1 for url in indexed if url not in stored)
+                  if url in indexed and indexed[url] and sha and indexed[url] != sha)
+    return (changed + sum(1 for url in missing if _has_words(home, url)),
+            sum(1 for url in indexed if url not in stored))
+
+
+def _has_words(home, url: str) -> bool:
+    """Whether the stored document has a word to chunk (one of blanks alone, which no build
+    takes in, is not pending); read only for the documents the build lacks."""
+    doc = home.get(url)
+    return doc is not None and bool(doc.text.strip(BLANKS))

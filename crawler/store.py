@@ -36,10 +36,8 @@ class Document:
     meta: dict | None = field(default=None, compare=False)  # JSON-ready: tags, section, page…
 
     def normalized(self) -> Document:
-        """The same document with NFC title and text and its text hash filled in; a text of
-        blanks alone (no word: nothing to chunk) is the empty text, so the index knows it has
-        nothing to take in (`busca stats` counted it pending forever)."""
-        text = unicodedata.normalize("NFC", self.text) if self.text.strip(_BLANKS) else ""
+        """The same document with NFC title and text and its text hash filled in."""
+        text = unicodedata.normalize("NFC", self.text)
         title = unicodedata.normalize("NFC", self.title)
         return Document(self.url, title, text, self.source, self.modified, text_hash(text),
                         self.meta or None)
@@ -48,9 +46,6 @@ class Document:
         """The metadata as the store keeps it: compact, sorted JSON, or None."""
         return json.dumps(self.meta, ensure_ascii=False, sort_keys=True,
                           allow_nan=False) if self.meta else None  # NaN is not JSON
-
-
-_BLANKS = "".join(map(chr, range(33)))  # what the windows' words are split by (index/text)
 
 
 class BadDocument(BuscaError, ValueError):
