@@ -3,6 +3,7 @@ call (corpus/) and renders what it gets; terminal.py, shell.py and display.py dr
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -56,6 +57,30 @@ THREADS_HELP = ("Threads for the dense encoder; 0: the encoder's own (e5-small: 
                 " core, side by side; use: 1).")
 INTERRUPTED = {"index": "interrupted; the index being built is discarded, the previous one"
                         " still answers — run busca index again to build it"}
+
+
+
+def sigterm_as_ctrl_c(command):
+    """A command that takes SIGTERM (`timeout`, a service manager, a cancelled CI job) as
+    Ctrl-C while it runs: its interrupted message (and crawl's report) instead of a silent
+    end with 143 (add, crawl, index; busca serve and mcp stop on it their own way, and a
+    shell session ends on it)."""
+    @functools.wraps(command)
+    def run(*args, **kwargs):
+        import signal  # a name other commands use for their own values
+
+        def interrupt(signum, frame):
+            raise KeyboardInterrupt
+
+        try:
+            previous = signal.signal(signal.SIGTERM, interrupt)
+        except ValueError:  # not the main thread: leave SIGTERM as it is
+            return command(*args, **kwargs)
+        try:
+            return command(*args, **kwargs)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+    return run
 
 
 QUESTION_COMMANDS = frozenset({"search", "context", "compare"})  # QUERY: one argument
@@ -286,6 +311,7 @@ def _groups(ctx, param, value) -> tuple[str, ...]:
 @groups_option
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 @click.pass_context
+@sigterm_as_ctrl_c
 def add(ctx, files, groups, as_json):
     """Put local files in the store: .jsonl ({"url","title","text"} per line, or a BEIR
     corpus.jsonl: {"_id","title","text"}, the _id being the document id), .txt, .md, .html,
@@ -372,6 +398,7 @@ def _tell_added(what: str, value) -> None:
               help="Print the build (as POST /api/index answers it) as JSON.")
 @embed_options
 @click.pass_context
+@sigterm_as_ctrl_c
 def index(ctx, size, overlap, methods, quiet, dense, sparse, threads, k1, b, bm25_analyzer,
           titles, dense_groups, dense_blend, as_json):
     """Split the stored documents into word windows and build the index.
@@ -1293,6 +1320,7 @@ def _stored_model(method: str, signal, model) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 @click.pass_context
+@sigterm_as_ctrl_c
 def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_hosts, full,
           main_text, pdfs, timeout, deadline, retries, json_items, json_url, json_title,
           json_body, json_modified, json_page_param, json_next, json_offset_param, json_total,
@@ -1327,8 +1355,7 @@ def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_h
 
     with _corpus(ctx) as corpus:
         try:
-            with _terminate_as_interrupt():
-                report = corpus.crawl_site(url, options, notify=tell, on_progress=progress)
+            report = corpus.crawl_site(url, options, notify=tell, on_progress=progress)
         except KeyboardInterrupt:
             message = (f"interrupted; the {progress.done} documents read so far are stored,"
                        " run the same command again to continue")
@@ -1359,26 +1386,6 @@ class _Interrupted(click.ClickException):
     """Ctrl-C: the message, and the shell's exit code for SIGINT (128 + 2)."""
 
     exit_code = 130
-
-
-@contextmanager
-def _terminate_as_interrupt():
-    """SIGTERM (`timeout`, a service manager, a cancelled CI job) taken as Ctrl-C while the
-    block runs: its message and report instead of a silent end."""
-    import signal  # a name other commands use for their own values
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    try:
-        previous = signal.signal(signal.SIGTERM, interrupt)
-    except ValueError:  # not the main thread: leave SIGTERM as it is
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _echo_crawl_event(event, *, quiet: bool) -> None:

@@ -213,3 +213,31 @@ def test_index_json_prints_the_build_as_post_api_index_answers_it(added, home):
     assert data == {**manifest.summary(), "took_ms": data["took_ms"]}
     assert data["build"] == manifest.build and data["methods"] == list(manifest.methods)
     assert data["took_ms"] > 0 and "indexed" not in result.stderr + result.stdout
+
+
+def test_sigterm_stops_a_build_as_ctrl_c_does_and_the_previous_index_answers(tmp_path):
+    """SIGTERM (`timeout`, a service manager, a cancelled CI job) ended `busca index`
+    silently with 143: it is Ctrl-C's message and exit 130 now; the build is discarded and
+    the previous index still answers."""
+    import random
+
+    rng = random.Random(7)
+    words = [f"palavra{i}" for i in range(20000)]
+    rows = [{"url": f"https://s.example/{i}", "title": f"T{i}",
+             "text": " ".join(rng.choices(words, k=300))} for i in range(4000)]
+    busca = [sys.executable, "-m", "busca.cli", "--home", str(tmp_path / "home")]
+    for args in (["add", str(write_jsonl(tmp_path / "docs.jsonl", rows))],
+                 ["index", "-q", "--methods", "bm25"]):
+        assert subprocess.run([*busca, *args], capture_output=True, timeout=300).returncode == 0
+    before = load_index(tmp_path / "home").manifest.build
+    proc = subprocess.Popen([*busca, "index", "--methods", "bm25", "--size", "150"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert "chunking" in proc.stderr.readline()  # the build is under way
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "interrupted; the index being built is discarded" in err and "Traceback" not in err
+    assert load_index(tmp_path / "home").manifest.build == before
+    found = subprocess.run([*busca, "search", "palavra7", "--method", "bm25", "--no-log"],
+                           capture_output=True, text=True, timeout=120)
+    assert found.returncode == 0 and "https://s.example/" in found.stdout
