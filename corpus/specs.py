@@ -39,6 +39,7 @@ class UnknownOption(BadSpec, TypeError):
 
 _WHOLE = {"k": 1, "offset": 0, "per_doc": 0, "window": 1, "max_chars": 1}  # least value
 _DEFAULTS = {"fusion": FUSION, "window": WINDOW, "rrf_k": RRF_K, "weights": None}
+HYBRID_OPTIONS = tuple(_DEFAULTS)  # the options only hybrid takes
 
 
 

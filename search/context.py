@@ -91,7 +91,9 @@ class Passage:
 
     @property
     def source(self) -> str:
-        return self.cite or self.url
+        """What its label cites: `cite` (encoded by `citation.cite`), else the URL encoded
+        the same way."""
+        return self.cite or label_url(self.url)
 
 
 @dataclass(frozen=True)
@@ -214,9 +216,8 @@ def _cited(p: Passage, meta: dict | None) -> Passage:
     middle of its best window's text that the passage holds (a cut may have kept only part
     of it), else at the middle of its first span."""
     at = (p.spans[0].start + p.spans[0].end) // 2
-    for h in sorted(p.hits, key=lambda h: (-h.score, h.rank)):
-        kept = [(max(h.start, s.start), min(h.end, s.end)) for s in p.spans
-                if s.start < h.end and h.start < s.end]
+    for h in sorted(p.hits, key=_best_first):
+        kept = [(max(h.start, s.start), min(h.end, s.end)) for s in p.spans if _overlaps(h, s)]
         if kept:
             at = (kept[0][0] + kept[0][1]) // 2
             break
@@ -258,7 +259,7 @@ def fit(passages: list[Passage], max_chars: int) -> list[Passage]:
         if spans:
             cut = tuple(spans) != p.spans
             held = tuple(h for h in p.hits  # the windows whose text the cut kept
-                         if any(s.start < h.end and h.start < s.end for s in spans))
+                         if any(_overlaps(h, s) for s in spans))
             out.append(replace(p, rank=len(out) + 1, spans=tuple(spans), truncated=cut,
                                hits=held or p.hits))
     if not out:
@@ -266,16 +267,29 @@ def fit(passages: list[Passage], max_chars: int) -> list[Passage]:
     return out
 
 
+def _best_first(h: Hit) -> tuple[float, int]:
+    """Sort key of windows: the best (highest score, then rank) first."""
+    return -h.score, h.rank
+
+
+def _inside(p: Passage, span: Span) -> list[Hit]:
+    """The passage's windows that start inside `span`."""
+    return [h for h in p.hits if span.start <= h.start < span.end]
+
+
+def _overlaps(h: Hit, span: Span) -> bool:
+    return span.start < h.end and h.start < span.end
+
+
 def _best_inside(p: Passage, span: Span) -> tuple[float, int]:
-    """Sort key of a span: its best window's score (higher first), then rank."""
-    inside = [(-h.score, h.rank) for h in p.hits if span.start <= h.start < span.end]
-    return min(inside, default=(float("inf"), 0))
+    """Sort key of a span: its best window's (`_best_first`); spans without one last."""
+    return min(map(_best_first, _inside(p, span)), default=(float("inf"), 0))
 
 
 def _anchor(p: Passage, span: Span) -> int:
     """Where the best window of the passage inside `span` starts (else the span's start)."""
-    inside = [h for h in p.hits if span.start <= h.start < span.end]
-    return max(inside, key=lambda h: (h.score, -h.rank)).start if inside else span.start
+    inside = _inside(p, span)
+    return min(inside, key=_best_first).start if inside else span.start
 
 
 def _cut(span: Span, budget: int, anchor: int) -> Span | None:
@@ -334,7 +348,7 @@ def format_passages(passages: list[Passage] | tuple[Passage, ...]) -> str:
     for p in passages:  # the label on one line: a title's line break cannot fake a source
         crawled = (f" {' '.join(p.title.split())}" if p.title else "") + (
             f" — {' '.join(p.section.split())}" if p.section else "") + f"\n{p.text}"
-        blocks.append(f"[fonte: {label_url(p.source)}]{_defused(crawled)}")
+        blocks.append(f"[fonte: {p.source}]{_defused(crawled)}")
     return "\n\n".join(blocks)
 
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..corpus import METHOD, SearchSpec, asked, check_hybrid_only, method_names
-from ..corpus.specs import BadSpec, fusion_weights
+from ..corpus.specs import HYBRID_OPTIONS, BadSpec, fusion_weights
 from ..search.fusion import FUSION, FUSIONS, RRF_K, WINDOW
 from ..search.scorers import COMPARE_K
 from ..search.context import LANGS, MAX_CHARS as CONTEXT_CHARS, PER_DOC as CONTEXT_PER_DOC
@@ -28,7 +28,6 @@ MAX_PER_DOC = 100
 MAX_CHARS = 100_000  # context: characters of passage text
 MAX_DOCUMENTS = 1000  # documents in one POST /api/documents
 MAX_WINDOW = 10_000  # hybrid: top hits of each method that are fused
-FUSION_FIELDS = ("fusion", "window", "rrf_k", "weights")  # hybrid only
 K = SearchSpec.k  # busca search's defaults, written once (corpus/specs.py)
 
 
@@ -185,7 +184,7 @@ def hybrid_only(args: Mapping) -> None:
     parameters named as sent (null or empty: not sent)."""
     chosen = METHOD_FIELD.read(args.get("method"))
     try:
-        check_hybrid_only([name for name in FUSION_FIELDS if args.get(name) not in (None, "")],
+        check_hybrid_only([name for name in HYBRID_OPTIONS if args.get(name) not in (None, "")],
                           chosen, "method=hybrid")
     except BadSpec as e:
         raise BadParameter(str(e)) from None

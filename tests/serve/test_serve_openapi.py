@@ -63,8 +63,8 @@ def test_parameters_come_from_the_fields_that_validate_requests(lexical_home):
     schema = body["application/json"]["schema"]
     assert set(schema["properties"]) == {f.name for f in params.CONTEXT}
     from busca.corpus import ContextSpec  # hybrid's options as search's, with its defaults
-    hybrid = {n: schema["properties"][n].get("default") for n in params.FUSION_FIELDS}
-    assert hybrid == {n: getattr(ContextSpec(), n) for n in params.FUSION_FIELDS}
+    hybrid = {n: schema["properties"][n].get("default") for n in params.HYBRID_OPTIONS}
+    assert hybrid == {n: getattr(ContextSpec(), n) for n in params.HYBRID_OPTIONS}
     assert schema["additionalProperties"] is False and schema["required"] == ["q"]
     # every status the app answers is documented, with the error body
     responses = search["responses"]
