@@ -294,13 +294,24 @@ def _refused(error: Unauthorized):
                         headers={"WWW-Authenticate": 'Bearer realm="busca"'})
 
 
+def unsigned(request) -> str | None:
+    """What a request without a token sees on a server with --tokens, said to a browser
+    beside a link to /login (None: the request sent a token, or the server has no tokens)."""
+    access = getattr(request.app.state, "access", None)
+    if access is None or presented(request.headers.get("authorization", "")) is not None:
+        return None
+    return "no document without a token" if access.private else "public documents only"
+
+
 def whole(request):
     """The engine for a page that shows the home as it is (/eval: saved runs cite every
     document); 403 for a request that may see less."""
     engine = engine_for(request)
     if isinstance(engine, Scoped):
-        raise HttpError(403, "with --tokens, the eval page answers only the write token"
-                             " (Authorization: Bearer <the --token>)")
+        raise HttpError(403, "with --tokens, the eval page answers only the write token:"
+                             " sign in at /login with it as the password (a browser signed in"
+                             " with a read token: a private window), or send Authorization:"
+                             " Bearer <the --token>")
     return engine
 
 

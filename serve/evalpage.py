@@ -12,7 +12,7 @@ from starlette.responses import HTMLResponse
 from . import access, params
 from .engine import Engine
 from .errors import BadParameter, status_of
-from .html import esc, href, notice, page, source_link, table
+from .html import esc, hit_title, href, notice, page, source_link, table
 from .runview import RunView, list_runs, load, system_tag
 
 SHOWN = 10  # ranks shown per method in a question's detail
@@ -214,8 +214,8 @@ def _ranking(system: str, ranked, relevant: dict, described: dict) -> str:
             if text else ""
         cards.append(f'<article class="card{" relevant" if mark else ""}"'
                      f' data-item="{esc(item)}"><div class="head"><span class="rank">{rank}'
-                     f'</span><span class="score">{score:.4f}</span><span class="title">'
-                     f'{esc(title)}</span>{"<span class=badge>relevant</span>" if mark else ""}'
+                     f'</span><span class="score">{score:.4f}</span>{hit_title(title)}'
+                     f'{"<span class=badge>relevant</span>" if mark else ""}'
                      f'</div><div class="src">{source_link(url, item)}</div>{body}</article>')
     if not cards:
         cards.append(notice("no ranking saved for this question", "empty"))

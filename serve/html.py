@@ -39,8 +39,14 @@ def source_link(url: str, label: str | None = None) -> str:
     except ValueError:
         scheme = ""
     if scheme not in ("http", "https"):
-        return f'<span class="url">{label}</span>'
-    return f'<a href="{escape(url, quote=True)}" rel="noopener noreferrer nofollow" target="_blank">{label}</a>'
+        return f'<span class="url" title="{label}">{label}</span>'
+    return (f'<a href="{escape(url, quote=True)}" title="{label}" rel="noopener noreferrer'
+            f' nofollow" target="_blank">{label}</a>')
+
+
+def hit_title(text: str) -> str:
+    """A hit's title: cut to a few lines by the stylesheet, whole in its tooltip."""
+    return f'<span class="title" title="{esc(text)}">{esc(text)}</span>'
 
 
 def meta_line(meta: dict | None) -> str:

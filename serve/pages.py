@@ -11,10 +11,11 @@ from ..search import highlight
 from . import access, facetview, params
 from .engine import Engine
 from .errors import status_of
-from .html import esc, href, marked, meta_line, notice, page, source_link
+from .html import esc, hit_title, href, marked, meta_line, notice, page, source_link
 
 COMPARE = "compare"
 PALETTE = 8  # colours that tie one passage's cards together across columns
+MORE = 10  # passages a "more passages" link adds to k
 
 
 def home(request: Request) -> HTMLResponse:
@@ -47,8 +48,15 @@ def home(request: Request) -> HTMLResponse:
             raise
         k, results = params.K, notice(str(e))
     title = f"{raw_q} — busca" if raw_q.strip() else "busca"
-    return page(title, _form(raw_q, method, methods, k, filters) + results, active="search",
-                status=status)
+    return page(title, _form(raw_q, method, methods, k, filters) + _sign_in(request) + results,
+                active="search", status=status)
+
+
+def _sign_in(request: Request) -> str:
+    """With --tokens, to a browser that sent no token: what it sees and a link to /login."""
+    seen = access.unsigned(request)
+    return (f'<p class="meta signin">{esc(seen)} · <a href="/login">sign in</a> with a token'
+            ' to see more</p>' if seen else "")
 
 
 def _faceted(engine: Engine, q: str, method: str, k: int, filters: tuple) -> str:
@@ -85,9 +93,20 @@ def _results(engine: Engine, q: str, method: str, k: int, filters: tuple = ()) -
         return notice(f"não encontrei: {why}", "empty")
     floor = f" · floor {found.floor:.4f}" if found.floor is not None else ""
     items = "".join(_hit(h, q, analyzer) for h in found.hits)
+    more = _more(q, method, k, filters, len(found.hits))
     return (f'<p class="meta">{len(found.hits)} passages · {esc(method)} ({esc(analyzer)}'
             f' analyzer){esc(floor)} · <a href="{_compare_url(q, k, filters)}">compare'
-            f' the methods</a></p><ol class="hits" id="hits">{items}</ol>')
+            f' the methods</a>{more}</p><ol class="hits" id="hits">{items}</ol>')
+
+
+def _more(q: str, method: str, k: int, filters: tuple, shown: int) -> str:
+    """A link to the same search with MORE passages more, when k were shown and k is below
+    its cap (fewer than k: there are no more)."""
+    if shown < k or k >= params.MAX_K:
+        return ""
+    url = href("/", q=q, method=method, k=min(k + MORE, params.MAX_K),
+               filter=[str(f) for f in filters])
+    return f' · <a class="more" href="{url}">more passages</a>'
 
 
 def _compare_url(q: str, k: int, filters: tuple) -> str:
@@ -99,7 +118,7 @@ def _hit(hit, q: str, analyzer: str) -> str:
     full = marked(hit.text, highlight.spans(hit.text, q, analyzer))
     return (f'<li class="hit" data-chunk="{hit.chunk_id}"><div class="head">'
             f'<span class="rank">{hit.rank}</span><span class="score">{hit.score:.4f}</span>'
-            f'<span class="title">{esc(hit.title)}</span></div>'
+            f'{hit_title(hit.title)}</div>'
             f'<div class="src">{source_link(hit.url)}</div>{meta_line(hit.meta)}'
             f'<p class="snippet">{marked(text, spans)}</p>'
             f'<details><summary>whole passage (chunk {hit.chunk_id},'
@@ -124,8 +143,9 @@ def _compare(engine: Engine, q: str, k: int, filters: tuple = ()) -> str:
     legend = ("A passage keeps its colour in every column; under each card, its rank under"
               f" every other method (— not in the first {comparison.depth}; a link when"
               " that column shows it).")
-    return (f'<p class="meta">{esc(legend)}</p><div class="compare cols-{len(columns)}"'
-            f' id="compare">{"".join(columns)}</div>')
+    longest = max((len(hits) for hits in comparison.columns.values()), default=0)
+    return (f'<p class="meta">{esc(legend)}{_more(q, COMPARE, k, filters, longest)}</p>'
+            f'<div class="compare cols-{len(columns)}" id="compare">{"".join(columns)}</div>')
 
 
 def _card(method: str, hit, q: str, analyzer: str, colour: int, ranks: dict,
@@ -135,8 +155,8 @@ def _card(method: str, hit, q: str, analyzer: str, colour: int, ranks: dict,
                      for m, r in ranks.items() if m != method)
     return (f'<article class="card p{colour}" id="{esc(_anchor(method, hit.chunk_id))}"'
             f' data-chunk="{hit.chunk_id}"><div class="head"><span class="rank">{hit.rank}</span>'
-            f'<span class="score">{hit.score:.4f}</span><span class="title">{esc(hit.title)}'
-            f'</span></div><div class="src">{source_link(hit.url)}</div>'
+            f'<span class="score">{hit.score:.4f}</span>{hit_title(hit.title)}</div>'
+            f'<div class="src">{source_link(hit.url)}</div>'
             f'<p class="snippet">{marked(text, spans)}</p><div class="ranks">{links}</div>'
             f'</article>')
 

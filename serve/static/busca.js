@@ -2,14 +2,36 @@
 (function () {
   "use strict";
 
-  // The method switch searches again at once when a question is typed.
+  // The method switch searches again at once when a question is typed: on a click; the
+  // arrow keys only move the choice (a search at each step would take the keyboard user
+  // back to the box), and Enter searches.
   function autoSubmit() {
     var form = document.getElementById("search");
     if (!form) return;
+    var arrowed = false;
+    function asked() { return document.getElementById("q").value.trim(); }
     form.querySelectorAll('input[name="method"]').forEach(function (radio) {
-      radio.addEventListener("change", function () {
-        if (document.getElementById("q").value.trim()) form.submit();
+      radio.addEventListener("keydown", function (e) {
+        arrowed = e.key.indexOf("Arrow") === 0;
+        if (e.key === "Enter" && asked()) {
+          e.preventDefault();
+          form.submit();
+        }
       });
+      radio.addEventListener("change", function () {
+        if (!arrowed && asked()) form.submit();
+        arrowed = false;
+      });
+    });
+  }
+
+  // Back, forward or reload: the form shows the search of the URL, as the hits do, not the
+  // question typed or the method picked before the page was left (which the browser keeps).
+  function formFromUrl() {
+    window.addEventListener("pageshow", function (e) {
+      var form = document.getElementById("search");
+      var nav = performance.getEntriesByType ? performance.getEntriesByType("navigation")[0] : null;
+      if (form && (e.persisted || (nav && nav.type !== "navigate"))) form.reset();
     });
   }
 
@@ -50,6 +72,7 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     autoSubmit();
+    formFromUrl();
     linkPassages();
     slashFocus();
   });

@@ -101,7 +101,7 @@ def test_a_word_of_a_hidden_document_answers_as_a_word_of_none(server, method):
     def answer(q):
         text = get(server, "api/search?" + urlencode({"q": q, "method": method}), SALES)[1]
         found = json.loads(text)
-        return {k: v for k, v in found.items() if k not in ("query", "took_ms")}
+        return {k: v for k, v in found.items() if k not in ("question", "query", "took_ms")}
 
     assert answer("salários") == answer("xilofone")
     for q in ("salários", "xilofone"):
@@ -214,6 +214,22 @@ def test_a_browser_signs_in_with_basic_auth(server):
     status, html, _ = get(server, "?" + urlencode({"q": "comissão", "method": "bm25"}), SALES,
                           basic=True)
     assert "https://s.example/comissao" in html
+
+
+def test_a_browser_is_told_how_to_sign_in(server, home):
+    """The page a browser opens without a token shows the public documents only: it says so
+    and links /login (nothing told a person that signing in exists); /eval's refusal names
+    /login too (a browser cannot send a Bearer header)."""
+    sign_in = '<a href="/login">sign in</a>'
+    for path in ("", "?" + urlencode({"q": WORD, "method": "bm25"})):
+        status, html, _ = get(server, path)
+        assert status == 200 and sign_in in html and "public documents only" in html
+        assert sign_in not in get(server, path, STAFF, basic=True)[1]
+        assert sign_in not in get(server, path, WRITER)[1]
+    status, html, _ = get(server, "eval")
+    assert status == 403 and "sign in at /login with it as the password" in html
+    with Server(home, "--no-log", "--quiet") as open_server:  # no --tokens: nothing to say
+        assert sign_in not in get(open_server, "")[1]
 
 
 def test_health_eval_and_the_openapi_document(server):

@@ -160,3 +160,88 @@ def test_a_facet_click_filters_and_its_chip_removes_the_filter(browser, tmp_path
         WebDriverWait(browser, WAIT).until(lambda d: "filter" not in d.current_url)
         assert len(wait_for(browser, "#hits .hit", 3)) == 3
         assert not browser.find_elements(By.CSS_SELECTOR, "#filters .chip")
+
+
+def _checked(driver) -> list[str]:
+    return [r.get_attribute("value") for r in
+            driver.find_elements(By.CSS_SELECTOR, 'input[name="method"]') if r.is_selected()]
+
+
+def test_back_and_forward_show_the_question_and_method_of_the_url(browser, server):
+    """Back to a search: the box and the method switch say what the URL and the hits say,
+    not what the form held when the page was left (the browser restores that state)."""
+    browser.get(f"{server.url}?q=engenharia&method=bm25")
+    wait_for(browser, "#hits .hit")
+    box = browser.find_element(By.ID, "q")
+    box.clear()
+    box.send_keys("universidade")  # typed, then the method switched: a new search
+    browser.find_element(By.CSS_SELECTOR, 'label.switch input[value="tfidf"] + span').click()
+    WebDriverWait(browser, WAIT).until(lambda d: "method=tfidf" in d.current_url)
+    browser.back()
+    WebDriverWait(browser, WAIT).until(lambda d: "method=bm25" in d.current_url)
+    wait_for(browser, "#hits .hit")
+    WebDriverWait(browser, WAIT).until(lambda d: _checked(d) == ["bm25"])
+    assert browser.find_element(By.ID, "q").get_attribute("value") == "engenharia"
+    browser.forward()
+    WebDriverWait(browser, WAIT).until(lambda d: "method=tfidf" in d.current_url)
+    WebDriverWait(browser, WAIT).until(lambda d: _checked(d) == ["tfidf"])
+    assert browser.find_element(By.ID, "q").get_attribute("value") == "universidade"
+
+
+def test_arrow_keys_choose_a_method_and_enter_searches(browser, server):
+    """A keyboard user moves through the method switch with the arrow keys without a search
+    at each step (WCAG 3.2.2: a choice is not a navigation), then Enter searches."""
+    browser.get(f"{server.url}?q=engenharia&method=tfidf")
+    wait_for(browser, "#hits .hit")
+    browser.find_element(By.CSS_SELECTOR, 'input[name="method"][value="tfidf"]').send_keys(
+        Keys.ARROW_RIGHT)
+    ActionChains(browser).send_keys(Keys.ARROW_RIGHT).perform()
+    assert "method=tfidf" in browser.current_url
+    assert _checked(browser) == ["dense"]
+    assert browser.switch_to.active_element.get_attribute("value") == "dense"
+    ActionChains(browser).send_keys(Keys.ENTER).perform()
+    WebDriverWait(browser, WAIT).until(lambda d: "method=dense" in d.current_url)
+    assert parse_qs(urlsplit(browser.current_url).query)["q"] == ["engenharia"]
+
+
+def test_more_passages_from_the_page(browser, server):
+    """The page showed k=3 passages and no way to a fourth but editing the URL: "more
+    passages" asks for more, the URL keeps k (and the question, method and view)."""
+    for method, found in (("bm25", "#hits .hit"), ("compare", "#compare .column[data-method="
+                                                               '"bm25"] .card')):
+        browser.get(f"{server.url}?q=engenharia&method={method}")
+        assert len(wait_for(browser, found)) == 3
+        browser.find_element(By.CSS_SELECTOR, "a.more").click()
+        WebDriverWait(browser, WAIT).until(lambda d: "k=13" in d.current_url)
+        assert len(wait_for(browser, found, 13)) == 13
+        state = parse_qs(urlsplit(browser.current_url).query)
+        assert state["q"] == ["engenharia"] and state["method"] == [method]
+    for k, method in ((100, "hybrid"), (60, "bm25")):  # k at its cap; fewer hits than k
+        browser.get(f"{server.url}?q=engenharia&method={method}&k={k}")
+        assert 13 < len(wait_for(browser, "#hits .hit", 14)) <= k
+        assert not browser.find_elements(By.CSS_SELECTOR, "a.more")
+
+
+def test_a_huge_title_and_url_do_not_fill_the_page(browser, tmp_path):
+    """A crawled page whose title is 3,000 characters (a bad <title>) took the whole screen
+    in every hit and card: a title or URL shows at most a few lines, the whole of it on
+    hover (its title attribute, escaped)."""
+    from conftest import lexical_home_of
+
+    long_title = "<b>Ornitorrinco</b> " + "palavra " * 400
+    long_url = "https://a.example/" + "x" * 3000
+    home = lexical_home_of(tmp_path / "home", [
+        {"url": long_url, "title": long_title, "text": "O ornitorrinco bota ovos."},
+        {"url": "https://a.example/b", "title": "Equidna", "text": "A equidna bota ovos."}])
+    with Server(home, "--no-log", "--quiet") as s:
+        for method, css in (("bm25", "#hits .hit"), ("compare", "#compare .card")):
+            browser.get(f"{s.url}?q=ornitorrinco&method={method}")
+            hit = wait_for(browser, css)[0]
+            title = hit.find_element(By.CSS_SELECTOR, ".title")
+            link = hit.find_element(By.CSS_SELECTOR, ".src a")
+            line = browser.execute_script(
+                "return parseFloat(getComputedStyle(arguments[0]).lineHeight)", title)
+            assert title.size["height"] <= 3.5 * line and link.size["height"] <= 3.5 * line
+            assert title.get_attribute("title") == long_title
+            assert link.get_attribute("href") == long_url
+            assert not browser.find_elements(By.CSS_SELECTOR, ".title b")
