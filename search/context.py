@@ -18,6 +18,7 @@ from ..citation import cite, label_url, section
 from ..errors import BuscaError
 from ..index.dense.dense_models import is_hybrid
 from ..index.lexical.lexical import NoSearchableTerms
+from . import highlight
 from .answerable import refusal
 from .fusion import FusionSettings
 from .collapse import search as search_per_doc
@@ -183,17 +184,20 @@ def build_context(index, store: Store, question: str, *, method: str = "tfidf",
     passing = [h for h in hits if floor is None or h.score >= floor]
     if rerank and passing:
         hits = passing = rerank(question, passing, k)
-    passages = merge_hits(passing, store)
+    analyzer = highlight.analyzer_for(index.manifest.methods, method)
+    passages = merge_hits(passing, store, question=question, analyzer=analyzer)
     if passages:  # a cut passage is cited where the text it kept lies
-        passages = [_cited(p, getattr(store.get(p.url), "meta", None)) if p.truncated else p
-                    for p in fit(passages, max_chars)]
+        passages = [_cited(p, getattr(store.get(p.url), "meta", None), question, analyzer)
+                    if p.truncated else p
+                    for p in fit(passages, max_chars, question=question, analyzer=analyzer)]
     return Context(question, method, floor, tuple(hits), tuple(passages), max_chars=max_chars,
                    rerank=rerank.label if rerank else "")
 
 
-def merge_hits(hits: list[Hit], store: Store, *,
-               reach: int = SENTENCE_REACH) -> list[Passage]:
-    """One passage per document: its windows widened to sentences and merged, best first."""
+def merge_hits(hits: list[Hit], store: Store, *, reach: int = SENTENCE_REACH,
+               question: str = "", analyzer: str = highlight.DEFAULT_ANALYZER) -> list[Passage]:
+    """One passage per document: its windows widened to sentences and merged, best first,
+    cited where `question` is answered (`_cited`)."""
     by_url: dict[str, list[Hit]] = {}
     for hit in hits:
         by_url.setdefault(hit.url, []).append(hit)
@@ -206,20 +210,24 @@ def merge_hits(hits: list[Hit], store: Store, *,
         spans = tuple(Span(a, b, doc.text[a:b]) for a, b in _union(doc.text, ranges))
         best = max(group, key=lambda h: (h.score, -h.rank))
         passages.append(_cited(Passage(0, url, doc.title, best.score, spans, tuple(group)),
-                               getattr(doc, "meta", None)))
+                               getattr(doc, "meta", None), question, analyzer))
     passages.sort(key=lambda p: (-p.score, min(h.rank for h in p.hits)))
     return [replace(p, rank=i) for i, p in enumerate(passages, start=1)]
 
 
-def _cited(p: Passage, meta: dict | None) -> Passage:
+def _cited(p: Passage, meta: dict | None, question: str = "",
+           analyzer: str = highlight.DEFAULT_ANALYZER) -> Passage:
     """The passage with its citation (page, or section and heading path) taken at the
-    middle of its best window's text that the passage holds (a cut may have kept only part
-    of it), else at the middle of its first span."""
+    middle of the sentence of its best window that best matches `question` (`_answer`),
+    else of that window's text the passage holds (a cut may have kept only part of it),
+    else at the middle of its first span."""
     at = (p.spans[0].start + p.spans[0].end) // 2
     for h in sorted(p.hits, key=_best_first):
-        kept = [(max(h.start, s.start), min(h.end, s.end)) for s in p.spans if _overlaps(h, s)]
+        kept = [s for s in p.spans if _overlaps(h, s)]
         if kept:
-            at = (kept[0][0] + kept[0][1]) // 2
+            a, b = _answer(p, kept[0], question, analyzer) or (
+                max(h.start, kept[0].start), min(h.end, kept[0].end))
+            at = (a + b) // 2
             break
     return replace(p, cite=cite(p.url, meta, at), section=section(meta, at))
 
@@ -235,26 +243,34 @@ def _union(text: str, ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return [(a, b) for a, b in merged]
 
 
-def fit(passages: list[Passage], max_chars: int) -> list[Passage]:
+def fit(passages: list[Passage], max_chars: int, *, question: str = "",
+        analyzer: str = highlight.DEFAULT_ANALYZER) -> list[Passage]:
     """Passages cut to whole sentences so their text totals at most `max_chars` characters.
 
-    A span that does not fit keeps the sentences around its best window: from the sentence
-    where that window starts onwards, then backwards while the budget lasts. Within a
-    passage the span of the best window is served first; kept spans stay in document order.
+    A span that does not fit keeps the sentences around its best window's answer: from the
+    sentence of that window holding most distinct terms of `question` (as `analyzer` makes
+    them; without any, the sentence where the window starts) onwards, then backwards while
+    the budget lasts. Within a passage the span of the best window is served first; kept
+    spans stay in document order. A span whose text (spacing aside) is already in (a page
+    stored under two URLs) is left out, and a passage left with no span with it.
     """
     budget = max_chars
     out: list[Passage] = []
     needed: list[int] = []
+    seen: set[str] = set()  # the kept spans' texts, spacing aside
     for p in passages:
         kept: dict[Span, Span] = {}
         for s in sorted(p.spans, key=lambda s: _best_inside(p, s)):
-            anchor = _anchor(p, s)
+            if " ".join(s.text.split()) in seen:
+                continue
+            anchor = _anchor(p, s, question, analyzer)
             piece = _cut(s, budget, anchor)
             if piece is None:
                 needed.append(_opening(s, anchor))
                 continue
             kept[s] = piece
             budget -= len(piece.text)
+            seen.update(" ".join(t.split()) for t in (s.text, piece.text))
         spans = [kept[s] for s in p.spans if s in kept]
         if spans:
             cut = tuple(spans) != p.spans
@@ -286,10 +302,30 @@ def _best_inside(p: Passage, span: Span) -> tuple[float, int]:
     return min(map(_best_first, _inside(p, span)), default=(float("inf"), 0))
 
 
-def _anchor(p: Passage, span: Span) -> int:
-    """Where the best window of the passage inside `span` starts (else the span's start)."""
+def _anchor(p: Passage, span: Span, question: str, analyzer: str) -> int:
+    """Where a cut of `span` starts: the sentence that answers `question` (`_answer`), else
+    where the passage's best window inside `span` starts (else the span's start)."""
+    answer = _answer(p, span, question, analyzer)
+    if answer:
+        return answer[0]
     inside = _inside(p, span)
     return min(inside, key=_best_first).start if inside else span.start
+
+
+def _answer(p: Passage, span: Span, question: str, analyzer: str) -> tuple[int, int] | None:
+    """(start, end) of the sentence of `span`, within the best of the passage's windows
+    over it, that holds most distinct terms of `question` as `analyzer` makes them (ties:
+    the first); None when no sentence holds one."""
+    windows = [h for h in p.hits if _overlaps(h, span)]
+    found = highlight.matches(span.text, question, analyzer) if question and windows else []
+    if not found:
+        return None
+    best = min(windows, key=_best_first)
+    lo, hi = best.start - span.start, best.end - span.start
+    count, _, a, b = max(((len({t for x, y, t in found if a <= x and y <= b}), -a, a, b)
+                          for a, b in sentences(span.text) if a < hi and lo < b),
+                         default=(0, 0, 0, 0))
+    return (span.start + a, span.start + b) if count else None
 
 
 def _cut(span: Span, budget: int, anchor: int) -> Span | None:

@@ -63,6 +63,12 @@ def query_terms(query: str, analyzer: str = DEFAULT_ANALYZER) -> set[str]:
 
 def spans(text: str, query: str, analyzer: str = DEFAULT_ANALYZER) -> list[tuple[int, int]]:
     """(start, end) of each word of `text` whose analyzed term is a term of `query`."""
+    return [(a, b) for a, b, _ in matches(text, query, analyzer)]
+
+
+def matches(text: str, query: str,
+            analyzer: str = DEFAULT_ANALYZER) -> list[tuple[int, int, str]]:
+    """(start, end, term) of each word of `text` whose analyzed term is a term of `query`."""
     wanted = query_terms(query, analyzer)
     if not wanted:
         return []
@@ -74,7 +80,7 @@ def spans(text: str, query: str, analyzer: str = DEFAULT_ANALYZER) -> list[tuple
         if word not in cache:
             cache[word] = _term(word, term_filter, stop)
         if cache[word] in wanted:
-            out.append(m.span())
+            out.append((*m.span(), cache[word]))
     return out
 
 

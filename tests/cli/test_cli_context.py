@@ -88,6 +88,26 @@ def test_max_chars_cuts_at_a_sentence_end(indexed):
             assert span["text"].endswith((".", "!", "?"))
 
 
+def test_max_chars_keeps_the_answer_that_closes_a_window(run, home, tmp_path):
+    """A 200-word window whose last sentence answers: a budget of two sentences keeps that
+    sentence (it kept the window's first two), in busca context and in Corpus.context."""
+    import busca
+    filler = [f"A loja {n} abre de segunda a sábado e atende pelo telefone." for n in range(14)]
+    answer = "O estorno do reembolso aparece na fatura do cartão em até sete dias úteis."
+    docs = [{"url": "https://loja.example/r/", "title": "Reembolso",
+             "text": " ".join(["Reembolso.", *filler, answer])}, DOCS[1]]
+    assert run("add", str(write_jsonl(tmp_path / "w.jsonl", docs))).exit_code == 0
+    assert run("index", "-q").exit_code == 0
+    question = "Em quantos dias o estorno aparece na fatura?"
+    budget = len(filler[-1]) + 1 + len(answer)
+    result = run("context", question, "--max-chars", str(budget), "-k", "1", "--min-score", "0")
+    assert result.exit_code == 0, result.output
+    assert f"{filler[-1]} {answer}\n\nPergunta: {question}\n" in result.stdout
+    with busca.open(home) as corpus:
+        found = corpus.context(question, k=1, min_score=0, max_chars=budget, log=False)
+    assert [p.text for p in found.passages] == [f"{filler[-1]} {answer}"]
+
+
 # --- below the floor -----------------------------------------------------------------------
 
 def test_below_the_floor_exits_3_with_no_prompt(indexed, home):

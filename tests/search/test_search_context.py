@@ -167,6 +167,88 @@ def test_fit_serves_the_span_of_the_best_window_first():
     assert [h.chunk_id for h in out.hits] == [1] and len(both.hits) == 2
 
 
+# A window (one hit over the whole text) whose answer is its last sentence.
+PREAMBLE = ("Reembolso.", "A loja abre de segunda a sábado.", "O atendimento é pelo chat.")
+ANSWER = "O estorno do reembolso aparece na fatura em sete dias úteis."
+
+
+def _window(text: str) -> cx.Passage:
+    hit = core.Hit(1, 0.9, 0, "u", "T", 0, len(text), text, "bm25")
+    return cx.Passage(1, "u", "T", 0.9, (cx.Span(0, len(text), text),), (hit,))
+
+
+def test_fit_keeps_the_sentence_that_answers_the_question():
+    """A budget of two sentences keeps the window's sentence holding most of the question's
+    terms (its last one) and the one before it, not the window's first two sentences."""
+    text = " ".join((*PREAMBLE, ANSWER))
+    p = _window(text)
+    two = len(f"{PREAMBLE[-1]} {ANSWER}")
+    [out] = cx.fit([p], two, question="Quando o estorno aparece na fatura?", analyzer="pt")
+    assert out.text == f"{PREAMBLE[-1]} {ANSWER}" and out.truncated
+    assert text[out.spans[0].start:out.spans[0].end] == out.text
+    [blind] = cx.fit([p], two)  # no question: from where the window starts, as before
+    assert blind.text == " ".join(PREAMBLE)
+    # a window within the budget is the passage unchanged
+    assert cx.fit([p], len(text), question="estorno na fatura", analyzer="pt") == [p]
+
+
+@pytest.mark.parametrize("analyzer, question, written, found", [
+    ("pt", "Uteis", "úteis", True),       # folded (and stemmed)
+    ("pt", "úteis", "uteis", True),
+    ("simple", "ÚTEIS", "uteis", True),   # folded
+    ("java", "uteis", "úteis", False),    # as typed: another word, so no anchor
+    ("java", "úteis", "úteis", True),
+])
+def test_the_question_matches_accents_as_the_analyzer_does(analyzer, question, written,
+                                                            found):
+    answer = ANSWER.replace("úteis", written)
+    [out] = cx.fit([_window(" ".join((*PREAMBLE, answer)))], len(answer) + 5,
+                   question=question, analyzer=analyzer)
+    assert (out.text == answer) is found, out.text
+
+
+def test_build_context_cuts_a_window_around_its_answer(tmp_path):
+    """On a real index (200-word windows), a budget of a few sentences keeps the answer that
+    closes the best window, and the label cites the answer's section, not the section most
+    of the kept text lies in."""
+    filler = [f"A loja {n} abre de segunda a sábado e atende pelo telefone." for n in range(14)]
+    text = "Lojas\n" + " ".join(filler) + "\nPrazos\n" + ANSWER
+    headings = [[0, 2, "Lojas", "lojas"], [text.index("Prazos"), 2, "Prazos", "prazos"]]
+    store = LocalHome(tmp_path)
+    store.put(Document("https://loja.example/r", "Reembolso", text, meta={"headings": headings}))
+    store.put(CATS)
+    build_index(store)
+    found = cx.build_context(load_index(store.home), store, "Em quantos dias o estorno"
+                             " aparece na fatura?", method="bm25", k=1, min_score=0,
+                             max_chars=3 * (len(filler[-1]) + 1) + len("Prazos\n" + ANSWER))
+    [p] = found.passages
+    assert p.truncated and p.text.endswith(ANSWER) and filler[0] not in p.text
+    assert p.text.count("A loja") == 3  # the middle of the kept text is under "Lojas"
+    assert (p.cite, p.section) == ("https://loja.example/r#prazos", "Prazos")
+    assert ANSWER in found.prompt()
+    store.close()
+
+
+def test_a_page_stored_under_two_urls_goes_into_the_prompt_once(tmp_path):
+    """The same text under two URLs (a tracking parameter, a print version): its passage is
+    in the prompt once (the best one's); the copy takes no budget and no label."""
+    answer = "O prazo do reembolso é de sete dias úteis."
+    store = LocalHome(tmp_path)
+    for doc in (Document("https://a.example/p", "Política", answer),
+                Document("https://a.example/p?utm_source=x", "Política", answer),
+                Document("https://a.example/frete", "Frete", "O reembolso do frete é integral."),
+                CATS):
+        store.put(doc)
+    build_index(store, size=12, overlap=4)
+    found = cx.build_context(load_index(store.home), store, "prazo do reembolso", k=8,
+                             min_score=0)
+    prompt = found.prompt()
+    assert prompt.count(answer) == 1 and "utm_source" not in prompt, prompt
+    assert [p.url for p in found.passages] == ["https://a.example/p", "https://a.example/frete"]
+    assert [p.rank for p in found.passages] == list(range(1, len(found.passages) + 1))
+    store.close()
+
+
 def test_fit_too_small_for_one_sentence_says_how_much_is_needed():
     with pytest.raises(cx.ContextTooSmall) as e:
         cx.fit([_passage("u", "Uma frase bem comprida. Curta.")], 10)
@@ -190,8 +272,10 @@ def test_a_cut_passage_cites_the_section_of_the_text_it_kept(tmp_path):
     assert (h.start + h.end) // 2 > text.index("Suporte"), "the window's middle is in Suporte"
     found = cx.build_context(index, store, "prazo do item 3", k=1, min_score=0, max_chars=200)
     [p] = found.passages
-    assert p.truncated and "O prazo do item 3" in p.text and "O canal" not in p.text
+    assert p.truncated and p.text.startswith("O prazo do item 3")
     assert (p.cite, p.section) == ("https://ajuda.example/p#prazos", "Prazos")
+    # uncut, it is cited where its sentence that answers lies too, not at the window's middle
+    assert whole.passages[0].cite == "https://ajuda.example/p#prazos"
     assert "[fonte: https://ajuda.example/p#prazos] Política — Prazos\n" in cx.render(found)
     store.close()
 
