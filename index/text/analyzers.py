@@ -142,20 +142,28 @@ def _pt_stem(term: str) -> str | None:
 
 
 # Portuguese suffixes whose accents decide Snowball's stem, as they are typed without them
+# ("-ução" since UCAO: "devolucao" stemmed to "devoluca" where "devolução" stems to "devolu")
 _PLAIN_SUFFIXES = {"acoes": "ações", "acao": "ação", "oes": "ões", "aes": "ães", "aos": "ãos",
                    "ao": "ão", "ancias": "âncias", "ancia": "ância", "encias": "ências",
                    "encia": "ência", "aveis": "áveis", "avel": "ável", "iveis": "íveis",
-                   "ivel": "ível"}
+                   "ivel": "ível", "ucoes": "uções", "ucao": "ução"}
 _PLAIN_ENDINGS = tuple(sorted(_PLAIN_SUFFIXES, key=len, reverse=True))  # longest first
+_ENDINGS_BEFORE_UCAO = tuple(e for e in _PLAIN_ENDINGS if e not in ("ucoes", "ucao"))
 
 
-def _reaccented(term: str) -> str:
+def _reaccented(term: str, ends: tuple[str, ...] = _PLAIN_ENDINGS) -> str:
     """An unaccented word with its suffix accented ("informacao" -> "informação"); any other
     word as it is (one C call for most words: the index maps every distinct word)."""
-    if not term.isascii() or not term.endswith(_PLAIN_ENDINGS):
+    if not term.isascii() or not term.endswith(ends):
         return term
-    plain = next(e for e in _PLAIN_ENDINGS if term.endswith(e))
+    plain = next(e for e in ends if term.endswith(e))
     return term[:-len(plain)] + _PLAIN_SUFFIXES[plain] if len(term) > len(plain) else term
+
+
+def _pt_term_before_ucao(term: str) -> str | None:
+    """pt_term as builds made before "-ução" was accented (UCAO missing from their
+    analyzer_version) mapped their words."""
+    return None if _pt_stopword(term) else _pt_stem(_reaccented(term, _ENDINGS_BEFORE_UCAO))
 
 
 def _pt_stopword(term: str) -> bool:
@@ -257,6 +265,7 @@ def default_bm25_analyzer() -> str:
 # suffixes re-accented" but mapped their documents' words as typed)
 ACCENTED = "plain suffixes accented"
 QUESTIONS_ACCENTED = "plain suffixes re-accented"  # the 28th session's builds: questions only
+UCAO = "-ução too"  # builds since "-ucao" and "-ucoes" are accented as well (_PLAIN_SUFFIXES)
 
 
 def analyzer_version(name: str) -> str:
@@ -264,7 +273,7 @@ def analyzer_version(name: str) -> str:
     if name not in STEMMERS:
         return ""
     import Stemmer
-    plain = f", {ACCENTED}" if name == "pt" else ""
+    plain = f", {ACCENTED} ({UCAO})" if name == "pt" else ""
     return f"snowball {STEMMERS[name]}, PyStemmer {Stemmer.version()}{plain}"
 
 
@@ -275,10 +284,11 @@ def analysis(name: str, version: str | None = None) -> tuple[Callable[[str], lis
     them, so that its answers stay what they were until it is rebuilt: a pt build made before
     plain suffixes were accented stems a question's words as typed; one of the 28th session
     (QUESTIONS_ACCENTED) accented the questions' words, not its documents' (most documents
-    carry their accents: "transferencia" finds "Transferência" there)."""
-    if name == "pt" and version is not None and ACCENTED not in version \
-            and QUESTIONS_ACCENTED not in version:
-        _check(name)
-        return (lambda text: [t for t in map(_pt_term_as_typed, java_terms(text)) if t],
-                _pt_term_as_typed)
-    return get_analyzer(name), get_term_filter(name)
+    carry their accents: "transferencia" finds "Transferência" there); one made before
+    "-ucao" was accented (UCAO) accents the other plain suffixes only."""
+    if name != "pt" or version is None or UCAO in version:
+        return get_analyzer(name), get_term_filter(name)
+    _check(name)
+    accented = ACCENTED in version or QUESTIONS_ACCENTED in version
+    term = _pt_term_before_ucao if accented else _pt_term_as_typed
+    return (lambda text: [t for t in map(term, java_terms(text)) if t]), term

@@ -159,6 +159,38 @@ def test_a_build_made_before_the_accents_is_asked_as_it_was_built(tmp_path, monk
     assert top("transferencia") == ([] if question_term == "informaca" else [2])
 
 
+UCAO_TEXTS = ["A devolução do produto e as devoluções parciais seguem a política da loja.",
+              "A resolucao do conselho foi publicada sem acentos.",
+              "Receitas de bolo de cenoura com cobertura de chocolate."]
+
+
+def test_ucao_typed_without_accents_finds_its_accented_word(tmp_path):
+    """Snowball stems "devolução" to "devolu" but "devolucao" to "devoluca": "-ucao" gets
+    its accents back as "-cao" does, in questions and texts ("resolucao" in a text)."""
+    index = indexed(tmp_path, UCAO_TEXTS)
+    for query in ("devolucao", "devolucoes", "devolução", "devoluções"):
+        assert core.rank(index, query, method="bm25", k=1)[0].tolist() == [0], query
+    for query in ("resolução", "resolucao"):
+        assert core.rank(index, query, method="bm25", k=1)[0].tolist() == [1], query
+    assert analyzers.UCAO in index.methods["bm25"]["analyzer_version"]
+
+
+def test_a_build_made_before_ucao_is_asked_as_it_was_built(tmp_path, monkeypatch):
+    """A build whose analyzer_version says ACCENTED but not UCAO indexed "resolucao" as
+    "resoluca": its questions keep asking that term until `busca index` builds it again."""
+    from busca.index.lexical import bm25
+
+    with monkeypatch.context() as old:
+        before, accent = analyzers._ENDINGS_BEFORE_UCAO, analyzers._reaccented
+        old.setattr(analyzers, "_PLAIN_ENDINGS", before)
+        old.setattr(analyzers, "_reaccented", lambda term, ends=before: accent(term, ends))
+        old.setattr(bm25, "analyzer_version",
+                    lambda name: f"snowball portuguese, PyStemmer 3.1.0, {analyzers.ACCENTED}")
+        index = indexed(tmp_path, UCAO_TEXTS)
+    assert core.scorer(index, "bm25").term_filter("resolucao") == "resoluca"
+    assert core.rank(index, "resolucao", method="bm25", k=1)[0].tolist() == [1]
+
+
 def test_default_analyzer_is_pt_and_recorded(tmp_path):
     entry = indexed(tmp_path, CORPUS).methods["bm25"]
     assert entry["analyzer"] == "pt" and "PyStemmer" in entry["analyzer_version"]
