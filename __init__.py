@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from . import errors as errors
     from .corpus import Corpus as Corpus
+    from .search.compare import Comparison as Comparison
     from .corpus import ContextSpec as ContextSpec
     from .corpus import EvalSpec as EvalSpec
     from .corpus import IndexSpec as IndexSpec
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 # name -> module that defines it (relative to this package); "module:" is the module itself
 EXPORTS = {
+    "Comparison": ".search.compare",
     "Context": ".search.context",
     "ContextSpec": ".corpus",
     "Corpus": ".corpus",

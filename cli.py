@@ -538,12 +538,9 @@ def search(ctx, query, as_json, no_log, pager, no_serve, **options):
         result = api.search_build(index, corpus.home, query, spec,
                                   notify=_notify("search", method),
                                   remote=_remote(ctx, no_serve, corpus.home))
-    if result.note:
-        click.echo(f"no hits: {result.note}", err=True)
-        ctx.exit(NOT_FOUND_EXIT)
     hits = result.hits
-    if not hits:  # stdout carries hits only: the reason goes where no-hits' note goes
-        click.echo(f"nothing found: {result.why_nothing('--min-score')}", err=True)
+    if result.note or not hits:  # stdout carries hits only: the reason goes to stderr
+        click.echo(result.no_hits("--min-score"), err=True)
         ctx.exit(NOT_FOUND_EXIT)
     if as_json:
         for line in result.lines():

@@ -176,8 +176,6 @@ class Session:
         self.last = question
         spec = self.spec(api.SearchSpec, searching.collapse.PER_DOC)
         result = api.search_build(self.index, self.store, question, spec)
-        if result.note and not result.refused:  # no word of the question is in the index
-            raise searching.NoSearchableTerms(result.note)
         shown, floor, seconds = list(result.hits), result.floor, result.seconds
         self.answered += 1
         if self.as_json:
@@ -192,11 +190,8 @@ class Session:
                                   "hits": [h.to_json() for h in shown], **note},
                                  ensure_ascii=False))
             return shown
-        if result.refused:  # the stored answerability model, as busca search says it
-            self.echo(f"nothing found: {result.note}")
-        elif not shown:
-            self.echo("nothing found" + (f": no passage scores {floor:.4f} or more"
-                                         if floor is not None and result.ranked else ""))
+        if not shown:  # as busca search says it (no known word, filters, floor, refusal)
+            self.echo(display.strip_controls(result.no_hits("--min-score")))
         else:
             analyzer = searching.highlight.analyzer_for(self.index.manifest.methods, s.method)
             self.echo(display.hits_text(shown, question, analyzer, self.style))
@@ -220,7 +215,7 @@ class Session:
                                    per_doc=s.per_doc or 0, rerank=s.rerank, filters=s.filters,
                                    fusion=fusion)
         if self.as_json:
-            self.echo(json.dumps(searching.comparison_dict(result), ensure_ascii=False))
+            self.echo(json.dumps(result.to_json(), ensure_ascii=False))
         else:
             analyzer = searching.highlight.analyzer_for(self.index.manifest.methods, "bm25")
             self.echo(display.compare_text(result, analyzer, self.style), nl=False)

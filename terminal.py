@@ -220,7 +220,7 @@ def _compare_command(open_home: Callable, options: Callable,
             analyzer = searching.highlight.analyzer_for(home.current().manifest.methods, "bm25")
         relevant = {r.chunk_id for r in result.rows if r.chunk_id in gains or r.url in gains}
         if as_json:
-            data = searching.comparison_dict(result)
+            data = result.to_json()
             if question:
                 data["relevant"] = sorted(relevant)
             click.echo(json.dumps(data, ensure_ascii=False, indent=1))

@@ -275,10 +275,20 @@ class Result:
         """Why no hit was kept, with the fix (`search.context.why_nothing`)."""
         return why_nothing(self.method, self.floor, self.best, self.note, floor_option)
 
+    def no_hits(self, floor_option: str = "min_score") -> str:
+        """The line `busca search` and `busca shell` say when no hit was kept: "no hits: "
+        and why nothing could match (no known word, filters that match no document, the
+        answerability model), else "nothing found: " and the floor the best hit missed."""
+        if self.note:
+            return f"no hits: {self.note}"
+        return f"nothing found: {self.why_nothing(floor_option)}"
+
     def to_json(self, **extra: Any) -> dict:
-        """The form of GET /api/search (`extra` goes after the build, before the note)."""
-        out = {"query": self.question, "method": self.method,
-               "hits": [_without_method(h.to_json()) for h in self.hits],
+        """The form of GET /api/search (`extra` goes after the build, before the note).
+        `question` is the question; `query`, the same, is kept for the consumers written
+        before it."""
+        out = {"question": self.question, "query": self.question, "method": self.method,
+               "hits": [h.to_json(method=False) for h in self.hits],
                "floor": self.floor, "build": self.build, **extra}
         if self.rerank:
             out["rerank"] = self.rerank
@@ -294,7 +304,8 @@ class Result:
         """The result `to_json` gave."""
         method = data["method"]
         hits = tuple(Hit.from_json(h, method=method) for h in data["hits"])
-        found = cls(data["query"], method, hits, data["floor"], build=data["build"],
+        question = data["question"] if "question" in data else data["query"]
+        found = cls(question, method, hits, data["floor"], build=data["build"],
                     rerank=str(data.get("rerank") or ""), best=data.get("best"))
         note = str(data.get("note") or "")  # kept unless it is the floor's, said again
         return found if note == found.why_nothing() else replace(found, note=note)
@@ -305,9 +316,3 @@ class Result:
         extra = ({"fusion": self.fusion} if self.fusion else {}) | (
             {"rerank": self.rerank} if self.rerank else {})
         return [{**h.to_json(), **extra} for h in self.hits]
-
-
-def _without_method(hit: dict) -> dict:
-    del hit["method"]
-    return hit
-

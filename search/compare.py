@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -63,6 +63,26 @@ class Comparison:
     columns: dict[str, list[Hit]]
     rows: list[CompareRow]
     notes: dict[str, str]  # method -> why it found nothing (e.g. no known word)
+
+    def to_json(self, *, hits: bool = False, **extra: Any) -> dict:
+        """The form of `busca compare --json`, the shell's `:compare` and the MCP compare
+        tool: each column as chunk ids (look them up in `rows`); with `hits`, as GET
+        /api/compare gives it: each column as whole hits with their ranks and scores under
+        every method. `question` is the question; `query`, the same, is kept for the
+        consumers written before it. `extra` (the server's build, took_ms) goes last."""
+        rows = {r.chunk_id: r for r in self.rows}
+        columns = {m: [{**h.to_json(method=False), "ranks": rows[h.chunk_id].ranks,
+                        "scores": rows[h.chunk_id].scores} if hits else h.chunk_id
+                       for h in column] for m, column in self.columns.items()}
+        return {
+            "question": self.query, "query": self.query, "methods": list(self.methods),
+            "k": self.k, "per_doc": self.per_doc, "depth": self.depth, "notes": self.notes,
+            "columns": columns,
+            "rows": [{"chunk_id": r.chunk_id, "url": r.url, "title": r.title,
+                      "start": r.start, "end": r.end, "text": r.text, "ranks": r.ranks,
+                      "scores": r.scores} for r in self.rows],
+            **extra,
+        }
 
 
 def default_methods(index) -> list[str]:
@@ -164,12 +184,5 @@ def _rows(columns: dict[str, list[Hit]], ranked: dict,
 
 
 def comparison_dict(comparison: Comparison) -> dict:
-    """The comparison as plain data (for --json and the server)."""
-    return {
-        "query": comparison.query, "methods": list(comparison.methods), "k": comparison.k,
-        "per_doc": comparison.per_doc, "depth": comparison.depth, "notes": comparison.notes,
-        "columns": {m: [r_.chunk_id for r_ in hits] for m, hits in comparison.columns.items()},
-        "rows": [{"chunk_id": r.chunk_id, "url": r.url, "title": r.title, "start": r.start,
-                  "end": r.end, "text": r.text, "ranks": r.ranks, "scores": r.scores}
-                 for r in comparison.rows],
-    }
+    """`comparison.to_json()` (kept for the callers written before it)."""
+    return comparison.to_json()

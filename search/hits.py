@@ -72,12 +72,13 @@ class Hit:
     method: str
     meta: dict | None = field(default=None, compare=False)  # the document's metadata
 
-    def to_json(self) -> dict:
+    def to_json(self, *, method: bool = True) -> dict:
         """The fields of `busca search --json`, in its order (`meta` when the document has
-        metadata: categories, tags, author, dates …)."""
+        metadata: categories, tags, author, dates …); without `method` where the answer
+        names it once (the HTTP API's hits)."""
         out = {"rank": self.rank, "score": self.score, "url": self.url, "title": self.title,
                "chunk_id": self.chunk_id, "start": self.start, "end": self.end,
-               "text": self.text, "method": self.method}
+               "text": self.text, **({"method": self.method} if method else {})}
         return {**out, "meta": self.meta} if self.meta else out
 
     @classmethod

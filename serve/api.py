@@ -27,13 +27,6 @@ def _engine(request: Request) -> Engine:
     return access.engine_for(request)
 
 
-def hit_json(hit: searching.Hit) -> dict:
-    """A hit with the fields of `busca search --json` (method aside)."""
-    out = hit.to_json()
-    del out["method"]
-    return out
-
-
 def _query(request: Request, fields: tuple[params.Field, ...] = ()):
     """The query string, its unknown or repeated parameters refused."""
     params.query_string(request.query_params, fields, request.url.path)
@@ -63,12 +56,7 @@ def compare(request: Request) -> JSONResponse:
     comparison, build = engine.compare(values["q"], methods=values["methods"], k=values["k"],
                                        per_doc=values["per_doc"], rerank=values["rerank"],
                                        filters=values["filter"])
-    data = searching.comparison_dict(comparison)
-    by_id = {row["chunk_id"]: row for row in data["rows"]}
-    data["columns"] = {m: [{**hit_json(h), "ranks": by_id[h.chunk_id]["ranks"],
-                            "scores": by_id[h.chunk_id]["scores"]} for h in hits]
-                       for m, hits in comparison.columns.items()}
-    return JSONResponse({**data, "build": build, "took_ms": _ms(started)})
+    return JSONResponse(comparison.to_json(hits=True, build=build, took_ms=_ms(started)))
 
 
 async def context(request: Request) -> JSONResponse:
@@ -113,7 +101,7 @@ def chunk(request: Request) -> JSONResponse:
     hit = _engine(request).chunk(int(raw))
     if hit is None:
         raise HttpError(404, f"no chunk {int(raw)} in the live index")
-    out = hit_json(hit)
+    out = hit.to_json(method=False)
     del out["rank"], out["score"]
     return JSONResponse(out)
 

@@ -89,7 +89,8 @@ ChunkOut = TypedDict("ChunkOut", {f.name: _TYPES[str(f.type)] for f in fields(Hi
 
 
 class SearchOut(TypedDict):
-    query: str
+    question: str
+    query: str  # the question again, kept for the clients written before `question`
     method: str
     hits: list[HitOut]
     floor: float | None
@@ -173,7 +174,7 @@ class Tools:
         """Each method's top k side by side, with every hit's rank under each method."""
         found, _ = await self.run(lambda engine: engine.compare(
             question, methods=methods, k=k, per_doc=per_doc, filters=_filters(filter)))
-        return searching.comparison_dict(found)
+        return found.to_json()
 
     async def get_chunk(self, chunk_id: Annotated[int, Field(ge=0)]) -> ChunkOut:
         """One window of the index by its chunk_id (a hit's), with its URL and text."""

@@ -67,6 +67,8 @@ _HIT_FIELDS = [f for f in dataclasses.fields(Hit) if f.name not in ("method", "m
 COLUMNS = ("Each method's top k as whole hits, each with its rank and score under every"
            " method; busca compare --json, Corpus.compare and the MCP compare tool give"
            " chunk ids here (the rows hold the same passages).")
+QUERY = {"type": "string", "description": "The question again, as `question` (kept for the"
+         " clients written before it)."}
 HIT = _obj({**{f.name: {"type": _TYPES[str(f.type)]} for f in _HIT_FIELDS},
             "meta": {"type": "object", "description": "The document's metadata (categories,"
                      " tags, author, dates …), when it has any."}},
@@ -75,12 +77,13 @@ SCHEMAS = {
     "Error": _obj({"error": {"type": "string"}, "status": {"type": "integer"}},
                   ("error", "status")),
     "Hit": HIT,
-    "SearchResult": _obj({"query": {"type": "string"}, "method": {"type": "string"},
+    "SearchResult": _obj({"question": {"type": "string"}, "query": QUERY,
+                          "method": {"type": "string"},
                           "hits": {"type": "array", "items": _ref("Hit")},
                           "floor": _nullable("number"), "build": {"type": "string"},
                           "took_ms": {"type": "number"}, "note": {"type": "string"},
                           "best": {"type": "number"}, "rerank": _nullable("string")},
-                         ("query", "method", "hits", "floor", "build")),
+                         ("question", "query", "method", "hits", "floor", "build")),
     "Context": _obj({"question": {"type": "string"}, "method": {"type": "string"},
                      "floor": _nullable("number"), "answered": {"type": "boolean"},
                      "max_chars": {"type": "integer"}, "chars": {"type": "integer"},
@@ -92,13 +95,14 @@ SCHEMAS = {
                           "floor": _nullable("number"), "best": _nullable("number"),
                           "note": {"type": "string"}, "build": {"type": "string"},
                           "status": {"const": 409}}, ("answer", "reason", "status")),
-    "Comparison": _obj({"query": {"type": "string"}, "methods": {"type": "array"},
+    "Comparison": _obj({"question": {"type": "string"}, "query": QUERY,
+                        "methods": {"type": "array"},
                         "k": {"type": "integer"},
                         "columns": {"type": "object", "description": COLUMNS,
                                     "additionalProperties": {"type": "array",
                                                              "items": _ref("CompareHit")}},
                         "rows": {"type": "array"}, "build": {"type": "string"}},
-                       ("query", "methods", "columns", "rows")),
+                       ("question", "query", "methods", "columns", "rows")),
     "CompareHit": {"allOf": [_ref("Hit"), _obj(
         {"ranks": {"type": "object", "additionalProperties": _nullable("integer")},
          "scores": {"type": "object", "additionalProperties": _nullable("number")}},

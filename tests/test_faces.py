@@ -88,7 +88,7 @@ def test_busca_errors_reexports_every_error_class():
 
 def test_the_public_names():
     assert set(busca.__all__) >= {"open", "Corpus", "Document", "Hit", "Result", "Golden",
-                                  "errors"}
+                                  "errors", "Comparison"}  # what Corpus.compare returns
     for name in busca.__all__:
         assert getattr(busca, name) is not None
     assert busca.Hit.__module__ == "busca.search.hits"

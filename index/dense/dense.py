@@ -164,7 +164,8 @@ def _previous_vectors(previous, encoder: Encoder, *, key_only: bool = False):
         for method in dense_methods(methods):
             entry = methods[method]
             if (entry["encoder"], entry["encoder_version"]) == (encoder.name, encoder.version) \
-                    and encoder.dimension in (None, entry["dimension"]):
+                    and encoder.dimension in (None, entry["dimension"]) \
+                    and _same_server(entry, encoder):
                 if key_only:
                     return array_key(method)
                 return (previous.array(array_key(method), "vectors"),
@@ -172,6 +173,17 @@ def _previous_vectors(previous, encoder: Encoder, *, key_only: bool = False):
     except (BuscaError, KeyError):
         return None
     return None
+
+
+def _same_server(entry: dict, encoder: Encoder) -> bool:
+    """Whether a build's model was served by the encoder's server (always, for an encoder
+    that has none): two servers may serve other weights under one model name."""
+    server = getattr(encoder, "server", None)
+    if server is None:
+        return True
+    from .openai_encoder import server_of
+
+    return server_of(str((entry.get("server") or {}).get("url") or "")) == server
 
 
 def _open_cache(options: dict, encoder: Encoder) -> VectorCache | None:
@@ -187,6 +199,9 @@ def _from_cache(cache: VectorCache | None, encoder: Encoder, hashes: np.ndarray,
     """Add the cached vectors of rows not found yet to `found`; how many were added."""
     if cache is None:
         return 0
+    legacy = getattr(encoder, "legacy_cache_key", None)
+    if legacy and cache.dimension(encoder.cache_key) is None:
+        cache.adopt(legacy, encoder.cache_key)  # written before the key named the server
     known = cache.dimension(encoder.cache_key)
     if known is not None and encoder.dimension not in (None, known):
         return 0  # the previous build's model is another: `_same_model` decides

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .embedding_api import EmbeddingClient, ServerSettings
+from .embedding_api import EmbeddingClient, ServerSettings, public_url
 from .vector_cache import DimensionChanged
 
 PREFIX = "openai:"
@@ -34,8 +34,20 @@ class OpenAIEncoder:
         self.client = client or EmbeddingClient(model, settings)
 
     @property
+    def server(self) -> str:
+        """The server that answers (two servers may serve other weights under one name)."""
+        return server_of(self.settings.url)
+
+    @property
     def cache_key(self) -> str:
-        """What identifies this model's passage vectors in the vector cache."""
+        """What identifies this model's passage vectors in the vector cache: the name, what
+        changes a passage's vector (prefix, input_type) and the server that answers."""
+        server = hashlib.blake2b(self.server.encode(), digest_size=8).hexdigest()
+        return f"{self.legacy_cache_key}@{server}"
+
+    @property
+    def legacy_cache_key(self) -> str:
+        """The key of a cache written before the key named the server (docs/dense.md)."""
         return f"{self.name}#{_passage_digest(self.settings)}"
 
     def describe(self) -> dict:
@@ -65,6 +77,15 @@ class OpenAIEncoder:
 
     def count_truncated(self, texts: Sequence[str]) -> int:
         return 0  # the server does not say
+
+
+def server_of(url: str) -> str:
+    """What names an embedding server: its URL without user:password@, a trailing / or /v1."""
+    try:
+        url = public_url(url)
+    except ValueError:  # a port that does not parse: the URL as given (the request will say)
+        pass
+    return url.rstrip("/").removesuffix("/v1")
 
 
 def _passage_digest(settings: ServerSettings) -> str:

@@ -1,7 +1,8 @@
 """Embeddings already paid for, kept by (model, text hash) in the home's `vectors.sqlite`.
 
 One table, `vectors(model, hash, dim, vector)`: `model` is the encoder's cache key (its name
-plus everything that changes a passage's vector, such as the passage prefix), `hash` the
+plus everything that changes a passage's vector, such as the passage prefix, and a digest of
+the server's URL: two servers may serve other weights under one name), `hash` the
 BLAKE2b-128 digest of the chunk text (as in `dense.hashes.npy`), `vector` float32 bytes.
 Every encoded batch is committed at once, so an encode killed half-way resumes where it
 stopped, and going back to a model re-uses its vectors. Delete the file to forget them all.
@@ -79,6 +80,15 @@ class VectorCache:
         try:
             with self.db:
                 self.db.execute("DELETE FROM vectors WHERE model = ?", (model,))
+        except sqlite3.Error as e:
+            raise CacheError(f"cannot write the vector cache {self.path} ({e})") from None
+
+    def adopt(self, old: str, model: str) -> None:
+        """Copy the vectors cached under the key `old` to `model`'s (the old rows stay)."""
+        try:
+            with self.db:
+                self.db.execute("INSERT OR IGNORE INTO vectors SELECT ?, hash, dim, vector"
+                                " FROM vectors WHERE model = ?", (model, old))
         except sqlite3.Error as e:
             raise CacheError(f"cannot write the vector cache {self.path} ({e})") from None
 

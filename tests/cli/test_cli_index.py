@@ -88,6 +88,31 @@ def test_a_killed_encode_resumes_on_a_postgresql_home_too(pg_home, tmp_path, mon
     assert "encoded 3 chunks" in result.stdout and "4 from the vector cache" in result.stdout
 
 
+@pytest.mark.postgres
+def test_two_servers_of_one_model_name_keep_their_vectors_on_a_postgresql_home(
+        pg_home, tmp_path, monkeypatch):
+    """A PostgreSQL home's vector cache (the user's) was keyed by model name and text: a
+    second server of "fake-model" with other weights threw the first one's vectors away,
+    and going back to the first encoded every chunk again."""
+    from click.testing import CliRunner
+
+    from busca.cli import cli
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    added = CliRunner().invoke(cli, ["--home", pg_home, "add",
+                                     str(write_jsonl(tmp_path / "docs.jsonl", DOCS))], obj={})
+    assert added.exit_code == 0, added.output
+    with FaultyServer() as a, FaultyServer() as b:
+        plain = b.vector
+        b.vector = lambda text, dimension=None: plain(text, dimension)[::-1]
+        done = [CliRunner().invoke(cli, ["--home", pg_home, "index", "-q", "--dense",
+                                         "openai:fake-model", "--embed-url", server.url],
+                                   obj={}) for server in (a, b, a)]
+    assert all(d.exit_code == 0 for d in done), [d.output for d in done]
+    assert "encoded 7 chunks" in done[1].stdout  # b's own vectors
+    assert "7 from the vector cache" in done[2].stdout and len(a.texts) == 7 + 1
+
+
 def test_a_killed_encode_resumes_with_only_the_missing_chunks(added, home):
     with FaultyServer() as server:
         server.faults = [("ok",), ("ok",), ("hold",)]

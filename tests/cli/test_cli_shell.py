@@ -77,7 +77,8 @@ def test_pipe_errors_are_json_lines_and_the_session_goes_on(corpus, tmp_path):
     out = [json.loads(line) for line in done.stdout.splitlines()]
     assert "no method 'splade'" in out[0]["error"] and "tfidf" in out[0]["error"]
     assert "whole number" in out[1]["error"]
-    assert "xyzzy" in out[2]["error"]  # no known word: a one-line reason, not a traceback
+    # no known word: an answer with no hits and the reason, as busca search says "no hits"
+    assert out[2]["hits"] == [] and "xyzzy" in out[2]["note"] and "error" not in out[2]
     assert out[3]["question"] == QUESTIONS[0]
     assert out[4]["methods"] == ["tfidf", "bm25"] and out[4]["query"] == QUESTIONS[0]
     assert out[5]["question"] == QUESTIONS[0] and "[fonte: " in out[5]["prompt"]
@@ -319,6 +320,27 @@ def test_pipe_filter_restricts_every_following_search_context_and_compare(corpus
     assert cleared["hits"][0]["url"] == top and "filters" not in cleared
     assert f"filters url!={top}" in done.stderr  # :filter lists what is active
     assert done.stderr.count("filters none") == 1  # after :filter clear
+
+
+def test_a_filter_matching_no_document_says_what_search_says(corpus, tmp_path):
+    """A filter that matches no document (or a question with no known word) found nothing:
+    busca search says "no hits: …" (exit 3), and the shell printed an error line instead."""
+    env = _env(corpus, tmp_path)
+    for question, options in ((QUESTIONS[0], ["--filter", "url=https://nowhere.example/"]),
+                              ("xyzzy", [])):
+        searched = subprocess.run([*BUSCA, "search", question, "--no-log", *options],
+                                  capture_output=True, text=True, env=env, timeout=120)
+        said = searched.stderr.strip().splitlines()[-1]
+        assert searched.returncode == 3 and said.startswith("no hits: ")
+        shell = subprocess.run([*BUSCA, "shell", "--no-log", *options], input=question + "\n",
+                               capture_output=True, text=True, env=env, timeout=120)
+        assert shell.returncode == 0 and shell.stdout.splitlines() == [said]
+        assert "error" not in shell.stderr
+        piped = subprocess.run([*BUSCA, "shell", "--json", "--no-log", *options],
+                               input=question + "\n", capture_output=True, text=True, env=env,
+                               timeout=120)
+        [answer] = [json.loads(line) for line in piped.stdout.splitlines()]
+        assert answer["hits"] == [] and f"no hits: {answer['note']}" == said
 
 
 def test_search_without_a_question_takes_filters_into_the_session(corpus, tmp_path):

@@ -122,6 +122,55 @@ def test_another_passage_prefix_is_another_cache_entry(store):
         assert len(server.texts) == 8 and server.texts[4].startswith("passage: ")
 
 
+def _other_weights(server):
+    """`server` answering under the same model name with other weights (same dimension)."""
+    plain = server.vector
+    server.vector = lambda text, dimension=None: plain(text, dimension)[::-1]
+    return server
+
+
+def _vectors(store):
+    return np.asarray(load_index(store.home).array("dense", "vectors"))
+
+
+def test_two_servers_of_one_model_name_keep_their_own_vectors(store):
+    """The cache was keyed by model name and text: a second server answering "fake-model"
+    with other weights got the first one's vectors (until its check threw every cached
+    vector of the name away), and going back to the first encoded everything again."""
+    with FaultyServer() as a, _other_weights(FaultyServer()) as b:
+        build(store, a)
+        from_a = _vectors(store)
+        entry_b = build(store, b)["methods"]["dense"]
+        from_b = _vectors(store)
+        before = len(a.texts)
+        entry_a = build(store, a)["methods"]["dense"]
+        asked_a = a.texts[before:]
+    assert entry_b["encoded"] == 4 and entry_b["cached"] == entry_b["reused"] == 0
+    assert not np.allclose(from_a, from_b)
+    assert entry_a["cached"] == 4 and entry_a["encoded"] == 0 and len(asked_a) == 1
+    np.testing.assert_array_equal(_vectors(store), from_a)
+    with VectorCache(store.home) as cache:
+        assert cache.count() == 8  # each server's 4
+
+
+def test_a_cache_written_before_the_key_named_the_server_is_kept(store):
+    """Vectors cached under the old key (name and passage settings) are taken by the first
+    server whose answer matches them, and left for the others."""
+    with FaultyServer() as a, _other_weights(FaultyServer()) as b:
+        build(store, a)
+        encoder = get_encoder("openai:fake-model", server=ServerSettings(a.url))
+        with VectorCache(store.home) as cache:  # as the cache of an older busca holds them
+            cache.adopt(encoder.cache_key, encoder.legacy_cache_key)
+            cache.forget(encoder.cache_key)
+        store.put(Document("https://x.example/new", "Novo", "Um texto novo."))
+        entry_b = build(store, b)["methods"]["dense"]
+        entry_a = build(store, a)["methods"]["dense"]
+    assert entry_b["encoded"] == 5 and entry_b["cached"] == 0  # another model: not taken
+    assert entry_a["encoded"] == 1 and entry_a["cached"] == 4
+    with VectorCache(store.home) as cache:
+        assert cache.count(encoder.legacy_cache_key) == 4  # still there for other servers
+
+
 def test_the_key_is_never_written_to_the_home(store):
     key = "sk-secret-abcdef0123456789"
     with FaultyServer(key=key) as server:

@@ -307,7 +307,7 @@ def test_search_shell_and_serve_apply_the_shared_model_alike(indexed, home):
     shell = subprocess.run([*busca, "shell", "--no-log"], input="prazo do estorno\n",
                            capture_output=True, text=True, timeout=120)
     assert shell.returncode == 0, shell.stderr
-    assert shell.stdout.startswith("nothing found: the answerability model judges the answer"
+    assert shell.stdout.startswith("no hits: the answerability model judges the answer"
                                    " is not here (p = ")
     piped = subprocess.run([*busca, "shell", "--json", "--no-log"], capture_output=True,
                            input=":method bm25\nprazo do estorno\n", text=True, timeout=120)

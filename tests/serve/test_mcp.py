@@ -78,6 +78,10 @@ def test_a_client_lists_the_tools_and_gets_the_clis_hits_and_prompt(lexical_home
         "chunks"]
     assert chunk["chunk_id"] == 0 and chunk["text"]
     assert compare["methods"] == ["tfidf", "bm25"] and len(compare["columns"]["bm25"]) == 2
+    # the question as context names it, and as `query` for the clients written before
+    assert search["question"] == search["query"] == compare["question"] == QUESTION
+    assert compare == json.loads(cli_json(lexical_home, "compare", QUESTION, "--methods",
+                                          "tfidf,bm25", "-k", "2", "--json").stdout)
 
 
 def test_malformed_calls_are_mcp_errors_and_the_server_keeps_answering(lexical_home):

@@ -193,6 +193,40 @@ def test_compare_defaults_to_the_libraries_k(server, home):
     assert cli_data["k"] == COMPARE_K
 
 
+
+def test_compare_json_is_one_form_on_the_cli_http_and_the_library(server, home):
+    """`busca compare --json`, GET /api/compare and `Comparison.to_json()` are one form (the
+    CLI and the server each built it, and the library had none), naming the question
+    `question` as the context JSON does, and `query` as before."""
+    import busca
+
+    q = "universidade engenharia"
+    http = get(server, "api/compare", q=q).json()
+    with busca.open(home) as corpus:
+        comparison = corpus.compare(q)
+    library = comparison.to_json()
+    assert library["question"] == library["query"] == q and library["rows"]
+    assert json.loads(_invoke(home, "compare", q, "--json")) == library
+    assert http == comparison.to_json(hits=True, build=http["build"], took_ms=http["took_ms"])
+    ids = {m: [h["chunk_id"] for h in hits] for m, hits in http["columns"].items()}
+    assert {**http, "columns": ids} == {**library, "build": http["build"],
+                                        "took_ms": http["took_ms"]}
+
+
+def test_search_json_names_the_question_as_context_does(server, home):
+    """GET /api/search (and the MCP search tool, `Result.to_json`) said `query` where
+    context's JSON says `question`: both now, `query` kept for the clients written before."""
+    import busca
+
+    http = get(server, "api/search", q="medicina").json()
+    assert http["question"] == http["query"] == "medicina" and http["hits"]
+    with busca.open(home) as corpus:
+        result = corpus.search("medicina", log=False)
+    data = result.to_json()
+    assert data["question"] == data["query"] == "medicina"
+    del data["query"]  # a form with only `question` reads back too
+    assert busca.Result.from_json(data) == result.__class__.from_json(result.to_json())
+
 # --- 6. stats before the first index ---------------------------------------------------
 def test_stats_before_the_first_index_is_busca_stats_json(tmp_path):
     home = _home(tmp_path, indexed=False)
