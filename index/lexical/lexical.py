@@ -299,7 +299,8 @@ class TfidfScorer(_Postings):
         columns, weights = self.query_weights(query)
         qnorm = float(np.sqrt(np.dot(weights, weights)))
         if qnorm == 0:
-            raise NoSearchableTerms(_why_no_terms(self.analyze(query), columns))
+            raise NoSearchableTerms(why_nothing(query, self.analyzer, self.term_filter,
+                                                    columns))
         scaled = np.array([w * self.idf[c] for c, w in zip(columns, weights)], dtype=np.float64)
         return columns, scaled, qnorm
 
@@ -349,16 +350,20 @@ class Bm25Scorer(_Postings):
                            allowed=allowed)
 
     def _why_nothing(self, query: str) -> str:
-        raw = java_terms(query)
-        if raw and not self.analyze(query):
-            return (f"every word of the query is a stopword for the {self.analyzer} analyzer"
-                    f" ({', '.join(raw[:8])}): ask with a content word")
-        return _why_no_terms(self.analyze(query), [])
+        return why_nothing(query, self.analyzer, self.term_filter)
 
 
-def _why_no_terms(terms: list[str], known: list[int]) -> str:
-    if not terms:
+def why_nothing(query: str, analyzer: str, term_filter, known: list[int] = ()) -> str:
+    """Why a lexical method has nothing to rank for `query` (`known`: the columns of its
+    terms the index holds), naming the words as typed, not as stemmed ("xilofone", not
+    "xilofon"): every word a stopword, none in the index, or all in every chunk."""
+    raw = java_terms(query)
+    words = [w for w in raw if term_filter is None or term_filter(w)]
+    if raw and not words:
+        return (f"every word of the query is a stopword for the {analyzer} analyzer"
+                f" ({', '.join(raw[:8])}): ask with a content word")
+    if not words:
         return "the query has no words or numbers to search for"
-    if not known:
-        return "none of the query's words occurs in the index: " + ", ".join(terms[:8])
+    if not len(known):
+        return "none of the query's words occurs in the index: " + ", ".join(words[:8])
     return "the query's words occur in every chunk, so they cannot tell chunks apart"

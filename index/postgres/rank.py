@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..text.analyzers import analysis, java_terms
-from ..lexical.lexical import NoSearchableTerms, _why_no_terms as why_no_terms  # the local messages
+from ..text.analyzers import analysis
+from ..lexical.lexical import NoSearchableTerms, why_nothing  # the local messages
 from ..dense.vectors import EmptyQuery
 
 FIRST_DEPTH = 2  # blocks of every list read in the first round (256 + 512 postings)
@@ -87,7 +87,8 @@ class LexicalRanker:
         self.method = method
         self.kind = "bm25" if method == "bm25" or "k1" in entry else "tfidf"
         self.analyzer = entry["analyzer"]
-        self.analyze, _ = analysis(self.analyzer, entry.get("analyzer_version", ""))
+        self.analyze, self.term_filter = analysis(self.analyzer,
+                                                  entry.get("analyzer_version", ""))
         self.terms, self.blocks = tables["terms"], tables["blocks"]
         self.forward = tables["forward"]
         self.n_rows = n_chunks
@@ -106,13 +107,13 @@ class LexicalRanker:
              "qnorm": 1.0}
         if self.kind == "bm25":
             if not rows:
-                raise NoSearchableTerms(self._why_nothing(query))
+                raise NoSearchableTerms(why_nothing(query, self.analyzer, self.term_filter))
             q["w"], q["wf"] = counts, counts.astype(np.float32)
             return q
         weights = np.array([t * i for t, i in zip(counts, idf)], dtype=np.float64)
         qnorm = float(np.sqrt(np.dot(weights, weights)))
         if qnorm == 0:
-            raise NoSearchableTerms(why_no_terms(self.analyze(query), q["t"]))
+            raise NoSearchableTerms(why_nothing(query, self.analyzer, self.term_filter, q["t"]))
         q["w"] = np.array([w * i for w, i in zip(weights, idf)], dtype=np.float64)
         q["wf"], q["qnorm"] = q["w"].astype(np.float32), qnorm
         return q
@@ -174,12 +175,6 @@ class LexicalRanker:
                 return _arrays([r for r in rows[1:] if r[1] > 0])
             depth = depth + _advance(np.array(params["nxt"]), depth < last)
 
-    def _why_nothing(self, query: str) -> str:
-        raw = java_terms(query)
-        if raw and not self.analyze(query):
-            return (f"every word of the query is a stopword for the {self.analyzer} analyzer"
-                    f" ({', '.join(raw[:8])}): ask with a content word")
-        return why_no_terms(self.analyze(query), [])
 
 
 class DenseRanker:

@@ -191,6 +191,13 @@ def test_a_build_made_before_ucao_is_asked_as_it_was_built(tmp_path, monkeypatch
     assert core.rank(index, "resolucao", method="bm25", k=1)[0].tolist() == [1]
 
 
+def test_a_question_of_unknown_words_names_them_as_typed(tmp_path):
+    """bm25 said "none of the query's words occurs in the index: xilofon" (the stem)."""
+    index = indexed(tmp_path, UCAO_TEXTS)
+    with pytest.raises(NoSearchableTerms, match=r"in the index: xilofones, ornitorrincos$"):
+        core.rank(index, "Os xilofones dos ornitorrincos", method="bm25", k=1)
+
+
 def test_default_analyzer_is_pt_and_recorded(tmp_path):
     entry = indexed(tmp_path, CORPUS).methods["bm25"]
     assert entry["analyzer"] == "pt" and "PyStemmer" in entry["analyzer_version"]

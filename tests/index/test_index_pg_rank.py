@@ -112,12 +112,13 @@ def test_rankers_return_the_local_score_arrays(fixture_homes):
 
 def test_unknown_words_and_stopwords_get_the_local_messages(fixture_homes):
     local, pg = fixture_homes
-    for query in ("xyzzyplugh", "de o a"):
+    for query in ("xyzzyplugh", "de o a", "xilofones"):  # named as typed, not "xilofon"
         a = CliRunner().invoke(cli, ["--home", str(local), "search", query, "--method", "bm25"],
                                obj={})
         b = CliRunner().invoke(cli, ["--home", pg, "search", query, "--method", "bm25"], obj={})
         assert (a.exit_code, a.output) == (b.exit_code, b.output)
         assert "none of the query's words" in a.output or "stopword" in a.output
+        assert query.split()[-1] in a.output
 
 
 @pytest.fixture(scope="module")
