@@ -17,6 +17,7 @@ class BuscaError(Exception):
 
 # error class -> the module that defines it (relative to the package)
 WHERE = {
+    "ApiRefused": ".crawler.errors",
     "ApiUnusable": ".crawler.errors",
     "AuthFailed": ".index.dense.embedding_api",
     "BackendUnavailable": ".index.backend",

@@ -1,6 +1,7 @@
 """Types of busca.errors: BuscaError and every error class, re-exported (errors.py loads
 them on first use)."""
 
+from .crawler.errors import ApiRefused as ApiRefused
 from .crawler.errors import ApiUnusable as ApiUnusable
 from .index.dense.embedding_api import AuthFailed as AuthFailed
 from .index.backend import BackendUnavailable as BackendUnavailable

@@ -93,14 +93,15 @@ class Corpus:
         document is checked before the first is stored (BadDocument: none stored)."""
         from ..crawler.events import STORED
         from ..crawler.store import BadDocument, Document, checked  # (busca add: not needed)
+        from ..crawler.store import one_spelling
 
         if isinstance(documents, (str, bytes, Document)) or not isinstance(documents, Iterable):
             raise BadDocument(f"add takes a list of busca.Document, not a"
                               f" {type(documents).__name__}")
         docs = [checked(d, f"document {n}") for n, d in enumerate(documents, start=1)]
-        counts = dict.fromkeys(STORED, 0)
+        counts, home = dict.fromkeys(STORED, 0), one_spelling(self.home)
         for doc in docs:
-            counts[self.home.put(doc)] += 1
+            counts[home.put(doc)] += 1
         return Added(counts, 0, self.home.count())
 
     def add_files(self, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
@@ -172,7 +173,7 @@ class Corpus:
     def vector_cache(self) -> Path | None:
         """The folder of the vector cache of openai:MODEL encoders (an interrupted encode
         resumes from it): a local home's own folder; for a PostgreSQL home, the user's cache
-        (`$XDG_CACHE_HOME/busca/vectors`: vectors by model and text hash, never a text);
+        (`$XDG_CACHE_HOME/busca/vectors`: vectors by model, server and text hash, never a text);
         None when there is none to write."""
         local = getattr(self.home, "home", None)
         if local is not None:

@@ -17,7 +17,8 @@ Progress = Callable[[str, int, int], None]
 class Added:
     """What `busca add` did: documents added, updated (title or text), metadata_updated
     (their metadata, groups or date alone), unchanged or repeated in the input (the last one
-    kept), inputs skipped, and the documents in the home after it."""
+    kept), deleted (when a folder was given: its files that are gone), inputs skipped, and
+    the documents in the home after it."""
 
     counts: dict[str, int]
     skipped: int
@@ -30,14 +31,19 @@ class Added:
 def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
               notify: Notify | None = None) -> Added:
     """Store the documents of .jsonl, .txt, .md, .html (.pdf) files (each stamped with
-    `groups`: who may read it, crawler/groups.py); `notify(what, value)` hears ("skipped", a
+    `groups`: who may read it, crawler/groups.py); a folder gives the files below it, and the
+    documents of its files that are gone are deleted; `notify(what, value)` hears ("skipped", a
     crawler Problem) and ("repeated", a URL given again) as they happen; without it, a
     skipped input is a CrawlError."""
+    from ..crawler.files import gone_files
+
     names = [str(p) for p in paths]
     counts = {**dict.fromkeys(crawling.events.STORED, 0), "duplicate": 0}
-    skipped, seen = 0, set()
+    skipped, seen, read = 0, set(), set()
+    folders = [name for name in names if Path(name).is_dir()]
+    stored = list(home.hashes("file")) if folders else []
     legacy = _legacy_ids(home, names)
-    home = crawling.stamped(home, crawling.given_groups(groups))
+    home = crawling.stamped(crawling.one_spelling(home), crawling.given_groups(groups))
     for item in map(_storable, crawling.read_files(names)):
         if isinstance(item, crawling.Problem):
             if notify is None:
@@ -45,14 +51,18 @@ def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
             skipped += 1
             notify("skipped", item)
             continue
-        if item.url in seen and notify:
+        doc_id = home.stored_id(item.url)  # (/ação/ and /a%C3%A7%C3%A3o/ are one document)
+        if doc_id in seen and notify:
             notify("repeated", item.url)
         status = home.put(item)
         for old in legacy.get(item.url, ()):  # the same file under its pre-file:// id
             home.delete(old)
             status = "updated" if status == "added" else status
-        counts["duplicate" if item.url in seen else status] += 1
-        seen.add(item.url)
+        counts["duplicate" if doc_id in seen else status] += 1
+        seen.add(doc_id)
+        read.add(item.url)
+    if folders:  # a file below a folder given that is gone: its document goes too
+        counts["deleted"] = sum(map(home.delete, gone_files(stored, folders, read)))
     return Added(counts, skipped, home.count())
 
 

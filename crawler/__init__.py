@@ -26,6 +26,7 @@ EXPORTS = {
     "JsonApiOptions": ".options",
     "legacy_ids": ".files",
     "MAIN_TEXT": ".defaults",
+    "one_spelling": ".store",
     "Problem": ".files",
     "read_files": ".files",
     "SOURCES": ".defaults",

@@ -20,6 +20,7 @@ from .groups import given_groups as given_groups
 from .options import JsonApiOptions as JsonApiOptions
 from .files import legacy_ids as legacy_ids
 from .defaults import MAIN_TEXT as MAIN_TEXT
+from .store import one_spelling as one_spelling
 from .files import Problem as Problem
 from .files import read_files as read_files
 from .defaults import SOURCES as SOURCES
@@ -54,6 +55,7 @@ __all__ = [
     "events",
     "given_groups",
     "legacy_ids",
+    "one_spelling",
     "read_files",
     "stamped",
     "why_nothing",

@@ -24,7 +24,7 @@ from .found import Discovery
 from .groups import Stamped, crawl_groups, stamped
 from .http import Fetcher
 from .options import DEFAULT_HTML_PAGES, SOURCES, WP_TYPES, Context, CrawlOptions
-from .store import DocumentStore as Store
+from .store import DocumentStore as Store, one_spelling
 
 
 def crawl(url: str, store: Store, *, options: CrawlOptions | None = None,
@@ -51,7 +51,7 @@ def crawl(url: str, store: Store, *, options: CrawlOptions | None = None,
     groups, note = crawl_groups(store, url, options.groups)
     if note:
         notify(note)
-    ctx = Context(fetcher, stamped(store, groups), options)
+    ctx = Context(fetcher, stamped(one_spelling(store), groups), options)
     tally, stopped = Tally(), None
     try:
         for event in _events(ctx, url):
@@ -138,10 +138,12 @@ def _events(ctx: Context, url: str) -> Iterator:
     yield from _read(ctx, found)
 
 
-def _without_api(ctx: Context, url: str, error: ApiUnusable) -> Iterator:
-    """Discover again without the WordPress API, saying why, and read what is found."""
-    yield Notice(f"{error}; looking for a sitemap or feed instead")
-    found = discover(url, ctx.fetcher, source="auto", types=ctx.options.types, api=False)
+def _without_api(ctx: Context, failed: Discovery, error: ApiUnusable) -> Iterator:
+    """Discover again without the API that failed, saying why, and read what is found."""
+    yield Notice(f"{error}; looking for a sitemap or feed instead"
+                 + (f" ({error.hint})" if error.hint else ""))
+    found = discover(failed.start, ctx.fetcher, source="auto", types=ctx.options.types,
+                     skip=(failed.source,))
     for note in found.notes:
         yield Notice(note)
     yield SourceFound(found.source, found.start, found.detail)
@@ -151,8 +153,8 @@ def _without_api(ctx: Context, url: str, error: ApiUnusable) -> Iterator:
 def _read(ctx: Context, found: Discovery) -> Iterator:
     try:
         yield from registry.reader(found.source)(ctx, found)
-    except ApiUnusable as e:  # WordPress, only in auto mode, before any post was stored
-        yield from _without_api(ctx, found.start, e)
+    except ApiUnusable as e:  # WordPress, Ghost: only in auto mode, before anything was stored
+        yield from _without_api(ctx, found, e)
 
 
 def why_nothing(url: str, report: CrawlReport, options: CrawlOptions) -> str:

@@ -13,6 +13,7 @@ From the URL a user types (home page or any page): a platform named by the page 
 from __future__ import annotations
 
 import re
+import zlib
 from dataclasses import replace
 from urllib.parse import urljoin, urlsplit
 
@@ -29,15 +30,15 @@ _API_REL = re.compile(r'<([^>]+)>\s*;[^,]*rel="?https://api\.w\.org/"?', re.I)
 
 
 def discover(url: str, fetcher: Fetcher, *, source: str = "auto",
-             types: tuple[str, ...] = ("posts",), api: bool = True) -> Discovery:
-    """Decide the source for `url`; CrawlError when there is nothing usable. `api=False`
-    skips the WordPress API (auto mode after the API proved unusable). The detectors and
-    their order are the registry's."""
+             types: tuple[str, ...] = ("posts",), skip: tuple[str, ...] = ()) -> Discovery:
+    """Decide the source for `url`; CrawlError when there is nothing usable. `skip`: sources
+    not to try (auto mode after a site's API proved unusable). The detectors and their
+    order are the registry's."""
     response = start_page(url, fetcher)
     page = _parse(response)
     html = decode_html(response.body, response.headers.get("Content-Type")) if page else ""
     start = Start(response, page, html, fetcher, types, strict=source != "auto")
-    for _name, detect in registry.detectors(source, skip=() if api else ("wordpress",)):
+    for _name, detect in registry.detectors(source, skip=skip):
         found = detect(start)
         if found is not None:
             return replace(found, notes=tuple(dict.fromkeys((*start.notes, *found.notes))))
@@ -63,8 +64,9 @@ def xml_kind(response: Response) -> str | None:
 
 def start_page(url: str, fetcher: Fetcher) -> Response:
     """GET the start URL; CrawlError with the fix when it cannot be fetched."""
+    xml = re.search(r"\.xml(\.gz)?$", urlsplit(url).path, re.I)  # a sitemap given: its cap
     try:
-        return fetcher.get(url)
+        return fetcher.get(url, max_bytes=fetcher.sitemap_cap if xml else None)
     except Disallowed:
         raise CrawlError(f"robots.txt of {urlsplit(url).netloc} does not allow"
                          f" {fetcher.polite.user_agent.split('/')[0]} to fetch {url};"
@@ -94,7 +96,13 @@ def _parse(response: Response) -> HtmlPage | None:
 def _xml_kind(response: Response) -> str | None:
     if response.status != 200:
         return None
-    head = response.body[:2048].lstrip()
+    head = response.body[:2048]
+    if head[:2] == b"\x1f\x8b":  # a gzip sitemap given (sitemap.xml.gz): its first bytes
+        try:
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(response.body, 2048)
+        except zlib.error:
+            return None
+    head = head.lstrip()
     if looks_like_sitemap(head):
         return "sitemap"
     if re.search(rb"<(rss|feed)[\s>]", head) and b"<html" not in head.lower():
@@ -178,7 +186,7 @@ def _sitemaps(url: str, fetcher: Fetcher, notes: list[str]) -> Discovery | None:
     origin = "{0.scheme}://{0.netloc}".format(urlsplit(url))
     for path in SITEMAP_PROBES:
         try:
-            response = fetcher.get(origin + path)
+            response = fetcher.get(origin + path, max_bytes=fetcher.sitemap_cap)
         except FetchError:
             continue
         if response.status == 200 and looks_like_sitemap(response.body[:2048].lstrip()):

@@ -43,14 +43,25 @@ class CrawlStopped(CrawlError):
     """The crawl had to stop part way (the API refused us); what was stored stays."""
 
 
-class ApiUnusable(CrawlError):
-    """The WordPress API answers its listing with an error, even at the smallest page size;
-    in auto mode the crawl goes on with the next source (sitemap, feed)."""
+class ApiRefused(CrawlStopped):
+    """A JSON API answers 401 or 403 (`first`: to the first page of its listing)."""
 
-    def __init__(self, url: str, reason: str):
-        super().__init__(f"the WordPress API answers {reason} ({url})")
+    def __init__(self, message: str, url: str, reason: str, *, first: bool):
+        super().__init__(message)
+        self.url, self.reason, self.first = url, reason, first
+
+
+class ApiUnusable(CrawlError):
+    """A site's API (WordPress's listing with an error even at the smallest page size,
+    Ghost's refusing the key in the page) cannot be read, and nothing was stored from it;
+    in auto mode the crawl goes on with the next source (sitemap, feed, HTML), and the
+    notice ends with `hint`: how to read the API after all."""
+
+    def __init__(self, url: str, reason: str, *, api: str = "WordPress", hint: str = ""):
+        super().__init__(f"the {api} API answers {reason} ({url})")
         self.url = url
         self.reason = reason
+        self.hint = hint
 
 
 def failed(error: Exception) -> bool:

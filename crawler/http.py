@@ -30,6 +30,7 @@ from .robots import Robots
 DEFAULT_BACKOFF = 0.5  # seconds before the first retry, doubled each time, plus jitter
 DEFAULT_MAX_RETRY_AFTER = 120.0  # longest Retry-After honoured (seconds)
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+SITEMAP_MAX_BYTES = 50 * 1024 * 1024  # the sitemaps standard: 50 MB (50,000 URLs) uncompressed
 READ_SIZE = 64 * 1024  # most bytes taken from the socket per read
 MAX_REDIRECTS = 5
 THROTTLED_STOP = 5  # requests refused (429), unavailable (502-504) or unanswered in a row stop a crawl
@@ -166,13 +167,15 @@ class Fetcher:
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
 
-    def get(self, url: str, *, headers: Mapping[str, str] | None = None) -> Response:
-        """Final response of `url` (redirects followed); FetchError when there is none."""
+    def get(self, url: str, *, headers: Mapping[str, str] | None = None,
+            max_bytes: int | None = None) -> Response:
+        """Final response of `url` (redirects followed); FetchError when there is none.
+        `max_bytes`: the size cap of this body, if not the crawl's (`sitemap_cap`)."""
         seen: list[str] = []
         for _ in range(MAX_REDIRECTS + 1):
             try:
                 self.check(url)  # its robots.txt is the first request to a new origin
-                response = self._retrying(url, headers or {})
+                response = self._retrying(url, headers or {}, max_bytes)
             except ConnectFailed as e:
                 if seen and url.startswith("https:") and "does not speak HTTPS" in e.reason:
                     raise ConnectFailed(seen[0], f"{_short(seen[-1])} redirects to"
@@ -189,6 +192,12 @@ class Fetcher:
                                       " redirects are broken there")
         raise FetchError(seen[0], f"more than {MAX_REDIRECTS} redirects ({_short(seen[0])} →"
                                   f" … → {_short(url)}); the site's redirects go on and on")
+
+    @property
+    def sitemap_cap(self) -> int:
+        """The size cap of a sitemap (uncompressed): the standard's 50 MiB, or the crawl's
+        cap if larger; pages keep theirs."""
+        return max(SITEMAP_MAX_BYTES, self.polite.max_bytes)
 
     def check(self, url: str) -> None:
         """Raise unless the URL is http(s), on an allowed host and allowed by robots.txt."""
@@ -275,13 +284,14 @@ class Fetcher:
                            " obeying it")
         self.limiter.slow_down(host, delay)
 
-    def _retrying(self, url: str, headers: Mapping[str, str]) -> Response:
-        host = limit_key(url)
+    def _retrying(self, url: str, headers: Mapping[str, str],
+                  cap: int | None = None) -> Response:
+        host, cap = limit_key(url), cap or self.polite.max_bytes
         for attempt in range(self.polite.retries + 1):
             last = attempt == self.polite.retries
             self.limiter.wait(host)
             try:
-                response = self._once(url, headers)
+                response = self._once(url, headers, cap)
             except ConnectFailed as e:
                 if last or not _transient(e):
                     self._throttled(None, e.reason)
@@ -314,7 +324,7 @@ class Fetcher:
             return self.polite.max_retry_after
         return seconds
 
-    def _once(self, url: str, headers: Mapping[str, str]) -> Response:
+    def _once(self, url: str, headers: Mapping[str, str], cap: int) -> Response:
         with self._count_lock:
             self.requests += 1
         all_headers = {"User-Agent": self.polite.user_agent, **headers}
@@ -324,7 +334,7 @@ class Fetcher:
             with self.session.get(url, headers=all_headers, timeout=(min(10.0, timeout), timeout),
                                   allow_redirects=False, stream=True,
                                   hooks={"response": _ascii_location}) as r:
-                body = self._read(url, r, deadline)
+                body = self._read(url, r, deadline, cap)
                 return Response(url, r.status_code, r.headers, body)
         except requests.RequestException as e:
             raise ConnectFailed(url, _describe(e, url, timeout)) from None
@@ -333,9 +343,8 @@ class Fetcher:
         except ValueError as e:  # requests parses a redirect's Location even when not following
             raise FetchError(url, f"bad redirect Location ({e})") from None
 
-    def _read(self, url: str, r: requests.Response, deadline: float) -> bytes:
+    def _read(self, url: str, r: requests.Response, deadline: float, cap: int) -> bytes:
         """The body, read as it arrives so that the deadline is checked after every read."""
-        cap = self.polite.max_bytes
         length = r.headers.get("Content-Length", "")
         if length.isdigit() and int(length) > cap:
             raise TooLarge(url, f"response of {int(length):,} bytes is over the"

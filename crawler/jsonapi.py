@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from .errors import CrawlStopped, FetchError
+from .errors import ApiRefused, CrawlStopped, FetchError
 from .listing import Memo
 from .events import Failed, Notice, Stored
 from .html import body as html_body, headings_meta, join_url, title_text
@@ -28,6 +28,7 @@ from .markdown import markdown_to_text
 from .paging import MISSING, fill, first, lookup, next_page, pages_itself, without
 from .richtext import is_rich, rich_to_text
 from .store import Document
+from .urls import doc_key
 from .wikitext import wikitext_to_text
 
 _MISSING = MISSING
@@ -161,7 +162,8 @@ def _delete_missing(ctx: Context, where: tuple[str, str], opts: JsonApiOptions, 
                     *, complete: bool) -> Iterator:
     """Delete stored items the listing no longer has, only when it surely is the whole list."""
     site, source = where
-    missing = [url for url in ctx.known(source, site) if url not in seen]
+    listed = {doc_key(url) for url in seen}
+    missing = [url for url in ctx.known(source, site) if doc_key(url) not in listed]
     if not missing:
         return
     if not pages_itself(opts):
@@ -187,8 +189,9 @@ def _page(ctx: Context, url: str, headers: dict, *, first: bool):
             said = _refusal(response)
             ask = ("is the key in the URL right?" if re.search(r"[?&][\w-]*(key|token)=", url)
                    else "does it need a key in the URL?")
-            raise CrawlStopped(f"the API refuses anonymous clients (HTTP {response.status}"
-                               f" from {url}{said}); {ask}")
+            raise ApiRefused(f"the API refuses anonymous clients (HTTP {response.status}"
+                             f" from {url}{said}); {ask}", url, f"HTTP {response.status}{said}",
+                             first=first)
         if response.status == 304 and headers:
             return response, None
         if response.status != 200:

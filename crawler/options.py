@@ -16,7 +16,8 @@ from .defaults import DEFAULT_HTML_PAGES, DEFAULT_TYPES, DEFAULT_WORKERS, SOURCE
 from .events import Stored
 from .groups import NONE, given_groups, kept_groups
 from .http import Fetcher, Politeness
-from .store import Document, DocumentStore as Store
+from .store import DOC_STATE, Document, DocumentStore as Store
+from .urls import doc_key
 
 PER_PAGE = 100  # WordPress's maximum per_page
 
@@ -93,10 +94,10 @@ class Context:
         return self.store.put(document)
 
     def doc_state(self, url: str) -> dict | None:
-        return self._state(f"crawl:doc:{url}", "doc")
+        return self._state(DOC_STATE + url, "doc")
 
     def set_doc_state(self, url: str, state: dict | None) -> None:
-        self.store.set_meta(f"crawl:doc:{url}", state)
+        self.store.set_meta(DOC_STATE + url, state)
 
     def site_state(self, key: str) -> dict:
         return self._state(f"crawl:site:{key}", key) or {}
@@ -126,9 +127,11 @@ class Context:
                 if (self.doc_state(url) or {}).get("site") == site]
 
     def delete_missing(self, source: str, site: str, seen: set[str]) -> Iterator[Stored]:
-        """Delete this site's documents that a complete listing no longer has."""
+        """Delete this site's documents that a complete listing no longer has (in any
+        spelling of their URLs: `urls.doc_key`)."""
+        seen = {doc_key(url) for url in seen}
         for url in self.known(source, site):
-            if url not in seen:
+            if doc_key(url) not in seen:
                 self.store.delete(url)
                 self.set_doc_state(url, None)
                 yield Stored(url, "deleted", fetched=False)

@@ -38,7 +38,8 @@ def parse_sitemap(body: bytes, *, max_bytes: int) -> tuple[str, list[tuple[str, 
     if body[:2] == b"\x1f\x8b":
         body = gzip.GzipFile(fileobj=io.BytesIO(body)).read(max_bytes + 1)
         if len(body) > max_bytes:
-            raise ValueError(f"uncompressed sitemap over {max_bytes:,} bytes")
+            raise ValueError(f"uncompressed sitemap over {max_bytes:,} bytes, the cap (the"
+                             " sitemaps standard allows 50 MB; a larger one should be split)")
     body = body.removeprefix(codecs.BOM_UTF8).lstrip()  # blank lines before <?xml (a plugin's)
     try:
         root = ElementTree.fromstring(body)
@@ -98,10 +99,10 @@ def _collect(ctx: Context, sitemaps: tuple[str, ...], entries: dict) -> Iterator
             continue
         seen.add(url)
         try:
-            response = ctx.fetcher.get(url)
+            response = ctx.fetcher.get(url, max_bytes=ctx.fetcher.sitemap_cap)
             if response.status != 200:
                 raise FetchError(url, f"HTTP {response.status}", status=response.status)
-            kind, items = parse_sitemap(response.body, max_bytes=ctx.options.max_bytes)
+            kind, items = parse_sitemap(response.body, max_bytes=ctx.fetcher.sitemap_cap)
         except (FetchError, ValueError) as e:
             complete = False
             if failed(e):

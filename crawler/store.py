@@ -12,11 +12,14 @@ import hashlib
 import json
 import unicodedata
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Protocol
 
 from ..errors import BuscaError
+from .urls import doc_key
+
+DOC_STATE = "crawl:doc:"  # the meta key prefix of a document's crawl state (options.py)
 
 
 class StoreError(BuscaError):
@@ -134,3 +137,95 @@ class DocumentStore(Protocol):
     def count(self) -> int: ...
     def get_meta(self, key: str, default=None): ...
     def set_meta(self, key: str, value) -> None: ...
+
+
+class OneSpelling:
+    """A document store in which every spelling of a URL (`urls.doc_key`: /ação/,
+    /a%c3%a7%c3%a3o/ and /a%C3%A7%C3%A3o/) names one document, for the crawler and `add`.
+    A document stored under another spelling of its URL (by a busca that did not spell URLs
+    one way) keeps that id, and its crawl state with it: no migration. A new one is stored
+    under its URL as given. `hashes` gives each document under its key. Copies of one page
+    stored under several spellings are dropped when it is stored again, after it is."""
+
+    def __init__(self, store):
+        self.store = store
+        self._ids: dict[str, str] | None = None  # key -> the spelling stored, where they differ
+        self._copies: dict[str, list[str]] = {}  # key -> the other spellings stored
+
+    def stored_id(self, url: str) -> str:
+        """The id under which the document of `url` is stored, or is to be."""
+        key = doc_key(url)
+        if key == url and ("%" not in url or not url.lower().startswith(("http://", "https://"))):
+            return url  # a file's id, or a plain ASCII URL: one spelling (no store read)
+        ids = self._spellings()
+        if key in ids:
+            return ids[key]
+        if key != url and self.store.get(key) is None:  # new, given in another spelling
+            return url
+        return key
+
+    def _spellings(self) -> dict[str, str]:
+        """key -> stored spelling, read once from the store's URLs."""
+        if self._ids is None:
+            stored, odd, self._ids = self.store.hashes(), {}, {}
+            for url in stored:
+                if doc_key(url) != url:
+                    odd.setdefault(doc_key(url), []).append(url)
+            for key, urls in odd.items():
+                urls.sort()
+                kept = key if key in stored else urls.pop(0)
+                if kept != key:
+                    self._ids[key] = kept
+                if urls:
+                    self._copies[key] = urls
+        return self._ids
+
+    def put(self, doc: Document, *args, **kwargs) -> str:
+        stored_id = self.stored_id(doc.url)
+        status = self.store.put(replace(doc, url=stored_id), *args, **kwargs)
+        key = doc_key(doc.url)
+        if stored_id != key:
+            self._spellings()[key] = stored_id
+        for copy in self._copies.pop(key, ()):  # the same page under other spellings
+            self.store.delete(copy)
+            self.store.set_meta(DOC_STATE + copy, None)
+        return status
+
+    def get(self, url: str) -> Document | None:
+        return self.store.get(self.stored_id(url))
+
+    def delete(self, url: str) -> bool:
+        key, stored_id = doc_key(url), self.stored_id(url)
+        deleted = self.store.delete(stored_id)
+        for copy in self._copies.pop(key, ()):
+            deleted = self.store.delete(copy) or deleted
+            self.store.set_meta(DOC_STATE + copy, None)
+        (self._ids or {}).pop(key, None)
+        return deleted
+
+    def hashes(self, source: str | None = None) -> dict[str, str]:
+        """key -> sha256 of every document (of one source)."""
+        self._spellings()
+        copies = {url for urls in self._copies.values() for url in urls}
+        return {doc_key(url): sha for url, sha in self.store.hashes(source).items()
+                if url not in copies}
+
+    def get_meta(self, key: str, default=None):
+        return self.store.get_meta(self._meta_key(key), default)
+
+    def set_meta(self, key: str, value) -> None:
+        self.store.set_meta(self._meta_key(key), value)
+
+    def _meta_key(self, key: str) -> str:
+        """A document's crawl state is kept under its stored id."""
+        if key.startswith(DOC_STATE):
+            return DOC_STATE + self.stored_id(key[len(DOC_STATE):])
+        return key
+
+    def __getattr__(self, name: str):
+        return getattr(self.store, name)
+
+
+def one_spelling(store) -> OneSpelling:
+    """`store` where every spelling of a URL names one document (`OneSpelling`)."""
+    return store if isinstance(store, OneSpelling) else OneSpelling(store)

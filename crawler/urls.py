@@ -1,4 +1,5 @@
-"""A document's URL, as every source that lists pages gives it (`normalize`)."""
+"""A document's URL, as every source that lists pages gives it (`normalize`), and the one
+spelling of a URL that names its document (`doc_key`)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,17 @@ import re
 from urllib.parse import urlsplit, urlunsplit
 
 TRACKING = re.compile(r"(utm_[a-z]+|fbclid|gclid|dclid|msclkid|mc_[ce]id|_ga)(=|$)", re.I)
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+# an escape, or a character a URL cannot hold as it is (non-ASCII, space, ", <, |, a lone %…)
+_RESPELL = re.compile(r"%[0-9A-Fa-f]{2}|[^A-Za-z0-9._~!$&'()*+,;=:@/?\[\]-]")
 
 
 def normalize(url: str) -> str:
     """A document's URL, for every source that lists pages (HTML links, sitemaps, feeds,
     WordPress's `link`): scheme and host lowercased, default port and fragment dropped, empty
-    path as /, and no campaign-tracking parameters (utm_*, fbclid, gclid…: the same page
-    under other URLs). ValueError for a malformed URL (bad port or host)."""
+    path as /, no campaign-tracking parameters (utm_*, fbclid, gclid…: the same page
+    under other URLs), and its escapes spelled one way (`respelled`). ValueError for a
+    malformed URL (bad port or host)."""
     parts = urlsplit(url.strip())
     scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
     host = f"[{host}]" if ":" in host else host  # an IPv6 address keeps its brackets
@@ -20,4 +25,35 @@ def normalize(url: str) -> str:
     if port and (scheme, port) not in (("http", 80), ("https", 443)):
         host = f"{host}:{port}"
     query = "&".join(p for p in parts.query.split("&") if p and not TRACKING.match(p))
-    return urlunsplit((scheme, host, parts.path or "/", query, ""))
+    return urlunsplit((scheme, host, respelled(parts.path or "/"), respelled(query), ""))
+
+
+def respelled(part: str) -> str:
+    """A URL's path, query or fragment in one spelling of the many that name the same
+    resource (RFC 3986, 6.2.2; RFC 3987's IRI to URI): what a URL cannot hold as it is
+    (ação, a space, a lone %) escaped as UTF-8, escapes in upper case, and unreserved
+    characters (letters, digits, - . _ ~) unescaped; reserved ones (%2F, %3F, %26) stay
+    escaped. /ação/, /a%c3%a7%c3%a3o/ and /a%C3%A7%C3%A3o/ are all /a%C3%A7%C3%A3o/."""
+    return _RESPELL.sub(_respell, part)
+
+
+def _respell(match: re.Match) -> str:
+    text = match.group()
+    if len(text) == 3 and text[0] == "%":
+        char = chr(int(text[1:], 16))
+        return char if char in _UNRESERVED else text.upper()
+    return "".join(f"%{b:02X}" for b in text.encode("utf-8", "surrogatepass"))
+
+
+def doc_key(url: str) -> str:
+    """The spelling under which every spelling of an http(s) URL is one document: its path,
+    query and fragment `respelled` (anything else, a file's id, as it is). A document stored
+    under an older spelling keeps it (crawler/store.py's `OneSpelling`)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if parts.scheme.lower() not in ("http", "https"):
+        return url
+    return urlunsplit(parts._replace(path=respelled(parts.path), query=respelled(parts.query),
+                                     fragment=respelled(parts.fragment)))

@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterator
 from urllib.parse import urljoin
 
+from ..errors import ApiRefused, ApiUnusable
 from ..found import Discovery, Start
 from ..jsonapi import crawl_json
 from ..options import Context, JsonApiOptions
@@ -20,6 +21,8 @@ OPTIONS = JsonApiOptions(
     meta=(("tags", "tags.*.name"), ("authors", "authors.*.name"),
           ("section", "primary_tag.name"), ("published", "published_at")))
 _KEY = re.compile(r"[0-9a-f]{26}")
+KEY_COMMAND = ("busca crawl '{root}ghost/api/content/posts/?key=KEY' --source json"
+               " --json-items posts --json-body html")
 
 
 def detect(start: Start) -> Discovery | None:
@@ -33,8 +36,7 @@ def detect(start: Start) -> Discovery | None:
             start.notes.append("a Ghost site, but its page carries no Content API key"
                                " (data-key); looking for a sitemap instead")
         return missing(start, "no Ghost Content API key (data-key) in the page",
-                       "give the key: busca crawl 'URL/ghost/api/content/posts/?key=KEY'"
-                       " --source json --json-items posts --json-body html")
+                       "give the key: " + KEY_COMMAND.format(root="URL/"))
     api = attribute(start, "data-api") or urljoin(attribute(start, "data-sodo-search")
                                                   or start.origin + "/", "ghost/api/content/")
     api = api if api.endswith("/") else api + "/"
@@ -43,4 +45,14 @@ def detect(start: Start) -> Discovery | None:
 
 
 def read(ctx: Context, found: Discovery) -> Iterator:
-    return crawl_json(ctx, found.api_root, opts=OPTIONS, source="ghost")
+    """The posts; in auto mode, a Content API refusing the page's key (401/403 to its first
+    page: a key regenerated, a cached page) is ApiUnusable, so the crawl goes on with the
+    next source, saying how to give a valid key."""
+    try:
+        yield from crawl_json(ctx, found.api_root, opts=OPTIONS, source="ghost")
+    except ApiRefused as e:
+        if ctx.options.source != "auto" or not e.first:
+            raise
+        root = found.api_root.split("ghost/api/content/")[0]
+        raise ApiUnusable(e.url, e.reason, api="Ghost Content", hint="to read the API, give a"
+                          f" valid key: {KEY_COMMAND.format(root=root)}") from None

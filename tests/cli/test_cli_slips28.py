@@ -122,6 +122,8 @@ def test_trec_lines_keep_six_fields_and_their_urls(tmp_path):
 @pytest.mark.parametrize("command, target, words", [
     (["index", "-q"], "busca.corpus.Corpus.index", "interrupted; the index being built is"
                                                    " discarded, the previous one still answers"),
+    (["add", "fixtures/site/articles.jsonl"], "busca.corpus.Corpus.add_files",
+     "interrupted; the documents read so far are stored, run the same command again"),
     (["stats"], "busca.cli._corpus", "interrupted; what was stored before stays")])
 def test_ctrl_c_is_one_line_and_exit_130(run, lexical, monkeypatch, command,  # noqa: F811
                                          target, words):

@@ -137,6 +137,25 @@ def test_ghost_page_without_a_key_says_so_and_falls_back(tmp_path, monkeypatch):
     assert any("carries no Content API key (data-key)" in n for n in report.notices)
 
 
+def test_ghost_refusing_the_key_in_its_page_falls_back_in_auto_mode(tmp_path, monkeypatch):
+    """A Content API answering 401 to the key the page carries (regenerated since; a cached
+    page) stopped `busca crawl URL` with an error; auto mode goes on with the next source,
+    saying why and how to give a valid key; `--source ghost` keeps the error."""
+    head = platforms._HEADS["ghost"].replace("{key}", "0123456789abcdef0123456789")
+    monkeypatch.setitem(platforms._HEADS, "ghost", head)
+    with PlatformSite(platform="ghost", articles=load_articles()[:2]) as site, \
+            Store(tmp_path / "a") as store, Store(tmp_path / "b") as forced_store:
+        report, _ = run(site.home, store)
+        forced, _ = run(site.home, forced_store, source="ghost")
+    assert report.source == "html" and report.stopped is None
+    [notice] = [n for n in report.notices if "Ghost" in n]
+    assert "HTTP 401" in notice and '"Unknown Content API Key"' in notice
+    assert "looking for a sitemap or feed instead" in notice
+    assert f"give a valid key: busca crawl '{site.home}ghost/api/content/posts/?key=KEY'" \
+        " --source json" in notice
+    assert forced.stopped.startswith("the API refuses anonymous clients (HTTP 401")
+
+
 def test_a_wordpress_site_is_still_read_through_its_api(tmp_path):
     with FixtureSite(load_articles()[:3]) as site, Store(tmp_path) as store:
         report, _ = run(site.url, store)

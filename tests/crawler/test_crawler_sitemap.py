@@ -173,3 +173,52 @@ def test_blank_lines_before_the_xml_declaration_are_read_as_feeds_are(tmp_path, 
         assert report.failures == () and report.stopped is None
     finally:
         site.close()
+
+
+def _big_urlset(site, paths: list[str], size: int) -> bytes:
+    """A urlset of `paths` padded with a comment to `size` bytes."""
+    locs = "".join(f"<url><loc>{site.url}{p}</loc></url>" for p in paths)
+    head = ('<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/'
+            f'schemas/sitemap/0.9">{locs}<!--').encode()
+    return head + b" " * (size - len(head) - len(b"--></urlset>")) + b"--></urlset>"
+
+
+@pytest.mark.parametrize("name", ["sitemap.xml", "sitemap.xml.gz"])
+def test_a_sitemap_over_10_mib_is_read_as_the_standard_allows(tmp_path, name):
+    """A 12 MB sitemap (the standard allows 50 MB, 50,000 URLs) was refused by the 10 MiB
+    cap of pages ("response is over the 10,485,760-byte cap"), gzip or not; pages keep it."""
+    from routed import Site, crawled, page
+
+    site = Site()
+    try:
+        body = _big_urlset(site, ["/educacao/", "/enorme/"], 12_000_000)
+        site.routes["/" + name] = (200, {"Content-Type": "application/xml"},
+                                   gzip.compress(body, 1) if name.endswith(".gz") else body)
+        html = {"Content-Type": "text/html; charset=utf-8"}
+        site.routes["/educacao/"] = (200, html, page("Educação", "A matrícula abre em março."))
+        site.routes["/enorme/"] = (200, html, page("Enorme", "x " * 6_000_000))
+        with Store(tmp_path / "home") as store:
+            report, _ = crawled(f"{site.url}/{name}", store)
+            assert [d.url for d in store.documents()] == [site.url + "/educacao/"]
+        [(url, reason)] = report.failures
+        assert url == site.url + "/enorme/" and "over the 10,485,760-byte cap" in reason
+    finally:
+        site.close()
+
+
+def test_a_sitemap_over_50_mib_is_refused_naming_the_cap(tmp_path):
+    from routed import Site, crawled
+
+    site = Site()
+    try:
+        site.routes["/robots.txt"] = (200, {}, f"Sitemap: {site.url}/sitemap.xml\n".encode())
+        site.routes["/"] = (200, {"Content-Type": "text/html"}, b"<html><p>Home</p></html>")
+        site.routes["/sitemap.xml"] = (200, {"Content-Length": "60000000"}, b"<urlset>")
+        with Store(tmp_path / "home") as store:
+            report, _ = crawled(site.url + "/", store)
+        [(url, reason)] = report.failures
+        assert url == site.url + "/sitemap.xml"
+        assert reason == ("sitemap unusable: response of 60,000,000 bytes is over the"
+                          " 52,428,800-byte cap")
+    finally:
+        site.close()
