@@ -56,7 +56,9 @@ class _Group(click.Group):
 THREADS_HELP = ("Threads for the dense encoder; 0: the encoder's own (e5-small: one window per"
                 " core, side by side; use: 1).")
 INTERRUPTED = {"index": "interrupted; the index being built is discarded, the previous one"
-                        " still answers — run busca index again to build it"}
+                        " still answers — run busca index again to build it",
+               "add": "interrupted; the documents read so far are stored, run the same"
+                      " command again to continue"}
 
 
 
@@ -315,9 +317,11 @@ def _groups(ctx, param, value) -> tuple[str, ...]:
 def add(ctx, files, groups, as_json):
     """Put local files in the store: .jsonl ({"url","title","text"} per line, or a BEIR
     corpus.jsonl: {"_id","title","text"}, the _id being the document id), .txt, .md, .html,
-    .pdf (with the pdf extra; pages kept, so context cites file.pdf#page=N).
+    .pdf (with the pdf extra; pages kept, so context cites file.pdf#page=N). A folder: the
+    files of these types below it (hidden ones left out), and the documents of its files
+    that are gone (deleted, renamed) are removed.
 
-    Example: busca add artigos.jsonl notas/*.md manual.pdf
+    Example: busca add artigos.jsonl notas/ manual.pdf
     """
     with _corpus(ctx) as corpus:
         added = corpus.add_files(files, groups=groups, notify=_tell_added)

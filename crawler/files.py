@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
+from urllib.parse import unquote_to_bytes, urlsplit
 
 from .groups import GROUPS, BadGroup, check_names, group_names
 from .html import decode_html, extract_page, headings_meta
-from .markdown import markdown_headings
+from .markdown import front_matter, markdown_headings
 from .pdf import PdfError, read_pdf
 from .store import Document
 
@@ -35,8 +37,12 @@ class Problem:
 
 
 def read_files(paths: list[str]) -> Iterator[Document | Problem]:
-    """Documents from each file, and a Problem for each file or line that cannot be used."""
-    for name in paths:
+    """Documents from each file (a folder: the files below it, `in_folder`), and a Problem
+    for each file or line that cannot be used."""
+    for name in _with_folders(paths):
+        if isinstance(name, Problem):
+            yield name
+            continue
         path = Path(name)
         try:
             data = path.read_bytes()
@@ -62,16 +68,67 @@ def read_files(paths: list[str]) -> Iterator[Document | Problem]:
         try:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as e:
-            yield Problem(name, f"is not UTF-8 text (byte {e.start}); convert it to UTF-8")
+            line = data.count(b"\n", 0, e.start) + 1
+            yield Problem(name, f"is not UTF-8 text (line {line}, byte {e.start}): Windows-1252"
+                                f" or Latin-1? convert it, e.g. iconv -f WINDOWS-1252 -t UTF-8"
+                                f" {name} > {path.stem}.utf8{path.suffix}")
             continue
         if suffix == ".jsonl":
             yield from _jsonl(name, text)
         elif suffix in (".txt", ".md"):
             text = unicodedata.normalize("NFC", text)  # as stored: heading offsets hold
-            yield _on_disk(_document(name, _first_heading(text) or path.stem, text,
-                                     markdown_headings(text) if suffix == ".md" else ()), path)
+            fields, text = front_matter(text) if suffix == ".md" else ({}, text)
+            title = fields.get("title") if isinstance(fields.get("title"), str) else ""
+            meta = jsonl_meta(fields)  # its other keys, as a JSONL line's
+            try:
+                check_names(tuple((meta or {}).get(GROUPS) or ()))
+            except BadGroup as e:
+                yield Problem(name, f'front matter "groups": {e}')
+                continue
+            yield _on_disk(_document(name, title or _first_heading(text) or path.stem, text,
+                                     markdown_headings(text) if suffix == ".md" else (),
+                                     meta), path)
         else:
             yield Problem(name, f"unsupported file type; busca adds {', '.join(SUFFIXES)}")
+
+
+def _with_folders(paths: list[str]) -> Iterator[str | Problem]:
+    """The names given, each folder replaced by the files `in_folder` finds below it."""
+    for name in paths:
+        if not Path(name).is_dir():
+            yield name
+            continue
+        found = in_folder(name)
+        yield from found or [Problem(name, f"no {', '.join(SUFFIXES)} file in it")]
+
+
+def in_folder(folder: str) -> list[str]:
+    """The files of the types busca adds below a folder, sorted: hidden files and folders
+    (.git, .obsidian) left out, symlinks followed, each folder and file read once (a
+    symlink loop ends); the files of other types are counted in one warning."""
+    found, seen, other = [], set(), {}
+    for top, folders, files in os.walk(folder, followlinks=True):
+        real = os.path.realpath(top)
+        if real in seen:  # reached again through a symlink
+            folders[:] = []
+            continue
+        seen.add(real)
+        folders[:] = sorted(f for f in folders if not f.startswith("."))
+        for file in files:
+            path = os.path.join(top, file)
+            suffix = Path(file).suffix.lower()
+            if file.startswith(".") or not os.path.isfile(path):
+                continue  # hidden, a dangling symlink, a FIFO or socket
+            if suffix not in SUFFIXES:
+                other[suffix or "(none)"] = other.get(suffix or "(none)", 0) + 1
+            elif (real_file := os.path.realpath(path)) not in seen:
+                seen.add(real_file)
+                found.append(path)
+    if other:
+        shown = ", ".join(f"{suffix} {n}" for suffix, n in sorted(other.items()))
+        logger.warning("%s: %d file(s) of other types left out (%s); busca adds %s", folder,
+                       sum(other.values()), shown, ", ".join(SUFFIXES))
+    return sorted(found, key=lambda path: Path(path).parts)
 
 
 def _utf16(data: bytes) -> str | None:
@@ -111,6 +168,26 @@ def legacy_ids(ids: Iterable[str]) -> dict[str, list[str]]:
     return found
 
 
+def gone_files(ids: Iterable[str], folders: Iterable[str], read: set[str]) -> list[str]:
+    """The ids among `ids` of files below the folders given that are gone (deleted or
+    renamed), below a folder a file was read from now (an empty folder, an unmounted share
+    say, removes nothing); a file that cannot be looked at (permissions) is not gone."""
+    tops = [file_id(f).rstrip("/") + "/" for f in folders if Path(f).is_dir()]
+    tops = [top for top in tops if any(url.startswith(top) for url in read)]
+    return [ident for ident in ids if isinstance(ident, str)
+            and any(ident.startswith(top) for top in tops) and _gone(ident)]
+
+
+def _gone(ident: str) -> bool:
+    try:
+        os.stat(os.fsdecode(unquote_to_bytes(urlsplit(ident).path)))
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except (OSError, ValueError):
+        return False
+    return False
+
+
 def _on_disk(item: Document | Problem, path: Path) -> Document | Problem:
     """A file's document with what the disk says of it: its modification time (UTC, as
     `modified`) and its absolute path (metadata `path`, for `--filter path^=/docs/`)."""
@@ -124,11 +201,12 @@ def _on_disk(item: Document | Problem, path: Path) -> Document | Problem:
                    meta={**(item.meta or {}), "path": str(path.resolve())})
 
 
-def _document(name: str, title: str, text: str, headings=()) -> Document | Problem:
+def _document(name: str, title: str, text: str, headings=(),
+              meta: dict | None = None) -> Document | Problem:
     if not text.strip():
         return Problem(name, "no text found in it")
     return Document(file_id(name), title, text, source="file",
-                    meta=headings_meta(headings) or None)
+                    meta={**(meta or {}), **headings_meta(headings)} or None)
 
 
 def _pdf(name: str, data: bytes) -> Iterator[Document | Problem]:

@@ -66,3 +66,51 @@ def markdown_headings(source: str) -> tuple[tuple[int, int, str, str], ...]:
 def slug(text: str) -> str:
     """The anchor of a heading: lowercased words joined by hyphens, punctuation dropped."""
     return re.sub(r"[\s]+", "-", re.sub(r"[^\w\s-]", "", text.lower()).strip())
+
+
+_FRONT_KEY = re.compile(r"^([A-Za-z_][\w.-]*)\s*:(?:\s+(.*?))?\s*$")
+_FRONT_ITEM = re.compile(r"^\s*-\s+(.*?)\s*$")
+
+
+def front_matter(source: str) -> tuple[dict, str]:
+    """A Markdown file's YAML front matter (Jekyll, Hugo, Obsidian, MkDocs) and the text
+    after it: ({key: a string or a list of strings}, rest). Nested values are left out; a
+    block that is not `key: value` lines (a rule, text, rule) is text: ({}, source)."""
+    lines = source.splitlines(keepends=True)
+    if not lines or lines[0].rstrip() != "---":
+        return {}, source
+    end = next((n for n in range(1, len(lines)) if lines[n].rstrip() in ("---", "...")), 0)
+    if not end:
+        return {}, source
+    fields: dict = {}
+    key = None
+    for line in (line.rstrip("\r\n") for line in lines[1:end]):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        item, match = _FRONT_ITEM.match(line), _FRONT_KEY.match(line)
+        if match and not line[0].isspace():
+            key, value = match.group(1), match.group(2) or ""
+            fields[key] = _front_value(value) if value else []
+        elif key is None:
+            return {}, source
+        elif item and isinstance(fields[key], list):
+            fields[key].append(_unquoted(item.group(1)))
+        elif line[0].isspace():
+            fields[key] = None  # a nested mapping: left out
+        else:
+            return {}, source
+    kept = {k: v for k, v in fields.items() if v not in (None, "", [])}
+    return kept, "".join(lines[end + 1:]).lstrip("\r\n")
+
+
+def _front_value(value: str) -> str | list[str]:
+    if value.startswith("[") and value.endswith("]"):
+        return [_unquoted(v) for v in value[1:-1].split(",") if v.strip()]
+    return _unquoted(value)
+
+
+def _unquoted(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value

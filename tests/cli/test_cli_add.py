@@ -119,3 +119,38 @@ def test_add_json_prints_the_library_s_counts_and_keeps_notes_on_stderr(run, tmp
         expected = corpus.add_files([docs], notify=lambda what, value: None).to_json()
     assert json.loads(result.stdout) == expected and expected["skipped"] == 1
     assert "comes more than once" in result.stderr and "skipped" in result.stderr
+
+
+def test_adding_a_folder_again_removes_the_documents_of_its_files_that_are_gone(run, home,
+                                                                               tmp_path):
+    """A renamed or deleted note stayed in the home for ever (no command removed it) and
+    kept being cited. Adding its folder again removes it, as a crawl removes what the site
+    no longer lists; a file elsewhere, or one that still exists, is kept."""
+    docs, other = tmp_path / "notas com espaço", tmp_path / "outra.md"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "ação.md").write_text("# Ação\n\nO reembolso leva sete dias.", encoding="utf-8")
+    (docs / "sub" / "b.txt").write_text("Boletos compensam em três dias.", encoding="utf-8")
+    other.write_text("Outra nota, fora da pasta.", encoding="utf-8")
+    first = run("add", str(docs), str(other), "--json")
+    assert json.loads(first.stdout)["added"] == 3 and json.loads(first.stdout)["deleted"] == 0
+    (docs / "ação.md").rename(docs / "reembolso.md")
+    (docs / "sub" / "b.txt").unlink()
+    again = run("add", str(docs))
+    assert again.exit_code == 0, again.output
+    assert "1 added, 0 updated, 0 unchanged, 2 deleted; 2 documents" in again.stdout
+    with Store(home) as store:
+        assert sorted(d.url for d in store.documents()) == sorted(
+            [(docs / "reembolso.md").as_uri(), other.as_uri()])
+
+
+def test_an_empty_folder_removes_nothing(run, home, tmp_path):
+    """An unmounted share is an empty folder: its documents are not removed."""
+    docs = tmp_path / "share"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\ntexto", encoding="utf-8")
+    assert run("add", str(docs)).exit_code == 0
+    (docs / "a.md").unlink()
+    result = run("add", str(docs))
+    assert result.exit_code == 1 and "no .jsonl, .txt, .md" in result.stderr
+    with Store(home) as store:
+        assert store.count() == 1

@@ -77,3 +77,70 @@ def _jsonl(tmp_path):
     source = tmp_path / "x.jsonl"
     source.write_text('{"url": "https://a.example/1", "text": "um"}\n', encoding="utf-8")
     return source
+
+
+def test_a_folder_is_its_supported_files_below_it(tmp_path):
+    """`busca add notas/` said "cannot read it (Is a directory)": a folder is every .jsonl,
+    .txt, .md, .html, .pdf file below it, sorted; hidden files and folders (.git, .obsidian)
+    and other types left out; a symlink loop read once."""
+    root = tmp_path / "notas"
+    (root / "sub" / "mais").mkdir(parents=True)
+    (root / ".git").mkdir()
+    (root / "b.md").write_text("# B\n\nbê", encoding="utf-8")
+    (root / "a.txt").write_text("á", encoding="utf-8")
+    (root / "sub" / "mais" / "c.html").write_text("<html><head><title>C</title></head><body><p>cê</p>"
+                                                   "</body></html>", encoding="utf-8")
+    (root / ".oculto.md").write_text("não", encoding="utf-8")
+    (root / ".git" / "HEAD.txt").write_text("não", encoding="utf-8")
+    (root / "foto.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00")
+    (root / "sub" / "volta").symlink_to(root, target_is_directory=True)  # a loop
+    found = list(read_files([str(root)]))
+    assert [d.text for d in found] == ["á", "# B\n\nbê", "cê"]
+    assert all(isinstance(d, Document) for d in found)
+
+
+def test_a_folder_without_supported_files_is_one_problem(tmp_path):
+    (tmp_path / "fotos").mkdir()
+    (tmp_path / "fotos" / "a.png").write_bytes(b"\x89PNG")
+    [problem] = list(read_files([str(tmp_path / "fotos")]))
+    assert isinstance(problem, Problem) and problem.where == str(tmp_path / "fotos")
+    assert "no .jsonl, .txt, .md, .html, .htm, .pdf file in it" in problem.message
+
+
+def test_a_windows_1252_file_is_named_with_its_line_and_the_iconv_fix(tmp_path):
+    """It said "is not UTF-8 text (byte 52); convert it to UTF-8": no line to look at in a
+    large JSONL, and no command, where UTF-16 text gets one."""
+    path = tmp_path / "artigos.jsonl"
+    path.write_bytes(b'{"url": "u1", "text": "ok"}\n{"url": "u2", "text": "a\xe7\xe3o"}\n')
+    [problem] = list(read_files([str(path)]))
+    assert problem.message == (
+        "is not UTF-8 text (line 2, byte 52): Windows-1252 or Latin-1? convert it, e.g. iconv"
+        f" -f WINDOWS-1252 -t UTF-8 {path} > artigos.utf8.jsonl")
+
+
+FRONT = ("---\r\ntitle: \"Política de reembolso\"\r\ntags: [financeiro, 'clientes']\r\n"
+         "authors:\r\n  - Ana\r\n  - Bruno\r\nlayout:\r\n  wide: true\r\ndraft: false\r\n"
+         "---\r\n\r\n## Prazos\r\n\r\nO estorno leva 7 dias.\r\n")
+
+
+def test_markdown_front_matter_is_its_title_and_metadata(tmp_path):
+    """A Jekyll/Hugo/Obsidian note's YAML front matter was stored as text (its keys
+    searched, cited in prompts) and the title was the file's stem: now the title is its
+    `title`, its other plain keys are metadata (`--filter tags=financeiro`), its text what
+    follows."""
+    path = tmp_path / "reembolso.md"
+    path.write_bytes(FRONT.encode("utf-8"))
+    [doc] = list(read_files([str(path)]))
+    assert doc.title == "Política de reembolso"
+    assert doc.text == "## Prazos\r\n\r\nO estorno leva 7 dias.\r\n"
+    assert {k: v for k, v in doc.meta.items() if k != "path"} == {
+        "tags": ["financeiro", "clientes"], "authors": ["Ana", "Bruno"], "draft": "false",
+        "headings": [[0, 2, "Prazos", "prazos"]]}
+
+
+def test_a_rule_that_opens_a_markdown_file_is_not_front_matter(tmp_path):
+    path = tmp_path / "regra.md"
+    path.write_text("---\n\nTexto sem front matter: não é um bloco.\n", encoding="utf-8")
+    [doc] = list(read_files([str(path)]))
+    assert doc.text == "---\n\nTexto sem front matter: não é um bloco.\n"
+    assert doc.title == "regra"
