@@ -51,11 +51,11 @@ class Corpus:
         thread), so that threads can share one Corpus and its loaded build."""
         if threading.get_ident() == self._owner:
             return self._home
-        home = getattr(self._local, "home", None)
-        if home is None:
-            home = self._local.home = indexing.open_home(self.location, embed=self.embed,
-                                                         create=False)
-        return home
+        held = getattr(self._local, "held", None)
+        if held is None:
+            held = self._local.held = _ThreadHome(indexing.open_home(
+                self.location, embed=self.embed, create=False))
+        return held.home
 
     @property
     def location(self) -> str:
@@ -228,8 +228,12 @@ class Corpus:
 
     def statistics(self, *, detail: bool = False) -> Stats:
         """`busca stats`: the figures as a value, with the documents stored since the build
-        (`detail`: also each method's settings)."""
-        return stats(self.home, lambda: self.build, detail=detail)
+        (`detail`: also each method's settings); read again on the newer build if one
+        replaced it meanwhile, as a question is (`run`)."""
+        try:
+            return self.run(lambda live: stats(self.home, lambda: live.index, detail=detail))
+        except indexing.IndexNotFound:  # no index yet: the documents' figures
+            return stats(self.home, lambda: self.build, detail=detail)
 
     # --- evaluation ------------------------------------------------------------------
     def evaluate(self, golden: Golden | str | Path, *, methods: Sequence[str] | None = None,
@@ -276,6 +280,21 @@ class Corpus:
         stored in the live build)."""
         return tune_fusion(self, _golden(golden), spec or EvalSpec(), save=save,
                            on_progress=on_progress)
+
+
+class _ThreadHome:
+    """A thread's own handle of the home, closed when the thread ends (its thread-local data
+    is dropped then): an SQLite connection left to the garbage collector kept its file open
+    meanwhile, and a server making a thread per request ran out of file descriptors."""
+
+    def __init__(self, home: indexing.Home):
+        self.home = home
+
+    def __del__(self) -> None:
+        try:
+            self.home.close()
+        except Exception:  # noqa: BLE001 - a handle that cannot close is left to the collector
+            pass
 
 
 def _live_manifest(home) -> tuple[indexing.Manifest | None, str]:

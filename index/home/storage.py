@@ -287,6 +287,14 @@ def current_dir(home: Path) -> Path | None:
         name = pointer.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         return None
+    except (OSError, UnicodeDecodeError) as e:  # a folder in its place, damaged, no files left
+        if getattr(e, "errno", None) in (errno.EMFILE, errno.ENFILE):
+            raise IndexFormatError(f"{pointer} cannot be read ({e.strerror}): this process"
+                                   " holds too many open files — raise the limit (ulimit -n)"
+                                   " or close what it leaves open") from e
+        reason = getattr(e, "strerror", None) or "it is not UTF-8 text"
+        raise IndexFormatError(f"{pointer}, which names the live index, cannot be read"
+                               f" ({reason}) — remove it and run \"busca index\"") from e
     path = Path(home) / name
     return path if path.is_dir() else None
 

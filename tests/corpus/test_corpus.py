@@ -237,6 +237,38 @@ def test_a_question_caught_by_a_new_build_runs_again_on_it(fake_home, monkeypatc
         assert not (Path(fake_home) / live.build).exists()  # the one it began on is gone
 
 
+def test_stats_caught_by_a_new_build_are_the_new_builds(tmp_path, monkeypatch):
+    """A dashboard's `corpus.stats()` while a cron job rebuilds in another process: read on
+    a build published away meanwhile, they are read again on the new one. (They said "the
+    index in … is damaged (chunks.db: unable to open database file) — run busca index" of a
+    sound index.)"""
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    for args in (["add", str(FIXTURES / "site" / "articles.jsonl")],
+                 ["index", "-q", "--methods", "tfidf,bm25"]):
+        assert invoke(home, *args).exit_code == 0
+    with busca.open(home) as corpus:
+        live = corpus.live.current(corpus.home)
+        rebuilt, real = [], live.index.documents
+
+        def documents():
+            if not rebuilt:  # two builds published (the loaded one removed) meanwhile
+                rebuilt.extend(subprocess.run(
+                    [sys.executable, "-m", "busca.cli", "--home", str(home), "index", "-q",
+                     "--size", str(size)], capture_output=True).returncode
+                    for size in (120, 140))
+            return real()
+
+        monkeypatch.setattr(live.index, "documents", documents)
+        figures = corpus.stats()
+        newest = corpus.home.current().manifest
+        assert rebuilt == [0, 0] and not (home / live.build).exists()
+        assert figures["build"] == newest.build and figures["chunks"] == newest.chunks
+        assert figures["pending"] == {"changed": 0, "removed": 0}
+
+
 def test_groups_given_as_one_text_are_names_not_letters(tmp_path):
     """add_files(…, groups="staff") and crawl options stamped s, t, a, f (one text taken
     letter by letter): staff lost the documents, a token of group "s" gained them."""
@@ -529,6 +561,43 @@ def test_threads_share_one_corpus_and_its_loaded_build(fake_home):
     corpus.close()
     with pytest.raises(busca.errors.BuscaError, match=r"was closed .*open the home again"):
         corpus.search(QUESTIONS[0], method="bm25", log=False)
+
+
+def test_a_thread_that_ends_closes_its_handle_of_the_home(fake_home):
+    """A web server that makes a thread per request shares one Corpus: each thread's handle
+    of the home is closed when the thread ends. (Before, its SQLite connection was closed only
+    by the garbage collector, and while the Corpus's own connection held busca.db, SQLite
+    kept each one's file open: 20 threads at a time ran out of file descriptors after some
+    hundreds of requests, "unable to open database file".)"""
+    import gc
+    import threading
+
+    def open_stores() -> int:
+        names = []
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                names.append(os.readlink(f"/proc/self/fd/{fd}"))
+            except OSError:  # the listing's own descriptor, closed meanwhile
+                pass
+        return sum(name.endswith("busca.db") for name in names)
+
+    corpus = busca.open(fake_home, create=False)
+    alone = corpus.search(QUESTIONS[0], method="bm25", log=False)
+    answers = []
+    before = open_stores()
+    gc.disable()  # what a thread leaves must not wait for a collection
+    try:
+        for _ in range(30):
+            thread = threading.Thread(target=lambda: answers.append(
+                corpus.search(QUESTIONS[0], method="bm25", log=True)))
+            thread.start()
+            thread.join()
+        left = open_stores() - before
+    finally:
+        gc.enable()
+    assert len(answers) == 30 and all(a.hits == alone.hits for a in answers)
+    assert left <= 1, f"{left} handles of busca.db left open by 30 threads that ended"
+    corpus.close()
 
 
 def test_a_file_where_the_home_goes_is_one_line_naming_the_fix(tmp_path):

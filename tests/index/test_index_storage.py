@@ -111,6 +111,23 @@ def test_damaged_manifest_names_the_fix(tmp_path):
         home.current()
 
 
+@pytest.mark.parametrize("spoil", [
+    lambda pointer: (pointer.unlink(), pointer.mkdir()),  # a folder where the file goes
+    lambda pointer: pointer.write_bytes(b"index-\xff\xfe\n")])  # not UTF-8
+def test_an_unreadable_index_pointer_names_the_fix(tmp_path, spoil):
+    """CURRENT that cannot be read is one line naming it and the fix, for every caller (a
+    long-lived Corpus too); it was a raw IsADirectoryError or UnicodeDecodeError (and
+    "Too many open files" a raw OSError, out of a Corpus catching BuscaError)."""
+    home = LocalHome(tmp_path)
+    write_build(home).publish(manifest())
+    spoil(tmp_path / "CURRENT")
+    with pytest.raises(IndexFormatError, match=r"CURRENT.*cannot be read.*busca index"):
+        home.current()
+    import busca
+    with busca.open(tmp_path) as corpus, pytest.raises(BuscaError, match="CURRENT"):
+        corpus.search("gato", method="bm25", log=False)
+
+
 def test_query_log_lives_in_its_own_table(tmp_path):
     with LocalHome(tmp_path) as home:
         home.log_query(command="search", query="gato", method="bm25", k=3, scores=[0.5],
