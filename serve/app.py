@@ -152,7 +152,8 @@ class Guard:
     """ASGI middleware: caps on body and query string, the Host check (no DNS-rebinding
     reads; `hosts` None: every Host) and the Origin check (a browser page served from
     another host cannot make the server answer: a form's POST of a question, busca mcp's
-    tools), security headers on every answer. `answered`: the hosts the Host check
+    tools) and its twin for GETs without an Origin (`_fetch_accepted`: another site's
+    <img src>), security headers on every answer. `answered`: the hosts the Host check
     accepts, as its refusal names them."""
 
     def __init__(self, app, *, hosts: HostRule | None, answered: str = SERVE_HOSTS):
@@ -183,6 +184,11 @@ class Guard:
             return error_response(403, "unexpected Origin header: this server answers only"
                                        f" pages served from {self.answered}, and clients"
                                        " that send no Origin")
+        if self.hosts is not None and not _fetch_accepted(headers):
+            return error_response(403, "a page of another site made this request (Sec-Fetch-Site:"
+                                       " cross-site): this server answers another site only"
+                                       " when a link to one of its pages is followed; open"
+                                       " the page itself")
         return None
 
     def _host_accepted(self, headers) -> bool:
@@ -194,6 +200,17 @@ class Guard:
         given = [value for key, value in headers if key == b"origin"]
         return not given or (len(given) == 1
                              and self.hosts.accepts_origin(given[0].decode("latin-1")))
+
+
+def _fetch_accepted(headers: dict) -> bool:
+    """Whether the browser's Fetch Metadata allows the request: anything but a request of a
+    page of another site that carries no Origin (an <img src>, a <script src>, an iframe: GETs,
+    which the Origin check never sees), unless it opens a page (a link followed, top level).
+    Programs send no Sec-Fetch-Site and are not affected."""
+    if headers.get(b"sec-fetch-site", b"").strip().lower() != b"cross-site" \
+            or b"origin" in headers:
+        return True
+    return headers.get(b"sec-fetch-dest", b"").strip().lower() == b"document"
 
 
 def _single_slash(scope: dict) -> dict:

@@ -40,8 +40,8 @@ from ..search.context import LANGS, MAX_CHARS as CONTEXT_CHARS, PER_DOC as CONTE
 from .access import Access, Gate, Scoped, scoped
 from .engine import Engine
 from .errors import BadParameter
-from .params import (FILTER, MAX_CHARS, MAX_K, MAX_PER_DOC, MAX_QUERY, MAX_WINDOW, only,
-                     schema_types, typed)
+from .params import (FILTER, MAX_CHARS, MAX_FILTERS, MAX_K, MAX_PER_DOC, MAX_QUERY,
+                     MAX_WINDOW, only, schema_types, typed)
 
 T = TypeVar("T")
 NAME = "busca"
@@ -58,7 +58,7 @@ Method = Annotated[str, Field(description="tfidf, bm25, dense, sparse, hybrid, o
 K = Annotated[int, Field(ge=1, le=MAX_K, description="How many hits (windows).")]
 MinScore = Annotated[float | None, Field(allow_inf_nan=False, description=(
     "The floor; default: the method's calibrated floor."))]
-Filters = Annotated[Annotated[list[str], Field(max_length=MAX_K)]
+Filters = Annotated[Annotated[list[str], Field(max_length=MAX_FILTERS)]
                     | Annotated[str, Field(max_length=MAX_QUERY)] | None,
                     Field(description=FILTER.doc.replace("repeatable, ", "")
                           + " One filter may be given as a text.")]
@@ -258,6 +258,8 @@ class _OnlyMcp:
 
     async def __call__(self, scope, receive, send):
         refused = self._refusal(scope) if scope["type"] == "http" else None
+        if refused is None and scope["type"] == "http" and scope["method"] == "POST":
+            receive, refused = await _read_body(receive)
         if refused is not None:
             return await refused(scope, receive, send)
         return await self.app(scope, receive, send)
@@ -274,6 +276,33 @@ class _OnlyMcp:
             return error_response(415, f"a POST to {self.path} carries a JSON-RPC message:"
                                        " send it with Content-Type: application/json")
         return None
+
+
+async def _read_body(receive):
+    """(a receive that gives the whole request body at once, None), or (receive, the 413 in
+    JSON) when the body passes Guard's cap while it is read: the library would turn that
+    error into a text/plain 500."""
+    from .app import BodyTooLarge, error_response
+
+    parts: list[bytes] = []
+    try:
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away: pass it on
+                return _replay([message], receive), None
+            parts.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+    except BodyTooLarge as e:
+        return receive, error_response(413, str(e))
+    return _replay([{"type": "http.request", "body": b"".join(parts),
+                     "more_body": False}], receive), None
+
+
+def _replay(messages: list[dict], receive):
+    async def replayed():
+        return messages.pop(0) if messages else await receive()
+    return replayed
 
 
 class _Answering:

@@ -28,6 +28,7 @@ MAX_PER_DOC = 100
 MAX_CHARS = 100_000  # context: characters of passage text
 MAX_DOCUMENTS = 1000  # documents in one POST /api/documents
 MAX_WINDOW = 10_000  # hybrid: top hits of each method that are fused
+MAX_FILTERS = 100  # filters of one request (each is checked against every document)
 K = SearchSpec.k  # busca search's defaults, written once (corpus/specs.py)
 
 
@@ -97,7 +98,8 @@ class Field:
         return out
 
 
-_SCHEMAS = {"filters": {"type": "array", "items": {"type": "string"}},
+_SCHEMAS = {"filters": {"type": "array", "items": {"type": "string"},
+                        "maxItems": MAX_FILTERS},
             "integer": {"type": "integer"}, "number": {"type": "number"},
             "flag": {"type": "boolean"}, "question": {"type": "string"},
             "groups": {"type": "array", "items": {"type": "string"}}, "meta": {"type": "object"}}
@@ -211,6 +213,10 @@ def filters(raw: object) -> tuple:
     texts = [] if raw is None else [raw] if isinstance(raw, str) else raw
     if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
         raise BadParameter('filter must be a text or a list of texts, e.g. ["category=Python"]')
+    if len(texts) > MAX_FILTERS:
+        raise BadParameter(f"{len(texts)} filters in one request; at most {MAX_FILTERS} filters"
+                           " are accepted: join the values of one field with commas"
+                           " (category=a,b)")
     try:
         return parse_filters(texts)
     except BadFilter as e:

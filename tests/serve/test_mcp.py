@@ -185,7 +185,9 @@ def test_streamable_http_answers_the_same_tools(lexical_home):
             (403, "unexpected Origin header"), (404, "not found: /nope; busca mcp answers"
                                                      " at /mcp"),
             (415, "send it with Content-Type: application/json"),
-            (400, "malformed HTTP request")]):
+            (400, "malformed HTTP request"),
+            (413, "the request body is larger than 1,000,000 bytes"),  # was a text/plain 500
+            (403, "a page of another site made this request")]):
         assert answer.status_code == status, answer.text  # the library said text/plain
         assert answer.json()["status"] == status and message in answer.json()["error"]
         assert "uvicorn" not in answer.headers.get("server", "")
@@ -221,7 +223,46 @@ def _refusals(url: str, port: int) -> list:
     answers[-1]._content = content
     answers[-1].headers.update(dict(line.decode().split(": ", 1)
                                     for line in head.split(b"\r\n")[1:]))
+    # a body over the cap sent in chunks (no Content-Length to refuse it by)
+    big = json.dumps({**initialize, "params": {**initialize["params"], "x": "a" * 1_100_000}})
+    big = big.encode()
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(part), part)
+                      for part in (big[i:i + 65536] for i in range(0, len(big), 65536)))
+    answers.append(_socket_answer(port, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                  b"Content-Type: application/json\r\nAccept: application/json,"
+                                  b" text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+                                  b"Connection: close\r\n\r\n" + chunks + b"0\r\n\r\n"))
+    # another site's <script src>: a GET without Origin, Fetch Metadata says cross-site
+    answers.append(requests.get(url, timeout=10, headers={
+        **accept, "Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors",
+        "Sec-Fetch-Dest": "script"}))
     return answers
+
+
+def _socket_answer(port: int, request: bytes):
+    """The answer to raw request bytes, as a requests Response."""
+    import socket
+
+    import requests
+
+    reply = b""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as raw:
+        try:
+            raw.sendall(request)
+        except OSError:  # the server may answer and close before reading the whole body
+            pass
+        try:
+            while chunk := raw.recv(65536):
+                reply += chunk
+        except OSError:
+            pass
+    head, _, content = reply.partition(b"\r\n\r\n")
+    answer = requests.models.Response()
+    answer.status_code = int(head.split()[1])
+    answer._content = content
+    answer.headers.update(dict(line.decode().split(": ", 1)
+                               for line in head.split(b"\r\n")[1:]))
+    return answer
 
 
 def test_http_over_a_home_with_private_documents_warns_it_shows_them_all(tmp_path):

@@ -107,6 +107,31 @@ def test_a_page_of_another_site_cannot_make_the_server_answer(server):
         assert status == 200 and answer["passages"], headers
 
 
+CROSS_SITE = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors",
+              "Sec-Fetch-Dest": "image"}  # what a browser sends for another site's <img src>
+
+
+@pytest.mark.parametrize("path", ["/api/search?q={q}&log=1", "/api/compare?q={q}",
+                                  "/?q={q}&method=bm25", "/api/chunk/0", "/api/stats"])
+def test_another_site_s_image_or_script_cannot_make_the_server_answer(server, home, path):
+    """A GET of <img src> or <script src> carries no Origin, but the browser says who asks
+    (Fetch Metadata): from a page of another site it is refused before the question is asked
+    (it was answered, and with log=1 written to the query log even under --no-log); the
+    server's own page, a typed URL and a link followed from another site are answered."""
+    question = "xylofonecruzado" + path.split("?")[0].replace("/", "")
+    status, answer = send(server, "GET", path.format(q=question), headers=CROSS_SITE)
+    text = answer.get("raw", answer.get("error", ""))
+    assert status == 403 and "another site" in text, (status, text[:200])
+    misses = CliRunner().invoke(cli, ["--home", str(home), "misses", "--json"], obj={})
+    assert question not in misses.output
+    for headers in ({**CROSS_SITE, "Sec-Fetch-Site": "same-origin"},
+                    {**CROSS_SITE, "Sec-Fetch-Site": "none"},
+                    {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate",
+                     "Sec-Fetch-Dest": "document"}, {}):
+        status, answer = send(server, "GET", path.format(q="ornitorrinco"), headers=headers)
+        assert status == 200, (headers, answer)
+
+
 def test_two_host_headers_are_refused(server):
     for hosts in (["127.0.0.1:{port}", "evil.example"], ["evil.example", "127.0.0.1:{port}"],
                   ["127.0.0.1:{port}", "127.0.0.1:{port}"]):
@@ -194,6 +219,24 @@ def test_a_lone_surrogate_is_a_400_and_writes_nothing(server, path, auth, body):
         status, data = send(server, "POST", path, body=good, headers=headers)
         assert status == 200 and data["added"] == 1, data  # not stored by the refused batch
     assert not any("Traceback" in line for line in server.stderr)
+
+
+FILTERS = 101  # one more than busca mcp's tools take (MAX_FILTERS)
+
+
+@pytest.mark.parametrize("method,path,body", [
+    ("GET", "/api/search?q=ovos&" + "&".join(["filter=url!%3Dx"] * FILTERS), None),
+    ("GET", "/api/compare?q=ovos&" + "&".join(["filter=url!%3Dx"] * FILTERS), None),
+    ("GET", "/?q=ovos&" + "&".join(["filter=url!%3Dx"] * FILTERS), None),
+    ("POST", "/api/context", json.dumps({"q": "ovos", "filter": ["url!=x"] * 90_000})),
+])
+def test_a_request_with_too_many_filters_is_a_400(server, method, path, body):
+    """Each filter is checked against every document: 90,000 of them in a 1 MB body kept a
+    thread busy for minutes (2 ms per filter on 5,000 documents) for any reader; now at most
+    as many as busca mcp's tools take, a 400 naming the cap."""
+    status, data = send(server, method, path, body=body.encode() if body else None)
+    text = data.get("raw", data.get("error", ""))
+    assert status == 400 and "at most 100 filters" in text, (status, text[:300])
 
 
 def test_a_405_names_the_allowed_methods(server):
