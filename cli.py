@@ -162,6 +162,10 @@ def embed_options(command):
                           " [env BUSCA_EMBED_URL; default: the URL the index was built with]."),
         click.option("--embed-batch", type=Whole(1), metavar="N",
                      help=f"openai:MODEL: texts per request [default: {indexing.EMBED_BATCH}]."),
+        click.option("--embed-timeout", type=FiniteFloat(min=0, min_open=True),
+                     metavar="SECONDS",
+                     help="openai:MODEL: wait this long for each answer before retrying"
+                          f" [default: {indexing.EMBED_TIMEOUT:g}]."),
         click.option("--embed-query-prefix", metavar="TEXT",
                      help='openai:MODEL: put before each question (e5: "query: ").'),
         click.option("--embed-passage-prefix", metavar="TEXT",
@@ -346,6 +350,40 @@ def _counts_text(counts: dict[str, int]) -> str:
     documents whose metadata alone changed ("1 metadata updated") only when there are any."""
     return ", ".join(f"{n} {what.replace('_', ' ')}" for what, n in counts.items()
                      if n or what != "metadata_updated")
+
+
+@cli.command()
+@click.argument("ids", nargs=-1, required=True)
+@click.option("--prefix", is_flag=True,
+              help="Remove every document under each ID: a URL prefix with its site"
+                   " (https://site.example/blog/) or a folder (the files added below it).")
+@click.option("--json", "as_json", is_flag=True, help="Print what was removed as JSON.")
+@click.pass_context
+def remove(ctx, ids, prefix, as_json):
+    """Remove documents from the store by id: a URL (in any spelling), a file's path as busca
+    add named it, or a .jsonl line's url (busca search --json shows ids). busca index then
+    drops their chunks from the index; until then busca stats counts them as pending.
+
+    Example: busca remove https://site.example/retirado notas/rascunho.md
+    """
+    with _corpus(ctx) as corpus:
+        removed = corpus.remove(ids, prefix=prefix)
+    if as_json:
+        click.echo(json.dumps(removed.to_json(), ensure_ascii=False, indent=2))
+    elif removed.deleted:
+        click.echo(f"{removed.deleted} removed; {removed.documents} documents in"
+                   f" {indexing.redact(ctx.obj['home'])} (run busca index to drop them from"
+                   " the index)")
+    missing = ", ".join(display.strip_controls(repr(i)) for i in removed.missing[:5]) + (
+        f" and {len(removed.missing) - 5} more" if len(removed.missing) > 5 else "")
+    if not removed.deleted:
+        raise click.ClickException(
+            f"no document stored under {missing}: ids are the URLs crawled, the paths of the"
+            " files added, or the url of each .jsonl line, as busca search --json shows them"
+            + ("" if prefix else " (--prefix removes a whole site section or folder)"))
+    if removed.missing:
+        click.echo(f"note: no document stored under {missing}; nothing removed for"
+                   f" {'them' if len(removed.missing) > 1 else 'it'}", err=True)
 
 
 def _tell_added(what: str, value) -> None:

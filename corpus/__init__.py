@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..search.context import Context
 from ..search.hits import Hit
 from .corpus import Corpus, open
-from .documents import Added
+from .documents import Added, Removed
 from .evaluate import Calibrated, EvalSpec, compare_runs
 from .questions import (WARM_UP, asked, compare_build, context_build, method_names, prepare,
                         reranker, search_build)
@@ -25,6 +25,6 @@ from .specs import (HYBRID_AS_SEARCH, METHOD, ContextSpec, IndexSpec, Result, Se
 from .stats import Stats
 
 __all__ = ["Added", "Calibrated", "Context", "ContextSpec", "Corpus", "EvalSpec", "Hit", "IndexSpec",
-           "Result", "SearchSpec", "Stats", "open", "search_build", "context_build",
+           "Removed", "Result", "SearchSpec", "Stats", "open", "search_build", "context_build",
            "compare_build", "compare_runs", "prepare", "reranker", "HYBRID_AS_SEARCH", "asked",
            "METHOD", "WARM_UP", "check_hybrid_only", "hybrid_only", "method_names"]

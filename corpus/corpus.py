@@ -13,13 +13,13 @@ from ..index.machine import user_cache
 from ..errors import BuscaError
 from ..search.context import Context
 from ..search.scorers import COMPARE_K
-from .documents import Added, add_files, crawl_site
+from .documents import Added, Removed, add_files, crawl_site, remove_documents
 from .evaluate import Calibrated, EvalSpec, calibrate, evaluate_golden, tune_fusion
 from .live import Live, LiveBuild
 from .stats import Stats, stats
 from .questions import compare_build, context_build, method_names, search_build
 from .specs import (BadSpec, ContextSpec, IndexSpec, Result, SearchSpec, UnknownOption,
-                    with_options)
+                    check_embed, with_options)
 
 if TYPE_CHECKING:  # loaded only by the use cases that need them
     from ..crawler.events import CrawlReport
@@ -111,6 +111,13 @@ class Corpus:
         and told ("skipped", problem), as the CLI does."""
         paths = [paths] if isinstance(paths, (str, Path)) else paths  # one file
         return add_files(self.home, paths, groups=groups, notify=notify)
+
+    def remove(self, ids: str | Path | Iterable[str | Path], *, prefix: bool = False) -> Removed:
+        """`busca remove`: delete documents by id (a URL in any spelling, a file path as
+        `add_files` names it, a .jsonl line's url; with `prefix`, every document under each
+        URL or folder) and their crawl state; what was deleted, the ids that named none, and
+        the documents left. The index keeps their chunks until the next `index`."""
+        return remove_documents(self.home, ids, prefix=prefix)
 
     def crawl(self, url: str, **options: Any) -> Iterator:
         """The crawl's events (the last one, Finished, has the report); options of
@@ -362,4 +369,5 @@ def open(location: str | Path, *, embed: Mapping | None = None,  # noqa: A001
     if not isinstance(location, (str, Path)) or not str(location).strip():
         raise BadSpec(f"open takes a folder or a postgresql:// URL, not {location!r} (for the"
                       " working folder, say open('.'))")
+    check_embed(embed)
     return Corpus(indexing.open_home(location, embed=embed, create=create), embed=embed)

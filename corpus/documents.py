@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,115 @@ class Added:
 
     def to_json(self) -> dict:
         return {**self.counts, "skipped": self.skipped, "documents": self.documents}
+
+
+@dataclass(frozen=True)
+class Removed:
+    """What `busca remove` did: the ids of the documents deleted (as stored), the ids or
+    prefixes given that named no stored document, and the documents in the home after it.
+    The index keeps their chunks until the next `busca index` (stats counts them pending)."""
+
+    removed: tuple[str, ...]
+    missing: tuple[str, ...]
+    documents: int
+
+    @property
+    def deleted(self) -> int:
+        return len(self.removed)
+
+    def to_json(self) -> dict:
+        return {"deleted": self.deleted, "removed": list(self.removed),
+                "missing": list(self.missing), "documents": self.documents}
+
+
+def remove_documents(home, ids, *, prefix: bool = False) -> Removed:
+    """Delete the documents of `ids` and their crawl state (a crawl fetches such a page
+    again, never skips it as unchanged): each a document id in any spelling of its URL
+    (`OneSpelling`), else, without "://", a file path named as `busca add` names it
+    (`file_id`); with `prefix`, every document whose id starts with each (a URL with a
+    host, or a folder: the files below it). BadDocument for an id that is not a non-empty
+    string, or a prefix that would name every document."""
+    from ..crawler.store import DOC_STATE
+    from ..crawler.urls import doc_key
+
+    names = _given_ids(ids, prefix)
+    spelled = crawling.one_spelling(home)
+    removed: dict[str, None] = {}
+    missing = []
+    for name in names:
+        found = _prefixed(home, name) if prefix else _deleted(spelled, name)
+        if not found:
+            missing.append(name)
+        for doc_id in found:
+            if prefix:
+                home.delete(doc_id)
+            for key in {doc_id, doc_key(doc_id)}:
+                if home.get_meta(DOC_STATE + key) is not None:
+                    home.set_meta(DOC_STATE + key, None)
+            removed[doc_id] = None
+    return Removed(tuple(removed), tuple(missing), home.count())
+
+
+def _given_ids(ids, prefix: bool) -> list[str]:
+    """The ids given as a list of non-empty strings (one string or path: one id)."""
+    from ..crawler.store import BadDocument
+
+    if isinstance(ids, (str, os.PathLike)):
+        ids = [ids]
+    if not isinstance(ids, Iterable):
+        raise BadDocument(f"remove takes a list of document ids, not a {type(ids).__name__}")
+    names = [os.fspath(i) if isinstance(i, os.PathLike) else i for i in ids]
+    for n, name in enumerate(names, start=1):
+        if not isinstance(name, str) or not name.strip():
+            raise BadDocument(f"id {n} is {name!r}: give document ids as non-empty strings (a"
+                              " URL, a file path as added, a .jsonl line's url)")
+        if prefix and "://" in name and not name.partition("://")[2].strip("/"):
+            raise BadDocument(f"the prefix {name!r} names every document of its kind: give a"
+                              " site, a section or a folder, e.g. https://site.example/blog/")
+        if prefix and "://" not in name and _folder_id(name) == "file:/":
+            raise BadDocument(f"the prefix {name!r} is the root folder, which names every"
+                              " file: give the folder the files were added from")
+    if not names:
+        raise BadDocument("give at least one document id to remove")
+    return names
+
+
+def _deleted(spelled, name: str) -> list[str]:
+    """The stored id of `name` deleted (with its copies in other spellings), or none."""
+    from ..crawler.files import file_id
+
+    candidates = [name]
+    if "://" not in name:  # a file as `busca add` names it
+        try:
+            candidates.append(file_id(name))
+        except (OSError, ValueError):  # not a path at all
+            pass
+    for candidate in candidates:
+        doc_id = spelled.stored_id(candidate)
+        if spelled.delete(candidate):
+            return [doc_id]
+    return []
+
+
+def _prefixed(home, prefix: str) -> list[str]:
+    """The stored ids under `prefix`: a URL's in any spelling, or a folder's files."""
+    from ..crawler.urls import doc_key
+
+    if "://" in prefix:
+        key = doc_key(prefix)
+        return [i for i in home.hashes() if i.startswith(prefix) or doc_key(i).startswith(key)]
+    top = _folder_id(prefix)
+    return [i for i in home.hashes() if i.startswith(top)] if top else []
+
+
+def _folder_id(path: str) -> str:
+    """The id prefix of the files below the folder `path` ("" when it is no path at all)."""
+    from ..crawler.files import file_id
+
+    try:
+        return file_id(path).rstrip("/") + "/"
+    except (OSError, ValueError):
+        return ""
 
 
 def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),

@@ -52,7 +52,8 @@ class Document:
 
 
 class BadDocument(BuscaError, ValueError):
-    """A document handed to `Corpus.add` that cannot be stored as it is."""
+    """A document handed to `Corpus.add` that cannot be stored as it is (or ids handed to
+    `Corpus.remove` that are not document ids)."""
 
 
 def checked(doc: object, where: str = "the document", *, dates: bool = True) -> Document:

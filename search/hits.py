@@ -108,7 +108,10 @@ def hits_for(index, store: DocumentStore, ids, scores, method: str) -> list[Hit]
     hits = []
     for rank_, (row, score) in enumerate(zip(rows, scores), start=1):
         doc = docs.get(row.url) or docs.setdefault(row.url, store.get(row.url))
-        if doc is None or doc.sha256 != row.doc_sha256:
+        if doc is None:
+            raise StaleIndex(f"{row.url} was removed from the store since the index was"
+                             ' built — run "busca index" to drop it from the index')
+        if doc.sha256 != row.doc_sha256:
             raise StaleIndex(f"{row.url} changed in the store since the index was built —"
                              ' run "busca index" to search the current text')
         text = chunk_text(doc.text, row.start, row.end)

@@ -138,6 +138,13 @@ def openapi_document(request: Request) -> JSONResponse:
                                          tokens=request.app.state.access is not None))
 
 
+async def documents(request: Request) -> JSONResponse:
+    """/api/documents (token only): POST adds documents, DELETE removes them."""
+    if request.method == "DELETE":
+        return await remove_documents(request)
+    return await add_documents(request)
+
+
 async def add_documents(request: Request) -> JSONResponse:
     """POST /api/documents {"documents": [{"url", "title", "text"}, …]} (token only)."""
     data = await _json_object(request)
@@ -152,6 +159,24 @@ async def add_documents(request: Request) -> JSONResponse:
     keep = {d.url for d, item in zip(docs, items) if item.get("groups") is None}  # null: absent
     engine = _engine(request)
     return JSONResponse(await _threaded(lambda: engine.add(docs, keep_groups=keep)))
+
+
+async def remove_documents(request: Request) -> JSONResponse:
+    """DELETE /api/documents {"urls": [id, …], "prefix": false} (token only)."""
+    data = await _json_object(request)
+    params.only(data, {"urls", "prefix"}, "the request")
+    urls, prefix = data.get("urls"), data.get("prefix")
+    if not isinstance(urls, list) or not urls:
+        raise BadParameter('give {"urls": [a document id, …]}: the ids search answers give'
+                           ' as "url"')
+    if len(urls) > params.MAX_DOCUMENTS:
+        raise HttpError(413, f"{len(urls)} ids in one request; at most {params.MAX_DOCUMENTS}")
+    if not all(isinstance(u, str) for u in urls):
+        raise BadParameter("urls must be a list of strings (document ids)")
+    if prefix is not None and not isinstance(prefix, bool):
+        raise BadParameter("prefix must be true or false")
+    engine = _engine(request)
+    return JSONResponse(await _threaded(lambda: engine.remove(urls, prefix=bool(prefix))))
 
 
 def _document(item: object, n: int) -> Document:

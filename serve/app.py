@@ -110,8 +110,8 @@ def create_app(engine: Engine, *, token: str | None = None, runs: Path | None = 
         Route("/api/chunk/{chunk_id}", guarded(api.chunk)),
     ]
     if token:
-        routes += [Route("/api/documents", bearer(token, guarded(api.add_documents)),
-                         methods=["POST"]),
+        routes += [Route("/api/documents", bearer(token, guarded(api.documents)),
+                         methods=["POST", "DELETE"]),
                    Route("/api/index", bearer(token, guarded(api.rebuild)), methods=["POST"])]
     app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
     app.state.engine = engine

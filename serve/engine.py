@@ -1,7 +1,7 @@
 """The server's view of one home: a `Corpus` per server thread, all sharing one live build
 (corpus/live.py: swapped when `busca index` publishes a new one, warmed when loaded, a request
 caught by a swap run again), and the few library calls the API makes (search, compare,
-context, chunk, add, rebuild). This is the only module of `serve/` that queries a build or
+context, chunk, add, remove, rebuild). This is the only module of `serve/` that queries a build or
 writes to the home.
 """
 
@@ -187,6 +187,16 @@ class Engine:
                          for d in documents]
             added = corpus.add(documents)
             return {**added.counts, "documents": added.documents}
+        finally:
+            self._writing.release()
+
+    def remove(self, ids: list[str], *, prefix: bool = False) -> dict:
+        """Delete documents as `busca remove` does (Corpus.remove); what it did as JSON.
+        BuildRunning (409) while a rebuild runs."""
+        if not self._writing.acquire(blocking=False):
+            raise BuildRunning()
+        try:
+            return self.corpus().remove(ids, prefix=prefix).to_json()
         finally:
             self._writing.release()
 

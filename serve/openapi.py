@@ -117,6 +117,14 @@ SCHEMAS = {
                     "problem": {"type": "string"}}, ("status", "build")),
     "Added": _obj({"added": {"type": "integer"}, "updated": {"type": "integer"},
                    "metadata_updated": {"type": "integer"}, "unchanged": {"type": "integer"}}),
+    "Removed": _obj({"deleted": {"type": "integer"},
+                     "removed": {"type": "array", "items": {"type": "string"},
+                                 "description": "The ids of the documents deleted, as stored;"
+                                 " POST /api/index drops their chunks."},
+                     "missing": {"type": "array", "items": {"type": "string"},
+                                 "description": "The ids given that named no document."},
+                     "documents": {"type": "integer"}},
+                    ("deleted", "removed", "missing", "documents")),
     "Built": _obj({"build": {"type": "string"}, "chunks": {"type": "integer"},
                    "methods": {"type": "array", "items": {"type": "string"}}}, ("build",)),
     "OpenAPI": {"type": "object", "description": "This document."},
@@ -126,6 +134,15 @@ _DOCUMENTS = {"type": "object", "additionalProperties": False, "required": ["doc
               "properties": {"documents": {"type": "array", "minItems": 1,
                                            "maxItems": params.MAX_DOCUMENTS,
                                            "items": None}}}  # filled from params.DOCUMENT
+_REMOVE = {"type": "object", "additionalProperties": False, "required": ["urls"],
+           "properties": {"urls": {"type": "array", "minItems": 1,
+                                   "maxItems": params.MAX_DOCUMENTS,
+                                   "items": {"type": "string", "minLength": 1},
+                                   "description": "Document ids (a hit's url; a URL in any"
+                                   " spelling)."},
+                          "prefix": {"type": ["boolean", "null"], "default": False,
+                                     "description": "Remove every document whose id starts"
+                                     " with each (a URL with its site, or a folder)."}}}
 
 OPERATIONS = (
     Operation("/", "get", "The search page", HTML, query=params.PAGE, media=("text/html",),
@@ -152,6 +169,9 @@ OPERATIONS = (
               " document changed since the build)", _ref("Chunk"), statuses=(404, 409, 503)),
     Operation("/api/documents", "post", "Add or replace documents (with --token)",
               _ref("Added"), body=_DOCUMENTS, statuses=(401, 409, 503, 507), write=True),
+    Operation("/api/documents", "delete", "Remove documents by id (with --token); the index"
+              " keeps their chunks until POST /api/index", _ref("Removed"), body=_REMOVE,
+              statuses=(401, 409, 503, 507), write=True),
     Operation("/api/index", "post", "Rebuild the index and swap it in (with --token)",
               _ref("Built"), body=params.INDEX, statuses=(401, 409, 503, 507), write=True),
 )
@@ -258,6 +278,8 @@ def _value(field: Field) -> dict:
 
 
 def _body(fields: tuple[Field, ...] | dict) -> dict:
+    if isinstance(fields, dict) and "documents" not in fields["properties"]:
+        return fields
     if isinstance(fields, dict):
         items = _fields_object(params.DOCUMENT)
         documents = {**fields["properties"]["documents"], "items": items}

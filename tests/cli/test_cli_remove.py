@@ -1,0 +1,126 @@
+"""`busca remove`: one named document out of the store (a file by its path, a URL in any
+spelling), pending in `busca stats` until `busca index` drops its chunks."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import write_jsonl
+from test_fixtures_server import article
+
+from busca.crawler.store import DOC_STATE
+from busca.fixtures.server import FixtureSite
+from busca.index.home.documents import Store
+
+DOCS = [{"url": "https://site.example/notícias/ação-retirada", "title": "Retirada",
+         "text": "O ornitorrinco bota ovos e amamenta os filhotes."},
+        {"url": "https://site.example/blog/prazo", "title": "Prazo",
+         "text": "O prazo de reembolso do curso é de sete dias."},
+        {"url": "https://site.example/blog/bolsas", "title": "Bolsas",
+         "text": "As bolsas de pesquisa pagam os alunos de engenharia."},
+        {"url": "doc-7", "title": "Sete", "text": "A equidna também bota ovos."}]
+
+
+def _home(run, tmp_path, monkeypatch):
+    """A home with DOCS and two files of notas/ (added by relative path), indexed."""
+    (tmp_path / "notas").mkdir()
+    (tmp_path / "notas" / "rascunho.md").write_text(
+        "# Rascunho\n\nDados pessoais do ornitorrinco: telefone e endereço.", encoding="utf-8")
+    (tmp_path / "notas" / "ovos.txt").write_text("Quem bota ovos? O ornitorrinco.",
+                                                 encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert run("add", "notas", str(write_jsonl(tmp_path / "docs.jsonl", DOCS))).exit_code == 0
+    assert run("index", "-q", "--methods", "bm25").exit_code == 0
+
+
+def _urls(run, question: str) -> list[str]:
+    result = run("search", question, "--json", "-k", "10", "--method", "bm25")
+    assert result.exit_code == 0, result.output
+    return [json.loads(line)["url"] for line in result.stdout.splitlines()]
+
+
+def test_a_removed_file_and_url_are_pending_then_gone_from_the_index(run, home, tmp_path,
+                                                                       monkeypatch):
+    _home(run, tmp_path, monkeypatch)
+    draft = (tmp_path / "notas" / "rascunho.md").resolve().as_uri()
+    assert draft in _urls(run, "ornitorrinco") and DOCS[0]["url"] in _urls(run, "ornitorrinco")
+    # the file by the path it was added with, the URL in another spelling (escaped, lower case)
+    result = run("remove", "notas/rascunho.md",
+                 "https://site.example/not%c3%adcias/a%c3%a7%c3%a3o-retirada")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (f"2 removed; 4 documents in {home} (run busca index to drop"
+                             " them from the index)\n")
+    with Store(home) as store:
+        assert {draft, DOCS[0]["url"]}.isdisjoint(store.hashes()) and store.count() == 4
+    stats = json.loads(run("stats", "--json").stdout)
+    assert stats["pending"] == {"changed": 0, "removed": 2} and stats["documents"] == 6
+    stale = run("search", "ornitorrinco", "--method", "bm25")
+    assert stale.exit_code == 1 and "was removed from the store since the index was built" \
+        in stale.stderr and "run \"busca index\"" in stale.stderr
+    assert run("index", "-q").exit_code == 0
+    found = _urls(run, "ornitorrinco ovos")
+    assert found and draft not in found and DOCS[0]["url"] not in found
+    stats = json.loads(run("stats", "--json").stdout)
+    assert stats["pending"] == {"changed": 0, "removed": 0} and stats["documents"] == 4
+
+
+def test_no_stored_id_is_a_one_line_error_naming_them(run, home, tmp_path, monkeypatch):
+    _home(run, tmp_path, monkeypatch)
+    result = run("remove", "https://site.example/nunca", "notas/sumiu.md")
+    assert result.exit_code == 1 and result.stdout == ""
+    error = result.stderr.strip()
+    assert len(error.splitlines()) == 1 and "Traceback" not in result.output
+    assert "'https://site.example/nunca', 'notas/sumiu.md'" in error
+    assert "busca search --json" in error and "--prefix" in error
+    with Store(home) as store:
+        assert store.count() == 6
+
+
+def test_an_id_not_stored_beside_one_that_is_is_a_note(run, home, tmp_path, monkeypatch):
+    _home(run, tmp_path, monkeypatch)
+    result = run("remove", "doc-7", "doc-8", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"deleted": 1, "removed": ["doc-7"],
+                                         "missing": ["doc-8"], "documents": 5}
+    assert "note: no document stored under 'doc-8'" in result.stderr
+
+
+def test_prefix_removes_a_site_section_and_a_folder(run, home, tmp_path, monkeypatch):
+    _home(run, tmp_path, monkeypatch)
+    section = run("remove", "--prefix", "https://site.example/blog/", "--json")
+    assert section.exit_code == 0, section.output
+    assert sorted(json.loads(section.stdout)["removed"]) == [DOCS[2]["url"], DOCS[1]["url"]]
+    folder = run("remove", "--prefix", "notas", "--json")  # the folder, as it was added
+    assert json.loads(folder.stdout)["deleted"] == 2
+    with Store(home) as store:
+        assert sorted(store.hashes()) == sorted([DOCS[0]["url"], "doc-7"])
+    # a prefix in another spelling of the URL
+    spelled = run("remove", "--prefix", "https://site.example/not%C3%ADcias/")
+    assert spelled.exit_code == 0 and spelled.stdout.startswith("1 removed; 1 documents")
+
+
+def test_a_prefix_that_names_everything_is_refused(run, home, tmp_path, monkeypatch):
+    _home(run, tmp_path, monkeypatch)
+    for prefix, said in (("", "non-empty"), ("https://", "names every document"),
+                         ("file:///", "names every document"), ("/", "root folder")):
+        result = run("remove", "--prefix", prefix)
+        assert result.exit_code == 1 and said in result.stderr, (prefix, result.output)
+    with Store(home) as store:
+        assert store.count() == 6
+
+
+def test_a_removed_page_loses_its_crawl_state_and_the_next_crawl_fetches_it(run, home):
+    """The crawl state kept for a removed URL must not outlive it (a crawl telling the page
+    unchanged from it); the site still lists it, so the next crawl stores it again."""
+    with FixtureSite([article(1, slug="ação-retirada"), article(2)]) as site:
+        assert run("crawl", site.url, "--rate", "500").exit_code == 0
+        removed = site.url + "ação-retirada/"  # stored as …/a%C3%A7%C3%A3o-retirada/
+        with Store(home) as store:
+            stored = next(u for u in store.hashes() if "retirada" in u)
+            assert stored != removed and store.get_meta(DOC_STATE + stored) is not None
+        assert run("remove", removed).exit_code == 0
+        with Store(home) as store:
+            assert store.get(stored) is None and store.get_meta(DOC_STATE + stored) is None
+        again = run("crawl", site.url, "--rate", "500", "--json")
+    report = json.loads(again.stdout)
+    assert (report["added"], report["unchanged"]) == (1, 1)

@@ -1,0 +1,70 @@
+"""`Corpus.remove`: documents out of a home by id (a URL in any spelling, a file's path as
+`add_files` names it), in a local home and a PostgreSQL one alike."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import busca
+from busca.crawler.store import DOC_STATE
+
+DOCS = [busca.Document("https://site.example/notícias/ação", "Ação",
+                       "O ornitorrinco bota ovos e amamenta os filhotes."),
+        busca.Document("https://site.example/blog/prazo", "Prazo",
+                       "O prazo de reembolso do curso é de sete dias."),
+        busca.Document("https://site.example/blog/bolsas", "Bolsas",
+                       "As bolsas de pesquisa pagam os alunos de engenharia.")]
+
+
+@pytest.fixture(params=["local", pytest.param("postgres", marks=pytest.mark.postgres)])
+def location(request, tmp_path) -> str:
+    if request.param == "local":
+        return str(tmp_path / "home")
+    return request.getfixturevalue("pg_home")
+
+
+def test_remove_by_url_in_another_spelling_and_by_file_path(location, tmp_path):
+    note = tmp_path / "nota ação.md"
+    note.write_text("# Nota\n\nTelefone pessoal do ornitorrinco.", encoding="utf-8")
+    with busca.open(location) as corpus:
+        corpus.add(DOCS)
+        corpus.add_files([note])
+        corpus.index(methods=["bm25"])
+        stored = corpus.home.get(DOCS[0].url).url  # as the store spells it
+        corpus.home.set_meta(DOC_STATE + stored, {"source": "sitemap", "lastmod": "2024"})
+        removed = corpus.remove(["https://site.example/not%C3%ADcias/a%c3%a7%c3%a3o",
+                                 Path(note), "https://site.example/nunca"])
+        assert removed.to_json() == {"deleted": 2, "removed": [stored, note.resolve().as_uri()],
+                                     "missing": ["https://site.example/nunca"],
+                                     "documents": 2}
+        assert corpus.home.get_meta(DOC_STATE + stored) is None
+        assert corpus.stats()["pending"] == {"changed": 0, "removed": 2}
+        corpus.index(methods=["bm25"])
+        assert corpus.stats()["pending"] == {"changed": 0, "removed": 0}
+        hits = corpus.search("ornitorrinco ovos telefone", method="bm25", log=False).hits
+        assert {h.url for h in hits}.isdisjoint({stored, note.resolve().as_uri()})
+        assert corpus.build.manifest.documents == 2
+
+
+def test_remove_by_prefix_and_what_nothing_matched(location):
+    with busca.open(location) as corpus:
+        corpus.add(DOCS)
+        assert corpus.remove("https://site.example/blog/", prefix=True).deleted == 2
+        nothing = corpus.remove(["https://site.example/blog/prazo"])
+        assert (nothing.deleted, nothing.missing, nothing.documents) == (
+            0, ("https://site.example/blog/prazo",), 1)
+
+
+@pytest.mark.parametrize("ids,said", [(None, "list of document ids"), ([], "at least one"),
+                                      ([""], "non-empty strings"), ([3], "non-empty strings"),
+                                      (["https://site.example/blog/", "https://"],
+                                       "names every document"),
+                                      (["https://site.example/blog/", "/"], "root folder")])
+def test_bad_ids_are_refused_before_anything_is_removed(tmp_path, ids, said):
+    with busca.open(tmp_path / "home") as corpus:
+        corpus.add(DOCS)
+        with pytest.raises(busca.errors.BadDocument, match=said):
+            corpus.remove(ids, prefix=isinstance(ids, list) and len(ids) == 2)
+        assert corpus.home.count() == 3
