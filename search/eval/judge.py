@@ -3,7 +3,9 @@
 Relevance: with a trecho, a chunk is relevant if its text contains the trecho, whitespace
 collapsed on both sides (only chunks of `url` if the question names one); with only a URL,
 every chunk of that document; BEIR qrels are per document (a ranking of chunks becomes a
-ranking of documents, each at its best chunk). Reusable entry point: `rank_questions`.
+ranking of documents, each at its best chunk). A URL names the indexed document stored under
+any spelling of it (crawler/urls.py `doc_key`: /ação/ is /a%C3%A7%C3%A3o/). Reusable entry
+point: `rank_questions`.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
 from ...crawler.store import Document
+from ...crawler.urls import doc_key
 from ...index.text.chunking import chunk_with, chunker_label
 from ...index.text.chunks import ChunkRow
 from ...index.dense.encoders import THREADS
@@ -141,9 +145,10 @@ def judge(golden: Golden, table: ChunkTable) -> Judgement:
     by_url: dict[str, list[int]] = {}
     for i, url in enumerate(table.urls):
         by_url.setdefault(url, []).append(i)
+    indexed = _Spellings(by_url)
     items, problems, found_in = [], [], {}
     for q in golden.questions:
-        judged, problem = _judge_one(q, table, haystack, offsets, by_url)
+        judged, problem = _judge_one(q, table, haystack, offsets, by_url, indexed)
         items.append(judged)
         if problem:
             problems.append(problem)
@@ -161,10 +166,51 @@ def per_document(judgement: Judgement, table: ChunkTable) -> Judgement:
     return Judgement(items, judgement.problems, judgement.found_in)
 
 
-def _judge_one(q: Question, table: ChunkTable, haystack: str, offsets, by_url):
+class _Spellings:
+    """The indexed URL a golden set's URL names: itself, or the one stored under another
+    spelling of it (`doc_key`); for one the index lacks, a near indexed URL to name."""
+
+    def __init__(self, by_url: Mapping[str, list[int]]):
+        self.urls = by_url
+        self.keys: dict[str, str] = {}
+        for url in by_url:
+            self.keys.setdefault(doc_key(url), url)
+        self._loose: dict[str, str] | None = None
+
+    def __call__(self, url: str) -> str | None:
+        return url if url in self.urls else self.keys.get(doc_key(url))
+
+    def near(self, url: str) -> str | None:
+        """The indexed URL that differs from `url` only by what the store keeps apart (the
+        case of the host, http for https, a trailing slash), if one does."""
+        if self._loose is None:
+            self._loose = {}
+            for indexed in self.urls:
+                self._loose.setdefault(_loose(indexed), indexed)
+        return self._loose.get(_loose(url))
+
+
+def _loose(url: str) -> str:
+    key = doc_key(url)
+    try:
+        parts = urlsplit(key)
+    except ValueError:
+        return key
+    if parts.scheme.lower() not in ("http", "https"):
+        return key
+    return urlunsplit(parts._replace(scheme="https", netloc=parts.netloc.lower(),
+                                     path=parts.path.rstrip("/")))
+
+
+def _judge_one(q: Question, table: ChunkTable, haystack: str, offsets, by_url,
+               indexed: _Spellings):
     if q.qrels:
-        gains = {u: float(g) for u, g in q.qrels.items() if u in by_url}
-        unindexed = {u: float(g) for u, g in q.qrels.items() if u not in by_url}
+        named = {u: indexed(u) for u in q.qrels}
+        gains: dict[str, float] = {}
+        for u, g in q.qrels.items():
+            if named[u]:
+                gains[named[u]] = max(float(g), gains.get(named[u], float(g)))
+        unindexed = {u: float(g) for u, g in q.qrels.items() if not named[u]}
         judged = Judged(q, gains, "document", unindexed)
         if not gains:
             return judged, LabelProblem(
@@ -177,15 +223,18 @@ def _judge_one(q: Question, table: ChunkTable, haystack: str, offsets, by_url):
         return judged, None
     if q.trecho is None and q.url is None:
         return Judged(q, {}, "chunk"), None
-    if q.url is not None and q.url not in by_url:
-        return Judged(q, {}, "chunk"), LabelProblem(q, f"its url {q.url} is not in the index")
+    url = indexed(q.url) if q.url is not None else None
+    if q.url is not None and url is None:
+        near = indexed.near(q.url)
+        return Judged(q, {}, "chunk"), LabelProblem(
+            q, f"its url {q.url} is not in the index" + (f"; it has {near}" if near else ""))
     if q.trecho is None:
-        return Judged(q, {i: 1.0 for i in by_url[q.url]}, "chunk"), None
+        return Judged(q, {i: 1.0 for i in by_url[url]}, "chunk"), None
     ids = _containing(haystack, offsets, collapse(q.trecho))
-    if q.url is not None:
-        ids = [i for i in ids if table.urls[i] == q.url]
+    if url is not None:
+        ids = [i for i in ids if table.urls[i] == url]
     gains = {i: 1.0 for i in ids}
-    return Judged(q, gains, "chunk"), (None if gains else _diagnose(q, table, by_url))
+    return Judged(q, gains, "chunk"), (None if gains else _diagnose(q, table, by_url, url))
 
 
 def _containing(haystack: str, offsets: np.ndarray, needle: str) -> list[int]:
@@ -201,9 +250,10 @@ def _containing(haystack: str, offsets: np.ndarray, needle: str) -> list[int]:
     return ids
 
 
-def _diagnose(q: Question, table: ChunkTable, by_url) -> LabelProblem:
+def _diagnose(q: Question, table: ChunkTable, by_url, url: str | None) -> LabelProblem:
+    """Why no chunk holds `q`'s trecho (`url`: the indexed spelling of its url)."""
     pattern = r"\s+".join(re.escape(w) for w in q.trecho.split())
-    urls = [q.url] if q.url else list(by_url)
+    urls = [url] if url else list(by_url)
     for url in urls:
         match = re.search(pattern, table.documents[url])
         if match:

@@ -14,7 +14,7 @@ from pathlib import Path
 from ...index.dense.dense_models import is_dense
 from .answerability import REPEATS
 from .floors import Calibration
-from .runs import folder_for
+from .runs import folder_for, write_files
 from .summary import Evaluation, Pair
 
 TERMINAL_LIST = 15  # fixed/broken questions shown per pair in the terminal
@@ -33,9 +33,9 @@ def render_markdown(ev: Evaluation) -> str:
 
 def write_markdown(ev: Evaluation, path: str | Path) -> Path:
     """Write the Markdown report to `path`, in a folder that exists (else FileNotFoundError:
-    no folder is made)."""
+    no folder is made), under a temporary name first: a failed write keeps the old report."""
     path = folder_for(path)
-    path.write_text(render_markdown(ev), encoding="utf-8")
+    write_files({path: render_markdown(ev)})
     return path
 
 
@@ -89,10 +89,24 @@ def _one_line(text) -> str:
     return " ".join(str(text).split())
 
 
-def _cell(text, md: bool) -> str:
-    """A table cell on one line; in Markdown with `|` escaped, or a `|` in a question, id
-    or tag value would split its cell in two and shift every cell after it."""
+# what makes Markdown text live: a backslash (it would unescape what follows), an HTML tag or
+# autolink (<script>, <img onerror=…>), a link or image ([x](javascript:…))
+_MD_ACTIVE = re.compile(r"[\\<\[\]]")
+
+
+def _text(text, md: bool) -> str:
+    """Free text (a question, id, tag value, URL) on one line; in Markdown with what would
+    make it live backslash-escaped, so a report rendered by any Markdown tool shows it as
+    typed (`busca misses --golden` drafts questions from what visitors of busca serve
+    typed), not as HTML or a javascript: link."""
     line = _one_line(text)
+    return _MD_ACTIVE.sub(lambda m: "\\" + m.group(), line) if md else line
+
+
+def _cell(text, md: bool) -> str:
+    """A table cell on one line, as `_text`; in Markdown with `|` escaped, or a `|` in a
+    question, id or tag value would split its cell in two and shift every cell after it."""
+    line = _text(text, md)
     return line.replace("|", r"\|") if md else line
 
 
@@ -187,18 +201,19 @@ def _labels(ev: Evaluation, md: bool) -> list[str]:
         if zero:
             lines.append(f"{len(zero)} labelled question(s) no chunk answers"
                          " (they score 0 — fix the label or the chunking):")
-            lines += [_problem(p) for p in zero]
+            lines += [_problem(p, md) for p in zero]
         partial = [p for p in problems if p.partial]
         if partial:
             lines.append(f"{len(partial)} question(s) with relevant documents the index lacks"
                          " (busca add them, or drop them from the qrels):")
-            lines += [_problem(p) for p in partial]
+            lines += [_problem(p, md) for p in partial]
     return lines
 
 
-def _problem(p) -> str:
+def _problem(p, md: bool) -> str:
     """One label problem as a list item, on one line whatever the question holds."""
-    return f"- {_one_line(p.question.id)}: {_one_line(p.question.text)} — {p.reason}"
+    return (f"- {_text(p.question.id, md)}: {_text(p.question.text, md)} —"
+            f" {_text(p.reason, md)}")
 
 
 def _metrics(ev: Evaluation, md: bool) -> list[str]:
@@ -217,7 +232,7 @@ def _metrics(ev: Evaluation, md: bool) -> list[str]:
 def _slices(ev: Evaluation, md: bool) -> list[str]:
     lines = []
     for tag, groups in ev.slices.items():
-        lines += _title(f"By {_one_line(tag)}", md)
+        lines += _title(f"By {_text(tag, md)}", md)
         headers = [tag, "n", "method"] + [m.name for m in ev.metrics]
         rows = []
         for value, systems in groups.items():
@@ -233,7 +248,7 @@ def _pairs(ev: Evaluation, md: bool) -> list[str]:
         return _title("Fixed and broken questions", md) + [
             "one method only: save this run with --run-out, change something, and compare"
             " the two runs with --compare RUN_A RUN_B"]
-    texts = {q.id: _one_line(q.text) for q in ev.golden.questions}
+    texts = {q.id: _text(q.text, md) for q in ev.golden.questions}
     lines = _title("Method against method (b − a, paired)", md)
     if not ev.golden.answerable:
         return lines + ["no answerable question to compare the methods on: add some with"
@@ -255,7 +270,7 @@ def _pair_lists(p: Pair, texts: dict, md: bool) -> list[str]:
     for word, ids in (("fixed", p.fixed), ("broken", p.broken)):
         shown = ids if md else ids[:TERMINAL_LIST]
         lines += [f"  {word}: {_one_line(i)}: {texts.get(i, '')}" if not md
-                  else f"- {word}: {_one_line(i)}: {texts.get(i, '')}" for i in shown]
+                  else f"- {word}: {_text(i, md)}: {texts.get(i, '')}" for i in shown]
         if len(shown) < len(ids):
             lines.append(f"  … and {len(ids) - len(shown)} more {word} (--report or --json)")
     return lines

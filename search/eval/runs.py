@@ -4,7 +4,8 @@
 `<stem>.trec` (TREC run: `qid Q0 item rank score tag`; items are `url#position` chunks or
 document URLs) and `<stem>.qrels` (TREC qrels of the judged relevant items), readable by
 trec_eval or ranx. A `path` named like those (run.trec, run.qrels) means the same three
-files, the JSON as `<stem>.json`: no suffix is ever doubled. The folder must exist (but a
+files, the JSON as `<stem>.json`: no suffix is ever doubled; a name without one of these
+suffixes keeps its whole name (`beside`). The folder must exist (but a
 home's runs/, which is made). A run names its corpus by a fingerprint of the documents'
 URLs and texts.
 """
@@ -13,7 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +27,6 @@ import numpy as np
 from ...errors import BuscaError
 from ...index.home.documents import DB_NAME
 from ...index.home import storage
-from ...index.home.storage import write_json
 from .golden import Golden
 from .judge import ChunkTable, Judgement
 from .metrics import Metric, Outcome
@@ -74,14 +76,29 @@ def save_run(path: str | Path, golden: Golden, outcomes: dict[str, list[Outcome]
             "questions": [{"id": q.id, "question": q.text, "answerable": q.answerable}
                           for q in golden.questions],
             "systems": {s: [_outcome_json(o) for o in out] for s, out in outcomes.items()}}
-    write_json(files[0], data)
-    written = files[:2]
-    written[1].write_text("".join(_trec_lines(outcomes)), encoding="utf-8")
+    texts = {files[0]: json.dumps(data, ensure_ascii=False, indent=2),
+             files[1]: "".join(_trec_lines(outcomes))}
     for label, (judgement, table) in judged.items():
         suffix = ".qrels" if len(judged) == 1 else f".{_safe(label)}.qrels"
-        written.append(beside(path, suffix))
-        written[-1].write_text("".join(_qrels_lines(judgement, table)), encoding="utf-8")
-    return written
+        texts[beside(path, suffix)] = "".join(_qrels_lines(judgement, table))
+    write_files(texts)
+    return list(texts)
+
+
+def write_files(texts: Mapping[Path, str]) -> None:
+    """Write each text to a temporary name beside its file, then rename every one into
+    place: a write that fails (a full disk, ^C) leaves the files as they were, whole and
+    together (a run's JSON, .trec and .qrels), and no temporary file."""
+    temporary: dict[Path, Path] = {}
+    try:
+        for path, text in texts.items():
+            temporary[path] = path.with_name(f"{path.name}.tmp-{uuid.uuid4().hex[:8]}")
+            temporary[path].write_text(text, encoding="utf-8")
+        for path, tmp in temporary.items():
+            os.replace(tmp, path)
+    finally:
+        for tmp in temporary.values():
+            tmp.unlink(missing_ok=True)
 
 
 def run_files(path: str | Path) -> list[Path]:
@@ -97,10 +114,15 @@ def run_json(path: str | Path) -> Path:
 
 
 def beside(path: str | Path, suffix: str) -> Path:
-    """The file written beside the run `path` with `suffix` (.trec, .qrels): its suffix
-    replaced, never added to it (run.trec's TREC run is run.trec itself, not run.trec.trec;
-    its JSON goes to run.json, see `run_json`)."""
-    return Path(path).with_suffix(suffix)
+    """The file written beside the run `path` with `suffix` (.trec, .qrels): a .json, .trec
+    or .qrels suffix replaced, never added to (run.trec's TREC run is run.trec itself, not
+    run.trec.trec; its JSON goes to run.json, see `run_json`); any other name kept whole
+    (the TREC run of "antes 2026.12.05" is "antes 2026.12.05.trec", not "antes 2026.12.trec",
+    which the next day's run would overwrite)."""
+    path = Path(path)
+    if path.suffix.lower() in (".json", *TREC_SUFFIXES):
+        return path.with_suffix(suffix)
+    return path.with_name(path.name + suffix)
 
 
 def require_folder(path: str | Path) -> Path:

@@ -182,3 +182,35 @@ def test_a_relevant_document_the_index_lacks_counts_in_the_ideal_order():
     qrels = ranx.Qrels({"b": {"https://s/suporte": 1, "https://s/ausente": 2}})
     run = ranx.Run({"b": {"https://s/suporte": 0.9, "https://s/reembolso": 0.5}})
     assert ndcg(outcome, 10) == pytest.approx(ranx.evaluate(qrels, run, "ndcg@10"))
+
+
+ACAO = Document("https://s/a%c3%a7%c3%a3o/", "Ação", "A ação direta é julgada pelo Supremo.")
+CAFE = Document("https://s/café", "Café", "O café é a bebida mais consumida no Brasil.")
+
+
+@pytest.mark.parametrize("spelled", ["https://s/ação/", "https://s/a%C3%A7%C3%A3o/"])
+def test_a_golden_url_in_another_spelling_names_the_stored_document(spelled):
+    """The store's one spelling of a URL (crawler/urls.py doc_key): /ação/, /a%c3%a7%c3%a3o/
+    and /a%C3%A7%C3%A3o/ are one document, so a golden set may name it in any of them (it
+    was "its url … is not in the index", scored 0)."""
+    t = table({"kind": "words", "size": 200, "overlap": 40}, [ACAO, CAFE])
+    j = judge(golden(Question("a", "?", url=spelled),
+                     Question("b", "?", trecho="ação direta", url=spelled),
+                     Question("c", "?", trecho="a bebida", url="https://s/caf%C3%A9"),
+                     Question("d", "?", qrels={spelled: 1, "https://s/caf%c3%a9": 2})), t)
+    assert j.problems == ()
+    assert [dict(x.gains) for x in j.items[:3]] == [{0: 1.0}, {0: 1.0}, {1: 1.0}]
+    assert dict(j.items[3].gains) == {"https://s/a%c3%a7%c3%a3o/": 1.0, "https://s/café": 2.0}
+
+
+def test_a_golden_url_that_differs_by_a_trailing_slash_is_named_with_the_indexed_one():
+    """Another resource (the store keeps /x and /x/ apart), so not relevant, but the reason
+    names the indexed spelling instead of leaving the user to hunt for it."""
+    t = table()
+    j = judge(golden(Question("a", "?", url="https://s/suporte/"),
+                     Question("b", "?", trecho="7 dias", url="https://S/reembolso")), t)
+    reasons = [p.reason for p in j.problems]
+    assert reasons == ["its url https://s/suporte/ is not in the index; it has"
+                       " https://s/suporte", "its url https://S/reembolso is not in the"
+                       " index; it has https://s/reembolso"]
+    assert all(not item.gains for item in j.items)

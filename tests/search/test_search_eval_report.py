@@ -83,3 +83,55 @@ def test_charts_are_never_drawn_into_a_folder_made_in_one_that_does_not_exist(tm
         write_plots(EV, tmp_path / "nope" / "charts")
     assert list(tmp_path.iterdir()) == []
     assert [p.name for p in write_plots(EV, tmp_path / "charts")] == ["recall_at_k.png"]
+
+
+def _full_disk(monkeypatch, part: str) -> None:
+    """Writing a file whose name holds `part` truncates it and fails, as on a full disk
+    (the one failure a test cannot make for real)."""
+    import errno
+    from pathlib import Path
+
+    real = Path.write_text
+
+    def write_text(self, text, *args, **kwargs):
+        if part in self.name:
+            real(self, "", *args, **kwargs)
+            raise OSError(errno.ENOSPC, "No space left on device", str(self))
+        return real(self, text, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", write_text)
+
+
+def test_a_report_that_cannot_be_written_leaves_the_previous_one_whole(tmp_path, monkeypatch):
+    """--report over last week's report truncated it first: a full disk lost both."""
+    path = write_markdown(EV, tmp_path / "r.md")
+    before = path.read_text(encoding="utf-8")
+    _full_disk(monkeypatch, "r.md")
+    with pytest.raises(OSError):
+        write_markdown(EV, path)
+    assert path.read_text(encoding="utf-8") == before
+    assert [p.name for p in tmp_path.iterdir()] == ["r.md"]
+
+
+def test_markdown_shows_html_and_link_syntax_in_questions_as_text():
+    """A question is free text (`busca misses --golden` drafts a golden set from what
+    visitors of busca serve typed): in a shared report rendered by a Markdown tool it was a
+    live <script> tag, <img onerror=…> or [link](javascript:…). Escaped with backslashes,
+    it renders as the text it was; a `|` still stays in its cell."""
+    import re
+
+    nasty = ("<script>alert(1)</script> <img src=x onerror=alert(1)>"
+             " [clique](javascript:alert(1)) ![i](http://x/i.png) C:\\<b> ação 🎉 | fim")
+    questions = (Question("a<b>", nasty, trecho="x", url="javascript:alert(1)"),
+                 Question("m2", "cão", trecho="x"))
+    ev = summarize(Golden("g.json", "json", questions),
+                   {"antes": [o("a<b>", 1), o("m2", 4)], "depois": [o("a<b>", 4), o("m2", 1)]},
+                   default_metrics())
+    md = render_markdown(ev)
+    escaped = (r"\<script>alert(1)\</script> \<img src=x onerror=alert(1)>"
+               r" \[clique\](javascript:alert(1)) !\[i\](http://x/i.png) C:\\\<b> ação 🎉")
+    assert f"| a\\<b> | {escaped} \\| fim | 1 | 4 |" in md.splitlines()
+    assert f"- broken: a\\<b>: {escaped} | fim" in md.splitlines()
+    live = re.compile(r"(?<!\\)(?:\\\\)*[<\[]")  # a < or [ after no escaping backslash
+    assert not [line for line in md.splitlines() if "ação" in line and live.search(line)]
+    assert nasty.replace("\n", " ") in render_text(ev)  # the terminal shows it as typed

@@ -118,6 +118,20 @@ def test_a_run_named_like_its_trec_files_never_doubles_a_suffix(tmp_path, name, 
     assert runs.run_files(tmp_path / name) == paths
 
 
+@pytest.mark.parametrize("name, names", [
+    ("antes 2026.12.05", ["antes 2026.12.05", "antes 2026.12.05.trec", "antes 2026.12.05.qrels"]),
+    ("avaliação v1.2.json", ["avaliação v1.2.json", "avaliação v1.2.trec", "avaliação v1.2.qrels"]),
+])
+def test_a_run_named_with_a_dot_keeps_its_name_beside_it(tmp_path, name, names):
+    """--run-out "antes 2026.12.05" wrote "antes 2026.12.trec": the next day's run wrote the
+    same .trec and .qrels, over the first run's."""
+    paths, _ = make_run(tmp_path, name)
+    assert [p.name for p in paths] == names
+    other, _ = make_run(tmp_path, name.replace("1", "2"))
+    assert not set(paths) & set(other) and all(p.is_file() for p in paths + other)
+    assert runs.run_files(tmp_path / name) == paths
+
+
 def test_a_trec_file_given_as_a_run_names_the_json_run_beside_it(tmp_path):
     paths, _ = make_run(tmp_path, "r.trec")
     with pytest.raises(RunError, match=r"r.trec: a TREC file, not a busca run: give the JSON"
@@ -218,3 +232,25 @@ def test_a_labelled_question_no_chunk_answers_counts_in_the_qrels_too(tmp_path):
         expected = values(metric, answerable).mean()
         assert ranx.evaluate(qrels, run, name, make_comparable=True) == pytest.approx(
             expected, abs=1e-15), metric
+
+
+def test_a_run_that_cannot_be_written_leaves_the_previous_files_whole(tmp_path, monkeypatch):
+    """A full disk while writing the .qrels had already replaced the JSON run and the .trec:
+    the run's three files no longer belonged together, and the last good run was lost."""
+    import errno
+
+    paths, _ = make_run(tmp_path, "r.json")
+    before = [p.read_bytes() for p in paths]
+    real = Path.write_text
+
+    def full_disk(self, text, *args, **kwargs):  # the .qrels: truncated, then no space left
+        if ".qrels" in self.name:
+            real(self, "", *args, **kwargs)
+            raise OSError(errno.ENOSPC, "No space left on device", str(self))
+        return real(self, text, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", full_disk)
+    with pytest.raises(OSError):
+        make_run(tmp_path, "r.json", DOCS[:1])
+    assert [p.read_bytes() for p in paths] == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "r.qrels", "r.trec"]
