@@ -37,6 +37,7 @@ WHERE = {
     "BadTokens": ".serve.access",
     "BadVectors": ".index.dense.dense",
     "BadWindow": ".index.text.chunking",
+    "BatchTooLarge": ".index.dense.embedding_api",
     "Bm25ParameterError": ".index.lexical.bm25",
     "BodyTooLarge": ".serve.app",
     "BuildLocked": ".index.home.buildlock",

@@ -21,6 +21,7 @@ from .index.text.titles import BadTitles as BadTitles
 from .serve.access import BadTokens as BadTokens
 from .index.dense.dense import BadVectors as BadVectors
 from .index.text.chunking import BadWindow as BadWindow
+from .index.dense.embedding_api import BatchTooLarge as BatchTooLarge
 from .index.lexical.bm25 import Bm25ParameterError as Bm25ParameterError
 from .serve.app import BodyTooLarge as BodyTooLarge
 from .index.home.buildlock import BuildLocked as BuildLocked

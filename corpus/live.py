@@ -88,13 +88,18 @@ class LiveBuild:
     def warm_up(self, index) -> None:
         """Load every ranker and the chunk table now; each dense model reuses the encoder
         already in memory (the build's own dense ranker: exact in memory on a local home,
-        pgvector on a PostgreSQL one), so no question waits for one."""
+        pgvector on a PostgreSQL one), so no question waits for one. An openai:MODEL server
+        that does not answer now is warned about: the other methods are served, and that
+        model's questions ask its server again (each one a 503 while it stays away)."""
         for method in index.methods:
             if indexing.is_dense(method):
                 entry = index.manifest.entry(method)
                 key = (method, entry["encoder"], entry["dimension"])
                 ranker = index.ranker(method, encoder=self._encoders.get(key))
-                ranker.embed(WARM_UP)  # some encoders load their tables lazily
+                try:
+                    ranker.embed(WARM_UP)  # some encoders load their tables lazily
+                except indexing.EmbeddingServerError as e:
+                    log.warning("%s: %s", method, e)
                 prepare(ranker)
                 self._encoders[key] = ranker.encoder
         for method in searching.available_methods(index):

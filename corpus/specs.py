@@ -44,6 +44,23 @@ HYBRID_OPTIONS = tuple(_DEFAULTS)  # the options only hybrid takes
 
 
 
+def check_embed(embed: Mapping | None) -> None:
+    """BadSpec unless `embed` (busca.open's openai:MODEL server settings) is None or a dict of
+    the settings busca has (UnknownOption naming them): they are used on the first dense
+    question, where a misspelt one was a TypeError traceback."""
+    if embed is None:
+        return
+    if not isinstance(embed, Mapping):
+        raise BadSpec(f"embed is a dict of openai:MODEL server settings, not a"
+                      f" {type(embed).__name__}: e.g. embed={{'url': 'http://127.0.0.1:8000'}}")
+    from ..index.dense.embedding_api import ServerSettings
+
+    names = [f.name for f in fields(ServerSettings)]
+    if unknown := [name for name in embed if name not in names]:
+        raise UnknownOption(f"embed has no setting {', '.join(map(repr, unknown))}: it takes"
+                            f" {', '.join(names)}")
+
+
 def with_options(spec: T, options: Mapping[str, Any]) -> T:
     """`spec` with `options` replaced (a Python caller's keyword arguments); UnknownOption
     naming the options it does not have, and those it has."""

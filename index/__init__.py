@@ -23,6 +23,7 @@ EXPORTS = {
     "DEFAULT_ENCODER": ".dense.encoders",
     "DiskFull": ".home.diskfull",
     "EMBED_BATCH": ".dense.embedding_api#BATCH",
+    "EMBED_TIMEOUT": ".dense.embedding_api#TIMEOUT",
     "encoder_names": ".dense.encoders",
     "EmbeddingServerError": ".dense.embedding_api",
     "EncoderError": ".dense.encoders",

@@ -19,6 +19,7 @@ from .dense.encoders import DEFAULT_ENCODER as DEFAULT_ENCODER
 from .home.diskfull import DiskFull as DiskFull
 from .build import dropped_calibration as dropped_calibration
 from .dense.embedding_api import BATCH as EMBED_BATCH
+from .dense.embedding_api import TIMEOUT as EMBED_TIMEOUT
 from .dense.embedding_api import EmbeddingServerError as EmbeddingServerError
 from .dense.encoders import encoder_names as encoder_names
 from .dense.encoders import EncoderError as EncoderError
@@ -81,6 +82,7 @@ __all__ = [
     "DEFAULT_ENCODER",
     "DiskFull",
     "EMBED_BATCH",
+    "EMBED_TIMEOUT",
     "EmbeddingServerError",
     "EncoderError",
     "FALLBACK_ENCODER",

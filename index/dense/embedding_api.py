@@ -13,11 +13,12 @@ from __future__ import annotations
 import email.utils
 import logging
 import math
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -57,6 +58,10 @@ class BadResponse(EmbeddingServerError):
     """The server answered something that is not a list of embeddings."""
 
 
+class BatchTooLarge(BadResponse):
+    """The server refused a request as too large (HTTP 413): fewer texts may pass."""
+
+
 @dataclass(frozen=True)
 class ServerSettings:
     """Where and how to ask for embeddings; `key` never leaves the Authorization header."""
@@ -78,11 +83,12 @@ class ServerSettings:
 
 
 def public_url(url: str) -> str:
-    """`url` without user:password@."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
+    """`url` without user:password@, its host in lower case (an IPv6 one keeps its [ ]); a URL
+    that does not parse loses its user:password@ too, since error messages name it."""
+    start, netloc, rest = re.match(r"((?:[A-Za-z][A-Za-z0-9+.-]*:)?//)?([^/?#]*)(.*)", url,
+                                   re.S).groups()
+    host = netloc.rpartition("@")[2]
+    return (start or "") + (host.lower() if start else host) + rest
 
 
 def endpoint(url: str) -> str:
@@ -90,8 +96,8 @@ def endpoint(url: str) -> str:
     base = url.rstrip("/")
     if not usable_url(base):
         raise EmbeddingServerError(
-            f"bad embedding server URL {url!r}: write it as http://HOST:PORT (e.g. --embed-url"
-            " http://127.0.0.1:11434 for Ollama)")
+            f"bad embedding server URL {public_url(url)!r}: write it as http://HOST:PORT (e.g."
+            " --embed-url http://127.0.0.1:11434 for Ollama)")
     return base + ("/embeddings" if base.endswith("/v1") else "/v1/embeddings")
 
 
@@ -175,6 +181,9 @@ class ModelServerClient:
                    else f"check {self.key_variable}")
             return AuthFailed(f"the {self.what} at {self.where} refused the key"
                               f" (HTTP {status}: {said}) — {fix}")
+        if status == 413:
+            return BatchTooLarge(f"the {self.what} at {self.where} refused the request as too large"
+                            f" (HTTP {status}: {said})")
         if status == 404 or "model" in said.lower():
             served = self._served_models()
             if self.model in served:  # the model is there: the path asked for is not

@@ -8,12 +8,15 @@ the first answer) a different one is refused, since vectors of two models cannot
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Sequence
 
 import numpy as np
 
-from .embedding_api import EmbeddingClient, ServerSettings, public_url
+from .embedding_api import EmbeddingClient, ServerSettings, BatchTooLarge, public_url
 from .vector_cache import DimensionChanged
+
+log = logging.getLogger(__name__)
 
 PREFIX = "openai:"
 
@@ -51,13 +54,30 @@ class OpenAIEncoder:
         return f"{self.name}#{_passage_digest(self.settings)}"
 
     def describe(self) -> dict:
-        """The server settings for the manifest (never the key)."""
-        return {**self.settings.describe(), "served_model": self.client.served_model}
+        """The server settings for the manifest (never the key; the batch the server took,
+        which the next build starts from)."""
+        return {**self.settings.describe(), "batch": self.batch,
+                "served_model": self.client.served_model}
 
     def encode(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
-        """Unit rows, one request per `batch` texts."""
-        parts = [self._embed(texts[lo:lo + self.batch], query)
-                 for lo in range(0, len(texts), self.batch)]
+        """Unit rows, one request per `batch` texts; a batch the server refuses as too large
+        (HTTP 413, as TEI beyond its --max-client-batch-size) is halved, for this and every
+        later request."""
+        parts, lo = [], 0
+        while lo < len(texts):
+            part = texts[lo:lo + self.batch]
+            try:
+                parts.append(self._embed(part, query))
+            except BatchTooLarge as e:
+                if len(part) == 1:
+                    raise BatchTooLarge(f"{e} — even one text: index smaller windows (busca index"
+                                   " --size N) or raise the server's input limit") from None
+                self.batch = len(part) // 2
+                log.warning("%s; sending %d (--embed-batch %d)",
+                            str(e).replace("the request", f"{len(part)} texts in one request"),
+                            self.batch, self.batch)
+                continue
+            lo += len(part)
         if not parts:
             return np.empty((0, self.dimension or 0), np.float32)
         return np.concatenate(parts)
@@ -81,11 +101,7 @@ class OpenAIEncoder:
 
 def server_of(url: str) -> str:
     """What names an embedding server: its URL without user:password@, a trailing / or /v1."""
-    try:
-        url = public_url(url)
-    except ValueError:  # a port that does not parse: the URL as given (the request will say)
-        pass
-    return url.rstrip("/").removesuffix("/v1")
+    return public_url(url).rstrip("/").removesuffix("/v1")
 
 
 def _passage_digest(settings: ServerSettings) -> str:

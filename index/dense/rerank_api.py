@@ -69,7 +69,8 @@ def parse_rerank(value: str, url: str | None, *, key: str | None = None,
         raise RerankError(f"--rerank {value} needs the URL of its server: --rerank-url"
                           " http://HOST:PORT (or BUSCA_RERANK_URL)")
     if not usable_url(url):
-        raise RerankError(f"bad re-ranking server URL {url!r}: write it as http://HOST:PORT")
+        raise RerankError(f"bad re-ranking server URL {public_url(url)!r}: write it as"
+                          " http://HOST:PORT")
     if top < 1:
         raise RerankError(f"--rerank-top must be at least 1, got {top}")
     return RerankSettings(kind, model.strip(), url, key or None, top)

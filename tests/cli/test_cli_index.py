@@ -266,3 +266,19 @@ def test_sigterm_stops_a_build_as_ctrl_c_does_and_the_previous_index_answers(tmp
     found = subprocess.run([*busca, "search", "palavra7", "--method", "bm25", "--no-log"],
                            capture_output=True, text=True, timeout=120)
     assert found.returncode == 0 and "https://s.example/" in found.stdout
+
+
+def test_embed_timeout_bounds_each_request_at_index_and_at_search_time(added):
+    """A stalled server held each request 120 s, six times (over 12 minutes for one question
+    of busca search or busca serve), with no option to wait less."""
+    with FaultyServer() as server:
+        server.faults = [("stall", 3)]
+        result = added("index", "-q", "--dense", "openai:fake-model", "--embed-url", server.url,
+                       "--embed-timeout", "0.5")
+        assert result.exit_code == 0, result.output
+        assert len(server.requests) == 2  # the stalled one given up after 0.5 s, and again
+        server.faults = [("stall", 3)]
+        result = added("search", "senha", "--method", "dense", "--embed-timeout", "0.5")
+        assert result.exit_code == 0 and len(server.requests) == 4
+    result = added("search", "senha", "--method", "dense", "--embed-timeout", "0")
+    assert result.exit_code == 2 and "--embed-timeout" in result.output

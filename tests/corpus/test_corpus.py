@@ -151,6 +151,18 @@ def test_errors_are_the_library_errors(tmp_path):
         busca.open(tmp_path / "missing", create=False)
 
 
+def test_embed_settings_are_checked_when_the_corpus_is_opened(tmp_path):
+    """embed={"timeout_s": 5} opened, then every dense question was a TypeError traceback
+    (ServerSettings.__init__() got an unexpected keyword argument)."""
+    with pytest.raises(busca.errors.UnknownOption, match="'timeout_s'.* url, key, batch,"
+                                                         " timeout") as refused:
+        busca.open(tmp_path / "h", embed={"timeout_s": 5, "key": "sk-secret"})
+    assert "sk-secret" not in str(refused.value) and not (tmp_path / "h").exists()
+    with pytest.raises(busca.errors.BadSpec, match="embed is a dict"):
+        busca.open(tmp_path / "h", embed="http://127.0.0.1:8000")
+    busca.open(tmp_path / "h", embed={"url": "http://127.0.0.1:8000", "timeout": 5}).close()
+
+
 def python_example() -> str:
     text = (REPO / "docs" / "python.md").read_text(encoding="utf-8")
     (code,) = re.findall(r"```python\n(.*?)```", text, flags=re.S)

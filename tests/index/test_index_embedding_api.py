@@ -14,7 +14,7 @@ from busca.index.dense.embedding_api import (AuthFailed, BadResponse, EmbeddingC
 from busca.index.dense.openai_encoder import OpenAIEncoder
 from busca.index.dense.vector_cache import DimensionChanged
 from busca.errors import BuscaError
-from embed_servers import FaultyServer, free_port
+from embed_servers import FaultyServer, cosines, free_port
 
 TEXTS = ["Alucinação é quando o modelo inventa", "React Native e câmera", "senha do banco"]
 KEY = "sk-test-0123456789abcdef"
@@ -231,3 +231,43 @@ def test_a_server_url_that_cannot_be_asked_is_refused_at_once(url):
         endpoint(url)
     with pytest.raises(RerankError, match="bad re-ranking server URL"):
         parse_rerank("tei:m", url)
+
+
+@pytest.mark.parametrize("url", ["http://user:s3cret@127.0.0.1:99999", "ftp://user:s3cret@h:1",
+                                 "http://user:s3cret@[::1", "user:s3cret@127.0.0.1:8080"])
+def test_a_bad_url_is_named_without_its_password(url):
+    """The refusal printed the URL as given, user:password@ and all."""
+    from busca.index.dense.rerank_api import RerankError, parse_rerank
+
+    for call, error in ((lambda: endpoint(url), EmbeddingServerError),
+                        (lambda: parse_rerank("tei:m", url), RerankError)):
+        with pytest.raises(error, match="bad .* server URL") as refused:
+            call()
+        assert "s3cret" not in str(refused.value) and "user" not in str(refused.value)
+
+
+def test_the_public_url_of_an_ipv6_server_is_still_a_url():
+    """http://[::1]:8000 was stored as http://::1:8000, which a search cannot ask."""
+    assert public_url("http://u:p@[::1]:8000/v1") == "http://[::1]:8000/v1"
+    assert endpoint(public_url("http://[::1]:8000")) == "http://[::1]:8000/v1/embeddings"
+    assert public_url("http://User:P@Host.Example:1/V1") == "http://host.example:1/V1"
+
+
+def test_a_batch_too_large_for_the_server_is_sent_in_smaller_ones(caplog):
+    """TEI answers 413 beyond its --max-client-batch-size: the build stopped with
+    "refused the request (HTTP 413: …)" and no word of --embed-batch."""
+    texts = [f"texto número {i}" for i in range(11)]
+    caplog.set_level(logging.WARNING)
+    with FaultyServer(max_batch=3) as server:
+        encoder = OpenAIEncoder("fake-model", ServerSettings(server.url, batch=8))
+        vectors = encoder.encode(texts)
+        assert server.texts[-11:] == texts and encoder.describe()["batch"] == 2
+        assert [len(r["texts"]) for r in server.requests] == [8, 4, 2, 2, 2, 2, 2, 1]
+    expected = np.array([server.vector(t) for t in texts])
+    assert cosines(vectors, expected).min() > 0.9999
+    assert "refused 8 texts in one request as too large" in caplog.text
+    assert "sending 4 (--embed-batch 4)" in caplog.text
+    with FaultyServer(max_batch=3) as server:
+        server.max_batch = 0.5  # not even one text
+        with pytest.raises(BadResponse, match="HTTP 413.* even one text: .*busca index --size"):
+            OpenAIEncoder("fake-model", ServerSettings(server.url)).encode(["um", "dois"])

@@ -79,3 +79,23 @@ def test_a_build_read_while_it_was_removed_is_read_again(home, monkeypatch):
     monkeypatch.setattr(opened, "current", flaky)
     assert engine.search("ornitorrinco", method="bm25", k=1).hits
     assert len(calls) >= 2
+
+
+def test_an_embedding_server_away_fails_only_the_methods_that_need_it(home):
+    """busca serve warms every ranker when it loads a build; an openai:MODEL server that was
+    down then left the build unloaded, so every request — bm25 too — was a 503 naming it."""
+    from busca.index.dense.embedding_api import EmbeddingServerError
+    from embed_servers import FaultyServer
+
+    import busca
+
+    with FaultyServer() as server:
+        with busca.open(home, embed={"url": server.url}) as corpus:
+            corpus.index(dense="openai:fake-model", size=20, overlap=5)
+    engine = Engine(home, log_queries=False)  # warms, as busca serve does
+    assert engine.search("ornitorrinco", method="bm25", k=1).hits
+    with pytest.raises(EmbeddingServerError, match=f"at {server.url} did not answer"):
+        engine.search("ornitorrinco", method="dense", k=1)
+    with FaultyServer() as again:  # back, at another address the user now gives
+        engine = Engine(home, log_queries=False, embed={"url": again.url})
+        assert engine.search("ornitorrinco", method="dense", k=1).hits
