@@ -19,20 +19,31 @@ import statistics
 from pathlib import Path
 
 from bench_lexical import PeerUnavailable, require_kept, subprocess_run  # noqa: E402
-from cli_errors import guarded, names  # noqa: E402
+from cli_errors import guarded, names, positive_int  # noqa: E402
+from machine import machine  # noqa: E402
 
 PEERS = {"tantivy": "tantivy-build", "pisa": "pisa-build", "bm25s": "bm25s-build"}
 BUILDS = ["bm25", "tfidf,bm25"]
 
 
+def methods(text: str) -> str:
+    """`--methods tfidf,bm25`: lexical methods only (what the peers build), checked before the
+    kept store's previous build is deleted."""
+    found = names(("tfidf", "bm25"), "method")(text)
+    if not found:
+        raise argparse.ArgumentTypeError("nothing given: give bm25, tfidf or tfidf,bm25")
+    return ",".join(found)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", type=Path, required=True, help="bench_lexical.py's --work.")
-    parser.add_argument("--size", type=int, required=True, help="Chunks (a store kept there).")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--size", type=positive_int, required=True,
+                        help="Chunks (a store kept there).")
+    parser.add_argument("--rounds", type=positive_int, default=3, help="Rounds (default 3).")
     parser.add_argument("--peers", type=names(PEERS, "peer"), default="tantivy",
                         help=f"Among {','.join(PEERS)}, comma-separated (default tantivy).")
-    parser.add_argument("--methods", action="append",
+    parser.add_argument("--methods", action="append", type=methods,
                         help="busca's methods in one build (repeat for several builds a round)"
                              f" [default: {' and '.join(BUILDS)}].")
     args = parser.parse_args()
@@ -42,7 +53,7 @@ def main() -> None:
     peers = args.peers
     base = {"work": str(args.work), "corpus": str(corpus), "size": args.size}
     builds = [f"busca {m}" for m in args.methods or BUILDS]
-    print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    print(machine())
     times: dict[str, list[float]] = {name: [] for name in builds + peers}
     configs: dict[str, str] = {}
     for r in range(args.rounds):

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import shutil
 import signal
 import statistics
 import subprocess
@@ -39,7 +40,8 @@ import threading
 import time
 from pathlib import Path
 
-from cli_errors import guarded, sizes_or_fixture
+from cli_errors import guarded, positive_int, sizes_or_fixture
+from machine import machine
 
 ARTICLES = Path(__file__).resolve().parent.parent / "fixtures" / "site" / "articles.jsonl"
 QUERY = "qual foi a primeira universidade do Brasil?"
@@ -115,7 +117,7 @@ def row(label: str, low: float, mid: float, goal: float | None = None) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--runs", type=positive_int, default=7)
     parser.add_argument("--dense", default="use", help="encoder for dense/hybrid, or none")
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument("--sizes", type=sizes_or_fixture, default="fixture",
@@ -123,20 +125,23 @@ def main() -> None:
     args = parser.parse_args()
     env = environment()
     work = args.work or Path(tempfile.mkdtemp(prefix="busca-cli-"))
-    print(f"python {platform.python_version()}, {os.cpu_count()} cores, one BLAS/OpenMP thread"
-          f" per process, bytecode cached; {args.runs} runs after one warm-up;"
-          f" load average at start: {os.getloadavg()[0]:.2f}")
+    print(f"python {platform.python_version()}, one BLAS/OpenMP thread per process, bytecode"
+          f" cached; {args.runs} runs after one warm-up; {machine()}")
     print(f"{'command (configuration)':<58}{'min s':>8}{'median s':>10}{'goal s':>8}")
     for label, code in (("python -c 'import numpy'", "import numpy"),
                         ("python -c 'import busca.cli'", "import busca.cli")):
         row(label, *wall([sys.executable, "-c", code], args.runs, env))
-    for size in args.sizes:
-        home = work / f"home-{size}"
-        label = build(home, size, args.dense, env, work)
-        print(f"\n{label}; load average {os.getloadavg()[0]:.2f}", flush=True)
-        dense = args.dense != "none" or size != "fixture"
-        measure(home, ["tfidf", "bm25"] + (["dense", "hybrid"] if dense else []), args.runs,
-                env)
+    try:
+        for size in args.sizes:
+            home = work / f"home-{size}"
+            label = build(home, size, args.dense, env, work)
+            print(f"\n{label}; load average {os.getloadavg()[0]:.2f}", flush=True)
+            dense = args.dense != "none" or size != "fixture"
+            measure(home, ["tfidf", "bm25"] + (["dense", "hybrid"] if dense else []),
+                    args.runs, env)
+    finally:
+        if args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
     print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
 
 

@@ -54,7 +54,7 @@ from busca.index.home.manifest import Manifest
 from busca.index.home.storage import Index
 from busca import search as core
 from busca.index.dense.vectors import DenseScorer
-from cli_errors import guarded, names, positive_ints
+from cli_errors import guarded, names, positive_int, positive_ints
 
 ENGINES = ("int8", "int8-8bit", "int8-7bit", "numpy", "onnx", "onnx0")  # e5-small@ENGINE
 KNOWN = (*ENCODERS, *(f"e5-small@{engine}" for engine in ENGINES))
@@ -257,13 +257,14 @@ def main() -> None:
                         help=f"comma-separated, among {','.join(KNOWN)} and {ST_PREFIX}PATH")
     parser.add_argument("--threads", type=positive_ints, default="1,2",
                         help="thread counts (default 1,2)")
-    parser.add_argument("--chunks", type=int, default=48,
+    parser.add_argument("--chunks", type=positive_int, default=48,
                         help="texts of each kind to encode (default 48; 1000 by hand)")
     parser.add_argument("--sizes", type=positive_ints, default="1000,10000",
                         help="index sizes to search")
-    parser.add_argument("--queries", type=int, default=200, help="queries per size")
-    parser.add_argument("--repeat", type=int, default=1, help="runs per setting (default 1)")
-    parser.add_argument("--paired", type=int, metavar="ROUNDS",
+    parser.add_argument("--queries", type=positive_int, default=200, help="queries per size")
+    parser.add_argument("--repeat", type=positive_int, default=1,
+                        help="runs per setting (default 1)")
+    parser.add_argument("--paired", type=positive_int, metavar="ROUNDS",
                         help="encoders in turn in one process, ratios to the first")
     parser.add_argument("--kernels", default="native",
                         help="native, avx2 (AVX-512/VNNI/AMX hidden by bench/avx2_only.c), or both")

@@ -35,7 +35,6 @@ os.environ.setdefault("BUSCA_NUMBA_LOAD", "wait")  # kernels loaded before timin
 
 import argparse  # noqa: E402
 import shutil  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -47,6 +46,8 @@ import dense_systems  # noqa: E402
 import zipf_corpus  # noqa: E402
 from dense_systems import _unit  # noqa: E402
 from lexical_systems import busca_store  # noqa: E402
+from cli_errors import names, positive_int  # noqa: E402
+from machine import cpu  # noqa: E402
 
 DENSITIES = (1.0, 0.5, 0.05, 0.001)  # 1.0: unfiltered
 MASKS = 4  # masks per density, used in turn
@@ -170,13 +171,8 @@ def step(text: str) -> None:
 
 
 def configuration(n: int, numba: str) -> str:
-    """CPU flags, numba, N, load: what the figures depend on."""
-    try:
-        flags = subprocess.run("lscpu | grep -o 'avx512_vnni\\|avx2' | sort -u", shell=True,
-                               capture_output=True, text=True).stdout.split()
-    except OSError:
-        flags = []
-    return (f"{n:,} chunks; CPU flags: {' '.join(flags) or 'neither avx2 nor avx512_vnni'};"
+    """CPU and its flags, numba, N, load: what the figures depend on."""
+    return (f"{n:,} chunks; CPU: {cpu()};"
             f" numba {numba}; {os.cpu_count()} CPUs, load average"
             f" {os.getloadavg()[0]:.2f}; one query thread; top 10")
 
@@ -211,9 +207,11 @@ def table(rows: dict[str, dict[float, np.ndarray]]) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--chunks", type=int, default=1_000_000)
-    parser.add_argument("--queries", type=int, default=200, help="Queries per row.")
-    parser.add_argument("--methods", default="bm25,dense")
+    parser.add_argument("--chunks", type=positive_int, default=1_000_000)
+    parser.add_argument("--queries", type=positive_int, default=200, help="Queries per row.")
+    parser.add_argument("--methods", type=names(("bm25", "dense"), "method"),
+                        default="bm25,dense",
+                        help="bm25 and/or dense, comma-separated (default both).")
     parser.add_argument("--numba", choices=("on", "off"), default="on",
                         help="off: the numpy paths (BUSCA_NUMBA=0) for the queries.")
     parser.add_argument("--work", type=Path, default=None,
@@ -224,7 +222,7 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     try:
         rows = {}
-        for method in args.methods.split(","):
+        for method in args.methods:
             made = {"bm25": bm25_index, "dense": dense_vectors}[method](args.chunks, work)
             if args.numba == "off":  # after the build (which keeps its compiled loops)
                 os.environ["BUSCA_NUMBA"] = "0"

@@ -64,7 +64,8 @@ from pathlib import Path
 import numpy as np
 
 import zipf_corpus
-from cli_errors import guarded, install_hint, names, positive_ints
+from cli_errors import guarded, install_hint, names, positive_int, positive_ints
+from machine import machine
 from measure import WARMUP
 
 HERE = Path(__file__).resolve().parent
@@ -118,7 +119,8 @@ def kept_index_parser(doc: str) -> argparse.ArgumentParser:
     """The arguments of a script reading an index kept by this bench (`--keep`)."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--work", type=Path, required=True, help="bench_lexical.py's --work.")
-    parser.add_argument("--size", type=int, required=True, help="Chunks (an index kept there).")
+    parser.add_argument("--size", type=positive_int, required=True,
+                        help="Chunks (an index kept there).")
     return parser
 
 
@@ -484,25 +486,27 @@ def main() -> None:
                         help="once: every query asked once, no warm-up, the goals read from"
                         " it (default); repeat: the earlier bench's fastest of repeated"
                         " passes.")
-    parser.add_argument("--faquad", type=Path, default=FAQUAD)
+    parser.add_argument("--faquad", type=Path, default=FAQUAD,
+                        help="FaQuAD's dataset.json for --corpus faquad (default: the"
+                             " bundled fixtures/faquad/dataset.json).")
     parser.add_argument("--work", type=Path, default=None,
                         help="Folder for corpora and indexes (default: a temporary one).")
     parser.add_argument("--keep", action="store_true", help="Keep the indexes in --work.")
     parser.add_argument("--budget", type=float, default=None,
                         help=f"Seconds of queries per system (default 5, {ONCE_BUDGET:g} with"
                         " --queries once).")
-    parser.add_argument("--most", type=int, default=None,
+    parser.add_argument("--most", type=positive_int, default=None,
                         help=f"Most queries per system (default 400, {ONCE_MOST:,} with"
                         " --queries once).")
-    parser.add_argument("--passes", type=int, default=PASSES,
+    parser.add_argument("--passes", type=positive_int, default=PASSES,
                         help="Passes over the queries per system at least; the fastest is"
                         " kept.")
-    parser.add_argument("--rounds", type=int, default=1,
+    parser.add_argument("--rounds", type=positive_int, default=1,
                         help="Rounds of every system's queries, after the builds, each in a"
                         " fresh process, the order reversed every other round; q/s over all"
                         " rounds, latencies their medians (a machine whose speed drifts then"
                         " weighs on every system alike).")
-    parser.add_argument("--build-rounds", type=int, default=1,
+    parser.add_argument("--build-rounds", type=positive_int, default=1,
                         help="Rounds of every build (each system's in turn, each in a fresh"
                         " process); build s is each system's median.")
     parser.add_argument("--timed", type=float, default=TIMED,
@@ -531,7 +535,7 @@ def main() -> None:
           + (f"; {base['rounds']} rounds of queries" if base["rounds"] > 1 else "")
           + (f"; {base['build_rounds']} rounds of builds (medians)"
              if base["build_rounds"] > 1 else ""))
-    print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    print(machine())
     if "dense" in args.systems or args.dense_only:
         try:
             e = subprocess_run({**base, "size": 0, "runner": "dense-encode"}, one_thread=True)

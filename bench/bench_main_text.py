@@ -12,6 +12,7 @@ gold's; the mean, the lowest page, and the pages/s of each extractor.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import time
@@ -60,6 +61,7 @@ def score(name: str, extract, cases: list[tuple[str, str]]) -> None:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     cases = pages()
     unknown = [(_LANDMARKS.sub(r"<\1div", html), gold) for html, gold in cases]
     for label, group in (("fixture theme (<article>)", cases), ("unknown theme (no landmark)",

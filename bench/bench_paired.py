@@ -16,15 +16,16 @@ import statistics
 from bench_lexical import (FAQUAD, PASSES, TIMED, faquad_words_and_questions,  # noqa: E402
                            kept_index_parser, require_kept, subprocess_run)
 import zipf_corpus
-from cli_errors import guarded
+from cli_errors import guarded, positive_int
+from machine import machine
 
 MOST = 400  # questions asked per pass
 
 
 def main() -> None:
     parser = kept_index_parser(__doc__)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--passes", type=int, default=PASSES,
+    parser.add_argument("--rounds", type=positive_int, default=3)
+    parser.add_argument("--passes", type=positive_int, default=PASSES,
                         help="Passes over the queries per run at least; the fastest is kept.")
     parser.add_argument("--timed", type=float, default=TIMED,
                         help="More passes (up to 20) until they take this many seconds.")
@@ -38,7 +39,7 @@ def main() -> None:
                  else faquad_words_and_questions(FAQUAD)[1])
     base = {"work": str(args.work), "queries": questions, "budget": 5.0, "most": MOST,
             "size": args.size, "passes": args.passes, "timed": args.timed}
-    print(f"load average at start: {open('/proc/loadavg').read().split()[0]}")
+    print(machine())
     ratios, busca, pisa, firsts = [], [], [], []
     for r in range(args.rounds):
         b = subprocess_run({**base, "runner": "busca-query", "method": "bm25"}, one_thread=True)

@@ -1,11 +1,15 @@
-"""Whole bm25 queries (`search.rank`, tokenising included) in passes over the same FaQuAD
-questions in one process: the first pass is what bench_lexical.py times (words stemmed for
+"""Whole bm25 queries (`search.rank`, tokenising included) in passes over the same questions
+in one process: the first pass is what bench_lexical.py times (words stemmed for
 the first time, pages faulted in), the later ones show the steady state. Several processes,
 and with `--checkouts` several copies of busca run alternately (each a folder holding a
 `busca` package, put first on PYTHONPATH), to take a shared machine's swings out of a
 comparison. An index kept by bench_lexical.py (`--keep`).
 
     python bench/bench_passes.py --work /work/bench/final --size 100000 --processes 5
+
+The questions are the kept corpus's own (`--corpus`, as bench_lexical.py made it: the
+held-out corpus's by default, FaQuAD's for an index of `--corpus faquad`), as in
+bench_paired.py.
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ from pathlib import Path
 
 from bench_lexical import (FAQUAD, ONE_THREAD, faquad_words_and_questions,  # noqa: E402
                            kept_index_parser)
+from cli_errors import positive_int  # noqa: E402
+from machine import machine  # noqa: E402
 from measure import WARMUP  # noqa: E402
+import zipf_corpus  # noqa: E402
 
 
 def passes(home: str, questions: list[str], count: int) -> list[tuple[float, float]]:
@@ -31,7 +38,10 @@ def passes(home: str, questions: list[str], count: int) -> list[tuple[float, flo
     from busca.index.home.storage import load_index
     index = load_index(Path(home))
     for question in questions[:WARMUP]:
-        core.rank(index, question, method="bm25", k=10)
+        try:
+            core.rank(index, question, method="bm25", k=10)
+        except NoSearchableTerms:
+            pass
     timed, out = questions[WARMUP:], []
     for _ in range(count):
         faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -49,16 +59,20 @@ def passes(home: str, questions: list[str], count: int) -> list[tuple[float, flo
 
 def main() -> None:
     parser = kept_index_parser(__doc__)
-    parser.add_argument("--processes", type=int, default=3)
-    parser.add_argument("--passes", type=int, default=4)
-    parser.add_argument("--queries", type=int, default=400)
+    parser.add_argument("--processes", type=positive_int, default=3)
+    parser.add_argument("--passes", type=positive_int, default=4)
+    parser.add_argument("--queries", type=positive_int, default=400)
     parser.add_argument("--checkouts", nargs="*", default=[],
                         help="Folders holding a `busca` package (default: the installed one).")
+    parser.add_argument("--corpus", choices=("zipf", "faquad"), default="zipf",
+                        help="The corpus the kept index was made of (bench_lexical.py's"
+                             " --corpus): its questions are asked.")
     args = parser.parse_args()
-    _, questions = faquad_words_and_questions(FAQUAD)
+    questions = (zipf_corpus.questions(WARMUP + args.queries) if args.corpus == "zipf"
+                 else faquad_words_and_questions(FAQUAD)[1])
     job = {"home": str(args.work / f"busca-{args.size}"),
            "questions": questions[:WARMUP + args.queries], "count": args.passes}
-    print(f"load average at start: {open('/proc/loadavg').read().split()[0]}")
+    print(machine())
     for _ in range(args.processes):
         for checkout in args.checkouts or [None]:
             env = {**os.environ, **ONE_THREAD}

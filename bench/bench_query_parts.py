@@ -18,6 +18,8 @@ import time
 import numpy as np
 
 import zipf_corpus
+from cli_errors import positive_int
+from machine import machine
 from bench_lexical import FAQUAD, faquad_words_and_questions, kept_index_parser  # noqa: E402
 
 
@@ -34,8 +36,8 @@ def per_query(fn, items, rounds: int) -> float:
 
 def main() -> None:
     parser = kept_index_parser(__doc__)
-    parser.add_argument("--queries", type=int, default=400)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--queries", type=positive_int, default=400)
+    parser.add_argument("--rounds", type=positive_int, default=5)
     parser.add_argument("--corpus", choices=("zipf", "faquad"), default="zipf")
     args = parser.parse_args()
     from busca import search as core
@@ -76,6 +78,7 @@ def main() -> None:
         compiled(q)
         return once(q)
 
+    print(machine())
     load = open("/proc/loadavg").read().split()[0]
     print(f"{args.size:,} chunks, {len(queries)} {args.corpus} questions with a known term, load"
           f" average {load}; µs per query (CPU), median of {args.rounds} rounds")

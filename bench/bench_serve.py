@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -40,7 +41,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 import bench_session  # noqa: E402  (corpus builders)
-from cli_errors import guarded, sizes_or_fixture  # noqa: E402
+from cli_errors import guarded, positive_int, sizes_or_fixture  # noqa: E402
+from machine import machine  # noqa: E402
 from serving import Server  # noqa: E402  (starts `busca serve --port 0`, reads its URL)
 
 METHODS = ("tfidf", "bm25", "dense", "hybrid")
@@ -133,30 +135,35 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=sizes_or_fixture, default="fixture,1000,100000",
                         help="comma-separated: fixture and/or numbers of synthetic chunks")
-    parser.add_argument("--requests", type=int, default=200,
+    parser.add_argument("--requests", type=positive_int, default=200,
                         help="HTTP requests per method and client count")
-    parser.add_argument("--cli-runs", type=int, default=10, help="CLI processes per method")
+    parser.add_argument("--cli-runs", type=positive_int, default=10,
+                        help="CLI processes per method")
     parser.add_argument("--work", default=None, help="Folder for the corpora (default: temp).")
     args = parser.parse_args()
     work = Path(args.work or tempfile.mkdtemp(prefix="busca-bench-serve-"))
     work.mkdir(parents=True, exist_ok=True)
     versions = ", ".join(f"{p} {importlib.metadata.version(p)}"
                          for p in ("uvicorn", "starlette", "requests"))
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, {versions}; one"
-          f" BLAS/OpenMP thread per process; load average {os.getloadavg()[0]:.1f} at the"
-          f" start; k=3; corpora in {work}")
-    for size in args.sizes:
-        home = work / f"home-{size}"
-        if home.exists():
-            raise SystemExit(f"{home} exists; remove it or pick another --work")
-        if size == "fixture":
-            questions = bench_session.build_fixture(home)
-            label = "fixture site (201 chunks, real USE vectors)"
-        else:
-            questions = bench_session.build_synthetic(home, int(size), work)
-            label = f"{int(size):,} synthetic chunks (random vectors, real USE query encoding)"
-        args.goal = size == "1000"
-        measure(label, home, [q for q in questions if q.strip()], args)
+    print(f"python {sys.version.split()[0]}, {versions}; one BLAS/OpenMP thread per process;"
+          f" {machine()}; k=3; corpora in {work}"
+          + ("" if args.work else " (removed at the end)"))
+    try:
+        for size in args.sizes:
+            home = work / f"home-{size}"
+            if home.exists():
+                raise SystemExit(f"{home} exists; remove it or pick another --work")
+            if size == "fixture":
+                questions = bench_session.build_fixture(home)
+                label = "fixture site (201 chunks, real USE vectors)"
+            else:
+                questions = bench_session.build_synthetic(home, int(size), work)
+                label = f"{int(size):,} synthetic chunks (random vectors, real USE query encoding)"
+            args.goal = size == "1000"
+            measure(label, home, [q for q in questions if q.strip()], args)
+    finally:
+        if args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -38,7 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
-from cli_errors import guarded, sizes_or_fixture
+from cli_errors import guarded, positive_int, sizes_or_fixture
+from machine import machine
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -158,24 +160,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=sizes_or_fixture, default="fixture,100000",
                         help="comma-separated: fixture and/or numbers of synthetic chunks")
-    parser.add_argument("--questions", type=int, default=50)
+    parser.add_argument("--questions", type=positive_int, default=50)
     parser.add_argument("--work", default=None, help="Folder for the corpora (default: temp).")
     args = parser.parse_args()
     work = Path(args.work or tempfile.mkdtemp(prefix="busca-bench-session-"))
     work.mkdir(parents=True, exist_ok=True)
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, one BLAS/OpenMP thread per"
-          f" process; load average {os.getloadavg()[0]:.1f} at the start; corpora in {work}")
-    for size in args.sizes:
-        home = work / f"home-{size}"
-        if home.exists():
-            raise SystemExit(f"{home} exists; remove it or pick another --work")
-        if size == "fixture":
-            questions = build_fixture(home)
-            label = "fixture site (201 chunks, real USE vectors)"
-        else:
-            questions = build_synthetic(home, int(size), work)
-            label = f"{int(size):,} synthetic chunks (random vectors, real USE query encoding)"
-        measure(label, home, questions[:args.questions])
+    print(f"python {sys.version.split()[0]}, one BLAS/OpenMP thread per process; {machine()};"
+          f" corpora in {work}" + ("" if args.work else " (removed at the end)"))
+    try:
+        for size in args.sizes:
+            home = work / f"home-{size}"
+            if home.exists():
+                raise SystemExit(f"{home} exists; remove it or pick another --work")
+            if size == "fixture":
+                questions = build_fixture(home)
+                label = "fixture site (201 chunks, real USE vectors)"
+            else:
+                questions = build_synthetic(home, int(size), work)
+                label = f"{int(size):,} synthetic chunks (random vectors, real USE query encoding)"
+            measure(label, home, questions[:args.questions])
+    finally:
+        if args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

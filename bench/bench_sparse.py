@@ -22,6 +22,8 @@ from pathlib import Path
 
 from busca.index.text.chunking import chunk_words
 from busca.index.dense.e5_encoder import E5SmallEncoder
+from cli_errors import positive_int
+from machine import machine
 
 ARTICLES = Path(__file__).resolve().parent.parent / "fixtures" / "site" / "articles.jsonl"
 
@@ -37,12 +39,13 @@ def windows(n: int) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--chunks", type=int, default=48)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--chunks", type=positive_int, default=48)
+    parser.add_argument("--rounds", type=positive_int, default=3)
     parser.add_argument("--engine", default="auto")
     parser.add_argument("--paired", action="store_true",
                         help="Time each window alone, dense then dense + sparse in a row.")
     args = parser.parse_args()
+    print(machine())
     texts = windows(args.chunks)
     encoder = E5SmallEncoder(threads=1, engine=args.engine)
     encoder.encode_sparse(texts[:1])  # the head loaded before timing

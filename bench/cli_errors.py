@@ -1,8 +1,8 @@
 """What every bench script does with bad input, the way `busca` itself does: a bad value of an
-argument is argparse's usage error (exit 2), through the types here (`positive_ints`,
-`sizes_or_fixture`, `names`); busca's own errors, a file that cannot be read, broken JSON and a
-command the bench runs that fails end the run with one line `error: …` and exit 1
-(`guarded`, called by each script's `if __name__ == "__main__":`), never a traceback.
+argument is argparse's usage error (exit 2), through the types here (`positive_int`,
+`positive_ints`, `sizes_or_fixture`, `names`); busca's own errors, a file that cannot be read,
+broken JSON and a command the bench runs that fails end the run with one line `error: …` and
+exit 1 (`guarded`, called by each script's `if __name__ == "__main__":`), never a traceback.
 `install_hint` names what installs a missing peer package."""
 
 from __future__ import annotations
@@ -42,6 +42,12 @@ def _parts(text: str, wanted: str) -> list[str]:
     if not parts:
         raise argparse.ArgumentTypeError(f"nothing given: give {wanted}")
     return parts
+
+
+def positive_int(text: str) -> int:
+    """`--rounds 3`, `--runs 7`, `--questions 50`: one positive whole number (0 or less would
+    leave nothing to time and end the run in a traceback)."""
+    return _positive(text.strip(), "a whole number from 1 up")
 
 
 def positive_ints(text: str) -> list[int]:

@@ -89,3 +89,69 @@ def test_scripts_refuse_bad_input_in_one_line(args, code, said, tmp_path):
     assert done.returncode == code, done.stderr
     assert said in done.stderr and "Traceback" not in done.stderr
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+@pytest.mark.parametrize("args, said", [
+    (["bench_build_paired.py", "--work", ".", "--size", "5", "--rounds", "0"],
+     "argument --rounds: '0' is not a positive whole number"),
+    (["bench_build_paired.py", "--work", ".", "--size", "5", "--methods", "bm52"],
+     "argument --methods: unknown method 'bm52'"),
+    (["bench_cli.py", "--runs", "0"], "argument --runs: '0' is not a positive whole number"),
+    (["bench_serve.py", "--requests", "-1"], "argument --requests: '-1' is not a positive"),
+    (["bench_session.py", "--questions", "0"], "argument --questions: '0' is not a positive"),
+    (["bench_query_parts.py", "--work", ".", "--size", "5", "--rounds", "0"],
+     "argument --rounds: '0' is not a positive"),
+    (["bench_passes.py", "--work", ".", "--size", "5", "--processes", "0"],
+     "argument --processes: '0' is not a positive"),
+    (["bench_filters.py", "--methods", "bm25,bogus"], "unknown method 'bogus'"),
+    (["bench_main_text.py", "--bogus"], "unrecognized arguments: --bogus")])
+def test_counts_and_options_are_usage_errors(args, said, tmp_path):
+    done = _run(tmp_path, str(BENCH / args[0]), *args[1:])
+    assert done.returncode == 2, done.stderr
+    assert said in done.stderr and "Traceback" not in done.stderr
+    assert not list(tmp_path.iterdir())
+
+
+def test_help_describes_and_does_not_run(tmp_path):
+    done = _run(tmp_path, str(BENCH / "bench_main_text.py"), "--help")
+    assert done.returncode == 0 and done.stdout.startswith("usage: bench_main_text.py")
+    assert "F1 mean" not in done.stdout
+
+
+def test_cpu_is_named_with_its_flags():
+    import machine
+    x86 = "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu avx2 sse avx512_vnni\n"
+    assert machine.cpu(x86) == "AMD EPYC (avx2 avx512_vnni)"
+    arm = "processor\t: 0\nFeatures\t: fp asimd asimddp\nCPU part\t: 0xd0c\n"
+    assert machine.cpu(arm) == "CPU model unknown (asimddp)"
+    assert machine.cpu("model name : Old\nflags : sse2\n") == "Old (neither avx2 nor avx512_vnni)"
+
+
+def _run_in(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """A bench run whose temporary folders go under tmp_path/tmp."""
+    (tmp_path / "tmp").mkdir()
+    import os
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path, env={**os.environ, "TMPDIR": str(tmp_path / "tmp")})
+
+
+@pytest.mark.parametrize("args", [
+    ["bench_cli.py", "--runs", "1", "--dense", "none", "--sizes", "fixture"],
+    ["bench_session.py", "--sizes", "50", "--questions", "2"]])
+def test_a_bench_names_the_cpu_and_removes_its_temporary_folder(args, tmp_path):
+    done = _run_in(tmp_path, str(BENCH / args[0]), *args[1:])
+    assert done.returncode == 0, done.stderr
+    assert "CPU: " in done.stdout and "cores" in done.stdout
+    assert not list((tmp_path / "tmp").iterdir())  # its corpora and homes removed
+
+
+def test_passes_ask_the_kept_corpus_questions(tmp_path):
+    work = tmp_path / "w"
+    kept = _run_in(tmp_path, str(BENCH / "bench_lexical.py"), "--sizes", "300", "--systems", "",
+                   "--most", "20", "--budget", "1", "--work", str(work), "--keep")
+    assert kept.returncode == 0, kept.stderr
+    assert "CPU: " in kept.stdout
+    done = _run(tmp_path, str(BENCH / "bench_passes.py"), "--work", str(work), "--size", "300",
+                "--processes", "1", "--passes", "1", "--queries", "20")
+    assert done.returncode == 0, done.stderr
+    assert "installed:" in done.stdout and "µs" in done.stdout and "CPU: " in done.stdout
