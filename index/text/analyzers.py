@@ -35,13 +35,18 @@ STEMMERS = {"pt": "portuguese", "en": "porter"}  # analyzer -> PyStemmer algorit
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str, never half of a pair
+# soft hyphen, zero-width space/non-joiner/joiner, word joiner, BOM: what the crawler drops from
+# a page's text (crawler/html.py), so a question pasted from a page splits no word on them
+_INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))
 
 
 def as_asked(question: str) -> str:
     """A question as every search reads it: NFC, as stored text is ("ç" typed as c + U+0327
     asks for "ç"), a lone surrogate (a byte that was not UTF-8 on a command line) as
-    U+FFFD."""
-    return unicodedata.normalize("NFC", _LONE_SURROGATE.sub("\ufffd", question))
+    U+FFFD, without the invisible characters a crawled page's text lacks ("devo\u00adlução"
+    asks for "devolução")."""
+    return unicodedata.normalize("NFC", _LONE_SURROGATE.sub("\ufffd", question)
+                                 ).translate(_INVISIBLE)
 
 
 def lone_surrogate(value: object) -> str | None:
@@ -149,21 +154,66 @@ _PLAIN_SUFFIXES = {"acoes": "ações", "acao": "ação", "oes": "ões", "aes": "
                    "ivel": "ível", "ucoes": "uções", "ucao": "ução"}
 _PLAIN_ENDINGS = tuple(sorted(_PLAIN_SUFFIXES, key=len, reverse=True))  # longest first
 _ENDINGS_BEFORE_UCAO = tuple(e for e in _PLAIN_ENDINGS if e not in ("ucoes", "ucao"))
+# since UIDO: the stressed "í" of "-uir" and "-air" verbs ("construído", "possuía",
+# "concluíram", "extraído"), which no plain word has after a letter other than g, q or c
+# ("seguido", "conseguia", "cuida")
+_UI_SUFFIXES = {"uidos": "uídos", "uidas": "uídas", "uido": "uído", "uida": "uída",
+                "uiam": "uíam", "uias": "uías", "uia": "uía", "uiram": "uíram",
+                "uirem": "uírem", "aidos": "aídos", "aidas": "aídas", "aido": "aído",
+                "aida": "aída"}
+_UI_ENDINGS = tuple(sorted(_UI_SUFFIXES, key=len, reverse=True))
+# since UIDO: whole words typed without their accents that a plain word spells rarely or never
+# ("atraves" stemmed to "atrav" where "através" stems to "atraves"; "contem" is also contar's
+# subjunctive, far rarer in a question than "contém"), and "email" as "e-mail" is analyzed
+# (its "e" is a stopword)
+_PLAIN_WORDS = {"atraves": "através", "alguem": "alguém", "ninguem": "ninguém",
+                "porem": "porém", "contem": "contém", "mantem": "mantém", "detem": "detém",
+                "retem": "retém", "mae": "mãe", "maes": "mães", "portugues": "português",
+                "frances": "francês", "japones": "japonês", "chines": "chinês",
+                "holandes": "holandês", "polones": "polonês", "escoces": "escocês",
+                "robo": "robô", "robos": "robôs", "recem": "recém", "goias": "goiás",
+                "horaria": "horária", "horarias": "horárias", "necessaria": "necessária",
+                "necessarias": "necessárias", "universitaria": "universitária",
+                "universitarias": "universitárias", "estatutaria": "estatutária",
+                "estatutarias": "estatutárias", "extraordinaria": "extraordinária",
+                "previdenciaria": "previdenciária", "terciaria": "terciária",
+                "materia": "matéria", "materias": "matérias", "email": "mail", "emails": "mails"}
 
 
-def _reaccented(term: str, ends: tuple[str, ...] = _PLAIN_ENDINGS) -> str:
+def _reaccented(term: str, ends: tuple[str, ...] = _PLAIN_ENDINGS, more: bool = True) -> str:
     """An unaccented word with its suffix accented ("informacao" -> "informação"); any other
-    word as it is (one C call for most words: the index maps every distinct word)."""
-    if not term.isascii() or not term.endswith(ends):
+    word as it is (one C call for most words: the index maps every distinct word). With
+    `more` (since UIDO), also a word half typed ("informaçao", "informacão"), a "-uir" verb's
+    "-uido" ("construido" -> "construído") and the words of _PLAIN_WORDS."""
+    plain = term
+    if not term.isascii():
+        plain = fold_accents(term) if more else ""
+        if len(plain) != len(term):  # a character that folds to several: left as it is
+            return term
+    if more:
+        if plain in _PLAIN_WORDS:
+            return _PLAIN_WORDS[plain]
+        if plain.endswith(_UI_ENDINGS):
+            ui = next(e for e in _UI_ENDINGS if plain.endswith(e))
+            if len(plain) > len(ui) and plain[-len(ui) - 1] not in "gqc":
+                return term[:-len(ui)] + _UI_SUFFIXES[ui]
+            return term
+    if not plain.endswith(ends):
         return term
-    plain = next(e for e in ends if term.endswith(e))
-    return term[:-len(plain)] + _PLAIN_SUFFIXES[plain] if len(term) > len(plain) else term
+    end = next(e for e in ends if plain.endswith(e))
+    return term[:-len(end)] + _PLAIN_SUFFIXES[end] if len(term) > len(end) else term
 
 
 def _pt_term_before_ucao(term: str) -> str | None:
     """pt_term as builds made before "-ução" was accented (UCAO missing from their
     analyzer_version) mapped their words."""
-    return None if _pt_stopword(term) else _pt_stem(_reaccented(term, _ENDINGS_BEFORE_UCAO))
+    return None if _pt_stopword(term) else _pt_stem(_reaccented(term, _ENDINGS_BEFORE_UCAO,
+                                                                False))
+
+
+def _pt_term_before_uido(term: str) -> str | None:
+    """pt_term as builds made before UIDO mapped their words: plain suffixes only."""
+    return None if _pt_stopword(term) else _pt_stem(_reaccented(term, _PLAIN_ENDINGS, False))
 
 
 def _pt_stopword(term: str) -> bool:
@@ -193,8 +243,9 @@ def mapped_terms(name: str, terms: list[str]) -> list[str | None]:
     called once for them all; 1.30 s against 1.47 s with a call per term at 1.7M terms)."""
     _check(name)
     if name == "pt":  # pt_term, written out: no call per term (a fifth of the time)
-        ends = _PLAIN_ENDINGS
-        asked = [_reaccented(t) if t.endswith(ends) else t for t in terms]
+        ends, words = _PLAIN_ENDINGS + _UI_ENDINGS, _PLAIN_WORDS
+        asked = [_reaccented(t) if t.endswith(ends) or t in words or not t.isascii() else t
+                 for t in terms]
         stems, stop, folded = portuguese_stemmer().stemWords(asked), _STOPWORDS, _FOLDED
         return [None if t in stop or (not t.isascii() and t.translate(folded) in stop)
                 else (s if s.isascii() else s.translate(folded)) or None
@@ -266,6 +317,8 @@ def default_bm25_analyzer() -> str:
 ACCENTED = "plain suffixes accented"
 QUESTIONS_ACCENTED = "plain suffixes re-accented"  # the 28th session's builds: questions only
 UCAO = "-ução too"  # builds since "-ucao" and "-ucoes" are accented as well (_PLAIN_SUFFIXES)
+# builds since "-uido", half-typed words ("informaçao") and _PLAIN_WORDS are accented as well
+UIDO = "-uído, half-typed, whole words too"
 
 
 def analyzer_version(name: str) -> str:
@@ -273,7 +326,7 @@ def analyzer_version(name: str) -> str:
     if name not in STEMMERS:
         return ""
     import Stemmer
-    plain = f", {ACCENTED} ({UCAO})" if name == "pt" else ""
+    plain = f", {ACCENTED} ({UCAO}; {UIDO})" if name == "pt" else ""
     return f"snowball {STEMMERS[name]}, PyStemmer {Stemmer.version()}{plain}"
 
 
@@ -285,10 +338,12 @@ def analysis(name: str, version: str | None = None) -> tuple[Callable[[str], lis
     plain suffixes were accented stems a question's words as typed; one of the 28th session
     (QUESTIONS_ACCENTED) accented the questions' words, not its documents' (most documents
     carry their accents: "transferencia" finds "Transferência" there); one made before
-    "-ucao" was accented (UCAO) accents the other plain suffixes only."""
-    if name != "pt" or version is None or UCAO in version:
+    "-ucao" was accented (UCAO) accents the other plain suffixes only; one made before UIDO
+    accents the plain suffixes only."""
+    if name != "pt" or version is None or UIDO in version:
         return get_analyzer(name), get_term_filter(name)
     _check(name)
     accented = ACCENTED in version or QUESTIONS_ACCENTED in version
-    term = _pt_term_before_ucao if accented else _pt_term_as_typed
+    term = (_pt_term_before_uido if UCAO in version else
+            _pt_term_before_ucao if accented else _pt_term_as_typed)
     return (lambda text: [t for t in map(term, java_terms(text)) if t]), term

@@ -109,3 +109,38 @@ def test_pt_stems_a_word_typed_without_accents_as_the_accented_one(accented, pla
 
     assert pt_term(plain) == pt_term(accented)
     assert pt_term("travel") == "travel" and pt_term("nao") is None  # stopwords first
+
+
+@pytest.mark.parametrize("accented, typed", [
+    ("construída", "construida"), ("distribuídos", "distribuidos"), ("possuía", "possuia"),
+    ("concluíram", "concluiram"), ("extraído", "extraido"), ("informação", "informaçao"),
+    ("informações", "informacões"), ("através", "atraves"), ("português", "portugues"),
+    ("contém", "contem"), ("mãe", "mae"), ("horária", "horaria"), ("necessárias", "necessarias")])
+def test_pt_stems_other_words_typed_without_accents_as_the_accented_one(accented, typed):
+    """Measured on FaQuAD's, the handbook's and the fixture site's words: "construída" stems
+    to "construid" but "construida" to "constru", "através" to "atraves" but "atraves" to
+    "atrav", and "informaçao" (the tilde left out) to "informaca"."""
+    pytest.importorskip("Stemmer")
+    from busca.index.text.analyzers import pt_term
+
+    assert pt_term(typed) == pt_term(accented)
+    # plain words that end the same way keep their stems: "seguido" as "seguir", "cuida"
+    # as "cuidar" (no "í" after g, q or c)
+    assert pt_term("seguido") == pt_term("seguir") and pt_term("cuida") == pt_term("cuidar")
+
+
+def test_pt_email_with_or_without_its_hyphen():
+    pytest.importorskip("Stemmer")
+    from busca.index.text.analyzers import pt_terms
+
+    assert pt_terms("e-mail") == pt_terms("email") == pt_terms("E-mail") == ["mail"]
+    assert pt_terms("e-mails") == pt_terms("emails")
+
+
+def test_a_question_pasted_with_invisible_characters_asks_for_the_word():
+    """A soft hyphen or a zero-width space (which the crawler drops from a page's text) split
+    "devolução" into "devo" and "lução" in a question pasted from a page."""
+    from busca.index.text.analyzers import as_asked
+
+    for invisible in "\u00ad\u200b\u200c\u200d\u2060\ufeff":
+        assert java_terms(as_asked(f"devo{invisible}lução")) == ["devolução"], hex(ord(invisible))

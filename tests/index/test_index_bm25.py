@@ -183,12 +183,48 @@ def test_a_build_made_before_ucao_is_asked_as_it_was_built(tmp_path, monkeypatch
     with monkeypatch.context() as old:
         before, accent = analyzers._ENDINGS_BEFORE_UCAO, analyzers._reaccented
         old.setattr(analyzers, "_PLAIN_ENDINGS", before)
-        old.setattr(analyzers, "_reaccented", lambda term, ends=before: accent(term, ends))
+        old.setattr(analyzers, "_reaccented", lambda term, ends=before: accent(term, ends,
+                                                                                 False))
         old.setattr(bm25, "analyzer_version",
                     lambda name: f"snowball portuguese, PyStemmer 3.1.0, {analyzers.ACCENTED}")
         index = indexed(tmp_path, UCAO_TEXTS)
     assert core.scorer(index, "bm25").term_filter("resolucao") == "resoluca"
     assert core.rank(index, "resolucao", method="bm25", k=1)[0].tolist() == [1]
+
+
+UIDO_TEXTS = ["A carga horária foi distribuída entre as disciplinas construídas no curso.",
+              "Envie o e-mail através do portal do aluno em português.",
+              "Receitas de bolo de cenoura com cobertura de chocolate."]
+
+
+def test_other_words_typed_without_accents_find_their_accented_word(tmp_path):
+    """"construida", "horaria", "atraves", "portugues" and a half-typed "informaçao"
+    stemmed apart from their accented words ("construída" -> "construid", "construida" ->
+    "constru"), and "email" apart from "e-mail" (whose "e" is a stopword)."""
+    index = indexed(tmp_path, UIDO_TEXTS)
+    for query in ("carga horaria distribuida", "disciplinas construidas"):
+        assert core.rank(index, query, method="bm25", k=1)[0].tolist() == [0], query
+    for query in ("email", "atraves do portal", "portugues"):
+        assert core.rank(index, query, method="bm25", k=1)[0].tolist() == [1], query
+    assert analyzers.UIDO in index.methods["bm25"]["analyzer_version"]
+
+
+def test_a_build_made_before_uido_is_asked_as_it_was_built(tmp_path, monkeypatch):
+    """A build whose analyzer_version says UCAO but not UIDO indexed "distribuída" as
+    "distribuid" and "distribuida" as "distribu": its questions keep asking that."""
+    from busca.index.lexical import bm25
+
+    texts = ["A tarefa foi distribuida sem acentos.", *UIDO_TEXTS[1:]]
+    with monkeypatch.context() as old:
+        accent = analyzers._reaccented
+        old.setattr(analyzers, "_UI_ENDINGS", ())
+        old.setattr(analyzers, "_PLAIN_WORDS", {})
+        old.setattr(analyzers, "_reaccented", lambda term: accent(term, more=False))
+        old.setattr(bm25, "analyzer_version", lambda name: "snowball portuguese, PyStemmer "
+                    f"3.1.0, {analyzers.ACCENTED} ({analyzers.UCAO})")
+        index = indexed(tmp_path, texts)
+    assert core.scorer(index, "bm25").term_filter("distribuida") == "distribu"
+    assert core.rank(index, "distribuida", method="bm25", k=1)[0].tolist() == [0]
 
 
 def test_a_question_of_unknown_words_names_them_as_typed(tmp_path):
