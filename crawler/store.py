@@ -17,7 +17,6 @@ from datetime import datetime
 from typing import Protocol
 
 from ..errors import BuscaError
-from .urls import doc_key
 
 DOC_STATE = "crawl:doc:"  # the meta key prefix of a document's crawl state (options.py)
 
@@ -225,6 +224,13 @@ class OneSpelling:
 
     def __getattr__(self, name: str):
         return getattr(self.store, name)
+
+
+def doc_key(url: str) -> str:
+    """`urls.doc_key`, imported when a store is written (a search reads this module only)."""
+    from .urls import doc_key as key
+
+    return key(url)
 
 
 def one_spelling(store) -> OneSpelling:
