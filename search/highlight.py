@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 
-from ..index.text.analyzers import as_asked, fold_accents, get_term_filter
+from ..index.text.analyzers import as_asked, fold_accents, get_term_filter, visible
 from ..index.text.stopwords import ENGLISH, PORTUGUESE
 
 _WORD = re.compile(r"[^\W_]+")  # the analyzers' runs of Unicode letters or digits
@@ -56,7 +56,7 @@ def _term(word: str, term_filter, stop) -> str | None:
 
 def query_terms(query: str, analyzer: str = DEFAULT_ANALYZER) -> set[str]:
     """The analyzed terms of `query` (NFC, as the text), stopwords left out."""
-    query = as_asked(query)
+    query = visible(as_asked(query), analyzer)
     term_filter, stop = get_term_filter(analyzer), _STOPWORDS.get(analyzer, _STOP)
     return {t for t in (_term(w, term_filter, stop) for w in _WORD.findall(query)) if t}
 

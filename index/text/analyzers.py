@@ -43,10 +43,15 @@ _INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))
 def as_asked(question: str) -> str:
     """A question as every search reads it: NFC, as stored text is ("ç" typed as c + U+0327
     asks for "ç"), a lone surrogate (a byte that was not UTF-8 on a command line) as
-    U+FFFD, without the invisible characters a crawled page's text lacks ("devo\u00adlução"
-    asks for "devolução")."""
-    return unicodedata.normalize("NFC", _LONE_SURROGATE.sub("\ufffd", question)
-                                 ).translate(_INVISIBLE)
+    U+FFFD."""
+    return unicodedata.normalize("NFC", _LONE_SURROGATE.sub("\ufffd", question))
+
+
+def visible(question: str, analyzer: str) -> str:
+    """A question as `analyzer` asks it: without the invisible characters a crawled page's
+    text lacks ("devo\u00adlução" asks for "devolução"), except for `java`, which splits
+    words on them as the published Java experiment does (docs/parity.md)."""
+    return question if analyzer == "java" else question.translate(_INVISIBLE)
 
 
 def lone_surrogate(value: object) -> str | None:
@@ -341,9 +346,10 @@ def analysis(name: str, version: str | None = None) -> tuple[Callable[[str], lis
     "-ucao" was accented (UCAO) accents the other plain suffixes only; one made before UIDO
     accents the plain suffixes only."""
     if name != "pt" or version is None or UIDO in version:
-        return get_analyzer(name), get_term_filter(name)
+        analyze = get_analyzer(name)
+        return (lambda text: analyze(visible(text, name))), get_term_filter(name)
     _check(name)
     accented = ACCENTED in version or QUESTIONS_ACCENTED in version
     term = (_pt_term_before_uido if UCAO in version else
             _pt_term_before_ucao if accented else _pt_term_as_typed)
-    return (lambda text: [t for t in map(term, java_terms(text)) if t]), term
+    return (lambda text: [t for t in map(term, java_terms(visible(text, name))) if t]), term
