@@ -1,9 +1,10 @@
 """Text for people: hits, side-by-side comparisons, highlighted snippets (no printing here).
 
-The CLI decides the `Style` once (colour only on a terminal and never with NO_COLOR; the
-terminal's width) and passes it in; with no colour and no terminal the text is plain and
-stable, which is what pipes and tests read. Every text that came from a site or a file
-goes through `strip_controls` before it is drawn, so no crawled byte drives the terminal.
+The CLI decides the `Style` once (colour only on a terminal, never with NO_COLOR or
+TERM=dumb; the terminal's width) and passes it in; with no colour and no terminal the text
+is plain and stable, which is what pipes and tests read. Every text that came from a site
+or a file goes through `strip_controls` before it is drawn, so no crawled byte drives the
+terminal.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import click
 
 from . import corpus as api
+from .corpus.live import LiveBuild
 from .corpus.specs import MOST
 from . import display
 from . import search as searching
@@ -40,7 +41,7 @@ Type a question and press Enter. Commands:
   :context [Q]     the LLM prompt for Q (default: the last question)
   :settings        the current settings
   :help            this help
-Ctrl-D (or :quit) leaves; the history is kept in {history}."""
+Ctrl-D (or :quit) leaves; {history}."""
 
 
 class SessionError(BuscaError):
@@ -64,14 +65,15 @@ class Session:
 
     def __init__(self, index, store, settings: Settings, *,
                  style: display.Style, as_json: bool = False, log: bool = True,
-                 echo: Callable[..., None] = click.echo, history: str = HISTORY):
+                 echo: Callable[..., None] = click.echo, history: str | None = HISTORY):
         self.index, self.store, self.style = index, store, style
         self.as_json, self.log, self.echo = as_json, log, echo
-        self.history = history  # named by :help
+        self.history = history  # named by :help (None: not kept)
         self.fusion: searching.FusionSettings | None = None  # hybrid's settings, as a value
         self.settings = settings
         self.last: str | None = None
         self.answered = 0
+        self.live = LiveBuild()  # the build the home serves now, asked at every line
         self.use(settings.method)
 
     # --- settings -----------------------------------------------------------------------
@@ -87,6 +89,19 @@ class Session:
         api.prepare(ranker)
         self.settings, self.fusion = replace(self.settings, method=method), fusion
 
+    def follow(self) -> None:
+        """Answer on the home's live build: one `busca index` published meanwhile (by any
+        process) is loaded at the next line and said once; new calibrated floors are taken."""
+        live = self.live.current(self.store)
+        if live.manifest == self.index.manifest:
+            return
+        rebuilt = live.build != self.index.manifest.build
+        self.index = live.index
+        if rebuilt:
+            self._note(f"the index was rebuilt (build {live.build},"
+                       f" {live.manifest.chunks} chunks): answering on it")
+        self.use(self.settings.method)  # its ranker from the new build (or why it cannot)
+
     def floor(self, method: str | None = None) -> float | None:
         if self.settings.min_score is not None:
             return self.settings.min_score
@@ -101,6 +116,7 @@ class Session:
         try:
             if line.startswith(":"):
                 return self.command(line)
+            self.follow()
             self.ask(line)
         except BuscaError as e:  # one line, and the session goes on
             self.error(str(e), line)
@@ -117,6 +133,7 @@ class Session:
         name, arg = name.lower(), arg.strip()
         if name in ("q", "quit", "exit"):
             return False
+        self.follow()  # after :quit: a home whose index is gone still lets one leave
         actions = {"method": self._method, "m": self._method, "k": self._k,
                    "per-doc": self._per_doc, "filter": self._filter, "compare": self.compare, "c": self.compare,
                    "context": self.context, "settings": self._show, "help": self._help,
@@ -164,7 +181,9 @@ class Session:
 
     def _help(self, _arg: str = "") -> None:
         methods = ", ".join(searching.available_methods(self.index))
-        self.echo(HELP.format(methods=methods, history=self.history), err=self.as_json)
+        kept = (f"the history is kept in {self.history}" if self.history
+                else "the history is not kept")
+        self.echo(HELP.format(methods=methods, history=kept), err=self.as_json)
 
     def _note(self, text: str) -> None:
         self.echo(display.strip_controls(text), err=True)  # it repeats what was typed

@@ -1,6 +1,7 @@
 """`busca shell` and `busca compare`, and how output meets a terminal: colour only on a
-terminal and never with NO_COLOR, the terminal's width, a pager only when asked, and the
-readline loop (line editing, Tab completion, a private history file) of the session.
+terminal and never with NO_COLOR or TERM=dumb, the terminal's width, a pager only when
+asked, and the readline loop (line editing, Tab completion, a private history file) of the
+session.
 
 cli.py adds these commands to its group (`commands(open_home, options)`), so they open the
 home and take the shared options exactly as its own commands do.
@@ -30,12 +31,14 @@ HISTORY_ENV = "BUSCA_HISTORY"
 GOLDEN_ROWS = 3  # chunks holding the golden passage shown even when no method ranks them
 PROMPT = "busca:{method}> "
 HISTORY_LENGTH = 1000
+LEAVE = ("exit", "quit")  # typed alone at the terminal, as in psql or Python's REPL
 
 
 def style_for_stdout() -> display.Style:
-    """Colour on a terminal unless NO_COLOR is set (to anything); the terminal's width."""
+    """Colour on a terminal unless NO_COLOR is set (to anything) or TERM is dumb (it draws
+    escapes as text); the terminal's width."""
     tty = sys.stdout.isatty()
-    colour = tty and not os.environ.get("NO_COLOR")
+    colour = tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
     width = shutil.get_terminal_size((display.WIDTH, 24)).columns if tty else display.WIDTH
     return display.Style(colour=colour, width=max(width, 40), wrap=tty)
 
@@ -81,6 +84,8 @@ def run_session(home: indexing.Home, *, method: str, k: int, per_doc: int | None
 def run_terminal(session: shell.Session, history: str | os.PathLike | None) -> int:
     """Read lines with readline editing and history until Ctrl-D or :quit."""
     path = _start_history(history, searching.available_methods(session.index))
+    if path is None:  # :help must not name a file that keeps nothing
+        session.history = None
     session.echo(f"busca — {session.index.manifest.get('chunks')} chunks,"
                  f" methods {', '.join(searching.available_methods(session.index))};"
                  " :help for commands, Ctrl-D to leave", err=True)
@@ -93,9 +98,17 @@ def run_terminal(session: shell.Session, history: str | os.PathLike | None) -> i
         except KeyboardInterrupt:  # Ctrl-C drops the line being typed, as in Python's REPL
             session.echo("", err=True)
             continue
-        _remember(line, path)
-        if not session.handle(line):
+        if path is not None:
+            path = _remember(line, path)  # None once the file cannot be written (said)
+            if path is None:
+                session.history = None
+        if line.strip().lower() in LEAVE:
             break
+        try:
+            if not session.handle(line):
+                break
+        except KeyboardInterrupt:  # Ctrl-C during an answer drops it; the session goes on
+            session.echo("\ninterrupted", err=True)
     return session.answered
 
 
@@ -119,7 +132,8 @@ def _start_history(history, methods: list[str]) -> Path | None:
             readline.read_history_file(path)
         else:
             path.touch(mode=0o600)  # questions can be private
-    except OSError:
+    except OSError as e:
+        _cannot_keep(path, e)
         return None
     readline.set_history_length(HISTORY_LENGTH)
     return path
@@ -132,16 +146,25 @@ def _completer(words: list[str]):
     return complete
 
 
-def _remember(line: str, path: Path | None) -> None:
-    """Append the line to the history file at once: a killed session loses nothing."""
-    if path is None or not line.strip():
-        return
+def _remember(line: str, path: Path) -> Path | None:
+    """Append the line to the history file at once: a killed session loses nothing; None
+    (said once) when the file cannot be written."""
+    if not line.strip():
+        return path
     import readline
     try:
         readline.append_history_file(1, path)
         readline.set_history_length(HISTORY_LENGTH)
-    except OSError:
-        pass
+    except OSError as e:
+        _cannot_keep(path, e)
+        return None
+    return path
+
+
+def _cannot_keep(path: Path, e: OSError) -> None:
+    reason = e.strerror or str(e)
+    click.echo(f"warning: cannot keep the history in {path} ({reason}): this session's lines"
+               f" are not saved; set {HISTORY_ENV} to a file you can write", err=True)
 
 
 def commands(open_home: Callable, options: Callable = lambda f: f,

@@ -146,14 +146,22 @@ def test_questions_are_logged_unless_no_log(corpus, tmp_path):
 
 # --- through a pseudo-terminal ----------------------------------------------------------------
 
+def _take_terminal() -> None:
+    """In the child: a new session whose controlling terminal is its stdin, the pty."""
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
 class Terminal:
     """A process on a pseudo-terminal of `columns` columns; `expect` reads until a regex."""
 
-    def __init__(self, args, env, columns=80):
+    def __init__(self, args, env, columns=80, controlling=False):
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+        # controlling: the pseudo-terminal is the process's own, so Ctrl-C typed is SIGINT
+        start = {"preexec_fn": _take_terminal} if controlling else {"start_new_session": True}
         self.proc = subprocess.Popen(args, stdin=slave, stdout=slave, stderr=slave, env=env,
-                                     start_new_session=True)
+                                     **start)
         os.close(slave)
         self.fd, self.seen = master, ""
 
@@ -216,7 +224,9 @@ def test_terminal_session_switches_method_and_writes_history(corpus, tmp_path):
 
 def test_terminal_history_is_read_back_and_colour_highlights(corpus, tmp_path):
     (tmp_path / ".busca_history").write_text("Qual a universidade pioneira?\n", encoding="utf-8")
-    term = Terminal([*BUSCA, "shell", "--no-log"], _env(corpus, tmp_path))
+    env = _env(corpus, tmp_path)
+    del env["TERM"]  # colour (TERM=dumb has none); readline then draws no escapes of its own
+    term = Terminal([*BUSCA, "shell", "--no-log"], env)
     term.expect(r"busca:tfidf> ")
     term.send("\x1b[A\r")  # arrow up: the question from the previous session's history
     out = term.expect(r"\(\d+ hits?, tfidf, \d+ ms\)")
@@ -357,3 +367,111 @@ def test_search_without_a_question_takes_filters_into_the_session(corpus, tmp_pa
     assert all(a.get("filters") == [f"url={top}"] for a in answers if "error" not in a)
     urls = {h["url"] for a in answers for h in a.get("hits", [])}
     assert urls == {top}
+
+
+# --- interrupted, left, rebuilt, no history ---------------------------------------------------
+
+def test_ctrl_c_during_an_answer_drops_it_and_the_session_goes_on(corpus, tmp_path):
+    """Ctrl-C while an answer is being written (here: 201 hits into a terminal nobody reads
+    yet, so the write blocks) stops that answer; the session goes on. It ended the session
+    with "Error: interrupted; what was stored before stays" and exit 130."""
+    term = Terminal([*BUSCA, "shell", "--no-log"], _env(corpus, tmp_path, NO_COLOR="1"),
+                    controlling=True)
+    term.expect(r"busca:tfidf> ")
+    term.send(":k 201\r")
+    term.expect(r"busca:tfidf> ")
+    term.send(QUESTIONS[0] + "\r")
+    time.sleep(2)  # the answer fills the terminal's buffer: the process waits in a write
+    term.send("\x03")
+    term.expect(r"\ninterrupted\r\nbusca:tfidf> ", timeout=60)
+    term.send(":k 1\r")
+    term.expect(r"busca:tfidf> ")
+    term.send(QUESTIONS[1] + "\r")
+    assert "1. " in term.expect(r"\(1 hit, tfidf, \d+ ms\)")
+    term.expect(r"busca:tfidf> ")
+    term.send("\x04")
+    assert term.close() == 0
+
+
+@pytest.mark.parametrize("word", ["exit", "quit", "  Quit "])
+def test_exit_or_quit_alone_at_the_terminal_leaves(corpus, tmp_path, word):
+    """`exit` and `quit` typed alone leave, as in psql or Python's REPL; they were asked as
+    questions ("no hits: none of the query's words occurs in the index: exit")."""
+    term = Terminal([*BUSCA, "shell", "--no-log"], _env(corpus, tmp_path, NO_COLOR="1"))
+    term.expect(r"busca:tfidf> ")
+    term.send(word + "\r")
+    assert term.close() == 0
+    assert "no hits" not in term.seen
+
+
+def test_a_history_file_that_cannot_be_written_is_said_once(corpus, tmp_path):
+    """A history path in a folder that cannot exist (its parent is a file): one warning when
+    the session starts, and :help says the history is not kept; nothing was said, and :help
+    named the file as the place the history is kept."""
+    (tmp_path / "afile").write_text("", encoding="utf-8")
+    history = tmp_path / "afile" / "hist"
+    term = Terminal([*BUSCA, "shell", "--no-log"],
+                    _env(corpus, tmp_path, NO_COLOR="1", BUSCA_HISTORY=str(history)))
+    start = term.expect(r"busca:tfidf> ")
+    assert f"warning: cannot keep the history in {history}" in start
+    term.send(QUESTIONS[0] + "\r")
+    answer = term.expect(r"busca:tfidf> ")
+    assert "warning" not in answer  # said once, not at every line
+    term.send(":help\r")
+    said = term.expect(r"busca:tfidf> ")
+    assert "the history is not kept" in said and f"kept in {history}" not in said
+    term.send("\x04")
+    assert term.close() == 0
+
+
+def test_a_rebuilt_index_answers_the_next_question_and_is_said(tmp_path):
+    """`busca index` in another process while the shell is open: the next line answers on the
+    new build, with a note on stderr. The shell kept answering on the build it had loaded
+    ("no hits" for a word only the new build has), and a method first used after the rebuild
+    read the removed old build: "the index … is damaged (bm25.vocab.txt is missing)"."""
+    home, docs = tmp_path / "home", tmp_path / "docs.jsonl"
+    first = {"url": "https://a.example/gato", "title": "Gato", "text": "O gato mia e dorme."}
+    docs.write_text(json.dumps(first) + "\n", encoding="utf-8")
+    env = _env(home, tmp_path)
+    for args in (["add", str(docs)], ["index", "-q"]):
+        subprocess.run([*BUSCA, *args], env=env, check=True, capture_output=True)
+    shell = subprocess.Popen([*BUSCA, "shell", "--json", "--no-log"], env=env, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+    try:
+        shell.stdin.write("ornitorrinco\n")
+        shell.stdin.flush()
+        assert json.loads(shell.stdout.readline())["hits"] == []
+        new = {"url": "https://a.example/orni", "title": "Ornitorrinco",
+               "text": "O ornitorrinco bota ovos."}
+        docs.write_text(json.dumps(new) + "\n", encoding="utf-8")
+        for args in (["add", str(docs)], ["index", "-q"]):
+            subprocess.run([*BUSCA, *args], env=env, check=True, capture_output=True)
+        shell.stdin.write("ornitorrinco\n:method bm25\nornitorrinco\n")
+        shell.stdin.close()
+        answers = [json.loads(line) for line in shell.stdout.read().splitlines()]
+        err = shell.stderr.read()
+    finally:
+        assert shell.wait(timeout=60) == 0
+    assert [a["hits"][0]["url"] for a in answers] == [new["url"]] * 2, answers
+    assert [a["method"] for a in answers] == ["tfidf", "bm25"]
+    build = next(p.name for p in home.glob("index-*"))
+    assert f"the index was rebuilt (build {build}, 2 chunks)" in err
+    assert err.count("the index was rebuilt") == 1  # said once
+
+
+def test_term_dumb_gets_no_colour(corpus, tmp_path):
+    """TERM=dumb (Emacs's M-x shell, some CI consoles) draws escapes as text: no colour, as
+    with NO_COLOR, in the session and in busca search; it got bold titles and highlights."""
+    env = _env(corpus, tmp_path)  # TERM=dumb, NO_COLOR unset
+    term = Terminal([*BUSCA, "shell", "--no-log"], env)
+    term.expect(r"busca:tfidf> ")
+    term.send(QUESTIONS[0] + "\r")
+    out = term.expect(r"\(\d+ hits?, tfidf, \d+ ms\)")
+    term.expect(r"busca:tfidf> ")
+    term.send("\x04")
+    assert term.close() == 0
+    one = Terminal([*BUSCA, "search", QUESTIONS[0], "--no-log", "--no-serve"], env)
+    out += one.expect(r"\n3\. [^\n]*\n")
+    one.close()
+    assert "1. " in out and "\x1b[" not in out

@@ -62,6 +62,8 @@ def env_for(tmp_path: Path, home: Path, colour: bool) -> dict:
                COLUMNS="100")
     if not colour:
         env["NO_COLOR"] = "1"
+    else:  # TERM=dumb has no colour; unset, readline still draws no escapes of its own
+        del env["TERM"]
     return env
 
 
