@@ -790,7 +790,7 @@ def _demo_home(keep: str | None):
 
 def _title(text: str) -> None:
     click.echo("")
-    click.secho(f"== {text}", bold=True)
+    click.echo(terminal.style_for_stdout().paint(f"== {text}", bold=True))
 
 
 # --- answer-ready context and the query log (issue 7) ---

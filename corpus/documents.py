@@ -119,10 +119,13 @@ def _deleted(spelled, name: str) -> list[str]:
 
 def _prefixed(home, prefix: str) -> list[str]:
     """The stored ids under `prefix`: a URL's in any spelling, or a folder's files."""
-    from ..crawler.urls import doc_key
+    from ..crawler.urls import doc_key, normalize
 
     if "://" in prefix:
-        key = doc_key(prefix)
+        try:  # the host as stored: lower case (https://SITE.example/blog/)
+            key = doc_key(normalize(prefix))
+        except ValueError:
+            key = doc_key(prefix)
         return [i for i in home.hashes() if i.startswith(prefix) or doc_key(i).startswith(key)]
     top = _folder_id(prefix)
     return [i for i in home.hashes() if i.startswith(top)] if top else []

@@ -203,3 +203,26 @@ def test_strip_controls(text, shown):
     from busca.display import strip_controls
 
     assert strip_controls(text) == shown
+
+
+@pytest.mark.parametrize("colour", [True, False])
+def test_the_demo_s_titles_follow_no_color(tmp_path, colour):
+    """busca demo's "== step" titles were bold on a terminal under NO_COLOR and TERM=dumb
+    (click.secho decides alone); they follow the one colour rule (terminal.py)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-c", "from busca.cli import _title; _title('passo')"],
+                            stdin=slave, stdout=slave, stderr=slave,
+                            env=env_for(tmp_path, tmp_path / "h", colour))
+    os.close(slave)
+    out = b""
+    while select.select([master], [], [], 10)[0]:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    assert proc.wait(timeout=30) == 0 and b"== passo" in out, out
+    assert (b"\x1b[" in out) == colour, out
