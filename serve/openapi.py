@@ -18,13 +18,15 @@ from .assets import ASSETS
 from .params import Field
 
 # statuses the middleware may give on any route (serve/app.py's Guard): a bad Host header,
-# a body or query string over its cap; and 500, an unexpected error (never with details)
-GUARD = (400, 413, 414, 500)
+# a request of a page of another site (Origin, Sec-Fetch-Site), a body or query string over
+# its cap; and 500, an unexpected error (never with details)
+GUARD = (400, 403, 413, 414, 500)
 REASONS = {200: "OK", 303: "Back to the page / (signed in, or a server without --tokens)",
            400: "A parameter or field is missing, malformed or out of range (or an"
                            " unexpected Host header)",
-           401: "No valid Authorization: Bearer <token>", 403: "Only the write token may"
-           " see this page (with --tokens)", 404: "Not found",
+           401: "No valid Authorization: Bearer <token>", 403: "A page of another site made the"
+           " request (its Origin or Sec-Fetch-Site header); /eval with --tokens: only the"
+           " write token may see it", 404: "Not found",
            409: "Conflict: the index changed meanwhile, or a build is already running",
            413: "The request body is too large", 414: "The query string is too long",
            422: "A saved run cannot be read", 500: "Internal error (details in the server log)",
@@ -73,6 +75,11 @@ HIT = _obj({**{f.name: {"type": _TYPES[str(f.type)]} for f in _HIT_FIELDS},
             "meta": {"type": "object", "description": "The document's metadata (categories,"
                      " tags, author, dates …), when it has any."}},
            tuple(f.name for f in _HIT_FIELDS))
+RANKS = {"ranks": {"type": "object", "additionalProperties": _nullable("integer")},
+         "scores": {"type": "object", "additionalProperties": _nullable("number")}}
+SPAN = ("rank", "score", "chunk_id", "start", "end")  # a context passage's hits
+INTEGER = {"type": "integer"}
+ADDED = ("added", "updated", "metadata_updated", "unchanged", "documents")
 SCHEMAS = {
     "Error": _obj({"error": {"type": "string"}, "status": {"type": "integer"}},
                   ("error", "status")),
@@ -87,8 +94,9 @@ SCHEMAS = {
     "Context": _obj({"question": {"type": "string"}, "method": {"type": "string"},
                      "floor": _nullable("number"), "answered": {"type": "boolean"},
                      "max_chars": {"type": "integer"}, "chars": {"type": "integer"},
-                     "passages": {"type": "array", "items": {"type": "object"}},
-                     "prompt": {"type": "string"}, "build": {"type": "string"}},
+                     "passages": {"type": "array", "items": _ref("Passage")},
+                     "prompt": {"type": "string"}, "build": {"type": "string"},
+                     "rerank": {"type": "string"}},
                     ("question", "method", "answered", "passages", "prompt")),
     "NothingFound": _obj({"answer": {"type": "null"}, "reason": {"type": "string"},
                           "question": {"type": "string"}, "method": {"type": "string"},
@@ -96,27 +104,58 @@ SCHEMAS = {
                           "note": {"type": "string"}, "build": {"type": "string"},
                           "status": {"const": 409}}, ("answer", "reason", "status")),
     "Comparison": _obj({"question": {"type": "string"}, "query": QUERY,
-                        "methods": {"type": "array"},
-                        "k": {"type": "integer"},
+                        "methods": {"type": "array", "items": {"type": "string"}},
+                        "k": {"type": "integer"}, "per_doc": {"type": "integer"},
+                        "depth": {"type": "integer", "description": "Every method ranks to"
+                                  " this depth; a rank beyond it is null."},
+                        "notes": {"type": "object", "additionalProperties": {"type": "string"},
+                                  "description": "Why a method found nothing, by method."},
                         "columns": {"type": "object", "description": COLUMNS,
                                     "additionalProperties": {"type": "array",
                                                              "items": _ref("CompareHit")}},
-                        "rows": {"type": "array"}, "build": {"type": "string"}},
+                        "rows": {"type": "array", "items": _ref("CompareRow")},
+                        "build": {"type": "string"}, "took_ms": {"type": "number"}},
                        ("question", "query", "methods", "columns", "rows")),
-    "CompareHit": {"allOf": [_ref("Hit"), _obj(
-        {"ranks": {"type": "object", "additionalProperties": _nullable("integer")},
-         "scores": {"type": "object", "additionalProperties": _nullable("number")}},
-        ("ranks", "scores"))]},
+    "CompareHit": {"allOf": [_ref("Hit"), _obj(RANKS, tuple(RANKS))]},
+    "CompareRow": _obj({**{k: v for k, v in HIT["properties"].items()
+                           if k not in ("rank", "score", "meta")}, **RANKS},
+                       ("chunk_id", "url", "title", "start", "end", "text", *RANKS)),
+    "Passage": _obj({"rank": {"type": "integer"}, "url": {"type": "string"},
+                     "cite": {"type": "string"}, "section": {"type": "string"},
+                     "title": {"type": "string"}, "score": {"type": "number"},
+                     "truncated": {"type": "boolean"},
+                     "spans": {"type": "array", "items": _obj(
+                         {"start": {"type": "integer"}, "end": {"type": "integer"},
+                          "text": {"type": "string"}}, ("start", "end", "text"))},
+                     "hits": {"type": "array", "items": _obj(
+                         {n: HIT["properties"][n] for n in SPAN}, SPAN)}},
+                    ("rank", "url", "title", "score", "truncated", "spans", "hits")),
     "Chunk": _obj({k: v for k, v in HIT["properties"].items() if k not in ("rank", "score")},
                   ("chunk_id", "url", "title", "text")),
-    "Stats": {"type": "object", "description": "What busca stats --json prints: the build's"
-              " figures and the documents stored since it (pending: {\"changed\": N,"
-              " \"removed\": N}), or {\"documents\": N, \"index\": null} before the first"
-              " index."},
+    "Stats": _obj({"documents": INTEGER, "index": {"type": "null", "description": "Before"
+                                                   " the first index (then no build figures)"},
+                   "words": INTEGER, "chunks": INTEGER,
+                   "vocabulary": {"type": "object", "additionalProperties": INTEGER},
+                   "chunker": {"type": "object"}, "build": {"type": "string"},
+                   "methods": {"type": "object", "additionalProperties": {"type": "object"},
+                               "description": "Each method's parameters, by method."},
+                   "busca_version": {"type": "string"},
+                   "pending": _obj({"changed": INTEGER, "removed": INTEGER},
+                                   ("changed", "removed")),
+                   "facets": {"type": "object", "additionalProperties": _obj(
+                       {"values": INTEGER, "top": {"type": "object",
+                                                   "additionalProperties": INTEGER}})},
+                   "restricted": {"const": True, "description": "With --tokens: counts of"
+                                  " what the request may see (no words nor vocabulary)."}},
+                  ("documents",), description="What busca stats --json prints: the build's"
+                  " figures and the documents stored since it, or {\"documents\": N,"
+                  " \"index\": null} before the first index."),
     "Health": _obj({"status": {"enum": ["ok", "degraded"]}, "build": _nullable("string"),
-                    "problem": {"type": "string"}}, ("status", "build")),
-    "Added": _obj({"added": {"type": "integer"}, "updated": {"type": "integer"},
-                   "metadata_updated": {"type": "integer"}, "unchanged": {"type": "integer"}}),
+                    "problem": {"type": "string"},
+                    "chunks": {"type": "integer", "description": "Not with --tokens."},
+                    "methods": {"type": "array", "items": {"type": "string"}}},
+                   ("status", "build")),
+    "Added": _obj({name: {"type": "integer"} for name in ADDED}, ADDED),
     "Removed": _obj({"deleted": {"type": "integer"},
                      "removed": {"type": "array", "items": {"type": "string"},
                                  "description": "The ids of the documents deleted, as stored;"
@@ -125,8 +164,13 @@ SCHEMAS = {
                                  "description": "The ids given that named no document."},
                      "documents": {"type": "integer"}},
                     ("deleted", "removed", "missing", "documents")),
-    "Built": _obj({"build": {"type": "string"}, "chunks": {"type": "integer"},
-                   "methods": {"type": "array", "items": {"type": "string"}}}, ("build",)),
+    "Built": _obj({"build": {"type": "string"},
+                   **{name: {"type": "integer"} for name in ("documents", "words", "chunks",
+                                                            "rechunked_documents")},
+                   "chunker": {"type": "object", "description": "The windows: kind, size,"
+                               " overlap."},
+                   "methods": {"type": "array", "items": {"type": "string"}},
+                   "took_ms": {"type": "number"}}, ("build", "chunks", "methods")),
     "OpenAPI": {"type": "object", "description": "This document."},
 }
 HTML = {"type": "string"}
@@ -146,9 +190,10 @@ _REMOVE = {"type": "object", "additionalProperties": False, "required": ["urls"]
 
 OPERATIONS = (
     Operation("/", "get", "The search page", HTML, query=params.PAGE, media=("text/html",),
-              pages=(400, 503), page=True),
+              pages=(400, 409, 503), page=True),
     Operation("/eval", "get", "The saved evaluation runs, side by side", HTML,
-              query=params.EVAL, media=("text/html",), pages=(400, 403, 422), page=True),
+              query=params.EVAL, media=("text/html",), pages=(400, 403, 404, 422),
+              page=True),
     Operation("/login", "get", "A browser's sign-in with --tokens: an HTTP Basic challenge"
               " (a read token as the password), then back to /", None, pages=(401,),
               media=(), success=303, page=True),

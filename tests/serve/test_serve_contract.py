@@ -235,10 +235,13 @@ def test_stats_before_the_first_index_is_busca_stats_json(tmp_path):
     expected = json.loads(_invoke(home, "stats", "--json"))
     assert expected["documents"] == 3 and expected["index"] is None
     with Server(home, "--no-log", "--tokens", str(tokens), "--token", TOKEN) as s:
+        document = requests.get(s.url + "openapi.json", timeout=60).json()
+
         def stats(token=None):
             headers = {"Authorization": f"Bearer {token}"} if token else {}
             answer = requests.get(s.url + "api/stats", headers=headers, timeout=60)
             assert answer.status_code == 200, answer.text
+            conforms(document, "get", "/api/stats", answer)
             return answer.json()
 
         assert stats(TOKEN) == expected  # the write token sees the whole home
@@ -369,6 +372,37 @@ def conforms(document: dict, method: str, path: str, answer: requests.Response) 
     if kind == "application/json":
         schema = {**content[kind]["schema"], "components": document["components"]}
         jsonschema.validate(answer.json(), schema, cls=jsonschema.Draft202012Validator)
+        unlisted = _undocumented(document, answer.json(), content[kind]["schema"])
+        assert not unlisted, (method, path, status, unlisted)
+
+
+def _undocumented(document: dict, data, schema: dict, where: str = "") -> list[str]:
+    """The fields of `data` (nested too) that its schema does not name: what a client
+    generated from the document cannot see. An object schema without properties (Stats,
+    OpenAPI) is free; oneOf: the branch that names the most."""
+    while "$ref" in schema:
+        schema = document["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+    if "oneOf" in schema:
+        return min((_undocumented(document, data, s, where) for s in schema["oneOf"]), key=len)
+    if isinstance(data, list) and isinstance(schema.get("items"), dict):
+        return [f for item in data for f in _undocumented(document, item, schema["items"],
+                                                          where + "[]")]
+    if not isinstance(data, dict):
+        return []
+    named: dict = dict(schema.get("properties", {}))
+    for branch in schema.get("allOf", ()):
+        while "$ref" in branch:
+            branch = document["components"]["schemas"][branch["$ref"].rsplit("/", 1)[1]]
+        named.update(branch.get("properties", {}))
+    extra = schema.get("additionalProperties")
+    if not named and not isinstance(extra, dict):
+        return []
+    out = []
+    for key, value in data.items():
+        sub = named.get(key, extra if isinstance(extra, dict) else None)
+        out += ([f"{where}{key}"] if sub is None
+                else _undocumented(document, value, sub, f"{where}{key}."))
+    return out
 
 
 def test_the_openapi_document_declares_the_answers_the_server_gives(server):
@@ -421,11 +455,85 @@ def test_the_openapi_document_declares_the_stale_index_answers(tmp_path):
                                                            "k": 10}, timeout=60)
         assert stale.status_code == 409 and "error" in stale.json(), stale.text
         conforms(document, "post", "/api/context", stale)
+        page = get(s, "", q="universidade cursos", k=10)  # the page says it as a page
+        assert page.status_code == 409 and "busca index" in page.text
+        conforms(document, "get", "/", page)
         chunks = [requests.get(s.url + f"api/chunk/{n}", timeout=60) for n in range(3)]
         assert 409 in [c.status_code for c in chunks], [c.text for c in chunks]
         for chunk in chunks:
             conforms(document, "get", f"/api/chunk/{chunk.url.rsplit('/', 1)[1]}", chunk)
 
+
+
+def test_every_operation_answers_what_the_document_declares_field_by_field(tmp_path):
+    """Each operation's real answers, the write endpoints' and the Guard's 403s included:
+    status, content type, schema, and no field the document leaves out (a generated client
+    hid /healthz's methods, compare's depth and notes, the context's passages, the index's
+    figures; a page of another site got a 403 no operation declared)."""
+    home = _home(tmp_path)
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "old.json").write_text('{"format": "busca-run", "version": 1, "systems": 3}',
+                                   encoding="utf-8")
+    with Server(home, "--no-log", "--quiet", "--token", TOKEN, "--runs", str(runs)) as s:
+        document = requests.get(s.url + "openapi.json", timeout=60).json()
+        for query, status in (({"run": "nope.json"}, 404), ({}, 422), ({"x": "1"}, 400)):
+            page = get(s, "eval", **query)
+            assert page.status_code == status, (query, page.text[-300:])
+            conforms(document, "get", "/eval", page)
+
+        def check(method, path, status, **options):
+            answer = requests.request(method, s.url + path, timeout=120,
+                                      allow_redirects=False, **options)
+            assert answer.status_code == status, (method, path, answer.text[:300])
+            conforms(document, method.lower(), "/" + path.split("?")[0], answer)
+            return answer.json()
+
+        question = {"q": "universidade engenharia", "min_score": 0}
+        assert check("GET", "healthz", 200)["methods"]
+        check("GET", "api/search", 200, params={**question, "k": 1, "offset": 1})
+        assert check("GET", "api/compare", 200, params={"q": question["q"]})["rows"]
+        assert check("POST", "api/context", 200, json=question)["passages"]
+        assert check("GET", "api/stats", 200)["pending"] == {"changed": 0, "removed": 0}
+        check("GET", "api/chunk/1", 200)
+        check("GET", "openapi.json", 200)
+        new = {"url": "https://c.example/novo", "title": "Novo", "text": "Texto novo.",
+               "meta": {"category": "Cursos"}}
+        check("POST", "api/documents", 200, json={"documents": [new]}, headers=auth)
+        check("DELETE", "api/documents", 200, json={"urls": [new["url"], "x"]}, headers=auth)
+        assert check("POST", "api/index", 200, json={}, headers=auth)["chunker"]
+        check("POST", "api/index", 401, json={})
+        for headers in ({"Origin": "http://evil.example"}, {"Sec-Fetch-Site": "cross-site"}):
+            for method, path in (("GET", "api/search?q=x"), ("POST", "api/context"),
+                                 ("GET", "healthz"), ("GET", "eval")):
+                check(method, path, 403, headers=headers, json={"q": "x"} if method ==
+                      "POST" else None)
+
+
+def test_the_documentations_example_answers_are_what_the_document_declares(server):
+    """Each JSON answer docs/serve.md shows after a `curl` of the API fits the schema of
+    that operation and status, with no field the document leaves out."""
+    document = get(server, "openapi.json").json()
+    text = (REPO / "docs" / "serve.md").read_text(encoding="utf-8")
+    checked = 0
+    for block in re.findall(r"```\n(\$ .*?)```", text, flags=re.S):
+        for command, shown in re.findall(r"^\$ (curl(?:[^\n]*\\\n)*[^\n]*)\n(.*?)(?=^\$ |\Z)",
+                                         block, flags=re.S | re.M):
+            if "| jq" in command or not shown.strip().startswith("{"):
+                continue
+            data = json.loads(shown)
+            method = re.search(r"-X (\w+)", command)
+            method = method.group(1) if method else "POST" if " -d " in command else "GET"
+            path = re.search(r'\$U(/[\w/{}.]*)', command).group(1)
+            status = data["status"] if type(data.get("status")) is int else 200  # healthz
+            declared = document["paths"][_template(document, path)][method.lower()]
+            schema = declared["responses"][str(status)]["content"]["application/json"]["schema"]
+            jsonschema.validate(data, {**schema, "components": document["components"]},
+                                cls=jsonschema.Draft202012Validator)
+            assert not _undocumented(document, data, schema), (command, data)
+            checked += 1
+    assert checked >= 6  # search, context's 409, healthz, documents, index and its 401, delete
 
 # --- 7. null in a JSON body: what the document's schema says -----------------------------
 def _bodies(document: dict) -> dict[str, dict]:
