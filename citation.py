@@ -28,15 +28,17 @@ def cite(url: str, meta: dict | None, offset: int) -> str:
 
 
 def label_url(url: str) -> str:
-    """The URL with "[", "]", whitespace and control or format characters (an escape
-    sequence, a bidi override) percent-encoded (%5B, %5D, %20, %1B…), the rest as stored: a
-    `[fonte: URL]` label reads it whole, and it is inert on a terminal."""
+    """The URL with "[", "]", whitespace, control or format characters (an escape
+    sequence, a bidi override, tag characters) and variation selectors percent-encoded
+    (%5B, %5D, %20, %1B…), the rest as stored: a `[fonte: URL]` label reads it whole, hides
+    nothing from a person, and is inert on a terminal."""
     return "".join("%" + "%".join(f"{b:02X}" for b in c.encode()) if _encoded(c) else c
                    for c in url)
 
 
 def _encoded(c: str) -> bool:
-    return c in "[]" or c.isspace() or unicodedata.category(c) in ("Cc", "Cf")
+    return c in "[]" or c.isspace() or unicodedata.category(c) in ("Cc", "Cf") or (
+        "\ufe00" <= c <= "\ufe0f" or "\U000e0100" <= c <= "\U000e01ef")  # variation selectors
 
 
 def section(meta: dict | None, offset: int) -> str:
