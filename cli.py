@@ -327,8 +327,12 @@ def add(ctx, files, groups, as_json):
 
     Example: busca add artigos.jsonl notas/ manual.pdf
     """
-    with _corpus(ctx) as corpus:
-        added = corpus.add_files(files, groups=groups, notify=_tell_added)
+    progress = Progress()
+    try:  # (an error's line starts a line of its own on a terminal)
+        with _corpus(ctx) as corpus:
+            added = corpus.add_files(files, groups=groups, notify=_tell_added, on_progress=progress)
+    finally:
+        progress.close()
     if as_json:
         click.echo(json.dumps(added.to_json(), ensure_ascii=False, indent=2))
     else:
@@ -366,8 +370,12 @@ def remove(ctx, ids, prefix, as_json):
 
     Example: busca remove https://site.example/retirado notas/rascunho.md
     """
-    with _corpus(ctx) as corpus:
-        removed = corpus.remove(ids, prefix=prefix)
+    progress = Progress()
+    try:  # (an error's line starts a line of its own on a terminal)
+        with _corpus(ctx) as corpus:
+            removed = corpus.remove(ids, prefix=prefix, on_progress=progress)
+    finally:
+        progress.close()
     if as_json:
         click.echo(json.dumps(removed.to_json(), ensure_ascii=False, indent=2))
     elif removed.deleted:

@@ -105,19 +105,24 @@ class Corpus:
         return Added(counts, 0, self.home.count())
 
     def add_files(self, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
-                  notify: Callable[[str, Any], None] | None = None) -> Added:
+                  notify: Callable[[str, Any], None] | None = None,
+                  on_progress: Callable | None = None) -> Added:
         """`busca add`: .jsonl, .txt, .md, .html (.pdf) files, each stamped with `groups`
         (who may read it); an input it cannot read is an error, or with `notify`, skipped
-        and told ("skipped", problem), as the CLI does."""
+        and told ("skipped", problem), as the CLI does; `on_progress("storing documents",
+        done, 0)` every 1,000 documents."""
         paths = [paths] if isinstance(paths, (str, Path)) else paths  # one file
-        return add_files(self.home, paths, groups=groups, notify=notify)
+        return add_files(self.home, paths, groups=groups, notify=notify,
+                         on_progress=on_progress)
 
-    def remove(self, ids: str | Path | Iterable[str | Path], *, prefix: bool = False) -> Removed:
+    def remove(self, ids: str | Path | Iterable[str | Path], *, prefix: bool = False,
+               on_progress: Callable | None = None) -> Removed:
         """`busca remove`: delete documents by id (a URL in any spelling, a file path as
         `add_files` names it, a .jsonl line's url; with `prefix`, every document under each
         URL or folder) and their crawl state; what was deleted, the ids that named none, and
-        the documents left. The index keeps their chunks until the next `index`."""
-        return remove_documents(self.home, ids, prefix=prefix)
+        the documents left. The index keeps their chunks until the next `index`.
+        `on_progress("removing documents", done, total)` every 1,000 a prefix removes."""
+        return remove_documents(self.home, ids, prefix=prefix, on_progress=on_progress)
 
     def crawl(self, url: str, **options: Any) -> Iterator:
         """The crawl's events (the last one, Finished, has the report); options of

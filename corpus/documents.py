@@ -12,6 +12,7 @@ from .. import crawler as crawling
 
 Notify = Callable[[str, Any], None]
 Progress = Callable[[str, int, int], None]
+PROGRESS_EVERY = 1_000  # documents stored or removed between two `on_progress` calls
 
 
 @dataclass(frozen=True)
@@ -48,13 +49,15 @@ class Removed:
                 "missing": list(self.missing), "documents": self.documents}
 
 
-def remove_documents(home, ids, *, prefix: bool = False) -> Removed:
+def remove_documents(home, ids, *, prefix: bool = False,
+                     on_progress: Progress | None = None) -> Removed:
     """Delete the documents of `ids` and their crawl state (a crawl fetches such a page
     again, never skips it as unchanged): each a document id in any spelling of its URL
     (`OneSpelling`), else, without "://", a file path named as `busca add` names it
     (`file_id`); with `prefix`, every document whose id starts with each (a URL with a
     host, or a folder: the files below it). BadDocument for an id that is not a non-empty
-    string, or a prefix that would name every document."""
+    string, or a prefix that would name every document. `on_progress("removing documents",
+    done, total)` hears every PROGRESS_EVERY documents a prefix removes."""
     from ..crawler.store import DOC_STATE
     from ..crawler.urls import doc_key
 
@@ -66,13 +69,15 @@ def remove_documents(home, ids, *, prefix: bool = False) -> Removed:
         found = _prefixed(home, name) if prefix else _deleted(spelled, name)
         if not found:
             missing.append(name)
-        for doc_id in found:
+        for done, doc_id in enumerate(found, start=1):
             if prefix:
                 home.delete(doc_id)
             for key in {doc_id, doc_key(doc_id)}:
                 if home.get_meta(DOC_STATE + key) is not None:
                     home.set_meta(DOC_STATE + key, None)
             removed[doc_id] = None
+            if on_progress and done % PROGRESS_EVERY == 0:
+                on_progress("removing documents", done, len(found))
     return Removed(tuple(removed), tuple(missing), home.count())
 
 
@@ -142,12 +147,13 @@ def _folder_id(path: str) -> str:
 
 
 def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
-              notify: Notify | None = None) -> Added:
+              notify: Notify | None = None, on_progress: Progress | None = None) -> Added:
     """Store the documents of .jsonl, .txt, .md, .html (.pdf) files (each stamped with
     `groups`: who may read it, crawler/groups.py); a folder gives the files below it, and the
     documents of its files that are gone are deleted; `notify(what, value)` hears ("skipped", a
     crawler Problem) and ("repeated", a URL given again) as they happen; without it, a
-    skipped input is a CrawlError."""
+    skipped input is a CrawlError. `on_progress("storing documents", done, 0)` hears every
+    PROGRESS_EVERY documents read (their number is not known before the files are read)."""
     from ..crawler.files import gone_files
 
     names = [str(p) for p in paths]
@@ -174,6 +180,9 @@ def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
         counts["duplicate" if doc_id in seen else status] += 1
         seen.add(doc_id)
         read.add(item.url)
+        done = sum(counts.values())
+        if on_progress and done % PROGRESS_EVERY == 0:
+            on_progress("storing documents", done, 0)
     if folders:  # a file below a folder given that is gone: its document goes too
         counts["deleted"] = sum(map(home.delete, gone_files(stored, folders, read)))
     return Added(counts, skipped, home.count())

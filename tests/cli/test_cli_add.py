@@ -154,3 +154,25 @@ def test_an_empty_folder_removes_nothing(run, home, tmp_path):
     assert result.exit_code == 1 and "no .jsonl, .txt, .md" in result.stderr
     with Store(home) as store:
         assert store.count() == 1
+
+
+def test_a_long_add_shows_progress_on_stderr_and_a_short_one_none(run, home, tmp_path):
+    """Found at 50,000 documents: `busca add` stored them for 14 s without a word on stderr
+    (busca index of the same home says what it does). Every 1,000 documents read is a
+    progress report; a small add stays silent and stdout keeps only the summary."""
+    from busca.corpus.documents import PROGRESS_EVERY
+
+    many = [{"url": f"https://empresa.example/notícias/ação-{i}/", "title": f"Ação {i}",
+             "text": f"Informação número {i}."} for i in range(PROGRESS_EVERY + 5)]
+    source = tmp_path / "many.jsonl"
+    source.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in many),
+                      encoding="utf-8")
+    result = run("add", str(source))
+    assert result.exit_code == 0, result.output
+    assert "storing documents" in result.stderr
+    assert result.stdout == f"{len(many)} added, 0 updated, 0 unchanged; {len(many)} documents" \
+        f" in {home}\n"
+    few = tmp_path / "few.jsonl"
+    few.write_text(json.dumps(many[0], ensure_ascii=False) + "\n", encoding="utf-8")
+    quiet = run("add", str(few))
+    assert quiet.exit_code == 0 and quiet.stderr == ""
