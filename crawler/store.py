@@ -144,8 +144,10 @@ class OneSpelling:
     /a%c3%a7%c3%a3o/ and /a%C3%A7%C3%A3o/) names one document, for the crawler and `add`.
     A document stored under another spelling of its URL (by a busca that did not spell URLs
     one way) keeps that id, and its crawl state with it: no migration. A new one is stored
-    under its URL as given. `hashes` gives each document under its key. Copies of one page
-    stored under several spellings are dropped when it is stored again, after it is."""
+    under its URL as given. `hashes` gives each document under its key (reading every stored
+    URL, as a crawl does anyway); without it, a URL's spellings are looked up one by one.
+    Copies of one page stored under several spellings are dropped when it is stored again,
+    after it is."""
 
     def __init__(self, store):
         self.store = store
@@ -154,15 +156,26 @@ class OneSpelling:
 
     def stored_id(self, url: str) -> str:
         """The id under which the document of `url` is stored, or is to be."""
+        return self._resolved(url)[0]
+
+    def _resolved(self, url: str) -> tuple[str, tuple[str, ...]]:
+        """(the id of `url`'s document, its copies under other spellings). After `hashes`
+        has read every stored URL, from that; before (one document added), from look-ups of
+        the spellings a store may hold (`urls.spellings`): no read of every URL per call."""
         key = doc_key(url)
         if key == url and ("%" not in url or not url.lower().startswith(("http://", "https://"))):
-            return url  # a file's id, or a plain ASCII URL: one spelling (no store read)
-        ids = self._spellings()
-        if key in ids:
-            return ids[key]
-        if key != url and self.store.get(key) is None:  # new, given in another spelling
-            return url
-        return key
+            return url, ()  # a file's id, or a plain ASCII URL: one spelling (no store read)
+        if self._ids is not None:
+            if key in self._ids:
+                return self._ids[key], tuple(self._copies.get(key, ()))
+            return (url if key != url and self.store.get(key) is None else key), ()
+        from .urls import spellings
+
+        found = [s for s in spellings(url) if self.store.get(s) is not None]
+        if not found:
+            return url, ()  # new: stored as given
+        kept = key if key in found else min(found)
+        return kept, tuple(s for s in found if s != kept)
 
     def _spellings(self) -> dict[str, str]:
         """key -> stored spelling, read once from the store's URLs."""
@@ -181,12 +194,14 @@ class OneSpelling:
         return self._ids
 
     def put(self, doc: Document, *args, **kwargs) -> str:
-        stored_id = self.stored_id(doc.url)
+        stored_id, copies = self._resolved(doc.url)
         status = self.store.put(replace(doc, url=stored_id), *args, **kwargs)
         key = doc_key(doc.url)
-        if stored_id != key:
-            self._spellings()[key] = stored_id
-        for copy in self._copies.pop(key, ()):  # the same page under other spellings
+        if self._ids is not None:
+            if stored_id != key:
+                self._ids[key] = stored_id
+            self._copies.pop(key, None)
+        for copy in copies:  # the same page under other spellings
             self.store.delete(copy)
             self.store.set_meta(DOC_STATE + copy, None)
         return status
@@ -195,11 +210,12 @@ class OneSpelling:
         return self.store.get(self.stored_id(url))
 
     def delete(self, url: str) -> bool:
-        key, stored_id = doc_key(url), self.stored_id(url)
+        key, (stored_id, copies) = doc_key(url), self._resolved(url)
         deleted = self.store.delete(stored_id)
-        for copy in self._copies.pop(key, ()):
+        for copy in copies:
             deleted = self.store.delete(copy) or deleted
             self.store.set_meta(DOC_STATE + copy, None)
+        self._copies.pop(key, None)
         (self._ids or {}).pop(key, None)
         return deleted
 

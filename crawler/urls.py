@@ -4,7 +4,7 @@ spelling of a URL that names its document (`doc_key`)."""
 from __future__ import annotations
 
 import re
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 TRACKING = re.compile(r"(utm_[a-z]+|fbclid|gclid|dclid|msclkid|mc_[ce]id|_ga)(=|$)", re.I)
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -57,3 +57,18 @@ def doc_key(url: str) -> str:
         return url
     return urlunsplit(parts._replace(path=respelled(parts.path), query=respelled(parts.query),
                                      fragment=respelled(parts.fragment)))
+
+
+_ESCAPE = re.compile(r"%[0-9A-F]{2}")
+_HIGH_ESCAPES = re.compile(r"(?:%[89A-F][0-9A-F])+")  # the escapes of non-ASCII UTF-8
+
+
+def spellings(url: str) -> list[str]:
+    """The spellings of one http(s) URL that a store may hold it under, its `doc_key` first:
+    the URL as given, escapes in lower case (WordPress's links) and non-ASCII unescaped (an
+    IRI, as a page may link it): what `OneSpelling` looks up when it has not read every
+    stored URL."""
+    key = doc_key(url)
+    found = [key, url, _ESCAPE.sub(lambda m: m.group().lower(), key),
+             _HIGH_ESCAPES.sub(lambda m: unquote(m.group()), key)]
+    return list(dict.fromkeys(found))
