@@ -149,16 +149,7 @@ def main() -> None:
           f" {machine()}; k=3; corpora in {work}"
           + ("" if args.work else " (removed at the end)"))
     try:
-        for size in args.sizes:
-            home = work / f"home-{size}"
-            if home.exists():
-                raise SystemExit(f"{home} exists; remove it or pick another --work")
-            if size == "fixture":
-                questions = bench_session.build_fixture(home)
-                label = "fixture site (201 chunks, real USE vectors)"
-            else:
-                questions = bench_session.build_synthetic(home, int(size), work)
-                label = f"{int(size):,} synthetic chunks (random vectors, real USE query encoding)"
+        for size, home, questions, label in bench_session.corpora(args.sizes, work):
             args.goal = size == "1000"
             measure(label, home, [q for q in questions if q.strip()], args)
     finally:

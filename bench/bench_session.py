@@ -153,6 +153,20 @@ def measure(label: str, home: Path, questions: list[str]) -> None:
               f" {r['p95']:>8.1f} {r['mean']:>8.1f}   {shot:>23.2f}{goal}", flush=True)
 
 
+def corpora(sizes, work: Path):
+    """(size, home, questions, label) for each of `sizes`: the fixture site, or that many
+    synthetic chunks, built in a new home under `work` (shared with bench_serve.py)."""
+    for size in sizes:
+        home = work / f"home-{size}"
+        if home.exists():
+            raise SystemExit(f"{home} exists; remove it or pick another --work")
+        if size == "fixture":
+            yield size, home, build_fixture(home), "fixture site (201 chunks, real USE vectors)"
+        else:
+            yield (size, home, build_synthetic(home, int(size), work),
+                   f"{int(size):,} synthetic chunks (random vectors, real USE query encoding)")
+
+
 def main() -> None:
     if "--worker" in sys.argv:
         print(json.dumps(worker(json.loads(sys.stdin.read()))))
@@ -168,16 +182,7 @@ def main() -> None:
     print(f"python {sys.version.split()[0]}, one BLAS/OpenMP thread per process; {machine()};"
           f" corpora in {work}" + ("" if args.work else " (removed at the end)"))
     try:
-        for size in args.sizes:
-            home = work / f"home-{size}"
-            if home.exists():
-                raise SystemExit(f"{home} exists; remove it or pick another --work")
-            if size == "fixture":
-                questions = build_fixture(home)
-                label = "fixture site (201 chunks, real USE vectors)"
-            else:
-                questions = build_synthetic(home, int(size), work)
-                label = f"{int(size):,} synthetic chunks (random vectors, real USE query encoding)"
+        for _size, home, questions, label in corpora(args.sizes, work):
             measure(label, home, questions[:args.questions])
     finally:
         if args.work is None:
