@@ -4,7 +4,7 @@ spelling of a URL that names its document (`doc_key`)."""
 from __future__ import annotations
 
 import re
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
 TRACKING = re.compile(r"(utm_[a-z]+|fbclid|gclid|dclid|msclkid|mc_[ce]id|_ga)(=|$)", re.I)
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -49,14 +49,20 @@ def doc_key(url: str) -> str:
     """The spelling under which every spelling of an http(s) URL is one document: its path,
     query and fragment `respelled` (anything else, a file's id, as it is). A document stored
     under an older spelling keeps it (crawler/store.py's `OneSpelling`)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url
-    if parts.scheme.lower() not in ("http", "https"):
+    parts = web_parts(url)
+    if parts is None:
         return url
     return urlunsplit(parts._replace(path=respelled(parts.path), query=respelled(parts.query),
                                      fragment=respelled(parts.fragment)))
+
+
+def web_parts(url: str) -> SplitResult | None:
+    """The parts of an http(s) URL; None for anything else (a file's id, a malformed URL)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    return parts if parts.scheme.lower() in ("http", "https") else None
 
 
 _ESCAPE = re.compile(r"%[0-9A-F]{2}")

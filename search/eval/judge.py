@@ -14,12 +14,12 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlunsplit
 
 import numpy as np
 
 from ...crawler.store import Document
-from ...crawler.urls import doc_key
+from ...crawler.urls import doc_key, web_parts
 from ...index.text.chunking import chunk_with, chunker_label
 from ...index.text.chunks import ChunkRow
 from ...index.dense.encoders import THREADS
@@ -192,11 +192,8 @@ class _Spellings:
 
 def _loose(url: str) -> str:
     key = doc_key(url)
-    try:
-        parts = urlsplit(key)
-    except ValueError:
-        return key
-    if parts.scheme.lower() not in ("http", "https"):
+    parts = web_parts(key)
+    if parts is None:
         return key
     return urlunsplit(parts._replace(scheme="https", netloc=parts.netloc.lower(),
                                      path=parts.path.rstrip("/")))
