@@ -19,6 +19,7 @@ import numpy as np
 
 from ..index.lexical.lexical import NoSearchableTerms, top_k
 from ..index.methods import HYBRID
+from ..index.dense.embedding_api import EmbeddingServerError
 from ..index.dense.rerank_api import SUFFIX
 from .collapse import PER_DOC, collapse, urls_of
 from .fusion import FusionSettings
@@ -144,14 +145,20 @@ def _rankings(index, query: str, methods: Sequence[str], depth: int, fusion, all
     if hybrid is not None:
         deep = max(depth, hybrid.settings.window)
         needed += [m for m in hybrid.weights if m not in needed]
-    ranked, notes = {}, {}
+    ranked, notes, away = {}, {}, []
     for method in needed:
         try:
             ranked[method] = rank(index, query, method=method, k=deep, allowed=allowed)
-        except NoSearchableTerms as e:
-            ranked[method] = np.empty(0, np.int64), np.empty(0)
+        except (NoSearchableTerms, EmbeddingServerError) as e:  # (an openai: model's server
+            ranked[method] = np.empty(0, np.int64), np.empty(0)  # away: the others answer)
             notes[method] = str(e)
-    if hybrid is not None:
+            if isinstance(e, EmbeddingServerError):
+                away.append(method)
+    if hybrid is not None and any(m in away for m in hybrid.weights):
+        gone = next(m for m in hybrid.weights if m in away)
+        ranked[HYBRID] = np.empty(0, np.int64), np.empty(0)
+        notes[HYBRID] = f"it fuses {gone}, which cannot answer: {notes[gone]}"
+    elif hybrid is not None:
         window = hybrid.settings.window
         ids, scores = hybrid.fuse(query, {m: (ranked[m][0][:window], ranked[m][1][:window])
                                           for m in hybrid.weights})

@@ -99,3 +99,22 @@ def test_an_embedding_server_away_fails_only_the_methods_that_need_it(home):
     with FaultyServer() as again:  # back, at another address the user now gives
         engine = Engine(home, log_queries=False, embed={"url": again.url})
         assert engine.search("ornitorrinco", method="dense", k=1).hits
+
+
+def test_compare_with_an_embedding_server_away_shows_the_other_methods(home):
+    """busca compare (and /api/compare, the MCP tool) failed as a whole, a 503, when only the
+    dense model's server was away: its column (and hybrid's, which fuses it) is empty with
+    the reason in `notes`; the lexical ones answer."""
+    from embed_servers import FaultyServer
+
+    import busca
+
+    with FaultyServer() as server:
+        with busca.open(home, embed={"url": server.url}) as corpus:
+            corpus.index(dense="openai:fake-model", size=20, overlap=5)
+    with busca.open(home, embed={"url": server.url}) as corpus:  # the server has stopped
+        found = corpus.compare("ornitorrinco", methods=["bm25", "dense", "hybrid"], k=2)
+    assert found.columns["bm25"] and not found.columns["dense"] and not found.columns["hybrid"]
+    assert f"at {server.url} did not answer" in found.notes["dense"]
+    assert found.notes["hybrid"].startswith("it fuses dense, which cannot answer")
+    assert "bm25" not in found.notes
