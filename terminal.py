@@ -13,6 +13,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import sys
 from collections.abc import Callable
 from dataclasses import replace
@@ -82,7 +83,11 @@ def run_session(home: indexing.Home, *, method: str, k: int, per_doc: int | None
 
 
 def run_terminal(session: shell.Session, history: str | os.PathLike | None) -> int:
-    """Read lines with readline editing and history until Ctrl-D or :quit."""
+    """Read lines with readline editing and history until Ctrl-D or :quit. Ctrl-C drops the
+    line or the answer even when busca was started with SIGINT ignored (from a background
+    job or a runner that ignores it: Python then leaves it ignored, and Ctrl-C did nothing)."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     path = _start_history(history, searching.available_methods(session.index))
     if path is None:  # :help must not name a file that keeps nothing
         session.history = None
