@@ -44,6 +44,9 @@ def read_files(paths: list[str]) -> Iterator[Document | Problem]:
             yield name
             continue
         path = Path(name)
+        if path.suffix.lower() == ".jsonl":  # a line at a time: an export of gigabytes
+            yield from _jsonl_file(name, path)
+            continue
         try:
             data = path.read_bytes()
         except OSError as e:
@@ -68,14 +71,9 @@ def read_files(paths: list[str]) -> Iterator[Document | Problem]:
         try:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as e:
-            line = data.count(b"\n", 0, e.start) + 1
-            yield Problem(name, f"is not UTF-8 text (line {line}, byte {e.start}): Windows-1252"
-                                f" or Latin-1? convert it, e.g. iconv -f WINDOWS-1252 -t UTF-8"
-                                f" {name} > {path.stem}.utf8{path.suffix}")
+            yield _not_utf8(name, path, data.count(b"\n", 0, e.start) + 1, e.start)
             continue
-        if suffix == ".jsonl":
-            yield from _jsonl(name, text)
-        elif suffix in (".txt", ".md"):
+        if suffix in (".txt", ".md"):
             text = unicodedata.normalize("NFC", text)  # as stored: heading offsets hold
             fields, text = front_matter(text) if suffix == ".md" else ({}, text)
             title = fields.get("title") if isinstance(fields.get("title"), str) else ""
@@ -129,6 +127,47 @@ def in_folder(folder: str) -> list[str]:
         logger.warning("%s: %d file(s) of other types left out (%s); busca adds %s", folder,
                        sum(other.values()), shown, ", ".join(SUFFIXES))
     return sorted(found, key=lambda path: Path(path).parts)
+
+
+def _not_utf8(name: str, path: Path, line: int, byte: int) -> Problem:
+    return Problem(name, f"is not UTF-8 text (line {line}, byte {byte}): Windows-1252 or"
+                         f" Latin-1? convert it, e.g. iconv -f WINDOWS-1252 -t UTF-8 {name} >"
+                         f" {path.stem}.utf8{path.suffix}")
+
+
+def _jsonl_file(name: str, path: Path) -> Iterator[Document | Problem]:
+    """A .jsonl file's documents, read a line at a time (memory does not grow with the
+    file), after one pass that refuses it as read_files refuses any file: UTF-16, a NUL
+    (binary), a byte that is not UTF-8 (with its line and byte)."""
+    try:
+        problem = _unreadable_lines(name, path)
+        if problem is None:
+            with path.open("rb") as lines:
+                yield from _jsonl(name, (raw.decode("utf-8-sig" if n == 0 else "utf-8")
+                                         for n, raw in enumerate(lines)))
+    except OSError as e:
+        problem = Problem(name, f"cannot read it ({e.strerror or e})")
+    if problem is not None:
+        yield problem
+
+
+def _unreadable_lines(name: str, path: Path) -> Problem | None:
+    with path.open("rb") as lines:
+        if utf16 := _utf16(lines.read(4096)):
+            return Problem(name, f"is {utf16} text; busca reads UTF-8: convert it, e.g. iconv"
+                                 f" -f {utf16} -t UTF-8 {name} > {path.stem}.utf8{path.suffix}")
+        lines.seek(0)
+        at = 0
+        for number, raw in enumerate(lines, start=1):
+            if b"\x00" in raw:
+                return Problem(name, "looks like a binary file; busca adds .jsonl, .txt, .md,"
+                                     " .html")
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                return _not_utf8(name, path, number, at + e.start)
+            at += len(raw)
+    return None
 
 
 def _utf16(data: bytes) -> str | None:
@@ -225,14 +264,13 @@ def _pdf(name: str, data: bytes) -> Iterator[Document | Problem]:
                    meta=pdf.meta())
 
 
-def _jsonl(name: str, text: str) -> Iterator[Document | Problem]:
-    if not text.strip():
-        yield Problem(name, 'no documents in it (an empty file); busca adds one {"url": …,'
-                            ' "title": …, "text": …} per line')
-        return
-    for number, line in enumerate(text.split("\n"), start=1):  # not splitlines: U+2028 is text
+def _jsonl(name: str, lines: Iterable[str]) -> Iterator[Document | Problem]:
+    """The documents of a JSONL file's lines (split at "\n" only: U+2028 is text)."""
+    empty = True
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
+        empty = False
         where = f"{name}:{number}"
         try:
             item = json.loads(line)
@@ -253,6 +291,9 @@ def _jsonl(name: str, text: str) -> Iterator[Document | Problem]:
                                  f" (bad: {bad})")
             continue
         yield _jsonl_document(where, ident, item)
+    if empty:
+        yield Problem(name, 'no documents in it (an empty file); busca adds one {"url": …,'
+                            ' "title": …, "text": …} per line')
 
 
 def _jsonl_document(where: str, ident: str, item: dict) -> Document | Problem:
