@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, OrderedDict
 
-from .filters import field_values, passes
+from .filters import field_values, passes, remembered
 
 SKIPPED = ("headings", "sections", "pages", "path")  # structure or a file's own path, not facets
 TOP = 10  # values shown per key
@@ -16,6 +16,17 @@ def facets(store, top: int = TOP, filters=()) -> dict[str, dict]:
     most `top`); {} without metadata or on a store that cannot list it."""
     if not hasattr(store, "records"):
         return {}
+    filters = tuple(filters)
+    found = remembered(_KEPT, store, ("facets", top, *filters),
+                       lambda: _facets(store, top, filters))
+    return {key: {"values": f["values"], "top": dict(f["top"])} for key, f in found.items()}
+
+
+_KEPT: OrderedDict = OrderedDict()  # the facets of the documents' last states (a state's
+# version is its own: search/filters.py)
+
+
+def _facets(store, top: int, filters: tuple) -> dict[str, dict]:
     counts: dict[str, Counter] = {}
     for record in (r for r in store.records() if passes(r, filters)):
         for key in record[4] or {}:

@@ -7,9 +7,10 @@
 document has no key of that exact name); a list-valued key matches when one of its values
 does; several
 filters AND together. A query's filters give a boolean mask over the build's chunk ids
-(`allowed`), computed once per query from the documents' url, title and metadata (not their
-text); the rankers then rank only the allowed chunks (`restricted`), so the k hits are the
-top k among the matching chunks, never a post-filter of an unfiltered top k. `Visible`, the
+(`allowed`), computed from the documents' url, title and metadata (not their text) and kept
+while the build, the filters and the documents' version (`store.version()`) stay the same
+(`remembered`); the rankers then rank only the allowed chunks (`restricted`), so the k hits
+are the top k among the matching chunks, never a post-filter of an unfiltered top k. `Visible`, the
 access rule of `busca serve --tokens`, is one more filter of the same kind.
 Speed: a ranker with `masked = True` (tfidf, bm25, sparse, dense) takes the mask into its
 fast path: the block-max MaxScore walk passes over the windows and chunks the mask leaves
@@ -21,8 +22,10 @@ every chunk and keep the allowed ones.
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 import weakref
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -181,12 +184,58 @@ def passes(record: tuple, filters) -> bool:
 
 
 def allowed(index, store, filters) -> np.ndarray:
-    """Boolean mask over the build's chunk ids: the chunks of documents passing `filters`."""
+    """Boolean mask over the build's chunk ids: the chunks of documents passing `filters`
+    (read-only: kept for the next query with the same build, filters and documents)."""
+    filters = tuple(filters)
+    return remembered(_masks(index), store, filters, lambda: _allowed(index, store, filters))
+
+
+_MASKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # build -> its masks
+_LOCK = threading.Lock()
+KEPT = 16  # masks (or facets) kept per build, the least recently used dropped first
+
+
+def _masks(index) -> OrderedDict | None:
+    with _LOCK:
+        try:
+            return _MASKS.setdefault(index, OrderedDict())
+        except TypeError:  # a build that cannot be weakly referenced: nothing kept
+            return None
+
+
+def remembered(kept: OrderedDict | None, store, key: tuple, compute):
+    """`compute()`, or what it gave before for `key` in `kept` while the store's documents
+    are in the same state: `store.version()` names that state (another value after any
+    document is added, changed or deleted, by any process); a store without it, or a key
+    that cannot be hashed, computes every time. What `compute` gives must not be changed."""
+    version = store.version() if kept is not None and hasattr(store, "version") else None
+    try:
+        key = (version, *key)
+        hash(key)
+    except TypeError:
+        version = None
+    if version is None:
+        return compute()
+    with _LOCK:
+        if key in kept:
+            kept.move_to_end(key)
+            return kept[key]
+    value = compute()
+    if store.version() == version:  # no change while it was computed: the value is that state's
+        with _LOCK:
+            kept[key] = value
+            while len(kept) > KEPT:
+                kept.popitem(last=False)
+    return value
+
+
+def _allowed(index, store, filters) -> np.ndarray:
     urls = [r[0] for r in _candidates(store, filters) if passes(r, filters)]
     chunk_urls = _chunk_urls(index)
-    if not urls or not chunk_urls.size:
-        return np.zeros(chunk_urls.size, dtype=bool)
-    return np.isin(chunk_urls, np.array(urls))
+    mask = (np.isin(chunk_urls, np.array(urls)) if urls and chunk_urls.size
+            else np.zeros(chunk_urls.size, dtype=bool))
+    mask.flags.writeable = False  # shared by the queries that reuse it
+    return mask
 
 
 def _candidates(store, filters):

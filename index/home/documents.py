@@ -5,6 +5,8 @@ Tables:
   sha256 of the text, fetched_at, meta (JSON object or NULL: categories, tags, section,
   authors, language, dates, page numbers; added to older homes by ALTER TABLE).
 - `meta`: small key/value settings and crawl state (high-water marks, validators).
+- `changes`: one row, `version`, a random value its triggers draw again at every change of a
+  document (`Store.version`; added to older homes when opened for writing).
 The query log (index/home/queries.py) is another table of the same file; index/home/storage.py
 is the map of a home. This is the crawler's `DocumentStore` (crawler/store.py) for a local
 home: `LocalHome` is a `Store`.
@@ -46,6 +48,23 @@ CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+"""
+
+
+# `changes.version`: a random value drawn again, by these triggers, in the transaction of every
+# insert, update or delete of a document, whichever process or connection makes it (a value
+# names one state of the documents: search/filters.py caches the filters' masks by it).
+_CHANGES = """
+BEGIN;
+CREATE TABLE IF NOT EXISTS changes (id INTEGER PRIMARY KEY CHECK (id = 1), version BLOB NOT NULL);
+INSERT OR IGNORE INTO changes (id, version) VALUES (1, randomblob(16));
+CREATE TRIGGER IF NOT EXISTS documents_inserted AFTER INSERT ON documents
+    BEGIN UPDATE changes SET version = randomblob(16); END;
+CREATE TRIGGER IF NOT EXISTS documents_updated AFTER UPDATE ON documents
+    BEGIN UPDATE changes SET version = randomblob(16); END;
+CREATE TRIGGER IF NOT EXISTS documents_deleted AFTER DELETE ON documents
+    BEGIN UPDATE changes SET version = randomblob(16); END;
+COMMIT;
 """
 
 
@@ -191,6 +210,9 @@ class Store:
         db.executescript(_SCHEMA)
         if "meta" not in _columns(db):  # a home made before documents had metadata
             db.execute("ALTER TABLE documents ADD COLUMN meta TEXT")
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name ="
+                          " 'documents_deleted'").fetchone():  # a home made before `version`
+            db.executescript(_CHANGES)
         return db
 
     def _open_read_only(self) -> sqlite3.Connection:
@@ -269,6 +291,20 @@ class Store:
                 f"SELECT url, title, source, modified, {self._meta} FROM documents").fetchall()
         for *head, meta in rows:
             yield (*head, _row_document(("", "", "", "", None, "", meta)).meta)
+
+    def version(self) -> bytes | None:
+        """A value naming the documents' present state: another one after any document is
+        added, changed or deleted, by any process (`changes`, kept by triggers); None for a
+        home made before it that is opened read-only."""
+        try:
+            row = self.db.execute("SELECT version FROM changes WHERE id = 1").fetchone()
+        except sqlite3.OperationalError as e:
+            if "no such table" in str(e):
+                return None
+            raise store_error(self.path, e) from e
+        except sqlite3.Error as e:
+            raise store_error(self.path, e) from e
+        return bytes(row[0]) if row else None
 
     def document_ranges(self, size: int) -> DocumentRanges | None:
         """The documents cut into URL ranges of `size` documents (the last may be shorter),

@@ -2,6 +2,7 @@
 
     busca.db                  SQLite, opened by LocalHome
       documents, meta         index/home/documents.py (documents; settings and crawl state)
+      changes                 index/home/documents.py (the documents' version, by triggers)
       queries                 index/home/queries.py (the query log; what to log: search/querylog.py)
     CURRENT                   here: one line naming the live build, replaced atomically
     index.lock                index/home/buildlock.py: flock held by the build running (its pid and

@@ -7,6 +7,7 @@ a database without mixing. Tables of schema `<corpus>`:
     busca_meta (key, value jsonb)   format_version, live build        here, build.py
     documents                       url, title, text, source, meta... index/postgres/store.py
     settings (key, value jsonb)     crawl state, settings             index/postgres/store.py
+    changes (id, version)           the documents' version            here (its trigger writes it)
     queries                         the query log                     index/postgres/home.py
     builds (name, manifest json)    one row per published build       index/postgres/build.py
                                     (json keeps the manifest's key order, which jsonb sorts:
@@ -328,6 +329,8 @@ def create_base(conn, schema: str, partitions: int = 0) -> None:
             create_table(conn, DOCUMENTS.format(t=quoted(schema, "documents")),
                          quoted(schema, "documents"), "documents", partitions)
             conn.execute(META_INDEX.format(t=quoted(schema, "documents")))
+        if not has_changes(conn, schema):
+            conn.execute(CHANGES.format(s=s, t=quoted(schema, "documents")))
         conn.execute(f"INSERT INTO {s}.busca_meta (key, value) VALUES ('format_version', %s::jsonb)"
                      " ON CONFLICT (key) DO NOTHING", (str(FORMAT_VERSION),))
     check_format(conn, schema, builds=False)
@@ -349,6 +352,57 @@ def _refuse_foreign(conn, schema: str) -> None:
         raise PostgresError(f"the schema {schema!r} already holds tables that are not a busca"
                             f" corpus ({shown}); busca keeps each corpus in a schema of its own"
                             " — choose another ?corpus= name, e.g. ?corpus=busca")
+
+
+# `changes.version`: a random value drawn again by a statement-level trigger in the
+# transaction of every statement that writes `documents` (ENABLE ALWAYS: on a logical
+# replica's apply too; as its owner: a role that may write documents need not write it);
+# search/filters.py caches the filters' masks by it.
+CHANGES = """CREATE TABLE IF NOT EXISTS {s}.changes (
+    id int PRIMARY KEY CHECK (id = 1), version text NOT NULL);
+INSERT INTO {s}.changes VALUES (1, md5(random()::text || clock_timestamp()::text))
+    ON CONFLICT (id) DO NOTHING;
+CREATE OR REPLACE FUNCTION {s}.busca_documents_changed() RETURNS trigger LANGUAGE plpgsql
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS
+    $$BEGIN UPDATE {s}.changes SET version = md5(random()::text || clock_timestamp()::text);
+    RETURN NULL; END$$;
+DROP TRIGGER IF EXISTS busca_documents_changed ON {t};
+CREATE TRIGGER busca_documents_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON {t}
+    FOR EACH STATEMENT EXECUTE PROCEDURE {s}.busca_documents_changed();
+ALTER TABLE {t} ENABLE ALWAYS TRIGGER busca_documents_changed"""
+HAS_CHANGES = """SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass(%s)
+    AND tgname = 'busca_documents_changed')"""
+
+
+VERSIONED = HAS_CHANGES + " AND has_table_privilege(to_regclass(%s), 'SELECT')"
+
+
+def versioned(conn, schema: str) -> bool:
+    """Whether this role can read the corpus's `changes.version` (kept, and granted to it: a
+    role granted its tables before `changes` existed reads the documents each time)."""
+    return bool(conn.execute(VERSIONED, (quoted(schema, "documents"),
+                                         quoted(schema, "changes"))).fetchone()[0])
+
+
+def has_changes(conn, schema: str) -> bool:
+    """Whether the corpus keeps `changes.version` (its trigger exists; catalogs only)."""
+    return bool(conn.execute(HAS_CHANGES, (quoted(schema, "documents"),)).fetchone()[0])
+
+
+def track_changes(conn, schema: str) -> None:
+    """Give a corpus made before `changes` the table and its trigger, together (once,
+    serialised like create_base); left as it is when this role may not (it must own
+    `documents` and create in the schema): its searches then read the documents each time."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"busca:{schema}",))
+        may = conn.execute(MAY_TRACK, (schema, quoted(schema, "documents"))).fetchone()
+        if has_changes(conn, schema) or not (may and may[0]):
+            return
+        conn.execute(CHANGES.format(s=quoted(schema), t=quoted(schema, "documents")))
+
+
+MAY_TRACK = """SELECT pg_has_role(c.relowner, 'MEMBER') AND has_schema_privilege(%s, 'CREATE')
+    FROM pg_class c WHERE c.oid = to_regclass(%s)"""
 
 
 def has_meta(conn, schema: str) -> bool:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 
 from ...crawler.store import Document
-from .schema import add_meta, has_meta, quoted
+from .schema import add_meta, has_changes, has_meta, quoted, track_changes, versioned
 
 DOCUMENT_COLUMNS = "url, title, text, source, modified, sha256"
 RECORD_COLUMNS = "url, title, source, modified"
@@ -50,6 +50,8 @@ class PostgresStore:
     it before the first write, and `_writers_reads()`.)"""
 
     _has_meta: bool | None = None  # whether `documents` has its meta column (None: not known)
+    _tracked = False  # whether `changes.version` is known to be kept (schema.CHANGES)
+    _versioned = False  # whether it is known to be readable where documents are read
 
     @property
     def s(self) -> str:
@@ -84,11 +86,34 @@ class PostgresStore:
         return "updated" if tuple(old[:2]) != (doc.sha256, doc.title) else "metadata_updated"
 
     def _meta_ready(self) -> None:
-        """Before a write: a corpus made before metadata gets its `meta` column (once)."""
+        """Before a write: a corpus made before metadata gets its `meta` column, one made
+        before `changes` the table and its trigger (once)."""
         if not self._has_meta:
             if not has_meta(self.conn(), self.schema):
                 add_meta(self.conn(), self.schema)
             self._has_meta = True
+        self._changes_ready()
+
+    def _changes_ready(self) -> None:
+        """Before a write: a corpus made before `changes` gets the table and its trigger
+        (once; schema.track_changes leaves it for a role that may not)."""
+        if not self._tracked:
+            if not has_changes(self.conn(), self.schema):
+                track_changes(self.conn(), self.schema)
+            self._tracked = True
+
+    def version(self) -> str | None:
+        """A value naming the documents' present state where they are read: another one
+        after any statement that writes them, by any process (`changes`, kept by a trigger);
+        None for a corpus made before it and not written since by this busca, or a role not
+        granted it."""
+        if not self.exists():
+            return None
+        if not self._versioned:
+            if not versioned(self._db(), self.schema):
+                return None
+            self._versioned = True
+        return self._db().execute(f"SELECT version FROM {self.s}.changes").fetchone()[0]
 
     @property
     def _meta(self) -> str:
@@ -109,6 +134,7 @@ class PostgresStore:
         if not self.exists():
             return False
         self._writing()
+        self._changes_ready()
         cur = self.conn().execute(f"DELETE FROM {self.s}.documents WHERE url = %s", (url,))
         return cur.rowcount > 0
 

@@ -394,6 +394,44 @@ def test_a_changed_hidden_document_answers_its_chunk_id_as_a_missing_one(tmp_pat
         assert status == 409 and "https://s.example/salarios" in text
 
 
+def test_groups_changed_or_added_through_the_api_show_at_once_to_the_right_tokens(tmp_path,
+                                                                                 tokens_file):
+    """Each request is filtered by its reader's rule, whose mask is kept between requests:
+    a document's new groups, a new private document, a removed one show at once, to its
+    group's token only."""
+    home = lexical_home_of(tmp_path / "home", DOCS)
+    salarios, novo = "https://s.example/salarios", "https://s.example/novo"
+
+    def post(path, data, method="POST"):
+        request = Request(server.url + path, method=method, data=json.dumps(data).encode(),
+                          headers={"Authorization": f"Bearer {WRITER}",
+                                   "Content-Type": "application/json"})
+        with urlopen(request, timeout=60) as response:
+            return json.loads(response.read())
+
+    def seen(token):
+        return search_urls(server, token, WORD, "bm25"), json.loads(
+            get(server, "api/stats", token)[1])["documents"]
+
+    with Server(home, "--no-log", "--tokens", str(tokens_file), "--token", WRITER) as server:
+        for _ in range(2):  # the masks of both readers kept
+            assert seen(STAFF)[0] == SEES[STAFF] and seen(SALES)[0] == SEES[SALES]
+        moved = {**DOCS[0], "groups": ["sales"]}
+        assert post("api/documents", {"documents": [moved]})["metadata_updated"] == 1
+        assert seen(STAFF) == (SEES[STAFF] - {salarios}, 2)
+        assert seen(SALES) == (SEES[SALES] | {salarios}, 3)
+        added = {"url": novo, "title": "Bônus", "groups": ["staff"],
+                 "text": "O bônus da gerência sai em março."}
+        assert post("api/documents", {"documents": [added]})["added"] == 1
+        assert seen(STAFF) == (SEES[STAFF] - {salarios}, 2)  # stored, not indexed yet
+        post("api/index", {})
+        assert seen(STAFF) == (SEES[STAFF] - {salarios} | {novo}, 3)
+        assert seen(SALES) == (SEES[SALES] | {salarios}, 3) and seen(None) == (PUBLIC, 1)
+        post("api/documents", {"urls": [salarios]}, method="DELETE")
+        assert seen(SALES) == (SEES[SALES], 2)
+        assert seen(STAFF)[0] == SEES[STAFF] - {salarios} | {novo}
+
+
 def test_a_tokens_file_saved_with_a_bom_keeps_its_first_token(tmp_path):
     """Notepad writes a BOM: it is no part of the first token (whose reader got 401)."""
     path = tmp_path / "tokens.txt"
