@@ -39,6 +39,7 @@ Type a question and press Enter. Commands:
                    :filter alone lists them, :filter clear removes them
   :compare [Q]     the methods side by side for Q (default: the last question)
   :context [Q]     the LLM prompt for Q (default: the last question)
+  :lang L          the prompt's instruction in L ({langs})
   :settings        the current settings
   :help            this help
 Ctrl-D (or :quit) leaves; {history}."""
@@ -58,6 +59,7 @@ class Settings:
     min_score: float | None = None  # None: the method's calibrated floor
     rerank: RerankSettings | None = None  # the re-ranking stage of every question
     filters: tuple = ()  # search.Filter values: every question ranks only what they allow
+    lang: str = searching.LANGS[0]  # :context's instruction, as busca context --lang
 
 
 class Session:
@@ -136,8 +138,8 @@ class Session:
         self.follow()  # after :quit: a home whose index is gone still lets one leave
         actions = {"method": self._method, "m": self._method, "k": self._k,
                    "per-doc": self._per_doc, "filter": self._filter, "compare": self.compare, "c": self.compare,
-                   "context": self.context, "settings": self._show, "help": self._help,
-                   "h": self._help, "?": self._help}
+                   "context": self.context, "lang": self._lang, "settings": self._show,
+                   "help": self._help, "h": self._help, "?": self._help}
         if name not in actions:
             raise SessionError(f"unknown command :{name}; type :help for the list")
         actions[name](arg)
@@ -158,6 +160,13 @@ class Session:
         self.settings = replace(self.settings, per_doc=_number(arg, ":per-doc", 0))
         self._note(f"per-doc {self.settings.per_doc}")
 
+    def _lang(self, arg: str) -> None:
+        if arg.lower() not in searching.LANGS:
+            raise SessionError(f"unknown language {arg!r} for :lang; choose one of:"
+                               f" {', '.join(searching.LANGS)}")
+        self.settings = replace(self.settings, lang=arg.lower())
+        self._note(f"lang {self.settings.lang}")
+
     def _filter(self, arg: str) -> None:
         """`:filter F=V` adds a filter, `:filter clear` drops them all, `:filter` lists them."""
         if arg.lower() == "clear":
@@ -177,13 +186,14 @@ class Session:
         shown = "none (no floor calibrated: busca eval --calibrate)" if floor is None \
             else f"{floor:g}"
         self._note(f"method {s.method}, k {s.k}, per-doc {per_doc}, floor {shown},"
-                   f" filters {self._filters()}")
+                   f" filters {self._filters()}, lang {s.lang}")
 
     def _help(self, _arg: str = "") -> None:
         methods = ", ".join(searching.available_methods(self.index))
         kept = (f"the history is kept in {self.history}" if self.history
                 else "the history is not kept")
-        self.echo(HELP.format(methods=methods, history=kept), err=self.as_json)
+        self.echo(HELP.format(methods=methods, history=kept, langs="|".join(searching.LANGS)),
+                  err=self.as_json)
 
     def _note(self, text: str) -> None:
         self.echo(display.strip_controls(text), err=True)  # it repeats what was typed
@@ -243,7 +253,7 @@ class Session:
         question = self._question(arg, ":context")
         spec = replace(self.spec(api.ContextSpec, searching.CONTEXT_PER_DOC), log=False)
         found = api.context_build(self.index, self.store, question, spec)
-        prompt = searching.render(found) if found.answered else None
+        prompt = searching.render(found, lang=self.settings.lang) if found.answered else None
         if self.as_json:
             self.echo(json.dumps(searching.context_dict(found, prompt=prompt,
                                                         floor_option="--min-score"),

@@ -69,11 +69,12 @@ def history_path() -> str:
 
 def run_session(home: indexing.Home, *, method: str, k: int, per_doc: int | None,
                 min_score: float | None, as_json: bool, no_log: bool, rerank=None,
-                filters: tuple = ()) -> None:
+                filters: tuple = (), lang: str = searching.LANGS[0]) -> None:
     """Load the index once and answer questions: readline on a terminal, else stdin lines
-    (`rerank`: the re-ranking settings of every question; `filters`: the session's first)."""
+    (`rerank`: the re-ranking settings of every question; `filters`: the session's first;
+    `lang`: :context's instruction)."""
     settings = shell.Settings(method=method, k=k, per_doc=per_doc, min_score=min_score,
-                              rerank=rerank, filters=tuple(filters))
+                              rerank=rerank, filters=tuple(filters), lang=lang)
     session = shell.Session(home.current(), home, settings, style=style_for_stdout(),
                             as_json=as_json, log=not no_log, history=history_path())
     if sys.stdin.isatty() and not as_json:
@@ -117,7 +118,8 @@ def run_terminal(session: shell.Session, history: str | os.PathLike | None) -> i
     return session.answered
 
 
-COMMANDS = (":method", ":k", ":per-doc", ":filter", ":compare", ":context", ":settings", ":help", ":quit")
+COMMANDS = (":method", ":k", ":per-doc", ":filter", ":compare", ":context", ":lang", ":settings", ":help",
+            ":quit")
 
 
 def _start_history(history, methods: list[str]) -> Path | None:
@@ -196,21 +198,24 @@ def _shell_command(open_home: Callable, options: Callable,
     @click.option("--json", "as_json", is_flag=True,
                   help="Read questions from stdin, one per line; one JSON line per answer.")
     @click.option("--no-log", is_flag=True, help="Do not record the questions in the query log.")
+    @click.option("--lang", type=click.Choice(searching.LANGS), default=searching.LANGS[0],
+                  show_default=True, help="Language of :context's instruction (also :lang).")
     @filter_option
     @options
     @click.pass_context
-    def shell_command(ctx, method, k, per_doc, min_score, as_json, no_log, filters):
+    def shell_command(ctx, method, k, per_doc, min_score, as_json, no_log, lang, filters):
         """Ask question after question; the index and the encoder are loaded once.
 
         On a terminal: line editing, history (~/.busca_history, or $BUSCA_HISTORY), :method,
-        :k, :per-doc, :filter, :compare, :context, :help; Ctrl-D leaves. From a pipe: one
+        :k, :per-doc, :filter, :compare, :context, :lang, :help; Ctrl-D leaves. From a pipe: one
         question (or :command) per line.
 
         Example: printf 'qual o prazo?\\n:method bm25\\nqual o prazo?\\n' | busca shell --json
         """
         with open_home(ctx) as home:
             run_session(home, method=method, k=k, per_doc=per_doc, min_score=min_score,
-                        as_json=as_json, no_log=no_log, rerank=rerank_of(ctx), filters=filters)
+                        as_json=as_json, no_log=no_log, rerank=rerank_of(ctx), filters=filters,
+                        lang=lang)
 
     return shell_command
 

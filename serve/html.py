@@ -70,7 +70,7 @@ def page(title: str, body: str, *, active: str, status: int = 200) -> HTMLRespon
     nav = "".join(f'<a href="{p}"{" class=active" if name == active else ""}>{label}</a>'
                   for name, p, label in (("search", "/", "Search"), ("eval", "/eval", "Eval")))
     doc = f"""<!doctype html>
-<html lang="pt-BR">
+<html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">

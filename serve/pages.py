@@ -74,9 +74,9 @@ def _form(q: str, method: str, methods: list[str], k: int, filters: tuple = ()) 
         f'{" checked" if m == method else ""}><span>{esc(m)}</span></label>' for m in options)
     return f"""<form id="search" method="get" action="/" role="search">
 <input id="q" name="q" type="search" value="{esc(q)}" maxlength="{params.MAX_QUERY}"
- placeholder="Faça uma pergunta…" autofocus aria-label="question">
+ placeholder="Ask a question…" autofocus aria-label="question">
 <input type="hidden" name="k" value="{k}">{facetview.hidden(filters)}
-<button type="submit">Buscar</button>
+<button type="submit">Search</button>
 <div class="methods" role="radiogroup" aria-label="method">{switch}</div>
 </form>
 """
@@ -90,7 +90,7 @@ def _results(engine: Engine, q: str, method: str, k: int, filters: tuple = ()) -
     if not found.hits:
         why = found.note or ("no passage passes the floor" if found.floor is not None
                              else "nothing found")
-        return notice(f"não encontrei: {why}", "empty")
+        return notice(f"nothing found: {why}", "empty")
     floor = f" · floor {found.floor:.4f}" if found.floor is not None else ""
     items = "".join(_hit(h, q, analyzer) for h in found.hits)
     more = _more(q, method, k, filters, len(found.hits))

@@ -98,6 +98,24 @@ def test_pipe_says_why_nothing_passed_the_floor(corpus, tmp_path):
     assert "--min-score" in ask["note"] and "--min-score" in context["reason"]
 
 
+def test_context_instruction_in_english_with_lang(corpus, tmp_path):
+    """:context wrote the Portuguese instruction whatever the user's language: busca context
+    --lang en, /api/context's and the MCP tool's lang had no counterpart in the session."""
+    lines = [f":context {QUESTIONS[0]}", ":lang en", ":context", ":lang fr", ":lang pt", ":context"]
+    done = subprocess.run([*BUSCA, "shell", "--json", "--no-log"], input="\n".join(lines),
+                          capture_output=True, text=True, env=_env(corpus, tmp_path))
+    pt, en, bad, pt_again = [json.loads(line) for line in done.stdout.splitlines()]
+    assert pt["prompt"].startswith("Responda") and pt_again["prompt"] == pt["prompt"]
+    assert en["answered"] and en["prompt"].startswith("Answer using only the passages below")
+    assert "Question: " + QUESTIONS[0] in en["prompt"] and en["passages"] == pt["passages"]
+    assert "unknown language 'fr'" in bad["error"] and "pt, en" in bad["error"]
+    assert "lang en" in done.stderr
+    started = subprocess.run([*BUSCA, "shell", "--json", "--no-log", "--lang", "en"],
+                             input=f":context {QUESTIONS[0]}\n", capture_output=True, text=True,
+                             env=_env(corpus, tmp_path))
+    assert json.loads(started.stdout)["prompt"] == en["prompt"]
+
+
 def test_a_blank_line_asks_nothing_and_the_session_goes_on(corpus, tmp_path):
     """Enter alone (or spaces) between questions: no answer, no error; it ended the session
     with "the question is empty" and exit 1."""

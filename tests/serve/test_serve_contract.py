@@ -130,6 +130,20 @@ def test_the_page_refuses_a_misspelt_parameter_and_its_own_links_still_work(serv
     assert evaluation.status_code == 400 and "unknown parameter" in evaluation.text
 
 
+def test_the_page_speaks_english_as_its_other_words_do(server):
+    """The page said "não encontrei: none of the query's words occurs…", and "Faça uma
+    pergunta…" and "Buscar" beside "Search", "Eval" and "more passages", under lang="pt-BR"
+    (an English site's readers got a Portuguese form; messages are English)."""
+    empty = get(server, "", q="xilofone", method="bm25")
+    assert empty.status_code == 200
+    assert "nothing found: none of the query&#x27;s words occurs in the index" in empty.text
+    form = get(server, "").text
+    assert '<html lang="en">' in form and 'placeholder="Ask a question…"' in form
+    assert '<button type="submit">Search</button>' in form
+    for page in (empty.text, form):
+        assert not re.search(r"não encontrei|Buscar|Faça|pt-BR", page)
+
+
 # --- 5. whole numbers: ASCII digits only; 8. a JSON integer too long ----------------------
 @pytest.mark.parametrize("raw", ["1_0", "\u0663", "+3", " 3", "3 ", "0x3", "3.0"])
 def test_a_whole_number_is_plain_ascii_digits(server, raw):
