@@ -611,8 +611,7 @@ def _notify(command: str, method: str):
             click.echo(f"using the calibrated floor {value:.4f} for {method}"
                        " (override with --min-score)", err=True)
         elif what == "unlogged":
-            click.echo(f"note: {command} did not log this question: the home is {value}",
-                       err=True)
+            click.echo(f"note: {command} did not log this question: {value}", err=True)
     return notify
 
 
@@ -980,18 +979,22 @@ def _write_golden(path: str, found: list[searching.querylog.Miss], period: str) 
 
 @cli.command("log")
 @click.argument("state", required=False, type=click.Choice(["on", "off"]))
+@click.option("--prune", type=click.IntRange(min=0), default=None, metavar="DAYS",
+              help="Delete the questions logged more than DAYS days ago (0: all of them).")
 @click.pass_context
-def log_setting(ctx, state):
+def log_setting(ctx, state, prune):
     """Turn the query log of search and context on or off; no argument shows its state.
 
-    Example: busca log off
+    Example: busca log off; busca log --prune 90 (daily, from cron: keep 90 days)
     """
     with _home(ctx) as store:
         if state is not None:
             searching.querylog.set_enabled(store, state == "on")
+        gone = None if prune is None else searching.querylog.prune(store, prune)
         on = searching.querylog.is_enabled(store)
         n = len(store.logged_queries())
-    click.echo(f"query log: {'on' if on else 'off'} ({n} queries logged)")
+    removed = "" if gone is None else f"; {gone} older than {prune} days removed"
+    click.echo(f"query log: {'on' if on else 'off'} ({n} queries logged{removed})")
 
 
 @cli.command("eval")

@@ -3,12 +3,14 @@ calibrated), hybrid's fusion, the per-document cap and the query-log policy deci
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .. import index as indexing
+from ..errors import BuscaError
 from .. import search as searching
 from ..search.context import Context
 from ..search.fusion import FusionSettings
@@ -24,6 +26,8 @@ WARM_UP = "aquecimento"  # encoded when a dense ranker loads, so no question wai
 
 Remote = Callable[[str, SearchSpec, str], "Result | Context | None"]
 Notify = Callable[[str, Any], None]
+
+log = logging.getLogger(__name__)
 
 
 def asked(question: object) -> str:
@@ -41,7 +45,8 @@ def search_build(build, home, question: str, spec: SearchSpec, *,
     """The search use case on one build: the floor (given or calibrated), hybrid's fusion,
     the per-document cap, the query log; `remote(question, spec, build_id)` may answer
     instead (a running busca serve), or give None. `notify(what, value)` hears, as they
-    happen, ("floor", the calibrated floor used) and ("unlogged", "read-only")."""
+    happen, ("floor", the calibrated floor used) and ("unlogged", why: "the home is
+    read-only", or the log write's error)."""
     question = asked(question)
     floor, calibrated, fusion = _prepare(build, spec, notify)
     spec, unlogged = _log_policy(home, spec, notify)
@@ -70,8 +75,9 @@ def search_build(build, home, question: str, spec: SearchSpec, *,
         note = (f"nothing past offset {spec.offset}: the question has {len(kept)} hits in all"
                 " (give a smaller offset)")
     page, seconds = kept[spec.offset:], time.perf_counter() - started
-    _log(home, spec, "search", question, hits[spec.offset:want] if page else hits[:want],
-         floor, started, refused=bool(refused))
+    unlogged = _log(home, spec, "search", question,
+                    hits[spec.offset:want] if page else hits[:want], floor, started, notify,
+                    refused=bool(refused)) or unlogged
     kept = page
     return Result(question, spec.method, kept, floor, note, build.manifest.build, calibrated,
                   described, unlogged, seconds, len(hits), rerank.label if rerank else "",
@@ -110,7 +116,7 @@ def context_build(build, home, question: str, spec: ContextSpec, *,
                                     rerank=reranker(spec.rerank), allowed=allowed)
     why = _nothing_allowed(allowed, spec.filters)
     found = replace(found, reason=why) if why else found
-    _log(home, spec, "context", question, found.hits, floor, started)
+    _log(home, spec, "context", question, found.hits, floor, started, notify)
     return found
 
 
@@ -146,19 +152,31 @@ def _log_policy(home, spec: SearchSpec, notify: Notify | None) -> tuple[SearchSp
     querylog = searching.querylog  # loaded only when the question may be logged
     if querylog.read_only(home) and querylog.is_enabled(home):
         if notify:
-            notify("unlogged", "read-only")
+            notify("unlogged", "the home is read-only")
         return replace(spec, log=False), "read-only"
     return spec, ""
 
 
-def _log(home, spec: SearchSpec, command: str, question: str, hits, floor, started, *,
-         refused: bool = False) -> None:
+def _log(home, spec: SearchSpec, command: str, question: str, hits, floor, started,
+         notify: Notify | None, *, refused: bool = False) -> str:
     """Log the call, but not a filtered one that found nothing: the miss is the filter's, not
-    the corpus's (busca misses listed it, and --golden made a question of it)."""
-    if spec.log and not (spec.filters and not hits):
+    the corpus's (busca misses listed it, and --golden made a question of it). A write that
+    fails (a full disk, a lock held past the timeout) never fails the answer: why the call
+    went unlogged is told to `notify` (or logged as a warning) and returned ("" if logged)."""
+    if not spec.log or (spec.filters and not hits):
+        return ""
+    try:
         searching.querylog.log_call(home, command=command, query=question, method=spec.method,
                                     k=spec.k, scores=[h.score for h in hits], floor=floor,
                                     started=started, refused=refused)
+    except BuscaError as e:
+        why = f"the query log could not be written: {e}"
+        if notify:
+            notify("unlogged", why)
+        else:
+            log.warning("%s did not log a question: %s", command, why)
+        return why
+    return ""
 
 
 def compare_build(build, home, question: str, *, methods: Sequence[str] | None = None,

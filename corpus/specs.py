@@ -281,7 +281,7 @@ class Result:
     build: str = ""
     calibrated: bool = False  # the floor is the method's calibrated one (none was given)
     fusion: dict | None = None  # hybrid's settings, as --json prints them
-    unlogged: str = ""  # why a question asked to be logged was not ("read-only")
+    unlogged: str = ""  # why a question asked to be logged was not ("read-only", a failed write)
     seconds: float = 0.0
     ranked: int = 0  # hits ranked before the floor (0 when a server answered)
     rerank: str = ""  # the re-ranker (KIND:MODEL) whose scores the hits carry, if any

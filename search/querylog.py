@@ -17,7 +17,7 @@ import time
 import unicodedata
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from ..index.home.storage import require_folder
@@ -102,6 +102,15 @@ def record(store, *, command: str, query: str, method: str, k: int,
                     scores=[float(s) for s in scores], floor=floor, answered=answered,
                     seconds=seconds)
     return True
+
+
+def prune(store, days: int, *, now: datetime | None = None) -> int:
+    """Forget the queries logged more than `days` days before `now` (0: every one), so a
+    public site's log of what visitors typed does not grow forever; how many were forgotten."""
+    if isinstance(days, bool) or not isinstance(days, int) or days < 0:
+        raise ValueError(f"days must be a whole number of days, 0 or more, not {days!r}")
+    moment = (now or datetime.now(timezone.utc)) - timedelta(days=days)
+    return store.forget_queries(_iso(moment) if days else "9999")
 
 
 def logged(store, *, since: datetime | None = None) -> list[LoggedQuery]:

@@ -43,6 +43,11 @@ def append_query(db: sqlite3.Connection, *, command: str, query: str, method: st
         (at, command, query, method, k, json.dumps(scores), floor, int(answered), seconds))
 
 
+def delete_queries(db: sqlite3.Connection, before: str) -> int:
+    """Forget the queries logged before `before` (ISO, UTC); how many were forgotten."""
+    return db.execute("DELETE FROM queries WHERE at < ?", (before,)).rowcount
+
+
 def read_queries(db: sqlite3.Connection, since: str | None = None) -> list[dict]:
     """Logged queries in time order, optionally only those at or after `since` (ISO)."""
     sql = f"SELECT {', '.join(KEYS)} FROM queries"

@@ -44,7 +44,7 @@ from ..text.chunks import ChunkRow, ChunkTable, drop_legacy, write_chunks
 from ..text.counting import LazyTerms
 from .manifest import FORMAT_VERSION, READS, Manifest
 from ..methods import method_spec, not_in_index, stored_methods
-from .queries import append_query, create_queries, read_queries
+from .queries import append_query, create_queries, delete_queries, read_queries
 from .vocabulary import Vocabulary
 
 POINTER = "CURRENT"
@@ -267,6 +267,12 @@ class LocalHome(Store):
     def logged_queries(self, since: str | None = None) -> list[dict]:
         with guard(self.path):
             return read_queries(self.db, since)
+
+    def forget_queries(self, before: str) -> int:
+        """Delete the queries logged before `before` (ISO, UTC); how many were deleted."""
+        self._check_writable()
+        with guard(self.path):
+            return delete_queries(self.db, before)
 
     def _check_writable(self) -> None:
         if self.read_only:

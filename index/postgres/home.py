@@ -252,6 +252,14 @@ class PostgresHome(PostgresStore):
             (at or _now(), command, query.replace("\0", NUL_SHOWN), method, k,
              json.dumps(scores), floor, bool(answered), seconds))
 
+    def forget_queries(self, before: str) -> int:
+        """Delete the queries logged before `before` (ISO, UTC) from the primary's log."""
+        if not self.exists():
+            return 0
+        self._writing()
+        return self.conn().execute(f"DELETE FROM {quoted(self.schema)}.queries WHERE at < %s",
+                                   (before,)).rowcount
+
     def logged_queries(self, since: str | None = None) -> list[dict]:
         if not self.exists():
             return []

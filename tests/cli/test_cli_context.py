@@ -251,6 +251,45 @@ def test_log_off_stops_logging(indexed, home):
     assert indexed("log").stdout == "query log: on (1 queries logged)\n"
 
 
+def test_a_log_write_that_fails_never_fails_the_search(indexed, home):
+    """A full disk (or a lock held past the timeout) under the query log: the visitor still
+    gets the answer, with a note that the question was not logged (it failed the search)."""
+    import sqlite3
+
+    db = sqlite3.connect(home / "busca.db")
+    db.execute("CREATE TRIGGER full BEFORE INSERT ON queries"
+               " BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END")
+    db.commit()
+    db.close()
+    for command in ("search", "context"):
+        result = indexed(command, "boleto")
+        assert result.exit_code == 0, result.output
+        assert "boleto" in result.stdout.lower()
+        note = result.stderr.splitlines()[-1]
+        assert note.startswith(f"note: {command} did not log this question: ")
+        assert note.endswith("database or disk is full") and "Traceback" not in result.stderr
+    db = sqlite3.connect(home / "busca.db")
+    db.execute("DROP TRIGGER full")
+    db.commit()
+    db.close()
+    assert _logged(home) == []
+
+
+def test_log_prune_keeps_only_the_last_days(indexed, home):
+    indexed("search", "boleto")
+    with LocalHome(home) as store:
+        store.log_query(command="search", query="velha", method="tfidf", k=3, scores=[],
+                        floor=None, answered=False, seconds=0.1, at="2020-01-01T00:00:00+00:00")
+    result = indexed("log", "--prune", "30")
+    assert result.exit_code == 0
+    assert result.stdout == "query log: on (1 queries logged; 1 older than 30 days removed)\n"
+    assert [e.query for e in _logged(home)] == ["boleto"]
+    assert indexed("log", "off", "--prune", "0").stdout == (
+        "query log: off (0 queries logged; 1 older than 0 days removed)\n")
+    bad = indexed("log", "--prune", "-1")
+    assert bad.exit_code == 2 and "--prune" in bad.stderr
+
+
 def test_misses_lists_the_failures_most_frequent_first(indexed):
     for _ in range(2):
         indexed("context", "qual a senha do wifi?", "--min-score", "0.5")

@@ -111,6 +111,29 @@ def test_search_applies_the_calibrated_floor_and_logs_as_the_cli(fake_home):
     assert [h.to_json() for h in result.hits] == expected
 
 
+def test_a_log_write_that_fails_leaves_the_answer_and_warns(lexical_home, tmp_path, caplog):
+    """busca serve and Python callers (no notify): a full disk under the query log is a
+    warning in the log (the server's stderr) and `Result.unlogged`, never a failed search."""
+    import shutil
+    import sqlite3
+
+    home = tmp_path / "home"
+    shutil.copytree(lexical_home, home)
+    db = sqlite3.connect(home / "busca.db")
+    db.execute("CREATE TRIGGER full BEFORE INSERT ON queries"
+               " BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END")
+    db.commit()
+    db.close()
+    with busca.open(home) as corpus:
+        result = corpus.search(QUESTIONS[0], method="bm25")
+        found = corpus.context(QUESTIONS[0], method="bm25")
+    assert result.hits and found.hits
+    assert result.unlogged.endswith("database or disk is full")
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert [w.split(":")[0] for w in warned] == ["search did not log a question",
+                                                "context did not log a question"]
+
+
 def test_context_is_the_one_of_busca_context(fake_home):
     with busca.open(fake_home) as corpus:
         found = corpus.context(QUESTIONS[0], method="bm25", max_chars=900, log=False)
@@ -204,6 +227,23 @@ def test_a_postgresql_url_is_a_corpus_too(pg_home):
         result = corpus.search(QUESTIONS[0], method="bm25", k=3, log=False)
         assert result.hits and result.hits[0].url.startswith("https://faquad.example/")
         assert result.lines() == cli_lines(pg_home, QUESTIONS[0], "--method", "bm25", "-k", "3")
+
+
+def test_a_failed_log_write_on_postgresql_leaves_the_answer(pg_home):
+    """The same on a PostgreSQL home: an INSERT the database refuses is a note, not a 500."""
+    with busca.open(pg_home) as corpus:
+        corpus.add_files([FIXTURES / "site" / "articles.jsonl"])
+        corpus.index(methods=["bm25"])
+        schema = corpus.home.schema
+        corpus.home.conn().execute(
+            f"CREATE FUNCTION \"{schema}\".disk_full() RETURNS trigger LANGUAGE plpgsql AS"
+            " $$BEGIN RAISE EXCEPTION 'could not extend file: No space left on device'"
+            " USING ERRCODE = 'disk_full'; END$$;"
+            f" CREATE TRIGGER disk_full BEFORE INSERT ON \"{schema}\".queries"
+            f" FOR EACH ROW EXECUTE FUNCTION \"{schema}\".disk_full()")
+        result = corpus.search(QUESTIONS[0], method="bm25")
+        assert result.hits and "No space left on device" in result.unlogged
+        assert corpus.search(QUESTIONS[0], method="bm25").hits  # the connection still works
 
 
 def test_a_corpus_call_caught_by_a_new_build_runs_again_on_it(fake_home):

@@ -62,6 +62,17 @@ def test_query_log_in_time_order(pg_home):
         assert [q["query"] for q in home.logged_queries(since="2026-01-02")] == ["b"]
 
 
+def test_query_log_forgets_the_questions_before_a_time(pg_home):
+    with PostgresHome(pg_home) as home:
+        assert home.forget_queries("2026-01-02T00:00:00+00:00") == 0  # no corpus yet
+        for query, at in (("a", "2026-01-01T23:59:59+00:00"),
+                          ("b", "2026-01-02T00:00:00+00:00")):
+            home.log_query(command="search", query=query, method="bm25", k=3, scores=[],
+                           floor=None, answered=False, seconds=0.1, at=at)
+        assert home.forget_queries("2026-01-02T00:00:00+00:00") == 1
+        assert [q["query"] for q in home.logged_queries()] == ["b"]
+
+
 def test_other_format_version_is_refused_in_one_line(pg_home):
     with PostgresHome(pg_home) as home:
         home.set_meta("querylog", True)  # the first write creates the corpus

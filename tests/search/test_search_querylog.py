@@ -109,3 +109,17 @@ def test_golden_skeleton_is_the_seed_format_and_round_trips(store, tmp_path):
     with pytest.raises(FileExistsError, match="already exists"):
         ql.write_golden(path, found)
     assert list(tmp_path.glob("golden.json.tmp-*")) == []
+
+
+def test_prune_forgets_the_questions_older_than_days(store):
+    """A public site's log grows with every visitor's question: `prune` keeps the last days."""
+    _log(store, "antiga", at="2026-01-01T09:59:59+00:00")
+    _log(store, "limite", at="2026-01-01T10:00:00+00:00")
+    _log(store, "nova", at="2026-01-30T10:00:00+00:00")
+    now = datetime(2026, 1, 31, 10, 0, 0, tzinfo=timezone.utc)
+    assert ql.prune(store, 30, now=now) == 1
+    assert [e.query for e in ql.logged(store)] == ["limite", "nova"]
+    assert ql.prune(store, 30, now=now) == 0
+    assert ql.prune(store, 0, now=now) == 2 and ql.logged(store) == []
+    with pytest.raises(ValueError, match="days"):
+        ql.prune(store, -1)
