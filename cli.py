@@ -380,8 +380,8 @@ def remove(ctx, ids, prefix, as_json):
         click.echo(json.dumps(removed.to_json(), ensure_ascii=False, indent=2))
     elif removed.deleted:
         click.echo(f"{removed.deleted} removed; {removed.documents} documents in"
-                   f" {indexing.redact(ctx.obj['home'])} (run busca index to drop them from"
-                   " the index)")
+                   f" {indexing.redact(ctx.obj['home'])} (run busca index to drop"
+                   f" {'it' if removed.deleted == 1 else 'them'} from the index)")
     missing = ", ".join(display.strip_controls(repr(i)) for i in removed.missing[:5]) + (
         f" and {len(removed.missing) - 5} more" if len(removed.missing) > 5 else "")
     if not removed.deleted:
@@ -690,9 +690,11 @@ def _print_stats(figures: api.Stats) -> None:
     _print_facets(figures.facets)
     changed, removed = figures.pending
     if changed or removed:
-        gone = f", {removed} removed" if removed else ""
-        click.echo(f"{changed} document(s) added or changed{gone} since this index —"
-                   ' run "busca index" to include them', err=True)
+        what = [f"{changed} document(s) added or changed"] if changed else []
+        if removed:
+            what.append(f"{removed} removed" if changed else f"{removed} document(s) removed")
+        click.echo(f"{', '.join(what)} since this index — run \"busca index\" to update it",
+                   err=True)
 
 
 def _model_stat(model: dict) -> str:

@@ -181,3 +181,60 @@ def test_serve_md_writes_session_as_typed(tmp_path, lexical_home):
     for key in ("documents", "words", "chunks", "rechunked_documents", "chunker"):
         assert built[key] == documented[key], key
     assert outputs[2] == shown[2]  # no token: 401
+
+
+# --- links and the commands table: what a reader clicks and looks up ------------------------
+
+def heading_anchors(path: Path) -> set[str]:
+    """The anchors GitHub gives the headings of a Markdown file: lower case, every character
+    but letters, digits, `_`, `-` and spaces dropped, spaces as `-`, `-N` on repeats."""
+    anchors, seen, fenced = set(), {}, False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        heading = None if fenced else re.match(r"#{1,6} (.*)", line)
+        if heading:
+            text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading.group(1))
+            slug = re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
+            anchors.add(f"{slug}-{seen[slug]}" if slug in seen else slug)
+            seen[slug] = seen.get(slug, 0) + 1
+    return anchors
+
+
+def dead_links(path: Path) -> list[str]:
+    """The relative links of `path` (outside code) whose file, or heading, does not exist."""
+    text = re.sub(r"```.*?```", "", path.read_text(encoding="utf-8"), flags=re.S)
+    text = re.sub(r"`[^`\n]*`", "", text)  # inline code: `[x](…)` is an example, not a link
+    dead = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue
+        file, _, anchor = target.partition("#")
+        dest = (path.parent / file).resolve() if file else path
+        if not dest.exists() or (anchor and dest.suffix == ".md"
+                                 and anchor not in heading_anchors(dest)):
+            dead.append(target)
+    return dead
+
+
+def test_dead_link_check_can_fail(tmp_path):
+    (tmp_path / "x.md").write_text("# Built models, kept (`BUSCA_CACHE`)\n## Measured\n"
+                                   "## Measured\n", encoding="utf-8")
+    page = tmp_path / "page.md"
+    page.write_text("[a](x.md#built-models-kept-busca_cache) [b](x.md#measured-1) "
+                    "[c](x.md#nope) [d](y.md) [e](https://e.example/#z) `[g](z.md)`\n```\n[f](z.md)\n```\n",
+                    encoding="utf-8")
+    assert dead_links(page) == ["x.md#nope", "y.md"]
+
+
+@pytest.mark.parametrize("doc", ["README.md", *sorted(
+    str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md"))])
+def test_doc_links_reach_a_file_and_heading(doc):
+    assert dead_links(REPO / doc) == []
+
+
+def test_readme_commands_table_lists_every_command():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## Commands", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"^\| `busca (\w+)", table, re.M))
+    assert listed == set(cli.commands)

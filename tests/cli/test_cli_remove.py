@@ -143,3 +143,16 @@ def test_removing_a_large_section_shows_progress_on_stderr(run, home, tmp_path):
     assert result.stdout.startswith(f"{n} removed; {len(DOCS)} documents in")
     with Store(home) as store:
         assert store.count() == len(DOCS)
+
+
+def test_one_removed_document_is_worded_as_one(run, home, tmp_path, monkeypatch):
+    """`busca remove` of one document says "it", and `busca stats` does not count the removal
+    as "0 document(s) added or changed" to "include"."""
+    _home(run, tmp_path, monkeypatch)
+    result = run("remove", DOCS[3]["url"])
+    assert result.stdout == (f"1 removed; 5 documents in {home} (run busca index to drop"
+                             " it from the index)\n")
+    stats = run("stats")
+    assert stats.exit_code == 0
+    assert stats.stderr == ('1 document(s) removed since this index — run "busca index" to'
+                            " update it\n")
