@@ -356,16 +356,17 @@ def _refuse_foreign(conn, schema: str) -> None:
 
 # `changes.version`: a random value drawn again by a statement-level trigger in the
 # transaction of every statement that writes `documents` (ENABLE ALWAYS: on a logical
-# replica's apply too; as its owner: a role that may write documents need not write it);
-# search/filters.py caches the filters' masks by it.
+# replica's apply too; as its owner: a role that may write documents need not write it;
+# the schema is the trigger's table's, never a name written in: a renamed corpus keeps
+# working); search/filters.py caches the filters' masks by it.
 CHANGES = """CREATE TABLE IF NOT EXISTS {s}.changes (
     id int PRIMARY KEY CHECK (id = 1), version text NOT NULL);
 INSERT INTO {s}.changes VALUES (1, md5(random()::text || clock_timestamp()::text))
     ON CONFLICT (id) DO NOTHING;
 CREATE OR REPLACE FUNCTION {s}.busca_documents_changed() RETURNS trigger LANGUAGE plpgsql
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS
-    $$BEGIN UPDATE {s}.changes SET version = md5(random()::text || clock_timestamp()::text);
-    RETURN NULL; END$$;
+    $$BEGIN EXECUTE format('UPDATE %I.changes SET version = %L', TG_TABLE_SCHEMA,
+    md5(random()::text || clock_timestamp()::text)); RETURN NULL; END$$;
 DROP TRIGGER IF EXISTS busca_documents_changed ON {t};
 CREATE TRIGGER busca_documents_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON {t}
     FOR EACH STATEMENT EXECUTE PROCEDURE {s}.busca_documents_changed();

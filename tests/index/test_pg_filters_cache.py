@@ -130,3 +130,27 @@ def test_roles_granted_before_changes_existed_still_read_and_write(indexed, post
             for role in (reader, writer):
                 db.execute(f"DROP OWNED BY {role}")
                 db.execute(f"DROP ROLE {role}")
+
+
+def test_a_renamed_corpus_is_still_written_and_its_version_still_drawn(indexed, tmp_path):
+    """A corpus renamed by hand (ALTER SCHEMA … RENAME TO, e.g. to keep it beside a fresh
+    crawl) keeps working under its new ?corpus= name: its trigger names no schema (it wrote
+    the old name's `changes`: every add and remove failed, 'relation "<old>.changes" does
+    not exist')."""
+    import uuid
+
+    renamed = f"t_{uuid.uuid4().hex[:12]}"
+    with open_home(indexed) as home:
+        home.conn().execute(f"ALTER SCHEMA {pg_schema.quoted(home.schema)} RENAME TO {renamed}")
+    home_url = indexed.rsplit("corpus=", 1)[0] + f"corpus={renamed}"
+    changed = write_jsonl(tmp_path / "changed.jsonl", [{**DOCS[2], "groups": "staff"}])
+    with open_home(home_url) as store:
+        index = store.current()
+        before = store.version()
+        assert before is not None and urls(index, store, STAFF) == {A, C}
+        for args in (["add", str(changed)], ["remove", A]):
+            result = CliRunner().invoke(cli, ["--home", home_url, *args], obj={})
+            assert result.exit_code == 0, result.output
+            assert store.version() != before
+            before = store.version()
+        assert urls(index, store, STAFF) == {C} and urls(index, store, SALES) == {B}
