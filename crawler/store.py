@@ -163,8 +163,9 @@ class OneSpelling:
         has read every stored URL, from that; before (one document added), from look-ups of
         the spellings a store may hold (`urls.spellings`): no read of every URL per call."""
         key = doc_key(url)
-        if key == url and ("%" not in url or not url.lower().startswith(("http://", "https://"))):
-            return url, ()  # a file's id, or a plain ASCII URL: one spelling (no store read)
+        if key == url and ("%" not in url and _lower_host(url) == url
+                           or not url.lower().startswith(("http://", "https://"))):
+            return url, ()  # a file's id, or a plain URL: one spelling (no store read)
         if self._ids is not None:
             if key in self._ids:
                 return self._ids[key], tuple(self._copies.get(key, ()))
@@ -247,6 +248,12 @@ def doc_key(url: str) -> str:
     from .urls import doc_key as key
 
     return key(url)
+
+
+def _lower_host(url: str) -> str:
+    from .urls import lower_host
+
+    return lower_host(url)
 
 
 def one_spelling(store) -> OneSpelling:

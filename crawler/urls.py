@@ -77,4 +77,12 @@ def spellings(url: str) -> list[str]:
     key = doc_key(url)
     found = [key, url, _ESCAPE.sub(lambda m: m.group().lower(), key),
              _HIGH_ESCAPES.sub(lambda m: unquote(m.group()), key)]
-    return list(dict.fromkeys(found))
+    return list(dict.fromkeys([*found, *map(lower_host, found)]))
+
+
+def lower_host(url: str) -> str:
+    """The URL with its scheme and host in lower case (as a crawl stores them: they are
+    case-insensitive), the rest as it is."""
+    parts = web_parts(url)
+    return urlunsplit(parts._replace(scheme=parts.scheme.lower(),
+                                     netloc=parts.netloc.lower())) if parts else url

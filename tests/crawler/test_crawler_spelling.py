@@ -171,3 +171,20 @@ def test_adding_one_document_looks_its_spellings_up_without_reading_every_url(
         corpus.home.put(Document(base + LOWER if stored != LOWER else base + RAW, "Ação", TEXT))
         corpus.add([Document(base + given, "Ação", "Outra vez.")])  # two copies: one stays
         assert corpus.home.count() == 4 and reads == []
+
+
+@pytest.mark.parametrize("given", ["HTTPS://Site.Example/p%C3%B3s/edital",
+                                   "https://SITE.example/pós/edital"])
+def test_the_host_in_any_case_names_the_stored_document(tmp_path, given):
+    """A host is case-insensitive and a crawl stores it in lower case: `busca remove
+    https://Site.Example/pós/edital` said "no document stored under …", and an add in that
+    spelling stored a second document."""
+    import busca
+
+    stored = "https://site.example/p%C3%B3s/edital"
+    with busca.open(tmp_path / "home") as corpus:
+        corpus.home.put(Document(stored, "Edital", TEXT))
+        assert corpus.add([Document(given, "Edital", "Novo.")]).counts["updated"] == 1
+        assert corpus.home.count() == 1 and corpus.home.get(stored).text == "Novo."
+        assert corpus.remove([given.replace("Novo", "")]).removed == (stored,)
+        assert corpus.home.count() == 0
