@@ -63,7 +63,7 @@ def search_build(build, home, question: str, spec: SearchSpec, *,
                                          per_doc=spec.per_doc, fusion=fusion, allowed=allowed)
     except searching.NoSearchableTerms as e:
         hits, note = [], str(e)
-    note = _nothing_allowed(allowed, spec.filters) or note
+    note = _nothing_allowed(allowed, spec.filters) or note or _filtered_miss(hits, spec.filters)
     kept = tuple(h for h in hits if floor is None or h.score >= floor)
     refused = bool(kept) and searching.refusal(build, question, spec.method, spec.min_score,
                                                allowed)
@@ -99,6 +99,17 @@ def _nothing_allowed(allowed, filters) -> str:
     return ""
 
 
+def _filtered_miss(hits, filters) -> str:
+    """Why nothing was found when the filters allow some documents but none of them matches
+    the question ("" otherwise): said as the filters', not the corpus's ("no passage
+    matches the question" sent a user to rephrase what the filters had left out)."""
+    given = [f for f in filters if isinstance(f, searching.Filter)]
+    if hits or not given:
+        return ""
+    shown = searching.highlight.strip_controls(" ".join(map(str, given)))
+    return f"no passage of the documents that match the filters {shown} matches the question"
+
+
 def context_build(build, home, question: str, spec: ContextSpec, *,
                   remote: Remote | None = None, notify: Notify | None = None) -> Context:
     """The context use case on one build: passages above the floor, fitted to max_chars
@@ -114,7 +125,8 @@ def context_build(build, home, question: str, spec: ContextSpec, *,
                                     max_chars=spec.max_chars, min_score=spec.min_score,
                                     fusion=fusion, per_doc=spec.per_doc,
                                     rerank=reranker(spec.rerank), allowed=allowed)
-    why = _nothing_allowed(allowed, spec.filters)
+    why = (_nothing_allowed(allowed, spec.filters) or found.reason
+           or _filtered_miss(found.hits, spec.filters))
     found = replace(found, reason=why) if why else found
     _log(home, spec, "context", question, found.hits, floor, started, notify)
     return found

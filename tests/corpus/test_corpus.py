@@ -739,3 +739,30 @@ def test_a_share_tuned_on_a_build_a_rebuild_replaced_is_not_saved_in_the_new_one
     live = busca.open(home).build.manifest
     assert rebuilt == [0] and live.build != tuned_on
     assert all("share" not in entry for entry in live.methods.values())
+
+
+def test_a_filtered_question_that_finds_nothing_says_the_filters_left_it_out(tmp_path):
+    """With filters that allow some documents but none holding the question's words, search
+    and context said "no passage matches the question", sending the user to rephrase what
+    the filters had left out; an unknown word and filters matching no document keep their
+    own reasons."""
+    with busca.open(tmp_path / "h") as corpus:
+        corpus.add([busca.Document("https://a.example/1", "Um", "O ornitorrinco bota ovos.",
+                             meta={"category": "bichos"}),
+                    busca.Document("https://a.example/2", "Dois", "Receitas de bolo de cenoura.",
+                             meta={"category": "receitas"})])
+        corpus.index(methods=["tfidf", "bm25"])
+        left_out = ("no passage of the documents that match the filters category=receitas"
+                    " matches the question")
+        for method in ("tfidf", "bm25"):
+            found = corpus.search("ornitorrinco", method=method, filters=["category=receitas"],
+                                  log=False)
+            assert not found.hits and found.note == left_out
+        assert corpus.context("ornitorrinco", method="bm25",
+                              filters=["category=receitas"]).to_json()["reason"] == left_out
+        assert "xyzzy" in corpus.search("xyzzy", method="bm25", filters=["category=receitas"],
+                                        log=False).note
+        assert corpus.search("ornitorrinco", method="bm25", filters=["category=nada"],
+                             log=False).note == "no document matches the filters category=nada"
+        assert corpus.search("ornitorrinco", method="bm25", filters=["category=bichos"],
+                             log=False).hits
