@@ -346,7 +346,7 @@ def _print_added(added: api.Added, home: str) -> None:
     summary = _counts_text({k: n for k, n in counts.items() if k != "duplicate"})
     if counts["duplicate"]:
         summary += f", {counts['duplicate']} duplicate{'s' * (counts['duplicate'] > 1)} (last kept)"
-    click.echo(f"{summary}; {added.documents} documents in {indexing.redact(home)}")
+    click.echo(f"{summary}; {_documents(added.documents)} in {indexing.redact(home)}")
 
 
 def _counts_text(counts: dict[str, int]) -> str:
@@ -379,7 +379,7 @@ def remove(ctx, ids, prefix, as_json):
     if as_json:
         click.echo(json.dumps(removed.to_json(), ensure_ascii=False, indent=2))
     elif removed.deleted:
-        click.echo(f"{removed.deleted} removed; {removed.documents} documents in"
+        click.echo(f"{removed.deleted} removed; {_documents(removed.documents)} in"
                    f" {indexing.redact(ctx.obj['home'])} (run busca index to drop"
                    f" {'it' if removed.deleted == 1 else 'them'} from the index)")
     missing = ", ".join(display.strip_controls(repr(i)) for i in removed.missing[:5]) + (
@@ -1424,6 +1424,10 @@ def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_h
     if report.stopped:
         raise click.ClickException(f"the crawl stopped early: {report.stopped}; the"
                                    f" {report.documents} documents read so far are stored")
+
+
+def _documents(n: int) -> str:
+    return f"{n} document{'s' * (n != 1)}"
 
 
 def _meta_pair(pair: str) -> tuple[str, str]:

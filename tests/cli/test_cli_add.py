@@ -22,7 +22,7 @@ def test_the_same_file_by_relative_and_absolute_path_is_one_document(run, home, 
     monkeypatch.chdir(tmp_path)
     assert "1 added" in run("add", "docs/nota.md").stdout
     again = run("add", str(note))
-    assert again.exit_code == 0 and "0 added, 0 updated, 1 unchanged; 1 documents" in again.stdout
+    assert again.exit_code == 0 and "0 added, 0 updated, 1 unchanged; 1 document" in again.stdout
     with Store(home) as store:
         assert [d.url for d in store.documents()] == [note.resolve().as_uri()]
 

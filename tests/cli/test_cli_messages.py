@@ -54,7 +54,7 @@ def test_a_duplicate_url_in_one_jsonl_is_counted_as_a_duplicate(run, tmp_path):
             {"url": "https://a.example/1", "title": "Um", "text": "segundo"}]
     result = run("add", str(write_jsonl(tmp_path / "d.jsonl", docs)))
     assert result.exit_code == 0, result.output
-    assert "1 added, 0 updated, 0 unchanged, 1 duplicate (last kept); 1 documents" in (
+    assert "1 added, 0 updated, 0 unchanged, 1 duplicate (last kept); 1 document" in (
         result.stdout)
 
 

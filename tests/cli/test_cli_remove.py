@@ -96,7 +96,7 @@ def test_prefix_removes_a_site_section_and_a_folder(run, home, tmp_path, monkeyp
         assert sorted(store.hashes()) == sorted([DOCS[0]["url"], "doc-7"])
     # a prefix in another spelling of the URL
     spelled = run("remove", "--prefix", "https://site.example/not%C3%ADcias/")
-    assert spelled.exit_code == 0 and spelled.stdout.startswith("1 removed; 1 documents")
+    assert spelled.exit_code == 0 and spelled.stdout.startswith("1 removed; 1 document")
 
 
 def test_a_prefix_that_names_everything_is_refused(run, home, tmp_path, monkeypatch):
@@ -156,3 +156,12 @@ def test_one_removed_document_is_worded_as_one(run, home, tmp_path, monkeypatch)
     assert stats.exit_code == 0
     assert stats.stderr == ('1 document(s) removed since this index — run "busca index" to'
                             " update it\n")
+
+
+def test_one_document_left_is_worded_as_one(run, tmp_path):
+    """add and remove said "1 documents in HOME"."""
+    one = tmp_path / "one.jsonl"
+    one.write_text('{"url": "https://a.example/1", "text": "um texto"}\n'
+                   '{"url": "https://a.example/2", "text": "outro texto"}\n', encoding="utf-8")
+    assert "; 2 documents in " in run("add", str(one)).stdout
+    assert "1 removed; 1 document in " in run("remove", "https://a.example/1").stdout
