@@ -89,8 +89,10 @@ class Corpus:
     # --- documents -------------------------------------------------------------------
     def add(self, documents: Iterable[Document]) -> Added:
         """Store documents (a URL already stored is replaced): how many were added, updated,
-        updated in their metadata alone or unchanged, and the documents in the home. Every
-        document is checked before the first is stored (BadDocument: none stored)."""
+        updated in their metadata alone or unchanged, or repeated in the list (`duplicate`:
+        one URL, in any spelling, given twice; the last kept, as `busca add` counts it), and
+        the documents in the home. Every document is checked before the first is stored
+        (BadDocument: none stored)."""
         from ..crawler.events import STORED
         from ..crawler.store import BadDocument, Document, checked  # (busca add: not needed)
         from ..crawler.store import one_spelling
@@ -99,9 +101,13 @@ class Corpus:
             raise BadDocument(f"add takes a list of busca.Document, not a"
                               f" {type(documents).__name__}")
         docs = [checked(d, f"document {n}") for n, d in enumerate(documents, start=1)]
-        counts, home = dict.fromkeys(STORED, 0), one_spelling(self.home)
+        counts, home = {**dict.fromkeys(STORED, 0), "duplicate": 0}, one_spelling(self.home)
+        seen: set[str] = set()
         for doc in docs:
-            counts[home.put(doc)] += 1
+            doc_id = home.stored_id(doc.url)
+            status = home.put(doc)
+            counts["duplicate" if doc_id in seen else status] += 1
+            seen.add(doc_id)
         return Added(counts, 0, self.home.count())
 
     def add_files(self, paths: Sequence[str | Path], *, groups: Sequence[str] = (),

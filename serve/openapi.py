@@ -79,7 +79,7 @@ RANKS = {"ranks": {"type": "object", "additionalProperties": _nullable("integer"
          "scores": {"type": "object", "additionalProperties": _nullable("number")}}
 SPAN = ("rank", "score", "chunk_id", "start", "end")  # a context passage's hits
 INTEGER = {"type": "integer"}
-ADDED = ("added", "updated", "metadata_updated", "unchanged", "documents")
+ADDED = ("added", "updated", "metadata_updated", "unchanged", "duplicate", "documents")
 SCHEMAS = {
     "Error": _obj({"error": {"type": "string"}, "status": {"type": "integer"}},
                   ("error", "status")),

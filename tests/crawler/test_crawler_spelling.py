@@ -188,3 +188,19 @@ def test_the_host_in_any_case_names_the_stored_document(tmp_path, given):
         assert corpus.home.count() == 1 and corpus.home.get(stored).text == "Novo."
         assert corpus.remove([given.replace("Novo", "")]).removed == (stored,)
         assert corpus.home.count() == 0
+
+
+def test_corpus_add_counts_one_page_given_twice_as_busca_add_does(tmp_path):
+    """Corpus.add (and so POST /api/documents) counted two spellings of one new URL as
+    "added" and "updated" where `busca add` of the same lines says "1 duplicate (last
+    kept)"."""
+    import busca
+
+    base = "https://s.example"
+    with busca.open(tmp_path / "home") as corpus:
+        added = corpus.add([Document(base + RAW, "Ação", TEXT),
+                            Document(base + LOWER, "Ação", "Outra versão."),
+                            Document(base + "/outra/", "Outra", TEXT)])
+        assert (added.counts["added"], added.counts["duplicate"], added.counts["updated"]) == (
+            2, 1, 0)
+        assert corpus.home.count() == 2 and corpus.home.get(base + RAW).text == "Outra versão."
