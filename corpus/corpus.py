@@ -13,7 +13,8 @@ from ..index.machine import user_cache
 from ..errors import BuscaError
 from ..search.context import Context
 from ..search.scorers import COMPARE_K
-from .documents import Added, Removed, add_files, crawl_site, remove_documents
+from .documents import (Added, Removed, add_files, crawl_site, new_counts,
+                        remove_documents, stored_once)
 from .evaluate import Calibrated, EvalSpec, calibrate, evaluate_golden, tune_fusion
 from .live import Live, LiveBuild
 from .stats import Stats, stats
@@ -93,7 +94,6 @@ class Corpus:
         one URL, in any spelling, given twice; the last kept, as `busca add` counts it), and
         the documents in the home. Every document is checked before the first is stored
         (BadDocument: none stored)."""
-        from ..crawler.events import STORED
         from ..crawler.store import BadDocument, Document, checked  # (busca add: not needed)
         from ..crawler.store import one_spelling
 
@@ -101,13 +101,9 @@ class Corpus:
             raise BadDocument(f"add takes a list of busca.Document, not a"
                               f" {type(documents).__name__}")
         docs = [checked(d, f"document {n}") for n, d in enumerate(documents, start=1)]
-        counts, home = {**dict.fromkeys(STORED, 0), "duplicate": 0}, one_spelling(self.home)
-        seen: set[str] = set()
+        counts, seen, home = new_counts(), set(), one_spelling(self.home)
         for doc in docs:
-            doc_id = home.stored_id(doc.url)
-            status = home.put(doc)
-            counts["duplicate" if doc_id in seen else status] += 1
-            seen.add(doc_id)
+            stored_once(home, doc, seen, counts)
         return Added(counts, 0, self.home.count())
 
     def add_files(self, paths: Sequence[str | Path], *, groups: Sequence[str] = (),

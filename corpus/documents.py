@@ -146,6 +146,27 @@ def _folder_id(path: str) -> str:
         return ""
 
 
+def new_counts() -> dict[str, int]:
+    """The counts of an add: each status a stored document can have, and `duplicate`."""
+    return {**dict.fromkeys(crawling.events.STORED, 0), "duplicate": 0}
+
+
+def stored_once(home, doc, seen: set, counts: dict, *, legacy=()) -> bool:
+    """Store `doc` in `home` (one spelling of each URL: /ação/ and /a%C3%A7%C3%A3o/ are one
+    document) and count it: `duplicate` when the same input gave its document before (the
+    last kept), else its status; `legacy`, its file's ids from before file:// ids, deleted.
+    Whether it was a repeat."""
+    doc_id = home.stored_id(doc.url)
+    status = home.put(doc)
+    for old in legacy:  # the same file under its pre-file:// id
+        home.delete(old)
+        status = "updated" if status == "added" else status
+    repeated = doc_id in seen
+    counts["duplicate" if repeated else status] += 1
+    seen.add(doc_id)
+    return repeated
+
+
 def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
               notify: Notify | None = None, on_progress: Progress | None = None) -> Added:
     """Store the documents of .jsonl, .txt, .md, .html (.pdf) files (each stamped with
@@ -157,8 +178,8 @@ def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
     from ..crawler.files import gone_files
 
     names = [str(p) for p in paths]
-    counts = {**dict.fromkeys(crawling.events.STORED, 0), "duplicate": 0}
-    skipped, seen, read = 0, set(), set()
+    counts, seen = new_counts(), set()
+    skipped, read = 0, set()
     folders = [name for name in names if Path(name).is_dir()]
     stored = list(home.hashes("file")) if folders else []
     legacy = _legacy_ids(home, names)
@@ -170,15 +191,8 @@ def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
             skipped += 1
             notify("skipped", item)
             continue
-        doc_id = home.stored_id(item.url)  # (/ação/ and /a%C3%A7%C3%A3o/ are one document)
-        if doc_id in seen and notify:
+        if stored_once(home, item, seen, counts, legacy=legacy.get(item.url, ())) and notify:
             notify("repeated", item.url)
-        status = home.put(item)
-        for old in legacy.get(item.url, ()):  # the same file under its pre-file:// id
-            home.delete(old)
-            status = "updated" if status == "added" else status
-        counts["duplicate" if doc_id in seen else status] += 1
-        seen.add(doc_id)
         read.add(item.url)
         done = sum(counts.values())
         if on_progress and done % PROGRESS_EVERY == 0:

@@ -63,7 +63,7 @@ def search_build(build, home, question: str, spec: SearchSpec, *,
                                          per_doc=spec.per_doc, fusion=fusion, allowed=allowed)
     except searching.NoSearchableTerms as e:
         hits, note = [], str(e)
-    note = _nothing_allowed(allowed, spec.filters) or note or _filtered_miss(hits, spec.filters)
+    note = _why_filtered(allowed, spec.filters, hits, note)
     kept = tuple(h for h in hits if floor is None or h.score >= floor)
     refused = bool(kept) and searching.refusal(build, question, spec.method, spec.min_score,
                                                allowed)
@@ -91,21 +91,17 @@ def _allowed(build, home, filters):
     return searching.allowed(build, home, filters)
 
 
-def _nothing_allowed(allowed, filters) -> str:
-    """Why nothing was found when the filters allow no chunk at all ("" otherwise)."""
+def _why_filtered(allowed, filters, hits, reason: str) -> str:
+    """Why a question found nothing, the filters first: filters that allow no document at
+    all, else `reason` (no word of the question in the index…), else filters whose documents
+    hold none of the question's words (said as the filters', not the corpus's: "no passage
+    matches the question" sent a user to rephrase what the filters had left out)."""
     if allowed is not None and not allowed.any():
         shown = searching.highlight.strip_controls(" ".join(map(str, filters)))
         return "no document matches the filters " + shown  # a terminal shows it
-    return ""
-
-
-def _filtered_miss(hits, filters) -> str:
-    """Why nothing was found when the filters allow some documents but none of them matches
-    the question ("" otherwise): said as the filters', not the corpus's ("no passage
-    matches the question" sent a user to rephrase what the filters had left out)."""
     given = [f for f in filters if isinstance(f, searching.Filter)]
-    if hits or not given:
-        return ""
+    if reason or hits or not given:
+        return reason
     shown = searching.highlight.strip_controls(" ".join(map(str, given)))
     return f"no passage of the documents that match the filters {shown} matches the question"
 
@@ -125,8 +121,7 @@ def context_build(build, home, question: str, spec: ContextSpec, *,
                                     max_chars=spec.max_chars, min_score=spec.min_score,
                                     fusion=fusion, per_doc=spec.per_doc,
                                     rerank=reranker(spec.rerank), allowed=allowed)
-    why = (_nothing_allowed(allowed, spec.filters) or found.reason
-           or _filtered_miss(found.hits, spec.filters))
+    why = _why_filtered(allowed, spec.filters, found.hits, found.reason)
     found = replace(found, reason=why) if why else found
     _log(home, spec, "context", question, found.hits, floor, started, notify)
     return found

@@ -16,6 +16,7 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 from bs4 import BeautifulSoup, NavigableString, Tag, XMLParsedAsHTMLWarning
 
 from .pagemeta import page_meta
+from .store import INVISIBLE
 
 # A start URL that is a sitemap or a feed served without an XML type is read as HTML first
 # (to find its links and kind); bs4's multi-line warning about that reached busca's stderr.
@@ -35,7 +36,6 @@ BLOCK_TAGS = frozenset(
     " h5 h6 hr li main ol p pre section summary table tbody td tfoot th thead tr ul".split())
 
 _SPACE = re.compile(r"\s+")
-_INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))
 _TAG_LIKE = re.compile(r"<[a-zA-Z!/]")
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([\w.:-]+)""", re.I)
 
@@ -181,7 +181,7 @@ def _codec(charset: str) -> str:
 
 
 def _clean(line: str) -> str:
-    return _SPACE.sub(" ", line.translate(_INVISIBLE)).strip()
+    return _SPACE.sub(" ", line.translate(INVISIBLE)).strip()
 
 
 def _main_articles(articles: list[Tag]) -> list[Tag]:

@@ -21,6 +21,11 @@ from ..errors import BuscaError
 DOC_STATE = "crawl:doc:"  # the meta key prefix of a document's crawl state (options.py)
 
 
+# soft hyphen, zero-width space/non-joiner/joiner, word joiner, BOM: what a crawled page's text
+# never holds (crawler/html.py drops them) and a question drops too (index/text/analyzers.py)
+INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))
+
+
 class StoreError(BuscaError):
     """The store cannot be opened or written."""
 

@@ -35,9 +35,6 @@ STEMMERS = {"pt": "portuguese", "en": "porter"}  # analyzer -> PyStemmer algorit
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str, never half of a pair
-# soft hyphen, zero-width space/non-joiner/joiner, word joiner, BOM: what the crawler drops from
-# a page's text (crawler/html.py), so a question pasted from a page splits no word on them
-_INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))
 
 
 def as_asked(question: str) -> str:
@@ -51,7 +48,11 @@ def visible(question: str, analyzer: str) -> str:
     """A question as `analyzer` asks it: without the invisible characters a crawled page's
     text lacks ("devo\u00adlução" asks for "devolução"), except for `java`, which splits
     words on them as the published Java experiment does (docs/parity.md)."""
-    return question if analyzer == "java" else question.translate(_INVISIBLE)
+    if analyzer == "java":
+        return question
+    from ...crawler.store import INVISIBLE  # (what a search loads anyway; not busca's import)
+
+    return question.translate(INVISIBLE)
 
 
 def lone_surrogate(value: object) -> str | None:
