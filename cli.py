@@ -140,6 +140,12 @@ class Progress:
             click.echo("", err=True)
         self.stage = None
 
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc) -> None:  # also on an error: its line starts a line of its own
+        self.close()
+
 
 EMBED_KEY_VARIABLE = "BUSCA_EMBED_KEY"
 
@@ -327,12 +333,8 @@ def add(ctx, files, groups, as_json):
 
     Example: busca add artigos.jsonl notas/ manual.pdf
     """
-    progress = Progress()
-    try:  # (an error's line starts a line of its own on a terminal)
-        with _corpus(ctx) as corpus:
-            added = corpus.add_files(files, groups=groups, notify=_tell_added, on_progress=progress)
-    finally:
-        progress.close()
+    with Progress() as progress, _corpus(ctx) as corpus:
+        added = corpus.add_files(files, groups=groups, notify=_tell_added, on_progress=progress)
     if as_json:
         click.echo(json.dumps(added.to_json(), ensure_ascii=False, indent=2))
     else:
@@ -370,12 +372,8 @@ def remove(ctx, ids, prefix, as_json):
 
     Example: busca remove https://site.example/retirado notas/rascunho.md
     """
-    progress = Progress()
-    try:  # (an error's line starts a line of its own on a terminal)
-        with _corpus(ctx) as corpus:
-            removed = corpus.remove(ids, prefix=prefix, on_progress=progress)
-    finally:
-        progress.close()
+    with Progress() as progress, _corpus(ctx) as corpus:
+        removed = corpus.remove(ids, prefix=prefix, on_progress=progress)
     if as_json:
         click.echo(json.dumps(removed.to_json(), ensure_ascii=False, indent=2))
     elif removed.deleted:
