@@ -603,13 +603,16 @@ def _corpus(ctx) -> api.Corpus:
 
 
 def _notify(command: str, method: str):
-    """What the use cases tell a person on stderr: the calibrated floor, an unlogged call."""
+    """What the use cases tell a person on stderr: the calibrated floor, an unlogged call,
+    the documents a search left out."""
     def notify(what: str, value) -> None:
         if what == "floor":
             click.echo(f"using the calibrated floor {value:.4f} for {method}"
                        " (override with --min-score)", err=True)
         elif what == "unlogged":
             click.echo(f"note: {command} did not log this question: {value}", err=True)
+        elif what == "left out":
+            click.echo(display.left_out(value), err=True)
     return notify
 
 

@@ -84,6 +84,13 @@ def _mark_lines(lines: list[str], piece: str, found, style: Style) -> list[str]:
     return out
 
 
+def left_out(documents: int) -> str:
+    """The note of a search that left out documents removed or changed since the build."""
+    return (f"note: left out {documents} document{'s' * (documents != 1)} removed or changed"
+            " since the index was built (run busca index to search the documents as they are"
+            " now)")
+
+
 def hits_text(hits: Sequence[Hit], query: str, analyzer: str, style: Style) -> str:
     """Each hit: rank, score, title, URL, then a highlighted snippet."""
     blocks = []

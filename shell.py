@@ -198,13 +198,19 @@ class Session:
     def _note(self, text: str) -> None:
         self.echo(display.strip_controls(text), err=True)  # it repeats what was typed
 
+    def _told(self, what: str, value) -> None:
+        """What a use case tells: the documents a search left out (the floor is in the
+        settings the session shows)."""
+        if what == "left out":
+            self.echo(display.left_out(value), err=True)
+
     # --- answers ------------------------------------------------------------------------
     def ask(self, question: str) -> list:
         """Rank `question` with the current settings and print the hits."""
         s = self.settings
         self.last = question
         spec = self.spec(api.SearchSpec, searching.collapse.PER_DOC)
-        result = api.search_build(self.index, self.store, question, spec)
+        result = api.search_build(self.index, self.store, question, spec, notify=self._told)
         shown, floor, seconds = list(result.hits), result.floor, result.seconds
         self.answered += 1
         if self.as_json:
@@ -252,8 +258,9 @@ class Session:
     def context(self, arg: str = "") -> None:
         question = self._question(arg, ":context")
         spec = replace(self.spec(api.ContextSpec, searching.CONTEXT_PER_DOC), log=False)
-        found = api.context_build(self.index, self.store, question, spec)
-        prompt = searching.render(found, lang=self.settings.lang) if found.answered else None
+        found = api.context_build(self.index, self.store, question, spec, notify=self._told)
+        lang = self.settings.lang
+        prompt = searching.render(found, lang=lang) if found.answered else None
         if self.as_json:
             self.echo(json.dumps(searching.context_dict(found, prompt=prompt,
                                                         floor_option="--min-score"),

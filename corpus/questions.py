@@ -56,14 +56,15 @@ def search_build(build, home, question: str, spec: SearchSpec, *,
         return replace(found, calibrated=calibrated, fusion=described, unlogged=unlogged)
     started, note = time.perf_counter(), ""
     rerank, want = reranker(spec.rerank), spec.k + spec.offset  # the pages before, skipped
-    allowed = _allowed(build, home, spec.filters)
+    filtered = allowed = _allowed(build, home, spec.filters)
     try:
-        hits = searching.collapse.search(build, home, question, method=spec.method,
-                                         k=rerank.depth(want) if rerank else want,
-                                         per_doc=spec.per_doc, fusion=fusion, allowed=allowed)
+        hits, allowed, gone = _as_built(build, home, filtered, notify, lambda mask: (
+            searching.collapse.search(build, home, question, method=spec.method,
+                                      k=rerank.depth(want) if rerank else want,
+                                      per_doc=spec.per_doc, fusion=fusion, allowed=mask)))
     except searching.NoSearchableTerms as e:
-        hits, note = [], str(e)
-    note = _why_filtered(allowed, spec.filters, hits, note)
+        hits, note, gone = [], str(e), 0
+    note = _why_filtered(filtered, spec.filters, hits, note) or _why_gone(gone, hits)
     kept = tuple(h for h in hits if floor is None or h.score >= floor)
     refused = bool(kept) and searching.refusal(build, question, spec.method, spec.min_score,
                                                allowed)
@@ -82,6 +83,30 @@ def search_build(build, home, question: str, spec: SearchSpec, *,
     return Result(question, spec.method, kept, floor, note, build.manifest.build, calibrated,
                   described, unlogged, seconds, len(hits), rerank.label if rerank else "",
                   refused=bool(refused), best=max((h.score for h in hits), default=None))
+
+
+def _as_built(build, home, allowed, notify: Notify | None, find: Callable):
+    """(`find(allowed)`, the mask it ran on, the documents left out). A hit whose document
+    was removed from the store or changed since the build (StaleIndex) is left out, not an
+    error: `find` runs again among the chunks of the documents stored as the build chunked
+    them (a search never cites text the store no longer holds, nor fails until `busca
+    index`), and `notify` hears ("left out", how many documents)."""
+    try:
+        return find(allowed), allowed, 0
+    except searching.StaleIndex:
+        current, gone = searching.as_built(build, home)
+        if notify and gone:
+            notify("left out", gone)
+        mask = current if allowed is None else allowed & current
+        return find(mask), mask, gone
+
+
+def _why_gone(gone: int, hits) -> str:
+    """Why nothing was found when every match was a document left out by `_as_built`."""
+    if not gone or hits:
+        return ""
+    return ("the documents that match were removed or changed since the index was built: run"
+            " busca index to search their present text")
 
 
 def _allowed(build, home, filters):
@@ -114,14 +139,16 @@ def context_build(build, home, question: str, spec: ContextSpec, *,
     floor, _, fusion = _prepare(build, spec, notify)
     spec, _ = _log_policy(home, spec, notify)
     found = remote(question, spec, build.manifest.build) if remote else None
-    if isinstance(found, Context):
-        return found
-    started, allowed = time.perf_counter(), _allowed(build, home, spec.filters)
-    found = searching.build_context(build, home, question, method=spec.method, k=spec.k,
-                                    max_chars=spec.max_chars, min_score=spec.min_score,
-                                    fusion=fusion, per_doc=spec.per_doc,
-                                    rerank=reranker(spec.rerank), allowed=allowed)
-    why = _why_filtered(allowed, spec.filters, found.hits, found.reason)
+    if isinstance(found, Context):  # on this build: its prompt language, as build_context's
+        return replace(found, lang=searching.prompt_lang(build.manifest.methods))
+    started, filtered = time.perf_counter(), _allowed(build, home, spec.filters)
+    found, _, gone = _as_built(build, home, filtered, notify, lambda mask: (
+        searching.build_context(build, home, question, method=spec.method, k=spec.k,
+                                max_chars=spec.max_chars, min_score=spec.min_score,
+                                fusion=fusion, per_doc=spec.per_doc,
+                                rerank=reranker(spec.rerank), allowed=mask)))
+    why = (_why_filtered(filtered, spec.filters, found.hits, found.reason)
+           or _why_gone(gone, found.hits))
     found = replace(found, reason=why) if why else found
     _log(home, spec, "context", question, found.hits, floor, started, notify)
     return found
@@ -202,11 +229,10 @@ def compare_build(build, home, question: str, *, methods: Sequence[str] | None =
                       f" {include!r:.60}")
     check_rerank(rerank)
     names = list(methods) if methods else searching.default_methods(build)
-    return searching.compare_methods(build, home, asked(question), methods=names, k=k,
-                                     per_doc=per_doc, include=list(include),
-                                     fusion=fusion, rerank=reranker(rerank),
-                                     allowed=_allowed(build, home,
-                                                      searching.parse_filters(filters)))
+    question, filtered = asked(question), _allowed(build, home, searching.parse_filters(filters))
+    return _as_built(build, home, filtered, None, lambda mask: searching.compare_methods(
+        build, home, question, methods=names, k=k, per_doc=per_doc, include=list(include),
+        fusion=fusion, rerank=reranker(rerank), allowed=mask))[0]
 
 
 def method_names(methods: str | Sequence[str] | None) -> tuple[str, ...] | None:

@@ -7,6 +7,7 @@ from ..lazy import face
 
 EXPORTS = {
     "allowed": ".filters",
+    "as_built": ".filters",
     "has_groups": ".filters",
     "available_methods": ".scorers",
     "BadFilter": ".filters",

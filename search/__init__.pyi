@@ -1,6 +1,7 @@
 """Types of the lazy face busca.search (busca/lazy.py loads the names on first use)."""
 
 from .filters import allowed as allowed
+from .filters import as_built as as_built
 from .scorers import available_methods as available_methods
 from .filters import BadFilter as BadFilter
 from .hits import BadFloor as BadFloor
@@ -84,6 +85,7 @@ __all__ = [
     "Visible",
     "WINDOW",
     "allowed",
+    "as_built",
     "available_methods",
     "build_context",
     "check_floor",

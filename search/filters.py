@@ -190,6 +190,26 @@ def allowed(index, store, filters) -> np.ndarray:
     return remembered(_masks(index), store, filters, lambda: _allowed(index, store, filters))
 
 
+def as_built(index, store) -> tuple[np.ndarray, int]:
+    """(Boolean mask over the build's chunk ids: the chunks of documents the store holds as
+    the build chunked them, the number of documents it leaves out: removed from the store,
+    or changed, since the build), kept while the build and the documents stay the same."""
+    return remembered(_masks(index), store, (_AS_BUILT,), lambda: _as_built(index, store))
+
+
+_AS_BUILT = "as built"  # the key of that mask beside the filters' own
+
+
+def _as_built(index, store) -> tuple[np.ndarray, int]:
+    stored = store.hashes()
+    gone = [url for url, sha in index.documents().items() if stored.get(url) != sha]
+    chunk_urls = _chunk_urls(index)
+    mask = (~np.isin(chunk_urls, np.array(gone)) if gone and chunk_urls.size
+            else np.ones(chunk_urls.size, dtype=bool))
+    mask.flags.writeable = False  # shared by the queries that reuse it
+    return mask, len(gone)
+
+
 _MASKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # build -> its masks
 _LOCK = threading.Lock()
 KEPT = 16  # masks (or facets) kept per build, the least recently used dropped first

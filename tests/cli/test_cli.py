@@ -123,13 +123,21 @@ def test_stats_on_the_fixture_corpus_follow_the_window_formula(run):
     assert stats["chunks"] == sum(windows) == 201
 
 
-def test_search_refuses_text_changed_since_the_index(run, tmp_path):
+def test_search_leaves_out_text_changed_since_the_index(run, tmp_path):
     setup_index(run, tmp_path)
     changed = [dict(DOCS[1], text="Novo começo. " + DOCS[1]["text"])]
     run("add", str(write_jsonl(tmp_path / "changed.jsonl", changed)))
-    result = run("search", "prazo do estorno")
-    assert result.exit_code == 1
-    assert "changed in the store since the index was built" in result.stderr
+    result = run("search", "prazo do estorno")  # its chunk's offsets are the old text's
+    assert result.exit_code == 3 and result.stdout == "" and "Traceback" not in result.output
+    assert result.stderr.splitlines() == [
+        "note: left out 1 document removed or changed since the index was built (run busca"
+        " index to search the documents as they are now)",
+        "no hits: the documents that match were removed or changed since the index was"
+        " built: run busca index to search their present text"]
+    others = run("search", "gato universidade", "--json")  # the other documents as before
+    assert others.exit_code == 0 and "left out" not in others.stderr
+    assert {json.loads(h)["url"] for h in others.stdout.splitlines()} == {
+        DOCS[0]["url"], DOCS[2]["url"]}
     assert run("index").exit_code == 0
     assert "Novo começo" in run("search", "prazo do estorno", "--json").stdout
 

@@ -54,9 +54,17 @@ def test_a_removed_file_and_url_are_pending_then_gone_from_the_index(run, home, 
         assert {draft, DOCS[0]["url"]}.isdisjoint(store.hashes()) and store.count() == 4
     stats = json.loads(run("stats", "--json").stdout)
     assert stats["pending"] == {"changed": 0, "removed": 2} and stats["documents"] == 6
-    stale = run("search", "ornitorrinco", "--method", "bm25")
-    assert stale.exit_code == 1 and "was removed from the store since the index was built" \
-        in stale.stderr and "run \"busca index\"" in stale.stderr
+    # until then a search leaves them out, says so on stderr, and ranks the rest
+    pending = run("search", "ornitorrinco", "--json", "-k", "10", "--method", "bm25")
+    assert pending.exit_code == 0, pending.output
+    assert [json.loads(line)["url"] for line in pending.stdout.splitlines()] == [
+        (tmp_path / "notas" / "ovos.txt").resolve().as_uri()]
+    assert pending.stderr == ("note: left out 2 documents removed or changed since the index"
+                              " was built (run busca index to search the documents as they"
+                              " are now)\n")
+    gone = run("search", "amamenta filhotes", "--method", "bm25")  # only the removed URL's words
+    assert gone.exit_code == 3 and gone.stdout == "" and "run busca index" in gone.stderr
+    assert "amamenta" not in gone.output and "Traceback" not in gone.output
     assert run("index", "-q").exit_code == 0
     found = _urls(run, "ornitorrinco ovos")
     assert found and draft not in found and DOCS[0]["url"] not in found

@@ -502,3 +502,22 @@ def test_term_dumb_gets_no_colour(corpus, tmp_path):
     out += one.expect(r"\n3\. [^\n]*\n")
     one.close()
     assert "1. " in out and "\x1b[" not in out
+
+
+def test_a_removed_document_is_left_out_and_the_session_says_so(tmp_path):
+    """A document removed since the build is left out of :search and :context (never
+    cited, never an error) and the session says so on stderr, as busca search does."""
+    home, articles = tmp_path / "home", FIXTURES / "site" / "articles.jsonl"
+    first = json.loads(articles.read_text(encoding="utf-8").splitlines()[0])
+    for args in (["add", str(articles)], ["index", "-q", "--methods", "bm25"],
+                 ["remove", first["url"]]):
+        subprocess.run([*BUSCA, "--home", str(home), *args], check=True, capture_output=True)
+    done = subprocess.run([*BUSCA, "shell", "--json", "--no-log", "--method", "bm25"],
+                          input=f"{first['title']}\n:context\n", capture_output=True,
+                          text=True, env=_env(home, tmp_path))
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    ask, context = [json.loads(line) for line in done.stdout.splitlines()]
+    assert ask["hits"] and first["url"] not in {h["url"] for h in ask["hits"]}
+    assert first["url"] not in {p["url"] for p in context["passages"]}
+    assert done.stderr.count("note: left out 1 document removed or changed since the index"
+                             " was built") == 2

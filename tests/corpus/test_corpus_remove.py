@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import busca
+from busca.corpus import search_build
 from busca.crawler.store import DOC_STATE
 
 DOCS = [busca.Document("https://site.example/notícias/ação", "Ação",
@@ -68,3 +69,34 @@ def test_bad_ids_are_refused_before_anything_is_removed(tmp_path, ids, said):
         with pytest.raises(busca.errors.BadDocument, match=said):
             corpus.remove(ids, prefix=isinstance(ids, list) and len(ids) == 2)
         assert corpus.home.count() == 3
+
+
+def test_search_context_and_compare_leave_out_what_changed_since_the_build(location):
+    """Until the next build, a removed document and a changed one are left out of every
+    question (the build's offsets are the old text's), on both backends; the rest ranks as
+    built, and `notify` hears how many documents were left out."""
+    with busca.open(location) as corpus:
+        corpus.add(DOCS)
+        corpus.index(methods=["bm25"])
+        question = "ornitorrinco prazo bolsas"
+        before = corpus.search(question, method="bm25", log=False).hits
+        assert {h.url for h in before} == {d.url for d in DOCS}
+        corpus.remove([DOCS[0].url])
+        corpus.add([busca.Document(DOCS[1].url, "Prazo", "Outro texto: o prazo mudou.")])
+        told = []
+        found = search_build(corpus.build, corpus.home, question,
+                             busca.SearchSpec(method="bm25", log=False),
+                             notify=lambda what, value: told.append((what, value)))
+        assert [(h.url, h.score) for h in found.hits] == [
+            (h.url, h.score) for h in before if h.url == DOCS[2].url]
+        assert ("left out", 2) in told and not found.note
+        context = corpus.context(question, method="bm25", log=False, min_score=0)
+        assert [p.url for p in context.passages] == [DOCS[2].url]
+        compared = corpus.compare(question, methods=["bm25"])
+        assert [h.url for h in compared.columns["bm25"]] == [DOCS[2].url]
+        nothing = corpus.search("ornitorrinco", method="bm25", log=False)
+        assert nothing.hits == () and "removed or changed since the index" in nothing.note
+        corpus.index(methods=["bm25"])
+        hits = corpus.search(question, method="bm25", log=False).hits
+        assert [(h.url, h.text) for h in hits] == [(DOCS[1].url, "Outro texto: o prazo mudou."),
+                                                   (DOCS[2].url, DOCS[2].text)]

@@ -119,3 +119,21 @@ def test_a_home_made_before_versions_gets_them_and_a_read_only_one_computes_each
     upgraded.put(Document("https://c.example/d", "D", "mel", meta={"groups": "staff"}))
     assert upgraded.version() not in (None, version)
     assert facets(upgraded)["groups"]["values"] == 2
+
+
+def test_the_as_built_mask_leaves_out_removed_and_changed_documents_once_per_state(home):
+    """`as_built`: the chunks of documents stored as the build chunked them; a second query
+    reads no document again, and the next change of the documents is seen at once."""
+    index, store = load_index(home), LocalHome(home)
+    everything, none = f.as_built(index, store)
+    assert everything.all() and none == 0
+    store.delete("https://c.example/a")
+    store.put(Document("https://c.example/b", "B", "farinha de centeio"))
+    mask, gone = f.as_built(index, store)
+    assert gone == 2 and {r.url for r in index.chunks(np.flatnonzero(mask))} == {
+        "https://c.example/c"}
+    seen = reads(store)
+    again, _ = f.as_built(index, store)
+    assert again is mask and not seen and not mask.flags.writeable
+    store.put(Document("https://c.example/b", "B", "farinha de trigo"))  # as it was built
+    assert f.as_built(index, store)[1] == 1
