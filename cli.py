@@ -820,8 +820,9 @@ NOT_FOUND_EXIT = 3  # search and context found nothing above the floor (context:
               help="Characters of passage text at most; passages are cut at sentence ends.")
 @click.option("--template", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Prompt template file with {context} and {question} placeholders.")
-@click.option("--lang", type=click.Choice(searching.LANGS), default="pt",
-              show_default=True, help="Language of the default instruction.")
+@click.option("--lang", type=click.Choice(searching.LANGS), default=None,
+              help="Language of the default instruction [default: en when the index's bm25"
+              " analyzer is en, else pt].")
 @click.option("--json", "as_json", is_flag=True,
               help="The passages with URL, title, spans and scores, and the prompt, as JSON.")
 @click.option("--no-log", is_flag=True, help="Do not record this question in the query log.")
@@ -889,9 +890,10 @@ def _read_template(path: str) -> str:
 
 def _emit_context(ctx, question: str, *, method: str = api.METHOD, k: int = searching.K,
                   min_score: float | None = None, max_chars: int = searching.MAX_CHARS,
-                  template: str | None = None, lang: str = "pt", as_json: bool = False,
-                  log: bool = True, per_doc: int = searching.CONTEXT_PER_DOC,
-                  serve: bool = True, filters: tuple = (), **hybrid) -> bool:
+                  template: str | None = None, lang: str | None = None,
+                  as_json: bool = False, log: bool = True,
+                  per_doc: int = searching.CONTEXT_PER_DOC, serve: bool = True,
+                  filters: tuple = (), **hybrid) -> bool:
     """Print the prompt (or its JSON form); False, with "não encontrei" on stderr, if none.
     A running busca serve of this home ranks when there is one (unless not `serve`);
     `hybrid`: hybrid's fusion, window, rrf_k and weights."""
@@ -909,12 +911,13 @@ def _emit_context(ctx, question: str, *, method: str = api.METHOD, k: int = sear
         click.echo(f"não encontrei (nothing found): {found.why_nothing('--min-score')} — no"
                    " prompt was written", err=True)
         if as_json:  # a program reading --json gets JSON: the reason, no passage, no prompt
-            click.echo(json.dumps(searching.context_dict(found, floor_option="--min-score"),
+            click.echo(json.dumps(searching.context_dict(found, lang=lang,
+                                                         floor_option="--min-score"),
                                   ensure_ascii=False, indent=2))
         return False
     prompt = searching.render(found, lang=lang, template=template)
     if as_json:
-        prompt = json.dumps(searching.context_dict(found, prompt=prompt),
+        prompt = json.dumps(searching.context_dict(found, prompt=prompt, lang=lang),
                             ensure_ascii=False, indent=2) + "\n"
     else:
         prompt = display.strip_controls(prompt)

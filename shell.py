@@ -59,7 +59,8 @@ class Settings:
     min_score: float | None = None  # None: the method's calibrated floor
     rerank: RerankSettings | None = None  # the re-ranking stage of every question
     filters: tuple = ()  # search.Filter values: every question ranks only what they allow
-    lang: str = searching.LANGS[0]  # :context's instruction, as busca context --lang
+    lang: str | None = None  # :context's instruction, as busca context --lang (None: the
+    #                          index's, searching.prompt_lang)
 
 
 class Session:
@@ -186,7 +187,10 @@ class Session:
         shown = "none (no floor calibrated: busca eval --calibrate)" if floor is None \
             else f"{floor:g}"
         self._note(f"method {s.method}, k {s.k}, per-doc {per_doc}, floor {shown},"
-                   f" filters {self._filters()}, lang {s.lang}")
+                   f" filters {self._filters()}, lang {s.lang or self._index_lang()}")
+
+    def _index_lang(self) -> str:
+        return f"{searching.prompt_lang(self.index.manifest.methods)} (the index's)"
 
     def _help(self, _arg: str = "") -> None:
         methods = ", ".join(searching.available_methods(self.index))
@@ -262,7 +266,7 @@ class Session:
         lang = self.settings.lang
         prompt = searching.render(found, lang=lang) if found.answered else None
         if self.as_json:
-            self.echo(json.dumps(searching.context_dict(found, prompt=prompt,
+            self.echo(json.dumps(searching.context_dict(found, prompt=prompt, lang=lang,
                                                         floor_option="--min-score"),
                                  ensure_ascii=False))
         elif prompt is None:

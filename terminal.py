@@ -69,7 +69,7 @@ def history_path() -> str:
 
 def run_session(home: indexing.Home, *, method: str, k: int, per_doc: int | None,
                 min_score: float | None, as_json: bool, no_log: bool, rerank=None,
-                filters: tuple = (), lang: str = searching.LANGS[0]) -> None:
+                filters: tuple = (), lang: str | None = None) -> None:
     """Load the index once and answer questions: readline on a terminal, else stdin lines
     (`rerank`: the re-ranking settings of every question; `filters`: the session's first;
     `lang`: :context's instruction)."""
@@ -198,8 +198,9 @@ def _shell_command(open_home: Callable, options: Callable,
     @click.option("--json", "as_json", is_flag=True,
                   help="Read questions from stdin, one per line; one JSON line per answer.")
     @click.option("--no-log", is_flag=True, help="Do not record the questions in the query log.")
-    @click.option("--lang", type=click.Choice(searching.LANGS), default=searching.LANGS[0],
-                  show_default=True, help="Language of :context's instruction (also :lang).")
+    @click.option("--lang", type=click.Choice(searching.LANGS), default=None,
+                  help="Language of :context's instruction (also :lang) [default: en when"
+                  " the index's bm25 analyzer is en, else pt].")
     @filter_option
     @options
     @click.pass_context

@@ -46,6 +46,7 @@ EXPORTS = {
     "NoSearchableTerms": "..index.lexical.lexical",
     "parse_filters": ".filters",
     "parse_weights": ".fusion",
+    "prompt_lang": ".context",
     "querylog": ".querylog:",
     "rank": ".scorers",
     "refusal": ".answerable",

@@ -40,6 +40,7 @@ from .scorers import method_settings as method_settings
 from ..index.lexical.lexical import NoSearchableTerms as NoSearchableTerms
 from .filters import parse_filters as parse_filters
 from .fusion import parse_weights as parse_weights
+from .context import prompt_lang as prompt_lang
 from . import querylog as querylog
 from .scorers import rank as rank
 from .answerable import refusal as refusal
@@ -106,6 +107,7 @@ __all__ = [
     "method_settings",
     "parse_filters",
     "parse_weights",
+    "prompt_lang",
     "querylog",
     "rank",
     "refusal",

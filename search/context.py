@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # the crawler package loads only when a command needs it
 MAX_CHARS = 6000  # characters of passage text in one context
 PER_DOC = 2  # windows of one document at most, unless no other document passes the floor
 LANGS = ("pt", "en")
+ANALYZER_LANGS = {"en": "en"}  # bm25 analyzer -> its prompt language (any other: LANGS[0])
 SPAN_JOIN = "\n[…]\n"  # between two separate spans of one document
 
 INSTRUCTIONS = {
@@ -117,6 +118,7 @@ class Context:
     max_chars: int = MAX_CHARS
     top: float | None = None  # the best score when the hits are not carried (busca serve's 409)
     rerank: str = ""  # the re-ranker (KIND:MODEL) whose scores the passages carry, if any
+    lang: str = LANGS[0]  # the prompt's language unless the caller chooses one (`prompt_lang`)
 
     @property
     def answered(self) -> bool:
@@ -135,13 +137,13 @@ class Context:
         """Why no passage was found, with the fix (see `why_nothing`)."""
         return why_nothing(self.method, self.floor, self.best, self.reason, floor_option)
 
-    def prompt(self, *, lang: str = "pt", template: str | None = None) -> str:
-        """The prompt for an LLM (see `render`)."""
+    def prompt(self, *, lang: str | None = None, template: str | None = None) -> str:
+        """The prompt for an LLM (see `render`; `lang` None: the context's `lang`)."""
         return render(self, lang=lang, template=template)
 
-    def to_json(self, *, prompt: str | None = None) -> dict:
+    def to_json(self, *, prompt: str | None = None, lang: str | None = None) -> dict:
         """The structured form (`busca context --json`, POST /api/context)."""
-        return context_dict(self, prompt=prompt)
+        return context_dict(self, prompt=prompt, lang=lang)
 
     @classmethod
     @json_form("Context")
@@ -151,7 +153,8 @@ class Context:
         hits = tuple(h for p in passages for h in p.hits)
         return cls(data["question"], data["method"], data["floor"], hits, passages,
                    reason=str(data.get("reason") or ""), max_chars=data["max_chars"],
-                   rerank=str(data.get("rerank") or ""))
+                   rerank=str(data.get("rerank") or ""),
+                   lang=data["lang"] if data.get("lang") in LANGS else LANGS[0])
 
 
 def why_nothing(method: str, floor: float | None, best: float | None, reason: str = "",
@@ -179,15 +182,18 @@ def build_context(index, store: Store, question: str, *, method: str = "tfidf",
     the calibrated one), re-rank the survivors (with `rerank`: its top k), merge and fit
     passages."""
     floor = check_floor(min_score) if min_score is not None else floor_of(index, method)
+    lang = prompt_lang(index.manifest.methods)
     try:
         hits = search_per_doc(index, store, question, method=method,
                               k=rerank.depth(k) if rerank else k, per_doc=per_doc,
                               backfill=True, floor=floor, fusion=fusion, allowed=allowed)
     except NoSearchableTerms as e:
-        return Context(question, method, floor, (), reason=str(e), max_chars=max_chars)
+        return Context(question, method, floor, (), reason=str(e), max_chars=max_chars,
+                       lang=lang)
     refused = refusal(index, question, method, min_score, allowed)
     if refused is not None:
-        return Context(question, method, floor, (), reason=refused.reason, max_chars=max_chars)
+        return Context(question, method, floor, (), reason=refused.reason, max_chars=max_chars,
+                       lang=lang)
     passing = [h for h in hits if floor is None or h.score >= floor]
     if rerank and passing:
         hits = passing = rerank(question, passing, k)
@@ -198,7 +204,15 @@ def build_context(index, store: Store, question: str, *, method: str = "tfidf",
                     if p.truncated else p
                     for p in fit(passages, max_chars, question=question, analyzer=analyzer)]
     return Context(question, method, floor, tuple(hits), tuple(passages), max_chars=max_chars,
-                   rerank=rerank.label if rerank else "")
+                   rerank=rerank.label if rerank else "", lang=lang)
+
+
+def prompt_lang(index_methods: dict) -> str:
+    """The prompt's language when the caller chooses none: English for an index whose bm25
+    analyzer is `en`, else Portuguese (a pt, simple or java analyzer, no bm25, an older
+    build). The one place the default is decided: every front end renders with it."""
+    analyzer = (index_methods or {}).get("bm25", {}).get("analyzer")
+    return ANALYZER_LANGS.get(analyzer, LANGS[0])
 
 
 def merge_hits(hits: list[Hit], store: Store, *, reach: int = SENTENCE_REACH,
@@ -423,8 +437,10 @@ def _defused(text: str) -> str:
     return _LOOKALIKE.sub("(", text)
 
 
-def render(context: Context, *, lang: str = "pt", template: str | None = None) -> str:
-    """The prompt: `template` (default: the instruction in `lang`) with its placeholders filled."""
+def render(context: Context, *, lang: str | None = None, template: str | None = None) -> str:
+    """The prompt: `template` (default: the instruction in `lang`; None: the context's
+    `lang`, the index's language) with its placeholders filled."""
+    lang = context.lang if lang is None else lang
     if lang not in LANGS:
         raise TemplateError(f"unknown language {lang!r}; choose one of: {', '.join(LANGS)}")
     template = default_template(lang) if template is None else template
@@ -439,16 +455,18 @@ def render(context: Context, *, lang: str = "pt", template: str | None = None) -
         piece.replace("{question}", question) for piece in template.split("{context}"))
 
 
-def context_dict(context: Context, *, prompt: str | None = None,
+def context_dict(context: Context, *, prompt: str | None = None, lang: str | None = None,
                  floor_option: str = "min_score") -> dict:
-    """The structured form: passages with URL, title, spans and scores; when nothing was
-    found, the reason (`why_nothing`, naming the floor as `floor_option`)."""
+    """The structured form: passages with URL, title, spans and scores; the prompt's
+    language (`lang` as given to `render`; None: the context's); when nothing was found,
+    the reason (`why_nothing`, naming the floor as `floor_option`)."""
     return {
         "question": context.question,
         "method": context.method,
         "floor": context.floor,
         "answered": context.answered,
         "max_chars": context.max_chars,
+        "lang": context.lang if lang is None else lang,
         "chars": sum(len(s.text) for p in context.passages for s in p.spans),
         "passages": [_passage_dict(p) for p in context.passages],
         "prompt": prompt,

@@ -81,7 +81,8 @@ async def context(request: Request) -> JSONResponse:
                              "note": found.reason, "build": build,
                              "status": 409}, status_code=409)
     prompt = searching.render(found, lang=lang)
-    return JSONResponse({**searching.context_dict(found, prompt=prompt), "build": build})
+    return JSONResponse({**searching.context_dict(found, prompt=prompt, lang=lang),
+                         "build": build})
 
 
 def stats(request: Request) -> JSONResponse:

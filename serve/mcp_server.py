@@ -72,6 +72,9 @@ Window = Annotated[int, Field(ge=1, le=MAX_WINDOW, description="hybrid: top hits
                                                                " that are fused.")]
 RrfK = Annotated[float, Field(ge=0, allow_inf_nan=False, description="hybrid: the RRF"
                                                                     " constant k.")]
+Lang = Annotated[Annotated[str, Field(pattern="^(" + "|".join(LANGS) + ")$")] | None,
+                 Field(description="The instruction's language; default: en when the index's"
+                       " bm25 analyzer is en, else pt.")]
 Weights = Annotated[str | dict[str, float] | None, Field(description=(
     "hybrid: methods and weights, \"bm25=1,dense=0.5\" or {\"bm25\": 1, \"dense\": 0.5}"
     " (default: the index's)."))]
@@ -107,6 +110,7 @@ class ContextOut(TypedDict):
     question: str
     method: str
     floor: float | None
+    lang: str  # the prompt's language: as asked, else the index's (en for bm25's en analyzer)
     passages: list[dict[str, Any]]
     rerank: NotRequired[str]
 
@@ -146,7 +150,7 @@ class Tools:
                       min_score: MinScore = None,
                       max_chars: Annotated[int, Field(ge=1, le=MAX_CHARS)] = CONTEXT_CHARS,
                       per_doc: Annotated[int, Field(ge=0, le=MAX_PER_DOC)] = CONTEXT_PER_DOC,
-                      lang: Annotated[str, Field(pattern="^(" + "|".join(LANGS) + ")$")] = "pt",
+                      lang: Lang = None,
                       filter: Filters = None,  # noqa: A002 - the API's name
                       fusion: Fusion = ContextSpec.fusion, window: Window = ContextSpec.window,
                       rrf_k: RrfK = ContextSpec.rrf_k, weights: Weights = None,
@@ -159,8 +163,8 @@ class Tools:
             filters=_filters(filter), fusion=fusion, window=window, rrf_k=rrf_k,
             weights=weights)))
         prompt = searching.render(found, lang=lang) if found.answered else None
-        data = searching.context_dict(found, prompt=prompt)
-        out = {key: data[key] for key in ("question", "method", "floor", "passages")}
+        data = searching.context_dict(found, prompt=prompt, lang=lang)
+        out = {key: data[key] for key in ("question", "method", "floor", "lang", "passages")}
         if found.rerank:
             out["rerank"] = found.rerank
         return {**out, "answered": found.answered, "prompt": prompt,

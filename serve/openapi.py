@@ -94,6 +94,9 @@ SCHEMAS = {
     "Context": _obj({"question": {"type": "string"}, "method": {"type": "string"},
                      "floor": _nullable("number"), "answered": {"type": "boolean"},
                      "max_chars": {"type": "integer"}, "chars": {"type": "integer"},
+                     "lang": {"enum": list(params.LANGS), "description": "The prompt's"
+                              " language: as asked, else the index's (en when its bm25"
+                              " analyzer is en, else pt)."},
                      "passages": {"type": "array", "items": _ref("Passage")},
                      "prompt": {"type": "string"}, "build": {"type": "string"},
                      "rerank": {"type": "string"}},

@@ -144,7 +144,8 @@ COMPARE = (Q, Field("methods", "methods", "Comma-separated methods (default: tfi
                     " dense, hybrid, those the index has)."),
            Field("k", "integer", "How many hits per method (as busca compare).", COMPARE_K, 1,
                  MAX_K), PER_DOC_FIELD, RERANK, FILTER)
-CONTEXT = (Q, K_FIELD, Field("lang", "choice", "Language of the instruction.", "pt",
+CONTEXT = (Q, K_FIELD, Field("lang", "choice", "Language of the instruction (default: en"
+                             " when the index's bm25 analyzer is en, else pt).",
                              choices=LANGS),
            Field("max_chars", "integer", "Characters of passage text at most.", CONTEXT_CHARS,
                  1, MAX_CHARS),

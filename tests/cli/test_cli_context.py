@@ -71,6 +71,43 @@ def test_context_in_english(indexed):
     assert out.endswith("Question: prazo do estorno\n")
 
 
+ENGLISH = [
+    {"url": "https://help.example/refunds/", "title": "Refund policy",
+     "text": "Refunds are paid within ten business days after the returned item arrives at our"
+             " warehouse. The refund goes back to the original payment method."},
+    {"url": "https://help.example/shipping/", "title": "Shipping",
+     "text": "Orders ship within two days. Tracking numbers are emailed when the parcel leaves"
+             " the warehouse."},
+]
+
+
+def test_context_instruction_follows_the_index_language(run, tmp_path):
+    """An English site indexed with `--analyzer en` got the Portuguese instruction ("Responda
+    usando apenas…", "Trechos:", "Pergunta:") unless every call said --lang en: the default
+    is now the index's, and --lang still chooses; --json says which."""
+    assert run("add", str(write_jsonl(tmp_path / "en.jsonl", ENGLISH))).exit_code == 0
+    assert run("index", "-q", "--analyzer", "en").exit_code == 0
+    question = "How long do refunds take?"
+    out = run("context", question, "--method", "bm25", "--min-score", "0").stdout
+    assert out.startswith("Answer using only the passages below.")
+    assert "\n\nPassages:\n\n[fonte: https://help.example/refunds/]" in out
+    assert out.endswith(f"Question: {question}\n")
+    data = json.loads(run("context", question, "--method", "bm25", "--min-score", "0",
+                          "--json").stdout)
+    assert data["lang"] == "en" and data["prompt"] == out
+    chosen = run("context", question, "--method", "bm25", "--min-score", "0", "--lang", "pt",
+                 "--json").stdout
+    assert json.loads(chosen)["lang"] == "pt"
+    assert json.loads(chosen)["prompt"].startswith("Responda usando apenas os trechos abaixo.")
+
+
+def test_context_instruction_stays_portuguese_on_a_portuguese_index(indexed):
+    data = json.loads(indexed("context", "prazo do estorno", "--json").stdout)
+    assert data["lang"] == "pt" and data["prompt"].startswith("Responda usando apenas")
+    data = json.loads(indexed("context", "prazo do estorno", "--json", "--lang", "en").stdout)
+    assert data["lang"] == "en" and data["prompt"].startswith("Answer using only")
+
+
 def test_context_with_a_user_template(indexed, tmp_path):
     template = tmp_path / "t.txt"
     template.write_text("Contexto:\n{context}\nPergunta do cliente: {question}", encoding="utf-8")

@@ -116,6 +116,30 @@ def test_context_instruction_in_english_with_lang(corpus, tmp_path):
     assert json.loads(started.stdout)["prompt"] == en["prompt"]
 
 
+def test_context_instruction_follows_the_index_language(tmp_path):
+    """On an index built with bm25's en analyzer :context wrote the Portuguese instruction
+    until :lang en: it is the index's language now (:settings names it), :lang still
+    chooses."""
+    from conftest import write_jsonl
+
+    home = tmp_path / "home"
+    docs = write_jsonl(tmp_path / "en.jsonl", [
+        {"url": "https://e.example/refunds", "title": "Refunds",
+         "text": "Refunds are paid within ten business days after the item arrives."},
+        {"url": "https://e.example/shipping", "title": "Shipping",
+         "text": "Orders ship within two days and tracking numbers are emailed."}])
+    for args in (["add", str(docs)], ["index", "-q", "--analyzer", "en"]):
+        subprocess.run([*BUSCA, "--home", str(home), *args], check=True, capture_output=True)
+    lines = [":settings", ":context How long do refunds take?", ":lang pt", ":context"]
+    done = subprocess.run([*BUSCA, "shell", "--json", "--no-log", "--min-score", "0",
+                           "--method", "bm25"], input="\n".join(lines), capture_output=True,
+                          text=True, env=_env(home, tmp_path))
+    en, pt = [json.loads(line) for line in done.stdout.splitlines()]
+    assert en["prompt"].startswith("Answer using only the passages") and en["lang"] == "en"
+    assert pt["prompt"].startswith("Responda usando apenas") and pt["lang"] == "pt"
+    assert "lang en (the index's)" in done.stderr
+
+
 def test_a_blank_line_asks_nothing_and_the_session_goes_on(corpus, tmp_path):
     """Enter alone (or spaces) between questions: no answer, no error; it ended the session
     with "the question is empty" and exit 1."""

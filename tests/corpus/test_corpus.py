@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 import busca
 from busca.cli import cli
+from busca.search.context import render
 from conftest import FIXTURES, REPO
 
 QUESTIONS = ("Qual a universidade pioneira no Brasil em engenharia de software?",
@@ -141,6 +142,40 @@ def test_context_is_the_one_of_busca_context(fake_home):
                     "--max-chars", "900", "--no-log")
     assert json.loads(result.stdout) == found.to_json(prompt=found.prompt())
     assert busca.Context.from_json(found.to_json()).to_json() == found.to_json()
+
+
+ENGLISH = [
+    busca.Document("https://help.example/refunds/", "Refund policy",
+                   "Refunds are paid within ten business days after the returned item arrives"
+                   " at our warehouse. The refund goes back to the original payment method."),
+    busca.Document("https://help.example/shipping/", "Shipping",
+                   "Orders ship within two days. Tracking numbers are emailed when the parcel"
+                   " leaves the warehouse."),
+]
+
+
+@pytest.mark.parametrize("analyzer, lang", [("en", "en"), ("pt", "pt"), ("simple", "pt")])
+def test_context_prompt_is_in_the_index_language(tmp_path, analyzer, lang):
+    """Corpus.context on an index built with bm25's en analyzer rendered the Portuguese
+    instruction unless every prompt() said lang="en"; now its prompt is in the index's
+    language, and an explicit lang still chooses."""
+    with busca.open(tmp_path / "home") as corpus:
+        corpus.add(ENGLISH)
+        corpus.index(bm25_analyzer=analyzer)
+        found = corpus.context("How long do refunds take?", method="bm25", min_score=0,
+                               log=False)
+        tfidf = corpus.context("How long do refunds take?", method="tfidf", min_score=0,
+                               log=False)
+    opening = {"en": "Answer using only the passages below.",
+               "pt": "Responda usando apenas os trechos abaixo."}
+    assert found.answered and found.prompt().startswith(opening[lang])
+    assert found.lang == tfidf.lang == lang
+    assert render(found).startswith(opening[lang])
+    assert found.to_json(prompt=found.prompt())["lang"] == lang
+    other = "pt" if lang == "en" else "en"
+    assert found.prompt(lang=other).startswith(opening[other])
+    assert found.to_json(lang=other)["lang"] == other
+    assert busca.Context.from_json(found.to_json()).lang == lang
 
 
 def test_result_and_hit_round_trip_through_json(fake_home):

@@ -498,3 +498,30 @@ def test_context_takes_hybrids_options_as_search_does(tmp_path, fake):
     assert found["passages"] != plain["passages"]
     with pytest.raises(ToolError, match="fusion only applies to method='hybrid'"):
         asyncio.run(tools.context(QUESTION, method="bm25", fusion="rrf"))
+
+
+def test_the_context_tool_speaks_the_index_language(tmp_path):
+    """On an index built with bm25's en analyzer the context tool gave the Portuguese
+    instruction unless each call said lang "en": now the index's language (its `lang` says
+    which), and an explicit lang still chooses."""
+    from conftest import write_jsonl
+
+    home = tmp_path / "home"
+    docs = write_jsonl(tmp_path / "en.jsonl", [
+        {"url": "https://e.example/refunds", "title": "Refunds",
+         "text": "Refunds are paid within ten business days after the item arrives."},
+        {"url": "https://e.example/shipping", "title": "Shipping",
+         "text": "Orders ship within two days and tracking numbers are emailed."}])
+    for args in (["add", str(docs)], ["index", "-q", "--analyzer", "en"]):
+        assert cli_json(home, *args).exit_code == 0
+    asked = {"question": "How long do refunds take?", "method": "bm25", "min_score": 0}
+    _, results = asyncio.run(_drive(home, [("context", asked),
+                                           ("context", {**asked, "lang": "pt"}),
+                                           ("context", {**asked, "lang": "fr"})]))
+    default, chosen, bad = results
+    assert not default.is_error and not chosen.is_error, [r.content for r in results]
+    assert default.structured_content["prompt"].startswith("Answer using only the passages")
+    assert default.structured_content["lang"] == "en"
+    assert chosen.structured_content["prompt"].startswith("Responda usando apenas")
+    assert chosen.structured_content["lang"] == "pt"
+    assert bad.is_error

@@ -570,6 +570,33 @@ def _nulls(schema: dict, base: dict):
         yield name, body, fits
 
 
+ENGLISH = [{"url": "https://e.example/refunds", "title": "Refunds",
+            "text": "Refunds are paid within ten business days after the item arrives."},
+           {"url": "https://e.example/shipping", "title": "Shipping",
+            "text": "Orders ship within two days and tracking numbers are emailed."}]
+
+
+def test_context_speaks_the_index_language_over_http(tmp_path):
+    """POST /api/context on an index built with bm25's en analyzer gave the Portuguese
+    instruction unless the request said lang en: now the index's language (the answer's
+    `lang` says which), as busca context gives when this server answers it; an explicit
+    lang still chooses."""
+    home = tmp_path / "home"
+    _invoke(home, "add", str(write_jsonl(tmp_path / "en.jsonl", ENGLISH)))
+    _invoke(home, "index", "-q", "--analyzer", "en")
+    asked = {"q": "How long do refunds take?", "method": "bm25", "min_score": 0}
+    with Server(home, "--no-log", "--quiet") as s:
+        answer = requests.post(s.url + "api/context", json=asked, timeout=120).json()
+        chosen = requests.post(s.url + "api/context", json={**asked, "lang": "pt"},
+                               timeout=120).json()
+        served = json.loads(_invoke(home, "context", asked["q"], "--method", "bm25",
+                                    "--min-score", "0", "--json", "--no-log"))
+    assert answer["prompt"].startswith("Answer using only the passages") and \
+        answer["lang"] == "en"
+    assert chosen["prompt"].startswith("Responda usando apenas") and chosen["lang"] == "pt"
+    assert served["prompt"] == answer["prompt"] and served["lang"] == "en"
+
+
 def test_null_is_absent_for_an_optional_field_and_refused_for_a_required_one(tmp_path):
     """The document declares each optional body field nullable and null reads as absent
     (the default; a document's groups: the stored ones, never public); a required one is a
