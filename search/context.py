@@ -458,8 +458,12 @@ def render(context: Context, *, lang: str | None = None, template: str | None = 
 def context_dict(context: Context, *, prompt: str | None = None, lang: str | None = None,
                  floor_option: str = "min_score") -> dict:
     """The structured form: passages with URL, title, spans and scores; the prompt's
-    language (`lang` as given to `render`; None: the context's); when nothing was found,
-    the reason (`why_nothing`, naming the floor as `floor_option`)."""
+    language (`lang` as given to `render`; None: the context's); the prompt (`prompt`, else
+    `render`'s in that language when a passage was found: `Context.to_json()` is `busca
+    context --json`'s); when nothing was found, the reason (`why_nothing`, naming the floor
+    as `floor_option`)."""
+    if prompt is None and context.answered:
+        prompt = render(context, lang=lang)
     return {
         "question": context.question,
         "method": context.method,

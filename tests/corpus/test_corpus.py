@@ -144,6 +144,21 @@ def test_context_is_the_one_of_busca_context(fake_home):
     assert busca.Context.from_json(found.to_json()).to_json() == found.to_json()
 
 
+def test_context_to_json_carries_its_prompt(fake_home):
+    """python.md: a Context's to_json() is `busca context --json`'s; it said answered true
+    with "prompt": null unless the caller rendered the prompt and passed it in."""
+    with busca.open(fake_home) as corpus:
+        found = corpus.context(QUESTIONS[0], method="bm25", max_chars=900, log=False)
+        nothing = corpus.context("xyzzy plugh", method="bm25", log=False)
+    result = invoke(fake_home, "context", QUESTIONS[0], "--method", "bm25", "--json",
+                    "--max-chars", "900", "--no-log")
+    assert found.answered and found.to_json() == json.loads(result.stdout)
+    assert found.to_json()["prompt"] == found.prompt()
+    assert busca.Context.from_json(json.loads(result.stdout)).to_json() == found.to_json()
+    assert found.to_json(lang="en")["prompt"] == found.prompt(lang="en")
+    assert not nothing.answered and nothing.to_json()["prompt"] is None
+
+
 ENGLISH = [
     busca.Document("https://help.example/refunds/", "Refund policy",
                    "Refunds are paid within ten business days after the returned item arrives"
