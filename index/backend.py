@@ -12,6 +12,7 @@ postgres/rank.py's rankers), chosen by `open_home` from a `postgresql://` or `po
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -133,6 +134,8 @@ def open_home(location: str | Path, *, embed: Mapping | None = None,
     if scheme:  # a URL of another database would otherwise become a local folder
         raise BackendUnavailable(f"busca has no {scheme.group(1)}:// backend: give a folder or"
                                  " a postgresql:// URL as --home (or BUSCA_HOME)")
+    if text.startswith("~"):  # "~/notes" from Python or an unexpanded BUSCA_HOME: never a
+        location = os.path.expanduser(text)  # folder named "~" in the working folder
     if not create:
         _check_exists(Path(location))
     return LocalHome(location, embed=embed)

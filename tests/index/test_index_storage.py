@@ -148,6 +148,23 @@ def test_open_home_picks_the_backend(tmp_path):
     assert "secret" not in str(e.value) and "\n" not in str(e.value)
 
 
+def test_a_home_under_tilde_is_in_the_users_folder(tmp_path, monkeypatch):
+    """busca.open("~/notes") (or BUSCA_HOME="~/notes" from an MCP client's config, which no
+    shell expands) made a folder named "~" in the working folder."""
+    import busca
+
+    (tmp_path / "user").mkdir()
+    (tmp_path / "work").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    monkeypatch.chdir(tmp_path / "work")
+    with open_home("~/notes") as home:
+        assert isinstance(home, LocalHome)
+    with busca.open("~/notes") as corpus:
+        assert corpus.location == str(tmp_path / "user" / "notes")
+    assert (tmp_path / "user" / "notes" / "busca.db").exists()
+    assert not (tmp_path / "work" / "~").exists()
+
+
 def test_the_local_backend_has_every_method_of_the_boundary(tmp_path):
     """LocalHome / Index / LocalBuildWriter against the protocols of index/backend.py."""
     from busca.index import backend
