@@ -123,3 +123,39 @@ def test_a_decompression_bomb_is_one_problem(tmp_path):
     assert path.stat().st_size < 200_000
     [problem] = list(read_files([str(path)]))
     assert isinstance(problem, Problem) and "too large to decompress" in problem.message
+
+
+def test_a_word_hyphenated_at_a_line_break_is_one_word():
+    """A justified PDF breaks "informa-" / "ção": no question typed "informação" found it.
+    A compound the document spells with its hyphen elsewhere, and an enclitic, keep theirs."""
+    pdf = read_pdf(make_pdf([
+        "O regulamento de segurança da informa-\nção vale para a pró-\nreitoria e para a"
+        " autentica-\nção. Cabe à pró-reitoria fazê-\nlo até a terça-\n-feira de orga-",
+        "nização do calendário."]))
+    text = pdf.text.replace("\n", " ")
+    assert "segurança da informação vale" in text and "a autenticação." in text
+    assert "para a pró-reitoria e" in text and "fazê-lo até a terça-feira" in text
+    assert "de organização" in pdf.text.split("\n")[-2]  # the word ends its first page
+    [(_, first), (_, second)] = pdf.starts
+    assert pdf.text[second:].startswith("do calendário.")
+    soft = read_pdf(make_pdf(["A avalia\u00ad\nção externa."]))  # a soft hyphen's break
+    assert soft.text == "A avaliação\nexterna."
+
+
+def test_running_headers_and_page_numbers_are_left_out():
+    """A header and a "Página N de M" footer on every page were in every window: a search
+    for the document's name matched each of its windows, and each snippet began with them.
+    They stay once, where they first show."""
+    body = ["O orçamento da pesquisa cresceu.", "A extensão atendeu 4.312 famílias.",
+            "A avaliação externa foi positiva.", "Ata aprovada por unanimidade."]
+    header = "Relatório Anual 2024 — Universidade Federal"
+    pages = [f"{header}\n{line}\nPágina {n} de 4" for n, line in enumerate(body, start=1)]
+    pdf = read_pdf(make_pdf(pages))
+    assert pdf.text.split("\n") == [header, body[0], "Página 1 de 4", *body[1:]]
+    assert [pdf.text[start:].split("\n")[0] for _, start in pdf.starts] == [header, *body[1:]]
+
+
+def test_a_line_repeated_on_few_pages_is_text():
+    pages = ["Relatório Anual 2024\nPrimeira parte.", "Segunda parte.", "Terceira parte.",
+             "Relatório Anual 2024\nQuarta parte.", "Quinta parte.", "Sexta parte."]
+    assert read_pdf(make_pdf(pages)).text.count("Relatório Anual 2024") == 2
