@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -56,8 +57,8 @@ def read_files(paths: list[str]) -> Iterator[Document | Problem]:
             yield from (_on_disk(d, path) for d in _pdf(name, data))
             continue
         if utf16 := _utf16(data):
-            yield Problem(name, f"is {utf16} text; busca reads UTF-8: convert it, e.g. iconv"
-                                f" -f {utf16} -t UTF-8 {name} > {path.stem}.utf8{path.suffix}")
+            yield Problem(name, f"is {utf16} text; busca reads UTF-8: convert it, e.g."
+                                f" {_converted(name, utf16)}")
             continue
         if b"\x00" in data:
             yield Problem(name, "looks like a binary file; busca adds .jsonl, .txt, .md, .html")
@@ -131,8 +132,16 @@ def in_folder(folder: str) -> list[str]:
 
 def _not_utf8(name: str, path: Path, line: int, byte: int) -> Problem:
     return Problem(name, f"is not UTF-8 text (line {line}, byte {byte}): Windows-1252 or"
-                         f" Latin-1? convert it, e.g. iconv -f WINDOWS-1252 -t UTF-8 {name} >"
-                         f" {path.stem}.utf8{path.suffix}")
+                         f" Latin-1? convert it, e.g. {_converted(name, 'WINDOWS-1252')}")
+
+
+def _converted(name: str, encoding: str) -> str:
+    """The shell command that converts a file to UTF-8 where it is (a folder added again
+    finds it), its names quoted (spaces, accents)."""
+    path = Path(name)
+    source = shlex.quote(name)
+    copy = shlex.quote(str(path.with_name(f"{path.stem}.utf8{path.suffix}")))
+    return f"iconv -f {encoding} -t UTF-8 {source} > {copy} && mv {copy} {source}"
 
 
 def _jsonl_file(name: str, path: Path) -> Iterator[Document | Problem]:
@@ -154,8 +163,8 @@ def _jsonl_file(name: str, path: Path) -> Iterator[Document | Problem]:
 def _unreadable_lines(name: str, path: Path) -> Problem | None:
     with path.open("rb") as lines:
         if utf16 := _utf16(lines.read(4096)):
-            return Problem(name, f"is {utf16} text; busca reads UTF-8: convert it, e.g. iconv"
-                                 f" -f {utf16} -t UTF-8 {name} > {path.stem}.utf8{path.suffix}")
+            return Problem(name, f"is {utf16} text; busca reads UTF-8: convert it, e.g."
+                                 f" {_converted(name, utf16)}")
         lines.seek(0)
         at = 0
         for number, raw in enumerate(lines, start=1):

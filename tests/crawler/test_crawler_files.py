@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 
 import pytest
 
@@ -119,7 +121,25 @@ def test_a_windows_1252_file_is_named_with_its_line_and_the_iconv_fix(tmp_path):
     [problem] = list(read_files([str(path)]))
     assert problem.message == (
         "is not UTF-8 text (line 2, byte 52): Windows-1252 or Latin-1? convert it, e.g. iconv"
-        f" -f WINDOWS-1252 -t UTF-8 {path} > artigos.utf8.jsonl")
+        f" -f WINDOWS-1252 -t UTF-8 {path} > {tmp_path}/artigos.utf8.jsonl && mv"
+        f" {tmp_path}/artigos.utf8.jsonl {path}")
+
+
+@pytest.mark.skipif(shutil.which("iconv") is None, reason="needs iconv")
+@pytest.mark.parametrize("encoding", ["cp1252", "utf-16"])
+def test_the_conversion_a_problem_gives_works_when_pasted(tmp_path, encoding):
+    """In a folder with spaces and accents, the command split the path at its spaces, and
+    it wrote the converted copy in the current folder, where adding the folder again never
+    found it (and the original failed again)."""
+    folder = tmp_path / "pasta com espaço"
+    folder.mkdir()
+    path = folder / "edital seleção.txt"
+    path.write_bytes("Edital de seleção para monitoria.".encode(encoding))
+    [problem] = list(read_files([str(folder)]))
+    command = problem.message.split("e.g. ", 1)[1]
+    subprocess.run(["sh", "-c", command], check=True, cwd=tmp_path / "..")
+    [document] = list(read_files([str(folder)]))
+    assert document.text == "Edital de seleção para monitoria."
 
 
 FRONT = ("---\r\ntitle: \"Política de reembolso\"\r\ntags: [financeiro, 'clientes']\r\n"
