@@ -56,6 +56,8 @@ class Build(Protocol):
         its model across builds)."""
     def chunks(self, ids: Iterable[int] | None = None) -> list[ChunkRow]: ...
 
+    def chunk_urls(self) -> list[str]:
+        """The document URL of each chunk, in id order."""
     def documents(self) -> dict[str, str]:
         """url -> content hash (doc_sha256) of each document the build chunked."""
     def array(self, method: str, name: str) -> np.ndarray: ...

@@ -203,9 +203,7 @@ _AS_BUILT = "as built"  # the key of that mask beside the filters' own
 def _as_built(index, store) -> tuple[np.ndarray, int]:
     stored = store.hashes()
     gone = [url for url, sha in index.documents().items() if stored.get(url) != sha]
-    chunk_urls = _chunk_urls(index)
-    mask = (~np.isin(chunk_urls, np.array(gone)) if gone and chunk_urls.size
-            else np.ones(chunk_urls.size, dtype=bool))
+    mask = ~_chunk_documents(index).mask(gone)
     mask.flags.writeable = False  # shared by the queries that reuse it
     return mask, len(gone)
 
@@ -251,9 +249,7 @@ def remembered(kept: OrderedDict | None, store, key: tuple, compute):
 
 def _allowed(index, store, filters) -> np.ndarray:
     urls = [r[0] for r in _candidates(store, filters) if passes(r, filters)]
-    chunk_urls = _chunk_urls(index)
-    mask = (np.isin(chunk_urls, np.array(urls)) if urls and chunk_urls.size
-            else np.zeros(chunk_urls.size, dtype=bool))
+    mask = _chunk_documents(index).mask(urls)
     mask.flags.writeable = False  # shared by the queries that reuse it
     return mask
 
@@ -289,27 +285,44 @@ def _with_groups(store):
 def counts(index, store, filters) -> tuple[int, int]:
     """(documents, chunks) of a build passing `filters`."""
     mask = allowed(index, store, filters)
-    return int(np.unique(_chunk_urls(index)[mask]).size), int(mask.sum())
+    return int(np.unique(_chunk_documents(index).of[mask]).size), int(mask.sum())
 
 
-_CHUNK_URLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+@dataclass(frozen=True)
+class ChunkDocuments:
+    """Each chunk's document as a number (`of`, by chunk id) and each URL's number: a mask
+    over a set of URLs without an array of URL texts (which took 0.3 KB a chunk)."""
+
+    of: np.ndarray
+    number: dict[str, int]
+
+    @classmethod
+    def of_urls(cls, urls: list[str]) -> ChunkDocuments:
+        number: dict[str, int] = {}
+        of = np.fromiter((number.setdefault(u, len(number)) for u in urls), np.int32,
+                         len(urls))
+        return cls(of, number)
+
+    def mask(self, urls) -> np.ndarray:
+        """True for each chunk of a document in `urls`."""
+        wanted = [self.number[u] for u in urls if u in self.number]
+        return np.isin(self.of, wanted) if wanted else np.zeros(self.of.size, dtype=bool)
 
 
-def _chunk_urls(index) -> np.ndarray:
-    """The URL of each chunk id of a build, read once per build."""
+_CHUNK_DOCUMENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _chunk_documents(index) -> ChunkDocuments:
+    """The document of each chunk of a build, read once per build."""
     try:
-        return _CHUNK_URLS[index]
+        return _CHUNK_DOCUMENTS[index]
     except (KeyError, TypeError):
-        rows = index.chunks()
-        urls = np.empty(len(rows), dtype=object)
-        for row in rows:
-            urls[row.id] = row.url
-        urls = urls.astype(str) if len(rows) else np.empty(0, dtype=str)
+        found = ChunkDocuments.of_urls(index.chunk_urls())
         try:
-            _CHUNK_URLS[index] = urls
+            _CHUNK_DOCUMENTS[index] = found
         except TypeError:
             pass
-        return urls
+        return found
 
 
 class Restricted:

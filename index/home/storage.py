@@ -140,6 +140,13 @@ class Index:
         except sqlite3.Error as e:
             raise damaged(self.path, f"chunks.db: {e}") from e
 
+    def chunk_urls(self) -> list[str]:
+        """The document URL of each chunk, in id order."""
+        try:
+            return self._chunks.urls()
+        except sqlite3.Error as e:
+            raise damaged(self.path, f"chunks.db: {e}") from e
+
     def documents(self) -> dict[str, str]:
         """url -> content hash of each document the build chunked."""
         try:

@@ -358,6 +358,10 @@ class PostgresBuild:
             raise self._gone(f"chunk rows missing from {self.table('chunks')}, e.g. id {lost[0]}")
         return [by_id[i] for i in ids if i in by_id]
 
+    def chunk_urls(self) -> list[str]:
+        """The document URL of each chunk, in id order."""
+        return [r[0] for r in self._fetch(f"SELECT url FROM {self.table('chunks')} ORDER BY id")]
+
     def documents(self) -> dict[str, str]:
         """url -> content hash of each document the build chunked (its first chunk's row)."""
         return dict(self._fetch(f"SELECT url, doc_sha256 FROM {self.table('chunks')}"

@@ -118,6 +118,11 @@ class ChunkTable:
                 by_id[r[0]] = ChunkRow(*r)
         return [by_id[i] for i in ids if i in by_id]
 
+    def urls(self) -> list[str]:
+        """The document URL of each chunk, in id order (the url column alone: a filter's
+        mask reads it for every chunk)."""
+        return [r[0] for r in self._connect().execute("SELECT url FROM chunks ORDER BY id")]
+
     def documents(self) -> dict[str, str]:
         """url -> doc_sha256 of each document with chunks (its first chunk's row: one row a
         document, not every chunk)."""

@@ -190,3 +190,15 @@ def test_filters_that_are_not_texts_are_one_line():
         with pytest.raises(f.BadFilter, match=r"filters are texts such as 'category=Python'"):
             f.parse_filters(odd)
     assert f.parse_filters("category=Cursos") == f.parse_filters(["category=Cursos"])
+
+
+def test_chunk_documents_number_each_chunks_document_and_mask_a_set_of_urls():
+    """The chunks' documents as numbers (a mask without an array of URL texts), worked by
+    hand: chunks 0-1 of a, 2 of b, 3-5 of c."""
+    from busca.search.filters import ChunkDocuments
+
+    docs = ChunkDocuments.of_urls(["a", "a", "b", "c", "c", "c"])
+    assert docs.of.tolist() == [0, 0, 1, 2, 2, 2] and docs.number == {"a": 0, "b": 1, "c": 2}
+    assert docs.mask(["c", "a"]).tolist() == [True, True, False, True, True, True]
+    assert docs.mask(["nowhere"]).tolist() == [False] * 6 and not docs.mask([]).any()
+    assert ChunkDocuments.of_urls([]).mask(["a"]).size == 0
