@@ -42,6 +42,7 @@ class Corpus:
                  live: LiveBuild | None = None):
         self._home, self._owner = home, threading.get_ident()
         self._local = threading.local()  # the home as each other thread opened it
+        self._closed = False
         self.embed = dict(embed or {})
         self.live = live or LiveBuild()  # shared by the corpora of one server's threads
 
@@ -53,6 +54,14 @@ class Corpus:
         if threading.get_ident() == self._owner:
             return self._home
         held = getattr(self._local, "held", None)
+        if self._closed:  # closed by its owner: no thread goes on with a handle of its own
+            if held is not None:
+                self._local.held = None
+                held.home.close()
+            from ..crawler.store import StoreError
+
+            raise StoreError(f"the corpus {self.location} was closed (close() or the end of a"
+                             " with block): open the home again (busca.open)")
         if held is None:
             held = self._local.held = _ThreadHome(indexing.open_home(
                 self.location, embed=self.embed, create=False))
@@ -78,7 +87,11 @@ class Corpus:
         self.live.warm_up(self.build)
 
     def close(self) -> None:
-        """Close the home (this thread's handle; another thread's closes with the thread)."""
+        """Close the home. Closed by the thread that made the Corpus, it is closed for every
+        thread (their own handles close at their next call, which is an error, or with the
+        thread); closed by another thread, only that thread's handle closes."""
+        if threading.get_ident() == self._owner:
+            self._closed = True
         self.home.close()
 
     def __enter__(self) -> Corpus:

@@ -228,6 +228,12 @@ def test_threads_share_one_corpus_and_its_loaded_build(lexical_home, monkeypatch
         assert counts == {"loads": 1, "opened": 1}  # the pool's threads share both
     with pytest.raises(BuscaError, match="was closed"):
         retriever.invoke(QUESTION)
+    # the pool's threads held handles of their own: closed too (they answered before)
+    for call in (lambda: asyncio.run(retriever.ainvoke(QUESTION)),
+                 lambda: retriever.batch([QUESTION] * 2),
+                 lambda: asyncio.run(retriever.abatch([QUESTION] * 2))):
+        with pytest.raises(BuscaError, match="was closed"):
+            call()
 
 
 # --- the query log, as busca search and Corpus.search -------------------------------------

@@ -663,6 +663,13 @@ def test_threads_share_one_corpus_and_its_loaded_build(fake_home):
     corpus.close()
     with pytest.raises(busca.errors.BuscaError, match=r"was closed .*open the home again"):
         corpus.search(QUESTIONS[0], method="bm25", log=False)
+    threads = [threading.Thread(target=ask) for _ in range(2)]  # closed for them as well
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(answers) == 4 and len(errors) == 2
+    assert all("was closed" in str(e) and "open the home again" in str(e) for e in errors)
 
 
 def test_a_thread_that_ends_closes_its_handle_of_the_home(fake_home):
