@@ -240,9 +240,13 @@ class Corpus:
     def compare(self, question: str, *, methods: Sequence[str] | None = None,
                 k: int = COMPARE_K,
                 per_doc: int = 0, include: Sequence[int] = (),
-                rerank: RerankSettings | None = None, filters: Sequence = ()) -> Comparison:
+                rerank: RerankSettings | None = None, filters: Sequence = (),
+                **unknown: Any) -> Comparison:
         """`busca compare`: each method's top k and every hit's rank under each method
         (with `rerank`, a column METHOD+rerank after each; `filters` as search's)."""
+        if unknown:  # as search's and context's options: a BuscaError, not a TypeError
+            raise UnknownOption(f"unknown option {', '.join(map(repr, unknown))}: compare"
+                                " takes methods, k, per_doc, include, rerank, filters")
         return self.run(lambda live: compare_build(
             live.index, self.home, question, methods=methods, k=k, per_doc=per_doc,
             include=include, rerank=rerank, filters=filters))

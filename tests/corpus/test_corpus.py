@@ -211,6 +211,9 @@ def test_a_search_spec_is_a_value(fake_home):
         with pytest.raises(busca.errors.UnknownOption, match="unknown option 'methd'"):
             corpus.search(QUESTIONS[0], methd="bm25")  # a BuscaError, and a TypeError still
         assert issubclass(busca.errors.UnknownOption, TypeError)
+        # compare's too (a plain TypeError, outside busca's errors, before)
+        with pytest.raises(busca.errors.UnknownOption, match="'fusion'.* methods, k, per_doc"):
+            corpus.compare(QUESTIONS[0], fusion="rrf")
     with pytest.raises(AttributeError):
         spec.k = 3
 
