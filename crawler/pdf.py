@@ -51,10 +51,15 @@ def read_pdf(data: bytes) -> PdfText:
     except ImportError:
         raise PdfError(f"reading PDFs needs pypdf: {EXTRA}") from None
     logging.getLogger("pypdf").setLevel(logging.ERROR)
+    if b"%PDF-" not in data[:1024]:  # a web page or image saved as .pdf
+        raise PdfError(f"not a PDF: it starts with {data[:12].decode('latin-1')!r}, not %PDF-;"
+                       " give it the extension of what it is (.html, .txt) or fetch the PDF"
+                       " again")
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
-            raise PdfError("the PDF is encrypted with a password; decrypt it first")
+            raise PdfError("the PDF is encrypted with a password; decrypt a copy first (e.g."
+                           " qpdf --password=PASSWORD --decrypt in.pdf out.pdf) and add it")
         texts = [_page_text(page) for page in reader.pages]
         title = (reader.metadata or {}).get("/Title") if reader.metadata else None
     except LimitReachedError:  # a stream that inflates past pypdf's limit (75 MB): a bomb

@@ -3,6 +3,7 @@ reported, and `busca context` cites the page (`file.pdf#page=N`)."""
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import replace
 
@@ -48,6 +49,23 @@ def test_a_damaged_pdf_is_one_problem(tmp_path):
     path.write_bytes(b"%PDF-1.4\nnada aqui")
     [problem] = list(read_files([str(path)]))
     assert isinstance(problem, Problem) and "damaged or unreadable PDF" in problem.message
+
+
+def test_a_page_saved_as_pdf_and_an_encrypted_pdf_say_what_to_do(tmp_path):
+    from pypdf import PdfReader, PdfWriter
+
+    page = tmp_path / "edital.pdf"
+    page.write_bytes(b"<!doctype html><title>Edital</title>")
+    locked, writer = tmp_path / "sigiloso.pdf", PdfWriter()
+    writer.append(PdfReader(io.BytesIO(make_pdf(["Texto sigiloso."]))))
+    writer.encrypt("senha")
+    writer.write(locked)
+    problems = list(read_files([str(page), str(locked)]))
+    assert [p.message for p in problems] == [
+        "not a PDF: it starts with '<!doctype ht', not %PDF-; give it the extension of what it"
+        " is (.html, .txt) or fetch the PDF again",
+        "the PDF is encrypted with a password; decrypt a copy first (e.g. qpdf"
+        " --password=PASSWORD --decrypt in.pdf out.pdf) and add it"]
 
 
 def test_cite_points_at_the_page_of_an_offset():
