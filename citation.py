@@ -18,13 +18,17 @@ def cite(url: str, meta: dict | None, offset: int) -> str:
     """The citation of character `offset` of the document `url` (the URL when nothing finer),
     as the prompt's `[fonte: …]` label writes it (`label_url`)."""
     base = url.split("#")[0]
-    page = _last_at(((n, start) for n, start, *_ in _rows(meta, "pages")), offset)
-    if page is not None:
+    if (page := page_at(meta, offset)) is not None:
         return label_url(f"{base}#page={page}")
     heading = _last_at(((h, h[0]) for h in _rows(meta, "headings")), offset)
     if heading is not None and len(heading) >= 4 and heading[3]:
         return label_url(f"{base}#{heading[3]}")
     return label_url(url)
+
+
+def page_at(meta: dict | None, offset: int) -> int | None:
+    """The PDF page holding character `offset`, or None (no page offsets stored)."""
+    return _last_at(((n, start) for n, start, *_ in _rows(meta, "pages")), offset)
 
 
 def label_url(url: str) -> str:

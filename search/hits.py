@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..citation import page_at, section
 from ..errors import BuscaError
 from ..index.text.chunking import chunk_text
 from . import highlight
@@ -116,8 +117,25 @@ def hits_for(index, store: DocumentStore, ids, scores, method: str) -> list[Hit]
                              ' run "busca index" to search the current text')
         text = chunk_text(doc.text, row.start, row.end)
         hits.append(Hit(rank_, float(score), row.id, row.url, doc.title, row.start, row.end,
-                        text, method, doc.meta))
+                        text, method, placed(doc.meta, row.start)))
     return hits
+
+
+LAYOUT = ("pages", "pages_without_text", "headings", "sections")  # where a document's parts lie
+
+
+def placed(meta: dict | None, start: int) -> dict | None:
+    """A hit's metadata: its document's, the layout lists (a 300-page PDF's page offsets
+    were 5 KB in every hit, read by an MCP client's model too) replaced by where the hit
+    starts: `page` (a PDF's) and `section` (the heading path, "Reembolso › Prazos")."""
+    if not meta or not any(key in meta for key in LAYOUT):
+        return meta
+    kept = {key: value for key, value in meta.items() if key not in LAYOUT}
+    if (page := page_at(meta, start)) is not None:
+        kept["page"] = page
+    if heading := section(meta, start):
+        kept["section"] = heading
+    return kept
 
 
 def snippet(text: str, query: str, width: int = 240) -> str:

@@ -94,6 +94,14 @@ def test_add_a_pdf_then_context_cites_its_page(run, home, tmp_path, caplog):
     assert passage["cite"] == document.url + "#page=4"
     prompt = run("context", "prazo do estorno na fatura")
     assert f"[fonte: {document.url}#page=4]" in prompt.stdout
+    # a search hit says its page, not every page's offset (kilobytes on a long PDF)
+    hits = [json.loads(line) for line in run("search", "prazo do estorno na fatura", "--json",
+                                             "--method", "bm25").stdout.splitlines()]
+    for hit in hits:  # the page its window starts on
+        assert hit["meta"]["page"] == max(n for n, at in document.meta["pages"]
+                                          if at <= hit["start"])
+    assert {h["meta"]["page"] for h in hits} >= {2, 4} and hits[0]["meta"]["page_count"] == 4
+    assert not {"pages", "pages_without_text"} & set(hits[0]["meta"])
 
 
 def test_documents_without_pages_keep_their_url():

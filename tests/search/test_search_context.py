@@ -228,6 +228,14 @@ def test_build_context_cuts_a_window_around_its_answer(tmp_path):
     assert p.text.count("A loja") == 3  # the middle of the kept text is under "Lojas"
     assert (p.cite, p.section) == ("https://loja.example/r#prazos", "Prazos")
     assert ANSWER in found.prompt()
+    # a hit's metadata says the section its window starts in, not every heading's offset
+    hits = [h for h in core.search(load_index(store.home), store, "loja abre segunda sábado"
+                                   " estorno fatura", method="bm25", k=5)
+            if h.url == "https://loja.example/r"]
+    assert hits and [h.meta["section"] for h in hits] == [
+        "Prazos" if h.start >= headings[1][0] else "Lojas" for h in hits]
+    assert "Lojas" in {h.meta["section"] for h in hits}
+    assert not any("headings" in h.meta for h in hits)
     store.close()
 
 
