@@ -20,7 +20,7 @@ from ...errors import BuscaError
 from .maxscore import exact_sums, usable, when_usable
 from .maxscore import prepare as prepare_walk
 from .maxscore import top as compiled_top
-from ..text.analyzers import analysis, java_terms
+from ..text.analyzers import analysis, question_words
 
 LONG = 16  # a posting list longer than 1/LONG of the chunks may be worth skipping
 SKIP_SHARE = 0.5  # skip long lists whose bounds add up to less than this share of the best
@@ -123,6 +123,8 @@ class _Postings:
         self.analyzer = entry["analyzer"]
         # the text's analyzer and java term -> term (None: same), as the build applied them
         self.analyze, self.term_filter = analysis(self.analyzer, entry.get("analyzer_version", ""))
+        # a question's words as the build counted them (number groups whole since NUMBERS)
+        self.words = question_words(self.analyzer, entry.get("analyzer_version", ""))
         self._known: dict[str, int] = {}  # java term -> column, -1 for none
         self.column = index.vocabulary(method)  # term -> column, compact (home/vocabulary.py)
         # plain views of the memory maps: slicing a np.memmap costs ~20 us, a view ~0.2 us
@@ -143,7 +145,7 @@ class _Postings:
         """Columns of the query's known terms, and how often each occurs in the query."""
         tf: dict[int, int] = {}
         known = self._known
-        for word in java_terms(query):
+        for word in self.words(query):
             col = known.get(word, -2)
             if col == -2:  # first time this word is seen: analyze it once
                 if len(known) > 1 << 16:
@@ -357,7 +359,7 @@ def why_nothing(query: str, analyzer: str, term_filter, known: list[int] = ()) -
     """Why a lexical method has nothing to rank for `query` (`known`: the columns of its
     terms the index holds), naming the words as typed, not as stemmed ("xilofone", not
     "xilofon"): every word a stopword, none in the index, or all in every chunk."""
-    raw = java_terms(query)
+    raw = question_words(analyzer)(query)  # "9.999,00" named whole where pt asks it whole
     words = [w for w in raw if term_filter is None or term_filter(w)]
     if raw and not words:
         return (f"every word of the query is a stopword for the {analyzer} analyzer"

@@ -139,25 +139,29 @@ def ratio_bounds(indptr, indices, counts, norms):
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def columns(indptr, indices, data, column, shift):
-    """A CSR matrix term-major, its column j renamed column[j] (a permutation: the merged
-    counts' ids put in sorted term order): CSC indptr, row ids increasing within a column,
-    values; scipy's tocsc of the renamed matrix, as a counting sort in two passes
-    (`by_blocks`, blocks of 2**shift)."""
-    n_columns = column.size
+def columns(indptr, indices, data, column, n_columns, shift):
+    """A CSR matrix term-major, its column j renamed column[j] (the merged counts' ids put in
+    sorted term order: one of n_columns, or -1 for a column left out, never two columns
+    into one): CSC indptr, row ids increasing within a column, values; scipy's tocsc of the
+    renamed matrix, as a counting sort in two passes (`by_blocks`, blocks of 2**shift)."""
     col_ptr = np.zeros(n_columns + 1, dtype=np.int64)
     for k in range(indices.size):
-        col_ptr[column[indices[k]] + 1] += 1
+        c = column[indices[k]]
+        if c >= 0:
+            col_ptr[c + 1] += 1
     for c in range(n_columns):
         col_ptr[c + 1] += col_ptr[c]
     fill = block_starts(col_ptr, shift)
     mask = (1 << shift) - 1
-    rows = np.empty(indices.size, dtype=np.int32)
-    values = np.empty(indices.size, dtype=data.dtype)
-    within = np.empty(indices.size, dtype=np.uint16)
+    total = col_ptr[n_columns]
+    rows = np.empty(total, dtype=np.int32)
+    values = np.empty(total, dtype=data.dtype)
+    within = np.empty(total, dtype=np.uint16)
     for r in range(indptr.size - 1):
         for k in range(indptr[r], indptr[r + 1]):
             c = column[indices[k]]
+            if c < 0:
+                continue
             p = fill[c >> shift]
             fill[c >> shift] = p + 1
             rows[p] = r

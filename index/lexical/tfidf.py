@@ -54,13 +54,18 @@ def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) ->
     n = matrix.shape[0]
     if kernel is not None:
         indptr, indices, data = kernel.columns(matrix.indptr, matrix.indices, matrix.data,
-                                               column.astype(np.int32), kernel.BLOCK_SHIFT)
+                                               column.astype(np.int32), len(terms),
+                                               kernel.BLOCK_SHIFT)
     else:
         csc = matrix.tocsc()  # chunk ids sorted within each term
         indptr, indices, data = csc.indptr, csc.indices, csc.data
         del csc
     idf = np.log(n / np.diff(indptr))
-    norms = row_norms(matrix, idf, (indptr, indices, data), kernel)
+    row_ptr = matrix.indptr
+    if kernel is not None and column.min(initial=0) < 0:  # number groups counted whole:
+        row_ptr = np.zeros(n + 1, dtype=np.int64)  # left out, each row's terms without them
+        np.cumsum(np.bincount(indices, minlength=n), out=row_ptr[1:])
+    norms = row_norms(matrix, idf, (indptr, indices, data), kernel, row_ptr)
     save_arrays(out, METHOD, {
         "indices": indices.astype(np.int32, copy=False),
         "counts": data.astype(_count_dtype(data), copy=False), "indptr": indptr.astype(np.int64),
@@ -71,16 +76,18 @@ def build_counts(counts: TermCounts, out, *, options: dict, on_progress=None) ->
 
 
 def row_norms(matrix: sp.csr_matrix, idf: np.ndarray, columns=None,
-              kernel=None) -> np.ndarray:
+              kernel=None, row_ptr=None) -> np.ndarray:
     """L2 norm of each chunk's count x idf vector, summed exactly as scikit-learn's row sums
     (np.add.reduceat over the row's terms in column order), so the norms are bit for bit
     those of the first TF-IDF builder; a block of rows at a time (bounded memory). `kernel`:
     index/lexical/postings_numba.py, the same sums in compiled loops from the term-major
     `columns` (indptr, indices, data), whatever the order of each row's terms (the merged
     counts of a compiled tokenising pass hold them in order of first occurrence); else
-    rows not sorted are sorted first."""
+    rows not sorted are sorted first. `row_ptr`: the rows' indptr of the term-major counts
+    (default the matrix's), when columns were left out of them."""
     if kernel is not None:
-        return np.sqrt(kernel.row_squares(matrix.indptr, *columns, idf, ROW_BLOCK))
+        row_ptr = matrix.indptr if row_ptr is None else row_ptr
+        return np.sqrt(kernel.row_squares(row_ptr, *columns, idf, ROW_BLOCK))
     if not matrix.has_sorted_indices:
         matrix = matrix.sorted_indices()
     indptr, indices, data = matrix.indptr, matrix.indices, matrix.data

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..text.analyzers import analysis, java_terms
+from ..text.analyzers import analysis, question_words
 from ..lexical.lexical import Bm25Scorer, TfidfScorer, holds
 from ..lexical.sparse import SparseScorer, question_latents
 from .cache import PostingCache
@@ -109,6 +109,7 @@ class _QueryColumns:
 
     def _fill(self, base: LexicalRanker, lists: list[tuple[str, TermList]]) -> None:
         self.analyzer, self.analyze, self.term_filter = base.analyzer, base.analyze, base.term_filter
+        self.words = base.words
         self._known = {}
         self.column = {term: j for j, (term, _) in enumerate(lists)}
         lengths = [item.ids.size for _, item in lists]
@@ -142,6 +143,7 @@ class LexicalRanker:
         self.kind = kind
         self.analyzer = entry["analyzer"]
         self.analyze, self.term_filter = analysis(self.analyzer, entry.get("analyzer_version", ""))
+        self.words = question_words(self.analyzer, entry.get("analyzer_version", ""))
         self.n_rows = n_rows
         self.bound_dtype = np.dtype(bound_dtype)
         if kind == "tfidf":
@@ -152,7 +154,7 @@ class LexicalRanker:
     def query_terms(self, query: str) -> list[str]:
         """The distinct terms the local ranker would look up for `query`."""
         terms = {}
-        for word in java_terms(query):
+        for word in self.words(query):
             term = self.term_filter(word) if self.term_filter else word
             if term:
                 terms[term] = None

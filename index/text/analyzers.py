@@ -3,6 +3,9 @@
 Every analyzer first splits like `java_terms` (lowercase, then runs of Unicode letters or
 digits) and then maps each of those terms to one final term or drops it: its *term filter*.
 The index builder relies on that shape: it tokenises the chunks once and maps the vocabulary.
+That one pass also counts each number group whole, as typed ("1.000,00", "123.456.789-09":
+`number_groups`), a term no java term can be: `java` and `simple` drop it, `pt` and `en` map
+it to one canonical term ("1000", "12345678909") and ask a question's groups whole.
 
 - `java`: the Java-parity terms, unchanged (the default for `tfidf`).
 - `simple`: java terms with accents folded ("Ação" -> "acao"); no stopwords, no stemming.
@@ -70,6 +73,140 @@ def java_terms(text: str) -> list[str]:
     return _ALNUM_RUN.findall(text.lower())
 
 
+# Numbers and codes written with separators ("R$ 1.000,00", "10.000", CPF "123.456.789-09",
+# CEP "01310-100", "3.12"): java terms split them at every separator ("10", "000"). Counting
+# also keeps each such group whole, as typed (a *number term*: never a java term, it holds a
+# separator); `java` and `simple` drop it, `pt` and `en` map it to one canonical term
+# (`pt_number`, `en_number`), and ask a question's groups whole, without their parts.
+NUMBER_SEPARATORS = ".,-/"  # not a space: "1 000" stays two numbers (as "3 4" does)
+_MAY_GROUP = re.compile(r"[0-9][.,\-/][0-9]")
+CODE_DIGITS = 8  # a group joined by "-" or "/" is one code from this many digits on
+
+
+def number_groups(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each number or code of a lowercase `text` that is kept whole: runs of
+    ASCII digits (whole java terms) each joined to the next by one of NUMBER_SEPARATORS. A
+    group joined by "-" or "/" too is a code (CPF, CEP, phone, process number) when it has
+    CODE_DIGITS digits or more and is not a date ("05/12/2026", "2026-12-05"), a range of
+    years ("2019-2022") or of two numbers with their own separators ("1.000-2.000");
+    otherwise it is cut at its "-" and "/" ("10-20", "05/12/2026":
+    their numbers stay java terms, so "2026" finds the date). tokens_numba's `_groups` finds
+    the same spans."""
+    if not _MAY_GROUP.search(text):
+        return []
+    runs = [m.span() for m in _ALNUM_RUN.finditer(text)]
+    spans: list[tuple[int, int]] = []
+    i = 0
+    while i < len(runs):
+        j = i
+        if _digits(text, runs[i]):
+            while (j + 1 < len(runs) and runs[j + 1][0] == runs[j][1] + 1
+                   and text[runs[j][1]] in NUMBER_SEPARATORS and _digits(text, runs[j + 1])):
+                j += 1
+        if j > i:
+            spans += _kept_groups(text, runs[i:j + 1])
+        i = j + 1
+    return spans
+
+
+def _digits(text: str, run: tuple[int, int]) -> bool:
+    word = text[run[0]:run[1]]
+    return word.isascii() and word.isdigit()
+
+
+def _kept_groups(text: str, runs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    seps = [text[end] for _, end in runs[:-1]]
+    if "-" not in seps and "/" not in seps:
+        return [(runs[0][0], runs[-1][1])]
+    sizes = [end - start for start, end in runs]
+    date = len(runs) == 3 and seps[0] == seps[1] and seps[0] in "-/" and (
+        (sizes[0] <= 2 and sizes[1] <= 2 and sizes[2] == 4)
+        or (sizes[0] == 4 and sizes[1] <= 2 and sizes[2] <= 2))
+    years = len(runs) == 2 and seps[0] in "-/" and sizes == [4, 4]
+    cuts = [k for k, sep in enumerate(seps) if sep in "-/"]
+    numbers = len(cuts) == 1 and 0 < cuts[0] < len(seps) - 1  # "1.000-2.000": two numbers
+    if sum(sizes) >= CODE_DIGITS and not date and not years and not numbers:
+        return [(runs[0][0], runs[-1][1])]
+    out, first = [], 0
+    for k, sep in enumerate(seps + ["-"]):
+        if sep in "-/":
+            if k > first:
+                out.append((runs[first][0], runs[k][1]))
+            first = k + 1
+    return out
+
+
+def counted_terms(piece: str) -> list[str]:
+    """What the one counting pass counts of a whitespace-free piece: its java terms, then its
+    number groups whole, as typed (lowercase)."""
+    low = piece.lower()
+    terms = _ALNUM_RUN.findall(low)
+    groups = number_groups(low)
+    return terms + [low[a:b] for a, b in groups] if groups else terms
+
+
+def grouped_terms(text: str) -> list[str]:
+    """A question's java terms, each number group whole in place of its parts (as `pt` and
+    `en` ask: "10.000 vagas" -> "10.000", "vagas")."""
+    low = text.lower()
+    groups = number_groups(low)
+    if not groups:
+        return _ALNUM_RUN.findall(low)
+    out: list[str] = []
+    ends = iter(groups)
+    group = next(ends, None)
+    for m in _ALNUM_RUN.finditer(low):
+        if group is not None and m.start() >= group[0]:
+            if m.end() == group[1]:
+                out.append(low[group[0]:group[1]])
+                group = next(ends, None)
+            continue
+        out.append(m.group())
+    return out
+
+
+def is_number_term(term: str) -> bool:
+    """True for a number group counted whole (it holds a separator), never a java term."""
+    return not term.isalnum()
+
+
+_PT_THOUSANDS = re.compile(r"([0-9]{1,3})((?:\.[0-9]{3})+)(?:,([0-9]+))?")
+_EN_THOUSANDS = re.compile(r"([0-9]{1,3})((?:,[0-9]{3})+)(?:\.([0-9]+))?")
+_PT_DECIMAL = re.compile(r"([0-9]+),([0-9]+)")
+_EN_DECIMAL = re.compile(r"([0-9]+)\.([0-9]+)")
+
+
+def pt_number(term: str) -> str:
+    """A number group as the pt analyzer indexes it: a code joined by "-" or "/" as its
+    digits ("123.456.789-09" -> "12345678909", "01310-100" -> "01310100"); a number with
+    thousands dots and a decimal comma without the dots, a decimal part of one or two
+    zeros dropped ("1.000,00" and "1.000" -> "1000", "2.500,50" -> "2500,50"); any other
+    group as typed ("3.12", "192.168.0.1")."""
+    return _number(term, _PT_THOUSANDS, _PT_DECIMAL, ",")
+
+
+def en_number(term: str) -> str:
+    """pt_number with English marks: thousands commas, a decimal point ("1,000.00" ->
+    "1000", "1,000.50" -> "1000.50", "3.0" -> "3", "3.12" as typed)."""
+    return _number(term, _EN_THOUSANDS, _EN_DECIMAL, ".")
+
+
+def _number(term: str, thousands: re.Pattern, decimal: re.Pattern, point: str) -> str:
+    if "-" in term or "/" in term:
+        return "".join(c for c in term if c.isdigit())
+    m = thousands.fullmatch(term)
+    if m:
+        whole, fraction = m[1] + m[2].replace(m[2][0], ""), m[3]
+    else:
+        m = decimal.fullmatch(term)
+        if not m:
+            return term
+        whole, fraction = m[1], m[2]
+    if fraction is None or (len(fraction) <= 2 and not fraction.strip("0")):
+        return whole
+    return whole + point + fraction
+
+
 class UnknownAnalyzer(BuscaError, ValueError):
     """An analyzer name that busca does not know."""
 
@@ -130,15 +267,17 @@ _STOPWORDS = PORTUGUESE | {fold_accents(w) for w in PORTUGUESE}
 
 
 def simple_term(term: str) -> str | None:
-    """A java term with its accents folded."""
-    return fold_accents(term) or None
+    """A java term with its accents folded (a number group counted whole: dropped)."""
+    return fold_accents(term) or None if term.isalnum() else None
 
 
 def pt_term(term: str) -> str | None:
     """A java term stemmed and folded, or None for a Portuguese stopword (with or without
     accents: "não" and "nao"). A word typed without accents gets its suffix's accents back
     before stemming (`_reaccented`): Snowball's suffixes are accented, so "informacao" became
-    "informaca" where "informação" becomes "inform"."""
+    "informaca" where "informação" becomes "inform". A number group: `pt_number`."""
+    if not term.isalnum():
+        return pt_number(term)
     return None if _pt_stopword(term) else _pt_stem(_reaccented(term))
 
 
@@ -230,7 +369,9 @@ def _pt_stopword(term: str) -> bool:
 
 def en_term(term: str) -> str | None:
     """A java term Porter-stemmed, or None for an English stopword or the "s" that java terms
-    split off a possessive ("patient's" -> "patient", "s")."""
+    split off a possessive ("patient's" -> "patient", "s"); a number group: `en_number`."""
+    if not term.isalnum():
+        return en_number(term)
     if _en_stopword(term):
         return None
     return stemmer(STEMMERS["en"]).stemWord(term) or None
@@ -248,6 +389,10 @@ def mapped_terms(name: str, terms: list[str]) -> list[str | None]:
     """Analyzer `name`'s term filter applied to each of `terms` (a vocabulary: the stemmer
     called once for them all; 1.30 s against 1.47 s with a call per term at 1.7M terms)."""
     _check(name)
+    if name in ("pt", "en", "java") and not all(map(str.isalnum, terms)):
+        number = pt_number if name == "pt" else en_number if name == "en" else _dropped
+        words = mapped_terms(name, [t for t in terms if t.isalnum()])[::-1]
+        return [words.pop() if t.isalnum() else number(t) for t in terms]
     if name == "pt":  # pt_term, written out: no call per term (a fifth of the time)
         ends, words = _PLAIN_ENDINGS + _UI_ENDINGS, _PLAIN_WORDS
         asked = [_reaccented(t) if t.endswith(ends) or t in words or not t.isascii() else t
@@ -263,19 +408,28 @@ def mapped_terms(name: str, terms: list[str]) -> list[str | None]:
     return list(terms) if term_filter is None else [term_filter(t) for t in terms]
 
 
+def _dropped(term: str) -> None:
+    return None
+
+
 def simple_terms(text: str) -> list[str]:
     """Java terms with accents folded."""
     return [t for t in map(simple_term, java_terms(text)) if t]
 
 
 def pt_terms(text: str) -> list[str]:
-    """Java terms without Portuguese stopwords, stemmed and accent-folded."""
-    return [t for t in map(pt_term, java_terms(text)) if t]
+    """A text's terms as the index holds them: java terms without Portuguese stopwords,
+    stemmed and accent-folded, then its number groups whole, canonical ("R$ 1.000,00" ->
+    "r", "1", "000", "00", "1000"). A question asks its groups without their parts
+    (`analysis`: "1.000,00" -> "1000")."""
+    return [t for t in map(pt_term, counted_terms(text)) if t]
 
 
 def en_terms(text: str) -> list[str]:
-    """Java terms without possessives and English stopwords, Porter-stemmed."""
-    return [t for t in map(en_term, java_terms(text)) if t]
+    """A text's terms as the index holds them: java terms without possessives and English
+    stopwords, Porter-stemmed, then its number groups whole, canonical ("$1,000.00" -> "1",
+    "000", "00", "1000"); a question asks its groups without their parts (`analysis`)."""
+    return [t for t in map(en_term, counted_terms(text)) if t]
 
 
 ANALYZERS: dict[str, Callable[[str], list[str]]] = {
@@ -325,6 +479,9 @@ QUESTIONS_ACCENTED = "plain suffixes re-accented"  # the 28th session's builds: 
 UCAO = "-ução too"  # builds since "-ucao" and "-ucoes" are accented as well (_PLAIN_SUFFIXES)
 # builds since "-uido", half-typed words ("informaçao") and _PLAIN_WORDS are accented as well
 UIDO = "-uído, half-typed, whole words too"
+# pt and en builds since number groups are counted whole ("1.000,00" -> "1000"): older ones
+# hold their parts only ("1", "000", "00") and are asked so (`question_words`)
+NUMBERS = "numbers and codes whole"
 
 
 def analyzer_version(name: str) -> str:
@@ -333,7 +490,17 @@ def analyzer_version(name: str) -> str:
         return ""
     import Stemmer
     plain = f", {ACCENTED} ({UCAO}; {UIDO})" if name == "pt" else ""
-    return f"snowball {STEMMERS[name]}, PyStemmer {Stemmer.version()}{plain}"
+    return f"snowball {STEMMERS[name]}, PyStemmer {Stemmer.version()}{plain}, {NUMBERS}"
+
+
+def question_words(name: str, version: str | None = None) -> Callable[[str], list[str]]:
+    """How analyzer `name` cuts a question into the words its term filter maps, for a build
+    whose manifest says `version` (None: this busca's): pt and en builds since NUMBERS ask a
+    number group whole (`grouped_terms`: "1.000,00" is one word), any other its java
+    terms."""
+    if name in STEMMERS and (version is None or NUMBERS in version):
+        return grouped_terms
+    return java_terms
 
 
 def analysis(name: str, version: str | None = None) -> tuple[Callable[[str], list[str]],
@@ -345,12 +512,17 @@ def analysis(name: str, version: str | None = None) -> tuple[Callable[[str], lis
     (QUESTIONS_ACCENTED) accented the questions' words, not its documents' (most documents
     carry their accents: "transferencia" finds "Transferência" there); one made before
     "-ucao" was accented (UCAO) accents the other plain suffixes only; one made before UIDO
-    accents the plain suffixes only."""
+    accents the plain suffixes only. A pt or en build made before NUMBERS asks a number
+    group by its parts, as it indexed it (`question_words`)."""
+    words = question_words(name, version)
     if name != "pt" or version is None or UIDO in version:
-        analyze = get_analyzer(name)
-        return (lambda text: analyze(visible(text, name))), get_term_filter(name)
-    _check(name)
-    accented = ACCENTED in version or QUESTIONS_ACCENTED in version
-    term = (_pt_term_before_uido if UCAO in version else
-            _pt_term_before_ucao if accented else _pt_term_as_typed)
-    return (lambda text: [t for t in map(term, java_terms(visible(text, name))) if t]), term
+        if name not in STEMMERS:
+            analyze = get_analyzer(name)
+            return (lambda text: analyze(visible(text, name))), get_term_filter(name)
+        term = get_term_filter(name)
+    else:
+        _check(name)
+        accented = ACCENTED in version or QUESTIONS_ACCENTED in version
+        term = (_pt_term_before_uido if UCAO in version else
+                _pt_term_before_ucao if accented else _pt_term_as_typed)
+    return (lambda text: [t for t in map(term, words(visible(text, name))) if t]), term

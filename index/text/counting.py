@@ -7,8 +7,11 @@ whitespace first changes nothing: whitespace is never part of a term, and lowerc
 alone gives the same letters as lowercasing the whole text (whitespace is neither cased nor
 case-ignorable, so even a final sigma comes out the same).
 
-Other analyzers map each java term to one term or none (`analyzers.get_term_filter`), so
-their counts are the java counts with columns merged or dropped: `reanalyze`.
+A piece's number groups ("1.000,00", a CPF) are counted whole too, after its java terms
+(`analyzers.counted_terms`): java's columns leave them out (tfidf's Java parity), `pt` and
+`en` map them to one canonical term. Every analyzer maps each counted term to one term or
+none (`analyzers.get_term_filter`), so its counts are these with columns merged or dropped:
+`reanalyze`.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...errors import BuscaError
-from .analyzers import get_term_filter, java_terms, mapped_terms
+from .analyzers import NUMBER_SEPARATORS, counted_terms, get_term_filter, mapped_terms
 
 if TYPE_CHECKING:  # scipy loads with the build, never for a search
     import scipy.sparse as sp
@@ -159,8 +162,9 @@ class CountedBatch:
 
 @functools.lru_cache(maxsize=1 << 20)
 def piece_terms(piece: str) -> tuple[str, ...]:
-    """The java terms of one whitespace-free piece of text (cached)."""
-    return tuple(java_terms(piece))
+    """The java terms of one whitespace-free piece of text, then its number groups whole
+    (`analyzers.counted_terms`; cached)."""
+    return tuple(counted_terms(piece))
 
 
 def count_pieces(chunks: Sequence[Sequence[str]]) -> CountedBatch:
@@ -344,9 +348,21 @@ class CountMerger:
 
 def _sorted_columns(vocabulary) -> tuple[LazyTerms, np.ndarray]:
     """column_targets(terms, "java") from the vocabulary: its terms sorted (in compiled loops
-    when it has them) and made into str when read, and each id's place among them."""
+    when it has them) and made into str when read, and each id's place among them (-1 for a
+    number group counted whole, which java terms split)."""
     order = vocabulary.order()
-    return LazyTerms(vocabulary.taken(order)), ranks(order)
+    codes, at = vocabulary.packed()
+    if not np.isin(codes, _SEPARATOR_CODES).any():
+        return LazyTerms(vocabulary.taken(order)), ranks(order)
+    inside = np.concatenate([[0], np.cumsum(np.isin(codes, _SEPARATOR_CODES))])
+    number = inside[at[1:]] > inside[at[:-1]]  # a term holding a separator
+    kept = order[~number[order]]
+    target = np.full(order.size, -1, dtype=np.int64)
+    target[kept] = np.arange(kept.size)
+    return LazyTerms(vocabulary.taken(kept)), target
+
+
+_SEPARATOR_CODES = np.array([ord(c) for c in NUMBER_SEPARATORS], dtype=np.uint32)
 
 
 def _mapped_part(codes: np.ndarray, at: np.ndarray, analyzer: str):
@@ -520,7 +536,7 @@ def reanalyze(counts: TermCounts, analyzer: str) -> TermCounts:
     None`); java's only puts the columns in order."""
     import scipy.sparse as sp
     terms, target = counts.targets(analyzer)
-    if get_term_filter(analyzer) is None:
+    if get_term_filter(analyzer) is None and target.min(initial=0) >= 0:
         m = counts.matrix
         if np.array_equal(target, np.arange(target.size)):
             return TermCounts(m, terms)

@@ -119,6 +119,99 @@ def _same_bytes(buf, a, b, n):
 
 
 @numba.njit(cache=True, nogil=True)
+def _separator(c):
+    """A code of analyzers.NUMBER_SEPARATORS: . , - /"""
+    return (c == 46) | (c == 44) | (c == 45) | (c == 47)
+
+
+@numba.njit(cache=True, nogil=True)
+def _digit_run(codes, a, b):
+    for k in range(a, b):
+        if codes[k] < 48 or codes[k] > 57:
+            return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def _groups(codes, n, flags, runs, spans):
+    """analyzers.number_groups of the word codes[:n]: its spans (start, end) one after the
+    other in `spans`, their number returned (`runs`: room for the word's runs)."""
+    found = False
+    for k in range(1, n - 1):
+        if _separator(codes[k]) and _digit_run(codes, k - 1, k) and _digit_run(codes, k + 1,
+                                                                                  k + 2):
+            found = True
+            break
+    if not found:
+        return 0
+    m = 0
+    k = 0
+    while k < n:
+        if flags[codes[k]] & TERM:
+            runs[2 * m] = k
+            while k < n and flags[codes[k]] & TERM:
+                k += 1
+            runs[2 * m + 1] = k
+            m += 1
+        else:
+            k += 1
+    s = 0
+    i = 0
+    while i < m:
+        j = i
+        if _digit_run(codes, runs[2 * i], runs[2 * i + 1]):
+            while (j + 1 < m and runs[2 * j + 2] == runs[2 * j + 1] + 1
+                   and _separator(codes[runs[2 * j + 1]])
+                   and _digit_run(codes, runs[2 * j + 2], runs[2 * j + 3])):
+                j += 1
+        if j > i:
+            s = _kept_groups(codes, runs, i, j, spans, s)
+        i = j + 1
+    return s
+
+
+@numba.njit(cache=True, nogil=True)
+def _kept_groups(codes, runs, i, j, spans, s):
+    """analyzers._kept_groups of the runs i..j: their spans written from spans[2 * s]; the
+    spans written then."""
+    digits = 0
+    dash = False
+    cuts = 0
+    cut = 0
+    for r in range(i, j + 1):
+        digits += runs[2 * r + 1] - runs[2 * r]
+        if r < j and (codes[runs[2 * r + 1]] == 45 or codes[runs[2 * r + 1]] == 47):
+            dash = True
+            cuts += 1
+            cut = r
+    whole = not dash
+    if dash:
+        size0 = runs[2 * i + 1] - runs[2 * i]
+        size1 = runs[2 * i + 3] - runs[2 * i + 2]
+        sep0 = codes[runs[2 * i + 1]]
+        date = False
+        if j - i == 2:
+            size2 = runs[2 * i + 5] - runs[2 * i + 4]
+            date = sep0 == codes[runs[2 * i + 3]] and (sep0 == 45 or sep0 == 47) and (
+                (size0 <= 2 and size1 <= 2 and size2 == 4)
+                or (size0 == 4 and size1 <= 2 and size2 <= 2))
+        years = j - i == 1 and size0 == 4 and size1 == 4
+        numbers = cuts == 1 and i < cut and cut + 1 < j  # "1.000-2.000": two numbers
+        whole = digits >= 8 and not date and not years and not numbers
+    if whole:
+        spans[2 * s], spans[2 * s + 1] = runs[2 * i], runs[2 * j + 1]
+        return s + 1
+    first = i
+    for k in range(i, j + 1):
+        if k == j or codes[runs[2 * k + 1]] == 45 or codes[runs[2 * k + 1]] == 47:
+            if k > first:
+                spans[2 * s], spans[2 * s + 1] = runs[2 * first], runs[2 * k + 1]
+                s += 1
+            first = k + 1
+    return s
+
+
+@numba.njit(cache=True, nogil=True)
 def _distinct_terms(buf, d_at, d_len, n_distinct, d_terms, word_terms, d_chars, scratch,
                     lower, flags, pool, t_at, t_hash, t_slots):
     """Decode each distinct word w (buf[d_at[w]:d_at[w] + d_len[w]], in the order they first
@@ -131,27 +224,39 @@ def _distinct_terms(buf, d_at, d_len, n_distinct, d_terms, word_terms, d_chars, 
     n_terms = 0
     d_terms[0] = 0
     q = 0
+    runs = np.empty(scratch.size + 2, dtype=np.int64)
+    spans = np.empty(scratch.size + 2, dtype=np.int64)
     for w in range(n_distinct):
         n = _decode(buf, d_at[w], d_at[w] + d_len[w], scratch)
         if n < 0:
             return -INVALID
         d_chars[w] = n
+        groups = _groups(scratch, n, flags, runs, spans)  # their codes are lowercase
         k = 0
-        while k < n:
-            f = flags[scratch[k]]
-            if not f & TERM:
-                if f & STOP:
-                    return -(f & STOP)
-                k += 1
-                continue
-            start = k
-            h = _FNV_OFFSET
-            while k < n and flags[scratch[k]] & TERM:
-                low = lower[scratch[k]]
-                scratch[k] = low
-                h = (h ^ np.uint64(low)) * _FNV_PRIME
-                k += 1
-            length = k - start
+        g = 0
+        while k < n or g < groups:
+            if k >= n:  # then the word's number groups whole, as counting.piece_terms
+                start, end = spans[2 * g], spans[2 * g + 1]
+                h = _FNV_OFFSET
+                for z in range(start, end):
+                    h = (h ^ np.uint64(scratch[z])) * _FNV_PRIME
+                length = end - start
+                g += 1
+            else:
+                f = flags[scratch[k]]
+                if not f & TERM:
+                    if f & STOP:
+                        return -(f & STOP)
+                    k += 1
+                    continue
+                start = k
+                h = _FNV_OFFSET
+                while k < n and flags[scratch[k]] & TERM:
+                    low = lower[scratch[k]]
+                    scratch[k] = low
+                    h = (h ^ np.uint64(low)) * _FNV_PRIME
+                    k += 1
+                length = k - start
             mask = t_size - 1
             s = np.int64(h & np.uint64(mask))
             while True:
@@ -202,7 +307,8 @@ def terms_of(buf, win, byte_start, byte_end, lower, flags):
     w_end = np.empty(cap, dtype=np.int64)
     w_of = np.empty(cap, dtype=np.int32)  # each word's distinct word
     w_occ = np.empty(cap + 1, dtype=np.int64)
-    occ = np.empty(buf.size // 2 + 2, dtype=np.int32)
+    # up to one java term per 2 bytes and one number group per 4 (a group is 3 bytes or more)
+    occ = np.empty(buf.size + 2, dtype=np.int32)
     d_key = np.empty(cap, dtype=np.uint64)  # distinct words: first and last 8 bytes, ...
     d_tail = np.empty(cap, dtype=np.uint64)
     d_len = np.empty(cap, dtype=np.int64)  # ... length, where they first occur, hash,
@@ -210,14 +316,14 @@ def terms_of(buf, win, byte_start, byte_end, lower, flags):
     d_hash = np.empty(cap, dtype=np.uint64)
     d_chars = np.empty(cap, dtype=np.int64)
     d_terms = np.empty(cap + 1, dtype=np.int64)  # ... and terms (word_terms[d_terms[w]:])
-    word_terms = np.empty(buf.size // 2 + 2, dtype=np.int32)
+    word_terms = np.empty(buf.size + 2, dtype=np.int32)
     w_slots = np.empty(room(cap), dtype=np.int32)
     w_slots[:FIRST_SLOTS] = _EMPTY
     w_size = FIRST_SLOTS
-    pool = np.empty(buf.size, dtype=np.uint32)  # distinct terms
-    t_at = np.empty(buf.size // 2 + 3, dtype=np.int64)
+    pool = np.empty(2 * buf.size, dtype=np.uint32)  # distinct terms (number groups: twice)
+    t_at = np.empty(buf.size + 3, dtype=np.int64)
     t_at[0] = 0
-    t_hash = np.empty(buf.size // 2 + 2, dtype=np.uint64)
+    t_hash = np.empty(buf.size + 2, dtype=np.uint64)
     t_slots = np.empty(room(t_hash.size), dtype=np.int32)
     scratch = np.empty(buf.size + 1, dtype=np.uint32)
     n_words = n_distinct = 0

@@ -227,6 +227,58 @@ def test_a_build_made_before_uido_is_asked_as_it_was_built(tmp_path, monkeypatch
     assert core.rank(index, "distribuida", method="bm25", k=1)[0].tolist() == [0]
 
 
+NUMBER_TEXTS = ["O curso custa R$ 1.000,00 por semestre e oferece 10.000 vagas.",
+                "Informe o CPF 123.456.789-09 e o CEP 01310-100 no formulário.",
+                "O prazo é de 000 dias e a taxa de 10 reais, versão 3.12."]
+
+
+def test_a_number_typed_without_separators_finds_the_one_written_with_them(tmp_path):
+    """Brazilian texts write "R$ 1.000,00", "10.000 vagas", a CPF "123.456.789-09": java
+    terms split them at every separator, so "quanto custa 1000 reais" missed "1.000,00" and
+    "10.000" asked for "10" and "000" (found in "000 dias"). pt counts each group whole,
+    canonical; tfidf keeps its java terms."""
+    store = LocalHome(tmp_path)
+    for i, text in enumerate(NUMBER_TEXTS):
+        store.put(Document(f"d{i:02d}", f"T{i}", text))
+    build_index(store, methods=("tfidf", "bm25"))
+    index = load_index(tmp_path)
+    for query in ("quanto custa 1000 reais", "1000", "1.000", "R$ 1000,00"):
+        assert core.rank(index, query, method="bm25", k=1)[0].tolist() == [0], query
+    assert core.rank(index, "10.000", method="bm25", k=3)[0].tolist() == [0]
+    for query in ("12345678909", "123.456.789-09", "01310100", "01310-100"):
+        assert core.rank(index, query, method="bm25", k=3)[0].tolist() == [1], query
+    assert core.rank(index, "3.12", method="bm25", k=3)[0].tolist() == [2]
+    assert analyzers.NUMBERS in index.methods["bm25"]["analyzer_version"]
+    tfidf = list(index.terms("tfidf"))
+    assert sorted(tfidf) == sorted({t for text in NUMBER_TEXTS for t in java_terms(text)})
+
+
+def test_en_finds_a_number_typed_without_its_thousands_commas(tmp_path):
+    index = indexed(tmp_path, ["The fee is $1,000.00 for 10,000 users.",
+                               "Version 3.12 has 000 changes."], bm25_analyzer="en")
+    for query in ("1000", "10000", "1,000"):
+        assert core.rank(index, query, method="bm25", k=2)[0].tolist() == [0], query
+
+
+def test_a_build_made_before_numbers_is_asked_as_it_was_built(tmp_path, monkeypatch):
+    """A build whose analyzer_version lacks NUMBERS holds "1", "000" and "00" of "1.000,00"
+    and no whole: its questions keep asking the parts until `busca index` builds it again
+    (asked whole, "1.000,00" found nothing there)."""
+    from busca.index.lexical import bm25
+    from busca.index.text.counting import piece_terms
+
+    piece_terms.cache_clear()  # (pieces met before, counted with their groups)
+    with monkeypatch.context() as old:
+        old.setattr(analyzers, "number_groups", lambda text: [])
+        old.setattr(bm25, "analyzer_version", lambda name: "snowball portuguese, PyStemmer "
+                    f"3.1.0, {analyzers.ACCENTED} ({analyzers.UCAO}; {analyzers.UIDO})")
+        index = indexed(tmp_path, NUMBER_TEXTS)
+    piece_terms.cache_clear()
+    assert "1000" not in index.terms("bm25")
+    assert core.rank(index, "R$ 1.000,00", method="bm25", k=1)[0].tolist() == [0]
+    assert core.rank(index, "CPF 123.456.789-09", method="bm25", k=1)[0].tolist() == [1]
+
+
 def test_a_question_of_unknown_words_names_them_as_typed(tmp_path):
     """bm25 said "none of the query's words occurs in the index: xilofon" (the stem)."""
     index = indexed(tmp_path, UCAO_TEXTS)

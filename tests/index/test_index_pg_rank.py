@@ -235,3 +235,26 @@ def test_text_typed_without_accents_is_found_on_both_backends(tmp_path, postgres
     for home in (*homes, pg + "&lexical=busca"):
         for query in ("informacao", "informações"):
             assert [h[0] for h in top10(home, "bm25", query)] == ["https://x.test/0"], (home, query)
+
+
+def test_numbers_written_with_separators_are_found_on_both_backends(tmp_path,
+                                                                     postgres_server_url):
+    """"R$ 1.000,00" and a CPF are counted whole by the PostgreSQL build, and both of its
+    rankers ask a question's "1000" and "12345678909" as the local home does."""
+    texts = ["O curso custa R$ 1.000,00 por semestre e oferece 10.000 vagas.",
+             "Informe o CPF 123.456.789-09 e o CEP 01310-100 no formulário.",
+             "O prazo é de 000 dias e a taxa de 10 reais."]
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("\n".join(json.dumps({"url": f"https://x.test/{i}", "title": t, "text": t})
+                              for i, t in enumerate(texts)), encoding="utf-8")
+    pg = f"{postgres_server_url}?corpus=numbers_{random.getrandbits(32):x}"
+    local = tmp_path / "home"
+    for home in (local, pg + "&lexical=sql"):
+        busca(home, "add", str(docs))
+        busca(home, "index", "--quiet")
+    asked = {"quanto custa 1000 reais": 0, "10.000": 0, "12345678909": 1, "01310100": 1}
+    for home in (local, pg + "&lexical=sql", pg + "&lexical=busca"):
+        for query, doc in asked.items():
+            assert top10(home, "bm25", query)[0][0] == f"https://x.test/{doc}", (home, query)
+        assert [h[0] for h in top10(home, "bm25", "10.000")] == ["https://x.test/0"]
+    assert assert_same_answers(local, pg + "&lexical=sql", list(asked), ("bm25",)) == 4

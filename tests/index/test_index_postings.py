@@ -115,6 +115,7 @@ def test_compiled_row_sums_add_in_numpy_order(block):
         indices[indptr[r]:indptr[r + 1]], data[indptr[r]:indptr[r + 1]] = \
             indices[within], data[within]
     for row_ptr in (indptr, indptr.astype(np.int32)):  # the merged counts' indptr is int32
-        col_ptr, rows, values = columns(row_ptr, indices, data, np.arange(3000, dtype=np.int32), 4)
+        col_ptr, rows, values = columns(row_ptr, indices, data, np.arange(3000, dtype=np.int32), 3000,
+                                        4)
         got = row_squares(row_ptr, col_ptr, rows, values, idf, block)
         assert got.tolist() == expected.tolist()

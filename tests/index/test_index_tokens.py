@@ -224,7 +224,8 @@ def test_lexical_arrays_from_merged_counts_are_those_of_sorted_counts(tmp_path, 
     from busca.index import compiled
     from busca.index.lexical import bm25, tfidf
     from busca.index.home.storage import LocalBuildWriter
-    from busca.index.text.counting import TermCounts, reanalyze
+    import scipy.sparse as sp
+    from busca.index.text.counting import TermCounts
     from test_index_postings import assert_same_folders
     from test_index_stream import documents
     monkeypatch.setattr(compiled, "MIN_DOCUMENTS", 0)
@@ -237,8 +238,12 @@ def test_lexical_arrays_from_merged_counts_are_those_of_sorted_counts(tmp_path, 
     merged = stream.chunk_documents(rows, size=20, overlap=5, reusable={}, total=120,
                                     workers=2, analyzers=("pt",)).counts
     assert list(merged.terms) != sorted(merged.terms)
-    ordered = reanalyze(merged, "java")
-    ordered = TermCounts(ordered.matrix.sorted_indices(), list(ordered.terms))
+    raw = list(merged.terms)  # java terms and number groups counted whole, put in order
+    assert any(not t.isalnum() for t in raw)
+    rank = np.argsort(np.argsort(np.array(raw, dtype=object), kind="stable"))
+    m = merged.matrix
+    ordered = TermCounts(sp.csr_matrix((m.data, rank[m.indices].astype(np.int32), m.indptr),
+                                       shape=m.shape).sorted_indices(), sorted(raw))
     for module in (bm25, tfidf):
         folders = []
         for counts in (merged, ordered):
@@ -257,3 +262,29 @@ def test_long_words_that_share_their_ends_stay_apart(monkeypatch):
     expected = python_batch(docs, 200, 0, monkeypatch)
     assert per_chunk(done[4])[0] == per_chunk(expected.counts)[0]
     assert per_chunk(done[4])[0][0]["aaaaaaaaxbbbbbbbb"] == 3
+
+
+NUMBERY = ("1.000,00 10.000 123.456.789-09 12345678909 01310-100 05/12/2026 2026-12-05 "
+           "2019-2022 1.000-2.000 1,5-2,5 3.12 192.168.0.1 a1.000 1.000km 1..2 (11) "
+           "99999-9999 12.345.678/0001-90 1/2 0001234-56.2020.8.26.0100 ٣.٣ ½.5 R$ 1 000 "
+           "x-1.000,00 Σ.1 ẞ-1").split(" ")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_number_groups_compiled_equal_the_python_path(seed, monkeypatch):
+    """Number groups counted whole ("1.000,00", a CPF, a CEP; not a date, a range of years
+    or of numbers): the compiled pass finds the groups that analyzers.number_groups finds."""
+    rng = random.Random(seed)
+    seen = set()
+    for _ in range(40):
+        docs = [("".join(rng.choice(NUMBERY) + rng.choice(["", " ", ".", ",", "-", "/", "\n"])
+                         for _ in range(rng.randint(0, 30))).replace("Σ", "S"), None)
+                for _ in range(rng.randint(1, 5))]
+        size = rng.choice([1, 3, 20])
+        done = tokens.compiled_batch(docs, size=size, overlap=0)
+        assert done is not None
+        got, _ = per_chunk(done[4])
+        want, _ = per_chunk(python_batch(docs, size, 0, monkeypatch).counts)
+        assert got == want
+        seen |= {t for row in want for t in row if not t.isalnum()}
+    assert {"1.000,00", "123.456.789-09", "01310-100"} <= seen
