@@ -14,12 +14,14 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 
-from ..index.text.analyzers import as_asked, fold_accents, get_term_filter, visible
+from ..index.text.analyzers import (as_asked, fold_accents, get_term_filter, grouped_terms,
+                                    number_groups, visible)
 from ..index.text.stopwords import ENGLISH, PORTUGUESE
 
 _WORD = re.compile(r"[^\W_]+")  # the analyzers' runs of Unicode letters or digits
 _STOP = PORTUGUESE | {fold_accents(w) for w in PORTUGUESE}
 _STOPWORDS = {"en": ENGLISH}  # analyzer -> words never highlighted (default: Portuguese)
+_GROUPED = ("pt", "en")  # analyzers that ask a number group whole ("1.000,00": analyzers.py)
 _SENTENCE_END = re.compile(r"[.!?…]\s+")
 
 DEFAULT_ANALYZER = "pt"
@@ -58,7 +60,8 @@ def query_terms(query: str, analyzer: str = DEFAULT_ANALYZER) -> set[str]:
     """The analyzed terms of `query` (NFC, as the text), stopwords left out."""
     query = visible(as_asked(query), analyzer)
     term_filter, stop = get_term_filter(analyzer), _STOPWORDS.get(analyzer, _STOP)
-    return {t for t in (_term(w, term_filter, stop) for w in _WORD.findall(query)) if t}
+    words = grouped_terms(query) if analyzer in _GROUPED else _WORD.findall(query)
+    return {t for t in (_term(w, term_filter, stop) for w in words) if t}
 
 
 def spans(text: str, query: str, analyzer: str = DEFAULT_ANALYZER) -> list[tuple[int, int]]:
@@ -81,6 +84,12 @@ def matches(text: str, query: str,
             cache[word] = _term(word, term_filter, stop)
         if cache[word] in wanted:
             out.append((*m.span(), cache[word]))
+    if analyzer in _GROUPED:  # "1.000,00" lights up whole for "1000"
+        groups = [(a, b, term) for a, b in number_groups(text)
+                  if (term := term_filter(text[a:b])) in wanted]
+        if groups:  # a part inside a group that lights up is not lit on its own
+            out = sorted(groups + [w for w in out
+                                   if not any(a <= w[0] and w[1] <= b for a, b, _ in groups)])
     return out
 
 

@@ -13,6 +13,17 @@ def test_pt_highlights_stemmed_and_accented_forms():
     assert words(text, found) == ["informações", "Estágio", "informar", "estagio"]
 
 
+def test_pt_and_en_light_up_a_number_group_whole():
+    """"quanto custa 1000 reais" found "R$ 1.000,00" (bm25 counts the group whole) but lit
+    nothing of it; a part inside a lit group is not lit again ("10" of "10.000")."""
+    text = "O curso custa R$ 1.000,00 e oferece 10.000 vagas; CPF 123.456.789-09."
+    found = highlight.spans(text, "quanto custa 1000 reais 10 10.000 12345678909", "pt")
+    assert words(text, found) == ["custa", "1.000,00", "10.000", "123.456.789-09"]
+    assert words(text, highlight.spans(text, "1,000 123456789-09", "en")) == \
+        ["123.456.789-09"]
+    assert words(text, highlight.spans(text, "1000", "java")) == []
+
+
 def test_simple_folds_accents_but_does_not_stem():
     text = "Ação e acao, mas não ações."
     assert words(text, highlight.spans(text, "AÇÃO", "simple")) == ["Ação", "acao"]
