@@ -54,6 +54,17 @@ def run(home):
     return invoke
 
 
+# an English help site of two articles (the tests of an index built with bm25's en analyzer)
+ENGLISH_DOCS = [
+    {"url": "https://help.example/refunds/", "title": "Refund policy",
+     "text": "Refunds are paid within ten business days after the returned item arrives at our"
+             " warehouse. The refund goes back to the original payment method."},
+    {"url": "https://help.example/shipping/", "title": "Shipping",
+     "text": "Orders ship within two days. Tracking numbers are emailed when the parcel leaves"
+             " the warehouse."},
+]
+
+
 def write_jsonl(path: Path, docs: list[dict]) -> Path:
     path.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs),
                     encoding="utf-8")

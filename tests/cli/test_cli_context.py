@@ -9,7 +9,7 @@ from busca.index.home import storage
 from busca.search.eval import golden as golden_module
 from busca.search import querylog
 from busca.index import LocalHome
-from conftest import write_jsonl
+from conftest import ENGLISH_DOCS, write_jsonl
 
 REFUND = ("Reembolso. Quando o cliente cancela a assinatura dentro do período de garantia, o"
           " valor pago é devolvido integralmente. O prazo para o estorno aparecer na fatura é"
@@ -71,21 +71,11 @@ def test_context_in_english(indexed):
     assert out.endswith("Question: prazo do estorno\n")
 
 
-ENGLISH = [
-    {"url": "https://help.example/refunds/", "title": "Refund policy",
-     "text": "Refunds are paid within ten business days after the returned item arrives at our"
-             " warehouse. The refund goes back to the original payment method."},
-    {"url": "https://help.example/shipping/", "title": "Shipping",
-     "text": "Orders ship within two days. Tracking numbers are emailed when the parcel leaves"
-             " the warehouse."},
-]
-
-
 def test_context_instruction_follows_the_index_language(run, tmp_path):
     """An English site indexed with `--analyzer en` got the Portuguese instruction ("Responda
     usando apenas…", "Trechos:", "Pergunta:") unless every call said --lang en: the default
     is now the index's, and --lang still chooses; --json says which."""
-    assert run("add", str(write_jsonl(tmp_path / "en.jsonl", ENGLISH))).exit_code == 0
+    assert run("add", str(write_jsonl(tmp_path / "en.jsonl", ENGLISH_DOCS))).exit_code == 0
     assert run("index", "-q", "--analyzer", "en").exit_code == 0
     question = "How long do refunds take?"
     out = run("context", question, "--method", "bm25", "--min-score", "0").stdout

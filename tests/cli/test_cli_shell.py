@@ -120,14 +120,10 @@ def test_context_instruction_follows_the_index_language(tmp_path):
     """On an index built with bm25's en analyzer :context wrote the Portuguese instruction
     until :lang en: it is the index's language now (:settings names it), :lang still
     chooses."""
-    from conftest import write_jsonl
+    from conftest import ENGLISH_DOCS, write_jsonl
 
     home = tmp_path / "home"
-    docs = write_jsonl(tmp_path / "en.jsonl", [
-        {"url": "https://e.example/refunds", "title": "Refunds",
-         "text": "Refunds are paid within ten business days after the item arrives."},
-        {"url": "https://e.example/shipping", "title": "Shipping",
-         "text": "Orders ship within two days and tracking numbers are emailed."}])
+    docs = write_jsonl(tmp_path / "en.jsonl", ENGLISH_DOCS)
     for args in (["add", str(docs)], ["index", "-q", "--analyzer", "en"]):
         subprocess.run([*BUSCA, "--home", str(home), *args], check=True, capture_output=True)
     lines = [":settings", ":context How long do refunds take?", ":lang pt", ":context"]

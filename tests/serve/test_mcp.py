@@ -504,14 +504,10 @@ def test_the_context_tool_speaks_the_index_language(tmp_path):
     """On an index built with bm25's en analyzer the context tool gave the Portuguese
     instruction unless each call said lang "en": now the index's language (its `lang` says
     which), and an explicit lang still chooses."""
-    from conftest import write_jsonl
+    from conftest import ENGLISH_DOCS, write_jsonl
 
     home = tmp_path / "home"
-    docs = write_jsonl(tmp_path / "en.jsonl", [
-        {"url": "https://e.example/refunds", "title": "Refunds",
-         "text": "Refunds are paid within ten business days after the item arrives."},
-        {"url": "https://e.example/shipping", "title": "Shipping",
-         "text": "Orders ship within two days and tracking numbers are emailed."}])
+    docs = write_jsonl(tmp_path / "en.jsonl", ENGLISH_DOCS)
     for args in (["add", str(docs)], ["index", "-q", "--analyzer", "en"]):
         assert cli_json(home, *args).exit_code == 0
     asked = {"question": "How long do refunds take?", "method": "bm25", "min_score": 0}

@@ -18,7 +18,7 @@ jsonschema = pytest.importorskip("jsonschema")
 requests = pytest.importorskip("requests")
 
 from click.testing import CliRunner  # noqa: E402
-from conftest import REPO, write_jsonl  # noqa: E402
+from conftest import ENGLISH_DOCS, REPO, write_jsonl  # noqa: E402
 from serving import Server  # noqa: E402
 
 from busca.cli import cli  # noqa: E402
@@ -570,19 +570,13 @@ def _nulls(schema: dict, base: dict):
         yield name, body, fits
 
 
-ENGLISH = [{"url": "https://e.example/refunds", "title": "Refunds",
-            "text": "Refunds are paid within ten business days after the item arrives."},
-           {"url": "https://e.example/shipping", "title": "Shipping",
-            "text": "Orders ship within two days and tracking numbers are emailed."}]
-
-
 def test_context_speaks_the_index_language_over_http(tmp_path):
     """POST /api/context on an index built with bm25's en analyzer gave the Portuguese
     instruction unless the request said lang en: now the index's language (the answer's
     `lang` says which), as busca context gives when this server answers it; an explicit
     lang still chooses."""
     home = tmp_path / "home"
-    _invoke(home, "add", str(write_jsonl(tmp_path / "en.jsonl", ENGLISH)))
+    _invoke(home, "add", str(write_jsonl(tmp_path / "en.jsonl", ENGLISH_DOCS)))
     _invoke(home, "index", "-q", "--analyzer", "en")
     asked = {"q": "How long do refunds take?", "method": "bm25", "min_score": 0}
     with Server(home, "--no-log", "--quiet") as s:
