@@ -8,7 +8,8 @@
   score); the corpus ids are document ids: a corpus line's "url", else its "_id" (`busca add
   corpus.jsonl` reads a BEIR corpus as distributed).
 
-A question with no trecho and no URL (and no qrels) is unanswerable.
+A question whose trecho is null, with no URL (and no qrels), is unanswerable; an item with
+no trecho key and no URL is an error (a misspelt key would make it unanswerable unseen).
 """
 
 from __future__ import annotations
@@ -75,7 +76,13 @@ def load_golden(path: str | Path, *, split: str | None = None) -> Golden:
         raise GoldenError(f"{path}: --split {split} chooses a BEIR folder's qrels, and this"
                           " golden set is a file: leave --split out, or give a BEIR folder")
     text = _read(path)
+    if not text.strip():
+        raise GoldenError(f"{path}: the file is empty; write a JSON list of questions like "
+                          '[{"pergunta": "…", "trecho": "…"}]')
     if path.suffix.lower() == ".jsonl":
+        if text.lstrip().startswith("["):
+            raise GoldenError(f"{path}: holds a JSON list, and a .jsonl file holds one object"
+                              " per line: name the file .json, or write one object per line")
         items = [(f"{path}:{n}", _parse(line, f"{path}", n))  # JSONL: \n ends a line
                  for n, line in enumerate(text.split("\n"), start=1) if line.strip()]
         kind = "jsonl"
@@ -131,7 +138,19 @@ def _parse(text: str, where: str, line: int):
         return json.loads(text)
     except json.JSONDecodeError as e:
         row = line or e.lineno
-        raise GoldenError(f"{where}:{row}:{e.colno}: invalid JSON ({e.msg})") from None
+        raise GoldenError(f"{where}:{row}:{e.colno}: invalid JSON ({e.msg}"
+                          f"{_trailing_comma(text, e.pos)})") from None
+
+
+def _trailing_comma(text: str, at: int) -> str:
+    """A hint when the JSON error at `at` is a `]` or `}` right after a comma (JSON allows
+    no comma after the last item, as a hand-edited list often has)."""
+    before = text[:at].rstrip()
+    if at < len(text) and text[at] in "]}" and before.endswith(","):
+        return f": a comma before '{text[at]}' ends no item; remove the trailing comma"
+    if text[at:].strip() == ",":  # a JSONL line ended like an item of a list
+        return ": a JSONL line ends without a comma; remove it"
+    return ""
 
 
 def _question(where: str, item) -> Question:
@@ -141,6 +160,11 @@ def _question(where: str, item) -> Question:
     if not isinstance(text, str) or not text.strip():
         raise GoldenError(f'{where}: needs a non-empty "pergunta" (or "question") string')
     trecho = _first(item, TRECHO_KEYS)
+    if not any(k in item for k in TRECHO_KEYS) and item.get("url") is None:
+        # left out or misspelt ("trexo", "resposta"), it made the question unanswerable
+        raise GoldenError(f'{where}: has no "trecho" (its keys: {", ".join(item)}); write the'
+                          ' passage that answers it, or "trecho": null for a question the'
+                          " site cannot answer")
     if trecho is not None and not isinstance(trecho, str):
         raise GoldenError(f'{where}: "trecho" must be a string or null, '
                           f"not {type(trecho).__name__}")
@@ -181,11 +205,19 @@ def _checked(questions: list[Question], path: Path) -> tuple[Question, ...]:
         raise GoldenError(f"{path}: the golden set is empty; add questions like "
                           '{"pergunta": "…", "trecho": "…"}')
     seen: dict[str, int] = {}
+    asked: dict[str, int] = {}  # the text of a question without an id, case and spacing aside
     for n, q in enumerate(questions, start=1):
+        auto = q.id == _auto_id(q.text)
+        wording = " ".join(q.text.split()).casefold()
+        if auto and wording in asked:
+            raise GoldenError(f"{path}: items {asked[wording]} and {n} ask the same question"
+                              f" ({q.text!r}): keep one of them")
         if q.id in seen:
             raise GoldenError(f"{path}: items {seen[q.id]} and {n} have the same id {q.id!r}"
                               " (questions without an id get one from their text)")
         seen[q.id] = n
+        if auto:
+            asked[wording] = n
     return tuple(questions)
 
 

@@ -147,7 +147,8 @@ def test_calibrate_stores_the_floor_that_search_applies(run, corpus, home):
     ('[{"pergunta": "a?", "trecho": "x"},]', 1, r"golden.json:1:36: invalid JSON"),
     ('[{"trecho": "x"}]', 1, 'item 1: needs a non-empty "pergunta"'),
     ('[{"pergunta": "a?", "trecho": ["x"]}]', 1, '"trecho" must be a string or null'),
-    ('[{"id": 1, "pergunta": "a?"}, {"id": "1", "pergunta": "b?"}]', 1, "same id '1'"),
+    ('[{"id": 1, "pergunta": "a?", "trecho": null}, {"id": "1", "pergunta": "b?",'
+     ' "trecho": null}]', 1, "same id '1'"),
     ("[]", 1, "the golden set is empty"),
 ])
 def test_bad_golden_sets_are_one_line_errors(run, corpus, content, code, message):

@@ -81,10 +81,24 @@ def test_beir_folder(tmp_path):
     ('[{"pergunta": "a?", "trecho": ""}]', '"trecho" is empty'),
     ('["a?"]', "item 1: expected an object"),
     ('[]', "the golden set is empty"),
-    ('[{"id": "x", "pergunta": "a?"}, {"id": "x", "pergunta": "b?"}]',
-     "items 1 and 2 have the same id 'x'"),
-    ('[{"pergunta": "a?"}, {"pergunta": "a?"}]', "items 1 and 2 have the same id"),
+    ('[{"id": "x", "pergunta": "a?", "trecho": null}, {"id": "x", "pergunta": "b?",'
+     ' "trecho": null}]', "items 1 and 2 have the same id 'x'"),
+    ('[{"pergunta": "a?", "trecho": null}, {"pergunta": "a?", "trecho": "x"}]',
+     r"items 1 and 2 ask the same question \('a\?'\): keep one of them"),
     ('[{"pergunta": "a?", "url": 3}]', '"url" must be a non-empty string'),
+    # what a person editing JSON by hand gets wrong: each named, with its fix
+    ('[{"pergunta": "a?", "tipo": "lexical"}]',
+     'item 1: has no "trecho" \\(its keys: pergunta, tipo\\); write the passage'),
+    ('[{"pergunta": "a?", "trexo": "x"}]', r'item 1: has no "trecho" \(its keys: pergunta, trexo'),
+    ('[{"pergunta": "a?", "resposta": "x"}]', "or \"trecho\": null for a question"),
+    ('[{"pergunta": "Qual o prazo?", "trecho": null},\n {"pergunta": "qual o  PRAZO?",'
+     ' "trecho": "7 dias"}]', "items 1 and 2 ask the same question"),
+    ("", r"golden.json: the file is empty; write a JSON list"),
+    (" \r\n\n", r"golden.json: the file is empty"),
+    ('[{"pergunta": "a?", "trecho": "x"},\n]',
+     r"golden.json:2:1: invalid JSON \(Expecting value: a comma before '\]' ends no item;"
+     " remove the trailing comma"),
+    ('[{"pergunta": "a?", "trecho": "x",\n}]', "a comma before '}' ends no item"),
 ])
 def test_bad_golden_sets_say_where(tmp_path, text, message):
     with pytest.raises(GoldenError, match=message):
@@ -95,6 +109,30 @@ def test_bad_jsonl_names_the_line(tmp_path):
     path = write(tmp_path, '{"pergunta": "a?", "trecho": "x"}\n{"pergunta": \n', "g.jsonl")
     with pytest.raises(GoldenError, match=r"g.jsonl:2:\d+: invalid JSON"):
         load_golden(path)
+    path = write(tmp_path, '{"pergunta": "a?", "trecho": "x"},\n', "g.jsonl")
+    with pytest.raises(GoldenError, match=r"g.jsonl:1:34: invalid JSON \(Extra data: a JSONL"
+                                          " line ends without a comma; remove it"):
+        load_golden(path)
+    path = write(tmp_path, '[\n {"pergunta": "a?", "trecho": "x"}\n]\n', "g.jsonl")
+    with pytest.raises(GoldenError, match="holds a JSON list, and a .jsonl file holds one object"
+                                          " per line: name the file .json"):
+        load_golden(path)
+
+
+def test_what_a_hand_edit_leaves_harmless_is_read(tmp_path):
+    """A byte-order mark, CRLF line ends, the English keys, a blank JSONL line: read as the
+    same questions."""
+    items = [{"pergunta": "Quando é o Dia do Professor?", "trecho": "15 de outubro"},
+             {"pergunta": "Qual a cor da sede?", "trecho": None}]
+    plain = load_golden(write(tmp_path, json.dumps(items, ensure_ascii=False, indent=1)))
+    crlf = json.dumps(items, ensure_ascii=False, indent=1).replace("\n", "\r\n")
+    (tmp_path / "bom.json").write_bytes(b"\xef\xbb\xbf" + crlf.encode())
+    english = [{"question": i["pergunta"], "answer": i["trecho"]} for i in items]
+    lines = "\r\n\r\n".join(json.dumps(i, ensure_ascii=False) for i in items)
+    for other in (load_golden(tmp_path / "bom.json"),
+                  load_golden(write(tmp_path, json.dumps(english), "en.json")),
+                  load_golden(write(tmp_path, lines, "g.jsonl"))):
+        assert other.questions == plain.questions
 
 
 def test_missing_file_and_bad_beir(tmp_path):
