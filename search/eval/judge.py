@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import time
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlunsplit
@@ -106,9 +107,26 @@ def chunk_table(index, store) -> ChunkTable:
         raise StaleIndex(f"{len(stale) or 'some'} documents changed or vanished since the"
                          ' index was built — run "busca index" before "busca eval"')
     chunker = index.manifest.chunker
+    added = _added(docs, {r.url for r in rows}, chunker)
+    if added:  # a label in one would read "check the spelling", its miss the index's fault
+        raise StaleIndex(f"{len(added)} document(s) added since the index was built"
+                         f' ({added[0]}{", …" if len(added) > 1 else ""}) are not in it —'
+                         ' run "busca index" before "busca eval"')
     return ChunkTable(_label(chunker), chunker, tuple(r.url for r in rows),
                       tuple(r.position for r in rows), tuple(r.start for r in rows),
                       tuple(r.end for r in rows), {u: docs[u].text for u in {r.url for r in rows}})
+
+
+def _added(docs: Mapping[str, Document], indexed: set[str], chunker: dict) -> list[str]:
+    """URLs of the stored documents the build lacks that its chunker would cut into windows
+    (one with no word gives none, and is never indexed)."""
+    added = []
+    for url, doc in docs.items():
+        if url not in indexed:
+            headings = (doc.meta or {}).get("headings") if isinstance(doc.meta, dict) else None
+            if chunk_with(chunker, doc.text, headings or ()):
+                added.append(url)
+    return added
 
 
 def chunk_documents(documents: Iterable[Document], chunker: dict) -> tuple[ChunkTable, list[str]]:
@@ -260,10 +278,31 @@ def _diagnose(q: Question, table: ChunkTable, by_url, url: str | None) -> LabelP
                 return LabelProblem(q, f"split across {spread} chunks of {url}", spread)
             return LabelProblem(q, f"occurs in {url} but in no chunk", spread)
     for url in urls:
-        if re.search(pattern, table.documents[url], re.IGNORECASE):
-            return LabelProblem(q, f"occurs in {url} only with other capital letters")
+        match = re.search(pattern, table.documents[url], re.IGNORECASE)
+        if match:
+            return LabelProblem(q, f"occurs in {url} only with other capital letters, as"
+                                f" {_as_written(match)}")
+    folded = r"\s+".join(re.escape(_unaccented(w)) for w in q.trecho.split())
+    for url in urls:  # typed without accents (or with others): positions are kept by the fold
+        match = re.search(folded, _unaccented(table.documents[url]), re.IGNORECASE)
+        if match:
+            return LabelProblem(q, f"occurs in {url} only with other accents, as"
+                                f" {_as_written(match, table.documents[url])}")
     scope = f"document {q.url}" if q.url else "indexed document"
     return LabelProblem(q, f"its trecho occurs in no {scope}: check the spelling")
+
+
+def _unaccented(text: str) -> str:
+    """`text` with each character as its base letter (ç → c, Á → A): one character for one,
+    so a match's span is the same in `text`."""
+    return "".join(unicodedata.normalize("NFD", c)[0] for c in text)
+
+
+def _as_written(match: re.Match, text: str | None = None) -> str:
+    """The document's own words where `match` fell (of `text` when the match was in a folded
+    copy of it), quoted, to copy into the label."""
+    written = collapse((match.string if text is None else text)[match.start():match.end()])
+    return repr(written if len(written) <= 80 else written[:79] + "…")
 
 
 # --- ranking -------------------------------------------------------------------------------

@@ -78,6 +78,21 @@ def test_unlabelled_trechos_are_reported_with_the_reason():
     assert all(not item.gains for item in j.items)
 
 
+def test_a_trecho_typed_without_accents_is_named_with_the_documents_words():
+    """Typed on a keyboard without accents ("nao", "uteis"), a trecho read "occurs in no
+    indexed document: check the spelling"; it names the document and its own words."""
+    j = judge(golden(Question("acc", "?", trecho="fatura e de ate 7 dias uteis"),
+                     Question("caps", "?", trecho="O ATENDIMENTO funciona"),
+                     Question("both", "?", trecho="SEGUNDA A SEXTA, DAS 9H AS 18H")), table())
+    reasons = {p.question.id: p.reason for p in j.problems}
+    assert reasons["acc"] == ("occurs in https://s/reembolso only with other accents, as"
+                              " 'fatura é de até 7 dias úteis'")
+    assert reasons["caps"] == ("occurs in https://s/suporte only with other capital letters,"
+                               " as 'O atendimento funciona'")
+    assert reasons["both"] == ("occurs in https://s/suporte only with other accents, as"
+                               " 'segunda a sexta, das 9h às 18h'")
+
+
 def test_containment_agrees_with_a_naive_oracle():
     rng = random.Random(3)
     vocab = ["a", "casa", "ação", "é", "7", "dias.", "úteis", "Prazo", "de"]
@@ -155,6 +170,19 @@ def test_stale_index_and_unknown_method(indexed):
         index_rankers(index, ["nada"])
     store.put(Document("https://s/suporte", "Suporte", SUPORTE + " Novo."))
     with pytest.raises(StaleIndex, match='run "busca index"'):
+        chunk_table(index, store)
+
+
+def test_a_document_added_since_the_build_is_named_not_judged_absent(indexed):
+    """A label whose trecho is in a document added after `busca index` read "occurs in no
+    indexed document: check the spelling", and the metrics were the old index's, exit 0.
+    A stored document with no word is never indexed: not counted."""
+    store, index = indexed
+    store.put(Document("https://s/vazio", "Vazio", " \n "))
+    assert chunk_table(index, store).urls  # nothing to index: not stale
+    store.put(Document("https://s/novo", "Novo", "O estacionamento custa dez reais."))
+    with pytest.raises(StaleIndex, match=r'1 document\(s\) added since the index was built'
+                                         r' \(https://s/novo\) .*run "busca index"'):
         chunk_table(index, store)
 
 
