@@ -18,7 +18,7 @@ import os
 import re
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
@@ -27,7 +27,7 @@ import numpy as np
 from ...errors import BuscaError
 from ...index.home.documents import DB_NAME
 from ...index.home import storage
-from .golden import Golden
+from .golden import Golden, Question
 from .judge import ChunkTable, Judgement
 from .metrics import Metric, Outcome
 
@@ -50,6 +50,16 @@ class SavedRun:
     corpus: dict
     info: dict
     outcomes: dict[str, dict[str, Outcome]]  # system -> question id -> outcome
+    labels: dict[str, str] = field(default_factory=dict)  # question id -> label_of (if saved)
+
+
+def label_of(question: Question) -> str:
+    """A short digest of what a question was judged by (trecho, url, qrels): a run saved
+    before a label was fixed would credit the fix to the method in --compare."""
+    trecho = None if question.trecho is None else " ".join(question.trecho.split())
+    text = json.dumps([trecho, question.url, sorted(question.qrels.items())],
+                      ensure_ascii=False)  # the trecho as relevance reads it: spacing aside
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
 def fingerprint(documents: Mapping[str, str]) -> dict:
@@ -73,8 +83,8 @@ def save_run(path: str | Path, golden: Golden, outcomes: dict[str, list[Outcome]
     data = {"format": FORMAT, "version": VERSION, **info,
             "golden": str(Path(golden.path).resolve()),  # busca serve's /eval reads its tags
             "corpus": corpus,
-            "questions": [{"id": q.id, "question": q.text, "answerable": q.answerable}
-                          for q in golden.questions],
+            "questions": [{"id": q.id, "question": q.text, "answerable": q.answerable,
+                           "label": label_of(q)} for q in golden.questions],
             "systems": {s: [_outcome_json(o) for o in out] for s, out in outcomes.items()}}
     texts = {files[0]: json.dumps(data, ensure_ascii=False, indent=2),
              files[1]: "".join(_trec_lines(outcomes))}
@@ -241,7 +251,9 @@ def load_run(path: str | Path) -> SavedRun:
         raise RunError(f"{path}: damaged run file ({wrong[0]} is not what busca eval wrote):"
                        " write it again with --run-out")
     info = {k: v for k, v in data.items() if k not in ("systems", "questions", "corpus")}
-    return SavedRun(str(path), data.get("corpus", {}), info, outcomes)
+    labels = {str(q["id"]): q["label"] for q in data.get("questions") or []
+              if isinstance(q.get("label"), str)}  # runs saved before labels were kept: none
+    return SavedRun(str(path), data.get("corpus", {}), info, outcomes, labels)
 
 
 # the parts of a run file beyond its systems that readers take apart, and their types
@@ -274,6 +286,15 @@ def align(golden: Golden, first: SavedRun, second: SavedRun, *,
                 raise RunError(f"{run.path} lacks {len(missing)} questions of {golden.path}"
                                f" (first: {missing[0]!r}); was it made with another golden set?")
             systems[f"{name}:{system}"] = [by_id[q.id] for q in golden.questions]
+        relabelled = [q for q in golden.questions
+                      if q.id in run.labels and run.labels[q.id] != label_of(q)]
+        if relabelled:
+            q = relabelled[0]
+            raise RunError(f"{run.path} judged {len(relabelled)} question(s) by another label"
+                           f" than {golden.path} has (first: {q.id}: {q.text!r}): its gain or"
+                           " loss would be the label's, not the change's; save the run again"
+                           " with this golden set (--run-out), or compare with the golden set"
+                           " both runs were made with")
     return systems
 
 

@@ -57,6 +57,30 @@ def test_align_and_refusals(tmp_path):
         align(other, load_run(a), load_run(b))
 
 
+def test_a_label_fixed_between_two_runs_is_not_credited_to_the_change(tmp_path):
+    """Run A saved with a misspelt trecho, the label fixed, run B saved: --compare listed the
+    question as fixed by the change, on the same index. Each run keeps what it judged by."""
+    (a, *_), _ = make_run(tmp_path, "a.json")
+    (b, *_), _ = make_run(tmp_path, "b.json")
+    fixed = Golden("g.json", "json", (replace(GOLDEN.questions[0], trecho="três  quatro."),
+                                      *GOLDEN.questions[1:]))
+    with pytest.raises(RunError, match=r"a.json judged 1 question\(s\) by another label than"
+                                       r" g.json has \(first: q1: 'três\?'\).*save the run"
+                                       r" again with this golden set"):
+        align(fixed, load_run(a), load_run(b))
+    answered = Golden("g.json", "json", (*GOLDEN.questions[:2],
+                                         replace(GOLDEN.questions[2], trecho="Nove")))
+    with pytest.raises(RunError, match="first: n1"):  # unanswerable, then labelled
+        align(answered, load_run(a), load_run(b))
+    data = json.loads(a.read_text(encoding="utf-8"))  # a run saved before labels were kept
+    for q in data["questions"]:
+        del q["label"]
+    a.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(RunError, match="b.json judged 1 question"):
+        align(fixed, load_run(a), load_run(b))
+    assert list(align(GOLDEN, load_run(a), load_run(b))) == ["A:tfidf", "B:tfidf"]
+
+
 @pytest.mark.parametrize("content, message", [
     ("{", "invalid JSON"), ('{"format": "x"}', "not a busca run file"),
     ('{"format": "busca-run", "version": 9}', "version 9"),
