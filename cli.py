@@ -979,8 +979,8 @@ def _write_golden(path: str, found: list[searching.querylog.Miss], period: str) 
         raise click.ClickException(f"cannot write {e.filename}: {e.strerror}") from None
     except OSError as e:
         raise click.ClickException(str(e)) from None
-    click.echo(f'wrote {n} questions to {path}: fill in each "trecho" (or set it to null'
-               f" when the site has no answer), then run: busca eval {path}", err=True)
+    click.echo(f'wrote {n} question{"s" * (n != 1)} to {path}: fill in each "trecho" (or set it'
+               f" to null when the site has no answer), then run: busca eval {path}", err=True)
 
 
 @cli.command("log")

@@ -17,6 +17,9 @@ class FiniteFloat(click.FloatRange):
         number = click.FLOAT.convert(value, param, ctx)
         if not math.isfinite(number):
             self.fail(f"must be a finite number, got {value!r}", param, ctx)
+        if self.max == 1 and 1 < number <= 100:  # a share typed as a percentage: --keep 90
+            self.fail(f"{value} is not a share from 0 to 1: for {number:g}% give"
+                      f" {number / 100:g}", param, ctx)
         return super().convert(number, param, ctx)
 
     def _describe_range(self) -> str:

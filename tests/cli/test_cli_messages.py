@@ -24,6 +24,12 @@ def test_a_bounded_number_still_shows_its_range(run):
     assert "0<x<=1" in " ".join(run("eval", "--help").stdout.split())
 
 
+def test_a_share_typed_as_a_percentage_is_told_the_share(run, tmp_path):
+    result = run("eval", str(tmp_path / "g.json"), "--keep", "90")
+    assert result.exit_code == 2 and "90 is not a share from 0 to 1: for 90% give 0.9" in \
+        result.stderr
+
+
 # --- busca add, busca stats (item 17) --------------------------------------------------------
 
 @pytest.mark.parametrize("encoding, name", [("utf-16", "UTF-16"), ("utf-16-le", "UTF-16LE"),
