@@ -53,6 +53,7 @@ def search_build(build, home, question: str, spec: SearchSpec, *,
     described = searching.describe_fusion(build, fusion, spec.method) if fusion else None
     found = remote(question, spec, build.manifest.build) if remote else None
     if isinstance(found, Result):
+        _told_left_out(found.left_out, notify)
         return replace(found, calibrated=calibrated, fusion=described, unlogged=unlogged)
     started, note = time.perf_counter(), ""
     rerank, want = reranker(spec.rerank), spec.k + spec.offset  # the pages before, skipped
@@ -82,7 +83,8 @@ def search_build(build, home, question: str, spec: SearchSpec, *,
     kept = page
     return Result(question, spec.method, kept, floor, note, build.manifest.build, calibrated,
                   described, unlogged, seconds, len(hits), rerank.label if rerank else "",
-                  refused=bool(refused), best=max((h.score for h in hits), default=None))
+                  refused=bool(refused), best=max((h.score for h in hits), default=None),
+                  left_out=gone)
 
 
 def _as_built(build, home, allowed, notify: Notify | None, find: Callable):
@@ -90,15 +92,34 @@ def _as_built(build, home, allowed, notify: Notify | None, find: Callable):
     was removed from the store or changed since the build (StaleIndex) is left out, not an
     error: `find` runs again among the chunks of the documents stored as the build chunked
     them (a search never cites text the store no longer holds, nor fails until `busca
-    index`), and `notify` hears ("left out", how many documents)."""
+    index`), and `notify` hears ("left out", how many documents). A document changed after
+    the mask was read (a crawl storing it meanwhile) makes it read again, a few times."""
     try:
         return find(allowed), allowed, 0
     except searching.StaleIndex:
+        pass
+    for attempt in range(AS_BUILT_TRIES):
         current, gone = searching.as_built(build, home)
-        if notify and gone:
-            notify("left out", gone)
         mask = current if allowed is None else allowed & current
-        return find(mask), mask, gone
+        try:
+            found = find(mask)
+        except searching.StaleIndex:  # a document stored (a crawl, a POST) since the mask
+            if attempt == AS_BUILT_TRIES - 1:
+                raise
+            continue
+        _told_left_out(gone, notify)
+        return found, mask, gone
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+AS_BUILT_TRIES = 5  # masks read again while documents keep changing under a search
+
+
+def _told_left_out(gone: int, notify: Notify | None) -> None:
+    """`notify` hears ("left out", how many documents) when a search left some out, here
+    or in the running server that answered (its answer's `left_out`)."""
+    if notify and gone:
+        notify("left out", gone)
 
 
 def _why_gone(gone: int, hits) -> str:
@@ -140,6 +161,7 @@ def context_build(build, home, question: str, spec: ContextSpec, *,
     spec, _ = _log_policy(home, spec, notify)
     found = remote(question, spec, build.manifest.build) if remote else None
     if isinstance(found, Context):  # on this build: its prompt language, as build_context's
+        _told_left_out(found.left_out, notify)
         return replace(found, lang=searching.prompt_lang(build.manifest.methods))
     started, filtered = time.perf_counter(), _allowed(build, home, spec.filters)
     found, _, gone = _as_built(build, home, filtered, notify, lambda mask: (
@@ -149,7 +171,7 @@ def context_build(build, home, question: str, spec: ContextSpec, *,
                                 rerank=reranker(spec.rerank), allowed=mask)))
     why = (_why_filtered(filtered, spec.filters, found.hits, found.reason)
            or _why_gone(gone, found.hits))
-    found = replace(found, reason=why) if why else found
+    found = replace(found, reason=why or found.reason, left_out=gone)
     _log(home, spec, "context", question, found.hits, floor, started, notify)
     return found
 

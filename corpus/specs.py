@@ -287,6 +287,7 @@ class Result:
     rerank: str = ""  # the re-ranker (KIND:MODEL) whose scores the hits carry, if any
     refused: bool = False  # the answerability model refused the question (`note` says why)
     best: float | None = None  # the best score ranked, above the floor or not
+    left_out: int = 0  # documents left out: removed or changed in the store since the build
 
     def why_nothing(self, floor_option: str = "min_score") -> str:
         """Why no hit was kept, with the fix (`search.context.why_nothing`)."""
@@ -313,6 +314,8 @@ class Result:
             out["note"] = self.why_nothing()
         if not self.hits and self.best is not None:
             out["best"] = self.best
+        if self.left_out:  # `busca search` through a server says so as it does alone
+            out["left_out"] = self.left_out
         return out
 
     @classmethod
@@ -323,7 +326,8 @@ class Result:
         hits = tuple(Hit.from_json(h, method=method) for h in data["hits"])
         question = data["question"] if "question" in data else data["query"]
         found = cls(question, method, hits, data["floor"], build=data["build"],
-                    rerank=str(data.get("rerank") or ""), best=data.get("best"))
+                    rerank=str(data.get("rerank") or ""), best=data.get("best"),
+                    left_out=int(data.get("left_out") or 0))
         note = str(data.get("note") or "")  # kept unless it is the floor's, said again
         return found if note == found.why_nothing() else replace(found, note=note)
 

@@ -119,6 +119,7 @@ class Context:
     top: float | None = None  # the best score when the hits are not carried (busca serve's 409)
     rerank: str = ""  # the re-ranker (KIND:MODEL) whose scores the passages carry, if any
     lang: str = LANGS[0]  # the prompt's language unless the caller chooses one (`prompt_lang`)
+    left_out: int = 0  # documents left out: removed or changed in the store since the build
 
     @property
     def answered(self) -> bool:
@@ -154,7 +155,8 @@ class Context:
         return cls(data["question"], data["method"], data["floor"], hits, passages,
                    reason=str(data.get("reason") or ""), max_chars=data["max_chars"],
                    rerank=str(data.get("rerank") or ""),
-                   lang=data["lang"] if data.get("lang") in LANGS else LANGS[0])
+                   lang=data["lang"] if data.get("lang") in LANGS else LANGS[0],
+                   left_out=int(data.get("left_out") or 0))
 
 
 def why_nothing(method: str, floor: float | None, best: float | None, reason: str = "",
@@ -476,6 +478,7 @@ def context_dict(context: Context, *, prompt: str | None = None, lang: str | Non
         "prompt": prompt,
         **({"rerank": context.rerank} if context.rerank else {}),
         **({} if context.answered else {"reason": context.why_nothing(floor_option)}),
+        **({"left_out": context.left_out} if context.left_out else {}),
     }
 
 

@@ -79,6 +79,7 @@ async def context(request: Request) -> JSONResponse:
                              "method": method, "floor": found.floor,
                              "best": found.best,
                              "note": found.reason, "build": build,
+                             **({"left_out": found.left_out} if found.left_out else {}),
                              "status": 409}, status_code=409)
     prompt = searching.render(found, lang=lang)
     return JSONResponse({**searching.context_dict(found, prompt=prompt, lang=lang),

@@ -93,7 +93,8 @@ def context(record: Record, question: str, spec: ContextSpec, *, build: str,
         with _readable(record):
             best = None if data["best"] is None else float(data["best"])
             return Context(question, spec.method, data["floor"], (), max_chars=spec.max_chars,
-                           reason=str(data.get("note") or ""), top=best)
+                           reason=str(data.get("note") or ""), top=best,
+                           left_out=int(data.get("left_out") or 0))
     if status != 200:
         raise NotServed(_note(record, status, data))
     _same_build(record, data, build)

@@ -101,6 +101,7 @@ class SearchOut(TypedDict):
     note: NotRequired[str]  # why no hit was kept, when none was
     best: NotRequired[float]  # the best score ranked, when the floor kept none
     rerank: NotRequired[str]
+    left_out: NotRequired[int]  # documents removed or changed since the build, left out
 
 
 class ContextOut(TypedDict):
@@ -113,6 +114,7 @@ class ContextOut(TypedDict):
     lang: str  # the prompt's language: as asked, else the index's (en for bm25's en analyzer)
     passages: list[dict[str, Any]]
     rerank: NotRequired[str]
+    left_out: NotRequired[int]  # documents removed or changed since the build, left out
 
 
 class Tools:
@@ -167,6 +169,8 @@ class Tools:
         out = {key: data[key] for key in ("question", "method", "floor", "lang", "passages")}
         if found.rerank:
             out["rerank"] = found.rerank
+        if found.left_out:
+            out["left_out"] = found.left_out
         return {**out, "answered": found.answered, "prompt": prompt,
                 "message": "" if found.answered else f"nothing found: {found.why_nothing()}"}
 

@@ -79,6 +79,8 @@ RANKS = {"ranks": {"type": "object", "additionalProperties": _nullable("integer"
          "scores": {"type": "object", "additionalProperties": _nullable("number")}}
 SPAN = ("rank", "score", "chunk_id", "start", "end")  # a context passage's hits
 INTEGER = {"type": "integer"}
+LEFT_OUT = ("Documents left out: removed or changed in the store since the build (until the"
+            " next POST /api/index); absent when none.")
 ADDED = ("added", "updated", "metadata_updated", "unchanged", "duplicate", "documents")
 SCHEMAS = {
     "Error": _obj({"error": {"type": "string"}, "status": {"type": "integer"}},
@@ -89,7 +91,8 @@ SCHEMAS = {
                           "hits": {"type": "array", "items": _ref("Hit")},
                           "floor": _nullable("number"), "build": {"type": "string"},
                           "took_ms": {"type": "number"}, "note": {"type": "string"},
-                          "best": {"type": "number"}, "rerank": _nullable("string")},
+                          "best": {"type": "number"}, "rerank": _nullable("string"),
+                          "left_out": {"type": "integer", "description": LEFT_OUT}},
                          ("question", "query", "method", "hits", "floor", "build")),
     "Context": _obj({"question": {"type": "string"}, "method": {"type": "string"},
                      "floor": _nullable("number"), "answered": {"type": "boolean"},
@@ -99,12 +102,14 @@ SCHEMAS = {
                               " analyzer is en, else pt)."},
                      "passages": {"type": "array", "items": _ref("Passage")},
                      "prompt": {"type": "string"}, "build": {"type": "string"},
-                     "rerank": {"type": "string"}},
+                     "rerank": {"type": "string"},
+                     "left_out": {"type": "integer", "description": LEFT_OUT}},
                     ("question", "method", "answered", "passages", "prompt")),
     "NothingFound": _obj({"answer": {"type": "null"}, "reason": {"type": "string"},
                           "question": {"type": "string"}, "method": {"type": "string"},
                           "floor": _nullable("number"), "best": _nullable("number"),
                           "note": {"type": "string"}, "build": {"type": "string"},
+                          "left_out": {"type": "integer", "description": LEFT_OUT},
                           "status": {"const": 409}}, ("answer", "reason", "status")),
     "Comparison": _obj({"question": {"type": "string"}, "query": QUERY,
                         "methods": {"type": "array", "items": {"type": "string"}},

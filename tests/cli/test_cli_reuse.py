@@ -229,6 +229,40 @@ def test_context_with_hybrid_options_is_answered_as_in_process(server, reused_ho
         assert json.loads(served[1])["passages"] != json.loads(plain[1])["passages"], extra
 
 
+def test_documents_left_out_since_the_build_are_said_through_the_server(lexical_home,
+                                                                        tmp_path):
+    """A document changed since the build is left out of the answer, and `busca search` and
+    `busca context` say so on stderr whether the server answered or the command did (the
+    server's answer carries `left_out`; the command through it said nothing)."""
+    home = tmp_path / "home"
+    shutil.copytree(lexical_home, home)
+    found = json.loads(invoke(home, "search", LEXICAL_Q, "--json", "--no-log",
+                              "--no-serve")[1].splitlines()[0])
+    changed = tmp_path / "changed.jsonl"
+    changed.write_text(json.dumps({"url": found["url"], "title": found["title"],
+                                   "text": "Texto novo da página."}) + "\n", encoding="utf-8")
+    assert invoke(home, "add", str(changed))[0] == 0
+    note = ("note: left out 1 document removed or changed since the index was built (run"
+            " busca index to search the documents as they are now)")
+    with Server(home, "--no-log") as server:
+        for path, command in (("/api/search", "search"), ("/api/context", "context")):
+            for extra in ([], ["--json"]):
+                served, alone = both(server, home, path, command, LEXICAL_Q, "--no-log",
+                                     *extra)
+                assert served == alone and served[0] == 0, (command, extra)
+                assert note in served[2].splitlines(), (command, extra)
+                assert found["url"] not in served[1]
+        search = requests.get(server.url + "api/search", params={"q": LEXICAL_Q},
+                              timeout=60).json()
+        assert search["left_out"] == 1 and found["url"] not in {h["url"] for h in search["hits"]}
+        context = requests.post(server.url + "api/context", json={"q": LEXICAL_Q},
+                                timeout=60).json()
+        assert context["left_out"] == 1
+        plain = requests.get(server.url + "api/search", params={"q": "decreto do Ministério da Educação"},
+                             timeout=60)
+        assert "left_out" not in plain.json()  # a search that met no such document
+
+
 # --- stale records: the command computes the answer itself -------------------------------
 
 

@@ -100,3 +100,48 @@ def test_search_context_and_compare_leave_out_what_changed_since_the_build(locat
         hits = corpus.search(question, method="bm25", log=False).hits
         assert [(h.url, h.text) for h in hits] == [(DOCS[1].url, "Outro texto: o prazo mudou."),
                                                    (DOCS[2].url, DOCS[2].text)]
+
+
+class ChangedAfterTheMask:
+    """A home whose store a crawl writes to right after a search read which documents are
+    as built (`hashes`): `change()` runs once then, on the real store."""
+
+    def __init__(self, home, change):
+        self._home, self._change = home, change
+
+    def __getattr__(self, name):
+        return getattr(self._home, name)
+
+    def hashes(self, *args, **kwargs):
+        hashes = self._home.hashes(*args, **kwargs)
+        change, self._change = self._change, None
+        if change:
+            change()
+        return hashes
+
+
+@pytest.mark.parametrize("use", ["search", "context", "compare"])
+def test_a_document_changed_while_the_as_built_mask_is_read_is_left_out_too(location, use):
+    """A crawl that stores a document between the as-built mask and the search's read of the
+    store (busca serve under a crawl) left a hit of a document changed since the mask: the
+    search failed with StaleIndex (HTTP 409 naming its URL) instead of leaving it out."""
+    from busca.corpus import ContextSpec, compare_build, context_build
+    with busca.open(location) as corpus:
+        corpus.add(DOCS)
+        corpus.index(methods=["bm25"])
+        question = "ornitorrinco prazo bolsas"
+        corpus.remove([DOCS[0].url])  # the first search meets it, so the mask is read
+        home = ChangedAfterTheMask(corpus.home, lambda: corpus.add(
+            [busca.Document(DOCS[2].url, "Bolsas", "Outro texto sobre as bolsas.")]))
+        if use == "search":
+            found = search_build(corpus.build, home, question,
+                                 busca.SearchSpec(method="bm25", log=False))
+            urls = [h.url for h in found.hits]
+        elif use == "context":
+            found = context_build(corpus.build, home, question,
+                                  ContextSpec(method="bm25", log=False, min_score=0))
+            urls = [p.url for p in found.passages]
+        else:
+            found = compare_build(corpus.build, home, question, methods=["bm25"])
+            urls = [h.url for h in found.columns["bm25"]]
+        assert urls == [DOCS[1].url]

@@ -521,3 +521,21 @@ def test_the_context_tool_speaks_the_index_language(tmp_path):
     assert chosen.structured_content["prompt"].startswith("Responda usando apenas")
     assert chosen.structured_content["lang"] == "pt"
     assert bad.is_error
+
+
+def test_search_and_context_tools_count_the_documents_they_left_out(tmp_path):
+    """A document removed since the build is left out of the tools' answers, which say how
+    many (`left_out`, as /api/search and /api/context do), in their structured content."""
+    from conftest import ENGLISH_DOCS, write_jsonl
+
+    home = tmp_path / "home"
+    docs = write_jsonl(tmp_path / "en.jsonl", ENGLISH_DOCS)
+    for args in (["add", str(docs)], ["index", "-q", "--analyzer", "en"],
+                 ["remove", ENGLISH_DOCS[0]["url"]]):
+        assert cli_json(home, *args).exit_code == 0
+    asked = {"question": "refunds warehouse", "method": "bm25", "min_score": 0}
+    _, (search, context) = asyncio.run(_drive(home, [("search", asked), ("context", asked)]))
+    assert not search.is_error and not context.is_error, [search.content, context.content]
+    assert search.structured_content["left_out"] == context.structured_content["left_out"] == 1
+    assert [h["url"] for h in search.structured_content["hits"]] == [ENGLISH_DOCS[1]["url"]]
+    assert [p["url"] for p in context.structured_content["passages"]] == [ENGLISH_DOCS[1]["url"]]
