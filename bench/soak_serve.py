@@ -38,6 +38,7 @@ from busca.fixtures.server import FixtureSite
 from busca.index.text.chunking import chunk_text
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cli_errors import guarded, positive_int  # noqa: E402
 from machine import machine  # noqa: E402
 
 TOKEN = "soak-token-0123456789abcdef"
@@ -372,11 +373,23 @@ def cli_check(home: Path, stats: Stats, round_: int, question: str):
 
 # --- the run ------------------------------------------------------------------------------------
 
+def positive_minutes(text: str) -> float:
+    """`--minutes 0.5`: a positive finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of minutes")
+    return value
+
+
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--minutes", type=float, default=10)
-    ap.add_argument("--clients", type=int, default=3)
-    ap.add_argument("--dense", default="e5-small")
+    ap = argparse.ArgumentParser(description="busca serve while the site changes: failed"
+                                 " answers, citations of removed documents, stale text.")
+    ap.add_argument("--minutes", type=positive_minutes, default=10)
+    ap.add_argument("--clients", type=positive_int, default=3)
+    ap.add_argument("--dense", default="e5-small", help="the dense model, or none")
     ap.add_argument("--out", default=None, help="a new folder for the home and the results"
                     " (default: a temporary one, named on stderr)")
     args = ap.parse_args()
@@ -439,4 +452,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    guarded(main)

@@ -104,7 +104,9 @@ def test_scripts_refuse_bad_input_in_one_line(args, code, said, tmp_path):
     (["bench_passes.py", "--work", ".", "--size", "5", "--processes", "0"],
      "argument --processes: '0' is not a positive"),
     (["bench_filters.py", "--methods", "bm25,bogus"], "unknown method 'bogus'"),
-    (["bench_main_text.py", "--bogus"], "unrecognized arguments: --bogus")])
+    (["bench_main_text.py", "--bogus"], "unrecognized arguments: --bogus"),
+    (["soak_serve.py", "--clients", "0"], "argument --clients: '0' is not a positive"),
+    (["soak_serve.py", "--minutes", "-1"], "argument --minutes: '-1' is not a positive")])
 def test_counts_and_options_are_usage_errors(args, said, tmp_path):
     done = _run(tmp_path, str(BENCH / args[0]), *args[1:])
     assert done.returncode == 2, done.stderr
