@@ -45,8 +45,9 @@ def search_build(build, home, question: str, spec: SearchSpec, *,
     """The search use case on one build: the floor (given or calibrated), hybrid's fusion,
     the per-document cap, the query log; `remote(question, spec, build_id)` may answer
     instead (a running busca serve), or give None. `notify(what, value)` hears, as they
-    happen, ("floor", the calibrated floor used) and ("unlogged", why: "the home is
-    read-only", or the log write's error)."""
+    happen, ("floor", the calibrated floor used), ("unlogged", why: "the home is
+    read-only", or the log write's error) and ("left out", the documents removed or changed
+    since the build that the search left out: `_as_built`)."""
     question = asked(question)
     floor, calibrated, fusion = _prepare(build, spec, notify)
     spec, unlogged = _log_policy(home, spec, notify)
