@@ -14,6 +14,7 @@ EXPORTS = {
     "Build": ".backend",
     "build_index": ".build",
     "BuildLocked": ".home.buildlock",
+    "builds_by": ".home.buildlock",
     "BuildWriter": ".backend",
     "check_server": ".dense.encoders",
     "check_window": ".text.chunking",

@@ -9,6 +9,7 @@ from .text.chunking import BadWindow as BadWindow
 from .backend import Build as Build
 from .build import build_index as build_index
 from .home.buildlock import BuildLocked as BuildLocked
+from .home.buildlock import builds_by as builds_by
 from .backend import BuildWriter as BuildWriter
 from .dense.encoders import check_server as check_server
 from .text.chunking import check_window as check_window
@@ -114,6 +115,7 @@ __all__ = [
     "UnknownMethod",
     "as_asked",
     "build_index",
+    "builds_by",
     "check_server",
     "check_window",
     "dropped_calibration",

@@ -16,6 +16,7 @@ from pathlib import Path
 import uvicorn
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
+from .. import index as indexing
 from ..version import __version__
 from . import discovery
 from .app import HEADERS, create_app
@@ -120,6 +121,7 @@ def serve(home: str | Path, *, host: str = HOST, port: int = PORT, token: str | 
     every search and context; `tokens`: who may read what, serve/access.py). While it runs,
     `<home>/serve.json` tells `busca search` and `busca context` where to ask (not with
     `tokens`: they would see only the public documents)."""
+    indexing.builds_by("busca serve")  # a `busca index` its POST /api/index refuses says so
     engine = Engine(home, log_queries=log_queries, embed=embed, rerank=rerank)
     app = create_app(engine, token=token, runs=Path(runs) if runs else None, host=host,
                      allow_hosts=allow_hosts, tokens=tokens)

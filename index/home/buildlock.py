@@ -30,8 +30,18 @@ PG_APP = "busca index "  # application_name prefix of a build's connection
 HOLDER_WAIT = 0.5  # seconds a refused build waits for the holder to record its pid
 
 
+CLI = "busca index"
+_BY = [CLI]  # what builds in this process, as a refused build names it (`builds_by`)
+
+
 class BuildLocked(BuscaError):
     """Another build is writing this home's index; this one did not start."""
+
+
+def builds_by(name: str) -> None:
+    """Name what builds in this process ("busca serve": its POST /api/index), for the
+    message of a build the lock refuses meanwhile: "stop it" would stop a server."""
+    _BY[0] = name
 
 
 def holder_text(pid: int | None = None, started: datetime | None = None) -> str:
@@ -41,11 +51,15 @@ def holder_text(pid: int | None = None, started: datetime | None = None) -> str:
     return f"pid {pid}, started {started:%H:%M:%S}"
 
 
-def locked_error(holder: str | None) -> BuildLocked:
-    """The one-line error of a build that finds the home locked by `holder` (None: unknown)."""
+def locked_error(holder: str | None, by: str = CLI) -> BuildLocked:
+    """The one-line error of a build that finds the home locked by `holder` (None: unknown),
+    a build of `by` (a `busca index`, or the server that builds)."""
     who = f" ({holder})" if holder else ""
-    return BuildLocked(f'another "busca index"{who} is building this home — wait for it or'
-                       " stop it")
+    if by == CLI:
+        return BuildLocked(f'another "busca index"{who} is building this home — wait for it'
+                           " or stop it")
+    return BuildLocked(f"{by}{who} is building this home's index — wait for it to end (it"
+                       " goes on serving meanwhile)")
 
 
 class LocalBuildLock:
@@ -60,9 +74,9 @@ class LocalBuildLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = _read_holder(fd)
+            holder, by = _read_holder(fd)
             os.close(fd)
-            raise locked_error(holder) from None
+            raise locked_error(holder, by) from None
         self._fd = fd
         _write_holder(fd)
 
@@ -75,7 +89,8 @@ class LocalBuildLock:
 
 def _write_holder(fd: int) -> None:
     started = datetime.now().astimezone()
-    data = json.dumps({"pid": os.getpid(), "started": started.isoformat(timespec="seconds")})
+    data = json.dumps({"pid": os.getpid(), "started": started.isoformat(timespec="seconds"),
+                       "by": _BY[0]})
     try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, data.encode() + b"\n", 0)
@@ -83,34 +98,39 @@ def _write_holder(fd: int) -> None:
         pass
 
 
-def _read_holder(fd: int) -> str | None:
-    """`pid N, started HH:MM:SS` from the lock file. A holder that has just taken the lock
-    may not have written it yet (the file is empty, or still names the last build, whose
-    process has ended): read again for up to HOLDER_WAIT seconds, then None."""
+def _read_holder(fd: int) -> tuple[str | None, str]:
+    """(`pid N, started HH:MM:SS`, what builds there) from the lock file. A holder that has
+    just taken the lock may not have written it yet (the file is empty, or still names the
+    last build, whose process has ended): read again for up to HOLDER_WAIT seconds, then
+    (None, CLI)."""
     deadline = time.monotonic() + HOLDER_WAIT
     while True:
         holder = _holder_in(fd)
-        if holder is not None or time.monotonic() >= deadline:
+        if holder[0] is not None or time.monotonic() >= deadline:
             return holder
         time.sleep(0.01)
 
 
-def _holder_in(fd: int) -> str | None:
+def _holder_in(fd: int) -> tuple[str | None, str]:
     """The holder the file names if its process is alive (POSIX only, as `flock`)."""
     try:
         data = json.loads(os.pread(fd, 4096, 0) or b"null")
         pid, started = int(data["pid"]), datetime.fromisoformat(data["started"])
-    except (OSError, ValueError, TypeError, KeyError):
-        return None
-    return holder_text(pid, started) if alive(pid) else None  # else: the last build's text
+        by = str(data.get("by") or CLI)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None, CLI
+    if not alive(pid):  # the last build's text
+        return None, CLI
+    return holder_text(pid, started), by
 
 
 def take_pg_lock(conn, schema: str) -> None:
     """The session advisory lock of `schema`'s builds on `conn` (released when it closes),
     or BuildLocked naming the holder recorded in its connection's application_name."""
     key = (PG_LOCK_CLASS, zlib.crc32(schema.encode()) & 0x7FFFFFFF)
+    by = "" if _BY[0] == CLI else f"{_BY[0]}: "  # application_name: at most 63 bytes
     conn.execute("SELECT set_config('application_name', %s, false)",
-                 (f"{PG_APP}({holder_text()})",))
+                 (f"{PG_APP}({by}{holder_text()})",))
     if conn.execute("SELECT pg_try_advisory_lock(%s, %s)", key).fetchone()[0]:
         return
     row = conn.execute(
@@ -120,4 +140,5 @@ def take_pg_lock(conn, schema: str) -> None:
         " (SELECT oid FROM pg_database WHERE datname = current_database())", key).fetchone()
     name = row[0] if row and row[0] else ""
     holder = name[len(PG_APP) + 1:-1] if name.startswith(PG_APP + "(") else None
-    raise locked_error(holder)
+    by, _, text = (holder or "").rpartition(": ")
+    raise locked_error(text or None, by or CLI)

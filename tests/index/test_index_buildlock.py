@@ -26,7 +26,9 @@ LOCKED = re.compile(r'Error: another "busca index" \(pid (\d+), started \d\d:\d\
 # A build that takes the home's lock and holds it until told to stop (the first process).
 HOLDER = """
 import sys
-from busca.index import open_home
+from busca.index import builds_by, open_home
+if len(sys.argv) > 2:
+    builds_by(sys.argv[2])  # as busca serve does at its start
 with open_home(sys.argv[1]) as home:
     out = home.new_build()
     print("building", flush=True)
@@ -38,8 +40,8 @@ with open_home(sys.argv[1]) as home:
 class Holder:
     """A second Python process holding a build of `home` open (the lock) until closed."""
 
-    def __init__(self, home: str):
-        self.proc = subprocess.Popen([sys.executable, "-c", HOLDER, home], text=True,
+    def __init__(self, home: str, *by: str):
+        self.proc = subprocess.Popen([sys.executable, "-c", HOLDER, home, *by], text=True,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
         line = self.proc.stdout.readline()
@@ -146,12 +148,35 @@ def test_a_refused_build_waits_for_the_holder_to_record_itself(tmp_path):
     fd = os.open(path, os.O_RDWR)
     try:
         started = time.monotonic()
-        assert buildlock._read_holder(fd) is None  # an ended process: not named
+        assert buildlock._read_holder(fd) == (None, "busca index")  # an ended process
         assert time.monotonic() - started >= buildlock.HOLDER_WAIT
         late = threading.Timer(0.1, lambda: buildlock._write_holder(fd))
         late.start()
-        holder = buildlock._read_holder(fd)  # written 0.1 s into the wait: named
+        holder, by = buildlock._read_holder(fd)  # written 0.1 s into the wait: named
         late.join()
         assert re.fullmatch(rf"pid {os.getpid()}, started \d\d:\d\d:\d\d", holder or "")
+        assert by == "busca index"
     finally:
         os.close(fd)
+
+
+SERVER_BUILDS = re.compile(r"Error: busca serve \(pid (\d+), started \d\d:\d\d:\d\d\) is"
+                           r" building this home's index — wait for it to end \(it goes on"
+                           r" serving meanwhile\)")
+
+
+@pytest.mark.parametrize("backend", ["local", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_a_build_refused_by_a_servers_rebuild_does_not_say_stop_it(backend, tmp_path, request):
+    """While busca serve's POST /api/index builds, a `busca index` said 'another "busca
+    index" (pid …) is building this home — wait for it or stop it': the pid was the server's,
+    and stopping it stopped the server. It names the server now, on both backends."""
+    home = tmp_path / "home" if backend == "local" else request.getfixturevalue("pg_home")
+    if backend == "local":
+        indexed(home)
+    else:
+        assert busca(home, "add", str(ARTICLES)).returncode == 0
+    with Holder(str(home), "busca serve") as holder:
+        done = busca(home, "index", "-q")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    match = SERVER_BUILDS.fullmatch(done.stderr.strip().splitlines()[-1])
+    assert match and int(match[1]) == holder.proc.pid, done.stderr
