@@ -20,7 +20,7 @@ from urllib.parse import urlunsplit
 import numpy as np
 
 from ...crawler.store import Document
-from ...crawler.urls import doc_key, web_parts
+from ...crawler.urls import doc_key, normalize, web_parts
 from ...index.text.chunking import chunk_with, chunker_label
 from ...index.text.chunks import ChunkRow
 from ...index.dense.encoders import THREADS
@@ -200,7 +200,8 @@ class _Spellings:
 
     def near(self, url: str) -> str | None:
         """The indexed URL that differs from `url` only by what the store keeps apart (the
-        case of the host, http for https, a trailing slash), if one does."""
+        case of the host, http for https, a trailing slash) or a copy from a browser's bar
+        adds (a #fragment, utm_* parameters, no scheme), if one does."""
         if self._loose is None:
             self._loose = {}
             for indexed in self.urls:
@@ -209,12 +210,16 @@ class _Spellings:
 
 
 def _loose(url: str) -> str:
-    key = doc_key(url)
-    parts = web_parts(key)
+    if "://" not in url and re.match(r"[\w.-]+/", url):
+        url = "https://" + url  # "site.example/page", as typed without its scheme
+    parts = web_parts(doc_key(url))
     if parts is None:
-        return key
-    return urlunsplit(parts._replace(scheme="https", netloc=parts.netloc.lower(),
-                                     path=parts.path.rstrip("/")))
+        return doc_key(url)
+    try:  # host lowercased, the fragment and campaign parameters dropped
+        parts = web_parts(normalize(url)) or parts
+    except ValueError:
+        pass
+    return urlunsplit(parts._replace(scheme="https", path=parts.path.rstrip("/")))
 
 
 def _judge_one(q: Question, table: ChunkTable, haystack: str, offsets, by_url,

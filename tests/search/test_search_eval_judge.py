@@ -242,3 +242,9 @@ def test_a_golden_url_that_differs_by_a_trailing_slash_is_named_with_the_indexed
                        " https://s/suporte", "its url https://S/reembolso is not in the"
                        " index; it has https://s/reembolso"]
     assert all(not item.gains for item in j.items)
+    # what a copy from a browser's address bar adds: a fragment, campaign parameters, or no
+    # scheme at all (it said "is not in the index" and named nothing)
+    copied = ["https://s/suporte#horarios", "https://s/reembolso?utm_source=news", "s/suporte"]
+    j = judge(golden(*(Question(str(n), "?", url=u) for n, u in enumerate(copied))), t)
+    assert [p.reason.rpartition("; it has ")[2] for p in j.problems] == [
+        "https://s/suporte", "https://s/reembolso", "https://s/suporte"]
