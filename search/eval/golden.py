@@ -158,7 +158,9 @@ def _question(where: str, item) -> Question:
         raise GoldenError(f'{where}: expected an object like {{"pergunta": …, "trecho": …}}')
     text = _first(item, QUESTION_KEYS)
     if not isinstance(text, str) or not text.strip():
-        raise GoldenError(f'{where}: needs a non-empty "pergunta" (or "question") string')
+        keys = "" if any(k in item for k in QUESTION_KEYS) else f" (its keys: {', '.join(item)})"
+        raise GoldenError(f'{where}: needs a non-empty "pergunta" (or "question") string'
+                          f"{keys}")
     trecho = _first(item, TRECHO_KEYS)
     if not any(k in item for k in TRECHO_KEYS) and item.get("url") is None:
         # left out or misspelt ("trexo", "resposta"), it made the question unanswerable

@@ -76,6 +76,8 @@ def test_beir_folder(tmp_path):
      r"golden.json:2:20: invalid JSON \(Expecting ',' delimiter\)"),
     ('{"pergunta": "a?"}', "expected a JSON list"),
     ('[{"trecho": "x"}]', 'item 1: needs a non-empty "pergunta"'),
+    ('[{"perguntas": "Qual?", "trecho": "x"}]',
+     r'item 1: needs a non-empty "pergunta" .* string \(its keys: perguntas, trecho\)'),
     ('[{"pergunta": "  ", "trecho": "x"}]', 'item 1: needs a non-empty "pergunta"'),
     ('[{"pergunta": "a?", "trecho": 7}]', '"trecho" must be a string or null, not int'),
     ('[{"pergunta": "a?", "trecho": ""}]', '"trecho" is empty'),
