@@ -8,6 +8,7 @@ from ..lazy import face
 EXPORTS = {
     "allowed": ".filters",
     "as_built": ".filters",
+    "left_out_of": ".filters",
     "has_groups": ".filters",
     "available_methods": ".scorers",
     "BadFilter": ".filters",

@@ -35,6 +35,7 @@ from .hits import Hit as Hit
 from .hits import hits_for as hits_for
 from .scorers import K as K
 from .context import LANGS as LANGS
+from .filters import left_out_of as left_out_of
 from .context import MAX_CHARS as MAX_CHARS
 from .scorers import method_settings as method_settings
 from ..index.lexical.lexical import NoSearchableTerms as NoSearchableTerms
@@ -104,6 +105,7 @@ __all__ = [
     "has_groups",
     "highlight",
     "hits_for",
+    "left_out_of",
     "method_settings",
     "parse_filters",
     "parse_weights",

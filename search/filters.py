@@ -200,6 +200,13 @@ def as_built(index, store) -> tuple[np.ndarray, int]:
 _AS_BUILT = "as built"  # the key of that mask beside the filters' own
 
 
+def left_out_of(index, as_built_mask: np.ndarray, allowed: np.ndarray) -> int:
+    """How many documents among the chunks `allowed` (filters, a --tokens rule) the
+    as-built mask leaves out: never a count of documents the question could not see."""
+    out = allowed & ~as_built_mask
+    return int(np.unique(_chunk_documents(index).of[out]).size) if out.any() else 0
+
+
 def _as_built(index, store) -> tuple[np.ndarray, int]:
     stored = store.hashes()
     gone = [url for url, sha in index.documents().items() if stored.get(url) != sha]

@@ -102,6 +102,32 @@ def test_search_context_and_compare_leave_out_what_changed_since_the_build(locat
                                                    (DOCS[2].url, DOCS[2].text)]
 
 
+def test_the_documents_left_out_are_counted_among_those_a_filter_or_token_allows(location):
+    """`left_out` counted every document changed since the build, those the filters (or a
+    busca serve --tokens rule) hide too: a request without a token heard how many staff
+    documents had changed (HTTP left_out 3 for the one public document it could see)."""
+    from busca.search import Visible
+    docs = [busca.Document("https://acl.example/salario", "Salários", "Bônus de 1000 reais.",
+                           meta={"groups": ["staff"]}),
+            busca.Document("https://acl.example/bonus", "Bônus", "O bônus é 1000 reais.",
+                           meta={"groups": ["staff"]}),
+            busca.Document("https://acl.example/taxa", "Taxa", "A taxa é 1000 reais."),
+            busca.Document("https://acl.example/outro", "Outro", "A matrícula custa 1000.")]
+    with busca.open(location) as corpus:
+        corpus.add(docs)
+        corpus.index(methods=["bm25"])
+        corpus.add([busca.Document(d.url, d.title, "Texto novo.", meta=d.meta)
+                    for d in docs[:3]])
+        public = [Visible(frozenset())]
+        for filters, gone in ((None, 3), (public, 1), ([f"url={docs[2].url}"], 1),
+                              ([f"url={docs[3].url}"], 0), ([Visible(frozenset({"staff"}))], 3)):
+            found = corpus.search("1000", method="bm25", log=False, filters=filters)
+            assert found.left_out == gone, filters
+            assert corpus.context("1000", method="bm25", log=False, min_score=0,
+                                  filters=filters).left_out == gone
+        assert [h.url for h in found.hits] == [docs[3].url]
+
+
 class ChangedAfterTheMask:
     """A home whose store a crawl writes to right after a search read which documents are
     as built (`hashes`): `change()` runs once then, on the real store."""
