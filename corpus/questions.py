@@ -66,7 +66,7 @@ def search_build(build, home, question: str, spec: SearchSpec, *,
                                       per_doc=spec.per_doc, fusion=fusion, allowed=mask)))
     except searching.NoSearchableTerms as e:
         hits, note, gone = [], str(e), 0
-    note = _why_filtered(filtered, spec.filters, hits, note) or _why_gone(gone, hits)
+    note = _why_filtered(filtered, spec.filters, hits, note, gone) or _why_gone(gone, hits)
     kept = tuple(h for h in hits if floor is None or h.score >= floor)
     refused = bool(kept) and searching.refusal(build, question, spec.method, spec.min_score,
                                                allowed)
@@ -140,16 +140,17 @@ def _allowed(build, home, filters):
     return searching.allowed(build, home, filters)
 
 
-def _why_filtered(allowed, filters, hits, reason: str) -> str:
+def _why_filtered(allowed, filters, hits, reason: str, gone: int = 0) -> str:
     """Why a question found nothing, the filters first: filters that allow no document at
     all, else `reason` (no word of the question in the index…), else filters whose documents
     hold none of the question's words (said as the filters', not the corpus's: "no passage
-    matches the question" sent a user to rephrase what the filters had left out)."""
+    matches the question" sent a user to rephrase what the filters had left out) — unless
+    their matches were `gone` (left out as changed since the build: `_why_gone` says so)."""
     if allowed is not None and not allowed.any():
         shown = searching.highlight.strip_controls(" ".join(map(str, filters)))
         return "no document matches the filters " + shown  # a terminal shows it
     given = [f for f in filters if isinstance(f, searching.Filter)]
-    if reason or hits or not given:
+    if reason or hits or not given or gone:
         return reason
     shown = searching.highlight.strip_controls(" ".join(map(str, given)))
     return f"no passage of the documents that match the filters {shown} matches the question"
@@ -172,7 +173,7 @@ def context_build(build, home, question: str, spec: ContextSpec, *,
                                 max_chars=spec.max_chars, min_score=spec.min_score,
                                 fusion=fusion, per_doc=spec.per_doc,
                                 rerank=reranker(spec.rerank), allowed=mask)))
-    why = (_why_filtered(filtered, spec.filters, found.hits, found.reason)
+    why = (_why_filtered(filtered, spec.filters, found.hits, found.reason, gone)
            or _why_gone(gone, found.hits))
     found = replace(found, reason=why or found.reason, left_out=gone)
     _log(home, spec, "context", question, found.hits, floor, started, notify)

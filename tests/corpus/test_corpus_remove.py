@@ -102,6 +102,31 @@ def test_search_context_and_compare_leave_out_what_changed_since_the_build(locat
                                                    (DOCS[2].url, DOCS[2].text)]
 
 
+def test_a_filter_whose_documents_changed_since_the_build_says_so(location):
+    """A filter whose only matching document changed since the build said
+    "no passage of the documents that match the filters … matches the question", sending
+    the user to rephrase what busca index would find: it says they changed, on search and
+    context, on both backends."""
+    with busca.open(location) as corpus:
+        corpus.add(DOCS)
+        corpus.index(methods=["bm25"])
+        corpus.add([busca.Document(DOCS[1].url, "Prazo", "Outro texto: o prazo mudou.")])
+        corpus.remove([DOCS[0].url])
+        filters = [f"url={DOCS[1].url}"]
+        found = corpus.search("reembolso", method="bm25", log=False, filters=filters)
+        context = corpus.context("reembolso", method="bm25", log=False, min_score=0,
+                                 filters=filters)
+        for why in (found.note, context.reason):
+            assert "removed or changed since the index" in why, why
+            assert "no passage of the documents" not in why
+        gone = corpus.search("ornitorrinco", method="bm25", log=False,
+                             filters=[f"url={DOCS[0].url}"])  # the store has it no more
+        assert gone.note == f"no document matches the filters url={DOCS[0].url}"
+        other = corpus.search("reembolso", method="bm25", log=False,
+                              filters=[f"url={DOCS[2].url}"])  # its document as built
+        assert other.note.startswith("no passage of the documents that match the filters")
+
+
 def test_the_documents_left_out_are_counted_among_those_a_filter_or_token_allows(location):
     """`left_out` counted every document changed since the build, those the filters (or a
     busca serve --tokens rule) hide too: a request without a token heard how many staff
