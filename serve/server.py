@@ -121,7 +121,14 @@ def serve(home: str | Path, *, host: str = HOST, port: int = PORT, token: str | 
     every search and context; `tokens`: who may read what, serve/access.py). While it runs,
     `<home>/serve.json` tells `busca search` and `busca context` where to ask (not with
     `tokens`: they would see only the public documents)."""
-    indexing.builds_by("busca serve")  # a `busca index` its POST /api/index refuses says so
+    with indexing.builds_by("busca serve"):  # a `busca index` its POST /api/index refuses
+        _serve(home, host=host, port=port, token=token, runs=runs,  # names the server
+               log_queries=log_queries, access_log=access_log, embed=embed,
+               allow_hosts=allow_hosts, announce=announce, rerank=rerank, tokens=tokens)
+
+
+def _serve(home, *, host, port, token, runs, log_queries, access_log, embed, allow_hosts,
+           announce, rerank, tokens) -> None:
     engine = Engine(home, log_queries=log_queries, embed=embed, rerank=rerank)
     app = create_app(engine, token=token, runs=Path(runs) if runs else None, host=host,
                      allow_hosts=allow_hosts, tokens=tokens)

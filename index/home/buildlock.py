@@ -13,6 +13,8 @@ import json
 import os
 import time
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -38,10 +40,16 @@ class BuildLocked(BuscaError):
     """Another build is writing this home's index; this one did not start."""
 
 
-def builds_by(name: str) -> None:
-    """Name what builds in this process ("busca serve": its POST /api/index), for the
-    message of a build the lock refuses meanwhile: "stop it" would stop a server."""
-    _BY[0] = name
+@contextmanager
+def builds_by(name: str) -> Iterator[None]:
+    """While open, the builds of this process are named `name` ("busca serve": its POST
+    /api/index) in the message of a build the lock refuses meanwhile ("stop it" would stop a
+    server); the name before comes back at its end."""
+    previous, _BY[0] = _BY[0], name
+    try:
+        yield
+    finally:
+        _BY[0] = previous
 
 
 def holder_text(pid: int | None = None, started: datetime | None = None) -> str:

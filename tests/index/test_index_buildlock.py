@@ -25,11 +25,11 @@ LOCKED = re.compile(r'Error: another "busca index" \(pid (\d+), started \d\d:\d\
 
 # A build that takes the home's lock and holds it until told to stop (the first process).
 HOLDER = """
+import contextlib
 import sys
 from busca.index import builds_by, open_home
-if len(sys.argv) > 2:
-    builds_by(sys.argv[2])  # as busca serve does at its start
-with open_home(sys.argv[1]) as home:
+named = builds_by(sys.argv[2]) if len(sys.argv) > 2 else contextlib.nullcontext()
+with named, open_home(sys.argv[1]) as home:  # named: as busca serve is while it runs
     out = home.new_build()
     print("building", flush=True)
     sys.stdin.readline()
@@ -180,3 +180,25 @@ def test_a_build_refused_by_a_servers_rebuild_does_not_say_stop_it(backend, tmp_
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     match = SERVER_BUILDS.fullmatch(done.stderr.strip().splitlines()[-1])
     assert match and int(match[1]) == holder.proc.pid, done.stderr
+
+
+def test_the_name_of_a_processs_builds_comes_back_when_its_server_ends(tmp_path):
+    """builds_by names the builds of a process while a server runs in it, then gives the name
+    back: an in-process server (a test's, an application's) left every later build of the
+    process named "busca serve"."""
+    import os
+
+    from busca.index import builds_by
+    from busca.index.home import buildlock
+
+    path = tmp_path / "index.lock"
+    path.write_text("")
+    fd = os.open(path, os.O_RDWR)
+    try:
+        with builds_by("busca serve"):
+            buildlock._write_holder(fd)
+            assert buildlock._read_holder(fd)[1] == "busca serve"
+        buildlock._write_holder(fd)
+        assert buildlock._read_holder(fd)[1] == "busca index"
+    finally:
+        os.close(fd)
