@@ -44,6 +44,18 @@ def indexed(tmp_path, texts, **options):
     return load_index(tmp_path)
 
 
+def indexed_as(tmp_path, monkeypatch, texts, version: str, **then):
+    """`indexed` as an older busca built it: bm25's analyzer_version `version`, and the
+    analyzers' attributes `then` as they were."""
+    from busca.index.lexical import bm25
+
+    with monkeypatch.context() as old:
+        for name, value in then.items():
+            old.setattr(analyzers, name, value)
+        old.setattr(bm25, "analyzer_version", lambda name: version)
+        return indexed(tmp_path, texts)
+
+
 def dense_scores(index, query, n):
     ids, scores = core.scorer(index, "bm25").score(query)
     out = np.zeros(n)
@@ -140,13 +152,8 @@ def test_a_build_made_before_the_accents_is_asked_as_it_was_built(tmp_path, monk
     its questions are asked as that build asked them until `busca index` builds it again:
     as typed before the 28th session, accented in the 28th session's builds (whose
     "transferencia" found "Transferência": asking those as typed lost it on upgrade)."""
-    from busca.index.lexical import bm25
-
     texts = [*UNACCENTED, "Transferência compulsória de alunos entre universidades."]
-    with monkeypatch.context() as old:
-        old.setattr(analyzers, "_reaccented", lambda term: term)
-        old.setattr(bm25, "analyzer_version", lambda name: label)
-        index = indexed(tmp_path, texts)
+    index = indexed_as(tmp_path, monkeypatch, texts, label, _reaccented=lambda term: term)
     assert core.scorer(index, "bm25").term_filter("informacao") == question_term
     assert core.rank(index, "sistemas de informação", method="bm25", k=1)[0].tolist() == [0]
 
@@ -178,16 +185,11 @@ def test_ucao_typed_without_accents_finds_its_accented_word(tmp_path):
 def test_a_build_made_before_ucao_is_asked_as_it_was_built(tmp_path, monkeypatch):
     """A build whose analyzer_version says ACCENTED but not UCAO indexed "resolucao" as
     "resoluca": its questions keep asking that term until `busca index` builds it again."""
-    from busca.index.lexical import bm25
-
-    with monkeypatch.context() as old:
-        before, accent = analyzers._ENDINGS_BEFORE_UCAO, analyzers._reaccented
-        old.setattr(analyzers, "_PLAIN_ENDINGS", before)
-        old.setattr(analyzers, "_reaccented", lambda term, ends=before: accent(term, ends,
-                                                                                 False))
-        old.setattr(bm25, "analyzer_version",
-                    lambda name: f"snowball portuguese, PyStemmer 3.1.0, {analyzers.ACCENTED}")
-        index = indexed(tmp_path, UCAO_TEXTS)
+    before, accent = analyzers._ENDINGS_BEFORE_UCAO, analyzers._reaccented
+    index = indexed_as(tmp_path, monkeypatch, UCAO_TEXTS,
+                       f"snowball portuguese, PyStemmer 3.1.0, {analyzers.ACCENTED}",
+                       _PLAIN_ENDINGS=before,
+                       _reaccented=lambda term, ends=before: accent(term, ends, False))
     assert core.scorer(index, "bm25").term_filter("resolucao") == "resoluca"
     assert core.rank(index, "resolucao", method="bm25", k=1)[0].tolist() == [1]
 
@@ -212,17 +214,11 @@ def test_other_words_typed_without_accents_find_their_accented_word(tmp_path):
 def test_a_build_made_before_uido_is_asked_as_it_was_built(tmp_path, monkeypatch):
     """A build whose analyzer_version says UCAO but not UIDO indexed "distribuída" as
     "distribuid" and "distribuida" as "distribu": its questions keep asking that."""
-    from busca.index.lexical import bm25
-
     texts = ["A tarefa foi distribuida sem acentos.", *UIDO_TEXTS[1:]]
-    with monkeypatch.context() as old:
-        accent = analyzers._reaccented
-        old.setattr(analyzers, "_UI_ENDINGS", ())
-        old.setattr(analyzers, "_PLAIN_WORDS", {})
-        old.setattr(analyzers, "_reaccented", lambda term: accent(term, more=False))
-        old.setattr(bm25, "analyzer_version", lambda name: "snowball portuguese, PyStemmer "
-                    f"3.1.0, {analyzers.ACCENTED} ({analyzers.UCAO})")
-        index = indexed(tmp_path, texts)
+    accent = analyzers._reaccented
+    index = indexed_as(tmp_path, monkeypatch, texts, "snowball portuguese, PyStemmer 3.1.0,"
+                       f" {analyzers.ACCENTED} ({analyzers.UCAO})", _UI_ENDINGS=(),
+                       _PLAIN_WORDS={}, _reaccented=lambda term: accent(term, more=False))
     assert core.scorer(index, "bm25").term_filter("distribuida") == "distribu"
     assert core.rank(index, "distribuida", method="bm25", k=1)[0].tolist() == [0]
 
@@ -264,15 +260,12 @@ def test_a_build_made_before_numbers_is_asked_as_it_was_built(tmp_path, monkeypa
     """A build whose analyzer_version lacks NUMBERS holds "1", "000" and "00" of "1.000,00"
     and no whole: its questions keep asking the parts until `busca index` builds it again
     (asked whole, "1.000,00" found nothing there)."""
-    from busca.index.lexical import bm25
     from busca.index.text.counting import piece_terms
 
     piece_terms.cache_clear()  # (pieces met before, counted with their groups)
-    with monkeypatch.context() as old:
-        old.setattr(analyzers, "number_groups", lambda text: [])
-        old.setattr(bm25, "analyzer_version", lambda name: "snowball portuguese, PyStemmer "
-                    f"3.1.0, {analyzers.ACCENTED} ({analyzers.UCAO}; {analyzers.UIDO})")
-        index = indexed(tmp_path, NUMBER_TEXTS)
+    index = indexed_as(tmp_path, monkeypatch, NUMBER_TEXTS, "snowball portuguese, PyStemmer"
+                       f" 3.1.0, {analyzers.ACCENTED} ({analyzers.UCAO}; {analyzers.UIDO})",
+                       number_groups=lambda text: [])
     piece_terms.cache_clear()
     assert "1000" not in index.terms("bm25")
     assert core.rank(index, "R$ 1.000,00", method="bm25", k=1)[0].tolist() == [0]
