@@ -203,8 +203,7 @@ _AS_BUILT = "as built"  # the key of that mask beside the filters' own
 def left_out_of(index, as_built_mask: np.ndarray, allowed: np.ndarray) -> int:
     """How many documents among the chunks `allowed` (filters, a --tokens rule) the
     as-built mask leaves out: never a count of documents the question could not see."""
-    out = allowed & ~as_built_mask
-    return int(np.unique(_chunk_documents(index).of[out]).size) if out.any() else 0
+    return _chunk_documents(index).count(allowed & ~as_built_mask)
 
 
 def _as_built(index, store) -> tuple[np.ndarray, int]:
@@ -292,7 +291,7 @@ def _with_groups(store):
 def counts(index, store, filters) -> tuple[int, int]:
     """(documents, chunks) of a build passing `filters`."""
     mask = allowed(index, store, filters)
-    return int(np.unique(_chunk_documents(index).of[mask]).size), int(mask.sum())
+    return _chunk_documents(index).count(mask), int(mask.sum())
 
 
 @dataclass(frozen=True)
@@ -309,6 +308,10 @@ class ChunkDocuments:
         of = np.fromiter((number.setdefault(u, len(number)) for u in urls), np.int32,
                          len(urls))
         return cls(of, number)
+
+    def count(self, mask: np.ndarray) -> int:
+        """How many documents the chunks of `mask` belong to."""
+        return int(np.unique(self.of[mask]).size) if mask.any() else 0
 
     def mask(self, urls) -> np.ndarray:
         """True for each chunk of a document in `urls`."""

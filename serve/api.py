@@ -81,9 +81,7 @@ async def context(request: Request) -> JSONResponse:
                              "note": found.reason, "build": build,
                              **({"left_out": found.left_out} if found.left_out else {}),
                              "status": 409}, status_code=409)
-    prompt = searching.render(found, lang=lang)
-    return JSONResponse({**searching.context_dict(found, prompt=prompt, lang=lang),
-                         "build": build})
+    return JSONResponse({**searching.context_dict(found, lang=lang), "build": build})
 
 
 def stats(request: Request) -> JSONResponse:

@@ -164,14 +164,11 @@ class Tools:
             method=method, k=k, min_score=min_score, max_chars=max_chars, per_doc=per_doc,
             filters=_filters(filter), fusion=fusion, window=window, rrf_k=rrf_k,
             weights=weights)))
-        prompt = searching.render(found, lang=lang) if found.answered else None
-        data = searching.context_dict(found, prompt=prompt, lang=lang)
-        out = {key: data[key] for key in ("question", "method", "floor", "lang", "passages")}
-        if found.rerank:
-            out["rerank"] = found.rerank
-        if found.left_out:
-            out["left_out"] = found.left_out
-        return {**out, "answered": found.answered, "prompt": prompt,
+        data = searching.context_dict(found, lang=lang)  # its prompt rendered in `lang`
+        out = {key: data[key] for key in ("question", "method", "floor", "lang", "passages",
+                                          "rerank", "left_out", "answered", "prompt")
+               if key in data}
+        return {**out,
                 "message": "" if found.answered else f"nothing found: {found.why_nothing()}"}
 
     async def compare(self, question: Question,
