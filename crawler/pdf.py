@@ -69,8 +69,9 @@ def read_pdf(data: bytes) -> PdfText:
         raise PdfError(f"reading this PDF needs another package: {e}") from None
     except (PyPdfError, ValueError, KeyError, TypeError, OSError) as e:
         raise PdfError(f"damaged or unreadable PDF ({e})") from None
-    return _assemble(_joined_words(_without_running_lines(texts)),
-                     str(title).strip() if title else "")
+    pages = _joined_words(_without_running_lines([text.split("\n") if text else []
+                                                  for text in texts]))
+    return _assemble(["\n".join(lines) for lines in pages], str(title).strip() if title else "")
 
 
 # typographic ligatures a PDF's fonts give ("ﬁcha"), as the letters a question types
@@ -89,23 +90,22 @@ _NUMBERS = re.compile(r"\d+")
 EDGE = 2  # lines at the top and at the bottom of a page where a running line may be
 
 
-def _without_running_lines(texts: list[str]) -> list[str]:
-    """The pages with their running header and footer once, where it first shows: a line
-    among the first or last EDGE of at least 3 pages and 40% of the pages with text, its
-    numbers aside ("Página 3 de 40" is "Página 7 de 40")."""
-    pages = [text.split("\n") if text else [] for text in texts]
+def _without_running_lines(pages: list[list[str]]) -> list[list[str]]:
+    """The pages' lines with their running header and footer once, where it first shows: a
+    line among the first or last EDGE of at least 3 pages and 40% of the pages with text,
+    its numbers aside ("Página 3 de 40" is "Página 7 de 40")."""
     seen = Counter(key for lines in pages
                    for key in {_running_key(line) for line in lines[:EDGE] + lines[-EDGE:]})
     least = max(3, 0.4 * sum(1 for lines in pages if lines))
     running = {key for key, n in seen.items() if n >= least}
     if not running:
-        return texts
+        return pages
     kept, shown = [], set()
     for lines in pages:
         edges = {*range(EDGE), *range(len(lines) - EDGE, len(lines))}
         keys = [_running_key(line) if at in edges else "" for at, line in enumerate(lines)]
-        kept.append("\n".join(line for line, key in zip(lines, keys)
-                              if key not in running or key not in shown))
+        kept.append([line for line, key in zip(lines, keys)
+                     if key not in running or key not in shown])
         shown.update(keys)
     return kept
 
@@ -120,13 +120,13 @@ _WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
 _ENCLITICS = frozenset("lo la los las".split())  # fazê-lo, pô-la
 
 
-def _joined_words(texts: list[str]) -> list[str]:
-    """The pages with each word hyphenated at a line's end whole on the line it began
+def _joined_words(pages: list[list[str]]) -> list[list[str]]:
+    """The pages' lines with each word hyphenated at a line's end whole on the line it began
     (across a page break too): "informa-" / "ção, que" gives "informação," / "que". The
     hyphen stays when the next line repeats it ("terça-" / "-feira"), the document spells
     the word with it elsewhere ("pró-reitoria"), or an enclitic follows ("fazê-lo")."""
-    pages = [text.split("\n") if text else [] for text in texts]
-    words = {word.casefold() for text in texts for word in _WORD.findall(text)}
+    pages = [list(lines) for lines in pages]
+    words = {word.casefold() for lines in pages for line in lines for word in _WORD.findall(line)}
     at = [(page, line) for page, lines in enumerate(pages) for line in range(len(lines))]
     for (p, i), (q, j) in zip(at, at[1:]):
         if not pages[p][i].endswith(("-", "\u2010")):
@@ -138,7 +138,7 @@ def _joined_words(texts: list[str]) -> list[str]:
         hyphen = bool(rest.group(1)) or _keeps_hyphen(first, second, words)
         pages[p][i] = pages[p][i][:-1] + "-" * hyphen + second + rest.group(3)
         pages[q][j] = pages[q][j][rest.end():] or None  # a line the word took whole goes
-    return ["\n".join(line for line in lines if line is not None) for lines in pages]
+    return [[line for line in lines if line is not None] for lines in pages]
 
 
 def _keeps_hyphen(first: str, second: str, words: set[str]) -> bool:
