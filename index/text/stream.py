@@ -108,8 +108,10 @@ def chunk_documents(documents: Iterable[Document | DocumentText] | DocumentRange
     kernels = compiled.module("tokens_numba") if job["use_compiled"] else None
     merger = CountMerger(documents=total, kernels=kernels, analyzers=analyzers) if count else None
     done = 0
-    after = merger.prefetch if merger is not None and merger.analyzers else None
-    for batches, read in _run(tasks, job, workers if total >= PARALLEL_MIN_DOCS else 1, after):
+    mapping = merger is not None and bool(merger.analyzers)
+    for batches, read in _run(tasks, job, workers if total >= PARALLEL_MIN_DOCS else 1,
+                              merger.prefetch if mapping else None,
+                              merger.map_ahead if mapping else None):
         if read is not None:  # the documents a worker read: its range of the store
             result.urls.extend(read[0])
             result.hashes.extend(read[1])
@@ -210,11 +212,13 @@ def chunk_task(task: list | _Range, **job) -> tuple[list[ChunkedBatch], tuple | 
 
 
 def _run(tasks: Iterator, job: dict, workers: int, after: Callable | None = None,
-         ) -> Iterator[tuple[list[ChunkedBatch], tuple]]:
+         between: Callable | None = None) -> Iterator[tuple[list[ChunkedBatch], tuple]]:
     """Results of `chunk_task` over the tasks, in order; at most 2 per worker in flight.
-    `after(pool)`, once the caller has taken the last result, gives the idle workers more
-    work, and shuts the pool down when it has taken it; otherwise the pool closes here."""
-    context = _fork_context()
+    `between(pool)`, each time the caller has taken a result, may give the workers more work
+    to do between batches; `after(pool)`, once the caller has taken the last result, gives
+    the idle workers more work, and shuts the pool down when it has taken it; otherwise the
+    pool closes here."""
+    context, between = _fork_context(), between or (lambda pool: None)
     if workers <= 1 or context is None:
         for task in tasks:
             yield chunk_task(task, **job)
@@ -229,8 +233,11 @@ def _run(tasks: Iterator, job: dict, workers: int, after: Callable | None = None
             pending.append(pool.submit(chunk_task, task, **job))
             if len(pending) >= 2 * workers:
                 yield pending.pop(0).result()
+                between(pool)
         while pending:
             yield pending.pop(0).result()
+            if pending:
+                between(pool)
         if after is not None:
             after(pool)
     except BaseException:

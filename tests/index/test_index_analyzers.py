@@ -88,7 +88,9 @@ def test_a_vocabulary_mapped_at_once_is_each_term_filtered(name):
     words = ("não nao é e à às o de da the a an s patient studies informações informação ação "
              "acao cafe café ΣΟΦΙΑ 東京 2019 3 universidade universidades running runs ǅ nãoﾞ "
              "informacao informacoes responsavel importancia ciencia maos ao "
-             "1.000,00 1,000.50 3.12 123.456.789-09 01310-100").split()  # number groups
+             "1.000,00 1,000.50 3.12 123.456.789-09 01310-100 "  # number groups
+             "informaçao informacão construido atraves atravès você voce está ﬁnanças "
+             "ﬁcacao àquele aquele pôr").split()  # half accented, ligatures, stopwords
     rng = random.Random(3)
     terms = words + ["".join(rng.choice("aãçéíoõsu") for _ in range(rng.randint(1, 9)))
                      for _ in range(300)]

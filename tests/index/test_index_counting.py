@@ -11,6 +11,7 @@ from sklearn.feature_extraction.text import CountVectorizer
 
 from busca.index.text.analyzers import (counted_terms, get_term_filter, java_terms, pt_terms,
                                         simple_terms)
+from busca.index.text import counting
 from busca.index.text.counting import (CountMerger, PackedTerms, column_blocks, column_targets,
                                        count_pieces, count_texts, reanalyze)
 
@@ -154,6 +155,31 @@ def test_term_maps_worked_out_beside_the_merge_are_the_local_ones(packed):
     assert -1 in target and len(kept) < len(counts.terms)  # dropped and merged columns
     assert pool.shut  # taken: the pool is done
     assert (reanalyze(counts, "pt").matrix != reanalyze(count_texts(texts), "pt").matrix).nnz == 0
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_term_maps_sent_ahead_during_the_merge_join_as_one(packed, monkeypatch):
+    """map_ahead sends the terms new since its last call once there are AHEAD of them;
+    prefetch the rest: the jobs' maps, in id order, give what column_targets gives."""
+    kernels = pytest.importorskip("busca.index.text.tokens_numba") if packed else None
+    monkeypatch.setattr(counting, "AHEAD", 25)
+    rng = random.Random(8)
+    texts = random_texts(rng, 80) + ["Informações informação INFORMAÇÃO não de zebra abacaxi"]
+    merger = CountMerger(kernels=kernels, analyzers=("pt",))
+    pool = AtOnce()
+    sent = []
+    for lo in range(0, len(texts), 8):
+        merger.add(count_pieces([t.split() for t in texts[lo:lo + 8]]))
+        merger.map_ahead(pool)
+        sent.append(merger.sent)
+    assert 0 < sent[0] < sent[-1] and merger.vocabulary.n - sent[-1] < 25  # sent ahead
+    merger.prefetch(pool)
+    counts = merger.result()
+    assert len(counts.prefetched["pt"].args[0]) > 3
+    kept, target = counts.targets("pt")
+    local_kept, local_target = column_targets(counts.terms, "pt")
+    assert kept == local_kept and target.tolist() == local_target.tolist()
+    assert pool.shut
 
 
 @pytest.mark.parametrize("packed", [False, True])

@@ -77,13 +77,19 @@ assert list(one.rows()) == list(two.rows())
 assert one.texts == two.texts and one.words == two.words
 assert one.counts.terms == two.counts.terms
 assert (one.counts.matrix != two.counts.matrix).nnz == 0
+from busca.index.text import counting
 from busca.index.text.counting import column_targets
-three = stream.chunk_documents(docs, size=20, overlap=5, reusable={}, total=120, workers=2,
-                               analyzers=("pt",))
-assert set(three.counts.prefetched) == {"pt", "java"}  # the idle workers mapped pt
-kept, target = three.counts.targets("pt")
 local = column_targets(one.counts.terms, "pt")
-assert kept == local[0] and target.tolist() == local[1].tolist() and target.dtype == np.int64
+for ahead in (counting.AHEAD, 1):  # the terms mapped after the merge, or during it
+    counting.AHEAD = ahead
+    three = stream.chunk_documents(docs, size=20, overlap=5, reusable={}, total=120,
+                                   workers=2, analyzers=("pt",))
+    assert set(three.counts.prefetched) == {"pt", "java"}  # the idle workers mapped pt
+    jobs = three.counts.prefetched["pt"].args[0]
+    assert len(jobs) == 2 if ahead > 1 else len(jobs) > 2, len(jobs)  # 2: one per worker
+    kept, target = three.counts.targets("pt")
+    assert kept == local[0] and target.tolist() == local[1].tolist()
+    assert target.dtype == np.int64
 assert stream._fork_context() is not None  # taken: the pool and its thread are gone
 import tempfile
 from pathlib import Path
