@@ -21,7 +21,7 @@ from urllib.parse import unquote_to_bytes, urlsplit
 
 from .groups import GROUPS, BadGroup, check_names, group_names
 from .html import decode_html, extract_page, headings_meta
-from .markdown import front_matter, markdown_headings
+from .markdown import front_matter, markdown_text
 from .pdf import PdfError, read_pdf
 from .store import Document
 
@@ -76,7 +76,7 @@ def read_files(paths: list[str]) -> Iterator[Document | Problem]:
             continue
         if suffix in (".txt", ".md"):
             text = unicodedata.normalize("NFC", text)  # as stored: heading offsets hold
-            fields, text = front_matter(text) if suffix == ".md" else ({}, text)
+            fields, text, headings, first = _plain_or_markdown(text, suffix)
             title = fields.get("title") if isinstance(fields.get("title"), str) else ""
             meta = jsonl_meta(fields)  # its other keys, as a JSONL line's
             try:
@@ -84,9 +84,8 @@ def read_files(paths: list[str]) -> Iterator[Document | Problem]:
             except BadGroup as e:
                 yield Problem(name, f'front matter "groups": {e}')
                 continue
-            yield _on_disk(_document(name, title or _first_heading(text) or path.stem, text,
-                                     markdown_headings(text) if suffix == ".md" else (),
-                                     meta), path)
+            yield _on_disk(_document(name, title or first or path.stem, text, headings, meta),
+                           path)
         else:
             yield Problem(name, f"unsupported file type; busca adds {', '.join(SUFFIXES)}")
 
@@ -347,6 +346,17 @@ def _identifier(item: dict) -> str | None:
         ident = str(item["_id"])
         return ident if ident.strip() else None
     return None
+
+
+def _plain_or_markdown(text: str, suffix: str) -> tuple[dict, str, tuple, str]:
+    """(front matter, text, headings, first heading) of a .txt (as it is) or .md file (its
+    plain text: a snippet or prompt shows no `**`, `#` or link target, whose words are not
+    indexed either)."""
+    if suffix != ".md":
+        return {}, text, (), _first_heading(text)
+    fields, source = front_matter(text)
+    text, headings = markdown_text(source)
+    return fields, text, headings, headings[0][2] if headings else ""
 
 
 def _first_heading(text: str) -> str:

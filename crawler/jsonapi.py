@@ -24,7 +24,7 @@ from .listing import Memo
 from .events import Failed, Notice, Stored
 from .html import body as html_body, headings_meta, join_url, title_text
 from .options import Context, JsonApiOptions
-from .markdown import markdown_to_text
+from .markdown import markdown_text
 from .paging import MISSING, fill, first, lookup, next_page, pages_itself, without
 from .richtext import is_rich, rich_to_text
 from .store import Document
@@ -342,7 +342,7 @@ def body_text_of(body, body_format: str) -> tuple[str, tuple]:
         return rich_to_text(body), ()
     text, headings = html_body(body)
     if body_format == "auto" and not headings and "<" not in body:
-        return markdown_to_text(body), ()
+        return markdown_text(body)
     return text, headings
 
 

@@ -14,23 +14,50 @@ _LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
 _HEADING = re.compile(r"^#{1,6}\s+")
 _LIST = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _EMPHASIS = re.compile(r"(\*\*|__|\*|`)")
-_TAG = re.compile(r"</?[A-Za-z][^>]*>")
+_TAG = re.compile(r"</?[A-Za-z][^>]*>|<!--.*?-->")
 _ATX = re.compile(r"^(#{1,4})\s+(.+?)\s*$")
+_QUOTE = re.compile(r"^\s*(?:>\s?)+")
+_RULE = re.compile(r"^\s*(?:(?:[-*_]\s*){3,}|\|?(?:\s*:?-+:?\s*\|)+\s*:?-*:?\s*)$")  # ---, |--|--|
+_REFERENCE = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*\S+")  # [1]: https://…
 
 
 def markdown_to_text(source: str) -> str:
     """Plain text of Markdown; code blocks keep their lines, fences go."""
-    lines, code = [], False
+    return markdown_text(source)[0]
+
+
+def markdown_text(source: str) -> tuple[str, tuple[tuple[int, int, str, str], ...]]:
+    """(plain text, its headings) of Markdown: the words a reader sees, one clean line per
+    paragraph line, heading, list item or code line (code blocks keep their lines; fences,
+    rules, link targets and reference definitions go); each `#`–`####` heading outside code
+    blocks as (offset in the text, level, text, the anchor MkDocs and GitHub give it)."""
+    lines: list[str] = []
+    headings, offset, code = [], 0, False
     for line in source.splitlines():
         if FENCE.match(line):
             code = not code
             continue
+        heading = None if code else _ATX.match(line)
         if not code:
-            line = _IMAGE.sub(r"\1", line)
-            line = _LINK.sub(r"\1", line)
-            line = unescape(_TAG.sub("", _EMPHASIS.sub("", _LIST.sub("", _HEADING.sub("", line)))))
+            if _RULE.match(line) or _REFERENCE.match(line):
+                continue
+            line = _inline(heading.group(2).rstrip("#") if heading else line)
+        line = plain_text(line)
+        if not line:
+            continue
+        if heading:
+            headings.append((offset, len(heading.group(1)), line, slug(line)))
         lines.append(line)
-    return plain_text("\n".join(lines))
+        offset += len(line) + 1
+    return "\n".join(lines), tuple(headings)
+
+
+def _inline(line: str) -> str:
+    """A line without its block marks (heading, quote, list) and inline marks (images and
+    links as their text, emphasis, code ticks, tags), entities decoded."""
+    line = _LINK.sub(r"\1", _IMAGE.sub(r"\1", line))
+    line = _LIST.sub("", _QUOTE.sub("", _HEADING.sub("", line)))
+    return unescape(_TAG.sub("", _EMPHASIS.sub("", line)))
 
 
 def top_sections(source: str) -> list[tuple[str, str]]:
@@ -46,21 +73,6 @@ def top_sections(source: str) -> list[tuple[str, str]]:
         elif sections:
             sections[-1][1].append(line)
     return [(title, "\n".join(body)) for title, body in sections]
-
-
-def markdown_headings(source: str) -> tuple[tuple[int, int, str, str], ...]:
-    """(offset, level, text, anchor) of each `#`–`####` heading outside code blocks; the
-    anchor is the slug MkDocs and GitHub give it."""
-    found, offset, code = [], 0, False
-    for line in source.splitlines(keepends=True):
-        if FENCE.match(line):
-            code = not code
-        match = None if code else _ATX.match(line)
-        if match:
-            text = match.group(2).strip().rstrip("#").strip()
-            found.append((offset, len(match.group(1)), text, slug(text)))
-        offset += len(line)
-    return tuple(found)
 
 
 def slug(text: str) -> str:

@@ -101,7 +101,7 @@ def test_a_folder_is_its_supported_files_below_it(tmp_path):
     (root / "foto.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00")
     (root / "sub" / "volta").symlink_to(root, target_is_directory=True)  # a loop
     found = list(read_files([str(root)]))
-    assert [d.text for d in found] == ["á", "# B\n\nbê", "cê"]
+    assert [d.text for d in found] == ["á", "B\nbê", "cê"]
     assert all(isinstance(d, Document) for d in found)
 
 
@@ -156,7 +156,7 @@ def test_markdown_front_matter_is_its_title_and_metadata(tmp_path):
     path.write_bytes(FRONT.encode("utf-8"))
     [doc] = list(read_files([str(path)]))
     assert doc.title == "Política de reembolso"
-    assert doc.text == "## Prazos\r\n\r\nO estorno leva 7 dias.\r\n"
+    assert doc.text == "Prazos\nO estorno leva 7 dias."
     assert {k: v for k, v in doc.meta.items() if k != "path"} == {
         "tags": ["financeiro", "clientes"], "authors": ["Ana", "Bruno"], "draft": "false",
         "headings": [[0, 2, "Prazos", "prazos"]]}
@@ -166,8 +166,55 @@ def test_a_rule_that_opens_a_markdown_file_is_not_front_matter(tmp_path):
     path = tmp_path / "regra.md"
     path.write_text("---\n\nTexto sem front matter: não é um bloco.\n", encoding="utf-8")
     [doc] = list(read_files([str(path)]))
-    assert doc.text == "---\n\nTexto sem front matter: não é um bloco.\n"
+    assert doc.text == "Texto sem front matter: não é um bloco."  # the rule is not text
     assert doc.title == "regra"
+
+
+NOTE = """# Guia de **instalação**
+
+> Leia antes: o [manual](https://exemplo.com.br/manual "Manual") e a ![figura](img/a.png).
+
+## Passo 1: `pip install busca` ##
+
+1. Rode o comando.
+- Veja a tabela:
+
+| opção | efeito |
+|:------|-------:|
+| `-q`  | silêncio |
+
+***
+
+```bash
+# instale
+pip install busca
+```
+<!-- rascunho: não publicar -->
+[manual]: https://exemplo.com.br/manual
+##### Nota menor
+"""
+
+
+def test_a_markdown_file_is_stored_as_the_text_a_reader_sees(tmp_path):
+    """A .md file was stored as it is: `**`, `#`, link targets and tables' rules were in
+    every snippet and prompt, and a URL's words were indexed. Now its plain text, with each
+    heading's offset in that text (its section cited by the anchor GitHub gives it)."""
+    path = tmp_path / "guia.md"
+    path.write_text(NOTE, encoding="utf-8")
+    [doc] = list(read_files([str(path)]))
+    assert doc.text == ("Guia de instalação\n"
+                        "Leia antes: o manual e a figura.\n"
+                        "Passo 1: pip install busca\n"
+                        "Rode o comando.\nVeja a tabela:\n"
+                        "| opção | efeito |\n| -q | silêncio |\n"
+                        "# instale\npip install busca\n"
+                        "Nota menor")
+    assert doc.title == "Guia de instalação"
+    headings = doc.meta["headings"]
+    assert headings == [[0, 1, "Guia de instalação", "guia-de-instalação"],
+                        [52, 2, "Passo 1: pip install busca", "passo-1-pip-install-busca"]]
+    assert all(doc.text[at:].startswith(text) for at, _, text, _ in headings)
+    assert "https" not in doc.text and "rascunho" not in doc.text
 
 
 def test_a_jsonl_file_is_read_a_line_at_a_time(tmp_path, monkeypatch):

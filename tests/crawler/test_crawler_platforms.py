@@ -11,6 +11,7 @@ from busca.crawler.crawl import crawl
 from busca.crawler.errors import CrawlError
 from busca.crawler.events import Failed, SourceFound, Stored
 from busca.crawler.html import body_text
+from busca.crawler.jsonapi import body_text_of
 from busca.crawler.markdown import markdown_to_text, top_sections
 from busca.crawler.options import CrawlOptions, JsonApiOptions
 from busca.crawler.paging import MISSING, fill, first
@@ -168,6 +169,9 @@ def test_wikitext_and_markdown_to_text():
     assert wikitext_to_text(wiki) == "Análise de sistemas e rede.\nPrazos\num dois & três"
     markdown = "## Título\n\n- um **dois** [três](/x)\n\n```\n# código\n```\n"
     assert markdown_to_text(markdown) == "Título\num dois três\n# código"
+    # a headless CMS's Markdown body keeps its headings, as an HTML body does
+    assert body_text_of(markdown, "auto") == ("Título\num dois três\n# código",
+                                              ((0, 2, "Título", "título"),))
     assert top_sections("# A\nSource: u\n```\n# não\n```\n# B\nb") == [
         ("A", "Source: u\n```\n# não\n```"), ("B", "b")]
 
