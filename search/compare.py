@@ -12,7 +12,7 @@ positions in the collapsed ranking.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,6 +46,7 @@ class CompareRow:
     end: int
     ranks: dict[str, int | None]
     scores: dict[str, float | None]
+    meta: dict | None = field(default=None, compare=False)  # as the hit's: page, section …
 
     @property
     def best(self) -> int:
@@ -81,7 +82,8 @@ class Comparison:
             "columns": columns,
             "rows": [{"chunk_id": r.chunk_id, "url": r.url, "title": r.title,
                       "start": r.start, "end": r.end, "text": r.text, "ranks": r.ranks,
-                      "scores": r.scores} for r in self.rows],
+                      "scores": r.scores, **({"meta": r.meta} if r.meta else {})}
+                     for r in self.rows],
             **extra,
         }
 
@@ -185,7 +187,8 @@ def _rows(columns: dict[str, list[Hit]], ranked: dict,
         found = {m: position[m].get(chunk_id) for m in columns}
         rows.append(CompareRow(chunk_id, hit.url, hit.title, hit.text, hit.start, hit.end,
                                {m: f[0] if f else None for m, f in found.items()},
-                               {m: f[1] if f else None for m, f in found.items()}))
+                               {m: f[1] if f else None for m, f in found.items()},
+                               hit.meta))
     order = {c: i for i, c in enumerate(first)}
     return sorted(rows, key=lambda r: (r.best, order[r.chunk_id]))
 

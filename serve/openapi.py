@@ -126,7 +126,7 @@ SCHEMAS = {
                        ("question", "query", "methods", "columns", "rows")),
     "CompareHit": {"allOf": [_ref("Hit"), _obj(RANKS, tuple(RANKS))]},
     "CompareRow": _obj({**{k: v for k, v in HIT["properties"].items()
-                           if k not in ("rank", "score", "meta")}, **RANKS},
+                           if k not in ("rank", "score")}, **RANKS},
                        ("chunk_id", "url", "title", "start", "end", "text", *RANKS)),
     "Passage": _obj({"rank": {"type": "integer"}, "url": {"type": "string"},
                      "cite": {"type": "string"}, "section": {"type": "string"},

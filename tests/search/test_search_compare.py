@@ -85,6 +85,23 @@ def test_default_methods_and_json(index, store):
     assert set(data["rows"][0]["ranks"]) == {"tfidf", "dense"}
 
 
+def test_rows_carry_their_documents_metadata(tmp_path, fake):
+    """`busca compare --json`'s rows carried no `meta`: a PDF hit's page, an HTML hit's
+    section or the document's tags were in `busca search --json` only."""
+    home = LocalHome(tmp_path / "home")
+    home.put(Document("https://blog.example/a", "A", "Prazos de reembolso do pedido.",
+                      meta={"tags": ["financeiro"]}))
+    home.put(Document("https://blog.example/b", "B", "Outro texto sem relação."))
+    build_index(home, methods=("tfidf", "bm25"))
+    index = load_index(home.home)
+    result = cmp.compare(index, home, "reembolso", methods=["tfidf", "bm25"], k=2)
+    searched = {h.url: h.meta for h in core.search(index, home, "reembolso", method="bm25")}
+    rows = {r["url"]: r for r in result.to_json()["rows"]}
+    assert rows["https://blog.example/a"]["meta"] == searched["https://blog.example/a"]
+    assert rows["https://blog.example/a"]["meta"]["tags"] == ["financeiro"]
+    home.close()
+
+
 def test_a_method_named_twice_is_one_column(index, store):
     result = cmp.compare(index, store, "senha", methods=["tfidf", "dense", "tfidf"], k=1)
     assert result.methods == ("tfidf", "dense")
