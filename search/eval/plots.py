@@ -46,6 +46,20 @@ def _pyplot():
     return plt
 
 
+def score_rows(cal: Calibration) -> list[tuple[str, list[float]]]:
+    """The scores chart's two rows: each one's legend and the best-hit scores it plots. A
+    question that got no hit at all has no score to plot (refused at any floor): its row's
+    count says so, as the report counts it."""
+    rows = []
+    for label, scores in (("answerable", cal.answerable_scores),
+                          ("unanswerable", cal.unanswerable_scores)):
+        xs = [s for s in scores if s is not None]
+        none = len(scores) - len(xs)
+        rows.append((f"{label} ({len(scores)}" + (f", {none} with no hit" if none else "")
+                     + ")", xs))
+    return rows
+
+
 def _safe(name: str) -> str:
     return re.sub(r"[^\w.-]+", "_", name)
 
@@ -71,11 +85,9 @@ def _recall_chart(plt, ev: Evaluation, path: Path) -> Path:
 
 def _score_chart(plt, system: str, cal: Calibration, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6, 3))
-    for row, (label, scores) in enumerate((("answerable", cal.answerable_scores),
-                                           ("unanswerable", cal.unanswerable_scores))):
-        xs = [s for s in scores if s is not None]
+    for row, (label, xs) in enumerate(score_rows(cal)):
         ax.scatter(xs, [row + (i % 7 - 3) * 0.04 for i in range(len(xs))], alpha=0.6,
-                   label=f"{label} ({len(xs)})")
+                   label=label)
     ax.axvline(cal.floor, color="black", linestyle="--", label=f"floor {cal.floor:.3f}")
     ax.set(yticks=[0, 1], yticklabels=["answerable", "unanswerable"], xlabel="best hit score",
            title=f"{system}: best-hit scores")

@@ -132,3 +132,15 @@ def test_calibration_names_the_kind_of_question_the_set_lacks(pos, neg, lacking,
         calibrate(pos, neg)
     assert lacking in str(e.value) and "\n" not in str(e.value)
     assert not_named is None or not_named not in str(e.value)
+
+
+def test_the_scores_chart_counts_a_question_that_got_no_hit():
+    """`busca eval --plot`'s scores chart left out an unanswerable question without any hit
+    (no score to plot): its legend said 3 where the report counted 4."""
+    from busca.search.eval.plots import score_rows
+
+    pos = [answerable(s) for s in (0.5, 0.6, 0.7)]
+    neg = [unanswerable(s) for s in (0.1, 0.2, 0.3)] + [unanswerable(None, qid="vazia")]
+    (kept_label, kept), (refused_label, refused) = score_rows(calibrate(pos, neg))
+    assert (kept_label, kept) == ("answerable (3)", [0.5, 0.6, 0.7])
+    assert (refused_label, refused) == ("unanswerable (4, 1 with no hit)", [0.1, 0.2, 0.3])
