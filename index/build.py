@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import logging
 import tempfile
+from contextlib import closing
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from itertools import islice
 from pathlib import Path
 
 from ..version import __version__
 from ..errors import BuscaError
 from .lexical.bm25 import check_options as check_bm25_options
+from .text.analyzers import default_bm25_analyzer, language_marks
 from .text.chunking import OVERLAP, SIZE, BadWindow, check_window
 from .dense.dense import previous_models
 from .dense.dense_models import DenseModel
@@ -54,6 +57,8 @@ def build_index(home, *, size: int = SIZE, overlap: int = OVERLAP,
     if "bm25" in methods:  # a bad k1 or a missing stemmer fails before any work; the
         # analyzer is chosen once (a fallback from pt is warned about once)
         options = kept_bm25(previous, options)
+        if options.get("bm25_analyzer") is None:  # neither asked for nor kept: the default
+            _english_warning(home)
         options = {**options, "bm25_analyzer": check_bm25_options(options)}
     if SPARSE in methods:  # the dense pass leaves its latents here (index/lexical/sparse.py)
         options = {**options, "sparse_sink": {"latents": {}, "version": None}}
@@ -89,6 +94,24 @@ def build_index(home, *, size: int = SIZE, overlap: int = OVERLAP,
         if full:
             raise _no_space(e, out, previous, written) from e
         raise
+
+
+SAMPLE_DOCS = 200  # the documents read for the language of a first bm25 build
+
+
+def _english_warning(home) -> None:
+    """A line on stderr when bm25's analyzer is nobody's choice (a first build), the default
+    is pt and the documents read as English: pt stems them as Portuguese, keeps "the" and
+    "of" as words, and the context prompt speaks Portuguese (search/context.py)."""
+    if default_bm25_analyzer() != "pt":
+        return
+    with closing(home.documents()) as documents:
+        english, portuguese = language_marks(d.text for d in islice(documents, SAMPLE_DOCS))
+    if english >= 20 and english > 3 * portuguese:
+        log.warning("the documents read as English (%d English words such as \"the\" to %d"
+                    " Portuguese ones such as \"de\"), but bm25 analyzes them as Portuguese:"
+                    " run busca index --analyzer en (the prompt then speaks English too)",
+                    english, portuguese)
 
 
 def _no_space(error: BaseException, out, previous, written: int) -> DiskFull:

@@ -22,7 +22,7 @@ import functools
 import json
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from ...errors import BuscaError
 from .stopwords import ENGLISH, PORTUGUESE
@@ -471,6 +471,23 @@ def has_stemmer() -> bool:
 def default_bm25_analyzer() -> str:
     """`pt` when PyStemmer is installed, else `simple`."""
     return "pt" if has_stemmer() else "simple"
+
+
+# words that one of the two languages writes often and the other (almost) never: "a", "as",
+# "no", "se" and "do" are words of both
+_ENGLISH_MARKS = frozenset("the and of to is that with for this are was".split())
+_PORTUGUESE_MARKS = frozenset("de que não para com uma um os da em por é".split())
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def language_marks(texts: Iterable[str]) -> tuple[int, int]:
+    """How many words of `texts` mark them as English, and how many as Portuguese."""
+    english = portuguese = 0
+    for text in texts:
+        for word in _WORD.findall(text.lower()):
+            english += word in _ENGLISH_MARKS
+            portuguese += word in _PORTUGUESE_MARKS
+    return english, portuguese
 
 
 # what a pt build's analyzer_version says since its documents' words typed without accents get

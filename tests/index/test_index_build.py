@@ -165,3 +165,49 @@ def test_a_build_of_format_2_is_read_and_new_builds_are_format_3(store):
     assert manifest["format_version"] == FORMAT_VERSION == 3 and READS == (2, 3)
     (path / "manifest.json").write_text(json.dumps({**manifest, "format_version": 2}))
     assert load_index(store.home).manifest.chunks == manifest["chunks"]
+
+
+ENGLISH = ("The refund is paid to the card that was used for the order, and the bank shows it"
+           " within ten days; this is the rule for all of the orders that are returned.")
+PORTUGUESE = ("O reembolso é pago no cartão que foi usado para a compra, e o banco mostra o"
+              " valor em até dez dias; essa é a regra para todos os pedidos devolvidos.")
+
+
+def test_language_marks_count_the_words_only_one_language_writes_often():
+    from busca.index.text.analyzers import language_marks
+
+    # The, is, to, the, that, was, for, the, and, the, this, is, the, for, of, the, that, are
+    assert language_marks([ENGLISH]) == (18, 0)
+    # é, que, para, em, é, para, os ("o", "a", "no" and "e" are words of both languages)
+    assert language_marks([PORTUGUESE]) == (0, 7)
+    assert language_marks(["THE Ends", "de 1999 the_end"]) == (2, 1)  # letters, any case
+
+
+@pytest.mark.parametrize("texts, options, warned", [
+    ([ENGLISH] * 3, {}, True),  # a first build nobody chose an analyzer for
+    ([ENGLISH] * 3, {"bm25_analyzer": "en"}, False),
+    ([ENGLISH] * 3, {"bm25_analyzer": "pt"}, False),  # asked for: the user's choice
+    ([ENGLISH] * 2 + [PORTUGUESE] * 3, {}, False),  # 36 to 21: both languages
+    ([PORTUGUESE] * 3, {}, False),
+])
+def test_a_first_bm25_build_of_english_documents_says_to_use_en(tmp_path, caplog, texts,
+                                                                 options, warned):
+    """`busca index` of an English site stemmed it as Portuguese without a word (and its
+    prompt spoke Portuguese): a first build whose analyzer nobody chose says how to fix it;
+    the next build keeps the analyzer, and says nothing again."""
+    pytest.importorskip("Stemmer")
+    home = LocalHome(tmp_path)
+    for n, text in enumerate(texts):
+        home.put(Document(f"https://help.example/{n}", f"T{n}", text))
+    with caplog.at_level("WARNING", logger="busca.index.build"):
+        build_index(home, methods=("bm25",), options=dict(options))
+    said = [r.getMessage() for r in caplog.records if r.name == "busca.index.build"]
+    assert bool(said) == warned, said
+    if warned:
+        assert said == ['the documents read as English (54 English words such as "the" to 0'
+                        ' Portuguese ones such as "de"), but bm25 analyzes them as Portuguese:'
+                        ' run busca index --analyzer en (the prompt then speaks English too)']
+        caplog.clear()
+        build_index(home, methods=("bm25",))  # kept pt: said once
+        assert not [r for r in caplog.records if r.name == "busca.index.build"]
+    home.close()
