@@ -838,8 +838,8 @@ def context(ctx, question, k, method, min_score, max_chars, template, lang, as_j
             per_doc, filters, no_serve, **hybrid):
     """A prompt for any LLM: instruction, passages cited as [fonte: URL], then the question.
 
-    Exits with code 3 and no prompt when no passage reaches the floor ("não encontrei"; with
-    --json, the JSON says why).
+    Exits with code 3 and no prompt when no passage reaches the floor ("não encontrei", or
+    "nothing found" when the prompt is English; with --json, the JSON says why).
 
     Example: busca context "qual o prazo do reembolso?" --max-chars 3000 > prompt.txt
     """
@@ -908,8 +908,8 @@ def _emit_context(ctx, question: str, *, method: str = api.METHOD, k: int = sear
         except searching.ContextTooSmall as e:
             raise click.BadParameter(str(e), param_hint="--max-chars") from None
     if not found.answered:
-        click.echo(f"não encontrei (nothing found): {found.why_nothing('--min-score')} — no"
-                   " prompt was written", err=True)
+        click.echo(f"{found.nothing_found('--min-score', lang=lang)} — no prompt was written",
+                   err=True)
         if as_json:  # a program reading --json gets JSON: the reason, no passage, no prompt
             click.echo(json.dumps(searching.context_dict(found, lang=lang,
                                                          floor_option="--min-score"),

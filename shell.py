@@ -270,7 +270,7 @@ class Session:
                                                         floor_option="--min-score"),
                                  ensure_ascii=False))
         elif prompt is None:
-            self.echo(f"não encontrei (nothing found): {found.why_nothing('--min-score')}")
+            self.echo(found.nothing_found("--min-score", lang=lang))
         else:
             self.echo(display.strip_controls(prompt), nl=not prompt.endswith("\n"))
 

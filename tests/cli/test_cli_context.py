@@ -163,6 +163,25 @@ def test_below_the_floor_exits_3_with_no_prompt(indexed, home):
     assert "não encontrei" in result.stderr and "xilofone" in result.stderr
 
 
+def test_nothing_found_speaks_the_prompts_language(run, tmp_path):
+    """An English index's refusal said "não encontrei (nothing found)" on stderr, in
+    busca context and the shell's :context alike: it follows the prompt's language now
+    (the index's, or --lang / :lang)."""
+    assert run("add", str(write_jsonl(tmp_path / "en.jsonl", ENGLISH_DOCS))).exit_code == 0
+    assert run("index", "-q", "--analyzer", "en").exit_code == 0
+    result = run("context", "xylophone", "--method", "bm25")
+    assert (result.exit_code, result.stdout) == (3, "")
+    assert result.stderr.startswith("nothing found: none of the query's words")
+    assert "não encontrei" not in result.stderr and "xylophone" in result.stderr
+    result = run("context", "refunds", "--method", "bm25", "--min-score", "99")
+    assert result.exit_code == 3 and result.stderr.startswith("nothing found: no passage")
+    chosen = run("context", "xylophone", "--method", "bm25", "--lang", "pt")
+    assert chosen.stderr.startswith("não encontrei (nothing found): ")
+    shell = run("shell", "--method", "bm25", input=":context xylophone\n:lang pt\n:context\n")
+    assert "\nnothing found: none of the query's words" in "\n" + shell.stdout
+    assert "não encontrei" in shell.stdout.split("nothing found: none", 1)[1]
+
+
 def test_json_below_the_floor_is_json_that_says_why(indexed):
     """A program reading --json always gets JSON: nothing found is the context's JSON with
     its reason and no prompt (it printed nothing), as the shell's --json :context; exit 3
