@@ -35,7 +35,7 @@ def panel(counts: dict, q: str, method: str, k: int, filters: tuple) -> str:
         + "".join(_value(key, value, n, q, method, k, active)
                   for value, n in facet["top"].items())
         + "</ul></section>" for key, facet in counts.items())
-    return (f'<aside class="facets" id="facets" aria-label="facets"><h2>Filtrar</h2>'
+    return (f'<aside class="facets" id="facets" aria-label="facets"><h2>Filters</h2>'
             f'<p class="meta">documents per value, among those matching the filters</p>'
             f'{sections}</aside>')
 

@@ -155,6 +155,15 @@ def test_a_value_with_a_line_break_keeps_its_facet_on_one_line(tmp_path):
     assert "facet nota: a b 1" in shown.splitlines()
 
 
+def test_the_facet_panel_is_headed_in_the_pages_language():
+    """The page is English ("Search", "Ask a question…", "documents per value …"), but its
+    facet panel was headed "Filtrar"."""
+    from busca.serve.facetview import panel
+
+    html = panel({"category": {"values": 1, "top": {"Help": 3}}}, "reset", "bm25", 3, ())
+    assert '<h2>Filters</h2>' in html and "Filtrar" not in html
+
+
 def test_stats_shows_facet_counts(home):
     runner = CliRunner()
     data = json.loads(runner.invoke(cli, ["--home", str(home), "stats", "--json"],
