@@ -162,16 +162,19 @@ def _question(where: str, item) -> Question:
         raise GoldenError(f'{where}: needs a non-empty "pergunta" (or "question") string'
                           f"{keys}")
     trecho = _first(item, TRECHO_KEYS)
+    # the key named in a message: the one the item has, else the language of its question's
+    key = next((k for k in TRECHO_KEYS if k in item),
+               TRECHO_KEYS[0] if QUESTION_KEYS[0] in item else "answer")
     if not any(k in item for k in TRECHO_KEYS) and item.get("url") is None:
         # left out or misspelt ("trexo", "resposta"), it made the question unanswerable
-        raise GoldenError(f'{where}: has no "trecho" (its keys: {", ".join(item)}); write the'
-                          ' passage that answers it, or "trecho": null for a question the'
-                          " site cannot answer")
+        raise GoldenError(f'{where}: has no "{key}" (its keys: {", ".join(item)}); write the'
+                          " passage that answers it (copied from the document, word for"
+                          f' word), or "{key}": null for a question the site cannot answer')
     if trecho is not None and not isinstance(trecho, str):
-        raise GoldenError(f'{where}: "trecho" must be a string or null, '
+        raise GoldenError(f'{where}: "{key}" must be a string or null, '
                           f"not {type(trecho).__name__}")
     if trecho is not None and not trecho.strip():
-        raise GoldenError(f'{where}: "trecho" is empty; fill it in, or use null for a '
+        raise GoldenError(f'{where}: "{key}" is empty; fill it in, or use null for a '
                           "question the site cannot answer")
     url = item.get("url")
     if url is not None and (not isinstance(url, str) or not url.strip()):

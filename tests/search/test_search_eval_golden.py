@@ -46,6 +46,23 @@ def test_english_keys(tmp_path):
     assert [(q.text, q.trecho) for q in golden.questions] == [("a?", "x"), ("b?", "y")]
 
 
+@pytest.mark.parametrize("text, message", [
+    ('[{"question": "a?", "expected": "x"}]',
+     r'item 1: has no "answer" \(its keys: question, expected\); write the passage that'
+     r' answers it \(copied from the document, word for word\), or "answer": null for a'),
+    ('[{"query": "a?", "text": "x"}]', r'item 1: has no "answer" \(its keys: query, text\)'),
+    ('[{"question": "a?", "answer": 7}]', '"answer" must be a string or null, not int'),
+    ('[{"question": "a?", "passage": " "}]', r'"passage" is empty; fill it in, or use null'),
+    ('[{"pergunta": "a?", "answer": 7}]', '"answer" must be a string or null, not int'),
+])
+def test_english_keys_are_answered_in_their_own_words(tmp_path, text, message):
+    """An item written with English keys was told of "trecho", a key it never used
+    ('has no "trecho" (its keys: question, expected)', '"trecho" must be a string')."""
+    with pytest.raises(GoldenError, match=message) as caught:
+        load_golden(write(tmp_path, text))
+    assert "trecho" not in str(caught.value)
+
+
 def test_ids_without_an_id_are_stable_under_reordering(tmp_path):
     first = load_golden(write(tmp_path, SEED, "a.json")).questions
     second = load_golden(write(tmp_path, SEED[::-1], "b.json")).questions
