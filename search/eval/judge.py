@@ -294,7 +294,8 @@ def _diagnose(q: Question, table: ChunkTable, by_url, url: str | None) -> LabelP
             return LabelProblem(q, f"occurs in {url} only with other accents, as"
                                 f" {_as_written(match, table.documents[url])}")
     scope = f"document {q.url}" if q.url else "indexed document"
-    return LabelProblem(q, f"its trecho occurs in no {scope}: check the spelling")
+    return LabelProblem(q, f"its trecho occurs in no {scope}: check the spelling (a trecho,"
+                        " or answer, is a quote: words copied from the document)")
 
 
 def _unaccented(text: str) -> str:

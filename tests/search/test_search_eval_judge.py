@@ -62,6 +62,15 @@ def test_overlap_puts_a_trecho_in_two_chunks():
     assert sorted(j.items[0].gains) == [0, 1] and j.found_in["a"] == 2
 
 
+def test_a_trecho_in_no_document_says_it_must_be_a_quote():
+    """A label written as an answer in the user's own words ("answer": "You get an HTTP 429
+    error.") was told to "check the spelling" only: a trecho is the document's words."""
+    j = judge(golden(Question("own", "prazo?", trecho="Uma semana, mais ou menos.")), table())
+    reason = j.problems[0].reason
+    assert reason.startswith("its trecho occurs in no indexed document: check the spelling")
+    assert "copied from the document" in reason
+
+
 def test_unlabelled_trechos_are_reported_with_the_reason():
     t = table()
     words = REEMBOLSO.split()
