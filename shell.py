@@ -39,7 +39,7 @@ Type a question and press Enter. Commands:
                    :filter alone lists them, :filter clear removes them
   :compare [Q]     the methods side by side for Q (default: the last question)
   :context [Q]     the LLM prompt for Q (default: the last question)
-  :lang L          the prompt's instruction in L ({langs})
+  :lang L          the prompt's instruction in L ({langs}); :lang alone names it
   :settings        the current settings
   :help            this help
 Ctrl-D (or :quit) leaves; {history}."""
@@ -162,11 +162,13 @@ class Session:
         self._note(f"per-doc {self.settings.per_doc}")
 
     def _lang(self, arg: str) -> None:
-        if arg.lower() not in searching.LANGS:
+        """`:lang en` chooses the prompt's language, `:lang` names it."""
+        if arg and arg.lower() not in searching.LANGS:
             raise SessionError(f"unknown language {arg!r} for :lang; choose one of:"
                                f" {', '.join(searching.LANGS)}")
-        self.settings = replace(self.settings, lang=arg.lower())
-        self._note(f"lang {self.settings.lang}")
+        if arg:
+            self.settings = replace(self.settings, lang=arg.lower())
+        self._note(f"lang {self.settings.lang or self._index_lang()}")
 
     def _filter(self, arg: str) -> None:
         """`:filter F=V` adds a filter, `:filter clear` drops them all, `:filter` lists them."""

@@ -126,7 +126,7 @@ def test_context_instruction_follows_the_index_language(tmp_path):
     docs = write_jsonl(tmp_path / "en.jsonl", ENGLISH_DOCS)
     for args in (["add", str(docs)], ["index", "-q", "--analyzer", "en"]):
         subprocess.run([*BUSCA, "--home", str(home), *args], check=True, capture_output=True)
-    lines = [":settings", ":context How long do refunds take?", ":lang pt", ":context"]
+    lines = [":settings", ":lang", ":context How long do refunds take?", ":lang pt", ":context"]
     done = subprocess.run([*BUSCA, "shell", "--json", "--no-log", "--min-score", "0",
                            "--method", "bm25"], input="\n".join(lines), capture_output=True,
                           text=True, env=_env(home, tmp_path))
@@ -134,6 +134,8 @@ def test_context_instruction_follows_the_index_language(tmp_path):
     assert en["prompt"].startswith("Answer using only the passages") and en["lang"] == "en"
     assert pt["prompt"].startswith("Responda usando apenas") and pt["lang"] == "pt"
     assert "lang en (the index's)" in done.stderr
+    assert "lang en (the index's)" in done.stderr.splitlines()  # `:lang` names it (it said
+    # "unknown language ''")
 
 
 def test_a_blank_line_asks_nothing_and_the_session_goes_on(corpus, tmp_path):
