@@ -351,12 +351,13 @@ def _identifier(item: dict) -> str | None:
 def _plain_or_markdown(text: str, suffix: str) -> tuple[dict, str, tuple, str]:
     """(front matter, text, headings, first heading) of a .txt (as it is) or .md file (its
     plain text: a snippet or prompt shows no `**`, `#` or link target, whose words are not
-    indexed either)."""
+    indexed either; its first level-1 heading, as MkDocs takes: an Obsidian note without
+    one is titled by its file's name, not by a `###` further down)."""
     if suffix != ".md":
         return {}, text, (), _first_heading(text)
     fields, source = front_matter(text)
     text, headings = markdown_text(source)
-    return fields, text, headings, headings[0][2] if headings else ""
+    return fields, text, headings, next((h[2] for h in headings if h[1] == 1), "")
 
 
 def _first_heading(text: str) -> str:

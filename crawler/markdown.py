@@ -9,16 +9,39 @@ from html import unescape
 from .html import plain_text
 
 FENCE = re.compile(r"^\s*(```|~~~)")
-_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
-_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
+_URL = r"\((?:[^()]|\([^()]*\))*\)"  # (target), (target "title"), (a_(b))
+_IMAGE = re.compile(r"!\[([^\]]*)\]" + _URL)
+_LINK = re.compile(r"\[([^\]]+)\]" + _URL)
+_REF_LINK = re.compile(r"(?<!!)\[([^\]^][^\]]*)\]\[[^\]]*\]")  # [text][ref], [text][]
+_REF_IMAGE = re.compile(r"!\[([^\]]*)\]\[[^\]]*\]")  # ![alt][ref]
+_SHORTCUT = re.compile(r"(!?)\[([^\]\[]+)\](?![\[(])")  # [text] or ![alt] of a `[text]: URL`
+_FOOTNOTE = re.compile(r"\[\^[^\]\s]+\]")  # [^1]: its mark in the text
+_WIKI = re.compile(r"(!?)\[\[([^\]|]*)(?:\|([^\]]*))?\]\]")  # [[page#part|alias]], ![[embed]]
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+_AUTOLINK = re.compile(r"<((?:https?|ftp)://[^\s<>]+|[^\s<>@]+@[^\s<>@]+\.[^\s<>@]+)>")
+_SHORTCODE = re.compile(r"\{\{[<%].*?[%>]\}\}|:(?:material|fontawesome|octicons|simple)-[\w-]+:")
 _HEADING = re.compile(r"^#{1,6}\s+")
-_LIST = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
-_EMPHASIS = re.compile(r"(\*\*|__|\*|`)")
+_LIST = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+_EMPHASIS = re.compile(r"(\*\*|__|\*|`|~~)")
+_UNDERSCORE = re.compile(r"(?<![\w\\])_(?=\S)(.+?)(?<=\S)_(?!\w)")  # _ênfase_, not snake_case
 _TAG = re.compile(r"</?[A-Za-z][^>]*>|<!--.*?-->")
-_ATX = re.compile(r"^(#{1,4})\s+(.+?)\s*$")
+_ATX = re.compile(r"^(#{1,6})\s+(.+?)\s*$")
+_SETEXT = re.compile(r"^ {0,3}(=+|-{2,})\s*$")  # the line under a heading: Título\n======
 _QUOTE = re.compile(r"^\s*(?:>\s?)+")
+_CALLOUT = re.compile(r"^\[!([\w-]+)\][+-]?\s*")  # Obsidian: > [!note]- Título
 _RULE = re.compile(r"^\s*(?:(?:[-*_]\s*){3,}|\|?(?:\s*:?-+:?\s*\|)+\s*:?-*:?\s*)$")  # ---, |--|--|
-_REFERENCE = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*\S+")  # [1]: https://…
+_REFERENCE = re.compile(r"^\s{0,3}\[([^\]^][^\]]*)\]:\s*\S+")  # [1]: https://…
+_NOTE_TEXT = re.compile(r"^\s{0,3}\[\^[^\]]+\]:\s*")  # [^1]: the note's text
+_MDX = re.compile(r"^(?:import\s+(?:.+\s+from\s+)?['\"][^'\"]+['\"]"  # MDX: import X from 'y';
+                  r"|export\s+(?:const|let|default|function)\b.*);?\s*$")
+_BLOCK = re.compile(  # the line that opens or closes a box or tab; group 1 its type, 2 its title
+    r"^\s*(?:(?:!!!|\?\?\?\+?)\s+([a-z][\w-]*)(?:\s+inline(?:\s+end)?)?(?:\s+\"([^\"]*)\")?"
+    r"|===\+?\s+\"()([^\"]*)\""  # MkDocs !!! note "T", ??? note, tab === "Tab"
+    r"|:{3,}\s*([\w-]*)(?:\s*\[?(.+?)\]?)?"  # Docusaurus :::tip T, :::tip[T], :::
+    r"|/{3,}\s*([\w-]*)(?:\s*\|\s*(.*))?)\s*$")  # pymdownx blocks /// note | T, ////
+_ATTR = r"(?:[#.][\w-]+|[\w-]+(?:=(?:\"[^\"]*\"|'[^']*'|[^\s}]+))?)"
+_ATTRS = re.compile(rf"\s*\{{(:?)(\s*)({_ATTR}(?:\s+{_ATTR})*)\s*\}}$")  # ## T { #id .c k=v }
+_ID = re.compile(r"(?:^|\s)(?:#|id=[\"']?)([\w-]+)")
 
 
 def markdown_to_text(source: str) -> str:
@@ -28,36 +51,124 @@ def markdown_to_text(source: str) -> str:
 
 def markdown_text(source: str) -> tuple[str, tuple[tuple[int, int, str, str], ...]]:
     """(plain text, its headings) of Markdown: the words a reader sees, one clean line per
-    paragraph line, heading, list item or code line (code blocks keep their lines; fences,
-    rules, link targets and reference definitions go); each `#`–`####` heading outside code
-    blocks as (offset in the text, level, text, the anchor MkDocs and GitHub give it)."""
+    paragraph line, heading, list item or code line (code blocks and code spans keep their
+    characters; fences, rules, link targets, reference definitions, MDX imports, Hugo
+    shortcodes and the marks of boxes and tabs go, their titles stay); each `#`–`####` or
+    underlined (`===`, `---`) heading outside code blocks as (offset in the text, level,
+    text, anchor): its attribute list's `{#id}`, else the anchor GitHub gives it."""
     lines: list[str] = []
-    headings, offset, code = [], 0, False
+    headings, offset, code, paragraph, seen = [], 0, False, False, {}
+    defined = {m.group(1).lower() for m in map(_REFERENCE.match, source.splitlines()) if m}
     for line in source.splitlines():
         if FENCE.match(line):
-            code = not code
+            code, paragraph = not code, False
             continue
         heading = None if code else _ATX.match(line)
+        anchor = ""
         if not code:
-            if _RULE.match(line) or _REFERENCE.match(line):
+            underline = _SETEXT.match(line)
+            if underline and paragraph:  # the paragraph line above is a heading
+                at = offset - len(lines[-1]) - 1
+                text, anchor = _attributes(lines[-1])
+                lines[-1], offset = text, at + len(text) + 1
+                level = 1 if underline.group(1)[0] == "=" else 2
+                headings.append((at, level, text, _unique(anchor or slug(text), seen)))
+                paragraph = False
                 continue
-            line = _inline(heading.group(2).rstrip("#") if heading else line)
+            if _RULE.match(line) or _REFERENCE.match(line) or _MDX.match(line):
+                paragraph = False
+                continue
+            block = _BLOCK.match(line)
+            raw = heading.group(2).rstrip("#") if heading else line
+            if heading:
+                raw, anchor = _attributes(raw)
+            line = _block(block) if block else _inline(raw, defined)
+            paragraph = bool(line.strip()) and not (heading or block or _LIST.match(raw)
+                                                    or _QUOTE.match(raw) or raw.lstrip()
+                                                    .startswith("|"))
         line = plain_text(line)
         if not line:
+            paragraph = False
             continue
-        if heading:
-            headings.append((offset, len(heading.group(1)), line, slug(line)))
+        if heading and len(heading.group(1)) <= 4:
+            headings.append((offset, len(heading.group(1)), line,
+                             _unique(anchor or slug(line), seen)))
         lines.append(line)
         offset += len(line) + 1
     return "\n".join(lines), tuple(headings)
 
 
-def _inline(line: str) -> str:
-    """A line without its block marks (heading, quote, list) and inline marks (images and
-    links as their text, emphasis, code ticks, tags), entities decoded."""
-    line = _LINK.sub(r"\1", _IMAGE.sub(r"\1", line))
-    line = _LIST.sub("", _QUOTE.sub("", _HEADING.sub("", line)))
-    return unescape(_TAG.sub("", _EMPHASIS.sub("", line)))
+def _inline(line: str, defined: set[str] = frozenset()) -> str:
+    """A line without its block marks (heading, quote, callout, list) and inline marks
+    (images, links and wikilinks as their text, embeds, footnote marks, emphasis, tags,
+    shortcodes), entities decoded; a code span keeps its characters, without its ticks."""
+    spans: list[str] = []
+
+    def keep(match: re.Match) -> str:
+        spans.append(match.group(2).strip() or match.group(2))
+        return f"\x00{len(spans) - 1}\x00"
+
+    line = _LIST.sub("", _QUOTE.sub("", _HEADING.sub("", line.replace("\x00", ""))))
+    line = _CODE_SPAN.sub(keep, line)  # each span a \x00N\x00 until the end
+    line = _CALLOUT.sub(lambda m: "" if line[m.end():].strip() else m.group(1).capitalize(),
+                        line)
+    line = _WIKI.sub(_wikilink, _SHORTCODE.sub("", _NOTE_TEXT.sub("", line)))
+    line = _REF_IMAGE.sub(r"\1", _IMAGE.sub(r"\1", _FOOTNOTE.sub("", line)))
+    line = _shortcuts(line, defined, "!")  # images first: a link may hold one
+    line = _shortcuts(_REF_LINK.sub(r"\1", _LINK.sub(r"\1", line)), defined, "")
+    line = _UNDERSCORE.sub(r"\1", _EMPHASIS.sub("", line))
+    line = unescape(_TAG.sub("", _AUTOLINK.sub(r"\1", line)))
+    return re.sub("\x00([0-9]+)\x00", lambda m: spans[int(m.group(1))], line)
+
+
+def _shortcuts(line: str, defined: set[str], mark: str) -> str:
+    """`line` with each `[text]` (`![alt]`: mark "!") that a `[text]: URL` defines as its
+    text; other brackets stay."""
+    if not defined:
+        return line
+    return _SHORTCUT.sub(lambda m: m.group(2) if m.group(1) == mark and m.group(2).lower()
+                         in defined else m.group(0), line)
+
+
+def _wikilink(match: re.Match) -> str:
+    """What Obsidian shows for [[page#heading|alias]]: the alias, else `page > heading`; an
+    embed ![[file]] shows the file, not its name."""
+    if match.group(1):
+        return ""
+    if match.group(3) is not None:
+        return match.group(3)
+    return " > ".join(part for part in match.group(2).split("#") if part)
+
+
+def _block(match: re.Match) -> str:
+    """The title a reader sees on a box or tab (its type when it has none), or nothing."""
+    kind = next((g for g in match.groups()[::2] if g is not None), "")
+    title = next((g for g in match.groups()[1::2] if g is not None), None)
+    if title is not None:
+        return _inline(title)
+    return kind.capitalize() if kind and kind != "tab" else ""
+
+
+def _attributes(text: str) -> tuple[str, str]:
+    """(heading text, the id of its attribute list) of `Título { #id .class key=v }`
+    (MkDocs attr_list, Docusaurus `{#id}`); a heading such as `GET /users/{id}` is kept."""
+    match = _ATTRS.search(text)
+    if not match:
+        return text, ""
+    attrs = match.group(3)
+    if not (match.group(1) or match.group(2) or any(c in attrs for c in "#.=")):
+        return text, ""
+    found = _ID.search(attrs)
+    return text[:match.start()].rstrip(), found.group(1) if found else ""
+
+
+def _unique(anchor: str, seen: dict[str, int]) -> str:
+    """GitHub's anchor of a heading seen before in the page: `usage-1`, `usage-2`…"""
+    if anchor not in seen:
+        seen[anchor] = 0
+        return anchor
+    seen[anchor] += 1
+    return _unique(f"{anchor}-{seen[anchor]}", seen)
 
 
 def top_sections(source: str) -> list[tuple[str, str]]:
@@ -76,8 +187,9 @@ def top_sections(source: str) -> list[tuple[str, str]]:
 
 
 def slug(text: str) -> str:
-    """The anchor of a heading: lowercased words joined by hyphens, punctuation dropped."""
-    return re.sub(r"[\s]+", "-", re.sub(r"[^\w\s-]", "", text.lower()).strip())
+    """The anchor GitHub gives a heading: lowercased, punctuation dropped, each space a hyphen
+    (`C++ & Go` is `c--go`); accents stay (`configuração-inicial`)."""
+    return re.sub(r"\s", "-", re.sub(r"[^\w\s-]", "", text.lower()).strip())
 
 
 _FRONT_KEY = re.compile(r"^([A-Za-z_][\w.-]*)\s*:(?:\s+(.*?))?\s*$")
