@@ -326,7 +326,7 @@ def _groups(ctx, param, value) -> tuple[str, ...]:
 @sigterm_as_ctrl_c
 def add(ctx, files, groups, as_json):
     """Put local files in the store: .jsonl ({"url","title","text"} per line, or a BEIR
-    corpus.jsonl: {"_id","title","text"}, the _id being the document id), .txt, .md, .html,
+    corpus.jsonl: {"_id","title","text"}, the _id being the document id), .txt, .md, .mdx, .html,
     .pdf (with the pdf extra; pages kept, so context cites file.pdf#page=N). A folder: the
     files of these types below it (hidden ones left out), and the documents of its files
     that are gone (deleted, renamed) are removed.

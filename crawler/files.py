@@ -26,7 +26,8 @@ from .pdf import PdfError, read_pdf
 from .store import Document
 
 logger = logging.getLogger(__name__)
-SUFFIXES = (".jsonl", ".txt", ".md", ".html", ".htm", ".pdf")
+SUFFIXES = (".jsonl", ".txt", ".md", ".mdx", ".html", ".htm", ".pdf")
+MARKDOWN = (".md", ".mdx")  # .mdx: Docusaurus pages (their imports and JSX tags go)
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def read_files(paths: list[str]) -> Iterator[Document | Problem]:
         except UnicodeDecodeError as e:
             yield _not_utf8(name, path, data.count(b"\n", 0, e.start) + 1, e.start)
             continue
-        if suffix in (".txt", ".md"):
+        if suffix in (".txt", *MARKDOWN):
             text = unicodedata.normalize("NFC", text)  # as stored: heading offsets hold
             fields, text, headings, first = _plain_or_markdown(text, suffix)
             title = fields.get("title") if isinstance(fields.get("title"), str) else ""
@@ -353,7 +354,7 @@ def _plain_or_markdown(text: str, suffix: str) -> tuple[dict, str, tuple, str]:
     plain text: a snippet or prompt shows no `**`, `#` or link target, whose words are not
     indexed either; its first level-1 heading, as MkDocs takes: an Obsidian note without
     one is titled by its file's name, not by a `###` further down)."""
-    if suffix != ".md":
+    if suffix not in MARKDOWN:
         return {}, text, (), _first_heading(text)
     fields, source = front_matter(text)
     text, headings = markdown_text(source)

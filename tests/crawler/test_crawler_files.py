@@ -110,7 +110,7 @@ def test_a_folder_without_supported_files_is_one_problem(tmp_path):
     (tmp_path / "fotos" / "a.png").write_bytes(b"\x89PNG")
     [problem] = list(read_files([str(tmp_path / "fotos")]))
     assert isinstance(problem, Problem) and problem.where == str(tmp_path / "fotos")
-    assert "no .jsonl, .txt, .md, .html, .htm, .pdf file in it" in problem.message
+    assert "no .jsonl, .txt, .md, .mdx, .html, .htm, .pdf file in it" in problem.message
 
 
 def test_a_windows_1252_file_is_named_with_its_line_and_the_iconv_fix(tmp_path):
@@ -236,3 +236,18 @@ def test_a_jsonl_file_is_read_a_line_at_a_time(tmp_path, monkeypatch):
     offset = bad.open("rb").read().index(b"n\xfamero 250") + 1
     [problem] = list(read_files([str(bad)]))
     assert f"is not UTF-8 text (line 251, byte {offset})" in problem.message
+
+
+def test_a_docusaurus_mdx_page_is_added_as_markdown(tmp_path):
+    """A Docusaurus docs/ folder is mostly .mdx: `busca add docs/` left them out ("1 file(s)
+    of other types left out (.mdx 1)"). Now an .mdx page is Markdown: its imports and JSX
+    tags go, its words and headings stay."""
+    page = tmp_path / "docs" / "instalacao.mdx"
+    page.parent.mkdir()
+    page.write_text("---\ntitle: Instalação\n---\nimport Tabs from '@theme/Tabs';\n\n"
+                    "## Requisitos {#requisitos}\n\n<Tabs>\nUse o **Python 3.11**.\n</Tabs>\n"
+                    ":::tip Dica\nRode `pip install busca`.\n:::\n", encoding="utf-8")
+    [doc] = list(read_files([str(tmp_path / "docs")]))
+    assert doc.title == "Instalação"
+    assert doc.text == "Requisitos\nUse o Python 3.11.\nDica\nRode pip install busca."
+    assert doc.meta["headings"] == [[0, 2, "Requisitos", "requisitos"]]
