@@ -56,46 +56,63 @@ def markdown_text(source: str) -> tuple[str, tuple[tuple[int, int, str, str], ..
     shortcodes and the marks of boxes and tabs go, their titles stay); each `#`–`####` or
     underlined (`===`, `---`) heading outside code blocks as (offset in the text, level,
     text, anchor): its attribute list's `{#id}`, else the anchor GitHub gives it."""
-    lines: list[str] = []
-    headings, offset, code, paragraph, seen = [], 0, False, False, {}
-    defined = {m.group(1).lower() for m in map(_REFERENCE.match, source.splitlines()) if m}
+    page = _Plain(source)
     for line in source.splitlines():
+        page.read(line)
+    return "\n".join(page.lines), tuple(page.headings)
+
+
+class _Plain:
+    """The plain text of a Markdown page as its lines are read, with its headings."""
+
+    def __init__(self, source: str):
+        self.lines: list[str] = []
+        self.headings: list[tuple[int, int, str, str]] = []
+        self.offset, self.code, self.paragraph = 0, False, False
+        self.seen: dict[str, int] = {}  # anchors given, for GitHub's -1, -2
+        self.defined = {m.group(1).lower() for m in map(_REFERENCE.match, source.splitlines())
+                        if m}  # [text]: URL
+
+    def read(self, line: str) -> None:
         if FENCE.match(line):
-            code, paragraph = not code, False
-            continue
-        heading = None if code else _ATX.match(line)
-        anchor = ""
-        if not code:
-            underline = _SETEXT.match(line)
-            if underline and paragraph:  # the paragraph line above is a heading
-                at = offset - len(lines[-1]) - 1
-                text, anchor = _attributes(lines[-1])
-                lines[-1], offset = text, at + len(text) + 1
-                level = 1 if underline.group(1)[0] == "=" else 2
-                headings.append((at, level, text, _unique(anchor or slug(text), seen)))
-                paragraph = False
-                continue
-            if _RULE.match(line) or _REFERENCE.match(line) or _MDX.match(line):
-                paragraph = False
-                continue
-            block = _BLOCK.match(line)
-            raw = heading.group(2).rstrip("#") if heading else line
-            if heading:
-                raw, anchor = _attributes(raw)
-            line = _block(block) if block else _inline(raw, defined)
-            paragraph = bool(line.strip()) and not (heading or block or _LIST.match(raw)
-                                                    or _QUOTE.match(raw) or raw.lstrip()
-                                                    .startswith("|"))
-        line = plain_text(line)
-        if not line:
-            paragraph = False
-            continue
-        if heading and len(heading.group(1)) <= 4:
-            headings.append((offset, len(heading.group(1)), line,
-                             _unique(anchor or slug(line), seen)))
-        lines.append(line)
-        offset += len(line) + 1
-    return "\n".join(lines), tuple(headings)
+            self.code, self.paragraph = not self.code, False
+        elif self.code:
+            self._keep(plain_text(line))
+        elif (underline := _SETEXT.match(line)) and self.paragraph:
+            self._underlined(1 if underline.group(1)[0] == "=" else 2)
+        elif _RULE.match(line) or _REFERENCE.match(line) or _MDX.match(line):
+            self.paragraph = False
+        else:
+            self._markdown(line)
+
+    def _markdown(self, line: str) -> None:
+        """A line outside code: a heading, a box or tab's title, or a line of text."""
+        heading, block = _ATX.match(line), _BLOCK.match(line)
+        raw, anchor = _attributes(heading.group(2).rstrip("#")) if heading else (line, "")
+        text = plain_text(_block(block) if block else _inline(raw, self.defined))
+        self.paragraph = bool(text) and not (heading or block or _LIST.match(raw)
+                                             or _QUOTE.match(raw) or raw.lstrip().startswith("|"))
+        if text and heading and len(heading.group(1)) <= 4:
+            self._heading(self.offset, len(heading.group(1)), text, anchor)
+        self._keep(text)
+
+    def _underlined(self, level: int) -> None:
+        """The paragraph line above an `===` or `---` line is a heading."""
+        at = self.offset - len(self.lines[-1]) - 1
+        text, anchor = _attributes(self.lines[-1])
+        self.lines[-1], self.offset = text, at + len(text) + 1
+        self._heading(at, level, text, anchor)
+        self.paragraph = False
+
+    def _heading(self, at: int, level: int, text: str, anchor: str) -> None:
+        self.headings.append((at, level, text, _unique(anchor or slug(text), self.seen)))
+
+    def _keep(self, text: str) -> None:
+        if not text:
+            self.paragraph = False
+            return
+        self.lines.append(text)
+        self.offset += len(text) + 1
 
 
 def _inline(line: str, defined: set[str] = frozenset()) -> str:
