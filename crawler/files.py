@@ -38,67 +38,87 @@ class Problem:
     message: str
 
 
+NO_TEXT = "no text found in it"
+
+
 def read_files(paths: list[str]) -> Iterator[Document | Problem]:
     """Documents from each file (a folder: the files below it, `in_folder`), and a Problem
-    for each file or line that cannot be used."""
-    for name in _with_folders(paths):
+    for each file or line that cannot be used. A file without text found in a folder (a
+    Hugo section's `_index.md` of front matter alone, an empty note) is left out with a
+    warning: only one named on its own is a skipped input."""
+    for name, listed in _with_folders(paths):
         if isinstance(name, Problem):
             yield name
             continue
-        path = Path(name)
-        if path.suffix.lower() == ".jsonl":  # a line at a time: an export of gigabytes
-            yield from _jsonl_file(name, path)
-            continue
-        try:
-            data = path.read_bytes()
-        except OSError as e:
-            yield Problem(name, f"cannot read it ({e.strerror or e})")
-            continue
-        if path.suffix.lower() == ".pdf":
-            yield from (_on_disk(d, path) for d in _pdf(name, data))
-            continue
-        if utf16 := _utf16(data):
-            yield Problem(name, f"is {utf16} text; busca reads UTF-8: convert it, e.g."
-                                f" {_converted(name, utf16)}")
-            continue
-        if b"\x00" in data:
-            yield Problem(name, "looks like a binary file; busca adds .jsonl, .txt, .md, .html")
-            continue
-        suffix = path.suffix.lower()
-        if suffix in (".html", ".htm"):  # its <meta charset> tells the encoding
-            page = extract_page(decode_html(data, None))
-            yield _on_disk(_document(name, page.title or path.stem, page.text, page.headings),
-                           path)
-            continue
-        try:
-            text = data.decode("utf-8-sig")
-        except UnicodeDecodeError as e:
-            yield _not_utf8(name, path, data.count(b"\n", 0, e.start) + 1, e.start)
-            continue
-        if suffix in (".txt", *MARKDOWN):
-            text = unicodedata.normalize("NFC", text)  # as stored: heading offsets hold
-            fields, text, headings, first = _plain_or_markdown(text, suffix)
-            title = fields.get("title") if isinstance(fields.get("title"), str) else ""
-            meta = jsonl_meta(fields)  # its other keys, as a JSONL line's
-            try:
-                check_names(tuple((meta or {}).get(GROUPS) or ()))
-            except BadGroup as e:
-                yield Problem(name, f'front matter "groups": {e}')
-                continue
-            yield _on_disk(_document(name, title or first or path.stem, text, headings, meta),
-                           path)
-        else:
-            yield Problem(name, f"unsupported file type; busca adds {', '.join(SUFFIXES)}")
+        for found in _read_file(name):
+            if listed and isinstance(found, Problem) and found.message == NO_TEXT:
+                logger.warning("%s: %s; left out", name, NO_TEXT)
+            else:
+                yield found
 
 
-def _with_folders(paths: list[str]) -> Iterator[str | Problem]:
-    """The names given, each folder replaced by the files `in_folder` finds below it."""
+def _read_file(name: str) -> Iterator[Document | Problem]:
+    """The documents of one file, or the Problem that kept it out."""
+    path = Path(name)
+    if path.suffix.lower() == ".jsonl":  # a line at a time: an export of gigabytes
+        yield from _jsonl_file(name, path)
+        return
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        yield Problem(name, f"cannot read it ({e.strerror or e})")
+        return
+    if path.suffix.lower() == ".pdf":
+        yield from (_on_disk(d, path) for d in _pdf(name, data))
+        return
+    if utf16 := _utf16(data):
+        yield Problem(name, f"is {utf16} text; busca reads UTF-8: convert it, e.g."
+                            f" {_converted(name, utf16)}")
+        return
+    if b"\x00" in data:
+        yield Problem(name, "looks like a binary file; busca adds .jsonl, .txt, .md, .html")
+        return
+    suffix = path.suffix.lower()
+    if suffix in (".html", ".htm"):  # its <meta charset> tells the encoding
+        page = extract_page(decode_html(data, None))
+        yield _on_disk(_document(name, page.title or path.stem, page.text, page.headings),
+                       path)
+        return
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        yield _not_utf8(name, path, data.count(b"\n", 0, e.start) + 1, e.start)
+        return
+    if suffix in (".txt", *MARKDOWN):
+        yield _text_file(name, path, text)
+    else:
+        yield Problem(name, f"unsupported file type; busca adds {', '.join(SUFFIXES)}")
+
+
+def _text_file(name: str, path: Path, text: str) -> Document | Problem:
+    """A .txt file's document as it is, a Markdown file's as a reader sees it (its front
+    matter the title and metadata)."""
+    text = unicodedata.normalize("NFC", text)  # as stored: heading offsets hold
+    fields, text, headings, first = _plain_or_markdown(text, path.suffix.lower())
+    title = fields.get("title") if isinstance(fields.get("title"), str) else ""
+    meta = jsonl_meta(fields)  # its other keys, as a JSONL line's
+    try:
+        check_names(tuple((meta or {}).get(GROUPS) or ()))
+    except BadGroup as e:
+        return Problem(name, f'front matter "groups": {e}')
+    return _on_disk(_document(name, title or first or path.stem, text, headings, meta), path)
+
+
+def _with_folders(paths: list[str]) -> Iterator[tuple[str | Problem, bool]]:
+    """(name, whether a folder listed it) of the names given, each folder replaced by the
+    files `in_folder` finds below it."""
     for name in paths:
         if not Path(name).is_dir():
-            yield name
+            yield name, False
             continue
         found = in_folder(name)
-        yield from found or [Problem(name, f"no {', '.join(SUFFIXES)} file in it")]
+        yield from ((f, True) for f in found) if found else [
+            (Problem(name, f"no {', '.join(SUFFIXES)} file in it"), False)]
 
 
 def in_folder(folder: str) -> list[str]:
@@ -252,7 +272,7 @@ def _on_disk(item: Document | Problem, path: Path) -> Document | Problem:
 def _document(name: str, title: str, text: str, headings=(),
               meta: dict | None = None) -> Document | Problem:
     if not text.strip():
-        return Problem(name, "no text found in it")
+        return Problem(name, NO_TEXT)
     return Document(file_id(name), title, text, source="file",
                     meta={**(meta or {}), **headings_meta(headings)} or None)
 

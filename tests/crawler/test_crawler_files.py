@@ -251,3 +251,23 @@ def test_a_docusaurus_mdx_page_is_added_as_markdown(tmp_path):
     assert doc.title == "Instalação"
     assert doc.text == "Requisitos\nUse o Python 3.11.\nDica\nRode pip install busca."
     assert doc.meta["headings"] == [[0, 2, "Requisitos", "requisitos"]]
+
+
+def test_a_file_without_text_in_a_folder_is_left_out_with_a_warning(tmp_path, caplog):
+    """A Hugo site's `content/` has an `_index.md` of front matter alone in every section:
+    `busca add content/` skipped each as an input ("Error: 1 input(s) skipped", exit 1) on
+    every run. In a folder such a file is left out with a warning; named on its own it is
+    still a skipped input."""
+    folder = tmp_path / "content"
+    folder.mkdir()
+    (folder / "_index.md").write_text("---\ntitle: Seção\n---\n", encoding="utf-8")
+    (folder / "vazio.txt").write_text(" \n", encoding="utf-8")
+    (folder / "a.md").write_text("# A\n\ntexto", encoding="utf-8")
+    with caplog.at_level("WARNING", logger="busca.crawler.files"):
+        found = list(read_files([str(folder)]))
+    assert [d.title for d in found] == ["A"] and all(isinstance(d, Document) for d in found)
+    assert sorted(r.getMessage() for r in caplog.records) == [
+        f"{folder / '_index.md'}: no text found in it; left out",
+        f"{folder / 'vazio.txt'}: no text found in it; left out"]
+    [problem] = list(read_files([str(folder / "_index.md")]))
+    assert isinstance(problem, Problem) and problem.message == "no text found in it"
