@@ -23,7 +23,7 @@ from .groups import GROUPS, BadGroup, check_names, group_names
 from .html import decode_html, extract_page, headings_meta
 from .markdown import front_matter, markdown_text
 from .pdf import PdfError, read_pdf
-from .store import Document
+from .store import INVISIBLE, Document
 
 logger = logging.getLogger(__name__)
 SUFFIXES = (".jsonl", ".txt", ".md", ".mdx", ".html", ".htm", ".pdf")
@@ -370,11 +370,14 @@ def _identifier(item: dict) -> str | None:
 
 
 def _plain_or_markdown(text: str, suffix: str) -> tuple[dict, str, tuple, str]:
-    """(front matter, text, headings, first heading) of a .txt (as it is) or .md file (its
-    plain text: a snippet or prompt shows no `**`, `#` or link target, whose words are not
-    indexed either; its first level-1 heading, as MkDocs takes: an Obsidian note without
-    one is titled by its file's name, not by a `###` further down)."""
+    """(front matter, text, headings, first heading) of a .txt file (as it is, without the
+    invisible characters a crawled page loses too: a soft hyphen or zero-width space inside
+    "infor\u00admação" made two words that no question finds) or .md file (its plain text: a
+    snippet or prompt shows no `**`, `#` or link target, whose words are not indexed either;
+    its first level-1 heading, as MkDocs takes: an Obsidian note without one is titled by
+    its file's name, not by a `###` further down)."""
     if suffix not in MARKDOWN:
+        text = text.translate(INVISIBLE)
         return {}, text, (), _first_heading(text)
     fields, source = front_matter(text)
     text, headings = markdown_text(source)

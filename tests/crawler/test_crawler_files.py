@@ -271,3 +271,13 @@ def test_a_file_without_text_in_a_folder_is_left_out_with_a_warning(tmp_path, ca
         f"{folder / 'vazio.txt'}: no text found in it; left out"]
     [problem] = list(read_files([str(folder / "_index.md")]))
     assert isinstance(problem, Problem) and problem.message == "no text found in it"
+
+
+def test_a_text_file_loses_the_invisible_characters_a_crawled_page_loses(tmp_path):
+    """A soft hyphen or zero-width space inside a word of an added .txt file split it in two
+    ("infor", "mação"): a question for "informação" never found it, where the same text
+    crawled from a page (or added as .md) did."""
+    path = tmp_path / "nota.txt"
+    path.write_text("A infor\u00admação do pe\u200bdido\ufeff chega.", encoding="utf-8")
+    [doc] = list(read_files([str(path)]))
+    assert doc.text == "A informação do pedido chega."
