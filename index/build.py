@@ -96,7 +96,7 @@ def build_index(home, *, size: int = SIZE, overlap: int = OVERLAP,
         raise
 
 
-SAMPLE_DOCS = 200  # the documents read for the language of a first bm25 build
+SAMPLE_DOCS, SAMPLE_CHARS = 200, 20_000  # what a first bm25 build reads for the language
 
 
 def _english_warning(home) -> None:
@@ -106,7 +106,8 @@ def _english_warning(home) -> None:
     if default_bm25_analyzer() != "pt":
         return
     with closing(home.documents()) as documents:
-        english, portuguese = language_marks(d.text for d in islice(documents, SAMPLE_DOCS))
+        english, portuguese = language_marks(d.text[:SAMPLE_CHARS]
+                                             for d in islice(documents, SAMPLE_DOCS))
     if english >= 20 and english > 3 * portuguese:
         log.warning("the documents read as English (%d English words such as \"the\" to %d"
                     " Portuguese ones such as \"de\"), but bm25 analyzes them as Portuguese:"
