@@ -328,29 +328,33 @@ class _ThreadHome:
             pass
 
 
-def _live_manifest(home) -> tuple[indexing.Manifest | None, str]:
+def _live_manifest(home) -> tuple[indexing.Manifest | None, BuscaError | None]:
     """(the manifest of the build the next one starts from, or None; why the live build
-    could not be read, or ""). `previous()`: a PostgreSQL home's builds read it on the
+    could not be read, or None). `previous()`: a PostgreSQL home's builds read it on the
     primary — a `read=` standby may be away or behind."""
     previous = home.previous()
     if previous is not None:
-        return previous.manifest, ""
+        return previous.manifest, None
     try:
-        return home.current().manifest, ""
+        return home.current().manifest, None
     except indexing.IndexNotFound:
-        return None, ""
+        return None, None
     except BuscaError as e:  # another format, damaged: the build starts from the defaults
-        return None, str(e)
+        return None, e
 
 
-def _build_notes(before, unread: str, after: indexing.Manifest) -> list[str]:
-    """What a build did not carry over from the previous one, and how to get it back."""
+def _build_notes(before, unread: BuscaError | None, after: indexing.Manifest) -> list[str]:
+    """What a build did not carry over from the previous one, and how to get it back (the
+    settings of a build of another format version, which its manifest still tells)."""
     notes = []
-    if unread:
-        notes.append(f"the previous index could not be read ({unread.split(' — ')[0]}): this"
-                     f" build took the defaults — windows of {after.chunker['size']} words,"
-                     f" overlap {after.chunker['overlap']}, methods {', '.join(after.methods)};"
-                     " --size, --overlap and --dense choose others, and busca eval GOLDEN"
+    if unread is not None:
+        flags = indexing.settings_flags(getattr(unread, "previous", {}), after)
+        again = (f"the previous one had other settings: busca index {' '.join(flags)} builds"
+                 " with them again" if flags else "--size, --overlap and --dense choose others")
+        notes.append(f"the previous index could not be read ({str(unread).split(' — ')[0]}):"
+                     f" this build took the defaults — windows of {after.chunker['size']}"
+                     f" words, overlap {after.chunker['overlap']}, methods"
+                     f" {', '.join(after.methods)}; {again}, and busca eval GOLDEN"
                      " --calibrate calibrates the floors again")
     floors, models = indexing.dropped_calibration(before, after)
     if floors or models:

@@ -46,6 +46,7 @@ EXPORTS = {
     "METHODS": ".methods",
     "methods_for": ".build",
     "dropped_calibration": ".build",
+    "settings_flags": ".build",
     "window_for": ".build",
     "sparse_left_out": ".methods",
     "NothingToIndex": ".build",

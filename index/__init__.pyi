@@ -19,6 +19,7 @@ from .methods import DEFAULT as DEFAULT
 from .dense.encoders import DEFAULT_ENCODER as DEFAULT_ENCODER
 from .home.diskfull import DiskFull as DiskFull
 from .build import dropped_calibration as dropped_calibration
+from .build import settings_flags as settings_flags
 from .dense.embedding_api import BATCH as EMBED_BATCH
 from .dense.embedding_api import TIMEOUT as EMBED_TIMEOUT
 from .dense.embedding_api import EmbeddingServerError as EmbeddingServerError
@@ -132,6 +133,7 @@ __all__ = [
     "redact",
     "resolve",
     "server_settings",
+    "settings_flags",
     "sparse_left_out",
     "titled_methods",
     "window_for",

@@ -232,6 +232,37 @@ def kept_bm25(previous, options: dict) -> dict:
     return {**options, **kept}
 
 
+def settings_flags(previous: Mapping, after) -> list[str]:
+    """The busca index options that build again with the settings of `previous` (the JSON
+    manifest of a build of another format version, which no build reads to keep them) that
+    the build `after` lacks: its windows, lexical methods, bm25's analyzer, k1 and b, its
+    dense models."""
+    chunker, methods = previous.get("chunker"), previous.get("methods")
+    chunker = chunker if isinstance(chunker, dict) and chunker.get("kind") == "words" else {}
+    methods = methods if isinstance(methods, dict) else {}
+    flags = [f"--{key} {chunker[key]}" for key in ("size", "overlap")
+             if isinstance(chunker.get(key), int) and chunker[key] != after.chunker.get(key)]
+    lexical = [m for m in methods if ":" not in m and m in ("tfidf", "bm25")]
+    if lexical and set(lexical) != {m for m in after.methods if m in ("tfidf", "bm25")}:
+        flags.append(f"--methods {','.join(lexical)}")
+    old, new = methods.get("bm25"), after.methods.get("bm25") or {}
+    for key, flag in (("analyzer", "--analyzer"), ("k1", "--k1"), ("b", "--b")):
+        if isinstance(old, dict) and old.get(key) not in (None, "", new.get(key)):
+            flags.append(f"{flag} {old[key]}")
+    models = [_model_flag(m, entry) for m, entry in methods.items()
+              if (m == "dense" or m.startswith("dense:")) and isinstance(entry, dict)
+              and isinstance(entry.get("encoder"), str) and m not in after.methods]
+    if models:
+        flags.append(f"--dense {','.join(models)}")
+    return flags
+
+
+def _model_flag(method: str, entry: Mapping) -> str:
+    """A dense model as --dense names it: ENCODER, or NAME=ENCODER."""
+    name = entry.get("name") or method.partition(":")[2] or entry["encoder"]
+    return entry["encoder"] if name == entry["encoder"] else f"{name}={entry['encoder']}"
+
+
 def _keep_floors(entries: dict, before) -> None:
     """Carry calibrated floors (and a dense model's tuned fusion share) over to methods built
     with the same settings as before, and an answerability model when every method it reads

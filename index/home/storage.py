@@ -62,6 +62,8 @@ class HomeNotFound(IndexNotFound):
 class IndexFormatError(BuscaError):
     """The index was written by an incompatible version or is damaged."""
 
+    previous: dict = {}  # a build of another format version: its manifest's JSON (settings)
+
 
 def damaged(path: Path, what: str) -> IndexFormatError:
     """The error for a build with a missing or unreadable file: `busca index` rebuilds it."""
@@ -330,10 +332,12 @@ def read_manifest(path: Path) -> Manifest:
         raise IndexFormatError(f"the index in {path} is damaged ({e}) — run \"busca index\"") from e
     version = data.get("format_version")
     if version not in READS:
-        raise IndexFormatError(
+        error = IndexFormatError(
             f"the index in {path} has format version {version}, this busca reads"
             f" {FORMAT_VERSION} — rebuild it with \"busca index\""
         )
+        error.previous = data if isinstance(data, dict) else {}
+        raise error
     try:
         return Manifest.from_json(data)
     except TypeError as e:

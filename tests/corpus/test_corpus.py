@@ -771,6 +771,36 @@ def test_a_rebuild_says_what_calibration_and_settings_it_could_not_keep(tmp_path
     assert len(unread) == 1 and "windows of 200 words, overlap 40" in unread[0], notes
 
 
+def test_a_rebuild_of_an_older_format_names_the_settings_it_could_not_keep(tmp_path):
+    """An index of format version 1 (busca of 2026-11-30) is rebuilt with the defaults: the
+    note named only the defaults taken, so the windows, analyzer, k1 and dense model the
+    user chose then were lost unless remembered; it names them and the command keeping them."""
+    home = tmp_path / "home"
+    with busca.open(home) as corpus:
+        corpus.add_files([FIXTURES / "site" / "articles.jsonl"])
+        corpus.index(methods=("tfidf", "bm25"))
+    manifest = home / (home / "CURRENT").read_text(encoding="utf-8").strip() / "manifest.json"
+    manifest.write_text(json.dumps({  # as busca index --size 120 --overlap 20 --analyzer
+        "format_version": 1, "busca_version": "0.1.0",  # simple --k1 1.5 --dense e5-small
+        "chunker": {"kind": "words", "size": 120, "overlap": 20},  # wrote it then
+        "documents": 39, "words": 30337, "chunks": 315, "rechunked_documents": 39,
+        "methods": {
+            "tfidf": {"analyzer": "java", "vocabulary": 4799, "floor": None},
+            "bm25": {"analyzer": "simple", "analyzer_version": "", "k1": 1.5, "b": 0.75,
+                     "vocabulary": 4768, "avgdl": 115.1, "floor": None},
+            "dense": {"encoder": "e5-small", "dimension": 384, "max_length": 512,
+                      "encoded": 315, "reused": 0, "floor": None},
+            "hybrid": {"fusion": {}, "floor": None}},
+        "build": "index-20261130T120000-0123abcd"}), encoding="utf-8")
+    with busca.open(home) as corpus:
+        notes: list[str] = []
+        corpus.index(methods=("tfidf", "bm25"), on_note=notes.append)
+    unread = [n for n in notes if n.startswith("the previous index could not be read")]
+    assert len(unread) == 1 and "\n" not in unread[0], notes
+    assert ("busca index --size 120 --overlap 20 --analyzer simple --k1 1.5 --dense e5-small"
+            in unread[0]), unread[0]
+
+
 def test_a_share_tuned_on_a_build_a_rebuild_replaced_is_not_saved_in_the_new_one(
         tmp_path, monkeypatch):
     """--tune-fusion --save stores the dense share only in the build it tuned on: a rebuild
