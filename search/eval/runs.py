@@ -272,10 +272,14 @@ def align(golden: Golden, first: SavedRun, second: SavedRun, *,
     """Outcomes of both runs as systems "A:<method>" and "B:<method>", in golden order;
     RunError when a run ranked fewer hits per question than the metric `deepest` reads."""
     if first.corpus.get("fingerprint") != second.corpus.get("fingerprint"):
+        count = second.corpus.get("documents")
         raise RunError(
-            f"{second.path} was made on another corpus ({second.corpus.get('documents')}"
-            f" documents) than {first.path} ({first.corpus.get('documents')} documents);"
-            " compare runs of the same documents")
+            f"{second.path} was made on another corpus ({count} documents) than {first.path}"
+            f" ({first.corpus.get('documents')} documents); compare runs of the same documents"
+            if count != first.corpus.get("documents") else
+            f"{second.path} was made on as many documents ({count}) as {first.path}, but with"
+            " other URLs or texts (documents changed, crawled or added again between the"
+            " runs); compare runs of the same documents")
     for run in (first, second):
         _require_depth(run, deepest)
     systems = {}

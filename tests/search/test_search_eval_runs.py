@@ -57,6 +57,20 @@ def test_align_and_refusals(tmp_path):
         align(other, load_run(a), load_run(b))
 
 
+def test_a_run_of_as_many_documents_with_another_text_says_what_differs(tmp_path):
+    """The same documents stored again with other texts (a .md file an older busca stored as
+    raw Markdown, added again): the refusal read 'another corpus (2 documents) than a.json
+    (2 documents)', two counts that agree."""
+    (a, *_), _ = make_run(tmp_path, "a.json")
+    changed = [DOCS[0], Document("https://s/b", "B", "Nove dez onze doze treze.")]
+    (c, *_), _ = make_run(tmp_path, "c.json", changed)
+    with pytest.raises(RunError) as e:
+        align(GOLDEN, load_run(a), load_run(c))
+    message = str(e.value)
+    assert "as many documents (2)" in message and "other URLs or texts" in message, message
+    assert "2 documents) than" not in message, message
+
+
 def test_a_label_fixed_between_two_runs_is_not_credited_to_the_change(tmp_path):
     """Run A saved with a misspelt trecho, the label fixed, run B saved: --compare listed the
     question as fixed by the change, on the same index. Each run keeps what it judged by."""
