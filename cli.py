@@ -463,11 +463,15 @@ def index(ctx, size, overlap, methods, quiet, dense, sparse, threads, k1, b, bm2
     except indexing.BadWindow as e:
         raise click.BadParameter(e.worded("--size", "--overlap"),
                                  param_hint="--overlap") from None
-    started = time.perf_counter()
+    started, notes = time.perf_counter(), []
+
+    def note(text: str) -> None:
+        notes.append(text)
+        click.echo(text, err=True)
+
     with _corpus(ctx) as corpus:
         try:
-            manifest = corpus.index(spec, on_progress=progress,
-                                    on_note=lambda note: click.echo(note, err=True))
+            manifest = corpus.index(spec, on_progress=progress, on_note=note)
         except indexing.BadTitles as e:
             raise click.BadParameter(str(e), param_hint="--titles") from None
         except indexing.BadWindow as e:  # the previous build's overlap, or the default
@@ -475,7 +479,8 @@ def index(ctx, size, overlap, methods, quiet, dense, sparse, threads, k1, b, bm2
     progress.close()
     if as_json:
         took_ms = round(1000 * (time.perf_counter() - started), 2)
-        click.echo(json.dumps(manifest.summary(took_ms=took_ms), ensure_ascii=False, indent=2))
+        click.echo(json.dumps(manifest.summary(notes=notes, took_ms=took_ms),
+                              ensure_ascii=False, indent=2))
     else:
         click.echo(f"indexed {manifest.documents} documents, {manifest.words} words →"
                    f" {manifest.chunks} chunks ({manifest.rechunked_documents} documents"

@@ -223,8 +223,9 @@ async def rebuild(request: Request) -> JSONResponse:
     values = params.read(params.INDEX, data)
     engine = _engine(request)
     started = time.perf_counter()
-    manifest = await _threaded(lambda: engine.rebuild(**values))
-    return JSONResponse(manifest.summary(took_ms=_ms(started)))
+    notes: list[str] = []
+    manifest = await _threaded(lambda: engine.rebuild(**values, on_note=notes.append))
+    return JSONResponse(manifest.summary(notes=notes, took_ms=_ms(started)))
 
 
 async def _json_object(request: Request, *, empty_ok: bool = False) -> dict:

@@ -200,9 +200,11 @@ class Engine:
         finally:
             self._writing.release()
 
-    def rebuild(self, *, size: int | None = None, overlap: int | None = None):
+    def rebuild(self, *, size: int | None = None, overlap: int | None = None,
+                on_note: Callable[[str], None] | None = None):
         """`busca index` with the live build's chunker and methods (dense kept); the new
-        manifest. BuildRunning (409) while another rebuild runs."""
+        manifest; `on_note` hears what the build could not keep, as busca index's stderr.
+        BuildRunning (409) while another rebuild runs."""
         if not self._writing.acquire(blocking=False):
             raise BuildRunning()
         try:
@@ -212,6 +214,6 @@ class Engine:
                                    else indexing.DEFAULT)
                        if not (indexing.is_dense(m) or indexing.is_hybrid(m))]
             return corpus.index(size=size, overlap=overlap, methods=lexical, workers=1,
-                                threads=1)  # the requests keep the other cores
+                                threads=1, on_note=on_note)  # the requests keep the other cores
         finally:
             self._writing.release()

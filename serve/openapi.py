@@ -178,6 +178,10 @@ SCHEMAS = {
                    "chunker": {"type": "object", "description": "The windows: kind, size,"
                                " overlap."},
                    "methods": {"type": "array", "items": {"type": "string"}},
+                   "notes": {"type": "array", "items": {"type": "string"},
+                             "description": "What the build could not keep from the previous"
+                             " one (calibrated floors, settings of an index of another format"
+                             " version) and how to get it back, as busca index says."},
                    "took_ms": {"type": "number"}}, ("build", "chunks", "methods")),
     "OpenAPI": {"type": "object", "description": "This document."},
 }

@@ -235,7 +235,7 @@ def test_index_json_prints_the_build_as_post_api_index_answers_it(added, home):
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     manifest = load_index(home).manifest
-    assert data == {**manifest.summary(), "took_ms": data["took_ms"]}
+    assert data == {**manifest.summary(), "notes": [], "took_ms": data["took_ms"]}
     assert data["build"] == manifest.build and data["methods"] == list(manifest.methods)
     assert data["took_ms"] > 0 and "indexed" not in result.stderr + result.stdout
 
@@ -282,3 +282,22 @@ def test_embed_timeout_bounds_each_request_at_index_and_at_search_time(added):
         assert result.exit_code == 0 and len(server.requests) == 4
     result = added("search", "senha", "--method", "dense", "--embed-timeout", "0")
     assert result.exit_code == 2 and "--embed-timeout" in result.output
+
+
+def test_index_json_carries_the_notes_it_says_on_stderr(added, home):
+    """busca index --json is the object POST /api/index answers: both carry what the build
+    could not keep (here the windows of an index of format version 1, an older busca's)."""
+    import json
+
+    assert added("index", "-q", "--methods", "bm25", "--size", "40", "--overlap", "5"
+                 ).exit_code == 0
+    manifest = load_index(home).path / "manifest.json"
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    manifest.write_text(json.dumps({**data, "format_version": 1}), encoding="utf-8")
+    result = added("index", "-q", "--methods", "bm25", "--json")
+    assert result.exit_code == 0, result.output
+    notes = json.loads(result.stdout)["notes"]
+    assert len(notes) == 1 and "busca index --size 40 --overlap 5" in notes[0], notes
+    assert notes[0] in result.stderr
+    again = added("index", "-q", "--methods", "bm25", "--json")
+    assert json.loads(again.stdout)["notes"] == []

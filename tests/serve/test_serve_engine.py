@@ -118,3 +118,28 @@ def test_compare_with_an_embedding_server_away_shows_the_other_methods(home):
     assert f"at {server.url} did not answer" in found.notes["dense"]
     assert found.notes["hybrid"].startswith("it fuses dense, which cannot answer")
     assert "bm25" not in found.notes
+
+
+def test_a_rebuild_over_http_answers_what_it_could_not_keep(home):
+    """POST /api/index after an upgrade: a rebuild that could not read the previous index
+    (format version 1) took the defaults; busca index says so on stderr, the HTTP answer said
+    nothing, so an operator rebuilding through the server lost the windows without a word."""
+    import json
+
+    from starlette.testclient import TestClient
+
+    from busca.serve.app import create_app
+
+    with open_home(home) as opened:
+        manifest = opened.current().path / "manifest.json"
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    manifest.write_text(json.dumps({**data, "format_version": 1}), encoding="utf-8")
+    token = "rebuild-write-token-0123456789"
+    client = TestClient(create_app(Engine(home, log_queries=False), token=token),
+                        base_url="http://127.0.0.1")
+    answer = client.post("/api/index", json={}, headers={"Authorization": f"Bearer {token}"})
+    assert answer.status_code == 200, answer.text
+    notes = answer.json()["notes"]
+    assert len(notes) == 1 and "busca index --size 20 --overlap 5" in notes[0], notes
+    again = client.post("/api/index", json={}, headers={"Authorization": f"Bearer {token}"})
+    assert again.status_code == 200 and again.json()["notes"] == []
