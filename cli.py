@@ -1520,10 +1520,14 @@ for _command in terminal.commands(_home, model_options, rerank_of=_rerank):
 @click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
               help="Also answer requests whose Host is NAME (repeatable), e.g. a proxy's or"
                    " /etc/hosts' name; loopback addresses and localhost always are.")
+@click.option("--cors", "cors", multiple=True, metavar="ORIGIN",
+              help="Let the pages of ORIGIN (repeatable; scheme://host[:port], e.g."
+                   " http://localhost:5173) read the API from a browser (CORS; no"
+                   " credentials: tokens go in the Authorization header).")
 @model_options
 @click.pass_context
 def serve_command(ctx, host, port, token, tokens_file, private, runs, no_log, quiet,
-                  allow_hosts):
+                  allow_hosts, cors):
     """An HTTP API and a web page over the index: search, compare, context, eval.
 
     The first line on stdout is the URL; logs go to stderr; SIGTERM or Ctrl-C stops it.
@@ -1543,6 +1547,10 @@ def serve_command(ctx, host, port, token, tokens_file, private, runs, no_log, qu
         allowed = tuple(serving.hosts.allowed_name(name) for name in allow_hosts)
     except serving.hosts.BadHostName as e:
         raise click.BadParameter(str(e), param_hint="--allow-host") from None
+    try:
+        origins = tuple(serving.hosts.cors_origin(origin) for origin in cors)
+    except serving.hosts.BadOrigin as e:
+        raise click.BadParameter(str(e), param_hint="--cors") from None
     if private and tokens_file is None:
         raise click.BadParameter("needs --tokens FILE (who may read which groups)",
                                  param_hint="--private")
@@ -1556,7 +1564,7 @@ def serve_command(ctx, host, port, token, tokens_file, private, runs, no_log, qu
     try:
         run_server(ctx.obj["home"], host=host, port=port, token=token, runs=runs,
                    log_queries=not no_log, access_log=not quiet, embed=_embed(ctx),
-                   rerank=_rerank(ctx), tokens=tokens,
+                   rerank=_rerank(ctx), tokens=tokens, cors=origins,
                    allow_hosts=allowed, announce=lambda url: click.echo(url))
     except OSError as e:
         raise _cannot_listen(host, port, e) from None

@@ -16,12 +16,12 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Match, Route
 
 from . import access, api, assets, evalpage, pages
 from .engine import Engine
 from .errors import HttpError, body, status_of
-from .hosts import HostRule, host_rule
+from .hosts import HostRule, cors_origin, host_rule
 from .html import error_page
 
 log = logging.getLogger(__name__)
@@ -30,6 +30,7 @@ MAX_BODY = 1_000_000  # bytes of a request body
 MAX_QUERY_STRING = 8192  # bytes of the query string (the question itself: params.MAX_QUERY)
 WRITE_PATHS = ("/api/documents", "/api/index")
 SHOWN_PATH = 80  # characters of a request path an error message repeats
+CORS_MAX_AGE = 600  # seconds a browser may keep a preflight's answer
 
 HEADERS = [
     (b"content-security-policy",
@@ -92,10 +93,12 @@ def bearer(token: str, endpoint: Callable) -> Callable:
 
 def create_app(engine: Engine, *, token: str | None = None, runs: Path | None = None,
                host: str = "127.0.0.1", allow_hosts: tuple[str, ...] = (),
-               tokens: access.Access | None = None) -> Starlette:
+               tokens: access.Access | None = None, cors: tuple[str, ...] = ()) -> Starlette:
     """The application over `engine`; write endpoints only when `token` is set; what each
     request may read follows `tokens` (serve/access.py; None: everything); the Host headers
-    it answers follow serve/hosts.py (`host`: the address it listens on)."""
+    it answers follow serve/hosts.py (`host`: the address it listens on); pages of the
+    origins in `cors` may read its answers (Guard)."""
+    origins = frozenset(cors_origin(origin) for origin in cors)
     routes = [
         Route("/", guarded(pages.home, as_page=True)),
         Route("/login", guarded(access.login, as_page=True)),
@@ -118,7 +121,7 @@ def create_app(engine: Engine, *, token: str | None = None, runs: Path | None = 
     app.state.runs = Path(runs) if runs else Path(str(engine.location)) / "runs"
     app.state.writable = bool(token)
     app.state.access = tokens
-    return Guard(app, hosts=host_rule(host, allow_hosts))
+    return Guard(app, hosts=host_rule(host, allow_hosts), cors=origins)
 
 
 def shown_path(path: str) -> str:
@@ -154,22 +157,48 @@ class Guard:
     another host cannot make the server answer: a form's POST of a question, busca mcp's
     tools) and its twin for GETs without an Origin (`_fetch_accepted`: another site's
     <img src>), security headers on every answer. `answered`: the hosts the Host check
-    accepts, as its refusal names them."""
+    accepts, as its refusal names them. `cors`: the origins (hosts.cors_origin) whose pages
+    pass the Origin check and may read every answer (Access-Control-Allow-Origin, never with
+    credentials), their preflights answered with the methods of the path."""
 
-    def __init__(self, app, *, hosts: HostRule | None, answered: str = SERVE_HOSTS):
+    def __init__(self, app, *, hosts: HostRule | None, answered: str = SERVE_HOSTS,
+                 cors: frozenset[str] = frozenset()):
         self.app = app
-        self.hosts, self.answered = hosts, answered
+        self.hosts, self.answered, self.cors = hosts, answered, frozenset(cors)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         scope = _single_slash(scope)
-        refused = self._refusal(scope)
+        listed = self._listed(scope["headers"])
+        send = _with_headers(send, vary=bool(self.cors), origin=listed)
+        refused = self._refusal(scope, listed)
+        if refused is None and listed and scope["method"] == "OPTIONS" \
+                and b"access-control-request-method" in dict(scope["headers"]):
+            refused = self._preflight(scope)
         if refused is not None:
-            return await refused(scope, receive, _with_headers(send))
-        return await self.app(scope, _capped(receive), _with_headers(send))
+            return await refused(scope, receive, send)
+        return await self.app(scope, _capped(receive), send)
 
-    def _refusal(self, scope) -> Response | None:
+    def _listed(self, headers) -> str | None:
+        """The request's Origin when it is one --cors origin (and the only Origin)."""
+        given = [value for key, value in headers if key == b"origin"]
+        origin = given[0].decode("latin-1") if len(given) == 1 else None
+        return origin if origin in self.cors else None
+
+    def _preflight(self, scope) -> Response | None:
+        """The answer to a CORS preflight for a path the app routes (None: the app's 404):
+        the methods it answers there and the headers a client may send."""
+        methods = {method for route in getattr(self.app, "routes", ())
+                   if route.matches(scope)[0] != Match.NONE for method in route.methods or ()}
+        if not methods:
+            return None
+        return Response(status_code=204, headers={
+            "Access-Control-Allow-Methods": ", ".join(sorted(methods)),
+            "Access-Control-Allow-Headers": "Authorization, Content-Type",
+            "Access-Control-Max-Age": str(CORS_MAX_AGE)})
+
+    def _refusal(self, scope, listed: str | None = None) -> Response | None:
         headers = dict(scope["headers"])
         if len(scope.get("query_string", b"")) > MAX_QUERY_STRING:
             return error_response(414, f"the query string is longer than {MAX_QUERY_STRING}"
@@ -180,7 +209,8 @@ class Guard:
         if self.hosts is not None and not self._host_accepted(scope["headers"]):
             return error_response(400, "unexpected Host header: this server answers only"
                                        f" requests for {self.answered}")
-        if self.hosts is not None and not self._origin_accepted(scope["headers"]):
+        if self.hosts is not None and not listed \
+                and not self._origin_accepted(scope["headers"]):
             return error_response(403, "unexpected Origin header: this server answers only"
                                        f" pages served from {self.answered}, and clients"
                                        " that send no Origin")
@@ -238,11 +268,17 @@ def _capped(receive):
     return limited
 
 
-def _with_headers(send):
+def _with_headers(send, *, vary: bool = False, origin: str | None = None):
+    """`send` adding the security headers, `Vary: Origin` (`vary`: a server with --cors) and
+    `Access-Control-Allow-Origin: <origin>` (`origin`: the request's, one of --cors)."""
+    extra = [*HEADERS, *([(b"vary", b"Origin")] if vary else []),
+             *([(b"access-control-allow-origin", origin.encode("latin-1"))] if origin else [])]
+
     async def sending(message):
         if message["type"] == "http.response.start":
-            names = {k.lower() for k, _ in message.get("headers", [])}
-            extra = [(k, v) for k, v in HEADERS if k not in names]
-            message = {**message, "headers": [*message.get("headers", []), *extra]}
+            headers = list(message.get("headers", []))
+            names = {k.lower() for k, _ in headers}
+            headers += [(k, v) for k, v in extra if k not in names]
+            message = {**message, "headers": headers}
         await send(message)
     return sending

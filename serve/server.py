@@ -115,23 +115,26 @@ def url_of(sock: socket.socket) -> str:
 def serve(home: str | Path, *, host: str = HOST, port: int = PORT, token: str | None = None,
           runs: str | Path | None = None, log_queries: bool = True, access_log: bool = True,
           embed: dict | None = None, allow_hosts: tuple[str, ...] = (),
-          announce: Callable[[str], None] = print, rerank=None, tokens=None) -> None:
+          announce: Callable[[str], None] = print, rerank=None, tokens=None,
+          cors: tuple[str, ...] = ()) -> None:
     """Serve `home` until SIGTERM or SIGINT (`embed`: openai:MODEL server settings;
-    `allow_hosts`: Host names answered besides loopback's; `rerank`: the re-ranking stage of
+    `allow_hosts`: Host names answered besides loopback's; `cors`: origins whose pages may
+    read the answers (`http://localhost:5173`); `rerank`: the re-ranking stage of
     every search and context; `tokens`: who may read what, serve/access.py). While it runs,
     `<home>/serve.json` tells `busca search` and `busca context` where to ask (not with
     `tokens`: they would see only the public documents)."""
     with indexing.builds_by("busca serve"):  # a `busca index` its POST /api/index refuses
         _serve(home, host=host, port=port, token=token, runs=runs,  # names the server
                log_queries=log_queries, access_log=access_log, embed=embed,
-               allow_hosts=allow_hosts, announce=announce, rerank=rerank, tokens=tokens)
+               allow_hosts=allow_hosts, announce=announce, rerank=rerank, tokens=tokens,
+               cors=cors)
 
 
 def _serve(home, *, host, port, token, runs, log_queries, access_log, embed, allow_hosts,
-           announce, rerank, tokens) -> None:
+           announce, rerank, tokens, cors) -> None:
     engine = Engine(home, log_queries=log_queries, embed=embed, rerank=rerank)
     app = create_app(engine, token=token, runs=Path(runs) if runs else None, host=host,
-                     allow_hosts=allow_hosts, tokens=tokens)
+                     allow_hosts=allow_hosts, tokens=tokens, cors=cors)
     sock = bind(host, port)
     config = uvicorn_config(app, log_config=LOG_CONFIG, access_log=access_log,
                             timeout_graceful_shutdown=GRACE, lifespan="off")

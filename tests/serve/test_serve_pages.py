@@ -245,3 +245,63 @@ def test_a_huge_title_and_url_do_not_fill_the_page(browser, tmp_path):
             assert title.get_attribute("title") == long_title
             assert link.get_attribute("href") == long_url
             assert not browser.find_elements(By.CSS_SELECTOR, ".title b")
+
+
+FRONT_END = """<!doctype html><meta charset="utf-8"><title>front end</title><pre id="out"></pre>
+<script>
+const api = new URLSearchParams(location.search).get("api");
+fetch(api + "api/context", {
+    method: "POST", body: JSON.stringify({q: "ornitorrinco", method: "bm25"}),
+    headers: {"Content-Type": "application/json",
+              "Authorization": "Bearer t0ken-of-the-front-end-42"}})
+  .then(r => r.json().then(d => ({status: r.status, titles: d.passages.map(p => p.title)})))
+  .catch(e => ({error: e.name}))
+  .then(result => { document.getElementById("out").textContent = JSON.stringify(result); });
+</script>"""
+
+
+def test_a_front_end_of_another_origin_reads_the_api_only_with_cors(browser, tmp_path):
+    """A web app served from another port (Vite's localhost:5173) POSTs JSON with a bearer
+    token: the browser asks first (a preflight OPTIONS) and hides any answer that does not
+    name the page's origin. With --cors that origin the page reads the passages; without
+    it, fetch fails in the page (TypeError), as before."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from conftest import lexical_home_of
+
+    class Page(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            body = FRONT_END.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    home = lexical_home_of(tmp_path / "home", [
+        {"url": "https://a.example/o", "title": "Ornitorrinco", "text": "O ornitorrinco nada."},
+        {"url": "https://a.example/e", "title": "Equidna", "text": "A equidna bota ovos."}])
+    pages = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=pages.serve_forever, daemon=True).start()
+    origin = f"http://127.0.0.1:{pages.server_address[1]}"
+    try:
+        for cors in (("--cors", origin), ()):
+            with Server(home, "--no-log", "--quiet", "--token", "t0ken-of-the-front-end-42",
+                        *cors) as s:
+                browser.get(f"{origin}/?api={s.url}")
+                WebDriverWait(browser, WAIT).until(
+                    lambda d: d.find_element(By.ID, "out").text)
+                result = json.loads(browser.find_element(By.ID, "out").text)
+                if cors:
+                    assert result["status"] == 200, result
+                    assert result["titles"][0] == "Ornitorrinco", result
+                else:
+                    assert result == {"error": "TypeError"}, result
+    finally:
+        pages.shutdown()
+        pages.server_close()
