@@ -60,9 +60,12 @@ class HomeNotFound(IndexNotFound):
 
 
 class IndexFormatError(BuscaError):
-    """The index was written by an incompatible version or is damaged."""
+    """The index was written by an incompatible version or is damaged; `previous`: a build
+    of another format version's manifest JSON (the settings a rebuild names)."""
 
-    previous: dict = {}  # a build of another format version: its manifest's JSON (settings)
+    def __init__(self, message: str, previous: dict | None = None):
+        super().__init__(message)
+        self.previous = previous or {}
 
 
 def damaged(path: Path, what: str) -> IndexFormatError:
@@ -332,12 +335,10 @@ def read_manifest(path: Path) -> Manifest:
         raise IndexFormatError(f"the index in {path} is damaged ({e}) — run \"busca index\"") from e
     version = data.get("format_version")
     if version not in READS:
-        error = IndexFormatError(
+        raise IndexFormatError(
             f"the index in {path} has format version {version}, this busca reads"
-            f" {FORMAT_VERSION} — rebuild it with \"busca index\""
-        )
-        error.previous = data if isinstance(data, dict) else {}
-        raise error
+            f" {FORMAT_VERSION} — rebuild it with \"busca index\"",
+            previous=data if isinstance(data, dict) else None)
     try:
         return Manifest.from_json(data)
     except TypeError as e:
