@@ -29,6 +29,7 @@ WHERE = {
     "BadHostName": ".serve.hosts",
     "BadJson": ".search.hits",
     "BadModelList": ".index.dense.dense_models",
+    "BadOrigin": ".serve.hosts",
     "BadParameter": ".serve.errors",
     "BadPerDoc": ".search.collapse",
     "BadResponse": ".index.dense.embedding_api",

@@ -13,6 +13,7 @@ from .index.dense.dense_groups import BadGroups as BadGroups
 from .serve.hosts import BadHostName as BadHostName
 from .search.hits import BadJson as BadJson
 from .index.dense.dense_models import BadModelList as BadModelList
+from .serve.hosts import BadOrigin as BadOrigin
 from .serve.errors import BadParameter as BadParameter
 from .search.collapse import BadPerDoc as BadPerDoc
 from .index.dense.embedding_api import BadResponse as BadResponse

@@ -19,7 +19,6 @@ from .methods import DEFAULT as DEFAULT
 from .dense.encoders import DEFAULT_ENCODER as DEFAULT_ENCODER
 from .home.diskfull import DiskFull as DiskFull
 from .build import dropped_calibration as dropped_calibration
-from .build import settings_flags as settings_flags
 from .dense.embedding_api import BATCH as EMBED_BATCH
 from .dense.embedding_api import TIMEOUT as EMBED_TIMEOUT
 from .dense.embedding_api import EmbeddingServerError as EmbeddingServerError
@@ -60,6 +59,7 @@ from .dense.rerank_api import RerankError as RerankError
 from .dense.rerank_api import RerankSettings as RerankSettings
 from .dense.dense_models import resolve as resolve
 from .dense.dense_models import server_settings as server_settings
+from .build import settings_flags as settings_flags
 from .text.chunking import SIZE as SIZE
 from .methods import sparse_left_out as sparse_left_out
 from .dense.encoders import THREADS as THREADS
