@@ -10,22 +10,22 @@ from .html import plain_text
 
 FENCE = re.compile(r"^\s*(```|~~~)")
 _URL = r"\((?:[^()]|\([^()]*\))*\)"  # (target), (target "title"), (a_(b))
-_IMAGE = re.compile(r"!\[([^\]]*)\]" + _URL)
-_LINK = re.compile(r"\[([^\]]+)\]" + _URL)
-_REF_LINK = re.compile(r"(?<!!)\[([^\]^][^\]]*)\]\[[^\]]*\]")  # [text][ref], [text][]
-_REF_IMAGE = re.compile(r"!\[([^\]]*)\]\[[^\]]*\]")  # ![alt][ref]
+_IMAGE = re.compile(r"!\[([^][]*)\]" + _URL)
+_LINK = re.compile(r"\[([^][]+)\]" + _URL)
+_REF_LINK = re.compile(r"(?<!!)\[([^][^][^][]*)\]\[[^][]*\]")  # [text][ref], [text][]
+_REF_IMAGE = re.compile(r"!\[([^][]*)\]\[[^][]*\]")  # ![alt][ref]
 _SHORTCUT = re.compile(r"(!?)\[([^\]\[]+)\](?![\[(])")  # [text] or ![alt] of a `[text]: URL`
-_FOOTNOTE = re.compile(r"\[\^[^\]\s]+\]")  # [^1]: its mark in the text
-_WIKI = re.compile(r"(!?)\[\[([^\]|]*)(?:\|([^\]]*))?\]\]")  # [[page#part|alias]], ![[embed]]
+_FOOTNOTE = re.compile(r"\[\^[^][\s]+\]")  # [^1]: its mark in the text
+_WIKI = re.compile(r"(!?)\[\[([^][|]*)(?:\|([^][]*))?\]\]")  # [[page#part|alias]], ![[embed]]
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 _AUTOLINK = re.compile(r"<((?:https?|ftp)://[^\s<>]+|[^\s<>@]+@[^\s<>@]+\.[^\s<>@]+)>")
-_SHORTCODE = re.compile(r"\{\{[<%].*?[%>]\}\}|:(?:material|fontawesome|octicons|simple)-[\w-]+:")
+_SHORTCODE = re.compile(r"\{\{[<%][^{}]*?[%>]\}\}|:(?:material|fontawesome|octicons|simple)-[\w-]+:")
 _HEADING = re.compile(r"^#{1,6}\s+")
 _LIST = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 _EMPHASIS = re.compile(r"(\*\*|__|\*|`|~~)")
-_UNDERSCORE = re.compile(r"(?<![\w\\])_(?=\S)(.+?)(?<=\S)_(?!\w)")  # _ênfase_, not snake_case
-_TAG = re.compile(r"</?[A-Za-z][^>]*>|<!--.*?-->")
-_ATX = re.compile(r"^(#{1,6})\s+(.+?)\s*$")
+_UNDERSCORE = re.compile(r"(?<![\w\\])_(?=\S)([^_]+?)(?<=\S)_(?!\w)")  # _ênfase_, not snake_case
+_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
+_ATX = re.compile(r"^(#{1,6})\s+(.*\S)\s*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-{2,})\s*$")  # the line under a heading: Título\n======
 _QUOTE = re.compile(r"^\s*(?:>\s?)+")
 _CALLOUT = re.compile(r"^\[!([\w-]+)\][+-]?\s*")  # Obsidian: > [!note]- Título
@@ -40,7 +40,7 @@ _BLOCK = re.compile(  # the line that opens or closes a box or tab; group 1 its 
     r"|:{3,}\s*([\w-]*)(?:\s*\[?(.+?)\]?)?"  # Docusaurus :::tip T, :::tip[T], :::
     r"|/{3,}\s*([\w-]*)(?:\s*\|\s*(.*))?)\s*$")  # pymdownx blocks /// note | T, ////
 _ATTR = r"(?:[#.][\w-]+|[\w-]+(?:=(?:\"[^\"]*\"|'[^']*'|[^\s}]+))?)"
-_ATTRS = re.compile(rf"\s*\{{(:?)(\s*)({_ATTR}(?:\s+{_ATTR})*)\s*\}}$")  # ## T { #id .c k=v }
+_ATTRS = re.compile(rf"\{{(:?)(\s*)({_ATTR}(?:\s+{_ATTR})*)\s*\}}$")  # ## T { #id .c k=v }
 _ID = re.compile(r"(?:^|\s)(?:#|id=[\"']?)([\w-]+)")
 
 
@@ -134,8 +134,18 @@ def _inline(line: str, defined: set[str] = frozenset()) -> str:
     line = _shortcuts(line, defined, "!")  # images first: a link may hold one
     line = _shortcuts(_REF_LINK.sub(r"\1", _LINK.sub(r"\1", line)), defined, "")
     line = _UNDERSCORE.sub(r"\1", _EMPHASIS.sub("", line))
-    line = unescape(_TAG.sub("", _AUTOLINK.sub(r"\1", line)))
+    line = unescape(_TAG.sub("", _without_comments(_AUTOLINK.sub(r"\1", line))))
     return re.sub("\x00([0-9]+)\x00", lambda m: spans[int(m.group(1))], line)
+
+
+def _without_comments(line: str) -> str:
+    """`line` without its `<!-- … -->` comments (str.find: a regex made a line of 20,000
+    unclosed `<!--` take seconds, each one searched to the end)."""
+    kept, at = [], 0
+    while (start := line.find("<!--", at)) >= 0 and (end := line.find("-->", start + 4)) >= 0:
+        kept.append(line[at:start])
+        at = end + 3
+    return "".join(kept) + line[at:]
 
 
 def _shortcuts(line: str, defined: set[str], mark: str) -> str:
