@@ -11,13 +11,22 @@ import re
 
 SENTENCE_REACH = 300  # how far a window is widened to reach a sentence boundary
 
-_SENTENCE_END = re.compile(r"[.!?…]+[\"'”’»)\]]*(?=\s|$)|\n")
+_MARKS = re.compile(r"[.!?…]+[\"'”’»)\]]*|\n")  # an end when whitespace or the end follows
+
+
+def _sentence_ends(text: str, pos: int = 0, endpos: int | None = None):
+    """The matches of a sentence's end in text[pos:endpos], each run of marks read once (a
+    lookahead after the run made a text of 50,000 "." read it again from each one)."""
+    endpos = len(text) if endpos is None else min(endpos, len(text))
+    for m in _MARKS.finditer(text, pos, endpos):
+        if m.end() == endpos or m.group() == "\n" or text[m.end()].isspace():
+            yield m
 
 
 def sentence_stops(text: str, start: int, end: int) -> list[int]:
     """Positions in (start, end] where a sentence of text[start:end] ends."""
     stops = []
-    for m in _SENTENCE_END.finditer(text, start, end):
+    for m in _sentence_ends(text, start, end):
         stop = m.start() if m.group() == "\n" else m.end()
         if stop > start and text[start:stop].strip():
             stops.append(stop)
@@ -45,7 +54,7 @@ def widen(text: str, start: int, end: int, *, reach: int = SENTENCE_REACH) -> tu
 def _sentence_start(text: str, start: int, reach: int) -> int:
     lo = max(0, start - reach)
     found = None
-    for m in _SENTENCE_END.finditer(text, lo):
+    for m in _sentence_ends(text, lo):
         if m.end() > start:
             break
         found = m.end()
@@ -57,7 +66,7 @@ def _sentence_start(text: str, start: int, reach: int) -> int:
 
 
 def _sentence_stop(text: str, end: int, reach: int) -> int:
-    for m in _SENTENCE_END.finditer(text, max(0, end - 8)):
+    for m in _sentence_ends(text, max(0, end - 8)):
         stop = m.start() if m.group() == "\n" else m.end()
         if stop > end + reach:
             break

@@ -39,3 +39,31 @@ def test_a_window_already_on_sentence_boundaries_stays_put():
     assert se.widen(text, 0, 5) == (0, len("Antes disso."))
     last = text.index("Depois")
     assert se.widen(text, last + 7, len(text)) == (last, len(text))
+
+
+SENTENCES_CHECK = """
+from busca.search import sentences as se
+text = "." * 100_000 + "a"  # a crawled page of dots (or "?!…") with no space after
+se.sentences(text), se.sentence_stops(text, 10, 90_000), se.widen(text, 50_000, 50_001)
+print("done")
+"""
+
+
+def test_a_run_of_marks_without_a_space_is_read_once():
+    """A stored text of 100,000 "." before a letter: the lookahead after the run of marks
+    made the pattern read the run again from each mark, minutes for each search or context
+    that reached the page; a fraction of a second now."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", SENTENCES_CHECK], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "done", done.stderr
+
+
+def test_a_run_of_marks_ends_a_sentence_only_before_whitespace_or_the_end():
+    text = "Fim...a b?!» c.\td..."
+    assert se.sentence_stops(text, 0, len(text)) == [text.index("»") + 1, text.index("\t"),
+                                                     len(text)]
+    assert se.sentence_stops(text, 0, 6) == [6]  # the end of the window counts as the end
+    assert se.sentences("...") == [(0, 3)]
