@@ -26,7 +26,7 @@ from .sitemap import looks_like_sitemap
 from .wordpress import api_url
 
 SITEMAP_PROBES = ("/wp-sitemap.xml", "/sitemap.xml", "/sitemap_index.xml")
-_API_REL = re.compile(r'<([^>]+)>\s*;[^,]*rel="?https://api\.w\.org/"?', re.I)
+_API_REL = re.compile(r'<([^<>]+)>\s*;[^,<]*rel="?https://api\.w\.org/"?', re.I)  # to the next <
 
 
 def discover(url: str, fetcher: Fetcher, *, source: str = "auto",

@@ -114,7 +114,8 @@ def _running_key(line: str) -> str:
     return _NUMBERS.sub("#", line).casefold()
 
 
-_HYPHENATED = re.compile(r"([^\W\d_]+)[-\u2010]$")  # a line ending in "informa-"
+_HYPHENATED = re.compile(r"(?<![^\W\d_])([^\W\d_]+)[-\u2010]$")  # a line ending in "informa-"
+# (from a word's start only: a line of 50,000 letters was read again from each one)
 _CONTINUED = re.compile(r"(-?)([^\W\d_]{2,})(\S*) ?")  # the next one: "ção, que…"
 _WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
 _ENCLITICS = frozenset("lo la los las".split())  # fazê-lo, pô-la

@@ -86,7 +86,12 @@ def _number(value: str) -> float | None:
 
 
 def _matches(pattern: str, path: str) -> bool:
+    """Whether `path` starts with `pattern`, each `*` any run of characters. Each `*` takes
+    the first place where the rest can go on, and keeps it (an atomic group): a rule of
+    many `*` made the regular expression try every split of a long path, hours for one URL."""
     anchored = pattern.endswith("$")
-    body = pattern[:-1] if anchored else pattern
-    regex = ".*".join(map(re.escape, body.split("*"))) + ("$" if anchored else "")
+    *pieces, last = (pattern[:-1] if anchored else pattern).split("*")
+    regex = "".join([re.escape(pieces[0]) if pieces else "",
+                     *(f"(?>.*?{re.escape(piece)})" for piece in pieces[1:]),
+                     (".*" if pieces else "") + re.escape(last) + ("$" if anchored else "")])
     return re.match(regex, path) is not None

@@ -228,6 +228,9 @@ def without_shortcodes(text: str) -> str:
     """`text` without the WordPress shortcodes its site left unrendered (a plugin gone):
     `[caption id="…"]Legenda[/caption]` keeps "Legenda", `[gallery ids="1,2"]` goes; a
     bracket of plain text ("[sic]", "[1]") stays."""
-    for name in set(_CLOSER.findall(text)):
-        text = re.sub(rf"\[{re.escape(name)}(?:\s[^\]]*)?\]|\[/{re.escape(name)}\]", " ", text)
+    names = "|".join(map(re.escape, set(_CLOSER.findall(text))))
+    if names:  # one pass for all names, none after the last "]" (each "[name" without a "]"
+        cut = text.rfind("]") + 1  # after it read the text to its end: seconds a page)
+        tags = rf"\[(?:{names})(?:\s[^\]]*)?\]|\[/(?:{names})\]"
+        text = re.sub(tags, " ", text[:cut]) + text[cut:]
     return re.sub(r"[ \t]{2,}", " ", _WITH_ATTRIBUTES.sub(" ", text)).strip()

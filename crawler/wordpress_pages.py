@@ -26,7 +26,7 @@ from .urls import normalize
 INVALID_PAGE = b"rest_post_invalid_page_number"
 # WordPress's words for a per_page above the site's maximum:
 # "per_page must be between 1 (inclusive) and 10 (inclusive)"
-_BETWEEN = re.compile(r"between\s+\d+\D*?\s+and\s+(\d+)", re.I)
+_BETWEEN = re.compile(r"between\s+\d+\D*?(?<!\s)\s+and\s+(\d+)", re.I)  # spaces read once
 
 
 @dataclass

@@ -34,7 +34,8 @@ OPTIONS = JsonApiOptions(
     modified="revisions.0.timestamp", continue_path="continue", body_format="wikitext",
     meta=(("language", "pagelanguage"), ("authors", "revisions.0.user"),
           ("revision", "revisions.0.revid"), ("categories", "category_names")))
-_EDIT_URI = re.compile(r"""<link[^>]+rel=["']EditURI["'][^>]+href=["']([^"'?]+)""", re.I)
+_EDIT_URI = re.compile(  # to the next tag, the first rel kept (see found._GENERATOR)
+    r"""<link(?>[^<>]+?rel=["']EditURI["'])[^<>]+href=["']([^"'?]+)""", re.I)
 
 
 def detect(start: Start) -> Discovery | None:

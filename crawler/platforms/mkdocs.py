@@ -16,7 +16,10 @@ from ..store import Document
 from .common import missing, probe_json, read_whole
 
 INDEX = "search/search_index.json"
-_CONFIG = re.compile(r"""<script[^>]+id=["']__config["'][^>]*>(.*?)</script>""", re.S | re.I)
+# the tag to the next one, its first id kept (see found._GENERATOR); its end found once after
+# it (a lazy `.*?</script>` read a page of unclosed tags to its end from each one)
+_CONFIG = re.compile(r"""<script(?>[^<>]+?id=["']__config["'])[^<>]*>""", re.I)
+_SCRIPT_END = re.compile("</script>", re.I)
 _BASE_URL = re.compile(r"""\bbase_url\s*=\s*["']([^"']*)["']""")
 
 
@@ -39,9 +42,10 @@ def _root(start: Start) -> str:
     """The site root the page names (its base is relative to the page itself)."""
     base = None
     config = _CONFIG.search(start.html)
-    if config:
+    end = config and _SCRIPT_END.search(start.html, config.end())
+    if end:
         try:
-            base = json.loads(config.group(1)).get("base")
+            base = json.loads(start.html[config.end():end.start()]).get("base")
         except (ValueError, AttributeError):
             base = None
     if base is None and (match := _BASE_URL.search(start.html)):

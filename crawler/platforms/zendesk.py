@@ -39,7 +39,7 @@ def _locale(start: Start) -> str:
     match = _LOCALE.search(start.url)
     if match:
         return match.group(1).lower()
-    lang = re.search(r"""<html[^>]+lang=["']([\w-]+)""", start.html, re.I)
+    lang = re.search(r"""<html[^<>]+lang=["']([\w-]+)""", start.html, re.I)  # to the next tag
     return lang.group(1).lower() if lang else "en-us"
 
 
