@@ -15,10 +15,12 @@ from ..store import Document
 from .common import missing, read_whole
 
 GENERATORS = ("docusaurus", "gitbook", "mintlify")
-_SOURCE = re.compile(r"^\s*Source:\s*(https?://\S+)\s*$", re.M)
-_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+# Each stops at the next bracket, blank line or marker of its kind: a crafted llms-full.txt
+# (100,000 blank lines, a heading of "[" or "*a ") made them read to the end from each start.
+_SOURCE = re.compile(r"^[ \t]*Source:[ \t]*(https?://\S+)[ \t]*$", re.M)
+_LINK = re.compile(r"!?\[([^][]*)\]\([^()]*\)")
 _CODE = re.compile(r"`+([^`]*)`+")
-_EMPHASIS = re.compile(r"(?<!\w)(\*\*|\*|__|_)(?=\S)(.+?)(?<=\S)\1(?!\w)")
+_EMPHASIS = re.compile(r"(?<!\w)(\*\*|\*|__|_)(?=\S)(.{1,200}?)(?<=\S)\1(?!\w)")  # 200: a title's span
 
 
 def detect(start: Start) -> Discovery | None:

@@ -18,17 +18,20 @@ PAGES = {
     "shortcodes": "{{<" * N, "heading spaces": "# a" + " " * N + "b",
     "references": "<ref>" * N, "reference tags": "<ref" * N, "templates": "{{" * N,
     "nested templates": "{{" * N + "}}" * N, "heading signs": "=" * N + "a",
-    "external links": "[http://a " * N, "files": "[[File:" * N,
+    "external links": "[http://a " * N, "files": "[[File:" * N, "stars": "*a " * N,
 }
 CHECK = """
 import sys
 from busca.crawler.markdown import markdown_text
+from busca.crawler.platforms.llms import parse_full
 from busca.crawler.wikitext import wikitext_to_text
 sys.path.insert(0, sys.argv[1])
 from test_crawler_untrusted_markup import PAGES
 for page in PAGES.values():
     markdown_text(page)
     wikitext_to_text(page)
+    parse_full(("# " + page + "\\ntexto").encode(), "https://d.example/llms-full.txt")
+parse_full(("# T" + "\\n" * 100_000 + "x").encode(), "https://d.example/llms-full.txt")
 print("done")
 """
 
@@ -62,3 +65,17 @@ def test_unclosed_markdown_keeps_its_text_and_the_closed_parts_convert(page, tex
 ])
 def test_unclosed_wikitext_keeps_its_text_and_the_closed_parts_convert(page, text):
     assert wikitext_to_text(page) == text
+
+
+def test_an_llms_full_section_s_title_and_source_still_read():
+    """llms-full.txt's titles lose their emphasis and links, and a Mintlify `Source:` line
+    names the page, as before the patterns stopped at the next bracket or blank line."""
+    from busca.crawler.platforms.llms import parse_full
+
+    body = ("# Intro\n\nSource: https://d.example/intro\n\ntexto **forte**\n\n"
+            "# Guia *rápido*\n\n\n  Source: https://d.example/guia  \n\nmais\n\n"
+            "# [Link](x) e `code`\nfim\n").encode()
+    found = [(d.url, d.title, d.text) for d in parse_full(body, "https://d.example/llms-full.txt")]
+    assert found == [("https://d.example/intro", "Intro", "texto forte"),
+                     ("https://d.example/guia", "Guia rápido", "mais"),
+                     ("https://d.example/llms-full.txt#link-e-code", "Link e code", "fim")]
