@@ -76,7 +76,7 @@ def _read_file(name: str) -> Iterator[Document | Problem]:
                             f" {_converted(name, utf16)}")
         return
     if b"\x00" in data:
-        yield Problem(name, "looks like a binary file; busca adds .jsonl, .txt, .md, .html")
+        yield Problem(name, f"looks like a binary file; busca adds {', '.join(SUFFIXES)}")
         return
     suffix = path.suffix.lower()
     if suffix in (".html", ".htm"):  # its <meta charset> tells the encoding

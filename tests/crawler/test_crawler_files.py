@@ -281,3 +281,13 @@ def test_a_text_file_loses_the_invisible_characters_a_crawled_page_loses(tmp_pat
     path.write_text("A infor\u00admação do pe\u200bdido\ufeff chega.", encoding="utf-8")
     [doc] = list(read_files([str(path)]))
     assert doc.text == "A informação do pedido chega."
+
+
+def test_a_binary_file_names_every_type_busca_adds(tmp_path):
+    """A file with NUL bytes (a .txt that is not text) said busca adds ".jsonl, .txt, .md,
+    .html": it adds .mdx, .htm and .pdf too."""
+    path = tmp_path / "dados.txt"
+    path.write_bytes(b"abc\x00def")
+    [problem] = list(read_files([str(path)]))
+    assert problem.message == ("looks like a binary file; busca adds .jsonl, .txt, .md, .mdx,"
+                               " .html, .htm, .pdf")
