@@ -37,6 +37,10 @@ BLOCK_TAGS = frozenset(
 
 _SPACE = re.compile(r"\s+")
 _TAG_LIKE = re.compile(r"<[a-zA-Z!/]")
+# markup left in a text field (Markdown, wikitext): a tag stops at the next "<" or ">", and a
+# comment is cut by a scan (`without_spans`) — a page of 50,000 unclosed ones is read once
+TAG = re.compile(r"</?[A-Za-z][^<>]*>")
+COMMENT = re.compile("<!--")  # to "-->"
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([\w.:-]+)""", re.I)
 
 
@@ -92,6 +96,29 @@ def extract_page(html: str, url: str = "", *, take_title: bool = True) -> HtmlPa
                     headings=_headings(container, lines),
                     landmark=container is not soup.body and container is not soup, meta=info,
                     **heads)
+
+
+def without_spans(text: str, opening: re.Pattern, closing: str | re.Pattern) -> str:
+    """`text` without each span from an `opening` match to the first `closing` (a str, or a
+    pattern) after it; an opening without a closing after it ends the search (the text from
+    it stays): each part of the text is read once."""
+    kept, at = [], 0
+    while (start := opening.search(text, at)) is not None:
+        end = _end_of(text, closing, start.end())
+        if end is None:
+            break
+        kept.append(text[at:start.start()])
+        at = end
+    return "".join(kept) + text[at:]
+
+
+def _end_of(text: str, closing: str | re.Pattern, at: int) -> int | None:
+    """The end of the first `closing` in `text` from `at`, or None."""
+    if isinstance(closing, str):
+        found = text.find(closing, at)
+        return None if found < 0 else found + len(closing)
+    match = closing.search(text, at)
+    return None if match is None else match.end()
 
 
 def plain_text(text: str) -> str:

@@ -9,9 +9,8 @@ from __future__ import annotations
 import re
 from html import unescape
 
-from .html import plain_text
+from .html import COMMENT, TAG, plain_text, without_spans
 
-_COMMENT = re.compile("<!--")  # to "-->"
 _REF = re.compile(r"<ref([^<>]*)>", re.I)  # an opening (or self-closing) <ref …> tag
 _TABLE = re.compile(r"^\{\|", re.M)
 _TABLE_END = re.compile(r"^\|\}", re.M)
@@ -22,7 +21,6 @@ _EXTERNAL = re.compile(r"\[(?:https?:)?//[^][\s]+\s*([^][]*)\]")
 _QUOTES = re.compile(r"'{2,}")
 _LIST = re.compile(r"^[*#:;]+\s*", re.M)
 _MAGIC = re.compile(r"__[A-Z]+__")
-_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
 _BRACES = re.compile(r"\{\{|\}\}")
 # Each pattern stops at the next bracket or tag, and a span without its end is searched once:
 # a crawled page of 50,000 "[[" or "<ref>" took a regex 10-50 s (each one searched to the end).
@@ -30,15 +28,15 @@ _BRACES = re.compile(r"\{\{|\}\}")
 
 def wikitext_to_text(source: str) -> str:
     """Plain text of a wikitext page, one line per paragraph, heading or list item."""
-    text = _spans_removed(source, _COMMENT, "-->")
+    text = without_spans(source, COMMENT, "-->")
     text = _refs_removed(text)
     text = _drop_templates(text)
-    text = _spans_removed(text, _TABLE, _TABLE_END)
+    text = without_spans(text, _TABLE, _TABLE_END)
     text = _FILE.sub("", text)
     text = _LINK.sub(r"\1", text)
     text = _EXTERNAL.sub(r"\1", text)
     text = "\n".join(map(_heading, text.split("\n")))
-    text = _LIST.sub("", _QUOTES.sub("", _MAGIC.sub("", _TAG.sub("", text))))
+    text = _LIST.sub("", _QUOTES.sub("", _MAGIC.sub("", TAG.sub("", text))))
     return plain_text(unescape(text))
 
 
@@ -69,28 +67,6 @@ def _drop_templates(text: str) -> str:
             kept.append(text[at:start])
             at = end
     return "".join(kept) + text[at:]
-
-
-def _spans_removed(text: str, opening: re.Pattern, closing) -> str:
-    """`text` without each span from an `opening` match to the first `closing` (a str, or a
-    pattern) after it; an opening without a closing after it ends the search."""
-    kept, at = [], 0
-    while (start := opening.search(text, at)) is not None:
-        end = _find(text, closing, start.end())
-        if end is None:
-            break
-        kept.append(text[at:start.start()])
-        at = end
-    return "".join(kept) + text[at:]
-
-
-def _find(text: str, closing, at: int) -> int | None:
-    """The end of the first `closing` in `text` from `at`, or None."""
-    if isinstance(closing, str):
-        found = text.find(closing, at)
-        return None if found < 0 else found + len(closing)
-    match = closing.search(text, at)
-    return None if match is None else match.end()
 
 
 def _refs_removed(text: str) -> str:
