@@ -172,7 +172,7 @@ class Guard:
         scope = _single_slash(scope)
         listed = self._listed(scope["headers"])
         send = _with_headers(send, vary=bool(self.cors), origin=listed)
-        refused = self._refusal(scope, listed)
+        refused = self._refusal(scope)
         if refused is None and listed and scope["method"] == "OPTIONS" \
                 and b"access-control-request-method" in dict(scope["headers"]):
             refused = self._preflight(scope)
@@ -182,9 +182,8 @@ class Guard:
 
     def _listed(self, headers) -> str | None:
         """The request's Origin when it is one --cors origin (and the only Origin)."""
-        given = [value for key, value in headers if key == b"origin"]
-        origin = given[0].decode("latin-1") if len(given) == 1 else None
-        return origin if origin in self.cors else None
+        given = _values(headers, b"origin")
+        return given[0] if len(given) == 1 and given[0] in self.cors else None
 
     def _preflight(self, scope) -> Response | None:
         """The answer to a CORS preflight for a path the app routes (None: the app's 404):
@@ -198,7 +197,7 @@ class Guard:
             "Access-Control-Allow-Headers": "Authorization, Content-Type",
             "Access-Control-Max-Age": str(CORS_MAX_AGE)})
 
-    def _refusal(self, scope, listed: str | None = None) -> Response | None:
+    def _refusal(self, scope) -> Response | None:
         headers = dict(scope["headers"])
         if len(scope.get("query_string", b"")) > MAX_QUERY_STRING:
             return error_response(414, f"the query string is longer than {MAX_QUERY_STRING}"
@@ -209,8 +208,7 @@ class Guard:
         if self.hosts is not None and not self._host_accepted(scope["headers"]):
             return error_response(400, "unexpected Host header: this server answers only"
                                        f" requests for {self.answered}")
-        if self.hosts is not None and not listed \
-                and not self._origin_accepted(scope["headers"]):
+        if self.hosts is not None and not self._origin_accepted(scope["headers"]):
             return error_response(403, "unexpected Origin header: this server answers only"
                                        f" pages served from {self.answered}, and clients"
                                        " that send no Origin")
@@ -222,14 +220,20 @@ class Guard:
         return None
 
     def _host_accepted(self, headers) -> bool:
-        given = [value for key, value in headers if key == b"host"]
-        return len(given) == 1 and self.hosts.accepts(given[0].decode("latin-1"))
+        given = _values(headers, b"host")
+        return len(given) == 1 and self.hosts.accepts(given[0])
 
     def _origin_accepted(self, headers) -> bool:
-        """No Origin (a program, not a page), or one Origin the Host rule accepts."""
-        given = [value for key, value in headers if key == b"origin"]
-        return not given or (len(given) == 1
-                             and self.hosts.accepts_origin(given[0].decode("latin-1")))
+        """No Origin (a program, not a page), or one Origin: a --cors one, or one the Host
+        rule accepts."""
+        given = _values(headers, b"origin")
+        return not given or (len(given) == 1 and (given[0] in self.cors
+                                                  or self.hosts.accepts_origin(given[0])))
+
+
+def _values(headers, name: bytes) -> list[str]:
+    """Each value of the header `name` a request carries."""
+    return [value.decode("latin-1") for key, value in headers if key == name]
 
 
 def _fetch_accepted(headers: dict) -> bool:
