@@ -85,12 +85,21 @@ def matches(text: str, query: str,
         if cache[word] in wanted:
             out.append((*m.span(), cache[word]))
     if analyzer in _GROUPED:  # "1.000,00" lights up whole for "1000"
-        groups = [(a, b, term) for a, b in number_groups(text)
+        groups = [(*_words_around(text, a, b), term) for a, b in number_groups(text)
                   if (term := term_filter(text[a:b])) in wanted]
         if groups:  # a part inside a group that lights up is not lit on its own
             out = sorted(groups + [w for w in out
                                    if not any(a <= w[0] and w[1] <= b for a, b, _ in groups)])
     return out
+
+
+def _words_around(text: str, a: int, b: int) -> tuple[int, int]:
+    """The span a..b widened to the words it starts and ends in: "2.3.1" of "v2.3.1" lights
+    up "v2.3.1", never a span that overlaps the word "v2"."""
+    while a > 0 and text[a - 1].isalnum():  # isalnum: what _WORD matches
+        a -= 1
+    end = _WORD.match(text, b)
+    return a, (end.end() if end else b)
 
 
 def snippet(text: str, query: str, analyzer: str = DEFAULT_ANALYZER, *,

@@ -83,9 +83,12 @@ _MAY_GROUP = re.compile(r"[0-9][.,\-/][0-9]")
 CODE_DIGITS = 8  # a group joined by "-" or "/" is one code from this many digits on
 
 
-def number_groups(text: str) -> list[tuple[int, int]]:
+def number_groups(text: str, glued: bool = True) -> list[tuple[int, int]]:
     """(start, end) of each number or code of a lowercase `text` that is kept whole: runs of
-    ASCII digits (whole java terms) each joined to the next by one of NUMBER_SEPARATORS. A
+    ASCII digits (whole java terms) each joined to the next by one of NUMBER_SEPARATORS; the
+    first may be the digits that end a word ("v2.3.1", "python3.12", "nº1.234": "2.3.1",
+    "3.12", "1.234") and the last the digits that begin one ("1.000km", "3,5kg": "1.000",
+    "3,5"), unless not `glued` (builds before GLUED: "v2.3.1" gave "3.1"). A
     group joined by "-" or "/" too is a code (CPF, CEP, phone, process number) when it has
     CODE_DIGITS digits or more and is not a date ("05/12/2026", "2026-12-05"), a range of
     years ("2019-2022") or of two numbers with their own separators ("1.000-2.000");
@@ -98,20 +101,50 @@ def number_groups(text: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     i = 0
     while i < len(runs):
-        j = i
-        if _digits(text, runs[i]):
-            while (j + 1 < len(runs) and runs[j + 1][0] == runs[j][1] + 1
-                   and text[runs[j][1]] in NUMBER_SEPARATORS and _digits(text, runs[j + 1])):
+        j, first = i, _digit_tail(text, runs[i]) if glued else _whole_run(text, runs[i])
+        if first is not None:
+            while _joined(text, runs, j) and _digits(text, runs[j + 1]):
                 j += 1
-        if j > i:
-            spans += _kept_groups(text, runs[i:j + 1])
+            last = _digit_head(text, runs[j + 1]) if glued and _joined(text, runs, j) else None
+            group = [(first, runs[i][1])] + runs[i + 1:j + 1]
+            if last is not None:
+                j += 1
+                group.append((runs[j][0], last))
+            if j > i:
+                spans += _kept_groups(text, group)
         i = j + 1
     return spans
+
+
+def _joined(text: str, runs: list[tuple[int, int]], j: int) -> bool:
+    """Run j is followed by a run after one separator."""
+    return (j + 1 < len(runs) and runs[j + 1][0] == runs[j][1] + 1
+            and text[runs[j][1]] in NUMBER_SEPARATORS)
+
+
+def _whole_run(text: str, run: tuple[int, int]) -> int | None:
+    return run[0] if _digits(text, run) else None
 
 
 def _digits(text: str, run: tuple[int, int]) -> bool:
     word = text[run[0]:run[1]]
     return word.isascii() and word.isdigit()
+
+
+def _digit_tail(text: str, run: tuple[int, int]) -> int | None:
+    """Where the ASCII digits that end the run start (None: it ends otherwise)."""
+    start, k = run[0], run[1]
+    while k > start and "0" <= text[k - 1] <= "9":
+        k -= 1
+    return k if k < run[1] else None
+
+
+def _digit_head(text: str, run: tuple[int, int]) -> int | None:
+    """Where the ASCII digits that begin the run end (None: it begins otherwise)."""
+    k, end = run[0], run[1]
+    while k < end and "0" <= text[k] <= "9":
+        k += 1
+    return k if k > run[0] else None
 
 
 def _kept_groups(text: str, runs: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -145,24 +178,17 @@ def counted_terms(piece: str) -> list[str]:
     return terms + [low[a:b] for a, b in groups] if groups else terms
 
 
-def grouped_terms(text: str) -> list[str]:
-    """A question's java terms, each number group whole in place of its parts (as `pt` and
-    `en` ask: "10.000 vagas" -> "10.000", "vagas")."""
+def grouped_terms(text: str, glued: bool = True) -> list[str]:
+    """A question's java terms, each number group whole in place of its digits (as `pt` and
+    `en` ask: "10.000 vagas" -> "10.000", "vagas"); a word a group starts or ends in is kept
+    as well ("v2.3.1" -> "v2", "2.3.1"). `glued`: as `number_groups`."""
     low = text.lower()
-    groups = number_groups(low)
+    groups = number_groups(low, glued)
     if not groups:
         return _ALNUM_RUN.findall(low)
-    out: list[str] = []
-    ends = iter(groups)
-    group = next(ends, None)
-    for m in _ALNUM_RUN.finditer(low):
-        if group is not None and m.start() >= group[0]:
-            if m.end() == group[1]:
-                out.append(low[group[0]:group[1]])
-                group = next(ends, None)
-            continue
-        out.append(m.group())
-    return out
+    words = [(m.start(), m.group()) for m in _ALNUM_RUN.finditer(low)
+             if not any(a <= m.start() and m.end() <= b for a, b in groups)]
+    return [word for _, word in sorted(words + [(a, low[a:b]) for a, b in groups])]
 
 
 def is_number_term(term: str) -> bool:
@@ -501,6 +527,9 @@ UIDO = "-uído, half-typed, whole words too"
 # pt and en builds since number groups are counted whole ("1.000,00" -> "1000"): older ones
 # hold their parts only ("1", "000", "00") and are asked so (`question_words`)
 NUMBERS = "numbers and codes whole"
+# builds since a group may start or end inside a word ("v2.3.1" -> "2.3.1", "1.000km" ->
+# "1000"): older ones counted "3.1" of "v2.3.1" and no whole of "1.000km" (`number_groups`)
+GLUED = "numbers glued to words"
 
 
 def analyzer_version(name: str) -> str:
@@ -509,17 +538,22 @@ def analyzer_version(name: str) -> str:
         return ""
     import Stemmer
     plain = f", {ACCENTED} ({UCAO}; {UIDO})" if name == "pt" else ""
-    return f"snowball {STEMMERS[name]}, PyStemmer {Stemmer.version()}{plain}, {NUMBERS}"
+    return (f"snowball {STEMMERS[name]}, PyStemmer {Stemmer.version()}{plain}, {NUMBERS},"
+            f" {GLUED}")
 
 
 def question_words(name: str, version: str | None = None) -> Callable[[str], list[str]]:
     """How analyzer `name` cuts a question into the words its term filter maps, for a build
     whose manifest says `version` (None: this busca's): pt and en builds since NUMBERS ask a
-    number group whole (`grouped_terms`: "1.000,00" is one word), any other its java
-    terms."""
+    number group whole (`grouped_terms`: "1.000,00" is one word; those before GLUED as they
+    found groups then), any other its java terms."""
     if name in STEMMERS and (version is None or NUMBERS in version):
-        return grouped_terms
+        return grouped_terms if version is None or GLUED in version else _grouped_before_glued
     return java_terms
+
+
+def _grouped_before_glued(text: str) -> list[str]:
+    return grouped_terms(text, glued=False)
 
 
 def analysis(name: str, version: str | None = None) -> tuple[Callable[[str], list[str]],

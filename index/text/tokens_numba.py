@@ -159,15 +159,32 @@ def _groups(codes, n, flags, runs, spans):
     i = 0
     while i < m:
         j = i
-        if _digit_run(codes, runs[2 * i], runs[2 * i + 1]):
-            while (j + 1 < m and runs[2 * j + 2] == runs[2 * j + 1] + 1
-                   and _separator(codes[runs[2 * j + 1]])
-                   and _digit_run(codes, runs[2 * j + 2], runs[2 * j + 3])):
+        first = runs[2 * i + 1]  # where the digits that end run i start
+        while first > runs[2 * i] and _digit_run(codes, first - 1, first):
+            first -= 1
+        if first < runs[2 * i + 1]:
+            while _joined(codes, runs, m, j) and _digit_run(codes, runs[2 * j + 2],
+                                                          runs[2 * j + 3]):
                 j += 1
-        if j > i:
-            s = _kept_groups(codes, runs, i, j, spans, s)
+            if _joined(codes, runs, m, j):  # the digits that begin the next run end it
+                last = runs[2 * j + 2]
+                while last < runs[2 * j + 3] and _digit_run(codes, last, last + 1):
+                    last += 1
+                if last > runs[2 * j + 2]:
+                    j += 1
+                    runs[2 * j + 1] = last  # runs i..j are the group's from here on
+            if j > i:
+                runs[2 * i] = first
+                s = _kept_groups(codes, runs, i, j, spans, s)
         i = j + 1
     return s
+
+
+@numba.njit(cache=True, nogil=True)
+def _joined(codes, runs, m, j):
+    """Run j is followed by a run after one separator."""
+    return (j + 1 < m and runs[2 * j + 2] == runs[2 * j + 1] + 1
+            and _separator(codes[runs[2 * j + 1]]))
 
 
 @numba.njit(cache=True, nogil=True)

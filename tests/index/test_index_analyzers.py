@@ -172,7 +172,10 @@ PT_NUMBERS = [("R$ 1.000,00", ["r", "1000"]), ("quanto custa 1000 reais",
               ("05/12/2026", ["05", "12", "2026"]), ("2026-12-05", ["2026", "12", "05"]),
               ("2019-2022", ["2019", "2022"]), ("10-20", ["10", "20"]),
               ("1.000-2.000", ["1000", "2000"]), ("versão 3.12", ["versa", "3.12"]),
-              ("1 000", ["1", "000"]), ("a1.000", ["a1", "000"]), ("1.000km", ["1", "000km"]),
+              ("1 000", ["1", "000"]), ("a1.000", ["a1", "1000"]),
+              ("1.000km", ["1000", "000km"]), ("v2.3.1", ["v2", "2.3.1"]),
+              ("versão v2.3.1", ["versa", "v2", "2.3.1"]), ("python3.12", ["python3", "3.12"]),
+              ("nº1.234", ["no1", "1234"]), ("3,5kg", ["3,5", "5kg"]),
               ("1..000", ["1", "000"]), ("1.000.", ["1000"])]
 
 
@@ -225,9 +228,26 @@ def test_a_build_made_before_numbers_were_whole_is_asked_by_the_parts():
 
     for name in ("pt", "en"):
         now = analyzer_version(name)
-        assert now.endswith(NUMBERS)
+        assert NUMBERS in now
         before = now.replace(", " + NUMBERS, "")
         question = "10.000 vagas" if name == "pt" else "10,000 users"
         assert analysis(name, before)[0](question)[:2] == ["10", "000"]
         assert analysis(name, now)[0](question)[0] == "10000"
     assert UIDO in analyzer_version("pt")
+
+
+def test_a_build_made_before_glued_numbers_asks_the_groups_it_counted():
+    """A build of before GLUED counted "3.1" of "v2.3.1" (its group started at the first
+    digits-only word) and no whole of "1.000km": its questions ask so until it is rebuilt;
+    this busca's ask "2.3.1" and "1000"."""
+    pytest.importorskip("Stemmer")
+    from busca.index.text.analyzers import GLUED, analysis, analyzer_version
+
+    for name in ("pt", "en"):
+        now = analyzer_version(name)
+        assert now.endswith(GLUED)
+        before = now.replace(", " + GLUED, "")
+        assert analysis(name, before)[0]("v2.3.1") == ["v2", "3.1"]
+        assert analysis(name, now)[0]("v2.3.1") == ["v2", "2.3.1"]
+        assert analysis(name, before)[0]("1.000km")[0] == "1"
+        assert analysis(name, now)[0]("1.000km")[0] in ("1000", "1.000")

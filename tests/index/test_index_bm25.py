@@ -272,6 +272,39 @@ def test_a_build_made_before_numbers_is_asked_as_it_was_built(tmp_path, monkeypa
     assert core.rank(index, "CPF 123.456.789-09", method="bm25", k=1)[0].tolist() == [1]
 
 
+GLUED_TEXTS = ["Notas da v2.3.1: corrige o login.", "O release 3.1 mudou o menu.",
+               "Percurso de 1.000km em python3.12."]
+
+
+def test_a_number_glued_to_a_word_is_found_whole(tmp_path):
+    """Release notes write "v2.3.1", "python3.12", "1.000km": the group started at the first
+    word of digits only, so "v2.3.1" was counted as "3.1" (found by "release 3.1", a
+    different version) and "2.3.1" found nothing; "1000 km" missed "1.000km"."""
+    index = indexed(tmp_path, GLUED_TEXTS)
+    for query in ("2.3.1", "versão 2.3.1", "v2.3.1"):
+        assert core.rank(index, query, method="bm25", k=1)[0].tolist() == [0], query
+    assert core.rank(index, "3.1", method="bm25", k=3)[0].tolist() == [1]
+    for query in ("1000 km", "3.12"):
+        assert core.rank(index, query, method="bm25", k=1)[0].tolist() == [2], query
+    assert analyzers.GLUED in index.methods["bm25"]["analyzer_version"]
+
+
+def test_a_build_made_before_glued_numbers_is_asked_as_it_was_built(tmp_path, monkeypatch):
+    """A build whose analyzer_version lacks GLUED counted "3.1" of "v2.3.1": its questions
+    ask "v2.3.1" so until `busca index` builds it again."""
+    from busca.index.text.counting import piece_terms
+
+    number_groups = analyzers.number_groups
+    piece_terms.cache_clear()
+    index = indexed_as(tmp_path, monkeypatch, GLUED_TEXTS, "snowball portuguese, PyStemmer"
+                       f" 3.1.0, {analyzers.ACCENTED} ({analyzers.UCAO}; {analyzers.UIDO}),"
+                       f" {analyzers.NUMBERS}",
+                       number_groups=lambda text, glued=True: number_groups(text, False))
+    piece_terms.cache_clear()
+    assert "2.3.1" not in index.terms("bm25") and "3.1" in index.terms("bm25")
+    assert core.rank(index, "v2.3.1", method="bm25", k=1)[0].tolist() == [0]
+
+
 def test_a_question_of_unknown_words_names_them_as_typed(tmp_path):
     """bm25 said "none of the query's words occurs in the index: xilofon" (the stem)."""
     index = indexed(tmp_path, UCAO_TEXTS)

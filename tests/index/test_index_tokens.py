@@ -267,13 +267,14 @@ def test_long_words_that_share_their_ends_stay_apart(monkeypatch):
 NUMBERY = ("1.000,00 10.000 123.456.789-09 12345678909 01310-100 05/12/2026 2026-12-05 "
            "2019-2022 1.000-2.000 1,5-2,5 3.12 192.168.0.1 a1.000 1.000km 1..2 (11) "
            "99999-9999 12.345.678/0001-90 1/2 0001234-56.2020.8.26.0100 ٣.٣ ½.5 R$ 1 000 "
-           "x-1.000,00 Σ.1 ẞ-1").split(" ")
+           "x-1.000,00 Σ.1 ẞ-1 v2.3.1 python3.12 nº1.234 3,5kg 1.2a3.4 a1.b2 v2-3 2a.3 "
+           "v10.0.1-rc1 ab12.34cd.56 éé9.9éé").split(" ")
 
 
 @pytest.mark.parametrize("seed", range(3))
 def test_number_groups_compiled_equal_the_python_path(seed, monkeypatch):
-    """Number groups counted whole ("1.000,00", a CPF, a CEP; not a date, a range of years
-    or of numbers): the compiled pass finds the groups that analyzers.number_groups finds."""
+    """Number groups counted whole ("1.000,00", a CPF, a CEP, "2.3.1" of "v2.3.1"; not a date,
+    a range of years or of numbers): the compiled pass finds the groups that analyzers.number_groups finds."""
     rng = random.Random(seed)
     seen = set()
     for _ in range(40):
@@ -287,4 +288,4 @@ def test_number_groups_compiled_equal_the_python_path(seed, monkeypatch):
         want, _ = per_chunk(python_batch(docs, size, 0, monkeypatch).counts)
         assert got == want
         seen |= {t for row in want for t in row if not t.isalnum()}
-    assert {"1.000,00", "123.456.789-09", "01310-100"} <= seen
+    assert {"1.000,00", "123.456.789-09", "01310-100", "2.3.1", "3.12", "3,5"} <= seen

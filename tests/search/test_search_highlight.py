@@ -24,6 +24,18 @@ def test_pt_and_en_light_up_a_number_group_whole():
     assert words(text, highlight.spans(text, "1000", "java")) == []
 
 
+def test_a_number_glued_to_a_word_lights_up_the_word_whole():
+    """"2.3.1" finds "v2.3.1" and "1000 km" finds "1.000km" (the group is counted from
+    inside the word): the word lights up whole, never as "v2" beside an overlapping
+    "2.3.1"."""
+    text = "A versão v2.3.1 corrige o erro da rota de 1.000km; python3.12 também."
+    for question, lit in (("v2.3.1", ["v2.3.1"]), ("2.3.1", ["v2.3.1"]),
+                          ("1000 km", ["1.000km"]), ("3.12", ["python3.12"])):
+        found = highlight.spans(text, question, "pt")
+        assert words(text, found) == lit, question
+        assert all(b <= a2 for (_, b), (a2, _) in zip(found, found[1:])), question
+
+
 def test_simple_folds_accents_but_does_not_stem():
     text = "Ação e acao, mas não ações."
     assert words(text, highlight.spans(text, "AÇÃO", "simple")) == ["Ação", "acao"]
