@@ -31,7 +31,7 @@ from ..errors import BuscaError
 from ..search.facets import facets
 from ..search.hits import StaleIndex
 from ..search.filters import Visible, counts, parse_filters, passes, visible_to
-from .errors import HttpError, body
+from .errors import CHALLENGE, HttpError, body
 
 MIN_TOKEN = 16  # characters, as --token
 NOTHING = "nothing found among the documents this request may see"
@@ -54,7 +54,7 @@ class Unauthorized(HttpError):
     def __init__(self):
         super().__init__(401, "unknown token: send Authorization: Bearer <a token of the"
                               " --tokens file>, or no Authorization to see the public"
-                              " documents")
+                              " documents", CHALLENGE)
 
 
 @dataclass(frozen=True)
@@ -290,8 +290,7 @@ class Gate:
 def _refused(error: Unauthorized):
     from starlette.responses import JSONResponse
 
-    return JSONResponse(body(401, str(error)), status_code=401,
-                        headers={"WWW-Authenticate": 'Bearer realm="busca"'})
+    return JSONResponse(body(401, str(error)), status_code=401, headers=error.headers)
 
 
 def unsigned(request) -> str | None:

@@ -20,7 +20,7 @@ from starlette.routing import Match, Route
 
 from . import access, api, assets, evalpage, pages
 from .engine import Engine
-from .errors import HttpError, body, status_of
+from .errors import CHALLENGE, HttpError, body, status_of
 from .hosts import HostRule, cors_origin, host_rule
 from .html import error_page
 
@@ -54,7 +54,9 @@ def guarded(endpoint: Callable, *, as_page: bool = False) -> Callable:
         if status is None:
             log.exception("internal error on %s %s", request.method, request.url.path)
             status, error = 500, "internal error (details are in the server's log)"
-        return (error_page if as_page else error_response)(status, str(error))
+        shown = (error_page if as_page else error_response)(status, str(error))
+        shown.headers.update(getattr(error, "headers", {}))  # a 401's challenge
+        return shown
 
     if inspect.iscoroutinefunction(endpoint):
         @functools.wraps(endpoint)
@@ -86,7 +88,7 @@ def bearer(token: str, endpoint: Callable) -> Callable:
         if scheme.lower() != "bearer" or not hmac.compare_digest(given, expected):
             return JSONResponse(body(401, "this endpoint needs Authorization: Bearer <token>,"
                                           " the --token busca serve was started with"),
-                                status_code=401, headers={"WWW-Authenticate": "Bearer"})
+                                status_code=401, headers=CHALLENGE)
         return await endpoint(request)
     return checked
 

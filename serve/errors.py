@@ -16,12 +16,16 @@ from ..errors import BuscaError
 from ..search.eval import RunError
 
 
-class HttpError(BuscaError):
-    """A request the server refuses, with its HTTP status."""
+# the challenge of every 401 (RFC 6750 §3): a token goes in Authorization: Bearer
+CHALLENGE = {"WWW-Authenticate": 'Bearer realm="busca"'}
 
-    def __init__(self, status: int, message: str):
+
+class HttpError(BuscaError):
+    """A request the server refuses, with its HTTP status and the headers of its answer."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None):
         super().__init__(message)
-        self.status = status
+        self.status, self.headers = status, dict(headers or {})
 
 
 class BadParameter(HttpError):

@@ -170,6 +170,7 @@ def test_an_unknown_token_is_a_401_in_json_before_the_mcp_session(server):
             urlopen(request, timeout=30)
         assert refused.value.code == 401
         assert refused.value.headers["Content-Type"] == "application/json"
+        assert refused.value.headers["WWW-Authenticate"] == 'Bearer realm="busca"'  # as serve
         body = json.loads(refused.value.read())
         assert body["status"] == 401 and body["error"].startswith("unknown token: send"
                                                                   " Authorization: Bearer")

@@ -196,6 +196,18 @@ def test_an_unknown_token_is_refused_and_no_token_is_ever_logged(server):
         assert secret not in log
 
 
+@pytest.mark.parametrize("path,data", [("api/search?q=x", None), ("api/compare?q=x", None),
+                                       ("api/context", {"q": "x"}), ("api/stats", None),
+                                       ("api/chunk/0", None), ("?q=x", None),
+                                       ("api/index", {})])
+def test_a_401_names_the_bearer_scheme(server, path, data):
+    """RFC 6750 §3 (and RFC 9110: every 401 carries a challenge): an unknown read token got a
+    401 without WWW-Authenticate, where the write endpoints and busca mcp --http said
+    Bearer; one challenge for all of them."""
+    status, _, headers = get(server, path, "not-a-token-of-this-server-0001", data=data)
+    assert status == 401 and headers["WWW-Authenticate"] == 'Bearer realm="busca"'
+
+
 def test_a_browser_signs_in_with_basic_auth(server):
     status, text, headers = get(server, "login")
     assert status == 401 and headers["WWW-Authenticate"].startswith("Basic ")
