@@ -184,13 +184,25 @@ def search_spec(args: Mapping) -> SearchSpec:
 def hybrid_only(args: Mapping) -> None:
     """BadParameter for hybrid's parameters sent with a method that fuses nothing (GET
     /api/search, POST /api/context): the library's rule (hybrid:NAME fuses too), the
-    parameters named as sent (null or empty: not sent)."""
+    parameters named as sent (null, empty or the documented default: as absent, since a
+    generated client sends the defaults of the OpenAPI document)."""
     chosen = METHOD_FIELD.read(args.get("method"))
     try:
-        check_hybrid_only([name for name in HYBRID_OPTIONS if args.get(name) not in (None, "")],
-                          chosen, "method=hybrid")
+        check_hybrid_only([f.name for f in HYBRID if f.name in HYBRID_OPTIONS
+                           and _set(f, args.get(f.name))], chosen, "method=hybrid")
     except BadSpec as e:
         raise BadParameter(str(e)) from None
+
+
+def _set(field: Field, raw: object) -> bool:
+    """Whether `raw` asks for something other than the field's default (a value it refuses
+    does: its error comes after the one that says it is hybrid's)."""
+    if raw in (None, ""):
+        return False
+    try:
+        return field.read(raw) != field.default
+    except BadParameter:
+        return True
 
 
 def query_string(args, fields: Sequence[Field], where: str) -> None:

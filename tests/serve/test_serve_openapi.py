@@ -102,3 +102,26 @@ def test_real_answers_match_their_documented_schemas(lexical_home):
     chunk = client.get("/api/chunk/0")
     _check(document, chunk.json(), schema_of("/api/chunk/{chunk_id}", "get", 200))
     _check(document, client.get("/healthz").json(), schema_of("/healthz", "get", 200))
+
+
+def test_a_client_that_sends_every_documented_default_gets_the_same_answer(lexical_home):
+    """A generated client fills in the document's defaults (a model with `fusion = "minmax"`,
+    `window = 100`); sent with method=bm25 they were a 400 (`fusion, window, rrf_k only apply
+    to method=hybrid`), though the document says they are what the server uses when absent."""
+    client = _client(lexical_home)
+    document = client.get("/openapi.json").json()
+    search = document["paths"]["/api/search"]["get"]["parameters"]
+    defaults = {p["name"]: p["schema"]["default"] for p in search if "default" in p["schema"]}
+    asked = {"q": "prazo do reembolso", "method": "bm25", "log": "false"}
+    bare = client.get("/api/search", params=asked)
+    full = client.get("/api/search", params={**defaults, **asked})
+    assert bare.status_code == full.status_code == 200, full.text
+    assert bare.json()["hits"] == full.json()["hits"]
+    body = document["paths"]["/api/context"]["post"]["requestBody"]["content"]
+    properties = body["application/json"]["schema"]["properties"]
+    defaults = {name: p["default"] for name, p in properties.items() if "default" in p}
+    asked = {"q": "prazo do reembolso", "method": "bm25", "log": False}
+    bare = client.post("/api/context", json=asked)
+    full = client.post("/api/context", json={**defaults, **asked})
+    assert bare.status_code == full.status_code == 200, full.text
+    assert bare.json()["prompt"] == full.json()["prompt"]
