@@ -274,6 +274,15 @@ def _address(ctx, param, host: str) -> str:
     return host
 
 
+def _origins(ctx, param, values: tuple[str, ...]) -> tuple[str, ...]:
+    """--cors (busca serve, busca mcp --http): each origin as a browser sends it
+    (serve/hosts.py's `cors_origin`); a bad one is bad usage (exit 2) naming the fix."""
+    try:
+        return tuple(serving.hosts.cors_origin(origin) for origin in values)
+    except serving.hosts.BadOrigin as e:
+        raise click.BadParameter(str(e), param=param) from None
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--home", envvar="BUSCA_HOME", default=DEFAULT_HOME, show_default=True,
               type=click.Path(file_okay=False), callback=_not_empty,
@@ -1520,7 +1529,7 @@ for _command in terminal.commands(_home, model_options, rerank_of=_rerank):
 @click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
               help="Also answer requests whose Host is NAME (repeatable), e.g. a proxy's or"
                    " /etc/hosts' name; loopback addresses and localhost always are.")
-@click.option("--cors", "cors", multiple=True, metavar="ORIGIN",
+@click.option("--cors", "cors", multiple=True, metavar="ORIGIN", callback=_origins,
               help="Let the pages of ORIGIN (repeatable; scheme://host[:port], e.g."
                    " http://localhost:5173) read the API from a browser (CORS; no"
                    " credentials: tokens go in the Authorization header).")
@@ -1547,10 +1556,6 @@ def serve_command(ctx, host, port, token, tokens_file, private, runs, no_log, qu
         allowed = tuple(serving.hosts.allowed_name(name) for name in allow_hosts)
     except serving.hosts.BadHostName as e:
         raise click.BadParameter(str(e), param_hint="--allow-host") from None
-    try:
-        origins = tuple(serving.hosts.cors_origin(origin) for origin in cors)
-    except serving.hosts.BadOrigin as e:
-        raise click.BadParameter(str(e), param_hint="--cors") from None
     if private and tokens_file is None:
         raise click.BadParameter("needs --tokens FILE (who may read which groups)",
                                  param_hint="--private")
@@ -1564,7 +1569,7 @@ def serve_command(ctx, host, port, token, tokens_file, private, runs, no_log, qu
     try:
         run_server(ctx.obj["home"], host=host, port=port, token=token, runs=runs,
                    log_queries=not no_log, access_log=not quiet, embed=_embed(ctx),
-                   rerank=_rerank(ctx), tokens=tokens, cors=origins,
+                   rerank=_rerank(ctx), tokens=tokens, cors=cors,
                    allow_hosts=allowed, announce=lambda url: click.echo(url))
     except OSError as e:
         raise _cannot_listen(host, port, e) from None
@@ -1588,11 +1593,15 @@ def _cannot_listen(host: str, port: int, error: OSError) -> click.ClickException
                    " 'TOKEN GROUP[,GROUP]' per line; a request with Authorization: Bearer"
                    " TOKEN sees its groups' documents and those without groups, one without"
                    " Authorization only the latter (docs/serve.md#access-control).")
+@click.option("--cors", "cors", multiple=True, metavar="ORIGIN", callback=_origins,
+              help="--http: let the pages of ORIGIN (repeatable; scheme://host[:port], e.g."
+                   " http://localhost:6274, the MCP Inspector) call /mcp from a browser"
+                   " (CORS, as busca serve --cors).")
 @click.option("--log", "log_queries", is_flag=True,
               help="Record the questions in the query log (by default it writes nothing).")
 @model_options
 @click.pass_context
-def mcp_command(ctx, http, host, port, tokens_file, log_queries):
+def mcp_command(ctx, http, host, port, tokens_file, cors, log_queries):
     """A Model Context Protocol server over the corpus: tools search, context, compare,
     get_chunk and stats, read-only. For an MCP client's configuration, see the README.
 
@@ -1601,6 +1610,9 @@ def mcp_command(ctx, http, host, port, tokens_file, log_queries):
     if tokens_file is not None and not http:
         raise click.BadParameter("only with --http: over stdio busca mcp runs as the local"
                                  " user, who can read the whole home", param_hint="--tokens")
+    if cors and not http:
+        raise click.BadParameter("only with --http: over stdio no browser calls busca mcp",
+                                 param_hint="--cors")
     try:
         from .serve.mcp_server import create_server
     except ImportError as e:
@@ -1620,7 +1632,7 @@ def mcp_command(ctx, http, host, port, tokens_file, log_queries):
             bind(host, port).close()
         except OSError as e:
             raise _cannot_listen(host, port, e) from None
-        server.run_http(host, port)
+        server.run_http(host, port, cors=cors)
     else:
         server.run("stdio")
 

@@ -31,6 +31,7 @@ MAX_QUERY_STRING = 8192  # bytes of the query string (the question itself: param
 WRITE_PATHS = ("/api/documents", "/api/index")
 SHOWN_PATH = 80  # characters of a request path an error message repeats
 CORS_MAX_AGE = 600  # seconds a browser may keep a preflight's answer
+CORS_HEADERS = ("Authorization", "Content-Type")  # the request headers a preflight allows
 
 HEADERS = [
     (b"content-security-policy",
@@ -161,19 +162,24 @@ class Guard:
     <img src>), security headers on every answer. `answered`: the hosts the Host check
     accepts, as its refusal names them. `cors`: the origins (hosts.cors_origin) whose pages
     pass the Origin check and may read every answer (Access-Control-Allow-Origin, never with
-    credentials), their preflights answered with the methods of the path."""
+    credentials) and the response headers of `exposed`, their preflights answered with the
+    methods of the path (of `routes`, by default the app's) and the request headers of
+    `cors_headers`."""
 
     def __init__(self, app, *, hosts: HostRule | None, answered: str = SERVE_HOSTS,
-                 cors: frozenset[str] = frozenset()):
+                 cors: frozenset[str] = frozenset(), cors_headers: tuple[str, ...] = CORS_HEADERS,
+                 exposed: tuple[str, ...] = (), routes=None):
         self.app = app
         self.hosts, self.answered, self.cors = hosts, answered, frozenset(cors)
+        self.cors_headers, self.exposed = cors_headers, exposed
+        self.routes = getattr(app, "routes", ()) if routes is None else routes
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         scope = _single_slash(scope)
         listed = self._listed(scope["headers"])
-        send = _with_headers(send, vary=bool(self.cors), origin=listed)
+        send = _with_headers(send, vary=bool(self.cors), origin=listed, exposed=self.exposed)
         refused = self._refusal(scope)
         if refused is None and listed and scope["method"] == "OPTIONS" \
                 and b"access-control-request-method" in dict(scope["headers"]):
@@ -190,13 +196,13 @@ class Guard:
     def _preflight(self, scope) -> Response | None:
         """The answer to a CORS preflight for a path the app routes (None: the app's 404):
         the methods it answers there and the headers a client may send."""
-        methods = {method for route in getattr(self.app, "routes", ())
+        methods = {method for route in self.routes
                    if route.matches(scope)[0] != Match.NONE for method in route.methods or ()}
         if not methods:
             return None
         return Response(status_code=204, headers={
             "Access-Control-Allow-Methods": ", ".join(sorted(methods)),
-            "Access-Control-Allow-Headers": "Authorization, Content-Type",
+            "Access-Control-Allow-Headers": ", ".join(self.cors_headers),
             "Access-Control-Max-Age": str(CORS_MAX_AGE)})
 
     def _refusal(self, scope) -> Response | None:
@@ -274,11 +280,15 @@ def _capped(receive):
     return limited
 
 
-def _with_headers(send, *, vary: bool = False, origin: str | None = None):
+def _with_headers(send, *, vary: bool = False, origin: str | None = None,
+                  exposed: tuple[str, ...] = ()):
     """`send` adding the security headers, `Vary: Origin` (`vary`: a server with --cors) and
-    `Access-Control-Allow-Origin: <origin>` (`origin`: the request's, one of --cors)."""
+    `Access-Control-Allow-Origin: <origin>` (`origin`: the request's, one of --cors), with
+    `Access-Control-Expose-Headers` naming the headers of `exposed` its page may read."""
+    shown = ", ".join(exposed).encode("latin-1") if origin and exposed else b""
     extra = [*HEADERS, *([(b"vary", b"Origin")] if vary else []),
-             *([(b"access-control-allow-origin", origin.encode("latin-1"))] if origin else [])]
+             *([(b"access-control-allow-origin", origin.encode("latin-1"))] if origin else []),
+             *([(b"access-control-expose-headers", shown)] if shown else [])]
 
     async def sending(message):
         if message["type"] == "http.response.start":

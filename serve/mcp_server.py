@@ -46,6 +46,12 @@ from .params import (FILTER, MAX_CHARS, MAX_FILTERS, MAX_K, MAX_PER_DOC, MAX_QUE
 T = TypeVar("T")
 NAME = "busca"
 MCP_PATH = "/mcp"  # where busca mcp --http answers
+# the request headers of a browser's MCP client (streamable HTTP: the session, the protocol
+# version, an SSE stream resumed; 2026-07-28's Mcp-Method and Mcp-Name), which a --cors
+# preflight allows, and the answer's headers its page must read to go on
+MCP_CORS_HEADERS = ("Authorization", "Content-Type", "Mcp-Session-Id", "Mcp-Protocol-Version",
+                    "Last-Event-ID", "Mcp-Method", "Mcp-Name")
+MCP_EXPOSED = ("Mcp-Session-Id", "Mcp-Protocol-Version")
 INSTRUCTIONS = ("Search a corpus of documents indexed by busca. Use `context` to get passages"
                 " cited as [fonte: URL] with an instruction to answer only from them (or"
                 " 'nothing found': then say you do not know); `search` for the ranked hits;"
@@ -226,21 +232,27 @@ class _Server(MCPServer):
             raise ToolError(f"bad arguments for {name}: {problems}") from e.__cause__
 
 
-    def run_http(self, host: str, port: int) -> None:
+    def run_http(self, host: str, port: int, *, cors: tuple[str, ...] = ()) -> None:
         """Streamable HTTP at /mcp, as MCPServer.run("streamable-http"), each request read by
         busca serve's Guard first (its Host check, and the Origin check, answered in JSON
-        before the library's own text), then by access.Gate when the server has --tokens."""
+        before the library's own text; the pages of the origins in `cors` may call it, as
+        busca serve --cors), then by access.Gate when the server has --tokens."""
         import uvicorn
+        from starlette.routing import Route
 
         from .app import Guard
-        from .hosts import host_rule
+        from .hosts import cors_origin, host_rule
         from .server import uvicorn_config
 
-        app = self.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+        origins = frozenset(cors_origin(origin) for origin in cors)
+        app = self.streamable_http_app(streamable_http_path=MCP_PATH, host=host,
+                                       transport_security=_library_check(host, origins))
         if self.access is not None:
             app = Gate(app, self.access)
-        app = Guard(_OnlyMcp(app, MCP_PATH), hosts=host_rule(host),
-                    answered="127.0.0.1, [::1] or localhost")
+        app = _OnlyMcp(app, MCP_PATH)
+        app = Guard(app, hosts=host_rule(host), answered="127.0.0.1, [::1] or localhost",
+                    cors=origins, cors_headers=MCP_CORS_HEADERS, exposed=MCP_EXPOSED,
+                    routes=[Route(MCP_PATH, app, methods=["DELETE", "GET", "POST"])])
         config = uvicorn_config(app, host=host, port=port,
                                 log_level=self.settings.log_level.lower())
         anyio.run(uvicorn.Server(config).serve)
@@ -251,6 +263,20 @@ class _Server(MCPServer):
             server = self._lowlevel_server
             await server.run(_Answering(read_stream, write_stream), write_stream,
                              server.create_initialization_options())
+
+
+def _library_check(host: str, origins: frozenset[str]):
+    """The mcp library's own Host and Origin check (after Guard's) with the --cors origins
+    allowed too: on loopback it allows only loopback origins with a port, so a listed page
+    that Guard let through got its plain-text 403 (None: the library's own settings)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    if not origins or host not in ("127.0.0.1", "localhost", "::1"):  # as the library's
+        return None
+    return TransportSecuritySettings(
+        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*",
+                         *sorted(origins)])
 
 
 class _OnlyMcp:
