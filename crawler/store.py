@@ -21,8 +21,9 @@ from ..errors import BuscaError
 DOC_STATE = "crawl:doc:"  # the meta key prefix of a document's crawl state (options.py)
 
 
-# soft hyphen, zero-width space/non-joiner/joiner, word joiner, BOM: what a crawled page's text
-# never holds (crawler/html.py drops them) and a question drops too (index/text/analyzers.py)
+# soft hyphen, zero-width space/non-joiner/joiner, word joiner, BOM: what no stored document
+# holds (`Document.normalized`, whichever way it came in) and a question drops too
+# (index/text/analyzers.py)
 INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))
 
 
@@ -43,16 +44,63 @@ class Document:
     meta: dict | None = field(default=None, compare=False)  # JSON-ready: tags, section, page…
 
     def normalized(self) -> Document:
-        """The same document with NFC title and text and its text hash filled in."""
-        text = unicodedata.normalize("NFC", self.text)
-        title = unicodedata.normalize("NFC", self.title)
+        """The same document as every home stores it, whichever way it came in (a crawl, a
+        file, a JSONL line, POST /api/documents, `Corpus.add`): title and text NFC and
+        without the INVISIBLE characters ("infor\u00admação" is "informação"), the offsets
+        of its headings and PDF pages moved to match, and its text hash filled in."""
+        text, title = plain(self.text), plain(self.title)
+        meta = _moved(self.meta, self.text)
         return Document(self.url, title, text, self.source, self.modified, text_hash(text),
-                        self.meta or None)
+                        meta or None)
 
     def meta_json(self) -> str | None:
         """The metadata as the store keeps it: compact, sorted JSON, or None."""
         return json.dumps(self.meta, ensure_ascii=False, sort_keys=True,
                           allow_nan=False) if self.meta else None  # NaN is not JSON
+
+
+def plain(text: str) -> str:
+    """`text` as a document stores it: without the INVISIBLE characters, in NFC."""
+    return unicodedata.normalize("NFC", text.translate(INVISIBLE))
+
+
+def _moved(meta: dict | None, text: str) -> dict | None:
+    """`meta` with its offsets into `text` (headings: [offset, level, text, anchor]; pages:
+    [number, offset]) moved to where they fall in `plain(text)`, and its headings' text
+    plain too: a section still starts at its heading."""
+    if not isinstance(meta, dict):
+        return meta
+    layout = {"headings": 0, "pages": 1}  # the list, and where its rows hold the offset
+    rows = {key: [r for r in meta[key] if isinstance(r, list) and len(r) > at]
+            for key, at in layout.items() if isinstance(meta.get(key), list)}
+    if not rows:
+        return meta
+    spots = sorted({r[layout[key]] for key in rows for r in rows[key]
+                    if _offset(r[layout[key]]) and r[layout[key]] <= len(text)})
+    where, done, last = {}, 0, 0
+    for spot in spots:  # each piece made plain alone: an offset never splits a character
+        done, last = done + len(plain(text[last:spot])), spot
+        where[spot] = done
+    moved = dict(meta)
+    for key, at in layout.items():
+        if key in rows:
+            moved[key] = [_row(r, at, where) for r in meta[key]]
+    return moved
+
+
+def _row(row: object, at: int, where: dict[int, int]) -> object:
+    """A headings or pages row with its offset (at `at`) moved and a heading's text plain."""
+    if not isinstance(row, list) or len(row) <= at:
+        return row
+    row = list(row)
+    row[at] = where.get(row[at], row[at]) if _offset(row[at]) else row[at]
+    if at == 0 and len(row) > 2 and isinstance(row[2], str):
+        row[2] = plain(row[2])
+    return row
+
+
+def _offset(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 class BadDocument(BuscaError, ValueError):

@@ -176,3 +176,28 @@ def test_a_long_add_shows_progress_on_stderr_and_a_short_one_none(run, home, tmp
     few.write_text(json.dumps(many[0], ensure_ascii=False) + "\n", encoding="utf-8")
     quiet = run("add", str(few))
     assert quiet.exit_code == 0 and quiet.stderr == ""
+
+
+def test_a_jsonl_line_loses_the_invisible_characters_a_page_loses(run, home, tmp_path):
+    """`busca add export.jsonl` kept a CMS's hyphenation hints and zero-width characters
+    ("infor\\u00admação"), which a crawled page and a .txt file lose: a search for "informação"
+    found nothing, and the snippet carried them. Its heading offsets still point at them."""
+    text = ("Nossa po\u00adlí\u00adtica.\n\u200bPrazos de infor\u00admação\n"
+            "A infor\u00admação pes\u200csoal é apagada em trinta dias.")
+    line = {"url": "https://cms.example/p/1", "title": "Privaci\u00addade", "text": text,
+            "meta": {"headings": [[text.index("\u200bPrazos"), 2, "Prazos", "prazos"]]}}
+    export = tmp_path / "export.jsonl"
+    other = {"url": "https://cms.example/p/2", "title": "Frete", "text": "O frete é grátis."}
+    export.write_text(json.dumps(line) + "\n" + json.dumps(other) + "\n",  # \u escapes
+                      encoding="utf-8")
+    assert run("add", str(export)).exit_code == 0
+    assert run("index", "-q", "--methods", "tfidf,bm25").exit_code == 0
+    found = run("search", "informação", "--json", "--no-log")
+    hits = [json.loads(x) for x in found.stdout.splitlines()]
+    assert found.exit_code == 0 and [h["url"] for h in hits] == [line["url"]], found.output
+    assert hits[0]["title"] == "Privacidade" and "\u00ad" not in hits[0]["text"]
+    with Store(home) as store:
+        doc = store.get(line["url"])
+    offset = doc.meta["headings"][0][0]
+    assert doc.text[offset:].startswith("Prazos de informação\n")
+    assert run("add", str(export)).stdout.startswith("0 added, 0 updated, 2 unchanged")

@@ -856,3 +856,28 @@ def test_a_filtered_question_that_finds_nothing_says_the_filters_left_it_out(tmp
                              log=False).note == "no document matches the filters category=nada"
         assert corpus.search("ornitorrinco", method="bm25", filters=["category=bichos"],
                              log=False).hits
+
+
+HYPHENATED = ("Como trata\u00admos os \u200bdados.\n\ufeffPrazos de infor\u00admação\n"
+              "A infor\u00admação pessoal é apa\u2060gada em trinta dias.")
+
+
+def test_corpus_add_stores_the_text_without_invisible_characters(tmp_path):
+    """Corpus.add kept a CMS's soft hyphens and zero-width characters ("infor\\u00admação"),
+    which a crawled page and a .txt file lose: a search for "informação" found nothing. Now
+    every way in stores the same text, and a heading's offset still points at it."""
+    heading = HYPHENATED.index("\ufeffPrazos")
+    doc = busca.Document("https://cms.example/p/1", "Infor\u00admação pessoal", HYPHENATED,
+                         meta={"headings": [[heading, 2, "Prazos de infor\u00admação", "p"]]})
+    with busca.open(tmp_path / "h") as corpus:
+        corpus.add([doc, busca.Document("https://cms.example/p/2", "Frete", "Frete grátis.")])
+        stored = corpus.home.get(doc.url)
+        corpus.index(methods=["tfidf", "bm25"])
+        for method in ("tfidf", "bm25"):
+            found = corpus.search("informação", method=method, log=False)
+            assert [h.url for h in found.hits] == [doc.url], method
+    assert stored.title == "Informação pessoal"
+    assert not set(stored.text) & set("\u00ad\u200b\u2060\ufeff")
+    offset, _, text, _ = stored.meta["headings"][0]
+    assert text == "Prazos de informação"
+    assert stored.text[offset:].startswith("Prazos de informação\n")

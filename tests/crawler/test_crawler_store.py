@@ -66,3 +66,25 @@ def test_a_home_made_before_metadata_gains_the_column(tmp_path):
         assert store.get("u").meta is None
         store.put(Document("v", "t", "y", meta={"page": 3}))
         assert store.get("v").meta == {"page": 3}
+
+
+def test_a_stored_document_has_no_invisible_characters_and_its_offsets_follow(tmp_path):
+    """Whichever way a document comes in, the store drops the characters a crawled page's
+    text never holds (soft hyphen, zero-width characters, word joiner, BOM) and composes it
+    (NFC); its headings' and PDF pages' offsets move with the text, so a section still
+    starts at its heading and a page at its first word."""
+    first = unicodedata.normalize("NFD", "Introdução à infor\u00admação\n")
+    text = first + "\u200bPrazos\nO reem\u00adbolso leva sete dias.\n\ufeffPágina dois."
+    meta = {"headings": [[0, 1, "Introdu\u00adção", ""], [len(first), 2, "Prazos", "p"]],
+            "pages": [[1, 0], [2, text.index("\ufeffPágina")]], "tags": ["a\u00adb"]}
+    store = Store(tmp_path)
+    store.put(Document("u", "T\u200bítulo", text, meta=meta))
+    doc = store.get("u")
+    assert doc.title == "Título" and doc.sha256 == text_hash(doc.text)
+    assert doc.text == ("Introdução à informação\nPrazos\nO reembolso leva sete dias.\n"
+                        "Página dois.")
+    (intro, _, name, _), (prazos, *_) = doc.meta["headings"]
+    assert (intro, name) == (0, "Introdução")
+    assert doc.text[prazos:].startswith("Prazos\n")
+    assert doc.text[doc.meta["pages"][1][1]:].startswith("Página dois")
+    assert doc.meta["tags"] == ["a\u00adb"]  # metadata other than the layout is as given

@@ -473,7 +473,7 @@ def test_the_prompt_carries_no_invisible_characters(tmp_path):
         assert "O prazo do reembolso é de 7 dias úteis. Veja etnemlanif e isto fim." in prompt
         assert "Reembolso — Prazos\n" in prompt
         assert "[fonte: https://loja.example/r/%EF%B8%8F%F3%A0%84%81] Reembolso" in prompt
-    assert found.to_json()["passages"][0]["spans"][0]["text"] == INVISIBLE
+    assert found.to_json()["passages"][0]["spans"][0]["text"] == doc.normalized().text
     store.close()
 
 

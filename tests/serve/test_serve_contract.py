@@ -624,3 +624,31 @@ def test_null_is_absent_for_an_optional_field_and_refused_for_a_required_one(tmp
 
     with busca.open(home) as corpus:  # groups null kept the stored groups
         assert corpus.home.get(DOCS[2]["url"]).meta["groups"] == ["staff"]
+
+
+def test_a_posted_document_loses_the_invisible_characters_a_page_loses(tmp_path):
+    """POST /api/documents kept a CMS's hyphenation hints and zero-width characters
+    ("infor\\u00admação"), which a crawled page and a .txt file lose: after the rebuild a
+    search for "informação" found nothing and the answer carried them. Its heading offset
+    still points at its heading."""
+    home = _home(tmp_path)
+    text = "Nossa po\u00adlítica.\n\u200bPrazos\nA infor\u00admação pes\u200dsoal é apagada."
+    posted = {"url": "https://c.example/privacidade", "title": "Privaci\u00addade",
+              "text": text, "meta": {"headings": [[text.index("\u200bPrazos"), 2, "Prazos",
+                                                   "prazos"]]}}
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with Server(home, "--no-log", "--quiet", "--token", TOKEN) as s:
+        added = requests.post(s.url + "api/documents", json={"documents": [posted]},
+                              headers=auth, timeout=60)
+        assert added.status_code == 200 and added.json()["added"] == 1, added.text
+        built = requests.post(s.url + "api/index", json={}, headers=auth, timeout=120)
+        assert built.status_code == 200, built.text
+        hits = get(s, "api/search", q="informação", method="bm25").json()["hits"]
+    assert [h["url"] for h in hits] == [posted["url"]]
+    assert hits[0]["title"] == "Privacidade"
+    assert "informação pessoal" in hits[0]["text"] and "\u00ad" not in hits[0]["text"]
+    from busca.index.home.documents import Store
+
+    with Store(home) as store:
+        doc = store.get(posted["url"])
+    assert doc.text[doc.meta["headings"][0][0]:].startswith("Prazos\n")
