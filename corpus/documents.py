@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -176,6 +176,7 @@ def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
     skipped input is a CrawlError. `on_progress("storing documents", done, 0)` hears every
     PROGRESS_EVERY documents read (their number is not known before the files are read)."""
     from ..crawler.files import gone_files
+    from ..crawler.groups import NONE
 
     names = [str(p) for p in paths]
     counts, seen = new_counts(), set()
@@ -183,7 +184,9 @@ def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
     folders = [name for name in names if Path(name).is_dir()]
     stored = list(home.hashes("file")) if folders else []
     legacy = _legacy_ids(home, names)
-    home = crawling.stamped(crawling.one_spelling(home), crawling.given_groups(groups))
+    given = crawling.given_groups(groups)
+    public = given == (NONE,)  # --groups none: no groups stamped, none kept
+    home = crawling.stamped(crawling.one_spelling(home), () if public else given)
     for item in map(_storable, crawling.read_files(names)):
         if isinstance(item, crawling.Problem):
             if notify is None:
@@ -191,6 +194,7 @@ def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
             skipped += 1
             notify("skipped", item)
             continue
+        item = _grouped(home, item, keep=not public)
         if stored_once(home, item, seen, counts, legacy=legacy.get(item.url, ())) and notify:
             notify("repeated", item.url)
         read.add(item.url)
@@ -200,6 +204,19 @@ def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
     if folders:  # a file below a folder given that is gone: its document goes too
         counts["deleted"] = sum(map(home.delete, gone_files(stored, folders, read)))
     return Added(counts, skipped, home.count())
+
+
+def _grouped(home, doc, *, keep: bool):
+    """`doc` with the groups of its stored version when it comes without its own (`keep`):
+    an update that leaves them out never makes a private document public, as a crawl and
+    POST /api/documents keep them; a JSONL line's `"groups": []` (public, said so) is stored
+    without the key."""
+    from ..crawler.groups import GROUPS, kept_groups
+
+    meta = doc.meta or {}
+    if GROUPS in meta and not meta[GROUPS]:
+        return replace(doc, meta={k: v for k, v in meta.items() if k != GROUPS} or None)
+    return kept_groups(doc, home.get(doc.url)) if keep else doc
 
 
 def _storable(item):

@@ -327,8 +327,12 @@ def _jsonl(name: str, lines: Iterable[str]) -> Iterator[Document | Problem]:
 
 def _jsonl_document(where: str, ident: str, item: dict) -> Document | Problem:
     """A JSONL line's document; a Problem when its groups hold a name that --groups and a
-    tokens file refuse (a space, say)."""
+    tokens file refuse (a space, say). A line that gives no groups keeps those its document
+    has (`busca add`); one whose groups are empty (`"groups": []`) carries `groups: []`,
+    which makes it public."""
     meta = jsonl_meta(item)
+    if not (meta or {}).get(GROUPS) and _groups_given(item):
+        meta = {**(meta or {}), GROUPS: []}
     try:
         check_names(tuple((meta or {}).get(GROUPS) or ()))
     except BadGroup as e:
@@ -340,6 +344,12 @@ def _jsonl_document(where: str, ident: str, item: dict) -> Document | Problem:
 
 
 RESERVED = ("url", "_id", "title", "text", "modified", "meta")  # a JSONL line's own fields
+
+
+def _groups_given(item: dict) -> bool:
+    """Whether a JSONL line gives groups (empty ones too), beside or in its "meta"."""
+    inner = item.get("meta") if isinstance(item.get("meta"), dict) else {}
+    return item.get(GROUPS) is not None or inner.get(GROUPS) is not None
 
 
 def jsonl_meta(item: dict) -> dict | None:

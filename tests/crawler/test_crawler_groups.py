@@ -204,3 +204,31 @@ def test_groups_none_makes_public_what_the_crawl_stores_and_full_the_whole_site(
         assert full.exit_code == 0, full.output
         assert json.loads(full.stdout)["metadata_updated"] == 2
     assert set(_groups(home).values()) == {None}
+
+
+def test_busca_add_again_without_groups_keeps_them(run, home, tmp_path):
+    """README: "an update that leaves them out keeps them". `busca add` did not: an export
+    added with --groups staff (or with a "groups" key), edited and added again without them,
+    made the private posts public. Now they are kept, as a crawl and POST /api/documents keep
+    them; a line's `"groups": []` or `busca add --groups none` makes them public."""
+    posts = [{"url": "https://cms.example/salarios", "text": "Tabela de salários."},
+             {"url": "https://cms.example/plano", "text": "Plano de cargos.", "groups": "hr"}]
+    note = tmp_path / "notas" / "ata.md"
+    note.parent.mkdir()
+    note.write_text("# Ata\n\nReunião da diretoria.", encoding="utf-8")
+    first = write_jsonl(tmp_path / "export.jsonl", posts)
+    assert run("add", str(first), str(note.parent), "--groups", "staff").exit_code == 0
+    edited = write_jsonl(tmp_path / "export.jsonl", [
+        {**posts[0], "text": "Tabela de salários de 2025."},
+        {"url": posts[1]["url"], "text": "Plano de cargos novo."}])
+    note.write_text("# Ata\n\nReunião da diretoria, revista.", encoding="utf-8")
+    again = run("add", str(edited), str(note.parent))
+    assert again.exit_code == 0 and "0 added, 3 updated" in again.stdout, again.output
+    assert _groups(home) == {posts[0]["url"]: ["staff"], posts[1]["url"]: ["hr", "staff"],
+                             note.resolve().as_uri(): ["staff"]}
+    public = write_jsonl(tmp_path / "public.jsonl", [{**posts[0], "groups": []}])
+    assert run("add", str(public)).exit_code == 0
+    assert _groups(home)[posts[0]["url"]] is None
+    assert run("add", str(note.parent), "--groups", "none").exit_code == 0
+    assert _groups(home)[note.resolve().as_uri()] is None
+    assert _groups(home)[posts[1]["url"]] == ["hr", "staff"]
