@@ -274,6 +274,15 @@ def _address(ctx, param, host: str) -> str:
     return host
 
 
+def _host_names(ctx, param, values: tuple[str, ...]) -> tuple[str, ...]:
+    """--allow-host (busca serve, busca mcp --http): each name as compared (serve/hosts.py's
+    `allowed_name`); a bad one is bad usage (exit 2) naming the fix."""
+    try:
+        return tuple(serving.hosts.allowed_name(name) for name in values)
+    except serving.hosts.BadHostName as e:
+        raise click.BadParameter(str(e), param=param) from None
+
+
 def _origins(ctx, param, values: tuple[str, ...]) -> tuple[str, ...]:
     """--cors (busca serve, busca mcp --http): each origin as a browser sends it
     (serve/hosts.py's `cors_origin`); a bad one is bad usage (exit 2) naming the fix."""
@@ -1527,6 +1536,7 @@ for _command in terminal.commands(_home, model_options, rerank_of=_rerank):
 @click.option("--no-log", is_flag=True, help="Do not record questions in the query log.")
 @click.option("-q", "--quiet", is_flag=True, help="No access log on stderr.")
 @click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+              callback=_host_names,
               help="Also answer requests whose Host is NAME (repeatable), e.g. a proxy's or"
                    " /etc/hosts' name; loopback addresses and localhost always are.")
 @click.option("--cors", "cors", multiple=True, metavar="ORIGIN", callback=_origins,
@@ -1552,10 +1562,6 @@ def serve_command(ctx, host, port, token, tokens_file, private, runs, no_log, qu
         raise click.BadParameter("use at least 16 characters, e.g. from: python3 -c"
                                  " 'import secrets; print(secrets.token_urlsafe())'",
                                  param_hint="--token")
-    try:
-        allowed = tuple(serving.hosts.allowed_name(name) for name in allow_hosts)
-    except serving.hosts.BadHostName as e:
-        raise click.BadParameter(str(e), param_hint="--allow-host") from None
     if private and tokens_file is None:
         raise click.BadParameter("needs --tokens FILE (who may read which groups)",
                                  param_hint="--private")
@@ -1570,7 +1576,7 @@ def serve_command(ctx, host, port, token, tokens_file, private, runs, no_log, qu
         run_server(ctx.obj["home"], host=host, port=port, token=token, runs=runs,
                    log_queries=not no_log, access_log=not quiet, embed=_embed(ctx),
                    rerank=_rerank(ctx), tokens=tokens, cors=cors,
-                   allow_hosts=allowed, announce=lambda url: click.echo(url))
+                   allow_hosts=allow_hosts, announce=lambda url: click.echo(url))
     except OSError as e:
         raise _cannot_listen(host, port, e) from None
 
@@ -1597,11 +1603,15 @@ def _cannot_listen(host: str, port: int, error: OSError) -> click.ClickException
               help="--http: let the pages of ORIGIN (repeatable; scheme://host[:port], e.g."
                    " http://localhost:6274, the MCP Inspector) call /mcp from a browser"
                    " (CORS, as busca serve --cors).")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+              callback=_host_names,
+              help="--http: also answer requests whose Host is NAME (repeatable), e.g. a"
+                   " reverse proxy's name, as busca serve --allow-host.")
 @click.option("--log", "log_queries", is_flag=True,
               help="Record the questions in the query log (by default it writes nothing).")
 @model_options
 @click.pass_context
-def mcp_command(ctx, http, host, port, tokens_file, cors, log_queries):
+def mcp_command(ctx, http, host, port, tokens_file, cors, allow_hosts, log_queries):
     """A Model Context Protocol server over the corpus: tools search, context, compare,
     get_chunk and stats, read-only. For an MCP client's configuration, see the README.
 
@@ -1613,6 +1623,9 @@ def mcp_command(ctx, http, host, port, tokens_file, cors, log_queries):
     if cors and not http:
         raise click.BadParameter("only with --http: over stdio no browser calls busca mcp",
                                  param_hint="--cors")
+    if allow_hosts and not http:
+        raise click.BadParameter("only with --http: over stdio no Host header is read",
+                                 param_hint="--allow-host")
     try:
         from .serve.mcp_server import create_server
     except ImportError as e:
@@ -1632,7 +1645,7 @@ def mcp_command(ctx, http, host, port, tokens_file, cors, log_queries):
             bind(host, port).close()
         except OSError as e:
             raise _cannot_listen(host, port, e) from None
-        server.run_http(host, port, cors=cors)
+        server.run_http(host, port, cors=cors, allow_hosts=allow_hosts)
     else:
         server.run("stdio")
 

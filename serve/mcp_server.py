@@ -46,6 +46,7 @@ from .params import (FILTER, MAX_CHARS, MAX_FILTERS, MAX_K, MAX_PER_DOC, MAX_QUE
 T = TypeVar("T")
 NAME = "busca"
 MCP_PATH = "/mcp"  # where busca mcp --http answers
+MCP_HOSTS = "127.0.0.1, [::1], localhost or a name given with busca mcp --allow-host"
 # the request headers of a browser's MCP client (streamable HTTP: the session, the protocol
 # version, an SSE stream resumed; 2026-07-28's Mcp-Method and Mcp-Name), which a --cors
 # preflight allows, and the answer's headers its page must read to go on
@@ -232,25 +233,28 @@ class _Server(MCPServer):
             raise ToolError(f"bad arguments for {name}: {problems}") from e.__cause__
 
 
-    def run_http(self, host: str, port: int, *, cors: tuple[str, ...] = ()) -> None:
+    def run_http(self, host: str, port: int, *, cors: tuple[str, ...] = (),
+                 allow_hosts: tuple[str, ...] = ()) -> None:
         """Streamable HTTP at /mcp, as MCPServer.run("streamable-http"), each request read by
         busca serve's Guard first (its Host check, and the Origin check, answered in JSON
-        before the library's own text; the pages of the origins in `cors` may call it, as
-        busca serve --cors), then by access.Gate when the server has --tokens."""
+        before the library's own text; the Host names in `allow_hosts` and the pages of the
+        origins in `cors` may call it, as busca serve --allow-host and --cors), then by
+        access.Gate when the server has --tokens."""
         import uvicorn
         from starlette.routing import Route
 
         from .app import Guard
-        from .hosts import cors_origin, host_rule
+        from .hosts import allowed_name, cors_origin, host_rule
         from .server import uvicorn_config
 
         origins = frozenset(cors_origin(origin) for origin in cors)
+        names = tuple(allowed_name(name) for name in allow_hosts)
         app = self.streamable_http_app(streamable_http_path=MCP_PATH, host=host,
-                                       transport_security=_library_check(host, origins))
+                                       transport_security=_library_check(host, origins, names))
         if self.access is not None:
             app = Gate(app, self.access)
         app = _OnlyMcp(app, MCP_PATH)
-        app = Guard(app, hosts=host_rule(host), answered="127.0.0.1, [::1] or localhost",
+        app = Guard(app, hosts=host_rule(host, names), answered=MCP_HOSTS,
                     cors=origins, cors_headers=MCP_CORS_HEADERS, exposed=MCP_EXPOSED,
                     routes=[Route(MCP_PATH, app, methods=["DELETE", "GET", "POST"])])
         config = uvicorn_config(app, host=host, port=port,
@@ -265,18 +269,23 @@ class _Server(MCPServer):
                              server.create_initialization_options())
 
 
-def _library_check(host: str, origins: frozenset[str]):
+def _library_check(host: str, origins: frozenset[str], names: tuple[str, ...] = ()):
     """The mcp library's own Host and Origin check (after Guard's) with the --cors origins
-    allowed too: on loopback it allows only loopback origins with a port, so a listed page
-    that Guard let through got its plain-text 403 (None: the library's own settings)."""
+    and the --allow-host names (as Host, with or without a port, and as the host of an
+    http(s) Origin) allowed too: on loopback it allows only loopback hosts and origins, so a
+    request that Guard let through got its plain-text 403 or 421 (None: the library's own
+    settings)."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    if not origins or host not in ("127.0.0.1", "localhost", "::1"):  # as the library's
-        return None
+    if not (origins or names) or host not in ("127.0.0.1", "localhost", "::1"):  # as the
+        return None  # library's
     return TransportSecuritySettings(
-        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*",
+                       *(n for name in names for n in (name, f"{name}:*"))],
         allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*",
-                         *sorted(origins)])
+                         *sorted(origins),
+                         *(f"{scheme}://{name}{port}" for name in names
+                           for scheme in ("http", "https") for port in ("", ":*"))])
 
 
 class _OnlyMcp:

@@ -179,9 +179,10 @@ def test_streamable_http_answers_the_same_tools(lexical_home):
     assert len(found.structured_content["hits"]) == 2
     for answer, (status, message) in zip(refusals, [
             (400, "unexpected Host header: this server answers only requests for 127.0.0.1,"
-                  " [::1] or localhost"),
+                  " [::1], localhost or a name given with busca mcp --allow-host"),
             (403, "unexpected Origin header: this server answers only pages served from"
-                  " 127.0.0.1, [::1] or localhost, and clients that send no Origin"),
+                  " 127.0.0.1, [::1], localhost or a name given with busca mcp --allow-host,"
+                  " and clients that send no Origin"),
             (403, "unexpected Origin header"), (404, "not found: /nope; busca mcp answers"
                                                      " at /mcp"),
             (415, "send it with Content-Type: application/json"),
