@@ -319,7 +319,7 @@ def login(request):
     known token as the password, then back to the page."""
     from starlette.responses import RedirectResponse
 
-    from .html import error_page
+    from .html import error_page, local
 
     access = getattr(request.app.state, "access", None)
     if access is not None:
@@ -334,4 +334,4 @@ def login(request):
             return error_page(401, "unknown token: sign in with a token of this server's"
                                    " --tokens file as the password (any user name)",
                               **challenge)
-    return RedirectResponse("/", status_code=303)
+    return RedirectResponse(local("/"), status_code=303)  # relative: under a proxy's sub-path too

@@ -11,11 +11,12 @@ import inspect
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import quote
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Match, Route
 
 from . import access, api, assets, evalpage, pages
@@ -120,6 +121,7 @@ def create_app(engine: Engine, *, token: str | None = None, runs: Path | None = 
                          methods=["POST", "DELETE"]),
                    Route("/api/index", bearer(token, guarded(api.rebuild)), methods=["POST"])]
     app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
+    app.router.redirect_slashes = False  # _http_error redirects, relatively (_unslashed)
     app.state.engine = engine
     app.state.runs = Path(runs) if runs else Path(str(engine.location)) / "runs"
     app.state.writable = bool(token)
@@ -134,6 +136,9 @@ def shown_path(path: str) -> str:
 
 
 async def _http_error(request: Request, error: HTTPException) -> Response:
+    moved = _unslashed(request) if error.status_code == 404 else None
+    if moved is not None:
+        return RedirectResponse(moved, status_code=307)
     path = shown_path(request.url.path)
     message = {404: f"not found: {path}", 405: f"{request.method} is not allowed on"
                f" {path}"}.get(error.status_code, str(error.detail))
@@ -144,6 +149,22 @@ async def _http_error(request: Request, error: HTTPException) -> Response:
     if error.headers and "Allow" in error.headers:  # a 405 names the methods that are
         answer.headers["Allow"] = error.headers["Allow"]
     return answer
+
+
+def _unslashed(request: Request) -> str | None:
+    """For a path with one trailing slash too many (`/eval/`) whose route exists without it,
+    the URL of that route relative to the request (`../eval?run=…`), so a reverse proxy's name
+    and sub-path stay (Starlette's own redirect named http(s)://HOST/eval from the Host the
+    server saw); None otherwise."""
+    path = request.scope["path"]
+    bare = path[:-1]
+    if not bare or not path.endswith("/") or bare.endswith("/"):
+        return None
+    scope = {**request.scope, "path": bare}
+    if not any(route.matches(scope)[0] != Match.NONE for route in request.app.routes):
+        return None
+    query = request.scope.get("query_string", b"").decode("latin-1")
+    return "../" + quote(bare.rsplit("/", 1)[1]) + ("?" + query if query else "")
 
 
 class BodyTooLarge(HttpError):

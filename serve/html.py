@@ -58,16 +58,23 @@ def meta_line(meta: dict | None) -> str:
     return f'<div class="meta-line">{" · ".join(items)}</div>'
 
 
+def local(path: str) -> str:
+    """A link to `path` of this server relative to the page (`/eval` → `./eval`): every page
+    sits at the top (/, /eval, /login), so its links work at the root of a name and under a
+    reverse proxy's sub-path (`https://intra.example/busca/`) alike, with no header to trust."""
+    return "." + path
+
+
 def href(path: str, **query) -> str:
-    """An escaped local link with its query string (empty values left out; a list is a
-    repeated parameter)."""
+    """An escaped local link (`local`) with its query string (empty values left out; a list
+    is a repeated parameter)."""
     kept = {k: v for k, v in query.items() if v not in (None, "", [])}
-    return esc(path + ("?" + urlencode(kept, doseq=True) if kept else ""))
+    return esc(local(path) + ("?" + urlencode(kept, doseq=True) if kept else ""))
 
 
 def page(title: str, body: str, *, active: str, status: int = 200) -> HTMLResponse:
     """A whole page: header with navigation, then `body` (already escaped)."""
-    nav = "".join(f'<a href="{p}"{" class=active" if name == active else ""}>{label}</a>'
+    nav = "".join(f'<a href="{href(p)}"{" class=active" if name == active else ""}>{label}</a>'
                   for name, p, label in (("search", "/", "Search"), ("eval", "/eval", "Eval")))
     doc = f"""<!doctype html>
 <html lang="en">
@@ -75,9 +82,9 @@ def page(title: str, body: str, *, active: str, status: int = 200) -> HTMLRespon
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{esc(title)}</title>
-<link rel="stylesheet" href="/static/busca.css">
-<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">
-<script src="/static/busca.js" defer></script>
+<link rel="stylesheet" href="{href("/static/busca.css")}">
+<link rel="icon" href="{href("/static/favicon.svg")}" type="image/svg+xml">
+<script src="{href("/static/busca.js")}" defer></script>
 </head>
 <body>
 <header><span class="brand">busca</span><nav>{nav}</nav></header>

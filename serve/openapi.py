@@ -249,6 +249,11 @@ TOKENS = ("Started with --tokens: each request sees only the documents its read 
           " --private); an unknown token is a 401; the write token sees everything.")
 
 
+# relative to this document (OpenAPI 3.1): the server's root, or a reverse proxy's sub-path
+# (https://intra.example/busca/), where the default server "/" names the proxy's root
+SERVER = {"url": ".", "description": "where this document is served from"}
+
+
 def document(*, writable: bool = False, tokens: bool = False) -> dict:
     """The OpenAPI 3.1 document of the app (its write endpoints only when `writable`; the
     read tokens' schemes when started with `tokens`)."""
@@ -266,7 +271,7 @@ def document(*, writable: bool = False, tokens: bool = False) -> dict:
              + (" " + TOKENS if tokens else ""))
     return {"openapi": "3.1.0",
             "info": {"title": "busca serve", "version": __version__, "description": about},
-            "paths": paths, "components": components}
+            "servers": [SERVER], "paths": paths, "components": components}
 
 
 def _operation(op: Operation, tokens: bool = False) -> dict:
@@ -300,7 +305,7 @@ def _success(op: Operation) -> dict:
     """The answer when all goes well: its content, or (/login) where it redirects."""
     out: dict = {"description": REASONS[op.success]}
     if op.success == 303:
-        out["headers"] = {"Location": {"schema": {"type": "string", "const": "/"}}}
+        out["headers"] = {"Location": {"schema": {"type": "string", "const": "./"}}}
     if op.answer is not None:
         out["content"] = {m: {"schema": op.answer} for m in op.media}
     return out

@@ -55,8 +55,8 @@ def home(request: Request) -> HTMLResponse:
 def _sign_in(request: Request) -> str:
     """With --tokens, to a browser that sent no token: what it sees and a link to /login."""
     seen = access.unsigned(request)
-    return (f'<p class="meta signin">{esc(seen)} · <a href="/login">sign in</a> with a token'
-            ' to see more</p>' if seen else "")
+    return (f'<p class="meta signin">{esc(seen)} · <a href="{href("/login")}">sign in</a>'
+            ' with a token to see more</p>' if seen else "")
 
 
 def _faceted(engine: Engine, q: str, method: str, k: int, filters: tuple) -> str:
@@ -72,7 +72,7 @@ def _form(q: str, method: str, methods: list[str], k: int, filters: tuple = ()) 
     switch = "".join(
         f'<label class="switch"><input type="radio" name="method" value="{esc(m)}"'
         f'{" checked" if m == method else ""}><span>{esc(m)}</span></label>' for m in options)
-    return f"""<form id="search" method="get" action="/" role="search">
+    return f"""<form id="search" method="get" action="{href("/")}" role="search">
 <input id="q" name="q" type="search" value="{esc(q)}" maxlength="{params.MAX_QUERY}"
  placeholder="Ask a question…" autofocus aria-label="question">
 <input type="hidden" name="k" value="{k}">{facetview.hidden(filters)}

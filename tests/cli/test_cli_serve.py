@@ -337,7 +337,7 @@ def test_eval_page_lists_runs_and_refuses_a_damaged_one(served_home, tmp_path):
     with Server(served_home, "--no-log", "--runs", str(runs)) as s:
         page = get(s, "/eval", run="fixture.json")
         assert page.status_code == 200 and "recall@3 by tag" in page.text
-        assert "tipo = parafrase" in page.text and 'href="/eval?run=broken.json"' in page.text
+        assert "tipo = parafrase" in page.text and 'href="./eval?run=broken.json"' in page.text
         broken = get(s, "/eval", run="broken.json")
         assert broken.status_code == 422 and "damaged run file" in broken.text
         assert "Traceback" not in broken.text

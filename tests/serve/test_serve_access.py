@@ -232,7 +232,7 @@ def test_a_browser_is_told_how_to_sign_in(server, home):
     """The page a browser opens without a token shows the public documents only: it says so
     and links /login (nothing told a person that signing in exists); /eval's refusal names
     /login too (a browser cannot send a Bearer header)."""
-    sign_in = '<a href="/login">sign in</a>'
+    sign_in = '<a href="./login">sign in</a>'
     for path in ("", "?" + urlencode({"q": WORD, "method": "bm25"})):
         status, html, _ = get(server, path)
         assert status == 200 and sign_in in html and "public documents only" in html

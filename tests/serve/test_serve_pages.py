@@ -305,3 +305,32 @@ def test_a_front_end_of_another_origin_reads_the_api_only_with_cors(browser, tmp
     finally:
         pages.shutdown()
         pages.server_close()
+
+
+def test_the_page_works_under_a_reverse_proxys_sub_path(browser, server):
+    """Behind `location /busca/ { proxy_pass http://127.0.0.1:8000/; }` the page asked the
+    proxy's root for /static/busca.css and busca.js (no style, no script) and its form, its
+    method switch and its navigation left /busca/ (tests/serve/test_serve_proxy.py's proxy)."""
+    from test_serve_proxy import Proxy
+
+    proxy = Proxy(server.url, "/busca")
+    base = f"http://127.0.0.1:{proxy.port}/busca/"
+    try:
+        browser.get(base + "?q=engenharia&method=tfidf")
+        wait_for(browser, "#hits .hit")
+        loaded = browser.execute_script(
+            "return [...document.styleSheets].map(s => s.cssRules.length)")
+        assert loaded and loaded[0] > 0  # the style sheet came through the proxy
+        browser.find_element(By.CSS_SELECTOR, 'label.switch input[value="bm25"] + span').click()
+        WebDriverWait(browser, WAIT).until(lambda d: "method=bm25" in d.current_url)  # busca.js
+        assert browser.current_url.startswith(base) and wait_for(browser, "#hits .hit")
+        box = browser.find_element(By.CSS_SELECTOR, "#q")
+        box.clear()
+        box.send_keys("universidade pioneira", Keys.ENTER)
+        WebDriverWait(browser, WAIT).until(lambda d: "pioneira" in d.current_url)
+        assert browser.current_url.startswith(base) and wait_for(browser, "#hits .hit")
+        browser.find_element(By.LINK_TEXT, "Eval").click()
+        WebDriverWait(browser, WAIT).until(lambda d: d.current_url.startswith(base + "eval"))
+        assert wait_for(browser, "svg")
+    finally:
+        proxy.close()
