@@ -13,8 +13,8 @@ from ..index.machine import user_cache
 from ..errors import BuscaError
 from ..search.context import Context
 from ..search.scorers import COMPARE_K
-from .documents import (Added, Removed, add_files, crawl_site, new_counts,
-                        remove_documents, stored_once)
+from .documents import (Added, Removed, add_documents, add_files, crawl_site,
+                        remove_documents)
 from .evaluate import Calibrated, EvalSpec, calibrate, evaluate_golden, tune_fusion
 from .live import Live, LiveBuild
 from .stats import Stats, stats
@@ -101,23 +101,14 @@ class Corpus:
         self.close()
 
     # --- documents -------------------------------------------------------------------
-    def add(self, documents: Iterable[Document]) -> Added:
+    def add(self, documents: Iterable[Document | dict]) -> Added:
         """Store documents (a URL already stored is replaced): how many were added, updated,
         updated in their metadata alone or unchanged, or repeated in the list (`duplicate`:
         one URL, in any spelling, given twice; the last kept, as `busca add` counts it), and
-        the documents in the home. Every document is checked before the first is stored
-        (BadDocument: none stored)."""
-        from ..crawler.store import BadDocument, Document, checked  # (busca add: not needed)
-        from ..crawler.store import one_spelling
-
-        if isinstance(documents, (str, bytes, Document)) or not isinstance(documents, Iterable):
-            raise BadDocument(f"add takes a list of busca.Document, not a"
-                              f" {type(documents).__name__}")
-        docs = [checked(d, f"document {n}") for n, d in enumerate(documents, start=1)]
-        counts, seen, home = new_counts(), set(), one_spelling(self.home)
-        for doc in docs:
-            stored_once(home, doc, seen, counts)
-        return Added(counts, 0, self.home.count())
+        the documents in the home. A dict is read as a .jsonl line and a POST /api/documents
+        item are (its groups kept when it gives none: `add_documents`). Every document is
+        checked before the first is stored (BadDocument: none stored)."""
+        return add_documents(self.home, documents)
 
     def add_files(self, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
                   notify: Callable[[str, Any], None] | None = None,

@@ -167,6 +167,28 @@ def stored_once(home, doc, seen: set, counts: dict, *, legacy=()) -> bool:
     return repeated
 
 
+def add_documents(home, documents) -> Added:
+    """`Corpus.add`: store Documents as given, and dicts as a JSONL line's are read
+    (crawler/fields.py, source "api": POST /api/documents hands its items here) with the
+    groups of their stored version when they give none; every one checked before the first
+    is stored (BadDocument: none stored)."""
+    from ..crawler.fields import read_document
+    from ..crawler.store import BadDocument, Document, checked, one_spelling
+
+    if isinstance(documents, (str, bytes, dict, Document)) \
+            or not isinstance(documents, Iterable):
+        raise BadDocument(f"add takes a list of busca.Document or of dicts such as a .jsonl"
+                          f" line holds, not a {type(documents).__name__}")
+    given = list(documents)
+    docs = [read_document(d, f"document {n}", source="api") if isinstance(d, dict)
+            else checked(d, f"document {n}") for n, d in enumerate(given, start=1)]
+    counts, seen, store = new_counts(), set(), one_spelling(home)
+    for doc, item in zip(docs, given):
+        stored_once(store, _grouped(store, doc, keep=True) if isinstance(item, dict) else doc,
+                    seen, counts)
+    return Added(counts, 0, home.count())
+
+
 def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
               notify: Notify | None = None, on_progress: Progress | None = None) -> Added:
     """Store the documents of .jsonl, .txt, .md, .html (.pdf) files (each stamped with
@@ -221,13 +243,13 @@ def _grouped(home, doc, *, keep: bool):
 
 def _storable(item):
     """A file's Document, or a Problem: the file's own, or why no backend could store the
-    document (crawler/store.py `checked`; dates are kept as the file gives them)."""
+    document (crawler/store.py `checked`)."""
     from ..crawler.store import BadDocument, checked  # (with the files it reads)
 
     if isinstance(item, crawling.Problem):
         return item
     try:
-        return checked(item, item.url, dates=False)
+        return checked(item, item.url)
     except BadDocument as e:  # a url on two lines is named as repr shows it, on one line
         where = item.url if str(item.url).isprintable() else repr(item.url)[:100]
         return crawling.Problem(where, str(e).removeprefix(f"{item.url}: "))

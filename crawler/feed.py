@@ -11,8 +11,6 @@ import re
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
-from email.utils import parsedate_to_datetime
 from html.entities import name2codepoint
 from urllib.parse import urlsplit
 from xml.etree import ElementTree
@@ -24,7 +22,7 @@ from .listing import Memo
 from .options import Context
 from .pages import fetch_all, noting_stored, plan, store_result
 from .urls import normalize
-from .store import Document
+from .store import Document, iso_date
 
 CONTENT = "{http://purl.org/rss/1.0/modules/content/}encoded"
 ATOM = "{http://www.w3.org/2005/Atom}"
@@ -132,18 +130,14 @@ def _content(content) -> str:
 
 
 def _iso(value: str | None) -> str | None:
-    """An Atom date (RFC 3339) as it is, or None when it is not one ("yesterday")."""
-    try:
-        return value.strip() if value and datetime.fromisoformat(value.strip()) else None
-    except ValueError:
-        return None
+    """An Atom date (RFC 3339) as it is, or None when it is not one ("yesterday"): the dates
+    a JSONL line or POST /api/documents gives are stored the same way (store.iso_date)."""
+    return iso_date(value)
 
 
 def _rfc822(value: str | None) -> str | None:
-    try:
-        return parsedate_to_datetime(value).isoformat() if value else None
-    except (TypeError, ValueError):
-        return None
+    """An RSS pubDate (RFC 822) as ISO 8601, or None (store.iso_date)."""
+    return iso_date(value)
 
 
 def crawl_feed(ctx: Context, feeds: tuple[str, ...], site: str, *,

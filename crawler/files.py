@@ -19,11 +19,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import unquote_to_bytes, urlsplit
 
-from .groups import GROUPS, BadGroup, check_names, group_names
+from .fields import jsonl_meta, read_document
+from .groups import GROUPS, BadGroup, check_names
 from .html import decode_html, extract_page, headings_meta
 from .markdown import front_matter, markdown_text
 from .pdf import PdfError, read_pdf
-from .store import INVISIBLE, Document
+from .store import INVISIBLE, BadDocument, Document
 
 logger = logging.getLogger(__name__)
 SUFFIXES = (".jsonl", ".txt", ".md", ".mdx", ".html", ".htm", ".pdf")
@@ -312,71 +313,20 @@ def _jsonl(name: str, lines: Iterable[str]) -> Iterator[Document | Problem]:
         if not isinstance(item, dict):
             yield Problem(where, 'expected an object like {"url": …, "title": …, "text": …}')
             continue
-        ident = _identifier(item)
-        if ident is None or not isinstance(item.get("text"), str):
-            bad = ", ".join(k for k, ok in (("url or _id", ident is not None),
-                                            ("text", isinstance(item.get("text"), str))) if not ok)
-            yield Problem(where, f'needs a string "text" and a "url" (or a BEIR "_id")'
-                                 f" (bad: {bad})")
-            continue
-        yield _jsonl_document(where, ident, item)
+        yield _jsonl_document(where, item)
     if empty:
         yield Problem(name, 'no documents in it (an empty file); busca adds one {"url": …,'
                             ' "title": …, "text": …} per line')
 
 
-def _jsonl_document(where: str, ident: str, item: dict) -> Document | Problem:
-    """A JSONL line's document; a Problem when its groups hold a name that --groups and a
-    tokens file refuse (a space, say). A line that gives no groups keeps those its document
-    has (`busca add`); one whose groups are empty (`"groups": []`) carries `groups: []`,
-    which makes it public."""
-    meta = jsonl_meta(item)
-    if not (meta or {}).get(GROUPS) and _groups_given(item):
-        meta = {**(meta or {}), GROUPS: []}
+def _jsonl_document(where: str, item: dict) -> Document | Problem:
+    """A JSONL line's document (crawler/fields.py, as POST /api/documents and `Corpus.add`
+    read one), or the Problem that skips the line: a date in no form busca reads, groups
+    that --groups and a tokens file refuse (a space, say)."""
     try:
-        check_names(tuple((meta or {}).get(GROUPS) or ()))
-    except BadGroup as e:
-        return Problem(where, f'"groups": {e}')
-    title = item.get("title") if isinstance(item.get("title"), str) else ""
-    modified = item.get("modified")
-    return Document(ident, title or ident, item["text"], source="file",
-                    modified=modified if isinstance(modified, str) else None, meta=meta)
-
-
-RESERVED = ("url", "_id", "title", "text", "modified", "meta")  # a JSONL line's own fields
-
-
-def _groups_given(item: dict) -> bool:
-    """Whether a JSONL line gives groups (empty ones too), beside or in its "meta"."""
-    inner = item.get("meta") if isinstance(item.get("meta"), dict) else {}
-    return item.get(GROUPS) is not None or inner.get(GROUPS) is not None
-
-
-def jsonl_meta(item: dict) -> dict | None:
-    """A JSONL line's metadata: every key beyond url/title/text (and _id, modified), with
-    the keys of its "meta" object; empty values left out."""
-    given = item.get("meta") if isinstance(item.get("meta"), dict) else {}
-    extra = {k: v for k, v in item.items() if k not in RESERVED}
-    meta = {**_filled(extra), **_filled(given)}  # an empty value never hides a given one
-    if GROUPS in meta:  # a list or a comma string: kept as a list of names
-        meta[GROUPS] = list(group_names(meta[GROUPS])) or None
-    return {k: v for k, v in meta.items() if v is not None} or None
-
-
-def _filled(values: dict) -> dict:
-    return {k: v for k, v in values.items() if v not in (None, "", [], {})}
-
-
-def _identifier(item: dict) -> str | None:
-    """The document's id: its "url", else a BEIR corpus "_id" (what qrels name), else None."""
-    url = item.get("url")
-    if isinstance(url, str) and url.strip():
-        return url
-    no_url = url is None or isinstance(url, str) and not url.strip()
-    if no_url and isinstance(item.get("_id"), (str, int)) and not isinstance(item["_id"], bool):
-        ident = str(item["_id"])
-        return ident if ident.strip() else None
-    return None
+        return read_document(item, where, source="file")
+    except BadDocument as e:
+        return Problem(where, str(e).removeprefix(f"{where}: "))
 
 
 def _plain_or_markdown(text: str, suffix: str) -> tuple[dict, str, tuple, str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -108,23 +109,26 @@ class BadDocument(BuscaError, ValueError):
     `Corpus.remove` that are not document ids)."""
 
 
-def checked(doc: object, where: str = "the document", *, dates: bool = True) -> Document:
+def checked(doc: object, where: str = "the document") -> Document:
     """`doc` if every backend can store it: a Document whose url is a non-empty string on
     one line, whose title and text are strings of valid Unicode without NUL (no lone
     surrogate, which UTF-8 cannot hold; no U+0000, which PostgreSQL's text cannot), `meta`
-    None or a dict that JSON holds, and (`dates`) `modified` None or an ISO 8601 date; else
-    BadDocument naming what to fix."""
+    None or a dict that JSON holds, and `modified` None or a date `iso_date` reads (returned
+    as it stores it: RFC 2822 made ISO 8601); else BadDocument naming what to fix."""
     if not isinstance(doc, Document):
         raise BadDocument(f"{where} is a {type(doc).__name__}: give busca.Document(url, title,"
-                          " text)")
+                          " text), or a dict as a .jsonl line holds")
     if not isinstance(doc.url, str) or not doc.url.strip() or len(doc.url.splitlines()) > 1:
         raise BadDocument(f"{where}: its url must be a non-empty string on one line, not"
                           f" {doc.url!r}")
     for name in ("url", "title", "text"):
         _check_text(getattr(doc, name), f"{where}: its {name}")
-    if dates and doc.modified is not None and not _iso_date(doc.modified):
-        raise BadDocument(f"{where}: modified must be an ISO 8601 date such as 2024-05-01 or"
-                          f" 2024-05-01T10:00:00Z, not {doc.modified!r}")
+    if doc.modified is not None:
+        date = iso_date(doc.modified)
+        if date is None:
+            raise BadDocument(f"{where}: modified must be {DATE_FORMS}, not"
+                              f" {doc.modified!r:.60}")
+        doc = replace(doc, modified=date) if date != doc.modified else doc
     if doc.meta is not None and not isinstance(doc.meta, dict):
         raise BadDocument(f"{where}: meta must be a dict or None")
     try:
@@ -161,12 +165,34 @@ def _check_text(value: object, what: str) -> None:
                           " which PostgreSQL cannot store: remove it")
 
 
-def _iso_date(text: object) -> bool:
+DATE_FORMS = ("a date in ISO 8601 (2024-05-01, 2024-05-01T10:00:00Z) or RFC 2822 (Tue, 05"
+              " Dec 2023 10:00:00 +0000)")
+_EXTENDED = re.compile(r"\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?")
+
+
+def iso_date(value: object) -> str | None:
+    """`value` as a document stores its date (`modified`), or None when it is no date in the
+    forms DATE_FORMS names (01/05/2024 is 1 May or 5 January; an epoch number says no zone):
+    ISO 8601 as given in its extended form (a space before the time made a T), its other
+    forms (20240105) written out; RFC 2822 (an RSS pubDate, an e-mail's Date) converted as
+    a crawled feed's item is. Text compares then as dates do: `--filter modified>=2024-01-01`."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip()
+    if len(text) > 10 and text[10] == " " and text[:4].isdigit():
+        text = f"{text[:10]}T{text[11:]}"
     try:
-        datetime.fromisoformat(text)
-    except (TypeError, ValueError):
-        return False
-    return True
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        from email.utils import parsedate_to_datetime  # (a search never reads a date)
+
+        try:
+            return parsedate_to_datetime(text).isoformat()
+        except (TypeError, ValueError, IndexError):
+            return None
+    if _EXTENDED.fullmatch(text):
+        return text
+    return when.isoformat() if "T" in text.upper() else when.date().isoformat()
 
 
 def text_hash(text: str) -> str:

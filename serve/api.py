@@ -14,9 +14,6 @@ from starlette.responses import JSONResponse
 
 from .. import index as indexing
 from .. import search as searching
-from ..crawler import BadGroup, Document, check_groups
-from ..crawler.files import jsonl_meta
-from ..crawler.groups import GROUPS
 from . import access, openapi, params
 from .engine import Engine
 from .errors import BadParameter, HttpError
@@ -146,19 +143,51 @@ async def documents(request: Request) -> JSONResponse:
 
 
 async def add_documents(request: Request) -> JSONResponse:
-    """POST /api/documents {"documents": [{"url", "title", "text"}, …]} (token only)."""
-    data = await _json_object(request)
+    """POST /api/documents {"documents": [{"url", "title", "text", …}, …]} (token only):
+    each document an object as a .jsonl line of `busca add` is (crawler/fields.py reads both,
+    through `Corpus.add`)."""
+    data = await _documents_body(request)
     params.only(data, {"documents"}, "the request")
     items = data.get("documents")
     if not isinstance(items, list) or not items:
-        raise BadParameter('give {"documents": [{"url": …, "title": …, "text": …}, …]}')
+        raise BadParameter(f"give {DOCUMENTS_BODY}")
     if len(items) > params.MAX_DOCUMENTS:
         raise HttpError(413, f"{len(items)} documents in one request; at most"
                              f" {params.MAX_DOCUMENTS}")
-    docs = [_document(item, n) for n, item in enumerate(items, start=1)]
-    keep = {d.url for d, item in zip(docs, items) if item.get("groups") is None}  # null: absent
     engine = _engine(request)
-    return JSONResponse(await _threaded(lambda: engine.add(docs, keep_groups=keep)))
+    return JSONResponse(await _threaded(lambda: engine.add(items)))
+
+
+DOCUMENTS_BODY = '{"documents": [{"url": …, "title": …, "text": …}, …]}'
+
+
+async def _documents_body(request: Request) -> dict:
+    """POST /api/documents' JSON object; a body of JSON Lines (a .jsonl file sent as it is),
+    a list or one document is a 400 saying how to wrap them."""
+    try:
+        data = await _json_object(request)
+    except BadParameter:
+        shape = _shape(await request.body())
+        if shape:
+            raise BadParameter(f"the body is {shape}: send one JSON object,"
+                               f" {DOCUMENTS_BODY} (busca add FILE.jsonl reads a file of"
+                               " JSON Lines)") from None
+        raise
+    if "documents" not in data and {"url", "_id", "text"} & set(data):
+        raise BadParameter(f"the body is one document: send one JSON object,"
+                           f" {DOCUMENTS_BODY}")
+    return data
+
+
+def _shape(raw: bytes) -> str:
+    """"JSON Lines" or "a JSON list" when `raw` is one, else ""."""
+    lines = [line for line in raw.splitlines() if line.strip()]
+    try:
+        if len(lines) > 1 and isinstance(json.loads(lines[0]), dict):
+            return "JSON Lines (one document a line)"
+        return "a JSON list" if isinstance(json.loads(raw), list) else ""
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return ""
 
 
 async def remove_documents(request: Request) -> JSONResponse:
@@ -177,43 +206,6 @@ async def remove_documents(request: Request) -> JSONResponse:
         raise BadParameter("prefix must be true or false")
     engine = _engine(request)
     return JSONResponse(await _threaded(lambda: engine.remove(urls, prefix=bool(prefix))))
-
-
-def _document(item: object, n: int) -> Document:
-    where = f"document {n}"
-    if not isinstance(item, dict):
-        raise BadParameter(f"{where} must be an object with url, title and text")
-    params.json_body(item, params.DOCUMENT, where)
-    for key in ("url", "text"):
-        if not isinstance(item.get(key), str) or not item[key].strip():
-            raise BadParameter(f"{where}: {key} must be a non-empty string")
-    title = item.get("title") or item["url"]
-    if not isinstance(title, str):
-        raise BadParameter(f"{where}: title must be a string")
-    modified = item.get("modified")
-    if modified is not None and not isinstance(modified, str):
-        raise BadParameter(f"{where}: modified must be a string (ISO 8601) or absent")
-    return Document(item["url"].strip(), title, item["text"], source="api", modified=modified,
-                    meta=_meta(item, where))
-
-
-def _meta(item: dict, where: str) -> dict | None:
-    """A document's metadata: its `meta` object with its `groups` (checked names), as a
-    JSONL line of `busca add` gives them."""
-    given, groups = item.get("meta"), item.get("groups")
-    if given is not None and not isinstance(given, dict):
-        raise BadParameter(f'{where}: meta must be an object, e.g. {{"category": "RH"}}')
-    if isinstance(given, dict) and GROUPS in given:
-        raise BadParameter(f'{where}: give groups beside meta, not in it: "groups": ["staff"]')
-    if groups is not None and not (isinstance(groups, list)
-                                   and all(isinstance(g, str) for g in groups)):
-        raise BadParameter(f'{where}: groups must be a list of group names, e.g. ["staff"]')
-    if groups:
-        try:
-            check_groups(",".join(groups))
-        except BadGroup as e:
-            raise BadParameter(f"{where}: {e}") from None
-    return jsonl_meta({"meta": given or {}, GROUPS: groups or None})
 
 
 async def rebuild(request: Request) -> JSONResponse:

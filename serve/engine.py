@@ -18,8 +18,6 @@ from ..corpus import (ContextSpec, Corpus, Result, SearchSpec, compare_build, co
                       search_build)
 from ..corpus.live import Live, LiveBuild
 from ..index.dense.rerank_api import RerankError, RerankSettings
-from ..crawler import Document
-from ..crawler.groups import kept_groups
 from ..index.text.chunking import chunker_label
 from .errors import BuildRunning
 
@@ -174,18 +172,14 @@ class Engine:
         return self.log_queries if wanted is None else wanted
 
     # --- writes (only with --token) ----------------------------------------------------
-    def add(self, documents: list[Document], *, keep_groups=frozenset()) -> dict:
-        """Store documents as `busca add` does; counts of added/updated/metadata_updated/
-        unchanged. Those whose URL is in `keep_groups` (given without groups) keep the groups
-        of their stored version. BuildRunning (409) while a rebuild runs: the request is not
-        kept waiting."""
+    def add(self, documents: list[dict]) -> dict:
+        """Store document objects as `Corpus.add` does (a .jsonl line's fields; one without
+        groups keeps those of its stored version); counts of added/updated/metadata_updated/
+        unchanged. BuildRunning (409) while a rebuild runs: the request is not kept waiting."""
         if not self._writing.acquire(blocking=False):
             raise BuildRunning()
         try:
-            corpus = self.corpus()
-            documents = [kept_groups(d, corpus.home.get(d.url)) if d.url in keep_groups else d
-                         for d in documents]
-            added = corpus.add(documents)
+            added = self.corpus().add(documents)
             return {**added.counts, "documents": added.documents}
         finally:
             self._writing.release()

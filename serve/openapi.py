@@ -343,7 +343,9 @@ def _body(fields: tuple[Field, ...] | dict) -> dict:
     if isinstance(fields, dict) and "documents" not in fields["properties"]:
         return fields
     if isinstance(fields, dict):
-        items = _fields_object(params.DOCUMENT)
+        items = {**_fields_object(params.DOCUMENT), "additionalProperties": True,
+                 "description": "Any other key is kept as metadata, as in a .jsonl line"
+                 " of busca add."}
         documents = {**fields["properties"]["documents"], "items": items}
         return {**fields, "properties": {"documents": documents}}
     return _fields_object(fields)

@@ -91,7 +91,8 @@ class Field:
         out = self.schema()
         if self.required:
             return out
-        out["type"] = [out["type"], "null"]
+        types = out["type"] if isinstance(out["type"], list) else [out["type"]]
+        out["type"] = [*types, "null"]
         if "enum" in out:
             out["enum"] = [*out["enum"], None]
         out["description"] += " null: as absent."
@@ -102,7 +103,8 @@ _SCHEMAS = {"filters": {"type": "array", "items": {"type": "string"},
                         "maxItems": MAX_FILTERS},
             "integer": {"type": "integer"}, "number": {"type": "number"},
             "flag": {"type": "boolean"}, "question": {"type": "string"},
-            "groups": {"type": "array", "items": {"type": "string"}}, "meta": {"type": "object"}}
+            "groups": {"type": ["array", "string"], "items": {"type": "string"}},
+            "meta": {"type": "object"}}
 
 
 def read(fields: Sequence[Field], data: Mapping) -> dict:
@@ -167,10 +169,12 @@ INDEX = (Field("size", "integer", "Words per window (default: the build's).", No
 DOCUMENT = (Field("url", "string", "The document's URL (its id).", required=True),
             Field("title", "string", "Its title (default: the URL)."),
             Field("text", "string", "Its text.", required=True),
-            Field("modified", "string", "When it last changed (ISO 8601)."),
+            Field("modified", "string", "When it last changed: ISO 8601 (2024-05-01,"
+                  " 2024-05-01T10:00:00Z) or RFC 2822 (Tue, 05 Dec 2023 10:00:00 +0000),"
+                  " stored as ISO 8601."),
             Field("groups", "groups", "Who may read it when busca serve runs with --tokens:"
-                  " group names, e.g. [\"staff\"] (absent: the groups its stored version has,"
-                  " none for a new document; []: public)."),
+                  " group names, e.g. [\"staff\"] or \"staff,hr\" (absent: the groups its"
+                  " stored version has, none for a new document; []: public)."),
             Field("meta", "meta", "Its metadata, which filters and facets read: an object of"
                   " texts, numbers, yes/no and lists of them, e.g. {\"category\": \"RH\"}."))
 

@@ -187,8 +187,9 @@ def test_stdin_questions_refuse_offset_and_values_typed_are_shown_safely(run, le
     bad.write_text('{"url": "u", "title": "t", "text": "gatos", "n": NaN}\n'
                    '{"url": "a\\nb", "title": "t", "text": "x"}\n', encoding="utf-8")
     result = run("add", str(bad))
-    assert result.exit_code == 1 and "skipped u: its meta is not JSON (Out of range float" \
-        in result.stderr and "skipped 'a\\nb': its url must be" in result.stderr
+    assert result.exit_code == 1 and f"skipped {bad}:1: its meta is not JSON (Out of range" \
+        " float" in result.stderr and f"skipped {bad}:2: its url must be a non-empty string" \
+        " on one line, not 'a\\nb'\n" in result.stderr  # each line named by its number
 
 
 def test_the_python_api_takes_a_text_where_a_list_goes_and_refuses_what_the_cli_refuses(

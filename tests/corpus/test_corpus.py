@@ -526,8 +526,8 @@ def test_hybrid_settings_are_checked_when_the_spec_is_made(lexical_home, options
 
 def test_documents_are_checked_before_any_is_stored(tmp_path):
     """Corpus.add stores all or nothing: a document it cannot store (no url, a url on two
-    lines, a lone surrogate, a date that is not ISO 8601, not a Document) is a BadDocument
-    naming it, and the documents before it are not stored either."""
+    lines, a lone surrogate, a date that is not ISO 8601, not a Document or a document
+    dict) is a BadDocument naming it, and the documents before it are not stored either."""
     good = busca.Document("https://s/ok", "Ok", "texto bom")
     with busca.open(tmp_path / "h") as corpus:
         for bad, message in ((busca.Document(None, "t", "x"), "url must be a non-empty"),
@@ -537,7 +537,7 @@ def test_documents_are_checked_before_any_is_stored(tmp_path):
                              (busca.Document("https://s/c", None, "x"), "title must be a str"),
                              (busca.Document("https://s/d", "t", "x", modified="2024-13-45"),
                               "ISO 8601"),
-                             ({"url": "https://s/e"}, "give busca.Document"),
+                             ({"url": "https://s/e"}, 'needs a string "text"'),
                              (busca.Document("https://s/g", "t", "a\x00b"), "NUL character"),
                              (busca.Document("https://s/h", "t", "x", meta={"k": object()}),
                               "its meta is not JSON"),
