@@ -238,7 +238,7 @@ def _grouped(home, doc, *, keep: bool):
     meta = doc.meta or {}
     if GROUPS in meta and not meta[GROUPS]:
         return replace(doc, meta={k: v for k, v in meta.items() if k != GROUPS} or None)
-    return kept_groups(doc, home.get(doc.url)) if keep else doc
+    return kept_groups(doc, home.written(doc.url)) if keep else doc
 
 
 def _storable(item):

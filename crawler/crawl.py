@@ -76,7 +76,7 @@ def _restamped(ctx: Context, event):
     when it lacks them (crawled public, now with --groups staff): "metadata_updated"."""
     if (isinstance(event, Stored) and event.status == "unchanged" and not event.fetched
             and isinstance(ctx.store, Stamped)):
-        old = ctx.store.get(event.url)
+        old = ctx.store.written(event.url)
         if old is not None:
             return replace(event, status=ctx.store.put(old))
     return event

@@ -85,7 +85,7 @@ class Context:
         wiped the categories and reported the documents unchanged). A document stored with
         groups keeps them when this crawl stamps none (a crawl of the site under another
         start URL never makes a changed private article public), unless `--groups none`."""
-        old = self.store.get(document.url)
+        old = self.store.written(document.url)
         if old is not None and old.source != document.source:
             document = replace(document, meta={**(old.meta or {}), **(document.meta or {})}
                                or None, modified=document.modified or old.modified)

@@ -206,10 +206,14 @@ class DocumentStore(Protocol):
 
     Every home implements it (index/backend.py's `Home`): a local home in SQLite
     (index/home/documents.py), a PostgreSQL home (index/postgres/store.py). Whoever opens
-    the home hands it to the crawler, which writes only through these methods."""
+    the home hands it to the crawler, which writes only through these methods. `written` is
+    `get` as a writer reads before it writes (a crawl, `busca add`, POST /api/documents: the
+    version it replaces, whose groups it keeps): a PostgreSQL home with a standby reads it
+    on the primary, where the write goes, even while the standby is away."""
 
     def put(self, doc: Document) -> str: ...
     def get(self, url: str) -> Document | None: ...
+    def written(self, url: str) -> Document | None: ...
     def delete(self, url: str) -> bool: ...
     def documents(self, source: str | None = None) -> Iterator[Document]: ...
     def hashes(self, source: str | None = None) -> dict[str, str]: ...
@@ -248,10 +252,10 @@ class OneSpelling:
         if self._ids is not None:
             if key in self._ids:
                 return self._ids[key], tuple(self._copies.get(key, ()))
-            return (url if key != url and self.store.get(key) is None else key), ()
+            return (url if key != url and self.store.written(key) is None else key), ()
         from .urls import spellings
 
-        found = [s for s in spellings(url) if self.store.get(s) is not None]
+        found = [s for s in spellings(url) if self.store.written(s) is not None]
         if not found:
             return url, ()  # new: stored as given
         kept = key if key in found else min(found)
@@ -288,6 +292,9 @@ class OneSpelling:
 
     def get(self, url: str) -> Document | None:
         return self.store.get(self.stored_id(url))
+
+    def written(self, url: str) -> Document | None:
+        return self.store.written(self.stored_id(url))
 
     def delete(self, url: str) -> bool:
         key, (stored_id, copies) = doc_key(url), self._resolved(url)

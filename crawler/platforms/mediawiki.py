@@ -62,7 +62,7 @@ def read(ctx: Context, found: Discovery) -> Iterator:
     complete = cut is None
     changed = []
     for url, (pageid, revision) in revisions.items():
-        stored = None if ctx.options.full else ctx.store.get(url)
+        stored = None if ctx.options.full else ctx.store.written(url)
         if stored is not None and (stored.meta or {}).get("revision") == revision:
             yield Stored(url, "unchanged", fetched=False)
         else:

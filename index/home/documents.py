@@ -269,6 +269,10 @@ class Store:
         ).fetchone()
         return _row_document(row) if row else None
 
+    def written(self, url: str) -> Document | None:
+        """`get`: one database, written and read (crawler/store.py DocumentStore)."""
+        return self.get(url)
+
     @_guarded
     def delete(self, url: str) -> bool:
         """Remove a document; True if it was there."""

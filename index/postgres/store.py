@@ -119,8 +119,12 @@ class PostgresStore:
     def _meta(self) -> str:
         """The meta column, or NULL for a corpus made before metadata (its next write adds
         the column)."""
+        return self._meta_in(self._db)
+
+    def _meta_in(self, db) -> str:
+        """`_meta`, asked of `db()` (where the documents are read) when not known yet."""
         if self._has_meta is None and self.exists():
-            self._has_meta = has_meta(self._db(), self.schema)
+            self._has_meta = has_meta(db(), self.schema)
         return "meta" if self._has_meta else "NULL"
 
     def get(self, url: str):
@@ -128,6 +132,17 @@ class PostgresStore:
             return None
         row = self._db().execute(f"SELECT {DOCUMENT_COLUMNS}, {self._meta} FROM {self.s}.documents"
                                  " WHERE url = %s", (url,)).fetchone()
+        return _document(row) if row else None
+
+    def written(self, url: str):
+        """The document as a writer reads it before it writes (`_writers_reads`: the primary,
+        where its write goes; the standby may lag or be away)."""
+        if not self.exists():
+            return None
+        meta = self._meta_in(self._writers_reads)
+        row = self._writers_reads().execute(
+            f"SELECT {DOCUMENT_COLUMNS}, {meta} FROM {self.s}.documents WHERE url = %s",
+            (url,)).fetchone()
         return _document(row) if row else None
 
     def delete(self, url: str) -> bool:
