@@ -168,10 +168,10 @@ def stored_once(home, doc, seen: set, counts: dict, *, legacy=()) -> bool:
 
 
 def add_documents(home, documents) -> Added:
-    """`Corpus.add`: store Documents as given, and dicts as a JSONL line's are read
-    (crawler/fields.py, source "api": POST /api/documents hands its items here) with the
-    groups of their stored version when they give none; every one checked before the first
-    is stored (BadDocument: none stored)."""
+    """`Corpus.add`: store Documents, and dicts read as a JSONL line's are (crawler/fields.py,
+    source "api": POST /api/documents hands its items here), each with the groups of its
+    stored version when it gives none (`"groups": []` in a dict or a Document's meta: none);
+    every one checked before the first is stored (BadDocument: none stored)."""
     from ..crawler.fields import read_document
     from ..crawler.store import BadDocument, Document, checked, one_spelling
 
@@ -183,9 +183,8 @@ def add_documents(home, documents) -> Added:
     docs = [read_document(d, f"document {n}", source="api") if isinstance(d, dict)
             else checked(d, f"document {n}") for n, d in enumerate(given, start=1)]
     counts, seen, store = new_counts(), set(), one_spelling(home)
-    for doc, item in zip(docs, given):
-        stored_once(store, _grouped(store, doc, keep=True) if isinstance(item, dict) else doc,
-                    seen, counts)
+    for doc in docs:
+        stored_once(store, _grouped(store, doc, keep=True), seen, counts)
     return Added(counts, 0, home.count())
 
 

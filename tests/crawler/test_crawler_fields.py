@@ -152,3 +152,18 @@ def test_a_dict_without_groups_keeps_the_stored_ones_as_a_jsonl_line_does(tmp_pa
         assert corpus.home.get(first["url"]).meta == {"groups": ["staff"]}
         corpus.add([{"url": first["url"], "text": "Reajuste em maio.", "groups": []}])
         assert corpus.home.get(first["url"]).meta is None
+
+
+def test_a_document_without_groups_keeps_the_stored_ones_as_a_dict_does(tmp_path):
+    """Corpus.add of a busca.Document that leaves its groups out replaced the stored ones
+    (a private document made public by an update in Python, where a dict, a JSONL line and
+    POST /api/documents keep them); `meta={"groups": []}` makes it public."""
+    url = "https://f.example/salarios"
+    with busca.open(tmp_path / "home") as corpus:
+        corpus.add([busca.Document(url, "Salários", "Reajuste em abril.",
+                                   meta={"groups": ["staff"]})])
+        corpus.add([busca.Document(url, "Salários", "Reajuste em maio.")])
+        assert corpus.home.get(url).meta == {"groups": ["staff"]}
+        corpus.add([busca.Document(url, "Salários", "Reajuste em maio.",
+                                   meta={"groups": [], "tema": "rh"})])
+        assert corpus.home.get(url).meta == {"tema": "rh"}
