@@ -16,7 +16,7 @@ from .defaults import DEFAULT_HTML_PAGES, DEFAULT_TYPES, DEFAULT_WORKERS, SOURCE
 from .events import Stored
 from .groups import NONE, given_groups, kept_groups
 from .http import Fetcher, Politeness
-from .store import DOC_STATE, Document, DocumentStore as Store
+from .store import DATE_FORMS, DOC_STATE, Document, DocumentStore as Store, iso_date
 from .urls import doc_key
 
 PER_PAGE = 100  # WordPress's maximum per_page
@@ -77,6 +77,7 @@ class Context:
     damaged: set[str] = field(default_factory=set)  # state kinds already warned about
     broken: list[str] = field(default_factory=list)  # listings a failure cut: the crawl
     #                                                  stopped part way (exit 1)
+    undated: bool = False  # a date no form reads was left out (said once)
 
     def put(self, document: Document) -> str:
         """Store `document` (added/updated/unchanged). A document another source stored
@@ -85,6 +86,7 @@ class Context:
         wiped the categories and reported the documents unchanged). A document stored with
         groups keeps them when this crawl stamps none (a crawl of the site under another
         start URL never makes a changed private article public), unless `--groups none`."""
+        document = self._dated(document)
         old = self.store.written(document.url)
         if old is not None and old.source != document.source:
             document = replace(document, meta={**(old.meta or {}), **(document.meta or {})}
@@ -92,6 +94,21 @@ class Context:
         if self.options.groups != (NONE,):
             document = kept_groups(document, old)
         return self.store.put(document)
+
+    def _dated(self, document: Document) -> Document:
+        """`document` with its date as every home stores it (`store.iso_date`: RFC 2822 and
+        ISO 8601's other forms made ISO 8601), or without one that no form reads (a JSON
+        API's epoch number, "01/05/2024"), said once a crawl: stored as it came, such a date
+        was compared as text by `--filter modified>=`."""
+        if document.modified is None:
+            return document
+        date = iso_date(document.modified)
+        if date is None and not self.undated:
+            self.undated = True
+            self.fetcher.on_notice(f"{document.url}: its date {document.modified!r:.40} is not"
+                                   f" {DATE_FORMS}: stored without a date, as every such date"
+                                   " of this crawl (--filter modified leaves them out)")
+        return document if date == document.modified else replace(document, modified=date)
 
     def doc_state(self, url: str) -> dict | None:
         return self._state(DOC_STATE + url, "doc")

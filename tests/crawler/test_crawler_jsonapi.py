@@ -67,6 +67,23 @@ def test_page_parameter_until_an_empty_page(api):
     assert len([c for c in rsps.calls if c.request.url.startswith(API)]) == 3
 
 
+def test_a_date_is_stored_as_iso_8601_or_left_out_with_one_notice(api):
+    """--json-modified stored any value as text: "2024-03-02 10:00:00" and an epoch number
+    compared as text by --filter modified>= (1714567890 passed "modified>=2024-01-01",
+    an RSS-style date of 2023 too). Now RFC 2822 and ISO 8601's other forms are ISO 8601, and
+    a date no form reads is left out, said once."""
+    rsps, store, pages = api
+    pages[1] = [{**ARTIGOS[0], "atualizado": "Tue, 05 Dec 2023 10:00:00 +0000"}]
+    pages[2] = [{**ARTIGOS[1], "atualizado": 1714567890},
+                {**ARTIGOS[1], "slug": "outro", "atualizado": "01/05/2024"}]
+    events = list(crawl(API, store, options=options(**SEED_LIKE)))
+    stored = {d.url.rsplit("/", 1)[1]: d.modified for d in store.documents()}
+    assert stored == {"prazo-de-matricula": "2023-12-05T10:00:00+00:00", "monitoria": None,
+                      "outro": None}
+    said = [n for n in events[-1].report.notices if "stored without a date" in n]
+    assert len(said) == 1 and "'1714567890'" in said[0] and "ISO 8601" in said[0], said
+
+
 def test_items_removed_from_the_api_are_deleted(api):
     rsps, store, pages = api
     list(crawl(API, store, options=options(**SEED_LIKE)))
