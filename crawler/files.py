@@ -24,7 +24,7 @@ from .groups import GROUPS, BadGroup, check_names
 from .html import decode_html, extract_page, headings_meta
 from .markdown import front_matter, markdown_text
 from .pdf import PdfError, read_pdf
-from .store import INVISIBLE, BadDocument, Document
+from .store import INVISIBLE, BadDocument, Document, iso_date
 
 logger = logging.getLogger(__name__)
 SUFFIXES = (".jsonl", ".txt", ".md", ".mdx", ".html", ".htm", ".pdf")
@@ -107,7 +107,20 @@ def _text_file(name: str, path: Path, text: str) -> Document | Problem:
         check_names(tuple((meta or {}).get(GROUPS) or ()))
     except BadGroup as e:
         return Problem(name, f'front matter "groups": {e}')
-    return _on_disk(_document(name, title or first or path.stem, text, headings, meta), path)
+    return _on_disk(_document(name, title or first or path.stem, text, headings, meta), path,
+                    modified=_front_date(fields))
+
+
+# a front matter's dates, the most specific first: its own, Hugo's, Jekyll's, Obsidian's,
+# the post's (Hugo, Jekyll, MkDocs' blog)
+DATE_KEYS = ("modified", "lastmod", "last_modified_at", "updated", "date")
+
+
+def _front_date(fields: dict) -> str | None:
+    """The first date of DATE_KEYS that reads as one (`store.iso_date`), else None: a
+    cloned repository's files all have the clone's time, not the page's."""
+    dates = (iso_date(fields[key]) for key in DATE_KEYS if isinstance(fields.get(key), str))
+    return next((date for date in dates if date is not None), None)
 
 
 def _with_folders(paths: list[str]) -> Iterator[tuple[str | Problem, bool]]:
@@ -257,16 +270,18 @@ def _gone(ident: str) -> bool:
     return False
 
 
-def _on_disk(item: Document | Problem, path: Path) -> Document | Problem:
+def _on_disk(item: Document | Problem, path: Path, *,
+             modified: str | None = None) -> Document | Problem:
     """A file's document with what the disk says of it: its modification time (UTC, as
-    `modified`) and its absolute path (metadata `path`, for `--filter path^=/docs/`)."""
+    `modified`, unless the file gives its date: `modified`) and its absolute path (metadata
+    `path`, for `--filter path^=/docs/`)."""
     if isinstance(item, Problem):
         return item
     try:
         stamp = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
     except OSError:
         return item
-    return replace(item, modified=stamp.strftime("%Y-%m-%dT%H:%M:%S"),
+    return replace(item, modified=modified or stamp.strftime("%Y-%m-%dT%H:%M:%S"),
                    meta={**(item.meta or {}), "path": str(path.resolve())})
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 
@@ -160,6 +161,23 @@ def test_markdown_front_matter_is_its_title_and_metadata(tmp_path):
     assert {k: v for k, v in doc.meta.items() if k != "path"} == {
         "tags": ["financeiro", "clientes"], "authors": ["Ana", "Bruno"], "draft": "false",
         "headings": [[0, 2, "Prazos", "prazos"]]}
+
+
+@pytest.mark.parametrize("front, modified", [
+    ("lastmod: 2023-11-20\ndate: 2021-01-05", "2023-11-20"),  # Hugo: the last change first
+    ("date: 2021-01-05T09:30:00-03:00", "2021-01-05T09:30:00-03:00"),
+    ("last_modified_at: Tue, 05 Dec 2023 10:00:00 +0000", "2023-12-05T10:00:00+00:00"),
+    ("updated: 05/12/2023\ndate: 2021-01-05", "2021-01-05"),  # not a date: the next one
+    ("date: ontem", None)])  # none: the file's time
+def test_a_markdown_files_date_is_its_front_matters(tmp_path, front, modified):
+    """A docs folder cloned with git has every file at the clone's time, so `--filter
+    modified>=2024-01-01` kept every page: the front matter's date (Hugo's lastmod, Jekyll's
+    last_modified_at, a post's date) was left out ("modified" too, as a reserved key)."""
+    path = tmp_path / "nota.md"
+    path.write_text(f"---\ntitle: Nota\n{front}\n---\n\nTexto da nota.\n", encoding="utf-8")
+    os.utime(path, (1_700_000_000, 1_700_000_000))  # 2023-11-14T22:13:20
+    [doc] = list(read_files([str(path)]))
+    assert doc.modified == (modified or "2023-11-14T22:13:20")
 
 
 def test_a_rule_that_opens_a_markdown_file_is_not_front_matter(tmp_path):
