@@ -298,7 +298,17 @@ def _operation(op: Operation, tokens: bool = False) -> dict:
     for status in sorted(as_json | shown):
         out["responses"][str(status)] = _error(status, _error_schema(op, status),
                                                json=status in as_json, page=status in shown)
+    if "401" in out["responses"]:
+        out["responses"]["401"]["headers"] = _challenge(op)
     return out
+
+
+def _challenge(op: Operation) -> dict:
+    """A 401's WWW-Authenticate: HTTP Basic for /login (a browser's sign-in), else Bearer
+    (serve/errors.py CHALLENGE, RFC 6750)."""
+    scheme = "Basic" if op.path == "/login" else "Bearer"
+    return {"WWW-Authenticate": {"description": f'{scheme} realm="busca": the scheme to send',
+                                 "schema": {"type": "string", "pattern": f"^{scheme} "}}}
 
 
 def _success(op: Operation) -> dict:

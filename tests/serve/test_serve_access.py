@@ -208,6 +208,21 @@ def test_a_401_names_the_bearer_scheme(server, path, data):
     assert status == 401 and headers["WWW-Authenticate"] == 'Bearer realm="busca"'
 
 
+def test_the_openapi_document_declares_each_401s_challenge(server):
+    """Every 401 says which scheme to send (above), but /openapi.json declared no header for
+    them: a generated client could not know Bearer from Basic. Each documented 401 now
+    declares WWW-Authenticate, with the scheme the server answers (Basic for /login)."""
+    status, text, _ = get(server, "openapi.json")
+    assert status == 200
+    documented = [(path, method, op["responses"]["401"])
+                  for path, ops in json.loads(text)["paths"].items()
+                  for method, op in ops.items() if "401" in op.get("responses", {})]
+    assert {"/api/search", "/api/documents", "/login"} <= {path for path, _, _ in documented}
+    for path, method, answer in documented:
+        pattern = answer["headers"]["WWW-Authenticate"]["schema"]["pattern"]
+        assert pattern == ("^Basic " if path == "/login" else "^Bearer "), (path, method)
+
+
 def test_a_browser_signs_in_with_basic_auth(server):
     status, text, headers = get(server, "login")
     assert status == 401 and headers["WWW-Authenticate"].startswith("Basic ")
