@@ -250,7 +250,7 @@ class _Server(MCPServer):
         origins = frozenset(cors_origin(origin) for origin in cors)
         names = tuple(allowed_name(name) for name in allow_hosts)
         app = self.streamable_http_app(streamable_http_path=MCP_PATH, host=host,
-                                       transport_security=_library_check(host, origins, names))
+                                       transport_security=_library_check())
         if self.access is not None:
             app = Gate(app, self.access)
         app = _OnlyMcp(app, MCP_PATH)
@@ -269,23 +269,14 @@ class _Server(MCPServer):
                              server.create_initialization_options())
 
 
-def _library_check(host: str, origins: frozenset[str], names: tuple[str, ...] = ()):
-    """The mcp library's own Host and Origin check (after Guard's) with the --cors origins
-    and the --allow-host names (as Host, with or without a port, and as the host of an
-    http(s) Origin) allowed too: on loopback it allows only loopback hosts and origins, so a
-    request that Guard let through got its plain-text 403 or 421 (None: the library's own
-    settings)."""
+def _library_check():
+    """The mcp library's own Host and Origin check, off: busca serve's Guard, which comes
+    first, makes it (serve/hosts.py: JSON refusals, --allow-host and --cors). A second copy
+    refused only what Guard accepts — a Host in capitals or without its port (its list was
+    `127.0.0.1:*`, compared case by case) — in plain text."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    if not (origins or names) or host not in ("127.0.0.1", "localhost", "::1"):  # as the
-        return None  # library's
-    return TransportSecuritySettings(
-        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*",
-                       *(n for name in names for n in (name, f"{name}:*"))],
-        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*",
-                         *sorted(origins),
-                         *(f"{scheme}://{name}{port}" for name in names
-                           for scheme in ("http", "https") for port in ("", ":*"))])
+    return TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
 class _OnlyMcp:
