@@ -64,9 +64,14 @@ def _is_run(path: Path) -> bool:
 
 
 def load(folder: Path, name: str) -> RunView:
-    """The run called `name` in `folder` (a name from `list_runs`, never a path)."""
-    if name not in list_runs(folder):
-        raise HttpError(404, f"no saved run named {name[:80]!r} in {folder}")
+    """The run called `name` in `folder` (a name from `list_runs`, never a path; `.json` may
+    be left out, as `busca eval --run-out` was given it); a 404 names the runs there."""
+    runs = list_runs(folder)
+    if name not in runs and f"{name}.json" in runs:
+        name = f"{name}.json"
+    if name not in runs:
+        shown = ", ".join(runs[:5]) + (", …" if len(runs) > 5 else "") if runs else "none"
+        raise HttpError(404, f"no saved run named {name[:80]!r} in {folder} (its runs: {shown})")
     path = folder / name
     key = (str(path), path.stat().st_mtime_ns)
     with _lock:
