@@ -71,6 +71,7 @@ WHERE = {
     "MetricError": ".search.eval.metrics",
     "MissingServer": ".index.dense.encoders",
     "MissingStemmer": ".index.text.analyzers",
+    "ModelChanged": ".index.dense.openai_encoder",
     "ModelFileError": ".index.dense.e5_weights",
     "ModelNotFound": ".index.dense.encoders",
     "NoFloorToStore": ".search.eval.floors",

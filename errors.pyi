@@ -55,6 +55,7 @@ from .index.home.storage import IndexNotFound as IndexNotFound
 from .search.eval.metrics import MetricError as MetricError
 from .index.dense.encoders import MissingServer as MissingServer
 from .index.text.analyzers import MissingStemmer as MissingStemmer
+from .index.dense.openai_encoder import ModelChanged as ModelChanged
 from .index.dense.e5_weights import ModelFileError as ModelFileError
 from .index.dense.encoders import ModelNotFound as ModelNotFound
 from .search.eval.floors import NoFloorToStore as NoFloorToStore

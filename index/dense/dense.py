@@ -28,6 +28,7 @@ from .dense_models import (COORD, LIFT, DenseModel, array_key, default_name, den
                            method_names, model_entries, models_spec)
 from .embedding_api import EmbeddingServerError
 from .encoders import DEFAULT_ENCODER, THREADS, Encoder, get_encoder
+from .openai_encoder import probe
 from .vector_cache import VectorCache
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,8 @@ def build(texts: Sequence[str], out, *, options: dict, previous=None,
     entry.update(groups or {"groups": None})
     if hasattr(encoder, "describe"):
         entry["server"] = encoder.describe()
+    if hasattr(encoder, "expect"):  # a server's model: the first question checks it
+        entry["probe"] = probe(texts, vectors)
     return entry
 
 

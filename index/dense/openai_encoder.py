@@ -13,12 +13,19 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .embedding_api import EmbeddingClient, ServerSettings, BatchTooLarge, public_url
+from .embedding_api import (BatchTooLarge, EmbeddingClient, EmbeddingServerError,
+                            ServerSettings, public_url)
 from .vector_cache import DimensionChanged
 
 log = logging.getLogger(__name__)
 
 PREFIX = "openai:"
+PRINTS = 32  # numbers of a fingerprint (`fingerprint`)
+SAME = 0.95  # least cosine of two fingerprints of one model (two models: about 0 ± 0.2)
+
+
+class ModelChanged(EmbeddingServerError):
+    """The server answers under the index's model name with another model's vectors."""
 
 
 class OpenAIEncoder:
@@ -35,6 +42,7 @@ class OpenAIEncoder:
         self.dimension = dimension
         self.batch = settings.batch
         self.client = client or EmbeddingClient(model, settings)
+        self.expected: dict | None = None  # the index's probe (`expect`)
 
     @property
     def server(self) -> str:
@@ -59,10 +67,18 @@ class OpenAIEncoder:
         return {**self.settings.describe(), "batch": self.batch,
                 "served_model": self.client.served_model}
 
+    def expect(self, probe: dict | None) -> None:
+        """Questions are encoded for an index whose model gave `probe` (`probe`; None: a
+        build made before probes, not checked): the first question checks the server still
+        does."""
+        self.expected = probe
+
     def encode(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         """Unit rows, one request per `batch` texts; a batch the server refuses as too large
         (HTTP 413, as TEI beyond its --max-client-batch-size) is halved, for this and every
-        later request."""
+        later request. Questions first check the model (`expect`)."""
+        if query and self.expected is not None:
+            self._check_model()
         parts, lo = [], 0
         while lo < len(texts):
             part = texts[lo:lo + self.batch]
@@ -95,8 +111,46 @@ class OpenAIEncoder:
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.where(norms > 0, norms, 1).astype(np.float32)
 
+    def _check_model(self) -> None:
+        """ModelChanged unless the server gives the index's fingerprint (once a process):
+        a model replaced under the same name and dimension answered vectors of another
+        space, and every search ranked at random without a word."""
+        if same_print(fingerprint(self.encode([self.expected["text"]])[0]),
+                      self.expected["print"]):
+            self.expected = None
+            return
+        raise ModelChanged(f"the embedding server at {self.client.where} answers {self.model!r}"
+                           f" with another model than the one this index was built with —"
+                           f" rebuild with busca index --dense {self.name}, or point"
+                           f" --embed-url at the server of the index's model")
+
     def count_truncated(self, texts: Sequence[str]) -> int:
         return 0  # the server does not say
+
+
+def probe(texts: Sequence[str], vectors: np.ndarray) -> dict | None:
+    """What the manifest keeps to tell the index's model from another served under its name:
+    the shortest chunk's text and the fingerprint of its vector, taken from the build (no
+    request); None without chunks."""
+    if not len(texts):
+        return None
+    row = min(range(len(texts)), key=lambda i: (len(texts[i]), i))
+    return {"text": texts[row], "print": fingerprint(vectors[row])}
+
+
+def fingerprint(vector: np.ndarray) -> list[float]:
+    """PRINTS numbers that tell one model's vector of a text from another's: a fixed random
+    projection of it (cosines survive it), unit length, rounded."""
+    projection = np.random.default_rng(len(vector)).standard_normal((PRINTS, len(vector)))
+    printed = projection @ np.asarray(vector, np.float64)
+    return [round(float(x), 5) for x in printed / (np.linalg.norm(printed) or 1.0)]
+
+
+def same_print(a: Sequence[float], b: Sequence[float]) -> bool:
+    """Whether two fingerprints come from one model (cosine >= SAME)."""
+    x, y = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return x.shape == y.shape and float(x @ y) >= SAME * float(np.linalg.norm(x) *
+                                                                 np.linalg.norm(y))
 
 
 def server_of(url: str) -> str:

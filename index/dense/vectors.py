@@ -58,6 +58,8 @@ def check_encoder(entry: dict, encoder: Encoder) -> None:
         raise EncoderMismatch(
             f"the index's vectors have {entry['dimension']} dimensions but {encoder.name}"
             f" now gives {encoder.dimension} — rebuild: busca index --dense {encoder.name}")
+    if hasattr(encoder, "expect"):  # a server's model: checked at the first question
+        encoder.expect(entry.get("probe"))
     if encoder.version != entry.get("encoder_version"):
         log.warning("the index's vectors were made by %s, this machine has %s; rebuild with"
                     " busca index --dense %s if results look wrong",

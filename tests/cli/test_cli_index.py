@@ -113,6 +113,31 @@ def test_two_servers_of_one_model_name_keep_their_vectors_on_a_postgresql_home(
     assert "7 from the vector cache" in done[2].stdout and len(a.texts) == 7 + 1
 
 
+@pytest.mark.postgres
+def test_a_model_replaced_under_its_name_is_refused_at_search_on_a_postgresql_home(
+        pg_home, tmp_path, monkeypatch):
+    """pgvector ranked a question encoded by another model of the same name and dimension
+    without a word; the first question now checks the index's probe and names the rebuild
+    (exit 1, one line), as on a local home (tests/index/test_index_model_probe.py)."""
+    from click.testing import CliRunner
+
+    from busca.cli import cli
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    run = lambda *args: CliRunner().invoke(cli, ["--home", pg_home, *args], obj={})  # noqa: E731
+    assert run("add", str(write_jsonl(tmp_path / "docs.jsonl", DOCS))).exit_code == 0
+    with FaultyServer() as server:
+        built = run("index", "-q", "--dense", "openai:fake-model", "--embed-url", server.url)
+        assert built.exit_code == 0, built.output
+        search = ("search", "senha", "--method", "dense", "--embed-url", server.url)
+        assert run(*search).exit_code == 0
+        plain = server.vector
+        server.vector = lambda text, dimension=None: plain(text, dimension)[::-1]
+        refused = run(*search)
+    assert refused.exit_code == 1 and refused.output.count("\n") == 1, refused.output
+    assert "with another model than the one this index was built with" in refused.output
+
+
 def test_a_killed_encode_resumes_with_only_the_missing_chunks(added, home):
     with FaultyServer() as server:
         server.faults = [("ok",), ("ok",), ("hold",)]
@@ -279,7 +304,8 @@ def test_embed_timeout_bounds_each_request_at_index_and_at_search_time(added):
         assert len(server.requests) == 2  # the stalled one given up after 0.5 s, and again
         server.faults = [("stall", 3)]
         result = added("search", "senha", "--method", "dense", "--embed-timeout", "0.5")
-        assert result.exit_code == 0 and len(server.requests) == 4
+        # the model check (stalled, then again), then the question
+        assert result.exit_code == 0 and len(server.requests) == 5
     result = added("search", "senha", "--method", "dense", "--embed-timeout", "0")
     assert result.exit_code == 2 and "--embed-timeout" in result.output
 
