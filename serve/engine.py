@@ -140,6 +140,10 @@ class Engine:
         """The analyzer whose terms explain `method`'s hits (for highlighting)."""
         return searching.highlight.analyzer_for(self.live().manifest.methods, method)
 
+    def lang(self) -> str:
+        """The language of the indexed texts, as the context prompt speaks it (pt or en)."""
+        return searching.prompt_lang(self.live().manifest.methods)
+
     def describe_items(self, items: list[str], chunker: str) -> dict[str, tuple]:
         """Run-file items (`url#position` or a URL) -> (title, url, chunk text or None); the
         text only when the live build was cut by the same chunker as the run."""

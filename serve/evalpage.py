@@ -12,7 +12,8 @@ from starlette.responses import HTMLResponse
 from . import access, params
 from .engine import Engine
 from .errors import BadParameter, status_of
-from .html import esc, hit_title, href, notice, page, source_link, table
+from .html import (CURRENT, esc, hit_title, href, lang_of, notice, page, rank_score,
+                   source_link, table)
 from .runview import RunView, list_runs, load, system_tag
 
 SHOWN = 10  # ranks shown per method in a question's detail
@@ -81,9 +82,10 @@ def _pair(view: RunView, a: str | None, b: str | None) -> tuple[str, str]:
 
 def _picker(names: list[str], current: str) -> str:
     links = "".join(f'<li><a href="{href("/eval", run=n)}"'
-                    f'{" class=active" if n == current else ""}>{esc(n)}</a></li>'
+                    f'{CURRENT if n == current else ""}>{esc(n)}</a></li>'
                     for n in names)
-    return f'<h1>Evaluation</h1><nav class="runs"><ul>{links}</ul></nav>'
+    return (f'<h1>Evaluation</h1><nav class="runs" aria-label="saved runs"><ul>{links}</ul>'
+            '</nav>')
 
 
 def _info(view: RunView) -> str:
@@ -156,7 +158,7 @@ def _estimate(est) -> str:
 def _wins(view: RunView, a: str, b: str) -> str:
     ev = view.evaluation
     switch = " ".join(f'<a href="{href("/eval", run=view.name, a=x, b=y)}"'
-                      f'{" class=active" if (x, y) == (a, b) else ""}>{esc(x)} → {esc(y)}</a>'
+                      f'{CURRENT if (x, y) == (a, b) else ""}>{esc(x)} → {esc(y)}</a>'
                       for x in view.systems for y in view.systems if x != y)
     first_a = {o.question_id: o.first_rank for o in ev.outcomes[a]}
     first_b = {o.question_id: o.first_rank for o in ev.outcomes[b]}
@@ -198,23 +200,34 @@ def _detail(engine: Engine, view: RunView, a: str, b: str, qid: str) -> str:
     lists = {s: view.rankings.get(system_tag(s), {}).get(qid, [])[:SHOWN] for s in (a, b)}
     items = list(dict.fromkeys(i for ranked in lists.values() for i, _ in ranked))
     described = engine.describe_items(items, view.chunker)
-    columns = "".join(_ranking(s, lists[s], relevant, described) for s in (a, b))
+    lang = _lang(engine)
+    columns = "".join(_ranking(s, lists[s], relevant, described, lang) for s in (a, b))
     answer = (f'<p class="meta">answer (trecho): {esc(question.trecho)}</p>'
               if question.trecho else "")
     return (f'<section id="detail" class="detail"><h2>{esc(question.text)}</h2>{answer}'
             f'<div class="compare cols-2">{columns}</div></section>')
 
 
-def _ranking(system: str, ranked, relevant: dict, described: dict) -> str:
+def _lang(engine: Engine) -> str:
+    """The live index's language for the passages' texts ("" without a live index)."""
+    try:
+        return engine.lang()
+    except Exception as e:  # noqa: BLE001 - no index: the run's items are shown all the same
+        if status_of(e) is None:
+            raise
+        return ""
+
+
+def _ranking(system: str, ranked, relevant: dict, described: dict, lang: str) -> str:
     cards = []
     for rank, (item, score) in enumerate(ranked, start=1):
         title, url, text = described.get(item, (item, item, None))
         mark = relevant.get(item, 0) > 0
-        body = f'<p class="snippet">{esc(text[:400])}{"…" if len(text) > 400 else ""}</p>' \
-            if text else ""
+        body = (f'<p class="snippet"{lang_of(lang)}>{esc(text[:400])}'
+                f'{"…" if len(text) > 400 else ""}</p>') if text else ""
         cards.append(f'<article class="card{" relevant" if mark else ""}"'
-                     f' data-item="{esc(item)}"><div class="head"><span class="rank">{rank}'
-                     f'</span><span class="score">{score:.4f}</span>{hit_title(title)}'
+                     f' data-item="{esc(item)}"><div class="head">{rank_score(rank, score)}'
+                     f'{hit_title(title, lang if title != item else "")}'
                      f'{"<span class=badge>relevant</span>" if mark else ""}'
                      f'</div><div class="src">{source_link(url, item)}</div>{body}</article>')
     if not cards:

@@ -49,7 +49,8 @@ def _value(key: str, value: str, n: int, q: str, method: str, k: int,
     if text in active:
         rest = [t for t in active if t != text]
         return (f'<li class="active"><a href="{_url(q, method, k, rest)}"'
-                f' data-filter="{esc(text)}">{esc(value)} ×</a> {count}</li>')
+                f' data-filter="{esc(text)}" aria-label="remove the filter {esc(text)}">'
+                f'{esc(value)} ×</a> {count}</li>')
     return (f'<li><a href="{_url(q, method, k, [*active, text])}" data-filter="{esc(text)}">'
             f'{esc(value)}</a> {count}</li>')
 

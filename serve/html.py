@@ -12,6 +12,9 @@ from starlette.responses import HTMLResponse
 from ..search.facets import SKIPPED  # a document's structure, not labels
 from ..search.highlight import strip_controls
 
+CURRENT = ' class=active aria-current="true"'  # the link to what is shown: seen and read
+CURRENT_PAGE = ' class=active aria-current="page"'  # the navigation's link to this page
+
 
 def esc(value: object) -> str:
     """Text made safe for element content and quoted attribute values, shown as it reads:
@@ -44,9 +47,22 @@ def source_link(url: str, label: str | None = None) -> str:
             f' nofollow" target="_blank">{label}</a>')
 
 
-def hit_title(text: str) -> str:
-    """A hit's title: cut to a few lines by the stylesheet, whole in its tooltip."""
-    return f'<span class="title" title="{esc(text)}">{esc(text)}</span>'
+def hit_title(text: str, lang: str = "") -> str:
+    """A hit's title: cut to a few lines by the stylesheet, whole in its tooltip; `lang`, the
+    site's language (the page's own words are English)."""
+    return f'<span class="title"{lang_of(lang)} title="{esc(text)}">{esc(text)}</span>'
+
+
+def lang_of(lang: str) -> str:
+    """The `lang` attribute of a text from the site, so a screen reader reads it in its own
+    language (empty when unknown)."""
+    return f' lang="{esc(lang)}"' if lang else ""
+
+
+def rank_score(rank: int, score: float) -> str:
+    """A hit's rank and score, each read with its name (the names are unseen on screen)."""
+    return (f'<span class="rank"><span class="sr-only">rank </span>{rank}</span>'
+            f'<span class="score"><span class="sr-only">score </span>{score:.4f}</span>')
 
 
 def meta_line(meta: dict | None) -> str:
@@ -74,7 +90,7 @@ def href(path: str, **query) -> str:
 
 def page(title: str, body: str, *, active: str, status: int = 200) -> HTMLResponse:
     """A whole page: header with navigation, then `body` (already escaped)."""
-    nav = "".join(f'<a href="{href(p)}"{" class=active" if name == active else ""}>{label}</a>'
+    nav = "".join(f'<a href="{href(p)}"{CURRENT_PAGE if name == active else ""}>{label}</a>'
                   for name, p, label in (("search", "/", "Search"), ("eval", "/eval", "Eval")))
     doc = f"""<!doctype html>
 <html lang="en">
@@ -101,11 +117,14 @@ def table(headers: list[str], rows: list[list[str]], *, cls: str = "") -> str:
     """A table; headers are escaped here, cells must already be HTML."""
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f'<table class="{esc(cls)}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    return (f'<div class="table-scroll"><table class="{esc(cls)}"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{body}</tbody></table></div>')
 
 
-def notice(message: str, kind: str = "error") -> str:
-    return f'<p class="notice {esc(kind)}">{esc(message)}</p>'
+def notice(message: str, kind: str = "error", *, ident: str = "") -> str:
+    """A message in a box; `ident`, its id (the search box is described by the outcome's)."""
+    ident = f' id="{esc(ident)}"' if ident else ""
+    return f'<p class="notice {esc(kind)}"{ident}>{esc(message)}</p>'
 
 
 def error_page(status: int, message: str, **headers: str) -> HTMLResponse:

@@ -11,11 +11,13 @@ from ..search import highlight
 from . import access, facetview, params
 from .engine import Engine
 from .errors import status_of
-from .html import esc, hit_title, href, marked, meta_line, notice, page, source_link
+from .html import (esc, hit_title, href, lang_of, marked, meta_line, notice, page, rank_score,
+                   source_link)
 
 COMPARE = "compare"
 PALETTE = 8  # colours that tie one passage's cards together across columns
 MORE = 10  # passages a "more passages" link adds to k
+OUTCOME = "outcome"  # the id of the line saying what a search found, which describes the box
 
 
 def home(request: Request) -> HTMLResponse:
@@ -28,8 +30,8 @@ def home(request: Request) -> HTMLResponse:
         status = status_of(e)
         if status is None:
             raise
-        return page("busca", _form("", "", [], params.K) + notice(str(e)), active="search",
-                    status=status)
+        return page("busca", _form("", "", [], params.K, outcome=True)
+                    + notice(str(e), ident=OUTCOME), active="search", status=status)
     raw_q = args.get("q", "")
     method = args.get("method") or ("hybrid" if "hybrid" in methods else params.METHOD)
     filters: tuple = ()
@@ -41,15 +43,15 @@ def home(request: Request) -> HTMLResponse:
         filters = params.filters(args.getlist("filter"))
         q = params.question(raw_q) if raw_q.strip() else ""
         results = _faceted(engine, q, method, k, filters) if q else ""
-        status = 200
+        status, outcome = 200, bool(q) and method != COMPARE
     except Exception as e:
         status = status_of(e)
         if status is None:
             raise
-        k, results = params.K, notice(str(e))
+        k, results, outcome = params.K, notice(str(e), ident=OUTCOME), True
     title = f"{raw_q} — busca" if raw_q.strip() else "busca"
-    return page(title, _form(raw_q, method, methods, k, filters) + _sign_in(request) + results,
-                active="search", status=status)
+    return page(title, _form(raw_q, method, methods, k, filters, outcome=outcome)
+                + _sign_in(request) + results, active="search", status=status)
 
 
 def _sign_in(request: Request) -> str:
@@ -63,18 +65,23 @@ def _faceted(engine: Engine, q: str, method: str, k: int, filters: tuple) -> str
     """The results with the active filters as chips above and the facets beside them."""
     results = _results(engine, q, method, k, filters)
     side = facetview.panel(engine.facets(filters), q, method, k, filters)
-    return (f'<div class="faceted"><div class="results">'
+    return (f'<div class="faceted"><div class="results"><h2 class="sr-only">Results</h2>'
             f'{facetview.chips(q, method, k, filters)}{results}</div>{side}</div>')
 
 
-def _form(q: str, method: str, methods: list[str], k: int, filters: tuple = ()) -> str:
+def _form(q: str, method: str, methods: list[str], k: int, filters: tuple = (), *,
+          outcome: bool = False) -> str:
+    """The search form, under the page's heading (unseen); with `outcome`, the box is
+    described by the line saying what the search found (a screen reader reads it there)."""
+    described = f' aria-describedby="{OUTCOME}"' if outcome else ""
     options = [*methods, COMPARE] if len(methods) > 1 else methods
     switch = "".join(
         f'<label class="switch"><input type="radio" name="method" value="{esc(m)}"'
         f'{" checked" if m == method else ""}><span>{esc(m)}</span></label>' for m in options)
-    return f"""<form id="search" method="get" action="{href("/")}" role="search">
+    return f"""<h1 class="sr-only">Search</h1>
+<form id="search" method="get" action="{href("/")}" role="search">
 <input id="q" name="q" type="search" value="{esc(q)}" maxlength="{params.MAX_QUERY}"
- placeholder="Ask a question…" autofocus aria-label="question">
+ placeholder="Ask a question…" autofocus aria-label="question"{described}>
 <input type="hidden" name="k" value="{k}">{facetview.hidden(filters)}
 <button type="submit">Search</button>
 <div class="methods" role="radiogroup" aria-label="method">{switch}</div>
@@ -86,16 +93,16 @@ def _results(engine: Engine, q: str, method: str, k: int, filters: tuple = ()) -
     if method == COMPARE:
         return _compare(engine, q, k, filters)
     found = engine.search(q, method=method, k=k, filters=filters)
-    analyzer = engine.analyzer(method)
+    analyzer, lang = engine.analyzer(method), engine.lang()
     if not found.hits:
         why = found.note or ("no passage passes the floor" if found.floor is not None
                              else "nothing found")
-        return notice(f"nothing found: {why}", "empty")
+        return notice(f"nothing found: {why}", "empty", ident=OUTCOME)
     floor = f" · floor {found.floor:.4f}" if found.floor is not None else ""
-    items = "".join(_hit(h, q, analyzer) for h in found.hits)
+    items = "".join(_hit(h, q, analyzer, lang) for h in found.hits)
     more = _more(q, method, k, filters, len(found.hits))
-    return (f'<p class="meta">{len(found.hits)} passages · {esc(method)} ({esc(analyzer)}'
-            f' analyzer){esc(floor)} · <a href="{_compare_url(q, k, filters)}">compare'
+    return (f'<p class="meta" id="{OUTCOME}">{len(found.hits)} passages · {esc(method)}'
+            f' ({esc(analyzer)} analyzer){esc(floor)} · <a href="{_compare_url(q, k, filters)}">compare'
             f' the methods</a>{more}</p><ol class="hits" id="hits">{items}</ol>')
 
 
@@ -113,16 +120,16 @@ def _compare_url(q: str, k: int, filters: tuple) -> str:
     return href("/", q=q, method=COMPARE, k=k, filter=[str(f) for f in filters])
 
 
-def _hit(hit, q: str, analyzer: str) -> str:
+def _hit(hit, q: str, analyzer: str, lang: str) -> str:
     text, spans = highlight.snippet(hit.text, q, analyzer)
     full = marked(hit.text, highlight.spans(hit.text, q, analyzer))
     return (f'<li class="hit" data-chunk="{hit.chunk_id}"><div class="head">'
-            f'<span class="rank">{hit.rank}</span><span class="score">{hit.score:.4f}</span>'
-            f'{hit_title(hit.title)}</div>'
+            f'{rank_score(hit.rank, hit.score)}{hit_title(hit.title, lang)}</div>'
             f'<div class="src">{source_link(hit.url)}</div>{meta_line(hit.meta)}'
-            f'<p class="snippet">{marked(text, spans)}</p>'
+            f'<p class="snippet"{lang_of(lang)}>{marked(text, spans)}</p>'
             f'<details><summary>whole passage (chunk {hit.chunk_id},'
-            f' characters {hit.start}–{hit.end})</summary><p class="full">{full}</p>'
+            f' characters {hit.start}–{hit.end})</summary>'
+            f'<p class="full"{lang_of(lang)}>{full}</p>'
             f'</details></li>')
 
 
@@ -131,11 +138,11 @@ def _compare(engine: Engine, q: str, k: int, filters: tuple = ()) -> str:
     colour = {row.chunk_id: n % PALETTE for n, row in enumerate(comparison.rows)}
     ranks = {row.chunk_id: row.ranks for row in comparison.rows}
     shown = {m: {h.chunk_id for h in hits} for m, hits in comparison.columns.items()}
-    columns = []
+    columns, lang = [], engine.lang()
     for method, hits in comparison.columns.items():
         analyzer = engine.analyzer(method)
-        cards = "".join(_card(method, h, q, analyzer, colour[h.chunk_id], ranks[h.chunk_id],
-                              shown) for h in hits)
+        cards = "".join(_card(method, h, q, analyzer, lang, colour[h.chunk_id],
+                              ranks[h.chunk_id], shown) for h in hits)
         if not hits:
             cards = notice(comparison.notes.get(method) or "nothing found", "empty")
         columns.append(f'<section class="column" data-method="{esc(method)}"><h2>{esc(method)}'
@@ -148,16 +155,16 @@ def _compare(engine: Engine, q: str, k: int, filters: tuple = ()) -> str:
             f'<div class="compare cols-{len(columns)}" id="compare">{"".join(columns)}</div>')
 
 
-def _card(method: str, hit, q: str, analyzer: str, colour: int, ranks: dict,
+def _card(method: str, hit, q: str, analyzer: str, lang: str, colour: int, ranks: dict,
           shown: dict) -> str:
     text, spans = highlight.snippet(hit.text, q, analyzer)
     links = " ".join(_rank_link(m, r, hit.chunk_id, hit.chunk_id in shown.get(m, ()))
                      for m, r in ranks.items() if m != method)
     return (f'<article class="card p{colour}" id="{esc(_anchor(method, hit.chunk_id))}"'
-            f' data-chunk="{hit.chunk_id}"><div class="head"><span class="rank">{hit.rank}</span>'
-            f'<span class="score">{hit.score:.4f}</span>{hit_title(hit.title)}</div>'
-            f'<div class="src">{source_link(hit.url)}</div>'
-            f'<p class="snippet">{marked(text, spans)}</p><div class="ranks">{links}</div>'
+            f' data-chunk="{hit.chunk_id}"><div class="head">{rank_score(hit.rank, hit.score)}'
+            f'{hit_title(hit.title, lang)}</div><div class="src">{source_link(hit.url)}</div>'
+            f'<p class="snippet"{lang_of(lang)}>{marked(text, spans)}</p>'
+            f'<div class="ranks">{links}</div>'
             f'</article>')
 
 
