@@ -127,8 +127,18 @@ def _chart(view: RunView) -> str:
     legend = "".join(f'<span class="key m{s % 8}">{esc(system)}</span>'
                      for s, system in enumerate(systems))
     return (f'<h2>recall@k per method</h2><figure class="chart"><svg id="chart" viewBox="0 0'
-            f' {width} {height}" role="img" aria-label="recall at k per method">'
-            f'{"".join(shapes)}</svg><figcaption>{legend}</figcaption></figure>')
+            f' {width} {height}" role="img" aria-label="recall at k per method: the figures'
+            f' are in the table below">{"".join(shapes)}</svg><figcaption>{legend}</figcaption>'
+            f'</figure>{_figures(ev, metrics, systems)}')
+
+
+def _figures(ev, metrics: list[str], systems: list[str]) -> str:
+    """The chart's figures as a table (what a screen reader reads, and the exact values):
+    each method's recall@k with its interval, as the slices' table shows them."""
+    rows = [[esc(system)] + [_estimate(ev.summary[system][metric]) for metric in metrics]
+            for system in systems]
+    return ('<details class="figures"><summary>the figures</summary>'
+            + table(["method", *metrics], rows) + '</details>')
 
 
 def _slices(view: RunView) -> str:

@@ -1,4 +1,4 @@
-"""/eval?run=NAME: a saved run asked by the name `busca eval --run-out` was given without
+"""/eval: a saved run asked by the name `busca eval --run-out` was given without
 `.json`, and a name that is no run answered with the runs there (serve/runview.py)."""
 
 from __future__ import annotations
@@ -39,3 +39,23 @@ def test_a_name_that_is_no_run_lists_the_runs(runs):
     assert str(refused.value).endswith("(its runs: semana-1.json)"), str(refused.value)
     with pytest.raises(HttpError, match=r"\(its runs: none\)$"):
         runview.load(runs / "..", "x")
+
+
+def test_the_chart_has_its_figures_as_a_table(runs):
+    """The recall@k chart was an SVG whose figures a screen reader could not read (its bars'
+    tooltips are no text alternative): a table after it carries each method's values."""
+    import re
+
+    from busca.serve import evalpage
+
+    view = runview.load(runs, "semana-1.json")
+    html = evalpage._chart(view)
+    table = html.split('<details class="figures">', 1)[1]
+    rows = re.findall(r"<tr><td>(.*?)</td>(.*?)</tr>", table)
+    assert [system for system, _ in rows] == list(view.systems)
+    for system, cells in rows:
+        shown = re.findall(r"<td>([0-9.]+) <small>\(", cells)
+        summary = view.evaluation.summary[system]
+        wanted = [f"{summary[m.name].mean:.3f}" for m in view.evaluation.metrics
+                  if m.kind == "recall"]
+        assert shown == wanted and len(wanted) >= 3, (system, cells)
