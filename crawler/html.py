@@ -91,9 +91,9 @@ def extract_page(html: str, url: str = "", *, take_title: bool = True) -> HtmlPa
         tag.decompose()
     for tag in container.find_all(attrs={"role": list(CHROME_ROLES)}):
         tag.decompose()
-    lines = _lines(container)
+    lines, spans = _lines(container)
     return HtmlPage(title=title, text="\n".join(lines), links=links, is_listing=listing,
-                    headings=_headings(container, lines),
+                    headings=_headings(spans, lines),
                     landmark=container is not soup.body and container is not soup, meta=info,
                     **heads)
 
@@ -247,16 +247,21 @@ def _is_excerpt(article: Tag, url: str, base: str) -> bool:
     return target is not None and urldefrag(target).url.rstrip("/") != url.rstrip("/")
 
 
-def _lines(container: Tag) -> list[str]:
-    """Text lines in document order: block elements and <br> end lines."""
+def _lines(container: Tag) -> tuple[list[str], list[tuple[Tag, int, int]]]:
+    """Text lines in document order (block elements and <br> end lines), and the lines each
+    h1–h4 gave: (tag, its first line, the line after its last), noted as they are read."""
     lines: list[str] = []
     buffer: list[str] = []
-    stack: list = [(iter(container.children), True)]
+    spans: list[tuple[Tag, int, int]] = []
+    stack: list = [(iter(container.children), True, None)]
     while stack:
         node = next(stack[-1][0], None)
         if node is None:
-            if stack.pop()[1]:
+            _, block, heading = stack.pop()
+            if block:
                 _flush(buffer, lines)
+            if heading is not None and len(lines) > heading[1]:
+                spans.append((*heading, len(lines)))
             continue
         if type(node) is NavigableString:
             buffer.append(str(node))
@@ -268,29 +273,30 @@ def _lines(container: Tag) -> list[str]:
                 lines.extend(filter(None, map(_clean, node.get_text().splitlines())))
             elif node.name in BLOCK_TAGS:
                 _flush(buffer, lines)
-                stack.append((iter(node.children), True))
+                heading = (node, len(lines)) if node.name in HEADING_TAGS else None
+                stack.append((iter(node.children), True, heading))
             else:
-                stack.append((iter(node.children), False))
+                stack.append((iter(node.children), False, None))
     _flush(buffer, lines)
-    return [unicodedata.normalize("NFC", line) for line in lines]
+    return [unicodedata.normalize("NFC", line) for line in lines], spans
 
 
-def _headings(container: Tag, lines: list[str]) -> tuple[tuple[int, int, str, str], ...]:
-    """Where each h1–h4 left in the text starts, in order, with its level and anchor id."""
+def _headings(spans: list[tuple[Tag, int, int]],
+              lines: list[str]) -> tuple[tuple[int, int, str, str], ...]:
+    """Where each h1–h4 left in the text starts, in order, with its level, its text (its
+    lines as the text has them: a permalink "¶" or an <em> inside a word reads as there)
+    and anchor id; taken where `_lines` read it, not searched for (a page of thousands of
+    headings is read once)."""
     offsets, total = [], 0
     for line in lines:
         offsets.append(total)
         total += len(line) + 1
-    found, at = [], 0
-    for tag in container.find_all(HEADING_TAGS):
-        text = unicodedata.normalize("NFC", _clean(tag.get_text(" ")))
-        index = next((i for i in range(at, len(lines)) if lines[i] == text), None) if text else None
-        if index is None:
-            continue
+    found = []
+    for tag, first, end in sorted(spans, key=lambda span: span[1]):
         anchor = tag.get("id") or next((a.get("id") or a.get("name") for a in
                                         tag.find_all("a") if a.get("id") or a.get("name")), "")
-        found.append((offsets[index], int(tag.name[1]), text, anchor or ""))
-        at = index + 1
+        found.append((offsets[first], int(tag.name[1]), " ".join(lines[first:end]),
+                      anchor or ""))
     return tuple(found)
 
 

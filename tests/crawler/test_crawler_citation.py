@@ -81,3 +81,56 @@ def test_added_markdown_is_cited_by_its_heading(run, home, tmp_path):
     passage = json.loads(result.stdout)["passages"][0]
     assert passage["cite"] == path.resolve().as_uri() + "#prazos"
     assert passage["section"] == "Manual da loja › Reembolso › Prazos"
+
+
+# a Sphinx or MkDocs heading: a number in a span, a permalink right after the words, an
+# inline tag inside a word, a <br> — a reader sees one heading, not "Instalação ¶"
+SPHINX = ('<h2 id="instalacao"><span class="section-number">3.1. </span>Instalação'
+          '<a class="headerlink" href="#instalacao">¶</a></h2><p>Texto um.</p>'
+          '<h3 id="intro">Intro<em>dução</em> rápida</h3><p>Texto dois.</p>'
+          '<h3>Passo<br>final</h3><p>Texto três.</p>')
+
+
+def test_a_heading_with_inline_markup_is_a_section_where_its_line_starts():
+    text, headings = body(SPHINX)
+    assert [(level, anchor) for _, level, _, anchor in headings] == [
+        (2, "instalacao"), (3, "intro"), (3, "")]
+    assert headings[0][2].startswith("3.1. Instalação")  # its lines as the text has them
+    assert [h[2] for h in headings[1:]] == ["Introdução rápida", "Passo final"]
+    for offset, _, heading, _ in headings:
+        assert text[offset:].startswith(heading.split()[0])
+    meta = {"headings": [list(h) for h in headings]}
+    assert section(meta, text.index("Texto três")) == f"{headings[0][2]} › Passo final"
+
+
+def _html_lines_run(html: str) -> int:
+    """How many lines of crawler/html.py extracting `html` runs: its work, on any machine."""
+    import sys
+
+    from busca.crawler import html as module
+
+    count = 0
+
+    def trace(frame, event, arg):
+        nonlocal count
+        if frame.f_code.co_filename != module.__file__:
+            return None
+        count += event == "line"
+        return trace
+
+    previous = sys.gettrace()  # a coverage tool's, if any
+    sys.settrace(trace)
+    try:
+        body(html)
+    finally:
+        sys.settrace(previous)
+    return count
+
+
+def test_a_long_page_of_headings_is_read_in_time_proportional_to_it():
+    def page(n: int) -> str:  # Sphinx's single-page manual: headings with a permalink
+        return "".join(f'<h2>Parte {i}<a class="headerlink" href="#p{i}">¶</a></h2>'
+                       f"<p>Texto da parte {i}.</p><p>Mais texto.</p>" for i in range(n))
+
+    small, large = _html_lines_run(page(150)), _html_lines_run(page(600))
+    assert large < 5 * small  # 4× the page: about 4× the work, not 16×
