@@ -59,3 +59,21 @@ class Server:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def faceted_home(tmp_path: Path) -> Path:
+    """A bm25 home of three articles with a `category` (Frete twice, Pagamento), for the
+    facets of the page."""
+    from click.testing import CliRunner
+    from conftest import write_jsonl
+
+    from busca.cli import cli
+
+    docs = [{"url": f"https://a.example/{n}", "title": f"Artigo {n}", "category": category,
+             "text": f"O prazo de entrega do artigo {n} é curto."}
+            for n, category in enumerate(["Frete", "Frete", "Pagamento"])]
+    home = tmp_path / "home"
+    for args in (["add", str(write_jsonl(tmp_path / "d.jsonl", docs))],
+                 ["index", "-q", "--methods", "bm25"]):
+        assert CliRunner().invoke(cli, ["--home", str(home), *args], obj={}).exit_code == 0
+    return home

@@ -9,7 +9,7 @@ import test_serve_pages  # skips this module too without chromium and chromedriv
 from test_serve_pages import wait_for
 
 from selenium.webdriver.common.by import By
-from serving import Server
+from serving import Server, faceted_home
 
 browser = test_serve_pages.browser  # the same headless Chromium fixture
 
@@ -153,19 +153,7 @@ def test_hits_rank_and_score_are_named(browser, server):
 def test_an_active_facet_value_says_it_removes_the_filter(browser, tmp_path):
     """An active facet value was a link named "Frete ×" (read "Frete times"): it now says,
     as the chip's × does, that it removes the filter."""
-    from click.testing import CliRunner
-    from conftest import write_jsonl
-
-    from busca.cli import cli
-
-    docs = [{"url": f"https://a.example/{n}", "title": f"Artigo {n}", "category": category,
-             "text": f"O prazo de entrega do artigo {n} é curto."}
-            for n, category in enumerate(["Frete", "Frete", "Pagamento"])]
-    home = tmp_path / "home"
-    for args in (["add", str(write_jsonl(tmp_path / "d.jsonl", docs))],
-                 ["index", "-q", "--methods", "bm25"]):
-        assert CliRunner().invoke(cli, ["--home", str(home), *args], obj={}).exit_code == 0
-    with Server(home, "--no-log", "--quiet") as s:
+    with Server(faceted_home(tmp_path), "--no-log", "--quiet") as s:
         browser.get(f"{s.url}?q=prazo&method=bm25&filter=category%3DFrete")
         wait_for(browser, "#facets li.active a")
         links = [name(n) for n in ax_nodes(browser) if role(n) == "link"]

@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from serving import Server
+from serving import Server, faceted_home
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -129,19 +129,7 @@ def test_a_hostile_article_shows_as_text(browser, xss_home):
 def test_a_facet_click_filters_and_its_chip_removes_the_filter(browser, tmp_path):
     """The facets beside the hits (issue #26): a click adds the filter to the URL, the hits
     and counts follow it, and the chip's × takes it away."""
-    from click.testing import CliRunner
-    from conftest import write_jsonl
-
-    from busca.cli import cli
-
-    docs = [{"url": f"https://a.example/{n}", "title": f"Artigo {n}", "category": category,
-             "text": f"O prazo de entrega do artigo {n} é curto."}
-            for n, category in enumerate(["Frete", "Frete", "Pagamento"])]
-    home = tmp_path / "home"
-    for args in (["add", str(write_jsonl(tmp_path / "d.jsonl", docs))],
-                 ["index", "-q", "--methods", "bm25"]):
-        assert CliRunner().invoke(cli, ["--home", str(home), *args], obj={}).exit_code == 0
-    with Server(home, "--no-log", "--quiet") as s:
+    with Server(faceted_home(tmp_path), "--no-log", "--quiet") as s:
         browser.get(f"{s.url}?q=prazo&method=bm25")
         assert len(wait_for(browser, "#hits .hit", 3)) == 3
         facet = browser.find_element(By.CSS_SELECTOR, '#facets a[data-filter="category=Frete"]')
