@@ -11,7 +11,7 @@ import re
 import unicodedata
 import warnings
 from dataclasses import dataclass
-from urllib.parse import urldefrag, urljoin, urlsplit
+from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 from bs4 import BeautifulSoup, NavigableString, Tag, XMLParsedAsHTMLWarning
 
@@ -30,6 +30,9 @@ DROP_TAGS = ("script", "style", "noscript", "template", "svg", "canvas", "iframe
 CHROME_TAGS = ("header", "footer")
 CHROME_ROLES = ("navigation", "banner", "contentinfo", "complementary", "search")
 HEADING_TAGS = ("h1", "h2", "h3", "h4")
+# what a heading's permalink shows (Sphinx and MkDocs "¶", Docusaurus' zero-width "#", "§",
+# an icon): a link of these to "#id" inside a heading is its anchor, not its text
+PERMALINK_MARKS = ("", "¶", "#", "§", "🔗", "⚓", "link", "permalink")
 # Elements that start and end a line.
 BLOCK_TAGS = frozenset(
     "address article blockquote caption dd details div dl dt fieldset figcaption h1 h2 h3 h4"
@@ -81,6 +84,7 @@ def extract_page(html: str, url: str = "", *, take_title: bool = True) -> HtmlPa
     info = page_meta(soup) or None
     for tag in soup.find_all(DROP_TAGS):
         tag.decompose()
+    _permalinks_to_anchors(soup)
     articles = _main_articles(soup.find_all("article"))
     container = _container(soup, articles)
     listing = len(articles) > 1 or (len(articles) == 1 and _is_excerpt(articles[0], url, base))
@@ -298,6 +302,22 @@ def _headings(spans: list[tuple[Tag, int, int]],
         found.append((offsets[first], int(tag.name[1]), " ".join(lines[first:end]),
                       anchor or ""))
     return tuple(found)
+
+
+def _permalinks_to_anchors(soup: BeautifulSoup) -> None:
+    """A heading's permalink (`<a class="headerlink" href="#id">¶</a>`: Sphinx, MkDocs,
+    Docusaurus) left out of its text, its `#id` the heading's anchor when the heading has
+    none of its own (Sphinx puts the id on the enclosing <section>): "Instalação¶" was the
+    heading and the title, and its citation had no anchor."""
+    for heading in soup.find_all(HEADING_TAGS):
+        for link in heading.find_all("a", href=True):
+            target = link["href"]
+            shown = _clean(link.get_text()).lower()
+            if not target.startswith("#") or len(target) < 2 or shown not in PERMALINK_MARKS:
+                continue
+            if not heading.get("id"):
+                heading["id"] = unquote(target[1:])
+            link.decompose()
 
 
 def _flush(buffer: list[str], lines: list[str]) -> None:

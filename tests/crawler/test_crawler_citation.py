@@ -127,6 +127,26 @@ def _html_lines_run(html: str) -> int:
     return count
 
 
+PERMALINKS = """<html><body><div role="main"><section id="instalacao">
+<h1>Instalação<a class="headerlink" href="#instalacao" title="Link to this heading">¶</a></h1>
+<p>Como instalar.</p><section id="requisitos">
+<h2><span class="section-number">1.1. </span>Requisitos<a class="headerlink" href="#requisitos">¶</a></h2>
+<p>Python 3.11.</p></section>
+<h2 id="proprio">Próprio<a class="hash-link" href="#proprio">​</a></h2><p>Texto.</p>
+<h2>Veja <a href="#outro">outro capítulo</a></h2><p>Mais.</p></section></div></body></html>"""
+
+
+def test_a_headings_permalink_is_its_anchor_not_its_text():
+    """Sphinx and MkDocs end each heading with `<a class="headerlink" href="#id">¶</a>` and
+    put the id on the enclosing <section>: the title was "Instalação¶", every heading path
+    carried "¶", and a citation had no #anchor. A link with words in a heading stays text."""
+    page = extract_page(PERMALINKS, "https://docs.example/instalacao.html")
+    assert page.title == "Instalação" and "¶" not in page.text
+    assert [(level, text, anchor) for _, level, text, anchor in page.headings] == [
+        (2, "1.1. Requisitos", "requisitos"), (2, "Próprio", "proprio"),
+        (2, "Veja outro capítulo", "")]
+
+
 def test_a_long_page_of_headings_is_read_in_time_proportional_to_it():
     def page(n: int) -> str:  # Sphinx's single-page manual: headings with a permalink
         return "".join(f'<h2>Parte {i}<a class="headerlink" href="#p{i}">¶</a></h2>'
