@@ -24,7 +24,7 @@ from .groups import GROUPS, BadGroup, check_names
 from .html import decode_html, extract_page, headings_meta
 from .markdown import front_matter, markdown_text
 from .pdf import PdfError, read_pdf
-from .store import INVISIBLE, BadDocument, Document, iso_date
+from .store import BadDocument, Document, drop_invisible, iso_date
 
 logger = logging.getLogger(__name__)
 SUFFIXES = (".jsonl", ".txt", ".md", ".mdx", ".html", ".htm", ".pdf")
@@ -352,7 +352,7 @@ def _plain_or_markdown(text: str, suffix: str) -> tuple[dict, str, tuple, str]:
     its first level-1 heading, as MkDocs takes: an Obsidian note without one is titled by
     its file's name, not by a `###` further down)."""
     if suffix not in MARKDOWN:
-        text = text.translate(INVISIBLE)
+        text = drop_invisible(text)
         return {}, text, (), _first_heading(text)
     fields, source = front_matter(text)
     text, headings = markdown_text(source)

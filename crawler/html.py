@@ -16,7 +16,7 @@ from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 from bs4 import BeautifulSoup, NavigableString, Tag, XMLParsedAsHTMLWarning
 
 from .pagemeta import page_meta
-from .store import INVISIBLE
+from .store import drop_invisible
 
 # A start URL that is a sitemap or a feed served without an XML type is read as HTML first
 # (to find its links and kind); bs4's multi-line warning about that reached busca's stderr.
@@ -212,7 +212,7 @@ def _codec(charset: str) -> str:
 
 
 def _clean(line: str) -> str:
-    return _SPACE.sub(" ", line.translate(INVISIBLE)).strip()
+    return _SPACE.sub(" ", drop_invisible(line)).strip()
 
 
 def _main_articles(articles: list[Tag]) -> list[Tag]:

@@ -25,7 +25,14 @@ DOC_STATE = "crawl:doc:"  # the meta key prefix of a document's crawl state (opt
 # soft hyphen, zero-width space/non-joiner/joiner, word joiner, BOM: what no stored document
 # holds (`Document.normalized`, whichever way it came in) and a question drops too
 # (index/text/analyzers.py)
-INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))
+INVISIBLE = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
+_INVISIBLE = re.compile(f"[{INVISIBLE}]")
+
+
+def drop_invisible(text: str) -> str:
+    """`text` without the INVISIBLE characters (a regular expression: str.translate with a
+    table was 15 times slower, half of re-adding an unchanged 20,000-post export)."""
+    return _INVISIBLE.sub("", text)
 
 
 class StoreError(BuscaError):
@@ -62,7 +69,7 @@ class Document:
 
 def plain(text: str) -> str:
     """`text` as a document stores it: without the INVISIBLE characters, in NFC."""
-    return unicodedata.normalize("NFC", text.translate(INVISIBLE))
+    return unicodedata.normalize("NFC", drop_invisible(text))
 
 
 def _moved(meta: dict | None, text: str) -> dict | None:

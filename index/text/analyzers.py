@@ -53,9 +53,9 @@ def visible(question: str, analyzer: str) -> str:
     words on them as the published Java experiment does (docs/parity.md)."""
     if analyzer == "java":
         return question
-    from ...crawler.store import INVISIBLE  # (what a search loads anyway; not busca's import)
+    from ...crawler.store import drop_invisible  # (what a search loads anyway)
 
-    return question.translate(INVISIBLE)
+    return drop_invisible(question)
 
 
 def lone_surrogate(value: object) -> str | None:
