@@ -238,3 +238,83 @@ def test_readme_commands_table_lists_every_command():
     table = readme.split("## Commands", 1)[1].split("\n## ", 1)[0]
     listed = set(re.findall(r"^\| `busca (\w+)", table, re.M))
     assert listed == set(cli.commands)
+
+
+# --- the options and transcripts a reader copies -------------------------------------------
+
+def command_lines(path: Path) -> list[str]:
+    """The code a reader copies from `path`: fenced and indented block lines (a line ending
+    in `\\` joined to the next) and inline code spans."""
+    text = re.sub(r"\\\n", " ", path.read_text(encoding="utf-8"))
+    pieces, fenced = [], False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif fenced or line.startswith("    "):
+            pieces.append(line)
+        else:
+            pieces += re.findall(r"`([^`\n]+)`", line)
+    return pieces
+
+
+def unknown_options(path: Path) -> list[str]:
+    """Every `busca CMD … --option` of `path` whose command has no such option (or `--home`
+    / `-v` before the command), as `CMD --option`."""
+    top = {o for p in cli.params for o in p.opts + p.secondary_opts} | {"-h", "--help"}
+    unknown = []
+    for piece in command_lines(path):
+        for found in re.finditer(r"(?:^|[\s(=$])busca((?:\s+--home\s+\S+|\s+-v)*)\s+([a-z]+)\b"
+                                 r"([^|;&#)]*)", piece):
+            command = cli.commands.get(found.group(2))
+            if command is None:
+                continue  # prose such as "busca build 24.0 s" in a bench's goals line
+            known = top | {o for p in command.params for o in p.opts + p.secondary_opts}
+            unknown += [f"{found.group(2)} {flag}" for flag in
+                        re.findall(r"(?:^|\s)(--?[a-zA-Z][\w-]*)", found.group(3))
+                        if flag not in known]
+    return unknown
+
+
+def test_unknown_option_check_can_fail(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("Run `busca search Q --methd bm25 -k 3` or\n\n"
+                    "    busca --home /tmp/h index --dense use --no-dense \\\n"
+                    "        --size 100 | head\n\n"
+                    "```\n$ busca eval g.json --methods bm25 --silent; busca stats --json\n"
+                    "busca build 2.0 s = 1.5x --fast\n```\n", encoding="utf-8")
+    assert unknown_options(page) == ["search --methd", "index --no-dense", "eval --silent"]
+
+
+@pytest.mark.parametrize("doc", ["README.md", *sorted(
+    str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md"))])
+def test_doc_commands_name_real_options(doc):
+    assert unknown_options(REPO / doc) == []
+
+
+@pytest.mark.parametrize("name", ["quickstart", "remove"])
+def test_readme_transcripts_are_what_busca_prints(tmp_path, name):
+    """README's `$` transcripts, run as a reader runs them (the repository's `fixtures/`
+    beside a fresh `.busca`): stdout is the output shown without the lines busca writes on
+    stderr, and those are shown too. PyStemmer's version is the one installed."""
+    (tmp_path / "fixtures").symlink_to(REPO / "fixtures", target_is_directory=True)
+    steps = [("busca add fixtures/site/articles.jsonl", ""), ("busca index -q", ""),
+             ("busca search \"Qual a universidade pioneira no Brasil em engenharia de "
+              "software?\"", "")] if name == "remove" else []
+    steps += shell_session(block(REPO / "README.md", name))
+    before = Path.cwd()
+    os.chdir(tmp_path)
+    try:
+        for command, shown in steps:
+            args = shlex.split(command)
+            assert args[0] == "busca", command
+            result = CliRunner().invoke(cli, args[1:], obj={}, env={"BUSCA_HOME": None})
+            assert result.exit_code == 0, (command, result.output)
+            if not shown:
+                continue
+            shown = re.sub(r"PyStemmer \S+,", "PyStemmer VERSION,", shown).splitlines()
+            out = re.sub(r"PyStemmer \S+,", "PyStemmer VERSION,", result.stdout).splitlines()
+            err = result.stderr.splitlines()
+            assert [line for line in shown if line not in err] == out, command
+            assert set(err) <= set(shown), command
+    finally:
+        os.chdir(before)
