@@ -13,6 +13,7 @@ from .. import crawler as crawling
 Notify = Callable[[str, Any], None]
 Progress = Callable[[str, int, int], None]
 PROGRESS_EVERY = 1_000  # documents stored or removed between two `on_progress` calls
+BIG_FILE = 4_000_000  # bytes: a file read so long (an HTML or Markdown manual: seconds) is named
 
 
 @dataclass(frozen=True)
@@ -195,7 +196,9 @@ def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
     documents of its files that are gone are deleted; `notify(what, value)` hears ("skipped", a
     crawler Problem) and ("repeated", a URL given again) as they happen; without it, a
     skipped input is a CrawlError. `on_progress("storing documents", done, 0)` hears every
-    PROGRESS_EVERY documents read (their number is not known before the files are read)."""
+    PROGRESS_EVERY documents read (their number is not known before the files are read), and
+    `on_progress("reading NAME (N MB)", done, 0)` a file of BIG_FILE bytes or more before
+    it is read (a 36 MB page is 20 s of parsing)."""
     from ..crawler.files import gone_files
     from ..crawler.groups import NONE
 
@@ -208,7 +211,12 @@ def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
     given = crawling.given_groups(groups)
     public = given == (NONE,)  # --groups none: no groups stamped, none kept
     home = crawling.stamped(crawling.one_spelling(home), () if public else given)
-    for item in map(_storable, crawling.read_files(names)):
+    def reading(name: str, size: int) -> None:
+        if on_progress and size >= BIG_FILE:
+            on_progress(f"reading {Path(name).name} ({size / 1e6:.1f} MB)",
+                        sum(counts.values()), 0)
+
+    for item in map(_storable, crawling.read_files(names, reading)):
         if isinstance(item, crawling.Problem):
             if notify is None:
                 raise crawling.CrawlError(f"cannot add {item.where}: {item.message}")

@@ -13,7 +13,7 @@ import logging
 import os
 import shlex
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -42,20 +42,31 @@ class Problem:
 NO_TEXT = "no text found in it"
 
 
-def read_files(paths: list[str]) -> Iterator[Document | Problem]:
+def read_files(paths: list[str], on_file: Callable[[str, int], None] | None = None
+               ) -> Iterator[Document | Problem]:
     """Documents from each file (a folder: the files below it, `in_folder`), and a Problem
     for each file or line that cannot be used. A file without text found in a folder (a
     Hugo section's `_index.md` of front matter alone, an empty note) is left out with a
-    warning: only one named on its own is a skipped input."""
+    warning: only one named on its own is a skipped input. `on_file(name, bytes)` hears
+    each file before it is read."""
     for name, listed in _with_folders(paths):
         if isinstance(name, Problem):
             yield name
             continue
+        if on_file is not None:
+            on_file(name, _size(name))
         for found in _read_file(name):
             if listed and isinstance(found, Problem) and found.message == NO_TEXT:
                 logger.warning("%s: %s; left out", name, NO_TEXT)
             else:
                 yield found
+
+
+def _size(name: str) -> int:
+    try:
+        return Path(name).stat().st_size
+    except OSError:  # _read_file says why
+        return 0
 
 
 def _read_file(name: str) -> Iterator[Document | Problem]:

@@ -178,6 +178,24 @@ def test_a_long_add_shows_progress_on_stderr_and_a_short_one_none(run, home, tmp
     assert quiet.exit_code == 0 and quiet.stderr == ""
 
 
+def test_a_big_file_is_named_on_stderr_before_it_is_read(run, home, tmp_path, monkeypatch):
+    """A 36 MB HTML manual was 20 s of silence (one document: no progress every 1,000): a
+    file of BIG_FILE bytes or more is named with its size before it is read; a small one is
+    not, and stdout keeps only the summary."""
+    from busca.corpus import documents
+
+    monkeypatch.setattr(documents, "BIG_FILE", 2_000)  # (4 MB: a test of seconds)
+    big, small = tmp_path / "manual.html", tmp_path / "nota.md"
+    big.write_text("<h1>Manual</h1>" + "<p>Informação sobre o prazo.</p>" * 200,
+                   encoding="utf-8")
+    small.write_text("# Nota\n\nTexto curto.\n", encoding="utf-8")
+    result = run("add", str(big), str(small))
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines()[0].startswith("reading manual.html (0.0 MB)"), result.stderr
+    assert "nota.md" not in result.stderr
+    assert result.stdout.startswith("2 added")
+
+
 def test_a_jsonl_line_loses_the_invisible_characters_a_page_loses(run, home, tmp_path):
     """`busca add export.jsonl` kept a CMS's hyphenation hints and zero-width characters
     ("infor\\u00admação"), which a crawled page and a .txt file lose: a search for "informação"
