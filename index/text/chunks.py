@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import sqlite3
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,11 +92,15 @@ def write_chunks(folder: Path, rows: Iterable[ChunkRow]) -> None:
 
 
 class ChunkTable:
-    """The chunk rows of one build, read on demand."""
+    """The chunk rows of one build, read on demand. Threads share it (a server's requests):
+    one read at a time on its one connection — from Python 3.12 on, two threads stepping
+    the sqlite3 module's cached statement of one connection get each other's rows, or
+    "bad parameter or other API misuse"."""
 
     def __init__(self, folder: Path):
         self.path = Path(folder) / FILE
         self._db: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
 
     def _connect(self) -> sqlite3.Connection:
         if self._db is None:
@@ -103,36 +108,40 @@ class ChunkTable:
             self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
         return self._db
 
+    def _all(self, sql: str, params: Sequence = ()) -> list[tuple]:
+        """Every row of one query, read while no other thread reads."""
+        with self._lock:
+            return self._connect().execute(sql, params).fetchall()
+
     def rows(self, ids: Iterable[int] | None = None) -> list[ChunkRow]:
         """Chunk rows in id order (or in the order of `ids`, skipping unknown ids)."""
         sql = "SELECT id, url, position, start, end, doc_sha256 FROM chunks"
-        db = self._connect()
         if ids is None:
-            return [ChunkRow(*r) for r in db.execute(sql + " ORDER BY id")]
+            return [ChunkRow(*r) for r in self._all(sql + " ORDER BY id")]
         ids = [int(i) for i in ids]
         by_id = {}
         for lo in range(0, len(ids), BATCH):
             part = ids[lo:lo + BATCH]
             marks = ",".join("?" * len(part))
-            for r in db.execute(sql + f" WHERE id IN ({marks})", part):
+            for r in self._all(sql + f" WHERE id IN ({marks})", part):
                 by_id[r[0]] = ChunkRow(*r)
         return [by_id[i] for i in ids if i in by_id]
 
     def urls(self) -> list[str]:
         """The document URL of each chunk, in id order (the url column alone: a filter's
         mask reads it for every chunk)."""
-        return [r[0] for r in self._connect().execute("SELECT url FROM chunks ORDER BY id")]
+        return [r[0] for r in self._all("SELECT url FROM chunks ORDER BY id")]
 
     def documents(self) -> dict[str, str]:
         """url -> doc_sha256 of each document with chunks (its first chunk's row: one row a
         document, not every chunk)."""
-        return dict(self._connect().execute(
-            "SELECT url, doc_sha256 FROM chunks WHERE position = 0"))
+        return dict(self._all("SELECT url, doc_sha256 FROM chunks WHERE position = 0"))
 
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
 
 
 def drop_legacy(db: sqlite3.Connection) -> None:

@@ -1,6 +1,7 @@
 """The chunk table of a build (index/text/chunks.py): written once into the build's folder."""
 
 import sqlite3
+import threading
 
 from busca.index.text.chunks import FILE, ChunkRow, ChunkTable, drop_legacy, write_chunks
 
@@ -42,6 +43,38 @@ def test_the_table_is_opened_read_only(tmp_path):
         raise AssertionError("a reader could write the chunk table")
     table.close()
     assert (tmp_path / FILE).exists()
+
+
+def test_threads_sharing_a_table_each_read_their_own_rows(tmp_path):
+    # a server's requests share the loaded build's table: on Python 3.12 and later, threads
+    # on one sqlite3 connection got each other's rows (or "bad parameter or other API misuse")
+    rows = [ChunkRow(i, f"https://site/{i % 50}/", i, i, i + 1, f"h{i}") for i in range(400)]
+    write_chunks(tmp_path, rows)
+    table = ChunkTable(tmp_path)
+    start, wrong = threading.Barrier(8), []
+
+    def read(n: int) -> None:
+        wanted = [(n * 7 + j) % 400 for j in range(3)]
+        start.wait()
+        for _ in range(2000):
+            try:
+                got = table.rows(wanted)
+                every = table.urls() if n == 0 else None
+            except sqlite3.Error as e:
+                wrong.append(repr(e))
+                continue
+            if got != [rows[i] for i in wanted]:
+                wrong.append(got)
+            if every is not None and every != [r.url for r in rows]:
+                wrong.append("urls")
+
+    threads = [threading.Thread(target=read, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    table.close()
+    assert wrong == []
 
 
 def test_drop_legacy_removes_the_format_1_table(tmp_path):
