@@ -137,20 +137,31 @@ def _parse(text: str, where: str, line: int):
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        row = line or e.lineno
-        raise GoldenError(f"{where}:{row}:{e.colno}: invalid JSON ({e.msg}"
-                          f"{_trailing_comma(text, e.pos)})") from None
+        comma = _trailing_comma(text, e.pos)
+        if comma is None:
+            raise GoldenError(f"{where}:{line or e.lineno}:{e.colno}: invalid JSON ({e.msg}"
+                              f"{_jsonl_comma(text, e.pos)})") from None
+        row, col = text.count("\n", 0, comma) + 1, comma - text.rfind("\n", 0, comma)
+        raise GoldenError(f"{where}:{line or row}:{col}: invalid JSON (a comma before"
+                          f" '{text[comma + 1:].lstrip()[0]}' ends no item; remove the"
+                          " trailing comma)") from None
 
 
-def _trailing_comma(text: str, at: int) -> str:
-    """A hint when the JSON error at `at` is a `]` or `}` right after a comma (JSON allows
-    no comma after the last item, as a hand-edited list often has)."""
+def _trailing_comma(text: str, at: int) -> int | None:
+    """Where the comma is when the JSON error at `at` is a comma right before `]` or `}`
+    (JSON allows no comma after the last item, as a hand-edited list often has): Python 3.13
+    stops at the comma, 3.11 and 3.12 at the bracket after it."""
+    if text[at:at + 1] == "," and text[at + 1:].lstrip()[:1] in ("]", "}"):
+        return at
     before = text[:at].rstrip()
-    if at < len(text) and text[at] in "]}" and before.endswith(","):
-        return f": a comma before '{text[at]}' ends no item; remove the trailing comma"
-    if text[at:].strip() == ",":  # a JSONL line ended like an item of a list
-        return ": a JSONL line ends without a comma; remove it"
-    return ""
+    if text[at:at + 1] in ("]", "}") and before.endswith(","):
+        return len(before) - 1
+    return None
+
+
+def _jsonl_comma(text: str, at: int) -> str:
+    """A hint when a JSONL line ended like an item of a list."""
+    return ": a JSONL line ends without a comma; remove it" if text[at:].strip() == "," else ""
 
 
 def _question(where: str, item) -> Question:

@@ -144,7 +144,8 @@ def test_calibrate_stores_the_floor_that_search_applies(run, corpus, home):
 
 
 @pytest.mark.parametrize("content, code, message", [
-    ('[{"pergunta": "a?", "trecho": "x"},]', 1, r"golden.json:1:36: invalid JSON"),
+    ('[{"pergunta": "a?", "trecho": "x"},]', 1,
+     r"golden.json:1:35: invalid JSON \(a comma before '\]' ends no item"),
     ('[{"trecho": "x"}]', 1, 'item 1: needs a non-empty "pergunta"'),
     ('[{"pergunta": "a?", "trecho": ["x"]}]', 1, '"trecho" must be a string or null'),
     ('[{"id": 1, "pergunta": "a?", "trecho": null}, {"id": "1", "pergunta": "b?",'
