@@ -8,6 +8,7 @@ log. The same file and rule as busca serve --tokens (serve/access.py)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -66,6 +67,21 @@ def server(home):
     try:
         _wait_for(port, process)
         yield f"http://127.0.0.1:{port}/mcp", log
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+@contextlib.contextmanager
+def mcp_http(home, *options: str):
+    """The port of a `busca mcp --http` of `home` with `options`, started here, stopped after."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "busca.cli", "--home", str(home), "mcp", "--http",
+         "--port", str(port), *options], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for(port, process)
+        yield port
     finally:
         process.terminate()
         process.wait(30)

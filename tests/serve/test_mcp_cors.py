@@ -7,16 +7,13 @@ from __future__ import annotations
 
 import http.client
 import json
-import subprocess
-import sys
 
 import pytest
 
 pytest.importorskip("mcp")
 
 from click.testing import CliRunner  # noqa: E402
-from embed_servers import free_port  # noqa: E402
-from test_mcp_access import _wait_for  # noqa: E402
+from test_mcp_access import mcp_http  # noqa: E402
 
 from busca.cli import cli  # noqa: E402
 
@@ -34,17 +31,8 @@ ASKED = "authorization,content-type,last-event-id,mcp-protocol-version,mcp-sessi
 
 @pytest.fixture(scope="module")
 def port(lexical_home):
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "busca.cli", "--home", str(lexical_home), "mcp", "--http",
-         "--port", str(port), "--cors", INSPECTOR, "--cors", APP], stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL)
-    try:
-        _wait_for(port, process)
+    with mcp_http(lexical_home, "--cors", INSPECTOR, "--cors", APP) as port:
         yield port
-    finally:
-        process.terminate()
-        process.wait(30)
 
 
 def answer(port: int, method: str, origin: str | None, body: dict | None = None,

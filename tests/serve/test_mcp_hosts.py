@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import http.client
 import json
-import subprocess
-import sys
 
 import pytest
 
 pytest.importorskip("mcp")
 
 from click.testing import CliRunner  # noqa: E402
-from embed_servers import free_port  # noqa: E402
-from test_mcp_access import _wait_for  # noqa: E402
+from test_mcp_access import mcp_http  # noqa: E402
 
 from busca.cli import cli  # noqa: E402
 
@@ -28,17 +25,8 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
 
 @pytest.fixture(scope="module")
 def port(lexical_home):
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "busca.cli", "--home", str(lexical_home), "mcp", "--http",
-         "--port", str(port), "--allow-host", NAME], stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL)
-    try:
-        _wait_for(port, process)
+    with mcp_http(lexical_home, "--allow-host", NAME) as port:
         yield port
-    finally:
-        process.terminate()
-        process.wait(30)
 
 
 def post(port: int, host: str, body: dict, headers: dict | None = None):
