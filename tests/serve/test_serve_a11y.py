@@ -44,9 +44,12 @@ def searchbox(driver) -> dict:
 def test_every_view_fits_a_phone_without_sideways_scrolling(browser, server, width):
     """At 360 px (and WCAG's 320), the search box's own width pushed the Search button out of
     the screen, and /eval's tables widened the whole page: the page scrolled sideways. Now
-    only a wide table scrolls, inside its own box."""
+    only a wide table scrolls, inside its own box. A long word or path (the run's golden set
+    in a clone's folder) wraps instead of widening the page."""
+    long = "anticonstitucionalissimamente" * 3  # a word (or a path) no line break fits
     views = ["", f"?q={QUESTION}&method=bm25", f"?q={QUESTION}&method=compare", "eval",
-             "eval?q=p01"]
+             "eval?q=p01", f"?q={long}&method=bm25", f"?q={long}&method=compare",
+             f"eval?run={long}"]
     browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
         "width": width, "height": 740, "deviceScaleFactor": 1, "mobile": False})
     try:
