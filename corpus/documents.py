@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -14,6 +15,7 @@ Notify = Callable[[str, Any], None]
 Progress = Callable[[str, int, int], None]
 PROGRESS_EVERY = 1_000  # documents stored or removed between two `on_progress` calls
 BIG_FILE = 4_000_000  # bytes: a file read so long (an HTML or Markdown manual: seconds) is named
+PROGRESS_SECONDS = 2.0  # and at least this often while documents are stored (a folder of PDFs)
 
 
 @dataclass(frozen=True)
@@ -196,7 +198,8 @@ def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
     documents of its files that are gone are deleted; `notify(what, value)` hears ("skipped", a
     crawler Problem) and ("repeated", a URL given again) as they happen; without it, a
     skipped input is a CrawlError. `on_progress("storing documents", done, 0)` hears every
-    PROGRESS_EVERY documents read (their number is not known before the files are read), and
+    PROGRESS_EVERY documents read (their number is not known before the files are read) or
+    PROGRESS_SECONDS (a folder of PDFs: hundreds of slow documents), and
     `on_progress("reading NAME (N MB)", done, 0)` a file of BIG_FILE bytes or more before
     it is read (a 36 MB page is 20 s of parsing)."""
     from ..crawler.files import gone_files
@@ -211,6 +214,8 @@ def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
     given = crawling.given_groups(groups)
     public = given == (NONE,)  # --groups none: no groups stamped, none kept
     home = crawling.stamped(crawling.one_spelling(home), () if public else given)
+    said = time.monotonic()
+
     def reading(name: str, size: int) -> None:
         if on_progress and size >= BIG_FILE:
             on_progress(f"reading {Path(name).name} ({size / 1e6:.1f} MB)",
@@ -228,8 +233,10 @@ def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
             notify("repeated", item.url)
         read.add(item.url)
         done = sum(counts.values())
-        if on_progress and done % PROGRESS_EVERY == 0:
+        if on_progress and (done % PROGRESS_EVERY == 0
+                            or time.monotonic() - said >= PROGRESS_SECONDS):
             on_progress("storing documents", done, 0)
+            said = time.monotonic()
     if folders:  # a file below a folder given that is gone: its document goes too
         counts["deleted"] = sum(map(home.delete, gone_files(stored, folders, read)))
     return Added(counts, skipped, home.count())

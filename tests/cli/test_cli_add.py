@@ -196,6 +196,23 @@ def test_a_big_file_is_named_on_stderr_before_it_is_read(run, home, tmp_path, mo
     assert result.stdout.startswith("2 added")
 
 
+def test_slow_documents_show_progress_every_few_seconds(run, home, tmp_path, monkeypatch):
+    """A folder of hundreds of PDFs (half a second each) was minutes of silence: progress
+    came every 1,000 documents. Now also every PROGRESS_SECONDS while documents are stored
+    (0 here: every document), never on stdout."""
+    from busca.corpus import documents
+
+    monkeypatch.setattr(documents, "PROGRESS_SECONDS", 0.0)
+    folder = tmp_path / "notas"
+    folder.mkdir()
+    for n in range(3):
+        (folder / f"nota-{n}.md").write_text(f"# Nota {n}\n\nTexto {n}.\n", encoding="utf-8")
+    result = run("add", str(folder))
+    assert result.exit_code == 0, result.output
+    assert "storing documents" in result.stderr, result.stderr  # (a terminal sees the count)
+    assert result.stdout.startswith("3 added")
+
+
 def test_a_jsonl_line_loses_the_invisible_characters_a_page_loses(run, home, tmp_path):
     """`busca add export.jsonl` kept a CMS's hyphenation hints and zero-width characters
     ("infor\\u00admação"), which a crawled page and a .txt file lose: a search for "informação"
