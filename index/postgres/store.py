@@ -128,21 +128,19 @@ class PostgresStore:
         return "meta" if self._has_meta else "NULL"
 
     def get(self, url: str):
-        if not self.exists():
-            return None
-        row = self._db().execute(f"SELECT {DOCUMENT_COLUMNS}, {self._meta} FROM {self.s}.documents"
-                                 " WHERE url = %s", (url,)).fetchone()
-        return _document(row) if row else None
+        return self._document_in(self._db, url)
 
     def written(self, url: str):
         """The document as a writer reads it before it writes (`_writers_reads`: the primary,
         where its write goes; the standby may lag or be away)."""
+        return self._document_in(self._writers_reads, url)
+
+    def _document_in(self, db, url: str):
+        """The document of `url` as `db()` (where it is read) holds it, or None."""
         if not self.exists():
             return None
-        meta = self._meta_in(self._writers_reads)
-        row = self._writers_reads().execute(
-            f"SELECT {DOCUMENT_COLUMNS}, {meta} FROM {self.s}.documents WHERE url = %s",
-            (url,)).fetchone()
+        row = db().execute(f"SELECT {DOCUMENT_COLUMNS}, {self._meta_in(db)} FROM"
+                           f" {self.s}.documents WHERE url = %s", (url,)).fetchone()
         return _document(row) if row else None
 
     def delete(self, url: str) -> bool:
