@@ -87,7 +87,14 @@ def load_golden(path: str | Path, *, split: str | None = None) -> Golden:
                  for n, line in enumerate(text.split("\n"), start=1) if line.strip()]
         kind = "jsonl"
     else:
-        data = _parse(text, str(path), 0)
+        try:
+            data = _parse(text, str(path), 0)
+        except GoldenError:
+            if _objects_per_line(text):
+                raise GoldenError(f"{path}: holds one JSON object per line (JSONL): name the"
+                                  " file .jsonl, or put the objects in a JSON list, [ … ],"
+                                  " with a comma between them") from None
+            raise
         if not isinstance(data, list):
             raise GoldenError(f'{path}: expected a JSON list of {{"pergunta": …, "trecho": …}}'
                               f" objects, found {type(data).__name__}")
@@ -95,6 +102,15 @@ def load_golden(path: str | Path, *, split: str | None = None) -> Golden:
         kind = "json"
     questions = [_question(where, _whole(where, item)) for where, item in items]
     return Golden(str(path), kind, _checked(questions, path))
+
+
+def _objects_per_line(text: str) -> bool:
+    """Whether `text` is JSONL: two or more lines, each one JSON object."""
+    lines = [line for line in text.split("\n") if line.strip()]
+    try:
+        return len(lines) > 1 and all(isinstance(json.loads(line), dict) for line in lines)
+    except json.JSONDecodeError:
+        return False
 
 
 def _whole(where: str, item):
@@ -202,9 +218,10 @@ def _question(where: str, item) -> Question:
 
 
 def _tags(item: dict, known: tuple[str, ...]) -> dict[str, str]:
-    """Every other key with a plain value (`"tipo": "parafrase"`), as text."""
-    return {k: str(v) for k, v in item.items()
-            if k not in known and isinstance(v, (str, int, float, bool))}
+    """Every other key with a plain value (`"tipo": "parafrase"`), as NFC text (a Mac's
+    decomposed "paráfrase" is the same slice as anyone else's)."""
+    return {unicodedata.normalize("NFC", k): unicodedata.normalize("NFC", str(v))
+            for k, v in item.items() if k not in known and isinstance(v, (str, int, float, bool))}
 
 
 def _first(item: dict, keys: tuple[str, ...]):

@@ -269,3 +269,30 @@ def test_a_qrels_pair_graded_twice_otherwise_is_refused(tmp_path):
     with pytest.raises(GoldenError, match=r"test.tsv:3: q1 d1 graded 0 here and 1 on line 1:"
                                           " keep one line"):
         load_golden(tmp_path)
+
+
+def test_a_json_file_of_one_object_per_line_is_told_to_be_jsonl(tmp_path):
+    """JSONL saved as golden.json said "golden.json:2:1: invalid JSON (Extra data)", with no
+    word of what to change; the opposite slip (a JSON list in a .jsonl) names the fix."""
+    lines = "\r\n".join(json.dumps(i, ensure_ascii=False) for i in SEED) + "\r\n"
+    with pytest.raises(GoldenError, match=r"/golden.json: holds one JSON object per line"
+                                          r" \(JSONL\): name the file .jsonl, or put the"
+                                          r" objects in a JSON list"):
+        load_golden(write(tmp_path, lines))
+    assert load_golden(write(tmp_path, lines, "golden.jsonl")).kind == "jsonl"
+    # a list with a broken item is still told where, not called JSONL
+    with pytest.raises(GoldenError, match=r"golden.json:2:\d+: invalid JSON"):
+        load_golden(write(tmp_path, '{"pergunta": "a?", "trecho": "x"}\n{"pergunta": \n'))
+
+
+def test_a_tag_typed_in_decomposed_accents_is_one_slice_with_the_composed_one(tmp_path):
+    """"paráfrase" typed on a Mac (a + combining acute) and on Linux (á) were two slices
+    "paráfrase" of one question each; questions and trechos were already read as NFC."""
+    import unicodedata
+    items = [{"pergunta": "a?", "trecho": "x", "tipo": "paráfrase"},
+             {"pergunta": "b?", "trecho": "y", unicodedata.normalize("NFD", "tipo"):
+              unicodedata.normalize("NFD", "paráfrase")},
+             {"pergunta": "c?", "trecho": "z", unicodedata.normalize("NFD", "seção"): "1"}]
+    golden = load_golden(write(tmp_path, items))
+    assert [q.tags for q in golden.questions[:2]] == [{"tipo": "paráfrase"}] * 2
+    assert golden.questions[2].tags == {"seção": "1"}
