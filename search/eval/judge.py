@@ -293,6 +293,17 @@ def _diagnose(q: Question, table: ChunkTable, by_url, url: str | None) -> LabelP
         if match:
             return LabelProblem(q, f"occurs in {url} only with other accents, as"
                                 f" {_as_written(match, table.documents[url])}")
+    plain = r"\s+".join(re.escape(_plain(w)) for w in q.trecho.split())
+    for url in urls:  # ' and " typed for the page's ’ and “ ”, - for –
+        match = re.search(plain, _plain(table.documents[url]), re.IGNORECASE)
+        if match:
+            return LabelProblem(q, f"occurs in {url} only with other quotation marks or"
+                                f" dashes, as {_as_written(match, table.documents[url])}")
+    if q.url:  # quoted right, under another page's url
+        other = next((u for u in by_url if re.search(pattern, table.documents[u])), None)
+        if other:
+            return LabelProblem(q, f"its trecho occurs in {other}, not in its url {q.url}:"
+                                " correct the url, or leave it out")
     scope = f"document {q.url}" if q.url else "indexed document"
     return LabelProblem(q, f"its trecho occurs in no {scope}: check the spelling (a trecho,"
                         " or answer, is a quote: words copied from the document)")
@@ -302,6 +313,15 @@ def _unaccented(text: str) -> str:
     """`text` with each character as its base letter (ç → c, Á → A): one character for one,
     so a match's span is the same in `text`."""
     return "".join(unicodedata.normalize("NFD", c)[0] for c in text)
+
+
+_TYPOGRAPHIC = str.maketrans("‘’‚‛′“”„‟″«»–—‐‑‒−", "'" * 5 + '"' * 7 + "-" * 6)
+
+
+def _plain(text: str) -> str:
+    """`_unaccented(text)` with typographic quotes, apostrophes and dashes as the keyboard's
+    ' " -: one character for one, so a match's span is the same in `text`."""
+    return _unaccented(text).translate(_TYPOGRAPHIC)
 
 
 def _as_written(match: re.Match, text: str | None = None) -> str:

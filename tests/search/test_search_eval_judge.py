@@ -257,3 +257,30 @@ def test_a_golden_url_that_differs_by_a_trailing_slash_is_named_with_the_indexed
     j = judge(golden(*(Question(str(n), "?", url=u) for n, u in enumerate(copied))), t)
     assert [p.reason.rpartition("; it has ")[2] for p in j.problems] == [
         "https://s/suporte", "https://s/reembolso", "https://s/suporte"]
+
+
+def test_a_trecho_under_the_wrong_url_names_the_document_that_holds_it():
+    """The trecho is quoted word for word, but its url names another page: the reason said
+    "occurs in no document URL: check the spelling", sending the user to a correct quote."""
+    j = judge(golden(Question("a", "?", trecho="7 dias úteis", url="https://s/suporte"),
+                     Question("b", "?", trecho="7 dias corridos", url="https://s/suporte")),
+              table())
+    reasons = {p.question.id: p.reason for p in j.problems}
+    assert reasons["a"] == ("its trecho occurs in https://s/reembolso, not in its url"
+                            " https://s/suporte: correct the url, or leave it out")
+    assert reasons["b"].startswith("its trecho occurs in no document https://s/suporte: check")
+    assert all(not item.gains for item in j.items)
+
+
+def test_a_trecho_typed_with_straight_quotes_names_the_documents_curly_ones():
+    """A keyboard types ' and " where the page has ’ and “ ” (and - for –): the reason said
+    "check the spelling" of a trecho spelt right; it names the document's own characters."""
+    docs = [Document("https://s/dados", "Dados", "Peça em “Minha conta › Privacidade” – a"
+                     " cópia d’água chega em 15 dias.")]
+    j = judge(golden(Question("q", "?", trecho='"Minha conta › Privacidade" - a'),
+                     Question("a", "?", trecho="copia d'agua")), table(docs=docs))
+    reasons = {p.question.id: p.reason for p in j.problems}
+    assert reasons["q"] == ("occurs in https://s/dados only with other quotation marks or"
+                            " dashes, as '“Minha conta › Privacidade” – a'")
+    assert reasons["a"] == ("occurs in https://s/dados only with other quotation marks or"
+                            " dashes, as 'cópia d’água'")
