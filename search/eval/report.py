@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import unicodedata
 from collections import Counter
 from pathlib import Path
 
@@ -116,9 +117,17 @@ def _table(headers: list[str], rows: list[list[str]], md: bool) -> list[str]:
     if md:
         out = ["", "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
         return out + ["| " + " | ".join(r) + " |" for r in rows]
-    widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows)]
-    fmt = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+    widths = [max(_shown(str(c)) for c in col) for col in zip(headers, *rows)]
+    fmt = lambda r: "  ".join(c + " " * (w - _shown(c))  # noqa: E731
+                              for c, w in zip(r, widths)).rstrip()
     return [fmt(headers)] + [fmt(r) for r in rows]
+
+
+def _shown(text: str) -> int:
+    """The columns a terminal gives `text`: none for a combining accent, two for a wide
+    character (🔗, 日), so a cell after "ação" typed on a Mac or a question with 🔗 lines up."""
+    return sum(0 if unicodedata.combining(c) else
+               2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
 def _num(x: float | None, digits: int = 3) -> str:

@@ -135,3 +135,24 @@ def test_markdown_shows_html_and_link_syntax_in_questions_as_text():
     live = re.compile(r"(?<!\\)(?:\\\\)*[<\[]")  # a < or [ after no escaping backslash
     assert not [line for line in md.splitlines() if "ação" in line and live.search(line)]
     assert nasty.replace("\n", " ") in render_text(ev)  # the terminal shows it as typed
+
+
+def test_terminal_columns_line_up_by_what_the_terminal_shows():
+    """Padding counted characters: an id typed with combining accents (a Mac's "ação") and a
+    question with a wide character (🔗, 日本) pushed every column after them out of line."""
+    import unicodedata
+    questions = (Question(unicodedata.normalize("NFD", "ação-1"), "Qual o prazo?", trecho="x"),
+                 Question("q2", "O link 🔗 diz 日本?", trecho="x"),
+                 Question("q3", "Tem juros?", trecho="x"))
+    ev = summarize(Golden("g.json", "json", questions),
+                   {"bm25": [o("ação-1", 1), o("q2", 2), o("q3", 3)]}, default_metrics())
+    lines = render_text(ev).splitlines()
+    start = lines.index("== First relevant rank per question")
+    rows = lines[start + 1:start + 5]
+
+    def shown(text):  # the columns a terminal gives `text`
+        return sum(0 if unicodedata.combining(c) else
+                   2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+    columns = {shown(row[:row.rindex(" ") + 1]) for row in rows}  # where the last cell starts
+    assert len(columns) == 1, rows
