@@ -5,10 +5,11 @@ only re-fuses those lists, so a grid of ~70 settings costs about one evaluation.
 components (one lexical method and dense) are tuned over RRF's k and dense's weight or share;
 three or more (`--methods bm25,dense,sparse,dense:use`) over every split of the weights in
 steps of SIMPLEX_STEP, min-max and z-score, beside equal-weight RRF. The best
-setting is reported with its bootstrap interval, its paired difference to the default, and a
-cross-validated figure (the best setting chosen on the other folds, scored on the held-out
-one): tuning and reporting on the same questions flatters the winner, and the gap between the
-two figures says by how much.
+setting is reported with its interval (eval's: the bootstrap, or Wilson when every question
+scores 0 or 1), its paired difference to the default, and a cross-validated figure (the
+best setting chosen on the other folds, scored on the held-out one): tuning and reporting
+on the same questions flatters the winner, and the gap between the two figures says by how
+much.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ..fusion import (RRF_K, WINDOW, FusionError, FusionSettings, check_settings
                       coordinated, default_weights, fuse, liftable, lifted)
 from ..scorers import (available_methods, coords, dense_share, fuses_sparse, lift_lexicon, scorer,
                        top_k)
-from .bootstrap import Difference, Estimate, bootstrap, paired_difference
+from .bootstrap import Difference, Estimate, estimate, paired_difference
 from .golden import Golden
 from .judge import DEPTH, chunk_table, judge, outcome_of
 from .metrics import Metric, value
@@ -153,7 +154,7 @@ def tune_fusion(golden: Golden, index, store, *, metric: Metric,
     def trial(name, settings, rankings) -> Trial:
         vals = np.array([value(metric, outcome_of(j, table, ids[:DEPTH], s[:DEPTH]))
                          for j, (ids, s) in zip(judged, rankings)])
-        return Trial(name, settings, vals, bootstrap(vals), _slice_means(vals, labels))
+        return Trial(name, settings, vals, estimate(vals), _slice_means(vals, labels))
 
     default = FusionSettings(window=window, weights=_baseline(index, components, sparse))
     settings = [default] + [s for s in grid(components, window=window, sparse=sparse)
@@ -266,7 +267,7 @@ def _cross_validated(trials: list[Trial], folds: int) -> Estimate:
         train = fold != f
         best = max(trials, key=lambda t: t.values[train].mean() if train.any() else 0)
         held_out[~train] = best.values[~train]
-    return bootstrap(held_out)
+    return estimate(held_out)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from busca.index.home.storage import load_index
 from busca.search import fusion
 from busca import search as core
 from busca.search.eval import tuning
-from busca.search.eval.bootstrap import Difference
+from busca.search.eval.bootstrap import Difference, estimate
 from busca.search.eval.judge import chunk_table, judge, outcome_of
 from busca.search.fusion import FusionError
 from busca.search.eval.golden import load_golden
@@ -110,6 +110,20 @@ def test_tuning_scores_each_setting_like_the_hybrid_scorer(setup):
     assert "not better than the default beyond its 95% interval" in level.keep_default
     assert "+0.050, -0.020 to +0.100" in level.keep_default
     assert "not better than the default" in tuning.render(level)
+
+
+def test_a_setting_every_question_passes_has_the_wilson_interval_not_certainty(setup):
+    """eval prints 4 of 4 questions found as 1.000 (0.51–1.00), the Wilson interval; the
+    tuning table printed the same figure as 1.000 (1.00–1.00), certainty from 4 questions."""
+    index, store, golden = setup
+    result = tuning.tune_fusion(golden, index, store, metric=parse_metric("recall@100"))
+    perfect = [t for t in (*result.trials, *result.singles) if t.values.min() == 1]
+    assert perfect  # every question is in the top 100 of a few documents
+    for trial in (*result.trials, *result.singles):
+        assert trial.estimate == estimate(trial.values)
+    assert perfect[0].estimate.low == pytest.approx(0.510, abs=0.001)
+    assert result.cross_validated.low < 1
+    assert "1.000 (0.51–1.00)" in tuning.render(result)
 
 
 def test_tuning_needs_one_lexical_method_and_dense(setup):
