@@ -44,24 +44,29 @@ class Corpus:
         self._local = threading.local()  # the home as each other thread opened it
         self._closed = False
         self.embed = dict(embed or {})
+        self._own_live = live is None  # its build is let go of at close()
         self.live = live or LiveBuild()  # shared by the corpora of one server's threads
+
+    def __repr__(self) -> str:
+        return f"Corpus({indexing.redact(self.location)!r}{', closed' if self._closed else ''})"
 
     @property
     def home(self) -> indexing.Home:
         """The home's handle for this thread: the one given in the thread that made the
         Corpus, opened again in any other (a local store's SQLite connection stays in its
         thread), so that threads can share one Corpus and its loaded build."""
-        if threading.get_ident() == self._owner:
-            return self._home
-        held = getattr(self._local, "held", None)
-        if self._closed:  # closed by its owner: no thread goes on with a handle of its own
+        owner = threading.get_ident() == self._owner
+        held = None if owner else getattr(self._local, "held", None)
+        if self._closed:  # closed by its owner: no thread goes on, nor answers from the build
             if held is not None:
                 self._local.held = None
                 held.home.close()
             from ..crawler.store import StoreError
 
-            raise StoreError(f"the corpus {self.location} was closed (close() or the end of a"
-                             " with block): open the home again (busca.open)")
+            raise StoreError(f"the corpus {indexing.redact(self.location)} was closed (close()"
+                             " or the end of a with block): open the home again (busca.open)")
+        if owner:
+            return self._home
         if held is None:
             held = self._local.held = _ThreadHome(indexing.open_home(
                 self.location, embed=self.embed, create=False))
@@ -90,15 +95,27 @@ class Corpus:
         """Close the home. Closed by the thread that made the Corpus, it is closed for every
         thread (their own handles close at their next call, which is an error, or with the
         thread); closed by another thread, only that thread's handle closes."""
-        if threading.get_ident() == self._owner:
+        if threading.get_ident() != self._owner:
+            held = getattr(self._local, "held", None)
+            self._local.held = None
+            if held is not None:
+                held.home.close()
+        elif not self._closed:  # (a second close does nothing)
             self._closed = True
-        self.home.close()
+            self._home.close()
+            if self._own_live:  # its arrays, chunk table and encoders: no file left open
+                self.live = LiveBuild()
 
     def __enter__(self) -> Corpus:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    def __reduce__(self):
+        """Pickled (sent to a worker process) or copied: the same home opened again, with
+        its own handle (an SQLite connection cannot be pickled, nor shared)."""
+        return _reopen, (self.location, self.embed)
 
     # --- documents -------------------------------------------------------------------
     def add(self, documents: Iterable[Document | dict]) -> Added:
@@ -379,6 +396,11 @@ def _spec(spec: object, kind: type[T]) -> T:
         raise BadSpec(f"the second argument is a {kind.__name__}, not"
                       f" {type(spec).__name__} {str(spec)[:60]!r}: e.g. {example}")
     return spec
+
+
+def _reopen(location: str, embed: Mapping) -> Corpus:
+    """A pickled or copied Corpus: its home opened again (never created)."""
+    return open(location, embed=embed, create=False)
 
 
 def open(location: str | Path, *, embed: Mapping | None = None,  # noqa: A001

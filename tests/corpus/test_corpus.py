@@ -196,10 +196,11 @@ def test_context_prompt_is_in_the_index_language(tmp_path, analyzer, lang):
 def test_result_and_hit_round_trip_through_json(fake_home):
     with busca.open(fake_home) as corpus:
         result = corpus.search(QUESTIONS[0], method="tfidf", k=3, log=False)
+        build = corpus.build.manifest.build
     data = json.loads(json.dumps(result.to_json(took_ms=1.0)))
     again = busca.Result.from_json(data)
     assert again.hits == result.hits and again.floor == result.floor
-    assert again.build == result.build == corpus.build.manifest.build
+    assert again.build == result.build == build
     assert busca.Hit.from_json(result.hits[0].to_json()) == result.hits[0]
 
 
@@ -881,3 +882,72 @@ def test_corpus_add_stores_the_text_without_invisible_characters(tmp_path):
     offset, _, text, _ = stored.meta["headings"][0]
     assert text == "Prazos de informação"
     assert stored.text[offset:].startswith("Prazos de informação\n")
+
+
+def _open_files(folder: Path) -> list[str]:
+    """The files under `folder` this process holds open (descriptors and memory maps)."""
+    names = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            names.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:  # the listing's own descriptor, closed meanwhile
+            pass
+    with open("/proc/self/maps", encoding="utf-8") as maps:
+        names += [line.split()[-1] for line in maps if len(line.split()) > 5]
+    return sorted({n for n in names if n.startswith(str(folder))})
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="lists /proc/self")
+def test_a_closed_corpus_refuses_every_call_and_lets_go_of_its_build(tmp_path):
+    """After close() (the end of a with block) the thread that made the Corpus went on
+    answering from the build it had loaded: a question that found nothing, or whose hits
+    it did not look up, was answered (its log write failing aside), `warm()` and `build`
+    worked, and the build's arrays and chunks.db stayed open until the object was dropped.
+    Now every call says it was closed, and close() lets go of the build (twice is fine)."""
+    import gc
+
+    home = tmp_path / "h"
+    with busca.open(home) as corpus:
+        corpus.add([busca.Document("https://a.example/1", "Um", "O ornitorrinco bota ovos.")])
+        corpus.index(methods=["tfidf", "bm25"])
+        assert corpus.search("ornitorrinco", method="bm25", log=False).hits
+        corpus.warm()
+        assert _open_files(home) and repr(corpus) == f"Corpus({str(home)!r})"
+    assert repr(corpus) == f"Corpus({str(home)!r}, closed)"
+    gc.collect()
+    assert _open_files(home) == []
+    for call in (lambda: corpus.search("xyzzy", method="bm25"),
+                 lambda: corpus.context("xyzzy", method="bm25", log=False),
+                 lambda: corpus.warm(), lambda: corpus.build, lambda: corpus.stats()):
+        with pytest.raises(busca.errors.StoreError, match="was closed .*open the home again"):
+            call()
+    corpus.close()
+    with busca.open(home) as again:
+        assert again.search("ornitorrinco", method="bm25", log=False).hits
+
+
+def test_a_pickled_or_copied_corpus_opens_the_same_home_again(tmp_path):
+    """A Corpus sent to a worker process (pickle) or copied was a TypeError from deep inside,
+    "cannot pickle 'sqlite3.Connection' object", and copy.copy shared its handle (closing the
+    copy closed the original). Now each is the same home opened again, with its own handle."""
+    import copy
+    import pickle
+    import subprocess
+    import sys
+
+    home = tmp_path / "h"
+    with busca.open(home) as corpus:
+        corpus.add([busca.Document("https://a.example/1", "Um", "O ornitorrinco bota ovos.")])
+        corpus.index(methods=["bm25"])
+        expected = corpus.search("ornitorrinco", method="bm25", log=False).hits
+        for again in (pickle.loads(pickle.dumps(corpus)), copy.copy(corpus),
+                      copy.deepcopy(corpus)):
+            assert again is not corpus and again.location == corpus.location
+            assert again.search("ornitorrinco", method="bm25", log=False).hits == expected
+            again.close()
+        assert corpus.search("ornitorrinco", method="bm25", log=False).hits == expected
+        code = ("import pickle, sys; corpus = pickle.loads(sys.stdin.buffer.read());"
+                " print(corpus.search('ornitorrinco', method='bm25', log=False).hits[0].url)")
+        done = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(corpus),
+                              capture_output=True, check=False, timeout=120)
+        assert done.stdout.decode().strip() == "https://a.example/1", done.stderr.decode()
