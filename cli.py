@@ -1335,7 +1335,8 @@ def _stored_model(method: str, signal, model) -> str:
 @click.option("--source", type=click.Choice(crawling.SOURCES), default="auto",
               show_default=True, help="How to read the site; auto tries them in this order.")
 @click.option("--types", default=",".join(crawling.DEFAULT_TYPES), show_default=True,
-              help="WordPress post types, comma-separated (posts,pages).")
+              help="WordPress post types, comma-separated: posts, pages, or a custom type's"
+                   " REST name (posts,pages,produto).")
 @click.option("--max-pages", type=Whole(1), default=None,
               help="Pages to fetch at most: HTML pages (html crawl default"
                    f" {crawling.DEFAULT_HTML_PAGES}), or API result pages.")
@@ -1411,10 +1412,9 @@ def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_h
     Example: busca crawl https://example.com --rate 1 --types posts,pages
     """
     kinds = tuple(_split(types))
-    unknown = [t for t in kinds if t not in crawling.WP_TYPES]
-    if unknown or not kinds:
-        raise click.BadParameter(f"unknown type {', '.join(unknown) or '(none)'}; choose from"
-                                 f" {', '.join(crawling.WP_TYPES)}", param_hint="--types")
+    problem = crawling.post_type_problem(kinds)
+    if problem:
+        raise click.BadParameter(problem, param_hint="--types")
     api = crawling.JsonApiOptions(
         items=json_items, url=json_url, title=json_title, body=json_body,
         modified=json_modified, page_param=json_page_param, next_path=json_next,

@@ -27,6 +27,7 @@ EXPORTS = {
     "legacy_ids": ".files",
     "MAIN_TEXT": ".defaults",
     "one_spelling": ".store",
+    "post_type_problem": ".defaults",
     "Problem": ".files",
     "read_files": ".files",
     "SOURCES": ".defaults",

@@ -21,6 +21,7 @@ from .options import JsonApiOptions as JsonApiOptions
 from .files import legacy_ids as legacy_ids
 from .defaults import MAIN_TEXT as MAIN_TEXT
 from .store import one_spelling as one_spelling
+from .defaults import post_type_problem as post_type_problem
 from .files import Problem as Problem
 from .files import read_files as read_files
 from .defaults import SOURCES as SOURCES
@@ -56,6 +57,7 @@ __all__ = [
     "given_groups",
     "legacy_ids",
     "one_spelling",
+    "post_type_problem",
     "read_files",
     "stamped",
     "why_nothing",

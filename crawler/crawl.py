@@ -17,13 +17,14 @@ from urllib.parse import urlsplit, urlunsplit
 import requests
 
 from . import maintext, registry
+from .defaults import post_type_problem
 from .discover import discover
 from .errors import ApiUnusable, CrawlError, CrawlStopped
 from .events import CrawlReport, Finished, Notice, SourceFound, Stored, Tally
 from .found import Discovery
 from .groups import Stamped, crawl_groups, stamped
 from .http import Fetcher
-from .options import DEFAULT_HTML_PAGES, SOURCES, WP_TYPES, Context, CrawlOptions
+from .options import DEFAULT_HTML_PAGES, SOURCES, Context, CrawlOptions
 from .store import DocumentStore as Store, one_spelling
 
 
@@ -112,10 +113,9 @@ def check_options(options: CrawlOptions) -> None:
     """CrawlError for option values that cannot work, listing the valid ones."""
     if options.source not in SOURCES:
         raise CrawlError(f"unknown source {options.source!r}; choose one of {', '.join(SOURCES)}")
-    unknown = [t for t in options.types if t not in WP_TYPES]
-    if unknown or not options.types:
-        raise CrawlError(f"unknown post type(s) {', '.join(unknown) or '(none)'};"
-                         f" WordPress types are {', '.join(WP_TYPES)}")
+    problem = post_type_problem(options.types)
+    if problem:
+        raise CrawlError(problem)
     if options.rate <= 0 or options.workers < 1:
         raise CrawlError("the rate must be above 0 requests/s and workers at least 1")
     if not options.deadline > 0:

@@ -4,6 +4,7 @@ crawler/registry.py finds and runs them."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..version import __version__
@@ -62,7 +63,7 @@ STEPS = (
     ("html", BUILTIN, "html_detect"),
 )
 SOURCES = ("auto", *NAMES)
-WP_TYPES = ("posts", "pages")
+WP_TYPES = ("posts", "pages")  # every site has them; a custom post type goes by its REST name
 MAIN_TEXT = ("auto", "busca", "trafilatura")  # who extracts fetched pages' main text
 DEFAULT_TYPES = ("posts",)
 DEFAULT_WORKERS = 2
@@ -72,3 +73,28 @@ DEFAULT_TIMEOUT = 20.0  # seconds to connect / between bytes read
 DEFAULT_DEADLINE = 60.0  # seconds one attempt at a request may take in all
 DEFAULT_RETRIES = 3
 DEFAULT_USER_AGENT = f"busca/{__version__} (local search-index crawler; python-requests)"
+
+# WordPress collections under /wp/v2/ that hold no articles (media, people, taxonomies, the
+# block editor's parts): never post types, whatever a site adds.
+NOT_POST_TYPES = ("media", "users", "comments", "categories", "tags", "taxonomies", "types",
+                  "statuses", "settings", "search", "blocks", "block-types", "block-renderer",
+                  "block-directory", "block-patterns", "pattern-directory", "templates",
+                  "template-parts", "navigation", "menus", "menu-items", "menu-locations",
+                  "global-styles", "font-families", "themes", "plugins", "sidebars", "widgets",
+                  "widget-types")
+_TYPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
+
+
+def post_type_problem(types: tuple[str, ...]) -> str | None:
+    """What makes `types` unusable as WordPress post types (their names under /wp/v2/), or
+    None: the CLI and crawl() refuse them with these words."""
+    if not types:
+        return "no post type given; choose posts, pages or a custom type's REST name"
+    for name in types:
+        if name in NOT_POST_TYPES:
+            return (f'"{name}" is not a post type but another WordPress collection; choose'
+                    " posts, pages or a custom type's REST name (/wp-json/wp/v2/types)")
+        if not _TYPE_NAME.fullmatch(name):
+            return (f'"{name}" is not a post type name: letters, digits, - and _, as under'
+                    " /wp-json/wp/v2/ (e.g. --types posts,pages,produto)")
+    return None

@@ -18,6 +18,7 @@ from dataclasses import replace
 from urllib.parse import urljoin, urlsplit
 
 from . import registry
+from .defaults import WP_TYPES, post_type_problem
 from .errors import CrawlError, Disallowed, FetchError, OffSite, TooSlow
 from .found import Discovery, Start
 from .html import HtmlPage, decode_html, extract_page
@@ -123,6 +124,8 @@ def _wordpress(response, page, fetcher, types, notes, *, strict: bool) -> Discov
         fetcher.hosts.add(urlsplit(root).hostname)
         notes.append(f"the site's API lives on another host, {urlsplit(root).hostname}")
     probe = _api_probe(root, types[0], fetcher)
+    if probe in (None, "HTTP 404"):  # the API answers: every custom type asked has a route
+        _check_custom_types(root, types, probe, fetcher)
     if probe is None:
         return Discovery("wordpress", response.url, how, api_root=root, notes=tuple(notes))
     if probe in ("HTTP 401", "HTTP 403"):
@@ -172,6 +175,35 @@ def _api_probe(root: str, kind: str, fetcher: Fetcher) -> str | None:
     if response.status >= 400:
         return f"HTTP {response.status}"
     return None
+
+
+def _check_custom_types(root: str, types: tuple[str, ...], first: str | None,
+                        fetcher: Fetcher) -> None:
+    """CrawlError when --types names a custom post type that the API has no route for
+    (`first`: the probe of types[0], already made)."""
+    for kind in types:
+        if kind in WP_TYPES:
+            continue
+        answer = first if kind == types[0] else _api_probe(root, kind, fetcher)
+        if answer == "HTTP 404":
+            raise CrawlError(_no_such_type(root, kind, fetcher))
+
+
+def _no_such_type(root: str, kind: str, fetcher: Fetcher) -> str:
+    """The error for a post type the API has no route for, naming the ones it has (the REST
+    names `/wp/v2/types` gives, collections that hold no articles left out)."""
+    message, listed = f'the WordPress API at {root} has no post type "{kind}"', \
+        api_url(root, "wp/v2/types", {})
+    try:
+        types = fetcher.get(listed).json()
+    except FetchError:
+        types = None
+    names = [t.get("rest_base") for t in types.values() if isinstance(t, dict)] \
+        if isinstance(types, dict) else []
+    names = [n for n in names if isinstance(n, str) and post_type_problem((n,)) is None]
+    if not names:
+        return message + f"; {listed} lists the ones it has (--types takes their rest_base)"
+    return message + f"; its post types are {', '.join(names)} (--types takes these names)"
 
 
 def _sitemaps(url: str, fetcher: Fetcher, notes: list[str]) -> Discovery | None:

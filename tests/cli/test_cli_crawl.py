@@ -89,7 +89,8 @@ def test_bad_usage_exits_2(run):
     result = run("crawl", "https://s.example/", "--source", "rss")
     assert result.exit_code == 2 and "'rss' is not one of 'auto', 'wordpress'" in result.stderr
     result = run("crawl", "https://s.example/", "--types", "posts,media")
-    assert result.exit_code == 2 and "unknown type media; choose from posts, pages" in result.stderr
+    assert result.exit_code == 2 and '"media" is not a post type but another WordPress' \
+        " collection; choose posts, pages or a custom type's REST name" in result.stderr
     result = run("crawl", "https://s.example/", "--rate", "0")
     assert result.exit_code == 2
 

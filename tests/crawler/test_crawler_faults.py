@@ -220,7 +220,8 @@ def test_bad_start_urls(store):
 def test_bad_options(store):
     with pytest.raises(CrawlError, match="unknown source 'rss'; choose one of auto, wordpress"):
         run("http://127.0.0.1/", store, source="rss")
-    with pytest.raises(CrawlError, match="unknown post type.*media; WordPress types are posts, pages"):
+    with pytest.raises(CrawlError, match='"media" is not a post type but another WordPress'
+                                         " collection; choose posts, pages or a custom type's"):
         run("http://127.0.0.1/", store, types=("media",))
 
 

@@ -9,6 +9,7 @@ import pytest
 import responses
 
 from busca.crawler.crawl import crawl
+from busca.crawler.errors import CrawlError
 from busca.crawler.events import Expected, Failed, Notice, Stored
 from busca.crawler.store import Document
 from busca.crawler.options import CrawlOptions
@@ -326,3 +327,61 @@ def test_a_post_without_title_is_named_by_its_url_and_loses_unrendered_shortcode
     run(SITE, store)
     document = store.get(f"{SITE}/p1/")
     assert document.title == f"{SITE}/p1/" and document.text == "Corpo do post Legenda"
+
+
+def collection_route(rsps, kind: str, items: list[dict]) -> None:
+    """/wp/v2/KIND answering every page request with `items` (one page)."""
+    def reply(request):
+        query = parse_qs(urlsplit(request.url).query)
+        body = items[:1] if query.get("per_page") == ["1"] else items
+        return 200, {"X-WP-Total": str(len(items)), "X-WP-TotalPages": "1"}, json.dumps(body)
+    rsps.add_callback(responses.GET, f"{SITE}/wp-json/wp/v2/{kind}", callback=reply)
+
+
+TYPES = {"post": {"slug": "post", "rest_base": "posts"}, "page": {"slug": "page", "rest_base": "pages"},
+         "attachment": {"slug": "attachment", "rest_base": "media"},
+         "wp_block": {"slug": "wp_block", "rest_base": "blocks"},
+         "produto": {"slug": "produto", "rest_base": "produto"}}
+
+
+def test_a_custom_post_type_is_crawled_by_its_rest_name(api):
+    """A site's own post type (a plugin's `produto`, a docs theme's `docs`) is read like
+    posts: --types takes the name it has under /wp/v2/."""
+    rsps, store = api
+    collection_route(rsps, "posts", [post(1)])
+    collection_route(rsps, "produto", [post(2, type="produto", title={"rendered": "Café&#8211;moído"},
+                                            link=f"{SITE}/produto/cafe/")])
+    events = run(SITE, store, types=("posts", "produto"))
+    assert not [e for e in events if isinstance(e, Failed)]
+    stored = store.get(f"{SITE}/produto/cafe/")
+    assert (stored.title, stored.text, stored.meta["type"]) == ("Café–moído", "Corpo 2", "produto")
+    assert store.count() == 2
+
+
+def test_a_post_type_the_site_lacks_is_one_line_naming_its_types(api):
+    """A type the API has no route for (a typo, the plural of `produto`) stops the crawl
+    before anything is read, naming the types the site has: no sitemap crawl instead."""
+    rsps, store = api
+    collection_route(rsps, "posts", [post(1)])
+    rsps.get(f"{SITE}/wp-json/wp/v2/produtos", status=404, json={
+        "code": "rest_no_route", "message": "No route was found matching the URL and request method.",
+        "data": {"status": 404}})
+    rsps.get(f"{SITE}/wp-json/wp/v2/types", json=TYPES)
+    with pytest.raises(CrawlError) as error:
+        run(SITE, store, types=("posts", "produtos"))
+    assert str(error.value) == (f'the WordPress API at {SITE}/wp-json/ has no post type "produtos";'
+                                " its post types are posts, pages, produto (--types takes these names)")
+    assert store.count() == 0
+
+
+@pytest.mark.parametrize("types, words", [
+    (("posts", "media"), '"media" is not a post type but another WordPress collection'),
+    (("posts", "a b"), '"a b" is not a post type name'),
+    ((), "no post type given"),
+])
+def test_names_that_cannot_be_post_types_are_refused_before_any_request(api, types, words):
+    rsps, store = api
+    with pytest.raises(CrawlError, match=words):
+        run(SITE, store, types=types)
+    assert not rsps.calls
+
