@@ -28,7 +28,7 @@ from .store import Document
 from .wordpress_pages import Listing, Page, pages, with_page
 
 FIELDS = ("id,link,modified,modified_gmt,title,content,date,type,author,categories,tags,"
-          "_links,_embedded")
+          "lang,_links,_embedded")  # lang: Polylang's, on a site that lists every language
 EMBED = "author,wp:term"  # the author's and the terms' names, in the same response
 SWEEP_FIELDS = "id,link,modified,modified_gmt,author,categories,tags"
 
@@ -181,7 +181,7 @@ def _terms(post: dict) -> list:
 
 def post_meta(post: dict) -> dict | None:
     """A post's metadata: categories and tags (names, from `_embedded`), author, date,
-    modified and post type; empty values left out."""
+    modified, post type and language (Polylang's `lang`); empty values left out."""
     embedded = post.get("_embedded") if isinstance(post.get("_embedded"), dict) else {}
     meta: dict = {}
     for group in embedded.get("wp:term") or []:
@@ -191,7 +191,8 @@ def post_meta(post: dict) -> dict | None:
                 meta.setdefault(key, []).append(title_text(str(term["name"])))
     authors = [a.get("name") for a in embedded.get("author") or [] if isinstance(a, dict)]
     meta.update(author=next((a for a in authors if a), None), date=post.get("date"),
-                modified=post.get("modified"), type=post.get("type"))
+                modified=post.get("modified"), type=post.get("type"),
+                language=post["lang"] if isinstance(post.get("lang"), str) else None)
     return {k: v for k, v in meta.items() if v not in (None, "", [])} or None
 
 

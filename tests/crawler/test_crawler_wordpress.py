@@ -385,3 +385,16 @@ def test_names_that_cannot_be_post_types_are_refused_before_any_request(api, typ
         run(SITE, store, types=types)
     assert not rsps.calls
 
+
+def test_a_polylang_sites_posts_keep_their_language(api):
+    """Polylang Pro lists every language's posts in one collection, each with its `lang`:
+    kept as `language` (as the sitemap and HTML sources keep `<html lang>`), so a search can
+    keep to one language with --filter language=pt."""
+    rsps, store = api
+    posts_route(rsps, {1: (200, [post(1, lang="pt"), post(2, lang="en"), post(3)],
+                           {"X-WP-Total": "3", "X-WP-TotalPages": "1"})})
+    run(SITE, store)
+    listing = [c.request.url for c in rsps.calls if "per_page=100" in c.request.url][0]
+    assert "lang" in parse_qs(urlsplit(listing).query)["_fields"][0].split(",")
+    languages = [(store.get(f"{SITE}/p{i}/").meta or {}).get("language") for i in (1, 2, 3)]
+    assert languages == ["pt", "en", None]
