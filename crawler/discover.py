@@ -3,7 +3,8 @@
 From the URL a user types (home page or any page): a platform named by the page itself
 (crawler/platforms/), then
 1. WordPress: the `Link: <…/wp-json/>; rel="https://api.w.org/"` header or the same
-   `<link>` in the HTML, else `/wp-json/`, else `/?rest_route=/` (plain permalinks);
+   `<link>` in the HTML, else `/wp-json/`, else `/?rest_route=/` (plain permalinks), in
+   the URL's first folder first (a WordPress installed in /blog/);
    a probe of `/wp/v2/posts` tells whether the API answers anonymous clients.
 2. Sitemaps named in robots.txt, else `/wp-sitemap.xml`, `/sitemap.xml`, `/sitemap_index.xml`.
 3. An RSS/Atom feed linked from the page.
@@ -152,7 +153,11 @@ def _advertised(response: Response, page: HtmlPage | None) -> tuple[str | None, 
 
 def _probe_api(url: str, fetcher: Fetcher) -> tuple[str | None, str]:
     origin = "{0.scheme}://{0.netloc}/".format(urlsplit(url))
-    for root in (origin + "wp-json/", origin + "?rest_route=/"):
+    folder = urlsplit(url).path.lstrip("/").split("/")[0]  # WordPress installed in /blog/
+    folder = origin + folder + "/" if folder and "." not in folder else None  # (not a file)
+    roots = (folder + "wp-json/" if folder else None, origin + "wp-json/",
+             origin + "?rest_route=/", folder + "?rest_route=/" if folder else None)
+    for root in filter(None, roots):  # the folder's ?rest_route= last: any path takes it
         try:
             response = fetcher.get(root)
         except FetchError:

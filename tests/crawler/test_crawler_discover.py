@@ -64,6 +64,28 @@ def test_wp_json_probe_then_rest_route(mocked):
     assert (found.source, found.api_root) == ("wordpress", f"{SITE}/?rest_route=/")
 
 
+def test_a_wordpress_in_a_folder_whose_page_hides_its_api_is_probed_there(mocked):
+    """WordPress installed in /blog/ (the company site at the root is something else), its
+    page stripped of the api.w.org link by a hardening plugin: its API is under /blog/."""
+    mocked.get(f"{SITE}/blog/", body="<p>blog</p>", content_type=HTML)
+    mocked.get(f"{SITE}/blog/wp-json/", json={"namespaces": ["oembed/1.0", "wp/v2"]})
+    wp_ok(mocked, f"{SITE}/blog/wp-json/")
+    for path in ("/wp-json/", "/"):  # the root site: not WordPress
+        mocked.get(f"{SITE}{path}", status=404, body="not here")
+    found = discover(f"{SITE}/blog/", fetcher())
+    assert (found.source, found.api_root) == ("wordpress", f"{SITE}/blog/wp-json/")
+
+
+def test_a_page_of_a_wordpress_at_the_root_still_finds_the_root_api(mocked):
+    mocked.get(f"{SITE}/sobre/", body="<p>sobre</p>", content_type=HTML)
+    mocked.get(f"{SITE}/sobre/wp-json/", status=404, body="<p>Página não encontrada</p>",
+               content_type=HTML)
+    mocked.get(f"{SITE}/wp-json/", json={"namespaces": ["wp/v2"]})
+    wp_ok(mocked, f"{SITE}/wp-json/")
+    found = discover(f"{SITE}/sobre/", fetcher())
+    assert (found.source, found.api_root) == ("wordpress", f"{SITE}/wp-json/")
+
+
 def test_sitemaps_from_robots_then_probes(mocked):
     mocked.replace(responses.GET, f"{SITE}/robots.txt",
                    body="User-agent: *\nSitemap: https://s.example/mapa.xml\n"
