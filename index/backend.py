@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -96,7 +96,9 @@ class Home(DocumentStore, Protocol):
     def previous(self) -> Build | None:
         """The live build if it can be read (for reuse by the next build), else None."""
 
-    def new_build(self) -> BuildWriter: ...
+    def new_build(self, methods: Sequence[str] = ()) -> BuildWriter:
+        """A writer for a build of `methods`; a home that cannot hold one of them (dense
+        without pgvector) refuses here, before any work."""
 
     def set_floors(self, floors: Mapping[str, float],
                    models: Mapping[str, Mapping] | None = None, *, key: str = "floor") -> Build:

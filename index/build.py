@@ -71,7 +71,7 @@ def build_index(home, *, size: int = SIZE, overlap: int = OVERLAP,
         options = {**options, "titles": kept_titles(previous, methods)}
     before = previous if previous is not None and previous.manifest.chunker == chunker else None
     from_counts = _counted(methods)
-    out = home.new_build()  # a home that cannot take a build fails before any work
+    out = home.new_build(methods)  # a home that cannot take a build fails before any work
     try:
         chunked = chunk_documents(
             _documents(home), size=size, overlap=overlap, reusable=_reusable_rows(before),

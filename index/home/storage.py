@@ -241,8 +241,9 @@ class LocalHome(Store):
         except (IndexNotFound, IndexFormatError):
             return None
 
-    def new_build(self) -> LocalBuildWriter:
-        """A writer holding the home's build lock (BuildLocked while another build runs)."""
+    def new_build(self, methods: Sequence[str] = ()) -> LocalBuildWriter:
+        """A writer holding the home's build lock (BuildLocked while another build runs); a
+        folder holds every method."""
         self._check_writable()
         try:
             lock = LocalBuildLock(self.home)

@@ -36,7 +36,8 @@ from ..dense.dense_models import array_key
 from .lists import pack_ids, pack_values
 from .schema import (ARRAYS, BLOCKS, BLOCKS_KEYS, CHUNKS, DENSE, DENSE_KEYS, FORWARD,
                         FORWARD_KEYS, POSTINGS, POSTINGS_KEYS, POSTINGS_STORAGE, TERMS,
-                        TERMS_KEYS, build_table, create_table, quoted, set_format)
+                        TERMS_KEYS, PostgresError, build_table, create_table, quoted,
+                        set_format)
 
 LEXICAL_DATA = ("counts", "scores")  # the per-posting array of tfidf / bm25
 BIG = ("indices", "counts", "scores", "vectors")  # stored as tables, not as .npy bytes
@@ -233,7 +234,7 @@ class PostgresBuildWriter:
     def _upload_vectors(self, cur, method: str, entry: dict) -> None:
         vectors = self._load(method, "vectors")
         hashes = self._load(method, "hashes")
-        cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        require_vector(cur.connection, keep=True)
         table = build_table(self.schema, self.name, method)
         self._create(cur, DENSE.replace("{d}", str(int(vectors.shape[1]))), table, "dense")
         pc.copy_rows(cur, table, ["chunk", "hash", "embedding"], [
@@ -271,6 +272,46 @@ def _remove_orphans() -> None:
         pid = folder.name[len(SPOOL):].split("-", 1)[0]
         if pid.isdigit() and not alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
+
+
+VECTOR_SCHEMA = """SELECT n.nspname, n.nspname = ANY (current_schemas(false)) FROM pg_extension e
+JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"""
+
+
+def vector_on_path(conn) -> bool:
+    """Whether pgvector is in the database (False: not installed); PostgresError naming the
+    fix when it is in a schema off the role's search_path (its type and operators would be
+    unknown to busca's SQL)."""
+    found = conn.execute(VECTOR_SCHEMA).fetchone()
+    if found and not found[1]:
+        raise PostgresError(
+            f"pgvector is installed in the schema {found[0]!r} of database"
+            f" {conn.info.dbname!r}, which is not on role {conn.info.user}'s search_path —"
+            f" add options=-c%20search_path%3Dpublic,{found[0]} to the home URL, or an"
+            f" administrator runs ALTER ROLE {conn.info.user} SET search_path = \"$user\","
+            f" public, {found[0]}")
+    return bool(found)
+
+
+def require_vector(conn, *, keep: bool) -> None:
+    """PostgresError naming the fix unless pgvector is in the database, in a schema on the
+    search_path, or this role may create it there; `keep`: create it (in the open
+    transaction), else only try (rolled back)."""
+    import psycopg
+
+    if vector_on_path(conn):
+        return
+    try:
+        with conn.transaction(force_rollback=not keep):
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except psycopg.Error as e:
+        reason = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise PostgresError(
+            f"dense needs the pgvector extension in database {conn.info.dbname!r}, and role"
+            f" {conn.info.user} could not create it ({reason}) — an administrator runs CREATE"
+            " EXTENSION vector; in that database (pgvector installed on the server first, if"
+            " it is not), or build without vectors: busca index --dense none (tfidf and bm25"
+            " need no extension)") from e
 
 
 def _try_extension(cur, name: str) -> bool:

@@ -32,9 +32,9 @@ from ..text.chunks import ChunkRow
 from ..dense.encoders import THREADS, get_encoder
 from ..home.manifest import Manifest
 from ..home.vocabulary import Vocabulary
-from ..dense.dense_models import array_key, server_settings
+from ..dense.dense_models import array_key, is_dense, server_settings
 from ..methods import method_spec, not_in_index, stored_methods
-from .build import PostgresBuildWriter
+from .build import PostgresBuildWriter, require_vector, vector_on_path
 from .conn import (ANSWER_WAIT, Connections, Guarded, GuardedWriter, PostgresMissingTable,
                    PostgresUnavailable, access, check_writable)
 from .lexical import LexicalRanker, PostingLists, SparseRanker
@@ -209,11 +209,15 @@ class PostgresHome(PostgresStore):
         except (IndexNotFound, IndexFormatError, PostgresDamaged):
             return None
 
-    def new_build(self) -> GuardedWriter:
+    def new_build(self, methods: Iterable[str] = ()) -> GuardedWriter:
         """The writer of a new build, once the session and role are known to be allowed to
-        write it (a refusal is one line before any work)."""
+        write it, and the database to hold `methods` (dense: pgvector) — a refusal is one
+        line before any work."""
         self._writing()
         check_writable(self.conn(), self._connections.where)
+        if any(is_dense(m) for m in methods):
+            with self.guard(write=True):
+                require_vector(self.conn().raw, keep=False)
         with self.guard(write=True):
             writer = PostgresBuildWriter(
                 self.connect, self.schema, sql_tables=self.sql_lexical,
@@ -435,6 +439,7 @@ class PostgresBuild:
                                              server=server_settings(entry, **self.embed),
                                              dimension=entry["dimension"])
             check_encoder(entry, encoder)
+            vector_on_path(self.conn())  # else its operators are unknown: one line
             return pg_rank.DenseRanker(
                 self.conn, self.table(array_key(method)), encoder,
                 exact=self.home.options.get("dense") == "exact",

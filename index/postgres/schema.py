@@ -323,7 +323,9 @@ def create_base(conn, schema: str, partitions: int = 0) -> None:
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"busca:{schema}",))
         _refuse_foreign(conn, schema)
-        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
+        if not conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s",
+                            (schema,)).fetchone():  # IF NOT EXISTS needs CREATE on the database
+            conn.execute(f"CREATE SCHEMA {s}")  # even when the schema exists
         conn.execute(BASE_TABLES.format(s=s))
         if conn.execute("SELECT to_regclass(%s) IS NULL", (f"{s}.documents",)).fetchone()[0]:
             create_table(conn, DOCUMENTS.format(t=quoted(schema, "documents")),

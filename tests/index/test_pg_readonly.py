@@ -216,3 +216,95 @@ def test_a_role_set_read_only_searches_without_logging_and_writes_nothing(homes,
         with psycopg.connect(homes.admin, autocommit=True) as db:
             db.execute(f"DROP OWNED BY {role}")
             db.execute(f"DROP ROLE {role}")
+
+
+@dataclass(frozen=True)
+class OwnSchema:
+    home: str  # the role given only its schema, corpus = that schema
+    admin: str  # the superuser, in that database
+
+
+@pytest.fixture
+def own_schema(postgres_server_url):
+    """A DBA's setup of docs/postgres.md: a fresh database (no pgvector), a role without
+    superuser nor CREATE on the database, given `CREATE SCHEMA blog AUTHORIZATION role`."""
+    import psycopg
+
+    tag = uuid.uuid4().hex[:10]
+    database, role, schema = f"own_{tag}", f"writer_{tag}", f"blog_{tag}"
+    with psycopg.connect(postgres_server_url, autocommit=True) as db:
+        db.execute(f"CREATE DATABASE {database}")
+        db.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{PASSWORD}'")
+    admin = urlunsplit(urlsplit(postgres_server_url)._replace(path=f"/{database}", query=""))
+    try:
+        with psycopg.connect(admin, autocommit=True) as db:
+            db.execute(f"CREATE SCHEMA {schema} AUTHORIZATION {role}")
+            assert not db.execute("SELECT has_database_privilege(%s, current_database(),"
+                                  " 'CREATE')", (role,)).fetchone()[0]
+            assert not db.execute("SELECT count(*) FROM pg_extension WHERE extname = 'vector'"
+                                  ).fetchone()[0]
+        yield OwnSchema(_with(_as_role(admin, role), f"corpus={schema}"), admin)
+    finally:
+        with psycopg.connect(postgres_server_url, autocommit=True) as db:
+            db.execute(f"DROP DATABASE {database} WITH (FORCE)")
+            db.execute(f"DROP ROLE {role}")
+
+
+def _admin(url: str, sql: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute(sql)
+
+
+def test_a_writer_given_only_its_schema_builds_and_is_told_how_to_get_pgvector(
+        own_schema, monkeypatch):
+    """`add` and a lexical `index` work (before: "may not change the corpus … permission
+    denied for database", naming the CREATE SCHEMA already run); a dense build is refused in
+    one line naming CREATE EXTENSION vector before anything is encoded (before: after
+    encoding every chunk, naming CREATE SCHEMA), and the live build stays."""
+    from dense_fakes import register
+
+    home = own_schema.home
+    added = invoke("--home", home, "add", str(FIXTURES / "site" / "articles.jsonl"))
+    assert added.exit_code == 0, added.output
+    assert invoke("--home", home, "index", "-q").exit_code == 0
+    before = invoke("--home", home, *READS["search bm25"])
+    assert before.exit_code == 0 and before.stdout.strip(), before.output
+    encoder = register(monkeypatch)
+    message = _one_line_error(invoke("--home", home, "index", "-q", "--dense", "fake"))
+    assert "pgvector" in message and "CREATE EXTENSION vector" in message, message
+    assert "--dense none" in message and "AUTHORIZATION" not in message, message
+    assert encoder.encoded == []  # refused before any work
+    assert invoke("--home", home, *READS["search bm25"]).stdout == before.stdout
+    _admin(own_schema.admin, "CREATE EXTENSION vector")
+    built = invoke("--home", home, "index", "-q", "--dense", "fake")
+    assert built.exit_code == 0, built.output
+
+
+def test_pgvector_in_a_schema_off_the_search_path_is_one_line_naming_the_fix(
+        own_schema, monkeypatch):
+    """pgvector installed by the DBA in a schema of its own (`CREATE EXTENSION vector SCHEMA
+    ext`): a dense build and a dense search say to put it on the search_path (before: a
+    traceback, `type "vector" does not exist`, after encoding every chunk); with the URL
+    option the message names, both work."""
+    from dense_fakes import register
+
+    _admin(own_schema.admin, "CREATE SCHEMA ext; CREATE EXTENSION vector SCHEMA ext;"
+                             " GRANT USAGE ON SCHEMA ext TO PUBLIC")
+    home = own_schema.home
+    assert invoke("--home", home, "add", str(FIXTURES / "site" / "articles.jsonl")
+                  ).exit_code == 0
+    encoder = register(monkeypatch)
+    message = _one_line_error(invoke("--home", home, "index", "-q", "--dense", "fake"))
+    assert "not on role" in message and "search_path" in message, message
+    assert encoder.encoded == []
+    pathed = _with(home, "options=-c%20search_path%3Dpublic,ext")
+    assert "options=-c%20search_path%3Dpublic,ext" in message
+    built = invoke("--home", pathed, "index", "-q", "--dense", "fake")
+    assert built.exit_code == 0, built.output
+    dense = ["search", QUESTION, "--method", "dense", "--json", "--no-serve"]
+    message = _one_line_error(invoke("--home", home, *dense))
+    assert "search_path" in message, message
+    found = invoke("--home", pathed, *dense)
+    assert found.exit_code == 0 and found.stdout.strip(), found.output
