@@ -229,11 +229,36 @@ def _split(url: str):
     """urlsplit, with a malformed URL as one line (which does not repeat the URL: it may hold
     a password)."""
     try:
-        return urlsplit(url)
+        parts = urlsplit(url)
     except ValueError as e:  # e.g. "Invalid IPv6 URL": a "[" without its "]"
         raise PostgresError(f"a malformed PostgreSQL URL ({e}) — check its host part, e.g."
                             " postgresql://user@host:5432/rag?corpus=blog, or"
                             " postgresql://user@[::1]:5432/rag") from None
+    if _raw_credentials(parts):
+        raise PostgresError(
+            "the user or password in the PostgreSQL URL holds a character that must be"
+            " percent-encoded (@ as %40, / as %2F, ? as %3F, # as %23, % as %25:"
+            ' urllib.parse.quote(password, safe="") does it) — or leave the password out of'
+            " the URL and set PGPASSWORD or ~/.pgpass")
+    return parts
+
+
+def _raw_credentials(parts) -> bool:
+    """Whether the URL's user or password holds an @, /, ?, # or % left unencoded: libpq
+    (and urlsplit) would cut the URL elsewhere, take part of the password for a host or a
+    database, and echo it in its messages."""
+    netloc = parts.netloc
+    if "@" in parts.fragment or netloc.count("@") > 1 or any(
+            "@" in p.partition("=")[0] for p in parts.query.split("&")):
+        return True  # a # or ? in the password, or two @
+    if "@" in parts.path:  # a / in the password (a database name may hold an @ itself)
+        try:
+            parts.port
+        except ValueError:
+            return True
+        if "@" not in netloc:
+            return True
+    return bool(re.search(r"%(?![0-9A-Fa-f]{2})", netloc.rpartition("@")[0]))
 
 
 def _without(parts, kept: list) -> str:
@@ -259,9 +284,12 @@ def redact(url: str) -> str:
     try:
         parts = urlsplit(url)
         password = parts.password
+        raw = _raw_credentials(parts)
     except ValueError:  # malformed: hide whatever could be a password
         return re.sub(r"(://[^/@:]*:)[^/@]*@", rf"\1{HIDDEN}@",
                       re.sub(r"(?i)(password=)[^&]*", rf"\1{HIDDEN}", url))
+    if raw:  # everything up to the last @ may be the password
+        return re.sub(r"(?s)^([^:]*://).*@", rf"\1{HIDDEN}@", url)
     netloc = parts.netloc
     if password is not None:
         user, _, hosts = netloc.rpartition("@")

@@ -307,6 +307,26 @@ def test_a_malformed_url_is_one_line_without_its_password():
     assert "malformed PostgreSQL URL (Invalid IPv6 URL)" in message and "x9pw" not in message
 
 
+@pytest.mark.parametrize("password", ["kx9@wq7", "kx9/wq7", "kx9?wq7", "kx9#wq7", "kx9%wq7",
+                                      "kx9@wq7:zz8/vv6%"])
+def test_a_password_left_unencoded_is_refused_without_showing_it(pg_home, password):
+    """A password with @ / ? # % written as it is: libpq would cut the URL elsewhere (part of
+    the password taken for a host or a database) and busca printed it (before: `cannot
+    connect to postgresql://postgres:kx9/wq7@127.0.0.1…`); written percent-encoded, it works."""
+    from busca.index.postgres.schema import redact
+
+    parts = urlsplit(pg_home)
+    raw = pg_home.replace(f"//{parts.netloc}/",
+                          f"//{parts.username}:{password}@{parts.hostname}:{parts.port}/")
+    for args in (["stats"], ["add", ARTICLES]):
+        message = _one_line(invoke("--home", raw, *args))
+        assert "must be percent-encoded" in message, message
+        for piece in ("kx9", "wq7", "zz8", "vv6"):
+            assert piece not in message and piece not in redact(raw), message
+    encoded = raw.replace(password, quote(password, safe=""))
+    assert "documents in" in _ok("--home", encoded, "add", ARTICLES)  # trust: sent, unused
+
+
 # --- 8-11. builds changed by hand ------------------------------------------------------------
 def _damaged(home: str, args=SEARCH) -> str:
     message = _one_line(invoke("--home", home, *args))
