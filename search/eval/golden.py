@@ -204,6 +204,10 @@ def _question(where: str, item) -> Question:
         raise GoldenError(f'{where}: "{key}" is empty; fill it in, or use null for a '
                           "question the site cannot answer")
     url = item.get("url")
+    if isinstance(url, list):
+        raise GoldenError(f'{where}: "url" names one document (the one its trecho is quoted'
+                          " from); for a question that several documents answer, give a BEIR"
+                          " folder, whose qrels judge as many as you like (docs/eval.md)")
     if url is not None and (not isinstance(url, str) or not url.strip()):
         raise GoldenError(f'{where}: "url" must be a non-empty string or null')
     qid = item.get("id")

@@ -296,3 +296,14 @@ def test_a_tag_typed_in_decomposed_accents_is_one_slice_with_the_composed_one(tm
     golden = load_golden(write(tmp_path, items))
     assert [q.tags for q in golden.questions[:2]] == [{"tipo": "paráfrase"}] * 2
     assert golden.questions[2].tags == {"seção": "1"}
+
+
+def test_several_urls_for_a_question_point_to_a_beir_folder(tmp_path):
+    """A list of relevant pages under "url" was told only that "url" must be a string; the
+    format that judges several documents per question is a BEIR folder."""
+    with pytest.raises(GoldenError, match=r'item 1: "url" names one document .* give a BEIR'
+                                          r" folder, whose qrels judge as many"):
+        load_golden(write(tmp_path, [{"pergunta": "a?", "trecho": "x",
+                                      "url": ["https://a.example/1", "https://a.example/2"]}]))
+    with pytest.raises(GoldenError, match='"url" must be a non-empty string or null'):
+        load_golden(write(tmp_path, [{"pergunta": "a?", "trecho": "x", "url": 7}]))
