@@ -130,6 +130,9 @@ def tune_fusion(golden: Golden, index, store, *, metric: Metric,
                 window: int = WINDOW, folds: int = FOLDS, on_progress=None) -> Tuning:
     """Score every setting of the grid on the golden set's answerable questions."""
     progress = on_progress or (lambda stage, done, total: None)
+    if metric.k > DEPTH:  # the fused lists hold the top DEPTH: deeper, every setting ties
+        raise FusionError(f"--tune-fusion judges the top {DEPTH} fused hits: choose a --key"
+                          f" at k <= {DEPTH} (e.g. recall@{DEPTH}), not {metric.name}")
     available = [m for m in available_methods(index) if not is_hybrid(m)]
     weights = dict.fromkeys(components, 1.0) if components else default_weights(available)
     check_settings(FusionSettings(weights=weights))

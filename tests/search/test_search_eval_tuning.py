@@ -133,6 +133,19 @@ def test_tuning_needs_one_lexical_method_and_dense(setup):
                            components=["tfidf", "hybrid", "dense"])
 
 
+def test_a_key_deeper_than_the_fused_lists_is_refused(setup, run, tmp_path, monkeypatch):
+    """recall@200 was judged on the top 100 fused hits (every setting's figure the same as
+    at recall@100, silently): one line naming the depth, from Python and the CLI (exit 1)."""
+    index, store, golden = setup
+    with pytest.raises(FusionError, match="judges the top 100 fused hits: choose a --key at"
+                                          " k <= 100 .*not recall@200"):
+        tuning.tune_fusion(golden, index, store, metric=parse_metric("recall@200"))
+    assert tuning.tune_fusion(golden, index, store, metric=parse_metric("recall@100")).trials
+    result = run("eval", str(_cli_home(run, tmp_path, monkeypatch)), "--tune-fusion", "-q",
+                 "--key", "ndcg@150")
+    assert result.exit_code == 1 and "not ndcg@150" in result.output
+
+
 def _cli_home(run, tmp_path, monkeypatch):
     """A CLI home of DOCS indexed with tfidf and the fake encoder; the golden file."""
     monkeypatch.setitem(encoders.ENCODERS, "fake",
