@@ -686,13 +686,7 @@ def test_a_thread_that_ends_closes_its_handle_of_the_home(fake_home):
     import threading
 
     def open_stores() -> int:
-        names = []
-        for fd in os.listdir("/proc/self/fd"):
-            try:
-                names.append(os.readlink(f"/proc/self/fd/{fd}"))
-            except OSError:  # the listing's own descriptor, closed meanwhile
-                pass
-        return sum(name.endswith("busca.db") for name in names)
+        return sum(name.endswith("busca.db") for name in _descriptors())
 
     corpus = busca.open(fake_home, create=False)
     alone = corpus.search(QUESTIONS[0], method="bm25", log=False)
@@ -884,14 +878,20 @@ def test_corpus_add_stores_the_text_without_invisible_characters(tmp_path):
     assert stored.text[offset:].startswith("Prazos de informação\n")
 
 
-def _open_files(folder: Path) -> list[str]:
-    """The files under `folder` this process holds open (descriptors and memory maps)."""
+def _descriptors() -> list[str]:
+    """What this process's open file descriptors name."""
     names = []
     for fd in os.listdir("/proc/self/fd"):
         try:
             names.append(os.readlink(f"/proc/self/fd/{fd}"))
         except OSError:  # the listing's own descriptor, closed meanwhile
             pass
+    return names
+
+
+def _open_files(folder: Path) -> list[str]:
+    """The files under `folder` this process holds open (descriptors and memory maps)."""
+    names = _descriptors()
     with open("/proc/self/maps", encoding="utf-8") as maps:
         names += [line.split()[-1] for line in maps if len(line.split()) > 5]
     return sorted({n for n in names if n.startswith(str(folder))})
