@@ -12,6 +12,7 @@ Words are the analyzers' own runs of letters or digits, so spans match what was 
 from __future__ import annotations
 
 import re
+import unicodedata
 from bisect import bisect_right
 
 from ..index.text.analyzers import (as_asked, fold_accents, get_term_filter, grouped_terms,
@@ -126,12 +127,47 @@ def snippet(text: str, query: str, analyzer: str = DEFAULT_ANALYZER, *,
 
 def _piece_end(text: str, start: int, width: int) -> int:
     """Where the snippet from `start` ends: `width` characters on, back to the last space
-    when that cuts the text, so no word is shown in part."""
+    when that cuts the text, so no word is shown in part; in a run without a space, never
+    between a character and what joins it (`_joined`), back to the one before it (or on
+    past it, when it is the snippet's first)."""
     end = start + width
     if end >= len(text):
         return len(text)
     space = text.rfind(" ", start, end)
-    return space if space >= 0 else end
+    if space >= 0:
+        return space
+    back = end
+    while back > start and _joined(text, back):
+        back -= 1
+    if back > start:
+        return back
+    while 0 < end < len(text) and _joined(text, end):
+        end += 1
+    return end
+
+
+_ZWJ = "\u200d"
+
+
+def _joined(text: str, i: int) -> bool:
+    """True when text[i] belongs to the character before it: a combining mark (Devanagari's
+    vowel signs and virama, an accent NFC cannot compose), either side of a zero-width
+    joiner (👨‍👩‍👧), an emoji's skin tone or tag, a flag's second regional indicator."""
+    c, before = text[i], text[i - 1]
+    if unicodedata.category(c) in ("Mn", "Mc", "Me") or _ZWJ in (c, before):
+        return True
+    if "\U0001f3fb" <= c <= "\U0001f3ff" or "\U000e0020" <= c <= "\U000e007f":
+        return True
+    if not (_regional(c) and _regional(before)):
+        return False
+    run = i  # a flag is a pair: text[i] is a second one after an odd run of them
+    while run > 0 and _regional(text[run - 1]):
+        run -= 1
+    return (i - run) % 2 == 1
+
+
+def _regional(c: str) -> bool:
+    return "\U0001f1e6" <= c <= "\U0001f1ff"
 
 
 def _best_start(text: str, found: list[tuple[int, int]], starts: list[int],

@@ -1,5 +1,7 @@
 """search/highlight.py: analyzer-aware spans, snippets and marking."""
 
+import pytest
+
 from busca.search import highlight
 
 
@@ -122,3 +124,26 @@ def test_en_stems_the_english_way_and_keeps_portuguese_stopword_lookalikes():
     text = "The patient's studies come first; a study of patients."
     assert words(text, highlight.spans(text, "study patient come", "en")) == [
         "patient", "studies", "come", "study", "patients"]
+
+
+# runs without a space, each a character and what joins it: Devanagari vowel signs and
+# virama (Mn, Mc), an emoji and its skin tone, a flag's two regional indicators, a family
+# joined by ZWJ
+CLUSTERS = [["न", "म", "स्", "ते"], ["👍🏽"], ["🇧🇷", "🇵🇹"], ["👨\u200d👩\u200d👧"]]
+
+
+@pytest.mark.parametrize("clusters", CLUSTERS, ids=["devanagari", "skin", "flags", "zwj"])
+def test_a_snippet_cut_without_a_space_keeps_each_character_with_its_marks(clusters):
+    """A run with no space in the snippet's width was cut at exactly `width` characters:
+    "नमस्ते" cut after "स" showed its virama alone at the start of nothing, "👍🏽" lost its
+    skin tone, "🇧🇷" became the letter B. The cut now falls between two of them."""
+    text = "".join(clusters * 40)
+    for width in range(1, 25):
+        piece, _ = highlight.snippet(text, "nada", "java", width=width)
+        body = piece.removesuffix(" …")
+        assert piece.endswith(" …") and body and text.startswith(body)
+        at, kept = 0, 0
+        while at < len(body):  # the body is whole clusters, one after another
+            cluster = clusters[kept % len(clusters)]
+            assert body.startswith(cluster, at), (width, body)
+            at, kept = at + len(cluster), kept + 1
