@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from urllib.parse import urlsplit
 
-from .defaults import DEFAULT_HTML_PAGES, DEFAULT_TYPES, DEFAULT_WORKERS, SOURCES, WP_TYPES
-from .events import Stored
+from .defaults import (DEFAULT_HTML_PAGES, DEFAULT_TYPES, DEFAULT_WORKERS, NAMES, SOURCES,
+                       WP_TYPES)
+from .events import Notice, Stored
 from .groups import NONE, given_groups, kept_groups
 from .http import Fetcher, Politeness
 from .store import DATE_FORMS, DOC_STATE, Document, DocumentStore as Store, iso_date
@@ -152,3 +154,20 @@ class Context:
                 self.store.delete(url)
                 self.set_doc_state(url, None)
                 yield Stored(url, "deleted", fetched=False)
+        yield from self._unlisted_of_others(source, seen)
+
+    def _unlisted_of_others(self, source: str, seen: set[str]) -> Iterator[Notice]:
+        """A notice of the documents of the listing's hosts that an earlier crawl by another
+        source stored and this complete listing lacks: kept, since a source deletes only
+        what it brought in (a post deleted after the site closed its API to the weekly crawl,
+        which then read the sitemap, would otherwise answer questions for ever, unsaid)."""
+        hosts = {urlsplit(key).hostname for key in seen} - {None, ""}
+        for other in NAMES:
+            missing = [url for url in self.store.hashes(other) if other != source
+                       and urlsplit(url).hostname in hosts and doc_key(url) not in seen]
+            if missing:
+                yield Notice(
+                    f"{len(missing)} document(s) of this site that an earlier --source {other}"
+                    f" crawl stored are not in this {source} listing and were kept (e.g."
+                    f" {missing[0]}): if the site removed them, run busca remove with their"
+                    f" URLs; a crawl with --source {other} deletes those it no longer finds")

@@ -312,3 +312,22 @@ def test_damaged_crawl_state_means_a_full_crawl_with_a_warning(tmp_path):
     assert again.counts["unchanged"] == 4 and sorted(bodies_again) == ids
     assert [n for n in again.notices if "damaged" in n] == [
         "the stored crawl state of some documents is damaged; they are fetched again"]
+
+
+def test_a_post_removed_while_another_source_is_read_is_named_not_kept_silently(tmp_path):
+    """The weekly crawl read the API; the site then closed it and the crawl read the sitemap,
+    which no longer lists a removed post: that post, stored by the wordpress source, was kept
+    without a word (each source deletes only what it brought in). It is kept, and named."""
+    with FixtureSite(load_articles()[:8]) as site, Store(tmp_path) as store:
+        first, _ = run(site.url, store, source="wordpress")
+        assert first.counts["added"] == 8
+        gone = site.remove(site.articles[3]["id"])
+        second, events = run(site.url, store, source="sitemap")
+        notices = [e.message for e in events if type(e).__name__ == "Notice"]
+        named = [n for n in notices if "earlier --source wordpress crawl" in n]
+        assert len(named) == 1 and named[0].startswith("1 document(s) of this site"), notices
+        assert site.link(gone) in named[0] and "busca remove" in named[0]
+        assert store.count() == 8 and second.counts.get("deleted", 0) == 0  # kept
+        _, again = run(site.url, store, source="wordpress")  # its own source deletes it
+        assert store.count() == 7 and store.get(site.link(gone)) is None
+        assert not [e for e in again if "earlier --source" in getattr(e, "message", "")]
