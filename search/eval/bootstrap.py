@@ -66,15 +66,16 @@ def bootstrap(values: np.ndarray, *, resamples: int = RESAMPLES, seed: int = SEE
 
 def estimate(values: np.ndarray, *, resamples: int = RESAMPLES, seed: int = SEED) -> Estimate:
     """The mean of a per-question metric in [0, 1] with its 95% interval: the percentile
-    bootstrap, except when every question has the value 0 or every one the value 1 (every
-    question found at rank 1, or none in the top k). There the bootstrap has nothing to
+    bootstrap, except when every question has the same value (every question found at rank
+    1, or none in the top k; a slice of one question). There the bootstrap has nothing to
     resample and would say 1.00–1.00 — certainty from five questions; the interval is then
     the Wilson score interval of n of n (or 0 of n) successes, the floors' interval: for a
     metric in [0, 1] all n values are 1 no likelier than n successes of a coin of the same
     mean (Markov), so the bound holds for MRR and nDCG too. 0.57–1.00 for 5 questions,
-    0.84–1.00 for 20."""
+    0.84–1.00 for 20. Every value v strictly between: the Wilson interval of a coin of mean v
+    (the [0, 1] metric of the widest spread for that mean), not 0.33–0.33 from one MRR."""
     values = np.asarray(values, dtype=np.float64)
-    if values.size and (np.all(values == 1.0) or np.all(values == 0.0)):
+    if values.size and np.all(values == values[0]):
         share = wilson(float(values.sum()), int(values.size))
         return Estimate(share.value, share.low, share.high, share.n)
     return bootstrap(values, resamples=resamples, seed=seed)

@@ -86,6 +86,25 @@ def test_every_question_found_is_no_certainty_and_a_small_set_is_said():
     assert "only 5 answerable questions" in to_json(ev)["warning"]
 
 
+def test_every_question_at_one_rank_below_the_first_is_no_certainty_either():
+    """Every question found at rank 3 (a slice of one question, or three alike): MRR 0.333
+    was printed 0.333 (0.33–0.33); the interval of a value shared by every question is the
+    Wilson interval of a coin of that mean."""
+    from busca.search.eval.floors import wilson
+    from busca.search.eval.report import render_text
+
+    qs = tuple(Question(q, f"{q}?", trecho="x") for q in "abc")
+    ev = summarize(Golden("g.json", "json", qs), {"m": [o(q.id, 3) for q in qs]},
+                   default_metrics())
+    mrr = ev.summary["m"]["mrr@10"]
+    third = wilson(1.0, 3)  # three questions of mean 1/3
+    assert mrr.mean == pytest.approx(1 / 3) and (mrr.low, mrr.high) == (third.low, third.high)
+    assert mrr.low < 0.1 and mrr.high > 0.7
+    assert "0.333 (0.33–0.33)" not in render_text(ev)
+    one = summarize(Golden("g.json", "json", qs[:1]), {"m": [o("a", 3)]}, default_metrics())
+    assert one.summary["m"]["mrr@10"].high - one.summary["m"]["mrr@10"].low > 0.5
+
+
 def test_a_mixed_set_keeps_the_bootstrap_and_twenty_questions_no_warning():
     from busca.search.eval.bootstrap import bootstrap
     from busca.search.eval.metrics import values
