@@ -25,7 +25,7 @@ from .fusion import FusionSettings
 from .collapse import search as search_per_doc
 from .hits import K, Hit, check_floor, json_form
 from .scorers import floor_of
-from .sentences import SENTENCE_REACH, sentences, widen
+from .sentences import SENTENCE_REACH, pieces, widen
 
 if TYPE_CHECKING:  # the crawler package loads only when a command needs it
     from ..crawler.store import DocumentStore as Store
@@ -353,7 +353,7 @@ def _answer(p: Passage, span: Span, question: str, analyzer: str) -> tuple[int, 
     best = min(windows, key=_best_first)
     lo, hi = best.start - span.start, best.end - span.start
     count, _, a, b = max(((len({t for x, y, t in found if a <= x and y <= b}), -a, a, b)
-                          for a, b in sentences(span.text) if a < hi and lo < b),
+                          for a, b in pieces(span.text) if a < hi and lo < b),
                          default=(0, 0, 0, 0))
     return (span.start + a, span.start + b) if count else None
 
@@ -362,7 +362,7 @@ def _cut(span: Span, budget: int, anchor: int) -> Span | None:
     """The run of whole sentences of `span` around `anchor` that fits `budget` characters."""
     if len(span.text) <= budget:
         return span
-    sents = sentences(span.text)
+    sents = pieces(span.text)
     if not sents:
         return None
     at = _sentence_at(sents, anchor - span.start)
@@ -385,7 +385,7 @@ def _sentence_at(sents: list[tuple[int, int]], position: int) -> int:
 
 def _opening(span: Span, anchor: int) -> int:
     """Length of the shortest sentence a cut of `span` could start with."""
-    sents = sentences(span.text)
+    sents = pieces(span.text)
     if not sents:
         return len(span.text)
     at = _sentence_at(sents, anchor - span.start)

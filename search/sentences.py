@@ -12,6 +12,7 @@ import re
 SENTENCE_REACH = 300  # how far a window is widened to reach a sentence boundary
 
 _MARKS = re.compile(r"[.!?…]+[\"'”’»)\]]*|\n")  # an end when whitespace or the end follows
+_WORD = re.compile(r"\S+")
 
 
 def _sentence_ends(text: str, pos: int = 0, endpos: int | None = None):
@@ -43,6 +44,25 @@ def sentences(text: str) -> list[tuple[int, int]]:
         piece = text[a:b]
         if piece.strip():
             out.append((a + len(piece) - len(piece.lstrip()), a + len(piece.rstrip())))
+    return out
+
+
+def pieces(text: str, *, longest: int = 2 * SENTENCE_REACH) -> list[tuple[int, int]]:
+    """`sentences`, with each one longer than `longest` characters (a table, a run-on
+    extract: no sentence end within `widen`'s reach) split at spaces into runs of words of
+    at most SENTENCE_REACH characters (a longer word alone): the units a budget cuts at."""
+    out = []
+    for a, b in sentences(text):
+        if b - a <= longest:
+            out.append((a, b))
+            continue
+        start = end = a
+        for m in _WORD.finditer(text, a, b):
+            if end > start and m.end() - start > SENTENCE_REACH:
+                out.append((start, end))
+                start = m.start()
+            end = m.end()
+        out.append((start, end))
     return out
 
 

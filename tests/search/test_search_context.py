@@ -11,6 +11,7 @@ from busca.index.home import storage
 from busca.index.build import build_index
 from busca.index.home.storage import load_index
 from busca.search import context as cx
+from busca.search.sentences import sentences
 from busca import search as core
 from busca.index import LocalHome
 
@@ -258,6 +259,23 @@ def test_a_page_stored_under_two_urls_goes_into_the_prompt_once(tmp_path):
     assert [p.rank for p in found.passages] == list(range(1, len(found.passages) + 1))
     store.close()
 
+
+def test_a_sentence_longer_than_the_budget_is_cut_at_words_around_the_answer():
+    """Text without sentence ends (a table, a run-on extract): the best passage is cut at
+    words around its answer, not dropped for a lower one (nor, alone, a usage error)."""
+    words = [f"item{n % 7} valor{n % 5}" for n in range(150)]
+    text = " ".join(words[:100] + ["garantia estendida de doze meses"] + words[100:])
+    assert len(text) > 1200 and sentences(text) == [(0, len(text))]
+    best = _window(text)
+    other = _passage("o", "A garantia é de um ano. Trocas em sete dias.", rank=2, score=0.5)
+    out = cx.fit([best, other], 400, question="garantia estendida", analyzer="pt")
+    assert out[0].url == "u", "the best passage is kept first"
+    [span] = out[0].spans
+    assert "garantia estendida de doze meses" in span.text and len(span.text) <= 400
+    assert text[span.start:span.end] == span.text and out[0].truncated
+    assert text[span.start - 1] == " " and text[span.end] == " "  # whole words only
+    [alone] = cx.fit([best], 400, question="garantia estendida", analyzer="pt")
+    assert alone.spans == out[0].spans
 
 def test_fit_too_small_for_one_sentence_says_how_much_is_needed():
     with pytest.raises(cx.ContextTooSmall) as e:

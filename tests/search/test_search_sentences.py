@@ -67,3 +67,17 @@ def test_a_run_of_marks_ends_a_sentence_only_before_whitespace_or_the_end():
                                                      len(text)]
     assert se.sentence_stops(text, 0, 6) == [6]  # the end of the window counts as the end
     assert se.sentences("...") == [(0, 3)]
+
+
+def test_pieces_split_only_an_overlong_sentence_at_spaces():
+    """A budget cuts at `pieces`: sentences as they are, and a sentence longer than twice
+    the reach split into runs of whole words of at most SENTENCE_REACH characters."""
+    short = "Uma frase curta."
+    run_on = " ".join(f"palavra{n}" for n in range(200))  # no sentence end at all
+    text = f"{short} {run_on}"
+    found = se.pieces(text)
+    assert found[0] == se.sentences(text)[0] and len(found) > 2
+    assert " ".join(text[a:b] for a, b in found[1:]) == run_on
+    assert all(b - a <= se.SENTENCE_REACH for a, b in found[1:])
+    assert all(text[a - 1] == " " and (b == len(text) or text[b] == " ") for a, b in found[1:])
+    assert se.pieces(short) == se.sentences(short)
