@@ -74,11 +74,14 @@ class ContextTooSmall(BuscaError, ValueError):
 
 @dataclass(frozen=True)
 class Span:
-    """A stretch of a document's stored text: text == document.text[start:end]."""
+    """A stretch of a document's stored text: text == document.text[start:end], with where
+    it is cited (`cite`, `section`: as its passage's, taken in this span; "" when unknown)."""
 
     start: int
     end: int
     text: str
+    cite: str = ""
+    section: str = ""
 
 
 @dataclass(frozen=True)
@@ -247,19 +250,26 @@ def merge_hits(hits: list[Hit], store: Store, *, reach: int = SENTENCE_REACH,
 
 def _cited(p: Passage, meta: dict | None, question: str = "",
            analyzer: str = highlight.DEFAULT_ANALYZER) -> Passage:
-    """The passage with its citation (page, or section and heading path) taken at the
-    middle of the sentence of its best window that best matches `question` (`_answer`),
-    else of that window's text the passage holds (a cut may have kept only part of it),
-    else at the middle of its first span."""
-    at = (p.spans[0].start + p.spans[0].end) // 2
+    """The passage with its citation (page, or section and heading path) and each span's:
+    a span's is taken where it answers (`_cite_at`); the passage's is that of the span
+    holding its best window (else of its first span)."""
+    spans = tuple(replace(s, cite=cite(p.url, meta, at), section=section(meta, at))
+                  for s, at in ((s, _cite_at(p, s, question, analyzer)) for s in p.spans))
+    best = next((s for h in sorted(p.hits, key=_best_first) for s in spans
+                 if _overlaps(h, s)), spans[0])
+    return replace(p, spans=spans, cite=best.cite, section=best.section)
+
+
+def _cite_at(p: Passage, span: Span, question: str, analyzer: str) -> int:
+    """Where `span` is cited: the middle of the sentence of its best window that best
+    matches `question` (`_answer`), else of that window's text the span holds (a cut may
+    have kept only part of it), else the span's middle."""
     for h in sorted(p.hits, key=_best_first):
-        kept = [s for s in p.spans if _overlaps(h, s)]
-        if kept:
-            a, b = _answer(p, kept[0], question, analyzer) or (
-                max(h.start, kept[0].start), min(h.end, kept[0].end))
-            at = (a + b) // 2
-            break
-    return replace(p, cite=cite(p.url, meta, at), section=section(meta, at))
+        if _overlaps(h, span):
+            a, b = _answer(p, span, question, analyzer) or (
+                max(h.start, span.start), min(h.end, span.end))
+            return (a + b) // 2
+    return (span.start + span.end) // 2
 
 
 def _union(text: str, ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -413,15 +423,32 @@ def format_passages(passages: list[Passage] | tuple[Passage, ...]) -> str:
     the prompt's own; blank lines between passages. The crawled text is made plain
     (`_plain`), and a "[fonte:" in it (any case or spacing) is written "(fonte:", so
     CITATION finds only the passages' own labels."""
-    heads, texts = [], []
-    for p in passages:  # the label on one line: a title's line break cannot fake a source
-        title, where = (_shortened(" ".join(_plain(x).split())) for x in (p.title, p.section))
-        heads.append(_defused((f" {title}" if title else "") + (f" — {where}" if where else "")))
-        texts.append(_defused(_plain(p.text)))
+    sources, heads, texts = [], [], []
+    for p in passages:
+        for source, where, text in _blocks(p):  # the label on one line: a title's line
+            title, where = (_shortened(" ".join(_plain(x).split())) for x in (p.title, where))
+            sources.append(source)  # break cannot fake a source
+            heads.append(_defused((f" {title}" if title else "")
+                                  + (f" — {where}" if where else "")))
+            texts.append(_defused(_plain(text)))
     runs = [len(run) for x in heads + texts for run in _BACKTICKS.findall(x)]
     fence = "`" * max(3, max(runs, default=0) + 1)
-    return "\n\n".join(f"[fonte: {p.source}]{head}\n{fence}\n{text}\n{fence}"
-                       for p, head, text in zip(passages, heads, texts))
+    return "\n\n".join(f"[fonte: {source}]{head}\n{fence}\n{text}\n{fence}"
+                       for source, head, text in zip(sources, heads, texts))
+
+
+def _blocks(p: Passage) -> list[tuple[str, str, str]]:
+    """(citation, heading path, text) of each labelled block of a passage: its spans in
+    document order, consecutive spans cited alike joined by SPAN_JOIN under one label (a
+    span cited nowhere of its own: as the passage)."""
+    blocks: list[tuple[str, str, list[str]]] = []
+    for s in p.spans:
+        source, where = (s.cite, s.section) if s.cite else (p.source, p.section)
+        if blocks and blocks[-1][:2] == (source, where):
+            blocks[-1][2].append(s.text)
+        else:
+            blocks.append((source, where, [s.text]))
+    return [(source, where, SPAN_JOIN.join(t)) for source, where, t in blocks]
 
 
 def _plain(text: str) -> str:
@@ -492,7 +519,8 @@ def context_dict(context: Context, *, prompt: str | None = None, lang: str | Non
 def _passage_of(p: dict, method: str) -> Passage:
     hits = tuple(Hit(h["rank"], h["score"], h["chunk_id"], p["url"], p["title"], h["start"],
                      h["end"], "", method) for h in p["hits"])
-    spans = tuple(Span(s["start"], s["end"], s["text"]) for s in p["spans"])
+    spans = tuple(Span(s["start"], s["end"], s["text"], s.get("cite") or "",
+                       s.get("section") or "") for s in p["spans"])
     return Passage(p["rank"], p["url"], p["title"], p["score"], spans, hits, p["truncated"],
                    cite=p.get("cite") or "", section=p.get("section") or "")
 
@@ -502,7 +530,9 @@ def _passage_dict(p: Passage) -> dict:
         "rank": p.rank, "url": p.url, "cite": p.source, "section": p.section,
         "title": p.title, "score": p.score,
         "truncated": p.truncated,
-        "spans": [{"start": s.start, "end": s.end, "text": s.text} for s in p.spans],
+        "spans": [{"start": s.start, "end": s.end, "text": s.text,
+                   "cite": s.cite or p.source, "section": s.section if s.cite else p.section}
+                  for s in p.spans],
         "hits": [{"rank": h.rank, "score": h.score, "chunk_id": h.chunk_id,
                   "start": h.start, "end": h.end} for h in p.hits],
     }

@@ -134,7 +134,8 @@ SCHEMAS = {
                      "truncated": {"type": "boolean"},
                      "spans": {"type": "array", "items": _obj(
                          {"start": {"type": "integer"}, "end": {"type": "integer"},
-                          "text": {"type": "string"}}, ("start", "end", "text"))},
+                          "text": {"type": "string"}, "cite": {"type": "string"},
+                          "section": {"type": "string"}}, ("start", "end", "text"))},
                      "hits": {"type": "array", "items": _obj(
                          {n: HIT["properties"][n] for n in SPAN}, SPAN)}},
                     ("rank", "url", "title", "score", "truncated", "spans", "hits")),

@@ -308,6 +308,46 @@ def test_a_cut_passage_cites_the_section_of_the_text_it_kept(tmp_path):
     store.close()
 
 
+
+def test_spans_on_different_pages_are_each_cited_at_their_own_page(tmp_path):
+    """Two windows of one PDF far apart (pages 1 and 3) merge into one passage of two spans:
+    each span is labelled with its own page, so a statement from page 1 is not cited as
+    page 3 (one label for the passage cited the best window's page for both)."""
+    first, last = "O prazo do reembolso é de sete dias úteis.", "O estorno aparece na fatura."
+    filler = " ".join(f"Linha {n} sem assunto." for n in range(40))
+    text = f"{first} {filler} {last}"
+    pages = [[1, 0], [2, len(first) + 1], [3, text.index(last)]]
+    store = LocalHome(tmp_path)
+    store.put(Document("file:///m/manual.pdf", "Manual", text, meta={"pages": pages}))
+    [p] = cx.merge_hits([_hit(store, "file:///m/manual.pdf", last, 1, 0.9),
+                         _hit(store, "file:///m/manual.pdf", first, 2, 0.5)], store)
+    assert p.cite == "file:///m/manual.pdf#page=3"  # the passage: its best window's page
+    assert [s.cite for s in p.spans] == ["file:///m/manual.pdf#page=1",
+                                         "file:///m/manual.pdf#page=3"]
+    prompt = cx.format_passages([p])
+    assert re.findall(cx.CITATION, prompt) == [s.cite for s in p.spans]
+    one, three = prompt.index(first), prompt.index(last)
+    assert prompt.rindex("[fonte:", 0, one) < one < prompt.index("#page=3") < three
+    # --json carries what the prompt cites, span by span, and reads back the same
+    data = cx.context_dict(cx.Context("q", "tfidf", None, p.hits, (p,)))
+    assert [s["cite"] for s in data["passages"][0]["spans"]] == [s.cite for s in p.spans]
+    assert cx.Context.from_json(data).passages[0].spans == p.spans
+    store.close()
+
+
+def test_spans_of_one_page_keep_one_label(tmp_path):
+    """Spans that cite the same place stay one block joined by […]: one label."""
+    store = LocalHome(tmp_path)
+    first, last = "Reembolso em sete dias.", "O estorno aparece na fatura."
+    filler = " ".join(f"Linha {n} sem assunto." for n in range(40))
+    store.put(Document("u", "T", f"{first} {filler} {last}", meta={"pages": [[4, 0]]}))
+    [p] = cx.merge_hits([_hit(store, "u", first, 1, 0.9), _hit(store, "u", last, 2, 0.5)],
+                        store)
+    prompt = cx.format_passages([p])
+    assert re.findall(cx.CITATION, prompt) == ["u#page=4"]
+    assert f"{first}{cx.SPAN_JOIN}{last}" in prompt
+    store.close()
+
 # --- the floor -----------------------------------------------------------------------------
 
 def test_below_the_floor_there_are_no_passages_but_the_scores_remain(index, store):
@@ -541,7 +581,7 @@ def test_structured_form(index, store):
     assert d["chars"] == sum(len(s["text"]) for p in d["passages"] for s in p["spans"]) <= 400
     p = d["passages"][0]
     assert {"rank", "url", "title", "score", "truncated", "spans", "hits"} <= set(p)
-    assert {"start", "end", "text"} == set(p["spans"][0])
+    assert {"start", "end", "text", "cite", "section"} == set(p["spans"][0])
     assert {"rank", "score", "chunk_id", "start", "end"} == set(p["hits"][0])
 
 
