@@ -40,6 +40,7 @@ class Engine:
         self.log_queries = log_queries
         self._live = LiveBuild(warm=warm)  # every ranker loaded before a request needs it
         self._writing, self._opening = threading.Lock(), threading.Lock()
+        self._building = False  # a rebuild runs: adds and removes are refused (409)
         self._corpus: Corpus | None = None
 
     # --- the live build --------------------------------------------------------------
@@ -179,32 +180,37 @@ class Engine:
     def add(self, documents: list[dict]) -> dict:
         """Store document objects as `Corpus.add` does (a .jsonl line's fields; one without
         groups keeps those of its stored version); counts of added/updated/metadata_updated/
-        unchanged. BuildRunning (409) while a rebuild runs: the request is not kept waiting."""
-        if not self._writing.acquire(blocking=False):
-            raise BuildRunning()
-        try:
+        unchanged. BuildRunning (409) while a rebuild runs: the request is not kept waiting
+        (an add or a remove of another request is waited for)."""
+        def work():
             added = self.corpus().add(documents)
             return {**added.counts, "documents": added.documents}
-        finally:
-            self._writing.release()
+
+        return self._write(work)
 
     def remove(self, ids: list[str], *, prefix: bool = False) -> dict:
         """Delete documents as `busca remove` does (Corpus.remove); what it did as JSON.
         BuildRunning (409) while a rebuild runs."""
-        if not self._writing.acquire(blocking=False):
-            raise BuildRunning()
-        try:
-            return self.corpus().remove(ids, prefix=prefix).to_json()
-        finally:
-            self._writing.release()
+        return self._write(lambda: self.corpus().remove(ids, prefix=prefix).to_json())
+
+    def _write(self, work: Callable[[], T]) -> T:
+        """`work()`, one store write at a time (two requests' adds were a 409 saying a build
+        ran); BuildRunning while a rebuild runs."""
+        with self._writing:
+            if self._building:
+                raise BuildRunning()
+            return work()
 
     def rebuild(self, *, size: int | None = None, overlap: int | None = None,
                 on_note: Callable[[str], None] | None = None):
         """`busca index` with the live build's chunker and methods (dense kept); the new
         manifest; `on_note` hears what the build could not keep, as busca index's stderr.
-        BuildRunning (409) while another rebuild runs."""
-        if not self._writing.acquire(blocking=False):
-            raise BuildRunning()
+        BuildRunning (409) while another rebuild runs; an add or a remove in flight is waited
+        for."""
+        with self._writing:
+            if self._building:
+                raise BuildRunning()
+            self._building = True
         try:
             corpus = self.corpus()
             previous = corpus.home.previous()
@@ -214,4 +220,5 @@ class Engine:
             return corpus.index(size=size, overlap=overlap, methods=lexical, workers=1,
                                 threads=1, on_note=on_note)  # the requests keep the other cores
         finally:
-            self._writing.release()
+            with self._writing:
+                self._building = False

@@ -54,13 +54,40 @@ def test_a_request_caught_by_a_swap_runs_again_on_the_new_build(home):
     assert len(seen) == 2
 
 
-def test_one_rebuild_at_a_time(home):
+def test_one_rebuild_at_a_time_and_no_write_during_it(home):
     engine = Engine(home, log_queries=False)
-    with engine._writing:
+    engine._building = True  # a rebuild runs
+    for call in (engine.rebuild, lambda: engine.add([{"url": "https://a.example/4",
+                                                      "text": "Novo."}]),
+                 lambda: engine.remove(["https://a.example/1"])):
         with pytest.raises(BuildRunning) as caught:
-            engine.rebuild()
-    assert status_of(caught.value) == 409
+            call()
+        assert status_of(caught.value) == 409
+    engine._building = False
     assert engine.rebuild(size=15).chunker["size"] == 15
+
+
+def test_a_rebuild_waits_for_a_write_in_flight(home):
+    """POST /api/index sent while another request's documents were being stored was a 409
+    "an index build is running" (no build ran): it waits for that write, then builds."""
+    import threading
+
+    engine = Engine(home, log_queries=False)
+    outcome: list = []
+
+    def rebuild_now():
+        try:
+            outcome.append(engine.rebuild(size=15))
+        except Exception as e:  # noqa: BLE001 - the test reports it
+            outcome.append(e)
+
+    with engine._writing:  # an add of another request is being stored
+        worker = threading.Thread(target=rebuild_now)
+        worker.start()
+        worker.join(0.5)
+    worker.join(120)
+    assert len(outcome) == 1 and not isinstance(outcome[0], Exception), outcome
+    assert outcome[0].chunker["size"] == 15
 
 
 def test_a_build_read_while_it_was_removed_is_read_again(home, monkeypatch):
