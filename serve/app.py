@@ -11,7 +11,7 @@ import inspect
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, unquote_to_bytes
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -176,10 +176,10 @@ SERVE_HOSTS = "127.0.0.1, [::1], localhost or a name given with busca serve --al
 
 
 class Guard:
-    """ASGI middleware: caps on body and query string, the Host check (no DNS-rebinding
-    reads; `hosts` None: every Host) and the Origin check (a browser page served from
-    another host cannot make the server answer: a form's POST of a question, busca mcp's
-    tools) and its twin for GETs without an Origin (`_fetch_accepted`: another site's
+    """ASGI middleware: caps on body and query string (its %-escapes UTF-8), the Host check
+    (no DNS-rebinding reads; `hosts` None: every Host) and the Origin check (a browser page
+    served from another host cannot make the server answer: a form's POST of a question, busca
+    mcp's tools) and its twin for GETs without an Origin (`_fetch_accepted`: another site's
     <img src>), security headers on every answer. `answered`: the hosts the Host check
     accepts, as its refusal names them. `cors`: the origins (hosts.cors_origin) whose pages
     pass the Origin check and may read every answer (Access-Control-Allow-Origin, never with
@@ -246,6 +246,9 @@ class Guard:
                                        " cross-site): this server answers another site only"
                                        " when a link to one of its pages is followed; open"
                                        " the page itself")
+        garbled = _not_utf8(scope.get("query_string", b""))
+        if garbled is not None:
+            return error_response(400, garbled)
         return None
 
     def _host_accepted(self, headers) -> bool:
@@ -258,6 +261,21 @@ class Guard:
         given = _values(headers, b"origin")
         return not given or (len(given) == 1 and (given[0] in self.cors
                                                   or self.hosts.accepts_origin(given[0])))
+
+
+def _not_utf8(query: bytes) -> str | None:
+    """What is wrong with a query string whose %-escapes are not UTF-8 (a client that encoded
+    "configuração" in Latin-1, configura%E7%E3o, was answered for "configura��o"), or None."""
+    for part in query.split(b"&"):
+        name, _, value = part.partition(b"=")
+        try:
+            unquote_to_bytes(name).decode("utf-8")
+            unquote_to_bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            shown = name.decode("ascii", "replace")[:40] or "a parameter"
+            return (f"{shown} is not UTF-8 once its %-escapes are decoded: percent-encode the"
+                    " UTF-8 bytes of each character (ç is %C3%A7, not %E7)")
+    return None
 
 
 def _values(headers, name: bytes) -> list[str]:

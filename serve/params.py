@@ -226,7 +226,8 @@ def query_string(args, fields: Sequence[Field], where: str) -> None:
 
 
 def filters(raw: object) -> tuple:
-    """The `filter` parameters (FIELD=a,b, !=, >=, <=, ^=; a text or a list), parsed once."""
+    """The `filter` parameters (FIELD=a,b, !=, >=, <=, ^=; a text or a list), parsed once;
+    an empty one is left out, as every empty parameter is (an HTML form's blank field)."""
     texts = [] if raw is None else [raw] if isinstance(raw, str) else raw
     if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
         raise BadParameter('filter must be a text or a list of texts, e.g. ["category=Python"]')
@@ -235,7 +236,7 @@ def filters(raw: object) -> tuple:
                            " are accepted: join the values of one field with commas"
                            " (category=a,b)")
     try:
-        return parse_filters(texts)
+        return parse_filters([text for text in texts if text != ""])
     except BadFilter as e:
         raise BadParameter(f"filter: {e}") from None
 

@@ -157,6 +157,40 @@ def test_a_long_whole_number_is_out_of_range_not_a_traceback(server):
     assert len(get(server, "api/search", q="universidade", k="004").json()["hits"]) <= 4
 
 
+def test_a_query_string_not_in_utf8_is_a_400_naming_the_encoding(server):
+    """"orçamento" percent-encoded in Latin-1 (urlencode(..., encoding="latin-1"), an old
+    client's default) was searched as "or\ufffdamento", answered 200 and logged so; every
+    page and endpoint reads the query string the same way."""
+    latin1 = urlencode({"q": "orçamento da universidade"}, encoding="latin-1")
+    for path in ("api/search", "api/compare", ""):
+        answer = requests.get(f"{server.url}{path}?{latin1}", timeout=60)
+        error(answer, 400, "q is not UTF-8", "%C3%A7")
+    utf8 = requests.get(f"{server.url}api/search", params={"q": "orçamento"}, timeout=60)
+    assert utf8.status_code == 200 and utf8.json()["question"] == "orçamento"
+    replacement = requests.get(f"{server.url}api/search", params={"q": "or\ufffdamento"},
+                               timeout=60)  # the character itself, in UTF-8, is a question
+    assert replacement.status_code == 200, replacement.text
+
+
+def test_an_empty_filter_is_left_out_as_every_empty_parameter(server):
+    """`filter=` (a form's blank filter field, a client that joins an empty list) was a 400
+    "bad filter ''" on every endpoint, where `k=` and `method=` are their defaults."""
+    plain = get(server, "api/search", q="engenharia", method="bm25", k=3)
+    assert len(plain.json()["hits"]) == 2, plain.text
+    for query in ({"filter": ""}, {"filter": ["", "category=Cursos"]}):
+        found = get(server, "api/search", q="engenharia", method="bm25", k=3, **query)
+        assert found.status_code == 200, found.text
+        wanted = [h["url"] for h in plain.json()["hits"]
+                  if query["filter"] == "" or h["url"].endswith("/cursos")]
+        assert [h["url"] for h in found.json()["hits"]] == wanted
+    assert get(server, "api/compare", q="universidade", filter="").status_code == 200
+    assert get(server, "", q="universidade", filter="").status_code == 200
+    context = requests.post(server.url + "api/context", timeout=60,
+                            json={"q": "bolsas de pesquisa", "filter": [""]})
+    assert context.status_code == 200, context.text
+    error(get(server, "api/search", q="universidade", filter=" "), 400, "filter: bad filter")
+
+
 def test_an_oversized_json_integer_names_its_field(server):
     post = lambda body: requests.post(server.url + "api/context", data=body,  # noqa: E731
                                       timeout=60)
