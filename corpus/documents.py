@@ -22,8 +22,8 @@ PROGRESS_SECONDS = 2.0  # and at least this often while documents are stored (a 
 class Added:
     """What `busca add` did: documents added, updated (title or text), metadata_updated
     (their metadata, groups or date alone), unchanged or repeated in the input (the last one
-    kept), deleted (when a folder was given: its files that are gone), inputs skipped, and
-    the documents in the home after it."""
+    kept), deleted (when a folder was given: its files that are gone or left out), inputs
+    skipped, and the documents in the home after it."""
 
     counts: dict[str, int]
     skipped: int
@@ -195,14 +195,15 @@ def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
               notify: Notify | None = None, on_progress: Progress | None = None) -> Added:
     """Store the documents of .jsonl, .txt, .md, .html (.pdf) files (each stamped with
     `groups`: who may read it, crawler/groups.py); a folder gives the files below it, and the
-    documents of its files that are gone are deleted; `notify(what, value)` hears ("skipped", a
+    documents of its files that are gone, or left out (crawler/files.py `read_files`), are
+    deleted; `notify(what, value)` hears ("skipped", a
     crawler Problem) and ("repeated", a URL given again) as they happen; without it, a
     skipped input is a CrawlError. `on_progress("storing documents", done, 0)` hears every
     PROGRESS_EVERY documents read (their number is not known before the files are read) or
     PROGRESS_SECONDS (a folder of PDFs: hundreds of slow documents), and
     `on_progress("reading NAME (N MB)", done, 0)` a file of BIG_FILE bytes or more before
     it is read (a 36 MB page is 20 s of parsing)."""
-    from ..crawler.files import gone_files
+    from ..crawler.files import file_id, gone_files
     from ..crawler.groups import NONE
 
     names = [str(p) for p in paths]
@@ -222,6 +223,9 @@ def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
                         sum(counts.values()), 0)
 
     for item in map(_storable, crawling.read_files(names, reading)):
+        if isinstance(item, crawling.Problem) and item.left_out:  # its old text is stale
+            counts["deleted"] = counts.get("deleted", 0) + home.delete(file_id(item.where))
+            continue
         if isinstance(item, crawling.Problem):
             if notify is None:
                 raise crawling.CrawlError(f"cannot add {item.where}: {item.message}")
@@ -238,7 +242,8 @@ def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
             on_progress("storing documents", done, 0)
             said = time.monotonic()
     if folders:  # a file below a folder given that is gone: its document goes too
-        counts["deleted"] = sum(map(home.delete, gone_files(stored, folders, read)))
+        counts["deleted"] = counts.get("deleted", 0) + sum(
+            map(home.delete, gone_files(stored, folders, read)))
     return Added(counts, skipped, home.count())
 
 

@@ -21,7 +21,7 @@ from urllib.parse import unquote_to_bytes, urlsplit
 
 from .fields import jsonl_meta, read_document
 from .groups import GROUPS, BadGroup, check_names
-from .html import decode_html, extract_page, headings_meta
+from .html import HtmlPage, decode_html, extract_page, headings_meta
 from .markdown import front_matter, markdown_text
 from .pdf import PdfError, read_pdf
 from .store import BadDocument, Document, drop_invisible, iso_date
@@ -37,6 +37,7 @@ class Problem:
 
     where: str
     message: str
+    left_out: bool = False  # a file of a folder that is not a document (read_files)
 
 
 NO_TEXT = "no text found in it"
@@ -45,21 +46,24 @@ NO_TEXT = "no text found in it"
 def read_files(paths: list[str], on_file: Callable[[str, int], None] | None = None
                ) -> Iterator[Document | Problem]:
     """Documents from each file (a folder: the files below it, `in_folder`), and a Problem
-    for each file or line that cannot be used. A file without text found in a folder (a
-    Hugo section's `_index.md` of front matter alone, an empty note) is left out with a
-    warning: only one named on its own is a skipped input. `on_file(name, bytes)` hears
-    each file before it is read."""
+    for each file or line that cannot be used. A file of a folder that is no document is
+    left out with a warning, as a Problem whose `left_out` is set (its stored version, if
+    any, is stale): one without text (a Hugo section's `_index.md` of front matter alone,
+    an emptied note), or a site build's page that a crawl does not store either (`_no_page`);
+    only one named on its own is a skipped input. `on_file(name, bytes)` hears each file
+    before it is read."""
     for name, listed in _with_folders(paths):
         if isinstance(name, Problem):
             yield name
             continue
         if on_file is not None:
             on_file(name, _size(name))
-        for found in _read_file(name):
+        for found in _read_file(name, listed=listed):
             if listed and isinstance(found, Problem) and found.message == NO_TEXT:
-                logger.warning("%s: %s; left out", name, NO_TEXT)
-            else:
-                yield found
+                found = replace(found, left_out=True)
+            if isinstance(found, Problem) and found.left_out:
+                logger.warning("%s: %s; left out", name, found.message)
+            yield found
 
 
 def _size(name: str) -> int:
@@ -69,8 +73,8 @@ def _size(name: str) -> int:
         return 0
 
 
-def _read_file(name: str) -> Iterator[Document | Problem]:
-    """The documents of one file, or the Problem that kept it out."""
+def _read_file(name: str, *, listed: bool = False) -> Iterator[Document | Problem]:
+    """The documents of one file, or the Problem that kept it out (`listed`: a folder's)."""
     path = Path(name)
     if path.suffix.lower() == ".jsonl":  # a line at a time: an export of gigabytes
         yield from _jsonl_file(name, path)
@@ -93,6 +97,9 @@ def _read_file(name: str) -> Iterator[Document | Problem]:
     suffix = path.suffix.lower()
     if suffix in (".html", ".htm"):  # its <meta charset> tells the encoding
         page = extract_page(decode_html(data, None))
+        if listed and (why := _no_page(path, page)):
+            yield Problem(name, why, left_out=True)
+            return
         yield _on_disk(_document(name, page.title or path.stem, page.text, page.headings),
                        path)
         return
@@ -105,6 +112,20 @@ def _read_file(name: str) -> Iterator[Document | Problem]:
         yield _text_file(name, path, text)
     else:
         yield Problem(name, f"unsupported file type; busca adds {', '.join(SUFFIXES)}")
+
+
+def _no_page(path: Path, page: HtmlPage) -> str | None:
+    """Why an HTML file of a site build (MkDocs' `site/`, Docusaurus' `build/`) is not a
+    document, as a crawl of the site does not store it (crawler/spider.py), or None: its
+    404.html, a page marked noindex (a search page), a listing of posts (a tag or archive
+    page: their excerpts again)."""
+    if path.name.lower() in ("404.html", "404.htm"):
+        return 'a "page not found" page'
+    if page.noindex:
+        return 'marked noindex (<meta name="robots">)'
+    if page.is_listing:
+        return "a listing of several articles (a tag or archive page)"
+    return None
 
 
 def _text_file(name: str, path: Path, text: str) -> Document | Problem:

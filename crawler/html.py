@@ -15,6 +15,7 @@ from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 from bs4 import BeautifulSoup, NavigableString, Tag, XMLParsedAsHTMLWarning
 
+from .exported import export_body, export_title
 from .pagemeta import page_meta
 from .store import drop_invisible
 
@@ -227,10 +228,13 @@ def _main_articles(articles: list[Tag]) -> list[Tag]:
 def _container(soup: BeautifulSoup, articles: list[Tag]) -> Tag:
     if len(articles) == 1:
         return articles[0]
-    return soup.find("main") or soup.find(attrs={"role": "main"}) or soup.body or soup
+    return (soup.find("main") or soup.find(attrs={"role": "main"}) or export_body(soup)
+            or soup.body or soup)
 
 
 def _title(soup: BeautifulSoup, container: Tag) -> tuple[str, Tag | None]:
+    if (exported := export_title(soup)) is not None:  # Confluence's, Word's, Google Docs'
+        return exported
     h1 = container.find("h1")
     if h1 is not None and _clean(h1.get_text(" ")):
         return _clean(h1.get_text(" ")), h1

@@ -236,3 +236,58 @@ def test_a_jsonl_line_loses_the_invisible_characters_a_page_loses(run, home, tmp
     offset = doc.meta["headings"][0][0]
     assert doc.text[offset:].startswith("Prazos de informação\n")
     assert run("add", str(export)).stdout.startswith("0 added, 0 updated, 2 unchanged")
+
+
+def test_a_note_emptied_of_its_text_leaves_the_store_when_its_folder_is_added_again(
+        run, home, tmp_path, caplog):
+    """A note whose text was cut (a page blanked, one left with its front matter alone) was
+    "left out" with a warning on the next `busca add notas/`, but its old text stayed in the
+    store and kept being found and cited. Left out, its document goes, as a deleted file's."""
+    docs = tmp_path / "notas"
+    docs.mkdir()
+    (docs / "senha.md").write_text("# Senha\n\nA senha do cofre é 4321.", encoding="utf-8")
+    (docs / "outra.md").write_text("# Outra\n\nTexto que fica.", encoding="utf-8")
+    assert run("add", str(docs)).exit_code == 0
+    (docs / "senha.md").write_text("---\ntitle: Senha\n---\n", encoding="utf-8")
+    with caplog.at_level("WARNING", logger="busca.crawler.files"):
+        again = run("add", str(docs))
+    assert again.exit_code == 0, again.output
+    assert "0 added, 0 updated, 1 unchanged, 1 deleted; 1 document in" in again.stdout
+    assert "senha.md: no text found in it; left out" in caplog.text
+    with Store(home) as store:
+        assert [d.url for d in store.documents()] == [(docs / "outra.md").as_uri()]
+
+
+def test_a_site_builds_listing_noindex_and_not_found_pages_are_left_out(run, home, tmp_path,
+                                                                        caplog):
+    """`busca add site/` (an MkDocs or Docusaurus build) stored its 404.html, its search page
+    (noindex) and every tag or archive page (the posts' excerpts again, found beside each
+    post), which `busca crawl` of the same site does not store. Named on its own, such a
+    page is still added."""
+    site = tmp_path / "site"
+    (site / "blog" / "tags" / "ferias").mkdir(parents=True)
+    (site / "search").mkdir()
+    (site / "404.html").write_text(
+        "<html><body><article><h1>Página não encontrada</h1><p>Volte ao início.</p>"
+        "</article></body></html>", encoding="utf-8")
+    (site / "search" / "index.html").write_text(
+        '<html><head><meta name="robots" content="noindex, follow"></head><body><main>'
+        "<h1>Pesquisar</h1><p>Digite sua pesquisa.</p></main></body></html>", encoding="utf-8")
+    (site / "blog" / "tags" / "ferias" / "index.html").write_text(
+        "<html><body><main><article><h2>Férias</h2><p>As férias são divididas.</p></article>"
+        "<article><h2>Recesso</h2><p>O recesso vai até janeiro.</p></article></main>"
+        "</body></html>", encoding="utf-8")
+    (site / "index.html").write_text(
+        "<html><body><article><h1>Manual</h1><p>As férias são divididas.</p></article>"
+        "</body></html>", encoding="utf-8")
+    with caplog.at_level("WARNING", logger="busca.crawler.files"):
+        result = run("add", str(site))
+    assert result.exit_code == 0, result.output
+    assert "1 added" in result.stdout
+    for name, why in [("404.html", 'a "page not found" page'),
+                      ("search/index.html", 'marked noindex (<meta name="robots">)'),
+                      ("blog/tags/ferias/index.html", "a listing of several articles")]:
+        assert f"{site / name}: {why}" in caplog.text
+    with Store(home) as store:
+        assert [d.url for d in store.documents()] == [(site / "index.html").as_uri()]
+    assert "1 added" in run("add", str(site / "404.html")).stdout
