@@ -37,7 +37,11 @@ MIN_TOKEN = 16  # characters, as --token
 NOTHING = "nothing found among the documents this request may see"
 EXAMPLE = "s3cr3t-token-of-staff-0001 staff,hr"
 STATS = ("chunker", "build", "busca_version")  # figures a restricted request sees as they are
-CORPUS_WIDE = ("vocabulary", "avgdl")  # figures of a method's entry over every document
+# what a method's entry says of every document: its figures (sizes, and the windows a dense
+# or sparse model encoded, reused, cached, truncated) and an openai:MODEL's `probe`, the
+# text of the home's shortest window
+CORPUS_WIDE = ("vocabulary", "avgdl", "encoded", "reused", "cached", "truncated",
+               "group_vectors", "groups_encoded", "same_pass", "per_chunk", "probe")
 # the rule of the MCP request being served (set by Gate; the mcp library hands a request's
 # context variables to the tool call it carries)
 _RULE: ContextVar = ContextVar("busca_access_rule")

@@ -505,3 +505,37 @@ def test_documents_posted_with_groups_and_meta_and_an_update_keeps_the_groups(tm
         for bad in ("RH", ["RH"]):
             status, text, _ = post(server, {**new, "meta": bad})
             assert status == 400 and "meta must be an object" in json.loads(text)["error"], text
+
+
+def test_stats_say_nothing_of_hidden_documents_a_dense_model_was_built_on(tmp_path, tokens_file):
+    """A reader's /api/stats are those of the same home without the documents it may not
+    see: a method entry's build figures (how many windows a dense model encoded, reused,
+    cached, truncated) counted every chunk, and an openai:MODEL entry's `probe` kept the text
+    of the home's shortest chunk — a hidden one's, shown to any reader (and to no token)."""
+    from embed_servers import FaultyServer
+
+    import busca
+
+    secret = {"url": "https://s.example/curto", "title": "Curto", "groups": "board",
+              "text": "Demitir Ana em maio."}  # the shortest chunk: the model's probe
+    public = [d for d in DOCS if not d.get("groups")]
+
+    def restricted(docs, name, embed_url):
+        home = tmp_path / name / "home"
+        with busca.open(home, embed={"url": embed_url}) as corpus:
+            corpus.add(docs)
+            corpus.index(methods=["tfidf", "bm25"], dense="openai:fake-model")
+        with Server(home, "--no-log", "--tokens", str(tokens_file),
+                    "--embed-url", embed_url) as server:
+            shown = {token: json.loads(get(server, "api/stats", token)[1])
+                     for token in (None, SALES)}
+        for stats in shown.values():
+            del stats["build"]
+            stats["methods"]["dense"].pop("chunks_per_second", None)  # the build's speed
+        return shown
+
+    with FaultyServer() as embeddings:
+        whole = restricted([*DOCS, secret], "whole", embeddings.url)
+        assert secret["text"] not in json.dumps(whole, ensure_ascii=False)
+        assert whole == restricted(public + [d for d in DOCS if d.get("groups") == ["sales"]],
+                                   "seen", embeddings.url)
