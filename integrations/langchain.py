@@ -10,8 +10,10 @@ documents.
 The search options are `SearchSpec`'s, checked by it when the retriever is made (BadSpec,
 BadFilter: one line) and again at each call: the retriever's fields, then LangChain's
 `search_kwargs` (any option of `Corpus.search`; LangChain's `filter` is `filters`), then the
-keyword arguments of `invoke(question, k=…)`, each overriding the one before. Filters are
-busca's texts ("category=Python"), or LangChain's dict of field to value(s), translated.
+keyword arguments of `invoke(question, k=…)`, each overriding the one before — except an
+access rule (`search.visible_to`) among the filters, which a later layer's filters never drop.
+Filters are busca's texts ("category=Python"), or LangChain's dict of field to value(s),
+translated.
 
 The retriever keeps one `Corpus`, which its threads share (each opens its own handle of the
 home on its first call; the build is loaded once); `close()` closes it.
@@ -35,7 +37,7 @@ from pydantic import ConfigDict, PrivateAttr
 from ..corpus import METHOD, Corpus, SearchSpec, open as open_corpus
 from ..corpus.specs import BadSpec
 from ..search.collapse import PER_DOC
-from ..search.filters import BadFilter
+from ..search.filters import BadFilter, Visible
 from ..search.scorers import K
 
 OPTIONS = tuple(f.name for f in fields(SearchSpec))  # what search_kwargs and invoke take
@@ -120,10 +122,28 @@ class BuscaRetriever(BaseRetriever):
 def search_spec(given: Mapping[str, Any], search_kwargs: Any = None,
                 call: Mapping[str, Any] | None = None) -> SearchSpec:
     """The SearchSpec of the retriever's options `given`, then `search_kwargs`, then a call's
-    options (BadSpec for a name Corpus.search does not take)."""
-    options = {**given, **_named(search_kwargs, "search_kwargs"), **_named(call, "invoke")}
-    options["filters"] = filter_texts(options.get("filters"))
+    options (BadSpec for a name Corpus.search does not take); the access rules
+    (search.visible_to) of each are kept (`_with_rules`)."""
+    layers = (given, _named(search_kwargs, "search_kwargs"), _named(call, "invoke"))
+    options = {name: value for layer in layers for name, value in layer.items()}
+    options["filters"] = _with_rules(layers, filter_texts(options.get("filters")))
     return SearchSpec(**options)
+
+
+def _with_rules(layers, filters: Any) -> Any:
+    """`filters` (the last ones given) with every access rule (search.visible_to) given in
+    any layer: a later filter replaces the filters before it, never who may read (a rule
+    given later narrows: both hold)."""
+    rules = [f for layer in layers for f in _listed(layer.get("filters"))
+             if isinstance(f, Visible)]
+    if not rules or not isinstance(filters, (str, list, tuple)):
+        return filters  # no rule, or filters SearchSpec refuses
+    return (*dict.fromkeys(rules), *(f for f in _listed(filters) if not isinstance(f, Visible)))
+
+
+def _listed(filters: Any) -> tuple:
+    return (filters,) if isinstance(filters, str) else \
+        tuple(filters) if isinstance(filters, (list, tuple)) else ()
 
 
 def _named(options: Any, where: str) -> dict[str, Any]:

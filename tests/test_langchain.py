@@ -250,3 +250,43 @@ def test_questions_are_logged_by_default_as_busca_search(lexical_home, tmp_path)
     with busca.open(home) as corpus:
         logged = corpus.home.logged_queries()[before:]
     assert [row["query"] for row in logged] == [QUESTION]
+
+
+# --- access: a reader's rule (search.visible_to) ---------------------------------------------
+
+@pytest.fixture(scope="module")
+def groups_home(tmp_path_factory):
+    """Public, staff's and hr's documents, all with a category and the word "março"."""
+    home = tmp_path_factory.mktemp("lcgroups") / "home"
+    with busca.open(home) as corpus:
+        corpus.add([{"url": f"https://i.example/{name}", "title": name, "category": "RH",
+                     "text": f"O plano de {name} sai em março.",
+                     **({"groups": groups} if groups else {})}
+                    for name, groups in (("publico", None), ("equipe", "staff"),
+                                         ("demissoes", "hr"))])
+        corpus.index(methods=("bm25",))
+    return home
+
+
+@pytest.mark.parametrize("later", [
+    dict(search_kwargs={"filter": {"category": "RH"}}),
+    dict(search_kwargs={"filters": "category=RH"}),
+    dict(search_kwargs={"filters": None}),
+    dict(call={"filter": ["category=RH"]}),
+    dict(call={"filters": []}),
+    dict(call={"filters": None}),
+])
+def test_a_later_filter_never_drops_the_readers_rule(groups_home, later):
+    """The retriever's options are overridden by search_kwargs, then by a call's; a filter
+    given there (a user's category, LangChain's filter dict) replaced the access rule too,
+    and the reader got the text of documents of groups it may not see."""
+    from busca.search import visible_to
+
+    retriever = BuscaRetriever(home=groups_home, method="bm25", k=5, min_score=0, log=False,
+                               filters=[visible_to(["staff"])],
+                               search_kwargs=later.get("search_kwargs"))
+    docs = retriever.invoke("plano março", **later.get("call", {}))
+    assert {d.metadata["source"] for d in docs} == {"https://i.example/publico",
+                                                    "https://i.example/equipe"}
+    hr = retriever.invoke("plano março", filters=[visible_to(["hr"])])  # a rule given later
+    assert {d.metadata["source"] for d in hr} == {"https://i.example/publico"}  # both hold
