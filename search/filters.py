@@ -142,11 +142,13 @@ def parse_filter(text: str) -> Filter:
 
 
 def parse_filters(texts) -> tuple[Filter, ...]:
-    """Each `--filter` text parsed once (none: an empty tuple)."""
-    if texts is not None and not isinstance(texts, (list, tuple, str)):
+    """Each `--filter` text parsed once (none: an empty tuple); one text, Filter or access
+    rule (visible_to) given alone is a list of one."""
+    if isinstance(texts, (str, Filter, Visible)):
+        texts = (texts,)
+    if texts is not None and not isinstance(texts, (list, tuple)):
         raise BadFilter(f"filters are texts such as 'category=Python' (one, or a list), not"
                         f" {texts!r:.60}")
-    texts = (texts,) if isinstance(texts, str) else texts
     parsed = tuple(parse_filter(t) if isinstance(t, str) else t for t in texts or ())
     for odd in (f for f in parsed if not isinstance(f, (Filter, Visible))):  # None too
         raise BadFilter(f"a filter is a text such as 'category=Python', not {odd!r:.60}")

@@ -190,6 +190,11 @@ def test_filters_that_are_not_texts_are_one_line():
         with pytest.raises(f.BadFilter, match=r"filters are texts such as 'category=Python'"):
             f.parse_filters(odd)
     assert f.parse_filters("category=Cursos") == f.parse_filters(["category=Cursos"])
+    # a reader's rule given alone, not in a list (was: "filters are texts …, not Visible(…)")
+    rule = f.visible_to("staff")
+    assert f.parse_filters(rule) == (rule,) == f.parse_filters([rule])
+    [parsed] = f.parse_filters("category=Cursos")
+    assert f.parse_filters(parsed) == (parsed,)
 
 
 def test_chunk_documents_number_each_chunks_document_and_mask_a_set_of_urls():
