@@ -3,6 +3,7 @@ call (corpus/) and renders what it gets; terminal.py, shell.py and display.py dr
 
 from __future__ import annotations
 
+import codecs
 import functools
 import json
 import logging
@@ -1488,8 +1489,8 @@ def _print_crawl_end(url: str, why: str, documents: int, as_json: bool, *,
     """--json: a report on stdout for a crawl that never finished (the error still goes to
     stderr): the documents read and stored before it stopped, and why."""
     if as_json:
-        click.echo(json.dumps({"url": url, "source": None, "documents": documents,
-                               "stopped": why, "interrupted": interrupted},
+        click.echo(json.dumps(crawling.events.unfinished_json(url, why, documents,
+                                                              interrupted=interrupted),
                               ensure_ascii=False, indent=2))
 
 
@@ -1705,10 +1706,22 @@ def _lossless_streams() -> None:
     """stdout and stderr in an encoding other than UTF-8 (a Latin-1 or cp1252 locale) write
     what they cannot encode as a \\uXXXX escape instead of ending the command on a
     UnicodeEncodeError ("…" in every snippet); a --json line stays valid JSON."""
+    codecs.register_error(JSON_ESCAPE, _json_escape)
     for stream in (sys.stdout, sys.stderr):
         encoding = (getattr(stream, "encoding", None) or "").lower().replace("_", "-")
         if not encoding.startswith("utf") and hasattr(stream, "reconfigure"):
-            stream.reconfigure(errors="backslashreplace")
+            stream.reconfigure(errors=JSON_ESCAPE)
+
+
+JSON_ESCAPE = "busca.json-escape"
+
+
+def _json_escape(error: UnicodeEncodeError) -> tuple[str, int]:
+    """What an encoding lacks as JSON escapes it: \\u00e9, an emoji as its surrogate pair
+    (\\ud83d\\ude00; Python's backslashreplace wrote \\xe9 and \\U0001f600, no JSON)."""
+    units = error.object[error.start:error.end].encode("utf-16-be", "surrogatepass")
+    return "".join(f"\\u{units[i]:02x}{units[i + 1]:02x}"
+                   for i in range(0, len(units), 2)), error.end
 
 
 if __name__ == "__main__":

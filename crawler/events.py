@@ -70,11 +70,21 @@ class CrawlReport:
         return sum(self.counts.get(s, 0) for s in STORED)
 
     def to_json(self) -> dict:
-        """`busca crawl --json`."""
-        return {"url": self.url, "source": self.source, **self.counts,
+        """`busca crawl --json`: every key of `unfinished_json` too, so a script reads
+        `documents`, `stopped` and `interrupted` whatever the crawl's end."""
+        return {"url": self.url, "source": self.source, "documents": self.documents,
+                **self.counts,
                 "failures": [{"url": u, "reason": r} for u, r in self.failures],
                 "notices": list(self.notices), "requests": self.requests,
-                "seconds": round(self.seconds, 3), "stopped": self.stopped}
+                "seconds": round(self.seconds, 3), "stopped": self.stopped,
+                "interrupted": False}
+
+
+def unfinished_json(url: str, why: str, documents: int, *, interrupted: bool = False) -> dict:
+    """`busca crawl --json` of a crawl that never got to its report (it could not start, or
+    was interrupted): the documents read and stored before it stopped, and why."""
+    return {"url": url, "source": None, "documents": documents, "stopped": why,
+            "interrupted": interrupted}
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,22 @@ def test_a_crawl_that_cannot_start_still_reports_in_json(run):
     assert report["stopped"] in result.stderr
 
 
+def test_every_crawl_report_in_json_has_the_keys_of_one_that_could_not_finish(run):
+    """A script reads `documents` and `interrupted` whatever the crawl's end: a finished
+    crawl's report lacked both (a KeyError), which only an unfinished one carried."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/"
+    unfinished = json.loads(run("crawl", url, "--json", "--retries", "0").stdout)
+    with FixtureSite(load_articles()[:3]) as site:
+        run("crawl", site.url, *FAST)
+        site.remove(site.articles[0]["id"])
+        finished = json.loads(run("crawl", site.url, *FAST, "--json").stdout)
+    assert set(unfinished) <= set(finished)
+    assert (finished["documents"], finished["unchanged"], finished["deleted"]) == (2, 2, 1)
+    assert finished["interrupted"] is False and finished["stopped"] is None
+
+
 def test_failures_are_listed_by_reason(run):
     articles = load_articles()[:4]
     articles[0]["content"] = articles[2]["content"] = ""

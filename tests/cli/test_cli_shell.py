@@ -166,6 +166,32 @@ def test_an_output_encoding_other_than_utf8_is_no_traceback(corpus, tmp_path, en
     assert first["title"] == "Engenharia de software" and "década" in first["text"]
 
 
+@pytest.mark.parametrize("encoding", ["latin-1", "cp1252"])
+def test_json_stays_json_when_the_output_encoding_lacks_a_character(tmp_path, encoding):
+    """An emoji (beyond U+FFFF) on a cp1252 stdout (a Windows pipe): it was written
+    `\\U0001f600`, no JSON escape (`Invalid \\escape`); now as JSON writes it, a surrogate
+    pair of \\u escapes, so every --json output parses and gives the stored text back."""
+    home, title = tmp_path / "home", "Reembolso 😀 rápido ≥ 𝑥"
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text(json.dumps({"url": "https://x.example/a", "title": title,
+                                "text": "O prazo do reembolso é de 30 dias 👍."},
+                               ensure_ascii=False) + "\n"
+                    + '{"url": "https://x.example/b", "title": "F", "text": "férias"}\n',
+                    encoding="utf-8")
+    for args in (["add", str(docs)], ["index", "-q"]):
+        subprocess.run([*BUSCA, "--home", str(home), *args], check=True, capture_output=True)
+    env = _env(home, tmp_path, PYTHONIOENCODING=encoding)
+    question = ["prazo do reembolso", "--no-log"]
+    for args, titles in ((["search", *question, "--json"], lambda out: [out["title"]]),
+                         (["context", *question, "--json"],
+                          lambda out: [p["title"] for p in out["passages"]])):
+        done = subprocess.run([*BUSCA, *args], capture_output=True, env=env)
+        assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+        out = json.loads(done.stdout.decode(encoding).splitlines()[0] if args[0] == "search"
+                         else done.stdout.decode(encoding))
+        assert titles(out) == [title]
+
+
 def test_pipe_without_json_prints_plain_text(corpus, tmp_path):
     done = subprocess.run([*BUSCA, "search", "--no-log"], input=QUESTIONS[0] + "\n:quit\nnot read",
                           capture_output=True, text=True, env=_env(corpus, tmp_path))
