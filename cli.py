@@ -37,6 +37,13 @@ METHOD_HELP = ("Ranking method: " + ", ".join(indexing.METHODS) + ", dense:NAME,
                " the encoder on every call: for many questions, busca shell.")
 
 class _Group(click.Group):
+    def parse_args(self, ctx, args):
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as e:  # `busca --json search …`: an option of the command
+            e.message += _option_of_the_command(self, e, args)
+            raise
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
@@ -98,7 +105,23 @@ def _usage_hint(e: click.UsageError) -> str:
     if isinstance(e, click.NoSuchOption) and e.option_name == "--k":
         e.possibilities = None  # not "Did you mean --rrf-k?"
         return " The number of hits is -k N (e.g. -k 5)."
+    if isinstance(e, click.NoSuchOption) and e.option_name in ("--home", "-v", "--verbose"):
+        e.possibilities = None  # not "Did you mean '--help'?"
+        value = " DIR" if e.option_name == "--home" else ""
+        return f" {e.option_name} goes before the command: busca {e.option_name}{value} {command} …"
     return ""
+
+
+def _option_of_the_command(group: click.Group, e: click.NoSuchOption, args: list[str]) -> str:
+    """The fix of an option of a command given before the command's name (`busca --json
+    search`), or "" when the command typed has no such option either."""
+    name = next((arg for arg in args if arg in group.commands), None)
+    command = group.commands.get(name) if name else None
+    if command is None or not any(e.option_name in param.opts + param.secondary_opts
+                                  for param in command.params):
+        return ""
+    e.possibilities = None  # not "Did you mean '--version'?"
+    return f" {e.option_name} goes after the command's name: busca {name} {e.option_name} …"
 
 
 class Progress:

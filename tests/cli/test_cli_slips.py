@@ -166,6 +166,23 @@ def test_common_slips_name_their_fix(run, lexical, args, code, message):
     assert "--rrf-k" not in result.stderr
 
 
+@pytest.mark.parametrize("args, message", [
+    (["search", "prazo", "--home", "elsewhere"], "--home goes before the command: busca --home"),
+    (["stats", "--home=elsewhere"], "--home goes before the command: busca --home"),
+    (["index", "-v"], "-v goes before the command: busca -v index"),
+    (["--json", "search", "prazo"], "--json goes after the command's name: busca search --json"),
+    (["-k", "3", "search", "prazo"], "-k goes after the command's name: busca search -k"),
+])
+def test_an_option_on_the_wrong_side_of_the_command_says_where_it_goes(run, lexical, args,
+                                                                        message):
+    """`--home` after the command was answered "Did you mean '--help'?", and `--json` before
+    it "Did you mean '--version'?": the README's own order, said where the slip is."""
+    result = run(*args)
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr, result.stderr
+    assert "Did you mean" not in result.stderr and "Traceback" not in result.output
+
+
 def test_context_says_when_the_filters_match_no_document(run, lexical):
     result = run("context", "qual o prazo", "--filter", "nofield=x", "--no-log")
     assert result.exit_code == 3
