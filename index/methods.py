@@ -40,8 +40,20 @@ def not_in_index(method: str, have: Sequence[str]) -> UnknownMethod:
     if not have:
         return UnknownMethod(f"this index has no method {method!r}; it has none")
     return UnknownMethod(f"this index has no method {method!r}; it has: {', '.join(have)} —"
-                         f" ask for one of those (method {have[0]}), or build {method} with"
-                         " busca index")
+                         f" ask for one of those (method {have[0]}){_how_to_build(method)}")
+
+
+def _how_to_build(method: str) -> str:
+    """The end of not_in_index's line: the `busca index` that builds `method` (plain `busca
+    index` builds only DEFAULT; sparse and hybrid3 come with e5-small's vectors)."""
+    spec = method_spec(method)
+    if spec is None:
+        return f"; busca has no method {method!r}"
+    if spec.kind == "lexical":
+        return f", or build {method} with busca index"
+    name = method.partition(":")[2]
+    dense = f"e5-small,{name}=ENCODER" if name else "e5-small"
+    return f", or build it with busca index --dense {dense}"
 
 
 @dataclass(frozen=True)

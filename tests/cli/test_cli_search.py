@@ -52,6 +52,26 @@ def test_the_default_method_missing_from_the_index_names_the_fix(indexed, run):
     assert run("search", QUESTION, "--method", "bm25").exit_code == 0
 
 
+@pytest.mark.parametrize("args, fix", [
+    (["search", QUESTION, "--method", "sparse"], "build it with busca index --dense e5-small"),
+    (["compare", QUESTION, "--methods", "bm25,hybrid3"], "build it with busca index --dense"
+                                                          " e5-small"),
+    (["eval", str(FIXTURES / "golden" / "golden.json"), "-q", "--methods", "dense"],
+     "build it with busca index --dense e5-small"),
+    (["eval", str(FIXTURES / "golden" / "golden.json"), "-q", "--methods", "dense:bge"],
+     "build it with busca index --dense e5-small,bge=ENCODER"),
+    (["search", QUESTION, "--method", "bm52"], "it has: tfidf, bm25 — ask for one of those"
+                                               " (method tfidf); busca has no method 'bm52'\n"),
+])
+def test_a_method_the_index_lacks_names_the_command_that_builds_it(indexed, args, fix):
+    """`busca index` alone builds tfidf and bm25 only: a newcomer told "build sparse with busca
+    index" ran it and met the same line again; a misspelt method was to be "built" too."""
+    result = indexed(*args)
+    assert result.exit_code == 1, result.output
+    assert fix in result.stderr and len(result.stderr.splitlines()) == 1, result.stderr
+    assert "Traceback" not in result.output
+
+
 def test_a_damaged_store_is_one_line_naming_the_fix_in_search_and_index(indexed, home):
     damage(home / "busca.db")
     for args in (("search", QUESTION), ("context", QUESTION), ("index",)):
