@@ -15,7 +15,7 @@ import unicodedata
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ..citation import cite, label_url, section
+from ..citation import SEPARATOR, cite, label_url, section
 from ..errors import BuscaError
 from ..index.dense.dense_models import is_hybrid
 from ..index.lexical.lexical import NoSearchableTerms
@@ -426,7 +426,9 @@ def format_passages(passages: list[Passage] | tuple[Passage, ...]) -> str:
     sources, heads, texts = [], [], []
     for p in passages:
         for source, where, text in _blocks(p):  # the label on one line: a title's line
-            title, where = (_shortened(" ".join(_plain(x).split())) for x in (p.title, where))
+            title, where = (" ".join(_plain(x).split()) for x in (p.title, where))
+            where = _below_title(where, title)  # a page's h1 is often its title again
+            title, where = _shortened(title), _shortened(where)
             sources.append(source)  # break cannot fake a source
             heads.append(_defused((f" {title}" if title else "")
                                   + (f" — {where}" if where else "")))
@@ -435,6 +437,14 @@ def format_passages(passages: list[Passage] | tuple[Passage, ...]) -> str:
     fence = "`" * max(3, max(runs, default=0) + 1)
     return "\n\n".join(f"[fonte: {source}]{head}\n{fence}\n{text}\n{fence}"
                        for source, head, text in zip(sources, heads, texts))
+
+
+def _below_title(where: str, title: str) -> str:
+    """The heading path without its first heading when that repeats the title ("Ação social
+    › Coleta" under the title "Ação social" is "Coleta")."""
+    if where == title:
+        return ""
+    return where.removeprefix(title + SEPARATOR) if title else where
 
 
 def _blocks(p: Passage) -> list[tuple[str, str, str]]:

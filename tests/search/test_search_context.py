@@ -546,8 +546,29 @@ def test_a_huge_title_or_heading_does_not_flood_the_prompt(tmp_path):
     build_index(store, size=200, overlap=40)
     found = cx.build_context(load_index(store.home), store, "prazo do reembolso", min_score=0)
     label = next(x for x in cx.render(found).split("\n") if x.startswith("[fonte: "))
-    assert len(label) < 500 and label.count("…") == 2, label[:600]
+    assert len(label) < 500 and label.count("…") == 1, label[:600]  # the h1 is the title
     assert label.startswith("[fonte: https://loja.example/r/] Reembolso muito longo")
+    store.close()
+
+
+def test_a_heading_that_repeats_the_title_is_not_written_twice(tmp_path):
+    """A Markdown file titled by its `#` heading labelled every passage "Ação social — Ação
+    social"; the heading path below it keeps its sub-headings ("Ação social — Coleta")."""
+    store = LocalHome(tmp_path)
+    text = "Ação social\nA doação de agasalhos é em junho.\nColeta\nOs agasalhos ficam na recepção."
+    coleta = text.index("Coleta")
+    store.put(Document("file:///notas/a%C3%A7%C3%A3o.md", "Ação social", text, meta={
+        "headings": [[0, 1, "Ação social", "ação-social"], [coleta, 2, "Coleta", "coleta"]]}))
+    store.put(Document("https://loja.example/c/", "Cartão", "Pagamentos por cartão."))
+    build_index(store, size=6, overlap=1)
+    labels = {}
+    for question in ("doação de agasalhos em junho", "agasalhos na recepção"):
+        found = cx.build_context(load_index(store.home), store, question, min_score=0, k=1)
+        labels[question] = next(x for x in cx.render(found).split("\n") if x.startswith("[fonte: "))
+    assert labels["doação de agasalhos em junho"] == \
+        "[fonte: file:///notas/a%C3%A7%C3%A3o.md#ação-social] Ação social"
+    assert labels["agasalhos na recepção"] == \
+        "[fonte: file:///notas/a%C3%A7%C3%A3o.md#coleta] Ação social — Coleta"
     store.close()
 
 
