@@ -266,17 +266,19 @@ def _embed(ctx) -> dict:
     return {**ctx.obj.get("embed", {}), "key": os.environ.get(EMBED_KEY_VARIABLE) or None}
 
 
-# Commands that may create a home (and `serve --token`: its write endpoints; `log on|off`);
-# every other command only reads one, so a mistyped --home is an error instead of a new
-# empty home.
-CREATES_HOME = frozenset({"add", "index", "crawl", "demo"})
+# Commands that may create a home (and `serve --token`: its write endpoints; `log on|off`;
+# `index` of a PostgreSQL home, which opened not to create reads its standby — a folder
+# without documents has nothing to index); every other command only reads one, so a mistyped
+# --home is an error instead of a new empty home.
+CREATES_HOME = frozenset({"add", "crawl", "demo"})
 
 
 def _home(ctx) -> indexing.Home:
     """The home, its builds' openai:MODEL rankers using the user's --embed-* settings."""
     name, params = ctx.command.name, ctx.params
     creates = name in CREATES_HOME or (name == "serve" and params.get("token") is not None) \
-        or (name == "log" and params.get("state") is not None)
+        or (name == "log" and params.get("state") is not None) \
+        or (name == "index" and not indexing.is_folder(ctx.obj["home"]))
     return indexing.open_home(ctx.obj["home"], embed=_embed(ctx), create=creates)
 
 

@@ -50,6 +50,7 @@ EXPORTS = {
     "window_for": ".build",
     "sparse_left_out": ".methods",
     "NothingToIndex": ".build",
+    "is_folder": ".backend",
     "open_home": ".backend",
     "as_asked": ".text.analyzers",
     "lone_surrogate": ".text.analyzers",

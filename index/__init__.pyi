@@ -34,6 +34,7 @@ from .methods import HYBRID as HYBRID
 from .home.storage import IndexFormatError as IndexFormatError
 from .home.storage import IndexNotFound as IndexNotFound
 from .dense.dense_models import is_dense as is_dense
+from .backend import is_folder as is_folder
 from .dense.dense_models import is_hybrid as is_hybrid
 from .lexical.bm25 import K1 as K1
 from .lexical.bm25 import K1_MAX as K1_MAX
@@ -123,6 +124,7 @@ __all__ = [
     "encoder_names",
     "get_encoder",
     "is_dense",
+    "is_folder",
     "is_hybrid",
     "load_index",
     "lone_surrogate",

@@ -117,6 +117,11 @@ class Home(DocumentStore, Protocol):
     def __exit__(self, *exc) -> None: ...
 
 
+def is_folder(location: str | Path) -> bool:
+    """Whether `location` names a local folder (not a postgresql:// URL)."""
+    return not str(location).lower().startswith(POSTGRES_SCHEMES)
+
+
 def open_home(location: str | Path, *, embed: Mapping | None = None,
               create: bool = True) -> Home:
     """The home at `location`: a folder path (created if missing, unless `create` is False:
@@ -127,7 +132,7 @@ def open_home(location: str | Path, *, embed: Mapping | None = None,
     `embed`: the user's settings for openai:MODEL embedding servers (url, key, batch,
     prefixes), handed to the dense rankers of its builds."""
     text = str(location)
-    if text.lower().startswith(POSTGRES_SCHEMES):
+    if not is_folder(text):
         try:
             from .postgres.home import PostgresHome
         except ImportError as e:

@@ -59,7 +59,15 @@ def test_same_url_again_updates(run, tmp_path):
     assert "0 added, 1 updated" in result.stdout and "3 documents" in result.stdout
 
 
-def test_empty_store(run):
+def test_empty_store(run, home, tmp_path):
+    """A mistyped --home is one line and creates nothing (busca index made an empty home
+    there, then said there was nothing to index); a store whose documents were all removed
+    has nothing to index."""
+    result = run("index")
+    assert result.exit_code == 1 and not home.exists()
+    assert f"no index in {home} — the folder does not exist: check --home" in result.stderr
+    assert run("add", str(write_jsonl(tmp_path / "one.jsonl", DOCS[:1]))).exit_code == 0
+    assert run("remove", DOCS[0]["url"]).exit_code == 0
     result = run("index")
     assert result.exit_code == 1
     assert "nothing to index: run busca crawl or busca add first" in result.stderr
