@@ -144,7 +144,7 @@ def default_weights(methods, fusion: str = FUSION, dense: str = "dense", *,
             raise FusionError(f"this index has no dense model {dense!r} to fuse for"
                               f" hybrid:{dense.split(':', 1)[1]}; it has: {', '.join(have)}")
         raise FusionError("hybrid needs dense vectors and a lexical method (bm25 or tfidf);"
-                          " add vectors with: busca index --dense use")
+                          " add vectors with: busca index --dense e5-small")
     if lexical is None:
         raise FusionError(f"hybrid fuses a lexical method (bm25 or tfidf) with {dense}; name"
                           f" one beside it, e.g. bm25,{dense}")

@@ -76,7 +76,7 @@ def require_vectors(index, method: str = "dense") -> None:
                             f" {', '.join(have)} — add one with: busca index --dense"
                             f" {models_spec(model_entries(methods))},NAME=ENCODER")
         raise NoVectors("this index has no dense vectors — add them with:"
-                        " busca index --dense use (or e5-small, sentence-transformers:PATH,"
+                        " busca index --dense e5-small (or use, sentence-transformers:PATH,"
                         " openai:MODEL)")
 
 

@@ -146,7 +146,7 @@ def test_another_encoder_version_only_warns(store, fake, caplog):
 
 def test_index_without_vectors_says_how_to_add_them(store):
     build_index(store)
-    with pytest.raises(NoVectors, match="busca index --dense use"):
+    with pytest.raises(NoVectors, match="busca index --dense e5-small"):
         DenseScorer(load_index(store.home))
 
 

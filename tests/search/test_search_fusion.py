@@ -136,7 +136,7 @@ def test_default_components_prefer_bm25_and_need_dense():
         "bm25": 0.3, "dense": 0.7}
     assert fusion.default_weights(["tfidf", "bm25", "dense"], "rrf") == {"bm25": 1, "dense": 1}
     assert list(fusion.default_weights(["tfidf", "dense"])) == ["tfidf", "dense"]
-    with pytest.raises(FusionError, match="busca index --dense use"):
+    with pytest.raises(FusionError, match="busca index --dense e5-small"):
         fusion.default_weights(["tfidf"])
 
 
@@ -367,7 +367,7 @@ def test_cli_errors_are_one_line(run, tmp_path, fake):
     result = run("search", "texto", "--method", "dense")
     assert result.exit_code == 1
     assert result.output.strip() == ("Error: this index has no dense vectors — add them with:"
-                                     " busca index --dense use (or e5-small,"
+                                     " busca index --dense e5-small (or use,"
                                      " sentence-transformers:PATH, openai:MODEL)")
     result = run("index", "-q", "--dense", "sentence-transformers:/nao/existe")
     assert result.exit_code == 1
