@@ -80,7 +80,8 @@ def extract_page(html: str, url: str = "", *, take_title: bool = True) -> HtmlPa
     """
     soup = BeautifulSoup(html, "html.parser")
     base = _base_url(soup, url)
-    links = tuple(_links(soup, base)) if url else ()
+    robots = _robots_meta(soup)  # "nofollow" (or "none"): the page's links are not followed
+    links = tuple(_links(soup, base)) if url and not robots & {"nofollow", "none"} else ()
     heads = _head_info(soup, base)
     info = page_meta(soup) or None
     for tag in soup.find_all(DROP_TAGS):
@@ -349,8 +350,14 @@ def _links(soup: BeautifulSoup, base: str):
             yield href
 
 
+def _robots_meta(soup: BeautifulSoup) -> set[str]:
+    """The directives of the page's robots meta tags, lower case ("noindex", "nofollow")."""
+    return {word.lower() for tag in soup.find_all(
+        "meta", attrs={"name": re.compile("^robots$", re.I)})
+        for word in re.split(r"[\s,]+", tag.get("content", "")) if word}
+
+
 def _head_info(soup: BeautifulSoup, base: str) -> dict:
-    robots = soup.find("meta", attrs={"name": re.compile("^robots$", re.I)})
     canonical = soup.find("link", rel="canonical", href=True)
     api = soup.find("link", rel="https://api.w.org/", href=True)
     modified = soup.find("meta", attrs={"property": "article:modified_time"})
@@ -358,7 +365,7 @@ def _head_info(soup: BeautifulSoup, base: str) -> dict:
              if "alternate" in (link.get("rel") or [])
              and link.get("type") in ("application/rss+xml", "application/atom+xml")]
     return {
-        "noindex": robots is not None and "noindex" in robots.get("content", "").lower(),
+        "noindex": bool(_robots_meta(soup) & {"noindex", "none"}),
         "canonical": join_url(base, canonical["href"]) if canonical is not None else None,
         "feeds": tuple(dict.fromkeys(filter(None, feeds))),
         "api_root": join_url(base, api["href"]) if api is not None else None,

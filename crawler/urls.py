@@ -7,6 +7,9 @@ import re
 from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
 TRACKING = re.compile(r"(utm_[a-z]+|fbclid|gclid|dclid|msclkid|mc_[ce]id|_ga)(=|$)", re.I)
+# a visitor's session id (Java's, PHP's, ASP's; `sid` when it is a long token, not a number)
+SESSION = re.compile(r"(jsessionid|phpsessid|aspsessionid[a-z]*)(=|$)|sid=[0-9a-z]{16,}$", re.I)
+_PATH_SESSION = re.compile(r";jsessionid=[^;/]*", re.I)  # /post/;jsessionid=AB12
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 # an escape, or a character a URL cannot hold as it is (non-ASCII, space, ", <, |, a lone %…)
 _RESPELL = re.compile(r"%[0-9A-Fa-f]{2}|[^A-Za-z0-9._~!$&'()*+,;=:@/?\[\]-]")
@@ -15,17 +18,19 @@ _RESPELL = re.compile(r"%[0-9A-Fa-f]{2}|[^A-Za-z0-9._~!$&'()*+,;=:@/?\[\]-]")
 def normalize(url: str) -> str:
     """A document's URL, for every source that lists pages (HTML links, sitemaps, feeds,
     WordPress's `link`): scheme and host lowercased, default port and fragment dropped, empty
-    path as /, no campaign-tracking parameters (utm_*, fbclid, gclid…: the same page
-    under other URLs), and its escapes spelled one way (`respelled`). ValueError for a
-    malformed URL (bad port or host)."""
+    path as /, no campaign-tracking parameters (utm_*, fbclid, gclid…) or session ids
+    (;jsessionid=, PHPSESSID…): the same page under other URLs, and its escapes spelled
+    one way (`respelled`). ValueError for a malformed URL (bad port or host)."""
     parts = urlsplit(url.strip())
     scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
     host = f"[{host}]" if ":" in host else host  # an IPv6 address keeps its brackets
     port = parts.port
     if port and (scheme, port) not in (("http", 80), ("https", 443)):
         host = f"{host}:{port}"
-    query = "&".join(p for p in parts.query.split("&") if p and not TRACKING.match(p))
-    return urlunsplit((scheme, host, respelled(parts.path or "/"), respelled(query), ""))
+    query = "&".join(p for p in parts.query.split("&")
+                     if p and not TRACKING.match(p) and not SESSION.match(p))
+    path = _PATH_SESSION.sub("", parts.path) or "/"
+    return urlunsplit((scheme, host, respelled(path), respelled(query), ""))
 
 
 def respelled(part: str) -> str:
