@@ -8,9 +8,8 @@ import re
 
 from bs4 import BeautifulSoup, Tag
 
-from .store import drop_invisible
+from .store import one_line
 
-_SPACE = re.compile(r"\s+")
 # Word's Title style ("MsoTitleCxSpFirst" when it spans paragraphs); Google Docs' "title"
 _WORD_TITLE = re.compile(r"^MsoTitle")
 
@@ -28,9 +27,9 @@ def export_title(soup: BeautifulSoup) -> tuple[str, Tag] | None:
     breadcrumb), or the paragraph in the Title style of a page Word made or a Google Doc."""
     heading = soup.find(id="title-text")
     if heading is not None and export_body(soup) is not None:
-        title = _clean(heading.get_text(" "))
+        title = one_line(heading.get_text(" "))
         crumb = soup.select_one("#breadcrumbs li")
-        space = _clean(crumb.get_text(" ")) if crumb is not None else ""
+        space = one_line(crumb.get_text(" ")) if crumb is not None else ""
         if space and title.startswith(f"{space} : "):
             title = title[len(space) + 3:].strip()
         return (title, soup.find(id="title-heading") or heading) if title else None
@@ -40,10 +39,6 @@ def export_title(soup: BeautifulSoup) -> tuple[str, Tag] | None:
         styled = soup.find("p", class_=_WORD_TITLE)  # (not Word's marks pasted in a post)
     elif "doc-content" in ((soup.body and soup.body.get("class")) or ()):
         styled = soup.body.find("p", class_="title")
-    if styled is not None and _clean(styled.get_text(" ")):
-        return _clean(styled.get_text(" ")), styled
+    if styled is not None and one_line(styled.get_text(" ")):
+        return one_line(styled.get_text(" ")), styled
     return None
-
-
-def _clean(text: str) -> str:
-    return _SPACE.sub(" ", drop_invisible(text)).strip()

@@ -17,7 +17,7 @@ from bs4 import BeautifulSoup, NavigableString, Tag, XMLParsedAsHTMLWarning
 
 from .exported import export_body, export_title
 from .pagemeta import page_meta
-from .store import drop_invisible
+from .store import one_line
 
 # A start URL that is a sitemap or a feed served without an XML type is read as HTML first
 # (to find its links and kind); bs4's multi-line warning about that reached busca's stderr.
@@ -39,7 +39,6 @@ BLOCK_TAGS = frozenset(
     "address article blockquote caption dd details div dl dt fieldset figcaption h1 h2 h3 h4"
     " h5 h6 hr li main ol p pre section summary table tbody td tfoot th thead tr ul".split())
 
-_SPACE = re.compile(r"\s+")
 _TAG_LIKE = re.compile(r"<[a-zA-Z!/]")
 # markup left in a text field (Markdown, wikitext): a tag stops at the next "<" or ">", and a
 # comment is cut by a scan (`without_spans`) — a page of 50,000 unclosed ones is read once
@@ -129,7 +128,7 @@ def _end_of(text: str, closing: str | re.Pattern, at: int) -> int | None:
 
 def plain_text(text: str) -> str:
     """Plain text normalised like extracted HTML: one stripped, space-collapsed line per line."""
-    return "\n".join(filter(None, (_clean(line) for line in text.splitlines())))
+    return "\n".join(filter(None, (one_line(line) for line in text.splitlines())))
 
 
 def body_text(value: str) -> str:
@@ -152,7 +151,7 @@ def headings_meta(headings) -> dict:
 
 def title_text(value: str) -> str:
     """A title field (HTML entities and tags allowed) as one clean line."""
-    return _clean(extract_page(f"<p>{value}</p>", take_title=False).text.replace("\n", " "))
+    return one_line(extract_page(f"<p>{value}</p>", take_title=False).text.replace("\n", " "))
 
 
 def join_url(base: str, href: str) -> str | None:
@@ -213,10 +212,6 @@ def _codec(charset: str) -> str:
     return "cp1252" if name in ("latin-1", "iso8859-1", "ascii") else name
 
 
-def _clean(line: str) -> str:
-    return _SPACE.sub(" ", drop_invisible(line)).strip()
-
-
 def _main_articles(articles: list[Tag]) -> list[Tag]:
     """The page's article when only one of several holds an <h1> (others: comments, related)."""
     if len(articles) > 1:
@@ -237,13 +232,13 @@ def _title(soup: BeautifulSoup, container: Tag) -> tuple[str, Tag | None]:
     if (exported := export_title(soup)) is not None:  # Confluence's, Word's, Google Docs'
         return exported
     h1 = container.find("h1")
-    if h1 is not None and _clean(h1.get_text(" ")):
-        return _clean(h1.get_text(" ")), h1
+    if h1 is not None and one_line(h1.get_text(" ")):
+        return one_line(h1.get_text(" ")), h1
     og = soup.find("meta", attrs={"property": "og:title"})
-    if og is not None and _clean(og.get("content", "")):
-        return _clean(og["content"]), None
+    if og is not None and one_line(og.get("content", "")):
+        return one_line(og["content"]), None
     title = soup.find("title")
-    return (_clean(title.get_text(" ")) if title is not None else ""), None
+    return (one_line(title.get_text(" ")) if title is not None else ""), None
 
 
 def _is_excerpt(article: Tag, url: str, base: str) -> bool:
@@ -279,7 +274,7 @@ def _lines(container: Tag) -> tuple[list[str], list[tuple[Tag, int, int]]]:
                 _flush(buffer, lines)
             elif node.name == "pre":
                 _flush(buffer, lines)
-                lines.extend(filter(None, map(_clean, node.get_text().splitlines())))
+                lines.extend(filter(None, map(one_line, node.get_text().splitlines())))
             elif node.name in BLOCK_TAGS:
                 _flush(buffer, lines)
                 heading = (node, len(lines)) if node.name in HEADING_TAGS else None
@@ -317,7 +312,7 @@ def _permalinks_to_anchors(soup: BeautifulSoup) -> None:
     for heading in soup.find_all(HEADING_TAGS):
         for link in heading.find_all("a", href=True):
             target = link["href"]
-            shown = _clean(link.get_text()).lower()
+            shown = one_line(link.get_text()).lower()
             if not target.startswith("#") or len(target) < 2 or shown not in PERMALINK_MARKS:
                 continue
             if not heading.get("id"):
@@ -326,7 +321,7 @@ def _permalinks_to_anchors(soup: BeautifulSoup) -> None:
 
 
 def _flush(buffer: list[str], lines: list[str]) -> None:
-    line = _clean("".join(buffer))
+    line = one_line("".join(buffer))
     buffer.clear()
     if line:
         lines.append(line)

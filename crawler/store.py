@@ -35,6 +35,15 @@ def drop_invisible(text: str) -> str:
     return _INVISIBLE.sub("", text)
 
 
+def one_line(text: str) -> str:
+    """`text` as one line (a title, a heading): each run of whitespace one space, without the
+    INVISIBLE characters, trimmed."""
+    return _SPACES.sub(" ", drop_invisible(text)).strip()
+
+
+_SPACES = re.compile(r"\s+")
+
+
 class StoreError(BuscaError):
     """The store cannot be opened or written."""
 
