@@ -187,7 +187,8 @@ class PostgresBuildWriter:
 
     def _upload_postings(self, cur, method: str, data: str, n: int) -> None:
         """The SQL ranker's tables: `<m>_terms`, `<m>_blocks`, `<m>_forward`."""
-        _try_extension(cur, "intarray")  # idx(): rankers find terms in forward rows faster
+        _extension_refused(cur.connection, "intarray")  # intarray's idx(): rankers find
+        # terms in forward rows faster (a trusted extension; without it they do without)
         indptr = np.asarray(self._load(method, "indptr"), dtype=np.int64)
         indices = np.asarray(self._load(method, "indices"))
         values = np.asarray(self._load(method, data))
@@ -297,31 +298,30 @@ def require_vector(conn, *, keep: bool) -> None:
     """PostgresError naming the fix unless pgvector is in the database, in a schema on the
     search_path, or this role may create it there; `keep`: create it (in the open
     transaction), else only try (rolled back)."""
-    import psycopg
-
     if vector_on_path(conn):
         return
-    try:
-        with conn.transaction(force_rollback=not keep):
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    except psycopg.Error as e:
-        reason = (str(e).strip().splitlines() or [type(e).__name__])[0]
+    reason = _extension_refused(conn, "vector", keep=keep)
+    if reason is not None:
         raise PostgresError(
             f"dense needs the pgvector extension in database {conn.info.dbname!r}, and role"
             f" {conn.info.user} could not create it ({reason}) — an administrator runs CREATE"
             " EXTENSION vector; in that database (pgvector installed on the server first, if"
             " it is not), or build without vectors: busca index --dense none (tfidf and bm25"
-            " need no extension)") from e
+            " need no extension)")
 
 
-def _try_extension(cur, name: str) -> bool:
-    """CREATE EXTENSION if allowed (intarray is a trusted extension); False if refused."""
+def _extension_refused(conn, name: str, *, keep: bool = True) -> str | None:
+    """CREATE EXTENSION IF NOT EXISTS `name` in a savepoint (a refusal keeps the build
+    going; rolled back unless `keep`): None if allowed, else the refusal's first line (no
+    privilege, or not installed on this server)."""
+    import psycopg
+
     try:
-        with cur.connection.transaction():  # a savepoint: a refusal keeps the build going
-            cur.execute(f"CREATE EXTENSION IF NOT EXISTS {name}")
-        return True
-    except Exception:  # psycopg.Error: no privilege, or not installed on this server
-        return False
+        with conn.transaction(force_rollback=not keep):
+            conn.execute(f"CREATE EXTENSION IF NOT EXISTS {name}")
+        return None
+    except psycopg.Error as e:
+        return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
 def drop_old_builds(conn, schema: str) -> None:
