@@ -26,6 +26,7 @@ from .store import Document
 from .urls import normalize
 
 MAX_KEPT_LINKS = 300
+NOT_HTML = "not an HTML page"  # the reason a file that is no web page gives
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ def fetch_page(fetcher: Fetcher, job: Job) -> Result:
     if job.pdf and ("pdf" in ctype.lower() or r.body[:5] == b"%PDF-"):
         return _pdf_result(r, validators)
     if ctype and "html" not in ctype.lower():
-        return Result("failed", reason=f"not an HTML page ({ctype.split(';')[0]})",
+        return Result("failed", reason=f"{NOT_HTML} ({ctype.split(';')[0]})",
                       final_url=r.url)
     unreadable = not_text(r.body, r.headers.get("Content-Encoding", ""))
     if unreadable:

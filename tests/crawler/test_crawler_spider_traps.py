@@ -3,8 +3,12 @@ page under ever new URLs, session ids in URLs, and a page's robots meta `nofollo
 
 from __future__ import annotations
 
+import json
+
 from routed import Site, crawled, site_fixture, store_fixture  # noqa: F401
+from busca.crawler.events import Failed
 from busca.crawler.urls import normalize
+from busca.fixtures.server import SITE_DIR
 
 HTML = {"Content-Type": "text/html; charset=utf-8"}
 
@@ -99,3 +103,105 @@ def test_robots_meta_nofollow_links_are_not_followed(site, store):
     crawled(site.url, store, source="html")
     assert sorted(store.hashes()) == [f"{site.url}/", f"{site.url}/aberto/"]
     assert site.count("/escondido/") == site.count("/outro/") == 0
+
+
+def _soft404(path: str) -> tuple:  # the theme's "not found" page, naming the path asked for
+    return _page("Página não encontrada", f"Desculpe, a página {path} não existe ou foi"
+                 " removida. Use a busca ou volte à página inicial.")
+
+
+def test_a_not_found_page_answered_with_200_is_not_stored(store):
+    soft = Site(missing=_soft404(""))  # every unknown path: 200 and the theme's 404 page
+    soft.routes["/"] = _page("Início", "Bem-vindo.", '<a href="/velho/">v</a><a href="/sumiu">s'
+                             '</a><a href="/produto/">p</a>')
+    soft.routes["/velho/"], soft.routes["/sumiu"] = _soft404("/velho/"), _soft404("/sumiu")
+    soft.routes["/produto/"] = _page("Produto", "Este produto, não encontrado em lojas, é"
+                                     " vendido aqui. Página não encontrada? Fale conosco.")
+    try:
+        report, _ = crawled(soft.url, store, source="html")
+    finally:
+        soft.close()
+    assert sorted(store.hashes()) == [f"{soft.url}/", f"{soft.url}/produto/"]
+    assert {url for url, reason in report.failures if "soft 404" in reason} == \
+        {f"{soft.url}/velho/", f"{soft.url}/sumiu"}, report.failures
+
+
+def test_a_site_that_answers_every_path_with_its_home_page_keeps_it(store):
+    home = _page("Início", "Bem-vindo à loja.", '<a href="/sobre/">s</a>')
+    spa = Site(missing=home)
+    spa.routes["/"] = home
+    spa.routes["/sobre/"] = _page("Sobre", "Quem somos.")
+    try:
+        crawled(spa.url, store, source="html")
+    finally:
+        spa.close()
+    assert sorted(store.hashes()) == [f"{spa.url}/", f"{spa.url}/sobre/"]
+
+
+def test_links_differing_in_their_parameters_order_are_one_page(site, store):
+    site.routes["/"] = _page("Início", "Bem-vindo.", '<a href="/busca?a=1&amp;b=2">1</a>'
+                             '<a href="/busca?b=2&amp;a=1">2</a><a href="/busca?a=1">3</a>')
+    site.routes["/busca"] = lambda q: _page("Busca", f"Resultados de {sorted(q.items())}.")
+    crawled(site.url, store, source="html")
+    asked = [p for p in site.asked if p.startswith("/busca?")]
+    assert sorted(asked) == ["/busca?a=1", "/busca?a=1&b=2"]
+
+
+def _month(q: dict) -> tuple:  # an events calendar: every month links the next one, for ever
+    year, month = map(int, q.get("month", "2026-12").split("-"))
+    following = f"{year + month // 12}-{month % 12 + 1:02d}"
+    return _page("Agenda", f"Eventos de {year}-{month:02d}. Nenhum evento neste mês.",
+                 f'<a href="/agenda?month={following}">próximo</a>')
+
+
+def _words(n: int, size: int = 40) -> str:  # the words of a real article, a window each
+    text = " ".join(json.loads(line)["text"] for line in
+                    (SITE_DIR / "articles.jsonl").read_text("utf-8").splitlines()).split()
+    return " ".join(text[n * size:(n + 1) * size])
+
+
+def _blog(pages: int):  # /page/N/ lists post N (its heading links it) and links page N + 1
+    routes = {}
+    for n in range(1, pages + 1):
+        more = f'<a href="/page/{n + 1}/">mais antigos</a>' if n < pages else ""
+        routes[f"/page/{n}/"] = (200, HTML, (
+            f'<html><body><article><h2><a href="/post-{n}/">Post</a></h2><p>{_words(n)}</p>'
+            f"</article>{more}</body></html>").encode())
+        routes[f"/post-{n}/"] = _page(f"Post {n}", _words(n, 60))
+    return routes
+
+
+def test_a_calendar_does_not_eat_the_page_budget(site, store):
+    site.routes["/"] = _page("Início", "Bem-vindo.", '<a href="/agenda?month=2026-12">a</a>'
+                             '<a href="/page/1/">blog</a>')
+    site.routes["/agenda"] = _month
+    site.routes.update(_blog(30))
+    report, _ = crawled(site.url, store, source="html", max_pages=100)
+    urls = set(store.hashes())
+    assert {f"{site.url}/post-{n}/" for n in range(1, 31)} <= urls
+    assert len([u for u in urls if "/agenda" in u]) <= 10
+    assert [n for n in report.notices if "near copies" in n and "/agenda" in n]
+
+
+def test_a_blog_of_200_pages_is_crawled_to_its_last(site, store):
+    site.routes["/"] = _page("Início", "Bem-vindo.", '<a href="/page/1/">blog</a>')
+    site.routes.update(_blog(200))
+    report, _ = crawled(site.url, store, source="html", max_pages=450)
+    assert {f"{site.url}/post-{n}/" for n in range(1, 201)} <= set(store.hashes())
+    assert not [n for n in report.notices if "near copies" in n]
+
+
+def test_links_to_files_are_skipped_quietly_and_counted(site, store):
+    site.routes["/"] = _page("Início", "Bem-vindo.", '<a href="/download?file=a.zip">z</a>'
+                             '<a href="/baixar/manual">m</a><a href="/setup.exe">e</a>'
+                             '<a href="/sobre/">s</a>')
+    site.routes["/download"] = (200, {"Content-Type": "application/zip"}, b"PK\x03\x04")
+    site.routes["/baixar/manual"] = (200, {"Content-Type": "application/octet-stream"}, b"PK")
+    site.routes["/sobre/"] = _page("Sobre", "Quem somos.")
+    report, events = crawled(site.url, store, source="html")
+    assert not report.failures
+    assert not [e for e in events if isinstance(e, Failed)]
+    files = [n for n in report.notices if "not web pages" in n]
+    assert len(files) == 1 and files[0].startswith("2 links"), report.notices
+    assert site.count("/setup.exe") == 0
+    assert sorted(store.hashes()) == [f"{site.url}/", f"{site.url}/sobre/"]
