@@ -377,14 +377,16 @@ def add(ctx, files, groups, as_json):
 
     Example: busca add artigos.jsonl notas/ manual.pdf
     """
+    # inside the with block, an error leaves no new home empty (LocalHome)
     with Progress() as progress, _corpus(ctx) as corpus:
         added = corpus.add_files(files, groups=groups, notify=_tell_added, on_progress=progress)
-    if as_json:
-        click.echo(json.dumps(added.to_json(), ensure_ascii=False, indent=2))
-    else:
-        _print_added(added, ctx.obj["home"])
-    if added.skipped:
-        raise click.ClickException(f"{added.skipped} input(s) skipped, see the messages above")
+        if as_json:
+            click.echo(json.dumps(added.to_json(), ensure_ascii=False, indent=2))
+        else:
+            _print_added(added, ctx.obj["home"])
+        if added.skipped:
+            raise click.ClickException(f"{added.skipped} input(s) skipped, see the messages"
+                                       " above")
 
 
 def _print_added(added: api.Added, home: str) -> None:
@@ -720,7 +722,8 @@ def stats(ctx, as_json):
     elif figures.manifest is None:
         click.echo(f"documents   {figures.documents:>10,}")
         _print_facets(figures.facets)
-        click.echo('no index yet: run "busca index"')
+        click.echo('no index yet: run "busca index"' if figures.documents else
+                   'no documents yet: run "busca crawl URL" or "busca add FILE"')
     else:
         _print_stats(figures)
 
@@ -1036,20 +1039,23 @@ def _write_golden(path: str, found: list[searching.querylog.Miss], period: str) 
 @click.argument("state", required=False, type=click.Choice(["on", "off"]))
 @click.option("--prune", type=click.IntRange(min=0), default=None, metavar="DAYS",
               help="Delete the questions logged more than DAYS days ago (0: all of them).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the state as JSON: enabled, queries, pruned.")
 @click.pass_context
-def log_setting(ctx, state, prune):
+def log_setting(ctx, state, prune, as_json):
     """Turn the query log of search and context on or off; no argument shows its state.
 
     Example: busca log off; busca log --prune 90 (daily, from cron: keep 90 days)
     """
     with _home(ctx) as store:
-        if state is not None:
-            searching.querylog.set_enabled(store, state == "on")
-        gone = None if prune is None else searching.querylog.prune(store, prune)
-        on = searching.querylog.is_enabled(store)
-        n = len(store.logged_queries())
-    removed = "" if gone is None else f"; {gone} older than {prune} days removed"
-    click.echo(f"query log: {'on' if on else 'off'} ({n} queries logged{removed})")
+        log = searching.querylog.setting(store, on=None if state is None else state == "on",
+                                         prune_days=prune)
+    if as_json:
+        click.echo(json.dumps(log.to_json(), ensure_ascii=False, indent=2))
+        return
+    removed = "" if log.pruned is None else f"; {log.pruned} older than {prune} days removed"
+    click.echo(f"query log: {'on' if log.enabled else 'off'} ({log.queries} queries"
+               f" logged{removed})")
 
 
 @cli.command("eval")
@@ -1458,7 +1464,7 @@ def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_h
         progress.close()
         _echo_crawl_event(event, quiet=quiet)
 
-    with _corpus(ctx) as corpus:
+    with _corpus(ctx) as corpus:  # an error in it leaves no new home empty (LocalHome)
         try:
             report = corpus.crawl_site(url, options, notify=tell, on_progress=progress)
         except KeyboardInterrupt:
@@ -1471,9 +1477,9 @@ def crawl(ctx, url, source, types, max_pages, rate, workers, user_agent, allow_h
             raise
         finally:
             progress.close()
-    _print_crawl_report(report, as_json)
-    if report.documents == 0:
-        raise click.ClickException(crawling.why_nothing(url, report, options))
+        _print_crawl_report(report, as_json)
+        if report.documents == 0:
+            raise click.ClickException(crawling.why_nothing(url, report, options))
     if report.stopped:
         raise click.ClickException(f"the crawl stopped early: {report.stopped}; the"
                                    f" {report.documents} documents read so far are stored")

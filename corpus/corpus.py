@@ -95,6 +95,11 @@ class Corpus:
         """Close the home. Closed by the thread that made the Corpus, it is closed for every
         thread (their own handles close at their next call, which is an error, or with the
         thread); closed by another thread, only that thread's handle closes."""
+        self._close(None, None, None)
+
+    def _close(self, *exc) -> None:
+        """`close`, the home closed as a with block ending with `exc` (LocalHome: one this
+        open created that holds nothing after an error is not kept)."""
         if threading.get_ident() != self._owner:
             held = getattr(self._local, "held", None)
             self._local.held = None
@@ -102,7 +107,7 @@ class Corpus:
                 held.home.close()
         elif not self._closed:  # (a second close does nothing)
             self._closed = True
-            self._home.close()
+            self._home.__exit__(*exc)
             if self._own_live:  # its arrays, chunk table and encoders: no file left open
                 self.live = LiveBuild()
 
@@ -110,7 +115,7 @@ class Corpus:
         return self
 
     def __exit__(self, *exc) -> None:
-        self.close()
+        self._close(*exc)
 
     def __reduce__(self):
         """Pickled (sent to a worker process) or copied: the same home opened again, with

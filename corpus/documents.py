@@ -23,14 +23,21 @@ class Added:
     """What `busca add` did: documents added, updated (title or text), metadata_updated
     (their metadata, groups or date alone), unchanged or repeated in the input (the last one
     kept), deleted (when a folder was given: its files that are gone or left out), inputs
-    skipped, and the documents in the home after it."""
+    skipped, and the documents in the home after it; `problems`: each input skipped, and
+    each file of a folder left out (a 404 page, a listing, one without text), with why."""
 
     counts: dict[str, int]
     skipped: int
     documents: int
+    problems: tuple[crawling.Problem, ...] = ()
 
     def to_json(self) -> dict:
-        return {**self.counts, "skipped": self.skipped, "documents": self.documents}
+        def named(left_out: bool) -> list[dict]:
+            return [{"input": p.where, "reason": p.message} for p in self.problems
+                    if p.left_out == left_out]
+
+        return {**self.counts, "skipped": self.skipped, "skipped_inputs": named(False),
+                "left_out": named(True), "documents": self.documents}
 
 
 @dataclass(frozen=True)
@@ -208,7 +215,7 @@ def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
 
     names = [str(p) for p in paths]
     counts, seen = new_counts(), set()
-    skipped, read = 0, set()
+    skipped, read, problems = 0, set(), []
     folders = [name for name in names if Path(name).is_dir()]
     stored = list(home.hashes("file")) if folders else []
     legacy = _legacy_ids(home, names)
@@ -225,11 +232,13 @@ def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
     for item in map(_storable, crawling.read_files(names, reading)):
         if isinstance(item, crawling.Problem) and item.left_out:  # its old text is stale
             counts["deleted"] = counts.get("deleted", 0) + home.delete(file_id(item.where))
+            problems.append(item)
             continue
         if isinstance(item, crawling.Problem):
             if notify is None:
                 raise crawling.CrawlError(f"cannot add {item.where}: {item.message}")
             skipped += 1
+            problems.append(item)
             notify("skipped", item)
             continue
         item = _grouped(home, item, keep=not public)
@@ -244,7 +253,7 @@ def add_files(home, paths: Sequence[str | Path], *, groups: Sequence[str] = (),
     if folders:  # a file below a folder given that is gone: its document goes too
         counts["deleted"] = counts.get("deleted", 0) + sum(
             map(home.delete, gone_files(stored, folders, read)))
-    return Added(counts, skipped, home.count())
+    return Added(counts, skipped, home.count(), tuple(problems))
 
 
 def _grouped(home, doc, *, keep: bool):

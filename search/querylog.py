@@ -71,6 +71,28 @@ def set_enabled(store, on: bool) -> None:
     store.set_meta(SETTING, bool(on))
 
 
+@dataclass(frozen=True)
+class LogState:
+    """`busca log`: whether the log is on, the queries it holds, and how many a prune
+    forgot (None: no prune asked)."""
+
+    enabled: bool
+    queries: int
+    pruned: int | None = None
+
+    def to_json(self) -> dict:
+        return {"enabled": self.enabled, "queries": self.queries, "pruned": self.pruned}
+
+
+def setting(store, *, on: bool | None = None, prune_days: int | None = None) -> LogState:
+    """`busca log`: turn the log on or off (None: leave it), forget the queries older than
+    `prune_days` days (`prune`; None: none), and the log's state after it."""
+    if on is not None:
+        set_enabled(store, on)
+    pruned = None if prune_days is None else prune(store, prune_days)
+    return LogState(is_enabled(store), count(store), pruned)
+
+
 def answered(scores, floor: float | None) -> bool:
     """Whether a query was answered: some hit scored at or above the floor (any, without one)."""
     return any(floor is None or s >= floor for s in scores)

@@ -179,6 +179,9 @@ SCHEMAS = {
                    "chunker": {"type": "object", "description": "The windows: kind, size,"
                                " overlap."},
                    "methods": {"type": "array", "items": {"type": "string"}},
+                   "dense": {"type": "object", "description": "Per dense method: encoder,"
+                             " dimension, chunks encoded, reused and from the vector cache,"
+                             " chunks_per_second, truncated, max_length."},
                    "notes": {"type": "array", "items": {"type": "string"},
                              "description": "What the build could not keep from the previous"
                              " one (calibrated floors, settings of an index of another format"

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 
 from ...errors import BuscaError
+from ..dense.dense_models import is_dense
 
 # 2: chunk rows live in the build (index/text/chunks.py), not in busca.db; 3: the same files,
 # but the pt analyzer accents a document's plain suffixes (analyzers.ACCENTED), which a busca
@@ -72,10 +73,12 @@ class Manifest:
 
     def summary(self, **extra) -> dict:
         """What the build made, as POST /api/index and `busca index --json` answer (`extra`,
-        e.g. took_ms, after it)."""
+        e.g. took_ms, after it): `dense`, each dense model's line of `busca index`."""
         out = {key: self[key] for key in ("build", "documents", "words", "chunks",
                                           "rechunked_documents", "chunker")}
-        return {**out, "methods": list(self.methods), **extra}
+        dense = {method: {key: entry[key] for key in DENSE_SUMMARY if key in entry}
+                 for method, entry in self.methods.items() if is_dense(method)}
+        return {**out, "methods": list(self.methods), "dense": dense, **extra}
 
     def figures(self) -> dict:
         """The figures `busca stats` prints: corpus sizes, vocabularies, parameters."""
@@ -88,6 +91,8 @@ class Manifest:
 
 
 _KEYS = tuple(f.name for f in fields(Manifest))
+DENSE_SUMMARY = ("encoder", "dimension", "encoded", "reused", "cached", "chunks_per_second",
+                 "truncated", "max_length")  # a dense model's figures in `summary`
 
 
 def previous_entry(previous, method: str) -> Mapping:

@@ -39,7 +39,7 @@ import numpy as np
 from ...crawler.store import StoreError
 from ...errors import BuscaError
 from .buildlock import LocalBuildLock
-from .documents import Store, guard, read_only_error
+from .documents import DB_NAME, Store, guard, read_only_error
 from ..text.chunks import ChunkRow, ChunkTable, drop_legacy, write_chunks
 from ..text.counting import LazyTerms
 from .manifest import FORMAT_VERSION, READS, Manifest
@@ -221,15 +221,28 @@ class LocalBuildWriter:
 
 
 class LocalHome(Store):
-    """A home folder: the document store (busca.db) plus index builds and the query log."""
+    """A home folder: the document store (busca.db) plus index builds and the query log.
+    A with block that fails on a home this open created, which still holds nothing, leaves
+    no home (a first crawl of a site that is down, an add of nothing readable), as a
+    PostgreSQL corpus is made by its first write: later commands say it does not exist."""
 
     def __init__(self, home: str | Path, *, embed: Mapping | None = None):
+        folder = Path(home)
+        made = _first_missing(folder)  # the folder (and parents) this open creates, if any
+        new = not (folder / DB_NAME).exists()
         super().__init__(home)
+        self._new, self._made = new and not self.read_only, made
         if not self.read_only:
             with guard(self.path):
                 create_queries(self.db)
         self.location = str(self.home)
         self.embed = dict(embed or {})
+
+    def __exit__(self, *exc) -> None:
+        unmade = exc[0] is not None and self._new and _holds_nothing(self)
+        self.close()
+        if unmade:
+            _unmake(self.home, self._made)
 
     def current(self) -> Index:
         return load_index(self.home, embed=self.embed)
@@ -290,6 +303,48 @@ class LocalHome(Store):
     def _check_writable(self) -> None:
         if self.read_only:
             raise read_only_error(self.home)
+
+
+DB_FILES = (DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", f"{DB_NAME}-journal")
+
+
+def _first_missing(folder: Path) -> Path | None:
+    """The outermost folder of `folder`'s path that does not exist yet, or None."""
+    missing = None
+    for path in (folder, *folder.parents):
+        if path.exists():
+            break
+        missing = path
+    return missing
+
+
+def _holds_nothing(home: LocalHome) -> bool:
+    """Whether the home holds no row (documents, settings, crawl state, logged queries) and
+    no build."""
+    try:
+        tables = [name for (name,) in home.db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'") if name != "changes"]
+        if any(home.db.execute(f'SELECT EXISTS (SELECT 1 FROM "{name}")').fetchone()[0]
+               for name in tables):
+            return False
+        return not any(path.name == POINTER or path.name.startswith("index-")
+                       for path in home.home.iterdir())
+    except (sqlite3.Error, OSError):
+        return False
+
+
+def _unmake(home: Path, made: Path | None) -> None:
+    """Remove the store of `home`, and the folders from `home` up to `made` that its open
+    created (None: none); a folder no longer empty, or a file that cannot go, stays."""
+    try:
+        for name in DB_FILES:
+            (home / name).unlink(missing_ok=True)
+        for folder in (home, *home.parents) if made is not None else ():
+            folder.rmdir()
+            if folder == made:
+                break
+    except OSError:
+        pass
 
 
 def new_build_dir(home: Path) -> Path:

@@ -121,6 +121,44 @@ def test_add_json_prints_the_library_s_counts_and_keeps_notes_on_stderr(run, tmp
     assert "comes more than once" in result.stderr and "skipped" in result.stderr
 
 
+def test_add_json_names_each_input_skipped_or_left_out_and_why(run, tmp_path):
+    """`busca add --json` said `"skipped": 2` and nothing of which inputs or why (only
+    stderr did), nor the files of a folder left out (a 404 page, a listing, an empty note):
+    a CI job could not tell a typo from a broken export. Each is named with its reason."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "boa.md").write_text("# Ação\n\nO prazo é de sete dias.", encoding="utf-8")
+    (site / "404.html").write_text("<html><body><h1>Página não encontrada</h1>"
+                                   "<p>Nada aqui.</p></body></html>", encoding="utf-8")
+    (site / "tags.html").write_text("<html><body>" + "".join(
+        f"<article><h2>{t}</h2><p>Um resumo de {t}.</p></article>" for t in "ABC")
+        + "</body></html>", encoding="utf-8")
+    (site / "vazio.md").write_text("", encoding="utf-8")
+    (site / "utf16.txt").write_bytes("Olá".encode("utf-16"))
+    missing = tmp_path / "não-existe.md"
+    result = run("add", str(site), str(missing), "--json")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    out = json.loads(result.stdout)
+    assert (out["added"], out["skipped"], out["documents"]) == (1, 2, 1)
+    skipped = {Path(s["input"]).name: s["reason"] for s in out["skipped_inputs"]}
+    assert set(skipped) == {"utf16.txt", "não-existe.md"} and len(out["skipped_inputs"]) == 2
+    assert "UTF-16" in skipped["utf16.txt"] and "No such file" in skipped["não-existe.md"]
+    left_out = {Path(s["input"]).name: s["reason"] for s in out["left_out"]}
+    assert set(left_out) == {"404.html", "tags.html", "vazio.md"}
+    assert "not found" in left_out["404.html"] and "listing" in left_out["tags.html"]
+    assert left_out["vazio.md"] == "no text found in it"
+
+
+def test_a_first_add_that_stores_nothing_leaves_no_home(run, home, tmp_path):
+    """Every input skipped on a new home: exit 1, and no empty home left behind for later
+    commands to take for a real one (busca stats then says the folder does not exist)."""
+    (tmp_path / "vazio.md").write_text("", encoding="utf-8")
+    result = run("add", str(tmp_path / "vazio.md"), str(tmp_path / "não-existe.txt"))
+    assert result.exit_code == 1 and "2 input(s) skipped" in result.stderr
+    assert not home.exists()
+    assert "the folder does not exist" in run("stats").stderr
+
+
 def test_adding_a_folder_again_removes_the_documents_of_its_files_that_are_gone(run, home,
                                                                                tmp_path):
     """A renamed or deleted note stayed in the home for ever (no command removed it) and

@@ -336,6 +336,22 @@ def test_log_prune_keeps_only_the_last_days(indexed, home):
     assert bad.exit_code == 2 and "--prune" in bad.stderr
 
 
+def test_log_json_carries_the_state_the_count_and_the_pruned(indexed, home):
+    """`busca log` had no --json: a cron job parsed "query log: on (1 queries logged; …)".
+    Its JSON carries what the line says (querylog.LogState, one library call)."""
+    indexed("search", "boleto")
+    with LocalHome(home) as store:
+        store.log_query(command="search", query="velha", method="tfidf", k=3, scores=[],
+                        floor=None, answered=False, seconds=0.1, at="2020-01-01T00:00:00+00:00")
+    shown = indexed("log", "--json")
+    assert shown.exit_code == 0 and shown.stderr == ""
+    assert json.loads(shown.stdout) == {"enabled": True, "queries": 2, "pruned": None}
+    pruned = indexed("log", "off", "--prune", "30", "--json")
+    assert pruned.exit_code == 0
+    assert json.loads(pruned.stdout) == {"enabled": False, "queries": 1, "pruned": 1}
+    assert [e.query for e in _logged(home)] == ["boleto"]
+
+
 def test_misses_lists_the_failures_most_frequent_first(indexed):
     for _ in range(2):
         indexed("context", "qual a senha do wifi?", "--min-score", "0.5")

@@ -7,6 +7,7 @@ import socket
 
 import pytest
 
+from busca.crawler.store import Document
 from busca.index.home.documents import Store
 from busca.fixtures.platforms import PLATFORMS, PlatformSite
 from busca.fixtures.server import FixtureSite, Faults, load_articles
@@ -85,6 +86,30 @@ def test_nothing_fetched_exits_1_with_one_line(run):
         f"Error: cannot fetch http://127.0.0.1:{port}/: connection refused by"
         f" 127.0.0.1:{port}; is the site up and the port right?")
     assert "Traceback" not in result.output
+
+
+def test_a_first_crawl_that_cannot_start_leaves_no_home(run, home):
+    """`busca --home H crawl URL` of a site that is down left H with an empty busca.db:
+    `busca stats` then showed "documents 0 / no index yet: run busca index" and every later
+    command took it for a real, empty site. The failed first crawl now leaves nothing, so
+    H reads as the mistyped or never-crawled home it is; a home that held anything before
+    is kept as it was."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/"
+    result = run("crawl", url, "--retries", "0")
+    assert result.exit_code == 1 and "connection refused" in result.stderr
+    assert not home.exists()
+    stats = run("stats")
+    assert stats.exit_code == 1 and "the folder does not exist" in stats.stderr
+    Store(home).close()  # a home that was there before, even empty, stays
+    assert run("crawl", url, "--retries", "0", "--json").exit_code == 1
+    assert (home / "busca.db").is_file()
+    with Store(home) as store:
+        store.put(Document("https://a.example/1", "Ação", "O prazo é de sete dias."))
+    assert run("crawl", url, "--retries", "0").exit_code == 1
+    with Store(home) as store:
+        assert store.count() == 1
 
 
 def test_api_refused_exits_1(run):

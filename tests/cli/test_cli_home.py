@@ -51,8 +51,8 @@ def test_every_command_against_a_postgres_home(pg_home, tmp_path):
 
 def test_home_option_takes_the_url_and_errors_are_one_line(pg_home):
     assert invoke("--home", pg_home, "log", "on").exit_code == 0  # a write creates the corpus
-    stats = invoke("--home", pg_home, "stats")  # no index yet: the documents are counted
-    assert stats.exit_code == 0 and 'no index yet: run "busca index"' in stats.output
+    stats = invoke("--home", pg_home, "stats")  # no document yet: counted, and the fix named
+    assert stats.exit_code == 0 and 'no documents yet: run "busca crawl URL"' in stats.output
     result = invoke("--home", pg_home, "search", "estágio")
     assert result.exit_code == 1
     assert 'run "busca index" first' in result.output and result.output.count("\n") == 1

@@ -265,6 +265,22 @@ def test_index_json_prints_the_build_as_post_api_index_answers_it(added, home):
     assert data["took_ms"] > 0 and "indexed" not in result.stderr + result.stdout
 
 
+def test_index_json_carries_each_dense_models_line(added, fake):
+    """`busca index --dense …` prints per model its encoder, dimensions, chunks encoded and
+    reused (an incremental rebuild re-encodes nothing); --json carried only the method
+    names, so a CI job could not see what was encoded."""
+    import json
+
+    first = json.loads(added("index", "-q", "--dense", "fake", "--json").stdout)
+    again = json.loads(added("index", "-q", "--json").stdout)
+    text = added("index", "-q").stdout
+    for data, encoded, reused in ((first, 7, 0), (again, 0, 7)):
+        model = data["dense"]["dense"]
+        assert (model["encoder"], model["encoded"], model["reused"]) == ("fake", encoded, reused)
+        assert model["dimension"] > 0 and set(data["dense"]) == {"dense"}
+    assert f"dense: fake ({first['dense']['dense']['dimension']} dimensions)" in text
+
+
 def test_sigterm_stops_a_build_as_ctrl_c_does_and_the_previous_index_answers(tmp_path):
     """SIGTERM (`timeout`, a service manager, a cancelled CI job) ended `busca index`
     silently with 143: it is Ctrl-C's message and exit 130 now; the build is discarded and

@@ -50,6 +50,17 @@ def test_stats_without_an_index_shows_the_document_count(run, tmp_path):
     assert json.loads(run("stats", "--json").stdout) == {"documents": 4, "index": None}
 
 
+def test_stats_of_a_home_without_documents_names_crawl_or_add(run, tmp_path):
+    """A home holding no document (one a crawl of a site that listed none, or `busca log
+    off`, made) said 'no index yet: run "busca index"', which then failed with "nothing
+    to index"."""
+    assert run("log", "off").exit_code == 0
+    result = run("stats")
+    assert result.exit_code == 0 and result.stdout.splitlines()[0].split() == ["documents", "0"]
+    assert "busca index" not in result.stdout
+    assert 'no documents yet: run "busca crawl URL" or "busca add FILE"' in result.stdout
+
+
 def test_stats_json_counts_the_documents_stored_since_the_build(run, home, tmp_path):
     """`busca stats --json`, GET /api/stats (the engine) and Corpus.stats() carry what the
     text form says on stderr: the documents added or changed, and removed, since the build."""

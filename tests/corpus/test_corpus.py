@@ -396,8 +396,11 @@ def test_add_and_stats_are_values_the_cli_renders(tmp_path):
         added = corpus.add_files([notes, notes, tmp_path / "missing.txt"],
                                  notify=lambda what, value: told.append(what))
         assert added.to_json() == {"added": 1, "updated": 0, "metadata_updated": 0,
-                                   "unchanged": 0, "duplicate": 1,
-                                   "skipped": 1, "documents": 1}
+                                   "unchanged": 0, "duplicate": 1, "skipped": 1,
+                                   "skipped_inputs": [{
+                                       "input": str(tmp_path / "missing.txt"),
+                                       "reason": "cannot read it (No such file or directory)"}],
+                                   "left_out": [], "documents": 1}
         assert told == ["repeated", "skipped"]  # in the order of the input
         corpus.index(methods=["bm25"])
         corpus.add([busca.Document("https://a.example/x", "X", "Outra nota.")])

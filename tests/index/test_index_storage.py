@@ -148,6 +148,28 @@ def test_open_home_picks_the_backend(tmp_path):
     assert "secret" not in str(e.value) and "\n" not in str(e.value)
 
 
+def test_a_block_that_fails_on_a_home_it_created_and_left_empty_leaves_no_home(tmp_path):
+    """A first crawl or add that fails before storing anything leaves no busca.db (nor the
+    folders its open made), as a PostgreSQL corpus is made by its first write; a home that
+    holds anything, or was there before, is kept."""
+    (tmp_path / "keep").mkdir()
+    (tmp_path / "keep" / "notes.txt").write_text("mine", encoding="utf-8")
+    for where in (tmp_path / "a" / "b", tmp_path / "keep"):
+        with pytest.raises(BuscaError), LocalHome(where):
+            raise BuscaError("the site is down")
+    assert not (tmp_path / "a").exists()
+    assert not (tmp_path / "keep" / "busca.db").exists()
+    assert (tmp_path / "keep" / "notes.txt").read_text(encoding="utf-8") == "mine"
+    with pytest.raises(BuscaError), LocalHome(tmp_path / "c") as home:
+        home.set_meta("querylog", False)
+        raise BuscaError("after a write")
+    with LocalHome(tmp_path / "d"):
+        pass  # no error: opening still creates the home
+    with pytest.raises(BuscaError), LocalHome(tmp_path / "d"):
+        raise BuscaError("on a home that was there")
+    assert (tmp_path / "c" / "busca.db").is_file() and (tmp_path / "d" / "busca.db").is_file()
+
+
 def test_a_home_under_tilde_is_in_the_users_folder(tmp_path, monkeypatch):
     """busca.open("~/notes") (or BUSCA_HOME="~/notes" from an MCP client's config, which no
     shell expands) made a folder named "~" in the working folder."""
