@@ -20,6 +20,7 @@ from ..corpus import ContextSpec, Result, SearchSpec
 from ..errors import BuscaError
 from ..index.dense.dense_models import is_hybrid
 from ..search.context import Context
+from ..version import __version__
 from .discovery import Record
 
 TIMEOUT = 3.0  # seconds for the connection and for each read
@@ -35,7 +36,9 @@ class NotServed(BuscaError):
 
 def ask(record: Record, question: str, spec: SearchSpec, *, build: str,
         timeout: float = TIMEOUT) -> Result | Context:
-    """The server's Result of a SearchSpec, or its Context of a ContextSpec."""
+    """The server's Result of a SearchSpec, or its Context of a ContextSpec (not asked when
+    its record says it runs another busca version: its answers are that version's)."""
+    _same_version(record)
     if isinstance(spec, ContextSpec):
         return context(record, question, spec, build=build, timeout=timeout)
     return search(record, question, spec, build=build, timeout=timeout)
@@ -112,6 +115,15 @@ def _readable(record: Record):
         raise NotServed(f"note: busca serve at {record.url} (pid {record.pid}) gave an answer"
                         f" this busca cannot read ({type(e).__name__}: {e}); searching in this"
                         " process") from None
+
+
+def _same_version(record: Record) -> None:
+    """NotServed unless the server runs this busca version (after an upgrade, a server
+    started before it runs the old code: its passages, floors and notes are the old ones)."""
+    if record.version != __version__:
+        raise NotServed(f"note: busca serve at {record.url} (pid {record.pid}) runs busca"
+                        f" {record.version}, this is busca {__version__}; searching in this"
+                        " process (restart busca serve to use it)")
 
 
 def _same_build(record: Record, data: dict, build: str) -> None:

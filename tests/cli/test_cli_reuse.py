@@ -26,6 +26,7 @@ from click.testing import CliRunner
 
 from busca.cli import cli
 from busca.serve import discovery
+from busca.version import __version__
 from conftest import FIXTURES
 from serving import Server
 
@@ -268,7 +269,7 @@ def test_documents_left_out_since_the_build_are_said_through_the_server(lexical_
 
 def record_file(home: Path, **fields) -> None:
     record = {"url": "http://127.0.0.1:9/", "pid": os.getpid(), "home": str(home.resolve()),
-              "build": None, "writable": False, "version": "0.1.0", **fields}
+              "build": None, "writable": False, "version": __version__, **fields}
     (home / discovery.FILE).write_text(json.dumps(record), encoding="utf-8")
 
 
@@ -346,6 +347,24 @@ def test_a_server_on_another_build_gives_one_note(copied_home, server, reused_ho
         assert (code, out) == expected[:2] and code == 0
         notes = [line for line in err.splitlines() if line not in expected[2].splitlines()]
         assert len(notes) == 1 and "answers on build" in notes[0], err
+
+
+def test_a_server_of_another_busca_version_is_not_asked(copied_home, server, reused_home):
+    """After pip upgraded busca, a server still running the old code (its record says its
+    version) would answer with the old code's passages, floors and notes: the command
+    computes here, after one note saying to restart it."""
+    record = json.loads((reused_home / discovery.FILE).read_text(encoding="utf-8"))
+    record_file(copied_home, url=record["url"], pid=record["pid"], version="0.0.1")
+    for command, path in (("search", "/api/search"), ("context", "/api/context")):
+        args = (command, PARAPHRASE_Q, "--method", "dense", "--no-log")
+        before = requests_seen(server, path)
+        code, out, err = invoke(copied_home, *args)
+        assert requests_seen(server, path) == before, command  # the old server not asked
+        expected = alone(copied_home, *args)
+        assert (code, out) == expected[:2] and code == 0
+        notes = [line for line in err.splitlines() if line not in expected[2].splitlines()]
+        assert len(notes) == 1 and "runs busca 0.0.1" in notes[0], err
+        assert f"this is busca {__version__}" in notes[0] and "restart" in notes[0]
 
 
 def test_the_record_goes_when_the_server_stops_and_stays_stale_when_killed(reused_home,
