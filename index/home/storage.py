@@ -391,7 +391,11 @@ def read_manifest(path: Path) -> Manifest:
         raise IndexFormatError(f"the index in {path} is damaged ({e}) — run \"busca index\"") from e
     version = data.get("format_version")
     if version not in READS:
+        newer = isinstance(version, int) and version > FORMAT_VERSION  # a pinned-back busca
         raise IndexFormatError(
+            f"the index in {path} was made by a newer busca (format version {version}, this"
+            f" busca reads {FORMAT_VERSION}) — upgrade busca (pip install -U busca), or"
+            f" rebuild it with \"busca index\" (the documents are kept)" if newer else
             f"the index in {path} has format version {version}, this busca reads"
             f" {FORMAT_VERSION} — rebuild it with \"busca index\"",
             previous=data if isinstance(data, dict) else None)

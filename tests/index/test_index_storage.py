@@ -84,6 +84,28 @@ def test_floors_are_stored_in_the_live_manifest(tmp_path):
     assert load_index(tmp_path).manifest.floor("m") == 0.25
 
 
+def test_a_home_of_a_newer_busca_says_so_and_to_upgrade_before_rebuilding(tmp_path):
+    """A build made by a newer busca (a user pinned back): the hint named only "busca
+    index", which deletes that build (its dense vectors, floors and models) to make this
+    version's; it says a newer busca made it and to upgrade, or rebuild."""
+    from busca.index.home.manifest import FORMAT_VERSION, READS
+
+    home = LocalHome(tmp_path)
+    home.put(Document("u", "T", "o gato subiu no telhado"))
+    build_index(home)
+    path = current_dir(tmp_path)
+    manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+    newer = max(READS) + 1
+    manifest["format_version"] = newer
+    (path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(IndexFormatError) as e:
+        load_index(tmp_path)
+    message = str(e.value)
+    assert "\n" not in message and f"format version {newer}" in message
+    assert "newer busca" in message and "pip install -U busca" in message
+    assert 'rebuild it with "busca index"' in message and str(FORMAT_VERSION) in message
+
+
 def test_format_1_home_is_refused_then_rebuilt_keeping_documents(tmp_path):
     """A home of format 1 (chunk rows in busca.db): one-line rebuild hint, documents kept."""
     home = LocalHome(tmp_path)
