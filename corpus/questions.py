@@ -255,10 +255,16 @@ def compare_build(build, home, question: str, *, methods: Sequence[str] | None =
                       f" {include!r:.60}")
     check_rerank(rerank)
     names = list(methods) if methods else searching.default_methods(build)
-    question, filtered = asked(question), _allowed(build, home, searching.parse_filters(filters))
-    return _as_built(build, home, filtered, None, lambda mask: searching.compare_methods(
+    filters = searching.parse_filters(filters)
+    question, filtered = asked(question), _allowed(build, home, filters)
+    found, _, gone = _as_built(build, home, filtered, None, lambda mask: searching.compare_methods(
         build, home, question, methods=names, k=k, per_doc=per_doc, include=list(include),
-        fusion=fusion, rerank=reranker(rerank), allowed=mask))[0]
+        fusion=fusion, rerank=reranker(rerank), allowed=mask))
+    notes = dict(found.notes)  # an empty column says why, the filters first, as search does
+    for method, column in found.columns.items():
+        if why := _why_filtered(filtered, filters, column, notes.get(method, ""), gone):
+            notes[method] = why
+    return replace(found, notes=notes)
 
 
 def method_names(methods: str | Sequence[str] | None) -> tuple[str, ...] | None:

@@ -116,6 +116,26 @@ def test_compare_filters_on_the_cli_and_the_http_api(home):
         "tfidf": ["https://a.example/equidna"], "bm25": ["https://a.example/equidna"]}
 
 
+def test_compare_says_why_a_filtered_column_is_empty(home):
+    """README: nothing found by compare is "empty `columns` and `rows`, `notes` per method",
+    as `busca search` names the filters (before: an empty table, `"notes": {}`)."""
+    def compare(question, *args):
+        return CliRunner().invoke(cli, ["--home", str(home), "compare", question, "-k", "3",
+                                        "--methods", "tfidf,bm25", *args], obj={})
+
+    result = compare("ovos", "--json", "--filter", "category=Peixes")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["rows"] == [] and data["notes"] == {
+        m: "no document matches the filters category=Peixes" for m in ("tfidf", "bm25")}
+    result = compare("capim", "--filter", "category=Aves")  # only the cow eats grass
+    assert result.exit_code == 0, result.output
+    assert ("bm25: no passage of the documents that match the filters category=Aves matches"
+            " the question") in result.stdout
+    assert json.loads(compare("ovos", "--json", "--filter", "category=Aves").stdout)[
+        "notes"] == {}
+
+
 def _context_urls(home, *args) -> list[str]:
     result = CliRunner().invoke(cli, ["--home", str(home), "context", "ovos", "--json",
                                       "--min-score", "0", "--no-log", *args], obj={})
