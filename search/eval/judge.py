@@ -104,8 +104,10 @@ def chunk_table(index, store) -> ChunkTable:
     stale = {r.url for r in rows if r.url not in docs
              or (r.doc_sha256 and docs[r.url].sha256 and r.doc_sha256 != docs[r.url].sha256)}
     if stale or len(rows) != index.manifest.chunks:
-        raise StaleIndex(f"{len(stale) or 'some'} documents changed or vanished since the"
-                         ' index was built — run "busca index" before "busca eval"')
+        many = "some documents" if not stale else (
+            "1 document" if len(stale) == 1 else f"{len(stale)} documents")
+        raise StaleIndex(f"{many} changed or vanished since the index was built — run"
+                         ' "busca index" before "busca eval"')
     chunker = index.manifest.chunker
     added = _added(docs, {r.url for r in rows}, chunker)
     if added:  # a label in one would read "check the spelling", its miss the index's fault
