@@ -156,7 +156,7 @@ _URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 def _check_exists(home: Path) -> None:
     """HomeNotFound unless `home` holds a store: opening it would create one."""
     if not home.exists():
-        raise HomeNotFound(f"no index in {home} — the folder does not exist: check --home"
+        raise HomeNotFound(f"no corpus in {home} — the folder does not exist: check --home"
                            " (or BUSCA_HOME), or crawl or add documents there and"
                            ' run "busca index" first')
     if not (home / DB_NAME).is_file():

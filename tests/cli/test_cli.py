@@ -65,7 +65,7 @@ def test_empty_store(run, home, tmp_path):
     has nothing to index."""
     result = run("index")
     assert result.exit_code == 1 and not home.exists()
-    assert f"no index in {home} — the folder does not exist: check --home" in result.stderr
+    assert f"no corpus in {home} — the folder does not exist: check --home" in result.stderr
     assert run("add", str(write_jsonl(tmp_path / "one.jsonl", DOCS[:1]))).exit_code == 0
     assert run("remove", DOCS[0]["url"]).exit_code == 0
     result = run("index")

@@ -227,7 +227,7 @@ def test_a_mistyped_home_is_one_line_and_creates_nothing(tmp_path, command):
     missing = tmp_path / "nao-existe"
     result = invoke(missing, *command)
     assert result.exit_code == 1
-    assert f"no index in {missing} — the folder does not exist" in result.output
+    assert f"no corpus in {missing} — the folder does not exist" in result.output
     assert "Traceback" not in result.output and not missing.exists()
 
 
