@@ -256,12 +256,14 @@ class Fetcher:
 
     def _fetch_robots(self, url: str) -> Robots:
         try:
-            response = self._retrying(url, {})
+            response, at = self._retrying(url, {}), url
             for _ in range(MAX_REDIRECTS):
                 location = response.headers.get("Location")
                 if response.status not in REDIRECT_STATUSES or not location:
                     break
-                response = self._retrying(_redirect(url, location), {})
+                at = _redirect(at, location)
+                self._on_site_robots(url, at)
+                response = self._retrying(at, {})
         except ConnectFailed:
             raise
         except FetchError as e:
@@ -272,6 +274,17 @@ class Fetcher:
         if delay:
             self._obey_crawl_delay(limit_key(url), delay)
         return robots
+
+    def _on_site_robots(self, url: str, target: str) -> None:
+        """OffSite unless a robots.txt redirect stays on the crawl's hosts, as every other
+        redirect does: a site's robots.txt cannot make busca fetch another host (127.0.0.1,
+        169.254.169.254, an intranet's) for it."""
+        parts = urlsplit(target)
+        if parts.scheme in ("http", "https") and parts.hostname and self.on_site(target):
+            return
+        host = parts.hostname or parts.scheme or "?"
+        raise OffSite(url, f"a redirect to {_short(target)}, another host; add"
+                           f" --allow-host {host} to follow it")
 
     def _obey_crawl_delay(self, host: str, delay: float) -> None:
         cap = self.polite.max_retry_after

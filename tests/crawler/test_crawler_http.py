@@ -368,3 +368,40 @@ def test_a_redirect_with_raw_non_ascii_bytes_is_followed_percent_encoded(raw, se
         assert response.url == site.url + sent and site.asked[-1] == sent
     finally:
         site.close()
+
+
+def test_a_robots_txt_redirect_to_another_host_is_not_followed():
+    """A crawled site controls its robots.txt: its redirect was followed to any host (one
+    of 127.0.0.1, 169.254.169.254, an intranet's), which busca then fetched for the site
+    owner (every other redirect stays on the crawl's hosts). Now the crawl of that site
+    stops naming the redirect and --allow-host, and nothing else is asked."""
+    from routed import Site
+    inner = Site()
+    inner.routes["/latest/meta-data/"] = (200, {}, b"secret")
+    elsewhere = inner.url.replace("127.0.0.1", "localhost")  # another host name
+    site = Site(robots=(302, {"Location": elsewhere + "/latest/meta-data/"}, b""))
+    try:
+        site.routes["/x"] = (200, {"Content-Type": "text/plain"}, b"ok")
+        f = Fetcher(requests.Session(), Politeness(rate=1000.0), hosts={"127.0.0.1"})
+        with pytest.raises(FetchError, match="robots.txt answers a redirect to .*localhost.* add"
+                                             " --allow-host localhost"):
+            f.get(site.url + "/x")
+        assert inner.asked == [] and site.asked == ["/robots.txt"]
+    finally:
+        site.close()
+        inner.close()
+
+
+def test_a_robots_txt_redirect_on_the_site_is_followed_from_where_it_points():
+    """Within the site a robots.txt redirect is followed, each Location read against the
+    URL that sent it (it was read against /robots.txt's)."""
+    from routed import Site
+    site = Site(robots=(301, {"Location": "/rules/robots"}, b""))
+    try:
+        site.routes["/rules/robots"] = (302, {"Location": "current.txt"}, b"")
+        site.routes["/rules/current.txt"] = (200, {}, b"User-agent: *\nDisallow: /x\n")
+        f = Fetcher(requests.Session(), Politeness(rate=1000.0), hosts={"127.0.0.1"})
+        with pytest.raises(Disallowed):
+            f.get(site.url + "/x")
+    finally:
+        site.close()
