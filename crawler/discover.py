@@ -13,6 +13,7 @@ From the URL a user types (home page or any page): a platform named by the page 
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import zlib
 from dataclasses import replace
@@ -114,6 +115,13 @@ def _xml_kind(response: Response) -> str | None:
 
 def _wordpress(response, page, fetcher, types, notes, *, strict: bool) -> Discovery | None:
     root, how = _advertised(response, page)
+    if root is not None and not fetcher.on_site(root) and _inward(root) \
+            and not _inward(response.url):
+        host = urlsplit(root).hostname
+        notes.append(f"the site names its API at {root[:100]}, on this machine or a private"
+                     " network, not the site's: not followed (add --allow-host"
+                     f" {host} if it is right); asking the site itself")
+        root = None
     if root is None:
         root, how = _probe_api(response.url, fetcher)
     if root is None:
@@ -140,6 +148,23 @@ def _wordpress(response, page, fetcher, types, notes, *, strict: bool) -> Discov
         raise CrawlError(message + "; try --source sitemap or --source html")
     notes.append(message + "; looking for a sitemap instead")
     return None
+
+
+def _inward(url: str) -> bool:
+    """Whether the URL's host is this machine or a private network: `localhost` or an
+    address that is not global (loopback, private, link-local such as 169.254.169.254). A
+    site may name its API on another host (a headless WordPress), but not there: the crawl
+    would fetch the user's own services for the site."""
+    try:
+        host = (urlsplit(url).hostname or "").rstrip(".")
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return not ipaddress.ip_address(host).is_global
+    except ValueError:  # a name
+        return False
 
 
 def _advertised(response: Response, page: HtmlPage | None) -> tuple[str | None, str]:

@@ -161,3 +161,39 @@ def test_missing_start_page_with_the_html_source_forced(mocked):
         discover(f"{SITE}/nada/", fetcher(), source="html")
     assert str(error.value) == (f"the start page {SITE}/nada/ answers HTTP 404, so it has no"
                                 " links to follow (--source html starts from it); check the URL")
+
+
+@pytest.mark.parametrize("advertised", [
+    "http://169.254.169.254/wp-json/",  # a cloud's metadata service
+    "http://localhost:8080/wp-json/",  # a WordPress whose siteurl is its developer's
+    "http://10.0.0.7/wp-json/",
+    "http://[::1]:8080/wp-json/",
+])
+def test_an_api_advertised_on_this_machine_or_a_private_network_is_not_followed(
+        mocked, advertised):
+    """A public site names the host of its API: one on loopback, a private or link-local
+    address was added to the crawl's hosts and read (the site made busca fetch 169.254.169.254
+    or the user's own localhost:8080 for it). Now the site's own API is probed instead, and
+    a note says why."""
+    mocked.get(f"{SITE}/", body="<p>x</p>", content_type=HTML,
+               headers={"Link": f'<{advertised}>; rel="https://api.w.org/"'})
+    mocked.get(f"{SITE}/wp-json/", json={"namespaces": ["wp/v2"]})
+    wp_ok(mocked, f"{SITE}/wp-json/")
+    found = discover(f"{SITE}/", fetcher())
+    assert (found.source, found.api_root) == ("wordpress", f"{SITE}/wp-json/")
+    assert all(call.request.url.startswith(SITE) for call in mocked.calls), \
+        [call.request.url for call in mocked.calls]
+    host = advertised.split("/")[2].rsplit(":", 1)[0] if "[" not in advertised else "::1"
+    assert any(advertised in note and f"--allow-host {host}" in note for note in found.notes), \
+        found.notes
+
+
+def test_an_api_advertised_on_another_public_host_is_still_read(mocked):
+    """A headless WordPress: the site names its API on another host of the internet."""
+    api = "https://api.s-cms.example/wp-json/"
+    mocked.get(f"{SITE}/", body="<p>x</p>", content_type=HTML,
+               headers={"Link": f'<{api}>; rel="https://api.w.org/"'})
+    mocked.get("https://api.s-cms.example/robots.txt", body="")
+    wp_ok(mocked, api)
+    found = discover(f"{SITE}/", fetcher())
+    assert (found.source, found.api_root) == ("wordpress", api)
