@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 HOST = "127.0.0.1"
 PORT = 8000
 GRACE = 10  # seconds requests in flight get to finish after a stop signal
+REQUEST_TIMEOUT = 60  # seconds a client has to send a whole request (headers and body)
 
 LOG_CONFIG = {
     "version": 1,
@@ -55,9 +56,46 @@ class _JsonErrors(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
     of busca serve is: a JSON body and the app's security headers (uvicorn's own answer is
     text/plain "Invalid HTTP request received.")."""
 
+    request_timeout: float = REQUEST_TIMEOUT  # uvicorn_config sets it
+    _deadline = None  # the timer of `_late`
+
     def send_400_response(self, msg: str) -> None:  # uvicorn's hook for that answer
         self.transport.write(_bad_request(self.server_state.default_headers))
         self.transport.close()
+
+    # A client has `request_timeout` seconds from connecting, and from each answer on a
+    # keep-alive connection, to send its whole request: uvicorn times out only connections
+    # idle after an answer, so one that sent nothing, or its headers or body a byte now and
+    # then (slow loris), was kept for ever, and enough of them took every file descriptor.
+    # A request that arrived whole is never cut, however long the app takes to answer.
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        self._arm()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._arm()
+
+    def connection_lost(self, exc) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _arm(self) -> None:
+        self._disarm()
+        if not self.transport.is_closing():
+            self._deadline = self.loop.call_later(self.request_timeout, self._late)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _late(self) -> None:
+        """Close the connection unless a request arrived whole and is being answered."""
+        self._deadline = None
+        cycle = self.cycle
+        if cycle is None or cycle.response_complete or cycle.more_body:
+            self.transport.close()
 
 
 def _bad_request(default_headers: list[tuple[bytes, bytes]]) -> bytes:
@@ -69,10 +107,13 @@ def _bad_request(default_headers: list[tuple[bytes, bytes]]) -> bytes:
     return b"\r\n".join(lines) + b"\r\n\r\n" + content
 
 
-def uvicorn_config(app, **options) -> uvicorn.Config:
+def uvicorn_config(app, *, request_timeout: float = REQUEST_TIMEOUT,
+                   **options) -> uvicorn.Config:
     """uvicorn's settings for a busca server (busca serve, busca mcp --http): no `server`
-    header, and a request uvicorn cannot parse answered in JSON (`_JsonErrors`)."""
-    return uvicorn.Config(app, server_header=False, http=_JsonErrors, **options)
+    header, a request uvicorn cannot parse answered in JSON, and a connection whose request
+    has not arrived whole within `request_timeout` seconds closed (`_JsonErrors`)."""
+    protocol = type("_JsonErrors", (_JsonErrors,), {"request_timeout": request_timeout})
+    return uvicorn.Config(app, server_header=False, http=protocol, **options)
 
 
 class _Server(uvicorn.Server):

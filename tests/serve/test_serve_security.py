@@ -358,3 +358,117 @@ def test_a_malformed_http_request_is_a_json_400(server, request_bytes):
     data = json.loads(body)
     assert data["status"] == 400 and "\n" not in data["error"], data
     assert data["error"].startswith("malformed HTTP request"), data
+
+
+@pytest.fixture
+def timed(home):
+    """The real app of `home` served in this process by busca's uvicorn settings with a
+    1-second request timeout (busca serve's is REQUEST_TIMEOUT); its port."""
+    import threading
+    import time
+
+    import uvicorn
+
+    from busca.serve.app import create_app
+    from busca.serve.engine import Engine
+    from busca.serve.server import bind, uvicorn_config
+
+    sock = bind("127.0.0.1", 0)
+    app = create_app(Engine(home, log_queries=False))
+    server = uvicorn.Server(uvicorn_config(app, request_timeout=1.0, lifespan="off",
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.02)
+    yield sock.getsockname()[1]
+    server.should_exit = True
+    thread.join(10)
+
+
+def _closed_within(port: int, sent: bytes, seconds: float, *, trickle: bytes = b"") -> bool:
+    """Whether the server closes a connection that sent `sent` (then one byte of `trickle`
+    every 0.2 s) within `seconds`."""
+    import socket
+    import time
+
+    with socket.create_connection(("127.0.0.1", port), timeout=0.2) as sock:
+        sock.sendall(sent)
+        ends = time.monotonic() + seconds
+        rest = trickle
+        while time.monotonic() < ends:
+            try:
+                if sock.recv(65536) == b"":
+                    return True
+            except TimeoutError:
+                pass
+            except ConnectionError:
+                return True
+            if rest:
+                try:
+                    sock.sendall(rest[:1])
+                except ConnectionError:
+                    return True
+                rest = rest[1:]
+    return False
+
+
+@pytest.mark.parametrize("sent, trickle", [
+    (b"", b""),  # a connection that never sends a byte
+    (b"GET /api/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n", b"X-Slow: " + b"a" * 100),  # slow loris
+    (b"POST /api/context HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+     b"Content-Length: 200\r\n\r\n", b'{"q": "' + b"o" * 150),  # a body a byte at a time
+])
+def test_a_request_that_does_not_arrive_whole_in_time_is_cut(timed, sent, trickle):
+    """A client that opened connections and sent their requests a byte now and then (or
+    nothing) kept each open for ever, until the server ran out of file descriptors (uvicorn
+    times out only idle keep-alive connections): each now has REQUEST_TIMEOUT seconds to send
+    its whole request."""
+    assert _closed_within(timed, sent, 6.0, trickle=trickle)
+
+
+def test_a_request_sent_in_time_is_answered_after_the_timeout(timed):
+    """The timeout counts until a request has arrived whole, and again after each answer:
+    a keep-alive client asking twice, slower than the timeout, is answered both times."""
+    import time
+
+    conn = http.client.HTTPConnection("127.0.0.1", timed, timeout=30)
+    for _ in range(2):
+        conn.request("GET", "/api/stats", headers={"Host": f"127.0.0.1:{timed}"})
+        answer = conn.getresponse()
+        assert answer.status == 200 and json.loads(answer.read())["documents"] == len(DOCS)
+        time.sleep(0.5)
+    conn.close()
+
+
+def test_an_answer_slower_than_the_timeout_is_not_cut():
+    """A request that arrived whole is answered however long the app takes (a POST
+    /api/index rebuilding for minutes): the timeout is the client's, not the app's."""
+    import asyncio
+    import threading
+    import time
+
+    import uvicorn
+
+    from busca.serve.server import bind, uvicorn_config
+
+    async def slow(scope, receive, send):  # an app that answers after 2 s
+        await asyncio.sleep(2.0)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"done"})
+
+    sock = bind("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn_config(slow, request_timeout=0.5, lifespan="off",
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.02)
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", sock.getsockname()[1], timeout=30)
+        conn.request("GET", "/")
+        answer = conn.getresponse()
+        assert (answer.status, answer.read()) == (200, b"done")
+    finally:
+        server.should_exit = True
+        thread.join(10)
