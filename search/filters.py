@@ -31,6 +31,7 @@ from functools import cached_property
 
 import numpy as np
 
+from ..crawler.urls import spellings
 from ..errors import BuscaError
 from ..index.lexical.lexical import top_k
 
@@ -54,7 +55,16 @@ class Filter:
     def _set(self) -> frozenset[str]:
         """The values as a set: `url!=a,b,…` with thousands of values is one look-up a
         document's value, not a walk of the list."""
-        return frozenset(self.values)
+        return frozenset(self._spelt)
+
+    @cached_property
+    def _spelt(self) -> tuple[str, ...]:
+        """The values; for `url`, each in every spelling a store may hold it under
+        (crawler/urls.py `spellings`: /educação/ is /educa%C3%A7%C3%A3o/), in NFC."""
+        if self.field != "url":
+            return self.values
+        return tuple(dict.fromkeys(unicodedata.normalize("NFC", s)
+                                   for v in self.values for s in spellings(v)))
 
     def matches(self, found: list[str]) -> bool:
         """Whether a document whose FIELD has the values `found` passes."""
@@ -63,7 +73,7 @@ class Filter:
         if self.op == "=":
             return any(v in self._set for v in found)
         if self.op == "^=":
-            return any(v.startswith(self.values[0]) for v in found)
+            return any(v.startswith(self._spelt) for v in found)
         return any(_compare(v, self.values[0], self.op) for v in found)
 
 

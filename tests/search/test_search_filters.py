@@ -56,6 +56,26 @@ def test_matching():
     assert not f.passes(record, f.parse_filters(["categories=Cursos", "n>=100"]))  # AND
 
 
+def test_a_url_filter_matches_every_spelling_of_the_url():
+    """A crawl stores /educação/ as /educa%C3%A7%C3%A3o/, a JSONL line as it was typed:
+    `url=https://s/educação/` (as a browser's bar shows it) matched neither the escaped URL
+    nor a lower-case escape, and `url^=` missed a prefix typed with accents."""
+    import unicodedata
+
+    escaped = ("https://s/educa%C3%A7%C3%A3o/aula", "", "", None, None)
+    typed = ("https://s/educação/aula", "", "", None, None)
+    nfd = unicodedata.normalize("NFD", "educação")
+    for record in (escaped, typed):
+        for text in ("url=https://s/educação/aula", "url=https://s/educa%c3%a7%c3%a3o/aula",
+                     f"url=https://s/{nfd}/aula", "url^=https://s/educação/",
+                     "url^=https://s/educa%C3%A7%C3%A3o", f"url^=https://s/{nfd}"):
+            assert f.passes(record, [f.parse_filter(text)]), (record[0], text)
+        for text in ("url!=https://s/educação/aula", "url^=https://s/educação/prova",
+                     "url=https://s/educa%C3%A7%C3%A3o/"):
+            assert not f.passes(record, [f.parse_filter(text)]), (record[0], text)
+    assert str(f.parse_filter("url=https://s/educação/")) == "url=https://s/educação/"
+
+
 # --- restricted ranking equals the unfiltered ranking restricted ---------------------------------
 
 def _fixture_documents() -> list[Document]:
