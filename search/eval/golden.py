@@ -19,6 +19,8 @@ import json
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ...crawler.store import plain
 from ...errors import BuscaError
 from ...index.text.analyzers import lone_surrogate
 
@@ -200,7 +202,7 @@ def _question(where: str, item) -> Question:
     if trecho is not None and not isinstance(trecho, str):
         raise GoldenError(f'{where}: "{key}" must be a string or null, '
                           f"not {type(trecho).__name__}")
-    if trecho is not None and not trecho.strip():
+    if trecho is not None and not plain(trecho).strip():
         raise GoldenError(f'{where}: "{key}" is empty; fill it in, or use null for a '
                           "question the site cannot answer")
     url = item.get("url")
@@ -215,7 +217,8 @@ def _question(where: str, item) -> Question:
                             or not str(qid).strip()):
         raise GoldenError(f'{where}: "id" must be a non-empty string or number')
     tags = _tags(item, (*QUESTION_KEYS, *TRECHO_KEYS, "url", "id"))
-    text, trecho = (unicodedata.normalize("NFC", t) if t else t for t in (text, trecho))
+    text = unicodedata.normalize("NFC", text) if text else text
+    trecho = plain(trecho) if trecho else trecho  # as documents are stored: NFC, no soft hyphen
     return Question(str(qid).strip() if qid is not None else _auto_id(text), text.strip(),
                     trecho.strip() if trecho else None, url.strip() if url else None,
                     tags=tags)

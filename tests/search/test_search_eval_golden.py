@@ -307,3 +307,20 @@ def test_several_urls_for_a_question_point_to_a_beir_folder(tmp_path):
                                       "url": ["https://a.example/1", "https://a.example/2"]}]))
     with pytest.raises(GoldenError, match='"url" must be a non-empty string or null'):
         load_golden(write(tmp_path, [{"pergunta": "a?", "trecho": "x", "url": 7}]))
+
+
+def test_a_trecho_copied_with_invisible_characters_labels_the_stored_text(tmp_path):
+    """A trecho copied from a page's source or a CMS export keeps its soft hyphens and
+    zero-width spaces ("infor\u00admação"), which no stored document holds: the label read
+    "occurs in no indexed document: check the spelling" of a quote copied word for word."""
+    from busca.crawler.store import Document
+    from busca.search.eval.judge import chunk_documents, judge
+
+    doc = Document("https://s/a", "A", "A infor\u00admação chega em 7\u200bdias úteis.")
+    table = chunk_documents([doc.normalized()], {"kind": "words", "size": 200,
+                                                 "overlap": 40})[0]
+    golden = load_golden(write(tmp_path, [
+        {"pergunta": "prazo?", "trecho": "infor\u00admação chega em 7\u200bdias\u2060 úteis"}]))
+    assert golden.questions[0].trecho == "informação chega em 7dias úteis"
+    judged = judge(golden, table)
+    assert judged.problems == () and dict(judged.items[0].gains) == {0: 1.0}
