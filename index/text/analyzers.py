@@ -10,7 +10,8 @@ it to one canonical term ("1000", "12345678909") and ask a question's groups who
 - `java`: the Java-parity terms, unchanged (the default for `tfidf`).
 - `simple`: java terms with accents folded ("Ação" -> "acao"); no stopwords, no stemming.
 - `pt`: java terms minus Portuguese stopwords, Snowball-stemmed (PyStemmer, the `pt` extra),
-  then accent-folded ("informações" -> "inform"); the default for `bm25` when installed.
+  then accent-folded ("informações" -> "inform"), an ordinal as its number ("5º" -> "5");
+  the default for `bm25` when installed.
 - `en`: Lucene's EnglishAnalyzer as far as java terms allow: possessive "'s" dropped, its 33
   stopwords dropped, Porter-stemmed (PyStemmer's `porter`, the algorithm of Lucene's
   PorterStemFilter); no accent folding ("Studies" -> "studi", "patient's" -> "patient").
@@ -304,6 +305,24 @@ def pt_term(term: str) -> str | None:
     "informaca" where "informação" becomes "inform". A number group: `pt_number`."""
     if not term.isalnum():
         return pt_number(term)
+    number = _ordinal_number(term if term.isascii() else fold_accents(term))
+    return number if number is not None else _pt_term_before_ordinals(term)
+
+
+# since ORDINALS: an ordinal as its number ("5º", "2ª", and "1o", "2a" as a keyboard without º
+# types them: "5", "2", "1", "2"): laws write "Art. 5º" and "§ 1º" where a question asks
+# "artigo 5", and many sites type "1°" (a degree sign: the java term "1") for "1º"
+_ORDINAL = re.compile(r"([0-9]+)[oa]")
+
+
+def _ordinal_number(folded: str) -> str | None:
+    """The number of an ordinal given accent-folded ("5º" as "5o" -> "5"); None otherwise."""
+    found = _ORDINAL.fullmatch(folded) if folded[:1].isdigit() else None
+    return found[1] if found else None
+
+
+def _pt_term_before_ordinals(term: str) -> str | None:
+    """pt_term of a java term as builds made before ORDINALS mapped it ("5º" -> "5o")."""
     return None if _pt_stopword(term) else _pt_stem(_reaccented(term))
 
 
@@ -427,7 +446,9 @@ def mapped_terms(name: str, terms: list[str]) -> list[str | None]:
         asked = [_reaccented(t) if p.endswith(ends) or p in words else t
                  for t, p in zip(terms, plain)]
         stems = portuguese_stemmer().stemWords(asked)
-        return [None if p in stop else (s if s.isascii() else s.translate(folded)) or None
+        ordinal = _ordinal_number
+        return [None if p in stop else (p[:1].isdigit() and ordinal(p))
+                or (s if s.isascii() else s.translate(folded)) or None
                 for p, s in zip(plain, stems)]
     if name == "en":
         stems = stemmer(STEMMERS["en"]).stemWords(terms)
@@ -530,6 +551,9 @@ NUMBERS = "numbers and codes whole"
 # builds since a group may start or end inside a word ("v2.3.1" -> "2.3.1", "1.000km" ->
 # "1000"): older ones counted "3.1" of "v2.3.1" and no whole of "1.000km" (`number_groups`)
 GLUED = "numbers glued to words"
+# pt builds since an ordinal is indexed as its number ("5º" -> "5": `_ordinal_number`); older
+# ones hold "5o" and are asked so (`analysis`)
+ORDINALS = "ordinals as numbers"
 
 
 def analyzer_version(name: str) -> str:
@@ -537,7 +561,7 @@ def analyzer_version(name: str) -> str:
     if name not in STEMMERS:
         return ""
     import Stemmer
-    plain = f", {ACCENTED} ({UCAO}; {UIDO})" if name == "pt" else ""
+    plain = f", {ACCENTED} ({UCAO}; {UIDO}), {ORDINALS}" if name == "pt" else ""
     return (f"snowball {STEMMERS[name]}, PyStemmer {Stemmer.version()}{plain}, {NUMBERS},"
             f" {GLUED}")
 
@@ -565,14 +589,17 @@ def analysis(name: str, version: str | None = None) -> tuple[Callable[[str], lis
     (QUESTIONS_ACCENTED) accented the questions' words, not its documents' (most documents
     carry their accents: "transferencia" finds "Transferência" there); one made before
     "-ucao" was accented (UCAO) accents the other plain suffixes only; one made before UIDO
-    accents the plain suffixes only. A pt or en build made before NUMBERS asks a number
-    group by its parts, as it indexed it (`question_words`)."""
+    accents the plain suffixes only; one made before ORDINALS asks "5º" as "5o". A pt or en
+    build made before NUMBERS asks a number group by its parts, as it indexed it
+    (`question_words`)."""
     words = question_words(name, version)
     if name != "pt" or version is None or UIDO in version:
         if name not in STEMMERS:
             analyze = get_analyzer(name)
             return (lambda text: analyze(visible(text, name))), get_term_filter(name)
         term = get_term_filter(name)
+        if name == "pt" and version is not None and ORDINALS not in version:
+            term = _pt_term_before_ordinals
     else:
         _check(name)
         accented = ACCENTED in version or QUESTIONS_ACCENTED in version

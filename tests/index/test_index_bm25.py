@@ -305,6 +305,37 @@ def test_a_build_made_before_glued_numbers_is_asked_as_it_was_built(tmp_path, mo
     assert core.rank(index, "v2.3.1", method="bm25", k=1)[0].tolist() == [0]
 
 
+ORDINAL_TEXTS = ["Art. 5º Todos são iguais perante a lei; § 1º As normas têm aplicação imediata.",
+                 "A 2ª Turma julgou o recurso no 3º andar do fórum.",
+                 "O inciso 7 trata dos direitos dos trabalhadores urbanos e rurais."]
+
+
+def test_an_ordinal_is_found_by_its_number(tmp_path):
+    """Brazilian laws write "Art. 5º", "§ 1º", "2ª Turma": pt indexed "5º" as "5o", so
+    "artigo 5" and "§ 1" found nothing there, and "1o andar" typed on a keyboard without º
+    matched "1º" but not the "1°" that many sites type."""
+    index = indexed(tmp_path, ORDINAL_TEXTS + ["Fica no 1° andar, sala 12."])
+    for query in ("artigo 5", "art. 5º", "art 5o"):
+        assert core.rank(index, query, method="bm25", k=1)[0].tolist() == [0], query
+    assert sorted(core.rank(index, "§ 1", method="bm25", k=4)[0].tolist()) == [0, 3]
+    for query in ("2 turma", "2a turma", "2ª Turma", "3 andar", "3º andar"):
+        assert core.rank(index, query, method="bm25", k=1)[0].tolist() == [1], query
+    assert core.rank(index, "1º andar", method="bm25", k=1)[0].tolist() == [3]
+    assert core.rank(index, "inciso 7", method="bm25", k=1)[0].tolist() == [2]
+    assert analyzers.ORDINALS in index.methods["bm25"]["analyzer_version"]
+
+
+def test_a_build_made_before_ordinals_is_asked_as_it_was_built(tmp_path, monkeypatch):
+    """A build whose analyzer_version lacks ORDINALS indexed "5º" as "5o": its questions
+    keep asking "5o" for "5º" until `busca index` builds it again."""
+    index = indexed_as(tmp_path, monkeypatch, ORDINAL_TEXTS, "snowball portuguese, PyStemmer"
+                       f" 3.1.0, {analyzers.ACCENTED} ({analyzers.UCAO}; {analyzers.UIDO}),"
+                       f" {analyzers.NUMBERS}, {analyzers.GLUED}",
+                       _ordinal_number=lambda folded: None)
+    assert "5o" in index.terms("bm25") and core.scorer(index, "bm25").term_filter("5º") == "5o"
+    assert core.rank(index, "art. 5º", method="bm25", k=1)[0].tolist() == [0]
+
+
 def test_a_question_of_unknown_words_names_them_as_typed(tmp_path):
     """bm25 said "none of the query's words occurs in the index: xilofon" (the stem)."""
     index = indexed(tmp_path, UCAO_TEXTS)
