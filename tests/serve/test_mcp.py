@@ -122,7 +122,7 @@ def test_malformed_calls_are_mcp_errors_and_the_server_keeps_answering(lexical_h
 
 def test_a_folder_without_a_corpus_is_one_line(tmp_path):
     result = CliRunner().invoke(cli, ["--home", str(tmp_path / "none"), "mcp"], obj={})
-    assert result.exit_code == 1 and "no index" in result.output.lower()
+    assert result.exit_code == 1 and "no corpus in" in result.output.lower()
     assert not (tmp_path / "none").exists()
 
 
