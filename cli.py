@@ -66,15 +66,17 @@ THREADS_HELP = ("Threads for the dense encoder; 0: the encoder's own (e5-small: 
 INTERRUPTED = {"index": "interrupted; the index being built is discarded, the previous one"
                         " still answers — run busca index again to build it",
                "add": "interrupted; the documents read so far are stored, run the same"
-                      " command again to continue"}
+                      " command again to continue",
+               "remove": "interrupted; the documents removed so far stay removed, run the"
+                         " same command again to remove the rest"}
 
 
 
 def sigterm_as_ctrl_c(command):
     """A command that takes SIGTERM (`timeout`, a service manager, a cancelled CI job) as
     Ctrl-C while it runs: its interrupted message (and crawl's report) instead of a silent
-    end with 143 (add, crawl, index; busca serve and mcp stop on it their own way, and a
-    shell session ends on it)."""
+    end with 143 (add, crawl, index, remove; busca serve and mcp stop on it their own way,
+    and a shell session ends on it)."""
     @functools.wraps(command)
     def run(*args, **kwargs):
         import signal  # a name other commands use for their own values
@@ -411,6 +413,7 @@ def _counts_text(counts: dict[str, int]) -> str:
                    " (https://site.example/blog/) or a folder (the files added below it).")
 @click.option("--json", "as_json", is_flag=True, help="Print what was removed as JSON.")
 @click.pass_context
+@sigterm_as_ctrl_c
 def remove(ctx, ids, prefix, as_json):
     """Remove documents from the store by id: a URL (in any spelling), a file's path as busca
     add named it, or a .jsonl line's url (busca search --json shows ids). busca index then

@@ -4,7 +4,10 @@ spelling), pending in `busca stats` until `busca index` drops its chunks."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
+import pytest
 from conftest import write_jsonl
 from test_fixtures_server import article
 
@@ -173,3 +176,43 @@ def test_one_document_left_is_worded_as_one(run, tmp_path):
                    '{"url": "https://a.example/2", "text": "outro texto"}\n', encoding="utf-8")
     assert "; 2 documents in " in run("add", str(one)).stdout
     assert "1 removed; 1 document in " in run("remove", "https://a.example/1").stdout
+
+
+# SIGTERM lands in `busca remove --prefix` after its second document is deleted
+_TERMINATED = """
+import os, signal, sys
+from busca.index.home.documents import Store
+delete, deleted = Store.delete, []
+def deleting(self, url):
+    found = delete(self, url)
+    deleted.append(url)
+    if len(deleted) == 2:
+        os.kill(os.getpid(), signal.SIG{signal})
+    return found
+Store.delete = deleting
+from busca.cli import main
+sys.argv = ["busca", "--home", sys.argv[1], "remove", "--prefix", "https://site.example/a/"]
+main()
+"""
+
+
+@pytest.mark.parametrize("signal", ["INT", "TERM"])
+def test_an_interrupted_remove_says_what_is_gone_and_the_rerun_ends_it(run, home, signal):
+    """Ctrl-C in `busca remove --prefix` said "what was stored before stays" though the
+    documents deleted so far were gone, and SIGTERM (`timeout`, a service manager) ended it
+    silently with 143; both are one line naming the rerun, exit 130."""
+    docs = [{"url": f"https://site.example/a/{i}", "title": f"T{i}", "text": f"texto {i}"}
+            for i in range(5)] + [{"url": "https://site.example/b/0", "title": "B",
+                                   "text": "fica"}]
+    assert run("add", str(write_jsonl(home.parent / "docs.jsonl", docs))).exit_code == 0
+    done = subprocess.run([sys.executable, "-c", _TERMINATED.replace("{signal}", signal),
+                           str(home)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "Error: interrupted; the documents removed so far stay removed, run the same command"
+        " again to remove the rest")
+    with Store(home) as store:
+        assert store.count() == 4  # two of a/ gone, none half-removed
+    assert run("remove", "--prefix", "https://site.example/a/").exit_code == 0
+    with Store(home) as store:
+        assert list(store.hashes()) == ["https://site.example/b/0"]
