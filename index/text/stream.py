@@ -254,6 +254,9 @@ PR_SET_PDEATHSIG = 1  # Linux prctl: a signal for this process when its parent d
 def _worker_setup(parent: int) -> None:
     _die_with(parent)
     _keep_freed_memory()
+    # Ctrl-C at a terminal signals every process of the command: the build's process stops
+    # the pool (`_run`); a worker taking it too printed a traceback, or left the pool hanging
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _die_with(parent: int) -> None:

@@ -126,6 +126,51 @@ def test_build_interrupted_while_workers_read_the_store_keeps_previous_index(tmp
     assert done.stdout.strip() == "kept"
 
 
+CTRL_C_AT_THE_TERMINAL = """
+import os, signal, sys
+from busca.index import build
+from busca.index.text import stream
+from busca.cli import main
+
+stream.PARALLEL_MIN_DOCS, build.BATCH_DOCS = 1, 5  # worker processes, 5 documents a range
+stream.default_workers = lambda: 4  # idle ones wait on their task queue
+chunk_documents, calls = build.chunk_documents, []
+
+def chunking(*args, on_progress, **kwargs):
+    def progress(stage, done, total):
+        calls.append(stage)
+        if stage.startswith("chunking") and len(calls) == 2:  # the workers are alive
+            os.killpg(0, signal.SIGINT)  # Ctrl-C: the terminal signals the whole group
+        on_progress(stage, done, total)
+    return chunk_documents(*args, on_progress=progress, **kwargs)
+
+build.chunk_documents = chunking
+sys.argv = ["busca", "--home", sys.argv[1], "index", "--methods", "bm25", "--size", "20",
+            "--overlap", "5"]
+main()
+"""
+
+
+def test_ctrl_c_at_the_terminal_during_a_build_is_one_line(tmp_path):
+    """Ctrl-C at a terminal signals every process of the command, the build's worker
+    processes too: each idle one printed a KeyboardInterrupt traceback of
+    multiprocessing's above the one-line message."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork start method on this platform: builds run in one process")
+    home = LocalHome(tmp_path / "home")
+    for i in range(40):
+        home.put(Document(f"d{i:02d}", "", " ".join(f"t{i}x{j}" for j in range(30 + i))))
+    first = build_index(home)
+    home.close()
+    done = subprocess.run([sys.executable, "-c", CTRL_C_AT_THE_TERMINAL, str(home.home)],
+                          capture_output=True, text=True, timeout=120, start_new_session=True)
+    assert done.returncode == 130, done.stderr
+    assert "Traceback" not in done.stderr and done.stderr.strip().splitlines()[-1] == (
+        "Error: interrupted; the index being built is discarded, the previous one still"
+        " answers — run busca index again to build it")
+    assert load_index(home.home).build == first["build"]
+
+
 def test_unknown_format_version_is_refused(store):
     build_index(store)
     path = storage.current_dir(store.home)
