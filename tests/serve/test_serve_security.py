@@ -6,6 +6,7 @@ The real server runs on 127.0.0.1 (tests/serving.py) over a small lexical corpus
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 from pathlib import Path
@@ -360,30 +361,39 @@ def test_a_malformed_http_request_is_a_json_400(server, request_bytes):
     assert data["error"].startswith("malformed HTTP request"), data
 
 
-@pytest.fixture
-def timed(home):
-    """The real app of `home` served in this process by busca's uvicorn settings with a
-    1-second request timeout (busca serve's is REQUEST_TIMEOUT); its port."""
+@contextlib.contextmanager
+def _served(app, request_timeout: float):
+    """`app` served in this process by busca's uvicorn settings with this request timeout
+    (busca serve's is REQUEST_TIMEOUT), in a thread; its port."""
     import threading
     import time
 
     import uvicorn
 
-    from busca.serve.app import create_app
-    from busca.serve.engine import Engine
     from busca.serve.server import bind, uvicorn_config
 
     sock = bind("127.0.0.1", 0)
-    app = create_app(Engine(home, log_queries=False))
-    server = uvicorn.Server(uvicorn_config(app, request_timeout=1.0, lifespan="off",
-                                           log_level="warning"))
+    server = uvicorn.Server(uvicorn_config(app, request_timeout=request_timeout,
+                                           lifespan="off", log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     while not server.started:
         time.sleep(0.02)
-    yield sock.getsockname()[1]
-    server.should_exit = True
-    thread.join(10)
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+@pytest.fixture
+def timed(home):
+    """The real app of `home` with a 1-second request timeout; its port."""
+    from busca.serve.app import create_app
+    from busca.serve.engine import Engine
+
+    with _served(create_app(Engine(home, log_queries=False)), 1.0) as port:
+        yield port
 
 
 def _closed_within(port: int, sent: bytes, seconds: float, *, trickle: bytes = b"") -> bool:
@@ -445,30 +455,14 @@ def test_an_answer_slower_than_the_timeout_is_not_cut():
     """A request that arrived whole is answered however long the app takes (a POST
     /api/index rebuilding for minutes): the timeout is the client's, not the app's."""
     import asyncio
-    import threading
-    import time
-
-    import uvicorn
-
-    from busca.serve.server import bind, uvicorn_config
 
     async def slow(scope, receive, send):  # an app that answers after 2 s
         await asyncio.sleep(2.0)
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"done"})
 
-    sock = bind("127.0.0.1", 0)
-    server = uvicorn.Server(uvicorn_config(slow, request_timeout=0.5, lifespan="off",
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.02)
-    try:
-        conn = http.client.HTTPConnection("127.0.0.1", sock.getsockname()[1], timeout=30)
+    with _served(slow, 0.5) as port:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         conn.request("GET", "/")
         answer = conn.getresponse()
         assert (answer.status, answer.read()) == (200, b"done")
-    finally:
-        server.should_exit = True
-        thread.join(10)
