@@ -16,7 +16,7 @@ from .. import index as indexing
 from .. import search as searching
 from . import access, openapi, params
 from .engine import Engine
-from .errors import BadParameter, HttpError
+from .errors import BadParameter, HttpError, for_client
 
 
 def _engine(request: Request) -> Engine:
@@ -113,12 +113,12 @@ def healthz(request: Request) -> JSONResponse:
     try:
         live = engine.live()
     except (indexing.IndexNotFound, indexing.IndexFormatError) as e:  # still up without one
-        return JSONResponse({"status": "ok", "build": None, "problem": str(e)})
+        return JSONResponse({"status": "ok", "build": None, "problem": for_client(request, e)})
     except indexing.PostgresError as e:  # the process is up; the database is not (yet)
-        return _degraded(engine.last_build(), e)
+        return _degraded(engine.last_build(), for_client(request, e))
     problem = engine.damage(live)
     if problem is not None:
-        return _degraded(live.build, problem)
+        return _degraded(live.build, for_client(request, problem))
     chunks = {} if request.app.state.access else {"chunks": live.manifest.chunks}
     return JSONResponse({"status": "ok", "build": live.build, **chunks,
                          "methods": searching.available_methods(live.index)})

@@ -21,7 +21,7 @@ from starlette.routing import Match, Route
 
 from . import access, api, assets, evalpage, pages
 from .engine import Engine
-from .errors import CHALLENGE, HttpError, body, status_of
+from .errors import CHALLENGE, HttpError, body, for_client, status_of
 from .hosts import HostRule, cors_origin, host_rule
 from .html import error_page
 
@@ -56,7 +56,7 @@ def guarded(endpoint: Callable, *, as_page: bool = False) -> Callable:
         if status is None:
             log.exception("internal error on %s %s", request.method, request.url.path)
             status, error = 500, "internal error (details are in the server's log)"
-        shown = (error_page if as_page else error_response)(status, str(error))
+        shown = (error_page if as_page else error_response)(status, for_client(request, error))
         shown.headers.update(getattr(error, "headers", {}))  # a 401's challenge
         return shown
 

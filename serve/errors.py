@@ -9,10 +9,15 @@ is back). Anything unexpected is a 500 whose body says only
 
 from __future__ import annotations
 
+import os
+import re
+from pathlib import Path
+
 from .. import index as indexing
 from .. import search as searching
 from ..crawler import StoreError
 from ..errors import BuscaError
+from ..index.postgres.schema import redact
 from ..search.eval import RunError
 
 
@@ -65,6 +70,48 @@ def status_of(error: BaseException) -> int | None:
     if isinstance(error, BuscaError):
         return 400
     return None
+
+
+HOME = "the server's home"
+DATABASE = "the server's database"
+RUNS = "the runs folder"
+
+
+def public(message: object, home, runs: Path | None = None) -> str:
+    """`message` as a network client may read it: the server's folders it names (the home,
+    `runs`) named relative to them (`index-…`, `r1.json`), or as "the server's home"; a
+    postgresql:// home as "the server's database" (the library's messages name them for the
+    local user; the log on stderr keeps them)."""
+    text = str(message)
+    names = [(form, DATABASE if "://" in form else HOME) for form in _forms(home)]
+    names += [(form, RUNS) for form in _forms(runs)] if runs is not None else []
+    for form, name in sorted(names, key=lambda n: len(n[0]), reverse=True):
+        if "://" in form:
+            text = text.replace(form, name)
+            continue
+        # a file under the folder: its name relative to it; then the folder itself (not
+        # /srv/home2 or /srv/home.json for the home /srv/home, nor a URL's path /srv/…)
+        start = r"(?<![\w./:-])" + re.escape(form.rstrip(os.sep))
+        text = re.sub(start + re.escape(os.sep) + r"(?=[\w.-])", "", text)
+        text = re.sub(start + r"(?![\w-]|\.\w)", name, text)
+    return text
+
+
+def for_client(request, message: object) -> str:
+    """`public` for a request of busca serve: its engine's home, its runs folder."""
+    state = request.app.state
+    return public(message, state.engine.location, getattr(state, "runs", None))
+
+
+def _forms(location) -> set[str]:
+    """How messages may write `location`: a URL as given and without its password, a folder
+    absolute (as given, with ~ expanded, and with its links resolved)."""
+    text = str(location)
+    if "://" in text:
+        return {text, redact(text)}
+    path = Path(os.path.expanduser(text))
+    return {str(form) for form in (path.absolute(), path.resolve())
+            if str(form) != os.sep} | ({text} if os.path.isabs(text) else set())
 
 
 def body(status: int, message: str, **extra) -> dict:

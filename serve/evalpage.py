@@ -5,13 +5,14 @@ and, for a clicked question, both rankings with the relevant passages marked."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from . import access, params
 from .engine import Engine
-from .errors import BadParameter, status_of
+from .errors import BadParameter, for_client, status_of
 from .html import (CURRENT, esc, hit_title, href, lang_of, notice, page, rank_score,
                    source_link, table)
 from .runview import RunView, list_runs, load, system_tag
@@ -32,16 +33,17 @@ def eval_page(request: Request) -> HTMLResponse:
     names = list_runs(folder)
     if not names:
         return page("eval — busca", "<h1>Evaluation</h1>" + notice(
-            f"no saved runs in {folder}: save one with busca eval GOLDEN --run-out"
-            f" {folder}/NAME.json (or start busca serve --runs DIR)", "empty"), active="eval")
+            "no saved runs in the runs folder: save one with busca eval GOLDEN --run-out"
+            " HOME/runs/NAME.json (or DIR/NAME.json, DIR the folder of busca serve --runs"
+            " DIR)", "empty"), active="eval")
     try:
         view = load(folder, args["run"]) if args.get("run") else _newest(folder, names)
     except Exception as e:  # a damaged run file is shown as such, not as a 500
         status = status_of(e)
         if status is None:
             raise
-        return page("eval — busca", _picker(names, "") + notice(str(e)), active="eval",
-                    status=status)
+        return page("eval — busca", _picker(names, "") + notice(for_client(request, e)),
+                    active="eval", status=status)
     try:
         a, b = _pair(view, args.get("a"), args.get("b"))
     except BadParameter as e:
@@ -92,11 +94,16 @@ def _info(view: RunView) -> str:
     info, golden = view.evaluation.info, view.evaluation.golden
     answerable = sum(q.answerable for q in golden.questions)
     return (f'<p class="meta">run <b>{esc(view.name)}</b> · {esc(info.get("date", ""))} · golden'
-            f' {esc(info.get("golden", ""))} · {answerable} answerable,'
+            f' {esc(_name(info.get("golden")))} · {answerable} answerable,'
             f' {len(golden.questions) - answerable} unanswerable · chunker'
             f' {esc(view.chunker or "?")}</p>'
             + (f'<p class="meta">warning: {esc(view.evaluation.warning)}</p>'
                if view.evaluation.warning else ''))
+
+
+def _name(path: object) -> str:
+    """The file or folder name of a path a run names (its folders are the server's)."""
+    return Path(path).name if isinstance(path, str) else ""
 
 
 def _chart(view: RunView) -> str:

@@ -39,7 +39,7 @@ from ..search.hits import Hit
 from ..search.context import LANGS, MAX_CHARS as CONTEXT_CHARS, PER_DOC as CONTEXT_PER_DOC
 from .access import Access, Gate, Scoped, scoped
 from .engine import Engine
-from .errors import BadParameter
+from .errors import BadParameter, public
 from .params import (FILTER, MAX_CHARS, MAX_FILTERS, MAX_K, MAX_PER_DOC, MAX_QUERY,
                      MAX_WINDOW, only, schema_types, typed)
 
@@ -218,6 +218,8 @@ class _Server(MCPServer):
     instead of pydantic's multi-line report and its link."""
 
     access: Access | None = None  # busca mcp --http --tokens: who may read what
+    location: object = None  # the home, which a tool's error names over stdio only
+    networked = False  # over HTTP (run_http): errors name the home's files relative to it
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
         schema = self._tool_input_schema(name)
@@ -227,6 +229,8 @@ class _Server(MCPServer):
             return await super().call_tool(name, arguments, context)
         except ToolError as e:
             if not isinstance(e.__cause__, ValidationError):
+                if self.networked:  # the client is not on this machine (serve/errors.py)
+                    raise ToolError(public(e, self.location)) from None
                 raise
             problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'arguments'}: {err['msg']}"
                                  f" (got {err['input']!r:.60})" for err in e.__cause__.errors())
@@ -247,6 +251,7 @@ class _Server(MCPServer):
         from .hosts import allowed_name, cors_origin, host_rule
         from .server import uvicorn_config
 
+        self.networked = True
         origins = frozenset(cors_origin(origin) for origin in cors)
         names = tuple(allowed_name(name) for name in allow_hosts)
         app = self.streamable_http_app(streamable_http_path=MCP_PATH, host=host,
@@ -436,7 +441,7 @@ def create_server(location, *, log: bool = False, embed: dict | None = None, rer
                     create=False)
     tools = Tools(engine, access)
     server = _Server(NAME, version=__version__, instructions=INSTRUCTIONS)
-    server.access = access
+    server.access, server.location = access, location
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False,
                                 idempotent_hint=True, open_world_hint=False)
     for tool in (tools.search, tools.context, tools.compare, tools.get_chunk, tools.stats):

@@ -2,14 +2,16 @@
 
 A run file gives each method's per-question outcomes; the `.trec` file beside it gives the
 rankings themselves and the `.qrels` file the relevant items. The golden set named in the
-run adds the question tags (paraphrase vs lexical slices); when that file cannot be read,
-the questions stored in the run are used, without tags. Loaded runs are cached by path and
-modification time.
+run adds the question tags (paraphrase vs lexical slices); when that file cannot be read —
+or is no regular file (a FIFO, a device), or is larger than MAX_GOLDEN — the questions stored
+in the run are used, without tags. A run whose files are larger than MAX_RUN is a RunError.
+Loaded runs are cached by path and modification time.
 """
 
 from __future__ import annotations
 
 import json
+import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +23,8 @@ from ..search.eval import runs as eval_runs
 from .errors import HttpError
 
 MAX_RUNS = 200  # run files listed at most (newest first)
+MAX_RUN = 200_000_000  # bytes of a run's .json, .trec or .qrels file read at most
+MAX_GOLDEN = 100_000_000  # bytes of the golden set a run names read at most (else no tags)
 KEY = "recall@3"
 
 
@@ -71,7 +75,8 @@ def load(folder: Path, name: str) -> RunView:
         name = f"{name}.json"
     if name not in runs:
         shown = ", ".join(runs[:5]) + (", …" if len(runs) > 5 else "") if runs else "none"
-        raise HttpError(404, f"no saved run named {name[:80]!r} in {folder} (its runs: {shown})")
+        raise HttpError(404, f"no saved run named {name[:80]!r} in the runs folder (its runs:"
+                             f" {shown})")
     path = folder / name
     key = (str(path), path.stat().st_mtime_ns)
     with _lock:
@@ -81,6 +86,11 @@ def load(folder: Path, name: str) -> RunView:
 
 
 def _read(path: Path) -> RunView:
+    for part in (path, path.with_suffix(".trec"), path.with_suffix(".qrels")):
+        if part.exists() and not _bounded(part, MAX_RUN):
+            raise eval_runs.RunError(
+                f"{part.name}: larger than {MAX_RUN:,} bytes, or not a regular file: the eval"
+                " page does not read it; save a smaller run with busca eval --run-out")
     run = eval_runs.load_run(path)
     if not run.outcomes:  # nothing to chart or compare (the page failed with a 500)
         raise eval_runs.RunError(f"{path.name}: the run holds no method's results — save it"
@@ -105,6 +115,8 @@ def _golden(path: Path, run: eval_runs.SavedRun) -> tuple[Golden, str]:
     named = run.info.get("golden")
     for candidate in ([Path(named), path.parent / named, path.parent / Path(named).name]
                       if named else []):
+        if not _golden_bounded(candidate):
+            continue
         try:
             golden = load_golden(str(candidate))
         except (GoldenError, OSError):
@@ -116,6 +128,29 @@ def _golden(path: Path, run: eval_runs.SavedRun) -> tuple[Golden, str]:
                                trecho="" if q.get("answerable") else None)
                       for q in data.get("questions", []))
     return Golden(str(path), "json", questions), ""
+
+
+def _bounded(path: Path, cap: int) -> bool:
+    """Whether `path` is a regular file of at most `cap` bytes (a FIFO would hang the reader,
+    /dev/zero or a huge file swell it)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_size <= cap
+
+
+def _golden_bounded(path: Path) -> bool:
+    """Whether the golden set at `path` may be read: a file within MAX_GOLDEN, or a BEIR
+    folder whose queries.jsonl and qrels/*.tsv are, together."""
+    if not path.is_dir():
+        return _bounded(path, MAX_GOLDEN)
+    try:
+        files = [path / "queries.jsonl", *(path / "qrels").glob("*.tsv")]
+    except OSError:
+        return False
+    return all(_bounded(f, MAX_GOLDEN) for f in files) and \
+        sum(f.stat().st_size for f in files) <= MAX_GOLDEN
 
 
 def _trec(path: Path) -> dict[str, dict[str, list[tuple[str, float]]]]:
