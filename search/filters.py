@@ -31,7 +31,6 @@ from functools import cached_property
 
 import numpy as np
 
-from ..crawler.urls import spellings
 from ..errors import BuscaError
 from ..index.lexical.lexical import top_k
 
@@ -63,6 +62,8 @@ class Filter:
         (crawler/urls.py `spellings`: /educação/ is /educa%C3%A7%C3%A3o/), in NFC."""
         if self.field != "url":
             return self.values
+        from ..crawler.urls import spellings  # here: a search loads no crawler module
+
         return tuple(dict.fromkeys(unicodedata.normalize("NFC", s)
                                    for v in self.values for s in spellings(v)))
 

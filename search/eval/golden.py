@@ -20,7 +20,6 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...crawler.store import plain
 from ...errors import BuscaError
 from ...index.text.analyzers import lone_surrogate
 
@@ -183,6 +182,8 @@ def _jsonl_comma(text: str, at: int) -> str:
 
 
 def _question(where: str, item) -> Question:
+    from ...crawler.store import plain  # here: the command line loads no crawler module
+
     if not isinstance(item, dict):
         raise GoldenError(f'{where}: expected an object like {{"pergunta": …, "trecho": …}}')
     text = _first(item, QUESTION_KEYS)
