@@ -61,3 +61,34 @@ def test_the_crawler_face_still_gives_functions_not_modules():
     assert callable(crawler.crawl) and crawler.crawl.__module__ == "busca.crawler.crawl"
     assert crawler.events.__name__ == "busca.crawler.events"
     assert "crawl" in dir(crawler)
+
+
+_STOPPED_WHILE_LOADING = """
+import sys
+class CtrlC:  # Ctrl-C lands while the command line's modules load
+    def find_spec(self, name, path=None, target=None):
+        if name == "busca.cli":
+            raise KeyboardInterrupt
+sys.meta_path.insert(0, CtrlC())
+from busca.entry import main
+main()
+"""
+
+
+def test_ctrl_c_while_the_command_line_loads_is_one_line():
+    """A Ctrl-C in the first tenths of a second of any command (while `busca.cli` imports)
+    printed Python's traceback: the console script's entry catches it, one line, exit 130."""
+    import tomllib
+    from pathlib import Path
+
+    import busca
+
+    project = tomllib.loads((Path(busca.__file__).parent / "pyproject.toml").read_text("utf-8"))
+    assert project["project"]["scripts"]["busca"] == "busca.entry:main"
+    done = subprocess.run([sys.executable, "-c", _STOPPED_WHILE_LOADING],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "Error: interrupted while busca was starting; nothing was done"]
+    modules = modules_after("import busca.entry")
+    assert "busca.cli" not in modules and offenders(modules, set()) == []
