@@ -181,6 +181,7 @@ def test_one_document_left_is_worded_as_one(run, tmp_path):
 # SIGTERM lands in `busca remove --prefix` after its second document is deleted
 _TERMINATED = """
 import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a run started in the background inherits SIGINT ignored
 from busca.index.home.documents import Store
 delete, deleted = Store.delete, []
 def deleting(self, url):

@@ -128,6 +128,7 @@ def test_build_interrupted_while_workers_read_the_store_keeps_previous_index(tmp
 
 CTRL_C_AT_THE_TERMINAL = """
 import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a run started in the background inherits SIGINT ignored
 from busca.index import build
 from busca.index.text import stream
 from busca.cli import main
