@@ -60,6 +60,11 @@ class LiveBuild:
         """The build loaded last (None before the first), without asking the home."""
         return self._live.build if self._live is not None else None
 
+    def loaded(self) -> Live | None:
+        """The Live of the build loaded last (its manifest, its index; None before the
+        first), without asking the home."""
+        return self._live
+
     def current(self, home: indexing.Home) -> Live:
         """The build `home` serves now; IndexNotFound if there is none."""
         for attempt in range(RETRIES + 1):

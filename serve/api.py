@@ -16,7 +16,7 @@ from .. import index as indexing
 from .. import search as searching
 from . import access, openapi, params
 from .engine import Engine
-from .errors import BadParameter, HttpError, for_client
+from .errors import BadParameter, HttpError, for_client, public_methods
 
 
 def _engine(request: Request) -> Engine:
@@ -53,7 +53,9 @@ def compare(request: Request) -> JSONResponse:
     comparison, build = engine.compare(values["q"], methods=values["methods"], k=values["k"],
                                        per_doc=values["per_doc"], rerank=values["rerank"],
                                        filters=values["filter"])
-    return JSONResponse(comparison.to_json(hits=True, build=build, took_ms=_ms(started)))
+    out = comparison.to_json(hits=True, build=build, took_ms=_ms(started))
+    out["notes"] = {m: for_client(request, note) for m, note in out.get("notes", {}).items()}
+    return JSONResponse(out)
 
 
 async def context(request: Request) -> JSONResponse:
@@ -217,7 +219,9 @@ async def rebuild(request: Request) -> JSONResponse:
     started = time.perf_counter()
     notes: list[str] = []
     manifest = await _threaded(lambda: engine.rebuild(**values, on_note=notes.append))
-    return JSONResponse(manifest.summary(notes=notes, took_ms=_ms(started)))
+    out = manifest.summary(notes=[for_client(request, note) for note in notes],
+                           took_ms=_ms(started))
+    return JSONResponse({**out, "dense": public_methods(out["dense"])})
 
 
 async def _json_object(request: Request, *, empty_ok: bool = False) -> dict:

@@ -19,7 +19,7 @@ from ..corpus import (ContextSpec, Corpus, Result, SearchSpec, compare_build, co
 from ..corpus.live import Live, LiveBuild
 from ..index.dense.rerank_api import RerankError, RerankSettings
 from ..index.text.chunking import chunker_label
-from .errors import BuildRunning
+from .errors import BuildRunning, public_methods
 
 T = TypeVar("T")
 
@@ -127,8 +127,22 @@ class Engine:
 
     def stats(self) -> dict:
         """What `busca stats --json` prints (before the first index: the documents and
-        "index": null)."""
-        return self.corpus().stats()
+        "index": null), each method's entry as a client may read it (errors.public_methods:
+        no model folder, no model server's URL)."""
+        figures = self.corpus().stats()
+        if "methods" in figures:
+            figures["methods"] = public_methods(figures["methods"])
+        return figures
+
+    def model_servers(self) -> list[str]:
+        """The URLs of the user's model servers this server may ask, which a client is not
+        told (errors.public): --embed-url, each openai:MODEL's of the build loaded last (no
+        look at the home), --rerank-url."""
+        live = self._live.loaded()
+        stored = [(entry.get("server") or {}).get("url")
+                  for entry in (live.manifest.methods.values() if live is not None else ())]
+        urls = [self.embed.get("url"), *stored, self.rerank.url if self.rerank else None]
+        return [url for url in urls if isinstance(url, str) and url]
 
     def facets(self, filters: tuple = ()) -> dict:
         """Facet counts (search/facets.py) of the documents passing `filters`."""

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from .. import index as indexing
 from .. import search as searching
 from ..crawler import StoreError
 from ..errors import BuscaError
+from ..index.dense.embedding_api import public_url
+from ..index.dense.encoders import ST_PREFIX
 from ..index.postgres.schema import redact
 from ..search.eval import RunError
 
@@ -75,14 +78,19 @@ def status_of(error: BaseException) -> int | None:
 HOME = "the server's home"
 DATABASE = "the server's database"
 RUNS = "the runs folder"
+SERVER = "the model server"
 
 
-def public(message: object, home, runs: Path | None = None) -> str:
+def public(message: object, home, runs: Path | None = None,
+           servers: Iterable[str] = ()) -> str:
     """`message` as a network client may read it: the server's folders it names (the home,
     `runs`) named relative to them (`index-…`, `r1.json`), or as "the server's home"; a
-    postgresql:// home as "the server's database" (the library's messages name them for the
-    local user; the log on stderr keeps them)."""
+    postgresql:// home as "the server's database"; the user's model servers (`servers`, their
+    URLs) unnamed: "the embedding server at URL" as "the embedding server" (the library's
+    messages name them for the local user; the log on stderr keeps them)."""
     text = str(message)
+    for url in servers:
+        text = _unnamed(text, url)
     names = [(form, DATABASE if "://" in form else HOME) for form in _forms(home)]
     names += [(form, RUNS) for form in _forms(runs)] if runs is not None else []
     for form, name in sorted(names, key=lambda n: len(n[0]), reverse=True):
@@ -98,9 +106,41 @@ def public(message: object, home, runs: Path | None = None) -> str:
 
 
 def for_client(request, message: object) -> str:
-    """`public` for a request of busca serve: its engine's home, its runs folder."""
+    """`public` for a request of busca serve: its engine's home, its runs folder, its model
+    servers."""
     state = request.app.state
-    return public(message, state.engine.location, getattr(state, "runs", None))
+    return public(message, state.engine.location, getattr(state, "runs", None),
+                  state.engine.model_servers())
+
+
+def public_methods(methods: Mapping[str, dict]) -> dict[str, dict]:
+    """Each method's manifest entry as a network client may read it (GET /api/stats, MCP's
+    stats, POST /api/index): a sentence-transformers model named by its folder's name, not
+    its path; an openai:MODEL's server settings without its URL (`busca stats` shows both)."""
+    shown = {}
+    for method, entry in methods.items():
+        entry = dict(entry)
+        encoder = entry.get("encoder")
+        if isinstance(encoder, str) and encoder.startswith(ST_PREFIX):
+            entry["encoder"] = ST_PREFIX + Path(encoder[len(ST_PREFIX):].rstrip("/\\")).name
+        if isinstance(entry.get("server"), dict):
+            entry["server"] = {k: v for k, v in entry["server"].items() if k != "url"}
+        shown[method] = entry
+    return shown
+
+
+def _unnamed(text: str, url: str) -> str:
+    """`text` without the model server `url` in any form a message writes it (as given,
+    without its password, without its path or query; with any path after it): " at URL"
+    dropped, any other mention SERVER (a longer host name or port is another server's)."""
+    forms = set()
+    for form in (url, public_url(url)):
+        forms |= {form, re.split(r"[?#]", form)[0], re.match(r"[^/]*//[^/?#]*", form)[0]
+                  if "//" in form else form}
+    for form in sorted({f.rstrip("/") for f in forms if f.rstrip("/")}, key=len, reverse=True):
+        pattern = r"( at )?" + re.escape(form) + r"(?![\w:-]|\.\w)(?:[/?#][^\s'\"()]*)?"
+        text = re.sub(pattern, lambda m: "" if m[1] else SERVER, text, flags=re.IGNORECASE)
+    return text
 
 
 def _forms(location) -> set[str]:

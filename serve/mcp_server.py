@@ -131,6 +131,7 @@ class Tools:
     def __init__(self, engine: Engine, access: Access | None = None):
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="busca-mcp")
         self.engine, self.access = engine, access
+        self.shown: Callable[[object], str] = str  # a message as the client may read it
 
     async def run(self, work: Callable[[Any], T]) -> T:
         """`work(engine)` in the worker thread; a BuscaError becomes the tool's error."""
@@ -186,7 +187,8 @@ class Tools:
         """Each method's top k side by side, with every hit's rank under each method."""
         found, _ = await self.run(lambda engine: engine.compare(
             question, methods=methods, k=k, per_doc=per_doc, filters=_filters(filter)))
-        return found.to_json()
+        out = found.to_json()
+        return {**out, "notes": {m: self.shown(note) for m, note in out["notes"].items()}}
 
     async def get_chunk(self, chunk_id: Annotated[int, Field(ge=0)]) -> ChunkOut:
         """One window of the index by its chunk_id (a hit's), with its URL and text."""
@@ -219,6 +221,7 @@ class _Server(MCPServer):
 
     access: Access | None = None  # busca mcp --http --tokens: who may read what
     location: object = None  # the home, which a tool's error names over stdio only
+    tools: Tools | None = None
     networked = False  # over HTTP (run_http): errors name the home's files relative to it
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
@@ -230,7 +233,7 @@ class _Server(MCPServer):
         except ToolError as e:
             if not isinstance(e.__cause__, ValidationError):
                 if self.networked:  # the client is not on this machine (serve/errors.py)
-                    raise ToolError(public(e, self.location)) from None
+                    raise ToolError(self.tools.shown(e)) from None
                 raise
             problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'arguments'}: {err['msg']}"
                                  f" (got {err['input']!r:.60})" for err in e.__cause__.errors())
@@ -252,6 +255,8 @@ class _Server(MCPServer):
         from .server import uvicorn_config
 
         self.networked = True
+        self.tools.shown = lambda message: public(message, self.location,
+                                                  servers=self.tools.engine.model_servers())
         origins = frozenset(cors_origin(origin) for origin in cors)
         names = tuple(allowed_name(name) for name in allow_hosts)
         app = self.streamable_http_app(streamable_http_path=MCP_PATH, host=host,
@@ -441,7 +446,7 @@ def create_server(location, *, log: bool = False, embed: dict | None = None, rer
                     create=False)
     tools = Tools(engine, access)
     server = _Server(NAME, version=__version__, instructions=INSTRUCTIONS)
-    server.access, server.location = access, location
+    server.access, server.location, server.tools = access, location, tools
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False,
                                 idempotent_hint=True, open_world_hint=False)
     for tool in (tools.search, tools.context, tools.compare, tools.get_chunk, tools.stats):

@@ -4,6 +4,8 @@ passage linked across columns). Server-rendered: the page works without JavaScri
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
@@ -43,7 +45,8 @@ def home(request: Request) -> HTMLResponse:
             method = params.method(method)
         filters = params.filters(args.getlist("filter"))
         q = params.question(raw_q) if raw_q.strip() else ""
-        results = _faceted(engine, q, method, k, filters) if q else ""
+        results = _faceted(engine, q, method, k, filters,
+                           lambda note: for_client(request, note)) if q else ""
         status, outcome = 200, bool(q) and method != COMPARE
     except Exception as e:
         status = status_of(e)
@@ -62,9 +65,10 @@ def _sign_in(request: Request) -> str:
             ' with a token to see more</p>' if seen else "")
 
 
-def _faceted(engine: Engine, q: str, method: str, k: int, filters: tuple) -> str:
+def _faceted(engine: Engine, q: str, method: str, k: int, filters: tuple,
+             told: Callable[[object], str] = str) -> str:
     """The results with the active filters as chips above and the facets beside them."""
-    results = _results(engine, q, method, k, filters)
+    results = _results(engine, q, method, k, filters, told)
     side = facetview.panel(engine.facets(filters), q, method, k, filters)
     return (f'<div class="faceted"><div class="results"><h2 class="sr-only">Results</h2>'
             f'{facetview.chips(q, method, k, filters)}{results}</div>{side}</div>')
@@ -90,9 +94,10 @@ def _form(q: str, method: str, methods: list[str], k: int, filters: tuple = (), 
 """
 
 
-def _results(engine: Engine, q: str, method: str, k: int, filters: tuple = ()) -> str:
+def _results(engine: Engine, q: str, method: str, k: int, filters: tuple = (),
+             told: Callable[[object], str] = str) -> str:
     if method == COMPARE:
-        return _compare(engine, q, k, filters)
+        return _compare(engine, q, k, filters, told)
     found = engine.search(q, method=method, k=k, filters=filters)
     analyzer, lang = engine.analyzer(method), engine.lang()
     if not found.hits:
@@ -134,7 +139,9 @@ def _hit(hit, q: str, analyzer: str, lang: str) -> str:
             f'</details></li>')
 
 
-def _compare(engine: Engine, q: str, k: int, filters: tuple = ()) -> str:
+def _compare(engine: Engine, q: str, k: int, filters: tuple = (),
+             told: Callable[[object], str] = str) -> str:
+    """The compare view; `told`: a method's note as the client may read it (errors.public)."""
     comparison, _ = engine.compare(q, methods=None, k=k, filters=filters)
     colour = {row.chunk_id: n % PALETTE for n, row in enumerate(comparison.rows)}
     ranks = {row.chunk_id: row.ranks for row in comparison.rows}
@@ -145,7 +152,7 @@ def _compare(engine: Engine, q: str, k: int, filters: tuple = ()) -> str:
         cards = "".join(_card(method, h, q, analyzer, lang, colour[h.chunk_id],
                               ranks[h.chunk_id], shown) for h in hits)
         if not hits:
-            cards = notice(comparison.notes.get(method) or "nothing found", "empty")
+            cards = notice(told(comparison.notes.get(method) or "nothing found"), "empty")
         columns.append(f'<section class="column" data-method="{esc(method)}"><h2>{esc(method)}'
                        f' <small>{esc(analyzer)}</small></h2>{cards}</section>')
     legend = ("A passage keeps its colour in every column; under each card, its rank under"
