@@ -188,8 +188,8 @@ class ModelServerClient:
             served = self._served_models()
             if self.model in served:  # the model is there: the path asked for is not
                 return BadResponse(f"the {self.what} at {self.where} serves {self.model!r} but"
-                                   f" has no {self.url} (HTTP {status}: {said}) — check the"
-                                   f" URL: give the server's base URL ({self.fix_url})")
+                                   f" has no {public_url(self.url)} (HTTP {status}: {said}) —"
+                                   f" check the URL: give the server's base URL ({self.fix_url})")
             hint = (f"it serves: {', '.join(served)}" if served else "check the model name,"
                     f" and the URL ({self.fix_url}): its model list could not be read either")
             return UnknownModel(f"the {self.what} at {self.where} does not serve model"
