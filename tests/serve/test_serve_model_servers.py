@@ -102,45 +102,25 @@ def test_a_local_model_is_named_by_its_folder_not_its_path():
 def test_mcp_over_http_names_no_model_server(built):
     """busca mcp --http: its stats, a tool's error and compare's notes, as /api's."""
     import asyncio
-    import os
-    import subprocess
-    import sys
-    import time
 
-    import requests
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
-    from embed_servers import free_port
+    from test_mcp_access import mcp_http
 
     home, url, server = built
     server.__exit__()  # the user's embedding server stops
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "busca.cli", "--home", str(home), "mcp", "--http", "--port",
-         str(port), "--embed-url", url], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    mcp_url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                requests.get(mcp_url, timeout=1)
-                break
-            except requests.RequestException:
-                time.sleep(0.2)
 
-        async def drive():
-            async with streamable_http_client(mcp_url) as (read, write), \
-                    ClientSession(read, write) as session:
-                await session.initialize()
-                return [await session.call_tool(name, arguments) for name, arguments in (
-                    ("stats", {}), ("search", {"question": "banco", "method": "dense"}),
-                    ("compare", {"question": "banco", "methods": ["bm25", "dense"]}))]
-        stats, search, compare = asyncio.run(drive())
-    finally:
-        process.kill()
-        process.wait()
+    async def drive(mcp_url):
+        async with streamable_http_client(mcp_url) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            return [await session.call_tool(name, arguments) for name, arguments in (
+                ("stats", {}), ("search", {"question": "banco", "method": "dense"}),
+                ("compare", {"question": "banco", "methods": ["bm25", "dense"]}))]
+
+    with mcp_http(home, "--embed-url", url) as port:
+        stats, search, compare = asyncio.run(drive(f"http://127.0.0.1:{port}/mcp"))
     assert stats.structured_content["methods"]["dense"]["dimension"] == server.dimension
     assert search.is_error and "the embedding server did not answer" in search.content[0].text
     assert "did not answer" in compare.structured_content["notes"]["dense"]
