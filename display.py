@@ -20,6 +20,8 @@ from .search import Comparison, Hit, highlight
 MISSED = "—"
 WIDTH = 100  # characters when not on a terminal
 QUESTION_CHARS = 120  # a question's characters in a table (busca misses; --json has it whole)
+BESIDE = 30  # columns a compare snippet needs beside the ranks; fewer: it goes under them
+UNDER = " " * 6  # the indent of a compare row's title and snippet under its ranks
 
 strip_controls = highlight.strip_controls  # the CLI's name for it
 
@@ -113,18 +115,25 @@ def compare_text(comparison: Comparison, analyzer: str, style: Style, *,
     methods = comparison.methods
     cell = max(6, *(len(m) + 2 for m in methods))
     indent = " " * (4 + cell * len(methods) + 3)
+    beside = not style.wrap or style.width - len(indent) >= BESIDE
+    if not beside:  # a narrow terminal: title and snippet under the ranks, wrapped to fit
+        indent = UNDER
     chars = 2 * max(style.width - len(indent), 30)  # two lines beside the rank columns
-    header = "    " + "".join(m.rjust(cell) for m in methods) + "   passage"
+    header = "    " + "".join(m.rjust(cell) for m in methods) + "   passage" * beside
     lines = [style.paint(header, bold=True)]
     for row in comparison.rows:
         mark = style.paint("✓", fg="green", bold=True) if row.chunk_id in relevant else " "
         ranks = "".join(_rank_cell(row.ranks[m], comparison.k, cell, style) for m in methods)
-        lines.append(f"  {mark} {ranks}   {style.paint(one_line(row.title), bold=True)}"
-                     + "  " + style.paint(f"<{one_line(row.url)}>", dim=True))
+        title = (style.paint(one_line(row.title), bold=True) + "  "
+                 + style.paint(f"<{one_line(row.url)}>", dim=True))
+        lines.append(f"  {mark} {ranks}" + (f"   {title}" if beside else f"\n{indent}{title}"))
         lines.append(marked_snippet(row.text, comparison.query, analyzer, style,
                                     indent=indent, chars=chars,
                                     focus=focus if row.chunk_id in relevant else None))
-    lines.append(_legend(comparison, bool(relevant), methods))
+    legend = _legend(comparison, bool(relevant), methods)
+    if style.wrap:  # on a terminal, the legend and notes wrap at its width too
+        legend = "\n".join(textwrap.fill(part, style.width) for part in legend.split("\n"))
+    lines.append(legend)
     return "\n".join(lines) + "\n"
 
 

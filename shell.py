@@ -10,6 +10,7 @@ Like cli.py, this module prints.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from .index.dense.rerank_api import RerankSettings
 
 HISTORY = "~/.busca_history"  # read and written by terminal.py
+FLOOR_OPTION = ":min-score"  # what "nothing found" tells a person to lower (JSON names
+#                              --min-score, as busca search --json and busca context --json do)
 WARM_UP = api.WARM_UP  # encoded when a dense method is chosen, so no question waits for it
 
 HELP = """\
@@ -35,6 +38,7 @@ Type a question and press Enter. Commands:
   :method NAME     rank with NAME ({methods})
   :k N             show N passages
   :per-doc N       at most N windows of one article (0 = no limit)
+  :min-score X     drop hits below X; :min-score clear: the calibrated floor
   :filter F=V      rank only documents matching F=V (also !=, >=, <=, ^=; repeatable);
                    :filter alone lists them, :filter clear removes them
   :compare [Q]     the methods side by side for Q (default: the last question)
@@ -138,6 +142,7 @@ class Session:
             return False
         self.follow()  # after :quit: a home whose index is gone still lets one leave
         actions = {"method": self._method, "m": self._method, "k": self._k,
+                   "min-score": self._min_score,
                    "per-doc": self._per_doc, "filter": self._filter, "compare": self.compare, "c": self.compare,
                    "context": self.context, "lang": self._lang, "settings": self._show,
                    "help": self._help, "h": self._help, "?": self._help}
@@ -160,6 +165,24 @@ class Session:
     def _per_doc(self, arg: str) -> None:
         self.settings = replace(self.settings, per_doc=_number(arg, ":per-doc", 0))
         self._note(f"per-doc {self.settings.per_doc}")
+
+    def _min_score(self, arg: str) -> None:
+        """`:min-score X` sets the floor, `:min-score clear` goes back to the calibrated one."""
+        if arg.lower() == "clear":
+            value = None
+        else:
+            try:
+                value = float(arg)
+            except ValueError:
+                value = math.nan
+            if not math.isfinite(value):
+                raise SessionError(":min-score takes a number, e.g. :min-score 0.5, or clear"
+                                   " for the calibrated floor")
+        self.settings = replace(self.settings, min_score=value)
+        self.use(self.settings.method)  # hybrid's fusion takes the floor
+        floor = self.floor()
+        self._note(f"min-score {value:g}" if value is not None else
+                   f"min-score calibrated ({'none' if floor is None else f'{floor:g}'})")
 
     def _lang(self, arg: str) -> None:
         """`:lang en` chooses the prompt's language, `:lang` names it."""
@@ -232,7 +255,7 @@ class Session:
                                  ensure_ascii=False))
             return shown
         if not shown:  # as busca search says it (no known word, filters, floor, refusal)
-            self.echo(display.strip_controls(result.no_hits("--min-score")))
+            self.echo(display.strip_controls(result.no_hits(FLOOR_OPTION)))
         else:
             analyzer = searching.highlight.analyzer_for(self.index.manifest.methods, s.method)
             self.echo(display.hits_text(shown, question, analyzer, self.style))
@@ -272,7 +295,7 @@ class Session:
                                                         floor_option="--min-score"),
                                  ensure_ascii=False))
         elif prompt is None:
-            self.echo(found.nothing_found("--min-score", lang=lang))
+            self.echo(found.nothing_found(FLOOR_OPTION, lang=lang))
         else:
             self.echo(display.strip_controls(prompt), nl=not prompt.endswith("\n"))
 

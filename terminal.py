@@ -33,6 +33,7 @@ GOLDEN_ROWS = 3  # chunks holding the golden passage shown even when no method r
 PROMPT = "busca:{method}> "
 HISTORY_LENGTH = 1000
 LEAVE = ("exit", "quit")  # typed alone at the terminal, as in psql or Python's REPL
+RESET = "\x1b[0m"  # ANSI: back to the terminal's own colours
 
 
 def style_for_stdout() -> display.Style:
@@ -75,9 +76,11 @@ def run_session(home: indexing.Home, *, method: str, k: int, per_doc: int | None
     `lang`: :context's instruction)."""
     settings = shell.Settings(method=method, k=k, per_doc=per_doc, min_score=min_score,
                               rerank=rerank, filters=tuple(filters), lang=lang)
+    on_terminal = sys.stdin.isatty() and not as_json  # only there are lines remembered
     session = shell.Session(home.current(), home, settings, style=style_for_stdout(),
-                            as_json=as_json, log=not no_log, history=history_path())
-    if sys.stdin.isatty() and not as_json:
+                            as_json=as_json, log=not no_log,
+                            history=history_path() if on_terminal else None)
+    if on_terminal:
         run_terminal(session, history_path())
     else:
         shell.run_pipe(session, sys.stdin)
@@ -97,7 +100,7 @@ def run_terminal(session: shell.Session, history: str | os.PathLike | None) -> i
                  " :help for commands, Ctrl-D to leave", err=True)
     while True:
         try:
-            line = input(PROMPT.format(method=session.settings.method))
+            line = _read_line(PROMPT.format(method=session.settings.method), path is not None)
         except EOFError:
             session.echo("", err=True)
             break
@@ -110,15 +113,37 @@ def run_terminal(session: shell.Session, history: str | os.PathLike | None) -> i
                 session.history = None
         if line.strip().lower() in LEAVE:
             break
+        session.style = style_for_stdout()  # the window may have been resized meanwhile
         try:
             if not session.handle(line):
                 break
         except KeyboardInterrupt:  # Ctrl-C during an answer drops it; the session goes on
+            if session.style.colour:  # the answer may stop inside a highlight: reset it
+                session.echo(RESET, nl=False)
             session.echo("\ninterrupted", err=True)
     return session.answered
 
 
-COMMANDS = (":method", ":k", ":per-doc", ":filter", ":compare", ":context", ":lang", ":settings", ":help",
+def _read_line(prompt: str, remember: bool) -> str:
+    """input(), which edits the line with readline; with stdout in a file or a pipe (`busca
+    shell > answers.txt`) input() has no readline and writes the prompt there, so the prompt
+    goes to stderr, the terminal's line discipline edits, and the line joins readline's
+    history by hand (`_remember` appends the history's last line to the file)."""
+    if sys.stdout.isatty():
+        return input(prompt)
+    sys.stderr.write(prompt)
+    sys.stderr.flush()
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    line = line.removesuffix("\n")
+    if remember and line.strip():
+        import readline
+        readline.add_history(line)
+    return line
+
+
+COMMANDS = (":method", ":k", ":per-doc", ":min-score", ":filter", ":compare", ":context", ":lang", ":settings", ":help",
             ":quit")
 
 
@@ -208,8 +233,8 @@ def _shell_command(open_home: Callable, options: Callable,
         """Ask question after question; the index and the encoder are loaded once.
 
         On a terminal: line editing, history (~/.busca_history, or $BUSCA_HISTORY), :method,
-        :k, :per-doc, :filter, :compare, :context, :lang, :help; Ctrl-D leaves. From a pipe: one
-        question (or :command) per line.
+        :k, :per-doc, :min-score, :filter, :compare, :context, :lang, :help; Ctrl-D leaves.
+        From a pipe: one question (or :command) per line.
 
         Example: printf 'qual o prazo?\\n:method bm25\\nqual o prazo?\\n' | busca shell --json
         """

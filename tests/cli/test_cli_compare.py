@@ -116,3 +116,38 @@ def test_context_per_doc_default_makes_room_for_another_article(indexed):
     assert [p["url"] for p in whole["passages"]] == ["https://loja.example/politica/"]
     assert len(default["passages"]) == 2
     assert sum(len(p["hits"]) for p in default["passages"]) == 3
+
+
+def _comparison(methods: tuple[str, ...], rows: int):
+    from busca.search.compare import DEPTH, Comparison, CompareRow
+    text = " ".join(f"palavra{n} sobre o estorno do frete" for n in range(30))
+    made = [CompareRow(chunk_id=n, url=f"https://a.example/{n}", title=f"T{n}", text=text,
+                       start=0, end=len(text), ranks={m: n + 1 for m in methods},
+                       scores={m: 1.0 for m in methods}) for n in range(rows)]
+    return Comparison(query="estorno", methods=methods, k=3, per_doc=0, depth=DEPTH,
+                      columns={m: [] for m in methods}, rows=made, notes={}), text
+
+
+@pytest.mark.parametrize("width", [40, 50, 60])
+def test_compare_table_fits_a_narrow_terminal(width):
+    """On a terminal too narrow for a snippet beside four rank columns (39 characters), the
+    title and snippet go under the ranks, wrapped at the terminal's width: each snippet line
+    was indented 40 spaces and wrapped at 20 characters, 60 wide, so a 40- or 50-column
+    terminal broke every one of them across two lines."""
+    from busca import display
+    comparison, text = _comparison(("tfidf", "bm25", "dense", "hybrid"), rows=2)
+    style = display.Style(colour=False, width=width, wrap=True)
+    lines = display.compare_text(comparison, "simple", style).splitlines()
+    assert max(len(line) for line in lines) <= width, "\n".join(lines)
+    assert sum("<https://a.example/" in line for line in lines) == 2
+    assert "estorno" in "\n".join(lines)
+
+
+def test_compare_table_keeps_snippets_beside_the_ranks_when_they_fit():
+    from busca import display
+    comparison, _ = _comparison(("tfidf", "bm25", "dense", "hybrid"), rows=1)
+    style = display.Style(colour=False, width=100, wrap=True)
+    lines = display.compare_text(comparison, "simple", style).splitlines()
+    assert lines[0].split() == ["tfidf", "bm25", "dense", "hybrid", "passage"]
+    assert lines[1].split()[:5] == ["1", "1", "1", "1", "T0"]
+    assert lines[2].startswith(" " * 39 + "palavra0") and max(len(line) for line in lines) <= 100

@@ -98,6 +98,29 @@ def test_pipe_says_why_nothing_passed_the_floor(corpus, tmp_path):
     assert "--min-score" in ask["note"] and "--min-score" in context["reason"]
 
 
+def test_min_score_changes_the_floor_inside_the_session(corpus, tmp_path):
+    """`:min-score X` sets the floor of the following questions, `:min-score clear` goes back
+    to the calibrated one (none here), a bad value is one error line. Nothing found said
+    "lower --min-score", an option of the command: the session had to be left to follow it."""
+    lines = [QUESTIONS[0], ":min-score 0", QUESTIONS[0], ":min-score abc", ":min-score clear",
+             QUESTIONS[0], ":settings"]
+    done = subprocess.run([*BUSCA, "shell", "--json", "--no-log", "--min-score", "0.99"],
+                          input="\n".join(lines), capture_output=True, text=True,
+                          env=_env(corpus, tmp_path))
+    assert done.returncode == 0, done.stderr
+    first, zero, bad, cleared = [json.loads(line) for line in done.stdout.splitlines()]
+    assert first["hits"] == []
+    assert zero["floor"] == 0 and len(zero["hits"]) == 3
+    assert bad == {"input": ":min-score abc", "error": ":min-score takes a number, e.g."
+                   " :min-score 0.5, or clear for the calibrated floor"}
+    assert cleared["floor"] is None and len(cleared["hits"]) == 3
+    assert "min-score 0\n" in done.stderr and "min-score calibrated (none)" in done.stderr
+    text = subprocess.run([*BUSCA, "shell", "--no-log", "--min-score", "0.99"],
+                          input=f"{QUESTIONS[0]}\n:context\n", capture_output=True, text=True,
+                          env=_env(corpus, tmp_path))
+    assert text.stdout.count("lower :min-score to see weaker matches") == 2, text.stdout
+
+
 def test_context_instruction_in_english_with_lang(corpus, tmp_path):
     """:context wrote the Portuguese instruction whatever the user's language: busca context
     --lang en, /api/context's and the MCP tool's lang had no counterpart in the session."""
@@ -227,14 +250,16 @@ def _take_terminal_sigint_ignored() -> None:
 class Terminal:
     """A process on a pseudo-terminal of `columns` columns; `expect` reads until a regex."""
 
-    def __init__(self, args, env, columns=80, controlling=False, sigint_ignored=False):
+    def __init__(self, args, env, columns=80, controlling=False, sigint_ignored=False,
+                 stdout=None):
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
         # controlling: the pseudo-terminal is the process's own, so Ctrl-C typed is SIGINT
         take = _take_terminal_sigint_ignored if sigint_ignored else _take_terminal
         start = {"preexec_fn": take} if controlling else {"start_new_session": True}
-        self.proc = subprocess.Popen(args, stdin=slave, stdout=slave, stderr=slave, env=env,
-                                     **start)
+        # stdout: a file instead of the terminal (`busca shell > answers.txt`)
+        self.proc = subprocess.Popen(args, stdin=slave, stdout=stdout or slave, stderr=slave,
+                                     env=env, **start)
         os.close(slave)
         self.fd, self.seen = master, ""
 
@@ -366,11 +391,71 @@ def test_pipe_hybrid_with_the_real_bundled_encoder(tmp_path):
 
 
 def test_help_names_the_history_file_busca_history_points_at(corpus, tmp_path):
+    (tmp_path / "elsewhere").mkdir()
     history = tmp_path / "elsewhere" / "hist"
+    term = Terminal([*BUSCA, "shell", "--no-log"],
+                    _env(corpus, tmp_path, NO_COLOR="1", BUSCA_HISTORY=str(history)))
+    term.expect(r"busca:tfidf> ")
+    term.send(":help\r")
+    said = term.expect(r"busca:tfidf> ")
+    term.send("\x04")
+    assert term.close() == 0
+    assert f"the history is kept in {history}." in said.replace("\r\n", "\n")
+    assert ":help" in history.read_text(encoding="utf-8").splitlines()
+
+
+def test_output_to_a_file_keeps_the_prompt_on_the_terminal_and_the_history_right(corpus,
+                                                                                tmp_path):
+    """`busca shell > answers.txt` at a terminal: the prompt stays on the terminal (stderr),
+    the file gets the answers alone, and the history gets the lines typed. The prompt went
+    into the file ("busca:tfidf> 1. …"), the terminal showed none, and every line typed
+    appended the previous session's last history line instead of itself."""
+    history = tmp_path / "hist"
+    history.write_text("a line of the previous session\n", encoding="utf-8")
+    out = tmp_path / "answers.txt"
+    with out.open("wb") as file:
+        term = Terminal([*BUSCA, "shell", "--no-log"],
+                        _env(corpus, tmp_path, BUSCA_HISTORY=str(history)), stdout=file)
+        term.expect(r"busca:tfidf> ")
+        term.send(QUESTIONS[0] + "\r")
+        term.expect(r"\(\d+ hits?, tfidf, \d+ ms\)")
+        term.expect(r"busca:tfidf> ")
+        term.send(":k 1\r")
+        term.expect(r"busca:tfidf> ")
+        term.send("\x04")
+        assert term.close() == 0
+    answers = out.read_text(encoding="utf-8")
+    assert answers.startswith("1. ") and "busca:" not in answers
+    assert history.read_text(encoding="utf-8").splitlines() == [
+        "a line of the previous session", QUESTIONS[0], ":k 1"]
+
+
+def test_a_resized_terminal_wraps_the_next_answer_at_its_new_width(corpus, tmp_path):
+    """The window made narrower while the session is open: the next answer wraps at the new
+    width. The width read at the start was kept, so every snippet line of a session started
+    at 160 columns broke across two lines of a 60-column window."""
+    term = Terminal([*BUSCA, "shell", "--no-log", "-k", "2"],
+                    _env(corpus, tmp_path, NO_COLOR="1"), columns=160)
+    term.expect(r"busca:tfidf> ")
+    fcntl.ioctl(term.fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 60, 0, 0))
+    term.send(QUESTIONS[0] + "\r")
+    answer = term.expect(r"\(\d+ hits?, tfidf, \d+ ms\)")
+    term.expect(r"busca:tfidf> ")
+    term.send("\x04")
+    assert term.close() == 0
+    snippet = [line for line in answer.splitlines() if line.startswith("   ")]
+    assert len(snippet) >= 2 and max(len(line.rstrip()) for line in snippet) <= 60, answer
+
+
+def test_help_from_a_pipe_says_no_history_is_kept(corpus, tmp_path):
+    """From a pipe nothing is written to the history file, and :help says so; it named
+    the file as the place the history was kept."""
+    history = tmp_path / "hist"
     done = subprocess.run([*BUSCA, "shell", "--no-log"], input=":help\n", capture_output=True,
                           text=True, env=_env(corpus, tmp_path, BUSCA_HISTORY=str(history)))
     assert done.returncode == 0, done.stderr
-    assert f"the history is kept in {history}." in done.stdout + done.stderr
+    assert "the history is not kept" in done.stdout + done.stderr
+    assert str(history) not in done.stdout + done.stderr and not history.exists()
 
 
 def test_a_command_without_a_question_names_itself(corpus, tmp_path):
@@ -464,6 +549,23 @@ def test_ctrl_c_during_an_answer_drops_it_and_the_session_goes_on(corpus, tmp_pa
     term.send(QUESTIONS[1] + "\r")
     assert "1. " in term.expect(r"\(1 hit, tfidf, \d+ ms\)")
     term.expect(r"busca:tfidf> ")
+    term.send("\x04")
+    assert term.close() == 0
+
+
+def test_ctrl_c_during_a_coloured_answer_resets_the_colour(corpus, tmp_path):
+    """An answer cut by Ctrl-C may stop inside a highlight or a dim URL: the colour is reset
+    before "interrupted", so the prompt and what follows are not drawn yellow or dim."""
+    env = {**_env(corpus, tmp_path), "TERM": "xterm"}  # colour: a terminal, NO_COLOR unset
+    term = Terminal([*BUSCA, "shell", "--no-log"], env, controlling=True)
+    term.expect(r"busca:tfidf> ")
+    term.send(":k 201\r")
+    term.expect(r"busca:tfidf> ")
+    term.send(QUESTIONS[0] + "\r")
+    time.sleep(2)  # the answer fills the terminal's buffer: the process waits in a write
+    term.send("\x03")
+    cut = term.expect(r"interrupted\r\nbusca:tfidf> ", timeout=60)
+    assert "\x1b[1;33m" in cut and cut.endswith("\x1b[0m\r\ninterrupted\r\nbusca:tfidf> ")
     term.send("\x04")
     assert term.close() == 0
 
