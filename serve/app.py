@@ -21,7 +21,7 @@ from starlette.routing import Match, Route
 
 from . import access, api, assets, evalpage, pages
 from .engine import Engine
-from .errors import CHALLENGE, HttpError, body, for_client, status_of
+from .errors import CHALLENGE, HttpError, body, error_for_client, shown_path, status_of
 from .hosts import HostRule, cors_origin, host_rule
 from .html import error_page
 
@@ -30,7 +30,6 @@ log = logging.getLogger(__name__)
 MAX_BODY = 1_000_000  # bytes of a request body
 MAX_QUERY_STRING = 8192  # bytes of the query string (the question itself: params.MAX_QUERY)
 WRITE_PATHS = ("/api/documents", "/api/index")
-SHOWN_PATH = 80  # characters of a request path an error message repeats
 CORS_MAX_AGE = 600  # seconds a browser may keep a preflight's answer
 CORS_HEADERS = ("Authorization", "Content-Type")  # the request headers a preflight allows
 
@@ -56,7 +55,8 @@ def guarded(endpoint: Callable, *, as_page: bool = False) -> Callable:
         if status is None:
             log.exception("internal error on %s %s", request.method, request.url.path)
             status, error = 500, "internal error (details are in the server's log)"
-        shown = (error_page if as_page else error_response)(status, for_client(request, error))
+        shown = (error_page if as_page else error_response)(
+            status, error_for_client(request, error, status))
         shown.headers.update(getattr(error, "headers", {}))  # a 401's challenge
         return shown
 
@@ -127,12 +127,6 @@ def create_app(engine: Engine, *, token: str | None = None, runs: Path | None = 
     app.state.writable = bool(token)
     app.state.access = tokens
     return Guard(app, hosts=host_rule(host, allow_hosts), cors=origins)
-
-
-def shown_path(path: str) -> str:
-    """`path` cut to its first SHOWN_PATH characters and "…": the client sent the path, so
-    repeating it whole only lets a 60 KB request line come back as a 60 KB error body."""
-    return path if len(path) <= SHOWN_PATH else path[:SHOWN_PATH] + "…"
 
 
 async def _http_error(request: Request, error: HTTPException) -> Response:

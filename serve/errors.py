@@ -4,11 +4,13 @@ Every error answer is `{"error": message, "status": code}`; a message is the lib
 line (it names the problem and the fix). A problem on the server's side — no index yet, the
 database down or refusing the role — is a 503 (busca serve connects again when the database
 is back). Anything unexpected is a 500 whose body says only
-"internal error" — the traceback goes to the log on stderr, never to the client.
+"internal error" — the traceback goes to the log on stderr, never to the client; an error
+a client is told less of (`public`) is one line of that log as it was (`told`).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -23,6 +25,8 @@ from ..index.dense.encoders import ST_PREFIX
 from ..index.postgres.schema import redact
 from ..search.eval import RunError
 
+
+log = logging.getLogger(__name__)
 
 # the challenge of every 401 (RFC 6750 §3): a token goes in Authorization: Bearer
 CHALLENGE = {"WWW-Authenticate": 'Bearer realm="busca"'}
@@ -87,8 +91,10 @@ def public(message: object, home, runs: Path | None = None,
     `runs`) named relative to them (`index-…`, `r1.json`), or as "the server's home"; a
     postgresql:// home as "the server's database"; the user's model servers (`servers`, their
     URLs) unnamed: "the embedding server at URL" as "the embedding server" (the library's
-    messages name them for the local user; the log on stderr keeps them)."""
-    text = str(message)
+    messages name them for the local user; the log on stderr keeps them). An error that
+    carries its own client wording (`public`: PostgresDenied, whose GRANT names roles and
+    objects) is told in that wording."""
+    text = _client_wording(message)
     for url in servers:
         text = _unnamed(text, url)
     names = [(form, DATABASE if "://" in form else HOME) for form in _forms(home)]
@@ -111,6 +117,60 @@ def for_client(request, message: object) -> str:
     state = request.app.state
     return public(message, state.engine.location, getattr(state, "runs", None),
                   state.engine.model_servers())
+
+
+def error_for_client(request, error: object, status: int) -> str:
+    """`for_client` of an error answered to `request` with `status`; the message as it is goes
+    to the log when the client is told less (`told`)."""
+    shown = for_client(request, error)
+    told(error, shown, f"{status} {request.method} {shown_path(request.url.path)}")
+    return shown
+
+
+def told(error: object, shown: str, what: str) -> None:
+    """When `shown`, what a client was told of `error` (`public`), is not its whole message:
+    the message as it is to the server's log on stderr (one line, no traceback, passwords
+    hidden), so that its operator sees which folder, URL or GRANT it was about. `what`
+    names the answer (`503 GET /api/search`, `tool search`)."""
+    text = str(error)
+    if shown != text:
+        log.warning("%s: %s", _one_line(what), _one_line(_URL.sub(lambda m: redact(m[0]), text)))
+
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"()]+")
+
+
+def _one_line(text: str) -> str:
+    """`text` on one line, its control characters written as escapes (a client's path)."""
+    return re.sub(r"[\x00-\x1f\x7f]", lambda m: repr(m[0])[1:-1], text)
+
+
+SHOWN_PATH = 80  # characters of a request path an error message repeats
+
+
+def shown_path(path: str) -> str:
+    """`path` cut to its first SHOWN_PATH characters and "…": the client sent the path, so
+    repeating it whole only lets a 60 KB request line come back as a 60 KB error body."""
+    return path if len(path) <= SHOWN_PATH else path[:SHOWN_PATH] + "…"
+
+
+def _client_wording(message: object) -> str:
+    """`message`'s text, with the error it is or wraps (an MCP tool error's cause) that has a
+    `public` wording told in that wording instead."""
+    text, seen, error = str(message), set(), message
+    while isinstance(error, BaseException) and id(error) not in seen:
+        seen.add(id(error))
+        wording = getattr(error, "public", None)
+        if isinstance(wording, str) and wording:
+            whole = str(error)
+            for form in (whole, " ".join(whole.split())):
+                if form and form in text:
+                    return text.replace(form, wording)
+            return wording
+        if isinstance(error, BuscaError):  # busca's own error, told as it is
+            break
+        error = error.__cause__ or error.__context__
+    return text
 
 
 def public_methods(methods: Mapping[str, dict]) -> dict[str, dict]:

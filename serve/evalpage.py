@@ -12,7 +12,7 @@ from starlette.responses import HTMLResponse
 
 from . import access, params
 from .engine import Engine
-from .errors import BadParameter, for_client, status_of
+from .errors import BadParameter, error_for_client, status_of
 from .html import (CURRENT, esc, hit_title, href, lang_of, notice, page, rank_score,
                    source_link, table)
 from .runview import RunView, list_runs, load, system_tag
@@ -42,7 +42,8 @@ def eval_page(request: Request) -> HTMLResponse:
         status = status_of(e)
         if status is None:
             raise
-        return page("eval — busca", _picker(names, "") + notice(for_client(request, e)),
+        return page("eval — busca", _picker(names, "")
+                    + notice(error_for_client(request, e, status)),
                     active="eval", status=status)
     try:
         a, b = _pair(view, args.get("a"), args.get("b"))

@@ -39,7 +39,7 @@ from ..search.hits import Hit
 from ..search.context import LANGS, MAX_CHARS as CONTEXT_CHARS, PER_DOC as CONTEXT_PER_DOC
 from .access import Access, Gate, Scoped, scoped
 from .engine import Engine
-from .errors import BadParameter, public
+from .errors import BadParameter, public, shown_path, told
 from .params import (FILTER, MAX_CHARS, MAX_FILTERS, MAX_K, MAX_PER_DOC, MAX_QUERY,
                      MAX_WINDOW, only, schema_types, typed)
 
@@ -233,7 +233,9 @@ class _Server(MCPServer):
         except ToolError as e:
             if not isinstance(e.__cause__, ValidationError):
                 if self.networked:  # the client is not on this machine (serve/errors.py)
-                    raise ToolError(self.tools.shown(e)) from None
+                    shown = self.tools.shown(e)
+                    told(e, shown, f"tool {name}")  # the log keeps the whole message
+                    raise ToolError(shown) from None
                 raise
             problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'arguments'}: {err['msg']}"
                                  f" (got {err['input']!r:.60})" for err in e.__cause__.errors())
@@ -306,7 +308,7 @@ class _OnlyMcp:
         return await self.app(scope, receive, send)
 
     def _refusal(self, scope):
-        from .app import error_response, shown_path
+        from .app import error_response
 
         if scope["path"].rstrip("/") != self.path:
             return error_response(404, f"not found: {shown_path(scope['path'])}; busca mcp"

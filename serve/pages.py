@@ -12,7 +12,7 @@ from starlette.responses import HTMLResponse
 from ..search import highlight
 from . import access, facetview, params
 from .engine import Engine
-from .errors import for_client, status_of
+from .errors import error_for_client, for_client, status_of
 from .html import (esc, hit_title, href, lang_of, marked, meta_line, notice, page, rank_score,
                    source_link)
 
@@ -33,8 +33,8 @@ def home(request: Request) -> HTMLResponse:
         if status is None:
             raise
         return page("busca", _form("", "", [], params.K, outcome=True)
-                    + notice(for_client(request, e), ident=OUTCOME), active="search",
-                    status=status)
+                    + notice(error_for_client(request, e, status), ident=OUTCOME),
+                    active="search", status=status)
     raw_q = args.get("q", "")
     method = args.get("method") or ("hybrid" if "hybrid" in methods else params.METHOD)
     filters: tuple = ()
@@ -52,7 +52,8 @@ def home(request: Request) -> HTMLResponse:
         status = status_of(e)
         if status is None:
             raise
-        k, results, outcome = params.K, notice(for_client(request, e), ident=OUTCOME), True
+        k, results, outcome = (params.K, notice(error_for_client(request, e, status),
+                                                ident=OUTCOME), True)
     title = f"{raw_q} — busca" if raw_q.strip() else "busca"
     return page(title, _form(raw_q, method, methods, k, filters, outcome=outcome)
                 + _sign_in(request) + results, active="search", status=status)

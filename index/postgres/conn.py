@@ -42,7 +42,17 @@ class PostgresUnavailable(PostgresError):
 
 
 class PostgresDenied(PostgresError):
-    """The role lacks a privilege on the corpus; the message names the GRANT."""
+    """The role lacks a privilege on the corpus; the message names the GRANT. `public`: the
+    refusal as busca serve tells a network client, without the role, owner and objects the
+    GRANT names (the CLI and the server's log keep the message)."""
+
+    public = ("the server's database role may not read this corpus — its administrator runs"
+              " the GRANT the server's log names")
+
+    def __init__(self, message: str, public: str | None = None):
+        super().__init__(message)
+        if public is not None:
+            self.public = public
 
 
 class PostgresReadOnly(PostgresError):
@@ -122,7 +132,9 @@ def _denied(where: Where, reason: str, write: bool) -> PostgresDenied:
             f"role {where.user} may not change the corpus {where.schema!r} ({reason}) —"
             " crawl, add, index, log and the query log need the corpus's owner: an"
             f" administrator runs {writer_grants(where.schema, where.user, where.database)};"
-            " searching only needs USAGE and SELECT")
+            " searching only needs USAGE and SELECT",
+            public="the server's database role may not change this corpus — its"
+                   " administrator runs the GRANT the server's log names")
     return PostgresDenied(
         f"role {where.user} may not read the corpus {where.schema!r} ({reason}) — an"
         f" administrator runs {reader_grants(where.schema, where.user, where.owner)}")

@@ -8,10 +8,14 @@ nothing, and a missing privilege is one line naming the GRANT.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import subprocess
+import sys
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -170,6 +174,92 @@ def test_writes_by_a_reader_are_refused_in_one_line_naming_the_fix(homes, tmp_pa
         message = _one_line_error(invoke("--home", homes.session, *args))
         assert "is read-only" in message and "point them at the primary" in message
     assert _scalar(homes.admin, f"SELECT count(*) FROM {homes.schema}.documents") == 39
+
+
+def test_serve_tells_a_client_the_refusal_and_its_log_the_grant(homes, tmp_path):
+    """Before: busca serve and busca mcp --http answered a network client the GRANT statement
+    itself (`role nobody_… may not read the corpus 'ro_…' … GRANT USAGE ON SCHEMA "ro_…" TO
+    nobody_…; … FOR ROLE <owner> …`), naming the server's role, the corpus's owner and its
+    schema; and with -q their log said nothing of it. Now the client reads that the server's
+    role may not read (or change) the corpus, and the log names the GRANT. (busca serve
+    does not start as a role without privileges: the GRANTs are revoked once it serves.)"""
+    import psycopg
+    from serving import Server
+
+    nobody, reader = f"revoked_{uuid.uuid4().hex[:8]}", urlsplit(homes.reader).username
+    grants = [f"USAGE ON SCHEMA {homes.schema}", f"SELECT ON ALL TABLES IN SCHEMA {homes.schema}"]
+    with psycopg.connect(homes.admin, autocommit=True) as db:
+        db.execute(f"CREATE ROLE {nobody} LOGIN PASSWORD '{PASSWORD}'")
+        for grant in grants:
+            db.execute(f"GRANT {grant} TO {nobody}")
+    home = _with(_as_role(homes.admin, nobody), f"corpus={homes.schema}")
+    try:
+        with Server(home, "--quiet", "--no-log") as server, \
+                _mcp_http(home, tmp_path / "mcp.log") as port:
+            with psycopg.connect(homes.admin, autocommit=True) as db:
+                for grant in grants:
+                    db.execute(f"REVOKE {grant} FROM {nobody}")
+            answers = [requests.get(server.url + path, timeout=60) for path in
+                       ("api/search?q=prazo&method=bm25", "api/stats", "healthz", "?q=prazo")]
+            tool = _tool_search(port)
+    finally:
+        with psycopg.connect(homes.admin, autocommit=True) as db:
+            db.execute(f"DROP OWNED BY {nobody}")
+            db.execute(f"DROP ROLE {nobody}")
+    with Server(homes.reader, "--quiet", "--no-log", "--token", "t" * 32) as writer:
+        posted = requests.post(writer.url + "api/documents", json={"documents": [
+            {"url": "https://a.example/n", "title": "Nota", "text": "Texto da nota."}]},
+            headers={"Authorization": "Bearer " + "t" * 32}, timeout=60)
+    log = tmp_path / "mcp.log"
+    assert answers[0].status_code == 503 and posted.status_code == 503, posted.text
+    assert "the server's database role may not read this corpus" in answers[0].json()["error"]
+    assert "the GRANT the server's log names" in answers[0].json()["error"]
+    assert "may not change this corpus" in posted.json()["error"], posted.text
+    assert "may not read this corpus" in tool, tool
+    for text in [a.text for a in answers] + [posted.text, tool]:
+        for secret in (nobody, reader, homes.schema, "GRANT USAGE", "FOR ROLE", "AUTHORIZATION"):
+            assert secret not in text, (secret, text)
+    served = "".join(server.stderr)
+    assert f'GRANT USAGE ON SCHEMA "{homes.schema}" TO {nobody}' in served, served
+    assert "503 GET /api/search: role " + nobody in served, served
+    assert f'CREATE SCHEMA "{homes.schema}" AUTHORIZATION {reader}' in "".join(writer.stderr)
+    assert f"tool search: Error executing tool search: role {nobody} may not read" in \
+        log.read_text(encoding="utf-8")
+    for text in (served, "".join(writer.stderr), log.read_text(encoding="utf-8")):
+        assert PASSWORD not in text and "Traceback" not in text
+
+
+@contextlib.contextmanager
+def _mcp_http(home: str, log: Path):
+    """The port of a busca mcp --http of `home`, its stderr into `log`."""
+    from embed_servers import free_port
+    from test_mcp_access import _wait_for
+
+    port = free_port()
+    with log.open("w", encoding="utf-8") as err:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "busca.cli", "--home", home, "mcp", "--http",
+             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        _wait_for(port, process)
+        yield port
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+def _tool_search(port: int) -> str:
+    """The text of the search tool's answer of the busca mcp --http on `port`."""
+    from test_mcp_hosts import INITIALIZE, _message, post
+
+    host = f"127.0.0.1:{port}"
+    _, headers, _ = post(port, host, INITIALIZE)
+    session = {"Mcp-Session-Id": headers["mcp-session-id"], "Mcp-Protocol-Version": "2025-06-18"}
+    post(port, host, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+    _, _, data = post(port, host, {
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "search", "arguments": {"question": "prazo"}}}, session)
+    return _message(data)["result"]["content"][0]["text"]
 
 
 def test_a_read_command_on_a_missing_corpus_creates_nothing(homes):

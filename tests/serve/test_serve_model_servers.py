@@ -126,3 +126,21 @@ def test_mcp_over_http_names_no_model_server(built):
     assert "did not answer" in compare.structured_content["notes"]["dense"]
     for answer in (stats, search, compare):
         assert _leaks(json.dumps(answer.model_dump(), ensure_ascii=False), url) == []
+
+
+def test_the_log_line_of_a_shortened_error_hides_passwords_and_stays_one_line(caplog):
+    """`told`: what the log keeps of an error a client was told less of names the server,
+    without the password of a URL in the message, and a client's control characters cannot
+    start a line of their own."""
+    from busca.serve.errors import told
+
+    url = "http://ops:hunter2@127.0.0.1:9"
+    error = busca.errors.EmbeddingServerError(f"the embedding server at {url}/v1 did not answer")
+    shown = public(error, "/srv/home", servers=[url])
+    assert "127.0.0.1" not in shown
+    with caplog.at_level("WARNING", logger="busca.serve"):
+        told(error, shown, "503 GET /api/search\nforged: line")
+        told("nothing to hide", "nothing to hide", "400 GET /api/search")
+    assert [r.getMessage() for r in caplog.records] == [
+        "503 GET /api/search\\nforged: line: the embedding server at"
+        " http://ops:***@127.0.0.1:9/v1 did not answer"]

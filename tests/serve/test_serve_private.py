@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -88,6 +90,63 @@ def test_a_home_without_an_index_is_named_without_its_folder(empty, base):
     assert "no saved runs" in answers["eval"].text and "--run-out" in answers["eval"].text
     log = "".join(server.stderr)
     assert str(root / "home") in log  # the log keeps the detail
+
+
+def test_the_log_keeps_what_a_client_was_told_less_of(tmp_path):
+    """Before: with -q (no access log) the server's log said nothing of a 503 `no index in
+    the server's home` or a 422 `broken.json:1:53: invalid JSON …`, so its
+    operator could not see which folder they were about; now each error answer `public`
+    shortened is one line of the log with the message as it was (busca mcp --http's too)."""
+    from test_mcp_access import _wait_for
+
+    from embed_servers import free_port
+
+    home, runs = tmp_path / "home", tmp_path / "runs"
+    _invoke(home, "add", str(FIXTURES / "site" / "articles.jsonl"))
+    runs.mkdir()
+    (runs / "broken.json").write_text('{"format": "busca-run", "version": 1, "questions": [',
+                                      encoding="utf-8")
+    with Server(home, "-q", "--no-log", "--runs", str(runs)) as server:
+        found = requests.get(server.url + "api/search?q=prazo&method=bm25", timeout=60)
+        page = requests.get(server.url, params={"q": "prazo"}, timeout=60)
+        broken = requests.get(server.url + "eval", params={"run": "broken.json"}, timeout=60)
+        bad = requests.get(server.url + "api/search", params={"q": "prazo", "k": "0"},
+                           timeout=60)
+    assert (found.status_code, page.status_code, broken.status_code) == (503, 503, 422)
+    lines = "".join(server.stderr).splitlines()
+    assert [line for line in lines if f"503 GET /api/search: no index in {home}" in line]
+    assert [line for line in lines if f"503 GET /: no index in {home}" in line]
+    assert [line for line in lines if f"422 GET /eval: {runs / 'broken.json'}:1:" in line]
+    assert bad.status_code == 400 and not [line for line in lines if "400 GET" in line]
+    assert "Traceback" not in "".join(lines)
+    log, port = tmp_path / "mcp.log", free_port()
+    with log.open("w", encoding="utf-8") as err:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "busca.cli", "--home", str(home), "mcp", "--http",
+             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        _wait_for(port, process)
+        text = _tool_search(port)
+    finally:
+        process.terminate()
+        process.wait(30)
+    assert str(home) not in text and "the server's home" in text, text
+    assert f"tool search: Error executing tool search: no index in {home}" in \
+        log.read_text(encoding="utf-8")
+
+
+def _tool_search(port: int) -> str:
+    """The text of the search tool's answer of the busca mcp --http on `port`."""
+    from test_mcp_hosts import INITIALIZE, _message, post
+
+    host = f"127.0.0.1:{port}"
+    _, headers, _ = post(port, host, INITIALIZE)
+    session = {"Mcp-Session-Id": headers["mcp-session-id"], "Mcp-Protocol-Version": "2025-06-18"}
+    post(port, host, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+    _, _, data = post(port, host, {
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "search", "arguments": {"question": "prazo"}}}, session)
+    return _message(data)["result"]["content"][0]["text"]
 
 
 def test_a_damaged_build_is_named_relative_to_the_home(tmp_path, base):
@@ -201,7 +260,8 @@ def test_a_run_file_larger_than_the_cap_is_a_one_line_error(home, monkeypatch):
 def test_a_postgres_home_s_url_and_password_are_never_shown(pg_home):
     """Before: /eval on a postgresql:// home said `no saved runs in postgresql:/USER:PASSWORD@…`
     (its runs folder, the URL taken as a path, the password in clear), and every 503 named
-    the URL (`no index in postgresql://USER:***@HOST:PORT/DB?corpus=…`)."""
+    the URL (`no index in postgresql://USER:***@HOST:PORT/DB?corpus=…`). The log keeps the
+    URL, its password hidden."""
     from urllib.parse import urlsplit
 
     home = pg_home
@@ -209,9 +269,12 @@ def test_a_postgres_home_s_url_and_password_are_never_shown(pg_home):
         home = home.replace("@", ":pw-in-the-url@", 1)
     password, host = urlsplit(home).password or "\0", urlsplit(home).hostname
     _invoke(home, "add", str(FIXTURES / "site" / "articles.jsonl"))
-    with Server(home, "--no-log") as server:
+    with Server(home, "--no-log", "-q") as server:
         answers = [requests.get(server.url + path, timeout=60) for path in
                    ("eval", "healthz", "api/search?q=prazo&method=bm25", "")]
+    log = "".join(server.stderr)
+    assert "503 GET /api/search: no index in postgresql://" in log, log
+    assert f"@{host}" in log and password not in log, log
     assert "no saved runs" in answers[0].text and answers[2].status_code == 503
     for answer in answers:
         assert password not in answer.text and "postgresql:" not in answer.text, answer.text
