@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 HISTORY = "~/.busca_history"  # read and written by terminal.py
 FLOOR_OPTION = ":min-score"  # what "nothing found" tells a person to lower (JSON names
 #                              --min-score, as busca search --json and busca context --json do)
+PLAIN = display.Style()  # no colour: the stderr lines' style unless terminal.py gives one
 WARM_UP = api.WARM_UP  # encoded when a dense method is chosen, so no question waits for it
 
 HELP = """\
@@ -47,6 +48,11 @@ Type a question and press Enter. Commands:
   :settings        the current settings
   :help            this help
 Ctrl-D (or :quit) leaves; {history}."""
+
+
+RANKS = {"method", "m", "min-score", "compare", "c", "context"}  # :commands that need the
+#                                                                  live build (the others
+#                                                                  work on the one loaded)
 
 
 class SessionError(BuscaError):
@@ -71,9 +77,11 @@ class Session:
     """Answers questions on one loaded index; `handle` takes one line of input."""
 
     def __init__(self, index, store, settings: Settings, *,
-                 style: display.Style, as_json: bool = False, log: bool = True,
+                 style: display.Style, err_style: display.Style = PLAIN,
+                 as_json: bool = False, log: bool = True,
                  echo: Callable[..., None] = click.echo, history: str | None = HISTORY):
         self.index, self.store, self.style = index, store, style
+        self.err_style = err_style  # how the "(N hits, …)" line is drawn on stderr
         self.as_json, self.log, self.echo = as_json, log, echo
         self.history = history  # named by :help (None: not kept)
         self.fusion: searching.FusionSettings | None = None  # hybrid's settings, as a value
@@ -107,12 +115,41 @@ class Session:
         if rebuilt:
             self._note(f"the index was rebuilt (build {live.build},"
                        f" {live.manifest.chunks} chunks): answering on it")
-        self.use(self.settings.method)  # its ranker from the new build (or why it cannot)
+        try:
+            self.use(self.settings.method)  # its ranker from the new build
+        except BuscaError as e:  # the rebuild dropped it (busca index --dense none): said once
+            self._fall_back(str(e))
+
+    def _fall_back(self, why: str) -> None:
+        """Answer with the default method (else the first the build has) when the session's
+        cannot answer on the build now served; one line says which and why."""
+        was, have = self.settings.method, searching.available_methods(self.index)
+        for method in dict.fromkeys([api.METHOD, *have]):
+            if method in have and method != was:
+                try:
+                    self.use(method)
+                except BuscaError:
+                    continue
+                self._note(f"{was} cannot answer on this build ({display.one_line(why)}):"
+                           f" answering with {method}; :method NAME chooses another")
+                return
+        raise SessionError(why)
 
     def floor(self, method: str | None = None) -> float | None:
         if self.settings.min_score is not None:
             return self.settings.min_score
         return searching.floor_of(self.index, method or self.settings.method)
+
+    def _floor_text(self) -> str:
+        """The floor that applies, as :settings and :min-score clear name it: a fused method
+        keeps the hits that pass one component's calibrated floor."""
+        floor = self.floor()
+        if floor is not None:
+            return f"{floor:g}"
+        gates = searching.gate_floors(self.index, self.settings.method, self.fusion)
+        if gates:
+            return "one component's: " + " or ".join(f"{m} {f:g}" for m, f in gates.items())
+        return "none"
 
     # --- one line of input --------------------------------------------------------------
     def handle(self, line: str) -> bool:
@@ -140,7 +177,11 @@ class Session:
         name, arg = name.lower(), arg.strip()
         if name in ("q", "quit", "exit"):
             return False
-        self.follow()  # after :quit: a home whose index is gone still lets one leave
+        try:  # after :quit: a home whose index is gone still lets one leave
+            self.follow()
+        except BuscaError:  # :help, :settings, :k … still work on the index loaded;
+            if name in RANKS:  # a command that ranks says why it cannot
+                raise
         actions = {"method": self._method, "m": self._method, "k": self._k,
                    "min-score": self._min_score,
                    "per-doc": self._per_doc, "filter": self._filter, "compare": self.compare, "c": self.compare,
@@ -155,7 +196,14 @@ class Session:
         if not arg:
             raise SessionError("name a method, e.g. :method hybrid; this index has: "
                                + ", ".join(searching.available_methods(self.index)))
-        self.use(arg)
+        try:
+            self.use(arg)
+        except searching.UnknownMethod as e:  # the library's "(method X)": here one types
+            if e.have is None:                # ":method X"
+                raise
+            from .index.methods import not_in_index
+
+            raise SessionError(str(not_in_index(e.method, e.have, ask=":method"))) from None
         self._note(f"method {arg}")
 
     def _k(self, arg: str) -> None:
@@ -180,9 +228,8 @@ class Session:
                                    " for the calibrated floor")
         self.settings = replace(self.settings, min_score=value)
         self.use(self.settings.method)  # hybrid's fusion takes the floor
-        floor = self.floor()
         self._note(f"min-score {value:g}" if value is not None else
-                   f"min-score calibrated ({'none' if floor is None else f'{floor:g}'})")
+                   f"min-score calibrated ({self._floor_text()})")
 
     def _lang(self, arg: str) -> None:
         """`:lang en` chooses the prompt's language, `:lang` names it."""
@@ -208,10 +255,10 @@ class Session:
     def _show(self, _arg: str = "") -> None:
         s = self.settings
         per_doc = "each command's default" if s.per_doc is None else s.per_doc
-        floor = self.floor()
-        shown = "none (no floor calibrated: busca eval --calibrate)" if floor is None \
-            else f"{floor:g}"
-        self._note(f"method {s.method}, k {s.k}, per-doc {per_doc}, floor {shown},"
+        floor = self._floor_text()
+        if floor == "none":
+            floor += " (no floor calibrated: busca eval --calibrate)"
+        self._note(f"method {s.method}, k {s.k}, per-doc {per_doc}, floor {floor},"
                    f" filters {self._filters()}, lang {s.lang or self._index_lang()}")
 
     def _index_lang(self) -> str:
@@ -260,8 +307,8 @@ class Session:
             analyzer = searching.highlight.analyzer_for(self.index.manifest.methods, s.method)
             self.echo(display.hits_text(shown, question, analyzer, self.style))
         hits_word = "hit" if len(shown) == 1 else "hits"
-        self.echo(self.style.paint(f"({len(shown)} {hits_word}, {s.method},"
-                                   f" {seconds * 1000:.0f} ms)", dim=True), err=True)
+        self.echo(self.err_style.paint(f"({len(shown)} {hits_word}, {s.method},"
+                                       f" {seconds * 1000:.0f} ms)", dim=True), err=True)
         return shown
 
     def spec(self, kind: type[api.SearchSpec], per_doc: int):

@@ -39,7 +39,12 @@ RESET = "\x1b[0m"  # ANSI: back to the terminal's own colours
 def style_for_stdout() -> display.Style:
     """Colour on a terminal unless NO_COLOR is set (to anything) or TERM is dumb (it draws
     escapes as text); the terminal's width."""
-    tty = sys.stdout.isatty()
+    return style_for(sys.stdout)
+
+
+def style_for(stream) -> display.Style:
+    """`style_for_stdout` for what is written to `stream` (the session's notes: stderr)."""
+    tty = stream.isatty()
     colour = tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
     width = shutil.get_terminal_size((display.WIDTH, 24)).columns if tty else display.WIDTH
     return display.Style(colour=colour, width=max(width, 40), wrap=tty)
@@ -78,7 +83,7 @@ def run_session(home: indexing.Home, *, method: str, k: int, per_doc: int | None
                               rerank=rerank, filters=tuple(filters), lang=lang)
     on_terminal = sys.stdin.isatty() and not as_json  # only there are lines remembered
     session = shell.Session(home.current(), home, settings, style=style_for_stdout(),
-                            as_json=as_json, log=not no_log,
+                            err_style=style_for(sys.stderr), as_json=as_json, log=not no_log,
                             history=history_path() if on_terminal else None)
     if on_terminal:
         run_terminal(session, history_path())
@@ -114,6 +119,7 @@ def run_terminal(session: shell.Session, history: str | os.PathLike | None) -> i
         if line.strip().lower() in LEAVE:
             break
         session.style = style_for_stdout()  # the window may have been resized meanwhile
+        session.err_style = style_for(sys.stderr)
         try:
             if not session.handle(line):
                 break

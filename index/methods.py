@@ -33,14 +33,22 @@ SPARSE = "sparse"
 class UnknownMethod(BuscaError, ValueError):
     """A method busca cannot build, or that an index was not built with."""
 
+    method: str | None = None  # not_in_index's: the method asked for and those the index has,
+    have: Sequence[str] | None = None  # so a front end may word the fix its own way
 
-def not_in_index(method: str, have: Sequence[str]) -> UnknownMethod:
+
+def not_in_index(method: str, have: Sequence[str], *, ask: str = "method") -> UnknownMethod:
     """The error for `method` asked of an index built with the methods `have`, and the fix
-    (`busca search`'s default, tfidf, is one an index built with --methods bm25 lacks)."""
+    (`busca search`'s default, tfidf, is one an index built with --methods bm25 lacks);
+    `ask`: how the fix asks for a method (busca shell's `:method`)."""
     if not have:
-        return UnknownMethod(f"this index has no method {method!r}; it has none")
-    return UnknownMethod(f"this index has no method {method!r}; it has: {', '.join(have)} —"
-                         f" ask for one of those (method {have[0]}){_how_to_build(method)}")
+        error = UnknownMethod(f"this index has no method {method!r}; it has none")
+    else:
+        error = UnknownMethod(f"this index has no method {method!r}; it has: {', '.join(have)}"
+                              f" — ask for one of those ({ask} {have[0]})"
+                              f"{_how_to_build(method)}")
+    error.method, error.have = method, tuple(have)
+    return error
 
 
 def _how_to_build(method: str) -> str:

@@ -32,6 +32,7 @@ EXPORTS = {
     "describe_default": ".fusion",
     "describe_fusion": ".scorers",
     "floor_of": ".scorers",
+    "gate_floors": ".scorers",
     "FUSION": ".fusion",
     "FusionError": ".fusion",
     "FUSIONS": ".fusion",

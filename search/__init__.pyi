@@ -29,6 +29,7 @@ from .fusion import FUSION as FUSION
 from .fusion import FusionError as FusionError
 from .fusion import FUSIONS as FUSIONS
 from .fusion import FusionSettings as FusionSettings
+from .scorers import gate_floors as gate_floors
 from .filters import has_groups as has_groups
 from . import highlight as highlight
 from .hits import Hit as Hit
@@ -102,6 +103,7 @@ __all__ = [
     "describe_fusion",
     "facets",
     "floor_of",
+    "gate_floors",
     "has_groups",
     "highlight",
     "hits_for",

@@ -49,13 +49,34 @@ def scorer(index, method: str, fusion: FusionSettings | None = None):
         return index.ranker(method)
     if method not in available_methods(index):
         raise not_in_index(method, available_methods(index))
-    settings = fusion if fusion is not None else stored_settings(index.manifest.entry(HYBRID))
-    dense = _dense_of(method)
-    weights = components(_resolved(index, settings), _parts(index), dense,
-                         dense_share=dense_share(index, dense), sparse=_sparse_of(index, method))
+    settings, weights = _fused(index, method, fusion)
     return HybridScorer({m: index.ranker(resolve(index.manifest.methods, m)) for m in weights},
                         weights, settings, {m: floor_of(index, m) for m in gates(weights)},
                         lexicon=_lexicon(index, settings, weights), coord=coords(index))
+
+
+def _fused(index, method: str, fusion: FusionSettings | None) -> tuple[FusionSettings, dict]:
+    """A fused method's settings (`fusion`, else the build's) and its components' weights."""
+    settings = fusion if fusion is not None else stored_settings(index.manifest.entry(HYBRID))
+    dense = _dense_of(method)
+    return settings, components(_resolved(index, settings), _parts(index), dense,
+                                dense_share=dense_share(index, dense),
+                                sparse=_sparse_of(index, method))
+
+
+def gate_floors(index, method: str, fusion: FusionSettings | None = None) -> dict[str, float]:
+    """The calibrated floors a hit of fused `method` must pass one of (search/fusion.py
+    `passing`), by component; empty when `method` is not fused, `fusion` applies no floors,
+    or a component has no floor (every hit passes then)."""
+    method = _hybrid3(index, resolve(index.manifest.methods, method))
+    spec = method_spec(method)
+    if spec is None or spec.kind != "fused" or method not in available_methods(index):
+        return {}
+    settings, weights = _fused(index, method, fusion)
+    floors = {m: floor_of(index, m) for m in gates(weights)}
+    if not settings.floors or any(f is None for f in floors.values()):
+        return {}
+    return floors
 
 
 def lifts(index, settings: FusionSettings, weights: dict) -> bool:

@@ -671,3 +671,126 @@ def test_a_removed_document_is_left_out_and_the_session_says_so(tmp_path):
     assert first["url"] not in {p["url"] for p in context["passages"]}
     assert done.stderr.count("note: left out 1 document removed or changed since the index"
                              " was built") == 2
+
+
+# --- settings, a dropped method, a deleted home, the session's wording ------------------------
+
+def test_settings_names_the_component_floors_hybrid_applies(run, fake, home, tmp_path):
+    """hybrid has no floor of its own, but on a calibrated home a hybrid hit must pass one
+    component's floor: :settings said "floor none (no floor calibrated: busca eval
+    --calibrate)", as if nothing were dropped."""
+    from busca.index.home import storage
+    from conftest import write_jsonl
+
+    docs = [{"url": "https://a.example/1", "title": "Um", "text": "O reembolso demora sete dias."},
+            {"url": "https://a.example/2", "title": "Dois", "text": "O frete é grátis."}]
+    run("add", str(write_jsonl(tmp_path / "d.jsonl", docs)))
+    assert run("index", "-q", "--dense", "fake").exit_code == 0
+    lines = ":settings\n:min-score 0\n:min-score clear\n"
+    before = run("shell", "--method", "hybrid", "--no-log", input=lines)
+    assert "floor none (no floor calibrated: busca eval --calibrate)" in before.stderr
+    storage.update_manifest(storage.load_index(home),
+                            {"methods": {"bm25": {"floor": 1.5}, "dense": {"floor": 0.25}}})
+    after = run("shell", "--method", "hybrid", "--no-log", input=lines)
+    assert after.exit_code == 0, after.output
+    assert "floor one component's: bm25 1.5 or dense 0.25," in after.stderr
+    assert "min-score calibrated (one component's: bm25 1.5 or dense 0.25)" in after.stderr
+    bm25 = run("shell", "--method", "bm25", "--no-log", input=":settings\n")
+    assert "floor 1.5," in bm25.stderr  # a method's own floor, as before
+
+
+def test_a_rebuild_that_drops_the_method_falls_back_once(tmp_path):
+    """`busca index` in another process drops the session's method (here bm25; `--dense none`
+    drops hybrid the same way): every question was an error and the prompt still named the
+    method. The session says once which method it answers with now, and how to choose."""
+    home, docs = tmp_path / "home", tmp_path / "docs.jsonl"
+    docs.write_text(json.dumps({"url": "https://a.example/gato", "title": "Gato",
+                                "text": "O gato mia e dorme."}) + "\n"
+                    + json.dumps({"url": "https://a.example/cão", "title": "Cão",
+                                  "text": "O cão late."}) + "\n", encoding="utf-8")
+    env = _env(home, tmp_path)
+    for args in (["add", str(docs)], ["index", "-q"]):
+        subprocess.run([*BUSCA, *args], env=env, check=True, capture_output=True)
+    shell = subprocess.Popen([*BUSCA, "shell", "--json", "--no-log", "--method", "bm25"],
+                             env=env, text=True, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        shell.stdin.write("gato\n")
+        shell.stdin.flush()
+        assert json.loads(shell.stdout.readline())["method"] == "bm25"
+        subprocess.run([*BUSCA, "index", "-q", "--methods", "tfidf"], env=env, check=True,
+                       capture_output=True)
+        shell.stdin.write("gato\ngato\n:settings\n")
+        shell.stdin.close()
+        answers = [json.loads(line) for line in shell.stdout.read().splitlines()]
+        err = shell.stderr.read()
+    finally:
+        assert shell.wait(timeout=60) == 0
+    assert [a.get("method") for a in answers] == ["tfidf", "tfidf"], answers
+    assert all(a["hits"] for a in answers)
+    assert err.count("bm25 cannot answer on this build") == 1, err
+    assert "answering with tfidf; :method NAME chooses another" in err
+    assert "method tfidf, k 3" in err and "error" not in err
+
+
+def test_help_settings_and_quit_work_after_the_home_was_deleted(tmp_path):
+    """The home removed while the session is open: :help, :settings and :k still answer
+    (from the index loaded), a question or :method says why it cannot, :quit leaves. :help
+    and :settings were "error: no index in … — run "busca index" first"."""
+    import shutil
+
+    home, docs = tmp_path / "home", tmp_path / "docs.jsonl"
+    docs.write_text(json.dumps({"url": "https://a.example/gato", "title": "Gato",
+                                "text": "O gato mia e dorme."}) + "\n", encoding="utf-8")
+    env = _env(home, tmp_path)
+    for args in (["add", str(docs)], ["index", "-q"]):
+        subprocess.run([*BUSCA, *args], env=env, check=True, capture_output=True)
+    shell = subprocess.Popen([*BUSCA, "shell", "--no-log"], env=env, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+    try:
+        shell.stdin.write(":k 1\n")
+        shell.stdin.flush()
+        assert shell.stderr.readline() == "k 1\n"  # the session is open on the home
+        shutil.rmtree(home)
+        shell.stdin.write(":help\n:settings\n:k 2\ngato\n:method bm25\n:quit\n:settings\n")
+        shell.stdin.close()
+        out, err = shell.stdout.read(), shell.stderr.read()
+    finally:
+        assert shell.wait(timeout=60) == 0
+    assert "Type a question and press Enter" in out and ":method NAME" in out
+    said = err.splitlines()
+    assert said[0].startswith("method tfidf, k 1, ") and said[1] == "k 2", err
+    no_index = f'error: no index in {home} — run "busca index" first'
+    assert said[2:] == [no_index, no_index], err  # the question and :method; :quit left
+
+
+def test_an_unknown_method_names_the_session_command(corpus, tmp_path):
+    """In the session one types `:method tfidf`; the line said "ask for one of those (method
+    tfidf)", the wording every front end shares (busca search's still is)."""
+    done = subprocess.run([*BUSCA, "shell", "--json", "--no-log"], input=":method tfidf2\n",
+                          capture_output=True, text=True, env=_env(corpus, tmp_path))
+    [error] = [json.loads(line)["error"] for line in done.stdout.splitlines()]
+    assert error == ("this index has no method 'tfidf2'; it has: tfidf, bm25 — ask for one of"
+                     " those (:method tfidf); busca has no method 'tfidf2'")
+    search = subprocess.run([*BUSCA, "search", "x", "--method", "tfidf2", "--no-serve"],
+                            capture_output=True, text=True, env=_env(corpus, tmp_path))
+    assert search.returncode == 1 and "ask for one of those (method tfidf);" in search.stderr
+
+
+def test_the_hits_line_is_coloured_by_the_stream_it_is_written_to(corpus, tmp_path):
+    """The "(N hits, …)" line goes to stderr: with the answers in a file and stderr on the
+    terminal it is dimmed there, and the file has no escape; its colour followed stdout's
+    (none here). (stderr in a file never got escapes: click drops them off a terminal.)"""
+    env = {**_env(corpus, tmp_path), "TERM": "xterm"}  # colour: a terminal, NO_COLOR unset
+    out = tmp_path / "answers.txt"
+    with out.open("wb") as file:
+        term = Terminal([*BUSCA, "shell", "--no-log"], env, stdout=file)
+        term.expect(r"busca:tfidf> ")
+        term.send(QUESTIONS[0] + "\r")
+        line = term.expect(r"\(\d+ hits?, tfidf, \d+ ms\)")
+        term.expect(r"busca:tfidf> ")
+        term.send("\x04")
+        assert term.close() == 0
+    assert "\x1b[2m(3 hits, tfidf, " in line
+    assert out.read_text(encoding="utf-8").startswith("1. ") and "\x1b[" not in out.read_text()
