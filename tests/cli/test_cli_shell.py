@@ -529,6 +529,18 @@ def test_search_without_a_question_takes_filters_into_the_session(corpus, tmp_pa
 
 # --- interrupted, left, rebuilt, no history ---------------------------------------------------
 
+def _cut_a_long_answer(term: Terminal) -> str:
+    """Ask for 201 hits into a terminal nobody reads yet (the write blocks), press Ctrl-C
+    while the answer is written; what the terminal showed up to the next prompt."""
+    term.expect(r"busca:tfidf> ")
+    term.send(":k 201\r")
+    term.expect(r"busca:tfidf> ")
+    term.send(QUESTIONS[0] + "\r")
+    time.sleep(2)  # the answer fills the terminal's buffer: the process waits in a write
+    term.send("\x03")
+    return term.expect(r"\ninterrupted\r\nbusca:tfidf> ", timeout=60)
+
+
 @pytest.mark.parametrize("ignored", [False, True])
 def test_ctrl_c_during_an_answer_drops_it_and_the_session_goes_on(corpus, tmp_path, ignored):
     """Ctrl-C while an answer is being written (here: 201 hits into a terminal nobody reads
@@ -537,13 +549,7 @@ def test_ctrl_c_during_an_answer_drops_it_and_the_session_goes_on(corpus, tmp_pa
     with SIGINT ignored (a script's background job, as CI may run the tests) ignored it."""
     term = Terminal([*BUSCA, "shell", "--no-log"], _env(corpus, tmp_path, NO_COLOR="1"),
                     controlling=True, sigint_ignored=ignored)
-    term.expect(r"busca:tfidf> ")
-    term.send(":k 201\r")
-    term.expect(r"busca:tfidf> ")
-    term.send(QUESTIONS[0] + "\r")
-    time.sleep(2)  # the answer fills the terminal's buffer: the process waits in a write
-    term.send("\x03")
-    term.expect(r"\ninterrupted\r\nbusca:tfidf> ", timeout=60)
+    _cut_a_long_answer(term)
     term.send(":k 1\r")
     term.expect(r"busca:tfidf> ")
     term.send(QUESTIONS[1] + "\r")
@@ -558,13 +564,7 @@ def test_ctrl_c_during_a_coloured_answer_resets_the_colour(corpus, tmp_path):
     before "interrupted", so the prompt and what follows are not drawn yellow or dim."""
     env = {**_env(corpus, tmp_path), "TERM": "xterm"}  # colour: a terminal, NO_COLOR unset
     term = Terminal([*BUSCA, "shell", "--no-log"], env, controlling=True)
-    term.expect(r"busca:tfidf> ")
-    term.send(":k 201\r")
-    term.expect(r"busca:tfidf> ")
-    term.send(QUESTIONS[0] + "\r")
-    time.sleep(2)  # the answer fills the terminal's buffer: the process waits in a write
-    term.send("\x03")
-    cut = term.expect(r"interrupted\r\nbusca:tfidf> ", timeout=60)
+    cut = _cut_a_long_answer(term)
     assert "\x1b[1;33m" in cut and cut.endswith("\x1b[0m\r\ninterrupted\r\nbusca:tfidf> ")
     term.send("\x04")
     assert term.close() == 0
@@ -601,6 +601,27 @@ def test_a_history_file_that_cannot_be_written_is_said_once(corpus, tmp_path):
     assert term.close() == 0
 
 
+def _rebuilt_meanwhile(env, args, first, rebuild, rest):
+    """A piped `busca shell ARGS` asked `first`; then the busca commands `rebuild()` returns
+    run beside it, then it reads `rest`: (the first answer, the later answers, its stderr)."""
+    shell = subprocess.Popen([*BUSCA, "shell", *args], env=env, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+    try:
+        shell.stdin.write(first + "\n")
+        shell.stdin.flush()
+        before = json.loads(shell.stdout.readline())
+        for command in rebuild():
+            subprocess.run([*BUSCA, *command], env=env, check=True, capture_output=True)
+        shell.stdin.write(rest)
+        shell.stdin.close()
+        answers = [json.loads(line) for line in shell.stdout.read().splitlines()]
+        err = shell.stderr.read()
+    finally:
+        assert shell.wait(timeout=60) == 0
+    return before, answers, err
+
+
 def test_a_rebuilt_index_answers_the_next_question_and_is_said(tmp_path):
     """`busca index` in another process while the shell is open: the next line answers on the
     new build, with a note on stderr. The shell kept answering on the build it had loaded
@@ -612,24 +633,17 @@ def test_a_rebuilt_index_answers_the_next_question_and_is_said(tmp_path):
     env = _env(home, tmp_path)
     for args in (["add", str(docs)], ["index", "-q"]):
         subprocess.run([*BUSCA, *args], env=env, check=True, capture_output=True)
-    shell = subprocess.Popen([*BUSCA, "shell", "--json", "--no-log"], env=env, text=True,
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE)
-    try:
-        shell.stdin.write("ornitorrinco\n")
-        shell.stdin.flush()
-        assert json.loads(shell.stdout.readline())["hits"] == []
-        new = {"url": "https://a.example/orni", "title": "Ornitorrinco",
-               "text": "O ornitorrinco bota ovos."}
+    new = {"url": "https://a.example/orni", "title": "Ornitorrinco",
+           "text": "O ornitorrinco bota ovos."}
+
+    def replace_the_documents():
         docs.write_text(json.dumps(new) + "\n", encoding="utf-8")
-        for args in (["add", str(docs)], ["index", "-q"]):
-            subprocess.run([*BUSCA, *args], env=env, check=True, capture_output=True)
-        shell.stdin.write("ornitorrinco\n:method bm25\nornitorrinco\n")
-        shell.stdin.close()
-        answers = [json.loads(line) for line in shell.stdout.read().splitlines()]
-        err = shell.stderr.read()
-    finally:
-        assert shell.wait(timeout=60) == 0
+        return [["add", str(docs)], ["index", "-q"]]
+
+    before, answers, err = _rebuilt_meanwhile(
+        env, ["--json", "--no-log"], "ornitorrinco", replace_the_documents,
+        "ornitorrinco\n:method bm25\nornitorrinco\n")
+    assert before["hits"] == []
     assert [a["hits"][0]["url"] for a in answers] == [new["url"]] * 2, answers
     assert [a["method"] for a in answers] == ["tfidf", "bm25"]
     build = next(p.name for p in home.glob("index-*"))
@@ -637,17 +651,23 @@ def test_a_rebuilt_index_answers_the_next_question_and_is_said(tmp_path):
     assert err.count("the index was rebuilt") == 1  # said once
 
 
+def _asked_once(term: Terminal) -> str:
+    """The session on `term` asked the first question, then left with Ctrl-D; what the
+    terminal showed up to the "(N hits, …)" line."""
+    term.expect(r"busca:tfidf> ")
+    term.send(QUESTIONS[0] + "\r")
+    shown = term.expect(r"\(\d+ hits?, tfidf, \d+ ms\)")
+    term.expect(r"busca:tfidf> ")
+    term.send("\x04")
+    assert term.close() == 0
+    return shown
+
+
 def test_term_dumb_gets_no_colour(corpus, tmp_path):
     """TERM=dumb (Emacs's M-x shell, some CI consoles) draws escapes as text: no colour, as
     with NO_COLOR, in the session and in busca search; it got bold titles and highlights."""
     env = _env(corpus, tmp_path)  # TERM=dumb, NO_COLOR unset
-    term = Terminal([*BUSCA, "shell", "--no-log"], env)
-    term.expect(r"busca:tfidf> ")
-    term.send(QUESTIONS[0] + "\r")
-    out = term.expect(r"\(\d+ hits?, tfidf, \d+ ms\)")
-    term.expect(r"busca:tfidf> ")
-    term.send("\x04")
-    assert term.close() == 0
+    out = _asked_once(Terminal([*BUSCA, "shell", "--no-log"], env))
     one = Terminal([*BUSCA, "search", QUESTIONS[0], "--no-log", "--no-serve"], env)
     out += one.expect(r"\n3\. [^\n]*\n")
     one.close()
@@ -711,21 +731,10 @@ def test_a_rebuild_that_drops_the_method_falls_back_once(tmp_path):
     env = _env(home, tmp_path)
     for args in (["add", str(docs)], ["index", "-q"]):
         subprocess.run([*BUSCA, *args], env=env, check=True, capture_output=True)
-    shell = subprocess.Popen([*BUSCA, "shell", "--json", "--no-log", "--method", "bm25"],
-                             env=env, text=True, stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        shell.stdin.write("gato\n")
-        shell.stdin.flush()
-        assert json.loads(shell.stdout.readline())["method"] == "bm25"
-        subprocess.run([*BUSCA, "index", "-q", "--methods", "tfidf"], env=env, check=True,
-                       capture_output=True)
-        shell.stdin.write("gato\ngato\n:settings\n")
-        shell.stdin.close()
-        answers = [json.loads(line) for line in shell.stdout.read().splitlines()]
-        err = shell.stderr.read()
-    finally:
-        assert shell.wait(timeout=60) == 0
+    before, answers, err = _rebuilt_meanwhile(
+        env, ["--json", "--no-log", "--method", "bm25"], "gato",
+        lambda: [["index", "-q", "--methods", "tfidf"]], "gato\ngato\n:settings\n")
+    assert before["method"] == "bm25"
     assert [a.get("method") for a in answers] == ["tfidf", "tfidf"], answers
     assert all(a["hits"] for a in answers)
     assert err.count("bm25 cannot answer on this build") == 1, err
@@ -785,12 +794,6 @@ def test_the_hits_line_is_coloured_by_the_stream_it_is_written_to(corpus, tmp_pa
     env = {**_env(corpus, tmp_path), "TERM": "xterm"}  # colour: a terminal, NO_COLOR unset
     out = tmp_path / "answers.txt"
     with out.open("wb") as file:
-        term = Terminal([*BUSCA, "shell", "--no-log"], env, stdout=file)
-        term.expect(r"busca:tfidf> ")
-        term.send(QUESTIONS[0] + "\r")
-        line = term.expect(r"\(\d+ hits?, tfidf, \d+ ms\)")
-        term.expect(r"busca:tfidf> ")
-        term.send("\x04")
-        assert term.close() == 0
+        line = _asked_once(Terminal([*BUSCA, "shell", "--no-log"], env, stdout=file))
     assert "\x1b[2m(3 hits, tfidf, " in line
     assert out.read_text(encoding="utf-8").startswith("1. ") and "\x1b[" not in out.read_text()

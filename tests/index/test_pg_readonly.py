@@ -8,14 +8,10 @@ nothing, and a missing privilege is one line naming the GRANT.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
-import subprocess
-import sys
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -185,6 +181,8 @@ def test_serve_tells_a_client_the_refusal_and_its_log_the_grant(homes, tmp_path)
     does not start as a role without privileges: the GRANTs are revoked once it serves.)"""
     import psycopg
     from serving import Server
+    from test_mcp_access import mcp_http
+    from test_serve_private import _tool_search
 
     nobody, reader = f"revoked_{uuid.uuid4().hex[:8]}", urlsplit(homes.reader).username
     grants = [f"USAGE ON SCHEMA {homes.schema}", f"SELECT ON ALL TABLES IN SCHEMA {homes.schema}"]
@@ -195,7 +193,7 @@ def test_serve_tells_a_client_the_refusal_and_its_log_the_grant(homes, tmp_path)
     home = _with(_as_role(homes.admin, nobody), f"corpus={homes.schema}")
     try:
         with Server(home, "--quiet", "--no-log") as server, \
-                _mcp_http(home, tmp_path / "mcp.log") as port:
+                mcp_http(home, log=tmp_path / "mcp.log") as port:
             with psycopg.connect(homes.admin, autocommit=True) as db:
                 for grant in grants:
                     db.execute(f"REVOKE {grant} FROM {nobody}")
@@ -227,39 +225,6 @@ def test_serve_tells_a_client_the_refusal_and_its_log_the_grant(homes, tmp_path)
         log.read_text(encoding="utf-8")
     for text in (served, "".join(writer.stderr), log.read_text(encoding="utf-8")):
         assert PASSWORD not in text and "Traceback" not in text
-
-
-@contextlib.contextmanager
-def _mcp_http(home: str, log: Path):
-    """The port of a busca mcp --http of `home`, its stderr into `log`."""
-    from embed_servers import free_port
-    from test_mcp_access import _wait_for
-
-    port = free_port()
-    with log.open("w", encoding="utf-8") as err:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "busca.cli", "--home", home, "mcp", "--http",
-             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=err)
-    try:
-        _wait_for(port, process)
-        yield port
-    finally:
-        process.terminate()
-        process.wait(30)
-
-
-def _tool_search(port: int) -> str:
-    """The text of the search tool's answer of the busca mcp --http on `port`."""
-    from test_mcp_hosts import INITIALIZE, _message, post
-
-    host = f"127.0.0.1:{port}"
-    _, headers, _ = post(port, host, INITIALIZE)
-    session = {"Mcp-Session-Id": headers["mcp-session-id"], "Mcp-Protocol-Version": "2025-06-18"}
-    post(port, host, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
-    _, _, data = post(port, host, {
-        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
-        "params": {"name": "search", "arguments": {"question": "prazo"}}}, session)
-    return _message(data)["result"]["content"][0]["text"]
 
 
 def test_a_read_command_on_a_missing_corpus_creates_nothing(homes):

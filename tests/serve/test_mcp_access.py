@@ -73,12 +73,15 @@ def server(home):
 
 
 @contextlib.contextmanager
-def mcp_http(home, *options: str):
-    """The port of a `busca mcp --http` of `home` with `options`, started here, stopped after."""
+def mcp_http(home, *options: str, log=None):
+    """The port of a `busca mcp --http` of `home` with `options`, started here, stopped after;
+    its stderr into the file `log` (None: dropped)."""
     port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "busca.cli", "--home", str(home), "mcp", "--http",
-         "--port", str(port), *options], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with contextlib.ExitStack() as files:
+        err = files.enter_context(open(log, "w", encoding="utf-8")) if log else subprocess.DEVNULL
+        process = subprocess.Popen(
+            [sys.executable, "-m", "busca.cli", "--home", str(home), "mcp", "--http",
+             "--port", str(port), *options], stdout=subprocess.DEVNULL, stderr=err)
     try:
         _wait_for(port, process)
         yield port

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -97,9 +95,7 @@ def test_the_log_keeps_what_a_client_was_told_less_of(tmp_path):
     the server's home` or a 422 `broken.json:1:53: invalid JSON …`, so its
     operator could not see which folder they were about; now each error answer `public`
     shortened is one line of the log with the message as it was (busca mcp --http's too)."""
-    from test_mcp_access import _wait_for
-
-    from embed_servers import free_port
+    from test_mcp_access import mcp_http
 
     home, runs = tmp_path / "home", tmp_path / "runs"
     _invoke(home, "add", str(FIXTURES / "site" / "articles.jsonl"))
@@ -119,17 +115,9 @@ def test_the_log_keeps_what_a_client_was_told_less_of(tmp_path):
     assert [line for line in lines if f"422 GET /eval: {runs / 'broken.json'}:1:" in line]
     assert bad.status_code == 400 and not [line for line in lines if "400 GET" in line]
     assert "Traceback" not in "".join(lines)
-    log, port = tmp_path / "mcp.log", free_port()
-    with log.open("w", encoding="utf-8") as err:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "busca.cli", "--home", str(home), "mcp", "--http",
-             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=err)
-    try:
-        _wait_for(port, process)
+    log = tmp_path / "mcp.log"
+    with mcp_http(home, log=log) as port:
         text = _tool_search(port)
-    finally:
-        process.terminate()
-        process.wait(30)
     assert str(home) not in text and "the server's home" in text, text
     assert f"tool search: Error executing tool search: no index in {home}" in \
         log.read_text(encoding="utf-8")
