@@ -111,12 +111,16 @@ def public(message: object, home, runs: Path | None = None,
     return text
 
 
+def for_engine(engine, message: object, runs: Path | None = None) -> str:
+    """`public` for a client of `engine` (busca serve, busca mcp --http): its home, its model
+    servers, and `runs`, the runs folder a server shows."""
+    return public(message, engine.location, runs, engine.model_servers())
+
+
 def for_client(request, message: object) -> str:
-    """`public` for a request of busca serve: its engine's home, its runs folder, its model
-    servers."""
+    """`for_engine` for a request of busca serve: its engine, its runs folder."""
     state = request.app.state
-    return public(message, state.engine.location, getattr(state, "runs", None),
-                  state.engine.model_servers())
+    return for_engine(state.engine, message, getattr(state, "runs", None))
 
 
 def error_for_client(request, error: object, status: int) -> str:

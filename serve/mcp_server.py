@@ -39,7 +39,7 @@ from ..search.hits import Hit
 from ..search.context import LANGS, MAX_CHARS as CONTEXT_CHARS, PER_DOC as CONTEXT_PER_DOC
 from .access import Access, Gate, Scoped, scoped
 from .engine import Engine
-from .errors import BadParameter, public, shown_path, told
+from .errors import BadParameter, for_engine, shown_path, told
 from .params import (FILTER, MAX_CHARS, MAX_FILTERS, MAX_K, MAX_PER_DOC, MAX_QUERY,
                      MAX_WINDOW, only, schema_types, typed)
 
@@ -220,7 +220,6 @@ class _Server(MCPServer):
     instead of pydantic's multi-line report and its link."""
 
     access: Access | None = None  # busca mcp --http --tokens: who may read what
-    location: object = None  # the home, which a tool's error names over stdio only
     tools: Tools | None = None
     networked = False  # over HTTP (run_http): errors name the home's files relative to it
 
@@ -257,8 +256,7 @@ class _Server(MCPServer):
         from .server import uvicorn_config
 
         self.networked = True
-        self.tools.shown = lambda message: public(message, self.location,
-                                                  servers=self.tools.engine.model_servers())
+        self.tools.shown = lambda message: for_engine(self.tools.engine, message)
         origins = frozenset(cors_origin(origin) for origin in cors)
         names = tuple(allowed_name(name) for name in allow_hosts)
         app = self.streamable_http_app(streamable_http_path=MCP_PATH, host=host,
@@ -448,7 +446,7 @@ def create_server(location, *, log: bool = False, embed: dict | None = None, rer
                     create=False)
     tools = Tools(engine, access)
     server = _Server(NAME, version=__version__, instructions=INSTRUCTIONS)
-    server.access, server.location, server.tools = access, location, tools
+    server.access, server.tools = access, tools
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False,
                                 idempotent_hint=True, open_world_hint=False)
     for tool in (tools.search, tools.context, tools.compare, tools.get_chunk, tools.stats):
